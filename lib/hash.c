@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <openssl/evp.h>
+
+#include "hash.h"
+
+struct br_hasher {
+    EVP_MD_CTX *ctx;
+    const EVP_MD *md;
+};
+
+static br_hasher *hasher_new(const EVP_MD *md)
+{
+    br_hasher *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->ctx = EVP_MD_CTX_new();
+    h->md = md;
+    if (!h->ctx || !md) {
+        br_hasher_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+br_hasher *br_hasher_new_sha1(void)
+{
+    return hasher_new(EVP_sha1());
+}
+
+br_hasher *br_hasher_new_sha256(void)
+{
+    return hasher_new(EVP_sha256());
+}
+
+void br_hasher_free(br_hasher *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+}
+
+int br_hasher_digest(br_hasher *h, const void *buf, size_t len, uint8_t *out)
+{
+    if (EVP_DigestInit_ex2(h->ctx, h->md, NULL) != 1 || EVP_DigestUpdate(h->ctx, buf, len) != 1 ||
+        EVP_DigestFinal_ex(h->ctx, out, NULL) != 1)
+        return -EIO;
+    return 0;
+}
+
+int br_sha1(const void *buf, size_t len, uint8_t out[BR_SHA1_LEN])
+{
+    return EVP_Digest(buf, len, out, NULL, EVP_sha1(), NULL) == 1 ? 0 : -EIO;
+}
+
+int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
+{
+    return EVP_Digest(buf, len, out, NULL, EVP_sha256(), NULL) == 1 ? 0 : -EIO;
+}
+
+bool br_hex_decode(const char *hex, size_t len, uint8_t *out)
+{
+    for (size_t i = 0; i < len; i++) {
+        int hi = br_hexval((unsigned char)hex[2 * i]);
+        int lo = br_hexval((unsigned char)hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return true;
+}
+
+void br_hex_encode_upper(const uint8_t *in, size_t len, char *out)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * len] = '\0';
+}

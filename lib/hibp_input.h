@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Readers for the password inputs of `breachctl filter build`:
+ *  - a HIBP single file: lines HASH40:COUNT;
+ *  - a HIBP per-prefix directory: files XXXXX.txt holding SUFFIX35:COUNT,
+ *    the prefix taken from the file name (other file names are ignored);
+ *  - a plain list of 40-hex SHA-1 hashes, one per line;
+ *  - with plaintext set, passwords, one per line, hashed with SHA-1.
+ * LF or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
+ * skipped, and so are lines under min_count. A malformed line stops the read
+ * with "FILE:LINE: what is wrong" and -EINVAL. Path "-" is stdin. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "hash.h"
+
+/* Called once per accepted key; a non-zero return stops the read and is returned. */
+typedef int (*br_key_cb)(void *ctx, const uint8_t sha1[BR_SHA1_LEN]);
+
+/* Called now and then (about every 64 KiB of input) while reading. */
+typedef void (*br_progress_cb)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
+
+typedef struct br_input_opts {
+    bool plaintext;     /* lines are passwords, not hashes */
+    uint64_t min_count; /* keep lines with count >= min_count (0 and 1 mean: all counted ones) */
+    br_progress_cb progress;
+    void *progress_ctx;
+} br_input_opts;
+
+typedef struct br_input_stats {
+    uint64_t files;            /* files read (1 for a single file) */
+    uint64_t lines;            /* lines seen, blank ones included */
+    uint64_t keys;             /* keys passed to the callback */
+    uint64_t skipped_zero;     /* count-0 lines (padding) */
+    uint64_t skipped_min;      /* lines under min_count */
+    uint64_t bytes;            /* input bytes read */
+} br_input_stats;
+
+/* Total size in bytes of what br_input_read would read at path (a file's
+ * size, the sum of a directory's prefix files), or 0 when unknown (stdin, pipes). */
+uint64_t br_input_size(const char *path);
+
+/* Read one input (file, directory, or "-") and pass every key to cb. The
+ * stats are added to (not reset), so one struct can sum several inputs. */
+int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, void *cb_ctx,
+                  br_input_stats *stats, br_error *err);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hash.h"
+
+static void test_sha1_known(void **state)
+{
+    (void)state;
+    uint8_t d[BR_SHA1_LEN];
+    char hex[2 * BR_SHA1_LEN + 1];
+    assert_int_equal(br_sha1("password", 8, d), 0);
+    br_hex_encode_upper(d, sizeof(d), hex);
+    assert_string_equal(hex, "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8");
+    assert_int_equal(br_sha1("", 0, d), 0);
+    br_hex_encode_upper(d, sizeof(d), hex);
+    assert_string_equal(hex, "DA39A3EE5E6B4B0D3255BFEF95601890AFD80709");
+}
+
+static void test_sha256_known(void **state)
+{
+    (void)state;
+    uint8_t d[BR_SHA256_LEN];
+    char hex[2 * BR_SHA256_LEN + 1];
+    assert_int_equal(br_sha256("abc", 3, d), 0);
+    br_hex_encode_upper(d, sizeof(d), hex);
+    assert_string_equal(hex, "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD");
+}
+
+static void test_hasher_reuse(void **state)
+{
+    (void)state;
+    br_hasher *h = br_hasher_new_sha1();
+    assert_non_null(h);
+    uint8_t a[BR_SHA1_LEN], b[BR_SHA1_LEN];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(br_hasher_digest(h, "password", 8, a), 0);
+        assert_int_equal(br_sha1("password", 8, b), 0);
+        assert_memory_equal(a, b, sizeof(a));
+    }
+    br_hasher_free(h);
+}
+
+static void test_hex(void **state)
+{
+    (void)state;
+    uint8_t out[4];
+    assert_true(br_hex_decode("deADbeEF", 4, out));
+    assert_int_equal(out[0], 0xde);
+    assert_int_equal(out[3], 0xef);
+    assert_false(br_hex_decode("deADbeEG", 4, out));
+    assert_false(br_hex_decode("de AD be", 4, out));
+    uint8_t h[8] = {0x5B, 0xAA, 0x61, 0xE4, 0xC9, 0xB9, 0x3F, 0x3F};
+    assert_true(br_hash_key64(h) == UINT64_C(0x5BAA61E4C9B93F3F));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha1_known),
+        cmocka_unit_test(test_sha256_known),
+        cmocka_unit_test(test_hasher_reuse),
+        cmocka_unit_test(test_hex),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
