@@ -34,7 +34,8 @@ size_t br_bfuse_bytes(const br_bfuse *f);
 
 /* Check that the fields read from a file describe a usable filter (power-of-
  * two segment length, consistent lengths, arity, fp_bits) so that a query
- * can never index outside the array. 0 or -EINVAL. */
+ * can never index outside the array. 0 or -EINVAL. The fingerprints pointer
+ * is not looked at: the caller maps br_bfuse_bytes(f) bytes for it. */
 int br_bfuse_check(const br_bfuse *f);
 
 /* Build the filter of n distinct keys into fp_out (br_bfuse_bytes() bytes),
@@ -42,9 +43,20 @@ int br_bfuse_check(const br_bfuse *f);
  * from seed_base and the attempt number, so the same keys and seed_base give
  * the same bytes. Sets f->seed and f->fingerprints = fp_out.
  * 0, -ENOMEM, or -EDEADLK if construction failed on every attempt (only with
- * duplicate keys, which callers remove first). */
+ * duplicate keys, which callers remove first).
+ *
+ * The result depends on the set of keys only, not on their order: no sort is
+ * needed before the call (construction is order-independent by design).
+ * A retry may use half the laid-out segment_length over the same array
+ * (segment_count_length grows to match; array_length and the byte size do
+ * not change), so store the fields of f after the build, not after the
+ * layout. Duplicate keys are detected after the first failed attempt and
+ * give -EDEADLK at once. Thread-safe; working memory is about 23 bytes per
+ * key (3-wise) on top of fp_out. */
 int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, void *fp_out);
 
+/* f must come from br_bfuse_build() or have passed br_bfuse_check(), with
+ * fingerprints pointing at br_bfuse_bytes(f) bytes (may be NULL when empty). */
 bool br_bfuse_contains(const br_bfuse *f, uint64_t key);
 
 /* out[i] = br_bfuse_contains(f, keys[i]), with the memory accesses of a batch

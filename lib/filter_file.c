@@ -1,1 +1,441 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include "filter_file.h"
+#include "hash.h"
+#include "util.h"
+
+/* Byte offsets of the v1 header fields (docs/filter-format.md). */
+enum {
+    OFF_MAGIC = 0,
+    OFF_VERSION = 8,
+    OFF_HEADER_SIZE = 12,
+    OFF_KIND = 16,
+    OFF_ALGORITHM = 20,
+    OFF_KEYENC = 24,
+    OFF_KEYENC_VERSION = 28,
+    OFF_GENERATION = 32,
+    OFF_BUILD_TIME = 40,
+    OFF_KEY_COUNT = 48,
+    OFF_PAYLOAD_OFFSET = 56,
+    OFF_PAYLOAD_SIZE = 64,
+    OFF_PARAMS = 72,
+    OFF_SOURCE = 136,
+    OFF_RESERVED = 392,
+    OFF_BODY_SHA256 = 448,
+    OFF_HEADER_SHA256 = 480,
+};
+_Static_assert(OFF_PARAMS + BR_FILTER_PARAMS_SIZE == OFF_SOURCE, "params size");
+_Static_assert(OFF_SOURCE + BR_FILTER_SOURCE_SIZE == OFF_RESERVED, "source size");
+_Static_assert(OFF_HEADER_SHA256 + 32 == BR_FILTER_HEADER_SIZE, "header size");
+
+/* Newest key-encoding version this build understands, per encoding. */
+#define KEYENC_MAX_VERSION 1
+#define PAYLOAD_OFFSET_MAX (UINT64_C(1) << 20)
+
+const char *br_filter_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    case BR_KIND_PASSWORD_SHA1:
+        return "password-sha1";
+    case BR_KIND_URL_SHA256:
+        return "url-sha256";
+    case BR_KIND_PASSWORD_NTLM:
+        return "password-ntlm";
+    }
+    return NULL;
+}
+
+int br_filter_kind_from_name(const char *name, br_filter_kind *kind)
+{
+    for (uint32_t k = BR_KIND_PASSWORD_SHA1; k <= BR_KIND_PASSWORD_NTLM; k++) {
+        if (strcmp(name, br_filter_kind_name(k)) == 0) {
+            *kind = (br_filter_kind)k;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+const char *br_filter_algorithm_name(uint32_t algorithm)
+{
+    switch (algorithm) {
+    case BR_ALGO_BINARY_FUSE:
+        return "binary-fuse";
+    case BR_ALGO_BLOCKED_BLOOM:
+        return "blocked-bloom";
+    }
+    return NULL;
+}
+
+const char *br_key_encoding_name(uint32_t encoding)
+{
+    switch (encoding) {
+    case BR_KEYENC_HASH_PREFIX64:
+        return "hash-prefix64";
+    case BR_KEYENC_URL_EXPR_SHA256:
+        return "url-expression-sha256";
+    }
+    return NULL;
+}
+
+static void header_encode(const br_filter_header *h, uint8_t raw[BR_FILTER_HEADER_SIZE])
+{
+    memset(raw, 0, BR_FILTER_HEADER_SIZE);
+    memcpy(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8);
+    br_store_le32(raw + OFF_VERSION, h->version);
+    br_store_le32(raw + OFF_HEADER_SIZE, h->header_size);
+    br_store_le32(raw + OFF_KIND, h->kind);
+    br_store_le32(raw + OFF_ALGORITHM, h->algorithm);
+    br_store_le32(raw + OFF_KEYENC, h->key_encoding);
+    br_store_le32(raw + OFF_KEYENC_VERSION, h->key_encoding_version);
+    br_store_le64(raw + OFF_GENERATION, h->generation);
+    br_store_le64(raw + OFF_BUILD_TIME, (uint64_t)h->build_time);
+    br_store_le64(raw + OFF_KEY_COUNT, h->key_count);
+    br_store_le64(raw + OFF_PAYLOAD_OFFSET, h->payload_offset);
+    br_store_le64(raw + OFF_PAYLOAD_SIZE, h->payload_size);
+    memcpy(raw + OFF_PARAMS, h->params, BR_FILTER_PARAMS_SIZE);
+    memcpy(raw + OFF_SOURCE, h->source, strnlen(h->source, BR_FILTER_SOURCE_SIZE - 1));
+    memcpy(raw + OFF_BODY_SHA256, h->body_sha256, 32);
+    memcpy(raw + OFF_HEADER_SHA256, h->header_sha256, 32);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
+int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
+{
+    if (len < BR_FILTER_HEADER_SIZE)
+        return br_error_set(err, -EINVAL, "truncated: %zu bytes, shorter than the %d-byte header",
+                            len, BR_FILTER_HEADER_SIZE);
+    if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
+        return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
+    memset(h, 0, sizeof(*h));
+    h->version = br_load_le32(raw + OFF_VERSION);
+    if (h->version != BR_FILTER_VERSION)
+        return br_error_set(err, -EINVAL,
+                            "unsupported format version %u (this build reads version %d)",
+                            h->version, BR_FILTER_VERSION);
+    /* The header checksum comes first: a damaged header is reported as such,
+     * not as whatever field the damage happened to hit. */
+    uint8_t sum[32];
+    if (br_sha256(raw, OFF_HEADER_SHA256, sum) < 0)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    if (memcmp(sum, raw + OFF_HEADER_SHA256, 32) != 0)
+        return br_error_set(err, -EINVAL, "header checksum mismatch (header corrupted)");
+
+    h->header_size = br_load_le32(raw + OFF_HEADER_SIZE);
+    h->kind = br_load_le32(raw + OFF_KIND);
+    h->algorithm = br_load_le32(raw + OFF_ALGORITHM);
+    h->key_encoding = br_load_le32(raw + OFF_KEYENC);
+    h->key_encoding_version = br_load_le32(raw + OFF_KEYENC_VERSION);
+    h->generation = br_load_le64(raw + OFF_GENERATION);
+    h->build_time = (int64_t)br_load_le64(raw + OFF_BUILD_TIME);
+    h->key_count = br_load_le64(raw + OFF_KEY_COUNT);
+    h->payload_offset = br_load_le64(raw + OFF_PAYLOAD_OFFSET);
+    h->payload_size = br_load_le64(raw + OFF_PAYLOAD_SIZE);
+    memcpy(h->params, raw + OFF_PARAMS, BR_FILTER_PARAMS_SIZE);
+    memcpy(h->source, raw + OFF_SOURCE, BR_FILTER_SOURCE_SIZE);
+    memcpy(h->body_sha256, raw + OFF_BODY_SHA256, 32);
+    memcpy(h->header_sha256, raw + OFF_HEADER_SHA256, 32);
+
+    if (h->header_size != BR_FILTER_HEADER_SIZE)
+        return br_error_set(err, -EINVAL, "field header_size: %u, expected %d", h->header_size,
+                            BR_FILTER_HEADER_SIZE);
+    if (!br_filter_kind_name(h->kind))
+        return br_error_set(err, -EINVAL, "field kind: unknown kind %u", h->kind);
+    if (!br_filter_algorithm_name(h->algorithm))
+        return br_error_set(err, -EINVAL, "field algorithm: unknown algorithm %u", h->algorithm);
+    if (!br_key_encoding_name(h->key_encoding))
+        return br_error_set(err, -EINVAL, "field key_encoding: unknown encoding %u",
+                            h->key_encoding);
+    if (h->key_encoding_version < 1 || h->key_encoding_version > KEYENC_MAX_VERSION)
+        return br_error_set(err, -EINVAL,
+                            "field key_encoding_version: %u not supported (this build reads 1..%d)",
+                            h->key_encoding_version, KEYENC_MAX_VERSION);
+    if (h->build_time < 0)
+        return br_error_set(err, -EINVAL, "field build_time: negative (%lld)",
+                            (long long)h->build_time);
+    if (h->payload_offset < BR_FILTER_HEADER_SIZE || h->payload_offset > PAYLOAD_OFFSET_MAX ||
+        h->payload_offset % 64 != 0)
+        return br_error_set(err, -EINVAL, "field payload_offset: %llu out of range",
+                            (unsigned long long)h->payload_offset);
+    if (h->payload_size > UINT64_MAX - h->payload_offset)
+        return br_error_set(err, -EINVAL, "field payload_size: %llu out of range",
+                            (unsigned long long)h->payload_size);
+    size_t slen = strnlen(h->source, BR_FILTER_SOURCE_SIZE);
+    if (slen == BR_FILTER_SOURCE_SIZE || !all_zero((const uint8_t *)h->source + slen,
+                                                   BR_FILTER_SOURCE_SIZE - slen))
+        return br_error_set(err, -EINVAL, "field source: not a NUL-padded string");
+    if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
+        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
+                            OFF_RESERVED, OFF_BODY_SHA256 - 1);
+    return 0;
+}
+
+/* ---- reading ---- */
+
+struct br_filter_file {
+    uint8_t *map;
+    uint64_t size;
+    br_filter_header hdr;
+};
+
+void br_filter_file_free(br_filter_file *f)
+{
+    if (!f)
+        return;
+    if (f->map)
+        munmap(f->map, f->size);
+    free(f);
+}
+
+static int body_checksum(const uint8_t *body, uint64_t len, uint8_t out[32])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int r = -EIO;
+    if (!ctx)
+        return -ENOMEM;
+    if (EVP_DigestInit_ex2(ctx, EVP_sha256(), NULL) != 1)
+        goto out;
+    /* In slices, so that a huge file is hashed with bounded page-cache churn. */
+    for (uint64_t off = 0; off < len;) {
+        size_t n = (size_t)BR_MIN(len - off, (uint64_t)64 << 20);
+        if (EVP_DigestUpdate(ctx, body + off, n) != 1)
+            goto out;
+        off += n;
+    }
+    if (EVP_DigestFinal_ex(ctx, out, NULL) == 1)
+        r = 0;
+out:
+    EVP_MD_CTX_free(ctx);
+    return r;
+}
+
+int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return br_error_set(err, -EINVAL, "%s: not a regular file", path);
+    if ((uint64_t)st.st_size < BR_FILTER_HEADER_SIZE)
+        return br_error_set(err, -EINVAL, "%s: truncated: %lld bytes, shorter than the %d-byte header",
+                            path, (long long)st.st_size, BR_FILTER_HEADER_SIZE);
+
+    _cleanup_(br_filter_file_freep) br_filter_file *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    f->size = (uint64_t)st.st_size;
+    void *map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return br_error_set(err, -errno, "%s: mmap: %s", path, strerror(errno));
+    f->map = map;
+
+    int r = br_filter_header_decode(f->map, f->size, &f->hdr, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "%s", path);
+    uint64_t expect = f->hdr.payload_offset + f->hdr.payload_size;
+    if (f->size != expect)
+        return br_error_set(err, -EINVAL, "%s: %s: file is %llu bytes, header says %llu", path,
+                            f->size < expect ? "truncated" : "trailing data",
+                            (unsigned long long)f->size, (unsigned long long)expect);
+    uint8_t sum[32];
+    r = body_checksum(f->map + BR_FILTER_HEADER_SIZE, f->size - BR_FILTER_HEADER_SIZE, sum);
+    if (r < 0)
+        return br_error_set(err, r, "%s: SHA-256 failed", path);
+    if (memcmp(sum, f->hdr.body_sha256, 32) != 0)
+        return br_error_set(err, -EINVAL, "%s: body checksum mismatch (file corrupted)", path);
+    /* Lookups are random probes: don't let readahead drag in neighbours. */
+    (void)madvise(f->map, f->size, MADV_RANDOM);
+    *out = BR_TAKE_PTR(f);
+    return 0;
+}
+
+const br_filter_header *br_filter_file_header(const br_filter_file *f)
+{
+    return &f->hdr;
+}
+
+const uint8_t *br_filter_file_data(const br_filter_file *f)
+{
+    return f->map;
+}
+
+uint64_t br_filter_file_size(const br_filter_file *f)
+{
+    return f->size;
+}
+
+/* ---- writing ---- */
+
+#define WBUF_SIZE (1u << 20)
+
+struct br_filter_writer {
+    int fd;
+    char *path;
+    char *tmp_path;
+    EVP_MD_CTX *body_ctx;
+    uint8_t *buf;
+    size_t buf_len;
+    uint64_t offset; /* logical offset of the next byte */
+    bool committed;
+};
+
+void br_filter_writer_free(br_filter_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (!w->committed && w->tmp_path)
+        unlink(w->tmp_path);
+    EVP_MD_CTX_free(w->body_ctx);
+    free(w->buf);
+    free(w->path);
+    free(w->tmp_path);
+    free(w);
+}
+
+static int writer_flush(br_filter_writer *w, br_error *err)
+{
+    if (w->buf_len == 0)
+        return 0;
+    int r = br_write_all(w->fd, w->buf, w->buf_len);
+    if (r < 0)
+        return br_error_set(err, r, "%s: write: %s", w->tmp_path, strerror(-r));
+    w->buf_len = 0;
+    return 0;
+}
+
+static int writer_put(br_filter_writer *w, const void *data, size_t len, bool hashed, br_error *err)
+{
+    if (hashed && EVP_DigestUpdate(w->body_ctx, data, len) != 1)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    const uint8_t *p = data;
+    while (len > 0) {
+        if (w->buf_len == WBUF_SIZE) {
+            int r = writer_flush(w, err);
+            if (r < 0)
+                return r;
+        }
+        size_t n = BR_MIN(len, WBUF_SIZE - w->buf_len);
+        memcpy(w->buf + w->buf_len, p, n);
+        w->buf_len += n;
+        p += n;
+        len -= n;
+        w->offset += n;
+    }
+    return 0;
+}
+
+int br_filter_writer_new(const char *path, br_filter_writer **out, br_error *err)
+{
+    _cleanup_(br_filter_writer_freep) br_filter_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->fd = -1;
+    w->path = strdup(path);
+    w->buf = malloc(WBUF_SIZE);
+    w->body_ctx = EVP_MD_CTX_new();
+    if (!w->path || !w->buf || !w->body_ctx || asprintf(&w->tmp_path, "%s.tmp.XXXXXX", path) < 0) {
+        w->tmp_path = NULL;
+        return -ENOMEM;
+    }
+    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
+    if (w->fd < 0) {
+        int r = -errno;
+        free(w->tmp_path);
+        w->tmp_path = NULL;
+        return br_error_set(err, r, "%s: cannot create a temporary file beside it: %s", path,
+                            strerror(-r));
+    }
+    if (EVP_DigestInit_ex2(w->body_ctx, EVP_sha256(), NULL) != 1)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    /* Header placeholder (not hashed into the body), then zeros up to the payload. */
+    static const uint8_t zero[BR_FILTER_PAYLOAD_ALIGN];
+    int r = writer_put(w, zero, BR_FILTER_HEADER_SIZE, false, err);
+    if (r < 0)
+        return r;
+    r = writer_put(w, zero, BR_FILTER_PAYLOAD_ALIGN - BR_FILTER_HEADER_SIZE, true, err);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(w);
+    return 0;
+}
+
+int br_filter_writer_write(br_filter_writer *w, const void *buf, size_t len, br_error *err)
+{
+    return writer_put(w, buf, len, true, err);
+}
+
+int br_filter_writer_align(br_filter_writer *w, size_t align, br_error *err)
+{
+    static const uint8_t zero[4096];
+    if (align == 0 || align > sizeof(zero))
+        return br_error_set(err, -EINVAL, "bad alignment %zu", align);
+    size_t pad = (size_t)((align - w->offset % align) % align);
+    return pad ? writer_put(w, zero, pad, true, err) : 0;
+}
+
+uint64_t br_filter_writer_offset(const br_filter_writer *w)
+{
+    return w->offset;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    _cleanup_free_ char *copy = strdup(path);
+    if (!copy)
+        return -ENOMEM;
+    _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    return fsync(dfd) < 0 ? -errno : 0;
+}
+
+int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error *err)
+{
+    int r = writer_flush(w, err);
+    if (r < 0)
+        return r;
+    hdr->version = BR_FILTER_VERSION;
+    hdr->header_size = BR_FILTER_HEADER_SIZE;
+    hdr->payload_offset = BR_FILTER_PAYLOAD_ALIGN;
+    hdr->payload_size = w->offset - BR_FILTER_PAYLOAD_ALIGN;
+    if (EVP_DigestFinal_ex(w->body_ctx, hdr->body_sha256, NULL) != 1)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    memset(hdr->header_sha256, 0, 32);
+    header_encode(hdr, raw);
+    if (br_sha256(raw, OFF_HEADER_SHA256, hdr->header_sha256) < 0)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    memcpy(raw + OFF_HEADER_SHA256, hdr->header_sha256, 32);
+    if (pwrite(w->fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return br_error_set(err, -EIO, "%s: writing the header failed", w->tmp_path);
+    if (fchmod(w->fd, 0644) < 0 || fsync(w->fd) < 0)
+        return br_error_set(err, -errno, "%s: %s", w->tmp_path, strerror(errno));
+    if (rename(w->tmp_path, w->path) < 0)
+        return br_error_set(err, -errno, "rename %s -> %s: %s", w->tmp_path, w->path,
+                            strerror(errno));
+    w->committed = true;
+    r = fsync_dir_of(w->path);
+    if (r < 0)
+        return br_error_set(err, r, "%s: fsync of its directory: %s", w->path, strerror(-r));
+    return 0;
+}

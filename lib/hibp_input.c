@@ -1,1 +1,619 @@
 /* SPDX-License-Identifier: MIT */
+/* Password-input readers for `breachctl filter build`; see hibp_input.h.
+ *
+ * The input is read with large read() calls into one buffer and split into
+ * lines in place: no per-line allocation, no stdio. A line that is cut by the
+ * end of the buffer is moved to the front and completed by the next read; a
+ * line never exceeds the limit below, so that tail is small. The common line
+ * shapes (HASH:COUNT with a short count, or a bare hash once the file is known
+ * to be a plain list) take a short path; everything else goes through a slow
+ * parser that either accepts the line or says exactly what is wrong with it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <openssl/crypto.h>
+
+#include "hibp_input.h"
+#include "util.h"
+
+#define READ_CHUNK (1u << 20)     /* bytes asked for per read() */
+#define PROGRESS_STEP (64u << 10) /* report progress about this often */
+#define HASH_HEX 40               /* hex digits of a SHA-1 */
+#define PREFIX_HEX 5              /* hex digits in a prefix file's name */
+#define SUFFIX_HEX (HASH_HEX - PREFIX_HEX)
+#define COUNT_FAST_DIGITS 19 /* 10^19 - 1 < 2^64: no overflow check needed */
+
+enum { MODE_UNKNOWN, MODE_COUNTED, MODE_PLAIN };
+
+/* 0..15 for a hex digit, 0xF0 for any other byte: OR-ing the values of a run of
+ * bytes is >= 16 exactly when one of them is not a hex digit. */
+#define HX(c)                                                                                      \
+    ((c) >= '0' && (c) <= '9'   ? (c) - '0'                                                        \
+     : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                                                   \
+     : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10                                                   \
+                                : 0xF0)
+#define HX4(c) HX(c), HX((c) + 1), HX((c) + 2), HX((c) + 3)
+#define HX16(c) HX4(c), HX4((c) + 4), HX4((c) + 8), HX4((c) + 12)
+#define HX64(c) HX16(c), HX16((c) + 16), HX16((c) + 32), HX16((c) + 48)
+static const uint8_t hex_tab[256] = {HX64(0), HX64(64), HX64(128), HX64(192)};
+
+/* Decode 2*n hex digits into n bytes; false when one of them is not hex. */
+static inline bool hex_decode_fast(const uint8_t *s, size_t n, uint8_t *out)
+{
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned hi = hex_tab[s[2 * i]], lo = hex_tab[s[2 * i + 1]];
+        bad |= hi | lo;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return bad < 16;
+}
+
+typedef struct reader {
+    const br_input_opts *opts;
+    br_key_cb cb;
+    void *cb_ctx;
+    br_error *err;
+    br_input_stats st; /* this call's counts, added to the caller's at the end */
+    uint8_t *buf;      /* READ_CHUNK + room for a carried-over line */
+    size_t buf_size;
+    br_hasher *hasher;    /* plaintext only */
+    uint64_t min_count;   /* 0 and 1: every counted line with count >= 1 */
+    size_t max_line;      /* without the LF and the CR */
+    uint64_t done, total; /* progress */
+    uint64_t last_progress;
+} reader;
+
+typedef struct file_ctx {
+    const char *name;      /* for messages */
+    uint64_t line;         /* 1-based number of the current line */
+    int mode;              /* MODE_*: decided by the first non-blank line */
+    bool prefix_file;      /* SUFFIX:COUNT lines, the prefix from the file name */
+    size_t hexlen;         /* hex digits expected before ':' or the end */
+    uint8_t hex[HASH_HEX]; /* prefix file: the name's 5 digits, then a line's 35 */
+} file_ctx;
+
+static int line_error(reader *r, const file_ctx *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int line_error(reader *r, const file_ctx *f, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return br_error_set(r->err, -EINVAL, "%s:%" PRIu64 ": %s", f->name, f->line, what);
+}
+
+static int io_error(br_error *err, int errnum, const char *name)
+{
+    return br_error_set(err, -errnum, "%s: %s", name, strerror(errnum));
+}
+
+/* A name for a byte that is shown without echoing the input, or NULL. */
+static const char *byte_name(uint8_t c)
+{
+    switch (c) {
+    case ' ':
+        return "a space";
+    case '\t':
+        return "a tab";
+    case '\r':
+        return "a carriage return";
+    case '\0':
+        return "a NUL byte";
+    case ':':
+        return "a second ':' (extra field)";
+    default:
+        return NULL;
+    }
+}
+
+/* "character N is <what>, expected <expected>" for the byte at index i. */
+static int bad_char(reader *r, const file_ctx *f, const uint8_t *p, size_t i, const char *expected)
+{
+    const char *what = byte_name(p[i]);
+    if (what)
+        return line_error(r, f, "character %zu is %s, expected %s", i + 1, what, expected);
+    return line_error(r, f, "character %zu is not %s", i + 1, expected);
+}
+
+static bool has_bom(const uint8_t *p, size_t len)
+{
+    return len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF;
+}
+
+static int cb_stopped(reader *r, const file_ctx *f, int rc)
+{
+    if (rc < 0)
+        return br_error_set(r->err, rc, "%s:%" PRIu64 ": %s", f->name, f->line, strerror(-rc));
+    return br_error_set(r->err, rc, "%s:%" PRIu64 ": stopped by the key consumer (%d)", f->name,
+                        f->line, rc);
+}
+
+static inline int deliver(reader *r, const file_ctx *f, const uint8_t key[BR_SHA1_LEN])
+{
+    r->st.keys++;
+    if (!r->cb)
+        return 0;
+    int rc = r->cb(r->cb_ctx, key);
+    if (br_unlikely(rc != 0))
+        return cb_stopped(r, f, rc);
+    return 0;
+}
+
+static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t key[BR_SHA1_LEN],
+                                  uint64_t count)
+{
+    if (count == 0) {
+        r->st.skipped_zero++;
+        return 0;
+    }
+    if (count < r->min_count) {
+        r->st.skipped_min++;
+        return 0;
+    }
+    return deliver(r, f, key);
+}
+
+static inline bool decode_key(file_ctx *f, const uint8_t *p, uint8_t key[BR_SHA1_LEN])
+{
+    if (!f->prefix_file)
+        return hex_decode_fast(p, BR_SHA1_LEN, key);
+    memcpy(f->hex + PREFIX_HEX, p, SUFFIX_HEX);
+    return hex_decode_fast(f->hex, BR_SHA1_LEN, key);
+}
+
+/* The complete parser of a non-blank hash line: accepts it or names the fault. */
+__attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f, const uint8_t *p,
+                                                          size_t len)
+{
+    if (len > r->max_line)
+        return line_error(r, f, "line is longer than %zu bytes", r->max_line);
+    if (f->line == 1 && has_bom(p, len))
+        return line_error(r, f, "the file starts with a UTF-8 byte order mark");
+
+    size_t n = 0;
+    while (n < len && hex_tab[p[n]] < 16)
+        n++;
+    bool counted;
+    if (n == len)
+        counted = false;
+    else if (p[n] == ':')
+        counted = true;
+    else if (n < f->hexlen)
+        return bad_char(r, f, p, n, "a hex digit");
+    else
+        return bad_char(r, f, p, n, f->mode == MODE_PLAIN ? "the end of the line" : "':'");
+    if (n != f->hexlen)
+        return line_error(r, f, "the hash has %zu hex digits, expected %zu", n, f->hexlen);
+
+    if (f->mode == MODE_UNKNOWN) {
+        f->mode = counted ? MODE_COUNTED : MODE_PLAIN;
+        if (!counted && r->min_count > 1)
+            return line_error(r, f,
+                              "a plain hash list has no counts, so the minimum count %" PRIu64
+                              " cannot be applied",
+                              r->min_count);
+    } else if (f->mode == MODE_COUNTED && !counted) {
+        if (f->prefix_file)
+            return line_error(r, f, "the count is missing (expected SUFFIX:COUNT)");
+        return line_error(r, f, "the count is missing (the first line of the file has one)");
+    } else if (f->mode == MODE_PLAIN && counted) {
+        return line_error(r, f, "the line has a count, but the first line of the file has none");
+    }
+
+    uint64_t count = 0;
+    if (counted) {
+        if (n + 1 == len)
+            return line_error(r, f, "the count after ':' is empty");
+        for (size_t i = n + 1; i < len; i++) {
+            unsigned d = (unsigned)p[i] - '0';
+            if (d > 9)
+                return bad_char(r, f, p, i, "a decimal digit");
+            if (count > (UINT64_MAX - d) / 10)
+                return line_error(r, f, "the count is larger than %" PRIu64, UINT64_MAX);
+            count = count * 10 + d;
+        }
+    }
+
+    uint8_t key[BR_SHA1_LEN];
+    if (!decode_key(f, p, key)) /* cannot happen: the digits were checked above */
+        return line_error(r, f, "the hash is not hex");
+    return counted ? deliver_counted(r, f, key, count) : deliver(r, f, key);
+}
+
+static inline int hash_line(reader *r, file_ctx *f, const uint8_t *p, size_t len)
+{
+    const size_t hl = f->hexlen;
+    uint8_t key[BR_SHA1_LEN];
+
+    if (br_likely(f->mode == MODE_COUNTED && len > hl + 1 && len <= hl + 1 + COUNT_FAST_DIGITS &&
+                  p[hl] == ':')) {
+        uint64_t count = 0;
+        size_t i = hl + 1;
+        for (; i < len; i++) {
+            unsigned d = (unsigned)p[i] - '0';
+            if (d > 9)
+                break;
+            count = count * 10 + d;
+        }
+        if (br_likely(i == len && decode_key(f, p, key)))
+            return deliver_counted(r, f, key, count);
+    } else if (f->mode == MODE_PLAIN && len == hl) {
+        if (br_likely(decode_key(f, p, key)))
+            return deliver(r, f, key);
+    } else if (len == 0) {
+        return 0; /* blank */
+    }
+    return hash_line_slow(r, f, p, len);
+}
+
+static int plain_line(reader *r, file_ctx *f, const uint8_t *p, size_t len)
+{
+    if (len == 0)
+        return 0;
+    /* Never show the line: it is a password. */
+    if (len > r->max_line)
+        return line_error(r, f, "line is longer than %zu bytes", r->max_line);
+    const uint8_t *nul = memchr(p, '\0', len);
+    if (nul)
+        return line_error(r, f, "character %zu is a NUL byte (binary or UTF-16 input?)",
+                          (size_t)(nul - p) + 1);
+    if (f->line == 1 && has_bom(p, len))
+        return line_error(r, f, "the file starts with a UTF-8 byte order mark");
+    uint8_t key[BR_SHA1_LEN];
+    int rc = br_hasher_digest(r->hasher, p, len, key);
+    if (rc < 0)
+        return br_error_set(r->err, rc, "%s:%" PRIu64 ": SHA-1 failed", f->name, f->line);
+    return deliver(r, f, key);
+}
+
+static void progress(reader *r, bool force)
+{
+    if (!r->opts->progress)
+        return;
+    if (force || r->done - r->last_progress >= PROGRESS_STEP) {
+        r->last_progress = r->done;
+        r->opts->progress(r->opts->progress_ctx, r->done, r->total);
+    }
+}
+
+/* Read fd to its end, passing every line to the parser of the input kind. */
+static int read_stream(reader *r, file_ctx *f, int fd)
+{
+    const bool plaintext = r->opts->plaintext;
+    uint8_t *const buf = r->buf;
+    size_t have = 0; /* bytes in buf: an incomplete line carried over */
+    int rc = 0;
+
+    r->st.files++;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, READ_CHUNK);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = io_error(r->err, errno, f->name);
+            break;
+        }
+        if (n == 0) { /* a last line without LF */
+            if (have > 0) {
+                size_t len = have;
+                if (buf[len - 1] == '\r')
+                    len--;
+                f->line++;
+                rc = plaintext ? plain_line(r, f, buf, len) : hash_line(r, f, buf, len);
+            }
+            break;
+        }
+        r->st.bytes += (uint64_t)n;
+        r->done += (uint64_t)n;
+        have += (size_t)n;
+
+        uint8_t *p = buf, *const end = buf + have, *nl;
+        while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            size_t len = (size_t)(nl - p);
+            if (len > 0 && nl[-1] == '\r')
+                len--;
+            f->line++;
+            rc = plaintext ? plain_line(r, f, p, len) : hash_line(r, f, p, len);
+            if (br_unlikely(rc != 0))
+                break;
+            p = nl + 1;
+        }
+        if (rc != 0)
+            break;
+
+        size_t done = (size_t)(p - buf), tail = (size_t)(end - p);
+        if (tail > r->max_line + 1) { /* more than max_line bytes and a CR, no LF yet */
+            f->line++;
+            rc = line_error(r, f, "line is longer than %zu bytes", r->max_line);
+            break;
+        }
+        if (plaintext)
+            OPENSSL_cleanse(buf, done);
+        if (done > 0 && tail > 0) {
+            memmove(buf, p, tail);
+            if (plaintext) /* the part of the old copy that was not overwritten */
+                OPENSSL_cleanse(buf + BR_MAX(done, tail), done + tail - BR_MAX(done, tail));
+        }
+        have = tail;
+        progress(r, false);
+    }
+    r->st.lines += f->line;
+    if (plaintext)
+        OPENSSL_cleanse(buf, r->buf_size);
+    return rc;
+}
+
+static int read_file_fd(reader *r, const char *name, int fd)
+{
+    file_ctx f = {
+        .name = name,
+        .mode = MODE_UNKNOWN,
+        .hexlen = HASH_HEX,
+    };
+    return read_stream(r, &f, fd);
+}
+
+/* ---- per-prefix directories ---- */
+
+typedef struct prefix_entry {
+    uint32_t prefix;
+    char name[12]; /* "XXXXX.txt" */
+} prefix_entry;
+
+typedef struct prefix_list {
+    prefix_entry *v;
+    size_t n, cap;
+    uint64_t bytes;   /* sum of the prefix files' sizes */
+    uint64_t ignored; /* other directory entries */
+} prefix_list;
+
+/* "XXXXX.txt" with 5 hex digits of any case. */
+static bool parse_prefix_name(const char *name, uint32_t *prefix)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < PREFIX_HEX; i++) {
+        int d = br_hexval((unsigned char)name[i]);
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint32_t)d;
+    }
+    if (strcmp(name + PREFIX_HEX, ".txt") != 0)
+        return false;
+    *prefix = v;
+    return true;
+}
+
+static int prefix_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const prefix_entry *)a)->prefix, y = ((const prefix_entry *)b)->prefix;
+    return (x > y) - (x < y);
+}
+
+static void join_path(char *out, size_t size, const char *dir, const char *name)
+{
+    size_t dl = strlen(dir);
+    const char *sep = dl > 0 && dir[dl - 1] == '/' ? "" : "/";
+    /* A path too long to show is cut; the file is opened with openat(). */
+    snprintf(out, size, "%s%s%s", dir, sep, name);
+}
+
+/* List the prefix files of the open directory d (at path), sorted by prefix. */
+static int list_prefix_files(DIR *d, const char *path, prefix_list *l, br_error *err)
+{
+    char full[PATH_MAX];
+    struct dirent *de;
+    for (;;) {
+        errno = 0;
+        de = readdir(d);
+        if (!de)
+            break;
+        const char *name = de->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        uint32_t prefix;
+        if (!parse_prefix_name(name, &prefix)) {
+            l->ignored++;
+            continue;
+        }
+        struct stat st;
+        if (fstatat(dirfd(d), name, &st, 0) < 0) {
+            int e = errno;
+            join_path(full, sizeof(full), path, name);
+            return io_error(err, e, full);
+        }
+        if (!S_ISREG(st.st_mode)) {
+            join_path(full, sizeof(full), path, name);
+            return br_error_set(err, -EINVAL, "%s: not a regular file", full);
+        }
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 1024;
+            prefix_entry *v = realloc(l->v, cap * sizeof(*v));
+            if (!v)
+                return br_error_set(err, -ENOMEM, "%s: out of memory", path);
+            l->v = v;
+            l->cap = cap;
+        }
+        prefix_entry *e = &l->v[l->n++];
+        e->prefix = prefix;
+        memcpy(e->name, name, PREFIX_HEX + 5); /* 9 characters and the NUL */
+        l->bytes += (uint64_t)st.st_size;
+    }
+    if (errno != 0)
+        return io_error(err, errno, path);
+    if (l->n == 0)
+        return br_error_set(err, -ENOENT, "%s: no XXXXX.txt prefix files", path);
+    qsort(l->v, l->n, sizeof(*l->v), prefix_cmp);
+    for (size_t i = 1; i < l->n; i++)
+        if (l->v[i].prefix == l->v[i - 1].prefix)
+            return br_error_set(err, -EINVAL, "%s: prefix %05" PRIX32 " is there twice (%s and %s)",
+                                path, l->v[i].prefix, l->v[i - 1].name, l->v[i].name);
+    return 0;
+}
+
+static void prefix_list_free(prefix_list *l)
+{
+    free(l->v);
+    l->v = NULL;
+}
+
+static int read_dir(reader *r, const char *path, int dfd)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return io_error(r->err, e, path);
+    }
+    prefix_list l = {0};
+    int rc = list_prefix_files(d, path, &l, r->err);
+    r->st.ignored_files += l.ignored;
+    if (rc < 0)
+        goto out;
+    r->total = l.bytes;
+
+    char full[PATH_MAX];
+    for (size_t i = 0; i < l.n; i++) {
+        join_path(full, sizeof(full), path, l.v[i].name);
+        int fd = openat(dirfd(d), l.v[i].name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            rc = io_error(r->err, errno, full);
+            goto out;
+        }
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        file_ctx f = {
+            .name = full,
+            .mode = MODE_COUNTED,
+            .prefix_file = true,
+            .hexlen = SUFFIX_HEX,
+        };
+        memcpy(f.hex, l.v[i].name, PREFIX_HEX);
+        rc = read_stream(r, &f, fd);
+        close(fd);
+        if (rc != 0)
+            goto out;
+    }
+out:
+    prefix_list_free(&l);
+    closedir(d);
+    return rc;
+}
+
+uint64_t br_input_size(const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return 0;
+    if (S_ISREG(st.st_mode))
+        return (uint64_t)st.st_size;
+    if (!S_ISDIR(st.st_mode))
+        return 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    prefix_list l = {0};
+    int rc = list_prefix_files(d, path, &l, NULL);
+    prefix_list_free(&l);
+    closedir(d);
+    return rc < 0 ? 0 : l.bytes;
+}
+
+static void stats_add(br_input_stats *to, const br_input_stats *s)
+{
+    to->files += s->files;
+    to->lines += s->lines;
+    to->keys += s->keys;
+    to->skipped_zero += s->skipped_zero;
+    to->skipped_min += s->skipped_min;
+    to->bytes += s->bytes;
+    to->ignored_files += s->ignored_files;
+}
+
+static int input_read(reader *r, const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return read_file_fd(r, "<stdin>", STDIN_FILENO);
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return io_error(r->err, errno, path);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return io_error(r->err, e, path);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (r->opts->plaintext) {
+            close(fd);
+            return br_error_set(r->err, -EINVAL,
+                                "%s: is a directory; plaintext input must be a file", path);
+        }
+        return read_dir(r, path, fd); /* takes fd */
+    }
+    if (S_ISREG(st.st_mode)) {
+        r->total = (uint64_t)st.st_size;
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
+    int rc = read_file_fd(r, path, fd);
+    close(fd);
+    return rc;
+}
+
+int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, void *cb_ctx,
+                  br_input_stats *stats, br_error *err)
+{
+    static const br_input_opts defaults;
+    if (!opts)
+        opts = &defaults;
+    if (!path)
+        return br_error_set(err, -EINVAL, "no input path");
+    if (opts->plaintext && opts->min_count > 1)
+        return br_error_set(err, -EINVAL,
+                            "%s: plaintext input has no counts, so the minimum count %" PRIu64
+                            " cannot be applied",
+                            strcmp(path, "-") == 0 ? "<stdin>" : path, opts->min_count);
+
+    reader r = {
+        .opts = opts,
+        .cb = cb,
+        .cb_ctx = cb_ctx,
+        .err = err,
+        .min_count = opts->min_count,
+        .max_line = opts->plaintext ? BR_INPUT_MAX_PLAIN_LINE : BR_INPUT_MAX_HASH_LINE,
+    };
+    /* A carried-over line is at most max_line + 1 bytes (the CR). */
+    r.buf_size = READ_CHUNK + BR_INPUT_MAX_PLAIN_LINE + 2;
+    r.buf = malloc(r.buf_size);
+    if (!r.buf)
+        return br_error_set(err, -ENOMEM, "%s: out of memory", path);
+    int rc = 0;
+    if (opts->plaintext) {
+        r.hasher = br_hasher_new_sha1();
+        if (!r.hasher) {
+            rc = br_error_set(err, -ENOMEM, "%s: cannot set up SHA-1", path);
+            goto out;
+        }
+    }
+
+    rc = input_read(&r, path);
+    if (rc == 0)
+        progress(&r, true);
+out:
+    if (stats)
+        stats_add(stats, &r.st);
+    br_hasher_free(r.hasher);
+    free(r.buf);
+    return rc;
+}

@@ -7,7 +7,18 @@
  *  - with plaintext set, passwords, one per line, hashed with SHA-1.
  * LF or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
  * skipped, and so are lines under min_count. A malformed line stops the read
- * with "FILE:LINE: what is wrong" and -EINVAL. Path "-" is stdin. */
+ * with "FILE:LINE: what is wrong" and -EINVAL. Path "-" is stdin.
+ *
+ * Line rules (the LF and then one CR are removed first):
+ *  - an empty line is blank and skipped; a line of spaces is malformed;
+ *  - hash files: the first non-blank line decides HASH:COUNT or plain, a later
+ *    line of the other form is malformed; a count is 1-20 decimal digits up to
+ *    2^64-1 (leading zeros allowed); a prefix file must hold SUFFIX:COUNT;
+ *  - plaintext: the line's exact bytes are the password (spaces included); a
+ *    NUL byte, a UTF-8 BOM at the start of the file, or a line over the limit
+ *    is an error, and no message ever contains the line's text;
+ *  - a min_count > 1 with input that has no counts (plain list, plaintext) is
+ *    an error. */
 #pragma once
 
 #include <stdbool.h>
@@ -16,10 +27,17 @@
 #include "error.h"
 #include "hash.h"
 
-/* Called once per accepted key; a non-zero return stops the read and is returned. */
+/* Longest line accepted, without its LF and CR. */
+#define BR_INPUT_MAX_HASH_LINE 1024
+#define BR_INPUT_MAX_PLAIN_LINE 8192
+
+/* Called once per accepted key; a non-zero return stops the read and is
+ * returned (err then says "FILE:LINE: " and strerror of a negative code). */
 typedef int (*br_key_cb)(void *ctx, const uint8_t sha1[BR_SHA1_LEN]);
 
-/* Called now and then (about every 64 KiB of input) while reading. */
+/* Called now and then (about every 64 KiB to 1 MiB of input) while reading,
+ * and once at the end of a successful read with bytes_done of this call;
+ * bytes_total is 0 when unknown (stdin, pipes). */
 typedef void (*br_progress_cb)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
 
 typedef struct br_input_opts {
@@ -30,19 +48,23 @@ typedef struct br_input_opts {
 } br_input_opts;
 
 typedef struct br_input_stats {
-    uint64_t files;            /* files read (1 for a single file) */
-    uint64_t lines;            /* lines seen, blank ones included */
-    uint64_t keys;             /* keys passed to the callback */
-    uint64_t skipped_zero;     /* count-0 lines (padding) */
-    uint64_t skipped_min;      /* lines under min_count */
-    uint64_t bytes;            /* input bytes read */
+    uint64_t files;         /* files read (1 for a single file) */
+    uint64_t lines;         /* lines seen, blank ones included */
+    uint64_t keys;          /* keys passed to the callback */
+    uint64_t skipped_zero;  /* count-0 lines (padding) */
+    uint64_t skipped_min;   /* lines under min_count */
+    uint64_t bytes;         /* input bytes read */
+    uint64_t ignored_files; /* directory entries that are not XXXXX.txt prefix files */
 } br_input_stats;
 
 /* Total size in bytes of what br_input_read would read at path (a file's
  * size, the sum of a directory's prefix files), or 0 when unknown (stdin, pipes). */
 uint64_t br_input_size(const char *path);
 
-/* Read one input (file, directory, or "-") and pass every key to cb. The
- * stats are added to (not reset), so one struct can sum several inputs. */
+/* Read one input (file, directory, or "-") and pass every key to cb (NULL:
+ * only check and count). A directory's prefix files are read in ascending
+ * prefix order; two names for one prefix (abcde.txt, ABCDE.txt) are an error.
+ * The stats are added to (not reset), so one struct can sum several inputs;
+ * on an error they hold what was read up to it. opts NULL: all defaults. */
 int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, void *cb_ctx,
                   br_input_stats *stats, br_error *err);

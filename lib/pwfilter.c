@@ -1,1 +1,448 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "pwfilter.h"
+
+/* params block of the container header (docs/filter-format.md). */
+enum {
+    P_ARITY = 0,
+    P_FP_BITS = 1,
+    P_SHARD_BITS = 2,
+    P_SHARD_COUNT = 4,
+    P_TABLE_OFFSET = 8,
+    P_ENTRY_SIZE = 16,
+    P_END = 20,
+};
+/* One shard-table entry. */
+enum {
+    E_SEED = 0,
+    E_FP_OFFSET = 8,
+    E_KEY_COUNT = 16,
+    E_SEGMENT_LENGTH = 20,
+    E_SEGMENT_COUNT_LENGTH = 24,
+    E_ARRAY_LENGTH = 28,
+    ENTRY_SIZE = 32,
+};
+#define MAX_SHARD_BITS 20
+#define SEED_BASE UINT64_C(0x6272656163686400) /* "breachd\0" */
+
+unsigned br_pwfilter_shard_bits(uint64_t n, uint64_t target)
+{
+    unsigned bits = 0;
+    while (bits < MAX_SHARD_BITS && (n >> bits) > target)
+        bits++;
+    return bits;
+}
+
+/* ---- building ---- */
+
+typedef struct shard_result {
+    br_bfuse f;
+    void *fp;
+    uint64_t keys;
+    bool done;
+} shard_result;
+
+typedef struct build_ctx {
+    br_keyset *ks;
+    unsigned arity, fp_bits;
+    uint32_t shards;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t next;    /* next shard to claim */
+    uint32_t written; /* shards already written out */
+    uint32_t window;  /* how far claiming may run ahead of writing */
+    shard_result *res;
+    int error;
+    br_error err;
+} build_ctx;
+
+static int build_one(build_ctx *c, uint32_t i, br_error *err)
+{
+    uint64_t *keys = NULL;
+    size_t n = 0;
+    int r = br_keyset_shard(c->ks, i, &keys, &n, err);
+    if (r < 0)
+        return r;
+    shard_result *s = &c->res[i];
+    r = br_bfuse_layout(&s->f, c->arity, c->fp_bits, n);
+    if (r < 0) {
+        free(keys);
+        return br_error_set(err, r, "shard %u: %zu keys do not fit one filter", i, n);
+    }
+    size_t bytes = br_bfuse_bytes(&s->f);
+    s->fp = malloc(BR_MAX(bytes, (size_t)1));
+    if (!s->fp) {
+        free(keys);
+        return br_error_set(err, -ENOMEM, "shard %u: out of memory", i);
+    }
+    r = br_bfuse_build(&s->f, keys, n, SEED_BASE ^ i, s->fp);
+    free(keys);
+    if (r < 0)
+        return br_error_set(err, r, "shard %u: filter construction failed: %s", i, strerror(-r));
+    s->keys = n;
+    return 0;
+}
+
+static void *build_worker(void *arg)
+{
+    build_ctx *c = arg;
+    br_error err = {{0}};
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->error && c->next < c->shards && c->next >= c->written + c->window)
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (c->error || c->next >= c->shards)
+            break;
+        uint32_t i = c->next++;
+        pthread_mutex_unlock(&c->mu);
+        int r = build_one(c, i, &err);
+        pthread_mutex_lock(&c->mu);
+        if (r < 0 && !c->error) {
+            c->error = r;
+            c->err = err;
+        }
+        c->res[i].done = true;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/* Write shard fingerprint arrays in order as workers finish them. */
+static int write_shards(build_ctx *c, br_filter_writer *w, uint64_t *offsets,
+                        const br_pwfilter_build_opts *o, br_error *err)
+{
+    for (uint32_t i = 0; i < c->shards; i++) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->error && !c->res[i].done)
+            pthread_cond_wait(&c->cv, &c->mu);
+        int e = c->error;
+        pthread_mutex_unlock(&c->mu);
+        if (e)
+            return e;
+        shard_result *s = &c->res[i];
+        int r = br_filter_writer_align(w, 64, err);
+        if (r < 0)
+            return r;
+        offsets[i] = br_filter_writer_offset(w);
+        r = br_filter_writer_write(w, s->fp, br_bfuse_bytes(&s->f), err);
+        free(s->fp);
+        s->fp = NULL;
+        s->f.fingerprints = NULL;
+        if (r < 0)
+            return r;
+        pthread_mutex_lock(&c->mu);
+        c->written++;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        if (o->progress)
+            o->progress(o->progress_ctx, i + 1, c->shards);
+    }
+    return 0;
+}
+
+static void stop_workers(build_ctx *c, int r)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->error)
+        c->error = r;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char *path,
+                      br_pwfilter_build_stats *stats, br_error *err)
+{
+    unsigned arity = o->arity ? o->arity : 3;
+    unsigned fp_bits = o->fp_bits ? o->fp_bits : 16;
+    if ((arity != 3 && arity != 4) || (fp_bits != 8 && fp_bits != 16 && fp_bits != 32))
+        return br_error_set(err, -EINVAL, "unsupported arity %u or fingerprint bits %u", arity,
+                            fp_bits);
+    unsigned shard_bits = br_pwfilter_shard_bits(
+        br_keyset_count(ks), o->shard_target ? o->shard_target : BR_PWFILTER_SHARD_TARGET);
+    int r = br_keyset_finish(ks, shard_bits, err);
+    if (r < 0)
+        return r;
+
+    _cleanup_(br_filter_writer_freep) br_filter_writer *w = NULL;
+    r = br_filter_writer_new(path, &w, err);
+    if (r < 0)
+        return r;
+
+    build_ctx c = {
+        .ks = ks,
+        .arity = arity,
+        .fp_bits = fp_bits,
+        .shards = UINT32_C(1) << shard_bits,
+    };
+    unsigned threads = o->threads ? o->threads : online_cpus();
+    threads = BR_MIN(threads, c.shards);
+    c.window = threads;
+    c.res = calloc(c.shards, sizeof(*c.res));
+    _cleanup_free_ uint64_t *offsets = calloc(c.shards, sizeof(uint64_t));
+    _cleanup_free_ pthread_t *tids = calloc(threads, sizeof(pthread_t));
+    if (!c.res || !offsets || !tids) {
+        free(c.res);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    unsigned started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&tids[started], NULL, build_worker, &c) != 0)
+            break;
+    if (started == 0)
+        r = br_error_set(err, -EAGAIN, "cannot start build threads");
+    else
+        r = write_shards(&c, w, offsets, o, err);
+    if (r < 0)
+        stop_workers(&c, r);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if (r < 0 && c.error && c.err.text[0] && err)
+        *err = c.err;
+
+    br_filter_header hdr = {0};
+    uint64_t total_keys = 0, fp_bytes = 0;
+    if (r >= 0) {
+        r = br_filter_writer_align(w, 64, err);
+    }
+    uint64_t table_offset = br_filter_writer_offset(w);
+    for (uint32_t i = 0; r >= 0 && i < c.shards; i++) {
+        const shard_result *s = &c.res[i];
+        uint8_t e[ENTRY_SIZE];
+        br_store_le64(e + E_SEED, s->f.seed);
+        br_store_le64(e + E_FP_OFFSET, offsets[i]);
+        br_store_le32(e + E_KEY_COUNT, (uint32_t)s->keys);
+        br_store_le32(e + E_SEGMENT_LENGTH, s->f.segment_length);
+        br_store_le32(e + E_SEGMENT_COUNT_LENGTH, s->f.segment_count_length);
+        br_store_le32(e + E_ARRAY_LENGTH, s->f.array_length);
+        r = br_filter_writer_write(w, e, sizeof(e), err);
+        total_keys += s->keys;
+        fp_bytes += br_bfuse_bytes(&s->f);
+    }
+    for (uint32_t i = 0; i < c.shards; i++)
+        free(c.res[i].fp);
+    free(c.res);
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.cv);
+    if (r < 0)
+        return r;
+
+    hdr.kind = o->kind ? o->kind : BR_KIND_PASSWORD_SHA1;
+    hdr.algorithm = BR_ALGO_BINARY_FUSE;
+    hdr.key_encoding = BR_KEYENC_HASH_PREFIX64;
+    hdr.key_encoding_version = 1;
+    hdr.generation = o->generation;
+    hdr.build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
+    hdr.key_count = total_keys;
+    hdr.params[P_ARITY] = (uint8_t)arity;
+    hdr.params[P_FP_BITS] = (uint8_t)fp_bits;
+    hdr.params[P_SHARD_BITS] = (uint8_t)shard_bits;
+    br_store_le32(hdr.params + P_SHARD_COUNT, c.shards);
+    br_store_le64(hdr.params + P_TABLE_OFFSET, table_offset);
+    br_store_le32(hdr.params + P_ENTRY_SIZE, ENTRY_SIZE);
+    if (o->source)
+        snprintf(hdr.source, sizeof(hdr.source), "%s", o->source);
+    uint64_t file_bytes = br_filter_writer_offset(w);
+    r = br_filter_writer_commit(w, &hdr, err);
+    if (r < 0)
+        return r;
+    if (stats) {
+        stats->keys = total_keys;
+        stats->shards = c.shards;
+        stats->file_bytes = file_bytes;
+        stats->fingerprint_bytes = fp_bytes;
+    }
+    return 0;
+}
+
+/* ---- reading ---- */
+
+struct br_pwfilter {
+    br_filter_file *file;
+    unsigned shard_bits;
+    uint32_t shard_count;
+    unsigned arity, fp_bits;
+    br_bfuse *shards;
+};
+
+void br_pwfilter_free(br_pwfilter *pf)
+{
+    if (!pf)
+        return;
+    br_filter_file_free(pf->file);
+    free(pf->shards);
+    free(pf);
+}
+
+static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint64_t table_offset,
+                       uint64_t *key_sum, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(pf->file);
+    br_bfuse *f = &pf->shards[i];
+    uint32_t keys = br_load_le32(e + E_KEY_COUNT);
+    int r = br_bfuse_layout(f, pf->arity, pf->fp_bits, keys);
+    if (r < 0)
+        return br_error_set(err, -EINVAL, "shard %u: key_count %u out of range", i, keys);
+    /* The array size is a pure function of the key count; the segment
+     * geometry may differ (construction can fall back to half-length
+     * segments over the same array) but must be consistent, which
+     * br_bfuse_check() proves, so a file cannot steer a query outside its
+     * array. */
+    if (br_load_le32(e + E_ARRAY_LENGTH) != f->array_length)
+        return br_error_set(err, -EINVAL, "shard %u: array_length %u does not match key_count %u",
+                            i, br_load_le32(e + E_ARRAY_LENGTH), keys);
+    f->segment_length = br_load_le32(e + E_SEGMENT_LENGTH);
+    f->segment_count_length = br_load_le32(e + E_SEGMENT_COUNT_LENGTH);
+    f->seed = br_load_le64(e + E_SEED);
+    uint64_t off = br_load_le64(e + E_FP_OFFSET);
+    uint64_t bytes = br_bfuse_bytes(f);
+    if (off < h->payload_offset || off > table_offset || bytes > table_offset - off)
+        return br_error_set(err, -EINVAL, "shard %u: fingerprint array offset %llu out of range",
+                            i, (unsigned long long)off);
+    f->fingerprints = br_filter_file_data(pf->file) + off;
+    if (br_bfuse_check(f) < 0)
+        return br_error_set(err, -EINVAL, "shard %u: inconsistent filter parameters", i);
+    *key_sum += keys;
+    return 0;
+}
+
+int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err)
+{
+    _cleanup_(br_pwfilter_freep) br_pwfilter *pf = calloc(1, sizeof(*pf));
+    if (!pf) {
+        br_filter_file_free(file);
+        return -ENOMEM;
+    }
+    pf->file = file;
+    const br_filter_header *h = br_filter_file_header(file);
+    if (h->algorithm != BR_ALGO_BINARY_FUSE)
+        return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse",
+                            br_filter_algorithm_name(h->algorithm));
+    if (h->key_encoding != BR_KEYENC_HASH_PREFIX64)
+        return br_error_set(err, -EINVAL, "field key_encoding: %s, expected hash-prefix64",
+                            br_key_encoding_name(h->key_encoding));
+    const uint8_t *p = h->params;
+    pf->arity = p[P_ARITY];
+    pf->fp_bits = p[P_FP_BITS];
+    pf->shard_bits = p[P_SHARD_BITS];
+    pf->shard_count = br_load_le32(p + P_SHARD_COUNT);
+    uint64_t table_offset = br_load_le64(p + P_TABLE_OFFSET);
+    if (pf->arity != 3 && pf->arity != 4)
+        return br_error_set(err, -EINVAL, "param arity: %u, expected 3 or 4", pf->arity);
+    if (pf->fp_bits != 8 && pf->fp_bits != 16 && pf->fp_bits != 32)
+        return br_error_set(err, -EINVAL, "param fingerprint_bits: %u, expected 8, 16 or 32",
+                            pf->fp_bits);
+    if (pf->shard_bits > MAX_SHARD_BITS || pf->shard_count != (UINT32_C(1) << pf->shard_bits))
+        return br_error_set(err, -EINVAL, "param shard_bits %u / shard_count %u out of range",
+                            pf->shard_bits, pf->shard_count);
+    if (p[3] != 0 || br_load_le32(p + P_ENTRY_SIZE) != ENTRY_SIZE)
+        return br_error_set(err, -EINVAL, "param shard_entry_size: %u, expected %d",
+                            br_load_le32(p + P_ENTRY_SIZE), ENTRY_SIZE);
+    for (size_t i = P_END; i < BR_FILTER_PARAMS_SIZE; i++)
+        if (p[i])
+            return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
+    uint64_t size = br_filter_file_size(file);
+    uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE;
+    if (table_offset < h->payload_offset || table_offset > size || size - table_offset != table_bytes)
+        return br_error_set(err, -EINVAL, "param shard_table_offset: %llu out of range",
+                            (unsigned long long)table_offset);
+    pf->shards = calloc(pf->shard_count, sizeof(br_bfuse));
+    if (!pf->shards)
+        return -ENOMEM;
+    const uint8_t *table = br_filter_file_data(file) + table_offset;
+    uint64_t key_sum = 0;
+    for (uint32_t i = 0; i < pf->shard_count; i++) {
+        int r = check_entry(pf, i, table + (size_t)i * ENTRY_SIZE, table_offset, &key_sum, err);
+        if (r < 0)
+            return r;
+    }
+    if (key_sum != h->key_count)
+        return br_error_set(err, -EINVAL, "field key_count: %llu, but the shards hold %llu",
+                            (unsigned long long)h->key_count, (unsigned long long)key_sum);
+    *out = BR_TAKE_PTR(pf);
+    return 0;
+}
+
+int br_pwfilter_open(const char *path, br_pwfilter **out, br_error *err)
+{
+    br_filter_file *file = NULL;
+    int r = br_filter_file_open(path, &file, err);
+    if (r < 0)
+        return r;
+    r = br_pwfilter_from_file(file, out, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "%s", path);
+    return 0;
+}
+
+const br_filter_header *br_pwfilter_header(const br_pwfilter *pf)
+{
+    return br_filter_file_header(pf->file);
+}
+
+unsigned br_pwfilter_arity(const br_pwfilter *pf)
+{
+    return pf->arity;
+}
+
+unsigned br_pwfilter_fp_bits(const br_pwfilter *pf)
+{
+    return pf->fp_bits;
+}
+
+uint32_t br_pwfilter_shard_count(const br_pwfilter *pf)
+{
+    return pf->shard_count;
+}
+
+uint64_t br_pwfilter_file_size(const br_pwfilter *pf)
+{
+    return br_filter_file_size(pf->file);
+}
+
+uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < pf->shard_count; i++)
+        sum += br_bfuse_bytes(&pf->shards[i]);
+    return sum;
+}
+
+static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
+{
+    return &pf->shards[pf->shard_bits ? key >> (64 - pf->shard_bits) : 0];
+}
+
+bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
+{
+    return br_bfuse_contains(shard_for(pf, key), key);
+}
+
+void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
+{
+    if (pf->shard_count == 1) {
+        br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
+        return;
+    }
+    /* Runs of keys in one shard (sorted input) go through the batched probe. */
+    size_t i = 0;
+    while (i < n) {
+        const br_bfuse *s = shard_for(pf, keys[i]);
+        size_t j = i + 1;
+        while (j < n && shard_for(pf, keys[j]) == s)
+            j++;
+        br_bfuse_contains_batch(s, keys + i, j - i, out + i);
+        i = j;
+    }
+}

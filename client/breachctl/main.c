@@ -1,8 +1,98 @@
 /* SPDX-License-Identifier: MIT */
+/* breachctl: client and admin tool. This file parses the global options and
+ * dispatches to one cmd_*() per command. */
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "breachctl.h"
+#include "config.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(const ctl_globals *g, int argc, char **argv);
+} commands[] = {
+    {"filter", cmd_filter},
+};
+
+void ctl_err(const char *fmt, ...)
 {
-    fprintf(stderr, "breachctl: no commands yet\n");
-    return 2;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("breachctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: breachctl [--socket PATH] COMMAND [ARGS...]\n"
+            "\n"
+            "Commands:\n"
+            "  filter build  --kind password-sha1 --output FILE --input PATH...\n"
+            "                [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
+            "                [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
+            "                [--shard-keys N]\n"
+            "  filter info   FILE\n"
+            "  filter verify FILE\n"
+            "  filter query  FILE [KEY...]     KEY: 40-hex SHA-1; none: read stdin\n"
+            "\n"
+            "Options:\n"
+            "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"
+            "  -h, --help      this text\n"
+            "  --version       print the version\n"
+            "\n"
+            "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
+            BREACHD_DEFAULT_SOCKET);
+}
+
+int main(int argc, char **argv)
+{
+    ctl_globals g = {.socket_path = getenv("BREACHD_SOCKET")};
+    if (!g.socket_path || !*g.socket_path)
+        g.socket_path = BREACHD_DEFAULT_SOCKET;
+
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    int c;
+    /* "+": stop at the command; its own options are parsed by the command. */
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            g.socket_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("breachctl %s\n", BREACHD_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_ERROR;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return EXIT_ERROR;
+    }
+    const char *name = argv[optind];
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(name, commands[i].name) == 0) {
+            int sub_argc = argc - optind;
+            char **sub_argv = argv + optind;
+            optind = 0; /* full getopt re-initialisation for the command */
+            return commands[i].fn(&g, sub_argc, sub_argv);
+        }
+    }
+    ctl_err("unknown command '%s' (see breachctl --help)", name);
+    return EXIT_ERROR;
 }

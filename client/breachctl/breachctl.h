@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+
+/* Exit statuses (DESIGN section 4). */
+enum {
+    EXIT_CLEAN = 0,
+    EXIT_PWNED = 1,
+    EXIT_ERROR = 2,
+    EXIT_UNKNOWN = 3,
+};
+
+typedef struct ctl_globals {
+    const char *socket_path;
+} ctl_globals;
+
+/* Each command gets argv with argv[0] = its own name. */
+int cmd_filter(const ctl_globals *g, int argc, char **argv);
+
+/* Print "breachctl: " + message to stderr. */
+void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

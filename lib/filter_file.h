@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* The filter-file container (docs/filter-format.md): a fixed 512-byte
+ * little-endian header, then the algorithm's payload. Read through a
+ * read-only mmap and fully verified before use; written to a temporary name
+ * and renamed into place only when complete and fsynced. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "util.h"
+
+#define BR_FILTER_MAGIC "BRCHFLTR"
+#define BR_FILTER_VERSION 1
+#define BR_FILTER_HEADER_SIZE 512
+#define BR_FILTER_PARAMS_SIZE 64
+#define BR_FILTER_SOURCE_SIZE 256
+/* The payload starts on a page boundary so that arrays inside it can be aligned. */
+#define BR_FILTER_PAYLOAD_ALIGN 4096
+
+typedef enum br_filter_kind {
+    BR_KIND_PASSWORD_SHA1 = 1,
+    BR_KIND_URL_SHA256 = 2,
+    BR_KIND_PASSWORD_NTLM = 3,
+} br_filter_kind;
+
+typedef enum br_filter_algorithm {
+    BR_ALGO_BINARY_FUSE = 1,
+    BR_ALGO_BLOCKED_BLOOM = 2,
+} br_filter_algorithm;
+
+typedef enum br_key_encoding {
+    /* Key = the first 8 bytes of the hash, big-endian, as a u64. */
+    BR_KEYENC_HASH_PREFIX64 = 1,
+    /* Key = SHA-256 of a canonical URL expression (URL canonicalization vN). */
+    BR_KEYENC_URL_EXPR_SHA256 = 2,
+} br_key_encoding;
+
+typedef struct br_filter_header {
+    uint32_t version;
+    uint32_t header_size;
+    uint32_t kind;
+    uint32_t algorithm;
+    uint32_t key_encoding;
+    uint32_t key_encoding_version;
+    uint64_t generation;
+    int64_t build_time; /* seconds since the epoch */
+    uint64_t key_count;
+    uint64_t payload_offset; /* from the start of the file */
+    uint64_t payload_size;   /* the payload runs to the end of the file */
+    uint8_t params[BR_FILTER_PARAMS_SIZE];
+    char source[BR_FILTER_SOURCE_SIZE]; /* NUL-terminated UTF-8 */
+    uint8_t body_sha256[32];            /* over every byte after the header */
+    uint8_t header_sha256[32];          /* over the header bytes before this field */
+} br_filter_header;
+
+const char *br_filter_kind_name(uint32_t kind);
+/* 0 and *kind set, or -EINVAL for an unknown name. */
+int br_filter_kind_from_name(const char *name, br_filter_kind *kind);
+const char *br_filter_algorithm_name(uint32_t algorithm);
+const char *br_key_encoding_name(uint32_t encoding);
+
+/* ---- reading ---- */
+
+typedef struct br_filter_file br_filter_file;
+
+/* Map path read-only and verify all of it: magic, version, header fields in
+ * range, both SHA-256 sums, file size. Any failure is -EINVAL (or -errno for
+ * I/O) with the reason in err; nothing of a refused file is kept. */
+int br_filter_file_open(const char *path, br_filter_file **out, br_error *err);
+void br_filter_file_free(br_filter_file *f);
+BR_DEFINE_FREEP(br_filter_file, br_filter_file_free)
+
+const br_filter_header *br_filter_file_header(const br_filter_file *f);
+/* The whole mapped file; payload at header->payload_offset. */
+const uint8_t *br_filter_file_data(const br_filter_file *f);
+uint64_t br_filter_file_size(const br_filter_file *f);
+
+/* ---- writing ---- */
+
+typedef struct br_filter_writer br_filter_writer;
+
+/* Create a temporary file beside path (same directory, so the final rename is
+ * atomic) and position it at the payload. */
+int br_filter_writer_new(const char *path, br_filter_writer **out, br_error *err);
+/* Discards the temporary file unless committed. */
+void br_filter_writer_free(br_filter_writer *w);
+BR_DEFINE_FREEP(br_filter_writer, br_filter_writer_free)
+
+/* Append payload bytes. */
+int br_filter_writer_write(br_filter_writer *w, const void *buf, size_t len, br_error *err);
+/* Append zero bytes until the file offset is a multiple of align. */
+int br_filter_writer_align(br_filter_writer *w, size_t align, br_error *err);
+/* Current file offset (where the next byte goes). */
+uint64_t br_filter_writer_offset(const br_filter_writer *w);
+/* Fill the header's offsets, sizes and checksums from what was written, write
+ * it, fsync, rename into place and fsync the directory. hdr's version,
+ * header_size, payload_offset, payload_size and checksums are set here. */
+int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error *err);
+
+/* Decode and range-check a header from raw bytes (len >= BR_FILTER_HEADER_SIZE),
+ * checking the header checksum but not the body. For `filter info` on a file
+ * whose body is damaged. */
+int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *hdr, br_error *err);

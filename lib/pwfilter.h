@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The password filter: binary fuse filters sharded by the leading bits of
+ * the hash, in one filter file (kind password-sha1, algorithm binary-fuse).
+ *
+ * Sharding bounds a build's memory by the shard size (the HIBP corpus has
+ * about 2 billion hashes), lets shards build in parallel, and keeps the
+ * whole-filter false-positive rate that of one shard: every key is looked
+ * up in exactly one shard. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bfuse.h"
+#include "error.h"
+#include "filter_file.h"
+#include "hash.h"
+#include "keyset.h"
+
+/* Shards hold at most this many keys on average (the last bit of sizing). */
+#define BR_PWFILTER_SHARD_TARGET (UINT64_C(1) << 22)
+
+typedef void (*br_shard_progress_cb)(void *ctx, uint32_t shards_done, uint32_t shards_total);
+
+typedef struct br_pwfilter_build_opts {
+    uint32_t kind;    /* BR_KIND_PASSWORD_SHA1 (the default when 0) */
+    unsigned arity;   /* 3 (default when 0) or 4 */
+    unsigned fp_bits; /* 8, 16 (default when 0) or 32 */
+    unsigned threads; /* 0: every online CPU */
+    uint64_t generation;
+    const char *source;
+    int64_t build_time; /* < 0: now (SOURCE_DATE_EPOCH when set) */
+    br_shard_progress_cb progress;
+    void *progress_ctx;
+    uint64_t shard_target; /* 0: BR_PWFILTER_SHARD_TARGET; tests set it low to get many shards */
+} br_pwfilter_build_opts;
+
+typedef struct br_pwfilter_build_stats {
+    uint64_t keys; /* distinct keys in the filter */
+    uint32_t shards;
+    uint64_t file_bytes;
+    uint64_t fingerprint_bytes;
+} br_pwfilter_build_stats;
+
+/* Shard bits for about n keys: the fewest that keep shards at or under target. */
+unsigned br_pwfilter_shard_bits(uint64_t n, uint64_t target);
+
+/* Build the filter of every key in ks (which this finishes) into path. */
+int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *opts, const char *path,
+                      br_pwfilter_build_stats *stats, br_error *err);
+
+typedef struct br_pwfilter br_pwfilter;
+
+/* Open and fully verify a filter file of algorithm binary-fuse: the container
+ * checks, then every parameter and shard-table entry. */
+int br_pwfilter_open(const char *path, br_pwfilter **out, br_error *err);
+/* The same checks on an already opened container (takes ownership of file). */
+int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err);
+void br_pwfilter_free(br_pwfilter *pf);
+BR_DEFINE_FREEP(br_pwfilter, br_pwfilter_free)
+
+const br_filter_header *br_pwfilter_header(const br_pwfilter *pf);
+unsigned br_pwfilter_arity(const br_pwfilter *pf);
+unsigned br_pwfilter_fp_bits(const br_pwfilter *pf);
+uint32_t br_pwfilter_shard_count(const br_pwfilter *pf);
+uint64_t br_pwfilter_file_size(const br_pwfilter *pf);
+/* Bytes of all the shards' fingerprint arrays (what bits/key is made of). */
+uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf);
+
+/* false: definitely not in the set; true: maybe (resolve exactly elsewhere). */
+bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key);
+static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t hash[BR_SHA1_LEN])
+{
+    return br_pwfilter_contains_key(pf, br_hash_key64(hash));
+}
+/* Throughput mode: out[i] for keys[i], with memory accesses issued ahead. */
+void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out);

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* The range cache: range sets (range.h) stored in one LMDB environment, keyed
+ * by kind and 5-hex prefix, with the HTTP validators needed to revalidate them.
+ * LMDB is an implementation detail: no other file includes lmdb.h, and every
+ * LMDB error comes out of this module as a negative errno.
+ *
+ * Environment: the directory `path` (created with mode 0700 if missing; its
+ * parent must exist) holding data.mdb and lock.mdb (mode 0600). Named
+ * databases:
+ *   "ranges": key = 4 bytes [kind][prefix20 as 3 bytes big-endian],
+ *             value = cache entry (below);
+ *   "age":    key = 12 bytes [fetched_at + 2^63 as u64 big-endian][ranges key],
+ *             empty value: the eviction order, oldest first;
+ *   "meta":   "format" -> u32 LE cache format version (1).
+ * A cache of another format version is emptied at open (it is only a cache).
+ *
+ * Cache entry layout, version 1 (little-endian, no alignment assumed):
+ *   off     size  field
+ *   0       4     magic 'B' 'R' 'C' 0x01
+ *   4       1     E, ETag length (0 = none)
+ *   5       1     L, Last-Modified length (0 = none)
+ *   6       2     flags, 0
+ *   8       8     fetched_at, i64 seconds since the epoch
+ *   16      8     expires_at, i64 seconds since the epoch
+ *   24      E     ETag bytes (as received, quotes included)
+ *   24+E    L     Last-Modified bytes
+ *   24+E+L  ...   the range set, to the end of the value
+ * Lookups binary-search the range set in place in the mapped page: the value
+ * is never copied.
+ *
+ * Write batching: puts and touches go into an in-memory pending table (one
+ * slot per key, the latest wins) that lookups consult first, so a put is
+ * visible at once in this process; br_range_cache_flush() commits the whole
+ * table in ONE write transaction. The daemon flushes once per event-loop turn.
+ * When the table reaches BR_RANGE_CACHE_PENDING_MAX entries or an eighth of
+ * max_size bytes, the put flushes by itself. Pending writes are lost if the
+ * process dies before a flush (harmless: they are refetched).
+ *
+ * Readers: lookups run in one read-only transaction kept by the handle and
+ * recycled with mdb_txn_reset/renew (no snapshot is held between lookups);
+ * LMDB readers never wait for a writer.
+ *
+ * Durability: MDB_NOMETASYNC, i.e. one fdatasync per commit (the data pages),
+ * the meta page reaching disk with the next commit. LMDB documents that this
+ * keeps atomicity and consistency through a system crash (the last commit may
+ * be undone) where MDB_NOSYNC / MDB_MAPASYNC could corrupt the file. Killing
+ * the process at any moment is always safe: a commit is atomic, pending
+ * writes are simply lost. Reader slots of dead processes are cleared at open
+ * (mdb_reader_check) and the robust write mutex of a dead writer is recovered
+ * by LMDB.
+ *
+ * Size bound and eviction: the LMDB map size is max_size (rounded up to the
+ * page size; never below what the file already holds), so the file never
+ * grows past it. LMDB is copy-on-write and reuses the pages freed by commit T
+ * only from commit T + 2 on, and an eviction needs free pages to run in, so
+ * waiting for MDB_MAP_FULL is not enough. Before each flush the free room
+ * (unused map + reusable free-list pages) is compared with a generous
+ * estimate of what the batch will dirty plus a reserve of max(32 pages,
+ * max_size / 16); when short, the oldest entries by fetched_at (the "age"
+ * database: eviction reads only what it deletes) are deleted, at least a
+ * tenth of the entries per round so that eviction does not run at every
+ * flush, in commits small enough for the reserve, followed by one tiny
+ * commit that makes the freed pages reusable. If a commit still hits
+ * MDB_MAP_FULL (the estimate was wrong) another round is evicted and the
+ * batch retried, so a full cache never fails a put. If even a one-entry
+ * eviction finds no free page, the map grows for that one commit by a
+ * headroom of max(64 KiB, max_size / 32) and shrinks back: the only case
+ * where the file can pass max_size, by at most that headroom. An entry
+ * larger than half the map is dropped (-EFBIG from the flush; the other
+ * entries are kept). The file never shrinks: lowering max_size below the
+ * current file size takes effect once the directory is removed.
+ *
+ * TTL policy is the caller's: expires_at is stored as given; max_stale is a
+ * lookup parameter.
+ *
+ * A handle is used by one thread at a time and must not cross a fork(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "range.h"
+#include "util.h"
+
+#define BR_RANGE_CACHE_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are not stored */
+#define BR_RANGE_CACHE_PENDING_MAX 1024
+#define BR_RANGE_CACHE_MIN_SIZE ((uint64_t)256 << 10)
+
+typedef struct br_range_cache br_range_cache;
+
+typedef enum br_range_cache_state {
+    BR_RANGE_CACHE_MISS = 0, /* nothing stored for this prefix */
+    BR_RANGE_CACHE_FRESH,    /* now < expires_at: the answer is good */
+    BR_RANGE_CACHE_STALE,    /* expires_at <= now <= expires_at + max_stale: answer filled, caller decides */
+    BR_RANGE_CACHE_EXPIRED,  /* older than that: no answer, only the validators for a conditional fetch */
+} br_range_cache_state;
+
+typedef struct br_range_cache_result {
+    br_range_cache_state state;
+    bool found;        /* FRESH/STALE: the hash is in the range set */
+    uint32_t count;    /* passwords, when found */
+    char category[BR_RANGE_CATEGORY_MAX + 1]; /* URLs, when found */
+    int64_t fetched_at, expires_at;           /* not MISS */
+    char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1];          /* "" when none */
+    char last_modified[BR_RANGE_CACHE_VALIDATOR_MAX + 1]; /* "" when none */
+} br_range_cache_result;
+
+typedef struct br_range_cache_usage {
+    uint64_t entries;    /* committed prefixes */
+    uint64_t pending;    /* puts waiting for a flush */
+    uint64_t used_bytes; /* pages in use (file pages minus free pages) */
+    uint64_t file_bytes; /* high-water mark of the data file */
+    uint64_t max_bytes;  /* current map size */
+    uint64_t evicted;    /* entries evicted through this handle */
+    uint64_t commits;    /* write transactions committed through this handle */
+} br_range_cache_usage;
+
+/* Open (creating if needed) the cache in directory path with a size bound of
+ * max_size bytes (at least BR_RANGE_CACHE_MIN_SIZE). 0 or a negative errno
+ * (-EINVAL, -ENOTDIR, -EACCES, -ENOMEM, -EBADMSG for a corrupt or foreign
+ * file, -EPROTO for an LMDB version mismatch, ...) with a reason in err. */
+int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **out, br_error *err);
+/* Flush what is pending (errors ignored), then close. NULL is fine. */
+void br_range_cache_free(br_range_cache *c);
+BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
+
+/* Look full_hash (br_range_hash_len(kind) bytes) up: its prefix selects the
+ * entry. Fills *res (state MISS when nothing is stored). 0, or -EINVAL when
+ * the stored entry is corrupt (treat as a miss: the next put replaces it), or
+ * another negative errno from LMDB. */
+int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *full_hash, int64_t now,
+                          int64_t max_stale, br_range_cache_result *res);
+
+/* Store a range set (from br_range_parse, checked with br_range_validate; it
+ * is copied) for (kind, prefix20). etag / last_modified may be NULL or "";
+ * values longer than BR_RANGE_CACHE_VALIDATOR_MAX are not stored. Visible to
+ * lookups at once, durable after the next flush. 0, -EINVAL (bad value or
+ * arguments), -ENOMEM, or an error of the automatic flush. */
+int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20, const uint8_t *value,
+                       size_t len, int64_t fetched_at, int64_t expires_at, const char *etag,
+                       const char *last_modified);
+
+/* After a 304 Not Modified: the stored entry was validated at fetched_at and
+ * stays good until expires_at. etag / last_modified replace the stored ones
+ * when not NULL ("" clears). Re-stamping fetched_at also makes the entry young
+ * for eviction. 0, -ENOENT when nothing is stored, or an error as for put. */
+int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+                         int64_t expires_at, const char *etag, const char *last_modified);
+
+/* Commit every pending put in one write transaction (no-op when none).
+ * 0, -EFBIG if an entry larger than the whole map was dropped, or another
+ * negative errno (the pending writes are then dropped). */
+int br_range_cache_flush(br_range_cache *c);
+
+/* Sizes and counters for STATS. entries and the byte counts are about
+ * committed data only. 0 or a negative errno. */
+int br_range_cache_stats(br_range_cache *c, br_range_cache_usage *st);
+
+/* Call cb for every committed entry, in key order, inside one read
+ * transaction of its own (cb may do lookups, not puts, touches or flushes);
+ * value is the range set, pointing into the map, valid during the call only.
+ * A non-zero return from cb stops the walk and is returned. Entries whose
+ * header is corrupt are passed with value == NULL. For tools and tests. */
+typedef int (*br_range_cache_entry_cb)(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+                                       int64_t expires_at, const uint8_t *value, size_t len);
+int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx);

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* The upstream fetcher: k-anonymity range queries (DESIGN.md section 7) sent
+ * with libcurl's multi-socket API, driven by a libevent event_base. Nothing in
+ * here blocks the loop (a file:// read is a local read done by libcurl inside
+ * the loop) and no thread is made per request (libcurl's own threaded DNS
+ * resolver aside).
+ *
+ * One br_upstream = one URL template = one libcurl multi handle (its
+ * connection cache: keep-alive connections are reused, HTTP/2 connections
+ * are multiplexed) = one set of limits = one circuit breaker.
+ *
+ * URL template: "{prefix}" (at least once) is replaced by the 5 uppercase hex
+ * digits of the prefix. Schemes http://, https:// and file:// only. For
+ * file:// there is no HTTP status: a successful read is a 200, a missing or
+ * unreadable file is BR_UPSTREAM_ERROR (never retried).
+ *
+ * Every request: User-Agent: breachd/<BREACHD_VERSION>; Add-Padding: true
+ * (unless no_padding); Accept-Encoding with every encoding libcurl supports
+ * (bodies are handed over decoded); HTTP/2 over TLS where the server offers
+ * it; TLS peer and host verification always on (ca_file, else the system
+ * store); the proxy from the config, else libcurl's usual environment
+ * variables (http_proxy, HTTPS_PROXY, NO_PROXY, ...). Redirects are not
+ * followed (a 3xx is an error). Given an ETag and/or a Last-Modified the
+ * request is conditional (If-None-Match / If-Modified-Since) and a 304 comes
+ * back as BR_UPSTREAM_NOT_MODIFIED.
+ *
+ * Limits:
+ *  - deadline: timeout_ms from the br_upstream_fetch() call to the answer,
+ *    time spent queued and in backoff included; when it passes the request
+ *    ends with BR_UPSTREAM_TIMEOUT whatever it was doing;
+ *  - at most max_inflight transfers at once, and a token bucket of `rate`
+ *    transfers per second (`burst` tokens deep). A request over a limit
+ *    waits in a FIFO queue: it is never refused for that (only its deadline
+ *    can end it). Retries and decoys count as transfers;
+ *  - body size: over max_body decoded bytes the transfer is aborted
+ *    (BR_UPSTREAM_TOO_LARGE).
+ *
+ * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
+ * a transport failure (connection refused or reset, DNS, TLS handshake,
+ * truncated body) and an HTTP 5xx or 429 are retried up to max_attempts
+ * transfers in all, after a jittered exponential backoff: attempt n waits a
+ * uniform random time in [d/2, d], d = min(retry_max_ms, retry_base_ms *
+ * 2^(n-1)). A retry that could not start before the deadline is not made: the
+ * request ends with the last failure at once.
+ *
+ * Circuit breaker: breaker_threshold consecutive failed requests (final
+ * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx/429 after its retries; any
+ * other answer, 404 included, counts as success) open the circuit for
+ * breaker_cooldown_ms: queued and backing-off requests end with
+ * BR_UPSTREAM_CIRCUIT_OPEN, and br_upstream_fetch() refuses at once with
+ * -EHOSTDOWN. After the cool-down the circuit is half-open: the next fetch is
+ * the single trial (one attempt, no retry) while further fetches are refused;
+ * its success closes the circuit, its failure opens it for another cool-down.
+ * Transfers already running when the circuit opened finish normally and do
+ * not move the breaker.
+ *
+ * Privacy: log messages and error texts never hold the URL, the prefix or a
+ * header value.
+ *
+ * Threading: one thread, the event_base's. Callbacks run from the event loop
+ * and may call br_upstream_fetch() but never br_upstream_free(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "util.h"
+
+struct event_base;
+
+/* A log sink: level is a syslog priority (LOG_ERR .. LOG_DEBUG), msg one line
+ * without a newline. Used by the upstream and the resolver. */
+typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
+
+#define BR_UPSTREAM_DEFAULT_TIMEOUT_MS 5000
+#define BR_UPSTREAM_DEFAULT_MAX_INFLIGHT 16
+#define BR_UPSTREAM_DEFAULT_RATE 50.0
+#define BR_UPSTREAM_DEFAULT_MAX_BODY ((size_t)8 << 20)
+#define BR_UPSTREAM_DEFAULT_MAX_ATTEMPTS 4
+#define BR_UPSTREAM_DEFAULT_RETRY_BASE_MS 100
+#define BR_UPSTREAM_DEFAULT_RETRY_MAX_MS 2000
+#define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
+#define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
+#define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
+
+/* Every field has a default for 0 / NULL. */
+typedef struct br_upstream_config {
+    const char *url_template;     /* required, see above */
+    uint32_t timeout_ms;          /* deadline of a fetch; 0: 5000 */
+    uint32_t connect_timeout_ms;  /* per attempt; 0: half the deadline */
+    uint32_t attempt_timeout_ms;  /* per attempt, whole transfer; 0: only the deadline */
+    uint32_t max_inflight;        /* 0: 16 */
+    double rate;                  /* transfers per second; 0: 50; < 0: unlimited */
+    uint32_t burst;               /* bucket depth; 0: min(max_inflight, ceil(rate)), at least 1 */
+    size_t max_body;              /* decoded bytes; 0: 8 MiB */
+    uint32_t max_attempts;        /* transfers per fetch, retries included; 0: 4 */
+    uint32_t retry_base_ms;       /* 0: 100 */
+    uint32_t retry_max_ms;        /* 0: 2000 */
+    uint32_t breaker_threshold;   /* 0: 5 */
+    uint32_t breaker_cooldown_ms; /* 0: 30000 */
+    const char *proxy;            /* NULL or "": libcurl's environment variables */
+    const char *ca_file;          /* NULL or "": the system CA store */
+    bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
+    br_log_fn log;                /* NULL: silent */
+    void *log_ctx;
+} br_upstream_config;
+
+typedef struct br_upstream br_upstream;
+
+typedef enum br_upstream_status {
+    BR_UPSTREAM_OK = 0,       /* HTTP 200 (or a file read): body holds the response */
+    BR_UPSTREAM_NOT_MODIFIED, /* HTTP 304 to a conditional request */
+    BR_UPSTREAM_ERROR,        /* the upstream answered, but not usably: another HTTP status
+                               * (http_status says which), a missing file, a bad encoding */
+    BR_UPSTREAM_TIMEOUT,      /* the deadline passed (or the last attempt timed out) */
+    BR_UPSTREAM_UNAVAILABLE,  /* could not reach it or the transfer broke: refused, reset,
+                               * DNS, TLS, truncated body */
+    BR_UPSTREAM_TOO_LARGE,    /* body over max_body: aborted */
+    BR_UPSTREAM_CIRCUIT_OPEN, /* the circuit opened while the request waited */
+    BR_UPSTREAM_CANCELLED,    /* br_upstream_free() with the request pending */
+} br_upstream_status;
+
+typedef struct br_upstream_response {
+    br_upstream_status status;
+    long http_status;          /* of the last attempt; 0 when none; 200 for a file read */
+    const char *body;          /* OK: the decoded body (not NUL-terminated), else NULL */
+    size_t body_len;
+    const char *etag;          /* response validators, "" when none */
+    const char *last_modified;
+    int64_t max_age;           /* Cache-Control max-age in seconds; 0 for no-store / no-cache;
+                                * -1 when absent */
+    uint32_t attempts;         /* transfers made */
+    const char *error;         /* not OK / NOT_MODIFIED: a short human text, safe to log */
+} br_upstream_response;
+
+/* Called exactly once per accepted fetch; res and everything it points to is
+ * valid during the call only. */
+typedef void (*br_upstream_cb)(void *ctx, const br_upstream_response *res);
+
+typedef enum br_breaker_state {
+    BR_BREAKER_CLOSED = 0,
+    BR_BREAKER_OPEN,
+    BR_BREAKER_HALF_OPEN,
+} br_breaker_state;
+
+typedef struct br_upstream_stats {
+    uint64_t fetches;          /* accepted br_upstream_fetch() calls */
+    uint64_t transfers;        /* attempts started */
+    uint64_t retries;          /* attempts after the first */
+    uint64_t ok, not_modified; /* final outcomes ... */
+    uint64_t err_http, err_timeout, err_unavailable, err_too_large, err_circuit, cancelled;
+    uint64_t refused_circuit;  /* fetches refused with -EHOSTDOWN */
+    uint64_t breaker_trips;
+    uint64_t body_bytes;       /* decoded body bytes received */
+    uint32_t inflight;         /* transfers running now */
+    uint32_t queued;           /* waiting for a slot or a token */
+    uint32_t backoff;          /* waiting to retry */
+    uint32_t queued_max;       /* high-water mark of queued */
+    br_breaker_state breaker;
+} br_upstream_stats;
+
+/* Make an upstream on base. 0, or -EINVAL (bad template or config), -ENOMEM,
+ * -EIO (libcurl or libevent setup failed) with a reason in err. */
+int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_upstream **out,
+                    br_error *err);
+/* Every pending request is ended first: its callback is called with
+ * BR_UPSTREAM_CANCELLED (fetches made from those callbacks are refused with
+ * -ESHUTDOWN). NULL is fine. */
+void br_upstream_free(br_upstream *up);
+BR_DEFINE_FREEP(br_upstream, br_upstream_free)
+
+/* Fetch the range of prefix20 (the 20-bit prefix). etag / last_modified
+ * (NULL or "" for none) make the request conditional. Returns 0: cb will be
+ * called exactly once, later, from the event loop, never from inside this
+ * call. Or, and then cb is never called: -EHOSTDOWN when the circuit is open
+ * (or half-open with its trial running), -ESHUTDOWN during br_upstream_free,
+ * -EINVAL, -ENOMEM. */
+int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag, const char *last_modified,
+                      br_upstream_cb cb, void *ctx);
+
+/* The breaker state now (an open circuit whose cool-down is over reads
+ * HALF_OPEN). */
+br_breaker_state br_upstream_breaker(br_upstream *up);
+void br_upstream_get_stats(br_upstream *up, br_upstream_stats *st);
+
+const char *br_upstream_status_name(br_upstream_status s);
+const char *br_breaker_state_name(br_breaker_state s);

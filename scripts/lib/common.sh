@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: MIT
+# Shared by scripts/demo and scripts/test: install what is missing, build.
+# Sourced, not run.
+
+# Debian 12 packages the build, the tests and the demo need.
+BREACHD_PACKAGES=(
+  build-essential meson ninja-build pkg-config python3
+  libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
+  libpam0g-dev libinih-dev libidn2-dev libsystemd-dev
+  john-data nginx-light
+)
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+ensure_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing missing packages: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build_dir DIR [meson setup options...]: configure once, then build.
+build_dir() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    log "configuring $dir $*"
+    meson setup "$dir" "$@" >/dev/null
+  fi
+  log "building $dir"
+  ninja -C "$dir"
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* The filter-file container: round trip, atomic write, and refusal of
+ * damaged or foreign files with a reason. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "filter_file.h"
+#include "hash.h"
+#include "testutil.h"
+
+/* Write a container with a small payload; returns its path. */
+static char *write_sample(const char *dir, const char *name, size_t payload_len)
+{
+    char *path = tu_path("%s/%s", dir, name);
+    br_filter_writer *w = NULL;
+    br_error err = {{0}};
+    assert_int_equal(br_filter_writer_new(path, &w, &err), 0);
+    uint8_t buf[256];
+    for (size_t i = 0; i < payload_len; i += sizeof(buf)) {
+        size_t n = payload_len - i < sizeof(buf) ? payload_len - i : sizeof(buf);
+        for (size_t j = 0; j < n; j++)
+            buf[j] = (uint8_t)(i + j);
+        assert_int_equal(br_filter_writer_write(w, buf, n, &err), 0);
+    }
+    br_filter_header h = {
+        .kind = BR_KIND_PASSWORD_SHA1,
+        .algorithm = BR_ALGO_BINARY_FUSE,
+        .key_encoding = BR_KEYENC_HASH_PREFIX64,
+        .key_encoding_version = 1,
+        .generation = 42,
+        .build_time = 1764460800,
+        .key_count = 7,
+    };
+    h.params[0] = 3;
+    snprintf(h.source, sizeof(h.source), "unit test");
+    assert_int_equal(br_filter_writer_commit(w, &h, &err), 0);
+    br_filter_writer_free(w);
+    return path;
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "a.filter", 1000);
+    br_filter_file *f = NULL;
+    br_error err = {{0}};
+    assert_int_equal(br_filter_file_open(path, &f, &err), 0);
+    const br_filter_header *h = br_filter_file_header(f);
+    assert_int_equal(h->version, 1);
+    assert_int_equal(h->kind, BR_KIND_PASSWORD_SHA1);
+    assert_int_equal(h->generation, 42);
+    assert_int_equal(h->build_time, 1764460800);
+    assert_int_equal(h->key_count, 7);
+    assert_int_equal(h->payload_offset, BR_FILTER_PAYLOAD_ALIGN);
+    assert_int_equal(h->payload_size, 1000);
+    assert_int_equal(h->params[0], 3);
+    assert_string_equal(h->source, "unit test");
+    const uint8_t *payload = br_filter_file_data(f) + h->payload_offset;
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(payload[i], (uint8_t)i);
+    br_filter_file_free(f);
+
+    /* No temporary file is left beside it. */
+    char *tmp_glob = tu_path("ls %s | grep -c tmp", dir);
+    FILE *p = popen(tmp_glob, "r");
+    int count = -1;
+    assert_int_equal(fscanf(p, "%d", &count), 1);
+    pclose(p);
+    assert_int_equal(count, 0);
+    free(tmp_glob);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void test_abandoned_writer_leaves_nothing(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = tu_path("%s/never", dir);
+    br_filter_writer *w = NULL;
+    assert_int_equal(br_filter_writer_new(path, &w, NULL), 0);
+    assert_int_equal(br_filter_writer_write(w, "abc", 3, NULL), 0);
+    br_filter_writer_free(w);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(rmdir(dir), 0); /* empty: the temporary file is gone too */
+    free(path);
+    free(dir);
+}
+
+/* Re-sign a header after editing it, so that the field checks (not the
+ * checksum) are what refuses it. */
+static void resign(uint8_t *raw)
+{
+    assert_int_equal(br_sha256(raw, 480, raw + 480), 0);
+}
+
+static void expect_refused(const char *path, const uint8_t *data, size_t len, const char *reason)
+{
+    assert_int_equal(tu_write_file(path, data, len), 0);
+    br_filter_file *f = NULL;
+    br_error err = {{0}};
+    int r = br_filter_file_open(path, &f, &err);
+    if (r >= 0)
+        fail_msg("accepted, expected '%s'", reason);
+    assert_null(f);
+    if (!strstr(err.text, reason))
+        fail_msg("expected '%s' in '%s'", reason, err.text);
+}
+
+static void test_field_checks(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "good", 100);
+    size_t len;
+    uint8_t *good = tu_read_file(path, &len);
+    assert_non_null(good);
+    uint8_t *bad = malloc(len);
+    char *out = tu_path("%s/bad", dir);
+
+    memcpy(bad, good, len);
+    bad[0] = 'X';
+    expect_refused(out, bad, len, "bad magic");
+
+    memcpy(bad, good, len);
+    bad[8] = 2;
+    resign(bad);
+    expect_refused(out, bad, len, "unsupported format version 2");
+
+    memcpy(bad, good, len);
+    bad[16] = 99;
+    resign(bad);
+    expect_refused(out, bad, len, "field kind: unknown kind 99");
+
+    memcpy(bad, good, len);
+    bad[20] = 77;
+    resign(bad);
+    expect_refused(out, bad, len, "field algorithm");
+
+    memcpy(bad, good, len);
+    bad[28] = 9;
+    resign(bad);
+    expect_refused(out, bad, len, "field key_encoding_version: 9");
+
+    memcpy(bad, good, len);
+    bad[13] = 1;
+    resign(bad);
+    expect_refused(out, bad, len, "field header_size");
+
+    memcpy(bad, good, len);
+    bad[56] = 0x01; /* payload_offset 4097: not a multiple of 64 */
+    resign(bad);
+    expect_refused(out, bad, len, "field payload_offset");
+
+    memcpy(bad, good, len);
+    bad[65] = 1; /* payload_size + 256 */
+    resign(bad);
+    expect_refused(out, bad, len, "truncated");
+
+    memcpy(bad, good, len);
+    bad[400] = 1; /* reserved */
+    resign(bad);
+    expect_refused(out, bad, len, "reserved header bytes");
+
+    memcpy(bad, good, len);
+    memset(bad + 136, 'a', 256); /* source without a NUL */
+    resign(bad);
+    expect_refused(out, bad, len, "field source");
+
+    memcpy(bad, good, len);
+    bad[100] ^= 1; /* any header byte without re-signing */
+    expect_refused(out, bad, len, "header checksum mismatch");
+
+    memcpy(bad, good, len);
+    bad[len - 1] ^= 0x80;
+    expect_refused(out, bad, len, "body checksum mismatch");
+
+    expect_refused(out, good, len - 1, "truncated");
+    expect_refused(out, good, 100, "truncated");
+    uint8_t *longer = calloc(1, len + 1);
+    memcpy(longer, good, len);
+    expect_refused(out, longer, len + 1, "trailing data");
+    free(longer);
+
+    br_filter_file *f = NULL;
+    br_error err = {{0}};
+    assert_true(br_filter_file_open(dir, &f, &err) < 0);
+    assert_non_null(strstr(err.text, "not a regular file"));
+    char *missing = tu_path("%s/missing", dir);
+    assert_int_equal(br_filter_file_open(missing, &f, &err), -ENOENT);
+
+    free(missing);
+    free(out);
+    free(bad);
+    free(good);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void test_kind_names(void **state)
+{
+    (void)state;
+    br_filter_kind k;
+    assert_int_equal(br_filter_kind_from_name("password-sha1", &k), 0);
+    assert_int_equal(k, BR_KIND_PASSWORD_SHA1);
+    assert_int_equal(br_filter_kind_from_name("url-sha256", &k), 0);
+    assert_int_equal(k, BR_KIND_URL_SHA256);
+    assert_int_equal(br_filter_kind_from_name("password-ntlm", &k), 0);
+    assert_int_equal(br_filter_kind_from_name("email", &k), -EINVAL);
+    assert_null(br_filter_kind_name(0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_abandoned_writer_leaves_nothing),
+        cmocka_unit_test(test_field_checks),
+        cmocka_unit_test(test_kind_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

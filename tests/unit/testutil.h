@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers for the unit tests: temporary directories and files. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create a fresh directory under $TMPDIR or /tmp; returns a malloc'd path. */
+char *tu_mkdtemp(void);
+/* Remove a directory tree (the one tu_mkdtemp made). */
+void tu_rmrf(const char *path);
+/* Write len bytes to path (created or truncated). 0 or -errno. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* Read a whole file into a malloc'd buffer. NULL on error. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+/* asprintf that aborts on failure. */
+char *tu_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
