@@ -473,6 +473,20 @@ bool br_bfuse_contains(const br_bfuse *f, uint64_t key)
     return bfuse_contains_one(f, &g, 4, 4, key);
 }
 
+void br_bfuse_prefetch(const br_bfuse *f, uint64_t key)
+{
+    if (f->array_length == 0)
+        return;
+    bfuse_geom g;
+    bfuse_geom_of(f, &g);
+    uint32_t p[4];
+    bfuse_positions(&g, bfuse_mix(key + f->seed), f->arity, p);
+    const uint8_t *a = f->fingerprints;
+    unsigned fpb = f->fp_bits / 8u;
+    for (unsigned t = 0; t < f->arity; t++)
+        __builtin_prefetch(a + (size_t)p[t] * fpb);
+}
+
 static inline __attribute__((always_inline)) void bfuse_batch(const br_bfuse *f, const bfuse_geom *g,
                                                               unsigned arity, unsigned fpb, const uint64_t *keys,
                                                               size_t n, bool *out)

@@ -59,6 +59,10 @@ int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, vo
  * fingerprints pointing at br_bfuse_bytes(f) bytes (may be NULL when empty). */
 bool br_bfuse_contains(const br_bfuse *f, uint64_t key);
 
+/* Issue the memory accesses a later br_bfuse_contains(f, key) will make, so
+ * that probes into different filters (shards) can overlap their misses. */
+void br_bfuse_prefetch(const br_bfuse *f, uint64_t key);
+
 /* out[i] = br_bfuse_contains(f, keys[i]), with the memory accesses of a batch
  * issued ahead (prefetch) so that throughput is not bound by latency. */
 void br_bfuse_contains_batch(const br_bfuse *f, const uint64_t *keys, size_t n, bool *out);

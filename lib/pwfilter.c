@@ -435,14 +435,14 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
         br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
         return;
     }
-    /* Runs of keys in one shard (sorted input) go through the batched probe. */
-    size_t i = 0;
-    while (i < n) {
-        const br_bfuse *s = shard_for(pf, keys[i]);
-        size_t j = i + 1;
-        while (j < n && shard_for(pf, keys[j]) == s)
-            j++;
-        br_bfuse_contains_batch(s, keys + i, j - i, out + i);
-        i = j;
+    /* Keys of a batch fall in different shards: prefetch a block's probes
+     * first, then answer them, so their cache misses overlap. */
+    enum { BLOCK = 16 };
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t k = BR_MIN((size_t)BLOCK, n - i);
+        for (size_t j = 0; j < k; j++)
+            br_bfuse_prefetch(shard_for(pf, keys[i + j]), keys[i + j]);
+        for (size_t j = 0; j < k; j++)
+            out[i + j] = br_bfuse_contains(shard_for(pf, keys[i + j]), keys[i + j]);
     }
 }

@@ -149,9 +149,11 @@ int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20,
 int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
                          int64_t expires_at, const char *etag, const char *last_modified);
 
-/* Commit every pending put in one write transaction (no-op when none).
- * 0, -EFBIG if an entry larger than the whole map was dropped, or another
- * negative errno (the pending writes are then dropped). */
+/* Commit every pending put in one write transaction (no-op when none);
+ * evicting first, when room is short, takes a few more small commits.
+ * 0, -EFBIG if an entry that can never fit (over half the map) was dropped
+ * (the others are committed), or another negative errno (the pending writes
+ * are then dropped). */
 int br_range_cache_flush(br_range_cache *c);
 
 /* Sizes and counters for STATS. entries and the byte counts are about

@@ -126,8 +126,11 @@ static void test_field_checks(void **state)
     char *path = write_sample(dir, "good", 100);
     size_t len;
     uint8_t *good = tu_read_file(path, &len);
-    assert_non_null(good);
-    uint8_t *bad = malloc(len);
+    /* A fixed buffer: GCC's -Warray-bounds under ASan cannot follow a
+     * length checked at run time into the edits below. */
+    static uint8_t bad[8192];
+    if (!good || len < BR_FILTER_PAYLOAD_ALIGN || len > sizeof(bad))
+        abort();
     char *out = tu_path("%s/bad", dir);
 
     memcpy(bad, good, len);
@@ -203,7 +206,6 @@ static void test_field_checks(void **state)
 
     free(missing);
     free(out);
-    free(bad);
     free(good);
     free(path);
     tu_rmrf(dir);

@@ -73,6 +73,14 @@ uint8_t *tu_read_file(const char *path, size_t *len)
     return buf;
 }
 
+void *tu_xmalloc(size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
 char *tu_path(const char *fmt, ...)
 {
     va_list ap;

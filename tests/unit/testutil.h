@@ -13,5 +13,7 @@ void tu_rmrf(const char *path);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* Read a whole file into a malloc'd buffer. NULL on error. */
 uint8_t *tu_read_file(const char *path, size_t *len);
+/* malloc that aborts on failure (and tells the compiler so). */
+void *tu_xmalloc(size_t len) __attribute__((malloc, returns_nonnull, alloc_size(1)));
 /* asprintf that aborts on failure. */
 char *tu_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
