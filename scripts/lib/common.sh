@@ -8,6 +8,7 @@ BREACHD_PACKAGES=(
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libsystemd-dev
   john-data nginx-light
+  systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

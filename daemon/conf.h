@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* breachd's configuration file (DESIGN.md section 8; every key, type, default
+ * and bound is documented in docs/breachd.conf.5).
+ *
+ * (This header is conf.h, not config.h: the build's generated config.h, with
+ * BREACHD_VERSION, is included as "config.h" and a daemon/config.h next to
+ * the daemon's sources would shadow it.)
+ *
+ * Format: INI, parsed with libinih. `[section]` lines, `key = value` lines,
+ * comments are whole lines whose first non-blank character is `#` or `;`.
+ * Blank lines, leading/trailing blanks, CRLF line endings and a UTF-8 BOM are
+ * fine. Everything after the `=` (trimmed) is the value, verbatim: an inline
+ * "# ..." or " ; ..." is part of the value, so `timeout = 5s # x` is a bad
+ * duration, never silently "5s". Keys are separated with `=` only.
+ *
+ * Errors: the first problem stops the load; err says
+ *     FILE:LINE: [section] key: what is wrong
+ * (or FILE:LINE: what is wrong for a line that is not a key). Unknown sections
+ * and keys, duplicate keys, bad and out-of-range values, unknown user and
+ * group names, a metrics_listen that is not loopback, an upstream without
+ * {prefix} are all errors. A section may appear more than once; a key only
+ * once.
+ *
+ * Values:
+ *  - duration: an integer with a unit: ms, s, m, h, d (a bare integer is
+ *    seconds), e.g. 45d, 5s, 1500ms. Keys kept in seconds refuse a duration
+ *    that is not whole seconds.
+ *  - size: an integer with an optional unit K, M, G (powers of 1024, either
+ *    case); a bare integer is bytes.
+ *  - path: absolute, at most PATH_MAX-1 bytes.
+ *  - user / group list: comma-separated names or numeric ids, blanks around
+ *    the commas allowed; names are resolved once, at load.
+ *
+ * Threading: load and free from any one thread; getpwnam_r / getgrnam_r are
+ * used, which may consult NSS (files, systemd, ...). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "util.h"
+
+#define BREACHD_CONFIG_PATH "/etc/breachd/breachd.conf"
+
+typedef struct breachd_config {
+    char *path; /* the file it came from; "" for breachd_config_defaults() */
+
+    struct {
+        char *socket;               /* absolute path, fits a sockaddr_un */
+        mode_t socket_mode;         /* 0 .. 0777 */
+        char *allowed_users_text;   /* the value as written ("" = anyone) */
+        uid_t *allowed_users;       /* resolved, sorted, without duplicates */
+        size_t n_allowed_users;
+        char *allowed_groups_text;
+        gid_t *allowed_groups;
+        size_t n_allowed_groups;
+        char *admin_users_text;     /* default "root"; "" = nobody may RELOAD */
+        uid_t *admin_users;
+        size_t n_admin_users;
+        int log_level;              /* syslog priority: LOG_ERR .. LOG_DEBUG */
+        char *metrics_listen;       /* as written; "" = off */
+        char metrics_host[48];      /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
+        uint16_t metrics_port;      /* 0 = off */
+    } daemon;
+
+    struct {
+        char *filter;               /* "" = none: every check goes to the range API */
+        char *upstream;             /* URL template; "" = none (maybes answer UNKNOWN) */
+        int64_t max_filter_age_s;   /* by the filter's build time */
+    } passwords;
+
+    struct {
+        char *filter;               /* "" = URL checks answer UNKNOWN filter-unavailable */
+        char *upstream;             /* "" = none */
+        int64_t max_filter_age_s;
+    } urls;
+
+    struct {
+        char *path;                 /* LMDB environment directory */
+        uint64_t max_size;          /* bytes (LMDB map size) */
+        int64_t ttl_s;              /* cap on an entry's freshness */
+        int64_t max_stale_s;        /* 0 = never answer from an expired entry
+                                     * (br_resolver_config wants -1 for that) */
+    } cache;
+
+    struct {
+        uint32_t timeout_ms;        /* deadline of one range fetch */
+        uint32_t max_inflight;
+        uint32_t rate;              /* transfers per second */
+        char *proxy;                /* "" = libcurl's environment variables */
+        char *ca_file;              /* "" = the system CA store */
+        uint32_t decoys;            /* 0 .. 16 */
+    } upstream;
+} breachd_config;
+
+/* Bounds (inclusive), also documented in breachd.conf(5). */
+#define BREACHD_CONF_MAX_LIST 256            /* entries in a user / group list */
+#define BREACHD_CONF_MIN_FILTER_AGE_S 1
+#define BREACHD_CONF_MAX_FILTER_AGE_S (3650LL * 86400)
+#define BREACHD_CONF_MIN_CACHE_SIZE ((uint64_t)1 << 20)
+#define BREACHD_CONF_MAX_CACHE_SIZE ((uint64_t)1 << 40)
+#define BREACHD_CONF_MIN_TTL_S 1
+#define BREACHD_CONF_MAX_TTL_S (365LL * 86400)
+#define BREACHD_CONF_MAX_STALE_S (365LL * 86400)
+#define BREACHD_CONF_MIN_TIMEOUT_MS 100
+#define BREACHD_CONF_MAX_TIMEOUT_MS 300000
+#define BREACHD_CONF_MAX_INFLIGHT 1024
+#define BREACHD_CONF_MAX_RATE 100000
+#define BREACHD_CONF_MAX_DECOYS 16
+
+/* A configuration holding every default (admin_users = root is resolved to
+ * uid 0 without a lookup). 0 or -ENOMEM. */
+int breachd_config_defaults(breachd_config **out);
+
+/* Read path. 0, or a negative errno with err filled: -ENOENT / -EACCES / ...
+ * when the file cannot be opened or read ("FILE: reason"), -EINVAL for a
+ * problem in it ("FILE:LINE: ..."), -ENOMEM. *out is NULL on failure. */
+int breachd_config_load(const char *path, breachd_config **out, br_error *err);
+
+/* The same from an open stream; name is used in messages and as cfg->path. */
+int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, br_error *err);
+
+/* NULL is fine. */
+void breachd_config_free(breachd_config *cfg);
+BR_DEFINE_FREEP(breachd_config, breachd_config_free)
+
+/* Write the effective configuration as a complete config file: every
+ * section and key, in the canonical spelling of each value (durations and
+ * sizes in their largest exact unit), with the resolved ids of user and group
+ * lists on comment lines. Loading the output gives the same configuration. */
+void breachd_config_dump(const breachd_config *cfg, FILE *out);
+
+/* Peer policy helpers for SO_PEERCRED. A peer may connect when both
+ * allowed_users and allowed_groups are empty, or its uid is in allowed_users
+ * or admin_users, or its gid or one of groups[0..n_groups) is in
+ * allowed_groups. */
+bool breachd_config_peer_allowed(const breachd_config *cfg, uid_t uid, gid_t gid,
+                                 const gid_t *groups, size_t n_groups);
+/* May send RELOAD: uid is in admin_users. */
+bool breachd_config_is_admin(const breachd_config *cfg, uid_t uid);
+
+/* "error", "warning", "notice", "info", "debug" for LOG_ERR .. LOG_DEBUG; NULL otherwise. */
+const char *breachd_log_level_name(int level);

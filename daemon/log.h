@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Logging to stderr. Under systemd (JOURNAL_STREAM names our stderr) every
+ * line carries a "<N>" priority prefix for the journal. Never log a request
+ * argument, hash, URL or password; at debug level only range prefixes. */
+#pragma once
+
+#include <stdbool.h>
+#include <syslog.h>
+
+/* level: LOG_ERR .. LOG_DEBUG */
+void bd_log_init(int level);
+void bd_log_set_level(int level);
+bool bd_log_enabled(int level);
+void bd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A br_log_fn for the resolver and upstream (ctx unused). */
+void bd_log_sink(void *ctx, int level, const char *msg);
+/* "error".."debug" -> LOG_*; -1 when unknown. */
+int bd_log_level_from_name(const char *name);

@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "log.h"
+#include "notify.h"
+#include "server.h"
+
+static uint32_t env_u32(const char *name, uint32_t def, uint32_t min, uint32_t max)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x < min || x > max) {
+        bd_log(LOG_WARNING, "%s=%s ignored: expected %u..%u", name, v, min, max);
+        return def;
+    }
+    return (uint32_t)x;
+}
+
+void bd_limits_from_env(bd_limits *l)
+{
+    l->max_connections = env_u32("BREACHD_MAX_CONNECTIONS", 1024, 1, 1u << 20);
+    l->max_inflight = env_u32("BREACHD_MAX_INFLIGHT", 256, 1, 1u << 16);
+    l->idle_timeout_ms = env_u32("BREACHD_IDLE_TIMEOUT_MS", 300000, 100, 86400000);
+    l->max_unread = env_u32("BREACHD_MAX_UNREAD", 1u << 20, 4096, 1u << 30);
+    l->drain_timeout_ms = env_u32("BREACHD_DRAIN_TIMEOUT_MS", 10000, 0, 3600000);
+}
+
+/* ---- connections ---- */
+
+static void conn_unref(bd_conn *c)
+{
+    if (--c->refs > 0)
+        return;
+    free(c);
+}
+
+static void maybe_finish_drain(bd_server *srv)
+{
+    if (srv->draining && srv->inflight == 0)
+        event_base_loopexit(srv->base, NULL);
+}
+
+static void conn_close(bd_conn *c)
+{
+    if (!c->open)
+        return;
+    bd_server *srv = c->srv;
+    c->open = false;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->n_conns--;
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    event_free(c->idle);
+    c->idle = NULL;
+    conn_unref(c);
+}
+
+/* Close when nothing more is owed to the peer. */
+static void conn_maybe_close(bd_conn *c)
+{
+    if (!c->open)
+        return;
+    bool owed = c->inflight > 0 || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0;
+    if ((c->closing || c->eof) && !owed)
+        conn_close(c);
+}
+
+static void conn_check_pressure(bd_conn *c)
+{
+    size_t unread = evbuffer_get_length(bufferevent_get_output(c->bev));
+    if (!c->paused && unread > c->srv->limits.max_unread) {
+        c->paused = true;
+        bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
+{
+    if (!c->open)
+        return;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    char line[BR_PROTO_MAX_LINE + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    evbuffer_add_printf(out, "%s %s\n", id, line);
+    conn_check_pressure(c);
+}
+
+void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text)
+{
+    c->srv->counters.errors[code]++;
+    bd_conn_reply(c, id, "ERR %s %s", br_proto_err_name(code), text);
+}
+
+bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req)
+{
+    bd_waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->conn = c;
+    c->refs++;
+    c->inflight++;
+    c->srv->inflight++;
+    w->state = bd_state_ref(c->srv->state);
+    memcpy(w->id, req->id, sizeof(w->id));
+    w->verb = req->verb;
+    return w;
+}
+
+void bd_waiter_free(bd_waiter *w)
+{
+    bd_conn *c = w->conn;
+    bd_server *srv = c->srv;
+    c->inflight--;
+    srv->inflight--;
+    bd_state_unref(w->state);
+    free(w);
+    conn_maybe_close(c);
+    conn_unref(c);
+    maybe_finish_drain(srv);
+}
+
+/* The id of an over-long line, when its start holds a usable one. */
+static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
+{
+    char head[BR_PROTO_MAX_ID + 1];
+    ev_ssize_t n = evbuffer_copyout(in, head, sizeof(head));
+    strcpy(id, BR_PROTO_NO_ID);
+    for (ev_ssize_t i = 0; i < n; i++) {
+        if (head[i] == ' ') {
+            br_request req;
+            br_proto_error e;
+            /* Parse just "ID PING" to validate the id with the same rules. */
+            char probe[BR_PROTO_MAX_ID + 8];
+            memcpy(probe, head, (size_t)i);
+            memcpy(probe + i, " PING", 5);
+            if (br_request_parse(probe, (size_t)i + 5, &req, &e))
+                memcpy(id, req.id, sizeof(req.id));
+            return;
+        }
+    }
+}
+
+static void conn_process_input(bd_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    char line[BR_PROTO_MAX_LINE + 2];
+    while (c->open && !c->paused) {
+        struct evbuffer_ptr lf = evbuffer_search(in, "\n", 1, NULL);
+        size_t avail = evbuffer_get_length(in);
+        if (c->discarding) {
+            if (lf.pos < 0) {
+                evbuffer_drain(in, avail);
+                return;
+            }
+            evbuffer_drain(in, (size_t)lf.pos + 1);
+            c->discarding = false;
+            continue;
+        }
+        /* The longest acceptable line is 8192 bytes plus an optional CR. */
+        size_t max = BR_PROTO_MAX_LINE + 1;
+        if ((lf.pos < 0 && avail > max) || (lf.pos >= 0 && (size_t)lf.pos > max)) {
+            char id[BR_PROTO_MAX_ID + 1];
+            id_of_prefix(in, id);
+            bd_conn_reply_error(c, id, BR_PERR_LINE_TOO_LONG,
+                                "line longer than 8192 bytes; skipped up to the next LF");
+            c->discarding = true;
+            continue;
+        }
+        if (lf.pos < 0)
+            return; /* wait for the rest of the line */
+        size_t len = (size_t)lf.pos;
+        evbuffer_remove(in, line, len + 1);
+        bd_dispatch(c, line, len);
+        /* A request line may hold a hash: don't leave it on the stack. */
+        memset(line, 0, len);
+    }
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    bd_conn *c = arg;
+    struct timeval tv = {c->srv->limits.idle_timeout_ms / 1000,
+                         (c->srv->limits.idle_timeout_ms % 1000) * 1000};
+    evtimer_add(c->idle, &tv);
+    c->refs++; /* dispatch may close c */
+    conn_process_input(c);
+    conn_maybe_close(c);
+    conn_unref(c);
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    bd_conn *c = arg;
+    c->refs++;
+    if (c->paused && evbuffer_get_length(bufferevent_get_output(c->bev)) <= c->srv->limits.max_unread / 2) {
+        c->paused = false;
+        if (!c->eof && !c->closing)
+            bufferevent_enable(c->bev, EV_READ);
+        conn_process_input(c);
+    }
+    conn_maybe_close(c);
+    conn_unref(c);
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    bd_conn *c = arg;
+    c->refs++;
+    if (what & BEV_EVENT_ERROR) {
+        conn_close(c);
+    } else if (what & BEV_EVENT_EOF) {
+        /* Answer what was asked (a client may shut down its side after
+         * pipelining its requests), then close. */
+        c->eof = true;
+        conn_process_input(c);
+        conn_maybe_close(c);
+    }
+    conn_unref(c);
+}
+
+static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_conn *c = arg;
+    if (c->inflight == 0) {
+        bd_log(LOG_DEBUG, "closing an idle connection (uid %u)", (unsigned)c->uid);
+        conn_close(c);
+        return;
+    }
+    struct timeval tv = {c->srv->limits.idle_timeout_ms / 1000,
+                         (c->srv->limits.idle_timeout_ms % 1000) * 1000};
+    evtimer_add(c->idle, &tv);
+}
+
+/* Refuse a connection with one line, then close it once written. */
+static void refuse(bd_conn *c, br_proto_err code, const char *text)
+{
+    bd_conn_reply_error(c, BR_PROTO_NO_ID, code, text);
+    c->closing = true;
+    bufferevent_disable(c->bev, EV_READ);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)salen;
+    bd_server *srv = arg;
+    bd_conn *c = calloc(1, sizeof(*c));
+    struct bufferevent *bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    struct event *idle = NULL;
+    if (c && bev)
+        idle = evtimer_new(srv->base, conn_idle_cb, c);
+    if (!c || !bev || !idle) {
+        bd_log(LOG_ERR, "out of memory accepting a connection");
+        free(c);
+        if (bev)
+            bufferevent_free(bev);
+        else
+            close(fd);
+        return;
+    }
+    c->srv = srv;
+    c->bev = bev;
+    c->idle = idle;
+    c->refs = 1;
+    c->open = true;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    srv->counters.connections_total++;
+    bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    struct timeval tv = {srv->limits.idle_timeout_ms / 1000, (srv->limits.idle_timeout_ms % 1000) * 1000};
+    evtimer_add(idle, &tv);
+
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        srv->counters.connections_refused++;
+        refuse(c, BR_PERR_FORBIDDEN, "peer credentials unavailable; connection closed");
+        return;
+    }
+    c->uid = cred.uid;
+    c->pid = cred.pid;
+    gid_t groups[256];
+    socklen_t glen = sizeof(groups);
+    size_t n_groups = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0)
+        n_groups = glen / sizeof(gid_t);
+    if (!breachd_config_peer_allowed(srv->state->cfg, cred.uid, cred.gid, groups, n_groups)) {
+        srv->counters.connections_refused++;
+        bd_log(LOG_NOTICE, "refused a connection from uid %u (pid %d): not in allowed_users or "
+                           "allowed_groups", (unsigned)cred.uid, (int)cred.pid);
+        refuse(c, BR_PERR_FORBIDDEN, "peer not allowed; connection closed");
+        return;
+    }
+    if (srv->n_conns > srv->limits.max_connections) {
+        srv->counters.connections_refused++;
+        refuse(c, BR_PERR_BUSY, "too many connections; connection closed");
+        return;
+    }
+    if (srv->draining)
+        refuse(c, BR_PERR_SHUTTING_DOWN, "breachd is stopping; connection closed");
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    (void)l;
+    (void)arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    /* EMFILE and friends: log and go on; the listener retries. */
+    bd_log(LOG_WARNING, "accept: %s", evutil_socket_error_to_string(e));
+}
+
+/* ---- the listening socket ---- */
+
+/* Create the socket at path with mode, replacing a stale socket file safely:
+ * bind under a temporary name, chmod, then rename over the path. A live
+ * socket (another breachd answering) or a non-socket file is never touched. */
+static int create_socket(const char *path, mode_t mode, br_error *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    char tmp[sizeof(sa.sun_path)];
+    if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= (int)sizeof(tmp))
+        return br_error_set(err, -ENAMETOOLONG, "socket %s: path too long", path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return br_error_set(err, -EEXIST, "socket %s: exists and is not a socket", path);
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un ps = {.sun_family = AF_UNIX};
+        snprintf(ps.sun_path, sizeof(ps.sun_path), "%s", path);
+        int cr = probe >= 0 ? connect(probe, (struct sockaddr *)&ps, sizeof(ps)) : -1;
+        int ce = errno;
+        if (probe >= 0)
+            close(probe);
+        if (cr == 0)
+            return br_error_set(err, -EADDRINUSE, "socket %s: another daemon is listening on it",
+                                path);
+        if (ce != ECONNREFUSED && ce != ENOENT)
+            return br_error_set(err, -ce, "socket %s: cannot tell whether it is stale: %s", path,
+                                strerror(ce));
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return br_error_set(err, -errno, "socket: %s", strerror(errno));
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp);
+    unlink(tmp);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(tmp, mode) < 0 ||
+        listen(fd, 512) < 0 || rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        close(fd);
+        return br_error_set(err, -e, "socket %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+int bd_server_listen(bd_server *srv, br_error *err)
+{
+    int fd = bd_listen_fd();
+    if (fd < -1)
+        return br_error_set(err, fd, "socket activation: %s (expected one Unix stream socket)",
+                            strerror(-fd));
+    if (fd >= 0) {
+        srv->socket_activated = true;
+        evutil_make_socket_nonblocking(fd);
+        evutil_make_socket_closeonexec(fd);
+        bd_log(LOG_INFO, "listening on the socket passed by systemd");
+    } else {
+        const breachd_config *cfg = srv->state->cfg;
+        fd = create_socket(cfg->daemon.socket, cfg->daemon.socket_mode, err);
+        if (fd < 0)
+            return fd;
+        srv->socket_path = strdup(cfg->daemon.socket);
+        bd_log(LOG_INFO, "listening on %s", cfg->daemon.socket);
+    }
+    srv->listen_fd = fd;
+    srv->listener = evconnlistener_new(srv->base, accept_cb, srv,
+                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+    if (!srv->listener) {
+        close(fd);
+        return br_error_set(err, -ENOMEM, "cannot listen");
+    }
+    evconnlistener_set_error_cb(srv->listener, accept_error_cb);
+    return 0;
+}
+
+/* ---- metrics endpoint follows the config ---- */
+
+static void metrics_apply(bd_server *srv)
+{
+    const breachd_config *cfg = srv->state->cfg;
+    char want[64] = "";
+    if (cfg->daemon.metrics_port)
+        snprintf(want, sizeof(want), "%s:%u", cfg->daemon.metrics_host, cfg->daemon.metrics_port);
+    if (strcmp(want, srv->metrics_addr) == 0)
+        return;
+    bd_metrics_stop(srv->metrics);
+    srv->metrics = NULL;
+    srv->metrics_addr[0] = '\0';
+    if (!want[0])
+        return;
+    if (bd_metrics_start(srv->base, srv, cfg->daemon.metrics_host, cfg->daemon.metrics_port,
+                         &srv->metrics) < 0) {
+        bd_log(LOG_ERR, "metrics_listen %s: cannot listen", cfg->daemon.metrics_listen);
+        return;
+    }
+    snprintf(srv->metrics_addr, sizeof(srv->metrics_addr), "%s", want);
+    bd_log(LOG_INFO, "metrics at http://%s/metrics", cfg->daemon.metrics_listen);
+}
+
+/* ---- reload ---- */
+
+static void *reload_thread_main(void *arg)
+{
+    bd_server *srv = arg;
+    srv->reload_err.text[0] = '\0';
+    srv->reload_result = bd_state_files_load(srv->config_path, &srv->reload_files, &srv->reload_err);
+    char b = 1;
+    ssize_t w = write(srv->reload_pipe[1], &b, 1);
+    (void)w;
+    return NULL;
+}
+
+static void reload_answer(bd_server *srv, int r, const char *why)
+{
+    bd_waiter *w = srv->reload_waiters;
+    srv->reload_waiters = NULL;
+    while (w) {
+        bd_waiter *next = w->next;
+        if (r >= 0)
+            bd_conn_reply(w->conn, w->id, "RELOADED");
+        else
+            bd_conn_reply_error(w->conn, w->id, BR_PERR_RELOAD_FAILED, why);
+        bd_waiter_free(w);
+        w = next;
+    }
+}
+
+static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    bd_server *srv = arg;
+    char b;
+    while (read(fd, &b, 1) > 0) {
+    }
+    pthread_join(srv->reload_thread, NULL);
+    srv->reloading = false;
+    int r = srv->reload_result;
+    bd_state *next = NULL;
+    if (r >= 0)
+        r = bd_state_new(srv->base, &srv->reload_files, srv->state, &next, &srv->reload_err);
+    else
+        bd_state_files_clear(&srv->reload_files);
+    if (r < 0) {
+        srv->counters.reload_failures++;
+        bd_log(LOG_ERR, "reload failed, the previous configuration and filters keep serving: %s",
+               srv->reload_err.text);
+        bd_notify("READY=1\nSTATUS=reload failed: %s", srv->reload_err.text);
+        reload_answer(srv, r, srv->reload_err.text);
+        return;
+    }
+    if (!srv->socket_activated && strcmp(next->cfg->daemon.socket, srv->state->cfg->daemon.socket))
+        bd_log(LOG_WARNING, "[daemon] socket changed: takes effect at the next restart");
+    bd_state *old = srv->state;
+    srv->state = next;
+    bd_state_unref(old); /* in-flight requests keep it until they are answered */
+    bd_log_set_level(next->cfg->daemon.log_level);
+    metrics_apply(srv);
+    srv->counters.reloads++;
+    bd_log(LOG_INFO, "reloaded %s", srv->config_path);
+    bd_notify("READY=1\nSTATUS=serving (reloaded)");
+    reload_answer(srv, 0, NULL);
+}
+
+void bd_server_reload(bd_server *srv, bd_waiter *waiter)
+{
+    /* A request arriving during a reload joins it and gets its result. */
+    if (waiter) {
+        waiter->next = srv->reload_waiters;
+        srv->reload_waiters = waiter;
+    }
+    if (srv->reloading)
+        return;
+    srv->reloading = true;
+    bd_notify("RELOADING=1\nSTATUS=reloading");
+    bd_log(LOG_INFO, "reloading %s", srv->config_path);
+    if (pthread_create(&srv->reload_thread, NULL, reload_thread_main, srv) != 0) {
+        srv->reloading = false;
+        srv->counters.reload_failures++;
+        reload_answer(srv, -EAGAIN, "cannot start the reload thread");
+        bd_notify("READY=1");
+    }
+}
+
+/* ---- signals and draining ---- */
+
+static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_server *srv = arg;
+    bd_log(LOG_WARNING, "stopping with %llu requests unanswered (drain timeout)",
+           (unsigned long long)srv->inflight);
+    event_base_loopexit(srv->base, NULL);
+}
+
+void bd_server_drain(bd_server *srv)
+{
+    if (srv->draining)
+        return;
+    srv->draining = true;
+    bd_notify("STOPPING=1\nSTATUS=stopping");
+    bd_log(LOG_INFO, "stopping: answering %llu requests in flight",
+           (unsigned long long)srv->inflight);
+    if (srv->listener)
+        evconnlistener_disable(srv->listener);
+    struct timeval tv = {srv->limits.drain_timeout_ms / 1000,
+                         (srv->limits.drain_timeout_ms % 1000) * 1000};
+    evtimer_add(srv->drain_timer, &tv);
+    maybe_finish_drain(srv);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    bd_server *srv = arg;
+    if (sig == SIGHUP)
+        bd_server_reload(srv, NULL);
+    else
+        bd_server_drain(srv);
+}
+
+int bd_server_init(bd_server *srv, struct event_base *base, const char *config_path,
+                   bd_state *state, br_error *err)
+{
+    memset(srv, 0, sizeof(*srv));
+    srv->base = base;
+    srv->listen_fd = -1;
+    srv->reload_pipe[0] = srv->reload_pipe[1] = -1;
+    srv->config_path = strdup(config_path);
+    srv->state = state;
+    srv->started_at = (int64_t)time(NULL);
+    bd_limits_from_env(&srv->limits);
+    if (!srv->config_path)
+        return -ENOMEM;
+    if (pipe2(srv->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return br_error_set(err, -errno, "pipe: %s", strerror(errno));
+    srv->reload_ev = event_new(base, srv->reload_pipe[0], EV_READ | EV_PERSIST, reload_done_cb, srv);
+    srv->drain_timer = evtimer_new(base, drain_timeout_cb, srv);
+    static const int sigs[4] = {SIGHUP, SIGTERM, SIGINT, 0};
+    for (int i = 0; sigs[i]; i++) {
+        srv->signals[i] = evsignal_new(base, sigs[i], signal_cb, srv);
+        if (!srv->signals[i] || evsignal_add(srv->signals[i], NULL) < 0)
+            return br_error_set(err, -ENOMEM, "cannot install signal handlers");
+    }
+    if (!srv->reload_ev || !srv->drain_timer || event_add(srv->reload_ev, NULL) < 0)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    signal(SIGPIPE, SIG_IGN);
+    metrics_apply(srv);
+    return 0;
+}
+
+void bd_server_free(bd_server *srv)
+{
+    if (srv->reloading) {
+        pthread_join(srv->reload_thread, NULL);
+        bd_state_files_clear(&srv->reload_files);
+        srv->reloading = false;
+    }
+    reload_answer(srv, -ECANCELED, "breachd is stopping");
+    while (srv->conns)
+        conn_close(srv->conns);
+    if (srv->listener)
+        evconnlistener_free(srv->listener);
+    if (srv->socket_path) {
+        unlink(srv->socket_path);
+        free(srv->socket_path);
+    }
+    bd_metrics_stop(srv->metrics);
+    for (int i = 0; i < 4; i++)
+        if (srv->signals[i])
+            event_free(srv->signals[i]);
+    if (srv->reload_ev)
+        event_free(srv->reload_ev);
+    if (srv->drain_timer)
+        event_free(srv->drain_timer);
+    for (int i = 0; i < 2; i++)
+        if (srv->reload_pipe[i] >= 0)
+            close(srv->reload_pipe[i]);
+    bd_state_unref(srv->state);
+    free(srv->config_path);
+    memset(srv, 0, sizeof(*srv));
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "state.h"
+
+/* Live states, so that shutdown can reach old ones still held by requests. */
+static bd_state *live_states;
+/* Figures of the resolvers already freed. */
+static bd_totals retired;
+
+static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
+{
+    a->lookups += b->lookups;
+    a->cache_fresh += b->cache_fresh;
+    a->stale_answers += b->stale_answers;
+    a->fetches += b->fetches;
+    a->revalidations += b->revalidations;
+    a->coalesced += b->coalesced;
+    a->not_modified += b->not_modified;
+    a->found += b->found;
+    a->not_found += b->not_found;
+    a->unknown += b->unknown;
+    a->unknown_unavailable += b->unknown_unavailable;
+    a->unknown_error += b->unknown_error;
+    a->unknown_timeout += b->unknown_timeout;
+    a->unknown_circuit += b->unknown_circuit;
+    a->parse_errors += b->parse_errors;
+    a->cache_errors += b->cache_errors;
+    a->flushes += b->flushes;
+    a->decoys += b->decoys;
+}
+
+static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
+{
+    a->fetches += b->fetches;
+    a->transfers += b->transfers;
+    a->retries += b->retries;
+    a->ok += b->ok;
+    a->not_modified += b->not_modified;
+    a->err_http += b->err_http;
+    a->err_timeout += b->err_timeout;
+    a->err_unavailable += b->err_unavailable;
+    a->err_too_large += b->err_too_large;
+    a->err_circuit += b->err_circuit;
+    a->cancelled += b->cancelled;
+    a->refused_circuit += b->refused_circuit;
+    a->breaker_trips += b->breaker_trips;
+    a->body_bytes += b->body_bytes;
+}
+
+static void state_figures(bd_state *s, bd_totals *t);
+
+/* Free a state's resolver (answering what is pending on it), keeping its figures. */
+static void retire_resolver(bd_state *s)
+{
+    if (!s->resolver)
+        return;
+    bd_totals one;
+    state_figures(s, &one);
+    add_resolver(&retired.resolver, &one.resolver);
+    add_upstream(&retired.pw_upstream, &one.pw_upstream);
+    /* Detach first: freeing answers pending lookups, whose callbacks may
+     * drop the last reference to this very state. */
+    br_resolver *r = s->resolver;
+    s->resolver = NULL;
+    br_resolver_free(r); /* flushes pending cache writes */
+}
+
+static void state_figures(bd_state *s, bd_totals *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (!s->resolver)
+        return;
+    br_resolver_get_stats(s->resolver, &t->resolver);
+    br_upstream *up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_SHA1);
+    if (up)
+        br_upstream_get_stats(up, &t->pw_upstream);
+}
+
+void bd_state_totals(const bd_state *current, bd_totals *t)
+{
+    *t = retired;
+    for (bd_state *s = live_states; s; s = s->next) {
+        bd_totals one;
+        state_figures(s, &one);
+        add_resolver(&t->resolver, &one.resolver);
+        add_upstream(&t->pw_upstream, &one.pw_upstream);
+        if (s == current) {
+            t->resolver.pending_fetches = one.resolver.pending_fetches;
+            t->resolver.pending_lookups = one.resolver.pending_lookups;
+            t->pw_upstream.inflight = one.pw_upstream.inflight;
+            t->pw_upstream.queued = one.pw_upstream.queued;
+            t->pw_upstream.backoff = one.pw_upstream.backoff;
+            t->pw_upstream.breaker = one.pw_upstream.breaker;
+        }
+    }
+}
+
+static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    *out = NULL;
+    if (!cfg->passwords.filter[0])
+        return 0;
+    int r = br_pwfilter_open(cfg->passwords.filter, out, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "[passwords] filter");
+    uint32_t kind = br_pwfilter_header(*out)->kind;
+    if (kind != BR_KIND_PASSWORD_SHA1) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+        return br_error_set(err, -EINVAL,
+                            "[passwords] filter %s: kind %s, but breachd answers PW with "
+                            "password-sha1 filters only",
+                            cfg->passwords.filter, br_filter_kind_name(kind));
+    }
+    return 0;
+}
+
+int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int r = breachd_config_load(config_path, &out->cfg, err);
+    if (r < 0)
+        return r;
+    /* URL filters come with the URL module; until then [urls] filter is
+     * accepted but URL checks answer UNKNOWN filter-unavailable. */
+    r = load_pwfilter(out->cfg, &out->pwfilter, err);
+    if (r < 0) {
+        bd_state_files_clear(out);
+        return r;
+    }
+    return 0;
+}
+
+void bd_state_files_clear(bd_state_files *f)
+{
+    br_pwfilter_free(f->pwfilter);
+    breachd_config_free(f->cfg);
+    memset(f, 0, sizeof(*f));
+}
+
+static void cache_unref(bd_cache *c)
+{
+    if (!c || --c->refs > 0)
+        return;
+    br_range_cache_free(c->cache);
+    free(c->path);
+    free(c);
+}
+
+static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **out, br_error *err)
+{
+    if (old && old->cache && strcmp(old->cache->path, cfg->cache.path) == 0) {
+        old->cache->refs++;
+        *out = old->cache;
+        return 0;
+    }
+    bd_cache *c = calloc(1, sizeof(*c));
+    if (!c || !(c->path = strdup(cfg->cache.path))) {
+        free(c);
+        return -ENOMEM;
+    }
+    int r = br_range_cache_open(cfg->cache.path, cfg->cache.max_size, &c->cache, err);
+    if (r < 0) {
+        free(c->path);
+        free(c);
+        return br_error_prefix(err, r, "[cache] path");
+    }
+    c->refs = 1;
+    *out = c;
+    return 0;
+}
+
+static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
+{
+    memset(rc, 0, sizeof(*rc));
+    rc->password_upstream = cfg->passwords.upstream;
+    rc->url_upstream = cfg->urls.upstream;
+    rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
+    rc->upstream.max_inflight = cfg->upstream.max_inflight;
+    rc->upstream.rate = cfg->upstream.rate;
+    rc->upstream.proxy = cfg->upstream.proxy;
+    rc->upstream.ca_file = cfg->upstream.ca_file;
+    rc->upstream.log = bd_log_sink;
+    rc->ttl_s = cfg->cache.ttl_s;
+    rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;
+    rc->decoys = cfg->upstream.decoys;
+    rc->log = bd_log_sink;
+}
+
+int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
+                 bd_state **out, br_error *err)
+{
+    bd_state *s = calloc(1, sizeof(*s));
+    if (!s) {
+        bd_state_files_clear(files);
+        return -ENOMEM;
+    }
+    s->refs = 1;
+    s->next = live_states;
+    if (live_states)
+        live_states->prev = s;
+    live_states = s;
+    s->cfg = files->cfg;
+    s->pwfilter = files->pwfilter;
+    memset(files, 0, sizeof(*files));
+    s->loaded_at = (int64_t)time(NULL);
+    int r = cache_get(s->cfg, old, &s->cache, err);
+    if (r >= 0) {
+        br_resolver_config rc;
+        resolver_config(s->cfg, &rc);
+        r = br_resolver_new(base, &rc, s->cache->cache, &s->resolver, err);
+    }
+    if (r < 0) {
+        bd_state_unref(s);
+        return r;
+    }
+    *out = s;
+    return 0;
+}
+
+bd_state *bd_state_ref(bd_state *s)
+{
+    s->refs++;
+    return s;
+}
+
+void bd_state_unref(bd_state *s)
+{
+    if (!s || --s->refs > 0)
+        return;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        live_states = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    retire_resolver(s);
+    cache_unref(s->cache);
+    br_pwfilter_free(s->pwfilter);
+    breachd_config_free(s->cfg);
+    free(s);
+}
+
+void bd_state_shutdown_all(void)
+{
+    /* Hold every state while their resolvers answer (and so unreference)
+     * what is pending, then let go. */
+    size_t n = 0;
+    for (bd_state *s = live_states; s; s = s->next)
+        n++;
+    bd_state **all = calloc(n ? n : 1, sizeof(*all));
+    if (!all)
+        return;
+    n = 0;
+    for (bd_state *s = live_states; s; s = s->next)
+        all[n++] = bd_state_ref(s);
+    for (size_t i = 0; i < n; i++)
+        retire_resolver(all[i]);
+    for (size_t i = 0; i < n; i++)
+        bd_state_unref(all[i]);
+    free(all);
+}
+
+bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
+{
+    if (!s->pwfilter)
+        return false;
+    return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's reloadable state: configuration, verified filters, and the
+ * resolver. A reload builds a complete new state off to the side (config and
+ * filters in a worker thread, since verifying a multi-GiB filter takes
+ * seconds) and swaps it in only when every part validated. Requests hold a
+ * reference to the state they started on, so in-flight answers finish on the
+ * old one. The LMDB cache is shared between states with the same path: LMDB
+ * forbids opening one environment twice in a process. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "error.h"
+#include "pwfilter.h"
+#include "range_cache.h"
+#include "resolver.h"
+
+struct event_base;
+
+typedef struct bd_cache {
+    int refs;
+    char *path;
+    br_range_cache *cache;
+} bd_cache;
+
+typedef struct bd_state {
+    int refs;
+    struct bd_state *prev, *next; /* every live state, current and old */
+    breachd_config *cfg;
+    br_pwfilter *pwfilter; /* NULL: no password filter configured */
+    bd_cache *cache;
+    br_resolver *resolver;
+    int64_t loaded_at;     /* wall clock, seconds */
+} bd_state;
+
+/* The parts a worker thread can build without the event loop. */
+typedef struct bd_state_files {
+    breachd_config *cfg;
+    br_pwfilter *pwfilter;
+} bd_state_files;
+
+/* Read the config and open and verify every filter it names. Thread-safe. */
+int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err);
+void bd_state_files_clear(bd_state_files *f);
+
+/* Finish a state on the loop thread: cache (shared with old when it has the
+ * same path) and resolver. Takes the files over (also on failure). */
+int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
+                 bd_state **out, br_error *err);
+
+bd_state *bd_state_ref(bd_state *s);
+/* At exit: answer every lookup still pending on any state (UNKNOWN
+ * shutting-down) and free the resolvers, which flushes the cache. */
+void bd_state_shutdown_all(void);
+void bd_state_unref(bd_state *s);
+
+/* Resolver and password-upstream figures summed over every state this
+ * process had (live and retired), so reloads do not reset them. The
+ * in-flight, queued and breaker figures are those of the current state. */
+typedef struct bd_totals {
+    br_resolver_stats resolver;
+    br_upstream_stats pw_upstream;
+} bd_totals;
+void bd_state_totals(const bd_state *current, bd_totals *t);
+
+/* The filter answers "definitely not" only when present and not older than
+ * max_filter_age; a stale filter is bypassed (every check goes upstream). */
+bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);

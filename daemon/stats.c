@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "server.h"
+#include "stats.h"
+
+typedef struct render_out {
+    char *buf;
+    size_t size, len;
+    const char *prefix; /* before every key */
+    const char *eq;     /* between key and value */
+    const char *sep;    /* between pairs */
+} render_out;
+
+static void put(render_out *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(render_out *o, const char *key, const char *fmt, ...)
+{
+    if (o->len + 1 >= o->size)
+        return;
+    int n = snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
+                     o->prefix, key, o->eq);
+    if (n < 0 || (size_t)n >= o->size - o->len) {
+        o->len = o->size - 1;
+        return;
+    }
+    o->len += (size_t)n;
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    va_end(ap);
+    o->len = n < 0 || (size_t)n >= o->size - o->len ? o->size - 1 : o->len + (size_t)n;
+}
+
+#define U64(o, key, v) put(o, key, "%llu", (unsigned long long)(v))
+
+static void render(bd_server *srv, render_out *o, bool numeric_only)
+{
+    const bd_counters *k = &srv->counters;
+    const bd_state *st = srv->state;
+    int64_t now = (int64_t)time(NULL);
+    U64(o, "uptime_seconds", now - srv->started_at);
+    U64(o, "connections", srv->n_conns);
+    U64(o, "connections_total", k->connections_total);
+    U64(o, "connections_refused", k->connections_refused);
+    U64(o, "requests_in_flight", srv->inflight);
+    uint64_t total = 0;
+    for (int v = 0; v < BR_VERB_COUNT_; v++)
+        total += k->requests[v];
+    U64(o, "requests_total", total);
+    char key[64];
+    for (int v = 0; v < BR_VERB_COUNT_; v++) {
+        snprintf(key, sizeof(key), "requests_%s", br_verb_name((br_verb)v));
+        for (char *p = key; *p; p++)
+            *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        U64(o, key, k->requests[v]);
+    }
+    for (int e = 1; e < BR_PERR_COUNT_; e++) {
+        snprintf(key, sizeof(key), "errors_%s", br_proto_err_name((br_proto_err)e));
+        for (char *p = key; *p; p++)
+            *p = *p == '-' ? '_' : *p;
+        U64(o, key, k->errors[e]);
+    }
+    U64(o, "pw_clean", k->pw_clean);
+    U64(o, "pw_pwned", k->pw_pwned);
+    U64(o, "pw_unknown", k->pw_unknown);
+    U64(o, "pw_filter_no", k->pw_filter_no);
+    U64(o, "pw_filter_maybe", k->pw_filter_maybe);
+    U64(o, "pw_filter_bypassed", k->pw_filter_bypassed);
+    U64(o, "url_safe", k->url_safe);
+    U64(o, "url_blocked", k->url_blocked);
+    U64(o, "url_unknown", k->url_unknown);
+
+    const br_filter_header *h = st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL;
+    U64(o, "filter_loaded", h != NULL);
+    U64(o, "filter_generation", h ? h->generation : 0);
+    U64(o, "filter_keys", h ? h->key_count : 0);
+    U64(o, "filter_age_seconds", h && now > h->build_time ? now - h->build_time : 0);
+    U64(o, "filter_stale", bd_state_pw_filter_stale(st, now));
+
+    bd_totals t;
+    bd_state_totals(st, &t);
+    U64(o, "cache_hits", t.resolver.cache_fresh);
+    U64(o, "cache_misses", t.resolver.fetches);
+    U64(o, "cache_stale_answers", t.resolver.stale_answers);
+    U64(o, "cache_revalidations", t.resolver.revalidations);
+    U64(o, "cache_not_modified", t.resolver.not_modified);
+    U64(o, "cache_errors", t.resolver.cache_errors);
+    br_range_cache_usage cu = {0};
+    if (st->cache)
+        br_range_cache_stats(st->cache->cache, &cu);
+    U64(o, "cache_entries", cu.entries);
+    U64(o, "cache_bytes", cu.used_bytes);
+    U64(o, "cache_max_bytes", cu.max_bytes);
+    U64(o, "cache_evicted", cu.evicted);
+    U64(o, "lookups_coalesced", t.resolver.coalesced);
+    U64(o, "upstream_fetches", t.pw_upstream.fetches);
+    U64(o, "upstream_transfers", t.pw_upstream.transfers);
+    U64(o, "upstream_retries", t.pw_upstream.retries);
+    U64(o, "upstream_errors", t.pw_upstream.err_http + t.pw_upstream.err_timeout +
+                                  t.pw_upstream.err_unavailable + t.pw_upstream.err_too_large);
+    U64(o, "upstream_timeouts", t.pw_upstream.err_timeout);
+    U64(o, "upstream_parse_errors", t.resolver.parse_errors);
+    U64(o, "upstream_in_flight", t.pw_upstream.inflight);
+    U64(o, "upstream_queued", t.pw_upstream.queued);
+    U64(o, "upstream_decoys", t.resolver.decoys);
+    U64(o, "upstream_breaker_trips", t.pw_upstream.breaker_trips);
+    if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
+        U64(o, "circuit_state", t.pw_upstream.breaker);
+    else
+        put(o, "circuit", "%s", br_breaker_state_name(t.pw_upstream.breaker));
+    U64(o, "reloads", k->reloads);
+    U64(o, "reload_failures", k->reload_failures);
+}
+
+size_t bd_stats_render(bd_server *srv, char *buf, size_t size)
+{
+    render_out o = {.buf = buf, .size = size, .prefix = "", .eq = "=", .sep = " "};
+    buf[0] = '\0';
+    render(srv, &o, false);
+    return o.len;
+}
+
+/* ---- Prometheus text at /metrics ---- */
+
+struct bd_metrics {
+    struct evhttp *http;
+    bd_server *srv;
+};
+
+static void metrics_cb(struct evhttp_request *req, void *arg)
+{
+    bd_metrics *m = arg;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+        evhttp_send_error(req, 405, "GET only");
+        return;
+    }
+    char body[8192];
+    render_out o = {.buf = body, .size = sizeof(body), .prefix = "breachd_", .eq = " ", .sep = "\n"};
+    body[0] = '\0';
+    render(m->srv, &o, true);
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_add(b, body, o.len);
+    evbuffer_add(b, "\n", 1);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+}
+
+static void not_found_cb(struct evhttp_request *req, void *arg)
+{
+    (void)arg;
+    evhttp_send_error(req, 404, "only /metrics");
+}
+
+int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, uint16_t port,
+                     bd_metrics **out)
+{
+    bd_metrics *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    m->srv = srv;
+    m->http = evhttp_new(base);
+    if (!m->http || evhttp_bind_socket(m->http, host, port) < 0) {
+        bd_metrics_stop(m);
+        return -EADDRNOTAVAIL;
+    }
+    evhttp_set_cb(m->http, "/metrics", metrics_cb, m);
+    evhttp_set_gencb(m->http, not_found_cb, NULL);
+    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    *out = m;
+    return 0;
+}
+
+void bd_metrics_stop(bd_metrics *m)
+{
+    if (!m)
+        return;
+    if (m->http)
+        evhttp_free(m->http);
+    free(m);
+}

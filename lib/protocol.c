@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "protocol.h"
+
+static const char *const verb_names[BR_VERB_COUNT_] = {
+    [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
+    [BR_VERB_URL] = "URL",     [BR_VERB_STATS] = "STATS",     [BR_VERB_RELOAD] = "RELOAD",
+};
+
+static const char *const err_names[BR_PERR_COUNT_] = {
+    [BR_PERR_NONE] = "none",
+    [BR_PERR_BAD_REQUEST] = "bad-request",
+    [BR_PERR_BAD_ID] = "bad-id",
+    [BR_PERR_UNKNOWN_VERB] = "unknown-verb",
+    [BR_PERR_LINE_TOO_LONG] = "line-too-long",
+    [BR_PERR_SECRET_CLASS] = "secret-class",
+    [BR_PERR_BUSY] = "busy",
+    [BR_PERR_FORBIDDEN] = "forbidden",
+    [BR_PERR_RELOAD_FAILED] = "reload-failed",
+    [BR_PERR_SHUTTING_DOWN] = "shutting-down",
+};
+
+const char *br_verb_name(br_verb v)
+{
+    return v < BR_VERB_COUNT_ ? verb_names[v] : "?";
+}
+
+const char *br_proto_err_name(br_proto_err e)
+{
+    return e < BR_PERR_COUNT_ ? err_names[e] : "?";
+}
+
+static bool is_id_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+static bool fail(br_proto_error *e, br_proto_err code, const char *text)
+{
+    e->code = code;
+    e->text = text;
+    return false;
+}
+
+/* Verbs that take no argument, and the one-argument ones. */
+static bool verb_takes_arg(br_verb v)
+{
+    return v == BR_VERB_PW || v == BR_VERB_URL;
+}
+
+bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e)
+{
+    memset(req, 0, sizeof(*req));
+    strcpy(req->id, BR_PROTO_NO_ID);
+    e->code = BR_PERR_NONE;
+    e->text = NULL;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len > BR_PROTO_MAX_LINE)
+        return fail(e, BR_PERR_LINE_TOO_LONG, "line longer than 8192 bytes");
+    if (len == 0)
+        return fail(e, BR_PERR_BAD_REQUEST, "empty line");
+
+    /* ID */
+    size_t i = 0;
+    while (i < len && line[i] != ' ')
+        i++;
+    if (i == 0)
+        return fail(e, BR_PERR_BAD_ID, "the line does not start with an id");
+    if (i > BR_PROTO_MAX_ID)
+        return fail(e, BR_PERR_BAD_ID, "id longer than 16 characters");
+    for (size_t k = 0; k < i; k++)
+        if (!is_id_char((unsigned char)line[k]))
+            return fail(e, BR_PERR_BAD_ID, "id characters must be A-Z a-z 0-9 . _ -");
+    memcpy(req->id, line, i);
+    req->id[i] = '\0';
+    if (i == len)
+        return fail(e, BR_PERR_BAD_REQUEST, "no verb after the id");
+
+    /* Control bytes anywhere after the id (tabs, NUL, a stray CR) are refused
+     * before anything looks at the argument. */
+    for (size_t k = i; k < len; k++) {
+        unsigned char c = (unsigned char)line[k];
+        if (c < 0x20 || c == 0x7f)
+            return fail(e, BR_PERR_BAD_REQUEST, "control character in the request");
+    }
+
+    /* VERB */
+    size_t vs = i + 1, ve = vs;
+    while (ve < len && line[ve] != ' ')
+        ve++;
+    if (ve == vs)
+        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
+    size_t vlen = ve - vs;
+    br_verb verb = BR_VERB_COUNT_;
+    for (int v = 0; v < BR_VERB_COUNT_; v++) {
+        if (strlen(verb_names[v]) == vlen && memcmp(verb_names[v], line + vs, vlen) == 0) {
+            verb = (br_verb)v;
+            break;
+        }
+    }
+    if (verb == BR_VERB_COUNT_)
+        return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW URL STATS RELOAD");
+    req->verb = verb;
+
+    /* ARG */
+    if (ve == len) {
+        if (verb_takes_arg(verb))
+            return fail(e, BR_PERR_BAD_REQUEST,
+                        verb == BR_VERB_PW ? "PW needs a SHA-1 (40 hex digits)" : "URL needs a URL");
+        return true;
+    }
+    if (!verb_takes_arg(verb))
+        return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
+    const char *arg = line + ve + 1;
+    size_t alen = len - ve - 1;
+    if (alen == 0 || arg[0] == ' ')
+        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
+    if (verb == BR_VERB_PW) {
+        if (alen != 2 * BR_SHA1_LEN || !br_hex_decode(arg, BR_SHA1_LEN, req->sha1))
+            return fail(e, BR_PERR_BAD_REQUEST, "PW takes a SHA-1 of 40 hex digits");
+    } else if (memchr(arg, ' ', alen)) {
+        return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
+    }
+    req->arg = arg;
+    req->arg_len = alen;
+    return true;
+}
+
+bool br_is_secret_class(const char *arg, size_t len)
+{
+    if (len >= 7 && strncasecmp(arg, "mailto:", 7) == 0)
+        return true;
+    /* A bare e-mail address: local@domain with no scheme, no path before the
+     * @, and a dot in the domain. "http://user@host/" is a URL with userinfo,
+     * which canonicalization drops; it is not refused here. */
+    const char *at = memchr(arg, '@', len);
+    if (!at || at == arg)
+        return false;
+    for (const char *p = arg; p < at; p++)
+        if (*p == '/' || *p == ':' || *p == '?' || *p == '#')
+            return false;
+    const char *dom = at + 1, *end = arg + len;
+    if (dom >= end)
+        return false;
+    bool dot = false;
+    for (const char *p = dom; p < end; p++) {
+        if (*p == '/' || *p == '?' || *p == '#' || *p == '@')
+            return p > dom && dot;
+        if (*p == '.')
+            dot = true;
+    }
+    return dot;
+}
+
+size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text)
+{
+    int n = snprintf(buf, size, "%s ERR %s %s\n", id, br_proto_err_name(code), text);
+    if (n < 0)
+        return 0;
+    if ((size_t)n >= size) {
+        buf[size - 2] = '\n';
+        return size - 1;
+    }
+    return (size_t)n;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Socket protocol v1 (DESIGN.md section 5): one request per line,
+ *   request  = ID SP VERB [SP ARG]          ID = 1..16 of [A-Za-z0-9._-]
+ *   response = ID SP STATUS [SP FIELDS]
+ * This module only parses and formats lines; it never logs, and its error
+ * texts never echo an argument (a request argument may be a hash). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+#define BR_PROTO_VERSION 1
+#define BR_PROTO_MAX_LINE 8192 /* bytes, without the LF */
+#define BR_PROTO_MAX_ID 16
+#define BR_PROTO_NO_ID "-"
+
+typedef enum br_verb {
+    BR_VERB_PING,
+    BR_VERB_VERSION,
+    BR_VERB_PW,
+    BR_VERB_URL,
+    BR_VERB_STATS,
+    BR_VERB_RELOAD,
+    BR_VERB_COUNT_,
+} br_verb;
+
+/* Error codes of `ERR <code> <text>`. */
+typedef enum br_proto_err {
+    BR_PERR_NONE = 0,
+    BR_PERR_BAD_REQUEST,
+    BR_PERR_BAD_ID,
+    BR_PERR_UNKNOWN_VERB,
+    BR_PERR_LINE_TOO_LONG,
+    BR_PERR_SECRET_CLASS,
+    BR_PERR_BUSY,
+    BR_PERR_FORBIDDEN,
+    BR_PERR_RELOAD_FAILED,
+    BR_PERR_SHUTTING_DOWN,
+    BR_PERR_COUNT_,
+} br_proto_err;
+
+typedef struct br_request {
+    char id[BR_PROTO_MAX_ID + 1]; /* "-" when the line had no usable id */
+    br_verb verb;
+    const char *arg; /* points into the parsed line; NULL when none */
+    size_t arg_len;
+    uint8_t sha1[BR_SHA1_LEN]; /* PW: the decoded hash */
+} br_request;
+
+typedef struct br_proto_error {
+    br_proto_err code;
+    const char *text; /* static human text, never the argument */
+} br_proto_error;
+
+const char *br_verb_name(br_verb v);
+const char *br_proto_err_name(br_proto_err e);
+
+/* Parse one line without its LF (a final CR is dropped here). On failure
+ * returns false with *e set and req->id set to the line's id when it had a
+ * valid one, else "-". A URL argument is not judged here (see
+ * br_is_secret_class); a PW argument must be exactly 40 hex digits. */
+bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
+
+/* True when a URL argument is secret-class data: a mailto: URL or a bare
+ * e-mail address. Such arguments are refused, never looked up or logged. */
+bool br_is_secret_class(const char *arg, size_t len);
+
+/* Format "ID ERR code text\n" into buf; returns the length (truncated to fit). */
+size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text);

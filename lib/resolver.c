@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/* Range resolver: cache, coalesced fetches, answers. See resolver.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "resolver.h"
+
+#define FLIGHT_BUCKETS 4096 /* power of two */
+
+typedef struct waiter waiter;
+struct waiter {
+    waiter *next;
+    br_resolve_cb cb;
+    void *ctx;
+    uint8_t hash[32];
+};
+
+typedef struct flight flight;
+struct flight {
+    flight *hnext; /* bucket chain */
+    br_resolver *r;
+    br_range_kind kind;
+    uint32_t prefix20;
+    bool conditional;
+    waiter *head, **tail;
+};
+
+struct br_resolver {
+    struct event_base *base;
+    br_range_cache *cache;
+    br_upstream *up[3]; /* indexed by br_range_kind */
+    int64_t ttl_s, max_stale_s;
+    uint32_t decoys;
+    uint32_t flush_ms;
+    size_t max_body;
+    br_log_fn log;
+    void *log_ctx;
+    int64_t (*clock)(void *ctx);
+    void *clock_ctx;
+    bool closing;
+    struct event *flush_ev;
+    flight *buckets[FLIGHT_BUCKETS];
+    br_resolver_stats st;
+};
+
+static void rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rs_log(br_resolver *r, int level, const char *fmt, ...)
+{
+    if (!r->log)
+        return;
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r->log(r->log_ctx, level, msg);
+}
+
+static int64_t now_s(br_resolver *r)
+{
+    return r->clock ? r->clock(r->clock_ctx) : (int64_t)time(NULL);
+}
+
+static bool kind_ok(br_range_kind kind)
+{
+    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256;
+}
+
+/* ---- flights table -------------------------------------------------------------- */
+
+static size_t bucket_of(br_range_kind kind, uint32_t prefix20)
+{
+    uint32_t key = ((uint32_t)kind << 20) | prefix20;
+    return (size_t)((key * UINT32_C(2654435761)) >> 20) & (FLIGHT_BUCKETS - 1);
+}
+
+static flight *flight_find(br_resolver *r, br_range_kind kind, uint32_t prefix20)
+{
+    for (flight *f = r->buckets[bucket_of(kind, prefix20)]; f; f = f->hnext)
+        if (f->kind == kind && f->prefix20 == prefix20)
+            return f;
+    return NULL;
+}
+
+static void flight_insert(br_resolver *r, flight *f)
+{
+    size_t b = bucket_of(f->kind, f->prefix20);
+    f->hnext = r->buckets[b];
+    r->buckets[b] = f;
+    r->st.pending_fetches++;
+}
+
+static void flight_unlink(br_resolver *r, flight *f)
+{
+    for (flight **pp = &r->buckets[bucket_of(f->kind, f->prefix20)]; *pp; pp = &(*pp)->hnext) {
+        if (*pp == f) {
+            *pp = f->hnext;
+            f->hnext = NULL;
+            r->st.pending_fetches--;
+            return;
+        }
+    }
+}
+
+static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb, void *ctx)
+{
+    waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->cb = cb;
+    w->ctx = ctx;
+    memcpy(w->hash, hash, br_range_hash_len(f->kind));
+    *f->tail = w;
+    f->tail = &w->next;
+    r->st.pending_lookups++;
+    return 0;
+}
+
+static void flight_free(flight *f)
+{
+    if (!f)
+        return;
+    while (f->head) {
+        waiter *w = f->head;
+        f->head = w->next;
+        f->r->st.pending_lookups--;
+        free(w);
+    }
+    free(f);
+}
+
+static void flight_freep(flight **f)
+{
+    flight_free(*f);
+}
+
+/* ---- answers ------------------------------------------------------------------------ */
+
+static void count_answer(br_resolver *r, const br_resolve_result *res)
+{
+    switch (res->status) {
+    case BR_RESOLVE_FOUND:
+        r->st.found++;
+        break;
+    case BR_RESOLVE_NOT_FOUND:
+        r->st.not_found++;
+        break;
+    case BR_RESOLVE_UNKNOWN:
+        r->st.unknown++;
+        if (!strcmp(res->reason, BR_REASON_UNAVAILABLE))
+            r->st.unknown_unavailable++;
+        else if (!strcmp(res->reason, BR_REASON_TIMEOUT))
+            r->st.unknown_timeout++;
+        else if (!strcmp(res->reason, BR_REASON_CIRCUIT_OPEN))
+            r->st.unknown_circuit++;
+        else if (!strcmp(res->reason, BR_REASON_ERROR))
+            r->st.unknown_error++;
+        break;
+    }
+    if (res->stale)
+        r->st.stale_answers++;
+}
+
+static void set_unknown(br_resolve_result *res, const char *reason)
+{
+    memset(res, 0, sizeof(*res));
+    res->status = BR_RESOLVE_UNKNOWN;
+    res->reason = reason;
+}
+
+/* Fill res from a cache lookup result in state FRESH or STALE. */
+static void set_from_cache(br_resolve_result *res, const br_range_cache_result *cr)
+{
+    memset(res, 0, sizeof(*res));
+    res->from_cache = true;
+    res->stale = cr->state == BR_RANGE_CACHE_STALE;
+    if (cr->found) {
+        res->status = BR_RESOLVE_FOUND;
+        res->count = cr->count;
+        memcpy(res->category, cr->category, sizeof(res->category));
+        res->category[sizeof(res->category) - 1] = '\0';
+    } else {
+        res->status = BR_RESOLVE_NOT_FOUND;
+    }
+}
+
+/* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
+static void answer_after_failure(br_resolver *r, br_range_kind kind, const uint8_t *hash, const char *reason,
+                                 br_resolve_result *res)
+{
+    if (r->cache && r->max_stale_s >= 0) {
+        br_range_cache_result cr;
+        int rc = br_range_cache_lookup(r->cache, kind, hash, now_s(r), r->max_stale_s, &cr);
+        if (rc < 0) {
+            r->st.cache_errors++;
+        } else if (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE) {
+            set_from_cache(res, &cr);
+            return;
+        }
+    }
+    set_unknown(res, reason);
+}
+
+static void schedule_flush(br_resolver *r)
+{
+    if (!evtimer_pending(r->flush_ev, NULL)) {
+        struct timeval tv = {.tv_sec = r->flush_ms / 1000, .tv_usec = (suseconds_t)(r->flush_ms % 1000) * 1000};
+        evtimer_add(r->flush_ev, &tv);
+    }
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    br_resolver_flush(arg);
+}
+
+int br_resolver_flush(br_resolver *r)
+{
+    if (!r->cache)
+        return 0;
+    evtimer_del(r->flush_ev);
+    int rc = br_range_cache_flush(r->cache);
+    r->st.flushes++;
+    if (rc < 0) {
+        r->st.cache_errors++;
+        rs_log(r, LOG_WARNING, "range cache flush failed: %s", strerror(-rc));
+    }
+    return rc;
+}
+
+static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
+{
+    int64_t ttl = r->ttl_s;
+    if (max_age >= 0 && max_age < ttl)
+        ttl = max_age;
+    return now + ttl;
+}
+
+/* Answer every waiter of f (already out of the table) with fn, then free f. */
+static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason, bool allow_stale)
+{
+    while (f->head) {
+        waiter *w = f->head;
+        f->head = w->next;
+        r->st.pending_lookups--;
+        br_resolve_result res;
+        if (allow_stale)
+            answer_after_failure(r, f->kind, w->hash, reason, &res);
+        else
+            set_unknown(&res, reason);
+        count_answer(r, &res);
+        w->cb(w->ctx, &res);
+        free(w);
+    }
+}
+
+static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *value, size_t len)
+{
+    while (f->head) {
+        waiter *w = f->head;
+        f->head = w->next;
+        r->st.pending_lookups--;
+        br_resolve_result res;
+        memset(&res, 0, sizeof(res));
+        int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
+        if (found < 0) {
+            set_unknown(&res, BR_REASON_ERROR); /* cannot happen with a value from br_range_parse */
+        } else {
+            res.status = found ? BR_RESOLVE_FOUND : BR_RESOLVE_NOT_FOUND;
+            if (!found) {
+                res.count = 0;
+                res.category[0] = '\0';
+            }
+        }
+        count_answer(r, &res);
+        w->cb(w->ctx, &res);
+        free(w);
+    }
+}
+
+static void answer_all_from_cache(br_resolver *r, flight *f)
+{
+    while (f->head) {
+        waiter *w = f->head;
+        f->head = w->next;
+        r->st.pending_lookups--;
+        br_resolve_result res;
+        br_range_cache_result cr;
+        int rc = br_range_cache_lookup(r->cache, f->kind, w->hash, now_s(r), r->max_stale_s, &cr);
+        if (rc < 0)
+            r->st.cache_errors++;
+        if (rc == 0 && (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE))
+            set_from_cache(&res, &cr);
+        else
+            set_unknown(&res, BR_REASON_ERROR);
+        count_answer(r, &res);
+        w->cb(w->ctx, &res);
+        free(w);
+    }
+}
+
+static const char *reason_of(br_upstream_status s)
+{
+    switch (s) {
+    case BR_UPSTREAM_TIMEOUT:
+        return BR_REASON_TIMEOUT;
+    case BR_UPSTREAM_UNAVAILABLE:
+        return BR_REASON_UNAVAILABLE;
+    case BR_UPSTREAM_CIRCUIT_OPEN:
+        return BR_REASON_CIRCUIT_OPEN;
+    case BR_UPSTREAM_CANCELLED:
+        return BR_REASON_SHUTTING_DOWN;
+    default:
+        return BR_REASON_ERROR;
+    }
+}
+
+static void fetch_done(void *ctx, const br_upstream_response *resp)
+{
+    _cleanup_(flight_freep) flight *f = ctx;
+    br_resolver *r = f->r;
+    flight_unlink(r, f);
+    int64_t now = now_s(r);
+
+    if (resp->status == BR_UPSTREAM_OK) {
+        _cleanup_free_ uint8_t *value = NULL;
+        size_t len = 0;
+        br_error err = {{0}};
+        int rc = br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
+        if (rc < 0) {
+            r->st.parse_errors++;
+            rs_log(r, LOG_WARNING, "range response rejected: %s",
+                   err.text[0] ? err.text : strerror(-rc));
+            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
+            return;
+        }
+        if (r->cache) {
+            rc = br_range_cache_put(r->cache, f->kind, f->prefix20, value, len, now, expiry(r, now, resp->max_age),
+                                    resp->etag, resp->last_modified);
+            if (rc < 0) {
+                r->st.cache_errors++;
+                rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
+            }
+            schedule_flush(r);
+        }
+        answer_all_from_value(r, f, value, len);
+        return;
+    }
+
+    if (resp->status == BR_UPSTREAM_NOT_MODIFIED) {
+        r->st.not_modified++;
+        if (!r->cache || !f->conditional) {
+            rs_log(r, LOG_WARNING, "upstream answered 304 to an unconditional request");
+            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
+            return;
+        }
+        int rc = br_range_cache_touch(r->cache, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
+                                      resp->etag[0] ? resp->etag : NULL,
+                                      resp->last_modified[0] ? resp->last_modified : NULL);
+        if (rc < 0) {
+            /* -ENOENT: evicted since the lookup; nothing to answer from */
+            r->st.cache_errors++;
+            rs_log(r, LOG_INFO, "range cache touch after 304 failed: %s", strerror(-rc));
+            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
+            return;
+        }
+        schedule_flush(r);
+        answer_all_from_cache(r, f);
+        return;
+    }
+
+    answer_all_unknown_or_stale(r, f, reason_of(resp->status), resp->status != BR_UPSTREAM_CANCELLED);
+}
+
+static void decoy_done(void *ctx, const br_upstream_response *resp)
+{
+    (void)ctx;
+    (void)resp;
+}
+
+static void send_decoys(br_resolver *r, br_upstream *up, uint32_t real_prefix, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t p;
+        do {
+            if (getrandom(&p, sizeof(p), 0) != (ssize_t)sizeof(p))
+                return;
+            p &= 0xFFFFF;
+        } while (p == real_prefix);
+        if (br_upstream_fetch(up, p, NULL, NULL, decoy_done, r) == 0)
+            r->st.decoys++;
+    }
+}
+
+int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash, br_resolve_cb cb,
+                        void *ctx, br_resolve_result *res)
+{
+    if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
+        return -EINVAL;
+    r->st.lookups++;
+    if (r->closing) {
+        set_unknown(res, BR_REASON_SHUTTING_DOWN);
+        count_answer(r, res);
+        return 1;
+    }
+
+    br_range_cache_result cr = {.state = BR_RANGE_CACHE_MISS};
+    if (r->cache) {
+        int rc = br_range_cache_lookup(r->cache, kind, full_hash, now_s(r),
+                                       r->max_stale_s >= 0 ? r->max_stale_s : 0, &cr);
+        if (rc < 0) {
+            r->st.cache_errors++;
+            cr.state = BR_RANGE_CACHE_MISS;
+        }
+        if (cr.state == BR_RANGE_CACHE_FRESH) {
+            set_from_cache(res, &cr);
+            r->st.cache_fresh++;
+            count_answer(r, res);
+            return 1;
+        }
+    }
+
+    uint32_t prefix = br_range_prefix20(full_hash);
+    flight *f = flight_find(r, kind, prefix);
+    if (f) {
+        int rc = flight_add_waiter(r, f, full_hash, cb, ctx);
+        if (rc < 0)
+            return rc;
+        r->st.coalesced++;
+        return 0;
+    }
+
+    br_upstream *up = r->up[kind];
+    if (!up) {
+        answer_after_failure(r, kind, full_hash, BR_REASON_UNAVAILABLE, res);
+        count_answer(r, res);
+        return 1;
+    }
+
+    _cleanup_(flight_freep) flight *nf = calloc(1, sizeof(*nf));
+    if (!nf)
+        return -ENOMEM;
+    nf->r = r;
+    nf->kind = kind;
+    nf->prefix20 = prefix;
+    nf->tail = &nf->head;
+    int rc = flight_add_waiter(r, nf, full_hash, cb, ctx);
+    if (rc < 0)
+        return rc;
+
+    const char *etag = NULL, *lm = NULL;
+    if (cr.state != BR_RANGE_CACHE_MISS) {
+        etag = cr.etag[0] ? cr.etag : NULL;
+        lm = cr.last_modified[0] ? cr.last_modified : NULL;
+        nf->conditional = etag || lm;
+    }
+
+    /* Decoys: when the circuit is closed the real request takes a random
+     * place among them (a half-open circuit's trial must be the real one). */
+    uint32_t before = 0;
+    if (r->decoys && br_upstream_breaker(up) == BR_BREAKER_CLOSED) {
+        uint32_t x = 0;
+        if (getrandom(&x, sizeof(x), 0) == (ssize_t)sizeof(x))
+            before = x % (r->decoys + 1);
+        send_decoys(r, up, prefix, before);
+    }
+
+    rc = br_upstream_fetch(up, prefix, etag, lm, fetch_done, nf);
+    if (rc < 0) {
+        const char *reason = rc == -EHOSTDOWN ? BR_REASON_CIRCUIT_OPEN
+                             : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
+                                                : BR_REASON_ERROR;
+        answer_after_failure(r, kind, full_hash, reason, res);
+        count_answer(r, res);
+        return 1;
+    }
+    r->st.fetches++;
+    if (nf->conditional)
+        r->st.revalidations++;
+    flight_insert(r, nf);
+    nf = NULL;
+    if (r->decoys > before)
+        send_decoys(r, up, prefix, r->decoys - before);
+    return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------------- */
+
+int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_range_cache *cache,
+                    br_resolver **out, br_error *err)
+{
+    if (!base || !cfg || !out)
+        return br_error_set(err, -EINVAL, "resolver: missing argument");
+    *out = NULL;
+    if (cfg->decoys > BR_RESOLVER_MAX_DECOYS)
+        return br_error_set(err, -EINVAL, "resolver: decoys must be 0..%d", BR_RESOLVER_MAX_DECOYS);
+
+    _cleanup_(br_resolver_freep) br_resolver *r = calloc(1, sizeof(*r));
+    if (!r)
+        return br_error_set(err, -ENOMEM, "resolver: out of memory");
+    r->base = base;
+    r->cache = cache;
+    r->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : BR_RESOLVER_DEFAULT_TTL_S;
+    r->max_stale_s = cfg->max_stale_s == 0 ? BR_RESOLVER_DEFAULT_MAX_STALE_S : cfg->max_stale_s;
+    r->decoys = cfg->decoys;
+    r->flush_ms = cfg->flush_interval_ms ? cfg->flush_interval_ms : BR_RESOLVER_DEFAULT_FLUSH_MS;
+    r->max_body = cfg->upstream.max_body ? cfg->upstream.max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
+    r->log = cfg->log;
+    r->log_ctx = cfg->log_ctx;
+    r->clock = cfg->clock;
+    r->clock_ctx = cfg->clock_ctx;
+    r->flush_ev = evtimer_new(base, flush_cb, r);
+    if (!r->flush_ev)
+        return br_error_set(err, -ENOMEM, "resolver: event_new failed");
+
+    const char *tmpl[3] = {NULL, cfg->password_upstream, cfg->url_upstream};
+    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_URL_SHA256; k++) {
+        if (!tmpl[k] || !*tmpl[k])
+            continue;
+        br_upstream_config uc = cfg->upstream;
+        uc.url_template = tmpl[k];
+        if (!uc.log) {
+            uc.log = cfg->log;
+            uc.log_ctx = cfg->log_ctx;
+        }
+        int rc = br_upstream_new(base, &uc, &r->up[k], err);
+        if (rc < 0)
+            return br_error_prefix(err, rc, "%s upstream", k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
+    }
+    *out = BR_TAKE_PTR(r);
+    return 0;
+}
+
+void br_resolver_free(br_resolver *r)
+{
+    if (!r)
+        return;
+    r->closing = true;
+    for (int k = 0; k < 3; k++) {
+        br_upstream_free(r->up[k]); /* answers every flight: shutting-down */
+        r->up[k] = NULL;
+    }
+    if (r->flush_ev)
+        br_resolver_flush(r);
+    for (size_t b = 0; b < FLIGHT_BUCKETS; b++) {
+        /* cannot happen: every flight belongs to an upstream request */
+        while (r->buckets[b]) {
+            flight *f = r->buckets[b];
+            r->buckets[b] = f->hnext;
+            answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);
+            flight_free(f);
+        }
+    }
+    if (r->flush_ev)
+        event_free(r->flush_ev);
+    free(r);
+}
+
+void br_resolver_get_stats(br_resolver *r, br_resolver_stats *st)
+{
+    *st = r->st;
+}
+
+br_upstream *br_resolver_upstream(br_resolver *r, br_range_kind kind)
+{
+    return kind_ok(kind) ? r->up[kind] : NULL;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* The range resolver: turns a filter's "maybe" into an exact answer with a
+ * k-anonymity range query (DESIGN.md section 7), through the LMDB range cache
+ * (range_cache.h) and the upstream fetcher (upstream.h), on a libevent
+ * event_base.
+ *
+ * br_resolver_resolve(kind, full_hash) gives exactly one answer:
+ *   FOUND (count for passwords, category for URLs), NOT_FOUND, or UNKNOWN with
+ *   a reason: "upstream-unavailable", "upstream-error", "timeout",
+ *   "circuit-open" (and "shutting-down" for lookups still pending at
+ *   br_resolver_free()). A failure is never turned into NOT_FOUND.
+ *
+ * Flow:
+ *  1. cache lookup. A fresh entry answers synchronously (return value 1).
+ *  2. otherwise the (kind, prefix) is fetched: conditionally (If-None-Match /
+ *     If-Modified-Since with the stored validators) when an entry, even an
+ *     expired one, is stored. Coalescing: while a fetch of (kind, prefix) is
+ *     pending, every further lookup in that prefix joins it; one fetch
+ *     answers all of them, in the order they came.
+ *  3. 200: the body is parsed (br_range_parse); success -> cache put with
+ *     expires_at = now + min(Cache-Control max-age, ttl) (ttl when there is
+ *     no max-age), then the answers. 304: br_range_cache_touch extends the
+ *     stored entry by the same rule (and takes new validators if any), then
+ *     the answers come from it.
+ *  4. any failure (no answer, non-200/304 status, malformed or empty or
+ *     oversized body, circuit open): a stored entry at most max_stale past
+ *     its expiry answers (stale = true, counted); else UNKNOWN. A failed fetch
+ *     or a malformed body is never cached.
+ * When the circuit is open the answer is made at once (synchronously): from
+ * a stale entry, else UNKNOWN circuit-open.
+ *
+ * Cache writes are batched: puts and touches go to the cache's pending table
+ * and a flush timer (flush_interval_ms after the first write) commits them in
+ * one write transaction. br_resolver_free() flushes.
+ *
+ * Each kind with a URL template has its own br_upstream (own connection
+ * pool, limits and breaker); a kind without one answers from the cache or
+ * UNKNOWN upstream-unavailable.
+ *
+ * Decoys (decoys = N > 0): with each real fetch, N more prefixes drawn from
+ * getrandom() are fetched from the same upstream; their answers are thrown
+ * away (never cached). When the circuit is closed, the real request takes a
+ * random place among them. They count against the rate and in-flight limits.
+ *
+ * Logging: never the prefix, the hash, a URL or a header value.
+ *
+ * Threading: the event_base's thread only. Callbacks run from the event loop
+ * and may call br_resolver_resolve(), not br_resolver_free(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "range.h"
+#include "range_cache.h"
+#include "upstream.h"
+#include "util.h"
+
+struct event_base;
+
+#define BR_RESOLVER_DEFAULT_TTL_S (7 * 86400)
+#define BR_RESOLVER_DEFAULT_MAX_STALE_S (30 * 86400)
+#define BR_RESOLVER_DEFAULT_FLUSH_MS 5
+#define BR_RESOLVER_MAX_DECOYS 16
+
+/* The reasons of an UNKNOWN (static strings, compare with strcmp or by pointer). */
+#define BR_REASON_UNAVAILABLE "upstream-unavailable"
+#define BR_REASON_ERROR "upstream-error"
+#define BR_REASON_TIMEOUT "timeout"
+#define BR_REASON_CIRCUIT_OPEN "circuit-open"
+#define BR_REASON_SHUTTING_DOWN "shutting-down"
+
+typedef enum br_resolve_status {
+    BR_RESOLVE_NOT_FOUND = 0,
+    BR_RESOLVE_FOUND,
+    BR_RESOLVE_UNKNOWN,
+} br_resolve_status;
+
+typedef struct br_resolve_result {
+    br_resolve_status status;
+    uint32_t count;                           /* FOUND: passwords' count (1 for URLs) */
+    char category[BR_RANGE_CATEGORY_MAX + 1]; /* FOUND: URLs' category ("" for passwords) */
+    const char *reason;                       /* UNKNOWN: one of BR_REASON_*; else NULL */
+    bool from_cache;                          /* answered from a stored entry, not a fresh 200 */
+    bool stale;                               /* answered from an entry past its expiry */
+} br_resolve_result;
+
+/* Called exactly once for a lookup that br_resolver_resolve() did not answer
+ * synchronously; res is valid during the call only. */
+typedef void (*br_resolve_cb)(void *ctx, const br_resolve_result *res);
+
+typedef struct br_resolver_config {
+    const char *password_upstream; /* URL template, NULL or "": none */
+    const char *url_upstream;      /* URL template, NULL or "": none */
+    br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
+    int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
+    int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
+    uint32_t decoys;               /* extra random prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
+    uint32_t flush_interval_ms;    /* cache write batching; 0: 5 */
+    br_log_fn log;                 /* NULL: silent (also used for the upstreams) */
+    void *log_ctx;
+    /* Wall clock in seconds for the cache's fetched_at / expires_at; NULL:
+     * time(). For tests. */
+    int64_t (*clock)(void *ctx);
+    void *clock_ctx;
+} br_resolver_config;
+
+typedef struct br_resolver_stats {
+    uint64_t lookups;       /* br_resolver_resolve() calls with valid arguments */
+    uint64_t cache_fresh;   /* answered synchronously from a fresh entry */
+    uint64_t stale_answers; /* answered from an entry past its expiry (upstream failed) */
+    uint64_t fetches;       /* fetches started (one per coalesced group) */
+    uint64_t revalidations; /* ... of which conditional */
+    uint64_t coalesced;     /* lookups that joined a pending fetch */
+    uint64_t not_modified;  /* 304 answers */
+    uint64_t found, not_found, unknown;
+    uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
+    uint64_t parse_errors;  /* 200 bodies rejected by br_range_parse */
+    uint64_t cache_errors;  /* failed cache puts, touches, flushes, lookups */
+    uint64_t flushes;       /* cache flushes made */
+    uint64_t decoys;        /* decoy fetches sent */
+    uint32_t pending_fetches; /* (kind, prefix) fetches in progress */
+    uint32_t pending_lookups; /* lookups waiting for them */
+} br_resolver_stats;
+
+typedef struct br_resolver br_resolver;
+
+/* Make a resolver on base. cache is borrowed (may be NULL: no caching, every
+ * lookup fetches, coalescing still applies) and must outlive the resolver.
+ * 0, or -EINVAL (bad config) / -ENOMEM / -EIO with a reason in err. */
+int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_range_cache *cache,
+                    br_resolver **out, br_error *err);
+/* Pending lookups are answered UNKNOWN shutting-down (their callbacks run
+ * inside this call), the cache is flushed. NULL is fine. */
+void br_resolver_free(br_resolver *r);
+BR_DEFINE_FREEP(br_resolver, br_resolver_free)
+
+/* Look full_hash (br_range_hash_len(kind) bytes, copied) up.
+ * Returns 1: answered now, *res filled, cb is not called (a fresh cache hit,
+ *            or an answer made at once: circuit open, no upstream, closing);
+ *         0: cb(ctx, ...) will be called exactly once, later, from the event
+ *            loop (never from inside this call); *res is untouched;
+ *         -EINVAL (bad kind or argument) or -ENOMEM: no answer, no callback. */
+int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash, br_resolve_cb cb,
+                        void *ctx, br_resolve_result *res);
+
+/* Commit pending cache writes now (0 or the cache's negative errno). */
+int br_resolver_flush(br_resolver *r);
+
+void br_resolver_get_stats(br_resolver *r, br_resolver_stats *st);
+/* The upstream of a kind (for its stats), NULL when none. */
+br_upstream *br_resolver_upstream(br_resolver *r, br_range_kind kind);

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The systemd units: `systemd-analyze security --offline=yes` must rate
+# breachd.service 2.0 or lower (issue 4); the units must pass
+# `systemd-analyze verify`; sysusers.d + tmpfiles.d, applied to a scratch
+# root, must give the breachd user and the directories with the owners and
+# modes that breachd.service's *DirectoryMode= settings give them.
+# Usage: systemd-security.sh BUILT_breachd.service SOURCE_systemd_DIR
+# Exit 77 (skip) only when systemd-analyze is not installed.
+set -euo pipefail
+service=$(realpath "$1")
+srcdir=$(realpath "$2")
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  echo "SKIP: systemd-analyze not found (Debian package systemd)"
+  exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/breachd-units.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+# --- 1. the sandbox score (threshold is on the 0..100 scale: 20 = 2.0)
+rc=0
+systemd-analyze security --offline=yes --threshold=20 --no-pager "$service" >"$tmp/security" 2>&1 || rc=$?
+score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security")
+if [ -z "$score" ]; then
+  cat "$tmp/security" >&2
+  bad "no exposure level in the output of systemd-analyze security"
+else
+  echo "systemd-analyze security: breachd.service exposure $score (limit 2.0)"
+  if [ "$rc" -ne 0 ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+    grep -E '^✗' "$tmp/security" >&2 || true
+    bad "exposure $score is over 2.0 (exit status $rc)"
+  fi
+fi
+
+# --- 2. the units load cleanly (ExecStart= pointed at an existing program,
+# since breachd is not installed here)
+mkdir "$tmp/units"
+sed 's|^ExecStart=[^ ]*|ExecStart=/bin/true|' "$service" >"$tmp/units/breachd.service"
+cp "$srcdir/breachd.socket" "$tmp/units/"
+if ! systemd-analyze verify --man=no "$tmp/units/breachd.service" "$tmp/units/breachd.socket" \
+    >"$tmp/verify" 2>&1; then
+  cat "$tmp/verify" >&2
+  bad "systemd-analyze verify"
+fi
+grep -q '^ExecStart=/.*/breachd --foreground$' "$service" || bad "ExecStart is not '<sbindir>/breachd --foreground'"
+grep -q '^ListenStream=/run/breachd/breachd.sock$' "$srcdir/breachd.socket" || bad "socket path"
+grep -q '^SocketMode=0660$' "$srcdir/breachd.socket" || bad "SocketMode"
+grep -q '^SocketGroup=breachd$' "$srcdir/breachd.socket" || bad "SocketGroup"
+
+# --- 3. sysusers + tmpfiles on a scratch root (needs root for the chown)
+if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null && command -v systemd-tmpfiles >/dev/null; then
+  root=$tmp/root
+  mkdir -p "$root/etc"
+  systemd-sysusers --root="$root" "$srcdir/sysusers.d/breachd.conf" >"$tmp/sysusers" 2>&1 ||
+    { cat "$tmp/sysusers" >&2; bad "systemd-sysusers failed"; }
+  uid=$(awk -F: '$1 == "breachd" { print $3 }' "$root/etc/passwd" 2>/dev/null || true)
+  gid=$(awk -F: '$1 == "breachd" { print $3 }' "$root/etc/group" 2>/dev/null || true)
+  [ -n "$uid" ] && [ -n "$gid" ] || bad "sysusers made no breachd user and group"
+  systemd-tmpfiles --root="$root" --create "$srcdir/tmpfiles.d/breachd.conf" >"$tmp/tmpfiles" 2>&1 ||
+    { cat "$tmp/tmpfiles" >&2; bad "systemd-tmpfiles failed"; }
+  # directory, the service setting that must agree with it
+  for pair in /var/lib/breachd:StateDirectoryMode /var/cache/breachd:CacheDirectoryMode \
+      /run/breachd:RuntimeDirectoryMode; do
+    dir=${pair%%:*}
+    key=${pair#*:}
+    want_mode=$(sed -n "s/^$key=0*//p" "$service")
+    got=$(stat -c '%a %u %g' "$root$dir" 2>/dev/null || echo missing)
+    [ "$got" = "$want_mode $uid $gid" ] ||
+      bad "$dir: got '$got', want mode $want_mode owner $uid:$gid (as $key= in breachd.service)"
+  done
+else
+  echo "note: not root: sysusers/tmpfiles check left out"
+fi
+
+[ "$fail" -eq 0 ] && echo "systemd units: OK"
+exit "$fail"

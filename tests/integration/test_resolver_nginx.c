@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: MIT */
+/* The resolver against a real nginx serving a generated HIBP-style mirror on
+ * 127.0.0.1 (plain HTTP/1.1, and HTTPS with HTTP/2), and against the same
+ * mirror read through file://. */
+#include <errno.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "range_cache.h"
+#include "resolver.h"
+#include "rtest.h"
+
+#define PW BR_RANGE_PASSWORD_SHA1
+#define URLK BR_RANGE_URL_SHA256
+
+/* The mirror: one prefix per body style. */
+enum { P_CRLF_PADDED, P_LOWER_LF, P_NO_FINAL, P_LOWER_LF_NOFINAL_PADDED, P_COALESCE, P_STALE, N_PREFIX };
+static const uint32_t prefixes[N_PREFIX] = {0x00000, 0xABCDE, 0x5BAA6, 0xFFFFF, 0x12345, 0x77777};
+static const unsigned styles[N_PREFIX] = {
+    RT_PADDED,
+    RT_LOWER | RT_LF,
+    RT_NO_FINAL_NL,
+    RT_LOWER | RT_LF | RT_NO_FINAL_NL | RT_PADDED,
+    RT_PADDED,
+    RT_LF,
+};
+#define P_MISSING 0x0DEAD /* no file: 404 */
+#define P_500 0xEEEEE     /* nginx answers 500 */
+#define URL_PREFIX 0x3C3C3
+
+static rt_range ranges[N_PREFIX];
+static rt_range url_range;
+static char *g_dir;
+static rt_nginx g_nginx;
+
+typedef struct fx {
+    struct event_base *base;
+    char *dir;
+    br_range_cache *cache;
+    br_resolver *r;
+    rt_clock clock;
+    br_resolver_config cfg;
+    char tmpl[512];
+    char url_tmpl[512];
+} fx;
+
+static void log_fn(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (getenv("RTEST_VERBOSE"))
+        fprintf(stderr, "log[%d]: %s\n", level, msg);
+}
+
+static void fx_init(fx *x, const char *tmpl)
+{
+    memset(x, 0, sizeof(*x));
+    snprintf(x->tmpl, sizeof(x->tmpl), "%s", tmpl);
+    x->cfg.password_upstream = x->tmpl;
+    x->cfg.upstream.timeout_ms = 2000;
+    x->cfg.upstream.retry_base_ms = 20;
+    x->cfg.upstream.retry_max_ms = 100;
+    x->cfg.upstream.max_attempts = 3;
+    x->cfg.upstream.rate = -1;
+    x->cfg.ttl_s = 60;
+    x->cfg.log = log_fn;
+    x->clock.now = (int64_t)time(NULL);
+    x->cfg.clock = rt_clock_fn;
+    x->cfg.clock_ctx = &x->clock;
+}
+
+static void fx_open(fx *x)
+{
+    x->base = event_base_new();
+    assert_non_null(x->base);
+    x->dir = rt_mkdtemp("nginx-cache");
+    char *cdir = rt_fmt("%s/cache", x->dir);
+    br_error err = {{0}};
+    assert_int_equal(br_range_cache_open(cdir, 64 << 20, &x->cache, &err), 0);
+    free(cdir);
+    if (br_resolver_new(x->base, &x->cfg, x->cache, &x->r, &err) < 0)
+        fail_msg("resolver: %s", err.text);
+}
+
+static void fx_close(fx *x)
+{
+    br_resolver_free(x->r);
+    br_range_cache_free(x->cache);
+    event_base_free(x->base);
+    rt_rmrf(x->dir);
+    free(x->dir);
+}
+
+static char *http_template(const rt_nginx *n)
+{
+    return rt_fmt("%s://127.0.0.1:%d/range/{prefix}", n->tls ? "https" : "http", n->port);
+}
+
+static char *file_template(void)
+{
+    return rt_fmt("file://%s/range/{prefix}.txt", g_nginx.www);
+}
+
+static char *range_uri(uint32_t p)
+{
+    char hex[6];
+    rt_prefix_hex(p, hex);
+    return rt_fmt("/range/%s", hex);
+}
+
+static void assert_unknown(const br_resolve_result *res, const char *reason)
+{
+    if (res->status != BR_RESOLVE_UNKNOWN)
+        fail_msg("expected UNKNOWN %s, got status %d", reason, res->status);
+    assert_string_equal(res->reason, reason);
+}
+
+/* Every entry of range i found with its exact count, padding and absent
+ * hashes not found; all lookups of a prefix issued together. */
+static void check_range(fx *x, const rt_range *rg)
+{
+    size_t hl = br_range_hash_len(rg->kind);
+    size_t n = rg->n + rg->npad + 3;
+    rt_ans *a = calloc(n, sizeof(*a));
+    uint8_t(*hashes)[32] = calloc(n, sizeof(*hashes));
+    for (size_t i = 0; i < n; i++) {
+        if (i < rg->n)
+            memcpy(hashes[i], rg->e[i].hash, hl);
+        else if (i < rg->n + rg->npad)
+            memcpy(hashes[i], rg->pad[i - rg->n].hash, hl);
+        else
+            rt_absent_hash(rg, i, hashes[i]);
+        assert_true(rt_resolve(x->r, rg->kind, hashes[i], &a[i]) >= 0);
+    }
+    assert_true(rt_wait(x->base, a, n, 10000));
+    for (size_t i = 0; i < n; i++) {
+        if (!a[i].sync)
+            assert_int_equal(a[i].calls, 1);
+        if (i < rg->n) {
+            if (a[i].res.status != BR_RESOLVE_FOUND)
+                fail_msg("prefix %05X entry %zu: status %d reason %s", rg->prefix, i, a[i].res.status,
+                         a[i].res.reason ? a[i].res.reason : "-");
+            if (rg->kind == PW) {
+                assert_int_equal(a[i].res.count, rg->e[i].count);
+            } else {
+                char want[16];
+                snprintf(want, sizeof(want), "cat%u", rg->e[i].count % 7);
+                assert_string_equal(a[i].res.category, want);
+            }
+        } else {
+            if (a[i].res.status != BR_RESOLVE_NOT_FOUND)
+                fail_msg("prefix %05X probe %zu: status %d, want NOT_FOUND", rg->prefix, i, a[i].res.status);
+        }
+    }
+    free(a);
+    free(hashes);
+}
+
+/* ---- nginx over HTTP ------------------------------------------------------------------------- */
+
+static void test_counts_and_padding(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    for (int i = 0; i < N_PREFIX; i++)
+        if (i != P_COALESCE && i != P_STALE)
+            check_range(&x, &ranges[i]);
+    /* each prefix was fetched once; a second round comes from the cache, synchronously */
+    for (int i = 0; i < N_PREFIX; i++) {
+        if (i == P_COALESCE || i == P_STALE)
+            continue;
+        char *uri = range_uri(prefixes[i]);
+        assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1);
+        rt_ans a;
+        assert_int_equal(rt_resolve(x.r, PW, ranges[i].e[1].hash, &a), 1);
+        assert_int_equal(a.res.count, ranges[i].e[1].count);
+        assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1);
+        free(uri);
+    }
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.fetches, 4);
+    assert_int_equal(st.unknown, 0);
+    fx_close(&x);
+}
+
+static void test_404_and_500_not_cached(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    uint8_t h[20];
+    rt_hash_with_prefix(PW, P_MISSING, 1, h);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    char *uri = range_uri(P_MISSING);
+    assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1); /* a 404 is not retried */
+
+    rt_hash_with_prefix(PW, P_500, 1, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    char *uri500 = range_uri(P_500);
+    assert_int_equal(rt_access_count(&g_nginx, uri500, 3), 3); /* 5xx: retried up to max_attempts */
+
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+    /* not cached: asking again asks nginx again */
+    rt_hash_with_prefix(PW, P_MISSING, 2, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    assert_int_equal(rt_access_count(&g_nginx, uri, 2), 2);
+    free(uri);
+    free(uri500);
+    fx_close(&x);
+}
+
+static void test_etag_revalidation(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    x.cfg.ttl_s = 1; /* tiny ttl; the test clock moves past it */
+    fx_open(&x);
+    const rt_range *rg = &ranges[P_NO_FINAL];
+    char *uri = range_uri(rg->prefix);
+    size_t before = rt_access_count(&g_nginx, uri, 0);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, rg->e[0].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(res.count, rg->e[0].count);
+    br_range_cache_result cr;
+    assert_int_equal(br_range_cache_lookup(x.cache, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
+    assert_true(strlen(cr.etag) > 2); /* nginx's ETag (weak W/"..." when gzipped) */
+    assert_true(strlen(cr.last_modified) > 10);
+
+    x.clock.now += 5;
+    res = rt_resolve_wait(x.base, x.r, PW, rg->e[2].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(res.count, rg->e[2].count);
+    assert_true(res.from_cache);
+    assert_false(res.stale);
+    assert_int_equal(rt_access_count(&g_nginx, uri, before + 2), before + 2);
+
+    /* nginx really answered 304 */
+    size_t count;
+    char **lines = rt_access_lines(&g_nginx, &count);
+    bool saw304 = false;
+    for (size_t i = 0; i < count; i++) {
+        char st[8], u[256];
+        if (sscanf(lines[i], "%7s %255s", st, u) == 2 && !strcmp(u, uri) && !strcmp(st, "304"))
+            saw304 = true;
+    }
+    rt_free_lines(lines, count);
+    assert_true(saw304);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.not_modified, 1);
+    assert_int_equal(br_range_cache_lookup(x.cache, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
+    assert_int_equal(cr.state, BR_RANGE_CACHE_FRESH);
+    assert_int_equal(cr.fetched_at, x.clock.now);
+
+    /* a changed file gets a new ETag: 200, the new content */
+    rt_range changed;
+    rt_range_gen(&changed, PW, rg->prefix, 20, 0, 999);
+    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, rg->prefix);
+    char *tmp = rt_fmt("%s.tmp", path);
+    rt_range_write(&changed, 0, tmp);
+    assert_int_equal(rename(tmp, path), 0);
+    x.clock.now += 5;
+    res = rt_resolve_wait(x.base, x.r, PW, changed.e[3].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(res.count, changed.e[3].count);
+    assert_false(res.from_cache);
+    rt_ans a;
+    assert_int_equal(rt_resolve(x.r, PW, rg->e[0].hash, &a), 1);
+    assert_int_equal(a.res.status, BR_RESOLVE_NOT_FOUND);
+    rt_range_write(rg, styles[P_NO_FINAL], tmp); /* put the original back */
+    assert_int_equal(rename(tmp, path), 0);
+    rt_range_free(&changed);
+    free(path);
+    free(tmp);
+    free(uri);
+    fx_close(&x);
+}
+
+static void test_coalescing(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    const rt_range *rg = &ranges[P_COALESCE];
+    enum { N = 100 };
+    rt_ans a[N];
+    uint8_t h[N][20];
+    for (int i = 0; i < N; i++) {
+        if (i % 2 == 0)
+            memcpy(h[i], rg->e[(size_t)i % rg->n].hash, 20);
+        else
+            rt_absent_hash(rg, (uint64_t)i, h[i]);
+        assert_int_equal(rt_resolve(x.r, PW, h[i], &a[i]), 0);
+    }
+    assert_true(rt_wait(x.base, a, N, 10000));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(a[i].calls, 1);
+        if (i % 2 == 0) {
+            assert_int_equal(a[i].res.status, BR_RESOLVE_FOUND);
+            assert_int_equal(a[i].res.count, rg->e[(size_t)i % rg->n].count);
+        } else {
+            assert_int_equal(a[i].res.status, BR_RESOLVE_NOT_FOUND);
+        }
+    }
+    char *uri = range_uri(rg->prefix);
+    assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1);
+    free(uri);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.fetches, 1);
+    assert_int_equal(st.coalesced, N - 1);
+    fx_close(&x);
+}
+
+static void test_stale_when_upstream_fails(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    x.cfg.max_stale_s = 1000;
+    fx_open(&x);
+    const rt_range *rg = &ranges[P_STALE];
+    assert_int_equal(rt_resolve_wait(x.base, x.r, PW, rg->e[0].hash).status, BR_RESOLVE_FOUND);
+    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, rg->prefix);
+    char *hidden = rt_fmt("%s.hidden", path);
+    assert_int_equal(rename(path, hidden), 0); /* now a 404 */
+    x.clock.now += 100;
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, rg->e[1].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(res.count, rg->e[1].count);
+    assert_true(res.stale);
+    x.clock.now += 2000;
+    res = rt_resolve_wait(x.base, x.r, PW, rg->e[1].hash);
+    assert_unknown(&res, BR_REASON_ERROR);
+    assert_int_equal(rename(hidden, path), 0);
+    free(path);
+    free(hidden);
+    fx_close(&x);
+}
+
+/* Keep-alive: one connection carries many requests. */
+static void test_connection_reuse(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    size_t before = rt_access_count(&g_nginx, NULL, 0);
+    for (int i = 0; i < N_PREFIX; i++) {
+        br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[i].e[0].hash);
+        assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    }
+    assert_int_equal(rt_access_count(&g_nginx, NULL, before + N_PREFIX), before + N_PREFIX);
+    size_t count;
+    char **lines = rt_access_lines(&g_nginx, &count);
+    unsigned long conn0 = 0;
+    for (size_t i = before; i < count; i++) {
+        char st[8], u[256];
+        unsigned long conn, reqs;
+        assert_int_equal(sscanf(lines[i], "%7s %255s %lu %lu", st, u, &conn, &reqs), 4);
+        if (i == before)
+            conn0 = conn;
+        assert_int_equal(conn, conn0);
+        assert_int_equal(reqs, i - before + 1);
+    }
+    rt_free_lines(lines, count);
+    fx_close(&x);
+}
+
+/* URL kind: 59-hex suffixes with categories. */
+static void test_url_kind(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = http_template(&g_nginx);
+    fx_init(&x, t);
+    free(t);
+    x.cfg.url_upstream = x.tmpl;
+    x.cfg.password_upstream = NULL;
+    fx_open(&x);
+    check_range(&x, &url_range);
+    fx_close(&x);
+}
+
+/* Privacy and headers: only /range/XXXXX, always Add-Padding, our User-Agent. */
+static void test_access_log_privacy(void **s)
+{
+    (void)s;
+    size_t count;
+    char **lines = rt_access_lines(&g_nginx, &count);
+    assert_true(count > 10);
+    regex_t re;
+    char *pat = rt_fmt("^[0-9]{3} /range/[0-9A-F]{5} [0-9]+ [0-9]+ HTTP/1\\.1 true breachd/%s$", BREACHD_VERSION);
+    assert_int_equal(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+    for (size_t i = 0; i < count; i++)
+        if (regexec(&re, lines[i], 0, NULL, 0) != 0)
+            fail_msg("access log line %zu does not match: %s", i, lines[i]);
+    regfree(&re);
+    free(pat);
+    /* no full hash (or longer hex) anywhere in the log */
+    char *all = rt_read_file(g_nginx.access_log, NULL);
+    regex_t hex;
+    assert_int_equal(regcomp(&hex, "[0-9A-Fa-f]{6,}", REG_EXTENDED | REG_NOSUB), 0);
+    assert_int_not_equal(regexec(&hex, all, 0, NULL, 0), 0);
+    regfree(&hex);
+    free(all);
+    rt_free_lines(lines, count);
+}
+
+/* ---- nginx over HTTPS + HTTP/2 ------------------------------------------------------------------ */
+
+static void test_https_http2(void **s)
+{
+    (void)s;
+    char *dir = rt_fmt("%s/tls", g_dir);
+    mkdir(dir, 0755);
+    rt_nginx tls;
+    rt_nginx_start(&tls, dir, true);
+    for (int i = 0; i < N_PREFIX; i++) {
+        char *path = rt_fmt("%s/range/%05X.txt", tls.www, prefixes[i]);
+        rt_range_write(&ranges[i], styles[i], path);
+        free(path);
+    }
+
+    fx x;
+    char *t = http_template(&tls);
+    fx_init(&x, t);
+    free(t);
+    x.cfg.upstream.ca_file = tls.cert;
+    fx_open(&x);
+    rt_ans a[N_PREFIX];
+    for (int i = 0; i < N_PREFIX; i++)
+        assert_int_equal(rt_resolve(x.r, PW, ranges[i].e[0].hash, &a[i]), 0);
+    assert_true(rt_wait(x.base, a, N_PREFIX, 10000));
+    for (int i = 0; i < N_PREFIX; i++) {
+        assert_int_equal(a[i].res.status, BR_RESOLVE_FOUND);
+        assert_int_equal(a[i].res.count, ranges[i].e[0].count);
+    }
+    assert_int_equal(rt_access_count(&tls, NULL, N_PREFIX), N_PREFIX);
+    size_t count;
+    char **lines = rt_access_lines(&tls, &count);
+    unsigned long conn0 = 0;
+    for (size_t i = 0; i < count; i++) {
+        char st[8], u[256], proto[32];
+        unsigned long conn, reqs;
+        assert_int_equal(sscanf(lines[i], "%7s %255s %lu %lu %31s", st, u, &conn, &reqs, proto), 5);
+        assert_string_equal(proto, "HTTP/2.0");
+        if (i == 0)
+            conn0 = conn;
+        assert_int_equal(conn, conn0); /* multiplexed on one connection */
+    }
+    rt_free_lines(lines, count);
+    fx_close(&x);
+
+    /* without the CA: verification fails, nothing is answered from it */
+    t = http_template(&tls);
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[0].e[0].hash);
+    assert_unknown(&res, BR_REASON_UNAVAILABLE);
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.transfers, 1); /* a certificate problem is not retried */
+    fx_close(&x);
+
+    rt_nginx_stop(&tls);
+    free(dir);
+}
+
+/* ---- file:// ------------------------------------------------------------------------------------ */
+
+static void test_file_counts(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    for (int i = 0; i < N_PREFIX; i++)
+        check_range(&x, &ranges[i]);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.fetches, N_PREFIX);
+    fx_close(&x);
+}
+
+static void test_file_missing_not_cached(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    uint8_t h[20];
+    rt_hash_with_prefix(PW, P_MISSING, 1, h);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.transfers, 1);
+    assert_int_equal(us.err_http, 1);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+
+    /* an empty file and a garbage file: errors, not cached */
+    char *empty = rt_fmt("%s/range/0E0E0.txt", g_nginx.www);
+    rt_write_file(empty, "", 0);
+    rt_hash_with_prefix(PW, 0x0E0E0, 1, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    char *garbage = rt_fmt("%s/range/0E0E1.txt", g_nginx.www);
+    rt_write_file(garbage, "not a range\n", 12);
+    rt_hash_with_prefix(PW, 0x0E0E1, 1, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+    unlink(empty);
+    unlink(garbage);
+    free(empty);
+    free(garbage);
+    fx_close(&x);
+}
+
+static void test_file_too_large(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    x.cfg.upstream.max_body = 1000; /* the mirror files are bigger */
+    fx_open(&x);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[P_CRLF_PADDED].e[0].hash);
+    assert_unknown(&res, BR_REASON_ERROR);
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.err_too_large, 1);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+    fx_close(&x);
+}
+
+static void test_file_coalescing_and_stale(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    const rt_range *rg = &ranges[P_COALESCE];
+    enum { N = 100 };
+    rt_ans a[N];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rt_resolve(x.r, PW, rg->e[(size_t)i % rg->n].hash, &a[i]), 0);
+    assert_true(rt_wait(x.base, a, N, 10000));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(a[i].calls, 1);
+        assert_int_equal(a[i].res.count, rg->e[(size_t)i % rg->n].count);
+    }
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.transfers, 1);
+
+    /* the file disappears: stale answers within max_stale */
+    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, rg->prefix);
+    char *hidden = rt_fmt("%s.hidden", path);
+    assert_int_equal(rename(path, hidden), 0);
+    x.clock.now += 120;
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, rg->e[0].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_true(res.stale);
+    assert_int_equal(rename(hidden, path), 0);
+    free(path);
+    free(hidden);
+    fx_close(&x);
+}
+
+/* ---- setup ---------------------------------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    rt_clean_env();
+    g_dir = rt_mkdtemp("nginx");
+    rt_nginx_start(&g_nginx, g_dir, false);
+    for (int i = 0; i < N_PREFIX; i++) {
+        rt_range_gen(&ranges[i], PW, prefixes[i], 200 + 37 * (size_t)i, 100, (uint64_t)i + 1);
+        char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, prefixes[i]);
+        rt_range_write(&ranges[i], styles[i], path);
+        free(path);
+    }
+    rt_range_gen(&url_range, URLK, URL_PREFIX, 50, 0, 77);
+    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, URL_PREFIX);
+    rt_range_write(&url_range, RT_LOWER | RT_LF, path);
+    free(path);
+    /* a file for the 500 location that must never be served */
+    path = rt_fmt("%s/range/EEEEE.txt", g_nginx.www);
+    rt_range_write(&ranges[0], 0, path);
+    free(path);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    rt_nginx_stop(&g_nginx);
+    for (int i = 0; i < N_PREFIX; i++)
+        rt_range_free(&ranges[i]);
+    rt_range_free(&url_range);
+    if (!getenv("RTEST_KEEP"))
+        rt_rmrf(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts_and_padding),
+        cmocka_unit_test(test_404_and_500_not_cached),
+        cmocka_unit_test(test_etag_revalidation),
+        cmocka_unit_test(test_coalescing),
+        cmocka_unit_test(test_stale_when_upstream_fails),
+        cmocka_unit_test(test_connection_reuse),
+        cmocka_unit_test(test_url_kind),
+        cmocka_unit_test(test_access_log_privacy),
+        cmocka_unit_test(test_https_http2),
+        cmocka_unit_test(test_file_counts),
+        cmocka_unit_test(test_file_missing_not_cached),
+        cmocka_unit_test(test_file_too_large),
+        cmocka_unit_test(test_file_coalescing_and_stale),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

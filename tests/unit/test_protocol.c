@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* Protocol v1 line parsing: every verb, and a table of malformed requests
+ * with their exact error codes and ids. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "protocol.h"
+
+#define PW40 "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
+
+static void test_valid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        const char *id;
+        br_verb verb;
+        const char *arg;
+    } cases[] = {
+        {"1 PING", "1", BR_VERB_PING, NULL},
+        {"a.b_c-D PING\r", "a.b_c-D", BR_VERB_PING, NULL},
+        {"0123456789abcdef VERSION", "0123456789abcdef", BR_VERB_VERSION, NULL},
+        {"x PW " PW40, "x", BR_VERB_PW, PW40},
+        {"x PW 5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8", "x", BR_VERB_PW,
+         "5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8"},
+        {"u URL http://example.com/a?b=c", "u", BR_VERB_URL, "http://example.com/a?b=c"},
+        {"s STATS", "s", BR_VERB_STATS, NULL},
+        {"r RELOAD\r", "r", BR_VERB_RELOAD, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        br_request req;
+        br_proto_error e;
+        bool ok = br_request_parse(cases[i].line, strlen(cases[i].line), &req, &e);
+        if (!ok)
+            fail_msg("case %zu rejected: %s %s", i, br_proto_err_name(e.code), e.text);
+        assert_string_equal(req.id, cases[i].id);
+        assert_int_equal(req.verb, cases[i].verb);
+        if (cases[i].arg) {
+            assert_int_equal(req.arg_len, strlen(cases[i].arg));
+            assert_memory_equal(req.arg, cases[i].arg, req.arg_len);
+        } else {
+            assert_null(req.arg);
+        }
+    }
+    br_request req;
+    br_proto_error e;
+    assert_true(br_request_parse("x PW " PW40, 45, &req, &e));
+    assert_int_equal(req.sha1[0], 0x5B);
+    assert_int_equal(req.sha1[19], 0xD8);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        br_proto_err code;
+        const char *id;
+    } cases[] = {
+        {"", BR_PERR_BAD_REQUEST, "-"},
+        {"\r", BR_PERR_BAD_REQUEST, "-"},
+        {" PING", BR_PERR_BAD_ID, "-"},
+        {"  PING", BR_PERR_BAD_ID, "-"},
+        {"01234567890123456 PING", BR_PERR_BAD_ID, "-"},
+        {"a/b PING", BR_PERR_BAD_ID, "-"},
+        {"a:b PING", BR_PERR_BAD_ID, "-"},
+        {"é PING", BR_PERR_BAD_ID, "-"},
+        {"a\tb PING", BR_PERR_BAD_ID, "-"},
+        {"1", BR_PERR_BAD_REQUEST, "1"},
+        {"1 ", BR_PERR_BAD_REQUEST, "1"},
+        {"1  PING", BR_PERR_BAD_REQUEST, "1"},
+        {"1 ping", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 Ping", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 PINGX", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 GET /", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 HELP", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 PING x", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PING ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 VERSION 2", BR_PERR_BAD_REQUEST, "1"},
+        {"1 STATS all", BR_PERR_BAD_REQUEST, "1"},
+        {"1 RELOAD now", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW  " PW40, BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW password", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD80", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FDG", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW " PW40 " ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW " PW40 " extra", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD\t", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL http://a b/", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL  http://a/", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL http://a/\x01", BR_PERR_BAD_REQUEST, "1"},
+        {"1 URL http://a/\x7f", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PING\r\r", BR_PERR_BAD_REQUEST, "1"},
+        {"1 PING\tx", BR_PERR_BAD_REQUEST, "1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        br_request req;
+        br_proto_error e;
+        if (br_request_parse(cases[i].line, strlen(cases[i].line), &req, &e))
+            fail_msg("case %zu accepted", i);
+        if (e.code != cases[i].code)
+            fail_msg("case %zu: got %s, expected %s", i, br_proto_err_name(e.code),
+                     br_proto_err_name(cases[i].code));
+        assert_string_equal(req.id, cases[i].id);
+        assert_non_null(e.text);
+        /* No error text ever contains the argument. */
+        assert_null(strstr(e.text, "5BAA61E4"));
+        assert_null(strstr(e.text, "password"));
+    }
+    assert_true(sizeof(cases) / sizeof(cases[0]) >= 40);
+}
+
+static void test_line_length(void **state)
+{
+    (void)state;
+    static char line[BR_PROTO_MAX_LINE + 2];
+    memset(line, 'a', sizeof(line));
+    memcpy(line, "1 URL http://x/", 15);
+    br_request req;
+    br_proto_error e;
+    assert_true(br_request_parse(line, BR_PROTO_MAX_LINE, &req, &e));
+    assert_false(br_request_parse(line, BR_PROTO_MAX_LINE + 1, &req, &e));
+    assert_int_equal(e.code, BR_PERR_LINE_TOO_LONG);
+    line[BR_PROTO_MAX_LINE] = '\r';
+    assert_true(br_request_parse(line, BR_PROTO_MAX_LINE + 1, &req, &e));
+}
+
+static void test_secret_class(void **state)
+{
+    (void)state;
+    static const char *secret[] = {
+        "mailto:alice@example.com", "MAILTO:bob@example.org", "mailto:", "alice@example.com",
+        "a.b+tag@sub.example.co.uk", "alice@example.com/", "x@y.z?subject=hi",
+    };
+    static const char *not_secret[] = {
+        "http://example.com/", "http://user@example.com/", "https://a.b/c@d.e",
+        "example.com/@x.y", "@example.com", "alice@localhost", "ftp://x@y.z/", "alice@",
+        "http://example.com/mailto:x@y.z",
+    };
+    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+        if (!br_is_secret_class(secret[i], strlen(secret[i])))
+            fail_msg("not refused: %s", secret[i]);
+    for (size_t i = 0; i < sizeof(not_secret) / sizeof(not_secret[0]); i++)
+        if (br_is_secret_class(not_secret[i], strlen(not_secret[i])))
+            fail_msg("refused: %s", not_secret[i]);
+}
+
+static void test_format_error(void **state)
+{
+    (void)state;
+    char buf[64];
+    size_t n = br_format_error(buf, sizeof(buf), "7", BR_PERR_BUSY, "too many requests");
+    assert_int_equal(n, strlen("7 ERR busy too many requests\n"));
+    assert_memory_equal(buf, "7 ERR busy too many requests\n", n);
+    char small[16];
+    n = br_format_error(small, sizeof(small), "7", BR_PERR_BUSY, "too many requests in flight");
+    assert_int_equal(n, sizeof(small) - 1);
+    assert_int_equal(small[n - 1], '\n');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
+        cmocka_unit_test(test_format_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
