@@ -205,8 +205,10 @@ static int parse_duration_ms(const char *v, uint64_t *out_ms, char *why)
     const char *p = v;
     uint64_t n;
     if (!take_u64(&p, &n))
-        return why_set(why, "bad duration %s: expected a whole number with a unit ms, s, m, h or d "
-                            "(e.g. 45d, 5s)", q);
+        return why_set(why,
+                       "bad duration %s: expected a whole number with a unit ms, s, m, h or d "
+                       "(e.g. 45d, 5s)",
+                       q);
     uint64_t mul;
     if (strcmp(p, "ms") == 0)
         mul = 1;
@@ -219,8 +221,10 @@ static int parse_duration_ms(const char *v, uint64_t *out_ms, char *why)
     else if (strcmp(p, "d") == 0)
         mul = 86400 * 1000;
     else
-        return why_set(why, "bad duration %s: the unit must be one of ms, s, m, h, d "
-                            "(e.g. 45d, 5s)", q);
+        return why_set(why,
+                       "bad duration %s: the unit must be one of ms, s, m, h, d "
+                       "(e.g. 45d, 5s)",
+                       q);
     if (n > UINT64_MAX / mul)
         return why_set(why, "bad duration %s: too large", q);
     *out_ms = n * mul;
@@ -259,8 +263,10 @@ static int parse_size(const char *v, uint64_t min, uint64_t max, uint64_t *out, 
     const char *p = v;
     uint64_t n;
     if (!take_u64(&p, &n))
-        return why_set(why, "bad size %s: expected a whole number with an optional unit K, M "
-                            "or G (e.g. 512M, 1G)", q);
+        return why_set(why,
+                       "bad size %s: expected a whole number with an optional unit K, M "
+                       "or G (e.g. 512M, 1G)",
+                       q);
     unsigned shift;
     if (*p == '\0')
         shift = 0;
@@ -361,8 +367,10 @@ static int check_url_template(const char *v, char *why)
     } else
         return why_set(why, "URL template %s must start with https://, http:// or file://", q);
     if (is_file && *rest != '/')
-        return why_set(why, "file URL %s must name an absolute path, e.g. "
-                            "file:///srv/mirror/{prefix}.txt", q);
+        return why_set(why,
+                       "file URL %s must name an absolute path, e.g. "
+                       "file:///srv/mirror/{prefix}.txt",
+                       q);
     if (!is_file && (*rest == '/' || *rest == '\0' || *rest == '{'))
         return why_set(why, "URL template %s has no host", q);
     if (!strstr(v, "{prefix}"))
@@ -379,8 +387,8 @@ static int check_url_template(const char *v, char *why)
 
 static int check_proxy(const char *v, char *why)
 {
-    static const char *const schemes[] = {"http://", "https://", "socks4://", "socks4a://",
-                                          "socks5://", "socks5h://"};
+    static const char *const schemes[] = {"http://",    "https://",  "socks4://",
+                                          "socks4a://", "socks5://", "socks5h://"};
     char q[100];
     quote_value(q, sizeof(q), v);
     if (!*v)
@@ -398,8 +406,10 @@ static int check_proxy(const char *v, char *why)
             return 0;
         }
     }
-    return why_set(why, "proxy URL %s must start with http://, https://, socks4://, socks4a://, "
-                        "socks5:// or socks5h://", q);
+    return why_set(why,
+                   "proxy URL %s must start with http://, https://, socks4://, socks4a://, "
+                   "socks5:// or socks5h://",
+                   q);
 }
 
 /* HOST:PORT, HOST = an IPv4 address in 127.0.0.0/8 or [::1]. */
@@ -418,8 +428,10 @@ static int parse_listen(const char *v, char host[48], uint16_t *port, char *why)
     if (v[0] == '[') {
         const char *close = strchr(v, ']');
         if (!close || close[1] != ':' || (size_t)(close - v - 1) >= sizeof(addr))
-            return why_set(why, "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
-                                "[::1]:9750", q);
+            return why_set(why,
+                           "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
+                           "[::1]:9750",
+                           q);
         memcpy(addr, v + 1, (size_t)(close - v - 1));
         addr[close - v - 1] = '\0';
         port_text = close + 2;
@@ -427,14 +439,18 @@ static int parse_listen(const char *v, char host[48], uint16_t *port, char *why)
     } else {
         const char *colon = strrchr(v, ':');
         if (!colon || (size_t)(colon - v) >= sizeof(addr))
-            return why_set(why, "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
-                                "[::1]:9750", q);
+            return why_set(why,
+                           "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
+                           "[::1]:9750",
+                           q);
         memcpy(addr, v, (size_t)(colon - v));
         addr[colon - v] = '\0';
         port_text = colon + 1;
         if (strchr(addr, ':'))
-            return why_set(why, "bad address %s: write an IPv6 address in brackets, e.g. "
-                                "[::1]:9750", q);
+            return why_set(why,
+                           "bad address %s: write an IPv6 address in brackets, e.g. "
+                           "[::1]:9750",
+                           q);
     }
     const char *p = port_text;
     uint64_t pn;
@@ -568,8 +584,7 @@ static int parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_ou
 
 /* ---- applying one key ---------------------------------------------------------- */
 
-static int set_id_list(char **text, uint32_t **ids, size_t *n, const char *v, bool group,
-                       char *why)
+static int set_id_list(char **text, uint32_t **ids, size_t *n, const char *v, bool group, char *why)
 {
     uint32_t *new_ids;
     size_t new_n;
@@ -597,13 +612,13 @@ static int apply_key(breachd_config *c, key_id k, const char *v, char *why)
     case K_SOCKET_MODE:
         return parse_mode(v, &c->daemon.socket_mode, why);
     case K_ALLOWED_USERS:
-        return set_id_list(&c->daemon.allowed_users_text, (uint32_t **)&c->daemon.allowed_users,
+        return set_id_list(&c->daemon.allowed_users_text, &c->daemon.allowed_users,
                            &c->daemon.n_allowed_users, v, false, why);
     case K_ALLOWED_GROUPS:
-        return set_id_list(&c->daemon.allowed_groups_text, (uint32_t **)&c->daemon.allowed_groups,
+        return set_id_list(&c->daemon.allowed_groups_text, &c->daemon.allowed_groups,
                            &c->daemon.n_allowed_groups, v, true, why);
     case K_ADMIN_USERS:
-        return set_id_list(&c->daemon.admin_users_text, (uint32_t **)&c->daemon.admin_users,
+        return set_id_list(&c->daemon.admin_users_text, &c->daemon.admin_users,
                            &c->daemon.n_admin_users, v, false, why);
     case K_LOG_LEVEL:
         return parse_log_level(v, &c->daemon.log_level, why);
@@ -742,15 +757,15 @@ int breachd_config_defaults(breachd_config **out)
 
 typedef struct parse_state {
     FILE *f;
-    const char *name;      /* file name for messages */
+    const char *name; /* file name for messages */
     breachd_config *cfg;
     br_error *err;
-    char *raw;             /* the current line as read (getline buffer) */
+    char *raw; /* the current line as read (getline buffer) */
     size_t raw_cap;
-    unsigned lineno;       /* of the line in raw */
-    const char *value;     /* key line: its value, trimmed, inside raw */
+    unsigned lineno;        /* of the line in raw */
+    const char *value;      /* key line: its value, trimmed, inside raw */
     unsigned seen[K_COUNT]; /* line where each key was set, 0 = not yet */
-    int rc;                /* first failure, 0 while none */
+    int rc;                 /* first failure, 0 while none */
     int read_errno;
 } parse_state;
 
@@ -780,7 +795,7 @@ static int feed_line(parse_state *st, char *buf, int num)
 {
     char *line = st->raw;
     st->value = NULL;
-    if (st->lineno == 1 && memcmp(line, "\xEF\xBB\xBF", 3) == 0)
+    if (st->lineno == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
         line += 3;
     char *s = skip_blanks(line);
 
@@ -795,12 +810,14 @@ static int feed_line(parse_state *st, char *buf, int num)
         if (!close)
             return fail_line(st, -EINVAL, "section line without a closing ]");
         if (close != s + len - 1)
-            return fail_line(st, -EINVAL, "text after the section's ] (a comment must be on a "
-                                          "line of its own)");
+            return fail_line(st, -EINVAL,
+                             "text after the section's ] (a comment must be on a "
+                             "line of its own)");
         *close = '\0';
         if (!known_section(s + 1, len - 2))
-            return fail_line(st, -EINVAL, "unknown section [%.64s]: expected [daemon], "
-                                          "[passwords], [urls], [cache] or [upstream]",
+            return fail_line(st, -EINVAL,
+                             "unknown section [%.64s]: expected [daemon], "
+                             "[passwords], [urls], [cache] or [upstream]",
                              s + 1);
         snprintf(buf, (size_t)num, "[%s]\n", s + 1);
         return 0;
@@ -809,8 +826,9 @@ static int feed_line(parse_state *st, char *buf, int num)
     char *eq = strchr(s, '=');
     char *colon = strchr(s, ':');
     if (!eq || (colon && colon < eq))
-        return fail_line(st, -EINVAL, "expected \"key = value\", \"[section]\" or a comment "
-                                      "line starting with # or ;");
+        return fail_line(st, -EINVAL,
+                         "expected \"key = value\", \"[section]\" or a comment "
+                         "line starting with # or ;");
     *eq = '\0';
     rstrip_blanks(s);
     if (!*s)
@@ -835,8 +853,12 @@ static int feed_line(parse_state *st, char *buf, int num)
 static char *ini_reader_fn(char *buf, int num, void *stream)
 {
     parse_state *st = stream;
-    if (st->rc < 0 || num < 8)
+    if (st->rc < 0)
         return NULL;
+    if (num < 80) { /* libinih's buffer is INI_MAX_LINE, 200 unless built otherwise */
+        fail_line(st, -EINVAL, "internal error: libinih's line buffer is too small");
+        return NULL;
+    }
     errno = 0;
     ssize_t n = getline(&st->raw, &st->raw_cap, st->f);
     if (n < 0) {
@@ -1036,14 +1058,11 @@ void breachd_config_dump(const breachd_config *c, FILE *out)
     dump_kv(out, "socket", c->daemon.socket);
     fprintf(out, "socket_mode = %04o\n", (unsigned)c->daemon.socket_mode);
     dump_kv(out, "allowed_users", c->daemon.allowed_users_text);
-    dump_ids(out, "allowed_users", "uids", (const uint32_t *)c->daemon.allowed_users,
-             c->daemon.n_allowed_users);
+    dump_ids(out, "allowed_users", "uids", c->daemon.allowed_users, c->daemon.n_allowed_users);
     dump_kv(out, "allowed_groups", c->daemon.allowed_groups_text);
-    dump_ids(out, "allowed_groups", "gids", (const uint32_t *)c->daemon.allowed_groups,
-             c->daemon.n_allowed_groups);
+    dump_ids(out, "allowed_groups", "gids", c->daemon.allowed_groups, c->daemon.n_allowed_groups);
     dump_kv(out, "admin_users", c->daemon.admin_users_text);
-    dump_ids(out, "admin_users", "uids", (const uint32_t *)c->daemon.admin_users,
-             c->daemon.n_admin_users);
+    dump_ids(out, "admin_users", "uids", c->daemon.admin_users, c->daemon.n_admin_users);
     const char *lvl = breachd_log_level_name(c->daemon.log_level);
     dump_kv(out, "log_level", lvl ? lvl : "info");
     dump_kv(out, "metrics_listen", c->daemon.metrics_listen);
@@ -1086,18 +1105,18 @@ static bool in_list(const uint32_t *ids, size_t n, uint32_t id)
 
 bool breachd_config_is_admin(const breachd_config *c, uid_t uid)
 {
-    return in_list((const uint32_t *)c->daemon.admin_users, c->daemon.n_admin_users, uid);
+    return in_list(c->daemon.admin_users, c->daemon.n_admin_users, uid);
 }
 
-bool breachd_config_peer_allowed(const breachd_config *c, uid_t uid, gid_t gid,
-                                 const gid_t *groups, size_t n_groups)
+bool breachd_config_peer_allowed(const breachd_config *c, uid_t uid, gid_t gid, const gid_t *groups,
+                                 size_t n_groups)
 {
     if (c->daemon.n_allowed_users == 0 && c->daemon.n_allowed_groups == 0)
         return true;
-    if (in_list((const uint32_t *)c->daemon.allowed_users, c->daemon.n_allowed_users, uid) ||
+    if (in_list(c->daemon.allowed_users, c->daemon.n_allowed_users, uid) ||
         breachd_config_is_admin(c, uid))
         return true;
-    const uint32_t *g = (const uint32_t *)c->daemon.allowed_groups;
+    const uint32_t *g = c->daemon.allowed_groups;
     if (in_list(g, c->daemon.n_allowed_groups, gid))
         return true;
     for (size_t i = 0; i < n_groups; i++)

@@ -50,55 +50,55 @@ typedef struct breachd_config {
     char *path; /* the file it came from; "" for breachd_config_defaults() */
 
     struct {
-        char *socket;               /* absolute path, fits a sockaddr_un */
-        mode_t socket_mode;         /* 0 .. 0777 */
-        char *allowed_users_text;   /* the value as written ("" = anyone) */
-        uid_t *allowed_users;       /* resolved, sorted, without duplicates */
+        char *socket;             /* absolute path, fits a sockaddr_un */
+        mode_t socket_mode;       /* 0 .. 0777 */
+        char *allowed_users_text; /* the value as written ("" = anyone) */
+        uid_t *allowed_users;     /* resolved, sorted, without duplicates */
         size_t n_allowed_users;
         char *allowed_groups_text;
         gid_t *allowed_groups;
         size_t n_allowed_groups;
-        char *admin_users_text;     /* default "root"; "" = nobody may RELOAD */
+        char *admin_users_text; /* default "root"; "" = nobody may RELOAD */
         uid_t *admin_users;
         size_t n_admin_users;
-        int log_level;              /* syslog priority: LOG_ERR .. LOG_DEBUG */
-        char *metrics_listen;       /* as written; "" = off */
-        char metrics_host[48];      /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
-        uint16_t metrics_port;      /* 0 = off */
+        int log_level;         /* syslog priority: LOG_ERR .. LOG_DEBUG */
+        char *metrics_listen;  /* as written; "" = off */
+        char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
+        uint16_t metrics_port; /* 0 = off */
     } daemon;
 
     struct {
-        char *filter;               /* "" = none: every check goes to the range API */
-        char *upstream;             /* URL template; "" = none (maybes answer UNKNOWN) */
-        int64_t max_filter_age_s;   /* by the filter's build time */
+        char *filter;             /* "" = none: every check goes to the range API */
+        char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
+        int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
     struct {
-        char *filter;               /* "" = URL checks answer UNKNOWN filter-unavailable */
-        char *upstream;             /* "" = none */
+        char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
+        char *upstream; /* "" = none */
         int64_t max_filter_age_s;
     } urls;
 
     struct {
-        char *path;                 /* LMDB environment directory */
-        uint64_t max_size;          /* bytes (LMDB map size) */
-        int64_t ttl_s;              /* cap on an entry's freshness */
-        int64_t max_stale_s;        /* 0 = never answer from an expired entry
-                                     * (br_resolver_config wants -1 for that) */
+        char *path;          /* LMDB environment directory */
+        uint64_t max_size;   /* bytes (LMDB map size) */
+        int64_t ttl_s;       /* cap on an entry's freshness */
+        int64_t max_stale_s; /* 0 = never answer from an expired entry
+                              * (br_resolver_config wants -1 for that) */
     } cache;
 
     struct {
-        uint32_t timeout_ms;        /* deadline of one range fetch */
+        uint32_t timeout_ms; /* deadline of one range fetch */
         uint32_t max_inflight;
-        uint32_t rate;              /* transfers per second */
-        char *proxy;                /* "" = libcurl's environment variables */
-        char *ca_file;              /* "" = the system CA store */
-        uint32_t decoys;            /* 0 .. 16 */
+        uint32_t rate;   /* transfers per second */
+        char *proxy;     /* "" = libcurl's environment variables */
+        char *ca_file;   /* "" = the system CA store */
+        uint32_t decoys; /* 0 .. 16 */
     } upstream;
 } breachd_config;
 
 /* Bounds (inclusive), also documented in breachd.conf(5). */
-#define BREACHD_CONF_MAX_LIST 256            /* entries in a user / group list */
+#define BREACHD_CONF_MAX_LIST 256 /* entries in a user / group list */
 #define BREACHD_CONF_MIN_FILTER_AGE_S 1
 #define BREACHD_CONF_MAX_FILTER_AGE_S (3650LL * 86400)
 #define BREACHD_CONF_MIN_CACHE_SIZE ((uint64_t)1 << 20)

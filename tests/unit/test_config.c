@@ -205,8 +205,8 @@ static void test_every_key(void **state)
     static const struct {
         const char *name;
         int level;
-    } levels[] = {{"error", LOG_ERR},   {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
-                  {"info", LOG_INFO},   {"debug", LOG_DEBUG},     {"DEBUG", LOG_DEBUG}};
+    } levels[] = {{"error", LOG_ERR}, {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
+                  {"info", LOG_INFO}, {"debug", LOG_DEBUG},     {"DEBUG", LOG_DEBUG}};
     for (size_t i = 0; i < BR_ARRAY_SIZE(levels); i++) {
         char text[128];
         snprintf(text, sizeof(text), "[daemon]\nlog_level = %s\n", levels[i].name);
@@ -233,9 +233,11 @@ static void test_durations(void **state)
         const char *text;
         int64_t seconds;
     } ages[] = {
-        {"90", 90},         {"1s", 1},           {"30s", 30},           {"5m", 300},
-        {"2h", 7200},       {"3d", 3 * 86400},   {"5000ms", 5},         {"3650d", 3650LL * 86400},
-        {"0060s", 60},      {"87600h", 3650LL * 86400},
+        {"90", 90},    {"1s", 1},
+        {"30s", 30},   {"5m", 300},
+        {"2h", 7200},  {"3d", 3 * 86400},
+        {"5000ms", 5}, {"3650d", 3650LL * 86400},
+        {"0060s", 60}, {"87600h", 3650LL * 86400},
     };
     for (size_t i = 0; i < BR_ARRAY_SIZE(ages); i++) {
         char text[128];
@@ -270,10 +272,9 @@ static void test_sizes(void **state)
         const char *text;
         uint64_t bytes;
     } sizes[] = {
-        {"1048576", 1048576},          {"1024K", 1 << 20},   {"2048k", 2 << 20},
-        {"1M", 1 << 20},               {"512m", 512 << 20},  {"1G", (uint64_t)1 << 30},
-        {"3g", (uint64_t)3 << 30},     {"1024G", (uint64_t)1 << 40},
-        {"1048577", 1048577},
+        {"1048576", 1048576},      {"1024K", 1 << 20},           {"2048k", 2 << 20},
+        {"1M", 1 << 20},           {"512m", 512 << 20},          {"1G", (uint64_t)1 << 30},
+        {"3g", (uint64_t)3 << 30}, {"1024G", (uint64_t)1 << 40}, {"1048577", 1048577},
     };
     for (size_t i = 0; i < BR_ARRAY_SIZE(sizes); i++) {
         char text[128];
@@ -289,14 +290,14 @@ static void test_errors_structure(void **state)
     (void)state;
     expect_error("[daemon]\nsocket = /x\n[foo]\n",
                  NAME ":3: unknown section [foo]: expected [daemon], [passwords], [urls], [cache] "
-                 "or [upstream]");
+                      "or [upstream]");
     expect_error("[Daemon]\n", NAME ":1: unknown section [Daemon]: expected [daemon], "
-                               "[passwords], [urls], [cache] or [upstream]");
+                                    "[passwords], [urls], [cache] or [upstream]");
     expect_error("[]\n", NAME ":1: unknown section []: expected [daemon], [passwords], [urls], "
-                         "[cache] or [upstream]");
+                              "[cache] or [upstream]");
     expect_error("\n\n[daemon\n", NAME ":3: section line without a closing ]");
     expect_error("[daemon] # main\n", NAME ":1: text after the section's ] (a comment must be on "
-                                      "a line of its own)");
+                                           "a line of its own)");
     expect_error("[daemon]\nsockt = /x\n", NAME ":2: [daemon] sockt: unknown key");
     expect_error("[cache]\ntimeout = 5s\n",
                  NAME ":2: [cache] timeout: unknown key (timeout is a key of [upstream])");
@@ -307,15 +308,15 @@ static void test_errors_structure(void **state)
     expect_error("# top\nsocket = /x\n",
                  NAME ":2: socket: key outside a section (put it under its [section])");
     expect_error("[daemon]\nsocket /x\n", NAME ":2: expected \"key = value\", \"[section]\" or a "
-                                          "comment line starting with # or ;");
+                                               "comment line starting with # or ;");
     expect_error("[daemon]\nsocket: /x\n", NAME ":2: expected \"key = value\", \"[section]\" or "
-                                           "a comment line starting with # or ;");
+                                                "a comment line starting with # or ;");
     expect_error("[daemon]\n = /x\n", NAME ":2: missing key name before =");
     expect_error("[daemon]\nsock et = /x\n", NAME ":2: bad key name \"sock et\"");
     /* An indented line is not a continuation of the previous value. */
     expect_error("[daemon]\nsocket = /x\n  /y\n", NAME ":3: expected \"key = value\", "
-                                                  "\"[section]\" or a comment line starting "
-                                                  "with # or ;");
+                                                       "\"[section]\" or a comment line starting "
+                                                       "with # or ;");
     static const char nul[] = "[daemon]\nsocket = /x\0y\n";
     FILE *f = fmemopen((void *)nul, sizeof(nul) - 1, "r");
     assert_non_null(f);
@@ -384,7 +385,8 @@ static void test_errors_values(void **state)
                  NAME ":2: [urls] max_filter_age: \"3651d\" is out of range (1s .. 3650d)");
     expect_error("[cache]\nttl = 1500ms\n",
                  NAME ":2: [cache] ttl: \"1500ms\" is not a whole number of seconds");
-    expect_error("[cache]\nttl = 0s\n", NAME ":2: [cache] ttl: \"0s\" is out of range (1s .. 365d)");
+    expect_error("[cache]\nttl = 0s\n",
+                 NAME ":2: [cache] ttl: \"0s\" is out of range (1s .. 365d)");
     expect_error("[cache]\nmax_stale = 366d\n",
                  NAME ":2: [cache] max_stale: \"366d\" is out of range (0s .. 365d)");
     /* sizes */
@@ -596,7 +598,7 @@ static void test_comments_crlf(void **state)
                  NAME ":3: [daemon] log_level: bad log level \"loud\": expected error, warning, "
                       "notice, info or debug");
     expect_error("\xEF\xBB\xBF[nope]\r\n", NAME ":1: unknown section [nope]: expected [daemon], "
-                                           "[passwords], [urls], [cache] or [upstream]");
+                                                "[passwords], [urls], [cache] or [upstream]");
 }
 
 static void test_empty_values(void **state)
@@ -747,13 +749,34 @@ static void test_example(void **state)
     text[len] = '\0';
     free(data);
     static const char *const keys[] = {
-        "[daemon]",       "\nsocket = ",         "\nsocket_mode = ",    "\nallowed_users =",
-        "\nallowed_groups =", "\nadmin_users = ", "\nlog_level = ",      "\nmetrics_listen =",
-        "[passwords]",    "\nfilter = ",         "\nupstream = ",       "\nmax_filter_age = ",
-        "[urls]",         "\nfilter =",          "\nupstream =",        "\nmax_filter_age = ",
-        "[cache]",        "\npath = ",           "\nmax_size = ",       "\nttl = ",
-        "\nmax_stale = ", "[upstream]",          "\ntimeout = ",        "\nmax_inflight = ",
-        "\nrate = ",      "\nproxy =",           "\nca_file =",         "\ndecoys = ",
+        "[daemon]",
+        "\nsocket = ",
+        "\nsocket_mode = ",
+        "\nallowed_users =",
+        "\nallowed_groups =",
+        "\nadmin_users = ",
+        "\nlog_level = ",
+        "\nmetrics_listen =",
+        "[passwords]",
+        "\nfilter = ",
+        "\nupstream = ",
+        "\nmax_filter_age = ",
+        "[urls]",
+        "\nfilter =",
+        "\nupstream =",
+        "\nmax_filter_age = ",
+        "[cache]",
+        "\npath = ",
+        "\nmax_size = ",
+        "\nttl = ",
+        "\nmax_stale = ",
+        "[upstream]",
+        "\ntimeout = ",
+        "\nmax_inflight = ",
+        "\nrate = ",
+        "\nproxy =",
+        "\nca_file =",
+        "\ndecoys = ",
     };
     /* In this order, each after the previous one. */
     const char *p = text;
@@ -771,20 +794,13 @@ static void test_example(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_every_key),
-        cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_sizes),
-        cmocka_unit_test(test_errors_structure),
-        cmocka_unit_test(test_errors_values),
-        cmocka_unit_test(test_errors_paths_urls),
-        cmocka_unit_test(test_errors_users),
-        cmocka_unit_test(test_inline_comments),
-        cmocka_unit_test(test_comments_crlf),
-        cmocka_unit_test(test_empty_values),
-        cmocka_unit_test(test_peer_policy),
-        cmocka_unit_test(test_dump_roundtrip),
-        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_durations),         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_errors_structure),  cmocka_unit_test(test_errors_values),
+        cmocka_unit_test(test_errors_paths_urls), cmocka_unit_test(test_errors_users),
+        cmocka_unit_test(test_inline_comments),   cmocka_unit_test(test_comments_crlf),
+        cmocka_unit_test(test_empty_values),      cmocka_unit_test(test_peer_policy),
+        cmocka_unit_test(test_dump_roundtrip),    cmocka_unit_test(test_files),
         cmocka_unit_test(test_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
