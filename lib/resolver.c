@@ -49,7 +49,8 @@ struct br_resolver {
     br_resolver_stats st;
 };
 
-static void rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rs_log(br_resolver *r, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void rs_log(br_resolver *r, int level, const char *fmt, ...)
 {
     if (!r->log)
@@ -108,7 +109,8 @@ static void flight_unlink(br_resolver *r, flight *f)
     }
 }
 
-static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb, void *ctx)
+static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb,
+                             void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
@@ -191,8 +193,8 @@ static void set_from_cache(br_resolve_result *res, const br_range_cache_result *
 }
 
 /* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
-static void answer_after_failure(br_resolver *r, br_range_kind kind, const uint8_t *hash, const char *reason,
-                                 br_resolve_result *res)
+static void answer_after_failure(br_resolver *r, br_range_kind kind, const uint8_t *hash,
+                                 const char *reason, br_resolve_result *res)
 {
     if (r->cache && r->max_stale_s >= 0) {
         br_range_cache_result cr;
@@ -210,7 +212,8 @@ static void answer_after_failure(br_resolver *r, br_range_kind kind, const uint8
 static void schedule_flush(br_resolver *r)
 {
     if (!evtimer_pending(r->flush_ev, NULL)) {
-        struct timeval tv = {.tv_sec = r->flush_ms / 1000, .tv_usec = (suseconds_t)(r->flush_ms % 1000) * 1000};
+        struct timeval tv = {.tv_sec = r->flush_ms / 1000,
+                             .tv_usec = (suseconds_t)(r->flush_ms % 1000) * 1000};
         evtimer_add(r->flush_ev, &tv);
     }
 }
@@ -245,7 +248,8 @@ static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
 }
 
 /* Answer every waiter of f (already out of the table) with fn, then free f. */
-static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason, bool allow_stale)
+static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                        bool allow_stale)
 {
     while (f->head) {
         waiter *w = f->head;
@@ -334,7 +338,8 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
         _cleanup_free_ uint8_t *value = NULL;
         size_t len = 0;
         br_error err = {{0}};
-        int rc = br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
+        int rc =
+            br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
         if (rc < 0) {
             r->st.parse_errors++;
             rs_log(r, LOG_WARNING, "range response rejected: %s",
@@ -343,8 +348,8 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         if (r->cache) {
-            rc = br_range_cache_put(r->cache, f->kind, f->prefix20, value, len, now, expiry(r, now, resp->max_age),
-                                    resp->etag, resp->last_modified);
+            rc = br_range_cache_put(r->cache, f->kind, f->prefix20, value, len, now,
+                                    expiry(r, now, resp->max_age), resp->etag, resp->last_modified);
             if (rc < 0) {
                 r->st.cache_errors++;
                 rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
@@ -362,11 +367,22 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
         }
-        int rc = br_range_cache_touch(r->cache, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
-                                      resp->etag[0] ? resp->etag : NULL,
-                                      resp->last_modified[0] ? resp->last_modified : NULL);
+        int rc = br_range_cache_touch(
+            r->cache, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
+            resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
+        if (rc == -ENOENT && r->up[f->kind]) {
+            /* Evicted between the lookup and the 304: nothing to extend,
+             * so ask again without validators (once: the refetch is not
+             * conditional, so it cannot end here again). */
+            f->conditional = false;
+            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, fetch_done, f) == 0) {
+                r->st.fetches++;
+                flight_insert(r, f);
+                f = NULL;
+                return;
+            }
+        }
         if (rc < 0) {
-            /* -ENOENT: evicted since the lookup; nothing to answer from */
             r->st.cache_errors++;
             rs_log(r, LOG_INFO, "range cache touch after 304 failed: %s", strerror(-rc));
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
@@ -377,7 +393,8 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
-    answer_all_unknown_or_stale(r, f, reason_of(resp->status), resp->status != BR_UPSTREAM_CANCELLED);
+    answer_all_unknown_or_stale(r, f, reason_of(resp->status),
+                                resp->status != BR_UPSTREAM_CANCELLED);
 }
 
 static void decoy_done(void *ctx, const br_upstream_response *resp)
@@ -400,8 +417,8 @@ static void send_decoys(br_resolver *r, br_upstream *up, uint32_t real_prefix, u
     }
 }
 
-int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash, br_resolve_cb cb,
-                        void *ctx, br_resolve_result *res)
+int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash,
+                        br_resolve_cb cb, void *ctx, br_resolve_result *res)
 {
     if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
         return -EINVAL;
@@ -475,7 +492,7 @@ int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_
 
     rc = br_upstream_fetch(up, prefix, etag, lm, fetch_done, nf);
     if (rc < 0) {
-        const char *reason = rc == -EHOSTDOWN ? BR_REASON_CIRCUIT_OPEN
+        const char *reason = rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
                              : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
                                                 : BR_REASON_ERROR;
         answer_after_failure(r, kind, full_hash, reason, res);
@@ -533,7 +550,8 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
         }
         int rc = br_upstream_new(base, &uc, &r->up[k], err);
         if (rc < 0)
-            return br_error_prefix(err, rc, "%s upstream", k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
+            return br_error_prefix(err, rc, "%s upstream",
+                                   k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
     }
     *out = BR_TAKE_PTR(r);
     return 0;

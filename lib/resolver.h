@@ -96,9 +96,9 @@ typedef struct br_resolver_config {
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
     int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
-    uint32_t decoys;               /* extra random prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
-    uint32_t flush_interval_ms;    /* cache write batching; 0: 5 */
-    br_log_fn log;                 /* NULL: silent (also used for the upstreams) */
+    uint32_t decoys; /* extra random prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
+    uint32_t flush_interval_ms; /* cache write batching; 0: 5 */
+    br_log_fn log;              /* NULL: silent (also used for the upstreams) */
     void *log_ctx;
     /* Wall clock in seconds for the cache's fetched_at / expires_at; NULL:
      * time(). For tests. */
@@ -116,10 +116,10 @@ typedef struct br_resolver_stats {
     uint64_t not_modified;  /* 304 answers */
     uint64_t found, not_found, unknown;
     uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
-    uint64_t parse_errors;  /* 200 bodies rejected by br_range_parse */
-    uint64_t cache_errors;  /* failed cache puts, touches, flushes, lookups */
-    uint64_t flushes;       /* cache flushes made */
-    uint64_t decoys;        /* decoy fetches sent */
+    uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
+    uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
+    uint64_t flushes;         /* cache flushes made */
+    uint64_t decoys;          /* decoy fetches sent */
     uint32_t pending_fetches; /* (kind, prefix) fetches in progress */
     uint32_t pending_lookups; /* lookups waiting for them */
 } br_resolver_stats;
@@ -142,8 +142,8 @@ BR_DEFINE_FREEP(br_resolver, br_resolver_free)
  *         0: cb(ctx, ...) will be called exactly once, later, from the event
  *            loop (never from inside this call); *res is untouched;
  *         -EINVAL (bad kind or argument) or -ENOMEM: no answer, no callback. */
-int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash, br_resolve_cb cb,
-                        void *ctx, br_resolve_result *res);
+int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash,
+                        br_resolve_cb cb, void *ctx, br_resolve_result *res);
 
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);

@@ -38,7 +38,7 @@ struct req {
     req *qprev, *qnext; /* the queue (RQ_QUEUED only) */
     req_state state;
     uint32_t prefix20;
-    bool trial;         /* the half-open breaker's trial */
+    bool trial; /* the half-open breaker's trial */
     char *etag_in, *lm_in;
     br_upstream_cb cb;
     void *ctx;
@@ -110,7 +110,8 @@ struct br_upstream {
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static void up_log(br_upstream *up, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void up_log(br_upstream *up, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void up_log(br_upstream *up, int level, const char *fmt, ...)
 {
     if (!up->log)
@@ -125,7 +126,8 @@ static void up_log(br_upstream *up, int level, const char *fmt, ...)
 
 static struct timeval ns_to_tv(uint64_t ns)
 {
-    struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000u), .tv_usec = (suseconds_t)(ns % 1000000000u / 1000u)};
+    struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000u),
+                         .tv_usec = (suseconds_t)(ns % 1000000000u / 1000u)};
     return tv;
 }
 
@@ -286,7 +288,8 @@ static void breaker_trip(br_upstream *up, uint64_t now)
     up->open_until_ns = now + up->breaker_cooldown_ns;
     up->trial_running = false;
     up->st.breaker_trips++;
-    up_log(up, LOG_WARNING, "upstream circuit open after %u consecutive failures, cool-down %llu ms",
+    up_log(up, LOG_WARNING,
+           "upstream circuit open after %u consecutive failures, cool-down %llu ms",
            up->consecutive_failures, (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
 
     /* Everything not yet on the wire ends now. Collect first: the callbacks
@@ -417,9 +420,11 @@ static void finish(req *r, br_upstream_status status)
         snprintf(r->last_error, sizeof(r->last_error), "cancelled");
     if (status == BR_UPSTREAM_TIMEOUT && !r->last_error[0])
         snprintf(r->last_error, sizeof(r->last_error), "deadline passed");
-    if (status != BR_UPSTREAM_OK && status != BR_UPSTREAM_NOT_MODIFIED && status != BR_UPSTREAM_CANCELLED)
-        up_log(up, LOG_INFO, "upstream fetch failed: %s (%s, %u attempt%s)", br_upstream_status_name(status),
-               r->last_error[0] ? r->last_error : "-", r->attempts, r->attempts == 1 ? "" : "s");
+    if (status != BR_UPSTREAM_OK && status != BR_UPSTREAM_NOT_MODIFIED &&
+        status != BR_UPSTREAM_CANCELLED)
+        up_log(up, LOG_INFO, "upstream fetch failed: %s (%s, %u attempt%s)",
+               br_upstream_status_name(status), r->last_error[0] ? r->last_error : "-", r->attempts,
+               r->attempts == 1 ? "" : "s");
 
     br_upstream_response res = {
         .status = status,
@@ -430,7 +435,8 @@ static void finish(req *r, br_upstream_status status)
         .last_modified = r->last_modified,
         .max_age = r->max_age,
         .attempts = r->attempts,
-        .error = status == BR_UPSTREAM_OK || status == BR_UPSTREAM_NOT_MODIFIED ? NULL : r->last_error,
+        .error =
+            status == BR_UPSTREAM_OK || status == BR_UPSTREAM_NOT_MODIFIED ? NULL : r->last_error,
     };
     if (status == BR_UPSTREAM_OK) {
         res.body = r->body ? r->body : "";
@@ -474,7 +480,8 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static bool header_is(const char *line, size_t len, const char *name, const char **value, size_t *vlen)
+static bool header_is(const char *line, size_t len, const char *name, const char **value,
+                      size_t *vlen)
 {
     size_t nl = strlen(name);
     if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
@@ -515,7 +522,8 @@ static void parse_cache_control(req *r, const char *v, size_t len)
         size_t dl = i - start;
         while (dl > 0 && (d[dl - 1] == ' ' || d[dl - 1] == '\t'))
             dl--;
-        if ((dl == 8 && strncasecmp(d, "no-store", 8) == 0) || (dl == 8 && strncasecmp(d, "no-cache", 8) == 0)) {
+        if ((dl == 8 && strncasecmp(d, "no-store", 8) == 0) ||
+            (dl == 8 && strncasecmp(d, "no-cache", 8) == 0)) {
             r->max_age = 0;
             return;
         }
@@ -892,7 +900,8 @@ static void check_multi_info(br_upstream *up)
 static void sock_event_cb(evutil_socket_t fd, short what, void *arg)
 {
     br_upstream *up = arg;
-    int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     int running = 0;
     curl_multi_socket_action(up->multi, fd, action, &running);
     check_multi_info(up);
@@ -928,7 +937,8 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void 
         }
         return 0;
     }
-    short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+    short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+                 ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
     if (!sc) {
         sc = calloc(1, sizeof(*sc));
         if (!sc)
@@ -974,10 +984,12 @@ static int check_template(const char *t, br_upstream *up, br_error *err)
     else if (strncasecmp(t, "file://", 7) == 0)
         up->is_file = true;
     else if (strncasecmp(t, "http://", 7) != 0)
-        return br_error_set(err, -EINVAL, "upstream: URL template must start with https://, http:// or file://");
+        return br_error_set(err, -EINVAL,
+                            "upstream: URL template must start with https://, http:// or file://");
     for (const char *p = t; *p; p++)
         if ((unsigned char)*p <= 0x20 || *p == 0x7f)
-            return br_error_set(err, -EINVAL, "upstream: URL template holds a space or control character");
+            return br_error_set(err, -EINVAL,
+                                "upstream: URL template holds a space or control character");
     return 0;
 }
 
@@ -996,8 +1008,10 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     if (rc < 0)
         return rc;
 
-    up->timeout_ns = (uint64_t)(cfg->timeout_ms ? cfg->timeout_ms : BR_UPSTREAM_DEFAULT_TIMEOUT_MS) * 1000000u;
-    up->connect_timeout_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : up->timeout_ns / 2000000u;
+    up->timeout_ns =
+        (uint64_t)(cfg->timeout_ms ? cfg->timeout_ms : BR_UPSTREAM_DEFAULT_TIMEOUT_MS) * 1000000u;
+    up->connect_timeout_ms =
+        cfg->connect_timeout_ms ? cfg->connect_timeout_ms : up->timeout_ns / 2000000u;
     if (up->connect_timeout_ms == 0)
         up->connect_timeout_ms = 1;
     up->attempt_timeout_ms = cfg->attempt_timeout_ms;
@@ -1006,7 +1020,8 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     if (isnan(up->rate))
         return br_error_set(err, -EINVAL, "upstream: rate is not a number");
     if (up->rate > 0) {
-        double b = cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
+        double b =
+            cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
         up->burst = b < 1 ? 1 : b;
         up->tokens = up->burst;
     }
@@ -1016,9 +1031,11 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     up->retry_max_ms = cfg->retry_max_ms ? cfg->retry_max_ms : BR_UPSTREAM_DEFAULT_RETRY_MAX_MS;
     if (up->retry_max_ms < up->retry_base_ms)
         up->retry_max_ms = up->retry_base_ms;
-    up->breaker_threshold = cfg->breaker_threshold ? cfg->breaker_threshold : BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD;
+    up->breaker_threshold =
+        cfg->breaker_threshold ? cfg->breaker_threshold : BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD;
     up->breaker_cooldown_ns =
-        (uint64_t)(cfg->breaker_cooldown_ms ? cfg->breaker_cooldown_ms : BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS) *
+        (uint64_t)(cfg->breaker_cooldown_ms ? cfg->breaker_cooldown_ms
+                                            : BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS) *
         1000000u;
     up->no_padding = cfg->no_padding;
     up->log = cfg->log;
@@ -1117,8 +1134,8 @@ static bool validator_ok(const char *v)
     return true;
 }
 
-int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag, const char *last_modified,
-                      br_upstream_cb cb, void *ctx)
+int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
+                      const char *last_modified, br_upstream_cb cb, void *ctx)
 {
     if (!up || !cb || prefix20 > 0xFFFFF)
         return -EINVAL;

@@ -124,15 +124,15 @@ typedef enum br_upstream_status {
 
 typedef struct br_upstream_response {
     br_upstream_status status;
-    long http_status;          /* of the last attempt; 0 when none; 200 for a file read */
-    const char *body;          /* OK: the decoded body (not NUL-terminated), else NULL */
+    long http_status; /* of the last attempt; 0 when none; 200 for a file read */
+    const char *body; /* OK: the decoded body (not NUL-terminated), else NULL */
     size_t body_len;
-    const char *etag;          /* response validators, "" when none */
+    const char *etag; /* response validators, "" when none */
     const char *last_modified;
-    int64_t max_age;           /* Cache-Control max-age in seconds; 0 for no-store / no-cache;
-                                * -1 when absent */
-    uint32_t attempts;         /* transfers made */
-    const char *error;         /* not OK / NOT_MODIFIED: a short human text, safe to log */
+    int64_t max_age;   /* Cache-Control max-age in seconds; 0 for no-store / no-cache;
+                        * -1 when absent */
+    uint32_t attempts; /* transfers made */
+    const char *error; /* not OK / NOT_MODIFIED: a short human text, safe to log */
 } br_upstream_response;
 
 /* Called exactly once per accepted fetch; res and everything it points to is
@@ -151,13 +151,13 @@ typedef struct br_upstream_stats {
     uint64_t retries;          /* attempts after the first */
     uint64_t ok, not_modified; /* final outcomes ... */
     uint64_t err_http, err_timeout, err_unavailable, err_too_large, err_circuit, cancelled;
-    uint64_t refused_circuit;  /* fetches refused with -EHOSTDOWN */
+    uint64_t refused_circuit; /* fetches refused with -EHOSTDOWN */
     uint64_t breaker_trips;
-    uint64_t body_bytes;       /* decoded body bytes received */
-    uint32_t inflight;         /* transfers running now */
-    uint32_t queued;           /* waiting for a slot or a token */
-    uint32_t backoff;          /* waiting to retry */
-    uint32_t queued_max;       /* high-water mark of queued */
+    uint64_t body_bytes; /* decoded body bytes received */
+    uint32_t inflight;   /* transfers running now */
+    uint32_t queued;     /* waiting for a slot or a token */
+    uint32_t backoff;    /* waiting to retry */
+    uint32_t queued_max; /* high-water mark of queued */
     br_breaker_state breaker;
 } br_upstream_stats;
 
@@ -177,8 +177,8 @@ BR_DEFINE_FREEP(br_upstream, br_upstream_free)
  * call. Or, and then cb is never called: -EHOSTDOWN when the circuit is open
  * (or half-open with its trial running), -ESHUTDOWN during br_upstream_free,
  * -EINVAL, -ENOMEM. */
-int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag, const char *last_modified,
-                      br_upstream_cb cb, void *ctx);
+int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
+                      const char *last_modified, br_upstream_cb cb, void *ctx);
 
 /* The breaker state now (an open circuit whose cool-down is over reads
  * HALF_OPEN). */

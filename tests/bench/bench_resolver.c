@@ -31,7 +31,8 @@ static uint32_t prefix_of(size_t i)
     return (uint32_t)((i * 2654435761u) & 0xFFFFF);
 }
 
-static double fetch_run(const char *label, const char *tmpl, uint32_t inflight, bool with_cache, const char *cache_dir)
+static double fetch_run(const char *label, const char *tmpl, uint32_t inflight, bool with_cache,
+                        const char *cache_dir)
 {
     struct event_base *base = event_base_new();
     br_range_cache *cache = NULL;
@@ -109,7 +110,8 @@ static void cached_run(const char *cache_dir)
     double t = rt_now() - t0;
     double n = (double)rounds * NQ;
     printf("%-44s %8.2f M lookups/s (%.0f ns each, %zu/%zu synchronous, %.0f%% found)\n",
-           "cached lookups, br_resolver_resolve", n / t / 1e6, t / n * 1e9, sync, (size_t)n, 100.0 * (double)found / n);
+           "cached lookups, br_resolver_resolve", n / t / 1e6, t / n * 1e9, sync, (size_t)n,
+           100.0 * (double)found / n);
 
     br_range_cache_result cr;
     int64_t now = (int64_t)time(NULL);
@@ -118,8 +120,8 @@ static void cached_run(const char *cache_dir)
         for (size_t i = 0; i < NQ; i++)
             br_range_cache_lookup(cache, PW, q[i], now, 0, &cr);
     t = rt_now() - t0;
-    printf("%-44s %8.2f M lookups/s (%.0f ns each)\n", "  of which bare br_range_cache_lookup", n / t / 1e6,
-           t / n * 1e9);
+    printf("%-44s %8.2f M lookups/s (%.0f ns each)\n", "  of which bare br_range_cache_lookup",
+           n / t / 1e6, t / n * 1e9);
     free(q);
     br_resolver_free(r);
     br_range_cache_free(cache);
@@ -150,8 +152,8 @@ int main(int argc, char **argv)
             bytes += (size_t)st.st_size;
         free(path);
     }
-    printf("mirror: %zu prefixes x %zu entries (+%zu padding), %.1f MB, generated in %.1f s\n", n_prefix, n_entries,
-           n_entries / 3, (double)bytes / 1e6, rt_now() - t0);
+    printf("mirror: %zu prefixes x %zu entries (+%zu padding), %.1f MB, generated in %.1f s\n",
+           n_prefix, n_entries, n_entries / 3, (double)bytes / 1e6, rt_now() - t0);
 
     char *cache_dir = rt_fmt("%s/cache", dir);
     char *http = rt_fmt("http://127.0.0.1:%d/range/{prefix}", ng.port);

@@ -11,9 +11,8 @@
  * (values "-" when absent, spaces in them turned into '_').
  *
  * Paths are /MODE/PREFIX. Asked as a forward proxy (GET http://HOST/MODE/PREFIX)
- * it serves the same and logs the mode as "proxied-MODE". The "ok" body of a prefix P is three lines:
- *   P + 00000000000000000000000000000000001 : 42
- *   P + ABCDEF0123456789ABCDEF0123456789ABC : 7
+ * it serves the same and logs the mode as "proxied-MODE". The "ok" body of a prefix P is three
+ * lines: P + 00000000000000000000000000000000001 : 42 P + ABCDEF0123456789ABCDEF0123456789ABC : 7
  *   P + FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF : 0   (padding)
  * Modes:
  *   ok         200 with the ok body
@@ -79,12 +78,13 @@ static void ok_body(const char *prefix, char *out, size_t cap, size_t *len)
                             "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:0\r\n");
 }
 
-static bool respond(int fd, int status, const char *reason, const char *extra, const char *body, size_t len)
+static bool respond(int fd, int status, const char *reason, const char *extra, const char *body,
+                    size_t len)
 {
     char head[1024];
     int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n", status,
-                     reason, len, extra ? extra : "");
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n",
+                     status, reason, len, extra ? extra : "");
     return send_all(fd, head, (size_t)n) && (len == 0 || send_all(fd, body, len));
 }
 
@@ -178,7 +178,9 @@ static bool serve(int fd, const char *req)
         char etag[64], inm[300], extra[512];
         snprintf(etag, sizeof(etag), "\"v1-%s\"", prefix);
         header_value(req, "If-None-Match", inm, sizeof(inm));
-        snprintf(extra, sizeof(extra), "ETag: %s\r\nLast-Modified: " LAST_MODIFIED "\r\nCache-Control: public, max-age=60\r\n",
+        snprintf(extra, sizeof(extra),
+                 "ETag: %s\r\nLast-Modified: " LAST_MODIFIED
+                 "\r\nCache-Control: public, max-age=60\r\n",
                  etag);
         if (!strcmp(inm, etag))
             return respond(fd, 304, "Not Modified", extra, "", 0);
@@ -203,7 +205,8 @@ static bool serve(int fd, const char *req)
     }
     if (!strcmp(mode, "drip")) {
         char head[256];
-        int n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", blen);
+        int n =
+            snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", blen);
         if (!send_all(fd, head, (size_t)n))
             return false;
         for (size_t i = 0; i < blen; i++) {
@@ -224,7 +227,8 @@ static bool serve(int fd, const char *req)
     }
     if (!strcmp(mode, "badlen")) {
         char head[256];
-        int n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", blen + 100);
+        int n = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+                         blen + 100);
         send_all(fd, head, (size_t)n);
         send_all(fd, body, blen);
         return false;
@@ -252,7 +256,8 @@ static bool serve(int fd, const char *req)
                 size_t c = len - off < 65536 ? len - off : 65536;
                 char sz[32];
                 int n = snprintf(sz, sizeof(sz), "%zx\r\n", c);
-                ok = send_all(fd, sz, (size_t)n) && send_all(fd, big + off, c) && send_all(fd, "\r\n", 2);
+                ok = send_all(fd, sz, (size_t)n) && send_all(fd, big + off, c) &&
+                     send_all(fd, "\r\n", 2);
             }
             ok = ok && send_all(fd, "0\r\n\r\n", 5);
         }

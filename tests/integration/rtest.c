@@ -105,7 +105,8 @@ int rt_free_port(void)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) < 0)
         DIE("free port: %s", strerror(errno));
     close(fd);
     return ntohs(a.sin_port);
@@ -176,9 +177,9 @@ void rt_stop(pid_t pid)
 
 void rt_clean_env(void)
 {
-    static const char *vars[] = {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-                                 "ALL_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "SSL_CERT_FILE",
-                                 "SSL_CERT_DIR"};
+    static const char *vars[] = {"http_proxy",     "HTTP_PROXY",    "https_proxy", "HTTPS_PROXY",
+                                 "all_proxy",      "ALL_PROXY",     "no_proxy",    "NO_PROXY",
+                                 "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(vars); i++)
         unsetenv(vars[i]);
     signal(SIGPIPE, SIG_IGN);
@@ -190,9 +191,25 @@ static void make_cert(rt_nginx *n)
 {
     n->cert = rt_fmt("%s/cert.pem", n->dir);
     char *key = rt_fmt("%s/key.pem", n->dir);
-    char *argv[] = {"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2",
-                    "-keyout", key, "-out", n->cert, NULL};
+    char *argv[] = {"/usr/bin/openssl",
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                    "-nodes",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                    "-days",
+                    "2",
+                    "-keyout",
+                    key,
+                    "-out",
+                    n->cert,
+                    NULL};
     pid_t pid = rt_spawn(argv, NULL, true);
     int st;
     if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -221,41 +238,43 @@ void rt_nginx_start_ex(rt_nginx *n, const char *dir, bool tls, bool gzip)
 
     for (int attempt = 0; attempt < 5; attempt++) {
         n->port = rt_free_port();
-        char *listen = tls ? rt_fmt("listen 127.0.0.1:%d ssl http2;\n        ssl_certificate %s/cert.pem;\n"
-                                    "        ssl_certificate_key %s/key.pem;",
-                                    n->port, dir, dir)
-                           : rt_fmt("listen 127.0.0.1:%d;", n->port);
-        char *conf = rt_fmt(
-            "daemon off;\n"
-            "master_process off;\n"
-            "worker_processes 1;\n"
-            "pid %s/nginx.pid;\n"
-            "error_log %s/error.log warn;\n"
-            "events { worker_connections 1024; }\n"
-            "http {\n"
-            "    log_format rt '$status $request_uri $connection $connection_requests $server_protocol "
-            "$http_add_padding $http_user_agent';\n"
-            "    access_log %s rt;\n"
-            "    client_body_temp_path %s/body;\n"
-            "    proxy_temp_path %s/proxy;\n"
-            "    fastcgi_temp_path %s/fastcgi;\n"
-            "    uwsgi_temp_path %s/uwsgi;\n"
-            "    scgi_temp_path %s/scgi;\n"
-            "    default_type text/plain;\n"
-            "    keepalive_requests 100000;\n"
-            "    keepalive_timeout 60s;\n"
-            "    etag on;\n"
-            "    gzip %s;\n"
-            "    gzip_types text/plain;\n"
-            "    gzip_min_length 64;\n"
-            "    server {\n"
-            "        %s\n"
-            "        root %s;\n"
-            "        location = /range/EEEEE { return 500; }\n"
-            "        location /range/ { try_files $uri.txt =404; }\n"
-            "    }\n"
-            "}\n",
-            dir, dir, n->access_log, tmp, tmp, tmp, tmp, tmp, gzip ? "on" : "off", listen, n->www);
+        char *listen =
+            tls ? rt_fmt("listen 127.0.0.1:%d ssl http2;\n        ssl_certificate %s/cert.pem;\n"
+                         "        ssl_certificate_key %s/key.pem;",
+                         n->port, dir, dir)
+                : rt_fmt("listen 127.0.0.1:%d;", n->port);
+        char *conf = rt_fmt("daemon off;\n"
+                            "master_process off;\n"
+                            "worker_processes 1;\n"
+                            "pid %s/nginx.pid;\n"
+                            "error_log %s/error.log warn;\n"
+                            "events { worker_connections 1024; }\n"
+                            "http {\n"
+                            "    log_format rt '$status $request_uri $connection "
+                            "$connection_requests $server_protocol "
+                            "$http_add_padding $http_user_agent';\n"
+                            "    access_log %s rt;\n"
+                            "    client_body_temp_path %s/body;\n"
+                            "    proxy_temp_path %s/proxy;\n"
+                            "    fastcgi_temp_path %s/fastcgi;\n"
+                            "    uwsgi_temp_path %s/uwsgi;\n"
+                            "    scgi_temp_path %s/scgi;\n"
+                            "    default_type text/plain;\n"
+                            "    keepalive_requests 100000;\n"
+                            "    keepalive_timeout 60s;\n"
+                            "    etag on;\n"
+                            "    gzip %s;\n"
+                            "    gzip_types text/plain;\n"
+                            "    gzip_min_length 64;\n"
+                            "    server {\n"
+                            "        %s\n"
+                            "        root %s;\n"
+                            "        location = /range/EEEEE { return 500; }\n"
+                            "        location /range/ { try_files $uri.txt =404; }\n"
+                            "    }\n"
+                            "}\n",
+                            dir, dir, n->access_log, tmp, tmp, tmp, tmp, tmp, gzip ? "on" : "off",
+                            listen, n->www);
         char *conf_path = rt_fmt("%s/nginx.conf", dir);
         rt_write_file(conf_path, conf, strlen(conf));
         char *errlog = rt_fmt("%s/error.log", dir);
@@ -296,7 +315,8 @@ char **rt_access_lines(const rt_nginx *n, size_t *count)
     char *all = rt_read_file(n->access_log, NULL);
     size_t cap = 16, k = 0;
     char **lines = malloc(cap * sizeof(*lines));
-    for (char *save = NULL, *l = all ? strtok_r(all, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+    for (char *save = NULL, *l = all ? strtok_r(all, "\n", &save) : NULL; l;
+         l = strtok_r(NULL, "\n", &save)) {
         if (k == cap)
             lines = realloc(lines, (cap *= 2) * sizeof(*lines));
         lines[k++] = strdup(l);
@@ -384,7 +404,8 @@ size_t rt_fault_count(const rt_fault *f, const char *mode, uint32_t prefix)
     size_t hits = 0;
     char want[6];
     rt_prefix_hex(prefix, want);
-    for (char *save = NULL, *l = all ? strtok_r(all, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+    for (char *save = NULL, *l = all ? strtok_r(all, "\n", &save) : NULL; l;
+         l = strtok_r(NULL, "\n", &save)) {
         char m[32], p[16];
         if (sscanf(l, "%31s %15s", m, p) != 2)
             continue;
@@ -426,7 +447,8 @@ void rt_hash_with_prefix(br_range_kind kind, uint32_t prefix, uint64_t seed, uin
     out[2] = (uint8_t)(((prefix & 0xF) << 4) | (out[2] & 0xF));
 }
 
-void rt_range_gen(rt_range *r, br_range_kind kind, uint32_t prefix, size_t n, size_t npad, uint64_t seed)
+void rt_range_gen(rt_range *r, br_range_kind kind, uint32_t prefix, size_t n, size_t npad,
+                  uint64_t seed)
 {
     memset(r, 0, sizeof(*r));
     r->kind = kind;
@@ -550,7 +572,8 @@ bool rt_wait(struct event_base *base, rt_ans *a, size_t n, int timeout_ms)
         double left = end - rt_now();
         if (left <= 0)
             break;
-        struct timeval tv = {.tv_sec = (time_t)left, .tv_usec = (suseconds_t)((left - (double)(time_t)left) * 1e6)};
+        struct timeval tv = {.tv_sec = (time_t)left,
+                             .tv_usec = (suseconds_t)((left - (double)(time_t)left) * 1e6)};
         evtimer_add(guard, &tv);
         event_base_loop(base, EVLOOP_ONCE);
     }
@@ -558,7 +581,8 @@ bool rt_wait(struct event_base *base, rt_ans *a, size_t n, int timeout_ms)
     return all_done(a, n);
 }
 
-br_resolve_result rt_resolve_wait(struct event_base *base, br_resolver *r, br_range_kind kind, const uint8_t *hash)
+br_resolve_result rt_resolve_wait(struct event_base *base, br_resolver *r, br_range_kind kind,
+                                  const uint8_t *hash)
 {
     rt_ans a;
     int rc = rt_resolve(r, kind, hash, &a);
@@ -583,8 +607,8 @@ int64_t rt_clock_fn(void *ctx)
     return ((rt_clock *)ctx)->now;
 }
 
-static int count_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at, int64_t expires_at,
-                    const uint8_t *value, size_t len)
+static int count_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+                    int64_t expires_at, const uint8_t *value, size_t len)
 {
     (void)kind;
     (void)prefix20;
@@ -610,8 +634,8 @@ typedef struct find_ctx {
     bool found;
 } find_ctx;
 
-static int find_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at, int64_t expires_at,
-                   const uint8_t *value, size_t len)
+static int find_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+                   int64_t expires_at, const uint8_t *value, size_t len)
 {
     (void)fetched_at;
     (void)expires_at;

@@ -17,18 +17,18 @@ struct event_base;
 
 /* ---- files and processes ---- */
 
-char *rt_mkdtemp(const char *tag);          /* malloc'd path under $TMPDIR or /tmp */
+char *rt_mkdtemp(const char *tag); /* malloc'd path under $TMPDIR or /tmp */
 void rt_rmrf(const char *path);
 char *rt_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* malloc'd */
 void rt_write_file(const char *path, const void *data, size_t len);
 char *rt_read_file(const char *path, size_t *len); /* NUL-terminated, NULL when missing */
-int rt_free_port(void);                     /* a port free on 127.0.0.1 right now */
+int rt_free_port(void);                            /* a port free on 127.0.0.1 right now */
 bool rt_wait_port(int port, int timeout_ms);
 /* fork + exec argv; the child dies with the parent (PR_SET_PDEATHSIG). When
  * stdout_fd is not NULL the child's stdout is a pipe returned there; quiet
  * sends its stdout and stderr to /dev/null otherwise. */
 pid_t rt_spawn(char *const argv[], int *stdout_fd, bool quiet);
-void rt_stop(pid_t pid);                    /* SIGTERM, wait, SIGKILL after 3 s */
+void rt_stop(pid_t pid); /* SIGTERM, wait, SIGKILL after 3 s */
 /* Keep only the environment a test needs from libcurl's point of view: no proxy variables. */
 void rt_clean_env(void);
 
@@ -37,11 +37,11 @@ void rt_clean_env(void);
 typedef struct rt_nginx {
     pid_t pid;
     int port;
-    char *dir;        /* nginx's prefix directory: conf, logs, www/ */
-    char *www;        /* document root: the mirror lives in www/range/XXXXX.txt */
+    char *dir; /* nginx's prefix directory: conf, logs, www/ */
+    char *www; /* document root: the mirror lives in www/range/XXXXX.txt */
     char *access_log;
     bool tls;
-    char *cert;       /* tls: the self-signed certificate (also the CA file) */
+    char *cert; /* tls: the self-signed certificate (also the CA file) */
 } rt_nginx;
 
 /* Start nginx in dir (created by the caller) serving dir/www: /range/XXXXX
@@ -69,7 +69,8 @@ typedef struct rt_fault {
 
 void rt_fault_start(rt_fault *f, const char *exe, const char *dir);
 void rt_fault_stop(rt_fault *f);
-size_t rt_fault_count(const rt_fault *f, const char *mode, uint32_t prefix); /* requests seen; prefix > 0xFFFFF: any */
+size_t rt_fault_count(const rt_fault *f, const char *mode,
+                      uint32_t prefix); /* requests seen; prefix > 0xFFFFF: any */
 void rt_fault_set_down(const rt_fault *f, bool down);
 
 /* ---- ranges ---- */
@@ -88,13 +89,14 @@ typedef struct rt_range {
 } rt_range;
 
 enum {
-    RT_LOWER = 1,        /* lowercase hex */
-    RT_LF = 2,           /* LF line ends (else CRLF) */
-    RT_NO_FINAL_NL = 4,  /* no line end after the last line */
-    RT_PADDED = 8,       /* append the padding lines */
+    RT_LOWER = 1,       /* lowercase hex */
+    RT_LF = 2,          /* LF line ends (else CRLF) */
+    RT_NO_FINAL_NL = 4, /* no line end after the last line */
+    RT_PADDED = 8,      /* append the padding lines */
 };
 
-void rt_range_gen(rt_range *r, br_range_kind kind, uint32_t prefix, size_t n, size_t npad, uint64_t seed);
+void rt_range_gen(rt_range *r, br_range_kind kind, uint32_t prefix, size_t n, size_t npad,
+                  uint64_t seed);
 char *rt_range_body(const rt_range *r, unsigned style, size_t *len);
 void rt_range_write(const rt_range *r, unsigned style, const char *path);
 void rt_range_free(rt_range *r);
@@ -106,8 +108,8 @@ void rt_prefix_hex(uint32_t prefix, char out[6]);
 /* ---- answers ---- */
 
 typedef struct rt_ans {
-    int calls;        /* callback calls (must end at exactly 1 for an async answer) */
-    bool sync;        /* answered by the return value */
+    int calls; /* callback calls (must end at exactly 1 for an async answer) */
+    bool sync; /* answered by the return value */
     br_resolve_result res;
 } rt_ans;
 
@@ -117,7 +119,8 @@ int rt_resolve(br_resolver *r, br_range_kind kind, const uint8_t *hash, rt_ans *
 /* Run the loop until every a[i] is answered or timeout_ms pass; true when all answered. */
 bool rt_wait(struct event_base *base, rt_ans *a, size_t n, int timeout_ms);
 /* Resolve and wait for one answer (timeout 10 s); aborts if none. */
-br_resolve_result rt_resolve_wait(struct event_base *base, br_resolver *r, br_range_kind kind, const uint8_t *hash);
+br_resolve_result rt_resolve_wait(struct event_base *base, br_resolver *r, br_range_kind kind,
+                                  const uint8_t *hash);
 /* Run the loop for ms milliseconds. */
 void rt_run_for(struct event_base *base, int ms);
 

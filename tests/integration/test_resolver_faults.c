@@ -119,7 +119,8 @@ static void assert_unknown(const br_resolve_result *res, const char *reason)
 
 /* ---- one test per misbehaviour ------------------------------------------------------- */
 
-static void fault_case(const char *mode, const char *reason, size_t min_requests, size_t max_requests)
+static void fault_case(const char *mode, const char *reason, size_t min_requests,
+                       size_t max_requests)
 {
     fx x;
     fx_config(&x, mode);
@@ -271,7 +272,8 @@ static void test_ok(void **s)
     char want[128];
     char hex[6];
     rt_prefix_hex(p, hex);
-    snprintf(want, sizeof(want), "ok %s padding=true inm=- ims=- ua=breachd/%s\n", hex, BREACHD_VERSION);
+    snprintf(want, sizeof(want), "ok %s padding=true inm=- ims=- ua=breachd/%s\n", hex,
+             BREACHD_VERSION);
     assert_non_null(strstr(log, want));
     free(log);
 
@@ -549,10 +551,12 @@ static void validators_case(const char *mode, bool etag)
     char hex[6], want[160];
     rt_prefix_hex(p, hex);
     if (etag)
-        snprintf(want, sizeof(want), "%s %s padding=true inm=\"v1-%s\" ims=Wed,_21_Oct_2015_07:28:00_GMT", mode, hex,
+        snprintf(want, sizeof(want),
+                 "%s %s padding=true inm=\"v1-%s\" ims=Wed,_21_Oct_2015_07:28:00_GMT", mode, hex,
                  hex);
     else
-        snprintf(want, sizeof(want), "%s %s padding=true inm=- ims=Wed,_21_Oct_2015_07:28:00_GMT", mode, hex);
+        snprintf(want, sizeof(want), "%s %s padding=true inm=- ims=Wed,_21_Oct_2015_07:28:00_GMT",
+                 mode, hex);
     assert_non_null(strstr(log, want));
     free(log);
     free(path);
@@ -634,7 +638,8 @@ static void test_stale_if_error(void **s)
     fx_close(&x);
 }
 
-/* ---- coalescing of failures, decoys, shutdown ------------------------------------------------- */
+/* ---- coalescing of failures, decoys, shutdown -------------------------------------------------
+ */
 
 static void test_coalesced_failure(void **s)
 {
