@@ -1,48 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* LMDB range cache; design and layouts in range_cache.h. */
+/* LMDB range cache; design and layouts in range_cache.h, what the files of
+ * the module share in range_cache_int.h. This file: errors, transactions,
+ * open / close, lookup, put, touch and the walk. */
 #include <errno.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "range.h"
-#include "range_cache.h"
+#include "range_cache_int.h"
 
-#define ENTRY_MAGIC_0 'B'
-#define ENTRY_MAGIC_1 'R'
-#define ENTRY_MAGIC_2 'C'
-#define ENTRY_VERSION 1
-#define ENTRY_HEADER 24
-#define RKEY_LEN 4
-#define AGEKEY_LEN (8 + RKEY_LEN)
 #define CACHE_FORMAT 1
 #define PENDING_BYTES_CAP ((uint64_t)64 << 20)
 
-/* A pending write: the complete encoded entry. rkey 0 is an empty slot (kinds
- * start at 1); val NULL with rkey set is a dropped write. */
-typedef struct pend {
-    uint32_t rkey; /* kind << 24 | prefix20 */
-    uint8_t *val;
-    size_t len;
-} pend;
-
-struct br_range_cache {
-    MDB_env *env;
-    MDB_dbi dbi_ranges, dbi_age, dbi_meta;
-    MDB_txn *rtxn; /* read txn, reset between uses; NULL while the map is resized */
-    uint64_t max_size;
-    uint64_t headroom;
-    uint64_t psize;
-    pend *slots;
-    size_t cap, n_slots, n_live;
-    uint64_t pending_bytes, pending_bytes_max;
-    uint64_t evicted, commits;
-};
-
 /* ---- errors ---------------------------------------------------------- */
 
-static int mdb_to_errno(int rc)
+int br_rc_errno(int rc)
 {
     switch (rc) {
     case MDB_SUCCESS:
@@ -85,174 +57,12 @@ static int mdb_to_errno(int rc)
 
 static int mdb_fail(br_error *err, int rc, const char *what)
 {
-    return br_error_set(err, mdb_to_errno(rc), "range cache: %s: %s", what, mdb_strerror(rc));
-}
-
-/* ---- keys and entries -------------------------------------------------- */
-
-static inline uint32_t rkey_of(br_range_kind kind, uint32_t prefix20)
-{
-    return ((uint32_t)kind << 24) | (prefix20 & 0xFFFFF);
-}
-
-static void rkey_store(uint8_t out[RKEY_LEN], uint32_t rkey)
-{
-    out[0] = (uint8_t)(rkey >> 24);
-    out[1] = (uint8_t)(rkey >> 16);
-    out[2] = (uint8_t)(rkey >> 8);
-    out[3] = (uint8_t)rkey;
-}
-
-static uint32_t rkey_load(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, uint32_t rkey)
-{
-    uint64_t t = (uint64_t)fetched_at ^ (UINT64_C(1) << 63);
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)(t >> (56 - 8 * i));
-    rkey_store(out + 8, rkey);
-}
-
-typedef struct entry_view {
-    int64_t fetched_at, expires_at;
-    const uint8_t *etag, *lm;
-    size_t etag_len, lm_len;
-    const uint8_t *rs;
-    size_t rs_len;
-} entry_view;
-
-static int entry_parse(const uint8_t *v, size_t len, entry_view *ev)
-{
-    if (!v || len < ENTRY_HEADER || v[0] != ENTRY_MAGIC_0 || v[1] != ENTRY_MAGIC_1 || v[2] != ENTRY_MAGIC_2 ||
-        v[3] != ENTRY_VERSION)
-        return -EINVAL;
-    ev->etag_len = v[4];
-    ev->lm_len = v[5];
-    if (ev->etag_len + ev->lm_len > len - ENTRY_HEADER)
-        return -EINVAL;
-    ev->fetched_at = (int64_t)br_load_le64(v + 8);
-    ev->expires_at = (int64_t)br_load_le64(v + 16);
-    ev->etag = v + ENTRY_HEADER;
-    ev->lm = ev->etag + ev->etag_len;
-    ev->rs = ev->lm + ev->lm_len;
-    ev->rs_len = len - ENTRY_HEADER - ev->etag_len - ev->lm_len;
-    return 0;
-}
-
-static size_t validator_len(const char *s)
-{
-    if (!s)
-        return 0;
-    size_t n = strlen(s);
-    return n > BR_RANGE_CACHE_VALIDATOR_MAX ? 0 : n;
-}
-
-static int entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int64_t expires_at, const void *etag,
-                       size_t etag_len, const void *lm, size_t lm_len, uint8_t **out, size_t *out_len)
-{
-    size_t total = ENTRY_HEADER + etag_len + lm_len + rs_len;
-    uint8_t *v = malloc(total);
-    if (!v)
-        return -ENOMEM;
-    v[0] = ENTRY_MAGIC_0;
-    v[1] = ENTRY_MAGIC_1;
-    v[2] = ENTRY_MAGIC_2;
-    v[3] = ENTRY_VERSION;
-    v[4] = (uint8_t)etag_len;
-    v[5] = (uint8_t)lm_len;
-    br_store_le16(v + 6, 0);
-    br_store_le64(v + 8, (uint64_t)fetched_at);
-    br_store_le64(v + 16, (uint64_t)expires_at);
-    if (etag_len)
-        memcpy(v + ENTRY_HEADER, etag, etag_len);
-    if (lm_len)
-        memcpy(v + ENTRY_HEADER + etag_len, lm, lm_len);
-    memcpy(v + ENTRY_HEADER + etag_len + lm_len, rs, rs_len);
-    *out = v;
-    *out_len = total;
-    return 0;
-}
-
-/* ---- pending table (open addressing, cleared wholesale on flush) -------- */
-
-static size_t pend_hash(uint32_t rkey, size_t cap)
-{
-    return (size_t)((rkey * UINT32_C(0x9E3779B1)) >> 7) & (cap - 1);
-}
-
-static pend *pend_find(br_range_cache *c, uint32_t rkey)
-{
-    if (c->n_slots == 0)
-        return NULL;
-    for (size_t i = pend_hash(rkey, c->cap);; i = (i + 1) & (c->cap - 1)) {
-        if (c->slots[i].rkey == rkey)
-            return &c->slots[i];
-        if (c->slots[i].rkey == 0)
-            return NULL;
-    }
-}
-
-static void pend_clear(br_range_cache *c)
-{
-    for (size_t i = 0; i < c->cap; i++) {
-        free(c->slots[i].val);
-        c->slots[i] = (pend){0};
-    }
-    c->n_slots = c->n_live = 0;
-    c->pending_bytes = 0;
-}
-
-/* Take ownership of val (freed on failure too). */
-static int pend_put(br_range_cache *c, uint32_t rkey, uint8_t *val, size_t len)
-{
-    pend *p = pend_find(c, rkey);
-    if (p) {
-        if (p->val) {
-            c->pending_bytes -= p->len;
-            free(p->val);
-        } else {
-            c->n_live++;
-        }
-        p->val = val;
-        p->len = len;
-        c->pending_bytes += len;
-        return 0;
-    }
-    if (2 * (c->n_slots + 1) > c->cap) {
-        size_t ncap = c->cap ? 2 * c->cap : 64;
-        pend *ns = calloc(ncap, sizeof(pend));
-        if (!ns) {
-            free(val);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < c->cap; i++) {
-            if (!c->slots[i].rkey)
-                continue;
-            size_t j = pend_hash(c->slots[i].rkey, ncap);
-            while (ns[j].rkey)
-                j = (j + 1) & (ncap - 1);
-            ns[j] = c->slots[i];
-        }
-        free(c->slots);
-        c->slots = ns;
-        c->cap = ncap;
-    }
-    size_t i = pend_hash(rkey, c->cap);
-    while (c->slots[i].rkey)
-        i = (i + 1) & (c->cap - 1);
-    c->slots[i] = (pend){.rkey = rkey, .val = val, .len = len};
-    c->n_slots++;
-    c->n_live++;
-    c->pending_bytes += len;
-    return 0;
+    return br_error_set(err, br_rc_errno(rc), "range cache: %s: %s", what, mdb_strerror(rc));
 }
 
 /* ---- read transaction ---------------------------------------------------- */
 
-static int rtxn_renew(br_range_cache *c)
+int br_rc_rtxn_renew(br_range_cache *c)
 {
     int rc;
     if (!c->rtxn) {
@@ -278,13 +88,7 @@ static int rtxn_renew(br_range_cache *c)
     return rc;
 }
 
-static void rtxn_reset(br_range_cache *c)
-{
-    if (c->rtxn)
-        mdb_txn_reset(c->rtxn);
-}
-
-static int wtxn_begin(br_range_cache *c, MDB_txn **txn)
+int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn)
 {
     int rc = mdb_txn_begin(c->env, NULL, 0, txn);
     if (rc == MDB_MAP_RESIZED) {
@@ -303,7 +107,7 @@ static int wtxn_begin(br_range_cache *c, MDB_txn **txn)
 static int setup_dbs(br_range_cache *c, br_error *err)
 {
     MDB_txn *txn;
-    int rc = wtxn_begin(c, &txn);
+    int rc = br_rc_wtxn_begin(c, &txn);
     if (rc)
         return mdb_fail(err, rc, "begin");
     if ((rc = mdb_dbi_open(txn, "ranges", MDB_CREATE, &c->dbi_ranges)) ||
@@ -370,7 +174,7 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
         return mdb_fail(err, rc, "configuring");
     rc = mdb_env_open(c->env, path, MDB_NOTLS | MDB_NOMETASYNC, 0600);
     if (rc)
-        return br_error_set(err, mdb_to_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
+        return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
     int dead = 0;
     rc = mdb_reader_check(c->env, &dead);
     if (rc)
@@ -383,7 +187,7 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     rc = setup_dbs(c, err);
     if (rc < 0)
         return br_error_prefix(err, rc, "%s", path);
-    rc = rtxn_renew(c);
+    rc = br_rc_rtxn_renew(c);
     if (rc)
         return mdb_fail(err, rc, "read transaction");
     rtxn_reset(c);
@@ -403,7 +207,7 @@ void br_range_cache_free(br_range_cache *c)
             mdb_txn_abort(c->rtxn);
         mdb_env_close(c->env);
     }
-    pend_clear(c);
+    br_rc_pend_clear(c);
     free(c->slots);
     free(c);
 }
@@ -414,7 +218,7 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
                   int64_t max_stale, br_range_cache_result *res)
 {
     entry_view ev;
-    if (entry_parse(v, len, &ev) < 0)
+    if (br_rc_entry_parse(v, len, &ev) < 0)
         return -EINVAL;
     res->fetched_at = ev.fetched_at;
     res->expires_at = ev.expires_at;
@@ -458,7 +262,7 @@ int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *
     res->etag[0] = res->last_modified[0] = '\0';
 
     uint32_t rkey = rkey_of(kind, br_range_prefix20(full_hash));
-    pend *p = pend_find(c, rkey);
+    pend *p = br_rc_pend_find(c, rkey);
     if (p && p->val) {
         int rc = answer(kind, p->val, p->len, full_hash, now, max_stale, res);
         if (rc < 0)
@@ -466,9 +270,9 @@ int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *
         return rc;
     }
 
-    int rc = rtxn_renew(c);
+    int rc = br_rc_rtxn_renew(c);
     if (rc)
-        return mdb_to_errno(rc);
+        return br_rc_errno(rc);
     uint8_t kb[RKEY_LEN];
     rkey_store(kb, rkey);
     MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
@@ -480,7 +284,7 @@ int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *
     } else if (rc == MDB_NOTFOUND) {
         rc = 0;
     } else {
-        rc = mdb_to_errno(rc);
+        rc = br_rc_errno(rc);
     }
     rtxn_reset(c);
     return rc;
@@ -495,6 +299,14 @@ static int maybe_autoflush(br_range_cache *c)
     return 0;
 }
 
+static size_t validator_len(const char *s)
+{
+    if (!s)
+        return 0;
+    size_t n = strlen(s);
+    return n > BR_RANGE_CACHE_VALIDATOR_MAX ? 0 : n;
+}
+
 int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20, const uint8_t *value,
                        size_t len, int64_t fetched_at, int64_t expires_at, const char *etag,
                        const char *last_modified)
@@ -504,10 +316,10 @@ int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20,
     size_t el = validator_len(etag), ll = validator_len(last_modified);
     uint8_t *v;
     size_t vlen;
-    int rc = entry_build(value, len, fetched_at, expires_at, etag, el, last_modified, ll, &v, &vlen);
+    int rc = br_rc_entry_build(value, len, fetched_at, expires_at, etag, el, last_modified, ll, &v, &vlen);
     if (rc < 0)
         return rc;
-    rc = pend_put(c, rkey_of(kind, prefix20), v, vlen);
+    rc = br_rc_pend_put(c, rkey_of(kind, prefix20), v, vlen);
     if (rc < 0)
         return rc;
     return maybe_autoflush(c);
@@ -522,21 +334,21 @@ int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix2
     const uint8_t *old;
     size_t old_len;
     bool from_txn = false;
-    pend *p = pend_find(c, rkey);
+    pend *p = br_rc_pend_find(c, rkey);
     if (p && p->val) {
         old = p->val;
         old_len = p->len;
     } else {
-        int rc = rtxn_renew(c);
+        int rc = br_rc_rtxn_renew(c);
         if (rc)
-            return mdb_to_errno(rc);
+            return br_rc_errno(rc);
         uint8_t kb[RKEY_LEN];
         rkey_store(kb, rkey);
         MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
         rc = mdb_get(c->rtxn, c->dbi_ranges, &k, &v);
         if (rc) {
             rtxn_reset(c);
-            return mdb_to_errno(rc);
+            return br_rc_errno(rc);
         }
         old = v.mv_data;
         old_len = v.mv_size;
@@ -544,7 +356,7 @@ int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix2
     }
 
     entry_view ev;
-    int rc = entry_parse(old, old_len, &ev);
+    int rc = br_rc_entry_parse(old, old_len, &ev);
     if (rc == 0 && br_range_validate(kind, ev.rs, ev.rs_len, NULL) < 0)
         rc = -EINVAL;
     uint8_t *nv = NULL;
@@ -560,435 +372,19 @@ int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix2
             lm = last_modified;
             ll = validator_len(last_modified);
         }
-        rc = entry_build(ev.rs, ev.rs_len, fetched_at, expires_at, et, el, lm, ll, &nv, &nlen);
+        rc = br_rc_entry_build(ev.rs, ev.rs_len, fetched_at, expires_at, et, el, lm, ll, &nv, &nlen);
     }
     if (from_txn)
         rtxn_reset(c);
     if (rc < 0)
         return rc;
-    rc = pend_put(c, rkey, nv, nlen);
+    rc = br_rc_pend_put(c, rkey, nv, nlen);
     if (rc < 0)
         return rc;
     return maybe_autoflush(c);
 }
 
-/* Apply every live pending write in txn. */
-static int apply_pending(br_range_cache *c, MDB_txn *txn)
-{
-    for (size_t i = 0; i < c->cap; i++) {
-        pend *p = &c->slots[i];
-        if (!p->val)
-            continue;
-        uint8_t kb[RKEY_LEN], ak[AGEKEY_LEN];
-        rkey_store(kb, p->rkey);
-        MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
-        int rc = mdb_get(txn, c->dbi_ranges, &k, &v);
-        if (rc == MDB_SUCCESS) {
-            entry_view old;
-            if (entry_parse(v.mv_data, v.mv_size, &old) == 0) {
-                agekey_store(ak, old.fetched_at, p->rkey);
-                MDB_val a = {.mv_size = AGEKEY_LEN, .mv_data = ak};
-                rc = mdb_del(txn, c->dbi_age, &a, NULL);
-                if (rc && rc != MDB_NOTFOUND)
-                    return rc;
-            }
-        } else if (rc != MDB_NOTFOUND) {
-            return rc;
-        }
-        v = (MDB_val){.mv_size = p->len, .mv_data = p->val};
-        rc = mdb_put(txn, c->dbi_ranges, &k, &v, 0);
-        if (rc)
-            return rc;
-        agekey_store(ak, (int64_t)br_load_le64(p->val + 8), p->rkey);
-        MDB_val a = {.mv_size = AGEKEY_LEN, .mv_data = ak}, empty = {.mv_size = 0, .mv_data = NULL};
-        rc = mdb_put(txn, c->dbi_age, &a, &empty, 0);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int write_pending(br_range_cache *c)
-{
-    MDB_txn *txn;
-    int rc = wtxn_begin(c, &txn);
-    if (rc)
-        return rc;
-    rc = apply_pending(c, txn);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    rc = mdb_txn_commit(txn);
-    if (rc == 0)
-        c->commits++;
-    return rc;
-}
-
-/* A tiny commit: advances the transaction id so that the pages freed by the
- * previous commit become reusable by the next one (LMDB keeps the pages freed
- * by transaction T until T + 2). */
-static int bump(br_range_cache *c)
-{
-    MDB_txn *txn;
-    int rc = wtxn_begin(c, &txn);
-    if (rc)
-        return rc;
-    MDB_val k = {.mv_size = 9, .mv_data = (void *)"evictions"}, v;
-    uint8_t n[8];
-    uint64_t count = 0;
-    if (mdb_get(txn, c->dbi_meta, &k, &v) == MDB_SUCCESS && v.mv_size == 8)
-        count = br_load_le64(v.mv_data);
-    br_store_le64(n, count + 1);
-    v = (MDB_val){.mv_size = 8, .mv_data = n};
-    rc = mdb_put(txn, c->dbi_meta, &k, &v, 0);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    rc = mdb_txn_commit(txn);
-    if (rc == 0)
-        c->commits++;
-    return rc;
-}
-
-/* Delete up to max_k of the oldest entries in one commit. *evicted counts
- * the age keys removed (entries, and orphans that had lost theirs); 0 only
- * when the cache is empty. */
-static int evict_txn(br_range_cache *c, size_t max_k, size_t *evicted)
-{
-    MDB_txn *txn;
-    MDB_cursor *cur = NULL;
-    size_t done = 0, keys = 0;
-    *evicted = 0;
-    int rc = wtxn_begin(c, &txn);
-    if (rc)
-        return rc;
-    rc = mdb_cursor_open(txn, c->dbi_age, &cur);
-    if (rc)
-        goto fail;
-    while (keys < max_k) {
-        MDB_val a, v;
-        rc = mdb_cursor_get(cur, &a, &v, MDB_FIRST);
-        if (rc == MDB_NOTFOUND)
-            break;
-        if (rc)
-            goto fail;
-        if (a.mv_size == AGEKEY_LEN) {
-            uint8_t ak[AGEKEY_LEN];
-            memcpy(ak, a.mv_data, AGEKEY_LEN);
-            MDB_val k = {.mv_size = RKEY_LEN, .mv_data = ak + 8};
-            rc = mdb_get(txn, c->dbi_ranges, &k, &v);
-            if (rc == MDB_SUCCESS) {
-                /* Delete the entry only if this age key is really its own
-                 * (an orphan age key must not kill a younger entry). */
-                entry_view ev;
-                uint8_t mine[AGEKEY_LEN];
-                bool own = entry_parse(v.mv_data, v.mv_size, &ev) < 0;
-                if (!own) {
-                    agekey_store(mine, ev.fetched_at, rkey_load(ak + 8));
-                    own = memcmp(mine, ak, AGEKEY_LEN) == 0;
-                }
-                if (own) {
-                    rc = mdb_del(txn, c->dbi_ranges, &k, NULL);
-                    if (rc)
-                        goto fail;
-                    done++;
-                }
-            } else if (rc != MDB_NOTFOUND) {
-                goto fail;
-            }
-        }
-        rc = mdb_cursor_del(cur, 0);
-        if (rc)
-            goto fail;
-        keys++;
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    if (keys == 0) {
-        /* No age keys at all: should not happen, but never get stuck on
-         * entries without one; take them in key order. */
-        rc = mdb_cursor_open(txn, c->dbi_ranges, &cur);
-        if (rc)
-            goto fail;
-        while (keys < max_k) {
-            MDB_val k, v;
-            rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-            if (rc == MDB_NOTFOUND)
-                break;
-            if (rc || (rc = mdb_cursor_del(cur, 0)))
-                goto fail;
-            done++;
-            keys++;
-        }
-        mdb_cursor_close(cur);
-        cur = NULL;
-    }
-    if (keys == 0) {
-        mdb_txn_abort(txn);
-        return 0;
-    }
-    rc = mdb_txn_commit(txn);
-    if (rc)
-        return rc;
-    c->commits++;
-    c->evicted += done;
-    *evicted = keys;
-    return 0;
-fail:
-    if (cur)
-        mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return rc;
-}
-
-static int set_mapsize(br_range_cache *c, uint64_t size)
-{
-    if (c->rtxn) {
-        mdb_txn_abort(c->rtxn);
-        c->rtxn = NULL;
-    }
-    return mdb_env_set_mapsize(c->env, (size_t)size);
-}
-
-/* One eviction commit of up to k entries, smaller if the map is too full
- * even for that; as a last resort with the map grown by the headroom for the
- * time of one single-entry eviction. */
-static int evict_some(br_range_cache *c, size_t k, size_t *evicted)
-{
-    int rc;
-    for (;;) {
-        rc = evict_txn(c, k, evicted);
-        if (rc != MDB_MAP_FULL)
-            break;
-        if (k > 1) {
-            k /= 2;
-            continue;
-        }
-        rc = set_mapsize(c, c->max_size + c->headroom);
-        if (rc == 0)
-            rc = evict_txn(c, 1, evicted);
-        if (rc == 0 && *evicted)
-            (void)bump(c); /* while the room is there */
-        int rc2 = set_mapsize(c, c->max_size);
-        return rc ? rc : rc2;
-    }
-    return rc;
-}
-
-typedef struct space {
-    uint64_t map_pages;   /* map size */
-    uint64_t avail_pages; /* pages the next write transaction can use */
-    uint64_t avail_later; /* ... and after two more commits */
-    uint64_t free_pages;  /* pages on the free list, reusable yet or not */
-    uint64_t last_pages;  /* high-water mark */
-    uint64_t entries;
-    uint64_t psize;
-} space;
-
-static int space_get(br_range_cache *c, space *sp)
-{
-    int rc = rtxn_renew(c);
-    if (rc)
-        return rc;
-    MDB_stat ms, es;
-    MDB_envinfo info;
-    MDB_cursor *cur = NULL;
-    uint64_t reusable = 0;
-    memset(sp, 0, sizeof(*sp));
-    if ((rc = mdb_stat(c->rtxn, c->dbi_ranges, &ms)) || (rc = mdb_env_stat(c->env, &es)) ||
-        (rc = mdb_env_info(c->env, &info)) || (rc = mdb_cursor_open(c->rtxn, 0 /* FREE_DBI */, &cur)))
-        goto out;
-    /* Free-list records are keyed by the id of the transaction that freed
-     * the pages; the next writer (id last + 1) may reuse those below last. */
-    MDB_val k, v;
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS) {
-        size_t n = 0, id = 0;
-        if (v.mv_size >= sizeof(n))
-            memcpy(&n, v.mv_data, sizeof(n));
-        if (k.mv_size == sizeof(id))
-            memcpy(&id, k.mv_data, sizeof(id));
-        sp->free_pages += n;
-        if (id < info.me_last_txnid)
-            reusable += n;
-    }
-    if (rc == MDB_NOTFOUND)
-        rc = 0;
-    sp->psize = es.ms_psize;
-    sp->entries = ms.ms_entries;
-    sp->map_pages = info.me_mapsize / es.ms_psize;
-    sp->last_pages = (uint64_t)info.me_last_pgno + 1;
-    sp->free_pages = BR_MIN(sp->free_pages, sp->last_pages);
-    sp->avail_pages = sp->map_pages > sp->last_pages ? sp->map_pages - sp->last_pages : 0;
-    sp->avail_later = sp->avail_pages + sp->free_pages;
-    sp->avail_pages += BR_MIN(reusable, sp->last_pages);
-out:
-    if (cur)
-        mdb_cursor_close(cur);
-    rtxn_reset(c);
-    return rc;
-}
-
-/* Pages kept free for an eviction to run in, at all times. */
-static uint64_t reserve_pages(const space *sp)
-{
-    return BR_MAX((uint64_t)32, sp->map_pages / 16);
-}
-
-/* A generous estimate of the pages one entry of len bytes dirties when
- * written: its own pages, a leaf and an age leaf copied, a share of branches. */
-static uint64_t entry_pages(uint64_t len, uint64_t psize)
-{
-    return (len + 64 + psize - 1) / psize + 2;
-}
-
-static uint64_t pending_pages(const br_range_cache *c, uint64_t psize)
-{
-    uint64_t n = 8;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->slots[i].val)
-            n += entry_pages(c->slots[i].len, psize);
-    return n;
-}
-
-/* Evict the oldest entries until the pending batch fits with the reserve to
- * spare: a tenth of the entries at least once eviction starts (so that it
- * does not run again at every flush), each commit small enough to fit in the
- * reserve. With force, evict one round even if the estimate says it fits (the
- * estimate was wrong: the commit hit the map limit). *progress is false when
- * there was nothing to evict. */
-static int ensure_room(br_range_cache *c, bool force, bool *progress)
-{
-    space sp;
-    int rc = space_get(c, &sp);
-    if (rc)
-        return rc;
-    uint64_t need = pending_pages(c, sp.psize), reserve = reserve_pages(&sp);
-    *progress = false;
-    if (!force && sp.avail_pages >= need + reserve)
-        return 0;
-    uint64_t target = BR_MAX((uint64_t)1, sp.entries / 10), done = 0;
-    size_t per_commit = (size_t)BR_MAX((uint64_t)4, reserve / 4);
-    for (;;) {
-        size_t ev;
-        rc = evict_some(c, (size_t)BR_MIN((uint64_t)per_commit, BR_MAX(target - BR_MIN(done, target), 1)), &ev);
-        if (rc)
-            return rc;
-        if (ev == 0)
-            break;
-        *progress = true;
-        done += ev;
-        rc = space_get(c, &sp);
-        if (rc)
-            return rc;
-        if (done >= target && sp.avail_later >= need + reserve)
-            break;
-    }
-    /* Pages freed by commit T are reusable from commit T + 2 on (LMDB keeps
-     * the previous snapshot whole): one tiny commit makes what the evictions
-     * freed available to the batch. With nothing evicted, two, for the pages
-     * freed by the last commits. */
-    (void)bump(c);
-    if (!*progress)
-        (void)bump(c);
-    return 0;
-}
-
-/* Drop pending entries that could never fit: more than half the map. */
-static int drop_oversized(br_range_cache *c)
-{
-    int result = 0;
-    for (size_t i = 0; i < c->cap; i++) {
-        pend *p = &c->slots[i];
-        if (p->val && entry_pages(p->len, c->psize) > c->max_size / c->psize / 2) {
-            c->pending_bytes -= p->len;
-            free(p->val);
-            p->val = NULL;
-            p->len = 0;
-            c->n_live--;
-            result = -EFBIG;
-        }
-    }
-    return result;
-}
-
-static void drop_largest_pending(br_range_cache *c)
-{
-    pend *big = NULL;
-    for (size_t i = 0; i < c->cap; i++)
-        if (c->slots[i].val && (!big || c->slots[i].len > big->len))
-            big = &c->slots[i];
-    if (!big)
-        return;
-    c->pending_bytes -= big->len;
-    free(big->val);
-    big->val = NULL;
-    big->len = 0;
-    c->n_live--;
-}
-
-int br_range_cache_flush(br_range_cache *c)
-{
-    if (!c)
-        return -EINVAL;
-    if (c->n_live == 0) {
-        pend_clear(c);
-        return 0;
-    }
-    int result = drop_oversized(c);
-    bool progress;
-    int rc = ensure_room(c, false, &progress);
-    if (rc)
-        goto fail_mdb;
-    int stuck = 0;
-    while (c->n_live > 0) {
-        rc = write_pending(c);
-        if (rc == MDB_SUCCESS)
-            break;
-        if (rc != MDB_MAP_FULL)
-            goto fail_mdb;
-        rc = ensure_room(c, true, &progress);
-        if (rc)
-            goto fail_mdb;
-        if (progress) {
-            stuck = 0;
-            continue;
-        }
-        if (++stuck < 2)
-            continue;
-        /* Nothing left to evict and the batch still does not fit. */
-        drop_largest_pending(c);
-        result = -EFBIG;
-        stuck = 0;
-    }
-    pend_clear(c);
-    return result;
-fail_mdb:
-    pend_clear(c);
-    return mdb_to_errno(rc);
-}
-
-/* ---- stats and walk --------------------------------------------------------------- */
-
-int br_range_cache_stats(br_range_cache *c, br_range_cache_usage *st)
-{
-    if (!c || !st)
-        return -EINVAL;
-    memset(st, 0, sizeof(*st));
-    st->pending = c->n_live;
-    st->evicted = c->evicted;
-    st->commits = c->commits;
-    space sp;
-    int rc = space_get(c, &sp);
-    if (rc)
-        return mdb_to_errno(rc);
-    st->entries = sp.entries;
-    st->file_bytes = sp.last_pages * sp.psize;
-    st->used_bytes = (sp.last_pages - sp.free_pages) * sp.psize;
-    st->max_bytes = sp.map_pages * sp.psize;
-    return 0;
-}
+/* ---- walk --------------------------------------------------------------------- */
 
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx)
 {
@@ -998,11 +394,11 @@ int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *
     MDB_cursor *cur;
     int rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);
     if (rc)
-        return mdb_to_errno(rc);
+        return br_rc_errno(rc);
     rc = mdb_cursor_open(txn, c->dbi_ranges, &cur);
     if (rc) {
         mdb_txn_abort(txn);
-        return mdb_to_errno(rc);
+        return br_rc_errno(rc);
     }
     MDB_val k, v;
     int ret = 0;
@@ -1011,7 +407,7 @@ int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *
             continue;
         uint32_t rkey = rkey_load(k.mv_data);
         entry_view ev;
-        if (entry_parse(v.mv_data, v.mv_size, &ev) < 0)
+        if (br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0)
             ret = cb(ctx, (br_range_kind)(rkey >> 24), rkey & 0xFFFFF, 0, 0, NULL, 0);
         else
             ret = cb(ctx, (br_range_kind)(rkey >> 24), rkey & 0xFFFFF, ev.fetched_at, ev.expires_at, ev.rs,
@@ -1023,5 +419,5 @@ int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *
         rc = 0;
     mdb_cursor_close(cur);
     mdb_txn_abort(txn);
-    return ret ? ret : mdb_to_errno(rc);
+    return ret ? ret : br_rc_errno(rc);
 }

@@ -17,6 +17,10 @@ typedef struct ctl_globals {
 
 /* Each command gets argv with argv[0] = its own name. */
 int cmd_filter(const ctl_globals *g, int argc, char **argv);
+/* url-canon, url-expressions (argv[0] says which): offline, no daemon. */
+int cmd_url(const ctl_globals *g, int argc, char **argv);
+/* password, sha1, url, ping, stats, reload (argv[0] says which). */
+int cmd_check(const ctl_globals *g, int argc, char **argv);
 
 /* Print "breachctl: " + message to stderr. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

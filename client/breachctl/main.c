@@ -15,6 +15,14 @@ static const struct {
     int (*fn)(const ctl_globals *g, int argc, char **argv);
 } commands[] = {
     {"filter", cmd_filter},
+    {"url-canon", cmd_url},
+    {"url-expressions", cmd_url},
+    {"password", cmd_check},
+    {"sha1", cmd_check},
+    {"url", cmd_check},
+    {"ping", cmd_check},
+    {"stats", cmd_check},
+    {"reload", cmd_check},
 };
 
 void ctl_err(const char *fmt, ...)
@@ -33,6 +41,12 @@ static void usage(FILE *out)
             "Usage: breachctl [--socket PATH] COMMAND [ARGS...]\n"
             "\n"
             "Commands:\n"
+            "  password [--quiet] [--json]     check passwords: typed (no echo) on a terminal,\n"
+            "                                  else one per line on stdin\n"
+            "  sha1 HEX40...                   check SHA-1 hashes of passwords\n"
+            "  url URL...                      check URLs against the blocklists\n"
+            "  ping | stats | reload           daemon status and administration\n"
+            "                                  (checks take --quiet, --json, --timeout MS)\n"
             "  filter build  --kind password-sha1 --output FILE --input PATH...\n"
             "                [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
             "                [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
@@ -40,6 +54,11 @@ static void usage(FILE *out)
             "  filter info   FILE\n"
             "  filter verify FILE\n"
             "  filter query  FILE [KEY...]     KEY: 40-hex SHA-1; none: read stdin\n"
+            "  url-canon [URL...]              print the canonical URL of each, one per line\n"
+            "  url-expressions [--hash] [URL...]\n"
+            "                                  print the lookup expressions of each URL, one\n"
+            "                                  per line; groups separated by an empty line\n"
+            "                                  (url-*: no URL given: read stdin, one per line)\n"
             "\n"
             "Options:\n"
             "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl password | sha1 | url | ping | stats | reload: the daemon's
+ * checks from the command line and from hooks. Passwords are hashed here
+ * (SHA-1) and never echoed, printed or sent. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "breachctl.h"
+#include "client.h"
+#include "hash.h"
+#include "util.h"
+
+#define CHUNK 256 /* requests per pipelined batch */
+
+typedef struct check_opts {
+    bool quiet;
+    bool json;
+    int timeout_ms;
+} check_opts;
+
+/* The DESIGN rule for several inputs: the first that applies of 2, 1, 3, 0. */
+typedef struct status_acc {
+    bool error, hit, unknown;
+} status_acc;
+
+static int status_of(const status_acc *s)
+{
+    return s->error ? EXIT_ERROR : s->hit ? EXIT_PWNED : s->unknown ? EXIT_UNKNOWN : EXIT_CLEAN;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* Print one answer (input number idx, 1-based) and fold it into the status. */
+static void report(const check_opts *o, size_t idx, const br_answer *a, status_acc *st)
+{
+    switch (a->kind) {
+    case BR_ANSWER_PWNED:
+    case BR_ANSWER_BLOCKED:
+        st->hit = true;
+        break;
+    case BR_ANSWER_UNKNOWN:
+        st->unknown = true;
+        break;
+    case BR_ANSWER_CLEAN:
+    case BR_ANSWER_SAFE:
+        break;
+    default:
+        st->error = true;
+        break;
+    }
+    if (o->quiet)
+        return;
+    if (o->json) {
+        printf("{\"input\":%zu,\"status\":\"%s\"", idx, br_answer_kind_name(a->kind));
+        if (a->kind == BR_ANSWER_PWNED)
+            printf(",\"count\":%" PRIu64, a->count);
+        if (a->kind == BR_ANSWER_BLOCKED) {
+            printf(",\"category\":");
+            json_string(stdout, a->category);
+            printf(",\"expression\":");
+            json_string(stdout, a->detail);
+        }
+        if (a->kind == BR_ANSWER_UNKNOWN || a->kind == BR_ANSWER_ERROR) {
+            printf(",\"reason\":");
+            json_string(stdout, a->detail);
+        }
+        printf("}\n");
+        return;
+    }
+    switch (a->kind) {
+    case BR_ANSWER_PWNED:
+        printf("PWNED %" PRIu64 "\n", a->count);
+        break;
+    case BR_ANSWER_BLOCKED:
+        printf("BLOCKED %s %s\n", a->category, a->detail);
+        break;
+    case BR_ANSWER_CLEAN:
+    case BR_ANSWER_SAFE:
+        printf("%s\n", br_answer_kind_name(a->kind));
+        break;
+    default:
+        printf("%s %s\n", br_answer_kind_name(a->kind), a->detail);
+        break;
+    }
+}
+
+static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client **c)
+{
+    br_error err = {{0}};
+    int r = br_client_connect(g->socket_path, o->timeout_ms, c, &err);
+    if (r < 0) {
+        ctl_err("%s", err.text);
+        return EXIT_ERROR;
+    }
+    return 0;
+}
+
+/* Send a chunk, print its answers in input order. false: the connection failed. */
+static bool run_chunk(br_client *c, br_client_request *reqs, size_t n, size_t first,
+                      const check_opts *o, status_acc *st)
+{
+    br_error err = {{0}};
+    int r = br_client_batch(c, reqs, n, CHUNK, &err);
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i].answer.kind == BR_ANSWER_NONE) {
+            reqs[i].answer.kind = BR_ANSWER_ERROR;
+            snprintf(reqs[i].answer.detail, sizeof(reqs[i].answer.detail), "%s", err.text);
+        }
+        report(o, first + i, &reqs[i].answer, st);
+    }
+    if (r < 0)
+        ctl_err("%s", err.text);
+    fflush(stdout);
+    return r >= 0;
+}
+
+/* ---- password ---- */
+
+static ssize_t read_password_tty(char *buf, size_t size)
+{
+    FILE *tty = fopen("/dev/tty", "r+");
+    if (!tty)
+        return -errno;
+    struct termios old, noecho;
+    int fd = fileno(tty);
+    bool restore = tcgetattr(fd, &old) == 0;
+    if (restore) {
+        noecho = old;
+        noecho.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(fd, TCSAFLUSH, &noecho);
+    }
+    fputs("Password: ", tty);
+    fflush(tty);
+    ssize_t len = -EIO;
+    if (fgets(buf, (int)size, tty)) {
+        len = (ssize_t)strcspn(buf, "\r\n");
+        buf[len] = '\0';
+    }
+    if (restore)
+        tcsetattr(fd, TCSAFLUSH, &old);
+    fputc('\n', tty);
+    fclose(tty);
+    return len;
+}
+
+static int check_passwords_stdin(br_client *c, const check_opts *o, status_acc *st)
+{
+    uint8_t(*hashes)[BR_SHA1_LEN] = calloc(CHUNK, BR_SHA1_LEN);
+    br_client_request *reqs = calloc(CHUNK, sizeof(*reqs));
+    char *line = NULL;
+    size_t cap = 0, n = 0, done = 0;
+    ssize_t len;
+    bool ok = hashes && reqs;
+    while (ok && (len = getline(&line, &cap, stdin)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n')
+            len--;
+        if (len > 0 && line[len - 1] == '\r')
+            len--;
+        br_client_hash_password(line, (size_t)len, hashes[n]);
+        OPENSSL_cleanse(line, cap);
+        reqs[n] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[n], .arg_len = BR_SHA1_LEN};
+        if (++n == CHUNK) {
+            ok = run_chunk(c, reqs, n, done + 1, o, st);
+            done += n;
+            n = 0;
+        }
+    }
+    if (ok && n)
+        ok = run_chunk(c, reqs, n, done + 1, o, st);
+    if (line) {
+        OPENSSL_cleanse(line, cap);
+        free(line);
+    }
+    if (hashes)
+        OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
+    free(hashes);
+    free(reqs);
+    if (!ok)
+        st->error = true;
+    return status_of(st);
+}
+
+/* ---- commands ---- */
+
+static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **g, ctl_globals *own)
+{
+    static const struct option opts[] = {
+        {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, 't'},
+        {"socket", required_argument, NULL, 's'},
+        {0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "+qj", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 't': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 3600000) {
+                ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", argv[0], optarg);
+                return -1;
+            }
+            o->timeout_ms = (int)v;
+            break;
+        }
+        case 's':
+            *own = **g;
+            own->socket_path = optarg;
+            *g = own;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return optind;
+}
+
+int cmd_check(const ctl_globals *g0, int argc, char **argv)
+{
+    check_opts o = {.timeout_ms = 10000};
+    const ctl_globals *g = g0;
+    ctl_globals own;
+    const char *cmd = argv[0];
+    int first = parse_opts(argc, argv, &o, &g, &own);
+    if (first < 0)
+        return EXIT_ERROR;
+    int nargs = argc - first;
+    char **args = argv + first;
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    status_acc st = {0};
+
+    if (strcmp(cmd, "password") == 0) {
+        if (nargs) {
+            ctl_err("password: takes no arguments (a password on the command line would be "
+                    "visible to every user); type it, or pipe one per line");
+            return EXIT_ERROR;
+        }
+        if (connect_or_fail(g, &o, &c))
+            return EXIT_ERROR;
+        if (!isatty(STDIN_FILENO))
+            return check_passwords_stdin(c, &o, &st);
+        char pw[1024];
+        ssize_t len = read_password_tty(pw, sizeof(pw));
+        if (len < 0) {
+            ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
+            return EXIT_ERROR;
+        }
+        br_answer a;
+        br_error err = {{0}};
+        int r = br_client_check_password(c, pw, (size_t)len, &a, &err);
+        OPENSSL_cleanse(pw, sizeof(pw));
+        if (r < 0) {
+            ctl_err("%s", err.text);
+            return EXIT_ERROR;
+        }
+        report(&o, 1, &a, &st);
+        return status_of(&st);
+    }
+
+    if (strcmp(cmd, "sha1") == 0 || strcmp(cmd, "url") == 0) {
+        bool is_url = cmd[0] == 'u';
+        if (!nargs) {
+            ctl_err("%s: expected at least one %s", cmd, is_url ? "URL" : "40-hex SHA-1");
+            return EXIT_ERROR;
+        }
+        if (connect_or_fail(g, &o, &c))
+            return EXIT_ERROR;
+        br_client_request *reqs = calloc((size_t)nargs, sizeof(*reqs));
+        uint8_t(*hashes)[BR_SHA1_LEN] = calloc((size_t)nargs, BR_SHA1_LEN);
+        if (!reqs || !hashes) {
+            free(reqs);
+            free(hashes);
+            return EXIT_ERROR;
+        }
+        for (int i = 0; i < nargs; i++) {
+            if (is_url) {
+                reqs[i] = (br_client_request){.kind = BR_REQ_URL, .arg = args[i],
+                                              .arg_len = strlen(args[i])};
+            } else if (strlen(args[i]) == 2 * BR_SHA1_LEN &&
+                       br_hex_decode(args[i], BR_SHA1_LEN, hashes[i])) {
+                reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],
+                                              .arg_len = BR_SHA1_LEN};
+            } else {
+                /* Sent as is; the daemon answers ERR bad-request for it. */
+                reqs[i] = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
+            }
+        }
+        bool ok = true;
+        for (int i = 0; ok && i < nargs; i += CHUNK)
+            ok = run_chunk(c, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, &o, &st);
+        free(reqs);
+        free(hashes);
+        if (!ok)
+            st.error = true;
+        return status_of(&st);
+    }
+
+    /* ping | stats | reload */
+    if (nargs) {
+        ctl_err("%s: takes no arguments", cmd);
+        return EXIT_ERROR;
+    }
+    if (connect_or_fail(g, &o, &c))
+        return EXIT_ERROR;
+    char verb[16];
+    snprintf(verb, sizeof(verb), "%s", cmd);
+    for (char *p = verb; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    br_answer a;
+    br_error err = {{0}};
+    if (strcmp(cmd, "reload") == 0)
+        br_client_set_timeout(c, BR_MAX(o.timeout_ms, 120000)); /* verifying a big filter takes time */
+    if (br_client_command(c, verb, &a, &err) < 0) {
+        ctl_err("%s", err.text);
+        return EXIT_ERROR;
+    }
+    if (a.kind == BR_ANSWER_ERROR) {
+        ctl_err("%s: %s", cmd, a.detail);
+        return EXIT_ERROR;
+    }
+    if (o.quiet)
+        return 0;
+    if (strcmp(cmd, "stats") == 0) {
+        const char *kv = a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0);
+        if (o.json) {
+            /* key=value pairs as one JSON object; values are numbers or words. */
+            printf("{");
+            bool firstkv = true;
+            for (const char *p = kv; *p;) {
+                size_t n = strcspn(p, " ");
+                const char *eq = memchr(p, '=', n);
+                if (eq) {
+                    bool num = strspn(eq + 1, "0123456789") == (size_t)(p + n - eq - 1);
+                    printf("%s\"%.*s\":%s%.*s%s", firstkv ? "" : ",", (int)(eq - p), p,
+                           num ? "" : "\"", (int)(p + n - eq - 1), eq + 1, num ? "" : "\"");
+                    firstkv = false;
+                }
+                p += n;
+                while (*p == ' ')
+                    p++;
+            }
+            printf("}\n");
+        } else {
+            for (const char *p = kv; *p;) {
+                size_t n = strcspn(p, " ");
+                printf("%.*s\n", (int)n, p);
+                p += n;
+                while (*p == ' ')
+                    p++;
+            }
+        }
+    } else if (o.json) {
+        printf("{\"status\":");
+        json_string(stdout, a.detail);
+        printf("}\n");
+    } else {
+        printf("%s\n", a.detail);
+    }
+    return 0;
+}

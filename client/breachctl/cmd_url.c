@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl url-canon | url-expressions: offline URL canonicalization v1 and
+ * the Safe Browsing lookup expressions, for feed authors and debugging.
+ *
+ * url-canon prints one canonical URL per input line. url-expressions prints
+ * each input's expressions one per line, most specific first; with several
+ * inputs the groups are separated by one empty line, and a refused input has
+ * an empty group, so that group N always belongs to input N. A refused input
+ * is reported on stderr as "breachctl: COMMAND: URL N: reason" (never the
+ * URL itself: it may be secret-class) and makes the exit status 2. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "breachctl.h"
+#include "hash.h"
+#include "url.h"
+
+typedef struct url_opts {
+    const char *cmd;
+    bool expressions;
+    bool hash;
+    size_t done; /* inputs handled so far, for the group separator */
+} url_opts;
+
+static void url_usage(FILE *out, const char *cmd)
+{
+    if (strcmp(cmd, "url-canon") == 0)
+        fprintf(out, "Usage: breachctl url-canon [URL...]\n"
+                     "Print the canonical form (URL canonicalization v1) of each URL, one per\n"
+                     "line; without arguments, read URLs from stdin, one per line.\n");
+    else
+        fprintf(out, "Usage: breachctl url-expressions [--hash] [URL...]\n"
+                     "Print the lookup expressions of each URL, one per line, most specific\n"
+                     "first; groups of several URLs are separated by an empty line (a refused\n"
+                     "URL has an empty group). --hash prefixes each expression with its SHA-256\n"
+                     "(64 uppercase hex digits) and a space. Without arguments, read URLs from\n"
+                     "stdin, one per line.\n");
+}
+
+/* Handle input number idx; false when it was refused. */
+static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
+{
+    if (o->expressions && o->done++ > 0)
+        putchar('\n');
+    br_error err = {{0}};
+    char *canon = NULL;
+    int r = br_url_canonicalize(url, len, &canon, &err);
+    if (r < 0) {
+        ctl_err("%s: URL %zu: %s", o->cmd, idx, err.text[0] ? err.text : "refused");
+        return false;
+    }
+    if (!o->expressions) {
+        puts(canon);
+        free(canon);
+        return true;
+    }
+    br_url_exprs ex = {0};
+    r = br_url_expressions(canon, &ex, &err);
+    free(canon);
+    if (r < 0) {
+        ctl_err("%s: URL %zu: %s", o->cmd, idx, err.text[0] ? err.text : "refused");
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < ex.n; i++) {
+        if (o->hash) {
+            uint8_t h[BR_SHA256_LEN];
+            char hex[2 * BR_SHA256_LEN + 1];
+            if (br_url_expr_hash(ex.expr[i], h) < 0) {
+                ctl_err("%s: URL %zu: SHA-256 failed", o->cmd, idx);
+                ok = false;
+                break;
+            }
+            br_hex_encode_upper(h, sizeof(h), hex);
+            printf("%s %s\n", hex, ex.expr[i]);
+        } else {
+            puts(ex.expr[i]);
+        }
+    }
+    br_url_exprs_clear(&ex);
+    return ok;
+}
+
+int cmd_url(const ctl_globals *g, int argc, char **argv)
+{
+    (void)g;
+    url_opts o = {.cmd = argv[0], .expressions = strcmp(argv[0], "url-expressions") == 0};
+    static const struct option opts[] = {
+        {"hash", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H':
+            if (!o.expressions) {
+                url_usage(stderr, o.cmd);
+                return EXIT_ERROR;
+            }
+            o.hash = true;
+            break;
+        case 'h':
+            url_usage(stdout, o.cmd);
+            return EXIT_CLEAN;
+        default:
+            url_usage(stderr, o.cmd);
+            return EXIT_ERROR;
+        }
+    }
+    bool failed = false;
+    if (optind < argc) {
+        for (int i = optind; i < argc; i++)
+            if (!one_url(&o, (size_t)(i - optind + 1), argv[i], strlen(argv[i])))
+                failed = true;
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        size_t idx = 0;
+        while ((n = getline(&line, &cap, stdin)) >= 0) {
+            idx++;
+            size_t len = (size_t)n;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                len--;
+            if (!one_url(&o, idx, line, len))
+                failed = true;
+        }
+        free(line);
+        if (ferror(stdin)) {
+            ctl_err("%s: reading stdin failed", o.cmd);
+            failed = true;
+        }
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        ctl_err("%s: writing stdout failed", o.cmd);
+        return EXIT_ERROR;
+    }
+    return failed ? EXIT_ERROR : EXIT_CLEAN;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* The blocking client of breachd's socket protocol, shared by breachctl, the
+ * PAM module and the Squid helper. Every call has a deadline (poll), requests
+ * can be pipelined in a batch, and answers are matched by id (they may come
+ * out of order). Passwords are hashed here with SHA-1 and every copy is wiped
+ * (OPENSSL_cleanse); the library never writes a password anywhere. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "hash.h"
+#include "util.h"
+
+typedef enum br_answer_kind {
+    BR_ANSWER_NONE = 0, /* not answered (yet) */
+    BR_ANSWER_CLEAN,    /* PW: not in the corpus */
+    BR_ANSWER_PWNED,    /* PW: in the corpus, count set */
+    BR_ANSWER_SAFE,     /* URL: not blocked */
+    BR_ANSWER_BLOCKED,  /* URL: blocked, category and detail (the expression) set */
+    BR_ANSWER_UNKNOWN,  /* a maybe that could not be resolved; detail = reason */
+    BR_ANSWER_ERROR,    /* ERR from the daemon; detail = "code text" */
+    BR_ANSWER_OTHER,    /* PONG, VERSION, STATS, RELOADED: detail = the rest of the line */
+} br_answer_kind;
+
+typedef struct br_answer {
+    br_answer_kind kind;
+    uint64_t count;
+    char category[33];
+    char detail[8192];
+} br_answer;
+
+typedef enum br_request_kind {
+    BR_REQ_SHA1,  /* arg: 20 raw bytes */
+    BR_REQ_URL,   /* arg: the URL text */
+    BR_REQ_RAW,   /* arg: a verb with its argument, e.g. "PING", "STATS" */
+} br_request_kind;
+
+typedef struct br_client_request {
+    br_request_kind kind;
+    const void *arg;
+    size_t arg_len;
+    br_answer answer; /* filled by br_client_batch */
+} br_client_request;
+
+typedef struct br_client br_client;
+
+/* Connect to the Unix socket at path within timeout_ms. On failure err names
+ * the socket and the errno. */
+int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err);
+void br_client_free(br_client *c);
+BR_DEFINE_FREEP(br_client, br_client_free)
+
+/* Deadline of each following call, in ms (default: the connect timeout). */
+void br_client_set_timeout(br_client *c, int timeout_ms);
+
+/* Send n requests pipelined (at most window in flight) and wait for every
+ * answer. 0, or -ETIMEDOUT / -EPIPE / -ECONNRESET / -EPROTO with err set;
+ * answers received before a failure are kept. */
+int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t window, br_error *err);
+
+/* One request each. */
+int br_client_check_password(br_client *c, const void *password, size_t len, br_answer *a,
+                             br_error *err);
+int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answer *a, br_error *err);
+int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err);
+int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
+
+/* Hash a password into sha1 and wipe nothing else: a helper for batches. */
+int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);
+
+const char *br_answer_kind_name(br_answer_kind k);

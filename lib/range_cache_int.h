@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal to the range cache (design and layouts in range_cache.h): what its
+ * files share. range_cache.c has the API (open, lookup, put, touch, walk) and
+ * the transactions; range_cache_value.c the entry encoding and the pending
+ * table; range_cache_evict.c the flush, eviction and space accounting. These
+ * files are the only ones that include this header, and so lmdb.h. */
+#pragma once
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "range.h"
+#include "range_cache.h"
+#include "util.h"
+
+#define RKEY_LEN 4
+#define AGEKEY_LEN (8 + RKEY_LEN)
+
+/* A pending write: the complete encoded entry. rkey 0 is an empty slot (kinds
+ * start at 1); val NULL with rkey set is a dropped write. */
+typedef struct pend {
+    uint32_t rkey; /* kind << 24 | prefix20 */
+    uint8_t *val;
+    size_t len;
+} pend;
+
+struct br_range_cache {
+    MDB_env *env;
+    MDB_dbi dbi_ranges, dbi_age, dbi_meta;
+    MDB_txn *rtxn; /* read txn, reset between uses; NULL while the map is resized */
+    uint64_t max_size;
+    uint64_t headroom;
+    uint64_t psize;
+    pend *slots;
+    size_t cap, n_slots, n_live;
+    uint64_t pending_bytes, pending_bytes_max;
+    uint64_t evicted, commits;
+};
+
+/* ---- errors and transactions (range_cache.c) ------------------------------ */
+
+/* An LMDB return code as 0 or a negative errno. */
+int br_rc_errno(int rc);
+/* Renew (or begin) c->rtxn, adopting a map grown by another process. */
+int br_rc_rtxn_renew(br_range_cache *c);
+/* Begin a write transaction, adopting a map grown by another process. */
+int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn);
+
+static inline void rtxn_reset(br_range_cache *c)
+{
+    if (c->rtxn)
+        mdb_txn_reset(c->rtxn);
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static inline uint32_t rkey_of(br_range_kind kind, uint32_t prefix20)
+{
+    return ((uint32_t)kind << 24) | (prefix20 & 0xFFFFF);
+}
+
+static inline void rkey_store(uint8_t out[RKEY_LEN], uint32_t rkey)
+{
+    out[0] = (uint8_t)(rkey >> 24);
+    out[1] = (uint8_t)(rkey >> 16);
+    out[2] = (uint8_t)(rkey >> 8);
+    out[3] = (uint8_t)rkey;
+}
+
+static inline uint32_t rkey_load(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, uint32_t rkey)
+{
+    uint64_t t = (uint64_t)fetched_at ^ (UINT64_C(1) << 63);
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(t >> (56 - 8 * i));
+    rkey_store(out + 8, rkey);
+}
+
+/* ---- entries and the pending table (range_cache_value.c) ------------------- */
+
+typedef struct entry_view {
+    int64_t fetched_at, expires_at;
+    const uint8_t *etag, *lm;
+    size_t etag_len, lm_len;
+    const uint8_t *rs;
+    size_t rs_len;
+} entry_view;
+
+/* 0, or -EINVAL when v is not a version 1 entry. */
+int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev);
+/* A malloc'ed entry in *out; 0 or -ENOMEM. */
+int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int64_t expires_at,
+                      const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
+                      size_t *out_len);
+
+pend *br_rc_pend_find(br_range_cache *c, uint32_t rkey);
+void br_rc_pend_clear(br_range_cache *c);
+/* Take ownership of val (freed on failure too). */
+int br_rc_pend_put(br_range_cache *c, uint32_t rkey, uint8_t *val, size_t len);
