@@ -61,17 +61,15 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
     return EVP_Digest(buf, len, out, NULL, EVP_sha256(), NULL) == 1 ? 0 : -EIO;
 }
 
-bool br_hex_decode(const char *hex, size_t len, uint8_t *out)
-{
-    for (size_t i = 0; i < len; i++) {
-        int hi = br_hexval((unsigned char)hex[2 * i]);
-        int lo = br_hexval((unsigned char)hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return true;
-}
+#define HX(c)                                                                                      \
+    ((c) >= '0' && (c) <= '9'   ? (c) - '0'                                                        \
+     : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                                                   \
+     : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10                                                   \
+                                : 0xF0)
+#define HX4(c) HX(c), HX((c) + 1), HX((c) + 2), HX((c) + 3)
+#define HX16(c) HX4(c), HX4((c) + 4), HX4((c) + 8), HX4((c) + 12)
+#define HX64(c) HX16(c), HX16((c) + 16), HX16((c) + 32), HX16((c) + 48)
+const uint8_t br_hex_table[256] = {HX64(0), HX64(64), HX64(128), HX64(192)};
 
 void br_hex_encode_upper(const uint8_t *in, size_t len, char *out)
 {

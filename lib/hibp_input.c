@@ -32,30 +32,6 @@
 
 enum { MODE_UNKNOWN, MODE_COUNTED, MODE_PLAIN };
 
-/* 0..15 for a hex digit, 0xF0 for any other byte: OR-ing the values of a run of
- * bytes is >= 16 exactly when one of them is not a hex digit. */
-#define HX(c)                                                                                      \
-    ((c) >= '0' && (c) <= '9'   ? (c) - '0'                                                        \
-     : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                                                   \
-     : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10                                                   \
-                                : 0xF0)
-#define HX4(c) HX(c), HX((c) + 1), HX((c) + 2), HX((c) + 3)
-#define HX16(c) HX4(c), HX4((c) + 4), HX4((c) + 8), HX4((c) + 12)
-#define HX64(c) HX16(c), HX16((c) + 16), HX16((c) + 32), HX16((c) + 48)
-static const uint8_t hex_tab[256] = {HX64(0), HX64(64), HX64(128), HX64(192)};
-
-/* Decode 2*n hex digits into n bytes; false when one of them is not hex. */
-static inline bool hex_decode_fast(const uint8_t *s, size_t n, uint8_t *out)
-{
-    unsigned bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned hi = hex_tab[s[2 * i]], lo = hex_tab[s[2 * i + 1]];
-        bad |= hi | lo;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return bad < 16;
-}
-
 typedef struct reader {
     const br_input_opts *opts;
     br_key_cb cb;
@@ -166,9 +142,9 @@ static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t ke
 static inline bool decode_key(file_ctx *f, const uint8_t *p, uint8_t key[BR_SHA1_LEN])
 {
     if (!f->prefix_file)
-        return hex_decode_fast(p, BR_SHA1_LEN, key);
+        return br_hex_decode((const char *)p, BR_SHA1_LEN, key);
     memcpy(f->hex + PREFIX_HEX, p, SUFFIX_HEX);
-    return hex_decode_fast(f->hex, BR_SHA1_LEN, key);
+    return br_hex_decode((const char *)f->hex, BR_SHA1_LEN, key);
 }
 
 /* The complete parser of a non-blank hash line: accepts it or names the fault. */
@@ -181,7 +157,7 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
         return line_error(r, f, "the file starts with a UTF-8 byte order mark");
 
     size_t n = 0;
-    while (n < len && hex_tab[p[n]] < 16)
+    while (n < len && br_hex_table[p[n]] < 16)
         n++;
     bool counted;
     if (n == len)

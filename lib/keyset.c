@@ -222,6 +222,27 @@ int br_keyset_finish(br_keyset *ks, unsigned shard_bits, br_error *err)
     return partition_memory(ks);
 }
 
+uint64_t br_keyset_max_shard_keys(const br_keyset *ks)
+{
+    uint64_t shards = UINT64_C(1) << ks->shard_bits, max = 0;
+    for (uint64_t i = 0; i < shards; i++) {
+        uint64_t n;
+        if (!ks->spill_dir) {
+            n = ks->shard_start[i + 1] - ks->shard_start[i];
+        } else if (ks->shard_bits <= SPILL_BITS) {
+            unsigned per = 1u << (SPILL_BITS - ks->shard_bits);
+            n = 0;
+            for (unsigned b = (unsigned)i * per; b < (unsigned)(i + 1) * per; b++)
+                n += ks->spill_len[b];
+        } else {
+            /* A bucket holds several shards: assume the worst, the whole bucket. */
+            n = ks->spill_len[i >> (ks->shard_bits - SPILL_BITS)];
+        }
+        max = BR_MAX(max, n);
+    }
+    return max;
+}
+
 /* Append the keys of bucket b that belong to shard (all of them when keep_all). */
 static int read_bucket(br_keyset *ks, unsigned b, uint32_t shard, bool keep_all, uint64_t *dst,
                        size_t *n, br_error *err)

@@ -29,6 +29,10 @@ bool br_keyset_spilled(const br_keyset *ks);
 /* No more adds; prepare to hand out shards keyed by the top shard_bits bits. */
 int br_keyset_finish(br_keyset *ks, unsigned shard_bits, br_error *err);
 
+/* After finish: the most keys one shard can hold (duplicates included; for
+ * spilled keys an estimate from the bucket sizes). Sizes build memory. */
+uint64_t br_keyset_max_shard_keys(const br_keyset *ks);
+
 /* The keys of one shard, sorted and deduplicated, in a malloc'd array that the
  * caller frees. Safe to call from several threads for different shards. */
 int br_keyset_shard(br_keyset *ks, uint32_t shard, uint64_t **keys, size_t *n, br_error *err);

@@ -186,6 +186,12 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     };
     unsigned threads = o->threads ? o->threads : online_cpus();
     threads = BR_MIN(threads, c.shards);
+    /* Memory, not cores, is what bounds a big build: cap the threads so that
+     * the shards they hold at once fit the budget (the output is the same
+     * whatever the thread count). */
+    uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
+    uint64_t per_thread = BR_PWFILTER_BYTES_PER_KEY * BR_MAX(br_keyset_max_shard_keys(ks), 1);
+    threads = (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
     c.window = threads;
     c.res = calloc(c.shards, sizeof(*c.res));
     _cleanup_free_ uint64_t *offsets = calloc(c.shards, sizeof(uint64_t));

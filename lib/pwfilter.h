@@ -20,6 +20,13 @@
 /* Shards hold at most this many keys on average (the last bit of sizing). */
 #define BR_PWFILTER_SHARD_TARGET (UINT64_C(1) << 22)
 
+/* Default memory budget of a build: each thread holds one shard (its keys
+ * and the construction's working arrays), so threads are capped by it. */
+#define BR_PWFILTER_MEM_BUDGET (UINT64_C(384) << 20)
+/* Bytes a thread holds per key of its shard (measured: key copy 8, build
+ * arrays ~22, fingerprints ~2.3, rounded up). */
+#define BR_PWFILTER_BYTES_PER_KEY 34
+
 typedef void (*br_shard_progress_cb)(void *ctx, uint32_t shards_done, uint32_t shards_total);
 
 typedef struct br_pwfilter_build_opts {
@@ -33,6 +40,7 @@ typedef struct br_pwfilter_build_opts {
     br_shard_progress_cb progress;
     void *progress_ctx;
     uint64_t shard_target; /* 0: BR_PWFILTER_SHARD_TARGET; tests set it low to get many shards */
+    uint64_t mem_budget;   /* bytes the build threads may hold together; 0: BR_PWFILTER_MEM_BUDGET */
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {

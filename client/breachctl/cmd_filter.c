@@ -88,7 +88,7 @@ static void build_usage(void)
     fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
                     "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
                     "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N]\n");
+                    "       [--shard-keys N] [--memory SIZE]\n");
 }
 
 static int filter_build(int argc, char **argv)
@@ -106,6 +106,7 @@ static int filter_build(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"tmpdir", required_argument, NULL, 'T'},
         {"shard-keys", required_argument, NULL, 'K'},
+        {"memory", required_argument, NULL, 'M'},
         {"socket", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -178,6 +179,21 @@ static int filter_build(int argc, char **argv)
         case 'T':
             tmpdir = optarg;
             break;
+        case 'M': {
+            /* SIZE with an optional K, M or G suffix (powers of 1024). */
+            char *end;
+            errno = 0;
+            unsigned long long m = strtoull(optarg, &end, 10);
+            unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+            if (shift)
+                end++;
+            if (errno || *end || optarg[0] == '-' || m == 0 || m > (UINT64_MAX >> 30)) {
+                ctl_err("filter build: --memory '%s': a size such as 384M or 2G", optarg);
+                return EXIT_ERROR;
+            }
+            b_opts.mem_budget = (uint64_t)m << shift;
+            break;
+        }
         case 'K':
             if (!parse_u64(optarg, BR_BFUSE_MAX_KEYS / 2, &v) || v < 16) {
                 ctl_err("filter build: --shard-keys '%s': must be 16..%u", optarg,
@@ -366,22 +382,42 @@ static int filter_query(const char *path, int nkeys, char **keys)
     }
     if (nkeys > 0)
         return 0;
+    /* Keys from stdin are answered in blocks through the batched probe, so
+     * their memory accesses overlap instead of waiting one by one. */
+    enum { BLOCK = 1024 };
+    uint64_t block[BLOCK];
+    bool answers[BLOCK];
+    size_t n = 0;
     _cleanup_free_ char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     uint64_t lineno = 0;
-    while ((len = getline(&line, &cap, stdin)) >= 0) {
-        lineno++;
-        if (len > 0 && line[len - 1] == '\n')
-            len--;
-        if (len > 0 && line[len - 1] == '\r')
-            len--;
-        if (!parse_key(line, (size_t)len, &key)) {
-            fflush(stdout);
-            ctl_err("filter query: stdin:%" PRIu64 ": not a 40-hex SHA-1", lineno);
-            return EXIT_ERROR;
+    for (;;) {
+        len = getline(&line, &cap, stdin);
+        if (len >= 0) {
+            lineno++;
+            if (len > 0 && line[len - 1] == '\n')
+                len--;
+            if (len > 0 && line[len - 1] == '\r')
+                len--;
+            if (!parse_key(line, (size_t)len, &block[n])) {
+                br_pwfilter_contains_batch(pf, block, n, answers);
+                for (size_t i = 0; i < n; i++)
+                    puts(answers[i] ? "maybe" : "no");
+                fflush(stdout);
+                ctl_err("filter query: stdin:%" PRIu64 ": not a 40-hex SHA-1", lineno);
+                return EXIT_ERROR;
+            }
+            n++;
         }
-        puts(br_pwfilter_contains_key(pf, key) ? "maybe" : "no");
+        if (n == BLOCK || (len < 0 && n > 0)) {
+            br_pwfilter_contains_batch(pf, block, n, answers);
+            for (size_t i = 0; i < n; i++)
+                fputs(answers[i] ? "maybe\n" : "no\n", stdout);
+            n = 0;
+        }
+        if (len < 0)
+            break;
     }
     return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
 }

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Shared helpers of bench-filter-cli.sh and bench-vs-pwqfilter.sh (sourced,
+# shellcheck shell=bash disable=SC2034
+# Shared helpers of the benchmark scripts in tests/bench (sourced,
 # not run). Needs bash >= 5 (EPOCHREALTIME).
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -82,7 +83,7 @@ file_size() { stat -c %s "$1"; }
 # Best-of-3 wall seconds of "CMD... < INPUT > /dev/null" (exit 0 or 1 accepted,
 # as pwqfilter --lookup exits 1 when nothing matched).
 best_of_3() { # INPUT CMD...
-    local in=$1 best= t0 t1 s rc
+    local in=$1 best='' t0 t1 s rc
     shift
     for _ in 1 2 3; do
         t0=$(now)

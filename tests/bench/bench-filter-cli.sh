@@ -22,6 +22,7 @@
 # see bench_pwfilter for in-process ns/op, bench-vs-pwqfilter.sh for
 # end-to-end lookups.
 set -euo pipefail
+# shellcheck source=tests/bench/bench-common.sh
 . "$(dirname "$0")/bench-common.sh"
 
 sizes=("$@")
@@ -91,4 +92,4 @@ if [ -n "$RSS_THREADS" ]; then
     for t in 1 2 4; do build_rss 16777216 "$t"; done
 fi
 echo
-echo "# ns/key = pipeline wall / N, including HIBP-line parsing; CPU ns/key = breachctl user+sys / N (2 build threads)."
+echo "# ns/key = pipeline wall / N, including HIBP-line parsing; CPU ns/key = breachctl user+sys / N (build threads: min(CPUs, shards))."

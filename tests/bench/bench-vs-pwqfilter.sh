@@ -28,6 +28,7 @@
 # Usage: tests/bench/bench-vs-pwqfilter.sh [--no-inproc] [N...]  (default 1M 10M 100M)
 # Env:   BUILD (default build-bench), TMPDIR (scratch, default /var/tmp).
 set -euo pipefail
+# shellcheck source=tests/bench/bench-common.sh
 . "$(dirname "$0")/bench-common.sh"
 
 inproc=1

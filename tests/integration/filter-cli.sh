@@ -79,6 +79,10 @@ expect 0 "det 1" "$ctl" filter build --kind password-sha1 --output "$tmp/d1" --i
 expect 0 "det 2" "$ctl" filter build --kind password-sha1 --output "$tmp/d2" --input "$tmp/dir" \
   --input "$tmp/single.txt" --threads 2 --source same
 cmp -s "$tmp/d1" "$tmp/d2" && ok || bad "builds differ"
+expect 0 "det 3: a tiny memory budget (one thread)" "$ctl" filter build --kind password-sha1 \
+  --output "$tmp/d3" --input "$tmp/single.txt" --input "$tmp/dir" --threads 2 --memory 1K --source same
+cmp -s "$tmp/d1" "$tmp/d3" && ok || bad "memory-capped build differs"
+expect 2 "bad --memory" "$ctl" filter build --kind password-sha1 --output "$tmp/z" --input x --memory lots
 unset SOURCE_DATE_EPOCH
 
 # --- info

@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# breachd under load (issue 4 benchmark), side by side with Redis.
+#
+# 1. A password filter from KEYS (default 10M) random SHA-1s (gen_hibp hibp |
+#    breachctl filter build --input -).
+# 2. breachd on it, on a socket in a scratch directory, with no upstream:
+#    random hashes are filter "definitely not" 65,535 times in 65,536 (a
+#    maybe answers UNKNOWN at once; loadgen reports how many there were).
+# 3. loadgen: N=50 connections at pipeline depth P=16, then P=1, DURATION
+#    seconds each after WARMUP seconds (one loadgen thread: on a 2-core machine
+#    the load generator and the single-threaded daemon each get about a core).
+# 4. The daemon's RSS not counting the mapped filter (Rss minus the Rss of the
+#    filter file's mapping in /proc/PID/smaps; RssAnon too) when started, after
+#    the load, and with 1,000 idle connections open (loadgen --idle).
+# 5. When redis-server is installed: Redis on a Unix socket in the scratch
+#    directory (no persistence), a set of the same KEYS hashes (SADD through
+#    redis-cli --pipe), and redis-benchmark -c 50 -P 16 / -P 1 SISMEMBER with
+#    random absent members (__rand_int__), as many requests as breachd answered
+#    in DURATION. Skipped with a note when redis-server is absent.
+# Prints Markdown tables and the verdict on the issue's targets.
+#
+# Usage: tests/bench/bench-daemon.sh
+# Env:   BUILD (default build-lg, configured --buildtype=debugoptimized when
+#        absent: a release build of daemon/server.c trips GCC 12's
+#        -Wuse-after-free false positive today), KEYS (10M), DURATION (10),
+#        WARMUP (2), CONNS (50), IDLE_CONNS (1000), LOADGEN_THREADS (1),
+#        BENCH_NO_BUILD=1 (use the binaries as they are: `meson test --benchmark`),
+#        TMPDIR (scratch space, default /var/tmp).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build-lg}
+. "$ROOT/tests/bench/bench-common.sh"
+
+KEYS=$(to_count "${KEYS:-10M}")
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+CONNS=${CONNS:-50}
+IDLE_CONNS=${IDLE_CONNS:-1000}
+LOADGEN_THREADS=${LOADGEN_THREADS:-1}
+BREACHD=$BUILD/daemon/breachd
+LOADGEN=$BUILD/tests/bench/loadgen
+
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" "$ROOT" --buildtype=debugoptimized >/dev/null
+    fi
+    build_targets daemon/breachd client/breachctl/breachctl tests/bench/gen_hibp tests/bench/loadgen
+fi
+for p in "$BREACHD" "$BREACHCTL" "$GEN" "$LOADGEN"; do
+    [ -x "$p" ] || { echo "bench-daemon: $p is missing: build $BUILD first" >&2; exit 1; }
+done
+SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# breachd needs a descriptor per connection (1,000 idle ones + a few).
+[ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+machine_line
+echo "# $(nproc) CPUs shared by breachd (one event-loop thread), loadgen ($LOADGEN_THREADS thread(s)) and whatever else runs on the machine"
+echo
+
+# ---- the filter ----
+filter=$SCRATCH/passwords.bfuse
+t0=$(now)
+"$GEN" hibp "$KEYS" | "$BREACHCTL" filter build --kind password-sha1 --input - --output "$filter" \
+    --source "bench-daemon: $KEYS random keys" >/dev/null 2>"$SCRATCH/build.log" ||
+    { cat "$SCRATCH/build.log" >&2; exit 1; }
+t1=$(now)
+echo "filter: $KEYS keys, $(file_size "$filter") bytes, built in $(elapsed "$t0" "$t1") s"
+
+# ---- breachd ----
+sock=$SCRATCH/breachd.sock
+cat >"$SCRATCH/breachd.conf" <<EOF
+[daemon]
+socket = $sock
+socket_mode = 0600
+log_level = notice
+[passwords]
+filter = $filter
+upstream =
+[cache]
+path = $SCRATCH/cache
+EOF
+"$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
+dpid=$!
+pids+=("$dpid")
+for _ in $(seq 200); do
+    "$LOADGEN" -s "$sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && break
+    kill -0 "$dpid" 2>/dev/null || { cat "$SCRATCH/breachd.log" >&2; exit 1; }
+    sleep 0.1
+done
+
+# rss PID FILE: "total filter anon" RSS in KiB (filter = the Rss of FILE's mappings)
+rss() {
+    local total filter anon
+    total=$(awk '/^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup")
+    filter=$(awk -v f="$2" '/^[0-9a-f]+-[0-9a-f]+ / { m = ($NF == f) } m && /^Rss:/ { s += $2 }
+        END { print s + 0 }' "/proc/$1/smaps")
+    anon=$(awk '/^RssAnon:/ { a = $2 } /^RssShmem:/ { s = $2 } END { print a + s }' "/proc/$1/status")
+    echo "$total $filter $anon"
+}
+rss_rows=()
+rss_row() { # LABEL
+    local r
+    read -r -a r <<<"$(rss "$dpid" "$filter")"
+    rss_rows+=("| $1 | $(calc "${r[0]} / 1024") | $(calc "${r[1]} / 1024") | $(calc "(${r[0]} - ${r[1]}) / 1024") | $(calc "${r[2]} / 1024") |")
+    last_rss_nofilter=$(((r[0] - r[1]) / 1024))
+}
+rss_row "started, no client"
+
+# field NAME LINE: a key=value field of a RESULT line
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+rows=()
+declare -A res
+run_loadgen() { # LABEL DEPTH [loadgen options...]
+    local label=$1 depth=$2 out r
+    shift 2
+    out=$("$LOADGEN" -s "$sock" -c "$CONNS" -P "$depth" -d "$DURATION" -w "$WARMUP" -t "$LOADGEN_THREADS" "$@")
+    sed 's/^/    /' <<<"$out" | grep -v RESULT >&2
+    r=$(grep '^RESULT' <<<"$out")
+    res[$label.rps]=$(field rps "$r")
+    res[$label.p99]=$(field p99_us "$r")
+    rows+=("| breachd ($label) | $CONNS | $depth | $(field rps "$r") | $(calc "$(field p50_us "$r") / 1000" 3) | $(calc "$(field p99_us "$r") / 1000" 3) | $(calc "$(field p999_us "$r") / 1000" 3) | $(field answered "$r") answered; filter maybes $(field maybes "$r"); ERR $(field err "$r") |")
+}
+echo "loadgen against breachd ($DURATION s each after $WARMUP s warm-up):" >&2
+run_loadgen "random, P16" 16
+run_loadgen "definite-no, P16" 16 --absent "$filter"
+run_loadgen "random, P1" 1
+rss_row "after the load runs, no client"
+
+"$LOADGEN" -s "$sock" --idle -c "$IDLE_CONNS" --ready-file "$SCRATCH/idle.ready" -q &
+lpid=$!
+pids+=("$lpid")
+for _ in $(seq 300); do
+    [ -e "$SCRATCH/idle.ready" ] && break
+    kill -0 "$lpid" 2>/dev/null || { echo "bench-daemon: loadgen --idle failed" >&2; exit 1; }
+    sleep 0.1
+done
+[ -e "$SCRATCH/idle.ready" ] || { echo "bench-daemon: the idle connections did not open" >&2; exit 1; }
+rss_row "$IDLE_CONNS idle connections"
+idle_rss=$last_rss_nofilter
+kill -TERM "$lpid"
+wait "$lpid" || true
+
+kill -TERM "$dpid"
+drc=0
+wait "$dpid" || drc=$?
+[ "$drc" -eq 0 ] || { echo "bench-daemon: breachd exited with status $drc" >&2; cat "$SCRATCH/breachd.log" >&2; }
+
+# ---- Redis ----
+redis_note=
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null; then
+    rsock=$SCRATCH/redis.sock
+    redis-server --port 0 --unixsocket "$rsock" --unixsocketperm 700 --save '' --appendonly no \
+        --dir "$SCRATCH" --daemonize no --loglevel warning >"$SCRATCH/redis.log" 2>&1 &
+    rpid=$!
+    pids+=("$rpid")
+    for _ in $(seq 100); do
+        redis-cli -s "$rsock" ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    t0=$(now)
+    # SADD bench <1000 members> per command, in the Redis protocol, for --pipe.
+    "$GEN" plain "$KEYS" | awk -v n="$KEYS" '
+        function flush() { if (k) { printf "*%d\r\n$4\r\nSADD\r\n$5\r\nbench\r\n%s", k + 2, buf; buf = ""; k = 0 } }
+        { buf = buf "$40\r\n" $1 "\r\n"; if (++k == 1000) flush() }
+        END { flush() }' | redis-cli -s "$rsock" --pipe >"$SCRATCH/redis-load.log"
+    t1=$(now)
+    card=$(redis-cli -s "$rsock" scard bench)
+    rmem=$(redis-cli -s "$rsock" info memory | sed -n 's/^used_memory_human:\([^\r]*\).*/\1/p')
+    echo "redis: $(redis-server --version | cut -d' ' -f3 | tr -d 'v='), set of $card members loaded in $(elapsed "$t0" "$t1") s, used_memory $rmem" >&2
+    run_redis() { # DEPTH REQUESTS
+        local csv
+        csv=$(redis-benchmark -s "$rsock" -c "$CONNS" -P "$1" -n "$2" -r 1000000000000 --csv \
+            SISMEMBER bench __rand_int__ | tail -1)
+        echo "    redis-benchmark -c $CONNS -P $1 -n $2: $csv" >&2
+        # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+        IFS=, read -r _ rps _ _ p50 _ p99 _ <<<"${csv//\"/}"
+        res[redis.P$1.rps]=$rps
+        rows+=("| Redis $(redis-server --version | cut -d' ' -f3 | tr -d 'v=') SISMEMBER | $CONNS | $1 | ${rps%.*} | $p50 | $p99 | n/a | $2 requests, random absent members; set of $card, $rmem |")
+    }
+    # As many requests as breachd answered in DURATION (about as long a run).
+    n16=$(calc "${res[random, P16.rps]} * $DURATION" 0)
+    n1=$(calc "${res[random, P1.rps]} * $DURATION" 0)
+    run_redis 16 "$n16"
+    run_redis 1 "$n1"
+    redis-cli -s "$rsock" shutdown nosave >/dev/null 2>&1 || kill -TERM "$rpid"
+    wait "$rpid" 2>/dev/null || true
+else
+    redis_note="Redis part skipped: redis-server / redis-benchmark not installed (apt-get install redis-server redis-tools)."
+fi
+
+# ---- tables ----
+echo
+echo "| server | N | P | req/s | p50 ms | p99 ms | p99.9 ms | notes |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
+printf '%s\n' "${rows[@]}"
+[ -z "$redis_note" ] || echo "$redis_note"
+echo
+echo "breachd RSS (MiB; \"without filter\" = Rss minus the Rss of the filter file's mapping):"
+echo
+echo "| state | Rss | filter mapping Rss | Rss without filter | RssAnon+RssShmem |"
+echo "|---|---:|---:|---:|---:|"
+printf '%s\n' "${rss_rows[@]}"
+echo
+verdict() { awk -v ok="$1" 'BEGIN { print (ok ? "met" : "MISSED") }'; }
+if [ -n "${res[redis.P16.rps]:-}" ]; then
+    ratio=$(calc "${res[random, P16.rps]} / ${res[redis.P16.rps]}" 2)
+    ratio1=$(calc "${res[random, P1.rps]} / ${res[redis.P1.rps]}" 2)
+    echo "- N=$CONNS P=16: breachd ${res[random, P16.rps]} req/s, Redis ${res[redis.P16.rps]%.*} req/s: ratio $ratio (target >= 1): $(verdict "$(calc "($ratio >= 1)" 0)")"
+    echo "- N=$CONNS P=1: breachd/Redis req/s ratio $ratio1 (no target)"
+else
+    echo "- N=$CONNS P=16: breachd ${res[random, P16.rps]} req/s (target: at least Redis, about 0.9M/s here): $(verdict "$(calc "(${res[random, P16.rps]} >= 900000)" 0)") against 0.9M/s"
+fi
+echo "- N=$CONNS P=1: p99 $(calc "${res[random, P1.p99]} / 1000" 3) ms (target <= 1 ms): $(verdict "$(calc "(${res[random, P1.p99]} <= 1000)" 0)")"
+echo "- RSS without the filter, $IDLE_CONNS idle connections: $idle_rss MiB (target <= 32 MiB): $(verdict "$(calc "($idle_rss <= 32)" 0)")"
+echo "- breachd exit status after SIGTERM: $drc"
