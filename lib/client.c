@@ -133,6 +133,19 @@ static void parse_answer(const char *s, size_t len, br_answer *a)
     snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
 }
 
+int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    const char *sp = memchr(line, ' ', len);
+    if (!sp || sp == line || (size_t)(sp - line) > BR_PROTO_MAX_ID)
+        return -EINVAL;
+    memcpy(id, line, (size_t)(sp - line));
+    id[sp - line] = '\0';
+    parse_answer(sp + 1, len - (size_t)(sp - line) - 1, a);
+    return 0;
+}
+
 /* Index of request id s (decimal, as we number them), or -1. */
 static long id_index(const char *s, size_t len, size_t n)
 {

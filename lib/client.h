@@ -72,3 +72,8 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);
 
 const char *br_answer_kind_name(br_answer_kind k);
+
+/* Parse one response line (without its LF; a final CR is dropped) into the
+ * id and the answer, for clients that run their own event loop (the Squid
+ * helper). 0, or -EINVAL for a line without "ID SP STATUS". */
+int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a);

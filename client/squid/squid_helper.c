@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/* breachd-squid-helper: a Squid external ACL helper.
+ *
+ *   external_acl_type breachd concurrency=N ttl=60 %URI /usr/libexec/breachd-squid-helper
+ *   acl blocked external breachd
+ *   http_access deny blocked
+ *
+ * Reads "[channel-ID SP] URL [SP extras]" lines, asks breachd "URL <url>"
+ * with up to --max-inflight requests pipelined, and answers with the channel
+ * ID, possibly out of order: "OK message=... tag=<category>" when blocked
+ * (the ACL matches), "ERR" when safe, "BH message=..." when breachd could not
+ * answer. It flushes after every reply and reconnects to a restarted daemon,
+ * resending what was in flight, so no request is lost. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "protocol.h"
+#include "util.h"
+
+typedef struct req {
+    struct req *next;
+    char channel[32]; /* "" without concurrency */
+    char *url;
+    uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
+    uint64_t deadline_ms; /* give up (BH) after this */
+} req;
+
+typedef struct helper {
+    const char *socket_path;
+    bool unknown_blocks;
+    unsigned max_inflight;
+    int timeout_ms;
+    int fd;                /* daemon connection, -1 when down */
+    uint64_t next_id;
+    uint64_t reconnect_at; /* ms */
+    unsigned backoff_ms;
+    req *queue, **queue_tail; /* not sent yet, in arrival order */
+    req *sent;                /* sent, waiting for their answer */
+    unsigned inflight;
+    char out[1 << 16];
+    size_t out_len;
+    char in[2 * (BR_PROTO_MAX_LINE + 2)];
+    size_t in_len;
+    bool warned_down;
+} helper;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void reply(const req *r, const char *text)
+{
+    if (r->channel[0])
+        printf("%s %s\n", r->channel, text);
+    else
+        printf("%s\n", text);
+    fflush(stdout);
+}
+
+static void req_free(req *r)
+{
+    free(r->url);
+    free(r);
+}
+
+static void answer(helper *h, req *r, const br_answer *a)
+{
+    char line[256];
+    switch (a->kind) {
+    case BR_ANSWER_BLOCKED:
+        snprintf(line, sizeof(line), "OK message=\"blocked: %s\" tag=%s", a->category, a->category);
+        break;
+    case BR_ANSWER_SAFE:
+        snprintf(line, sizeof(line), "ERR");
+        break;
+    case BR_ANSWER_UNKNOWN:
+        snprintf(line, sizeof(line), "%s message=\"unknown: %.64s\"%s", h->unknown_blocks ? "OK" : "ERR",
+                 a->detail, h->unknown_blocks ? " tag=unknown" : "");
+        break;
+    case BR_ANSWER_ERROR:
+        /* A URL breachd refuses (not a URL, secret-class) is not blocked
+         * by this ACL; anything else is the helper's failure. */
+        if (strncmp(a->detail, "bad-request", 11) == 0 || strncmp(a->detail, "secret-class", 12) == 0)
+            snprintf(line, sizeof(line), "ERR message=\"not checked: %.32s\"", a->detail);
+        else
+            snprintf(line, sizeof(line), "BH message=\"breachd: %.64s\"", a->detail);
+        break;
+    default:
+        snprintf(line, sizeof(line), "BH message=\"unexpected answer from breachd\"");
+        break;
+    }
+    /* Keep the message inside its quotes. */
+    for (char *p = line; *p; p++)
+        if (*p == '\\')
+            *p = '/';
+    reply(r, line);
+}
+
+/* ---- the daemon connection ---- */
+
+static void disconnect(helper *h)
+{
+    if (h->fd >= 0)
+        close(h->fd);
+    h->fd = -1;
+    h->out_len = 0;
+    h->in_len = 0;
+    /* Everything in flight goes back to the front of the queue, in order. */
+    req *back = NULL, **tail = &back;
+    while (h->sent) {
+        req *r = h->sent;
+        h->sent = r->next;
+        r->id = 0;
+        *tail = r;
+        tail = &r->next;
+    }
+    *tail = h->queue;
+    if (!h->queue)
+        h->queue_tail = tail;
+    h->queue = back;
+    h->inflight = 0;
+    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, 2000u) : 50;
+    h->reconnect_at = now_ms() + h->backoff_ms;
+}
+
+static void try_connect(helper *h)
+{
+    /* Non-blocking: a Unix socket connect either succeeds at once or fails
+     * (a full backlog is retried like a refusal). */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->socket_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        h->fd = fd;
+        h->backoff_ms = 0;
+        if (h->warned_down)
+            fprintf(stderr, "breachd-squid-helper: reconnected to %s\n", h->socket_path);
+        h->warned_down = false;
+        return;
+    }
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!h->warned_down) {
+        fprintf(stderr, "breachd-squid-helper: cannot connect to %s: %s (retrying)\n",
+                h->socket_path, strerror(e));
+        h->warned_down = true;
+    }
+    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, 2000u) : 50;
+    h->reconnect_at = now_ms() + h->backoff_ms;
+}
+
+/* Move queued requests into the output buffer while there is room. */
+static void send_queued(helper *h)
+{
+    while (h->fd >= 0 && h->queue && h->inflight < h->max_inflight) {
+        req *r = h->queue;
+        char line[BR_PROTO_MAX_LINE + 32];
+        uint64_t id = ++h->next_id;
+        int n = snprintf(line, sizeof(line), "%llu URL %s\n", (unsigned long long)id, r->url);
+        if (n < 0 || (size_t)n >= sizeof(line) || (size_t)n > sizeof(h->out) - h->out_len) {
+            if (n >= 0 && (size_t)n < sizeof(line))
+                return; /* the buffer is full: later */
+            h->queue = r->next;
+            if (!h->queue)
+                h->queue_tail = &h->queue;
+            reply(r, "ERR message=\"not checked: URL too long\"");
+            req_free(r);
+            continue;
+        }
+        memcpy(h->out + h->out_len, line, (size_t)n);
+        h->out_len += (size_t)n;
+        h->queue = r->next;
+        if (!h->queue)
+            h->queue_tail = &h->queue;
+        r->id = id;
+        r->next = h->sent;
+        h->sent = r;
+        h->inflight++;
+    }
+}
+
+static void on_daemon_line(helper *h, const char *line, size_t len)
+{
+    char id[17];
+    br_answer a;
+    if (br_answer_parse_line(line, len, id, &a) < 0)
+        return;
+    if (strcmp(id, "-") == 0) {
+        /* A connection-level refusal: try again later. */
+        fprintf(stderr, "breachd-squid-helper: breachd: %s\n", a.detail);
+        disconnect(h);
+        return;
+    }
+    uint64_t n = strtoull(id, NULL, 10);
+    for (req **pp = &h->sent; *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == n) {
+            req *r = *pp;
+            *pp = r->next;
+            h->inflight--;
+            answer(h, r, &a);
+            req_free(r);
+            return;
+        }
+    }
+}
+
+static void daemon_io(helper *h, short revents)
+{
+    if (revents & POLLOUT && h->out_len) {
+        ssize_t w = send(h->fd, h->out, h->out_len, MSG_NOSIGNAL);
+        if (w < 0 && errno != EAGAIN && errno != EINTR) {
+            disconnect(h);
+            return;
+        }
+        if (w > 0) {
+            memmove(h->out, h->out + w, h->out_len - (size_t)w);
+            h->out_len -= (size_t)w;
+        }
+    }
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t got = recv(h->fd, h->in + h->in_len, sizeof(h->in) - h->in_len, 0);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (got <= 0) {
+            fprintf(stderr, "breachd-squid-helper: breachd closed the connection; reconnecting\n");
+            h->warned_down = true;
+            disconnect(h);
+            return;
+        }
+        h->in_len += (size_t)got;
+        size_t start = 0;
+        char *lf;
+        while ((lf = memchr(h->in + start, '\n', h->in_len - start))) {
+            on_daemon_line(h, h->in + start, (size_t)(lf - (h->in + start)));
+            if (h->fd < 0)
+                return;
+            start = (size_t)(lf - h->in) + 1;
+        }
+        memmove(h->in, h->in + start, h->in_len - start);
+        h->in_len -= start;
+        if (h->in_len == sizeof(h->in))
+            disconnect(h); /* a line longer than the protocol allows */
+    }
+}
+
+/* ---- Squid's side ---- */
+
+static void on_squid_line(helper *h, char *line)
+{
+    req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        puts("BH message=\"out of memory\"");
+        fflush(stdout);
+        return;
+    }
+    /* "[channel-ID SP] URL [SP extras]": with concurrency Squid always sends
+     * a numeric channel first; a URL is never all digits. */
+    char *tok = line, *sp = strchr(line, ' ');
+    if (sp && sp > line && strspn(line, "0123456789") == (size_t)(sp - line) &&
+        (size_t)(sp - line) < sizeof(r->channel)) {
+        memcpy(r->channel, line, (size_t)(sp - line));
+        tok = sp + 1;
+    }
+    size_t ulen = strcspn(tok, " ");
+    if (ulen == 0) {
+        reply(r, "BH message=\"no URL in the request\"");
+        free(r);
+        return;
+    }
+    r->url = strndup(tok, ulen);
+    r->deadline_ms = now_ms() + (uint64_t)h->timeout_ms;
+    if (!r->url) {
+        reply(r, "BH message=\"out of memory\"");
+        free(r);
+        return;
+    }
+    *h->queue_tail = r;
+    h->queue_tail = &r->next;
+}
+
+/* Requests waiting too long while breachd is unreachable get BH. */
+static void expire(helper *h)
+{
+    uint64_t now = now_ms();
+    for (req **pp = &h->queue; *pp;) {
+        req *r = *pp;
+        if (now < r->deadline_ms) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        reply(r, "BH message=\"breachd unavailable\"");
+        req_free(r);
+    }
+    h->queue_tail = &h->queue;
+    while (*h->queue_tail)
+        h->queue_tail = &(*h->queue_tail)->next;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: breachd-squid-helper [--socket PATH] [--on-unknown=block|allow]\n"
+               "                            [--max-inflight N] [--timeout MS]\n");
+}
+
+int main(int argc, char **argv)
+{
+    helper h = {.fd = -1, .max_inflight = 256, .timeout_ms = 10000};
+    h.queue_tail = &h.queue;
+    h.socket_path = getenv("BREACHD_SOCKET");
+    if (!h.socket_path || !*h.socket_path)
+        h.socket_path = BREACHD_DEFAULT_SOCKET;
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"on-unknown", required_argument, NULL, 'u'},
+        {"max-inflight", required_argument, NULL, 'm'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            h.socket_path = optarg;
+            break;
+        case 'u':
+            if (strcmp(optarg, "block") && strcmp(optarg, "allow")) {
+                fprintf(stderr, "breachd-squid-helper: --on-unknown must be block or allow\n");
+                return 2;
+            }
+            h.unknown_blocks = optarg[0] == 'b';
+            break;
+        case 'm':
+            h.max_inflight = (unsigned)strtoul(optarg, NULL, 10);
+            if (h.max_inflight < 1 || h.max_inflight > 65536) {
+                fprintf(stderr, "breachd-squid-helper: --max-inflight must be 1..65536\n");
+                return 2;
+            }
+            break;
+        case 't':
+            h.timeout_ms = atoi(optarg);
+            if (h.timeout_ms < 1) {
+                fprintf(stderr, "breachd-squid-helper: --timeout must be milliseconds > 0\n");
+                return 2;
+            }
+            break;
+        case 'V':
+            printf("breachd-squid-helper %s\n", BREACHD_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    try_connect(&h);
+
+    size_t in_fill = 0;
+    char stdin_buf[BR_PROTO_MAX_LINE + 64];
+    bool eof = false;
+    fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+    while (!eof || h.queue || h.sent) {
+        if (h.fd < 0 && now_ms() >= h.reconnect_at)
+            try_connect(&h);
+        send_queued(&h);
+        struct pollfd p[2] = {{.fd = eof ? -1 : STDIN_FILENO, .events = POLLIN},
+                              {.fd = h.fd, .events = POLLIN}};
+        if (h.fd >= 0 && h.out_len)
+            p[1].events |= POLLOUT;
+        /* Stop taking work from Squid while a lot is queued (backpressure). */
+        if (h.inflight >= h.max_inflight && h.queue)
+            p[0].fd = -1;
+        int wait = h.fd < 0 ? (int)BR_MAX((int64_t)h.reconnect_at - (int64_t)now_ms(), 1) : 1000;
+        if (poll(p, 2, wait) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & (POLLIN | POLLHUP)) {
+            ssize_t got = read(STDIN_FILENO, stdin_buf + in_fill, sizeof(stdin_buf) - in_fill);
+            if (got == 0) {
+                eof = true;
+            } else if (got > 0) {
+                in_fill += (size_t)got;
+                size_t start = 0;
+                char *lf;
+                while ((lf = memchr(stdin_buf + start, '\n', in_fill - start))) {
+                    *lf = '\0';
+                    if (lf > stdin_buf + start && lf[-1] == '\r')
+                        lf[-1] = '\0';
+                    if (stdin_buf[start])
+                        on_squid_line(&h, stdin_buf + start);
+                    start = (size_t)(lf - stdin_buf) + 1;
+                }
+                memmove(stdin_buf, stdin_buf + start, in_fill - start);
+                in_fill -= start;
+                if (in_fill == sizeof(stdin_buf)) {
+                    puts("BH message=\"request line too long\"");
+                    fflush(stdout);
+                    in_fill = 0;
+                }
+            }
+        }
+        if (h.fd >= 0 && p[1].revents)
+            daemon_io(&h, p[1].revents);
+        if (h.fd < 0)
+            expire(&h);
+    }
+    if (h.fd >= 0)
+        close(h.fd);
+    return 0;
+}
