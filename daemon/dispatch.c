@@ -23,7 +23,7 @@ static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
         break;
     case BR_RESOLVE_NOT_FOUND:
         k->pw_clean++; /* a filter false positive */
-        bd_conn_reply(c, id, "CLEAN");
+        bd_conn_reply_text(c, id, "CLEAN");
         break;
     default:
         k->pw_unknown++;
@@ -50,7 +50,7 @@ static void handle_pw(bd_conn *c, br_request *req)
         } else if (!br_pwfilter_maybe(st->pwfilter, req->sha1)) {
             k->pw_filter_no++;
             k->pw_clean++;
-            bd_conn_reply(c, req->id, "CLEAN");
+            bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
             k->pw_filter_maybe++;
@@ -123,7 +123,7 @@ void bd_dispatch(bd_conn *c, const char *line, size_t len)
     }
     switch (req.verb) {
     case BR_VERB_PING:
-        bd_conn_reply(c, req.id, "PONG");
+        bd_conn_reply_text(c, req.id, "PONG");
         break;
     case BR_VERB_VERSION:
         bd_conn_reply(c, req.id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);

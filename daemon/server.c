@@ -54,10 +54,29 @@ static void conn_unref(bd_conn *c)
     free(c);
 }
 
+/* Draining ends once every request is answered and every answer written
+ * (the drain timer bounds the wait for clients that do not read). */
 static void maybe_finish_drain(bd_server *srv)
 {
-    if (srv->draining && srv->inflight == 0)
-        event_base_loopexit(srv->base, NULL);
+    if (!srv->draining || srv->inflight > 0)
+        return;
+    for (bd_conn *c = srv->conns; c; c = c->next)
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+            return;
+    event_base_loopexit(srv->base, NULL);
+}
+
+/* At exit: write what is still buffered for c, as far as the socket takes it
+ * without blocking (answers made by the final shutdown, refusals). */
+static void conn_flush_now(bd_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    /* A bufferevent keeps the front of its output frozen (only it drains
+     * it); the bufferevent is freed right after this. */
+    evbuffer_unfreeze(out, 1);
+    while (fd >= 0 && evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0) {
+    }
 }
 
 static void conn_close(bd_conn *c)
@@ -99,19 +118,44 @@ static void conn_check_pressure(bd_conn *c)
     }
 }
 
+/* Every answer goes through here: the line is put together in one buffer
+ * and added with one evbuffer_add (no second printf pass). */
 void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
 {
     if (!c->open)
         return;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    char line[BR_PROTO_MAX_LINE + 64];
+    char line[BR_PROTO_MAX_ID + 1 + BR_PROTO_MAX_LINE + 64];
+    size_t idl = strnlen(id, BR_PROTO_MAX_ID);
+    memcpy(line, id, idl);
+    line[idl] = ' ';
+    size_t room = sizeof(line) - idl - 2; /* for the text and its NUL; 1 byte kept for the LF */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    int n = vsnprintf(line + idl + 1, room, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    evbuffer_add_printf(out, "%s %s\n", id, line);
+    size_t len = idl + 1 + ((size_t)n < room ? (size_t)n : room - 1);
+    line[len++] = '\n';
+    evbuffer_add(bufferevent_get_output(c->bev), line, len);
+    conn_check_pressure(c);
+}
+
+void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
+{
+    if (!c->open)
+        return;
+    char line[BR_PROTO_MAX_ID + 64];
+    size_t idl = strnlen(id, BR_PROTO_MAX_ID), tl = strlen(text);
+    if (tl > sizeof(line) - idl - 2) {
+        bd_conn_reply(c, id, "%s", text);
+        return;
+    }
+    memcpy(line, id, idl);
+    line[idl] = ' ';
+    memcpy(line + idl + 1, text, tl);
+    line[idl + 1 + tl] = '\n';
+    evbuffer_add(bufferevent_get_output(c->bev), line, idl + tl + 2);
     conn_check_pressure(c);
 }
 
@@ -186,9 +230,20 @@ static void conn_process_input(bd_conn *c)
             c->discarding = false;
             continue;
         }
-        /* The longest acceptable line is 8192 bytes plus an optional CR. */
+        /* The longest acceptable line is 8192 bytes plus an optional CR. A
+         * line of 8193 bytes is too long unless its last byte is that CR:
+         * caught here too, so that every over-long line gets the id of its
+         * start (br_request_parse would answer it with "-"). */
         size_t max = BR_PROTO_MAX_LINE + 1;
-        if ((lf.pos < 0 && avail > max) || (lf.pos >= 0 && (size_t)lf.pos > max)) {
+        bool too_long = lf.pos < 0 ? avail > max : (size_t)lf.pos > max;
+        if (lf.pos >= 0 && (size_t)lf.pos == max) {
+            struct evbuffer_ptr last;
+            char cr = 0;
+            evbuffer_ptr_set(in, &last, max - 1, EVBUFFER_PTR_SET);
+            evbuffer_copyout_from(in, &last, &cr, 1);
+            too_long = cr != '\r';
+        }
+        if (too_long) {
             char id[BR_PROTO_MAX_ID + 1];
             id_of_prefix(in, id);
             bd_conn_reply_error(c, id, BR_PERR_LINE_TOO_LONG,
@@ -223,6 +278,7 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     bd_conn *c = arg;
+    bd_server *srv = c->srv;
     c->refs++;
     if (c->paused && evbuffer_get_length(bufferevent_get_output(c->bev)) <= c->srv->limits.max_unread / 2) {
         c->paused = false;
@@ -232,12 +288,14 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
     }
     conn_maybe_close(c);
     conn_unref(c);
+    maybe_finish_drain(srv); /* this connection's answers are all written */
 }
 
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     bd_conn *c = arg;
+    bd_server *srv = c->srv;
     c->refs++;
     if (what & BEV_EVENT_ERROR) {
         conn_close(c);
@@ -249,6 +307,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
         conn_maybe_close(c);
     }
     conn_unref(c);
+    maybe_finish_drain(srv); /* a connection that had answers owed is gone */
 }
 
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
@@ -257,9 +316,17 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     bd_conn *c = arg;
     if (c->inflight == 0) {
-        bd_log(LOG_DEBUG, "closing an idle connection (uid %u)", (unsigned)c->uid);
-        conn_close(c);
-        return;
+        /* Answers still unwritten (one may have been made in this very loop
+         * iteration): close once they are written, unless the peer has not
+         * read them for a whole idle period already. */
+        bool unwritten = evbuffer_get_length(bufferevent_get_output(c->bev)) > 0;
+        if (!unwritten || c->closing) {
+            bd_log(LOG_DEBUG, "closing an idle connection (uid %u)", (unsigned)c->uid);
+            conn_close(c);
+            return;
+        }
+        c->closing = true;
+        bufferevent_disable(c->bev, EV_READ);
     }
     struct timeval tv = {c->srv->limits.idle_timeout_ms / 1000,
                          (c->srv->limits.idle_timeout_ms % 1000) * 1000};
@@ -337,8 +404,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         refuse(c, BR_PERR_BUSY, "too many connections; connection closed");
         return;
     }
-    if (srv->draining)
+    if (srv->draining) {
+        srv->counters.connections_refused++;
         refuse(c, BR_PERR_SHUTTING_DOWN, "breachd is stopping; connection closed");
+    }
 }
 
 static void accept_error_cb(struct evconnlistener *l, void *arg)
@@ -552,7 +621,11 @@ void bd_server_drain(bd_server *srv)
     bd_notify("STOPPING=1\nSTATUS=stopping");
     bd_log(LOG_INFO, "stopping: answering %llu requests in flight",
            (unsigned long long)srv->inflight);
-    if (srv->listener)
+    /* New connections: our own socket goes on accepting only to refuse them
+     * with "- ERR shutting-down" (a clear answer rather than a connection
+     * left in the backlog until exit). A systemd socket stops being
+     * accepted from: what queues there is for the next instance. */
+    if (srv->listener && srv->socket_activated)
         evconnlistener_disable(srv->listener);
     struct timeval tv = {srv->limits.drain_timeout_ms / 1000,
                          (srv->limits.drain_timeout_ms % 1000) * 1000};
@@ -608,6 +681,8 @@ void bd_server_free(bd_server *srv)
         srv->reloading = false;
     }
     reload_answer(srv, -ECANCELED, "breachd is stopping");
+    for (bd_conn *c = srv->conns; c; c = c->next)
+        conn_flush_now(c);
     while (srv->conns)
         conn_close(srv->conns);
     if (srv->listener)

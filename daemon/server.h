@@ -110,6 +110,8 @@ void bd_server_free(bd_server *srv);
 /* Append one response line (fmt without the id and the newline). */
 void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for a fixed text ("CLEAN", "PONG"): no formatting. */
+void bd_conn_reply_text(bd_conn *c, const char *id, const char *text);
 void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text);
 /* A waiter for a request on c (takes references on c and the current state). */
 bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req);

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "filter_file.h"
 
 #include "log.h"
 #include "state.h"
@@ -11,6 +17,8 @@
 static bd_state *live_states;
 /* Figures of the resolvers already freed. */
 static bd_totals retired;
+/* Frees states whose last reference went (see bd_state_unref). */
+static struct event *reap_ev;
 
 static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
 {
@@ -53,6 +61,7 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
+static void reap_cb(evutil_socket_t fd, short what, void *arg);
 
 /* Free a state's resolver (answering what is pending on it), keeping its figures. */
 static void retire_resolver(bd_state *s)
@@ -100,22 +109,48 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
+static int wrong_kind(const char *path, uint32_t kind, br_error *err)
+{
+    return br_error_set(err, -EINVAL,
+                        "[passwords] filter %s: kind %s, but breachd answers PW with "
+                        "password-sha1 filters only",
+                        path, br_filter_kind_name(kind));
+}
+
+/* The kind of an intact header, before the full open: a filter of another
+ * kind (a URL filter named by mistake) is refused by its kind, not by the
+ * first algorithm field the password filter reader does not expect. */
+static int check_kind_first(const char *path, br_error *err)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* the open below says why */
+    ssize_t n = pread(fd, raw, sizeof(raw), 0);
+    close(fd);
+    br_filter_header h;
+    br_error ignored = {{0}};
+    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
+        return 0;
+    return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
+}
+
 static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error *err)
 {
     *out = NULL;
     if (!cfg->passwords.filter[0])
         return 0;
-    int r = br_pwfilter_open(cfg->passwords.filter, out, err);
+    int r = check_kind_first(cfg->passwords.filter, err);
+    if (r < 0)
+        return r;
+    r = br_pwfilter_open(cfg->passwords.filter, out, err);
     if (r < 0)
         return br_error_prefix(err, r, "[passwords] filter");
     uint32_t kind = br_pwfilter_header(*out)->kind;
     if (kind != BR_KIND_PASSWORD_SHA1) {
         br_pwfilter_free(*out);
         *out = NULL;
-        return br_error_set(err, -EINVAL,
-                            "[passwords] filter %s: kind %s, but breachd answers PW with "
-                            "password-sha1 filters only",
-                            cfg->passwords.filter, br_filter_kind_name(kind));
+        return wrong_kind(cfg->passwords.filter, kind, err);
     }
     return 0;
 }
@@ -209,7 +244,11 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
-    int r = cache_get(s->cfg, old, &s->cache, err);
+    int r = 0;
+    if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
+        r = -ENOMEM;
+    if (r >= 0)
+        r = cache_get(s->cfg, old, &s->cache, err);
     if (r >= 0) {
         br_resolver_config rc;
         resolver_config(s->cfg, &rc);
@@ -229,10 +268,8 @@ bd_state *bd_state_ref(bd_state *s)
     return s;
 }
 
-void bd_state_unref(bd_state *s)
+static void state_free(bd_state *s)
 {
-    if (!s || --s->refs > 0)
-        return;
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -244,6 +281,37 @@ void bd_state_unref(bd_state *s)
     br_pwfilter_free(s->pwfilter);
     breachd_config_free(s->cfg);
     free(s);
+}
+
+/* From the loop: free every state nobody references any more. */
+static void reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (bd_state *s = live_states; s;) {
+        if (s->refs > 0) {
+            s = s->next;
+            continue;
+        }
+        state_free(s);
+        s = live_states; /* freeing may have run callbacks: start over */
+    }
+}
+
+void bd_state_unref(bd_state *s)
+{
+    if (!s || --s->refs > 0)
+        return;
+    if (!s->resolver || !reap_ev) {
+        state_free(s);
+        return;
+    }
+    /* The last reference often goes inside one of this state's resolver
+     * callbacks (the answer to the last request made on an old state), and
+     * a resolver must not be freed from its own callback: free it from the
+     * loop instead. It stays on the live list (its figures still count). */
+    event_active(reap_ev, EV_TIMEOUT, 0);
 }
 
 void bd_state_shutdown_all(void)
@@ -262,8 +330,13 @@ void bd_state_shutdown_all(void)
     for (size_t i = 0; i < n; i++)
         retire_resolver(all[i]);
     for (size_t i = 0; i < n; i++)
-        bd_state_unref(all[i]);
+        bd_state_unref(all[i]); /* frees those already unreferenced */
     free(all);
+    /* No more loop: what is unreferenced from now on is freed at once. */
+    if (reap_ev) {
+        event_free(reap_ev);
+        reap_ev = NULL;
+    }
 }
 
 bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)

@@ -24,11 +24,18 @@
 #define BR_URL_MAX_LABEL 63
 #define BR_URL_MAX_EXPRESSIONS 30
 
-/* Canonicalize url (len bytes, need not be NUL-terminated) into a malloc'd
- * NUL-terminated string. -EINVAL with a reason for: no host, a host over 253
- * bytes or a label over 63, a scheme that is not http/https/ftp/ws/wss, a
- * URL over 8 KiB, a mailto: URL or e-mail address (secret-class, -EPERM),
- * an invalid IDN. Idempotent: canonicalizing a canonical URL gives itself. */
+/* Canonicalize url (len bytes, need not be NUL-terminated, may hold any
+ * byte) into a malloc'd NUL-terminated string; *out is NULL on failure and
+ * err (may be NULL) holds a reason that never contains the URL. Refused:
+ * -EINVAL for an empty URL, no host, a host over 253 bytes or a label over
+ * 63 (measured unescaped, IDN labels in their A-label form), a scheme that is
+ * not http/https/ftp/ws/wss, an input over 8 KiB or a canonical form over
+ * 8 KiB, a port that is not digits, ':' '[' or ']' in a host name, an invalid
+ * IPv6 literal or IDN; -EPERM for a mailto: URL or a bare e-mail address
+ * (secret-class: "secret-class data (e-mail address) is never indexed");
+ * -ENOMEM. Idempotent: canonicalizing a canonical URL gives itself. Thread-
+ * safe, no global state. See docs/filter-format.md, "URL canonicalization
+ * v1", for the rules. */
 int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err);
 
 typedef struct br_url_exprs {
@@ -36,11 +43,21 @@ typedef struct br_url_exprs {
     char *expr[BR_URL_MAX_EXPRESSIONS]; /* malloc'd, most specific first */
 } br_url_exprs;
 
-/* The lookup expressions of a canonical URL: host suffixes (the exact host,
- * plus up to 4 formed from the last 5 components, never the bare TLD, none
- * for IP addresses) times path prefixes (the exact path with the query, the
- * exact path without it, and up to 4 prefixes from "/"); at most 30. */
+/* The lookup expressions of a canonical URL (the output of
+ * br_url_canonicalize; anything that does not look like one is -EINVAL "not
+ * a canonical URL ..."): host suffixes (the exact host, plus up to 4 formed
+ * from the last 5 components, never the bare TLD, none for IP addresses)
+ * times path prefixes (the exact path with the query, the exact path without
+ * it, and up to 4 prefixes from "/"); at most 30, no duplicates.
+ *
+ * Order, most specific first: host-major from the exact host to the
+ * shortest suffix; per host the path with the query, without it, then the
+ * prefixes from the longest to "/". So expr[0] is the whole URL without its
+ * scheme ("host/path?query": the expression a feed entry is indexed as), and
+ * the first expression that matches a list is the most specific match.
+ * out needs no initialisation; on failure out->n is 0. */
 int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err);
+/* Free the expressions; e->n becomes 0. */
 void br_url_exprs_clear(br_url_exprs *e);
 
 /* SHA-256 of an expression: the filter key and the range query hash. */

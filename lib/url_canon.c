@@ -184,11 +184,13 @@ static int idn_label(sbuf *host, const char *label, size_t n, br_error *err)
     if (!in)
         return -ENOMEM;
     char *out = NULL;
-    int rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
+    int rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out,
+                            IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
     if (rc == IDN2_DISALLOWED) {
         free(out);
         out = NULL;
-        rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out, IDN2_TRANSITIONAL | IDN2_NFC_INPUT);
+        rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out,
+                            IDN2_TRANSITIONAL | IDN2_NFC_INPUT);
     }
     free(in);
     if (rc == IDN2_MALLOC) {
@@ -197,14 +199,16 @@ static int idn_label(sbuf *host, const char *label, size_t n, br_error *err)
     }
     if (rc != IDN2_OK || !out) {
         free(out);
-        return br_error_set(err, -EINVAL, "invalid internationalized host name (%s)", idn2_strerror(rc));
+        return br_error_set(err, -EINVAL, "invalid internationalized host name (%s)",
+                            idn2_strerror(rc));
     }
     for (const char *p = out; *p; p++) {
         char c = *p;
         if (!((c >= 'a' && c <= 'z') || is_ascii_digit((unsigned char)c) || c == '-' || c == '.' ||
               c == '_')) {
             free(out);
-            return br_error_set(err, -EINVAL, "invalid internationalized host name (maps to a reserved character)");
+            return br_error_set(
+                err, -EINVAL, "invalid internationalized host name (maps to a reserved character)");
         }
     }
     sb_add(host, out, strlen(out));
@@ -407,7 +411,8 @@ static int canon_host(sbuf *out, const char *h, size_t n, br_error *err)
     for (size_t i = hs; i <= out->len; i++) {
         if (i == out->len || out->p[i] == '.') {
             if (label > BR_URL_MAX_LABEL)
-                return br_error_set(err, -EINVAL, "host label longer than %d bytes", BR_URL_MAX_LABEL);
+                return br_error_set(err, -EINVAL, "host label longer than %d bytes",
+                                    BR_URL_MAX_LABEL);
             label = 0;
         } else {
             label++;
@@ -519,39 +524,42 @@ static int canonicalize(char *s, size_t n, char **result, br_error *err)
     if (br_is_secret_class(s, n))
         return br_error_set(err, -EPERM, SECRET_TEXT);
 
-    /* 4: scheme. A leading RFC 3986 scheme name and ':' is a scheme when
-     * "//" follows; "name:digits" ending there or at '/' or '?' is a host and
-     * port; a dotted name is a host; else (mailto:, javascript:, http:x) the
-     * name is a scheme without authority slashes. */
+    /* 4: scheme. A leading RFC 3986 scheme name and ':' is the scheme when
+     * the name is one we accept ("http:x.com", "http:///x.com" too). Another
+     * name is a refused scheme when "//" follows; a host and port when
+     * digits (or nothing) and then the end, '/' or '?' follow
+     * ("localhost:8080"); a host when it has a dot ("x.com:abc", refused
+     * later for its port); else a refused scheme ("javascript:x"). */
     const char *scheme = "http";
     size_t i = 0;
     if (n > 0 && is_ascii_alpha((unsigned char)s[0])) {
         size_t k = 1;
         bool dot = false;
-        while (k < n && (is_ascii_alpha((unsigned char)s[k]) || is_ascii_digit((unsigned char)s[k]) ||
-                         s[k] == '+' || s[k] == '-' || s[k] == '.')) {
+        while (k < n &&
+               (is_ascii_alpha((unsigned char)s[k]) || is_ascii_digit((unsigned char)s[k]) ||
+                s[k] == '+' || s[k] == '-' || s[k] == '.')) {
             dot |= s[k] == '.';
             k++;
         }
         if (k < n && s[k] == ':') {
+            const char *known = NULL;
+            for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]); m++)
+                if (strlen(schemes[m]) == k && strncasecmp(s, schemes[m], k) == 0)
+                    known = schemes[m];
             bool slashes = k + 2 < n && s[k + 1] == '/' && s[k + 2] == '/';
             size_t d = k + 1;
             while (d < n && is_ascii_digit((unsigned char)s[d]))
                 d++;
-            bool port = !slashes && (d == n || s[d] == '/' || s[d] == '?');
-            if (slashes || (!port && !dot)) {
-                scheme = NULL;
-                for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]); m++)
-                    if (strlen(schemes[m]) == k && strncasecmp(s, schemes[m], k) == 0)
-                        scheme = schemes[m];
-                if (!scheme) {
-                    if (k == 6 && strncasecmp(s, "mailto", 6) == 0)
-                        return br_error_set(err, -EPERM, SECRET_TEXT);
-                    return br_error_set(err, -EINVAL, "scheme is not http, https, ftp, ws or wss");
-                }
+            bool port = d == n || s[d] == '/' || s[d] == '?';
+            if (known) {
+                scheme = known;
                 i = k + 1;
                 while (i < n && s[i] == '/')
                     i++;
+            } else if (slashes || (!port && !dot)) {
+                if (k == 6 && strncasecmp(s, "mailto", 6) == 0)
+                    return br_error_set(err, -EPERM, SECRET_TEXT);
+                return br_error_set(err, -EINVAL, "scheme is not http, https, ftp, ws or wss");
             }
         }
     }

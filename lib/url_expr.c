@@ -60,7 +60,8 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
     if (!sep || sep == canonical)
         return br_error_set(err, -EINVAL, "not a canonical URL (no scheme)");
     for (const char *p = canonical; p < sep; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' ||
+              *p == '.'))
             return br_error_set(err, -EINVAL, "not a canonical URL (scheme)");
     const char *host = sep + 3;
     const char *path = strchr(host, '/');

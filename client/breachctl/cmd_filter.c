@@ -12,6 +12,7 @@
 
 #include "breachctl.h"
 #include "filter_file.h"
+#include "filter_url.h"
 #include "hash.h"
 #include "hibp_input.h"
 #include "keyset.h"
@@ -426,19 +427,29 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
     if (argc < 2) {
-        ctl_err("filter: expected build, info, verify or query");
+        ctl_err("filter: expected build, add, info, verify or query");
         return EXIT_ERROR;
     }
     const char *sub = argv[1];
-    if (strcmp(sub, "build") == 0)
+    if (strcmp(sub, "build") == 0) {
+        if (url_filter_kind_requested(argc - 1, argv + 1))
+            return url_filter_build(argc - 1, argv + 1);
         return filter_build(argc - 1, argv + 1);
+    }
+    if (strcmp(sub, "add") == 0)
+        return url_filter_add(argc - 1, argv + 1);
     /* info/verify/query: FILE [KEY...], with --socket tolerated anywhere. */
     /* Positional arguments compacted in place over argv. */
     char **pos = argv + 2;
     int npos = 0;
+    bool by_url = false;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             i++;
+            continue;
+        }
+        if (strcmp(sub, "query") == 0 && strcmp(argv[i], "--url") == 0) {
+            by_url = true;
             continue;
         }
         if (strncmp(argv[i], "--socket=", 9) == 0)
@@ -450,6 +461,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
             ctl_err("filter %s: expected exactly one FILE", sub);
             return EXIT_ERROR;
         }
+        if (url_filter_file(pos[0]))
+            return sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]);
         return sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]);
     }
     if (strcmp(sub, "query") == 0) {
@@ -457,8 +470,14 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
             ctl_err("filter query: expected FILE [KEY...]");
             return EXIT_ERROR;
         }
+        if (url_filter_file(pos[0]))
+            return url_filter_query(pos[0], npos - 1, pos + 1, by_url);
+        if (by_url) {
+            ctl_err("filter query: --url needs a url-sha256 filter");
+            return EXIT_ERROR;
+        }
         return filter_query(pos[0], npos - 1, pos + 1);
     }
-    ctl_err("filter: unknown subcommand '%s' (build, info, verify, query)", sub);
+    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query)", sub);
     return EXIT_ERROR;
 }

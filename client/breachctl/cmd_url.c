@@ -7,7 +7,9 @@
  * inputs the groups are separated by one empty line, and a refused input has
  * an empty group, so that group N always belongs to input N. A refused input
  * is reported on stderr as "breachctl: COMMAND: URL N: reason" (never the
- * URL itself: it may be secret-class) and makes the exit status 2. */
+ * URL itself: it may be secret-class) and makes the exit status 2. Without
+ * URL arguments the URLs are read from stdin, one per line; blank lines are
+ * skipped and N is then the line number. */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,14 +32,16 @@ static void url_usage(FILE *out, const char *cmd)
     if (strcmp(cmd, "url-canon") == 0)
         fprintf(out, "Usage: breachctl url-canon [URL...]\n"
                      "Print the canonical form (URL canonicalization v1) of each URL, one per\n"
-                     "line; without arguments, read URLs from stdin, one per line.\n");
+                     "line; without arguments, read URLs from stdin, one per line (blank lines\n"
+                     "skipped; URL N in a message is then line N).\n");
     else
         fprintf(out, "Usage: breachctl url-expressions [--hash] [URL...]\n"
                      "Print the lookup expressions of each URL, one per line, most specific\n"
                      "first; groups of several URLs are separated by an empty line (a refused\n"
                      "URL has an empty group). --hash prefixes each expression with its SHA-256\n"
                      "(64 uppercase hex digits) and a space. Without arguments, read URLs from\n"
-                     "stdin, one per line.\n");
+                     "stdin, one per line (blank lines skipped; URL N in a message is then\n"
+                     "line N).\n");
 }
 
 /* Handle input number idx; false when it was refused. */
@@ -126,6 +130,11 @@ int cmd_url(const ctl_globals *g, int argc, char **argv)
             size_t len = (size_t)n;
             while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                 len--;
+            size_t k = 0;
+            while (k < len && (line[k] == ' ' || line[k] == '\t'))
+                k++;
+            if (k == len)
+                continue; /* blank line: skipped, but counted */
             if (!one_url(&o, idx, line, len))
                 failed = true;
         }

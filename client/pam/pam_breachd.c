@@ -138,13 +138,12 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, optio
             pam_syslog(pamh, LOG_ERR, "bad value ignored, keeping the default: %s", a);
     }
     if (o->debug)
-        pam_syslog(pamh, LOG_DEBUG,
-                   "socket=%s timeout=%d min_count=%" PRIu64
-                   " on_unknown=%s on_error=%s retry=%d%s%s%s",
-                   o->socket, o->timeout_ms, o->min_count, policy_name(o->on_unknown),
-                   policy_name(o->on_error), o->retry, o->audit ? " audit" : "",
-                   o->enforce_for_root ? " enforce_for_root" : "",
-                   o->use_authtok ? " use_authtok" : "");
+        pam_syslog(
+            pamh, LOG_DEBUG,
+            "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s retry=%d%s%s%s",
+            o->socket, o->timeout_ms, o->min_count, policy_name(o->on_unknown),
+            policy_name(o->on_error), o->retry, o->audit ? " audit" : "",
+            o->enforce_for_root ? " enforce_for_root" : "", o->use_authtok ? " use_authtok" : "");
 }
 
 /* Copy text that came from the daemon or the client library into out for a
@@ -275,12 +274,21 @@ static void ask_breachd(const options *o, const char *password, outcome *out)
     OPENSSL_cleanse(&a, sizeof(a));
 }
 
-static const char *user_name(pam_handle_t *pamh)
+/* The user name for a log line, control characters replaced. */
+typedef struct user_buf {
+    char s[64];
+} user_buf;
+
+static const char *user_name(pam_handle_t *pamh, user_buf *b)
 {
     const void *u = NULL;
     if (pam_get_item(pamh, PAM_USER, &u) != PAM_SUCCESS || !u || !*(const char *)u)
         return "(unknown)";
-    return u;
+    size_t i = 0;
+    for (const unsigned char *p = u; *p && i + 1 < sizeof(b->s); p++)
+        b->s[i++] = *p >= 0x20 && *p != 0x7f ? (char)*p : '?';
+    b->s[i] = '\0';
+    return b->s;
 }
 
 /* The message the user sees for a refusal (or a warning for root). */
@@ -324,8 +332,9 @@ static bool refuses(const options *o, const outcome *res)
 static void log_outcome(pam_handle_t *pamh, const options *o, const outcome *res, bool refused,
                         bool enforced)
 {
-    const char *user = user_name(pamh);
-    const char *what = !refused ? "accepted"
+    user_buf ub;
+    const char *user = user_name(pamh, &ub);
+    const char *what = !refused   ? "accepted"
                        : o->audit ? "audit: would be refused"
                        : enforced ? "refused"
                                   : "not enforced for root: accepted with a warning";
@@ -347,7 +356,8 @@ static void log_outcome(pam_handle_t *pamh, const options *o, const outcome *res
                    user, res->reason, policy_name(o->on_unknown), what);
         break;
     case V_ERROR:
-        pam_syslog(pamh, LOG_ERR, "user %s: cannot check the new password with breachd at %s: "
+        pam_syslog(pamh, LOG_ERR,
+                   "user %s: cannot check the new password with breachd at %s: "
                    "%s; on_error=%s: %s",
                    user, o->socket, res->detail, policy_name(o->on_error), what);
         break;
@@ -384,8 +394,8 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
 
     /* pam_pwquality's rule: root changing a password gets a warning, unless
      * enforce_for_root or the password has expired. */
-    bool enforced = !o.audit &&
-                    (getuid() != 0 || o.enforce_for_root || (flags & PAM_CHANGE_EXPIRED_AUTHTOK));
+    bool enforced =
+        !o.audit && (getuid() != 0 || o.enforce_for_root || (flags & PAM_CHANGE_EXPIRED_AUTHTOK));
 
     if (flags & PAM_PRELIM_CHECK)
         return prelim_check(pamh, &o, enforced);
@@ -394,11 +404,14 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
         return PAM_SERVICE_ERR;
     }
 
+    user_buf ub;
     const void *item = NULL;
     bool preset = pam_get_item(pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item;
     if (o.debug)
-        pam_syslog(pamh, LOG_DEBUG, "%s", preset ? "new password set by an earlier module"
-                                                 : "no new password yet: prompting");
+        pam_syslog(pamh, LOG_DEBUG, "%s",
+                   preset          ? "new password set by an earlier module"
+                   : o.use_authtok ? "use_authtok but no new password yet"
+                                   : "no new password yet: prompting");
 
     for (int tries = 0; tries < o.retry; tries++) {
         const char *tok = NULL;
@@ -408,10 +421,10 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
                 pam_syslog(pamh, LOG_ERR,
                            "use_authtok: no earlier module in the stack set a new password");
             else if (r == PAM_AUTHTOK_ERR || r == PAM_CONV_ERR || !tok)
-                pam_syslog(pamh, LOG_INFO, "user %s aborted the password change", user_name(pamh));
+                pam_syslog(pamh, LOG_INFO, "user %s aborted the password change",
+                           user_name(pamh, &ub));
             else
-                pam_syslog(pamh, LOG_ERR, "cannot get the new password: %s",
-                           pam_strerror(pamh, r));
+                pam_syslog(pamh, LOG_ERR, "cannot get the new password: %s", pam_strerror(pamh, r));
             return PAM_AUTHTOK_ERR;
         }
 
@@ -442,7 +455,7 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
         pam_set_item(pamh, PAM_AUTHTOK, NULL);
         if (r == PAM_TRY_AGAIN)
             continue; /* mistyped: "Sorry, passwords do not match." */
-        pam_syslog(pamh, LOG_INFO, "user %s aborted the password change", user_name(pamh));
+        pam_syslog(pamh, LOG_INFO, "user %s aborted the password change", user_name(pamh, &ub));
         return PAM_AUTHTOK_ERR;
     }
     pam_set_item(pamh, PAM_AUTHTOK, NULL);

@@ -9,6 +9,7 @@ BREACHD_PACKAGES=(
   libpam0g-dev libinih-dev libidn2-dev libsystemd-dev
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
+  pamtester libpam-wrapper  # tests/integration/test_pam.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -70,6 +70,21 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Nanoseconds task tid of pid spent runnable but waiting for a CPU (the
+ * second field of /proc/PID/task/TID/schedstat); -1 when unreadable. */
+static int64_t run_delay_ns(pid_t pid, pid_t tid)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? (int64_t)wait : -1;
+}
+
 /* ---- histogram: log-linear buckets of nanoseconds ---- */
 
 #define H_SUB_BITS 7
@@ -239,6 +254,8 @@ typedef struct conn {
 
 typedef struct worker {
     pthread_t th;
+    int64_t wait0, wait1; /* this thread's run-queue delay at the window's start and end */
+    bool wait0_read;
     unsigned id;
     int ep;
     conn **conns;
@@ -422,8 +439,13 @@ static void *worker_main(void *arg)
         if (conn_flush(w, w->conns[i]) < 0)
             return NULL;
     }
+    w->wait0 = w->wait1 = -1;
     while (!atomic_load_explicit(&g_failed, memory_order_relaxed) && !g_stop) {
         now = now_ns();
+        if (!w->wait0_read && now >= g_measure_ns) {
+            w->wait0 = run_delay_ns(getpid(), gettid());
+            w->wait0_read = true;
+        }
         if (opt.requests ? (w->issued >= w->quota && w->outstanding == 0) : now >= g_end_ns)
             break;
         int timeout = 100;
@@ -447,6 +469,7 @@ static void *worker_main(void *arg)
                 return NULL;
         }
     }
+    w->wait1 = run_delay_ns(getpid(), gettid());
     return NULL;
 }
 
@@ -496,6 +519,46 @@ static daemon_stats read_stats(void)
     s.pw_filter_maybe = stat_field(buf, "pw_filter_maybe");
     s.requests_pw = stat_field(buf, "requests_pw");
     return s;
+}
+
+/* ---- CPU time of the daemon (its pid from SO_PEERCRED) and of loadgen ---- */
+
+static pid_t g_daemon_pid;
+
+/* utime + stime of pid in clock ticks; -1 when unreadable. */
+static int64_t proc_cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after "pid (comm)" */
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (int64_t)(ut + st);
+}
+
+static double self_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void sleep_until(uint64_t t)
+{
+    uint64_t now;
+    while (!g_stop && !atomic_load(&g_failed) && (now = now_ns()) < t) {
+        uint64_t d = t - now;
+        struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* ---- modes ---- */
@@ -594,6 +657,12 @@ static int run_load(void)
             return 1;
         for (unsigned s = 0; s < opt.depth; s++)
             c->free_slots[c->n_free++] = opt.depth - 1 - s;
+        if (i == 0) {
+            struct ucred cred;
+            socklen_t cl = sizeof(cred);
+            if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0)
+                g_daemon_pid = cred.pid;
+        }
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         epoll_ctl(w->ep, EPOLL_CTL_ADD, c->fd, &ev);
         w->conns[w->n_conns++] = c;
@@ -613,9 +682,19 @@ static int run_load(void)
             fprintf(stderr, "loadgen: cannot start a thread\n");
             return 1;
         }
+    /* CPU time over the measured window (-n: the whole run). */
+    sleep_until(g_measure_ns);
+    int64_t dcpu0 = g_daemon_pid ? proc_cpu_ticks(g_daemon_pid) : -1;
+    int64_t dwait0 = g_daemon_pid ? run_delay_ns(g_daemon_pid, g_daemon_pid) : -1;
+    double scpu0 = self_cpu_s();
+    if (!opt.requests)
+        sleep_until(g_end_ns);
     for (unsigned t = 0; t < T; t++)
         pthread_join(ws[t].th, NULL);
+    int64_t dwait1 = dwait0 >= 0 ? run_delay_ns(g_daemon_pid, g_daemon_pid) : -1;
     uint64_t t1 = now_ns();
+    int64_t dcpu1 = dcpu0 >= 0 ? proc_cpu_ticks(g_daemon_pid) : -1;
+    double scpu1 = self_cpu_s();
     daemon_stats after = opt.stats ? read_stats() : (daemon_stats){0};
 
     hist *h = calloc(1, sizeof(hist));
@@ -637,6 +716,13 @@ static int run_load(void)
     double p50 = (double)h_quantile(h, 0.50) / 1e3, p90 = (double)h_quantile(h, 0.90) / 1e3;
     double p99 = (double)h_quantile(h, 0.99) / 1e3, p999 = (double)h_quantile(h, 0.999) / 1e3;
     double mean = h->n ? (double)h->sum / (double)h->n / 1e3 : 0;
+    double dcpu = dcpu0 >= 0 && dcpu1 >= 0 ? (double)(dcpu1 - dcpu0) / (double)sysconf(_SC_CLK_TCK) : -1;
+    double lcpu = scpu1 - scpu0;
+    double dwait = dwait0 >= 0 && dwait1 >= 0 ? (double)(dwait1 - dwait0) / 1e9 : -1;
+    double lwait = 0;
+    for (unsigned t = 0; t < T; t++)
+        lwait = ws[t].wait0 >= 0 && ws[t].wait1 >= 0 && lwait >= 0 ? lwait + (double)(ws[t].wait1 - ws[t].wait0) / 1e9 : -1;
+    double dns = dcpu > 0 && answered ? dcpu * 1e9 / (double)answered : -1; /* daemon CPU ns per answer */
     int64_t maybes = -1, dnos = -1;
     if (before.ok && after.ok) {
         maybes = (int64_t)(after.pw_filter_maybe - before.pw_filter_maybe);
@@ -659,15 +745,25 @@ static int run_load(void)
                    issued, dnos, maybes, dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
         if (opt.absent_path)
             printf("  screening  %" PRIu64 " random hashes were filter maybes and not sent\n", rejected);
+        if (dcpu >= 0)
+            printf("  CPU        breachd (pid %d) %.0f%% of a core, %.0f ns per answer (%.2fM answers per CPU-second);"
+                   " loadgen %.0f%%\n",
+                   (int)g_daemon_pid, 100 * dcpu / secs, dns, dns > 0 ? 1e3 / dns : 0.0, 100 * lcpu / secs);
+        if (dwait >= 0)
+            printf("  run queue  breachd's loop thread waited for a CPU %.0f%% of the time, loadgen's thread%s %.0f%%"
+                   " (other work on the machine)\n",
+                   100 * dwait / secs, T == 1 ? "" : "s", lwait >= 0 ? 100 * lwait / secs : -1.0);
         printf("  latency    min %.1f us  mean %.1f us  p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
                "max %.1f us\n",
                (double)h->min / 1e3, mean, p50, p90, p99, p999, (double)h->max / 1e3);
     }
     printf("RESULT conns=%u depth=%u threads=%u seconds=%.3f answered=%" PRIu64 " rps=%.0f p50_us=%.1f "
            "p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f clean=%" PRIu64 " pwned=%" PRIu64
-           " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64 "\n",
+           " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64 " daemon_cpu_pct=%.0f daemon_ns_per_req=%.0f"
+           " loadgen_cpu_pct=%.0f daemon_runq_pct=%.0f loadgen_runq_pct=%.0f\n",
            opt.conns, opt.depth, T, secs, answered, rps, p50, p90, p99, p999, (double)h->max / 1e3, clean,
-           pwned, unknown, err, maybes);
+           pwned, unknown, err, maybes, dcpu >= 0 ? 100 * dcpu / secs : -1, dns, 100 * lcpu / secs,
+           dwait >= 0 ? 100 * dwait / secs : -1, lwait >= 0 ? 100 * lwait / secs : -1);
     for (unsigned i = 0; i < opt.conns; i++) {
         close(cs[i].fd);
         free(cs[i].sent);

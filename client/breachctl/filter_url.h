@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl filter subcommands for url-sha256 filters (cmd_filter_url.c),
+ * called by cmd_filter.c. Each gets argv with argv[0] = the subcommand. */
+#pragma once
+
+#include <stdbool.h>
+
+/* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
+bool url_filter_kind_requested(int argc, char **argv);
+/* True when path's header decodes and names the blocked-bloom algorithm. */
+bool url_filter_file(const char *path);
+
+int url_filter_build(int argc, char **argv);
+int url_filter_add(int argc, char **argv);
+int url_filter_info(const char *path);
+int url_filter_verify(const char *path);
+/* keys: 64-hex SHA-256 keys, or URLs with by_url; none: read stdin. */
+int url_filter_query(const char *path, int nkeys, char **keys, bool by_url);

@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/* Blocklist feed parsing (rules in url_feed.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "protocol.h"
+#include "url.h"
+#include "url_feed.h"
+
+#define DETECT_SAMPLE 100
+#define DETECT_MAX_HELD 100000
+#define MAX_FIELDS 64
+
+const char *br_feed_format_name(br_feed_format f)
+{
+    switch (f) {
+    case BR_FEED_AUTO:
+        return "auto";
+    case BR_FEED_URLS:
+        return "urls";
+    case BR_FEED_HOSTS:
+        return "hosts";
+    case BR_FEED_DOMAINS:
+        return "domains";
+    }
+    return "?";
+}
+
+int br_feed_format_from_name(const char *name, br_feed_format *out)
+{
+    for (int f = BR_FEED_AUTO; f <= BR_FEED_DOMAINS; f++) {
+        if (strcmp(name, br_feed_format_name((br_feed_format)f)) == 0) {
+            *out = (br_feed_format)f;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+bool br_feed_category_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > BR_FEED_CATEGORY_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err)
+{
+    const char *eq = strrchr(arg, '=');
+    size_t plen = eq ? (size_t)(eq - arg) : strlen(arg);
+    const char *cat = eq ? eq + 1 : BR_FEED_DEFAULT_CATEGORY;
+    if (!br_feed_category_valid(cat))
+        return br_error_set(err, -EINVAL,
+                            "'%s': the category after '=' must match [a-z0-9_-]{1,32} (a path "
+                            "containing '=' needs an explicit =CATEGORY)", arg);
+    if (plen == 0)
+        return br_error_set(err, -EINVAL, "'%s': no file name before '='", arg);
+    char *p = strndup(arg, plen);
+    if (!p)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    snprintf(cat_out, BR_FEED_CATEGORY_MAX + 1, "%s", cat);
+    *path_out = p;
+    return 0;
+}
+
+/* ---- one entry ---- */
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* An IPv4 address in dotted-quad form or an IPv6 address (an "%zone"
+ * suffix allowed), as hosts files write them. */
+static bool is_ip_address(const char *s, size_t n)
+{
+    char buf[INET6_ADDRSTRLEN + 16];
+    if (n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, buf, addr) == 1)
+        return true;
+    char *zone = strchr(buf, '%');
+    if (zone)
+        *zone = '\0';
+    return inet_pton(AF_INET6, buf, addr) == 1;
+}
+
+/* A canonical host: an IPv6 literal in brackets, or [a-z0-9._-]. */
+static bool canonical_host_ok(const char *h, size_t n)
+{
+    if (n == 0)
+        return false;
+    if (h[0] == '[')
+        return h[n - 1] == ']';
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static int url_expression(const char *entry, size_t len, char **expr, br_error *err)
+{
+    _cleanup_free_ char *canon = NULL;
+    int r = br_url_canonicalize(entry, len, &canon, err);
+    if (r == -EPERM)
+        return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
+    if (r < 0)
+        return r == -ENOMEM ? br_error_set(err, r, "out of memory") : r;
+    br_url_exprs ex = {0};
+    r = br_url_expressions(canon, &ex, err);
+    if (r < 0)
+        return r;
+    if (ex.n == 0) {
+        br_url_exprs_clear(&ex);
+        return br_error_set(err, -EINVAL, "the URL has no lookup expression");
+    }
+    char *e = ex.expr[0];
+    ex.expr[0] = NULL;
+    br_url_exprs_clear(&ex);
+    const char *slash = strchr(e, '/');
+    if (!slash || !canonical_host_ok(e, (size_t)(slash - e))) {
+        free(e);
+        return br_error_set(err, -EINVAL, "the host is not a DNS name or an IP address");
+    }
+    *expr = e;
+    return 0;
+}
+
+static int host_expression(const char *entry, size_t len, char **expr, br_error *err)
+{
+    /* A name: letters, digits, '-', '.', '_', or UTF-8 (IDN); an IPv6
+     * address gets its brackets. Anything else (a path, a port, a wildcard,
+     * userinfo) is not a host. */
+    _cleanup_free_ char *url = NULL;
+    if (memchr(entry, ':', len)) {
+        const char *s = entry;
+        size_t n = len;
+        if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+            s++;
+            n -= 2;
+        }
+        if (!is_ip_address(s, n) || memchr(s, '%', n))
+            return br_error_set(err, -EINVAL, "not a host name (a domain entry has no scheme, "
+                                              "port or path)");
+        if (asprintf(&url, "http://[%.*s]/", (int)n, s) < 0)
+            return br_error_set(err, -ENOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < len; i++) {
+            unsigned char c = (unsigned char)entry[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_' || c >= 0x80))
+                return br_error_set(err, -EINVAL,
+                                    c == '/' ? "a domain entry has no path (use --format urls)"
+                                             : "not a host name");
+        }
+        if (asprintf(&url, "http://%.*s/", (int)len, entry) < 0)
+            return br_error_set(err, -ENOMEM, "out of memory");
+    }
+    _cleanup_free_ char *canon = NULL;
+    int r = br_url_canonicalize(url, strlen(url), &canon, err);
+    if (r == -EPERM)
+        return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
+    if (r < 0)
+        return r == -ENOMEM ? br_error_set(err, r, "out of memory") : r;
+    const char *h = strstr(canon, "://");
+    h = h ? h + 3 : canon;
+    const char *slash = strchr(h, '/');
+    size_t hlen = slash ? (size_t)(slash - h) : strlen(h);
+    if (!canonical_host_ok(h, hlen))
+        return br_error_set(err, -EINVAL, "not a host name");
+    if (asprintf(expr, "%.*s/", (int)hlen, h) < 0)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+/* br_is_secret_class, also after repeated percent-unescaping (as URL
+ * canonicalization does), so that "jane%40example.org" in a domain list is
+ * refused as what it is rather than as a bad host name. */
+static bool looks_secret(const char *s, size_t n)
+{
+    if (br_is_secret_class(s, n))
+        return true;
+    if (!memchr(s, '%', n) || n > BR_URL_MAX_LEN)
+        return false;
+    char buf[BR_URL_MAX_LEN];
+    memcpy(buf, s, n);
+    for (bool changed = true; changed;) {
+        changed = false;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+            int hi, lo;
+            if (buf[i] == '%' && i + 2 < n &&
+                (hi = br_hexval((unsigned char)buf[i + 1])) >= 0 &&
+                (lo = br_hexval((unsigned char)buf[i + 2])) >= 0) {
+                buf[o++] = (char)(hi * 16 + lo);
+                i += 2;
+                changed = true;
+            } else {
+                buf[o++] = buf[i];
+            }
+        }
+        n = o;
+    }
+    return br_is_secret_class(buf, n);
+}
+
+int br_feed_entry_expression(br_feed_format format, const char *entry, size_t len, char **expr,
+                             br_error *err)
+{
+    if (len == 0)
+        return br_error_set(err, -EINVAL, "empty entry");
+    if (looks_secret(entry, len))
+        return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
+    if (memchr(entry, '\0', len))
+        return br_error_set(err, -EINVAL, "NUL byte in the entry");
+    if (format == BR_FEED_HOSTS || format == BR_FEED_DOMAINS)
+        return host_expression(entry, len, expr, err);
+    return url_expression(entry, len, expr, err);
+}
+
+/* ---- the set ---- */
+
+struct br_feedset {
+    br_feed_entry *e;
+    size_t n, cap;
+    char cats[BR_FEED_MAX_CATEGORIES][BR_FEED_CATEGORY_MAX + 1];
+    unsigned ncats;
+};
+
+int br_feedset_new(br_feedset **out)
+{
+    *out = calloc(1, sizeof(**out));
+    return *out ? 0 : -ENOMEM;
+}
+
+void br_feedset_free(br_feedset *fs)
+{
+    if (!fs)
+        return;
+    free(fs->e);
+    free(fs);
+}
+
+static int category_index(br_feedset *fs, const char *category, uint8_t *idx, br_error *err)
+{
+    if (!br_feed_category_valid(category))
+        return br_error_set(err, -EINVAL, "category '%s' does not match [a-z0-9_-]{1,32}", category);
+    for (unsigned i = 0; i < fs->ncats; i++) {
+        if (strcmp(fs->cats[i], category) == 0) {
+            *idx = (uint8_t)i;
+            return 0;
+        }
+    }
+    if (fs->ncats == BR_FEED_MAX_CATEGORIES)
+        return br_error_set(err, -E2BIG, "more than %d categories", BR_FEED_MAX_CATEGORIES);
+    snprintf(fs->cats[fs->ncats], sizeof(fs->cats[0]), "%s", category);
+    *idx = (uint8_t)fs->ncats++;
+    return 0;
+}
+
+static int push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint8_t cat, br_error *err)
+{
+    if (fs->n == fs->cap) {
+        if (fs->cap >= UINT32_MAX / 2)
+            return br_error_set(err, -E2BIG, "too many entries");
+        size_t cap = fs->cap ? 2 * fs->cap : 1024;
+        br_feed_entry *e = realloc(fs->e, cap * sizeof(*e));
+        if (!e)
+            return br_error_set(err, -ENOMEM, "out of memory");
+        fs->e = e;
+        fs->cap = cap;
+    }
+    br_feed_entry *x = &fs->e[fs->n];
+    memcpy(x->hash, hash, BR_SHA256_LEN);
+    x->seq = (uint32_t)fs->n;
+    x->category = cat;
+    fs->n++;
+    return 0;
+}
+
+int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
+                       br_error *err)
+{
+    uint8_t cat;
+    int r = category_index(fs, category, &cat, err);
+    return r < 0 ? r : push(fs, hash, cat, err);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const br_feed_entry *x = a, *y = b;
+    int c = memcmp(x->hash, y->hash, BR_SHA256_LEN);
+    if (c)
+        return c;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void br_feedset_finish(br_feedset *fs, br_feedset_stats *st)
+{
+    br_feedset_stats s = {0};
+    if (fs->n)
+        qsort(fs->e, fs->n, sizeof(*fs->e), cmp_entry);
+    size_t o = 0;
+    for (size_t i = 0; i < fs->n; i++) {
+        if (o > 0 && memcmp(fs->e[o - 1].hash, fs->e[i].hash, BR_SHA256_LEN) == 0) {
+            if (fs->e[o - 1].category == fs->e[i].category)
+                s.duplicates++;
+            else
+                s.conflicts++;
+            continue;
+        }
+        fs->e[o++] = fs->e[i];
+    }
+    fs->n = o;
+    s.distinct = o;
+    if (st)
+        *st = s;
+}
+
+size_t br_feedset_count(const br_feedset *fs)
+{
+    return fs->n;
+}
+
+const br_feed_entry *br_feedset_entries(const br_feedset *fs)
+{
+    return fs->e;
+}
+
+const char *br_feedset_category(const br_feedset *fs, unsigned index)
+{
+    return index < fs->ncats ? fs->cats[index] : NULL;
+}
+
+unsigned br_feedset_category_count(const br_feedset *fs)
+{
+    return fs->ncats;
+}
+
+/* ---- reading a feed ---- */
+
+typedef struct field {
+    const char *s;
+    size_t n;
+} field;
+
+/* Split on blanks; returns the number of fields (at most MAX_FIELDS + 1 to
+ * say "too many"). */
+static size_t split_fields(const char *s, size_t n, field *f)
+{
+    size_t nf = 0, i = 0;
+    while (i < n) {
+        while (i < n && is_blank(s[i]))
+            i++;
+        if (i == n)
+            break;
+        size_t b = i;
+        while (i < n && !is_blank(s[i]))
+            i++;
+        if (nf == MAX_FIELDS)
+            return MAX_FIELDS + 1;
+        f[nf].s = s + b;
+        f[nf].n = i - b;
+        nf++;
+    }
+    return nf;
+}
+
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && is_blank(**s)) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n > 0 && is_blank((*s)[*n - 1]))
+        (*n)--;
+}
+
+/* The entry text of a line after its comment is cut off (length 0: a blank
+ * or comment line). */
+static size_t strip_comment(br_feed_format f, const char *s, size_t n)
+{
+    if (n > 0 && s[0] == '#')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '#' && (f == BR_FEED_HOSTS || (i > 0 && is_blank(s[i - 1])))) {
+            n = i;
+            break;
+        }
+    }
+    while (n > 0 && is_blank(s[n - 1]))
+        n--;
+    return n;
+}
+
+static const char *const ignored_hosts[] = {
+    "localhost",     "localhost.localdomain", "local",        "broadcasthost",
+    "ip6-localhost", "ip6-loopback",          "ip6-localnet", "ip6-mcastprefix",
+    "ip6-allnodes",  "ip6-allrouters",        "ip6-allhosts", "0.0.0.0",
+};
+
+static bool is_ignored_host(const char *s, size_t n)
+{
+    for (size_t i = 0; i < BR_ARRAY_SIZE(ignored_hosts); i++)
+        if (strlen(ignored_hosts[i]) == n && strncasecmp(ignored_hosts[i], s, n) == 0)
+            return true;
+    return false;
+}
+
+typedef struct reader {
+    br_feedset *fs;
+    const char *name;
+    uint8_t cat;
+    br_feed_format format; /* after detection */
+    bool lenient;          /* auto-detected domains: entries read by the urls rule */
+    const br_feed_opts *o;
+    br_feed_stats st;
+    br_error *err;
+} reader;
+
+/* A bad line: error, or counted and reported with skip_bad. */
+static int bad_line(reader *rd, uint64_t lineno, int code, const char *reason)
+{
+    if (code == -EPERM)
+        return br_error_set(rd->err, -EPERM, "%s:%llu: %s", rd->name, (unsigned long long)lineno,
+                            BR_FEED_SECRET_TEXT);
+    if (code == -ENOMEM || !rd->o->skip_bad)
+        return br_error_set(rd->err, code == -ENOMEM ? code : -EINVAL, "%s:%llu: %s", rd->name,
+                            (unsigned long long)lineno, reason);
+    rd->st.bad++;
+    if (rd->o->on_bad) {
+        char msg[sizeof(rd->err->text)];
+        snprintf(msg, sizeof(msg), "%s:%llu: %s", rd->name, (unsigned long long)lineno, reason);
+        rd->o->on_bad(rd->o->ctx, msg);
+    }
+    return 0;
+}
+
+static int add_entry(reader *rd, br_feed_format rule, const char *s, size_t n, uint64_t lineno,
+                     bool *bad)
+{
+    br_error e = {{0}};
+    _cleanup_free_ char *expr = NULL;
+    int r = br_feed_entry_expression(rule, s, n, &expr, &e);
+    if (r < 0) {
+        *bad = true;
+        return bad_line(rd, lineno, r, e.text[0] ? e.text : strerror(-r));
+    }
+    uint8_t h[BR_SHA256_LEN];
+    if (br_url_expr_hash(expr, h) < 0)
+        return br_error_set(rd->err, -EIO, "SHA-256 failed");
+    r = push(rd->fs, h, rd->cat, rd->err);
+    if (r < 0)
+        return r;
+    rd->st.entries++;
+    return 0;
+}
+
+static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
+{
+    trim(&s, &n);
+    n = strip_comment(rd->format, s, n);
+    if (n == 0) {
+        rd->st.comments++;
+        return 0;
+    }
+    if (memchr(s, '\0', n))
+        return bad_line(rd, lineno, -EINVAL, "NUL byte in the line");
+    /* Secret-class data in any field refuses the whole read, even where the
+     * line would be bad anyway. */
+    for (size_t i = 0; i < n;) {
+        while (i < n && is_blank(s[i]))
+            i++;
+        size_t b = i;
+        while (i < n && !is_blank(s[i]))
+            i++;
+        if (i > b && looks_secret(s + b, i - b))
+            return bad_line(rd, lineno, -EPERM, NULL);
+    }
+    field f[MAX_FIELDS];
+    size_t nf = split_fields(s, n, f);
+    if (nf > MAX_FIELDS)
+        return bad_line(rd, lineno, -EINVAL, "too many fields");
+    bool bad = false;
+    if (rd->format == BR_FEED_HOSTS) {
+        if (!is_ip_address(f[0].s, f[0].n))
+            return bad_line(rd, lineno, -EINVAL,
+                            "not a hosts line: the first field is not an IP address");
+        if (nf < 2)
+            return bad_line(rd, lineno, -EINVAL, "hosts line without a host name");
+        for (size_t i = 1; i < nf; i++) {
+            if (is_ignored_host(f[i].s, f[i].n)) {
+                rd->st.ignored++;
+                continue;
+            }
+            int r = add_entry(rd, BR_FEED_HOSTS, f[i].s, f[i].n, lineno, &bad);
+            if (r < 0)
+                return r;
+            if (bad)
+                break; /* one report per line */
+        }
+        return 0;
+    }
+    if (nf > 1)
+        return bad_line(rd, lineno, -EINVAL,
+                        rd->format == BR_FEED_DOMAINS
+                            ? "more than one field (a hosts file? use --format hosts)"
+                            : "more than one field (a URL has no blanks; a hosts file? use "
+                              "--format hosts)");
+    br_feed_format rule = rd->format == BR_FEED_DOMAINS && !rd->lenient ? BR_FEED_DOMAINS
+                                                                         : BR_FEED_URLS;
+    return add_entry(rd, rule, s, n, lineno, &bad);
+}
+
+typedef struct held {
+    char *text;
+    size_t len;
+    uint64_t lineno;
+} held;
+
+static br_feed_format detect(const held *h, size_t n)
+{
+    size_t sample = 0, hosts = 0, bare = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = h[i].text;
+        size_t len = h[i].len;
+        trim(&s, &len);
+        len = strip_comment(BR_FEED_HOSTS, s, len);
+        if (len == 0)
+            continue;
+        field f[MAX_FIELDS];
+        size_t nf = split_fields(s, len, f);
+        sample++;
+        if (nf >= 2 && nf <= MAX_FIELDS && is_ip_address(f[0].s, f[0].n))
+            hosts++;
+        else if (nf == 1 && !memchr(s, '/', len) && !memchr(s, ':', len) && !memchr(s, '?', len))
+            bare++;
+    }
+    if (sample > 0 && 2 * hosts > sample)
+        return BR_FEED_HOSTS;
+    if (sample > 0 && bare == sample)
+        return BR_FEED_DOMAINS;
+    return BR_FEED_URLS;
+}
+
+/* Strip the line end; a BOM on line 1. */
+static void line_bounds(char *line, ssize_t len, uint64_t lineno, const char **s, size_t *n)
+{
+    size_t l = (size_t)len;
+    if (l > 0 && line[l - 1] == '\n')
+        l--;
+    if (l > 0 && line[l - 1] == '\r')
+        l--;
+    const char *p = line;
+    if (lineno == 1 && l >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) {
+        p += 3;
+        l -= 3;
+    }
+    *s = p;
+    *n = l;
+}
+
+static int read_stream(reader *rd, FILE *in)
+{
+    _cleanup_free_ char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    uint64_t lineno = 0;
+    /* Lines held back until the format is known: up to DETECT_SAMPLE entry
+     * lines, and whatever comments come before them (bounded too). */
+    held *hold = NULL;
+    size_t nheld = 0, held_cap = 0, meaningful = 0;
+    bool detecting = rd->o->format == BR_FEED_AUTO;
+    int r = 0;
+    rd->format = detecting ? BR_FEED_URLS : rd->o->format;
+
+    while (r >= 0 && (len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        const char *s;
+        size_t n;
+        line_bounds(line, len, lineno, &s, &n);
+        if (!detecting) {
+            r = process_line(rd, s, n, lineno);
+            continue;
+        }
+        if (nheld == held_cap) {
+            size_t c = held_cap ? 2 * held_cap : 128;
+            held *h = realloc(hold, c * sizeof(*h));
+            if (!h) {
+                r = br_error_set(rd->err, -ENOMEM, "out of memory");
+                break;
+            }
+            hold = h;
+            held_cap = c;
+        }
+        char *copy = malloc(n + 1);
+        if (!copy) {
+            r = br_error_set(rd->err, -ENOMEM, "out of memory");
+            break;
+        }
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+        hold[nheld++] = (held){copy, n, lineno};
+        const char *t = s;
+        size_t tn = n;
+        trim(&t, &tn);
+        if (tn > 0 && t[0] != '#')
+            meaningful++;
+        if (meaningful < DETECT_SAMPLE && nheld < DETECT_MAX_HELD)
+            continue;
+        /* Enough seen: decide, then replay what was held. */
+        rd->format = detect(hold, nheld);
+        rd->lenient = rd->format == BR_FEED_DOMAINS;
+        detecting = false;
+        for (size_t i = 0; i < nheld; i++) {
+            if (r >= 0)
+                r = process_line(rd, hold[i].text, hold[i].len, hold[i].lineno);
+            free(hold[i].text);
+        }
+        nheld = 0;
+    }
+    if (r >= 0 && ferror(in))
+        r = br_error_set(rd->err, -EIO, "%s: read error", rd->name);
+    if (detecting) {
+        rd->format = detect(hold, nheld);
+        rd->lenient = rd->format == BR_FEED_DOMAINS;
+    }
+    for (size_t i = 0; i < nheld; i++) {
+        if (r >= 0)
+            r = process_line(rd, hold[i].text, hold[i].len, hold[i].lineno);
+        free(hold[i].text);
+    }
+    free(hold);
+    rd->st.lines = lineno;
+    return r;
+}
+
+int br_feedset_read(br_feedset *fs, const char *path, const char *category,
+                    const br_feed_opts *opts, br_feed_stats *st, br_error *err)
+{
+    static const br_feed_opts defaults = {0};
+    reader rd = {.fs = fs, .o = opts ? opts : &defaults, .err = err};
+    int r = category_index(fs, category ? category : BR_FEED_DEFAULT_CATEGORY, &rd.cat, err);
+    if (r < 0)
+        return r;
+    bool is_stdin = strcmp(path, "-") == 0;
+    rd.name = is_stdin ? "<stdin>" : path;
+    FILE *in = is_stdin ? stdin : fopen(path, "re");
+    if (!in)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    r = read_stream(&rd, in);
+    if (!is_stdin)
+        fclose(in);
+    if (st) {
+        *st = rd.st;
+        st->format = rd.format;
+    }
+    return r;
+}

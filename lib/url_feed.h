@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* URL blocklist feeds: parse plain URL lists, hosts files and domain lists
+ * into the SHA-256 keys of Safe Browsing lookup expressions, each with a
+ * category, for `breachctl filter build|add --kind url-sha256`.
+ *
+ * Line rules (every format):
+ *  - LF or CRLF line ends; a UTF-8 byte-order mark at the start is skipped;
+ *  - leading and trailing spaces and tabs are ignored; blank lines and lines
+ *    whose first character is '#' are comments;
+ *  - a '#' preceded by a space or tab starts a trailing comment (a URL's own
+ *    fragment '#' follows no blank); in hosts files every '#' starts one.
+ * Formats:
+ *  - urls: one URL per line, scheme optional. Entry = the URL's most specific
+ *    lookup expression (canonicalize, then host + path + query);
+ *  - hosts: "ADDRESS NAME [NAME...]" (hosts(5)); ADDRESS any IPv4 or IPv6
+ *    address (0.0.0.0 and 127.0.0.1 in practice). Each NAME blocks every URL
+ *    under it: entry = "host/". Names of the loopback and local kind
+ *    (localhost, localhost.localdomain, local, broadcasthost, ip6-localhost,
+ *    ip6-loopback, ip6-localnet, ip6-mcastprefix, ip6-allnodes,
+ *    ip6-allrouters, ip6-allhosts, 0.0.0.0) are ignored and counted;
+ *  - domains: one domain (or IP address) per line: entry = "host/".
+ *  - auto (per file): hosts when most of the first 100 entry lines look like
+ *    hosts lines (two or more fields, the first an IP address); otherwise the
+ *    urls rule, reported as "domains" when those sample lines are all bare
+ *    names (a bare name gives the same entry under both rules).
+ * Checks:
+ *  - an entry that is an e-mail address or a mailto: URL refuses the whole
+ *    read with -EPERM and "FILE:LINE: secret-class data (e-mail address) is
+ *    never indexed", whatever skip_bad says;
+ *  - any other bad line (not a URL, a host that is not a DNS name or IP
+ *    address, a domain entry with a path, two fields in a URL list, ...) is
+ *    -EINVAL "FILE:LINE: reason", or with skip_bad counted and passed to
+ *    on_bad. Hosts must be made of [a-z0-9._-] after canonicalization (IDN
+ *    in punycode), or be an IP address: a wildcard like "*.example.com" is
+ *    refused rather than indexed as a literal host.
+ * Categories and duplicates:
+ *  - CATEGORY matches [a-z0-9_-]{1,32} (what a range response may carry);
+ *    BR_FEED_DEFAULT_CATEGORY when a feed names none; at most 255 per set;
+ *  - the same expression twice keeps its FIRST occurrence: the first feed in
+ *    read (command-line) order, then the first line; a later one with another
+ *    category is counted as a conflict. Order feeds by priority. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "hash.h"
+#include "util.h"
+
+#define BR_FEED_DEFAULT_CATEGORY "malware"
+#define BR_FEED_CATEGORY_MAX 32
+#define BR_FEED_MAX_CATEGORIES 255
+#define BR_FEED_SECRET_TEXT "secret-class data (e-mail address) is never indexed"
+
+typedef enum br_feed_format {
+    BR_FEED_AUTO = 0,
+    BR_FEED_URLS = 1,
+    BR_FEED_HOSTS = 2,
+    BR_FEED_DOMAINS = 3,
+} br_feed_format;
+
+const char *br_feed_format_name(br_feed_format f);
+/* "auto", "urls", "hosts", "domains": 0, or -EINVAL. */
+int br_feed_format_from_name(const char *name, br_feed_format *out);
+/* [a-z0-9_-]{1,32} */
+bool br_feed_category_valid(const char *s);
+
+/* Split "PATH=CATEGORY" at the last '=': when there is one, the part after
+ * it must be a valid category (-EINVAL otherwise) and *path_out is a malloc'd
+ * copy of the part before; without '=' the path is the whole argument and
+ * the category BR_FEED_DEFAULT_CATEGORY. cat_out holds
+ * BR_FEED_CATEGORY_MAX + 1 bytes. */
+int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err);
+
+/* The expression one entry stands for (malloc'd into *expr): for urls the
+ * most specific lookup expression of the canonical URL; for hosts and
+ * domains "host/". -EPERM for secret-class data, -EINVAL with a reason. */
+int br_feed_entry_expression(br_feed_format format, const char *entry, size_t len, char **expr,
+                             br_error *err);
+
+typedef struct br_feed_entry {
+    uint8_t hash[BR_SHA256_LEN];
+    uint32_t seq;     /* order of appearance over the whole set */
+    uint8_t category; /* index into the set's categories */
+} br_feed_entry;
+
+typedef void (*br_feed_bad_cb)(void *ctx, const char *message);
+
+typedef struct br_feed_opts {
+    br_feed_format format; /* BR_FEED_AUTO: detect per file */
+    bool skip_bad;
+    br_feed_bad_cb on_bad; /* with skip_bad: each bad line's "FILE:LINE: reason" */
+    void *ctx;
+} br_feed_opts;
+
+typedef struct br_feed_stats {
+    br_feed_format format; /* the one used (detected or forced) */
+    uint64_t lines;
+    uint64_t entries;  /* entries read (duplicates included) */
+    uint64_t comments; /* blank and comment lines */
+    uint64_t ignored;  /* localhost-like hosts-file names */
+    uint64_t bad;      /* bad lines skipped (skip_bad) */
+} br_feed_stats;
+
+typedef struct br_feedset br_feedset;
+
+int br_feedset_new(br_feedset **out);
+void br_feedset_free(br_feedset *fs);
+BR_DEFINE_FREEP(br_feedset, br_feedset_free)
+
+/* Read one feed ("-": standard input, named "<stdin>" in messages) into the
+ * set under category. st (may be NULL) receives this feed's counts. On error
+ * the set may hold part of the feed: callers abandon the whole build. */
+int br_feedset_read(br_feedset *fs, const char *path, const char *category,
+                    const br_feed_opts *opts, br_feed_stats *st, br_error *err);
+/* Add one expression's key directly (tests, tools). */
+int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
+                       br_error *err);
+
+typedef struct br_feedset_stats {
+    uint64_t distinct;
+    uint64_t duplicates; /* repeats with the same category */
+    uint64_t conflicts;  /* repeats with another category: the first was kept */
+} br_feedset_stats;
+
+/* Sort by key and keep the first occurrence of each key. No reads after. */
+void br_feedset_finish(br_feedset *fs, br_feedset_stats *st);
+
+size_t br_feedset_count(const br_feedset *fs);
+/* Sorted by hash (memcmp order) after br_feedset_finish. */
+const br_feed_entry *br_feedset_entries(const br_feedset *fs);
+const char *br_feedset_category(const br_feedset *fs, unsigned index);
+unsigned br_feedset_category_count(const br_feedset *fs);

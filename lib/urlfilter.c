@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/* The url-sha256 filter file: params, payload layout, validation, probes,
+ * and drafts (build and incremental add). Layout in docs/filter-format.md. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "urlfilter.h"
+
+/* params block of the container header. */
+enum {
+    P_K = 0,
+    P_BLOCK_BITS_LOG2 = 1,
+    P_PREFIX_BITS = 2,
+    P_RESERVED = 3, /* 5 bytes */
+    P_BLOCK_COUNT = 8,
+    P_CAPACITY = 16,
+    P_TARGET_FPR = 24,
+    P_BITMAP_OFFSET = 32,
+    P_BLOCKS_OFFSET = 40,
+    P_BASE_KEY_COUNT = 48,
+    P_BASE_GENERATION = 56,
+    P_END = 64,
+};
+_Static_assert(P_END == BR_FILTER_PARAMS_SIZE, "params fill the block");
+#define BLOCK_BITS_LOG2 9
+_Static_assert((1 << BLOCK_BITS_LOG2) == BR_BLOOM_BLOCK_BITS, "block size");
+
+static uint64_t double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+static double bits_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* ---- reading ---- */
+
+struct br_urlfilter {
+    br_filter_file *file;
+    const uint8_t *bitmap;
+    br_bloom bloom;
+    uint64_t capacity;
+    double target_fpr;
+    uint64_t base_key_count, base_generation;
+    uint32_t prefixes_set;
+    uint64_t bloom_bits_set;
+};
+
+void br_urlfilter_free(br_urlfilter *uf)
+{
+    if (!uf)
+        return;
+    br_filter_file_free(uf->file);
+    free(uf);
+}
+
+static int check_params(br_urlfilter *uf, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(uf->file);
+    const uint8_t *p = h->params;
+    if (h->kind != BR_KIND_URL_SHA256)
+        return br_error_set(err, -EINVAL, "field kind: %s, expected url-sha256 for blocked-bloom",
+                            br_filter_kind_name(h->kind));
+    if (h->algorithm != BR_ALGO_BLOCKED_BLOOM)
+        return br_error_set(err, -EINVAL, "field algorithm: %s, expected blocked-bloom",
+                            br_filter_algorithm_name(h->algorithm));
+    if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256)
+        return br_error_set(err, -EINVAL, "field key_encoding: %s, expected url-expression-sha256",
+                            br_key_encoding_name(h->key_encoding));
+    unsigned k = p[P_K];
+    if (k < BR_BLOOM_MIN_K || k > BR_BLOOM_MAX_K)
+        return br_error_set(err, -EINVAL, "param k: %u, expected %d..%d", k, BR_BLOOM_MIN_K,
+                            BR_BLOOM_MAX_K);
+    if (p[P_BLOCK_BITS_LOG2] != BLOCK_BITS_LOG2)
+        return br_error_set(err, -EINVAL, "param block_bits_log2: %u, expected %d",
+                            p[P_BLOCK_BITS_LOG2], BLOCK_BITS_LOG2);
+    if (p[P_PREFIX_BITS] != BR_URLFILTER_PREFIX_BITS)
+        return br_error_set(err, -EINVAL, "param prefix_bits: %u, expected %d", p[P_PREFIX_BITS],
+                            BR_URLFILTER_PREFIX_BITS);
+    for (size_t i = P_RESERVED; i < P_BLOCK_COUNT; i++)
+        if (p[i])
+            return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
+    uint64_t blocks = br_load_le64(p + P_BLOCK_COUNT);
+    if (blocks < 1 || blocks > BR_BLOOM_MAX_BLOCKS)
+        return br_error_set(err, -EINVAL, "param block_count: %llu out of range (1..%llu)",
+                            (unsigned long long)blocks, (unsigned long long)BR_BLOOM_MAX_BLOCKS);
+    uf->capacity = br_load_le64(p + P_CAPACITY);
+    if (uf->capacity < 1 || uf->capacity > BR_BLOOM_MAX_CAPACITY)
+        return br_error_set(err, -EINVAL, "param capacity: %llu out of range",
+                            (unsigned long long)uf->capacity);
+    uf->target_fpr = bits_double(br_load_le64(p + P_TARGET_FPR));
+    if (!(uf->target_fpr >= BR_BLOOM_MIN_FPR && uf->target_fpr <= BR_BLOOM_MAX_FPR))
+        return br_error_set(err, -EINVAL, "param target_fpr: %g out of range (%g..%g)",
+                            uf->target_fpr, BR_BLOOM_MIN_FPR, BR_BLOOM_MAX_FPR);
+    uint64_t bitmap_off = br_load_le64(p + P_BITMAP_OFFSET);
+    uint64_t blocks_off = br_load_le64(p + P_BLOCKS_OFFSET);
+    if (bitmap_off != h->payload_offset)
+        return br_error_set(err, -EINVAL, "param bitmap_offset: %llu, expected %llu",
+                            (unsigned long long)bitmap_off, (unsigned long long)h->payload_offset);
+    if (blocks_off != bitmap_off + BR_URLFILTER_BITMAP_BYTES)
+        return br_error_set(err, -EINVAL, "param blocks_offset: %llu, expected %llu",
+                            (unsigned long long)blocks_off,
+                            (unsigned long long)(bitmap_off + BR_URLFILTER_BITMAP_BYTES));
+    uint64_t size = br_filter_file_size(uf->file);
+    if (blocks_off > size || (size - blocks_off) / BR_BLOOM_BLOCK_BYTES != blocks ||
+        (size - blocks_off) % BR_BLOOM_BLOCK_BYTES != 0)
+        return br_error_set(err, -EINVAL,
+                            "param block_count: %llu blocks do not fill the payload (file is %llu "
+                            "bytes)", (unsigned long long)blocks, (unsigned long long)size);
+    uf->base_key_count = br_load_le64(p + P_BASE_KEY_COUNT);
+    uf->base_generation = br_load_le64(p + P_BASE_GENERATION);
+    if (uf->base_key_count > h->key_count)
+        return br_error_set(err, -EINVAL, "param base_key_count: %llu, more than key_count %llu",
+                            (unsigned long long)uf->base_key_count,
+                            (unsigned long long)h->key_count);
+    if (uf->base_generation > h->generation)
+        return br_error_set(err, -EINVAL, "param base_generation: %llu, after generation %llu",
+                            (unsigned long long)uf->base_generation,
+                            (unsigned long long)h->generation);
+    const uint8_t *data = br_filter_file_data(uf->file);
+    uf->bitmap = data + bitmap_off;
+    uf->bloom.blocks = data + blocks_off;
+    uf->bloom.block_count = blocks;
+    uf->bloom.k = k;
+    return 0;
+}
+
+/* What the bits say must agree with key_count: every key sets one prefix
+ * bit and at most k Bloom bits, and at least one of each. */
+static int check_counts(br_urlfilter *uf, br_error *err)
+{
+    uint64_t keys = br_filter_file_header(uf->file)->key_count;
+    uf->prefixes_set = (uint32_t)br_popcount_bytes(uf->bitmap, BR_URLFILTER_BITMAP_BYTES);
+    uf->bloom_bits_set = br_popcount_bytes(uf->bloom.blocks,
+                                           uf->bloom.block_count * BR_BLOOM_BLOCK_BYTES);
+    if (uf->prefixes_set > keys || (keys > 0) != (uf->prefixes_set > 0))
+        return br_error_set(err, -EINVAL, "prefix bitmap: %u prefixes set for %llu keys",
+                            uf->prefixes_set, (unsigned long long)keys);
+    if ((uf->bloom_bits_set + uf->bloom.k - 1) / uf->bloom.k > keys || (keys > 0) != (uf->bloom_bits_set > 0))
+        return br_error_set(err, -EINVAL, "Bloom blocks: %llu bits set for %llu keys at k=%u",
+                            (unsigned long long)uf->bloom_bits_set, (unsigned long long)keys,
+                            uf->bloom.k);
+    return 0;
+}
+
+int br_urlfilter_from_file(br_filter_file *file, br_urlfilter **out, br_error *err)
+{
+    _cleanup_(br_urlfilter_freep) br_urlfilter *uf = calloc(1, sizeof(*uf));
+    if (!uf) {
+        br_filter_file_free(file);
+        return -ENOMEM;
+    }
+    uf->file = file;
+    int r = check_params(uf, err);
+    if (r < 0)
+        return r;
+    r = check_counts(uf, err);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(uf);
+    return 0;
+}
+
+int br_urlfilter_open(const char *path, br_urlfilter **out, br_error *err)
+{
+    br_filter_file *file = NULL;
+    int r = br_filter_file_open(path, &file, err);
+    if (r < 0)
+        return r;
+    r = br_urlfilter_from_file(file, out, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "%s", path);
+    return 0;
+}
+
+const br_filter_header *br_urlfilter_header(const br_urlfilter *uf)
+{
+    return br_filter_file_header(uf->file);
+}
+
+bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
+{
+    return br_prefix_bitmap_test(uf->bitmap, prefix20);
+}
+
+const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
+{
+    return uf->bitmap;
+}
+
+bool br_urlfilter_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
+{
+    return br_prefix_bitmap_test(uf->bitmap, br_urlfilter_prefix_of(sha256)) &&
+           br_bloom_contains(&uf->bloom, sha256);
+}
+
+void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_SHA256_LEN],
+                              size_t n, bool *out)
+{
+    enum { AHEAD = 32 };
+    for (size_t i = 0; i < n; i += AHEAD) {
+        size_t m = BR_MIN((size_t)AHEAD, n - i);
+        for (size_t j = 0; j < m; j++) {
+            __builtin_prefetch(uf->bitmap + (br_urlfilter_prefix_of(keys[i + j]) >> 3));
+            br_bloom_prefetch(&uf->bloom, keys[i + j]);
+        }
+        for (size_t j = 0; j < m; j++)
+            out[i + j] = br_urlfilter_maybe(uf, keys[i + j]);
+    }
+}
+
+void br_urlfilter_get_info(const br_urlfilter *uf, br_urlfilter_info *info)
+{
+    const br_filter_header *h = br_filter_file_header(uf->file);
+    memset(info, 0, sizeof(*info));
+    info->k = uf->bloom.k;
+    info->block_count = uf->bloom.block_count;
+    info->capacity = uf->capacity;
+    info->target_fpr = uf->target_fpr;
+    info->key_count = h->key_count;
+    info->base_key_count = uf->base_key_count;
+    info->base_generation = uf->base_generation;
+    info->prefixes_with_entries = uf->prefixes_set;
+    info->bloom_bits_set = uf->bloom_bits_set;
+    double bits = (double)uf->bloom.block_count * BR_BLOOM_BLOCK_BITS;
+    info->bits_per_key = bits / (double)(h->key_count ? h->key_count : 1);
+    info->design_fpr = br_bloom_fpr((double)uf->capacity / (double)uf->bloom.block_count, uf->bloom.k);
+    info->bloom_fpr_now = br_bloom_fpr((double)h->key_count / (double)uf->bloom.block_count,
+                                       uf->bloom.k);
+    info->fpr_now = info->bloom_fpr_now * (double)uf->prefixes_set / (double)BR_URLFILTER_PREFIXES;
+    info->file_size = br_filter_file_size(uf->file);
+}
+
+/* ---- drafts ---- */
+
+struct br_urlfilter_draft {
+    uint8_t *bitmap;
+    uint8_t *blocks;
+    uint64_t block_count;
+    unsigned k;
+    uint64_t capacity;
+    double target_fpr;
+    uint64_t keys;
+    bool full_build;
+    uint64_t base_key_count, base_generation;
+};
+
+void br_urlfilter_draft_free(br_urlfilter_draft *d)
+{
+    if (!d)
+        return;
+    free(d->bitmap);
+    free(d->blocks);
+    free(d);
+}
+
+static int draft_alloc(uint64_t block_count, br_urlfilter_draft **out, br_error *err)
+{
+    _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = calloc(1, sizeof(*d));
+    if (!d)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    if (block_count > SIZE_MAX / BR_BLOOM_BLOCK_BYTES)
+        return br_error_set(err, -ENOMEM, "%llu blocks do not fit in memory",
+                            (unsigned long long)block_count);
+    size_t bytes = (size_t)block_count * BR_BLOOM_BLOCK_BYTES;
+    d->bitmap = calloc(1, BR_URLFILTER_BITMAP_BYTES);
+    d->blocks = aligned_alloc(BR_BLOOM_BLOCK_BYTES, bytes);
+    if (!d->bitmap || !d->blocks)
+        return br_error_set(err, -ENOMEM, "out of memory for %zu bytes of Bloom blocks", bytes);
+    memset(d->blocks, 0, bytes);
+    d->block_count = block_count;
+    *out = BR_TAKE_PTR(d);
+    return 0;
+}
+
+int br_urlfilter_draft_new(uint64_t capacity, double target_fpr, br_urlfilter_draft **out,
+                           br_error *err)
+{
+    br_bloom_params bp;
+    if (capacity == 0)
+        capacity = 1;
+    int r = br_bloom_size(capacity, target_fpr, &bp, err);
+    if (r < 0)
+        return r;
+    br_urlfilter_draft *d = NULL;
+    r = draft_alloc(bp.block_count, &d, err);
+    if (r < 0)
+        return r;
+    d->k = bp.k;
+    d->capacity = capacity;
+    d->target_fpr = target_fpr;
+    d->full_build = true;
+    *out = d;
+    return 0;
+}
+
+int br_urlfilter_draft_from(const br_urlfilter *uf, br_urlfilter_draft **out, br_error *err)
+{
+    br_urlfilter_draft *d = NULL;
+    int r = draft_alloc(uf->bloom.block_count, &d, err);
+    if (r < 0)
+        return r;
+    memcpy(d->bitmap, uf->bitmap, BR_URLFILTER_BITMAP_BYTES);
+    memcpy(d->blocks, uf->bloom.blocks, (size_t)uf->bloom.block_count * BR_BLOOM_BLOCK_BYTES);
+    d->k = uf->bloom.k;
+    d->capacity = uf->capacity;
+    d->target_fpr = uf->target_fpr;
+    d->keys = br_urlfilter_header(uf)->key_count;
+    d->base_key_count = uf->base_key_count;
+    d->base_generation = uf->base_generation;
+    *out = d;
+    return 0;
+}
+
+bool br_urlfilter_draft_add(br_urlfilter_draft *d, const uint8_t key[BR_SHA256_LEN], bool distinct)
+{
+    uint32_t p = br_urlfilter_prefix_of(key);
+    uint8_t mask = (uint8_t)(1u << (p & 7));
+    bool fresh = !(d->bitmap[p >> 3] & mask);
+    d->bitmap[p >> 3] |= mask;
+    fresh |= br_bloom_insert(d->blocks, d->block_count, d->k, key);
+    if (fresh || distinct)
+        d->keys++;
+    return fresh;
+}
+
+bool br_urlfilter_draft_maybe(const br_urlfilter_draft *d, const uint8_t key[BR_SHA256_LEN])
+{
+    br_bloom b = {.blocks = d->blocks, .block_count = d->block_count, .k = d->k};
+    return br_prefix_bitmap_test(d->bitmap, br_urlfilter_prefix_of(key)) && br_bloom_contains(&b, key);
+}
+
+uint64_t br_urlfilter_draft_keys(const br_urlfilter_draft *d)
+{
+    return d->keys;
+}
+
+const uint8_t *br_urlfilter_draft_bitmap(const br_urlfilter_draft *d)
+{
+    return d->bitmap;
+}
+
+unsigned br_urlfilter_draft_k(const br_urlfilter_draft *d)
+{
+    return d->k;
+}
+
+uint64_t br_urlfilter_draft_blocks(const br_urlfilter_draft *d)
+{
+    return d->block_count;
+}
+
+uint64_t br_urlfilter_draft_capacity(const br_urlfilter_draft *d)
+{
+    return d->capacity;
+}
+
+int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
+                            const br_urlfilter_save_opts *o, uint64_t *file_bytes, br_error *err)
+{
+    _cleanup_(br_filter_writer_freep) br_filter_writer *w = NULL;
+    int r = br_filter_writer_new(path, &w, err);
+    if (r < 0)
+        return r;
+    uint64_t bitmap_off = br_filter_writer_offset(w);
+    r = br_filter_writer_write(w, d->bitmap, BR_URLFILTER_BITMAP_BYTES, err);
+    if (r < 0)
+        return r;
+    uint64_t blocks_off = br_filter_writer_offset(w);
+    r = br_filter_writer_write(w, d->blocks, (size_t)d->block_count * BR_BLOOM_BLOCK_BYTES, err);
+    if (r < 0)
+        return r;
+
+    br_filter_header hdr = {0};
+    hdr.kind = BR_KIND_URL_SHA256;
+    hdr.algorithm = BR_ALGO_BLOCKED_BLOOM;
+    hdr.key_encoding = BR_KEYENC_URL_EXPR_SHA256;
+    hdr.key_encoding_version = 1;
+    hdr.generation = o->generation;
+    hdr.build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
+    hdr.key_count = d->keys;
+    uint8_t *p = hdr.params;
+    p[P_K] = (uint8_t)d->k;
+    p[P_BLOCK_BITS_LOG2] = BLOCK_BITS_LOG2;
+    p[P_PREFIX_BITS] = BR_URLFILTER_PREFIX_BITS;
+    br_store_le64(p + P_BLOCK_COUNT, d->block_count);
+    br_store_le64(p + P_CAPACITY, d->capacity);
+    br_store_le64(p + P_TARGET_FPR, double_bits(d->target_fpr));
+    br_store_le64(p + P_BITMAP_OFFSET, bitmap_off);
+    br_store_le64(p + P_BLOCKS_OFFSET, blocks_off);
+    br_store_le64(p + P_BASE_KEY_COUNT, d->full_build ? d->keys : d->base_key_count);
+    br_store_le64(p + P_BASE_GENERATION, d->full_build ? o->generation : d->base_generation);
+    if (o->source)
+        snprintf(hdr.source, sizeof(hdr.source), "%s", o->source);
+    if (bitmap_off != BR_FILTER_PAYLOAD_ALIGN)
+        return br_error_set(err, -EINVAL, "unexpected payload offset %llu",
+                            (unsigned long long)bitmap_off);
+    uint64_t bytes = br_filter_writer_offset(w);
+    if (o->before_commit) {
+        r = o->before_commit(o->ctx, err);
+        if (r < 0)
+            return r;
+    }
+    r = br_filter_writer_commit(w, &hdr, err);
+    if (r < 0)
+        return r;
+    if (file_bytes)
+        *file_bytes = bytes;
+    return 0;
+}
