@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "url_check.h"
 
 static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
 {
@@ -78,19 +79,6 @@ static void handle_pw(bd_conn *c, br_request *req)
     bd_waiter_free(w);
 }
 
-static void handle_url(bd_conn *c, br_request *req)
-{
-    /* Secret-class data is refused before anything else looks at it, and
-     * its text goes nowhere. */
-    if (br_is_secret_class(req->arg, req->arg_len)) {
-        bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS,
-                            "e-mail addresses are never looked up");
-        return;
-    }
-    c->srv->counters.url_unknown++;
-    bd_conn_reply(c, req->id, "UNKNOWN filter-unavailable");
-}
-
 static void handle_reload(bd_conn *c, br_request *req)
 {
     if (!breachd_config_is_admin(c->srv->state->cfg, c->uid)) {
@@ -132,7 +120,7 @@ void bd_dispatch(bd_conn *c, const char *line, size_t len)
         handle_pw(c, &req);
         break;
     case BR_VERB_URL:
-        handle_url(c, &req);
+        bd_url_check(c, &req);
         break;
     case BR_VERB_STATS: {
         char buf[4096];

@@ -155,15 +155,26 @@ static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error 
     return 0;
 }
 
+static int load_urlfilter(const breachd_config *cfg, br_urlfilter **out, br_error *err)
+{
+    *out = NULL;
+    if (!cfg->urls.filter[0])
+        return 0;
+    int r = br_urlfilter_open(cfg->urls.filter, out, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "[urls] filter");
+    return 0;
+}
+
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
     memset(out, 0, sizeof(*out));
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    /* URL filters come with the URL module; until then [urls] filter is
-     * accepted but URL checks answer UNKNOWN filter-unavailable. */
     r = load_pwfilter(out->cfg, &out->pwfilter, err);
+    if (r >= 0)
+        r = load_urlfilter(out->cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -174,6 +185,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 void bd_state_files_clear(bd_state_files *f)
 {
     br_pwfilter_free(f->pwfilter);
+    br_urlfilter_free(f->urlfilter);
     breachd_config_free(f->cfg);
     memset(f, 0, sizeof(*f));
 }
@@ -242,6 +254,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     live_states = s;
     s->cfg = files->cfg;
     s->pwfilter = files->pwfilter;
+    s->urlfilter = files->urlfilter;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
     int r = 0;
@@ -279,6 +292,7 @@ static void state_free(bd_state *s)
     retire_resolver(s);
     cache_unref(s->cache);
     br_pwfilter_free(s->pwfilter);
+    br_urlfilter_free(s->urlfilter);
     breachd_config_free(s->cfg);
     free(s);
 }
@@ -344,4 +358,11 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
     if (!s->pwfilter)
         return false;
     return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
+}
+
+bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
+{
+    if (!s->urlfilter)
+        return false;
+    return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
 }

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "error.h"
 #include "pwfilter.h"
+#include "urlfilter.h"
 #include "range_cache.h"
 #include "resolver.h"
 
@@ -30,6 +31,7 @@ typedef struct bd_state {
     struct bd_state *prev, *next; /* every live state, current and old */
     breachd_config *cfg;
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
+    br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;     /* wall clock, seconds */
@@ -39,6 +41,7 @@ typedef struct bd_state {
 typedef struct bd_state_files {
     breachd_config *cfg;
     br_pwfilter *pwfilter;
+    br_urlfilter *urlfilter;
 } bd_state_files;
 
 /* Read the config and open and verify every filter it names. Thread-safe. */
@@ -68,3 +71,4 @@ void bd_state_totals(const bd_state *current, bd_totals *t);
 /* The filter answers "definitely not" only when present and not older than
  * max_filter_age; a stale filter is bypassed (every check goes upstream). */
 bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);
+bool bd_state_url_filter_stale(const bd_state *s, int64_t now);

@@ -77,6 +77,9 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "url_safe", k->url_safe);
     U64(o, "url_blocked", k->url_blocked);
     U64(o, "url_unknown", k->url_unknown);
+    U64(o, "url_filter_no", k->url_filter_no);
+    U64(o, "url_filter_maybe", k->url_filter_maybe);
+    U64(o, "url_filter_bypassed", k->url_filter_bypassed);
 
     const br_filter_header *h = st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL;
     U64(o, "filter_loaded", h != NULL);
@@ -84,6 +87,13 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "filter_keys", h ? h->key_count : 0);
     U64(o, "filter_age_seconds", h && now > h->build_time ? now - h->build_time : 0);
     U64(o, "filter_stale", bd_state_pw_filter_stale(st, now));
+
+    const br_filter_header *uh = st->urlfilter ? br_urlfilter_header(st->urlfilter) : NULL;
+    U64(o, "url_filter_loaded", uh != NULL);
+    U64(o, "url_filter_generation", uh ? uh->generation : 0);
+    U64(o, "url_filter_keys", uh ? uh->key_count : 0);
+    U64(o, "url_filter_age_seconds", uh && now > uh->build_time ? now - uh->build_time : 0);
+    U64(o, "url_filter_stale", bd_state_url_filter_stale(st, now));
 
     bd_totals t;
     bd_state_totals(st, &t);

@@ -17,6 +17,7 @@ typedef struct bd_counters {
     uint64_t pw_clean, pw_pwned, pw_unknown;
     uint64_t pw_filter_no, pw_filter_maybe, pw_filter_bypassed;
     uint64_t url_safe, url_blocked, url_unknown;
+    uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
     uint64_t connections_total, connections_refused;
     uint64_t reloads, reload_failures;
 } bd_counters;

@@ -82,8 +82,7 @@ def max_inflight_per_connection(ctx):
     cl.send("".join("m%d PW %s\n" % (i, h) for i, h in enumerate(maybes[:5])))
     # A definite no, a PING and the sixth maybe go on while four wait upstream.
     cl.send("n PW %s\np PING\nm5 PW %s\n" % (no, maybes[5]))
-    quick = cl.lines(4, timeout=2.5)
-    check(time.monotonic() - t0 < 2.5, "quick answers were slow")
+    quick = cl.lines(4, timeout=2.9)  # before the first upstream answer (3 s)
     eq(sorted(quick), sorted(["m4 ERR busy too many requests in flight on this connection",
                               "n CLEAN", "p PONG",
                               "m5 ERR busy too many requests in flight on this connection"]),
@@ -326,13 +325,15 @@ def connect_after_stop(sock):
         check(e.errno in (errno.ENOENT, errno.ECONNREFUSED), "connect: %r" % e)
         return "gone"
     try:
-        c.send("n PING\n")
-    except OSError:
-        return "eof"
-    try:
-        ln = c.line(timeout=3)
+        ln = c.line(timeout=3)  # a refusal comes unasked
     except dtest.Timeout:
-        ln = "<no answer>"
+        try:  # nothing: is it served?
+            c.send("n PING\n")
+            ln = c.line(timeout=3)
+        except dtest.Timeout:
+            ln = "<no answer>"
+        except OSError:
+            ln = None
     c.close()
     return "eof" if ln is None else ln
 

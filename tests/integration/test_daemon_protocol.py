@@ -385,7 +385,8 @@ def out_of_order_answers(ctx):
     t_local = time.monotonic() - t0
     eq(first[:2], ["2 CLEAN", "3 PONG"], "local answers first")
     check(first[2].startswith("4 VERSION"), first[2])
-    check(t_local < 2.0, "local answers took %.2fs" % t_local)
+    # The order proves it; the time only says the local ones did not wait.
+    check(t_local < 2.9, "local answers took %.2fs" % t_local)
     last = cl.line(timeout=20)
     t_slow = time.monotonic() - t0
     # The faultserver's range does not hold the hash: CLEAN (a filter false positive).

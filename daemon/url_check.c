@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* The URL verb: canonicalize, form the lookup expressions, probe the URL
+ * filter with each, and resolve the maybes with range queries (one per
+ * expression, coalesced and cached like passwords). The answer is BLOCKED
+ * with the most specific expression found, else UNKNOWN if any maybe could
+ * not be resolved, else SAFE. Neither the URL nor its host is logged. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+#include "log.h"
+#include "server.h"
+#include "url.h"
+#include "url_check.h"
+
+typedef struct url_job {
+    bd_waiter *w;
+    unsigned pending;  /* lookups not answered yet */
+    int best;          /* index of the most specific expression found, -1 */
+    const char *unknown; /* reason of an unresolved maybe, NULL */
+    char category[BR_RANGE_CATEGORY_MAX + 1];
+    br_url_exprs exprs;
+} url_job;
+
+typedef struct url_lookup {
+    url_job *job;
+    int index;
+} url_lookup;
+
+static void job_finish(url_job *j)
+{
+    bd_conn *c = j->w->conn;
+    bd_counters *k = &c->srv->counters;
+    if (j->best >= 0) {
+        k->url_blocked++;
+        bd_conn_reply(c, j->w->id, "BLOCKED %s %s", j->category, j->exprs.expr[j->best]);
+    } else if (j->unknown) {
+        k->url_unknown++;
+        bd_conn_reply(c, j->w->id, "UNKNOWN %s", j->unknown);
+    } else {
+        k->url_safe++;
+        bd_conn_reply(c, j->w->id, "SAFE");
+    }
+    br_url_exprs_clear(&j->exprs);
+    bd_waiter_free(j->w);
+    free(j);
+}
+
+static void job_take(url_job *j, int index, const br_resolve_result *res)
+{
+    if (res->status == BR_RESOLVE_FOUND) {
+        if (j->best < 0 || index < j->best) {
+            j->best = index;
+            memcpy(j->category, res->category, sizeof(j->category));
+        }
+    } else if (res->status == BR_RESOLVE_UNKNOWN && !j->unknown) {
+        j->unknown = res->reason ? res->reason : BR_REASON_ERROR;
+    }
+}
+
+static void lookup_done(void *ctx, const br_resolve_result *res)
+{
+    url_lookup *l = ctx;
+    url_job *j = l->job;
+    job_take(j, l->index, res);
+    free(l);
+    if (--j->pending == 0)
+        job_finish(j);
+}
+
+void bd_url_check(bd_conn *c, const br_request *req)
+{
+    bd_server *srv = c->srv;
+    bd_state *st = srv->state;
+    bd_counters *k = &srv->counters;
+    /* Secret-class data is refused before anything else looks at it, and
+     * its text goes nowhere. */
+    if (br_is_secret_class(req->arg, req->arg_len)) {
+        bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS, "e-mail addresses are never looked up");
+        return;
+    }
+    char *canon = NULL;
+    br_error err = {{0}};
+    int r = br_url_canonicalize(req->arg, req->arg_len, &canon, &err);
+    if (r == -EPERM) {
+        bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS, "e-mail addresses are never looked up");
+        return;
+    }
+    if (r < 0) {
+        /* The reasons of br_url_canonicalize never contain the URL. */
+        bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, err.text[0] ? err.text : "invalid URL");
+        return;
+    }
+    if (!st->urlfilter) {
+        free(canon);
+        k->url_unknown++;
+        bd_conn_reply(c, req->id, "UNKNOWN filter-unavailable");
+        return;
+    }
+    if (c->inflight >= srv->limits.max_inflight) {
+        free(canon);
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
+        return;
+    }
+    url_job *j = calloc(1, sizeof(*j));
+    if (!j || br_url_expressions(canon, &j->exprs, &err) < 0) {
+        free(canon);
+        free(j);
+        bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, "invalid URL");
+        return;
+    }
+    free(canon);
+    j->best = -1;
+
+    uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
+    bool maybe[BR_URL_MAX_EXPRESSIONS];
+    size_t n = j->exprs.n, n_maybe = 0;
+    for (size_t i = 0; i < n; i++)
+        br_url_expr_hash(j->exprs.expr[i], keys[i]);
+    if (bd_state_url_filter_stale(st, (int64_t)time(NULL))) {
+        /* A stale filter proves nothing: every expression goes upstream. */
+        k->url_filter_bypassed++;
+        for (size_t i = 0; i < n; i++)
+            maybe[i] = true;
+    } else {
+        br_urlfilter_maybe_batch(st->urlfilter, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe);
+    }
+    for (size_t i = 0; i < n; i++)
+        n_maybe += maybe[i];
+    if (n_maybe == 0) {
+        k->url_filter_no++;
+        k->url_safe++;
+        bd_conn_reply(c, req->id, "SAFE");
+        br_url_exprs_clear(&j->exprs);
+        free(j);
+        return;
+    }
+    k->url_filter_maybe++;
+    j->w = bd_waiter_new(c, req);
+    if (!j->w) {
+        br_url_exprs_clear(&j->exprs);
+        free(j);
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
+        return;
+    }
+    /* One reference for this loop, so that answers made synchronously
+     * cannot finish the job before every lookup is issued. */
+    j->pending = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!maybe[i])
+            continue;
+        url_lookup *l = malloc(sizeof(*l));
+        br_resolve_result res;
+        if (!l) {
+            j->unknown = BR_REASON_ERROR;
+            continue;
+        }
+        l->job = j;
+        l->index = (int)i;
+        r = br_resolver_resolve(st->resolver, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
+        if (r == 0) {
+            j->pending++;
+            continue;
+        }
+        free(l);
+        if (r < 0) {
+            memset(&res, 0, sizeof(res));
+            res.status = BR_RESOLVE_UNKNOWN;
+            res.reason = BR_REASON_ERROR;
+        }
+        job_take(j, (int)i, &res);
+    }
+    OPENSSL_cleanse(keys, sizeof(keys));
+    if (--j->pending == 0)
+        job_finish(j);
+}

@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "server.h"
+
+/* Answer a URL request (now, or later from the loop). */
+void bd_url_check(bd_conn *c, const br_request *req);
