@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 
@@ -196,7 +195,9 @@ class Ctx:
         """Write a config. sections: daemon={...}, passwords={...}, ... merged
         over the defaults below; a value None drops the key."""
         conf = {
-            "daemon": {"socket": socket_path or self.path("breachd.sock"), "log_level": "info"},
+            "daemon": {"socket": socket_path or self.path("breachd.sock"), "log_level": "info",
+                       # RELOAD is for root by default; a non-root run is its own admin.
+                       "admin_users": "root" if os.getuid() == 0 else str(os.getuid())},
             "passwords": {"filter": "", "upstream": ""},
             "cache": {"path": self.path("cache")},
         }
@@ -497,71 +498,6 @@ def write_range(mirror, entries):
     for p, lines in by.items():
         with open(os.path.join(mirror, p + ".txt"), "w", newline="") as f:
             f.write("\r\n".join(lines) + "\r\n")
-
-
-def setpriv_python(uid, gid, groups=None):
-    """argv prefix running python as uid/gid; raises Skip when impossible."""
-    if os.geteuid() != 0:
-        raise Skip("not root: cannot run a client under another uid")
-    sp = shutil.which("setpriv")
-    if not sp:
-        raise Skip("setpriv is missing (util-linux)")
-    gr = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
-    for py in (sys.executable, "/usr/bin/python3"):
-        argv = [sp, "--reuid=%d" % uid, "--regid=%d" % gid] + gr + [py]
-        try:
-            r = subprocess.run(argv + ["-c", "import os; print(os.getuid())"],
-                               capture_output=True, text=True, timeout=30)
-        except OSError:
-            continue
-        if r.returncode == 0 and r.stdout.strip() == str(uid):
-            return argv
-    raise Skip("no python3 runnable by uid %d" % uid)
-
-
-# A client for setpriv: connects, sends argv[2] (may be empty), prints the
-# lines it gets until EOF, or until argv[3] lines came and 0.3 s more passed
-# (or 5 s of silence), then "<EOF>" or "<OPEN>".
-PEER_CLIENT = r"""
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    print("<CONNECT %s>" % e.__class__.__name__); sys.exit(0)
-if sys.argv[2]:
-    try:
-        s.sendall(sys.argv[2].encode().replace(b"\\n", b"\n"))
-    except OSError:
-        pass
-want = int(sys.argv[3])
-buf = b""
-end = "<OPEN>"
-while True:
-    if buf.count(b"\n") >= want:
-        s.settimeout(0.3)
-    try:
-        c = s.recv(4096)
-    except socket.timeout:
-        break
-    except OSError:
-        c = b""
-    if not c:
-        end = "<EOF>"
-        break
-    buf += c
-sys.stdout.write(buf.decode(errors="replace"))
-print(end)
-"""
-
-
-def run_peer(ctx, uid, gid, sock, send, lines, groups=None):
-    """Run PEER_CLIENT as uid/gid; its output lines (the last is <EOF> or <OPEN>)."""
-    argv = setpriv_python(uid, gid, groups) + ["-c", PEER_CLIENT, sock, send, str(lines)]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=base_env())
-    check(r.returncode == 0, "peer client failed: %s" % r.stderr)
-    return r.stdout.splitlines()
 
 
 # ---- the runner -------------------------------------------------------------

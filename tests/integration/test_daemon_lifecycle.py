@@ -7,15 +7,16 @@ kind and a bad config (the old state keeps serving); in-flight requests
 finishing on the old state; the stale-filter bypass; socket activation
 (LISTEN_FDS set by the test); sd_notify messages on a test NOTIFY_SOCKET.
 """
+import http.client
 import os
 import random
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
@@ -230,6 +231,106 @@ def stale_filter_bypassed(ctx):
     d.stop_ok()
 
 
+@test
+def metrics_endpoint(ctx):
+    port = dtest.free_port()
+    d = ctx.daemon(ctx.config(daemon={"metrics_listen": "127.0.0.1:%d" % port}))
+    cl = d.client()
+    eq(cl.ask("1 PING"), "1 PONG")
+
+    def get(path, method="GET"):
+        h = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        h.request(method, path)
+        r = h.getresponse()
+        body = r.read().decode()
+        h.close()
+        return r.status, r.getheader("Content-Type") or "", body
+
+    status, ctype, body = get("/metrics")
+    eq(status, 200, "GET /metrics")
+    check(ctype.startswith("text/plain"), "Content-Type %r" % ctype)
+    m = dict(ln.split(" ", 1) for ln in body.splitlines() if ln and not ln.startswith("#"))
+    check(int(m["breachd_requests_ping"]) >= 2, "breachd_requests_ping %r" % m.get(
+        "breachd_requests_ping"))
+    for key in ("breachd_uptime_seconds", "breachd_filter_loaded", "breachd_cache_hits",
+                "breachd_upstream_fetches", "breachd_circuit_state", "breachd_connections"):
+        check(key in m, "no %s in /metrics" % key)
+    eq(get("/other")[0], 404, "another path")
+    check(get("/metrics", "POST")[0] in (405, 501), "POST is refused")
+    # The figures are STATS's.
+    st = cl.stats()
+    eq(int(get("/metrics")[2].split("breachd_requests_stats ")[1].split()[0]),
+       st["requests_stats"], "requests_stats")
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def socket_file_handling(ctx):
+    sock = ctx.path("breachd.sock")
+    conf = ctx.config()
+    # A stale socket (nobody listening) is replaced.
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(sock)
+    stale.close()
+    d = ctx.daemon(conf)
+    eq(oct(os.stat(sock).st_mode & 0o777), "0o660", "default socket_mode")
+    # A second daemon on a live socket refuses to start and leaves it alone.
+    d2 = ctx.daemon(ctx.config(name="second.conf", cache={"path": ctx.path("cache2")}),
+                    wait=False)
+    eq(d2.proc.wait(timeout=30), 1, "second daemon's exit status")
+    check("another daemon" in d2.log(), "second daemon: %r" % d2.log())
+    eq(d.client().ask("1 PING"), "1 PONG", "the first daemon still answers")
+    d.stop_ok()
+    check(not os.path.exists(sock), "socket left behind")
+    # A file that is not a socket is never replaced.
+    with open(sock, "w") as f:
+        f.write("precious\n")
+    d3 = ctx.daemon(conf, wait=False)
+    eq(d3.proc.wait(timeout=30), 1, "exit status over a regular file")
+    check("not a socket" in d3.log(), "log: %r" % d3.log())
+    eq(open(sock).read(), "precious\n", "the file was touched")
+
+
+def peer_pid(sock_path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock_path)
+    pid, _, _ = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                 struct.calcsize("3i")))
+    s.close()
+    return pid
+
+
+@test
+def background_start(ctx):
+    conf = ctx.config()
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf], env=dtest.base_env(),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    eq(r.returncode, 0, "the starting process's status: %r" % r.stderr)
+    sock = ctx.path("breachd.sock")
+    check(os.path.exists(sock), "the socket exists when the parent has exited")
+    pid = peer_pid(sock)
+    try:
+        check(os.path.exists("/proc/%d" % pid), "daemon pid")
+        c = dtest.Client(sock)
+        eq(c.ask("1 PING"), "1 PONG")
+        c.close()
+        os.kill(pid, signal.SIGTERM)
+        dtest.wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
+                       open("/proc/%d/stat" % pid).read().split()[2] == "Z",
+                       timeout=30, what="the background daemon to exit")
+        pid = None
+        check(not os.path.exists(sock), "socket left behind")
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    # A failing start is reported by the starting process.
+    bad = ctx.config(name="bad.conf", passwords={"filter": ctx.path("missing.bfuse")})
+    r = subprocess.run([dtest.ARGS.breachd, "--config", bad], env=dtest.base_env(),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    check(r.returncode != 0 and b"missing.bfuse" in r.stderr, "failed start: %r" % (r,))
+
+
 # ---- systemd ----
 
 def activated_daemon(ctx, conf, listen_fds="1", own_pid=True):
@@ -312,7 +413,6 @@ def sd_notify_messages(ctx):
     path = ctx.path("notify.sock")
     ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     ns.bind(path)
-    c = dtest.corpus()
     d, live = filter_daemon(ctx, env={"NOTIFY_SOCKET": path})
     m = recv_notify(ns)
     fields = dict(kv.split("=", 1) for kv in m.splitlines() if "=" in kv)
@@ -343,7 +443,6 @@ def sd_notify_messages(ctx):
     check("STOPPING=1" in m.splitlines(), "SIGTERM: %r" % m)
     eq(d.proc.wait(timeout=30), 0, "exit status")
     ns.close()
-    del c
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ import errno
 import os
 import random
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -107,23 +109,29 @@ def max_inflight_per_connection(ctx):
 
 @test
 def idle_timeout(ctx):
-    d = fault_daemon(ctx, env={"BREACHD_IDLE_TIMEOUT_MS": 300})
-    idle = d.client()
-    busy = d.client()
+    d = fault_daemon(ctx, env={"BREACHD_IDLE_TIMEOUT_MS": 400})
     waiting = d.client(timeout=30)
+    idle = d.client()
     t0 = time.monotonic()
     waiting.send("w PW ABCDE%s\n" % HIT)  # answered after 3 s: not idle meanwhile
-    for i in range(12):  # a client that talks every 100 ms stays
-        eq(busy.ask("%d PING" % i), "%d PONG" % i)
-        time.sleep(0.1)
+    gone = d.client()
+    gone.send("g PW 9F8E7%s\n" % HIT)  # a client that leaves before its answer
+    gone.close()
     idle.expect_eof(timeout=5)
     t_idle = time.monotonic() - t0
-    check(t_idle >= 0.25, "closed after %.2fs, before the idle timeout" % t_idle)
+    check(0.35 <= t_idle < 2.5, "an idle connection closed after %.2fs (timeout 0.4 s)" % t_idle)
+    busy = d.client()
+    for i in range(24):  # a client that talks every 50 ms stays
+        eq(busy.ask("%d PING" % i), "%d PONG" % i)
+        time.sleep(0.05)
     eq(busy.ask("still PING"), "still PONG", "the talking client was closed")
     eq(waiting.line(timeout=20), "w PWNED 42", "a connection waiting for an answer was closed")
     check(time.monotonic() - t0 > 2.5, "no upstream delay")
     waiting.expect_eof(timeout=5)  # idle once answered
     busy.expect_eof(timeout=5)
+    st = d.stats()
+    eq((st["requests_in_flight"], st["connections"]), (0, 1), "in flight, connections")
+    eq(st["pw_pwned"], 2, "both answers were made")
     d.stop_ok()
 
 
@@ -218,6 +226,72 @@ def backpressure_unread_responses(ctx):
 
 # ---- peers ----
 
+def setpriv_python(uid, gid, groups=None):
+    """argv prefix running python as uid/gid; raises Skip when impossible."""
+    if os.geteuid() != 0:
+        raise dtest.Skip("not root: cannot run a client under another uid")
+    sp = shutil.which("setpriv")
+    if not sp:
+        raise dtest.Skip("setpriv is missing (util-linux)")
+    gr = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
+    for py in (sys.executable, "/usr/bin/python3"):
+        argv = [sp, "--reuid=%d" % uid, "--regid=%d" % gid] + gr + [py]
+        try:
+            r = subprocess.run(argv + ["-c", "import os; print(os.getuid())"],
+                               capture_output=True, text=True, timeout=30)
+        except OSError:
+            continue
+        if r.returncode == 0 and r.stdout.strip() == str(uid):
+            return argv
+    raise dtest.Skip("no python3 runnable by uid %d" % uid)
+
+
+# A client for setpriv: connects, sends argv[2] (may be empty), prints the
+# lines it gets until EOF, or until argv[3] lines came and 0.3 s more passed
+# (or 5 s of silence), then "<EOF>" or "<OPEN>".
+PEER_CLIENT = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("<CONNECT %s>" % e.__class__.__name__); sys.exit(0)
+if sys.argv[2]:
+    try:
+        s.sendall(sys.argv[2].encode().replace(b"\\n", b"\n"))
+    except OSError:
+        pass
+want = int(sys.argv[3])
+buf = b""
+end = "<OPEN>"
+while True:
+    if buf.count(b"\n") >= want:
+        s.settimeout(0.3)
+    try:
+        c = s.recv(4096)
+    except socket.timeout:
+        break
+    except OSError:
+        c = b""
+    if not c:
+        end = "<EOF>"
+        break
+    buf += c
+sys.stdout.write(buf.decode(errors="replace"))
+print(end)
+"""
+
+
+def run_peer(ctx, uid, gid, sock, send, lines, groups=None):
+    """Run PEER_CLIENT as uid/gid; its output lines (the last is <EOF> or <OPEN>)."""
+    argv = setpriv_python(uid, gid, groups) + ["-c", PEER_CLIENT, sock, send, str(lines)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=dtest.base_env())
+    check(r.returncode == 0, "peer client failed: %s" % r.stderr)
+    return r.stdout.splitlines()
+
+
+
 def open_dir_for_others(ctx):
     os.chmod(dtest.ROOT, 0o711)
     os.chmod(ctx.dir, 0o711)
@@ -225,11 +299,11 @@ def open_dir_for_others(ctx):
 
 @test
 def peer_refused_allowed_users(ctx):
-    dtest.setpriv_python(65534, 65534)  # skips when not root / no setpriv
+    setpriv_python(65534, 65534)  # skips when not root / no setpriv
     open_dir_for_others(ctx)
     d = ctx.daemon(ctx.config(daemon={"allowed_users": "root", "socket_mode": "0666"}))
     eq(oct(os.stat(d.sock).st_mode & 0o777), "0o666", "socket_mode")
-    out = dtest.run_peer(ctx, 65534, 65534, d.sock, "1 PING\\n", 1)
+    out = run_peer(ctx, 65534, 65534, d.sock, "1 PING\\n", 1)
     eq(len(out), 2, "peer output %r" % out)
     check(re.fullmatch(r"- ERR forbidden .*closed.*", out[0]), "refusal line %r" % out[0])
     eq(out[1], "<EOF>", "the connection is closed")
@@ -245,7 +319,7 @@ def peer_refused_allowed_users(ctx):
 
 @test
 def peer_allowed_groups(ctx):
-    dtest.setpriv_python(65534, 65534)
+    setpriv_python(65534, 65534)
     open_dir_for_others(ctx)
     d = ctx.daemon(ctx.config(daemon={"allowed_groups": "65534", "socket_mode": "0666"}))
     cases = [
@@ -255,7 +329,7 @@ def peer_allowed_groups(ctx):
         (1234, 1234, None, False),
     ]
     for uid, gid, groups, ok in cases:
-        out = dtest.run_peer(ctx, uid, gid, d.sock, "g PING\\n", 1, groups=groups)
+        out = run_peer(ctx, uid, gid, d.sock, "g PING\\n", 1, groups=groups)
         what = "uid %d gid %d groups %s" % (uid, gid, groups)
         if ok:
             eq(out, ["g PONG", "<OPEN>"], what)
@@ -272,11 +346,11 @@ def peer_allowed_groups(ctx):
 
 @test
 def peer_admin_users_reload(ctx):
-    dtest.setpriv_python(65534, 65534)
+    setpriv_python(65534, 65534)
     open_dir_for_others(ctx)
     conf = ctx.config(daemon={"allowed_users": "root,65534", "socket_mode": "0666"})
     d = ctx.daemon(conf)
-    out = dtest.run_peer(ctx, 65534, 65534, d.sock, "1 RELOAD\\n2 PING\\n", 2)
+    out = run_peer(ctx, 65534, 65534, d.sock, "1 RELOAD\\n2 PING\\n", 2)
     eq(len(out), 3, "output %r" % out)
     check(re.fullmatch(r"1 ERR forbidden .+", out[0]), "non-admin RELOAD: %r" % out[0])
     eq(out[1:], ["2 PONG", "<OPEN>"], "the connection stays usable")
@@ -290,7 +364,7 @@ def peer_admin_users_reload(ctx):
                       daemon={"admin_users": "65534", "socket_mode": "0666"},
                       cache={"path": ctx.path("cache-b")})
     d = ctx.daemon(conf)
-    out = dtest.run_peer(ctx, 65534, 65534, d.sock, "1 RELOAD\\n", 1)
+    out = run_peer(ctx, 65534, 65534, d.sock, "1 RELOAD\\n", 1)
     eq(out, ["1 RELOADED", "<OPEN>"], "admin nobody reloads")
     cl = d.client()
     ans = cl.ask("r RELOAD")

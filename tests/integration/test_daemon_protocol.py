@@ -11,6 +11,7 @@ their exact ERR codes and ids, line length and resynchronization, CRLF,
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -148,6 +149,36 @@ def filter_false_positive_is_clean(ctx):
     eq(st["filter_generation"], 9, "filter_generation")
     cl.close()
     d.stop_ok()
+
+
+@test
+def url_verb_with_a_filter(ctx):
+    feed = ctx.path("feed.txt")
+    with open(feed, "w") as f:
+        f.write("http://evil-%s.example/\nhttp://bad.example/x/y\n" % "q7z")
+    ranges = ctx.path("ranges")
+    r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", feed, "--output",
+                      ctx.path("urls.bbf"), "--ranges-dir", ranges, check_rc=False)
+    if r.returncode != 0:
+        raise dtest.Skip("no url-sha256 filter build: %s" % r.stderr.strip()[:200])
+    d = ctx.daemon(ctx.config(urls={"filter": ctx.path("urls.bbf"),
+                                    "upstream": "file://%s/{prefix}.txt" % ranges}))
+    cl = d.client(timeout=30)
+    b = cl.ask("1 URL http://evil-q7z.example/some/page?id=1")
+    check(re.fullmatch(r"1 BLOCKED \S+ evil-q7z\.example/", b), "blocked host: %r" % b)
+    b = cl.ask("2 URL HTTP://BAD.example:80/x/y")
+    check(re.fullmatch(r"2 BLOCKED \S+ bad\.example/x/y", b), "blocked path: %r" % b)
+    eq(cl.ask("3 URL http://bad.example/x/"), "3 SAFE", "a parent path")
+    eq(cl.ask("4 URL https://fine-k9w.example.org/"), "4 SAFE")
+    check(cl.ask("5 URL mailto:carol@evil-q7z.example").startswith("5 ERR secret-class "),
+          "mailto")
+    st = cl.stats()
+    eq((st["url_blocked"], st["url_safe"], st["errors_secret_class"]), (2, 2, 1), "url counters")
+    cl.close()
+    d.stop_ok()
+    log = d.log().lower()
+    for s in ("evil-q7z", "fine-k9w", "carol", "bad.example", "some/page"):
+        check(s not in log, "the log holds %r" % s)
 
 
 # The table: (request line without LF, expected code, expected response id).
@@ -297,6 +328,25 @@ def crlf_accepted(ctx):
     eq(got["5"], "5 PONG")
     check(got["6"].startswith("6 STATS "), got["6"])
     check(not any("\r" in v for v in got.values()), "a CR in an answer")
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def half_close_gets_every_answer(ctx):
+    # A client may pipeline its requests and shut down its sending side.
+    c = dtest.corpus()
+    d = demo_daemon(ctx)
+    rng = random.Random(21)
+    hashes = c.present(30, rng)
+    cl = d.client(timeout=30)
+    cl.send("".join("h%d PW %s\n" % (i, h) for i, h in enumerate(hashes)) + "p PING\n")
+    cl.s.shutdown(socket.SHUT_WR)
+    got = sorted(cl.lines(len(hashes) + 1))
+    want = sorted(["h%d PWNED %d" % (i, c.counts[h]) for i, h in enumerate(hashes)] +
+                  ["p PONG"])
+    eq(got, want, "answers after the client's EOF")
+    cl.expect_eof()
     cl.close()
     d.stop_ok()
 
