@@ -10,6 +10,7 @@
 
 static int log_level = LOG_INFO;
 static bool journal;
+static bool use_syslog;
 
 /* JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected; only when
  * it is still our stderr do the "<N>" prefixes mean anything. */
@@ -27,6 +28,12 @@ void bd_log_init(int level)
 {
     log_level = level;
     journal = stderr_is_journal();
+}
+
+void bd_log_to_syslog(void)
+{
+    openlog("breachd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    use_syslog = true;
 }
 
 void bd_log_set_level(int level)
@@ -73,6 +80,10 @@ int bd_log_level_from_name(const char *name)
 
 static void emit(int level, const char *msg)
 {
+    if (use_syslog) {
+        syslog(level, "%s", msg);
+        return;
+    }
     /* One write per line so lines from concurrent writers never interleave. */
     char line[1024];
     int n = journal ? snprintf(line, sizeof(line), "<%d>%s\n", level, msg)

@@ -10,6 +10,9 @@
 /* level: LOG_ERR .. LOG_DEBUG */
 void bd_log_init(int level);
 void bd_log_set_level(int level);
+/* From now on, log to syslog (LOG_DAEMON) instead of stderr: a daemon that
+ * put itself in the background has no stderr any more. */
+void bd_log_to_syslog(void);
 bool bd_log_enabled(int level);
 void bd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A br_log_fn for the resolver and upstream (ctx unused). */

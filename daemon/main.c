@@ -63,6 +63,7 @@ static void report_start(int fd, bool ok)
     (void)n;
     close(fd);
     if (ok) {
+        bd_log_to_syslog();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
             dup2(null, STDIN_FILENO);
@@ -136,7 +137,15 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    struct event_base *base = event_base_new();
+    /* The changelist folds the add/remove of a connection's write event
+     * within one loop turn into one epoll_ctl (or none): two fewer system
+     * calls per request/answer cycle. */
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
     bd_state *state = NULL;
     bd_server srv;
     bool srv_ok = false;

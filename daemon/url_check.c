@@ -61,6 +61,28 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
     }
 }
 
+/* A range stored at or before the URL filter's build time may predate
+ * entries that this filter, and the mirror written with it, hold: feeds
+ * change hourly and "breachctl filter add" writes a new generation, but a
+ * cached range would hide its new entries until its TTL (7 days by default)
+ * ran out. Such a fresh entry is marked expired, so that the resolver
+ * revalidates it with a conditional request (a 304 when the mirror file did
+ * not change; the 304 re-stamps it) and, if the upstream fails, still
+ * answers from it as a stale entry within max_stale. */
+static void expire_older_range(bd_state *st, const uint8_t key[BR_SHA256_LEN], int64_t now)
+{
+    if (!st->cache || !st->cache->cache)
+        return;
+    int64_t built = br_urlfilter_header(st->urlfilter)->build_time;
+    br_range_cache_result cr;
+    if (br_range_cache_lookup(st->cache->cache, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
+        cr.state != BR_RANGE_CACHE_FRESH || cr.fetched_at > built)
+        return;
+    br_range_cache_touch(st->cache->cache, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key), cr.fetched_at,
+                         now, NULL, NULL);
+    OPENSSL_cleanse(&cr, sizeof(cr));
+}
+
 static void lookup_done(void *ctx, const br_resolve_result *res)
 {
     url_lookup *l = ctx;
@@ -149,9 +171,11 @@ void bd_url_check(bd_conn *c, const br_request *req)
     /* One reference for this loop, so that answers made synchronously
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;
+    int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < n; i++) {
         if (!maybe[i])
             continue;
+        expire_older_range(st, keys[i], now);
         url_lookup *l = malloc(sizeof(*l));
         br_resolve_result res;
         if (!l) {

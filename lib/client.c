@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -18,6 +20,13 @@ struct br_client {
     int fd;
     int timeout_ms;
     char *path;
+    /* Ids already used on this connection: a batch numbers its requests
+     * from seq + 1, so an answer that arrives after its batch gave up (a
+     * timeout) can never be taken for a later request's. */
+    uint64_t seq;
+    /* The last connection-level refusal ("- ERR ..."), for the message when
+     * the daemon then closes the connection. */
+    char refusal[160];
     /* Bytes received past the last complete line. */
     char rbuf[2 * (BR_PROTO_MAX_LINE + 2)];
     size_t rlen;
@@ -59,6 +68,13 @@ static int wait_fd(int fd, short events, int timeout_ms)
     }
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -72,19 +88,36 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (c->fd < 0)
         return br_error_set(err, -errno, "socket: %s", strerror(errno));
-    if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
         int e = errno;
-        if (e != EINPROGRESS && e != EAGAIN)
+        int64_t left = deadline - now_ms();
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN) {
+            /* The daemon's listen backlog is full. A non-blocking AF_UNIX
+             * connect() does not go on in the background (the socket stays
+             * unconnected, and poll() says it is writable): try again until
+             * the deadline. */
+            if (left <= 0)
+                return br_error_set(err, -ETIMEDOUT,
+                                    "cannot connect to %s: %s (its listen backlog stayed full "
+                                    "for %d ms)",
+                                    path, strerror(ETIMEDOUT), timeout_ms);
+            poll(NULL, 0, (int)BR_MIN(left, 10));
+            continue;
+        }
+        if (e != EINPROGRESS)
             return br_error_set(err, -e, "cannot connect to %s: %s", path, strerror(e));
-        /* A full backlog: wait for the daemon to accept. */
-        int r = wait_fd(c->fd, POLLOUT, timeout_ms);
+        int r = wait_fd(c->fd, POLLOUT, left > 0 ? (int)left : 0);
         socklen_t len = sizeof(e);
-        if (r == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == 0)
-            r = 0;
-        else if (r == 0)
+        if (r == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e != 0)
             r = -e;
         if (r < 0)
             return br_error_set(err, r, "cannot connect to %s: %s", path, strerror(-r));
+        break;
     }
     *out = BR_TAKE_PTR(c);
     return 0;
@@ -104,7 +137,9 @@ static void parse_answer(const char *s, size_t len, br_answer *a)
         a->kind = BR_ANSWER_CLEAN;
     } else if (IS("PWNED")) {
         a->kind = BR_ANSWER_PWNED;
-        a->count = strtoull(rest, NULL, 10);
+        /* Within the line: it need not be NUL-terminated. */
+        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++)
+            a->count = a->count * 10 + (uint64_t)(rest[k] - '0');
     } else if (IS("SAFE")) {
         a->kind = BR_ANSWER_SAFE;
     } else if (IS("BLOCKED")) {
@@ -146,32 +181,34 @@ int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a
     return 0;
 }
 
-/* Index of request id s (decimal, as we number them), or -1. */
-static long id_index(const char *s, size_t len, size_t n)
+/* Index of request id s (decimal: base + 1 .. base + n, as we number them),
+ * or -1. */
+static long id_index(const char *s, size_t len, uint64_t base, size_t n)
 {
-    if (len == 0 || len > 10)
+    if (len == 0 || len > BR_PROTO_MAX_ID)
         return -1;
-    size_t v = 0;
+    uint64_t v = 0;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
+        if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
             return -1;
-        v = v * 10 + (size_t)(s[i] - '0');
+        v = v * 10 + (uint64_t)(s[i] - '0');
     }
-    return v >= 1 && v <= n ? (long)(v - 1) : -1;
+    return v > base && v - base <= n ? (long)(v - base - 1) : -1;
 }
 
 /* ---- batch ---- */
 
-/* Format request i (1-based id) into buf; 0 or -EINVAL for an argument that
+/* Format request q with id i into buf; 0 or -EINVAL for an argument that
  * cannot be sent (the answer is then set locally). */
-static int format_request(const br_client_request *q, size_t i, char *buf, size_t size, size_t *len)
+static int format_request(const br_client_request *q, uint64_t i, char *buf, size_t size,
+                          size_t *len)
 {
     int n;
     switch (q->kind) {
     case BR_REQ_SHA1: {
         char hex[2 * BR_SHA1_LEN + 1];
         br_hex_encode_upper(q->arg, BR_SHA1_LEN, hex);
-        n = snprintf(buf, size, "%zu PW %s\n", i, hex);
+        n = snprintf(buf, size, "%" PRIu64 " PW %s\n", i, hex);
         OPENSSL_cleanse(hex, sizeof(hex));
         break;
     }
@@ -181,7 +218,7 @@ static int format_request(const br_client_request *q, size_t i, char *buf, size_
         for (size_t k = 0; k < q->arg_len; k++)
             if ((unsigned char)arg[k] < 0x21 && !(q->kind == BR_REQ_RAW && arg[k] == ' '))
                 return -EINVAL;
-        n = snprintf(buf, size, "%zu %s%.*s\n", i, q->kind == BR_REQ_URL ? "URL " : "",
+        n = snprintf(buf, size, "%" PRIu64 " %s%.*s\n", i, q->kind == BR_REQ_URL ? "URL " : "",
                      (int)q->arg_len, arg);
         break;
     }
@@ -195,60 +232,101 @@ static int format_request(const br_client_request *q, size_t i, char *buf, size_
 }
 
 /* Consume complete lines from the read buffer. Returns the number of answers
- * matched, or a negative errno for a connection-level error ("- ERR ..."). */
-static int take_lines(br_client *c, br_client_request *reqs, size_t n, br_error *err)
+ * matched, or a negative errno with err set for a connection-level refusal
+ * ("- ERR forbidden ...", "- ERR ... connection closed"); answers matched
+ * before it are kept. */
+static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+                      br_error *err)
 {
-    int got = 0;
+    int got = 0, r = 0;
     size_t start = 0;
-    for (;;) {
+    while (r == 0) {
         char *lf = memchr(c->rbuf + start, '\n', c->rlen - start);
         if (!lf)
             break;
         size_t len = (size_t)(lf - (c->rbuf + start));
         const char *line = c->rbuf + start;
+        start = (size_t)(lf - c->rbuf) + 1;
         if (len > 0 && line[len - 1] == '\r')
             len--;
         const char *sp = memchr(line, ' ', len);
-        if (sp) {
-            size_t idlen = (size_t)(sp - line);
-            long idx = id_index(line, idlen, n);
-            if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
-                parse_answer(sp + 1, len - idlen - 1, &reqs[idx].answer);
-                got++;
-            } else if (idlen == 1 && line[0] == '-') {
-                /* A connection-level refusal (forbidden, busy, bad-id). */
-                br_error_set(err, -EPROTO, "%s: %.*s", c->path, (int)(len - 2), sp + 1);
-                if (strstr(sp + 1, "forbidden"))
-                    return br_error_set(err, -EPERM, "%s refused this client: %.*s", c->path,
-                                        (int)(len - 2), sp + 1);
-                if (strstr(sp + 1, "closed"))
-                    return -EPROTO;
-            }
+        if (!sp)
+            continue;
+        size_t idlen = (size_t)(sp - line);
+        long idx = id_index(line, idlen, base, n);
+        if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
+            parse_answer(sp + 1, len - idlen - 1, &reqs[idx].answer);
+            got++;
+        } else if (idlen == 1 && line[0] == '-') {
+            /* A connection-level answer (forbidden, busy, bad-id): the
+             * line is not NUL-terminated, so search within it only. */
+            const char *msg = sp + 1;
+            int mlen = (int)(len - 2);
+            snprintf(c->refusal, sizeof(c->refusal), "%.*s", mlen, msg);
+            if (memmem(msg, (size_t)mlen, "forbidden", 9))
+                r = br_error_set(err, -EPERM, "%s refused this client: %.*s", c->path, mlen, msg);
+            else if (memmem(msg, (size_t)mlen, "closed", 6))
+                r = br_error_set(err, -EPROTO, "%s: %.*s", c->path, mlen, msg);
         }
-        start = (size_t)(lf - c->rbuf) + 1;
     }
     memmove(c->rbuf, c->rbuf + start, c->rlen - start);
     OPENSSL_cleanse(c->rbuf + c->rlen - start, start);
     c->rlen -= start;
-    return got;
+    return r < 0 ? r : got;
+}
+
+/* After a failed send: read what the daemon wrote before it went away (a
+ * refusal, answers), without waiting. The number of answers matched, or a
+ * refusal's negative errno. */
+static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+                     br_error *err)
+{
+    int total = 0;
+    while (c->rlen < sizeof(c->rbuf)) {
+        ssize_t got = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, MSG_DONTWAIT);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        c->rlen += (size_t)got;
+        int m = take_lines(c, reqs, base, n, err);
+        if (m < 0)
+            return m;
+        total += m;
+    }
+    return total;
+}
+
+/* " (breachd said: ...)" when it sent a connection-level ERR, else "". */
+static const char *said(const br_client *c, char *buf, size_t size)
+{
+    if (!c->refusal[0])
+        return "";
+    snprintf(buf, size, " (breachd said: %s)", c->refusal);
+    return buf;
 }
 
 int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t window, br_error *err)
 {
     if (window == 0)
         window = 64;
+    /* Ids base + 1 .. base + n, never used before on this connection. */
+    uint64_t base = c->seq;
+    c->seq += n;
     size_t sent = 0, answered = 0, inflight = 0;
     char out[BR_PROTO_MAX_LINE + 32];
+    char why[sizeof(c->refusal) + 32];
     size_t out_len = 0, out_off = 0;
     int r = 0;
     for (size_t i = 0; i < n; i++)
         reqs[i].answer.kind = BR_ANSWER_NONE;
     while (answered < n) {
-        /* Queue the next request when there is room. */
+        /* Queue the next request when the last one is out and there is room. */
         while (out_off == out_len && sent < n && inflight < window) {
             br_client_request *q = &reqs[sent];
             sent++;
-            if (format_request(q, sent, out, sizeof(out), &out_len) < 0) {
+            out_off = out_len = 0;
+            if (format_request(q, base + sent, out, sizeof(out), &out_len) < 0) {
                 q->answer.kind = BR_ANSWER_ERROR;
                 snprintf(q->answer.detail, sizeof(q->answer.detail),
                          "bad-request not sent: the argument is empty, too long or contains "
@@ -257,11 +335,13 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
                 out_len = 0;
                 continue;
             }
-            out_off = 0;
             inflight++;
         }
         if (answered == n)
             break;
+        /* The timeout is for a lack of progress: each event (bytes sent or
+         * received) starts it again, so a long batch that keeps moving
+         * never times out, and one that stalls does after timeout_ms. */
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         if (out_off < out_len)
             p.events |= POLLOUT;
@@ -273,13 +353,24 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
             break;
         }
         if (pr == 0) {
-            r = br_error_set(err, -ETIMEDOUT, "%s: no answer within %d ms", c->path, c->timeout_ms);
+            r = br_error_set(err, -ETIMEDOUT, "%s: timed out: no answer from breachd for %d ms",
+                             c->path, c->timeout_ms);
             break;
         }
         if (p.revents & POLLOUT) {
             ssize_t w = send(c->fd, out + out_off, out_len - out_off, MSG_NOSIGNAL);
             if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                r = br_error_set(err, -errno, "%s: send: %s", c->path, strerror(errno));
+                int e = errno;
+                /* The daemon closed the connection: what it wrote before,
+                 * a refusal or answers, is still there to read. */
+                int m = take_rest(c, reqs, base, n, err);
+                if (m < 0) {
+                    r = m;
+                    break;
+                }
+                answered += (size_t)m;
+                r = br_error_set(err, -e, "%s: connection closed by breachd: send: %s%s",
+                                 c->path, strerror(e), said(c, why, sizeof(why)));
                 break;
             }
             if (w > 0)
@@ -291,13 +382,13 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
                 continue;
             if (got <= 0) {
                 int e = got < 0 ? errno : ECONNRESET;
-                take_lines(c, reqs, n, err);
-                r = br_error_set(err, -e, "%s: connection closed by breachd%s%s", c->path,
-                                 got < 0 ? ": " : "", got < 0 ? strerror(e) : "");
+                r = br_error_set(err, -e, "%s: connection closed by breachd%s%s%s", c->path,
+                                 got < 0 ? ": " : "", got < 0 ? strerror(e) : "",
+                                 said(c, why, sizeof(why)));
                 break;
             }
             c->rlen += (size_t)got;
-            int m = take_lines(c, reqs, n, err);
+            int m = take_lines(c, reqs, base, n, err);
             if (m < 0) {
                 r = m;
                 break;

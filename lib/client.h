@@ -47,18 +47,25 @@ typedef struct br_client_request {
 
 typedef struct br_client br_client;
 
-/* Connect to the Unix socket at path within timeout_ms. On failure err names
- * the socket and the errno. */
+/* Connect to the Unix socket at path within timeout_ms (a full listen
+ * backlog is retried until then). On failure err names the socket and the
+ * errno. */
 int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err);
 void br_client_free(br_client *c);
 BR_DEFINE_FREEP(br_client, br_client_free)
 
-/* Deadline of each following call, in ms (default: the connect timeout). */
+/* Timeout of each following call, in ms (default: the connect timeout): a
+ * call fails with -ETIMEDOUT when nothing was sent or received for that
+ * long ("no progress"), so a long batch that keeps moving does not. */
 void br_client_set_timeout(br_client *c, int timeout_ms);
 
 /* Send n requests pipelined (at most window in flight) and wait for every
- * answer. 0, or -ETIMEDOUT / -EPIPE / -ECONNRESET / -EPROTO with err set;
- * answers received before a failure are kept. */
+ * answer. 0, or -ETIMEDOUT / -EPIPE / -ECONNRESET / -EPROTO / -EPERM (a
+ * refused peer) with err set; answers received before a failure are kept
+ * (the others stay BR_ANSWER_NONE). Request ids are never reused on a
+ * connection, so a late answer to an earlier, failed batch is ignored. An
+ * argument that cannot be sent (URL with a space or control byte, too long)
+ * is answered locally with BR_ANSWER_ERROR "bad-request ...". */
 int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t window, br_error *err);
 
 /* One request each. */

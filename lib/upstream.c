@@ -1077,6 +1077,10 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     MSET(CURLMOPT_TIMERDATA, up);
     MSET(CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     MSET(CURLMOPT_MAXCONNECTS, (long)up->max_inflight);
+#if LIBCURL_VERSION_NUM >= 0x074300
+    if (cfg->h2_max_streams)
+        MSET(CURLMOPT_MAX_CONCURRENT_STREAMS, (long)cfg->h2_max_streams);
+#endif
 #undef MSET
     if (mc != CURLM_OK)
         return br_error_set(err, -EIO, "upstream: curl_multi_setopt: %s", curl_multi_strerror(mc));

@@ -103,6 +103,8 @@ typedef struct br_upstream_config {
     const char *proxy;            /* NULL or "": libcurl's environment variables */
     const char *ca_file;          /* NULL or "": the system CA store */
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
+    uint32_t h2_max_streams;      /* HTTP/2 streams per connection before another one is
+                                   * opened; 0: libcurl's default (100) */
     br_log_fn log;                /* NULL: silent */
     void *log_ctx;
 } br_upstream_config;

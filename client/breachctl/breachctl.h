@@ -21,6 +21,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv);
 int cmd_url(const ctl_globals *g, int argc, char **argv);
 /* password, sha1, url, ping, stats, reload (argv[0] says which). */
 int cmd_check(const ctl_globals *g, int argc, char **argv);
+/* download: the corpus downloader (lib/download.h). */
+int cmd_download(const ctl_globals *g, int argc, char **argv);
 
 /* Print "breachctl: " + message to stderr. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,63 +117,114 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
     return 0;
 }
 
-/* Send a chunk, print its answers in input order. false: the connection failed. */
-static bool run_chunk(br_client *c, br_client_request *reqs, size_t n, size_t first,
+/* The connection, and why it failed once it did: the inputs after a failure
+ * are still answered, with ERR and that reason, so that output line N is
+ * always input N's. */
+typedef struct session {
+    br_client *c;
+    bool failed;
+    char why[512];
+} session;
+
+/* Send a chunk, print its answers in input order. */
+static void run_chunk(session *s, br_client_request *reqs, size_t n, size_t first,
                       const check_opts *o, status_acc *st)
 {
     br_error err = {{0}};
-    int r = br_client_batch(c, reqs, n, CHUNK, &err);
+    if (!s->failed && br_client_batch(s->c, reqs, n, CHUNK, &err) < 0) {
+        s->failed = true;
+        snprintf(s->why, sizeof(s->why), "%s", err.text);
+        ctl_err("%s", err.text);
+    }
     for (size_t i = 0; i < n; i++) {
-        if (reqs[i].answer.kind == BR_ANSWER_NONE) {
+        if (s->failed && reqs[i].answer.kind == BR_ANSWER_NONE) {
             reqs[i].answer.kind = BR_ANSWER_ERROR;
-            snprintf(reqs[i].answer.detail, sizeof(reqs[i].answer.detail), "%s", err.text);
+            snprintf(reqs[i].answer.detail, sizeof(reqs[i].answer.detail), "%s", s->why);
         }
         report(o, first + i, &reqs[i].answer, st);
     }
-    if (r < 0)
-        ctl_err("%s", err.text);
     fflush(stdout);
-    return r >= 0;
 }
 
 /* ---- password ---- */
 
+/* The terminal whose echo is off, for the signal handler that turns it on
+ * again before the signal's default action. */
+static volatile sig_atomic_t tty_fd = -1;
+static struct termios tty_saved;
+
+static void tty_restore_and_die(int sig)
+{
+    if (tty_fd >= 0)
+        tcsetattr(tty_fd, TCSAFLUSH, &tty_saved);
+    raise(sig); /* SA_RESETHAND: the default action now */
+}
+
+/* Prompt on the controlling terminal and read one password without echo.
+ * The stream is unbuffered, so the password is only ever in buf. */
 static ssize_t read_password_tty(char *buf, size_t size)
 {
     FILE *tty = fopen("/dev/tty", "r+");
     if (!tty)
         return -errno;
-    struct termios old, noecho;
+    setvbuf(tty, NULL, _IONBF, 0);
+    struct termios noecho;
     int fd = fileno(tty);
-    bool restore = tcgetattr(fd, &old) == 0;
+    bool restore = tcgetattr(fd, &tty_saved) == 0;
+    struct sigaction sa = {.sa_handler = tty_restore_and_die, .sa_flags = SA_RESETHAND}, old[4];
+    static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     if (restore) {
-        noecho = old;
+        noecho = tty_saved;
         noecho.c_lflag &= ~(tcflag_t)ECHO;
+        noecho.c_lflag |= ECHONL;
+        tty_fd = fd;
+        for (int i = 0; i < 4; i++)
+            sigaction(sigs[i], &sa, &old[i]);
         tcsetattr(fd, TCSAFLUSH, &noecho);
     }
     fputs("Password: ", tty);
-    fflush(tty);
     ssize_t len = -EIO;
     if (fgets(buf, (int)size, tty)) {
         len = (ssize_t)strcspn(buf, "\r\n");
-        buf[len] = '\0';
+        if (buf[len] == '\0' && (size_t)len == size - 1) {
+            /* No end of line in the buffer: too long. Skip the rest. */
+            int ch;
+            while ((ch = fgetc(tty)) != EOF && ch != '\n')
+                ;
+            len = -EMSGSIZE;
+        }
+        buf[len < 0 ? 0 : len] = '\0';
+    } else {
+        fputc('\n', tty);
     }
-    if (restore)
-        tcsetattr(fd, TCSAFLUSH, &old);
-    fputc('\n', tty);
+    if (restore) {
+        tcsetattr(fd, TCSAFLUSH, &tty_saved);
+        tty_fd = -1;
+        for (int i = 0; i < 4; i++)
+            sigaction(sigs[i], &old[i], NULL);
+    }
     fclose(tty);
     return len;
 }
 
-static int check_passwords_stdin(br_client *c, const check_opts *o, status_acc *st)
+/* stdin's buffer holds the passwords read: ours, so that it can be wiped. */
+static char stdin_buf[65536];
+
+static int check_passwords_stdin(session *s, const check_opts *o, status_acc *st)
 {
+    setvbuf(stdin, stdin_buf, _IOFBF, sizeof(stdin_buf));
     uint8_t(*hashes)[BR_SHA1_LEN] = calloc(CHUNK, BR_SHA1_LEN);
     br_client_request *reqs = calloc(CHUNK, sizeof(*reqs));
     char *line = NULL;
     size_t cap = 0, n = 0, done = 0;
     ssize_t len;
-    bool ok = hashes && reqs;
-    while (ok && (len = getline(&line, &cap, stdin)) >= 0) {
+    if (!hashes || !reqs) {
+        free(hashes);
+        free(reqs);
+        ctl_err("password: out of memory");
+        return EXIT_ERROR;
+    }
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
         if (len > 0 && line[len - 1] == '\n')
             len--;
         if (len > 0 && line[len - 1] == '\r')
@@ -181,23 +233,31 @@ static int check_passwords_stdin(br_client *c, const check_opts *o, status_acc *
         OPENSSL_cleanse(line, cap);
         reqs[n] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[n], .arg_len = BR_SHA1_LEN};
         if (++n == CHUNK) {
-            ok = run_chunk(c, reqs, n, done + 1, o, st);
+            run_chunk(s, reqs, n, done + 1, o, st);
             done += n;
             n = 0;
         }
     }
-    if (ok && n)
-        ok = run_chunk(c, reqs, n, done + 1, o, st);
+    bool read_error = ferror(stdin);
+    if (n)
+        run_chunk(s, reqs, n, done + 1, o, st);
+    done += n;
     if (line) {
         OPENSSL_cleanse(line, cap);
         free(line);
     }
-    if (hashes)
-        OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
+    OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
+    OPENSSL_cleanse(stdin_buf, sizeof(stdin_buf));
     free(hashes);
     free(reqs);
-    if (!ok)
+    if (read_error) {
+        ctl_err("password: reading standard input: %s", strerror(errno));
         st->error = true;
+    } else if (done == 0) {
+        /* Nothing was checked: never report that as clean. */
+        ctl_err("password: no password on standard input (one per line)");
+        st->error = true;
+    }
     return status_of(st);
 }
 
@@ -213,7 +273,8 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         {0},
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "+qj", opts, NULL)) != -1) {
+    /* Options may come before or after the arguments ("--" ends them). */
+    while ((ch = getopt_long(argc, argv, "qj", opts, NULL)) != -1) {
         switch (ch) {
         case 'q':
             o->quiet = true;
@@ -263,14 +324,30 @@ int cmd_check(const ctl_globals *g0, int argc, char **argv)
                     "visible to every user); type it, or pipe one per line");
             return EXIT_ERROR;
         }
+        /* Connect first: a daemon that is down is reported before anyone
+         * types a password. */
         if (connect_or_fail(g, &o, &c))
             return EXIT_ERROR;
-        if (!isatty(STDIN_FILENO))
-            return check_passwords_stdin(c, &o, &st);
+        if (!isatty(STDIN_FILENO)) {
+            session s = {.c = c};
+            return check_passwords_stdin(&s, &o, &st);
+        }
         char pw[1024];
         ssize_t len = read_password_tty(pw, sizeof(pw));
         if (len < 0) {
-            ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
+            OPENSSL_cleanse(pw, sizeof(pw));
+            if (len == -EMSGSIZE)
+                ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
+            else
+                ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
+            return EXIT_ERROR;
+        }
+        /* Typing may take longer than the daemon keeps an idle connection
+         * open: ask on a new one. */
+        br_client_free(c);
+        c = NULL;
+        if (connect_or_fail(g, &o, &c)) {
+            OPENSSL_cleanse(pw, sizeof(pw));
             return EXIT_ERROR;
         }
         br_answer a;
@@ -309,17 +386,17 @@ int cmd_check(const ctl_globals *g0, int argc, char **argv)
                 reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],
                                               .arg_len = BR_SHA1_LEN};
             } else {
-                /* Sent as is; the daemon answers ERR bad-request for it. */
+                /* Not sent: a stand-in the daemon answers with ERR
+                 * bad-request (the text might be a password). */
                 reqs[i] = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
             }
         }
-        bool ok = true;
-        for (int i = 0; ok && i < nargs; i += CHUNK)
-            ok = run_chunk(c, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, &o, &st);
+        session s = {.c = c};
+        for (int i = 0; i < nargs; i += CHUNK)
+            run_chunk(&s, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, &o, &st);
         free(reqs);
+        OPENSSL_cleanse(hashes, (size_t)nargs * BR_SHA1_LEN);
         free(hashes);
-        if (!ok)
-            st.error = true;
         return status_of(&st);
     }
 
@@ -351,16 +428,27 @@ int cmd_check(const ctl_globals *g0, int argc, char **argv)
     if (strcmp(cmd, "stats") == 0) {
         const char *kv = a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0);
         if (o.json) {
-            /* key=value pairs as one JSON object; values are numbers or words. */
+            /* key=value pairs as one JSON object: a value of decimal digits
+             * (no leading zero) is a number, anything else a string. */
             printf("{");
             bool firstkv = true;
             for (const char *p = kv; *p;) {
                 size_t n = strcspn(p, " ");
                 const char *eq = memchr(p, '=', n);
-                if (eq) {
-                    bool num = strspn(eq + 1, "0123456789") == (size_t)(p + n - eq - 1);
-                    printf("%s\"%.*s\":%s%.*s%s", firstkv ? "" : ",", (int)(eq - p), p,
-                           num ? "" : "\"", (int)(p + n - eq - 1), eq + 1, num ? "" : "\"");
+                if (eq && eq > p) {
+                    size_t vlen = (size_t)(p + n - eq - 1);
+                    bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
+                               (vlen == 1 || eq[1] != '0');
+                    char key[128], val[512];
+                    snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+                    snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
+                    printf("%s", firstkv ? "" : ",");
+                    json_string(stdout, key);
+                    putchar(':');
+                    if (num)
+                        fputs(val, stdout);
+                    else
+                        json_string(stdout, val);
                     firstkv = false;
                 }
                 p += n;

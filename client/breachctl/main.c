@@ -23,6 +23,7 @@ static const struct {
     {"ping", cmd_check},
     {"stats", cmd_check},
     {"reload", cmd_check},
+    {"download", cmd_download},
 };
 
 void ctl_err(const char *fmt, ...)
@@ -65,6 +66,10 @@ static void usage(FILE *out)
             "                                  print the lookup expressions of each URL, one\n"
             "                                  per line; groups separated by an empty line\n"
             "                                  (url-*: no URL given: read stdin, one per line)\n"
+            "  download --out DIR [--upstream TEMPLATE] [--parallel N] [--range FIRST-LAST]\n"
+            "           [--single-file FILE] [--force]\n"
+            "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
+            "                                  (resumable, incremental; see docs/corpus.md)\n"
             "\n"
             "Options:\n"
             "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"

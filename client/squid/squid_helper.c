@@ -10,7 +10,10 @@
  * ID, possibly out of order: "OK message=... tag=<category>" when blocked
  * (the ACL matches), "ERR" when safe, "BH message=..." when breachd could not
  * answer. It flushes after every reply and reconnects to a restarted daemon,
- * resending what was in flight, so no request is lost. */
+ * resending what was in flight, so no request is lost; while requests wait
+ * it retries the connection every 100 ms. A request not answered within
+ * --timeout (default 10 s) of its arrival, because breachd is down or does
+ * not answer, gets BH. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -37,6 +40,14 @@ typedef struct req {
     uint64_t deadline_ms; /* give up (BH) after this */
 } req;
 
+/* Reconnecting: exponential backoff from 50 ms to RECONNECT_MAX_MS while
+ * nothing waits, but an attempt at least every RECONNECT_BUSY_MS while
+ * requests are queued, so that a daemon back before their --timeout gets
+ * them (a refused connect() on a Unix socket costs microseconds). */
+#define RECONNECT_MAX_MS 2000u
+#define RECONNECT_BUSY_MS 100u
+#define EXPIRE_EVERY_MS 100 /* how often requests in flight are checked against --timeout */
+
 typedef struct helper {
     const char *socket_path;
     bool unknown_blocks;
@@ -45,6 +56,7 @@ typedef struct helper {
     int fd;                /* daemon connection, -1 when down */
     uint64_t next_id;
     uint64_t reconnect_at; /* ms */
+    uint64_t last_attempt; /* ms: the last connect() or disconnection */
     unsigned backoff_ms;
     req *queue, **queue_tail; /* not sent yet, in arrival order */
     req *sent;                /* sent, waiting for their answer */
@@ -54,6 +66,8 @@ typedef struct helper {
     char in[2 * (BR_PROTO_MAX_LINE + 2)];
     size_t in_len;
     bool warned_down;
+    bool warned_slow;     /* logged an unanswered request (once per connection) */
+    uint64_t last_expire; /* ms: the last expire() pass */
 } helper;
 
 static uint64_t now_ms(void)
@@ -134,8 +148,9 @@ static void disconnect(helper *h)
         h->queue_tail = tail;
     h->queue = back;
     h->inflight = 0;
-    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, 2000u) : 50;
-    h->reconnect_at = now_ms() + h->backoff_ms;
+    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, RECONNECT_MAX_MS) : 50;
+    h->last_attempt = now_ms();
+    h->reconnect_at = h->last_attempt + h->backoff_ms;
 }
 
 static void try_connect(helper *h)
@@ -144,10 +159,12 @@ static void try_connect(helper *h)
      * (a full backlog is retried like a refusal). */
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->socket_path);
+    h->last_attempt = now_ms();
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
         h->fd = fd;
         h->backoff_ms = 0;
+        h->warned_slow = false;
         if (h->warned_down)
             fprintf(stderr, "breachd-squid-helper: reconnected to %s\n", h->socket_path);
         h->warned_down = false;
@@ -161,8 +178,15 @@ static void try_connect(helper *h)
                 h->socket_path, strerror(e));
         h->warned_down = true;
     }
-    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, 2000u) : 50;
-    h->reconnect_at = now_ms() + h->backoff_ms;
+    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, RECONNECT_MAX_MS) : 50;
+    h->reconnect_at = h->last_attempt + h->backoff_ms;
+}
+
+/* While requests wait, the next attempt is at most RECONNECT_BUSY_MS away. */
+static void busy_reconnect(helper *h)
+{
+    if (h->fd < 0 && h->queue && h->reconnect_at > h->last_attempt + RECONNECT_BUSY_MS)
+        h->reconnect_at = h->last_attempt + RECONNECT_BUSY_MS;
 }
 
 /* Move queued requests into the output buffer while there is room. */
@@ -173,9 +197,14 @@ static void send_queued(helper *h)
         char line[BR_PROTO_MAX_LINE + 32];
         uint64_t id = ++h->next_id;
         int n = snprintf(line, sizeof(line), "%llu URL %s\n", (unsigned long long)id, r->url);
-        if (n < 0 || (size_t)n >= sizeof(line) || (size_t)n > sizeof(h->out) - h->out_len) {
-            if (n >= 0 && (size_t)n < sizeof(line))
-                return; /* the buffer is full: later */
+        /* A line over the protocol's limit would be refused (line-too-long);
+         * breachd takes no URL that long anyway: not checked. */
+        if (n >= 0 && (size_t)n - 1 <= BR_PROTO_MAX_LINE && (size_t)n > sizeof(h->out) - h->out_len) {
+            h->next_id--;
+            return; /* the buffer is full: later */
+        }
+        if (n < 0 || (size_t)n - 1 > BR_PROTO_MAX_LINE) {
+            h->next_id--;
             h->queue = r->next;
             if (!h->queue)
                 h->queue_tail = &h->queue;
@@ -294,10 +323,28 @@ static void on_squid_line(helper *h, char *line)
     h->queue_tail = &r->next;
 }
 
-/* Requests waiting too long while breachd is unreachable get BH. */
+/* A request line that does not fit the input buffer: not a URL breachd
+ * would take (8 KiB at most), so not a blocked one. The answer must carry
+ * the line's channel ID, or Squid could not match it. */
+static void line_too_long(const char *buf, size_t len)
+{
+    req r = {0};
+    size_t digits = 0; /* buf is not NUL-terminated: count within len */
+    while (digits < len && buf[digits] >= '0' && buf[digits] <= '9')
+        digits++;
+    if (digits > 0 && digits < len && buf[digits] == ' ' && digits < sizeof(r.channel))
+        memcpy(r.channel, buf, digits);
+    reply(&r, "ERR message=\"not checked: URL too long\"");
+}
+
+/* Requests older than --timeout get BH: those waiting while breachd is
+ * unreachable, and those sent to a breachd that does not answer (stopped,
+ * hung): Squid would otherwise wait for them forever. A late answer to an
+ * expired request is ignored (its id is no longer in flight). */
 static void expire(helper *h)
 {
     uint64_t now = now_ms();
+    h->last_expire = now;
     for (req **pp = &h->queue; *pp;) {
         req *r = *pp;
         if (now < r->deadline_ms) {
@@ -311,6 +358,20 @@ static void expire(helper *h)
     h->queue_tail = &h->queue;
     while (*h->queue_tail)
         h->queue_tail = &(*h->queue_tail)->next;
+    for (req **pp = &h->sent; *pp;) {
+        req *r = *pp;
+        if (now < r->deadline_ms) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        h->inflight--;
+        if (!h->warned_slow)
+            fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n", h->timeout_ms);
+        h->warned_slow = true;
+        reply(r, "BH message=\"breachd did not answer in time\"");
+        req_free(r);
+    }
 }
 
 static void usage(FILE *f)
@@ -377,12 +438,18 @@ int main(int argc, char **argv)
 
     size_t in_fill = 0;
     char stdin_buf[BR_PROTO_MAX_LINE + 64];
+    bool discarding = false;
     bool eof = false;
     fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
     while (!eof || h.queue || h.sent) {
+        busy_reconnect(&h);
         if (h.fd < 0 && now_ms() >= h.reconnect_at)
             try_connect(&h);
         send_queued(&h);
+        /* Write at once (the socket almost always has room) rather than
+         * after another poll: one wake-up less per request. */
+        if (h.fd >= 0 && h.out_len)
+            daemon_io(&h, POLLOUT);
         struct pollfd p[2] = {{.fd = eof ? -1 : STDIN_FILENO, .events = POLLIN},
                               {.fd = h.fd, .events = POLLIN}};
         if (h.fd >= 0 && h.out_len)
@@ -390,7 +457,11 @@ int main(int argc, char **argv)
         /* Stop taking work from Squid while a lot is queued (backpressure). */
         if (h.inflight >= h.max_inflight && h.queue)
             p[0].fd = -1;
-        int wait = h.fd < 0 ? (int)BR_MAX((int64_t)h.reconnect_at - (int64_t)now_ms(), 1) : 1000;
+        busy_reconnect(&h);
+        /* Wake up for reconnecting, and every EXPIRE_EVERY_MS while
+         * requests wait for an answer. */
+        int wait = h.fd < 0 ? (int)BR_MAX((int64_t)h.reconnect_at - (int64_t)now_ms(), 1)
+                            : h.sent || h.queue ? EXPIRE_EVERY_MS : 1000;
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
         if (p[0].revents & (POLLIN | POLLHUP)) {
@@ -401,6 +472,11 @@ int main(int argc, char **argv)
                 in_fill += (size_t)got;
                 size_t start = 0;
                 char *lf;
+                if (discarding) { /* the rest of a line too long to read */
+                    lf = memchr(stdin_buf, '\n', in_fill);
+                    start = lf ? (size_t)(lf - stdin_buf) + 1 : in_fill;
+                    discarding = !lf;
+                }
                 while ((lf = memchr(stdin_buf + start, '\n', in_fill - start))) {
                     *lf = '\0';
                     if (lf > stdin_buf + start && lf[-1] == '\r')
@@ -412,15 +488,17 @@ int main(int argc, char **argv)
                 memmove(stdin_buf, stdin_buf + start, in_fill - start);
                 in_fill -= start;
                 if (in_fill == sizeof(stdin_buf)) {
-                    puts("BH message=\"request line too long\"");
-                    fflush(stdout);
+                    /* Longer than any URL breachd takes: answered at once,
+                     * on its channel, and the rest of the line skipped. */
+                    line_too_long(stdin_buf, in_fill);
                     in_fill = 0;
+                    discarding = true;
                 }
             }
         }
         if (h.fd >= 0 && p[1].revents)
             daemon_io(&h, p[1].revents);
-        if (h.fd < 0)
+        if (h.fd < 0 || now_ms() - h.last_expire >= EXPIRE_EVERY_MS)
             expire(&h);
     }
     if (h.fd >= 0)

@@ -10,6 +10,7 @@ BREACHD_PACKAGES=(
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
   pamtester libpam-wrapper  # tests/integration/test_pam.py
+  squid curl  # tests/integration/test_squid.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -7,17 +7,23 @@
 # 2. breachd on it, on a socket in a scratch directory, with no upstream:
 #    random hashes are filter "definitely not" 65,535 times in 65,536 (a
 #    maybe answers UNKNOWN at once; loadgen reports how many there were).
-# 3. loadgen: N=50 connections at pipeline depth P=16, then P=1, DURATION
-#    seconds each after WARMUP seconds (one loadgen thread: on a 2-core machine
-#    the load generator and the single-threaded daemon each get about a core).
-# 4. The daemon's RSS not counting the mapped filter (Rss minus the Rss of the
+# 3. When redis-server, redis-cli and redis-benchmark are installed: Redis on
+#    a Unix socket in the scratch directory (no persistence), loaded with a set
+#    of the same KEYS hashes (SADD through redis-cli --pipe). Skipped with a
+#    note otherwise.
+# 4. loadgen: N=50 connections at pipeline depth P=16 (random hashes, then
+#    --absent: definite-no only), then P=1, DURATION seconds each after WARMUP
+#    seconds, one loadgen thread (on a 2-core machine the load generator and
+#    the single-threaded daemon each need about a core). Each breachd run is
+#    followed at once by redis-benchmark -c 50 -P 16 (or 1) SISMEMBER with as
+#    many requests as breachd answered: random absent members (__rand_int__)
+#    and, at P=16, one fixed absent member (the command line).
+#    Reported for both servers: req/s, p50/p99/p99.9, CPU % of a core and CPU
+#    ns per request, and how long they waited for a CPU (run-queue delay).
+# 5. The daemon's RSS not counting the mapped filter (Rss minus the Rss of the
 #    filter file's mapping in /proc/PID/smaps; RssAnon too) when started, after
 #    the load, and with 1,000 idle connections open (loadgen --idle).
-# 5. When redis-server is installed: Redis on a Unix socket in the scratch
-#    directory (no persistence), a set of the same KEYS hashes (SADD through
-#    redis-cli --pipe), and redis-benchmark -c 50 -P 16 / -P 1 SISMEMBER with
-#    random absent members (__rand_int__), as many requests as breachd answered
-#    in DURATION. Skipped with a note when redis-server is absent.
+# 6. SIGTERM to breachd (exit status reported), Redis shut down.
 # Prints Markdown tables and the verdict on the targets.
 #
 # Usage: tests/bench/bench-daemon.sh

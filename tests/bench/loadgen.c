@@ -9,7 +9,10 @@
  * outstanding (-P, default 16): "ID PW <40 hex>" with random hashes (with a
  * 16-bit filter, a random hash is a filter "maybe" 1 time in 65,536). With
  * --absent FILTER only hashes that FILTER (the daemon's filter file) says
- * "definitely not" to are sent. Runs for -d seconds (default 10) after -w
+ * "definitely not" to are sent: a pool of 2^20 of them is made before the
+ * run (screening during the run would pull the very filter lines the daemon
+ * reads next into the shared L3: the file's pages are the same memory), and
+ * each request draws one at random. Runs for -d seconds (default 10) after -w
  * seconds of warm-up (default 1), or until -n requests are answered.
  *
  * An id is the request's slot on its connection (0..DEPTH-1): a slot is
@@ -23,6 +26,15 @@
  * Throughput counts the answers that arrived in the measured window, after
  * the warm-up. The daemon's STATS (pw_filter_no / pw_filter_maybe) are read
  * before and after, so the report says how many requests were filter maybes.
+ * Over the window, the daemon's CPU time (its pid from SO_PEERCRED,
+ * /proc/PID/stat) gives its CPU ns per answer, and the run-queue delay of its
+ * main (event-loop) thread and of loadgen's threads (schedstat) says how much
+ * of the time other work on the machine took from them.
+ *
+ * --urls FILE: "ID URL <url>" requests instead, the URLs of FILE (one a
+ * line, e.g. tests/bench/bench_url --emit) taken in turn, each thread from
+ * its own offset; SAFE and BLOCKED are counted as CLEAN and PWNED are, and
+ * the daemon's url_filter_no / url_filter_maybe give the maybes (issue 5).
  *
  * --idle: open N connections, send one PING on each and read its PONG, then
  * hold them open, doing nothing, for -d seconds (default: until SIGINT or
@@ -31,8 +43,10 @@
  *
  * The last line of a load run is machine-readable:
  *   RESULT conns=50 depth=16 threads=1 seconds=10.000 answered=... rps=...
- *          p50_us=... p99_us=... p999_us=... max_us=... clean=... pwned=...
- *          unknown=... err=... maybes=...
+ *          p50_us=... p90_us=... p99_us=... p999_us=... max_us=... clean=...
+ *          pwned=... unknown=... err=... maybes=... daemon_cpu_pct=...
+ *          daemon_ns_per_req=... loadgen_cpu_pct=... daemon_runq_pct=...
+ *          loadgen_runq_pct=...          (-1: not available)
  *
  * Exit status: 0, 1 on a protocol or connection error, 2 on a usage error. */
 #include <errno.h>
@@ -200,19 +214,83 @@ static uint64_t rng_next(rng *r) /* xoshiro256** */
     return result;
 }
 
-static const br_pwfilter *g_absent; /* --absent: the filter to screen with */
+/* --absent: hashes screened before the run (so that the screening neither
+ * costs loadgen CPU during the run nor warms the shared cache with the very
+ * filter lines the daemon is about to read: the filter file's pages are the
+ * same physical memory in both processes). Requests pick from it at random. */
+#define ABSENT_POOL (1u << 20)
+static uint8_t (*g_pool)[20];
+static uint64_t g_pool_rejected;
 
-static void random_sha1(rng *r, uint8_t h[20], uint64_t *rejected)
+static void random_sha1_raw(rng *r, uint8_t h[20])
 {
-    for (;;) {
-        uint64_t a = rng_next(r), b = rng_next(r), c = rng_next(r);
-        memcpy(h, &a, 8);
-        memcpy(h + 8, &b, 8);
-        memcpy(h + 16, &c, 4);
-        if (!g_absent || !br_pwfilter_maybe(g_absent, h))
-            return;
-        (*rejected)++;
+    uint64_t a = rng_next(r), b = rng_next(r), c = rng_next(r);
+    memcpy(h, &a, 8);
+    memcpy(h + 8, &b, 8);
+    memcpy(h + 16, &c, 4);
+}
+
+static int make_pool(const br_pwfilter *pf, uint64_t seed)
+{
+    g_pool = malloc(sizeof(*g_pool) * ABSENT_POOL);
+    if (!g_pool)
+        return -1;
+    rng r;
+    rng_seed(&r, seed ^ UINT64_C(0xABCDEF));
+    for (unsigned i = 0; i < ABSENT_POOL; i++) {
+        do
+            random_sha1_raw(&r, g_pool[i]);
+        while (br_pwfilter_maybe(pf, g_pool[i]) && ++g_pool_rejected);
     }
+    return 0;
+}
+
+static void random_sha1(rng *r, uint8_t h[20])
+{
+    if (g_pool)
+        memcpy(h, g_pool[rng_next(r) & (ABSENT_POOL - 1)], 20);
+    else
+        random_sha1_raw(r, h);
+}
+
+/* --urls: the URLs, and the longest request line they make. */
+static char **g_urls;
+static size_t g_n_urls, g_req_max = REQ_MAX;
+
+static int load_urls(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "loadgen: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0, alloc = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (n == 0)
+            continue;
+        if (g_n_urls == alloc) {
+            alloc = alloc ? alloc * 2 : 1024;
+            char **u = realloc(g_urls, alloc * sizeof(*u));
+            if (!u)
+                return -1;
+            g_urls = u;
+        }
+        if (!(g_urls[g_n_urls++] = strdup(line)))
+            return -1;
+        if ((size_t)n + 16 > g_req_max)
+            g_req_max = (size_t)n + 16; /* "ID URL " + LF, ids of at most 5 digits */
+    }
+    free(line);
+    fclose(f);
+    if (g_n_urls == 0) {
+        fprintf(stderr, "loadgen: %s: no URL\n", path);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- options and shared state ---- */
@@ -224,7 +302,7 @@ static struct {
     uint64_t requests; /* 0: run for duration */
     uint64_t seed;
     bool quiet, idle, stats;
-    const char *absent_path, *ready_file;
+    const char *absent_path, *ready_file, *urls_path;
 } opt = {
     .conns = 50, .depth = 16, .threads = 1, .duration = 10, .warmup = 1, .seed = 2026, .stats = true,
 };
@@ -262,9 +340,10 @@ typedef struct worker {
     unsigned n_conns;
     rng r;
     uint64_t quota, issued; /* -n: requests this worker sends */
+    size_t next_url;        /* --urls: the next URL this worker sends */
     uint64_t outstanding;
     hist h;
-    uint64_t answered, clean, pwned, unknown, err, rejected;
+    uint64_t answered, clean, pwned, unknown, err;
 } worker;
 
 static int connect_unix(const char *path, bool nonblock)
@@ -310,20 +389,38 @@ static void conn_fill(worker *w, conn *c, uint64_t now)
     while (c->n_free > 0) {
         if (opt.requests ? w->issued >= w->quota : now >= g_end_ns)
             return;
-        if (c->out_cap - c->out_len < REQ_MAX) {
+        if (c->out_cap - c->out_len < g_req_max) {
             if (c->out_off > 0) {
                 memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
                 c->out_len -= c->out_off;
                 c->out_off = 0;
             }
-            if (c->out_cap - c->out_len < REQ_MAX)
+            if (c->out_cap - c->out_len < g_req_max)
                 return; /* cannot happen: out_cap holds every slot */
         }
         unsigned slot = c->free_slots[--c->n_free];
+        if (g_urls) {
+            const char *u = g_urls[w->next_url];
+            w->next_url = w->next_url + 1 == g_n_urls ? 0 : w->next_url + 1;
+            c->out_len += (size_t)sprintf(c->out + c->out_len, "%u URL %s\n", slot, u);
+            c->sent[slot] = now ? now : 1;
+            w->issued++;
+            w->outstanding++;
+            continue;
+        }
         uint8_t h[20];
-        random_sha1(&w->r, h, &w->rejected);
+        random_sha1(&w->r, h);
         char *p = c->out + c->out_len;
-        p += sprintf(p, "%u PW ", slot);
+        char digits[8];
+        int nd = 0;
+        unsigned v = slot;
+        do
+            digits[nd++] = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        while (nd > 0)
+            *p++ = digits[--nd];
+        memcpy(p, " PW ", 4);
+        p += 4;
         for (int i = 0; i < 20; i++) {
             *p++ = hexdig[h[i] >> 4];
             *p++ = hexdig[h[i] & 15];
@@ -385,6 +482,10 @@ static int conn_answer(worker *w, conn *c, const char *line, size_t len, uint64_
         if (st_len >= 5 && memcmp(st, "CLEAN", 5) == 0)
             w->clean++;
         else if (st_len >= 5 && memcmp(st, "PWNED", 5) == 0)
+            w->pwned++;
+        else if (st_len >= 4 && memcmp(st, "SAFE", 4) == 0)
+            w->clean++;
+        else if (st_len >= 7 && memcmp(st, "BLOCKED", 7) == 0)
             w->pwned++;
         else if (st_len >= 7 && memcmp(st, "UNKNOWN", 7) == 0)
             w->unknown++;
@@ -478,6 +579,7 @@ static void *worker_main(void *arg)
 typedef struct daemon_stats {
     bool ok;
     uint64_t pw_filter_no, pw_filter_maybe, requests_pw;
+    uint64_t url_filter_no, url_filter_maybe;
 } daemon_stats;
 
 static uint64_t stat_field(const char *line, const char *key)
@@ -516,6 +618,8 @@ static daemon_stats read_stats(void)
         return s;
     s.ok = true;
     s.pw_filter_no = stat_field(buf, "pw_filter_no");
+    s.url_filter_no = stat_field(buf, "url_filter_no");
+    s.url_filter_maybe = stat_field(buf, "url_filter_maybe");
     s.pw_filter_maybe = stat_field(buf, "pw_filter_maybe");
     s.requests_pw = stat_field(buf, "requests_pw");
     return s;
@@ -639,6 +743,7 @@ static int run_load(void)
         rng_seed(&ws[t].r, opt.seed * 1000003u + t);
         if (opt.requests)
             ws[t].quota = opt.requests / T + (t < opt.requests % T);
+        ws[t].next_url = g_n_urls ? (size_t)((uint64_t)g_n_urls * t / T) : 0;
     }
     for (unsigned i = 0; i < opt.conns; i++) {
         conn *c = &cs[i];
@@ -651,7 +756,7 @@ static int run_load(void)
         }
         c->sent = calloc(opt.depth, sizeof(uint64_t));
         c->free_slots = calloc(opt.depth, sizeof(unsigned));
-        c->out_cap = (size_t)opt.depth * REQ_MAX + REQ_MAX;
+        c->out_cap = (size_t)opt.depth * g_req_max + g_req_max;
         c->out = malloc(c->out_cap);
         if (!c->sent || !c->free_slots || !c->out)
             return 1;
@@ -700,7 +805,7 @@ static int run_load(void)
     hist *h = calloc(1, sizeof(hist));
     if (!h)
         return 1;
-    uint64_t answered = 0, clean = 0, pwned = 0, unknown = 0, err = 0, rejected = 0, issued = 0;
+    uint64_t answered = 0, clean = 0, pwned = 0, unknown = 0, err = 0, issued = 0;
     for (unsigned t = 0; t < T; t++) {
         h_merge(h, &ws[t].h);
         answered += ws[t].answered;
@@ -708,7 +813,6 @@ static int run_load(void)
         pwned += ws[t].pwned;
         unknown += ws[t].unknown;
         err += ws[t].err;
-        rejected += ws[t].rejected;
         issued += ws[t].issued;
     }
     double secs = opt.requests ? (double)(t1 - t0) / 1e9 : opt.duration;
@@ -727,24 +831,30 @@ static int run_load(void)
     if (before.ok && after.ok) {
         maybes = (int64_t)(after.pw_filter_maybe - before.pw_filter_maybe);
         dnos = (int64_t)(after.pw_filter_no - before.pw_filter_no);
+        if (g_urls) {
+            maybes = (int64_t)(after.url_filter_maybe - before.url_filter_maybe);
+            dnos = (int64_t)(after.url_filter_no - before.url_filter_no);
+        }
     }
     if (!opt.quiet) {
-        printf("loadgen: %u connections x depth %u, %u thread%s, %s hashes, ", opt.conns, opt.depth, T,
-               T == 1 ? "" : "s", opt.absent_path ? "definite-no (screened with --absent)" : "random");
+        printf("loadgen: %u connections x depth %u, %u thread%s, %s, ", opt.conns, opt.depth, T,
+               T == 1 ? "" : "s",
+               g_urls ? "URLs from --urls" : opt.absent_path ? "definite-no hashes (screened with --absent)" : "random hashes");
         if (opt.requests)
             printf("%" PRIu64 " requests\n", opt.requests);
         else
             printf("%.1f s measured after %.1f s of warm-up\n", opt.duration, opt.warmup);
         printf("  answered   %" PRIu64 " in %.3f s: %.0f req/s\n", answered, secs, rps);
-        printf("  answers    CLEAN %" PRIu64 "  PWNED %" PRIu64 "  UNKNOWN %" PRIu64 "  ERR/other %" PRIu64
-               "\n",
-               clean, pwned, unknown, err);
+        printf("  answers    %s %" PRIu64 "  %s %" PRIu64 "  UNKNOWN %" PRIu64 "  ERR/other %" PRIu64 "\n",
+               g_urls ? "SAFE" : "CLEAN", clean, g_urls ? "BLOCKED" : "PWNED", pwned, unknown, err);
         if (maybes >= 0)
-            printf("  daemon     over the whole run (%" PRIu64 " PW sent): filter definitely-no %" PRId64
+            printf("  daemon     over the whole run (%" PRIu64 " %s sent): filter definitely-no %" PRId64
                    ", maybe %" PRId64 " (%.4f%%)\n",
-                   issued, dnos, maybes, dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
+                   issued, g_urls ? "URL" : "PW", dnos, maybes, dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
         if (opt.absent_path)
-            printf("  screening  %" PRIu64 " random hashes were filter maybes and not sent\n", rejected);
+            printf("  screening  a pool of %u random hashes the filter says definitely-no to, made before the run"
+                   " (%" PRIu64 " maybes left out); requests draw from it\n",
+                   ABSENT_POOL, g_pool_rejected);
         if (dcpu >= 0)
             printf("  CPU        breachd (pid %d) %.0f%% of a core, %.0f ns per answer (%.2fM answers per CPU-second);"
                    " loadgen %.0f%%\n",
@@ -784,7 +894,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: loadgen [--socket PATH] [-c N] [-P DEPTH] [-d SECONDS | -n COUNT] [-w WARMUP]\n"
-            "               [-t THREADS] [--absent FILTER] [--seed S] [--no-stats] [-q]\n"
+            "               [-t THREADS] [--absent FILTER | --urls FILE] [--seed S] [--no-stats] [-q]\n"
             "       loadgen --idle [--socket PATH] [-c N] [-d SECONDS] [--ready-file FILE]\n"
             "\n"
             "  -s, --socket PATH      breachd's socket (default $BREACHD_SOCKET, else %s)\n"
@@ -795,6 +905,7 @@ static void usage(FILE *f)
             "  -w, --warmup S         seconds before the measurement starts (default 1)\n"
             "  -t, --threads T        threads, one epoll loop each (default 1)\n"
             "      --absent FILTER    send only hashes that FILTER says definitely-no to\n"
+            "      --urls FILE        send \"URL <url>\" with the URLs of FILE (one a line) in turn\n"
             "      --seed S           random seed (default 2026)\n"
             "      --no-stats         do not read the daemon's STATS before and after\n"
             "      --idle             open the connections, PING each, then hold them idle\n"
@@ -827,7 +938,7 @@ static bool parse_secs(const char *s, double *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_ABSENT = 256, O_SEED, O_NO_STATS, O_IDLE, O_READY };
+    enum { O_ABSENT = 256, O_SEED, O_NO_STATS, O_IDLE, O_READY, O_URLS };
     static const struct option lo[] = {
         {"socket", required_argument, NULL, 's'},      {"connections", required_argument, NULL, 'c'},
         {"depth", required_argument, NULL, 'P'},       {"duration", required_argument, NULL, 'd'},
@@ -836,6 +947,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},     {"no-stats", no_argument, NULL, O_NO_STATS},
         {"idle", no_argument, NULL, O_IDLE},           {"ready-file", required_argument, NULL, O_READY},
         {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
+        {"urls", required_argument, NULL, O_URLS},
         {0},
     };
     opt.socket = getenv("BREACHD_SOCKET");
@@ -887,6 +999,9 @@ int main(int argc, char **argv)
         case O_READY:
             opt.ready_file = optarg;
             break;
+        case O_URLS:
+            opt.urls_path = optarg;
+            break;
         case 'q':
             opt.quiet = true;
             break;
@@ -920,6 +1035,11 @@ int main(int argc, char **argv)
             opt.duration = 0;
         return run_idle();
     }
+    if (opt.urls_path && (opt.absent_path || load_urls(opt.urls_path) < 0)) {
+        if (opt.absent_path)
+            fprintf(stderr, "loadgen: --urls and --absent exclude each other\n");
+        return 2;
+    }
     br_pwfilter *pf = NULL;
     if (opt.absent_path) {
         br_error err = {{0}};
@@ -927,9 +1047,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "loadgen: %s\n", err.text);
             return 2;
         }
-        g_absent = pf;
+        int pr = make_pool(pf, opt.seed);
+        br_pwfilter_free(pf);
+        if (pr < 0) {
+            fprintf(stderr, "loadgen: out of memory\n");
+            return 1;
+        }
     }
     int rc = run_load();
-    br_pwfilter_free(pf);
+    free(g_pool);
+    for (size_t i = 0; i < g_n_urls; i++)
+        free(g_urls[i]);
+    free(g_urls);
     return rc;
 }

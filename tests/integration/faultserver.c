@@ -33,6 +33,10 @@
  *   flaky      503 to the first request of each prefix, then the ok body
  *   sw         503 while STATEDIR/down exists, else the ok body
  *   close      reads the request and closes without a word
+ *   chaos      (downloader tests) by prefix P and the number of its request N:
+ *              N=1: P%4==0 503, P%4==1 reset as above, P%4==2 close, P%4==3 ok;
+ *              N=2: P%8==0 500, else ok; N>=3: ok
+ *   badsome    P%64==5: always 503; P%64==6: always the garbage body; else ok
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,6 +57,7 @@
 static const char *state_dir;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned flaky_seen[1 << 20 >> 5]; /* one bit per prefix */
+static unsigned char chaos_count[1 << 20];   /* requests per prefix, saturating */
 
 static bool send_all(int fd, const void *buf, size_t len)
 {
@@ -294,6 +299,36 @@ static bool serve(int fd, const char *req)
     }
     if (!strcmp(mode, "close"))
         return false;
+    if (!strcmp(mode, "chaos") || !strcmp(mode, "badsome")) {
+        unsigned p = (unsigned)strtoul(prefix, NULL, 16) & 0xFFFFF;
+        pthread_mutex_lock(&lock);
+        unsigned n = chaos_count[p] < 255 ? ++chaos_count[p] : 255;
+        pthread_mutex_unlock(&lock);
+        if (!strcmp(mode, "badsome")) {
+            if (p % 64 == 5)
+                return respond(fd, 503, "Service Unavailable", NULL, "busy\n", 5);
+            if (p % 64 == 6) {
+                const char *g = "hello world\r\nthis is not a range\r\n";
+                return respond(fd, 200, "OK", NULL, g, strlen(g));
+            }
+            return respond(fd, 200, "OK", NULL, body, blen);
+        }
+        if (n == 1 && p % 4 == 0)
+            return respond(fd, 503, "Service Unavailable", NULL, "busy\n", 5);
+        if (n == 1 && p % 4 == 1) {
+            const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 4000\r\n\r\n";
+            send_all(fd, head, strlen(head));
+            send_all(fd, body, 20);
+            struct linger lg = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            return false;
+        }
+        if (n == 1 && p % 4 == 2)
+            return false;
+        if (n == 2 && p % 8 == 0)
+            return respond(fd, 500, "Internal Server Error", NULL, "oops\n", 5);
+        return respond(fd, 200, "OK", NULL, body, blen);
+    }
     respond(fd, 400, "Bad Request", NULL, "", 0);
     return false;
 }

@@ -224,6 +224,14 @@ void rt_nginx_start(rt_nginx *n, const char *dir, bool tls)
 
 void rt_nginx_start_ex(rt_nginx *n, const char *dir, bool tls, bool gzip)
 {
+    rt_nginx_opts o = {.tls = tls, .no_gzip = !gzip};
+    rt_nginx_start_opts(n, dir, &o);
+}
+
+void rt_nginx_start_opts(rt_nginx *n, const char *dir, const rt_nginx_opts *o)
+{
+    bool tls = o->tls, gzip = !o->no_gzip;
+    int workers = o->workers > 0 ? o->workers : 1;
     memset(n, 0, sizeof(*n));
     n->dir = strdup(dir);
     n->tls = tls;
@@ -243,17 +251,18 @@ void rt_nginx_start_ex(rt_nginx *n, const char *dir, bool tls, bool gzip)
                          "        ssl_certificate_key %s/key.pem;",
                          n->port, dir, dir)
                 : rt_fmt("listen 127.0.0.1:%d;", n->port);
+        char *access = o->no_access_log ? strdup("off") : rt_fmt("%s rt", n->access_log);
         char *conf = rt_fmt("daemon off;\n"
-                            "master_process off;\n"
-                            "worker_processes 1;\n"
+                            "master_process %s;\n"
+                            "worker_processes %d;\n"
                             "pid %s/nginx.pid;\n"
                             "error_log %s/error.log warn;\n"
-                            "events { worker_connections 1024; }\n"
+                            "events { worker_connections %d; }\n"
                             "http {\n"
                             "    log_format rt '$status $request_uri $connection "
                             "$connection_requests $server_protocol "
                             "$http_add_padding $http_user_agent';\n"
-                            "    access_log %s rt;\n"
+                            "    access_log %s;\n"
                             "    client_body_temp_path %s/body;\n"
                             "    proxy_temp_path %s/proxy;\n"
                             "    fastcgi_temp_path %s/fastcgi;\n"
@@ -266,15 +275,20 @@ void rt_nginx_start_ex(rt_nginx *n, const char *dir, bool tls, bool gzip)
                             "    gzip %s;\n"
                             "    gzip_types text/plain;\n"
                             "    gzip_min_length 64;\n"
+                            "    %s\n"
                             "    server {\n"
                             "        %s\n"
                             "        root %s;\n"
                             "        location = /range/EEEEE { return 500; }\n"
-                            "        location /range/ { try_files $uri.txt =404; }\n"
+                            "        location /range/ { try_files $uri.txt =404; %s }\n"
                             "    }\n"
                             "}\n",
-                            dir, dir, n->access_log, tmp, tmp, tmp, tmp, tmp, gzip ? "on" : "off",
-                            listen, n->www);
+                            workers > 1 ? "on" : "off", workers, dir, dir,
+                            o->worker_connections > 0 ? o->worker_connections : 1024, access, tmp,
+                            tmp, tmp, tmp, tmp, gzip ? "on" : "off",
+                            o->http_extra ? o->http_extra : "", listen, n->www,
+                            o->location_extra ? o->location_extra : "");
+        free(access);
         char *conf_path = rt_fmt("%s/nginx.conf", dir);
         rt_write_file(conf_path, conf, strlen(conf));
         char *errlog = rt_fmt("%s/error.log", dir);

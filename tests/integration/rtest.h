@@ -51,6 +51,17 @@ typedef struct rt_nginx {
  * ADD_PADDING USER_AGENT". */
 void rt_nginx_start(rt_nginx *n, const char *dir, bool tls);
 void rt_nginx_start_ex(rt_nginx *n, const char *dir, bool tls, bool gzip); /* gzip on or off */
+/* Everything rt_nginx_start_ex does, plus (all optional, 0 / NULL: as above): */
+typedef struct rt_nginx_opts {
+    bool tls;
+    bool no_gzip;
+    int workers;                /* worker_processes (> 1: with a master process); 0: 1 */
+    int worker_connections;     /* 0: 1024 */
+    bool no_access_log;         /* access_log off (benchmarks) */
+    const char *http_extra;     /* directives added inside http { } */
+    const char *location_extra; /* directives added inside location /range/ { } */
+} rt_nginx_opts;
+void rt_nginx_start_opts(rt_nginx *n, const char *dir, const rt_nginx_opts *o);
 void rt_nginx_stop(rt_nginx *n);
 /* Lines of the access log (malloc'd array of malloc'd strings). */
 char **rt_access_lines(const rt_nginx *n, size_t *count);

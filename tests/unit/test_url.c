@@ -613,7 +613,9 @@ static uint64_t rnd(gen *g, uint64_t n)
 
 static void put(gen *g, const char *s, size_t n)
 {
-    if (g->len + n > sizeof(g->buf))
+    if (g->len >= sizeof(g->buf))
+        return;
+    if (n > sizeof(g->buf) - g->len)
         n = sizeof(g->buf) - g->len;
     memcpy(g->buf + g->len, s, n);
     g->len += n;

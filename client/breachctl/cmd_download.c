@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl download: fetch the Pwned Passwords corpus into per-prefix files
+ * (lib/download.h does the work; docs/corpus.md is the user documentation).
+ *
+ * Output: on a terminal, a progress line on stderr (prefixes done / total,
+ * MB, requests/s, ETA); in any case one summary line on stdout at the end.
+ * Exit 0 only when every requested prefix is present and valid; otherwise 2,
+ * with the count and the first missing prefixes on stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "breachctl.h"
+#include "download.h"
+#include "util.h"
+
+#define RATE_WINDOW 20 /* progress samples kept for the recent rate (about 5 s) */
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    stop_flag = 1;
+    signal(sig, SIG_DFL); /* a second one kills at once (still safe: see the docs) */
+}
+
+typedef struct ui {
+    bool tty;
+    bool line_shown;
+    bool circuit_open;
+    double t[RATE_WINDOW];
+    uint64_t done[RATE_WINDOW], req[RATE_WINDOW];
+    unsigned n, pos;
+} ui;
+
+static void fmt_eta(double s, char *out, size_t cap)
+{
+    if (s < 0 || s > 99 * 3600.0) {
+        snprintf(out, cap, "--:--");
+        return;
+    }
+    unsigned v = (unsigned)(s + 0.5);
+    snprintf(out, cap, "%u:%02u:%02u", v / 3600, v / 60 % 60, v % 60);
+}
+
+static void progress_cb(void *ctx, const br_download_progress *p, bool final)
+{
+    ui *u = ctx;
+    if (!u->tty)
+        return;
+    if (final) {
+        if (u->line_shown)
+            fputs("\r\033[K", stderr);
+        u->line_shown = false;
+        return;
+    }
+    /* rates over the last few seconds */
+    uint64_t fresh = p->done - p->resumed;
+    unsigned oldest = u->n < RATE_WINDOW ? 0 : u->pos;
+    double dt = u->n ? p->elapsed_s - u->t[oldest] : p->elapsed_s;
+    double rate_req = 0, rate_done = 0;
+    if (u->n && dt > 0) {
+        rate_req = (double)(p->requests - u->req[oldest]) / dt;
+        rate_done = (double)(fresh - u->done[oldest]) / dt;
+    } else if (p->elapsed_s > 0) {
+        rate_req = (double)p->requests / p->elapsed_s;
+        rate_done = (double)fresh / p->elapsed_s;
+    }
+    u->t[u->pos] = p->elapsed_s;
+    u->done[u->pos] = fresh;
+    u->req[u->pos] = p->requests;
+    u->pos = (u->pos + 1) % RATE_WINDOW;
+    if (u->n < RATE_WINDOW)
+        u->n++;
+    char eta[32];
+    uint32_t left = p->total - p->done - p->failed;
+    fmt_eta(rate_done > 0 ? left / rate_done : -1, eta, sizeof(eta));
+    fprintf(stderr, "\rdownload: %" PRIu32 "/%" PRIu32 " prefixes (%.1f%%), %.1f MB, %.0f req/s, ETA %s",
+            p->done, p->total, 100.0 * p->done / (p->total ? p->total : 1), (double)p->bytes / 1e6,
+            rate_req, eta);
+    if (p->failed)
+        fprintf(stderr, ", %" PRIu32 " failed", p->failed);
+    fputs("\033[K", stderr);
+    u->line_shown = true;
+}
+
+static void log_cb(void *ctx, int level, const char *msg)
+{
+    ui *u = ctx;
+    /* The breaker re-opens after every failed trial during an outage: say it once. */
+    if (!strncmp(msg, "upstream circuit closed", 23) && u->circuit_open) {
+        u->circuit_open = false;
+        level = LOG_WARNING;
+        msg = "upstream answering again";
+    } else if (!strncmp(msg, "upstream circuit open", 21)) {
+        if (u->circuit_open)
+            return;
+        u->circuit_open = true;
+    }
+    if (level > LOG_WARNING)
+        return;
+    if (u->line_shown)
+        fputs("\r\033[K", stderr);
+    u->line_shown = false;
+    fprintf(stderr, "breachctl: download: %s\n", msg);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: breachctl download --out DIR [--upstream TEMPLATE] [--parallel N]\n"
+               "       [--range FIRST-LAST] [--single-file FILE] [--force]\n"
+               "\n"
+               "Fetch every range 00000..FFFFF (or FIRST..LAST, hex) into DIR/XXXXX.txt.\n"
+               "A re-run sends conditional requests and rewrites only changed ranges;\n"
+               "an interrupted run resumes. --force refetches everything.\n"
+               "Default upstream: %s; --parallel: %d.\n"
+               "Exit status 0 when every prefix is present, else 2.\n",
+            BR_DOWNLOAD_DEFAULT_UPSTREAM, BR_DOWNLOAD_DEFAULT_PARALLEL);
+}
+
+static void summary(const br_download_opts *o, const br_download_result *res)
+{
+    const br_download_progress *p = &res->p;
+    double rate = p->elapsed_s > 0 ? (double)p->requests / p->elapsed_s : 0;
+    printf("download: %s: %" PRIu32 "/%" PRIu32 " prefixes present (%" PRIu32 " written, %" PRIu32
+           " unchanged, %" PRIu32 " not modified, %" PRIu32 " resumed, %" PRIu32
+           " failed), %" PRIu64 " requests, %.1f MB in %.1f s (%.0f req/s)",
+           res->complete      ? "complete"
+           : res->interrupted ? "interrupted"
+           : res->gave_up     ? "gave up"
+                              : "incomplete",
+           p->total - res->missing, p->total, p->written, p->unchanged, p->not_modified,
+           p->resumed, p->failed, p->requests, (double)p->bytes / 1e6, p->elapsed_s, rate);
+    if (res->complete && o->single_file)
+        printf("; %s: %" PRIu64 " lines", o->single_file, res->single_file_lines);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void report_missing(const br_download_result *res)
+{
+    fprintf(stderr, "breachctl: download: %" PRIu32 " of %" PRIu32 " prefixes missing:", res->missing,
+            res->p.total);
+    for (uint32_t i = 0; i < res->n_missing_listed; i++)
+        fprintf(stderr, "%s %05" PRIX32 " (%s)", i ? "," : "", res->missing_prefix[i],
+                res->missing_reason[i]);
+    if (res->missing > res->n_missing_listed)
+        fprintf(stderr, ", ...");
+    fputc('\n', stderr);
+    fprintf(stderr, "breachctl: download: run the same command again to resume%s\n",
+            res->interrupted ? "" : " (the missing prefixes are fetched again)");
+}
+
+int cmd_download(const ctl_globals *g, int argc, char **argv)
+{
+    (void)g;
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},
+        {"upstream", required_argument, NULL, 'u'},
+        {"parallel", required_argument, NULL, 'p'},
+        {"range", required_argument, NULL, 'r'},
+        {"single-file", required_argument, NULL, 's'},
+        {"force", no_argument, NULL, 'f'},
+        {"socket", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    br_download_opts o = {.first = 0, .last = 0xFFFFF};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o.out_dir = optarg;
+            break;
+        case 'u':
+            o.url_template = optarg;
+            break;
+        case 'p': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || *end || !*optarg || optarg[0] == '-' || v < 1 ||
+                v > BR_DOWNLOAD_MAX_PARALLEL) {
+                ctl_err("download: --parallel takes 1 to %d", BR_DOWNLOAD_MAX_PARALLEL);
+                return EXIT_ERROR;
+            }
+            o.parallel = (uint32_t)v;
+            break;
+        }
+        case 'r':
+            if (br_download_parse_range(optarg, &o.first, &o.last) < 0) {
+                ctl_err("download: --range takes FIRST-LAST, 1 to 5 hex digits each, FIRST <= LAST");
+                return EXIT_ERROR;
+            }
+            break;
+        case 's':
+            o.single_file = optarg;
+            break;
+        case 'f':
+            o.force = true;
+            break;
+        case 'S':
+            break; /* accepted everywhere (DESIGN section 4); no daemon needed here */
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_ERROR;
+        }
+    }
+    if (optind < argc) {
+        ctl_err("download: unexpected argument '%s'", argv[optind]);
+        return EXIT_ERROR;
+    }
+    if (!o.out_dir || !*o.out_dir) {
+        ctl_err("download: --out DIR is required");
+        usage(stderr);
+        return EXIT_ERROR;
+    }
+
+    ui u = {.tty = isatty(STDERR_FILENO) == 1};
+    o.progress = progress_cb;
+    o.progress_ctx = &u;
+    o.log = log_cb;
+    o.log_ctx = &u;
+    o.stop = &stop_flag;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    br_download_result res;
+    br_error err = {{0}};
+    int rc = br_download_run(&o, &res, &err);
+    if (u.line_shown)
+        fputs("\r\033[K", stderr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (rc < 0) {
+        ctl_err("download: %s", err.text);
+        if (res.p.total)
+            summary(&o, &res);
+        return EXIT_ERROR;
+    }
+    summary(&o, &res);
+    if (res.complete)
+        return 0;
+    if (res.interrupted)
+        ctl_err("download: interrupted");
+    else if (res.gave_up)
+        ctl_err("download: the upstream stopped answering; gave up");
+    report_missing(&res);
+    return EXIT_ERROR;
+}

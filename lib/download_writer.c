@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: MIT */
+/* The downloader's writer: two threads behind the fetch loop.
+ *
+ * The writer thread takes the bodies that parsed, hashes each and, unless it
+ * equals the file already there, writes it to a temporary file: an anonymous
+ * one (open(DIR, O_TMPFILE)) where the filesystem can, else DIR/.dl-XXXXX.tmp.
+ * Batches (batch_files files, or batch_ns after their first, or the end) go
+ * to the committer thread, which makes each durable and visible in this
+ * order, while the writer already fills the next one:
+ *
+ *   syncfs(DIR's filesystem)          the temp files' data and inodes are on disk
+ *   linkat(temp, XXXXX.txt)           a final name only ever names a whole file
+ *     (or renameat when replacing)
+ *   fsync(DIR)                        the new names are on disk
+ *   journal append + fdatasync        the index records of the batch
+ *   session file rewrite              "confirmed in this session" bits
+ *
+ * A crash anywhere leaves either the old file or the new one under the final
+ * name (an anonymous temp file simply vanishes; a named one is removed by the
+ * next run). If it falls between a link and the journal append, the file's
+ * index record is the old one, so the next run sees size/mtime differ and
+ * fetches the prefix unconditionally.
+ *
+ * Open files: an anonymous temp file stays open until linked, so up to three
+ * batches' worth (filling, queued, committing); batch_files is capped by the
+ * RLIMIT_NOFILE soft limit, which is raised to the hard one first. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "download_int.h"
+#include "hash.h"
+#include "util.h"
+
+#define SESSION_SAVE_NS 1000000000u
+#define LINE_MAX_LEN (BR_UPSTREAM_VALIDATOR_MAX * 2 + 160)
+#define FD_RESERVE (BR_DOWNLOAD_MAX_PARALLEL + 256) /* sockets and everything else */
+#define PROBE_NAME DL_TMP_PREFIX "probe" DL_TMP_SUFFIX
+
+typedef struct item {
+    uint32_t prefix;
+    bool file;   /* a temp file to put into place */
+    bool placed; /* ... and it is there now */
+    int fd;      /* the anonymous temp file, -1: a named one */
+    uint64_t size;
+    int64_t mtime_ns;
+    uint8_t hash[DL_HASH_LEN];
+    char *val;
+} item;
+
+struct dl_batch {
+    dl_batch *next;
+    item *it;
+    size_t n, cap;
+    size_t files;
+    uint64_t first_ns;
+};
+
+static void set_error(dl_writer *w, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_error(dl_writer *w, int rc, const char *fmt, ...)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->error) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->errtext, sizeof(w->errtext), fmt, ap);
+        va_end(ap);
+        __atomic_store_n(&w->error, rc < 0 ? rc : -EIO, __ATOMIC_RELEASE);
+    }
+    pthread_cond_broadcast(&w->cv_space);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int dl_writer_error(dl_writer *w)
+{
+    return __atomic_load_n(&w->error, __ATOMIC_ACQUIRE);
+}
+
+static bool same_val(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    size_t la = strlen(a), lb = strlen(b);
+    return la == lb && strcmp(a, b) == 0 && strcmp(a + la + 1, b + lb + 1) == 0;
+}
+
+static dl_batch *batch_new(size_t cap)
+{
+    dl_batch *b = calloc(1, sizeof(*b));
+    if (b && !(b->it = calloc(cap, sizeof(*b->it)))) {
+        free(b);
+        return NULL;
+    }
+    if (b)
+        b->cap = cap;
+    return b;
+}
+
+/* Close and forget everything a batch holds. */
+static void batch_clear(dl_writer *w, dl_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        item *it = &b->it[i];
+        if (it->fd >= 0)
+            close(it->fd);
+        else if (it->file) {
+            char tmp[24];
+            dl_name_temp(it->prefix, tmp);
+            if (dl_writer_error(w))
+                unlinkat(w->ix->dirfd, tmp, 0);
+        }
+        free(it->val);
+    }
+    b->n = 0;
+    b->files = 0;
+}
+
+static void batch_free(dl_writer *w, dl_batch *b)
+{
+    if (!b)
+        return;
+    batch_clear(w, b);
+    free(b->it);
+    free(b);
+}
+
+/* ---- writer thread -------------------------------------------------------------- */
+
+/* Write a job's body to a temp file; fills the item. */
+static int write_temp(dl_writer *w, const dl_job *j, item *it)
+{
+    char name[24] = "";
+    int fd;
+    if (w->tmpfile) {
+        fd = openat(w->ix->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    } else {
+        dl_name_temp(j->prefix, name);
+        fd = openat(w->ix->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    }
+    if (fd < 0) {
+        set_error(w, -errno, "creating a temporary file in the output directory: %s",
+                  strerror(errno));
+        return -1;
+    }
+    int rc = br_write_all(fd, j->body, j->len);
+    struct stat st;
+    if (rc == 0 && fstat(fd, &st) < 0)
+        rc = -errno;
+    if (rc == 0 && !w->tmpfile && close(fd) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        if (w->tmpfile)
+            close(fd);
+        else
+            unlinkat(w->ix->dirfd, name, 0);
+        set_error(w, rc, "writing a temporary file: %s", strerror(-rc));
+        return -1;
+    }
+    it->file = true;
+    it->fd = w->tmpfile ? fd : -1;
+    it->size = j->len;
+    it->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    return 0;
+}
+
+static void process(dl_writer *w, dl_batch *b, dl_job *j, br_hasher *h)
+{
+    item it = {.prefix = j->prefix, .fd = -1};
+    uint8_t full[BR_SHA256_LEN];
+    if (br_hasher_digest(h, j->body, j->len, full) < 0) {
+        set_error(w, -EIO, "SHA-256 failed");
+        return;
+    }
+    memcpy(it.hash, full, DL_HASH_LEN);
+    const dl_entry *e = &w->ix->e[j->prefix];
+    if (!(e->state == DL_E_OK && e->size == j->len && memcmp(e->hash, it.hash, DL_HASH_LEN) == 0) &&
+        write_temp(w, j, &it) < 0)
+        return;
+    it.val = j->val;
+    j->val = NULL;
+    if (b->n == 0)
+        b->first_ns = br_now_ns();
+    b->it[b->n++] = it;
+    if (it.file)
+        b->files++;
+}
+
+/* Queue a batch for the committer (waits while one is already queued). */
+static void hand_off(dl_writer *w, dl_batch *b)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->cq_len >= 1 && !w->error)
+        pthread_cond_wait(&w->cv_space, &w->mu);
+    b->next = NULL;
+    if (w->cq_tail)
+        w->cq_tail->next = b;
+    else
+        w->cq_head = b;
+    w->cq_tail = b;
+    w->cq_len++;
+    pthread_cond_signal(&w->cv_commit);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void abs_after(struct timespec *ts, uint64_t ns)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    uint64_t abs = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec + ns;
+    ts->tv_sec = (time_t)(abs / 1000000000u);
+    ts->tv_nsec = (long)(abs % 1000000000u);
+}
+
+static void *writer_main(void *arg)
+{
+    dl_writer *w = arg;
+    br_hasher *h = br_hasher_new_sha256();
+    dl_batch *b = batch_new(w->batch_files);
+    if (!b || !h)
+        set_error(w, -ENOMEM, "writer: out of memory");
+
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->head && !w->finish) {
+            if (b && b->n) {
+                uint64_t now = br_now_ns();
+                if (now >= b->first_ns + w->batch_ns)
+                    break;
+                struct timespec ts;
+                abs_after(&ts, b->first_ns + w->batch_ns - now);
+                pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+            } else {
+                pthread_cond_wait(&w->cv, &w->mu);
+            }
+        }
+        dl_job *jobs = w->head;
+        w->head = w->tail = NULL;
+        w->queued = 0;
+        w->queued_bytes = 0;
+        bool fin = w->finish;
+        pthread_mutex_unlock(&w->mu);
+
+        while (jobs) {
+            dl_job *j = jobs;
+            jobs = j->next;
+            if (!dl_writer_error(w) && b && h) {
+                process(w, b, j, h);
+                if (b->n >= b->cap) {
+                    hand_off(w, b);
+                    if (!(b = batch_new(w->batch_files)))
+                        set_error(w, -ENOMEM, "writer: out of memory");
+                }
+            }
+            free(j->val);
+            free(j);
+        }
+        if (b && b->n && (fin || br_now_ns() >= b->first_ns + w->batch_ns)) {
+            hand_off(w, b);
+            if (!(b = batch_new(w->batch_files)))
+                set_error(w, -ENOMEM, "writer: out of memory");
+        }
+        if (fin)
+            break;
+    }
+    batch_free(w, b);
+    br_hasher_free(h);
+    pthread_mutex_lock(&w->mu);
+    w->writer_done = true;
+    pthread_cond_signal(&w->cv_commit);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* ---- committer thread ----------------------------------------------------------- */
+
+/* Give an item's temp file its final name. */
+static int place(dl_writer *w, item *it)
+{
+    int dirfd = w->ix->dirfd;
+    char tmp[24], fin[16];
+    dl_name_temp(it->prefix, tmp);
+    dl_name_final(it->prefix, fin);
+    if (it->fd >= 0) {
+        char proc[40];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", it->fd);
+        if (linkat(AT_FDCWD, proc, dirfd, fin, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -errno;
+        /* replacing a file: link under the temp name, then rename over */
+        unlinkat(dirfd, tmp, 0);
+        if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+            return -errno;
+    }
+    if (renameat(dirfd, tmp, dirfd, fin) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Commit a batch; true when it set session bits. */
+static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
+{
+    dl_index *ix = w->ix;
+    if (b->n == 0 || dl_writer_error(w))
+        return false;
+    if (b->files) {
+        if (syncfs(ix->dirfd) < 0) {
+            set_error(w, -errno, "syncfs: %s", strerror(errno));
+            return false;
+        }
+        for (size_t i = 0; i < b->n; i++) {
+            item *it = &b->it[i];
+            if (!it->file)
+                continue;
+            int rc = place(w, it);
+            if (rc < 0) {
+                set_error(w, rc, "putting %05X.txt in place: %s", it->prefix, strerror(-rc));
+                return false;
+            }
+            if (it->fd >= 0) {
+                close(it->fd);
+                it->fd = -1;
+            }
+            it->file = false; /* nothing left to clean up */
+            it->placed = true;
+        }
+        if (fsync(ix->dirfd) < 0) {
+            set_error(w, -errno, "fsync of the output directory: %s", strerror(errno));
+            return false;
+        }
+    }
+    size_t need = b->n * LINE_MAX_LEN;
+    if (need > *text_cap) {
+        char *t = realloc(*text, need);
+        if (!t) {
+            set_error(w, -ENOMEM, "out of memory");
+            return false;
+        }
+        *text = t;
+        *text_cap = need;
+    }
+    size_t off = 0;
+    uint32_t files = 0, same = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        item *it = &b->it[i];
+        dl_entry *e = &ix->e[it->prefix];
+        bool journal = true;
+        if (it->placed) {
+            e->size = it->size;
+            e->mtime_ns = it->mtime_ns;
+            memcpy(e->hash, it->hash, DL_HASH_LEN);
+            files++;
+            bytes += e->size;
+        } else {
+            same++;
+            journal = !same_val(e->val, it->val);
+        }
+        if (journal) {
+            free(e->val);
+            e->val = it->val;
+            it->val = NULL;
+            e->state = DL_E_OK;
+            off += dl_index_line(it->prefix, e, *text + off, *text_cap - off);
+        }
+    }
+    if (off) {
+        int rc = dl_index_journal_append(ix, *text, off);
+        if (rc < 0) {
+            set_error(w, rc, "appending to %s: %s", BR_DOWNLOAD_JOURNAL_NAME, strerror(-rc));
+            return false;
+        }
+    }
+    for (size_t i = 0; i < b->n; i++)
+        dl_session_set(ix, b->it[i].prefix);
+    __atomic_fetch_add(&w->written, files, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&w->unchanged, same, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&w->bytes_written, bytes, __ATOMIC_RELAXED);
+    return true;
+}
+
+static void *committer_main(void *arg)
+{
+    dl_writer *w = arg;
+    char *text = NULL;
+    size_t text_cap = 0;
+    uint64_t saved_ns = br_now_ns();
+    bool dirty = false;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->cq_head && !w->writer_done) {
+            struct timespec ts;
+            abs_after(&ts, SESSION_SAVE_NS);
+            if (pthread_cond_timedwait(&w->cv_commit, &w->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        dl_batch *b = w->cq_head;
+        if (b) {
+            w->cq_head = b->next;
+            if (!w->cq_head)
+                w->cq_tail = NULL;
+            w->cq_len--;
+            pthread_cond_signal(&w->cv_space);
+        }
+        bool done = !w->cq_head && w->writer_done;
+        pthread_mutex_unlock(&w->mu);
+
+        if (b) {
+            dirty |= commit(w, b, &text, &text_cap);
+            batch_free(w, b);
+        }
+        if (__atomic_exchange_n(&w->ix->session_dirty, false, __ATOMIC_ACQ_REL))
+            dirty = true;
+        uint64_t now = br_now_ns();
+        if (dirty && (done || now - saved_ns >= SESSION_SAVE_NS) && !dl_writer_error(w)) {
+            dl_session_save(w->ix); /* best effort: losing it costs requests only */
+            dirty = false;
+            saved_ns = now;
+        }
+        if (done)
+            break;
+    }
+    free(text);
+    return NULL;
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+/* Can DIR take anonymous temp files that are linked in later? */
+static bool probe_tmpfile(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    unlinkat(dirfd, PROBE_NAME, 0);
+    bool ok = linkat(AT_FDCWD, proc, dirfd, PROBE_NAME, AT_SYMLINK_FOLLOW) == 0;
+    if (ok)
+        unlinkat(dirfd, PROBE_NAME, 0);
+    close(fd);
+    return ok;
+}
+
+int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t batch_ms,
+                    br_error *err)
+{
+    memset(w, 0, sizeof(*w));
+    w->ix = ix;
+    w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
+    w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
+    w->tmpfile = !getenv("DL_EXP_NOTMP") && probe_tmpfile(ix->dirfd);
+    if (w->tmpfile) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+                getrlimit(RLIMIT_NOFILE, &rl);
+            }
+            rlim_t room = rl.rlim_cur > FD_RESERVE + 3 * 16 ? (rl.rlim_cur - FD_RESERVE) / 3 : 16;
+            if (w->batch_files > room)
+                w->batch_files = (uint32_t)room;
+        }
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_cond_init(&w->cv_commit, &ca);
+    pthread_cond_init(&w->cv_space, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&w->committer, NULL, committer_main, w);
+    if (rc != 0)
+        return br_error_set(err, -rc, "committer thread: %s", strerror(rc));
+    w->committer_started = true;
+    rc = pthread_create(&w->th, NULL, writer_main, w);
+    if (rc != 0) {
+        pthread_mutex_lock(&w->mu);
+        w->writer_done = true;
+        pthread_cond_signal(&w->cv_commit);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->committer, NULL);
+        w->committer_started = false;
+        return br_error_set(err, -rc, "writer thread: %s", strerror(rc));
+    }
+    w->started = true;
+    return 0;
+}
+
+void dl_writer_push(dl_writer *w, dl_job *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail)
+        w->tail->next = j;
+    else
+        w->head = j;
+    w->tail = j;
+    w->queued++;
+    w->queued_bytes += j->len;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void dl_writer_backlog(dl_writer *w, size_t *jobs, size_t *bytes)
+{
+    pthread_mutex_lock(&w->mu);
+    *jobs = w->queued;
+    *bytes = w->queued_bytes;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int dl_writer_stop(dl_writer *w)
+{
+    if (!w->started)
+        return dl_writer_error(w);
+    pthread_mutex_lock(&w->mu);
+    w->finish = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_join(w->committer, NULL);
+    w->started = w->committer_started = false;
+    while (w->cq_head) { /* only after an error */
+        dl_batch *b = w->cq_head;
+        w->cq_head = b->next;
+        batch_free(w, b);
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->cv_commit);
+    pthread_cond_destroy(&w->cv_space);
+    return dl_writer_error(w);
+}

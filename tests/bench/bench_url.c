@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_url: URL checks in process (issue 5 benchmark).
+ *
+ *   bench_url [N_URLS [N_LIST]]             default 1M URLs, 1M-entry list
+ *   bench_url --emit DIR [N_URLS [N_LIST]]  write the same data as files
+ *
+ * Generates, deterministically (fixed seeds), a blocklist of N_LIST entries
+ * (70% domains such as "vorlatim-sekora.com", 30% URL entries such as
+ * "kelasuna.net/bamo/trelidu/" or ".../index.php") and a stream of N_URLS
+ * realistic URLs: http/https, hosts of 2 to 4 labels made of random
+ * syllables under common TLDs (some "www."/"cdn." first labels, a few upper
+ * case letters and ports), paths of 0 to 4 segments (words, numbers, files
+ * with extensions, trailing slashes), a quarter with a query (some with
+ * %-escapes). 1% of the stream is under the list (0.5% a subdomain and path
+ * under a listed domain, 0.5% a listed URL entry or a file under it).
+ *
+ * The filter is built in process with the urlfilter draft API (capacity
+ * N_LIST, --fpr 1e-5 as breachctl's default), saved to a temporary file and
+ * mapped with br_urlfilter_open, as the daemon does. Then, over the whole
+ * stream, single thread:
+ *   canon   br_url_canonicalize
+ *   +expr   ... and br_url_expressions
+ *   +sha    ... and br_url_expr_hash of every expression
+ *   full    ... and br_urlfilter_maybe_batch: the daemon's per-URL work
+ *           before any range query (daemon/url_check.c)
+ * (best of 5 runs) reported as ns/URL and URLs/s, with the mean expressions per URL, the URLs
+ * with at least one "maybe" and the generated hits among them (every hit
+ * must be a maybe: no false negative).
+ *
+ * --emit DIR writes DIR/list-domains.txt (one domain a line: a breachctl
+ * "domains" feed and a squidGuard domainlist), DIR/list-urls.txt
+ * ("host/path" lines: a breachctl URL feed and a squidGuard urllist) and
+ * DIR/stream.txt (the URLs, one a line), for bench-url.sh. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "hash.h"
+#include "url.h"
+#include "urlfilter.h"
+#include "util.h"
+
+/* ---- generation ---- */
+
+static uint64_t g_rng;
+
+static uint64_t rnd(uint64_t n)
+{
+    return br_splitmix64(&g_rng) % n;
+}
+
+static bool chance(unsigned percent)
+{
+    return rnd(100) < percent;
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) {
+            perror("realloc");
+            exit(1);
+        }
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static const char *const onsets[] = {"b",  "c",  "d",  "f",  "g",  "h",  "j",  "k",  "l",  "m",  "n",
+                                      "p",  "r",  "s",  "t",  "v",  "w",  "z",  "ch", "sh", "th", "st",
+                                      "tr", "br", "pl", "gr", "kr", "fl", "",   "qu", "sp", "dr"};
+static const char *const vowels[] = {"a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou", "ea", "y"};
+static const char *const codas[] = {"", "", "", "", "n", "r", "s", "l", "m", "x", "t", "ck"};
+
+static void word(sbuf *b, unsigned min_syl, unsigned max_syl)
+{
+    unsigned n = min_syl + (unsigned)rnd(max_syl - min_syl + 1);
+    for (unsigned i = 0; i < n; i++) {
+        sb_puts(b, onsets[rnd(sizeof(onsets) / sizeof(*onsets))]);
+        sb_puts(b, vowels[rnd(sizeof(vowels) / sizeof(*vowels))]);
+        if (i + 1 == n || chance(20))
+            sb_puts(b, codas[rnd(sizeof(codas) / sizeof(*codas))]);
+    }
+}
+
+/* TLDs, weighted by repetition. */
+static const char *const tlds[] = {"com", "com", "com", "com", "com", "com", "com", "com", "net", "net",
+                                   "org", "org", "de",  "de",  "ru",  "ru",  "uk",  "io",  "info", "fr",
+                                   "jp",  "br",  "xyz", "top", "online", "nl", "it", "pl", "es",  "cn"};
+static const char *const subs[] = {"www", "www", "www", "www", "cdn", "static", "img", "mail", "api", "m",
+                                   "news", "shop", "login", "secure", "app", "blog"};
+
+/* A registrable name: "word.tld", "word-word.tld" or "word.co.uk". */
+static void domain(sbuf *b)
+{
+    word(b, 3, 5);
+    if (chance(15)) {
+        sb_puts(b, "-");
+        word(b, 1, 3);
+    }
+    if (chance(3))
+        sb_printf(b, "%u", (unsigned)rnd(100));
+    sb_puts(b, ".");
+    if (chance(4))
+        sb_puts(b, "co.uk");
+    else
+        sb_puts(b, tlds[rnd(sizeof(tlds) / sizeof(*tlds))]);
+}
+
+/* A host of 2 to 4 labels. */
+static void host(sbuf *b)
+{
+    unsigned r = (unsigned)rnd(100);
+    unsigned extra = r < 40 ? 0 : r < 85 ? 1 : 2;
+    for (unsigned i = 0; i < extra; i++) {
+        if (i == 0 && chance(60))
+            sb_puts(b, subs[rnd(sizeof(subs) / sizeof(*subs))]);
+        else
+            word(b, 1, 3);
+        sb_puts(b, ".");
+    }
+    domain(b);
+}
+
+static const char *const exts[] = {".html", ".php", ".js", ".css", ".png", ".jpg", ".gif", ".htm", ".aspx", ".json"};
+
+static void segment(sbuf *b)
+{
+    if (chance(15))
+        sb_printf(b, "%u", (unsigned)rnd(100000));
+    else
+        word(b, 1, 4);
+}
+
+/* "/a/b/file.ext" with 0..4 segments (0: "/"). */
+static void path(sbuf *b, unsigned max_segs)
+{
+    unsigned r = (unsigned)rnd(100);
+    unsigned n = r < 20 ? 0 : r < 50 ? 1 : r < 75 ? 2 : r < 90 ? 3 : 4;
+    if (n > max_segs)
+        n = max_segs;
+    sb_puts(b, "/");
+    for (unsigned i = 0; i < n; i++) {
+        segment(b);
+        if (i + 1 < n)
+            sb_puts(b, "/");
+        else if (chance(50))
+            sb_puts(b, exts[rnd(sizeof(exts) / sizeof(*exts))]);
+        else if (chance(50))
+            sb_puts(b, "/");
+    }
+}
+
+static void query(sbuf *b)
+{
+    switch (rnd(5)) {
+    case 0:
+        sb_printf(b, "?id=%u", (unsigned)rnd(1000000));
+        break;
+    case 1:
+        sb_puts(b, "?q=");
+        word(b, 1, 3);
+        sb_puts(b, "%20");
+        word(b, 1, 3);
+        sb_printf(b, "&page=%u", (unsigned)rnd(20));
+        break;
+    case 2:
+        sb_puts(b, "?utm_source=");
+        word(b, 1, 2);
+        sb_puts(b, "&utm_medium=email&utm_campaign=");
+        word(b, 2, 3);
+        break;
+    case 3:
+        sb_printf(b, "?v=%u.%u", (unsigned)rnd(10), (unsigned)rnd(100));
+        break;
+    default:
+        sb_printf(b, "?session=%016llx&lang=en", (unsigned long long)br_splitmix64(&g_rng));
+        break;
+    }
+}
+
+/* Upper-case a few letters of the host part of b->p[from..]. */
+static void shout(sbuf *b, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (b->p[i] >= 'a' && b->p[i] <= 'z' && chance(30))
+            b->p[i] = (char)(b->p[i] - 32);
+}
+
+typedef struct strs {
+    char *buf; /* NUL-separated */
+    size_t *off;
+    size_t n;
+} strs;
+
+static const char *str_at(const strs *s, size_t i)
+{
+    return s->buf + s->off[i];
+}
+
+typedef struct data {
+    strs domains, urls; /* the list: "domain", "host/path" */
+    strs stream;        /* URLs */
+    size_t hits;        /* stream URLs generated under the list */
+    bool *is_hit;
+    bool check; /* count listed URLs and false positives (after the timed runs) */
+} data;
+
+static void strs_from(strs *s, sbuf *b, size_t *offs, size_t n)
+{
+    s->buf = b->p;
+    s->off = offs;
+    s->n = n;
+}
+
+static void gen(data *d, size_t n_urls, size_t n_list)
+{
+    size_t n_dom = n_list * 7 / 10, n_url = n_list - n_dom;
+    sbuf b = {0};
+    size_t *offs = malloc(n_dom * sizeof(size_t));
+    /* the list: its own seed, so that it does not follow the stream */
+    g_rng = 0x6c697374;
+    for (size_t i = 0; i < n_dom; i++) {
+        offs[i] = b.len;
+        if (chance(10)) {
+            word(&b, 1, 3);
+            sb_puts(&b, ".");
+        }
+        domain(&b);
+        sb_add(&b, "", 1);
+    }
+    strs_from(&d->domains, &b, offs, n_dom);
+    sbuf u = {0};
+    offs = malloc(n_url * sizeof(size_t));
+    for (size_t i = 0; i < n_url; i++) {
+        offs[i] = u.len;
+        host(&u);
+        size_t at = u.len;
+        path(&u, 3);
+        if (u.len == at + 1) { /* "/" alone would be a domain entry */
+            segment(&u);
+            sb_puts(&u, "/");
+        }
+        sb_add(&u, "", 1);
+    }
+    strs_from(&d->urls, &u, offs, n_url);
+
+    g_rng = 0x73747265616d;
+    sbuf s = {0};
+    offs = malloc(n_urls * sizeof(size_t));
+    d->is_hit = calloc(n_urls, 1);
+    d->hits = 0;
+    for (size_t i = 0; i < n_urls; i++) {
+        offs[i] = s.len;
+        sb_puts(&s, chance(60) ? "https://" : "http://");
+        size_t h0 = s.len;
+        unsigned r = (unsigned)rnd(1000);
+        if (r < 5) { /* under a listed domain */
+            if (chance(50)) {
+                sb_puts(&s, subs[rnd(sizeof(subs) / sizeof(*subs))]);
+                sb_puts(&s, ".");
+            }
+            sb_puts(&s, str_at(&d->domains, rnd(n_dom)));
+            path(&s, 4);
+            d->is_hit[i] = true;
+        } else if (r < 10) { /* a listed URL entry, or a file under it */
+            const char *e = str_at(&d->urls, rnd(n_url));
+            sb_puts(&s, e);
+            if (e[strlen(e) - 1] == '/' && chance(50)) {
+                word(&s, 1, 3);
+                sb_puts(&s, ".html");
+            }
+            d->is_hit[i] = true;
+        } else {
+            host(&s);
+            size_t h1 = s.len;
+            if (chance(3))
+                shout(&s, h0, h1);
+            if (chance(2))
+                sb_printf(&s, ":%u", chance(50) ? 8080u : 443u);
+            path(&s, 4);
+        }
+        if (chance(25))
+            query(&s);
+        d->hits += d->is_hit[i];
+        sb_add(&s, "", 1);
+    }
+    strs_from(&d->stream, &s, offs, n_urls);
+}
+
+static int emit(const data *d, const char *dir)
+{
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "bench_url: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    const struct {
+        const char *name;
+        const strs *s;
+    } files[] = {{"list-domains.txt", &d->domains}, {"list-urls.txt", &d->urls}, {"stream.txt", &d->stream}};
+    for (size_t f = 0; f < 3; f++) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/%s", dir, files[f].name);
+        FILE *o = fopen(p, "w");
+        if (!o) {
+            fprintf(stderr, "bench_url: %s: %s\n", p, strerror(errno));
+            return 1;
+        }
+        for (size_t i = 0; i < files[f].s->n; i++) {
+            fputs(str_at(files[f].s, i), o);
+            fputc('\n', o);
+        }
+        if (fclose(o) != 0) {
+            fprintf(stderr, "bench_url: %s: %s\n", p, strerror(errno));
+            return 1;
+        }
+    }
+    printf("wrote %s/{list-domains.txt (%zu), list-urls.txt (%zu), stream.txt (%zu URLs, %zu under the list)}\n",
+           dir, d->domains.n, d->urls.n, d->stream.n, d->hits);
+    return 0;
+}
+
+/* ---- the filter ---- */
+
+/* The key of a list entry: the first expression of "http://ENTRY" (what
+ * breachctl's feed builder indexes); false when it does not canonicalize. */
+static bool entry_key(const char *entry, bool is_domain, uint8_t key[BR_SHA256_LEN])
+{
+    char url[1024];
+    snprintf(url, sizeof(url), "http://%s%s", entry, is_domain ? "/" : "");
+    char *canon = NULL;
+    br_url_exprs e;
+    if (br_url_canonicalize(url, strlen(url), &canon, NULL) < 0)
+        return false;
+    int r = br_url_expressions(canon, &e, NULL);
+    free(canon);
+    if (r < 0)
+        return false;
+    br_url_expr_hash(e.expr[0], key);
+    br_url_exprs_clear(&e);
+    return true;
+}
+
+/* The list's keys (first 8 bytes, sorted), to tell the filter's maybes
+ * that are listed from its false positives. */
+static uint64_t *g_keys;
+static size_t g_n_keys;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool listed(const uint8_t key[BR_SHA256_LEN])
+{
+    uint64_t k = br_load_be64(key);
+    return bsearch(&k, g_keys, g_n_keys, sizeof(k), cmp_u64) != NULL;
+}
+
+static br_urlfilter *build(const data *d, const char *path, double *ns_per_key, uint64_t *bytes)
+{
+    br_error err = {{0}};
+    br_urlfilter_draft *dr = NULL;
+    size_t n = d->domains.n + d->urls.n, bad = 0;
+    g_keys = malloc(n * sizeof(*g_keys));
+    if (!g_keys)
+        return NULL;
+    uint64_t t0 = br_now_ns();
+    if (br_urlfilter_draft_new(n, 1e-5, &dr, &err) < 0) {
+        fprintf(stderr, "bench_url: %s\n", err.text);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint8_t k[BR_SHA256_LEN];
+        bool dom = i < d->domains.n;
+        if (!entry_key(dom ? str_at(&d->domains, i) : str_at(&d->urls, i - d->domains.n), dom, k)) {
+            bad++;
+            continue;
+        }
+        br_urlfilter_draft_add(dr, k, false);
+        g_keys[g_n_keys++] = br_load_be64(k);
+    }
+    br_urlfilter_save_opts o = {.generation = 1, .source = "bench_url", .build_time = -1};
+    if (br_urlfilter_draft_save(dr, path, &o, bytes, &err) < 0) {
+        fprintf(stderr, "bench_url: %s\n", err.text);
+        br_urlfilter_draft_free(dr);
+        return NULL;
+    }
+    uint64_t t1 = br_now_ns();
+    *ns_per_key = (double)(t1 - t0) / (double)n;
+    qsort(g_keys, g_n_keys, sizeof(*g_keys), cmp_u64);
+    br_urlfilter_draft_free(dr);
+    if (bad)
+        printf("warning: %zu list entries did not canonicalize\n", bad);
+    br_urlfilter *uf = NULL;
+    if (br_urlfilter_open(path, &uf, &err) < 0) {
+        fprintf(stderr, "bench_url: %s\n", err.text);
+        return NULL;
+    }
+    return uf;
+}
+
+/* ---- the measurement ---- */
+
+enum { STAGE_CANON, STAGE_EXPR, STAGE_SHA, STAGE_FULL, STAGES };
+static const char *const stage_names[] = {"canon", "+expr", "+sha", "full"};
+
+typedef struct result {
+    uint64_t ns;
+    size_t failed, exprs, maybe_urls, maybe_exprs, hits_maybe, listed_urls, false_pos;
+} result;
+
+static volatile uint64_t g_sink;
+
+static result run(const data *d, const br_urlfilter *uf, int stage)
+{
+    result r = {0};
+    uint64_t sink = 0;
+    uint64_t t0 = br_now_ns();
+    for (size_t i = 0; i < d->stream.n; i++) {
+        const char *u = str_at(&d->stream, i);
+        char *canon = NULL;
+        if (br_url_canonicalize(u, strlen(u), &canon, NULL) < 0) {
+            r.failed++;
+            continue;
+        }
+        if (stage == STAGE_CANON) {
+            sink += (uint8_t)canon[0];
+            free(canon);
+            continue;
+        }
+        br_url_exprs e;
+        int rc = br_url_expressions(canon, &e, NULL);
+        free(canon);
+        if (rc < 0) {
+            r.failed++;
+            continue;
+        }
+        r.exprs += e.n;
+        if (stage == STAGE_EXPR) {
+            sink += e.n;
+            br_url_exprs_clear(&e);
+            continue;
+        }
+        uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
+        for (size_t k = 0; k < e.n; k++)
+            br_url_expr_hash(e.expr[k], keys[k]);
+        if (stage == STAGE_SHA) {
+            sink += keys[0][0];
+            br_url_exprs_clear(&e);
+            continue;
+        }
+        bool maybe[BR_URL_MAX_EXPRESSIONS];
+        br_urlfilter_maybe_batch(uf, (const uint8_t(*)[BR_SHA256_LEN])keys, e.n, maybe);
+        size_t m = 0;
+        for (size_t k = 0; k < e.n; k++)
+            m += maybe[k];
+        r.maybe_exprs += m;
+        r.maybe_urls += m > 0;
+        r.hits_maybe += m > 0 && d->is_hit[i];
+        if (m && stage == STAGE_FULL && d->check) { /* outside the timed work when not asked */
+            bool any = false;
+            for (size_t k = 0; k < e.n; k++) {
+                if (!maybe[k])
+                    continue;
+                bool l = listed(keys[k]);
+                any |= l;
+                r.false_pos += !l;
+            }
+            r.listed_urls += any;
+        }
+        br_url_exprs_clear(&e);
+    }
+    r.ns = br_now_ns() - t0;
+    g_sink += sink;
+    return r;
+}
+
+static size_t parse_count(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end == 'M' || *end == 'm')
+        v *= 1e6, end++;
+    else if (*end == 'k' || *end == 'K')
+        v *= 1e3, end++;
+    if (*end || v < 1 || v > 1e9) {
+        fprintf(stderr, "bench_url: bad count '%s'\n", s);
+        exit(2);
+    }
+    return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *emit_dir = NULL;
+    int a = 1;
+    if (a < argc && strcmp(argv[a], "--emit") == 0) {
+        if (a + 1 >= argc) {
+            fprintf(stderr, "usage: bench_url [--emit DIR] [N_URLS [N_LIST]]\n");
+            return 2;
+        }
+        emit_dir = argv[a + 1];
+        a += 2;
+    }
+    size_t n_urls = a < argc ? parse_count(argv[a++]) : 1000000;
+    size_t n_list = a < argc ? parse_count(argv[a++]) : 1000000;
+    if (n_list < 10) {
+        fprintf(stderr, "bench_url: N_LIST must be at least 10\n");
+        return 2;
+    }
+    data d = {0};
+    uint64_t t0 = br_now_ns();
+    gen(&d, n_urls, n_list);
+    printf("generated %zu URLs (%zu under the list) and a %zu-entry list (%zu domains, %zu URLs) in %.1f s\n",
+           d.stream.n, d.hits, d.domains.n + d.urls.n, d.domains.n, d.urls.n, (double)(br_now_ns() - t0) / 1e9);
+    size_t bytes = 0;
+    for (size_t i = 0; i < d.stream.n; i++)
+        bytes += strlen(str_at(&d.stream, i));
+    printf("stream: mean URL length %.1f bytes; examples:\n", (double)bytes / (double)d.stream.n);
+    for (size_t i = 0; i < 6 && i < d.stream.n; i++)
+        printf("  %s\n", str_at(&d.stream, i * 7919 % d.stream.n));
+    if (emit_dir)
+        return emit(&d, emit_dir);
+
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof(dir), "%s/bench_url.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench_url: mkdtemp %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/list.bbf", dir);
+    double build_ns;
+    uint64_t file_bytes = 0;
+    br_urlfilter *uf = build(&d, path, &build_ns, &file_bytes);
+    unlink(path);
+    rmdir(dir);
+    if (!uf)
+        return 1;
+    br_urlfilter_info info;
+    br_urlfilter_get_info(uf, &info);
+    printf("filter: %llu keys, k=%u, %.2f bits/key, %llu bytes, FPR model %.2e per expression "
+           "(Bloom %.2e, %u of %u prefixes hold entries); built in process in %.0f ns/key\n",
+           (unsigned long long)info.key_count, info.k, info.bits_per_key, (unsigned long long)file_bytes,
+           info.fpr_now, info.bloom_fpr_now, info.prefixes_with_entries, (unsigned)BR_URLFILTER_PREFIXES,
+           build_ns);
+
+    printf("\n%-6s %10s %12s %10s\n", "stage", "ns/URL", "URLs/s", "ns/expr");
+    result best[STAGES];
+    for (int st = 0; st < STAGES; st++) {
+        for (int rep = 0; rep < 5; rep++) {
+            result r = run(&d, uf, st);
+            if (rep == 0 || r.ns < best[st].ns)
+                best[st] = r;
+        }
+        double per = (double)best[st].ns / (double)d.stream.n;
+        char pe[32] = "-";
+        if (st != STAGE_CANON && best[st].exprs)
+            snprintf(pe, sizeof(pe), "%.1f", (double)best[st].ns / (double)best[st].exprs);
+        printf("%-6s %10.0f %12.0f %10s\n", stage_names[st], per, 1e9 / per, pe);
+    }
+    result f = best[STAGE_FULL];
+    d.check = true;
+    result chk = run(&d, uf, STAGE_FULL);
+    double mean_exprs = (double)f.exprs / (double)(d.stream.n - f.failed);
+    printf("\nper URL: %.2f expressions; %zu URLs refused by canonicalization\n", mean_exprs, f.failed);
+    printf("maybes: %zu URLs (%.3f%%) with at least one, %zu expressions; generated hits %zu, of which maybe %zu%s\n",
+           f.maybe_urls, 100.0 * (double)f.maybe_urls / (double)d.stream.n, f.maybe_exprs, d.hits, f.hits_maybe,
+           f.hits_maybe == d.hits ? " (no false negative)" : " (FALSE NEGATIVES!)");
+    printf("of the maybe URLs, %zu are on the list (the %zu generated hits, and random URLs that the small "
+           "syllable space made equal to listed entries); %zu maybe expressions are filter false positives "
+           "(%.2e per expression; model %.2e)\n",
+           chk.listed_urls, d.hits, chk.false_pos, (double)chk.false_pos / (double)chk.exprs, info.fpr_now);
+    printf("split of the full pipeline: canonicalize %.0f%%, expressions %.0f%%, SHA-256 %.0f%%, Bloom probes %.0f%%\n",
+           100.0 * (double)best[0].ns / (double)f.ns, 100.0 * ((double)best[1].ns - (double)best[0].ns) / (double)f.ns,
+           100.0 * ((double)best[2].ns - (double)best[1].ns) / (double)f.ns,
+           100.0 * ((double)f.ns - (double)best[2].ns) / (double)f.ns);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("RESULT urls=%zu list=%zu ns_per_url=%.0f urls_per_s=%.0f exprs_per_url=%.2f maybe_urls=%zu "
+           "listed_urls=%zu false_pos=%zu hits=%zu hits_maybe=%zu peak_rss_mib=%ld\n",
+           d.stream.n, n_list, (double)f.ns / (double)d.stream.n, 1e9 * (double)d.stream.n / (double)f.ns,
+           mean_exprs, f.maybe_urls, chk.listed_urls, chk.false_pos, d.hits, f.hits_maybe, ru.ru_maxrss / 1024);
+    br_urlfilter_free(uf);
+    return f.hits_maybe == d.hits ? 0 : 1;
+}
