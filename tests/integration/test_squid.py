@@ -489,7 +489,8 @@ def squid_helper_survives_daemon_restart(ctx):
             check("breachd-deny: breachd unavailable" in body_, "deny page: %r" % body_)
             # Squid asks three times (a BH is retried once, then the ACL is
             # looked up once more), each time for --timeout
-            check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 3,
+            # The upper bound is loose: CI machines are shared and slow.
+        check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 12,
                   "answered after %.2fs: expected three helper timeouts" % dt)
             print("    a request with breachd down: 403 after %.2fs" % dt)
         bh = env.squid_log().count("result=BH")
@@ -536,7 +537,8 @@ def squid_helper_survives_daemon_restart(ctx):
             d2.send_signal(signal.SIGCONT)
         eq(st_, 403, "status with breachd hung")
         check("breachd-deny: breachd did not answer in time" in page, "deny page %r" % page)
-        check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 3,
+        # The upper bound is loose: CI machines are shared and slow.
+        check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 12,
               "answered after %.2fs: expected three helper timeouts" % dt)
         print("    a request with breachd hung: 403 after %.2fs" % dt)
         expect_blocked(env, P, env.url("blocked.test", "after-hang"), "malware")
