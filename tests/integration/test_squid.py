@@ -490,7 +490,7 @@ def squid_helper_survives_daemon_restart(ctx):
             # Squid asks three times (a BH is retried once, then the ACL is
             # looked up once more), each time for --timeout
             # The upper bound is loose: CI machines are shared and slow.
-        check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 12,
+            check(3 * HELPER_TIMEOUT_MS / 1000 * 0.95 <= dt < 3 * HELPER_TIMEOUT_MS / 1000 + 12,
                   "answered after %.2fs: expected three helper timeouts" % dt)
             print("    a request with breachd down: 403 after %.2fs" % dt)
         bh = env.squid_log().count("result=BH")
