@@ -40,15 +40,17 @@ static void pw_resolved(void *ctx, const br_resolve_result *res)
     bd_waiter_free(w);
 }
 
-static void handle_pw(bd_conn *c, br_request *req)
+/* hint: the filter's answer when the batch already probed it (0 no,
+ * 1 maybe), or -1 to probe here. */
+static void handle_pw(bd_conn *c, br_request *req, int hint)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
     bd_counters *k = &srv->counters;
     if (st->pwfilter) {
-        if (bd_state_pw_filter_stale(st, (int64_t)time(NULL))) {
+        if (hint < 0 && bd_state_pw_filter_stale(st, (int64_t)time(NULL))) {
             k->pw_filter_bypassed++;
-        } else if (!br_pwfilter_maybe(st->pwfilter, req->sha1)) {
+        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(st->pwfilter, req->sha1))) {
             k->pw_filter_no++;
             k->pw_clean++;
             bd_conn_reply_text(c, req->id, "CLEAN");
@@ -93,47 +95,77 @@ static void handle_reload(bd_conn *c, br_request *req)
     bd_server_reload(c->srv, w);
 }
 
-void bd_dispatch(bd_conn *c, const char *line, size_t len)
+static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_error *e, int hint)
 {
     bd_server *srv = c->srv;
-    br_request req;
-    br_proto_error e;
-    bool ok = br_request_parse(line, len, &req, &e);
     if (ok)
-        srv->counters.requests[req.verb]++;
+        srv->counters.requests[req->verb]++;
     if (srv->draining) {
-        bd_conn_reply_error(c, req.id, BR_PERR_SHUTTING_DOWN, "breachd is stopping");
-        goto out;
+        bd_conn_reply_error(c, req->id, BR_PERR_SHUTTING_DOWN, "breachd is stopping");
+        return;
     }
     if (!ok) {
-        bd_conn_reply_error(c, req.id, e.code, e.text);
-        goto out;
+        bd_conn_reply_error(c, req->id, e->code, e->text);
+        return;
     }
-    switch (req.verb) {
+    switch (req->verb) {
     case BR_VERB_PING:
-        bd_conn_reply_text(c, req.id, "PONG");
+        bd_conn_reply_text(c, req->id, "PONG");
         break;
     case BR_VERB_VERSION:
-        bd_conn_reply(c, req.id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);
+        bd_conn_reply(c, req->id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);
         break;
     case BR_VERB_PW:
-        handle_pw(c, &req);
+        handle_pw(c, req, hint);
         break;
     case BR_VERB_URL:
-        bd_url_check(c, &req);
+        bd_url_check(c, req);
         break;
     case BR_VERB_STATS: {
         char buf[4096];
         bd_stats_render(srv, buf, sizeof(buf));
-        bd_conn_reply(c, req.id, "STATS %s", buf);
+        bd_conn_reply(c, req->id, "STATS %s", buf);
         break;
     }
     case BR_VERB_RELOAD:
-        handle_reload(c, &req);
+        handle_reload(c, req);
         break;
     default:
         break;
     }
-out:
-    OPENSSL_cleanse(&req, sizeof(req));
+}
+
+void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n)
+{
+    bd_server *srv = c->srv;
+    bd_state *st = srv->state;
+    br_request req[BD_BATCH];
+    br_proto_error e[BD_BATCH];
+    bool ok[BD_BATCH];
+    int hint[BD_BATCH];
+    uint64_t keys[BD_BATCH];
+    size_t key_of[BD_BATCH], nk = 0;
+    for (size_t i = 0; i < n; i++) {
+        ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
+        hint[i] = -1;
+    }
+    /* Probe the filter for every PW of the batch at once, so that their
+     * cache misses overlap instead of being waited for one by one. */
+    if (st->pwfilter && !srv->draining && !bd_state_pw_filter_stale(st, (int64_t)time(NULL))) {
+        for (size_t i = 0; i < n; i++)
+            if (ok[i] && req[i].verb == BR_VERB_PW) {
+                key_of[nk] = i;
+                keys[nk++] = br_hash_key64(req[i].sha1);
+            }
+        if (nk > 1) {
+            bool maybe[BD_BATCH];
+            br_pwfilter_contains_batch(st->pwfilter, keys, nk, maybe);
+            for (size_t j = 0; j < nk; j++)
+                hint[key_of[j]] = maybe[j];
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        dispatch_one(c, &req[i], ok[i], &e[i], hint[i]);
+    OPENSSL_cleanse(req, sizeof(req[0]) * n);
+    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
 }

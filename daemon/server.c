@@ -215,17 +215,32 @@ static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
     }
 }
 
+/* Complete lines taken from a connection for one dispatch: the loop has one
+ * thread, so one buffer serves every connection. */
+static char batch_lines[BD_BATCH][BD_LINE_BUF];
+static size_t batch_lens[BD_BATCH];
+
+static void dispatch_taken(bd_conn *c, size_t n)
+{
+    if (n == 0)
+        return;
+    bd_dispatch_batch(c, batch_lines, batch_lens, n);
+    /* A request line may hold a hash: don't leave it in memory. */
+    for (size_t i = 0; i < n; i++)
+        memset(batch_lines[i], 0, batch_lens[i]);
+}
+
 static void conn_process_input(bd_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
-    char line[BR_PROTO_MAX_LINE + 2];
+    size_t n = 0;
     while (c->open && !c->paused) {
         struct evbuffer_ptr lf = evbuffer_search(in, "\n", 1, NULL);
         size_t avail = evbuffer_get_length(in);
         if (c->discarding) {
             if (lf.pos < 0) {
                 evbuffer_drain(in, avail);
-                return;
+                break;
             }
             evbuffer_drain(in, (size_t)lf.pos + 1);
             c->discarding = false;
@@ -253,13 +268,16 @@ static void conn_process_input(bd_conn *c)
             continue;
         }
         if (lf.pos < 0)
-            return; /* wait for the rest of the line */
+            break; /* wait for the rest of the line */
         size_t len = (size_t)lf.pos;
-        evbuffer_remove(in, line, len + 1);
-        bd_dispatch(c, line, len);
-        /* A request line may hold a hash: don't leave it on the stack. */
-        memset(line, 0, len);
+        evbuffer_remove(in, batch_lines[n], len + 1);
+        batch_lens[n++] = len;
+        if (n == BD_BATCH) {
+            dispatch_taken(c, n);
+            n = 0;
+        }
     }
+    dispatch_taken(c, n);
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg)

@@ -118,5 +118,8 @@ bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req);
 /* Done with a waiter (answered or not): drops its references. */
 void bd_waiter_free(bd_waiter *w);
 
-/* dispatch.c: handle one complete request line. */
-void bd_dispatch(bd_conn *c, const char *line, size_t len);
+/* dispatch.c: handle up to BD_BATCH complete request lines (without their
+ * LF) read from one connection in one go. */
+#define BD_BATCH 32
+#define BD_LINE_BUF (BR_PROTO_MAX_LINE + 2)
+void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n);
