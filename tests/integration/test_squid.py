@@ -272,9 +272,18 @@ class Env:
                 out += open(p, errors="replace").read()
         return out
 
-    def access_log(self):
+    def access_log(self, expect=0):
+        """The access log's lines, once it holds at least expect lines and
+        has stopped growing: Squid logs a transaction after answering it."""
         p = self.ctx.path("squid", "access.log")
-        return open(p).read().splitlines() if os.path.exists(p) else []
+        last, end = None, time.monotonic() + 5
+        while time.monotonic() < end:
+            lines = open(p).read().splitlines() if os.path.exists(p) else []
+            if len(lines) >= expect and lines == last:
+                break
+            last = lines
+            time.sleep(0.15)
+        return last or []
 
     def url(self, host, path):
         return "http://%s:%d/%s" % (host, self.origin_port, path)
@@ -424,7 +433,7 @@ def squid_blocks_and_allows(ctx):
         print("    %d requests through Squid in parallel: %.2fs" % (len(urls), dt))
 
         # Squid's access log: TCP_DENIED/403 with the helper's tag
-        log = env.access_log()
+        log = env.access_log(expect=len(urls))
         denied = [ln for ln in log if "TCP_DENIED/403" in ln]
         check(all(re.search(r" tag=(malware|phishing|ads)$", ln) for ln in denied),
               "tags of denied requests: %r" % denied[:5])

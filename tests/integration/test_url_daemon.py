@@ -226,6 +226,15 @@ def nginx_requests(ctx):
     """[(prefix, status)] from the test's nginx access log, each line checked
     to hold nothing but a range request."""
     p = ctx.path("nginx", "access.log")
+    # nginx logs a request after sending its answer, so breachd can answer
+    # its client first: wait until the log has stopped growing.
+    last, end = -1, time.monotonic() + 3
+    while time.monotonic() < end:
+        size = os.path.getsize(p) if os.path.exists(p) else 0
+        if size == last:
+            break
+        last = size
+        time.sleep(0.15)
     if not os.path.exists(p):
         return []
     out = []
