@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Exit statuses (DESIGN section 4). */
 enum {
@@ -23,6 +24,9 @@ int cmd_url(const ctl_globals *g, int argc, char **argv);
 int cmd_check(const ctl_globals *g, int argc, char **argv);
 /* download: the corpus downloader (lib/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);
+
+/* A decimal number 0..max, nothing else (no sign, no blanks). */
+bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* Print "breachctl: " + message to stderr. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

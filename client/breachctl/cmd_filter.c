@@ -21,19 +21,6 @@
 
 #define MAX_INPUTS 4096
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+')
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* ---- progress (only on a terminal) ---- */
 
 typedef struct progress {
@@ -138,13 +125,13 @@ static int filter_build(int argc, char **argv)
             in_opts.plaintext = true;
             break;
         case 'm':
-            if (!parse_u64(optarg, UINT64_MAX, &in_opts.min_count)) {
+            if (!ctl_parse_u64(optarg, UINT64_MAX, &in_opts.min_count)) {
                 ctl_err("filter build: --min-count '%s': not a whole number", optarg);
                 return EXIT_ERROR;
             }
             break;
         case 'g':
-            if (!parse_u64(optarg, UINT64_MAX, &b_opts.generation)) {
+            if (!ctl_parse_u64(optarg, UINT64_MAX, &b_opts.generation)) {
                 ctl_err("filter build: --generation '%s': not a whole number", optarg);
                 return EXIT_ERROR;
             }
@@ -157,21 +144,21 @@ static int filter_build(int argc, char **argv)
             source = optarg;
             break;
         case 'b':
-            if (!parse_u64(optarg, 32, &v) || (v != 8 && v != 16 && v != 32)) {
+            if (!ctl_parse_u64(optarg, 32, &v) || (v != 8 && v != 16 && v != 32)) {
                 ctl_err("filter build: --fp-bits '%s': must be 8, 16 or 32", optarg);
                 return EXIT_ERROR;
             }
             b_opts.fp_bits = (unsigned)v;
             break;
         case 'a':
-            if (!parse_u64(optarg, 4, &v) || v < 3) {
+            if (!ctl_parse_u64(optarg, 4, &v) || v < 3) {
                 ctl_err("filter build: --arity '%s': must be 3 or 4", optarg);
                 return EXIT_ERROR;
             }
             b_opts.arity = (unsigned)v;
             break;
         case 't':
-            if (!parse_u64(optarg, 1024, &v) || v == 0) {
+            if (!ctl_parse_u64(optarg, 1024, &v) || v == 0) {
                 ctl_err("filter build: --threads '%s': must be 1..1024", optarg);
                 return EXIT_ERROR;
             }
@@ -196,7 +183,7 @@ static int filter_build(int argc, char **argv)
             break;
         }
         case 'K':
-            if (!parse_u64(optarg, BR_BFUSE_MAX_KEYS / 2, &v) || v < 16) {
+            if (!ctl_parse_u64(optarg, BR_BFUSE_MAX_KEYS / 2, &v) || v < 16) {
                 ctl_err("filter build: --shard-keys '%s': must be 16..%u", optarg,
                         BR_BFUSE_MAX_KEYS / 2);
                 return EXIT_ERROR;

@@ -45,19 +45,6 @@ bool url_filter_file(const char *path)
            h.algorithm == BR_ALGO_BLOCKED_BLOOM;
 }
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+')
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* ---- reading the feeds (build and add) ---- */
 
 typedef struct feeds {
@@ -245,14 +232,14 @@ int url_filter_build(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case 'c':
-            if (!parse_u64(optarg, BR_BLOOM_MAX_CAPACITY, &capacity) || capacity == 0) {
+            if (!ctl_parse_u64(optarg, BR_BLOOM_MAX_CAPACITY, &capacity) || capacity == 0) {
                 ctl_err("%s: --capacity '%s': must be 1..%" PRIu64, cmd, optarg,
                         (uint64_t)BR_BLOOM_MAX_CAPACITY);
                 return EXIT_ERROR;
             }
             break;
         case 'g':
-            if (!parse_u64(optarg, UINT64_MAX, &generation)) {
+            if (!ctl_parse_u64(optarg, UINT64_MAX, &generation)) {
                 ctl_err("%s: --generation '%s': not a whole number", cmd, optarg);
                 return EXIT_ERROR;
             }
@@ -405,7 +392,7 @@ int url_filter_add(int argc, char **argv)
             ranges = optarg;
             break;
         case 'g':
-            if (!parse_u64(optarg, UINT64_MAX, &generation)) {
+            if (!ctl_parse_u64(optarg, UINT64_MAX, &generation)) {
                 ctl_err("%s: --generation '%s': not a whole number", cmd, optarg);
                 return EXIT_ERROR;
             }

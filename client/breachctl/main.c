@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl: client and admin tool. This file parses the global options and
  * dispatches to one cmd_*() per command. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,19 @@ static const struct {
     {"reload", cmd_check},
     {"download", cmd_download},
 };
+
+bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return false;
+    *out = v;
+    return true;
+}
 
 void ctl_err(const char *fmt, ...)
 {
