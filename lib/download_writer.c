@@ -220,6 +220,7 @@ static void abs_after(struct timespec *ts, uint64_t ns)
 static void *writer_main(void *arg)
 {
     dl_writer *w = arg;
+    pthread_setname_np(pthread_self(), "dl-writer");
     br_hasher *h = br_hasher_new_sha256();
     dl_batch *b = batch_new(w->batch_files);
     if (!b || !h)
@@ -388,6 +389,7 @@ static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
 static void *committer_main(void *arg)
 {
     dl_writer *w = arg;
+    pthread_setname_np(pthread_self(), "dl-commit");
     char *text = NULL;
     size_t text_cap = 0;
     uint64_t saved_ns = br_now_ns();
@@ -455,7 +457,7 @@ int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t b
     w->ix = ix;
     w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
     w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
-    w->tmpfile = !getenv("DL_EXP_NOTMP") && probe_tmpfile(ix->dirfd);
+    w->tmpfile = probe_tmpfile(ix->dirfd);
     if (w->tmpfile) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {

@@ -94,6 +94,10 @@ struct br_upstream {
     req *qhead, *qtail;
     sockctx *socks;
 
+    /* idle easy handles, reused (curl_easy_reset) to spare their buffers' set-up */
+    CURL **pool;
+    uint32_t npool;
+
     /* token bucket */
     double tokens;
     uint64_t tokens_at_ns;
@@ -603,6 +607,26 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
     return 0;
 }
 
+/* An easy handle for the next attempt: an idle one reset to the defaults, or a new one. */
+static CURL *easy_take(br_upstream *up)
+{
+    if (up->npool) {
+        CURL *e = up->pool[--up->npool];
+        curl_easy_reset(e);
+        return e;
+    }
+    return curl_easy_init();
+}
+
+/* An easy handle out of the multi handle: kept for reuse (at most max_inflight). */
+static void easy_give(br_upstream *up, CURL *e)
+{
+    if (up->pool && up->npool < up->max_inflight && !up->closing)
+        up->pool[up->npool++] = e;
+    else
+        curl_easy_cleanup(e);
+}
+
 /* Set up and add the easy handle of the next attempt. */
 static int start_transfer(br_upstream *up, req *r, uint64_t now)
 {
@@ -621,7 +645,7 @@ static int start_transfer(br_upstream *up, req *r, uint64_t now)
             return -ENOMEM;
     }
 
-    CURL *e = curl_easy_init();
+    CURL *e = easy_take(up);
     if (!e)
         return -ENOMEM;
     uint64_t remaining_ms = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u : 1;
@@ -671,7 +695,7 @@ static int start_transfer(br_upstream *up, req *r, uint64_t now)
     }
 #undef SET
     if (c != CURLE_OK) {
-        curl_easy_cleanup(e);
+        easy_give(up, e);
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
@@ -685,7 +709,7 @@ static int start_transfer(br_upstream *up, req *r, uint64_t now)
 
     CURLMcode mc = curl_multi_add_handle(up->multi, e);
     if (mc != CURLM_OK) {
-        curl_easy_cleanup(e);
+        easy_give(up, e);
         snprintf(r->last_error, sizeof(r->last_error), "curl multi: %s", curl_multi_strerror(mc));
         return -EIO;
     }
@@ -705,7 +729,7 @@ static void stop_transfer(br_upstream *up, req *r)
     if (!r->easy)
         return;
     curl_multi_remove_handle(up->multi, r->easy);
-    curl_easy_cleanup(r->easy);
+    easy_give(up, r->easy);
     r->easy = NULL;
     up->st.inflight--;
 }
@@ -1055,6 +1079,7 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     /* Thread-safe and reference counted in libcurl >= 7.84. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return br_error_set(err, -EIO, "upstream: curl_global_init failed");
+    up->pool = calloc(up->max_inflight, sizeof(*up->pool)); /* NULL: no reuse */
     up->multi = curl_multi_init();
     if (!up->multi) {
         curl_global_cleanup();
@@ -1103,6 +1128,9 @@ void br_upstream_free(br_upstream *up)
         }
         finish(r, BR_UPSTREAM_CANCELLED);
     }
+    while (up->npool)
+        curl_easy_cleanup(up->pool[--up->npool]);
+    free(up->pool);
     if (up->multi) {
         /* may call curl_socket_cb(REMOVE) for the connections it closes */
         curl_multi_cleanup(up->multi);

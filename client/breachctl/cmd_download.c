@@ -114,7 +114,7 @@ static void log_cb(void *ctx, int level, const char *msg)
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: breachctl download --out DIR [--upstream TEMPLATE] [--parallel N]\n"
-               "       [--range FIRST-LAST] [--single-file FILE] [--force]\n"
+               "       [--range FIRST-LAST] [--single-file FILE] [--force] [--ca-file FILE]\n"
                "\n"
                "Fetch every range 00000..FFFFF (or FIRST..LAST, hex) into DIR/XXXXX.txt.\n"
                "A re-run sends conditional requests and rewrites only changed ranges;\n"
@@ -167,6 +167,7 @@ int cmd_download(const ctl_globals *g, int argc, char **argv)
         {"range", required_argument, NULL, 'r'},
         {"single-file", required_argument, NULL, 's'},
         {"force", no_argument, NULL, 'f'},
+        {"ca-file", required_argument, NULL, 'C'},
         {"socket", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -204,6 +205,9 @@ int cmd_download(const ctl_globals *g, int argc, char **argv)
             break;
         case 'f':
             o.force = true;
+            break;
+        case 'C':
+            o.ca_file = optarg;
             break;
         case 'S':
             break; /* accepted everywhere (DESIGN section 4); no daemon needed here */

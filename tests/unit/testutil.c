@@ -68,8 +68,10 @@ uint8_t *tu_read_file(const char *path, size_t *len)
         buf = NULL;
     }
     fclose(f);
-    if (buf)
+    if (buf) {
+        buf[st.st_size] = '\0'; /* so that text files can be searched as strings */
         *len = (size_t)st.st_size;
+    }
     return buf;
 }
 

@@ -11,7 +11,8 @@ char *tu_mkdtemp(void);
 void tu_rmrf(const char *path);
 /* Write len bytes to path (created or truncated). 0 or -errno. */
 int tu_write_file(const char *path, const void *data, size_t len);
-/* Read a whole file into a malloc'd buffer. NULL on error. */
+/* Read a whole file into a malloc'd buffer, NUL-terminated (not counted in
+ * len). NULL on error. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 /* malloc that aborts on failure (and tells the compiler so). */
 void *tu_xmalloc(size_t len) __attribute__((malloc, returns_nonnull, alloc_size(1)));
