@@ -675,7 +675,7 @@ int br_download_run(const br_download_opts *o, br_download_result *res, br_error
         unlinkat(dirfd, BR_DOWNLOAD_JOURNAL_NAME, 0);
     } else {
         br_error cerr;
-        int crc = dl_index_compact(&r.ix, &cerr);
+        int crc = dl_index_promote_journal(&r.ix, &cerr);
         if (crc < 0 && !r.fatal)
             r.fatal = br_error_set(&r.fatal_err, crc, "%s", cerr.text);
     }

@@ -185,6 +185,8 @@ static int load_file(dl_index *ix, const char *name, uint64_t *records, uint64_t
             return 0;
         return br_error_set(err, -errno, "%s: %s", name, strerror(errno));
     }
+    if (strcmp(name, BR_DOWNLOAD_INDEX_NAME) == 0)
+        ix->index_exists = true;
     FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);
@@ -323,6 +325,23 @@ int dl_index_compact(dl_index *ix, br_error *err)
     unlinkat(ix->dirfd, BR_DOWNLOAD_JOURNAL_NAME, 0);
     ix->jbytes = 0;
     ix->jrecords = 0;
+    ix->index_exists = true;
+    return 0;
+}
+
+int dl_index_promote_journal(dl_index *ix, br_error *err)
+{
+    if (ix->index_exists || ix->rewrite || ix->jfd < 0)
+        return dl_index_compact(ix, err);
+    /* every append was fdatasync'ed */
+    if (renameat(ix->dirfd, BR_DOWNLOAD_JOURNAL_NAME, ix->dirfd, BR_DOWNLOAD_INDEX_NAME) < 0 ||
+        fsync(ix->dirfd) < 0)
+        return br_error_set(err, -errno, "%s: %s", BR_DOWNLOAD_INDEX_NAME, strerror(errno));
+    close(ix->jfd);
+    ix->jfd = -1;
+    ix->jbytes = 0;
+    ix->jrecords = 0;
+    ix->index_exists = true;
     return 0;
 }
 

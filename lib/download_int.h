@@ -56,6 +56,7 @@ typedef struct dl_index {
     uint64_t jrecords;   /* records loaded from the journal */
     uint64_t bad_lines;  /* index / journal lines ignored (torn or corrupt) */
     bool rewrite;        /* the index file should be rewritten (other upstream, bad lines) */
+    bool index_exists;   /* DIR has an index file */
     /* session: one bit per prefix confirmed in this session (atomic OR) */
     uint64_t *bits;
     int64_t session_start_ns; /* wall clock */
@@ -73,6 +74,9 @@ void dl_index_check_files(dl_index *ix, uint32_t first, uint32_t last);
 /* Write the whole index atomically (temp, fsync, rename, fsync DIR) and empty
  * the journal. */
 int dl_index_compact(dl_index *ix, br_error *err);
+/* With no index file yet, the journal holds every record: make it the index
+ * (rename, fsync DIR) instead of writing it all again. */
+int dl_index_promote_journal(dl_index *ix, br_error *err);
 /* Open the journal for appending (creating it). */
 int dl_index_journal_open(dl_index *ix, br_error *err);
 /* Append and fdatasync. */

@@ -456,6 +456,8 @@ int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t b
     memset(w, 0, sizeof(*w));
     w->ix = ix;
     w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
+    if (getenv("DL_EXP_BATCH"))
+        w->batch_files = (uint32_t)atoi(getenv("DL_EXP_BATCH"));
     w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
     w->tmpfile = probe_tmpfile(ix->dirfd);
     if (w->tmpfile) {
