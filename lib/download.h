@@ -15,10 +15,12 @@
  *  - every 200 body is parsed with br_range_parse (passwords, SHA-1) before
  *    anything is written: a body that does not parse is an error for that
  *    prefix, never a file;
- *  - a writer thread writes each body to DIR/.dl-XXXXX.tmp, and per batch
- *    (batch_files files or batch_ms, whichever first) calls syncfs(), renames
- *    the batch into place, fsyncs DIR and appends the batch's index records
- *    to the journal (fdatasync). A file under a final name is always whole;
+ *  - a writer thread writes each body to a temporary file (an O_TMPFILE
+ *    one where the filesystem can, else DIR/.dl-XXXXX.tmp); per batch
+ *    (batch_files files or batch_ms, whichever first) a committer thread
+ *    calls syncfs(), links (or renames) the batch into place, fsyncs DIR and
+ *    appends the batch's index records to the journal (fdatasync), while the
+ *    writer fills the next batch. A file under a final name is always whole;
  *  - the index (DIR/.breachd-download-index + its journal) records each
  *    prefix's size, mtime, content hash, ETag and Last-Modified. A later run
  *    sends conditional requests (304: nothing is written) and a 200 whose
@@ -30,7 +32,8 @@
  *    matches its index record, which was written only after the body parsed):
  *    complete only when all are present.
  *
- * Threads: the caller's (event loop, network, parsing) and one writer. */
+ * Threads: the caller's (event loop, network, parsing), the writer and the
+ * committer (download_writer.c). */
 #pragma once
 
 #include <signal.h>
@@ -79,7 +82,7 @@ typedef struct br_download_opts {
     bool force;               /* refetch everything, unconditionally */
     const char *single_file;  /* also write HASH40:COUNT lines here (complete runs only) */
     /* tuning; 0 means the default */
-    uint32_t max_fetches;      /* fetches of one prefix per run: 3 */
+    uint32_t max_fetches;      /* fetches of one prefix per run: 3 (at most 255) */
     uint32_t stall_ms;         /* give up when nothing was answered for this long: 300 s */
     uint32_t batch_files;      /* files per durable batch: 4096 */
     uint32_t batch_ms;         /* longest a written file waits for its batch: 1000 */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internals of the corpus downloader (download.h), shared by download.c (the
- * fetch loop), download_index.c (index, journal, session), download_writer.c
- * (the writer thread) and download_single.c (the single-file output). */
+ * fetch loop), download_run.c (setup and the end of a run), download_index.c
+ * (index, journal, session), download_writer.c (the writer threads) and
+ * download_single.c (the single-file output). */
 #pragma once
 
 #include <pthread.h>
@@ -12,6 +13,7 @@
 
 #include "download.h"
 #include "error.h"
+#include "upstream.h"
 
 #define DL_NPREFIX (UINT32_C(1) << 20)
 #define DL_HASH_LEN 16 /* SHA-256 of a file, first 16 bytes */
@@ -135,7 +137,8 @@ typedef struct dl_writer {
     bool writer_done; /* under mu: no more batches are coming */
     uint32_t batch_files;
     uint64_t batch_ns;
-    bool tmpfile; /* O_TMPFILE + linkat works in DIR */
+    bool tmpfile;    /* O_TMPFILE + linkat works in DIR */
+    bool empty_path; /* ... with AT_EMPTY_PATH (else /proc/self/fd) */
     /* read by the main thread with __atomic loads */
     uint32_t written, unchanged;
     uint64_t bytes_written;
@@ -152,6 +155,76 @@ void dl_writer_backlog(dl_writer *w, size_t *jobs, size_t *bytes);
 /* Finish the queued work, commit the last batch, join. 0 or the writer's error. */
 int dl_writer_stop(dl_writer *w);
 int dl_writer_error(dl_writer *w);
+
+/* ---- the run: download.c (fetch loop) and download_run.c (setup, end) ---- */
+
+struct event_base;
+struct event;
+
+/* A prefix's state in a run (download.c). */
+enum { PS_PENDING = 0, PS_INFLIGHT, PS_WAIT, PS_WRITING, PS_DONE, PS_RESUMED, PS_FAILED };
+
+/* Why a prefix is not there: > 0 an HTTP status, else one of these. */
+enum {
+    WHY_NONE = 0,
+    WHY_TIMEOUT = -1,
+    WHY_UNAVAILABLE = -2,
+    WHY_TOO_LARGE = -3,
+    WHY_MALFORMED = -4,
+    WHY_EMPTY = -5,
+    WHY_ERROR = -6,
+    WHY_NOFILE = -7,
+};
+
+typedef struct dl_run dl_run;
+
+/* One outstanding fetch. Slots are reused; a fetch waiting in the upstream's
+ * retry backoff keeps its slot but not a transfer, so there can be more slots
+ * than `parallel`. */
+typedef struct dl_slot {
+    dl_run *run;
+    uint32_t prefix;
+    struct dl_slot *next; /* free list */
+    struct dl_slot *all;  /* every slot, for freeing */
+} dl_slot;
+
+typedef struct dl_wait {
+    uint64_t due_ns;
+    uint32_t prefix;
+} dl_wait;
+
+/* One run (download_run.c sets it up, download.c runs the loop). */
+struct dl_run {
+    const br_download_opts *o;
+    struct event_base *base;
+    br_upstream *up;
+    dl_index ix;
+    dl_writer w;
+    struct event *tick;
+    uint32_t first, last, total, parallel, max_fetches;
+    bool force, is_file;
+    uint8_t *st;    /* per prefix of the range */
+    uint8_t *tries; /* fetches that counted */
+    int16_t *why;
+    uint32_t next; /* the sweep */
+    dl_wait *heap;
+    size_t nheap, heap_cap;
+    dl_slot *all_slots, *free_slots;
+    uint32_t inflight;
+    uint32_t not_modified, resumed, failed;
+    uint64_t start_ns, last_answer_ns, last_progress_ns, stall_ns;
+    uint64_t rng;
+    bool stopping, interrupted, gave_up;
+    int fatal;
+    br_error fatal_err;
+};
+
+void dl_run_log(dl_run *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void dl_fill_progress(dl_run *r, br_download_progress *p);
+bool dl_all_dispatched(dl_run *r);
+/* Add the tick, start fetching, run the loop until everything was dispatched
+ * and answered, or a stop, a give-up or a fatal error. 0 or -ENOMEM. */
+int dl_loop_run(dl_run *r);
 
 /* ---- single file ---- */
 

@@ -280,6 +280,23 @@ static void *writer_main(void *arg)
 
 /* ---- committer thread ----------------------------------------------------------- */
 
+/* Link an anonymous file into DIR: linkat(fd, "", AT_EMPTY_PATH) where
+ * allowed (Linux >= 6.10 for the file's opener, else CAP_DAC_READ_SEARCH),
+ * else through /proc/self/fd. -1 with errno. */
+static int flink_with(int dirfd, int fd, const char *name, bool empty_path)
+{
+    if (empty_path)
+        return linkat(fd, "", dirfd, name, AT_EMPTY_PATH);
+    char proc[40];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW);
+}
+
+static int flink(dl_writer *w, int fd, const char *name)
+{
+    return flink_with(w->ix->dirfd, fd, name, w->empty_path);
+}
+
 /* Give an item's temp file its final name. */
 static int place(dl_writer *w, item *it)
 {
@@ -288,15 +305,13 @@ static int place(dl_writer *w, item *it)
     dl_name_temp(it->prefix, tmp);
     dl_name_final(it->prefix, fin);
     if (it->fd >= 0) {
-        char proc[40];
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", it->fd);
-        if (linkat(AT_FDCWD, proc, dirfd, fin, AT_SYMLINK_FOLLOW) == 0)
+        if (flink(w, it->fd, fin) == 0)
             return 0;
         if (errno != EEXIST)
             return -errno;
         /* replacing a file: link under the temp name, then rename over */
         unlinkat(dirfd, tmp, 0);
-        if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+        if (flink(w, it->fd, tmp) < 0)
             return -errno;
     }
     if (renameat(dirfd, tmp, dirfd, fin) < 0)
@@ -434,20 +449,24 @@ static void *committer_main(void *arg)
 
 /* ---- setup -------------------------------------------------------------------- */
 
-/* Can DIR take anonymous temp files that are linked in later? */
-static bool probe_tmpfile(int dirfd)
+/* Can DIR take anonymous temp files that are linked in later, and how? */
+static bool probe_tmpfile(int dirfd, bool *empty_path)
 {
-    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    char proc[40];
-    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    unlinkat(dirfd, PROBE_NAME, 0);
-    bool ok = linkat(AT_FDCWD, proc, dirfd, PROBE_NAME, AT_SYMLINK_FOLLOW) == 0;
-    if (ok)
+    for (int mode = 1; mode >= 0; mode--) {
+        int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return false;
         unlinkat(dirfd, PROBE_NAME, 0);
-    close(fd);
-    return ok;
+        bool ok = flink_with(dirfd, fd, PROBE_NAME, mode) == 0;
+        if (ok)
+            unlinkat(dirfd, PROBE_NAME, 0);
+        close(fd);
+        if (ok) {
+            *empty_path = mode;
+            return true;
+        }
+    }
+    return false;
 }
 
 int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t batch_ms,
@@ -456,10 +475,8 @@ int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t b
     memset(w, 0, sizeof(*w));
     w->ix = ix;
     w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
-    if (getenv("DL_EXP_BATCH"))
-        w->batch_files = (uint32_t)atoi(getenv("DL_EXP_BATCH"));
     w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
-    w->tmpfile = probe_tmpfile(ix->dirfd);
+    w->tmpfile = probe_tmpfile(ix->dirfd, &w->empty_path);
     if (w->tmpfile) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {

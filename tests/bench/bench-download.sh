@@ -13,10 +13,12 @@
 # 2. nginx on 127.0.0.1 (NGINX_WORKERS workers, default 1; access log off,
 #    keepalive_requests 10M, gzip on as in the tests; TLS=1: HTTPS + HTTP/2).
 #    Both clients ask for compressed bodies.
-# 3. Runs in ABBA order, each into a fresh directory (never deleting in between:
-#    ext4 pays dearly for allocating inodes near recently deleted ones):
-#      breachctl download --out DIR --upstream URL/{prefix} [--parallel P]
-#      curl -s --compressed --parallel --parallel-max 150 -K CONFIG
+# 3. Six runs, each into a fresh directory (never deleting in between: ext4
+#    pays dearly for allocating inodes near recently deleted ones), in the
+#    order b1 c1 B1 B2 c2 b2 so that neither tool always goes first:
+#      b: breachctl download --out DIR --upstream URL/{prefix}   (--parallel 64, its default)
+#      B: the same with --parallel 150, curl's number of transfers in flight
+#      c: curl -s --compressed --parallel --parallel-max 150 -K CONFIG
 #    (CONFIG: one `url` and one `output` line per prefix). Before each run
 #    `sync`; after a curl run, a timed `sync` too: breachctl's files are
 #    durable when it exits (syncfs per batch), curl's are only in the page
@@ -24,13 +26,14 @@
 # 4. Each run is checked: all files there, 2,000 random ones byte-for-byte
 #    equal to the mirror; breachctl must exit 0.
 # 5. Report: wall, prefixes/s, user/sys CPU and peak RSS of the client, CPU of
-#    the nginx workers, and the ratio of the medians (breachctl / curl).
+#    the nginx workers, and the ratios of the means of the two runs of each
+#    (breachctl / curl), for both breachctl settings.
 #    The scratch directory is removed at the end (deleting ~5M files takes
 #    several minutes).
 #
 # Usage: tests/bench/bench-download.sh
-# Env:   BUILD (default build-bench), PREFIXES (1048576), PARALLEL (breachctl
-#        --parallel, default its own 64), CURL_PARALLEL (150), NGINX_WORKERS (1),
+# Env:   BUILD (default build-bench), PREFIXES (1048576), PARALLEL (the "B"
+#        runs' --parallel, default 150), CURL_PARALLEL (150), NGINX_WORKERS (1),
 #        TLS (0), TMPDIR (/var/tmp), BENCH_NO_BUILD=1 (use the binaries as they
 #        are: `meson test --benchmark`). Needs ~22 GB and ~5.3M inodes free.
 set -euo pipefail
@@ -41,7 +44,7 @@ PREFIXES=${PREFIXES:-1048576}
 CURL_PARALLEL=${CURL_PARALLEL:-150}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 TLS=${TLS:-0}
-PARALLEL=${PARALLEL:-}
+PARALLEL=${PARALLEL:-150}
 
 need_pkg nginx nginx-light
 need_pkg curl curl
@@ -66,7 +69,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 machine_line
-echo "# $PREFIXES prefixes, nginx $NGINX_WORKERS worker(s), TLS=$TLS, curl --parallel-max $CURL_PARALLEL, breachctl --parallel ${PARALLEL:-64}"
+echo "# $PREFIXES prefixes, nginx $NGINX_WORKERS worker(s), TLS=$TLS, curl --parallel-max $CURL_PARALLEL, breachctl --parallel 64 (b) and $PARALLEL (B)"
 
 # ---- 1. the mirror -----------------------------------------------------------
 mkdir -p "$SCRATCH/www/range" "$SCRATCH/tmp" "$SCRATCH/logs"
@@ -174,15 +177,16 @@ EOF
 LAST=$(printf '%05X' $((PREFIXES - 1)))
 RESULTS=()
 
-run_one() { # b1|b2|c1|c2
-    local run=$1 out=$SCRATCH/out-$1 t0 t1 n0 n1 s0 s1 sync_s=- rc=0
+run_one() { # b1|b2|B1|B2|c1|c2
+    local run=$1 out=$SCRATCH/out-$1 t0 t1 n0 n1 s0 s1 sync_s=- rc=0 par=()
+    [ "${run:0:1}" = B ] && par=(--parallel "$PARALLEL")
     sync
     sleep 2
     n0=$(nginx_cpu)
     t0=$(now)
-    if [ "${run:0:1}" = b ]; then
+    if [ "${run:0:1}" != c ]; then
         "$GNUTIME" -f '%U %S %M' -o "$SCRATCH/time-$run" "$BREACHCTL" download --out "$out" \
-            --upstream "$BASE/{prefix}" --range "00000-$LAST" ${PARALLEL:+--parallel "$PARALLEL"} \
+            --upstream "$BASE/{prefix}" --range "00000-$LAST" "${par[@]}" \
             "${CA_B[@]}" >"$SCRATCH/log-$run" 2>&1 || rc=$?
     else
         mkdir -p "$out"
@@ -211,7 +215,7 @@ run_one() { # b1|b2|c1|c2
     echo "  $run: $wall s$([ "$sync_s" != - ] && echo " + sync $sync_s s")" >&2
 }
 
-for r in b1 c1 c2 b2; do
+for r in b1 c1 B1 B2 c2 b2; do
     run_one "$r"
 done
 
@@ -221,8 +225,9 @@ echo "| run | client | wall s | prefixes/s | + sync s | prefixes/s incl. sync | 
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for line in "${RESULTS[@]}"; do
     read -r run wall sync_s user sys rss ncpu <<<"$line"
-    client=breachctl
-    [ "${run:0:1}" = c ] && client="curl"
+    client="breachctl (64)"
+    [ "${run:0:1}" = B ] && client="breachctl ($PARALLEL)"
+    [ "${run:0:1}" = c ] && client="curl ($CURL_PARALLEL)"
     rate=$(calc "$PREFIXES / $wall" 0)
     if [ "$sync_s" = - ]; then
         srate=$rate
@@ -232,12 +237,14 @@ for line in "${RESULTS[@]}"; do
     fi
     echo "| $run | $client | $wall | $rate | $sync_s | $srate | $user | $sys | $rss | $ncpu |"
 done
-median2() { calc "($1 + $2) / 2" 3; } # two runs each: the median is the mean
+mean2() { calc "($1 + $2) / 2" 3; } # seconds: the mean of a tool's two runs
 field() { local r; for r in "${RESULTS[@]}"; do [ "${r%% *}" = "$1" ] && echo "$r" | cut -d' ' -f"$2"; done; }
-b=$(median2 "$(field b1 2)" "$(field b2 2)")
-c=$(median2 "$(field c1 2)" "$(field c2 2)")
-cs=$(median2 "$(calc "$(field c1 2) + $(field c1 3)" 3)" "$(calc "$(field c2 2) + $(field c2 3)" 3)")
+b=$(mean2 "$(field b1 2)" "$(field b2 2)")
+B=$(mean2 "$(field B1 2)" "$(field B2 2)")
+c=$(mean2 "$(field c1 2)" "$(field c2 2)")
+cs=$(mean2 "$(calc "$(field c1 2) + $(field c1 3)" 3)" "$(calc "$(field c2 2) + $(field c2 3)" 3)")
 echo
-echo "breachctl $(calc "$PREFIXES / $b" 0) prefixes/s, curl $(calc "$PREFIXES / $c" 0) prefixes/s" \
-    "($(calc "$PREFIXES / $cs" 0) with its final sync)"
-echo "ratio breachctl / curl: $(calc "$c / $b" 2)x (target >= 1.5x); against curl+sync: $(calc "$cs / $b" 2)x"
+echo "breachctl $(calc "$PREFIXES / $b" 0) prefixes/s (--parallel 64), $(calc "$PREFIXES / $B" 0) (--parallel $PARALLEL);" \
+    "curl $(calc "$PREFIXES / $c" 0) prefixes/s ($(calc "$PREFIXES / $cs" 0) with its final sync)"
+echo "ratio breachctl / curl: $(calc "$c / $b" 2)x at --parallel 64, $(calc "$c / $B" 2)x at --parallel $PARALLEL" \
+    "(target >= 1.5x); against curl+sync: $(calc "$cs / $b" 2)x and $(calc "$cs / $B" 2)x"
