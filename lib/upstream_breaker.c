@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* Upstream fetcher: the circuit breaker (its rules are in upstream.h). A
+ * request's final outcome moves it (up_breaker_record, from up_finish); a trip
+ * ends every request not yet on the wire. */
+#include <stdio.h>
+#include <syslog.h>
+
+#include "upstream_int.h"
+
+br_breaker_state up_breaker_now(br_upstream *up, uint64_t now)
+{
+    if (up->breaker == BR_BREAKER_OPEN && now >= up->open_until_ns) {
+        up->breaker = BR_BREAKER_HALF_OPEN;
+        up->trial_running = false;
+        up_log(up, LOG_NOTICE, "upstream circuit half-open: sending a trial request");
+    }
+    return up->breaker;
+}
+
+br_breaker_state br_upstream_breaker(br_upstream *up)
+{
+    return up_breaker_now(up, br_now_ns());
+}
+
+static bool counts_as_failure(br_upstream_status s, long http)
+{
+    switch (s) {
+    case BR_UPSTREAM_TIMEOUT:
+    case BR_UPSTREAM_UNAVAILABLE:
+        return true;
+    case BR_UPSTREAM_ERROR:
+        return http >= 500 || http == 429;
+    default:
+        return false;
+    }
+}
+
+static void breaker_trip(br_upstream *up, uint64_t now)
+{
+    up->breaker = BR_BREAKER_OPEN;
+    up->open_until_ns = now + up->breaker_cooldown_ns;
+    up->trial_running = false;
+    up->st.breaker_trips++;
+    up_log(up, LOG_WARNING,
+           "upstream circuit open after %u consecutive failures, cool-down %llu ms",
+           up->consecutive_failures, (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
+
+    /* Everything not yet on the wire ends now. Collect first: the callbacks
+     * may call br_upstream_fetch() (refused, so the lists do not grow). */
+    req *victims = NULL;
+    for (req *r = up->all; r; r = r->next) {
+        if (r->state == RQ_QUEUED || r->state == RQ_BACKOFF) {
+            r->qnext = victims; /* reuse of qnext: detached below */
+            victims = r;
+        }
+    }
+    /* qnext was overwritten for queued ones: rebuild the queue as empty. */
+    for (req *r = victims; r; r = r->qnext) {
+        if (r->state == RQ_QUEUED)
+            up->st.queued--;
+        else
+            up->st.backoff--;
+        r->state = RQ_BACKOFF; /* neither queued nor running: up_finish() just unlinks */
+        up->st.backoff++;
+    }
+    up->qhead = up->qtail = NULL;
+    while (victims) {
+        req *r = victims;
+        victims = r->qnext;
+        r->qprev = r->qnext = NULL;
+        if (!r->last_error[0])
+            snprintf(r->last_error, sizeof(r->last_error), "circuit open");
+        up_finish(r, BR_UPSTREAM_CIRCUIT_OPEN);
+    }
+}
+
+/* The final outcome of a request moves the breaker. */
+void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
+{
+    if (s == BR_UPSTREAM_CANCELLED || s == BR_UPSTREAM_CIRCUIT_OPEN) {
+        if (r->trial)
+            up->trial_running = false;
+        return;
+    }
+    uint64_t now = br_now_ns();
+    bool failed = counts_as_failure(s, r->http_status);
+    br_breaker_state bs = up_breaker_now(up, now);
+    if (bs == BR_BREAKER_OPEN)
+        return; /* started before the trip: no evidence either way */
+    if (bs == BR_BREAKER_HALF_OPEN) {
+        if (!r->trial)
+            return;
+        up->trial_running = false;
+        if (failed) {
+            up->consecutive_failures++;
+            breaker_trip(up, now);
+        } else {
+            up->breaker = BR_BREAKER_CLOSED;
+            up->consecutive_failures = 0;
+            up_log(up, LOG_NOTICE, "upstream circuit closed: the trial request succeeded");
+        }
+        return;
+    }
+    if (!failed) {
+        up->consecutive_failures = 0;
+        return;
+    }
+    if (++up->consecutive_failures >= up->breaker_threshold)
+        breaker_trip(up, now);
+}

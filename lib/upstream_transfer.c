@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* Upstream fetcher: one transfer (one attempt of a request). The body and
+ * header callbacks (validators, Cache-Control), the URL and request headers,
+ * the pool of idle easy handles, starting and stopping a transfer, and, when
+ * libcurl reports it done, classifying the outcome and either retrying after
+ * a backoff or finishing the request. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "upstream_int.h"
+
+#define MIN_ATTEMPT_NS (20u * 1000000u) /* a retry needs at least this much time left */
+#define BODY_INITIAL 16384
+
+static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    req *r = userdata;
+    size_t n = size * nmemb;
+    if (n > r->up->max_body - r->body_len) {
+        r->too_large = true;
+        return 0; /* != n: libcurl aborts with CURLE_WRITE_ERROR */
+    }
+    if (r->body_len + n > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : BODY_INITIAL;
+        while (cap < r->body_len + n)
+            cap *= 2;
+        if (cap > r->up->max_body)
+            cap = r->up->max_body;
+        char *nb = realloc(r->body, cap);
+        if (!nb)
+            return 0;
+        r->body = nb;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, ptr, n);
+    r->body_len += n;
+    r->up->st.body_bytes += n;
+    return n;
+}
+
+static bool header_is(const char *line, size_t len, const char *name, const char **value,
+                      size_t *vlen)
+{
+    size_t nl = strlen(name);
+    if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
+        return false;
+    const char *v = line + nl + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return true;
+}
+
+static void copy_validator(char *dst, const char *v, size_t len)
+{
+    dst[0] = '\0';
+    if (len == 0 || len > BR_UPSTREAM_VALIDATOR_MAX)
+        return;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7f)
+            return;
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+}
+
+/* Cache-Control: the max-age directive (seconds), 0 for no-store / no-cache. */
+static void parse_cache_control(req *r, const char *v, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < len && v[i] != ',')
+            i++;
+        const char *d = v + start;
+        size_t dl = i - start;
+        while (dl > 0 && (d[dl - 1] == ' ' || d[dl - 1] == '\t'))
+            dl--;
+        if ((dl == 8 && strncasecmp(d, "no-store", 8) == 0) ||
+            (dl == 8 && strncasecmp(d, "no-cache", 8) == 0)) {
+            r->max_age = 0;
+            return;
+        }
+        if (dl > 8 && strncasecmp(d, "max-age=", 8) == 0) {
+            const char *p = d + 8, *e = d + dl;
+            if (p < e && *p == '"')
+                p++;
+            int64_t val = 0;
+            bool any = false;
+            while (p < e && *p >= '0' && *p <= '9') {
+                if (val < INT64_C(1) << 40)
+                    val = val * 10 + (*p - '0');
+                any = true;
+                p++;
+            }
+            if (any && (p == e || *p == '"'))
+                r->max_age = val;
+        }
+    }
+}
+
+static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+    req *r = userdata;
+    size_t n = size * nitems;
+    const char *v;
+    size_t vl;
+    if (n >= 5 && strncmp(buffer, "HTTP/", 5) == 0) {
+        /* a new response (after a 100 Continue or a proxy's CONNECT) */
+        r->etag[0] = r->last_modified[0] = '\0';
+        r->max_age = -1;
+    } else if (header_is(buffer, n, "etag", &v, &vl)) {
+        copy_validator(r->etag, v, vl);
+    } else if (header_is(buffer, n, "last-modified", &v, &vl)) {
+        copy_validator(r->last_modified, v, vl);
+    } else if (header_is(buffer, n, "cache-control", &v, &vl)) {
+        parse_cache_control(r, v, vl);
+    }
+    return n;
+}
+
+static char *make_url(br_upstream *up, uint32_t prefix20)
+{
+    char hex[6];
+    static const char digits[] = "0123456789ABCDEF";
+    for (int i = 0; i < 5; i++)
+        hex[i] = digits[(prefix20 >> (4 * (4 - i))) & 0xF];
+    hex[5] = '\0';
+
+    size_t n = 0;
+    for (const char *p = up->tmpl; (p = strstr(p, PREFIX_TOKEN)); p += strlen(PREFIX_TOKEN))
+        n++;
+    size_t len = up->tmpl_len - n * (strlen(PREFIX_TOKEN) - 5);
+    char *url = malloc(len + 1), *o = url;
+    if (!url)
+        return NULL;
+    const char *p = up->tmpl, *q;
+    while ((q = strstr(p, PREFIX_TOKEN))) {
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        memcpy(o, hex, 5);
+        o += 5;
+        p = q + strlen(PREFIX_TOKEN);
+    }
+    strcpy(o, p);
+    return url;
+}
+
+static int add_header(struct curl_slist **list, const char *name, const char *value)
+{
+    char line[BR_UPSTREAM_VALIDATOR_MAX + 64];
+    snprintf(line, sizeof(line), "%s: %s", name, value);
+    struct curl_slist *n = curl_slist_append(*list, line);
+    if (!n)
+        return -ENOMEM;
+    *list = n;
+    return 0;
+}
+
+/* An easy handle for the next attempt: an idle one reset to the defaults, or a new one. */
+static CURL *easy_take(br_upstream *up)
+{
+    if (up->npool) {
+        CURL *e = up->pool[--up->npool];
+        curl_easy_reset(e);
+        return e;
+    }
+    return curl_easy_init();
+}
+
+/* An easy handle out of the multi handle: kept for reuse (at most max_inflight). */
+static void easy_give(br_upstream *up, CURL *e)
+{
+    if (up->pool && up->npool < up->max_inflight && !up->closing)
+        up->pool[up->npool++] = e;
+    else
+        curl_easy_cleanup(e);
+}
+
+/* Set up and add the easy handle of the next attempt. */
+int up_start_transfer(br_upstream *up, req *r, uint64_t now)
+{
+    _cleanup_free_ char *url = make_url(up, r->prefix20);
+    if (!url)
+        return -ENOMEM;
+    if (!r->headers) {
+        if (!up->no_padding && add_header(&r->headers, "Add-Padding", "true") < 0)
+            return -ENOMEM;
+        if (r->etag_in && add_header(&r->headers, "If-None-Match", r->etag_in) < 0)
+            return -ENOMEM;
+        if (r->lm_in && add_header(&r->headers, "If-Modified-Since", r->lm_in) < 0)
+            return -ENOMEM;
+        /* No "Expect: 100-continue" games, no "Accept" surprises. */
+        if (add_header(&r->headers, "Accept", "text/plain, */*") < 0)
+            return -ENOMEM;
+    }
+
+    CURL *e = easy_take(up);
+    if (!e)
+        return -ENOMEM;
+    uint64_t remaining_ms = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u : 1;
+    if (remaining_ms == 0)
+        remaining_ms = 1;
+    uint64_t connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
+
+    CURLcode c = CURLE_OK;
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (c == CURLE_OK)                                                                         \
+            c = curl_easy_setopt(e, opt, val);                                                     \
+    } while (0)
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_PRIVATE, r);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_USERAGENT, "breachd/" BREACHD_VERSION);
+    SET(CURLOPT_HTTPHEADER, r->headers);
+    SET(CURLOPT_WRITEFUNCTION, write_cb);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_HEADERFUNCTION, header_cb);
+    SET(CURLOPT_HEADERDATA, r);
+    SET(CURLOPT_ACCEPT_ENCODING, "");
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_SSL_VERIFYHOST, 2L);
+    SET(CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_PROXY_SSL_VERIFYHOST, 2L);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)up->max_body);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    SET(CURLOPT_PROTOCOLS_STR, "http,https,file");
+#else
+    SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
+#endif
+    if (up->attempt_timeout_ms)
+        SET(CURLOPT_TIMEOUT_MS, (long)BR_MIN(up->attempt_timeout_ms, remaining_ms));
+    if (up->is_https)
+        SET(CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on an HTTP/2 connection being set up */
+    if (up->proxy)
+        SET(CURLOPT_PROXY, up->proxy);
+    if (up->ca_file) {
+        SET(CURLOPT_CAINFO, up->ca_file);
+        SET(CURLOPT_PROXY_CAINFO, up->ca_file);
+    }
+#undef SET
+    if (c != CURLE_OK) {
+        easy_give(up, e);
+        snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
+        return -EIO;
+    }
+
+    /* fresh per-attempt response state */
+    r->body_len = 0;
+    r->too_large = false;
+    r->etag[0] = r->last_modified[0] = '\0';
+    r->max_age = -1;
+    r->http_status = 0;
+
+    CURLMcode mc = curl_multi_add_handle(up->multi, e);
+    if (mc != CURLM_OK) {
+        easy_give(up, e);
+        snprintf(r->last_error, sizeof(r->last_error), "curl multi: %s", curl_multi_strerror(mc));
+        return -EIO;
+    }
+    r->easy = e;
+    r->state = RQ_RUNNING;
+    r->attempts++;
+    up->st.transfers++;
+    if (r->attempts > 1)
+        up->st.retries++;
+    up->st.inflight++;
+    return 0;
+}
+
+/* Take a running request's transfer out of the multi handle. */
+void up_stop_transfer(br_upstream *up, req *r)
+{
+    if (!r->easy)
+        return;
+    curl_multi_remove_handle(up->multi, r->easy);
+    easy_give(up, r->easy);
+    r->easy = NULL;
+    up->st.inflight--;
+}
+
+/* ---- a transfer done -------------------------------------------------------- */
+
+static uint64_t rng_next(br_upstream *up)
+{
+    return br_splitmix64(&up->rng);
+}
+
+/* Classify a finished transfer: status, and whether another attempt may help. */
+static br_upstream_status classify(br_upstream *up, req *r, CURLcode code, bool *retriable)
+{
+    *retriable = false;
+    long http = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &http);
+    r->http_status = http;
+
+    if (r->too_large || code == CURLE_FILESIZE_EXCEEDED) {
+        snprintf(r->last_error, sizeof(r->last_error), "body over %zu bytes", up->max_body);
+        return BR_UPSTREAM_TOO_LARGE;
+    }
+    if (code == CURLE_OK) {
+        if (up->is_file) {
+            r->http_status = 200;
+            return BR_UPSTREAM_OK;
+        }
+        if (http == 200)
+            return BR_UPSTREAM_OK;
+        if (http == 304)
+            return BR_UPSTREAM_NOT_MODIFIED;
+        snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld", http);
+        *retriable = http >= 500 || http == 429;
+        return BR_UPSTREAM_ERROR;
+    }
+
+    snprintf(r->last_error, sizeof(r->last_error), "%s", curl_easy_strerror(code));
+    switch (code) {
+    case CURLE_OPERATION_TIMEDOUT:
+        *retriable = true;
+        return BR_UPSTREAM_TIMEOUT;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_PROXY:
+        *retriable = true;
+        return BR_UPSTREAM_UNAVAILABLE;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_USE_SSL_FAILED:
+        return BR_UPSTREAM_UNAVAILABLE; /* a configuration problem: retrying will not help */
+    case CURLE_FILE_COULDNT_READ_FILE:
+        snprintf(r->last_error, sizeof(r->last_error), "file missing or unreadable");
+        return BR_UPSTREAM_ERROR;
+    default:
+        return BR_UPSTREAM_ERROR;
+    }
+}
+
+static void transfer_done(br_upstream *up, req *r, CURLcode code)
+{
+    bool retriable;
+    br_upstream_status s = classify(up, r, code, &retriable);
+    up_stop_transfer(up, r);
+    r->state = RQ_BACKOFF; /* not queued, not running */
+    up->st.backoff++;
+    r->last_status = s;
+
+    if (retriable && !r->trial && r->attempts < up->max_attempts) {
+        uint64_t d_ms = up->retry_base_ms;
+        for (uint32_t i = 1; i < r->attempts && d_ms < up->retry_max_ms; i++)
+            d_ms *= 2;
+        if (d_ms > up->retry_max_ms)
+            d_ms = up->retry_max_ms;
+        uint64_t d_ns = d_ms * 1000000u;
+        uint64_t wait_ns = d_ns / 2 + (d_ns / 2 ? rng_next(up) % (d_ns / 2 + 1) : 0);
+        uint64_t now = br_now_ns();
+        if (now + wait_ns + MIN_ATTEMPT_NS < r->deadline_ns) {
+            struct timeval tv = up_ns_to_tv(wait_ns);
+            event_add(r->backoff_ev, &tv);
+            return;
+        }
+    }
+    up_finish(r, s);
+}
+
+void up_check_multi_info(br_upstream *up)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(up->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        CURL *e = msg->easy_handle;
+        CURLcode code = msg->data.result;
+        char *priv = NULL;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
+        req *r = (req *)priv;
+        if (!r || r->easy != e)
+            continue;
+        transfer_done(up, r, code);
+    }
+    up_schedule_pump(up);
+}
