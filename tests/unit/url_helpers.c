@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the test_url*.c programs: see url_helpers.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "url.h"
+#include "url_helpers.h"
+#include "util.h"
+
+void check_canon_table(const canon_case *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        br_error err = {{0}};
+        char *out = NULL;
+        size_t len = t[i].len ? t[i].len : strlen(t[i].in);
+        int r = br_url_canonicalize(t[i].in, len, &out, &err);
+        if (r < 0)
+            fail_msg("case %zu (%s): refused: %s", i, t[i].want, err.text);
+        if (strcmp(out, t[i].want) != 0)
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, out, t[i].want);
+        /* Idempotent on every row. */
+        char *again = NULL;
+        r = br_url_canonicalize(out, strlen(out), &again, &err);
+        if (r < 0)
+            fail_msg("case %zu: canonical form refused: %s", i, err.text);
+        assert_string_equal(again, out);
+        free(again);
+        free(out);
+    }
+}
+
+/* Compare out (most specific first) with want as an ordered list. */
+void check_exprs(const char *url, const char *const *want, size_t nwant)
+{
+    br_error err = {{0}};
+    char *canon = NULL;
+    if (br_url_canonicalize(url, strlen(url), &canon, &err) < 0)
+        fail_msg("%s: refused: %s", url, err.text);
+    br_url_exprs ex = {0};
+    if (br_url_expressions(canon, &ex, &err) < 0)
+        fail_msg("%s: expressions refused: %s", url, err.text);
+    for (size_t i = 0; i < ex.n && i < nwant; i++)
+        if (strcmp(ex.expr[i], want[i]) != 0)
+            fail_msg("%s: expression %zu is \"%s\", want \"%s\"", url, i, ex.expr[i], want[i]);
+    if (ex.n != nwant)
+        fail_msg("%s: %zu expressions, want %zu", url, ex.n, nwant);
+    br_url_exprs_clear(&ex);
+    assert_int_equal(ex.n, 0);
+    free(canon);
+}
