@@ -48,14 +48,16 @@
  *          daemon_ns_per_req=... loadgen_cpu_pct=... daemon_runq_pct=...
  *          loadgen_runq_pct=...          (-1: not available)
  *
+ * Files: loadgen.c (options, the modes, setting up and timing a run),
+ * loadgen_conn.c (random hashes, connections, the worker threads' epoll
+ * loops, --idle), loadgen_report.c (histogram, the daemon's STATS, CPU
+ * accounting, the report), loadgen.h (what they share).
+ *
  * Exit status: 0, 1 on a protocol or connection error, 2 on a usage error. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,197 +67,32 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "loadgen.h"
 #include "pwfilter.h"
 
-#define IN_CAP 65536
-#define REQ_MAX 64 /* "ID PW <40 hex>\n" with an id of at most 5 digits */
+/* ---- options and shared state ---- */
 
-/* ---- time ---- */
+loadgen_opts opt = {
+    .conns = 50, .depth = 16, .threads = 1, .duration = 10, .warmup = 1, .seed = 2026, .stats = true,
+};
 
-static uint64_t now_ns(void)
+uint64_t g_measure_ns, g_end_ns; /* window of the measurement */
+atomic_bool g_failed;
+volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Nanoseconds task tid of pid spent runnable but waiting for a CPU (the
- * second field of /proc/PID/task/TID/schedstat); -1 when unreadable. */
-static int64_t run_delay_ns(pid_t pid, pid_t tid)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    unsigned long long run, wait;
-    int n = fscanf(f, "%llu %llu", &run, &wait);
-    fclose(f);
-    return n == 2 ? (int64_t)wait : -1;
-}
-
-/* ---- histogram: log-linear buckets of nanoseconds ---- */
-
-#define H_SUB_BITS 7
-#define H_SUB (1u << H_SUB_BITS)
-#define H_BUCKETS ((64 - H_SUB_BITS) * H_SUB + H_SUB)
-
-typedef struct hist {
-    uint64_t n, sum, min, max;
-    uint64_t count[H_BUCKETS];
-} hist;
-
-static unsigned h_index(uint64_t v)
-{
-    if (v < H_SUB)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= H_SUB_BITS */
-    unsigned k = e - H_SUB_BITS;
-    return k * H_SUB + (unsigned)(v >> k);
-}
-
-/* The highest value that falls in bucket i. */
-static uint64_t h_upper(unsigned i)
-{
-    if (i < 2 * H_SUB)
-        return i;
-    unsigned k = i / H_SUB - 1;
-    uint64_t m = i - (uint64_t)k * H_SUB;
-    return ((m + 1) << k) - 1;
-}
-
-static void h_add(hist *h, uint64_t v)
-{
-    h->count[h_index(v)]++;
-    h->n++;
-    h->sum += v;
-    if (v > h->max)
-        h->max = v;
-    if (h->n == 1 || v < h->min)
-        h->min = v;
-}
-
-static void h_merge(hist *into, const hist *h)
-{
-    if (!h->n)
-        return;
-    for (unsigned i = 0; i < H_BUCKETS; i++)
-        into->count[i] += h->count[i];
-    if (!into->n || h->min < into->min)
-        into->min = h->min;
-    if (h->max > into->max)
-        into->max = h->max;
-    into->n += h->n;
-    into->sum += h->sum;
-}
-
-/* The value at quantile q (0..1): the upper bound of its bucket, at most max. */
-static uint64_t h_quantile(const hist *h, double q)
-{
-    if (!h->n)
-        return 0;
-    double qr = q * (double)h->n;
-    uint64_t rank = (uint64_t)qr;
-    if ((double)rank < qr)
-        rank++; /* ceil */
-    if (rank < 1)
-        rank = 1;
-    uint64_t seen = 0;
-    for (unsigned i = 0; i < H_BUCKETS; i++) {
-        seen += h->count[i];
-        if (seen >= rank) {
-            uint64_t u = h_upper(i);
-            return u < h->max ? u : h->max;
-        }
-    }
-    return h->max;
-}
-
-/* ---- random hashes ---- */
-
-typedef struct rng {
-    uint64_t s[4];
-} rng;
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r) /* xoshiro256** */
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-/* --absent: hashes screened before the run (so that the screening neither
- * costs loadgen CPU during the run nor warms the shared cache with the very
- * filter lines the daemon is about to read: the filter file's pages are the
- * same physical memory in both processes). Requests pick from it at random. */
-#define ABSENT_POOL (1u << 20)
-static uint8_t (*g_pool)[20];
-static uint64_t g_pool_rejected;
-
-static void random_sha1_raw(rng *r, uint8_t h[20])
-{
-    uint64_t a = rng_next(r), b = rng_next(r), c = rng_next(r);
-    memcpy(h, &a, 8);
-    memcpy(h + 8, &b, 8);
-    memcpy(h + 16, &c, 4);
-}
-
-static int make_pool(const br_pwfilter *pf, uint64_t seed)
-{
-    g_pool = malloc(sizeof(*g_pool) * ABSENT_POOL);
-    if (!g_pool)
-        return -1;
-    rng r;
-    rng_seed(&r, seed ^ UINT64_C(0xABCDEF));
-    for (unsigned i = 0; i < ABSENT_POOL; i++) {
-        do
-            random_sha1_raw(&r, g_pool[i]);
-        while (br_pwfilter_maybe(pf, g_pool[i]) && ++g_pool_rejected);
-    }
-    return 0;
-}
-
-static void random_sha1(rng *r, uint8_t h[20])
-{
-    if (g_pool)
-        memcpy(h, g_pool[rng_next(r) & (ABSENT_POOL - 1)], 20);
-    else
-        random_sha1_raw(r, h);
+    (void)sig;
+    g_stop = 1;
 }
 
 /* --urls: the URLs, and the longest request line they make. */
-static char **g_urls;
-static size_t g_n_urls, g_req_max = REQ_MAX;
+char **g_urls;
+size_t g_n_urls, g_req_max = REQ_MAX;
 
 static int load_urls(const char *path)
 {
@@ -293,368 +130,6 @@ static int load_urls(const char *path)
     return 0;
 }
 
-/* ---- options and shared state ---- */
-
-static struct {
-    const char *socket;
-    unsigned conns, depth, threads;
-    double duration, warmup;
-    uint64_t requests; /* 0: run for duration */
-    uint64_t seed;
-    bool quiet, idle, stats;
-    const char *absent_path, *ready_file, *urls_path;
-} opt = {
-    .conns = 50, .depth = 16, .threads = 1, .duration = 10, .warmup = 1, .seed = 2026, .stats = true,
-};
-
-static uint64_t g_measure_ns, g_end_ns; /* window of the measurement */
-static atomic_bool g_failed;
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
-
-typedef struct conn {
-    int fd;
-    unsigned idx;
-    uint64_t *sent; /* per slot: send time, 0 = free */
-    unsigned *free_slots;
-    unsigned n_free;
-    char *out;
-    size_t out_len, out_off, out_cap;
-    bool want_out;
-    char in[IN_CAP];
-    size_t in_len;
-} conn;
-
-typedef struct worker {
-    pthread_t th;
-    int64_t wait0, wait1; /* this thread's run-queue delay at the window's start and end */
-    bool wait0_read;
-    unsigned id;
-    int ep;
-    conn **conns;
-    unsigned n_conns;
-    rng r;
-    uint64_t quota, issued; /* -n: requests this worker sends */
-    size_t next_url;        /* --urls: the next URL this worker sends */
-    uint64_t outstanding;
-    hist h;
-    uint64_t answered, clean, pwned, unknown, err;
-} worker;
-
-static int connect_unix(const char *path, bool nonblock)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    /* Connect blocking (a full backlog then waits instead of EAGAIN). */
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    if (nonblock)
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    return fd;
-}
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("loadgen: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    atomic_store(&g_failed, true);
-}
-
-static const char hexdig[] = "0123456789ABCDEF";
-
-/* Queue new requests on every free slot, when the run allows more. */
-static void conn_fill(worker *w, conn *c, uint64_t now)
-{
-    while (c->n_free > 0) {
-        if (opt.requests ? w->issued >= w->quota : now >= g_end_ns)
-            return;
-        if (c->out_cap - c->out_len < g_req_max) {
-            if (c->out_off > 0) {
-                memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-                c->out_len -= c->out_off;
-                c->out_off = 0;
-            }
-            if (c->out_cap - c->out_len < g_req_max)
-                return; /* cannot happen: out_cap holds every slot */
-        }
-        unsigned slot = c->free_slots[--c->n_free];
-        if (g_urls) {
-            const char *u = g_urls[w->next_url];
-            w->next_url = w->next_url + 1 == g_n_urls ? 0 : w->next_url + 1;
-            c->out_len += (size_t)sprintf(c->out + c->out_len, "%u URL %s\n", slot, u);
-            c->sent[slot] = now ? now : 1;
-            w->issued++;
-            w->outstanding++;
-            continue;
-        }
-        uint8_t h[20];
-        random_sha1(&w->r, h);
-        char *p = c->out + c->out_len;
-        char digits[8];
-        int nd = 0;
-        unsigned v = slot;
-        do
-            digits[nd++] = (char)('0' + v % 10);
-        while ((v /= 10) != 0);
-        while (nd > 0)
-            *p++ = digits[--nd];
-        memcpy(p, " PW ", 4);
-        p += 4;
-        for (int i = 0; i < 20; i++) {
-            *p++ = hexdig[h[i] >> 4];
-            *p++ = hexdig[h[i] & 15];
-        }
-        *p++ = '\n';
-        c->out_len = (size_t)(p - c->out);
-        c->sent[slot] = now ? now : 1;
-        w->issued++;
-        w->outstanding++;
-    }
-}
-
-static int conn_flush(worker *w, conn *c)
-{
-    while (c->out_off < c->out_len) {
-        ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                break;
-            fail("connection %u: write: %s", c->idx, strerror(errno));
-            return -1;
-        }
-        c->out_off += (size_t)n;
-    }
-    if (c->out_off == c->out_len)
-        c->out_off = c->out_len = 0;
-    bool want = c->out_len > 0;
-    if (want != c->want_out) {
-        struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c};
-        epoll_ctl(w->ep, EPOLL_CTL_MOD, c->fd, &ev);
-        c->want_out = want;
-    }
-    return 0;
-}
-
-/* One answer line (without its LF). */
-static int conn_answer(worker *w, conn *c, const char *line, size_t len, uint64_t now)
-{
-    const char *sp = memchr(line, ' ', len);
-    unsigned slot = 0;
-    bool ok = sp && sp > line && sp - line <= 5;
-    for (const char *p = line; ok && p < sp; p++) {
-        if (*p < '0' || *p > '9')
-            ok = false;
-        else
-            slot = slot * 10 + (unsigned)(*p - '0');
-    }
-    if (!ok || slot >= opt.depth || !c->sent[slot]) {
-        fail("connection %u: unexpected answer: %.*s", c->idx, (int)(len > 80 ? 80 : len), line);
-        return -1;
-    }
-    const char *st = sp + 1;
-    size_t st_len = len - (size_t)(st - line);
-    if (now >= g_measure_ns && now < g_end_ns) {
-        h_add(&w->h, now - c->sent[slot]);
-        w->answered++;
-        if (st_len >= 5 && memcmp(st, "CLEAN", 5) == 0)
-            w->clean++;
-        else if (st_len >= 5 && memcmp(st, "PWNED", 5) == 0)
-            w->pwned++;
-        else if (st_len >= 4 && memcmp(st, "SAFE", 4) == 0)
-            w->clean++;
-        else if (st_len >= 7 && memcmp(st, "BLOCKED", 7) == 0)
-            w->pwned++;
-        else if (st_len >= 7 && memcmp(st, "UNKNOWN", 7) == 0)
-            w->unknown++;
-        else
-            w->err++;
-    }
-    if (st_len >= 3 && memcmp(st, "ERR", 3) == 0 && w->err <= 3)
-        fprintf(stderr, "loadgen: connection %u: %.*s\n", c->idx, (int)(len > 120 ? 120 : len), line);
-    c->sent[slot] = 0;
-    c->free_slots[c->n_free++] = slot;
-    w->outstanding--;
-    return 0;
-}
-
-static int conn_read(worker *w, conn *c)
-{
-    ssize_t n = read(c->fd, c->in + c->in_len, IN_CAP - c->in_len);
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? 0 : (fail("connection %u: read: %s", c->idx, strerror(errno)), -1);
-    if (n == 0) {
-        fail("connection %u: breachd closed the connection", c->idx);
-        return -1;
-    }
-    uint64_t now = now_ns();
-    c->in_len += (size_t)n;
-    char *p = c->in, *end = c->in + c->in_len;
-    for (;;) {
-        char *lf = memchr(p, '\n', (size_t)(end - p));
-        if (!lf)
-            break;
-        if (conn_answer(w, c, p, (size_t)(lf - p), now) < 0)
-            return -1;
-        p = lf + 1;
-    }
-    c->in_len = (size_t)(end - p);
-    if (c->in_len == IN_CAP) {
-        fail("connection %u: answer line too long", c->idx);
-        return -1;
-    }
-    memmove(c->in, p, c->in_len);
-    conn_fill(w, c, now);
-    return conn_flush(w, c);
-}
-
-static void *worker_main(void *arg)
-{
-    worker *w = arg;
-    struct epoll_event evs[256];
-    uint64_t now = now_ns();
-    for (unsigned i = 0; i < w->n_conns; i++) {
-        conn_fill(w, w->conns[i], now);
-        if (conn_flush(w, w->conns[i]) < 0)
-            return NULL;
-    }
-    w->wait0 = w->wait1 = -1;
-    while (!atomic_load_explicit(&g_failed, memory_order_relaxed) && !g_stop) {
-        now = now_ns();
-        if (!w->wait0_read && now >= g_measure_ns) {
-            w->wait0 = run_delay_ns(getpid(), gettid());
-            w->wait0_read = true;
-        }
-        if (opt.requests ? (w->issued >= w->quota && w->outstanding == 0) : now >= g_end_ns)
-            break;
-        int timeout = 100;
-        if (!opt.requests) {
-            uint64_t left_ms = (g_end_ns - now) / 1000000u + 1;
-            if (left_ms < (uint64_t)timeout)
-                timeout = (int)left_ms;
-        }
-        int n = epoll_wait(w->ep, evs, 256, timeout);
-        if (n < 0 && errno != EINTR) {
-            fail("epoll_wait: %s", strerror(errno));
-            break;
-        }
-        for (int i = 0; i < n; i++) {
-            conn *c = evs[i].data.ptr;
-            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                if (conn_read(w, c) < 0)
-                    return NULL;
-            }
-            if ((evs[i].events & EPOLLOUT) && conn_flush(w, c) < 0)
-                return NULL;
-        }
-    }
-    w->wait1 = run_delay_ns(getpid(), gettid());
-    return NULL;
-}
-
-/* ---- the daemon's STATS ---- */
-
-typedef struct daemon_stats {
-    bool ok;
-    uint64_t pw_filter_no, pw_filter_maybe, requests_pw;
-    uint64_t url_filter_no, url_filter_maybe;
-} daemon_stats;
-
-static uint64_t stat_field(const char *line, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl)
-        if ((p == line || p[-1] == ' ') && p[kl] == '=')
-            return strtoull(p + kl + 1, NULL, 10);
-    return 0;
-}
-
-static daemon_stats read_stats(void)
-{
-    daemon_stats s = {0};
-    int fd = connect_unix(opt.socket, false);
-    if (fd < 0)
-        return s;
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    static const char req[] = "st STATS\n";
-    char buf[16384];
-    size_t len = 0;
-    if (write(fd, req, sizeof(req) - 1) == (ssize_t)sizeof(req) - 1) {
-        while (len < sizeof(buf) - 1) {
-            ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-            if (n <= 0)
-                break;
-            len += (size_t)n;
-            if (memchr(buf, '\n', len))
-                break;
-        }
-    }
-    close(fd);
-    buf[len] = '\0';
-    if (strncmp(buf, "st STATS ", 9) != 0)
-        return s;
-    s.ok = true;
-    s.pw_filter_no = stat_field(buf, "pw_filter_no");
-    s.url_filter_no = stat_field(buf, "url_filter_no");
-    s.url_filter_maybe = stat_field(buf, "url_filter_maybe");
-    s.pw_filter_maybe = stat_field(buf, "pw_filter_maybe");
-    s.requests_pw = stat_field(buf, "requests_pw");
-    return s;
-}
-
-/* ---- CPU time of the daemon (its pid from SO_PEERCRED) and of loadgen ---- */
-
-static pid_t g_daemon_pid;
-
-/* utime + stime of pid in clock ticks; -1 when unreadable. */
-static int64_t proc_cpu_ticks(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* after "pid (comm)" */
-    unsigned long long ut, st;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (int64_t)(ut + st);
-}
-
-static double self_cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
-}
-
 static void sleep_until(uint64_t t)
 {
     uint64_t now;
@@ -674,59 +149,6 @@ static void raise_nofile(unsigned want)
         rl.rlim_cur = rl.rlim_max < want + 64 ? rl.rlim_max : want + 64;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-}
-
-static int run_idle(void)
-{
-    int *fds = calloc(opt.conns, sizeof(int));
-    if (!fds)
-        return 1;
-    for (unsigned i = 0; i < opt.conns; i++) {
-        fds[i] = connect_unix(opt.socket, false);
-        if (fds[i] < 0) {
-            fprintf(stderr, "loadgen: connection %u: %s: %s\n", i, opt.socket, strerror(errno));
-            return 1;
-        }
-        struct timeval tv = {10, 0};
-        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (write(fds[i], "p PING\n", 7) != 7) {
-            fprintf(stderr, "loadgen: connection %u: write: %s\n", i, strerror(errno));
-            return 1;
-        }
-    }
-    for (unsigned i = 0; i < opt.conns; i++) {
-        char buf[256];
-        size_t len = 0;
-        while (!memchr(buf, '\n', len) && len < sizeof(buf)) {
-            ssize_t n = read(fds[i], buf + len, sizeof(buf) - len);
-            if (n <= 0) {
-                fprintf(stderr, "loadgen: connection %u: no answer to PING\n", i);
-                return 1;
-            }
-            len += (size_t)n;
-        }
-        if (len < 7 || memcmp(buf, "p PONG\n", 7) != 0) {
-            fprintf(stderr, "loadgen: connection %u: answer to PING: %.*s\n", i, (int)len, buf);
-            return 1;
-        }
-    }
-    if (!opt.quiet)
-        printf("loadgen: %u idle connections open, each answered a PING\n", opt.conns);
-    fflush(stdout);
-    if (opt.ready_file) {
-        FILE *f = fopen(opt.ready_file, "w");
-        if (f)
-            fclose(f);
-    }
-    uint64_t end = opt.duration > 0 ? now_ns() + (uint64_t)(opt.duration * 1e9) : UINT64_MAX;
-    while (!g_stop && now_ns() < end) {
-        struct timespec ts = {0, 50000000};
-        nanosleep(&ts, NULL);
-    }
-    for (unsigned i = 0; i < opt.conns; i++)
-        close(fds[i]);
-    free(fds);
-    return 0;
 }
 
 static int run_load(void)
@@ -801,79 +223,10 @@ static int run_load(void)
     int64_t dcpu1 = dcpu0 >= 0 ? proc_cpu_ticks(g_daemon_pid) : -1;
     double scpu1 = self_cpu_s();
     daemon_stats after = opt.stats ? read_stats() : (daemon_stats){0};
-
-    hist *h = calloc(1, sizeof(hist));
-    if (!h)
+    measure m = {.t0 = t0, .t1 = t1, .dcpu0 = dcpu0, .dcpu1 = dcpu1, .dwait0 = dwait0,
+                 .dwait1 = dwait1, .scpu0 = scpu0, .scpu1 = scpu1, .before = before, .after = after};
+    if (report(ws, T, &m) < 0)
         return 1;
-    uint64_t answered = 0, clean = 0, pwned = 0, unknown = 0, err = 0, issued = 0;
-    for (unsigned t = 0; t < T; t++) {
-        h_merge(h, &ws[t].h);
-        answered += ws[t].answered;
-        clean += ws[t].clean;
-        pwned += ws[t].pwned;
-        unknown += ws[t].unknown;
-        err += ws[t].err;
-        issued += ws[t].issued;
-    }
-    double secs = opt.requests ? (double)(t1 - t0) / 1e9 : opt.duration;
-    double rps = secs > 0 ? (double)answered / secs : 0;
-    double p50 = (double)h_quantile(h, 0.50) / 1e3, p90 = (double)h_quantile(h, 0.90) / 1e3;
-    double p99 = (double)h_quantile(h, 0.99) / 1e3, p999 = (double)h_quantile(h, 0.999) / 1e3;
-    double mean = h->n ? (double)h->sum / (double)h->n / 1e3 : 0;
-    double dcpu = dcpu0 >= 0 && dcpu1 >= 0 ? (double)(dcpu1 - dcpu0) / (double)sysconf(_SC_CLK_TCK) : -1;
-    double lcpu = scpu1 - scpu0;
-    double dwait = dwait0 >= 0 && dwait1 >= 0 ? (double)(dwait1 - dwait0) / 1e9 : -1;
-    double lwait = 0;
-    for (unsigned t = 0; t < T; t++)
-        lwait = ws[t].wait0 >= 0 && ws[t].wait1 >= 0 && lwait >= 0 ? lwait + (double)(ws[t].wait1 - ws[t].wait0) / 1e9 : -1;
-    double dns = dcpu > 0 && answered ? dcpu * 1e9 / (double)answered : -1; /* daemon CPU ns per answer */
-    int64_t maybes = -1, dnos = -1;
-    if (before.ok && after.ok) {
-        maybes = (int64_t)(after.pw_filter_maybe - before.pw_filter_maybe);
-        dnos = (int64_t)(after.pw_filter_no - before.pw_filter_no);
-        if (g_urls) {
-            maybes = (int64_t)(after.url_filter_maybe - before.url_filter_maybe);
-            dnos = (int64_t)(after.url_filter_no - before.url_filter_no);
-        }
-    }
-    if (!opt.quiet) {
-        printf("loadgen: %u connections x depth %u, %u thread%s, %s, ", opt.conns, opt.depth, T,
-               T == 1 ? "" : "s",
-               g_urls ? "URLs from --urls" : opt.absent_path ? "definite-no hashes (screened with --absent)" : "random hashes");
-        if (opt.requests)
-            printf("%" PRIu64 " requests\n", opt.requests);
-        else
-            printf("%.1f s measured after %.1f s of warm-up\n", opt.duration, opt.warmup);
-        printf("  answered   %" PRIu64 " in %.3f s: %.0f req/s\n", answered, secs, rps);
-        printf("  answers    %s %" PRIu64 "  %s %" PRIu64 "  UNKNOWN %" PRIu64 "  ERR/other %" PRIu64 "\n",
-               g_urls ? "SAFE" : "CLEAN", clean, g_urls ? "BLOCKED" : "PWNED", pwned, unknown, err);
-        if (maybes >= 0)
-            printf("  daemon     over the whole run (%" PRIu64 " %s sent): filter definitely-no %" PRId64
-                   ", maybe %" PRId64 " (%.4f%%)\n",
-                   issued, g_urls ? "URL" : "PW", dnos, maybes, dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
-        if (opt.absent_path)
-            printf("  screening  a pool of %u random hashes the filter says definitely-no to, made before the run"
-                   " (%" PRIu64 " maybes left out); requests draw from it\n",
-                   ABSENT_POOL, g_pool_rejected);
-        if (dcpu >= 0)
-            printf("  CPU        breachd (pid %d) %.0f%% of a core, %.0f ns per answer (%.2fM answers per CPU-second);"
-                   " loadgen %.0f%%\n",
-                   (int)g_daemon_pid, 100 * dcpu / secs, dns, dns > 0 ? 1e3 / dns : 0.0, 100 * lcpu / secs);
-        if (dwait >= 0)
-            printf("  run queue  breachd's loop thread waited for a CPU %.0f%% of the time, loadgen's thread%s %.0f%%"
-                   " (other work on the machine)\n",
-                   100 * dwait / secs, T == 1 ? "" : "s", lwait >= 0 ? 100 * lwait / secs : -1.0);
-        printf("  latency    min %.1f us  mean %.1f us  p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
-               "max %.1f us\n",
-               (double)h->min / 1e3, mean, p50, p90, p99, p999, (double)h->max / 1e3);
-    }
-    printf("RESULT conns=%u depth=%u threads=%u seconds=%.3f answered=%" PRIu64 " rps=%.0f p50_us=%.1f "
-           "p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f clean=%" PRIu64 " pwned=%" PRIu64
-           " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64 " daemon_cpu_pct=%.0f daemon_ns_per_req=%.0f"
-           " loadgen_cpu_pct=%.0f daemon_runq_pct=%.0f loadgen_runq_pct=%.0f\n",
-           opt.conns, opt.depth, T, secs, answered, rps, p50, p90, p99, p999, (double)h->max / 1e3, clean,
-           pwned, unknown, err, maybes, dcpu >= 0 ? 100 * dcpu / secs : -1, dns, 100 * lcpu / secs,
-           dwait >= 0 ? 100 * dwait / secs : -1, lwait >= 0 ? 100 * lwait / secs : -1);
     for (unsigned i = 0; i < opt.conns; i++) {
         close(cs[i].fd);
         free(cs[i].sent);
@@ -884,7 +237,6 @@ static int run_load(void)
         close(ws[t].ep);
         free(ws[t].conns);
     }
-    free(h);
     free(cs);
     free(ws);
     return atomic_load(&g_failed) ? 1 : 0;

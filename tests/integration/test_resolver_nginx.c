@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The resolver against a real nginx serving a generated HIBP-style mirror on
- * 127.0.0.1 (plain HTTP/1.1, and HTTPS with HTTP/2), and against the same
- * mirror read through file://. */
+ * 127.0.0.1: over plain HTTP/1.1 every body style's counts, padding and
+ * absent hashes, 404s and 500s not cached, ETag revalidation (304) and a
+ * changed file, coalescing, stale answers, keep-alive, the URL kind and the
+ * privacy of the access log; over HTTPS with HTTP/2 multiplexing and
+ * certificate checks. The same mirror read through file:// is
+ * test_resolver_file.c; the fixture (mirror, nginx, a resolver per test) is
+ * mirror_fx.c. */
 #include <errno.h>
 #include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,103 +25,14 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "mirror_fx.h"
 #include "range_cache.h"
 #include "resolver.h"
 #include "rtest.h"
 
-#define PW BR_RANGE_PASSWORD_SHA1
-#define URLK BR_RANGE_URL_SHA256
-
-/* The mirror: one prefix per body style. */
-enum {
-    P_CRLF_PADDED,
-    P_LOWER_LF,
-    P_NO_FINAL,
-    P_LOWER_LF_NOFINAL_PADDED,
-    P_COALESCE,
-    P_STALE,
-    N_PREFIX
-};
-static const uint32_t prefixes[N_PREFIX] = {0x00000, 0xABCDE, 0x5BAA6, 0xFFFFF, 0x12345, 0x77777};
-static const unsigned styles[N_PREFIX] = {
-    RT_PADDED,      RT_LOWER | RT_LF,
-    RT_NO_FINAL_NL, RT_LOWER | RT_LF | RT_NO_FINAL_NL | RT_PADDED,
-    RT_PADDED,      RT_LF,
-};
-#define P_MISSING 0x0DEAD /* no file: 404 */
-#define P_500 0xEEEEE     /* nginx answers 500 */
-#define URL_PREFIX 0x3C3C3
-
-static rt_range ranges[N_PREFIX];
-static rt_range url_range;
-static char *g_dir;
-static rt_nginx g_nginx;
-
-typedef struct fx {
-    struct event_base *base;
-    char *dir;
-    br_range_cache *cache;
-    br_resolver *r;
-    rt_clock clock;
-    br_resolver_config cfg;
-    char tmpl[512];
-    char url_tmpl[512];
-} fx;
-
-static void log_fn(void *ctx, int level, const char *msg)
-{
-    (void)ctx;
-    if (getenv("RTEST_VERBOSE"))
-        fprintf(stderr, "log[%d]: %s\n", level, msg);
-}
-
-static void fx_init(fx *x, const char *tmpl)
-{
-    memset(x, 0, sizeof(*x));
-    snprintf(x->tmpl, sizeof(x->tmpl), "%s", tmpl);
-    x->cfg.password_upstream = x->tmpl;
-    x->cfg.upstream.timeout_ms = 2000;
-    x->cfg.upstream.retry_base_ms = 20;
-    x->cfg.upstream.retry_max_ms = 100;
-    x->cfg.upstream.max_attempts = 3;
-    x->cfg.upstream.rate = -1;
-    x->cfg.ttl_s = 60;
-    x->cfg.log = log_fn;
-    x->clock.now = (int64_t)time(NULL);
-    x->cfg.clock = rt_clock_fn;
-    x->cfg.clock_ctx = &x->clock;
-}
-
-static void fx_open(fx *x)
-{
-    x->base = event_base_new();
-    assert_non_null(x->base);
-    x->dir = rt_mkdtemp("nginx-cache");
-    char *cdir = rt_fmt("%s/cache", x->dir);
-    br_error err = {{0}};
-    assert_int_equal(br_range_cache_open(cdir, 64 << 20, &x->cache, &err), 0);
-    free(cdir);
-    if (br_resolver_new(x->base, &x->cfg, x->cache, &x->r, &err) < 0)
-        fail_msg("resolver: %s", err.text);
-}
-
-static void fx_close(fx *x)
-{
-    br_resolver_free(x->r);
-    br_range_cache_free(x->cache);
-    event_base_free(x->base);
-    rt_rmrf(x->dir);
-    free(x->dir);
-}
-
 static char *http_template(const rt_nginx *n)
 {
     return rt_fmt("%s://127.0.0.1:%d/range/{prefix}", n->tls ? "https" : "http", n->port);
-}
-
-static char *file_template(void)
-{
-    return rt_fmt("file://%s/range/{prefix}.txt", g_nginx.www);
 }
 
 static char *range_uri(uint32_t p)
@@ -123,55 +40,6 @@ static char *range_uri(uint32_t p)
     char hex[6];
     rt_prefix_hex(p, hex);
     return rt_fmt("/range/%s", hex);
-}
-
-static void assert_unknown(const br_resolve_result *res, const char *reason)
-{
-    if (res->status != BR_RESOLVE_UNKNOWN)
-        fail_msg("expected UNKNOWN %s, got status %d", reason, res->status);
-    assert_string_equal(res->reason, reason);
-}
-
-/* Every entry of range i found with its exact count, padding and absent
- * hashes not found; all lookups of a prefix issued together. */
-static void check_range(fx *x, const rt_range *rg)
-{
-    size_t hl = br_range_hash_len(rg->kind);
-    size_t n = rg->n + rg->npad + 3;
-    rt_ans *a = calloc(n, sizeof(*a));
-    uint8_t(*hashes)[32] = calloc(n, sizeof(*hashes));
-    for (size_t i = 0; i < n; i++) {
-        if (i < rg->n)
-            memcpy(hashes[i], rg->e[i].hash, hl);
-        else if (i < rg->n + rg->npad)
-            memcpy(hashes[i], rg->pad[i - rg->n].hash, hl);
-        else
-            rt_absent_hash(rg, i, hashes[i]);
-        assert_true(rt_resolve(x->r, rg->kind, hashes[i], &a[i]) >= 0);
-    }
-    assert_true(rt_wait(x->base, a, n, 10000));
-    for (size_t i = 0; i < n; i++) {
-        if (!a[i].sync)
-            assert_int_equal(a[i].calls, 1);
-        if (i < rg->n) {
-            if (a[i].res.status != BR_RESOLVE_FOUND)
-                fail_msg("prefix %05X entry %zu: status %d reason %s", rg->prefix, i,
-                         a[i].res.status, a[i].res.reason ? a[i].res.reason : "-");
-            if (rg->kind == PW) {
-                assert_int_equal(a[i].res.count, rg->e[i].count);
-            } else {
-                char want[16];
-                snprintf(want, sizeof(want), "cat%u", rg->e[i].count % 7);
-                assert_string_equal(a[i].res.category, want);
-            }
-        } else {
-            if (a[i].res.status != BR_RESOLVE_NOT_FOUND)
-                fail_msg("prefix %05X probe %zu: status %d, want NOT_FOUND", rg->prefix, i,
-                         a[i].res.status);
-        }
-    }
-    free(a);
-    free(hashes);
 }
 
 /* ---- nginx over HTTP ------------------------------------------------------------------------- */
@@ -511,181 +379,6 @@ static void test_https_http2(void **s)
     free(dir);
 }
 
-/* ---- file:// ------------------------------------------------------------------------------------
- */
-
-static void test_file_counts(void **s)
-{
-    (void)s;
-    fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
-    fx_open(&x);
-    for (int i = 0; i < N_PREFIX; i++)
-        check_range(&x, &ranges[i]);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
-    assert_int_equal(st.fetches, N_PREFIX);
-    fx_close(&x);
-}
-
-static void test_file_missing_not_cached(void **s)
-{
-    (void)s;
-    fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
-    fx_open(&x);
-    uint8_t h[20];
-    rt_hash_with_prefix(PW, P_MISSING, 1, h);
-    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
-    assert_unknown(&res, BR_REASON_ERROR);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
-    assert_int_equal(us.transfers, 1);
-    assert_int_equal(us.err_http, 1);
-    assert_int_equal(rt_cache_entries(x.cache), 0);
-
-    /* an empty file and a garbage file: errors, not cached */
-    char *empty = rt_fmt("%s/range/0E0E0.txt", g_nginx.www);
-    rt_write_file(empty, "", 0);
-    rt_hash_with_prefix(PW, 0x0E0E0, 1, h);
-    res = rt_resolve_wait(x.base, x.r, PW, h);
-    assert_unknown(&res, BR_REASON_ERROR);
-    char *garbage = rt_fmt("%s/range/0E0E1.txt", g_nginx.www);
-    rt_write_file(garbage, "not a range\n", 12);
-    rt_hash_with_prefix(PW, 0x0E0E1, 1, h);
-    res = rt_resolve_wait(x.base, x.r, PW, h);
-    assert_unknown(&res, BR_REASON_ERROR);
-    assert_int_equal(rt_cache_entries(x.cache), 0);
-    unlink(empty);
-    unlink(garbage);
-    free(empty);
-    free(garbage);
-    fx_close(&x);
-}
-
-static void test_file_too_large(void **s)
-{
-    (void)s;
-    fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
-    x.cfg.upstream.max_body = 1000; /* the mirror files are bigger */
-    fx_open(&x);
-    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[P_CRLF_PADDED].e[0].hash);
-    assert_unknown(&res, BR_REASON_ERROR);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
-    assert_int_equal(us.err_too_large, 1);
-    assert_int_equal(rt_cache_entries(x.cache), 0);
-    fx_close(&x);
-}
-
-static void test_file_coalescing_and_stale(void **s)
-{
-    (void)s;
-    fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
-    fx_open(&x);
-    const rt_range *rg = &ranges[P_COALESCE];
-    enum { N = 100 };
-    rt_ans a[N];
-    for (int i = 0; i < N; i++)
-        assert_int_equal(rt_resolve(x.r, PW, rg->e[(size_t)i % rg->n].hash, &a[i]), 0);
-    assert_true(rt_wait(x.base, a, N, 10000));
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(a[i].calls, 1);
-        assert_int_equal(a[i].res.count, rg->e[(size_t)i % rg->n].count);
-    }
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
-    assert_int_equal(us.transfers, 1);
-
-    /* the file disappears: stale answers within max_stale */
-    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, rg->prefix);
-    char *hidden = rt_fmt("%s.hidden", path);
-    assert_int_equal(rename(path, hidden), 0);
-    x.clock.now += 120;
-    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, rg->e[0].hash);
-    assert_int_equal(res.status, BR_RESOLVE_FOUND);
-    assert_true(res.stale);
-    assert_int_equal(rename(hidden, path), 0);
-    free(path);
-    free(hidden);
-    fx_close(&x);
-}
-
-/* ---- setup
- * ---------------------------------------------------------------------------------------- */
-
-/* Cache writes are batched: answers that arrive together cost one commit. */
-static void test_file_batched_writes(void **s)
-{
-    (void)s;
-    fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
-    fx_open(&x);
-    rt_ans a[N_PREFIX];
-    for (int i = 0; i < N_PREFIX; i++)
-        assert_int_equal(rt_resolve(x.r, PW, ranges[i].e[0].hash, &a[i]), 0);
-    assert_true(rt_wait(x.base, a, N_PREFIX, 10000));
-    rt_run_for(x.base, 30);
-    br_range_cache_usage u;
-    assert_int_equal(br_range_cache_stats(x.cache, &u), 0);
-    assert_int_equal(u.entries, N_PREFIX);
-    assert_int_equal(u.pending, 0);
-    if (u.commits > 2)
-        fail_msg("%d puts took %llu commits", N_PREFIX, (unsigned long long)u.commits);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
-    assert_true(st.flushes <= 2);
-    fx_close(&x);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    rt_clean_env();
-    g_dir = rt_mkdtemp("nginx");
-    rt_nginx_start(&g_nginx, g_dir, false);
-    for (int i = 0; i < N_PREFIX; i++) {
-        rt_range_gen(&ranges[i], PW, prefixes[i], 200 + 37 * (size_t)i, 100, (uint64_t)i + 1);
-        char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, prefixes[i]);
-        rt_range_write(&ranges[i], styles[i], path);
-        free(path);
-    }
-    rt_range_gen(&url_range, URLK, URL_PREFIX, 50, 0, 77);
-    char *path = rt_fmt("%s/range/%05X.txt", g_nginx.www, URL_PREFIX);
-    rt_range_write(&url_range, RT_LOWER | RT_LF, path);
-    free(path);
-    /* a file for the 500 location that must never be served */
-    path = rt_fmt("%s/range/EEEEE.txt", g_nginx.www);
-    rt_range_write(&ranges[0], 0, path);
-    free(path);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    rt_nginx_stop(&g_nginx);
-    for (int i = 0; i < N_PREFIX; i++)
-        rt_range_free(&ranges[i]);
-    rt_range_free(&url_range);
-    if (!getenv("RTEST_KEEP"))
-        rt_rmrf(g_dir);
-    free(g_dir);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,15 +391,10 @@ int main(void)
         cmocka_unit_test(test_url_kind),
         cmocka_unit_test(test_access_log_privacy),
         cmocka_unit_test(test_https_http2),
-        cmocka_unit_test(test_file_counts),
-        cmocka_unit_test(test_file_missing_not_cached),
-        cmocka_unit_test(test_file_too_large),
-        cmocka_unit_test(test_file_coalescing_and_stale),
-        cmocka_unit_test(test_file_batched_writes),
     };
     if (access("/usr/sbin/nginx", X_OK) != 0) {
         printf("SKIP: /usr/sbin/nginx is missing (Debian package nginx-light)\n");
         return 77;
     }
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, mirror_setup_nginx, mirror_teardown);
 }

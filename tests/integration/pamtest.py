@@ -1,0 +1,477 @@
+# SPDX-License-Identifier: MIT
+"""Harness of the pam_breachd.so tests (issue 6; the tests are in
+test_pam.py, which runs main() here): pamtester runs PAM under pam_wrapper
+(LD_PRELOAD=libpam_wrapper.so, PAM_WRAPPER_SERVICE_DIR = service files
+written here), with pam_matrix.so as the module that stores the password,
+and a real breachd on a temp socket (demo corpus, filter, file:// mirror).
+Password prompts are answered from pamtester's stdin.
+
+  * pam_matrix prompts for the old password in PAM_PRELIM_CHECK and for the
+    new one twice in PAM_UPDATE_AUTHTOK (it never reads PAM_AUTHTOK), so the
+    input of a successful change is: old, new, new (pam_breachd), new, new
+    (pam_matrix).
+  * That pam_breachd leaves the password in PAM_AUTHTOK for the next modules
+    is checked with pam_get_items.so (copies the PAM items into the PAM
+    environment) and pam_exec.so running a script that records
+    $PAM_AUTHTOK.
+  * use_authtok: pam_set_items.so, earlier in the stack, sets PAM_AUTHTOK
+    from the environment variable of the same name.
+  * pam_syslog() lines reach stderr through pam_wrapper
+    (PAM_WRAPPER_DEBUGLEVEL=2, no trace level: that one prints PAM items).
+
+setup() makes everything the tests share, once per run under one mkdtemp()
+directory: the corpus and its filter, breachd with the mirror (GOOD) and
+without it (NOMIRROR), fake daemons (FAKES: "err", "close", "hang"). Ctx is
+one test's service directory and pam_matrix password file; chauthtok() runs
+pamtester and collects every pam_syslog line and every password typed for
+the leak check (test_pam.py's no_secrets_in_logs). main() exits 0 when every
+test passed, 1 when one failed, 77 when the tools are missing (pamtester,
+libpam-wrapper, john-data). Standard library only.
+"""
+import argparse
+import ctypes
+import glob
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ARGS = None
+ROOT = None
+TESTS = []
+ENV = {}         # the pam_wrapper environment
+SYSLOG = []      # every pam_syslog line seen, for the leak check
+SECRETS = set()  # every password typed, for the leak check
+DAEMONS = []     # breachd processes to stop
+# Set by setup(): tools, corpus {SHA1: count}, filter file, daemons.
+TOOLS = CORPUS = FILTER = GOOD = NOMIRROR = None
+FAKES = {}
+TEST_TIMEOUT_S = 120
+PAMTESTER_TIMEOUT_S = int(os.environ.get("PAMTESTER_TIMEOUT_S", "60"))
+
+
+class Skip(Exception):
+    pass
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def sha1hex(s):
+    return hashlib.sha1(s.encode()).hexdigest().upper()
+
+
+def die_with_parent():
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+# ---- tools -------------------------------------------------------------------
+
+def pkgconfig(*args):
+    try:
+        r = subprocess.run(["pkg-config"] + list(args), capture_output=True, text=True)
+    except OSError:
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def find_tools():
+    t = {"pamtester": shutil.which("pamtester")}
+    if not t["pamtester"]:
+        raise Skip("pamtester is not installed (Debian: pamtester)")
+    lib = pkgconfig("--libs", "pam_wrapper")
+    mods = pkgconfig("--variable=modules", "pam_wrapper")
+    if not lib:
+        lib = next(iter(glob.glob("/usr/lib/*/libpam_wrapper.so") +
+                        glob.glob("/usr/lib*/libpam_wrapper.so")), "")
+    if not mods and lib:
+        mods = os.path.join(os.path.dirname(lib), "pam_wrapper")
+    if not lib or not os.path.exists(lib):
+        raise Skip("libpam_wrapper.so not found (Debian: libpam-wrapper)")
+    for m in ("pam_matrix", "pam_get_items", "pam_set_items"):
+        p = os.path.join(mods, m + ".so")
+        if not os.path.exists(p):
+            raise Skip("%s not found (Debian: libpam-wrapper)" % p)
+        t[m] = p
+    t["libpam_wrapper"] = lib
+    return t
+
+
+# ---- processes ---------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, name, filt, mirror, mode="0666"):
+        d = os.path.join(ROOT, name)
+        os.makedirs(d)
+        self.sock = os.path.join(d, "breachd.sock")
+        self.conf = os.path.join(d, "breachd.conf")
+        self.log_path = os.path.join(d, "breachd.log")
+        with open(self.conf, "w") as f:
+            f.write("[daemon]\nsocket = %s\nsocket_mode = %s\nlog_level = info\n"
+                    "[passwords]\nfilter = %s\nupstream = file://%s/{prefix}.txt\n"
+                    "[cache]\npath = %s\n" % (self.sock, mode, filt, mirror,
+                                              os.path.join(d, "cache")))
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([ARGS.breachd, "--config", self.conf, "--foreground"],
+                                     stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        DAEMONS.append(self)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError("breachd exited %d:\n%s" % (self.proc.returncode,
+                                                                 self.read_log()))
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(2)
+                s.connect(self.sock)
+                s.sendall(b"r PING\n")
+                ok = s.recv(100) == b"r PONG\n"
+                s.close()
+                if ok:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("breachd not ready:\n" + self.read_log())
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+class FakeDaemon:
+    """A socket that answers PING with PONG and a PW request as told:
+    'err' -> ERR busy, 'hang' -> never, 'close' -> closes the connection."""
+
+    def __init__(self, name, mode):
+        self.mode = mode
+        self.sock = os.path.join(ROOT, name + ".sock")
+        self.srv = socket.socket(socket.AF_UNIX)
+        self.srv.bind(self.sock)
+        os.chmod(self.sock, 0o666)
+        self.srv.listen(16)
+        self.conns = []
+        self.stopping = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stopping:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
+
+    def handle(self, c):
+        buf = b""
+        try:
+            while True:
+                data = c.recv(4096)
+                if not data:
+                    return
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    rid, _, rest = line.decode().partition(" ")
+                    if rest == "PING":
+                        c.sendall(("%s PONG\n" % rid).encode())
+                    elif rest.startswith("PW "):
+                        if self.mode == "err":
+                            c.sendall(("%s ERR busy too many requests in flight\n" % rid).encode())
+                        elif self.mode == "close":
+                            c.close()
+                            return
+                        # hang: no answer
+        except OSError:
+            return
+
+    def stop(self):
+        self.stopping = True
+        self.srv.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class Result:
+    def __init__(self, rc, out, err, secs):
+        self.rc = rc
+        self.out = out
+        # pam_wrapper's lines (a prompt has no LF: one may start after it).
+        pwrap = re.compile(r"PWRAP_[A-Z]+\[[^]]*\] - (.*)$")
+        self.syslog = []  # pam_syslog() messages (without pid)
+        conv = []         # what the user saw: prompts and messages, result
+        for line in err.splitlines():
+            m = pwrap.search(line)
+            if m:
+                if m.group(1).startswith("SYSLOG("):
+                    self.syslog.append(m.group(1).split("): ", 1)[-1])
+                line = line[:m.start()]
+            if line:
+                conv.append(line)
+        self.conv = "\n".join(conv) + "\n" + out
+        self.secs = secs
+
+    def __repr__(self):
+        return "rc=%d\n--- conversation:\n%s\n--- syslog:\n%s" % (
+            self.rc, self.conv, "\n".join(self.syslog))
+
+
+class Ctx:
+    def __init__(self, name):
+        self.name = name
+        self.dir = os.path.join(ROOT, "t-" + name)
+        os.makedirs(self.dir)
+        os.chmod(self.dir, 0o777)  # pam_matrix and pam_exec write here, maybe as nobody
+        self.svcdir = os.path.join(self.dir, "services")
+        os.makedirs(self.svcdir)
+        self.passdb = os.path.join(self.dir, "passdb")
+        self.record = os.path.join(self.dir, "authtok.out")
+        self.recorder = os.path.join(self.dir, "record-authtok")
+        with open(self.recorder, "w") as f:
+            f.write("#!/bin/sh\nprintf '%%s' \"$PAM_AUTHTOK\" > '%s'\n" % self.record)
+        os.chmod(self.recorder, 0o755)
+        self.old = "old-Pa55word"
+
+    def reset(self):
+        """Before each run: alice's password is self.old, nothing recorded."""
+        with open(self.passdb, "w") as f:
+            f.write("alice:%s:%s\n" % (self.old, self.name))
+        os.chmod(self.passdb, 0o666)
+        if os.path.exists(self.record):
+            os.unlink(self.record)
+
+    def stored(self):
+        with open(self.passdb) as f:
+            return f.read().split(":")[1]
+
+    def recorded(self):
+        try:
+            with open(self.record) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def service(self, opts, sock, before=(), control="requisite", record=True):
+        """The service file: [before...] pam_breachd [pam_get_items pam_exec] pam_matrix."""
+        lines = list(before)
+        lines.append("password %s %s socket=%s %s" % (control, ARGS.module, sock, opts))
+        if record:
+            lines.append("password optional %s" % TOOLS["pam_get_items"])
+            lines.append("password optional pam_exec.so quiet %s" % self.recorder)
+        lines.append("password required %s passdb=%s" % (TOOLS["pam_matrix"], self.passdb))
+        with open(os.path.join(self.svcdir, self.name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(self.svcdir, "other"), "w") as f:
+            f.write("password required pam_deny.so\n")
+
+    def chauthtok(self, inputs, env=None, flags="", as_uid=None):
+        SECRETS.update(i for i in inputs if len(i) >= 6)
+        self.reset()
+        e = dict(os.environ)
+        for k in list(e):
+            if k.startswith("PAM_") or k.startswith("BREACHD_"):
+                del e[k]
+        e.update(ENV)
+        e["PAM_WRAPPER_SERVICE_DIR"] = self.svcdir
+        e.update(env or {})
+        argv = [TOOLS["pamtester"], self.name, "alice", "chauthtok" + flags]
+        if as_uid is not None:
+            # Preload pam_wrapper into pamtester only: in setpriv it would
+            # make a config directory that nothing removes.
+            argv = [shutil.which("setpriv"), "--reuid=%d" % as_uid, "--regid=%d" % as_uid,
+                    "--clear-groups", "env", "LD_PRELOAD=" + e.pop("LD_PRELOAD")] + argv
+        t0 = time.monotonic()
+        r = subprocess.run(argv, input="".join(i + "\n" for i in inputs), env=e,
+                           capture_output=True, text=True, timeout=PAMTESTER_TIMEOUT_S,
+                           cwd=self.dir)
+        res = Result(r.returncode, r.stdout, r.stderr, time.monotonic() - t0)
+        SYSLOG.extend(res.syslog)
+        if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", r.stderr):
+            raise AssertionError("sanitizer report:\n" + r.stderr[-6000:])
+        return res
+
+
+def expect_ok(ctx, r, new):
+    check(r.rc == 0 and "authentication token altered successfully" in r.conv,
+          "the change should succeed: %r" % r)
+    check(ctx.stored() == new, "pam_matrix should have stored the new password: %r" % r)
+    check(ctx.recorded() == new, "PAM_AUTHTOK after pam_breachd should be the new password "
+          "(recorded %r): %r" % (ctx.recorded(), r))
+
+
+def expect_refused(ctx, r, message, pam_error="Authentication token manipulation error"):
+    check(r.rc != 0, "the change should fail: %r" % r)
+    check(message in r.conv, "the user should see %r: %r" % (message, r))
+    check(pam_error in r.conv, "pamtester should report %r: %r" % (pam_error, r))
+    check(ctx.stored() == ctx.old, "the password should be unchanged: %r" % r)
+    check(ctx.recorded() is None, "no module after pam_breachd should have run: %r" % r)
+
+
+def has_log(r, pattern):
+    return any(re.search(pattern, l) for l in r.syslog)
+
+
+def breach_msg(word):
+    return "BAD PASSWORD: this password appeared in %d data breaches" % CORPUS[sha1hex(word)]
+
+
+def clean_password():
+    """A random passphrase that the filter answers "no" for (a "maybe", one
+    in about 65,536, would be resolved by the mirror: UNKNOWN there)."""
+    for _ in range(20):
+        pw = "clean-%s" % secrets.token_urlsafe(12)
+        r = subprocess.run([ARGS.breachctl, "filter", "query", FILTER, sha1hex(pw)],
+                           capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout.strip() == "no":
+            return pw
+    raise AssertionError("no clean password found: breachctl filter query: " + r.stderr)
+
+
+# ---- runner ------------------------------------------------------------------
+
+def setup():
+    global TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES
+    TOOLS = find_tools()
+    d = os.path.join(ROOT, "corpus")
+    r = subprocess.run([os.path.join(ARGS.source_root, "data", "demo", "make-corpus"), d,
+                        "--mirror", "--random", "2000"], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        if "no word list" in r.stderr:
+            raise Skip("make-corpus: no word list (Debian: john-data)")
+        raise AssertionError("make-corpus: " + r.stderr)
+    CORPUS = {}
+    with open(os.path.join(d, "corpus.txt")) as f:
+        for line in f:
+            h, c = line.strip().split(":")
+            CORPUS[h] = int(c)
+    for w in ("letmein", "123456", "qwerty"):
+        check(sha1hex(w) in CORPUS, "%r is not in the demo corpus" % w)
+    FILTER = os.path.join(d, "passwords.bfuse")
+    r = subprocess.run([ARGS.breachctl, "filter", "build", "--kind", "password-sha1",
+                        "--input", os.path.join(d, "corpus.txt"), "--output", FILTER,
+                        "--generation", "1"], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "filter build: " + r.stderr)
+    # Everything under ROOT must be reachable by the unprivileged user of
+    # user_enforced.
+    for dirpath, dirnames, _ in os.walk(ROOT):
+        os.chmod(dirpath, 0o755)
+    GOOD = Daemon("good", FILTER, os.path.join(d, "mirror"))
+    empty = os.path.join(ROOT, "empty-mirror")
+    os.makedirs(empty)
+    NOMIRROR = Daemon("nomirror", FILTER, empty)
+    FAKES = {m: FakeDaemon("fake-" + m, m) for m in ("err", "close", "hang")}
+    ENV.update({
+        "LD_PRELOAD": ":".join(([ARGS.preload] if ARGS.preload else []) +
+                               [TOOLS["libpam_wrapper"]]),
+        "PAM_WRAPPER": "1",
+        "PAM_WRAPPER_DEBUGLEVEL": "2",
+    })
+    if ARGS.preload:
+        # ASan-built module in a plain pamtester: the ASan runtime must come
+        # first; pam_wrapper's RTLD_DEEPBIND does not mix with sanitizers.
+        # ASAN_OPTIONS (leak checks included) are the caller's.
+        ENV["PAM_WRAPPER_DISABLE_DEEPBIND"] = "1"
+
+
+def _alarm(signum, frame):
+    raise AssertionError("test took longer than %ds" % TEST_TIMEOUT_S)
+
+
+def main():
+    global ARGS, ROOT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--breachd", required=True)
+    ap.add_argument("--breachctl", required=True)
+    ap.add_argument("--module", required=True, help="pam_breachd.so")
+    ap.add_argument("--source-root", required=True)
+    ap.add_argument("--preload", default="", help="sanitizer runtime to LD_PRELOAD")
+    ap.add_argument("--keep", action="store_true", help="keep the temp directory")
+    ap.add_argument("only", nargs="*")
+    ARGS = ap.parse_args()
+    ARGS.module = os.path.abspath(ARGS.module)
+    ROOT = tempfile.mkdtemp(prefix="breachd-pam.", dir="/tmp")
+    os.chmod(ROOT, 0o755)
+    signal.signal(signal.SIGALRM, _alarm)
+    passed = failed = skipped = 0
+    try:
+        try:
+            t0 = time.monotonic()
+            setup()
+            print("%-20s ok (%.2f s)" % ("setup", time.monotonic() - t0), flush=True)
+        except Skip as e:
+            print("SKIP: %s" % e)
+            return 77
+        for fn in TESTS:
+            if ARGS.only and not any(o in fn.__name__ for o in ARGS.only):
+                continue
+            ctx = Ctx(fn.__name__)
+            t0 = time.monotonic()
+            signal.alarm(TEST_TIMEOUT_S)
+            try:
+                fn(ctx)
+                status = "ok"
+                passed += 1
+            except Skip as e:
+                status = "SKIP (%s)" % e
+                skipped += 1
+            except Exception:
+                status = "FAIL"
+                failed += 1
+                print("---- %s failed:" % fn.__name__)
+                traceback.print_exc(file=sys.stdout)
+            finally:
+                signal.alarm(0)
+            print("%-20s %s (%.2f s)" % (fn.__name__, status, time.monotonic() - t0), flush=True)
+        while DAEMONS:
+            d = DAEMONS.pop()
+            rc = d.stop()
+            if rc != 0:
+                print("breachd (%s) exited %d:\n%s" % (d.conf, rc, d.read_log()[-3000:]))
+                failed += 1
+    finally:
+        for d in DAEMONS:
+            d.stop()
+        for f in (FAKES or {}).values():
+            f.stop()
+        if ARGS.keep:
+            print("kept " + ROOT)
+        else:
+            shutil.rmtree(ROOT, ignore_errors=True)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    if failed:
+        return 1
+    return 77 if passed == 0 else 0

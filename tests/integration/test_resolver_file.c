@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* The resolver reading a generated HIBP-style mirror through file:// (no
+ * server): every body style's counts, padding and absent hashes; missing,
+ * empty, garbage and oversized files are errors and not cached; coalescing
+ * and stale answers when a file disappears; batched cache writes. The same
+ * mirror over nginx is test_resolver_nginx.c; the fixture (mirror, a
+ * resolver per test) is mirror_fx.c. */
+#include <errno.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "config.h"
+#include "mirror_fx.h"
+#include "range_cache.h"
+#include "resolver.h"
+#include "rtest.h"
+
+static char *file_template(void)
+{
+    return rt_fmt("file://%s/range/{prefix}.txt", g_www);
+}
+
+/* ---- file:// ------------------------------------------------------------------------------------
+ */
+
+static void test_file_counts(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    for (int i = 0; i < N_PREFIX; i++)
+        check_range(&x, &ranges[i]);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.fetches, N_PREFIX);
+    fx_close(&x);
+}
+
+static void test_file_missing_not_cached(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    uint8_t h[20];
+    rt_hash_with_prefix(PW, P_MISSING, 1, h);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.transfers, 1);
+    assert_int_equal(us.err_http, 1);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+
+    /* an empty file and a garbage file: errors, not cached */
+    char *empty = rt_fmt("%s/range/0E0E0.txt", g_www);
+    rt_write_file(empty, "", 0);
+    rt_hash_with_prefix(PW, 0x0E0E0, 1, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    char *garbage = rt_fmt("%s/range/0E0E1.txt", g_www);
+    rt_write_file(garbage, "not a range\n", 12);
+    rt_hash_with_prefix(PW, 0x0E0E1, 1, h);
+    res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_unknown(&res, BR_REASON_ERROR);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+    unlink(empty);
+    unlink(garbage);
+    free(empty);
+    free(garbage);
+    fx_close(&x);
+}
+
+static void test_file_too_large(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    x.cfg.upstream.max_body = 1000; /* the mirror files are bigger */
+    fx_open(&x);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[P_CRLF_PADDED].e[0].hash);
+    assert_unknown(&res, BR_REASON_ERROR);
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.err_too_large, 1);
+    assert_int_equal(rt_cache_entries(x.cache), 0);
+    fx_close(&x);
+}
+
+static void test_file_coalescing_and_stale(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    const rt_range *rg = &ranges[P_COALESCE];
+    enum { N = 100 };
+    rt_ans a[N];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rt_resolve(x.r, PW, rg->e[(size_t)i % rg->n].hash, &a[i]), 0);
+    assert_true(rt_wait(x.base, a, N, 10000));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(a[i].calls, 1);
+        assert_int_equal(a[i].res.count, rg->e[(size_t)i % rg->n].count);
+    }
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    assert_int_equal(us.transfers, 1);
+
+    /* the file disappears: stale answers within max_stale */
+    char *path = rt_fmt("%s/range/%05X.txt", g_www, rg->prefix);
+    char *hidden = rt_fmt("%s.hidden", path);
+    assert_int_equal(rename(path, hidden), 0);
+    x.clock.now += 120;
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, rg->e[0].hash);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_true(res.stale);
+    assert_int_equal(rename(hidden, path), 0);
+    free(path);
+    free(hidden);
+    fx_close(&x);
+}
+
+/* Cache writes are batched: answers that arrive together cost one commit. */
+static void test_file_batched_writes(void **s)
+{
+    (void)s;
+    fx x;
+    char *t = file_template();
+    fx_init(&x, t);
+    free(t);
+    fx_open(&x);
+    rt_ans a[N_PREFIX];
+    for (int i = 0; i < N_PREFIX; i++)
+        assert_int_equal(rt_resolve(x.r, PW, ranges[i].e[0].hash, &a[i]), 0);
+    assert_true(rt_wait(x.base, a, N_PREFIX, 10000));
+    rt_run_for(x.base, 30);
+    br_range_cache_usage u;
+    assert_int_equal(br_range_cache_stats(x.cache, &u), 0);
+    assert_int_equal(u.entries, N_PREFIX);
+    assert_int_equal(u.pending, 0);
+    if (u.commits > 2)
+        fail_msg("%d puts took %llu commits", N_PREFIX, (unsigned long long)u.commits);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_true(st.flushes <= 2);
+    fx_close(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_counts),
+        cmocka_unit_test(test_file_missing_not_cached),
+        cmocka_unit_test(test_file_too_large),
+        cmocka_unit_test(test_file_coalescing_and_stale),
+        cmocka_unit_test(test_file_batched_writes),
+    };
+    return cmocka_run_group_tests(tests, mirror_setup_files, mirror_teardown);
+}
