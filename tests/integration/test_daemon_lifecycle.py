@@ -333,12 +333,14 @@ def background_start(ctx):
 
 # ---- systemd ----
 
-def activated_daemon(ctx, conf, listen_fds="1", own_pid=True):
-    """breachd with a listening socket as fd 3 and LISTEN_FDS/LISTEN_PID."""
+def activated_daemon(ctx, conf, listen_fds="1", own_pid=True, ls=None, env=None):
+    """breachd with a listening socket as fd 3 and LISTEN_FDS/LISTEN_PID: a
+    new one, or ls (a socket an earlier instance had, as systemd keeps it)."""
     path = ctx.path("activated.sock")
-    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    ls.bind(path)
-    ls.listen(64)
+    if ls is None:
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind(path)
+        ls.listen(64)
     fd = ls.fileno()
 
     def to_fd3():
@@ -353,7 +355,7 @@ def activated_daemon(ctx, conf, listen_fds="1", own_pid=True):
             dtest.ARGS.breachd, "--config", conf, "--foreground"]
     log_path = ctx.path("activated.log")
     log = open(log_path, "wb")
-    p = subprocess.Popen(argv, env=dtest.base_env({"LISTEN_FDS": listen_fds}),
+    p = subprocess.Popen(argv, env=dtest.base_env(dict(env or {}, LISTEN_FDS=listen_fds)),
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                          close_fds=False, preexec_fn=to_fd3)
     log.close()
@@ -398,6 +400,68 @@ def socket_activation(ctx):
     check(rc != 0, "started with LISTEN_FDS=2")
     check("socket activation" in d.log(), "log: %r" % d.log())
     ls.close()
+
+
+@test
+def socket_activation_drain_and_handover(ctx):
+    """SIGTERM with a systemd socket: the request in flight is answered, a
+    client that connects during the drain waits in the backlog (systemd's
+    socket is not accepted from, so it is not refused) and the next instance
+    on the same socket answers it: a restart loses no request."""
+    port = ctx.faultserver()
+    conf = ctx.config(socket_path=ctx.path("configured.sock"),
+                      passwords={"filter": "",
+                                 "upstream": "http://127.0.0.1:%d/delay/{prefix}" % port})
+    d, ls = activated_daemon(ctx, conf, env={"BREACHD_DRAIN_TIMEOUT_MS": 8000})
+    d.wait_ready()
+    pending = d.client(timeout=30)
+    pending.send("1 PW 12ABC%s\n" % HIT)
+    dtest.wait_for(lambda: d.stats()["requests_in_flight"] == 1, what="the request in flight")
+    d.send_signal(signal.SIGTERM)
+    dtest.wait_for(lambda: "stopping" in d.log(), what="the drain to start")
+    late = dtest.Client(d.sock, timeout=30)  # connects: the kernel queues it
+    late.send("7 PING\n")
+    eq(pending.line(timeout=20), "1 PWNED 42", "the request in flight is answered")
+    pending.expect_eof()
+    eq(d.proc.wait(timeout=15), 0, "exit status")
+    check(os.path.exists(d.sock), "breachd removed the socket systemd owns")
+    try:
+        got = late.line(timeout=0.5)
+    except dtest.Timeout:
+        got = None
+    check(got is None, "a connection made during the drain was answered by the old "
+          "instance: %r" % got)
+    d2, _ = activated_daemon(ctx, conf, ls=ls)
+    eq(late.line(timeout=20), "7 PONG", "the queued connection, served by the next instance")
+    late.close()
+    d2.wait_ready()
+    d2.stop_ok()
+    ls.close()
+
+
+@test
+def journal_stream_prefixes(ctx):
+    """With stderr the stream JOURNAL_STREAM names, each line carries the
+    syslog level as "<N>" for journald; with any other stderr it does not."""
+    conf = ctx.config()
+    for matching in (True, False):
+        # The Daemon's log file: made here first to learn its inode (the
+        # Daemon opens the same path again, which keeps the inode).
+        log_path = ctx.path("breachd-%d.log" % len(ctx.daemons))
+        with open(log_path, "wb") as f:
+            st = os.fstat(f.fileno())
+        js = "%d:%d" % (st.st_dev, st.st_ino if matching else st.st_ino + 1)
+        d = ctx.daemon(conf, env={"JOURNAL_STREAM": js})
+        eq(d.log_path, log_path, "log path")
+        d.stop_ok()
+        lines = [ln for ln in open(log_path).read().splitlines() if ln]
+        check(lines, "no log lines")
+        prefixed = [ln for ln in lines if re.match(r"<[0-7]>", ln)]
+        if matching:
+            eq(len(prefixed), len(lines), "lines without a <N> prefix: %r" % lines)
+            check(any(ln.startswith("<6>") for ln in lines), "no info line <6>: %r" % lines)
+        else:
+            eq(prefixed, [], "prefixes on a stderr that is not the journal")
 
 
 def recv_notify(ns, timeout=10):
