@@ -74,6 +74,14 @@ typedef struct br_download_progress {
 
 typedef void (*br_download_progress_fn)(void *ctx, const br_download_progress *p, bool final);
 
+/* How a file is written before it gets its final name (opts.temp_files). */
+typedef enum br_download_temp {
+    BR_DOWNLOAD_TEMP_AUTO = 0, /* the first of the next three the directory allows */
+    BR_DOWNLOAD_TEMP_LINK,     /* O_TMPFILE, linkat(AT_EMPTY_PATH) */
+    BR_DOWNLOAD_TEMP_PROC,     /* O_TMPFILE, linkat through /proc/self/fd */
+    BR_DOWNLOAD_TEMP_NAMED,    /* DIR/.dl-XXXXX.tmp, renameat */
+} br_download_temp;
+
 typedef struct br_download_opts {
     const char *out_dir;      /* required; created (one level) when missing */
     const char *url_template; /* NULL: BR_DOWNLOAD_DEFAULT_UPSTREAM */
@@ -82,14 +90,16 @@ typedef struct br_download_opts {
     bool force;               /* refetch everything, unconditionally */
     const char *single_file;  /* also write HASH40:COUNT lines here (complete runs only) */
     /* tuning; 0 means the default */
-    uint32_t max_fetches;      /* fetches of one prefix per run: 3 (at most 255) */
-    uint32_t stall_ms;         /* give up when nothing was answered for this long: 300 s */
-    uint32_t batch_files;      /* files per durable batch: 4096 */
-    uint32_t batch_ms;         /* longest a written file waits for its batch: 1000 */
-    uint32_t h2_streams;       /* HTTP/2 streams per connection: max(8, parallel / 4) */
-    const char *ca_file;       /* NULL: the system store */
-    const char *proxy;         /* NULL: libcurl's environment variables */
-    volatile sig_atomic_t *stop; /* polled: non-zero stops the run (it stays resumable) */
+    uint32_t max_fetches;             /* fetches of one prefix per run: 3 (at most 255) */
+    uint32_t stall_ms;                /* give up when nothing was answered for this long: 300 s */
+    uint32_t batch_files;             /* files per durable batch: 4096 */
+    uint32_t batch_ms;                /* longest a written file waits for its batch: 1000 */
+    uint32_t h2_streams;              /* HTTP/2 streams per connection: max(8, parallel / 4) */
+    br_download_temp temp_files;      /* AUTO; the others are for tests (a mode the directory
+                                         does not allow fails the run) */
+    const char *ca_file;              /* NULL: the system store */
+    const char *proxy;                /* NULL: libcurl's environment variables */
+    volatile sig_atomic_t *stop;      /* polled: non-zero stops the run (it stays resumable) */
     br_download_progress_fn progress; /* called about every progress_ms and once at the end */
     void *progress_ctx;
     uint32_t progress_ms; /* 0: 250 */

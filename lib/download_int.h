@@ -53,12 +53,12 @@ typedef struct dl_index {
     int dirfd;
     dl_entry *e; /* DL_NPREFIX entries */
     char *upstream;
-    int jfd;             /* journal, O_APPEND; -1 until opened */
-    uint64_t jbytes;     /* bytes in the journal */
-    uint64_t jrecords;   /* records loaded from the journal */
-    uint64_t bad_lines;  /* index / journal lines ignored (torn or corrupt) */
-    bool rewrite;        /* the index file should be rewritten (other upstream, bad lines) */
-    bool index_exists;   /* DIR has an index file */
+    int jfd;            /* journal, O_APPEND; -1 until opened */
+    uint64_t jbytes;    /* bytes in the journal */
+    uint64_t jrecords;  /* records loaded from the journal */
+    uint64_t bad_lines; /* index / journal lines ignored (torn or corrupt) */
+    bool rewrite;       /* the index file should be rewritten (other upstream, bad lines) */
+    bool index_exists;  /* DIR has an index file */
     /* session: one bit per prefix confirmed in this session (atomic OR) */
     uint64_t *bits;
     int64_t session_start_ns; /* wall clock */
@@ -146,8 +146,8 @@ typedef struct dl_writer {
     char errtext[256];
 } dl_writer;
 
-int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t batch_ms,
-                    br_error *err);
+int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t batch_files,
+                    uint32_t batch_ms, br_error *err);
 /* Queue a job (takes ownership). */
 void dl_writer_push(dl_writer *w, dl_job *j);
 /* Jobs and bytes waiting. */

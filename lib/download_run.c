@@ -226,8 +226,8 @@ int br_download_run(const br_download_opts *o, br_download_result *res, br_error
         return br_error_set(err, -EINVAL, "download: no output directory");
     if (o->first > o->last || o->last > 0xFFFFF)
         return br_error_set(err, -EINVAL, "download: bad prefix range");
-    const char *tmpl = o->url_template && *o->url_template ? o->url_template
-                                                           : BR_DOWNLOAD_DEFAULT_UPSTREAM;
+    const char *tmpl =
+        o->url_template && *o->url_template ? o->url_template : BR_DOWNLOAD_DEFAULT_UPSTREAM;
     dl_run r = {.o = o, .first = o->first, .last = o->last};
     r.total = o->last - o->first + 1;
     r.parallel = o->parallel ? BR_MIN(o->parallel, (uint32_t)BR_DOWNLOAD_MAX_PARALLEL)
@@ -266,7 +266,7 @@ int br_download_run(const br_download_opts *o, br_download_result *res, br_error
     rc = make_upstream(&r, tmpl, err);
     if (rc < 0)
         goto out;
-    rc = dl_writer_start(&r.w, &r.ix, o->batch_files, o->batch_ms, err);
+    rc = dl_writer_start(&r.w, &r.ix, o->temp_files, o->batch_files, o->batch_ms, err);
     if (rc < 0)
         goto out;
     if (dl_loop_run(&r) < 0) {

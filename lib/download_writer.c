@@ -63,7 +63,8 @@ struct dl_batch {
     uint64_t first_ns;
 };
 
-static void set_error(dl_writer *w, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_error(dl_writer *w, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void set_error(dl_writer *w, int rc, const char *fmt, ...)
 {
     pthread_mutex_lock(&w->mu);
@@ -142,7 +143,8 @@ static int write_temp(dl_writer *w, const dl_job *j, item *it)
         fd = openat(w->ix->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     } else {
         dl_name_temp(j->prefix, name);
-        fd = openat(w->ix->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd =
+            openat(w->ix->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     }
     if (fd < 0) {
         set_error(w, -errno, "creating a temporary file in the output directory: %s",
@@ -449,34 +451,59 @@ static void *committer_main(void *arg)
 
 /* ---- setup -------------------------------------------------------------------- */
 
-/* Can DIR take anonymous temp files that are linked in later, and how? */
-static bool probe_tmpfile(int dirfd, bool *empty_path)
+/* Can DIR take anonymous temp files linked in later with this linkat? */
+static bool probe_tmpfile(int dirfd, bool empty_path)
 {
-    for (int mode = 1; mode >= 0; mode--) {
-        int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
-            return false;
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    unlinkat(dirfd, PROBE_NAME, 0);
+    bool ok = flink_with(dirfd, fd, PROBE_NAME, empty_path) == 0;
+    if (ok)
         unlinkat(dirfd, PROBE_NAME, 0);
-        bool ok = flink_with(dirfd, fd, PROBE_NAME, mode) == 0;
-        if (ok)
-            unlinkat(dirfd, PROBE_NAME, 0);
-        close(fd);
-        if (ok) {
-            *empty_path = mode;
-            return true;
-        }
-    }
-    return false;
+    close(fd);
+    return ok;
 }
 
-int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t batch_ms,
-                    br_error *err)
+/* Choose how temp files are made: 0, or -EOPNOTSUPP when a mode asked for
+ * is not possible in DIR. */
+static int choose_temp(dl_writer *w, br_download_temp temp)
+{
+    int dirfd = w->ix->dirfd;
+    switch (temp) {
+    case BR_DOWNLOAD_TEMP_AUTO:
+        w->empty_path = true;
+        w->tmpfile = probe_tmpfile(dirfd, true);
+        if (!w->tmpfile) {
+            w->empty_path = false;
+            w->tmpfile = probe_tmpfile(dirfd, false);
+        }
+        return 0;
+    case BR_DOWNLOAD_TEMP_LINK:
+    case BR_DOWNLOAD_TEMP_PROC:
+        w->empty_path = temp == BR_DOWNLOAD_TEMP_LINK;
+        w->tmpfile = probe_tmpfile(dirfd, w->empty_path);
+        return w->tmpfile ? 0 : -EOPNOTSUPP;
+    case BR_DOWNLOAD_TEMP_NAMED:
+        w->tmpfile = false;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t batch_files,
+                    uint32_t batch_ms, br_error *err)
 {
     memset(w, 0, sizeof(*w));
     w->ix = ix;
     w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
     w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
-    w->tmpfile = probe_tmpfile(ix->dirfd, &w->empty_path);
+    int rc = choose_temp(w, temp);
+    if (rc < 0)
+        return br_error_set(err, rc,
+                            "the output directory does not allow the temporary files "
+                            "asked for (O_TMPFILE linked %s)",
+                            temp == BR_DOWNLOAD_TEMP_LINK ? "with AT_EMPTY_PATH" : "through /proc");
     if (w->tmpfile) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -498,7 +525,7 @@ int dl_writer_start(dl_writer *w, dl_index *ix, uint32_t batch_files, uint32_t b
     pthread_cond_init(&w->cv_commit, &ca);
     pthread_cond_init(&w->cv_space, &ca);
     pthread_condattr_destroy(&ca);
-    int rc = pthread_create(&w->committer, NULL, committer_main, w);
+    rc = pthread_create(&w->committer, NULL, committer_main, w);
     if (rc != 0)
         return br_error_set(err, -rc, "committer thread: %s", strerror(rc));
     w->committer_started = true;

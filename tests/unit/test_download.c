@@ -67,7 +67,8 @@ static void test_parse_range(void **state)
     assert_int_equal(b, 0xFFFFF);
     assert_int_equal(br_download_parse_range("ABCDE", &a, &b), 0);
     assert_true(a == 0xABCDE && b == 0xABCDE);
-    const char *bad[] = {"", "-", "1-", "-1", "10-1", "123456-1", "0-123456", "G-1", "1 -2", "1--2"};
+    const char *bad[] = {"",         "-",        "1-",  "-1",   "10-1",
+                         "123456-1", "0-123456", "G-1", "1 -2", "1--2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(br_download_parse_range(bad[i], &a, &b), -EINVAL);
 }
@@ -84,7 +85,8 @@ static void test_index_roundtrip(void **state)
         ix.e[p].size = p;
         ix.e[p].mtime_ns = -(int64_t)p * 1000; /* any value, negative ones too */
         memset(ix.e[p].hash, (int)p, DL_HASH_LEN);
-        ix.e[p].val = dl_val_make(p & 1 ? "W/\"abc def\"" : "", p & 2 ? "Mon, 01 Jan 2024 00:00:00 GMT" : "");
+        ix.e[p].val =
+            dl_val_make(p & 1 ? "W/\"abc def\"" : "", p & 2 ? "Mon, 01 Jan 2024 00:00:00 GMT" : "");
     }
     assert_int_equal(dl_index_compact(&ix, NULL), 0);
     /* a journal record after the index overrides it; a torn one is ignored */
@@ -165,7 +167,8 @@ static void test_session(void **state)
     dl_session_begin(&ix, false);
     assert_true(ix.session_resumed);
     assert_true(ix.session_force);
-    assert_true(dl_session_has(&ix, 0) && dl_session_has(&ix, 0xFFFFF) && dl_session_has(&ix, 0x12345));
+    assert_true(dl_session_has(&ix, 0) && dl_session_has(&ix, 0xFFFFF) &&
+                dl_session_has(&ix, 0x12345));
     assert_false(dl_session_has(&ix, 1));
     dl_session_begin(&ix, true); /* --force starts over */
     assert_false(ix.session_resumed);
@@ -229,12 +232,20 @@ static void test_single_file(void **state)
     free(dir);
 }
 
+static br_download_temp temp_mode; /* how test_file_runs writes its files */
+
 static int run(const char *mirror, const char *out, uint32_t first, uint32_t last, bool force,
                br_download_result *res)
 {
     char *tmpl = tu_path("file://%s/{prefix}.txt", mirror);
-    br_download_opts o = {.out_dir = out, .url_template = tmpl, .first = first, .last = last,
-                          .parallel = 8, .force = force, .batch_files = 16};
+    br_download_opts o = {.out_dir = out,
+                          .url_template = tmpl,
+                          .first = first,
+                          .last = last,
+                          .parallel = 8,
+                          .force = force,
+                          .batch_files = 16,
+                          .temp_files = temp_mode};
     br_error err = {{0}};
     int rc = br_download_run(&o, res, &err);
     if (rc < 0)
@@ -243,9 +254,11 @@ static int run(const char *mirror, const char *out, uint32_t first, uint32_t las
     return rc;
 }
 
-static void test_file_runs(void **state)
+/* A full run, a re-run, changes, failures, a resume and a removed file, with
+ * the temp files made the given way (every way a filesystem may force). */
+static void file_runs(br_download_temp mode)
 {
-    (void)state;
+    temp_mode = mode;
     char *root = tu_mkdtemp();
     char *mirror = tu_path("%s/mirror", root), *out = tu_path("%s/out", root);
     mkdir(mirror, 0755);
@@ -297,13 +310,18 @@ static void test_file_runs(void **state)
     assert_int_equal(res.p.requests, 2);
     assert_int_equal(count_dir(out, 0x200, 0x2FF, mirror), 256);
 
-    /* a file removed behind its back is fetched again */
+    /* a file removed behind its back is fetched again; a killed run's named
+     * temp file is removed */
     unlink(f);
+    char *stale = tu_path("%s/.dl-00260.tmp", out);
+    assert_int_equal(tu_write_file(stale, "partial", 7), 0);
     assert_int_equal(run(mirror, out, 0x200, 0x2FF, true, &res), 0);
     assert_true(res.complete);
     assert_int_equal(res.p.written, 1);
     assert_int_equal(res.p.unchanged, 255);
     assert_int_equal(count_dir(out, 0x200, 0x2FF, mirror), 256);
+    assert_int_equal(access(stale, F_OK), -1);
+    free(stale);
 
     /* no temp files, no session, no journal left */
     char *names[] = {BR_DOWNLOAD_SESSION_NAME, BR_DOWNLOAD_JOURNAL_NAME, ".dl-00250.tmp"};
@@ -322,12 +340,34 @@ static void test_file_runs(void **state)
     free(root);
 }
 
+static void test_file_runs_auto(void **state)
+{
+    (void)state;
+    file_runs(BR_DOWNLOAD_TEMP_AUTO);
+}
+
+static void test_file_runs_named_temp(void **state)
+{
+    (void)state;
+    file_runs(BR_DOWNLOAD_TEMP_NAMED);
+}
+
+static void test_file_runs_proc_link(void **state)
+{
+    (void)state;
+    file_runs(BR_DOWNLOAD_TEMP_PROC);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_range), cmocka_unit_test(test_index_roundtrip),
-        cmocka_unit_test(test_session),     cmocka_unit_test(test_single_file),
-        cmocka_unit_test(test_file_runs),
+        cmocka_unit_test(test_parse_range),
+        cmocka_unit_test(test_index_roundtrip),
+        cmocka_unit_test(test_session),
+        cmocka_unit_test(test_single_file),
+        cmocka_unit_test(test_file_runs_auto),
+        cmocka_unit_test(test_file_runs_named_temp),
+        cmocka_unit_test(test_file_runs_proc_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
