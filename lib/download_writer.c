@@ -147,8 +147,8 @@ static int write_temp(dl_writer *w, const dl_job *j, item *it)
             openat(w->ix->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     }
     if (fd < 0) {
-        set_error(w, -errno, "creating a temporary file in the output directory: %s",
-                  strerror(errno));
+        set_error(w, -errno, "creating a temporary file for %05X.txt in the output directory: %s",
+                  j->prefix, strerror(errno));
         return -1;
     }
     int rc = br_write_all(fd, j->body, j->len);
@@ -162,7 +162,8 @@ static int write_temp(dl_writer *w, const dl_job *j, item *it)
             close(fd);
         else
             unlinkat(w->ix->dirfd, name, 0);
-        set_error(w, rc, "writing a temporary file: %s", strerror(-rc));
+        set_error(w, rc, "writing %05X.txt (a temporary file until its batch is durable): %s",
+                  j->prefix, strerror(-rc));
         return -1;
     }
     it->file = true;
