@@ -165,17 +165,61 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
 }
 
 /* An easy handle for the next attempt: an idle one reset to the defaults, or a new one. */
-static CURL *easy_take(br_upstream *up)
+/* The options that are the same for every transfer of this upstream: set
+ * once on a new handle. A pooled handle keeps them (no curl_easy_reset: it
+ * would free and re-parse every string option on each request); the per
+ * request options are all set again by up_start_transfer. */
+static CURLcode easy_set_constant(br_upstream *up, CURL *e)
 {
-    if (up->npool) {
-        CURL *e = up->pool[--up->npool];
-        curl_easy_reset(e);
-        return e;
+    CURLcode c = CURLE_OK;
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (c == CURLE_OK)                                                                         \
+            c = curl_easy_setopt(e, opt, val);                                                     \
+    } while (0)
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_USERAGENT, "breachd/" BREACHD_VERSION);
+    SET(CURLOPT_WRITEFUNCTION, write_cb);
+    SET(CURLOPT_HEADERFUNCTION, header_cb);
+    SET(CURLOPT_ACCEPT_ENCODING, "");
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_SSL_VERIFYHOST, 2L);
+    SET(CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_PROXY_SSL_VERIFYHOST, 2L);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)up->max_body);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    SET(CURLOPT_PROTOCOLS_STR, "http,https,file");
+#else
+    SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
+#endif
+    if (up->is_https)
+        SET(CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on an HTTP/2 connection being set up */
+    if (up->proxy)
+        SET(CURLOPT_PROXY, up->proxy);
+    if (up->ca_file) {
+        SET(CURLOPT_CAINFO, up->ca_file);
+        SET(CURLOPT_PROXY_CAINFO, up->ca_file);
     }
-    return curl_easy_init();
+#undef SET
+    return c;
 }
 
-/* An easy handle out of the multi handle: kept for reuse (at most max_inflight). */
+static CURL *easy_take(br_upstream *up, CURLcode *c)
+{
+    *c = CURLE_OK;
+    if (up->npool)
+        return up->pool[--up->npool];
+    CURL *e = curl_easy_init();
+    if (e && (*c = easy_set_constant(up, e)) != CURLE_OK) {
+        curl_easy_cleanup(e);
+        return NULL;
+    }
+    return e;
+}
+
 static void easy_give(br_upstream *up, CURL *e)
 {
     if (up->pool && up->npool < up->max_inflight && !up->closing)
@@ -202,54 +246,33 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
             return -ENOMEM;
     }
 
-    CURL *e = easy_take(up);
-    if (!e)
-        return -ENOMEM;
+    CURLcode c = CURLE_OK;
+    CURL *e = easy_take(up, &c);
+    if (!e) {
+        if (c == CURLE_OK)
+            return -ENOMEM;
+        snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
+        return -EIO;
+    }
     uint64_t remaining_ms = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u : 1;
     if (remaining_ms == 0)
         remaining_ms = 1;
     uint64_t connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
 
-    CURLcode c = CURLE_OK;
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
         if (c == CURLE_OK)                                                                         \
             c = curl_easy_setopt(e, opt, val);                                                     \
     } while (0)
+    /* per request; the rest is easy_set_constant's */
     SET(CURLOPT_URL, url);
     SET(CURLOPT_PRIVATE, r);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_USERAGENT, "breachd/" BREACHD_VERSION);
     SET(CURLOPT_HTTPHEADER, r->headers);
-    SET(CURLOPT_WRITEFUNCTION, write_cb);
     SET(CURLOPT_WRITEDATA, r);
-    SET(CURLOPT_HEADERFUNCTION, header_cb);
     SET(CURLOPT_HEADERDATA, r);
-    SET(CURLOPT_ACCEPT_ENCODING, "");
-    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    SET(CURLOPT_FOLLOWLOCATION, 0L);
-    SET(CURLOPT_SSL_VERIFYPEER, 1L);
-    SET(CURLOPT_SSL_VERIFYHOST, 2L);
-    SET(CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
-    SET(CURLOPT_PROXY_SSL_VERIFYHOST, 2L);
-    SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)up->max_body);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    SET(CURLOPT_PROTOCOLS_STR, "http,https,file");
-#else
-    SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
-#endif
-    if (up->attempt_timeout_ms)
-        SET(CURLOPT_TIMEOUT_MS, (long)BR_MIN(up->attempt_timeout_ms, remaining_ms));
-    if (up->is_https)
-        SET(CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on an HTTP/2 connection being set up */
-    if (up->proxy)
-        SET(CURLOPT_PROXY, up->proxy);
-    if (up->ca_file) {
-        SET(CURLOPT_CAINFO, up->ca_file);
-        SET(CURLOPT_PROXY_CAINFO, up->ca_file);
-    }
+    SET(CURLOPT_TIMEOUT_MS,
+        up->attempt_timeout_ms ? (long)BR_MIN(up->attempt_timeout_ms, remaining_ms) : 0L);
 #undef SET
     if (c != CURLE_OK) {
         easy_give(up, e);
