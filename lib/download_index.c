@@ -99,7 +99,8 @@ static size_t header_line(const char *upstream, char *out, size_t cap)
     return (size_t)n;
 }
 
-/* Split a line (no newline) at tabs; true when the check field matches. */
+/* Split a line (no newline) at tabs; true when the check field matches and
+ * there are exactly nf fields. The line is only modified when true. */
 static bool line_fields(char *line, size_t len, char **f, size_t nf)
 {
     char *last_tab = memrchr(line, '\t', len);
@@ -108,6 +109,20 @@ static bool line_fields(char *line, size_t len, char **f, size_t nf)
     char want[9];
     snprintf(want, sizeof(want), "%08x", fnv1a(line, (size_t)(last_tab + 1 - line)));
     if (memcmp(want, last_tab + 1, 8) != 0)
+        return false;
+    /* Count the fields before cutting anything: a line that is not split
+     * stays intact (the first line is tried as the header, then as a record).
+     * No field holds a control byte: a line with one is corrupt, and a NUL
+     * would silently cut a field short. */
+    size_t tabs = 0;
+    for (const char *p = line; p < last_tab; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\t')
+            tabs++;
+        else if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    if (tabs + 1 != nf)
         return false;
     *last_tab = '\0';
     size_t k = 0;
