@@ -47,19 +47,12 @@
 
 #include "download_int.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void dir_remove(void);
 
 /* A failure removes the temporary directory too (abort skips atexit). */
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_download_index: check failed at line %d: %s\n", __LINE__,        \
-                    #cond);                                                                        \
-            dir_remove();                                                                          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define FUZZ_NAME "fuzz_download_index"
+#define FUZZ_ON_FAILURE() dir_remove()
+#include "fuzz_check.h"
 
 #define UPSTREAM_SEEDS "https://api.pwnedpasswords.com/range/{prefix}"
 #define UPSTREAM_OTHER "https://mirror.example/hibp/{prefix}"
@@ -117,17 +110,6 @@ static uint32_t fnv(const char *s, size_t n)
         h *= 16777619u;
     }
     return h;
-}
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 typedef struct field {
@@ -458,6 +440,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef BR_FUZZ_STANDALONE
-#define FUZZ_NAME "fuzz_download_index"
 #include "fuzz_replay.h"
 #endif

@@ -34,15 +34,8 @@
 
 #include "protocol.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_protocol: check failed at line %d: %s\n", __LINE__, #cond);      \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define FUZZ_NAME "fuzz_protocol"
+#include "fuzz_check.h"
 
 static const char *const verbs[] = {"PING", "VERSION", "PW", "URL", "STATS", "RELOAD"};
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -56,17 +49,6 @@ static bool id_char(unsigned char c)
 static bool ctl(unsigned char c)
 {
     return c < 0x20 || c == 0x7f;
-}
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* The line as the grammar sees it. */
@@ -297,6 +279,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef BR_FUZZ_STANDALONE
-#define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_replay.h"
 #endif

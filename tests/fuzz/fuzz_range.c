@@ -39,15 +39,8 @@
 #include "error.h"
 #include "range.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_range: check failed at line %d: %s\n", __LINE__, #cond);         \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define FUZZ_NAME "fuzz_range"
+#include "fuzz_check.h"
 
 #define SMALL_MAX 256
 #define MAX_W 30
@@ -66,17 +59,6 @@ typedef struct model {
     size_t n_cats; /* distinct categories on all lines, merged away or not */
     char (*cats)[BR_RANGE_CATEGORY_MAX + 1];
 } model;
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* One line (no terminator): 0 with *e filled, 1 for padding, -1 when bad. */
 static int model_line(br_range_kind kind, const char *s, size_t n, ment *e)
@@ -409,6 +391,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef BR_FUZZ_STANDALONE
-#define FUZZ_NAME "fuzz_range"
 #include "fuzz_replay.h"
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The standalone replay driver shared by the fuzz targets. Included at the end
- * of a target under -DBR_FUZZ_STANDALONE, with FUZZ_NAME defined to the
- * target's name: its arguments are files or directories of inputs, each
+/* The standalone replay driver shared by the fuzz targets, included at the
+ * end of a target under -DBR_FUZZ_STANDALONE (FUZZ_NAME is set for
+ * fuzz_check.h): its arguments are files or directories of inputs, each
  * replayed once through LLVMFuzzerTestOneInput. A failed check aborts. */
 #pragma once
 
@@ -15,9 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifndef FUZZ_NAME
-#error "define FUZZ_NAME before including fuzz_replay.h"
-#endif
+#include "fuzz_check.h"
 
 static size_t replayed;
 

@@ -23,15 +23,8 @@
 
 #include "url.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_url: check failed at line %d: %s\n", __LINE__, #cond);           \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define FUZZ_NAME "fuzz_url"
+#include "fuzz_check.h"
 
 static bool upper_hex(char c)
 {
@@ -116,6 +109,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef BR_FUZZ_STANDALONE
-#define FUZZ_NAME "fuzz_url"
 #include "fuzz_replay.h"
 #endif
