@@ -323,6 +323,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
         dl_fill_progress(r, &p);
         r->o->progress(r->o->progress_ctx, &p, false);
     }
+    dl_writer_flush(&r->w); /* at a slow rate, jobs wait at most a tick */
     feed(r);
 }
 

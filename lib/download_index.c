@@ -255,8 +255,9 @@ int dl_index_load(dl_index *ix, int dirfd, const char *upstream, br_error *err)
     ix->jfd = -1;
     ix->e = calloc(DL_NPREFIX, sizeof(*ix->e));
     ix->bits = calloc(DL_NPREFIX / 64, sizeof(uint64_t));
+    ix->placed = calloc(DL_NPREFIX / 64, sizeof(uint64_t));
     ix->upstream = strdup(upstream);
-    if (!ix->e || !ix->bits || !ix->upstream)
+    if (!ix->e || !ix->bits || !ix->placed || !ix->upstream)
         return br_error_set(err, -ENOMEM, "index: out of memory");
     uint64_t base_records;
     int rc = load_file(ix, BR_DOWNLOAD_INDEX_NAME, &base_records, NULL, err);
@@ -274,6 +275,12 @@ void dl_index_check_files(dl_index *ix, uint32_t first, uint32_t last)
         dl_entry *e = &ix->e[p];
         if (e->state == DL_E_NONE)
             continue;
+        /* linked by us after syncfs, the directory fsynced: a stat of each of
+         * a million new files would add ~1 s to the end of a full run */
+        if (dl_placed_has(ix, p)) {
+            e->state = DL_E_OK;
+            continue;
+        }
         char name[16];
         dl_name_final(p, name);
         struct stat st;
@@ -409,6 +416,7 @@ void dl_index_free(dl_index *ix)
     if (ix->jfd >= 0)
         close(ix->jfd);
     free(ix->bits);
+    free(ix->placed);
     free(ix->upstream);
     memset(ix, 0, sizeof(*ix));
     ix->jfd = -1;

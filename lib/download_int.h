@@ -65,13 +65,16 @@ typedef struct dl_index {
     bool session_force;
     bool session_resumed;
     bool session_dirty; /* atomic: bits set since the last save (by the main thread) */
+    /* one bit per file this process linked into place (set by the committer
+     * after the batch was durable): the end check does not stat them again */
+    uint64_t *placed;
 } dl_index;
 
 /* Load DIR's index and journal (missing: empty). Validators recorded for
  * another upstream template are dropped. 0 or -errno with err set. */
 int dl_index_load(dl_index *ix, int dirfd, const char *upstream, br_error *err);
 /* stat() the files of [first, last] that have a record: matching ones
- * become DL_E_OK. */
+ * become DL_E_OK. Files this process placed are DL_E_OK without a stat. */
 void dl_index_check_files(dl_index *ix, uint32_t first, uint32_t last);
 /* Write the whole index atomically (temp, fsync, rename, fsync DIR) and empty
  * the journal. */
@@ -100,6 +103,14 @@ static inline void dl_session_clear(dl_index *ix, uint32_t p)
 static inline bool dl_session_has(const dl_index *ix, uint32_t p)
 {
     return (__atomic_load_n(&ix->bits[p >> 6], __ATOMIC_RELAXED) >> (p & 63)) & 1;
+}
+static inline void dl_placed_set(dl_index *ix, uint32_t p)
+{
+    __atomic_fetch_or(&ix->placed[p >> 6], UINT64_C(1) << (p & 63), __ATOMIC_RELAXED);
+}
+static inline bool dl_placed_has(const dl_index *ix, uint32_t p)
+{
+    return (__atomic_load_n(&ix->placed[p >> 6], __ATOMIC_RELAXED) >> (p & 63)) & 1;
 }
 /* Write the session file atomically (no fsync: losing it only costs requests). */
 int dl_session_save(dl_index *ix);
@@ -130,7 +141,11 @@ typedef struct dl_writer {
     pthread_cond_t cv_commit; /* committer: batches or writer done */
     pthread_cond_t cv_space;  /* writer: room in the commit queue */
     dl_job *head, *tail;
-    size_t queued, queued_bytes; /* under mu */
+    size_t queued, queued_bytes; /* written under mu, read with __atomic loads */
+    /* the main thread's jobs not handed over yet (main thread only): one
+     * lock and at most one wake-up per DL_PUSH_BATCH jobs, not per job */
+    dl_job *phead, *ptail;
+    size_t pending, pending_bytes;
     bool finish;                 /* under mu: no more jobs are coming */
     dl_batch *cq_head, *cq_tail; /* under mu: batches waiting for the committer */
     size_t cq_len;
@@ -148,9 +163,11 @@ typedef struct dl_writer {
 
 int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t batch_files,
                     uint32_t batch_ms, br_error *err);
-/* Queue a job (takes ownership). */
+/* Queue a job (takes ownership). Jobs go to the writer thread in groups of
+ * DL_PUSH_BATCH, or at dl_writer_flush (the fetch loop's tick) and stop. */
 void dl_writer_push(dl_writer *w, dl_job *j);
-/* Jobs and bytes waiting. */
+void dl_writer_flush(dl_writer *w);
+/* Jobs and bytes waiting (not yet taken by the writer thread). */
 void dl_writer_backlog(dl_writer *w, size_t *jobs, size_t *bytes);
 /* Finish the queued work, commit the last batch, join. 0 or the writer's error. */
 int dl_writer_stop(dl_writer *w);

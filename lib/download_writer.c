@@ -40,6 +40,7 @@
 #include "util.h"
 
 #define SESSION_SAVE_NS 1000000000u
+#define DL_PUSH_BATCH 256
 #define LINE_MAX_LEN (BR_UPSTREAM_VALIDATOR_MAX * 2 + 160)
 #define FD_RESERVE (BR_DOWNLOAD_MAX_PARALLEL + 256) /* sockets and everything else */
 #define PROBE_NAME DL_TMP_PREFIX "probe" DL_TMP_SUFFIX
@@ -245,8 +246,8 @@ static void *writer_main(void *arg)
         }
         dl_job *jobs = w->head;
         w->head = w->tail = NULL;
-        w->queued = 0;
-        w->queued_bytes = 0;
+        __atomic_store_n(&w->queued, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->queued_bytes, 0, __ATOMIC_RELAXED);
         bool fin = w->finish;
         pthread_mutex_unlock(&w->mu);
 
@@ -396,8 +397,11 @@ static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
             return false;
         }
     }
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; i < b->n; i++) {
         dl_session_set(ix, b->it[i].prefix);
+        if (b->it[i].placed)
+            dl_placed_set(ix, b->it[i].prefix);
+    }
     __atomic_fetch_add(&w->written, files, __ATOMIC_RELEASE);
     __atomic_fetch_add(&w->unchanged, same, __ATOMIC_RELEASE);
     __atomic_fetch_add(&w->bytes_written, bytes, __ATOMIC_RELAXED);
@@ -547,30 +551,50 @@ int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t 
 void dl_writer_push(dl_writer *w, dl_job *j)
 {
     j->next = NULL;
+    if (w->ptail)
+        w->ptail->next = j;
+    else
+        w->phead = j;
+    w->ptail = j;
+    w->pending++;
+    w->pending_bytes += j->len;
+    if (w->pending >= DL_PUSH_BATCH)
+        dl_writer_flush(w);
+}
+
+/* Hand the pending jobs over: one lock and at most one wake-up per group.
+ * Pushing each job (a lock, and a wake-up whenever the writer had caught
+ * up) cost about 0.2 context switches per prefix more (perf stat, 262,144
+ * prefixes: 216k against 170-183k). */
+void dl_writer_flush(dl_writer *w)
+{
+    if (!w->phead)
+        return;
     pthread_mutex_lock(&w->mu);
     if (w->tail)
-        w->tail->next = j;
+        w->tail->next = w->phead;
     else
-        w->head = j;
-    w->tail = j;
-    w->queued++;
-    w->queued_bytes += j->len;
+        w->head = w->phead;
+    w->tail = w->ptail;
+    __atomic_store_n(&w->queued, w->queued + w->pending, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->queued_bytes, w->queued_bytes + w->pending_bytes, __ATOMIC_RELAXED);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
+    w->phead = w->ptail = NULL;
+    w->pending = w->pending_bytes = 0;
 }
 
 void dl_writer_backlog(dl_writer *w, size_t *jobs, size_t *bytes)
 {
-    pthread_mutex_lock(&w->mu);
-    *jobs = w->queued;
-    *bytes = w->queued_bytes;
-    pthread_mutex_unlock(&w->mu);
+    *jobs = __atomic_load_n(&w->queued, __ATOMIC_RELAXED) + w->pending;
+    *bytes = __atomic_load_n(&w->queued_bytes, __ATOMIC_RELAXED) + w->pending_bytes;
 }
 
 int dl_writer_stop(dl_writer *w)
 {
     if (!w->started)
         return dl_writer_error(w);
+    dl_writer_flush(w);
     pthread_mutex_lock(&w->mu);
     w->finish = true;
     pthread_cond_signal(&w->cv);

@@ -11,6 +11,7 @@ typedef struct sockctx sockctx;
 struct sockctx {
     sockctx *prev, *next;
     struct event *ev;
+    short kind; /* what ev watches; 0: not added */
 };
 
 static void sock_event_cb(evutil_socket_t fd, short what, void *arg)
@@ -33,6 +34,51 @@ void up_curl_timer_event_cb(evutil_socket_t fd, short what, void *arg)
     up_check_multi_info(up);
 }
 
+/* libcurl stops watching a keep-alive connection after each transfer and
+ * watches it again for the next one: the sockctx and its event are kept on a
+ * spare list and reused (event_assign), and a change that leaves the events
+ * as they are touches nothing, instead of an allocation and an event_new /
+ * event_free per request. */
+static sockctx *sock_get(br_upstream *up)
+{
+    sockctx *sc = up->spare_socks;
+    if (sc) {
+        up->spare_socks = sc->next;
+    } else {
+        sc = calloc(1, sizeof(*sc));
+        if (!sc)
+            return NULL;
+        sc->ev = event_new(up->base, -1, 0, sock_event_cb, up);
+        if (!sc->ev) {
+            free(sc);
+            return NULL;
+        }
+    }
+    sc->prev = NULL;
+    sc->next = up->socks;
+    if (up->socks)
+        up->socks->prev = sc;
+    up->socks = sc;
+    sc->kind = 0;
+    return sc;
+}
+
+static void sock_put(br_upstream *up, sockctx *sc)
+{
+    if (sc->kind)
+        event_del(sc->ev);
+    sc->kind = 0;
+    if (sc->prev)
+        sc->prev->next = sc->next;
+    else
+        up->socks = sc->next;
+    if (sc->next)
+        sc->next->prev = sc->prev;
+    sc->prev = NULL;
+    sc->next = up->spare_socks;
+    up->spare_socks = sc;
+}
+
 int up_curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
     (void)e;
@@ -41,14 +87,7 @@ int up_curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *soc
 
     if (what == CURL_POLL_REMOVE) {
         if (sc) {
-            event_free(sc->ev);
-            if (sc->prev)
-                sc->prev->next = sc->next;
-            else
-                up->socks = sc->next;
-            if (sc->next)
-                sc->next->prev = sc->prev;
-            free(sc);
+            sock_put(up, sc);
             curl_multi_assign(up->multi, s, NULL);
         }
         return 0;
@@ -56,21 +95,20 @@ int up_curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *soc
     short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
                  ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
     if (!sc) {
-        sc = calloc(1, sizeof(*sc));
+        sc = sock_get(up);
         if (!sc)
             return -1;
-        sc->next = up->socks;
-        if (up->socks)
-            up->socks->prev = sc;
-        up->socks = sc;
         curl_multi_assign(up->multi, s, sc);
-    } else if (sc->ev) {
-        event_free(sc->ev);
-        sc->ev = NULL;
+    } else if (sc->kind == kind && event_get_fd(sc->ev) == s) {
+        return 0;
+    } else if (sc->kind) {
+        event_del(sc->ev);
+        sc->kind = 0;
     }
-    sc->ev = event_new(up->base, s, kind, sock_event_cb, up);
-    if (!sc->ev || event_add(sc->ev, NULL) < 0)
+    if (event_assign(sc->ev, up->base, s, kind, sock_event_cb, up) < 0 ||
+        event_add(sc->ev, NULL) < 0)
         return -1;
+    sc->kind = kind;
     return 0;
 }
 
@@ -87,13 +125,19 @@ int up_curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
     return 0;
 }
 
+static void socks_free_list(sockctx *sc)
+{
+    while (sc) {
+        sockctx *next = sc->next;
+        event_free(sc->ev); /* deletes it first when pending */
+        free(sc);
+        sc = next;
+    }
+}
+
 void up_socks_free(br_upstream *up)
 {
-    while (up->socks) {
-        sockctx *sc = up->socks;
-        up->socks = sc->next;
-        if (sc->ev)
-            event_free(sc->ev);
-        free(sc);
-    }
+    socks_free_list(up->socks);
+    socks_free_list(up->spare_socks);
+    up->socks = up->spare_socks = NULL;
 }

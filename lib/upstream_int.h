@@ -87,6 +87,7 @@ struct br_upstream {
     req *all;
     req *qhead, *qtail;
     sockctx *socks;
+    sockctx *spare_socks; /* unwatched, their events kept for reuse */
 
     /* idle easy handles, reused (curl_easy_reset) to spare their buffers' set-up */
     CURL **pool;

@@ -433,6 +433,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free_lines(&ix, jrn, jrn_len);
     free(ix.e);
     free(ix.bits);
+    free(ix.placed);
     free(ix.upstream);
     free(m.r);
     free(buf);
