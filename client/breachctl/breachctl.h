@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit statuses (DESIGN section 4). */
@@ -30,3 +31,12 @@ bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* Print "breachctl: " + message to stderr. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The filter commands' shared options: false after an error naming CMD and
+ * the option. --generation: a decimal number; --source: shorter than the
+ * header's source field. */
+bool ctl_opt_generation(const char *cmd, const char *arg, uint64_t *out);
+bool ctl_opt_source(const char *cmd, const char *arg, const char **out);
+
+/* "label              HEX" (uppercase) on stdout: the info commands' hashes. */
+void ctl_print_hex(const char *label, const uint8_t *d, size_t len);

@@ -131,17 +131,12 @@ static int filter_build(int argc, char **argv)
             }
             break;
         case 'g':
-            if (!ctl_parse_u64(optarg, UINT64_MAX, &b_opts.generation)) {
-                ctl_err("filter build: --generation '%s': not a whole number", optarg);
+            if (!ctl_opt_generation("filter build", optarg, &b_opts.generation))
                 return EXIT_ERROR;
-            }
             break;
         case 's':
-            if (strlen(optarg) >= BR_FILTER_SOURCE_SIZE) {
-                ctl_err("filter build: --source is longer than %d bytes", BR_FILTER_SOURCE_SIZE - 1);
+            if (!ctl_opt_source("filter build", optarg, &source))
                 return EXIT_ERROR;
-            }
-            source = optarg;
             break;
         case 'b':
             if (!ctl_parse_u64(optarg, 32, &v) || (v != 8 && v != 16 && v != 32)) {
@@ -290,13 +285,6 @@ static int open_filter(const char *path, br_pwfilter **pf)
     return 0;
 }
 
-static void print_hex(const char *label, const uint8_t *d, size_t len)
-{
-    char hex[2 * 32 + 1];
-    br_hex_encode_upper(d, len, hex);
-    printf("%-18s %s\n", label, hex);
-}
-
 static int filter_info(const char *path)
 {
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
@@ -329,8 +317,8 @@ static int filter_info(const char *path)
     printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
            ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
     printf("%-18s additions and removals need a rebuild\n", "updates:");
-    print_hex("body sha256:", h->body_sha256, 32);
-    print_hex("header sha256:", h->header_sha256, 32);
+    ctl_print_hex("body sha256:", h->body_sha256, 32);
+    ctl_print_hex("header sha256:", h->header_sha256, 32);
     return 0;
 }
 

@@ -239,17 +239,12 @@ int url_filter_build(int argc, char **argv)
             }
             break;
         case 'g':
-            if (!ctl_parse_u64(optarg, UINT64_MAX, &generation)) {
-                ctl_err("%s: --generation '%s': not a whole number", cmd, optarg);
+            if (!ctl_opt_generation(cmd, optarg, &generation))
                 return EXIT_ERROR;
-            }
             break;
         case 's':
-            if (strlen(optarg) >= BR_FILTER_SOURCE_SIZE) {
-                ctl_err("%s: --source is longer than %d bytes", cmd, BR_FILTER_SOURCE_SIZE - 1);
+            if (!ctl_opt_source(cmd, optarg, &source))
                 return EXIT_ERROR;
-            }
-            source = optarg;
             break;
         case 'S':
             break;
@@ -392,18 +387,13 @@ int url_filter_add(int argc, char **argv)
             ranges = optarg;
             break;
         case 'g':
-            if (!ctl_parse_u64(optarg, UINT64_MAX, &generation)) {
-                ctl_err("%s: --generation '%s': not a whole number", cmd, optarg);
+            if (!ctl_opt_generation(cmd, optarg, &generation))
                 return EXIT_ERROR;
-            }
             have_generation = true;
             break;
         case 's':
-            if (strlen(optarg) >= BR_FILTER_SOURCE_SIZE) {
-                ctl_err("%s: --source is longer than %d bytes", cmd, BR_FILTER_SOURCE_SIZE - 1);
+            if (!ctl_opt_source(cmd, optarg, &source))
                 return EXIT_ERROR;
-            }
-            source = optarg;
             break;
         case 'S':
             break;

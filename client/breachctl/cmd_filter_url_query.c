@@ -28,13 +28,6 @@ static int open_url_filter(const char *path, br_urlfilter **uf)
     return 0;
 }
 
-static void print_hex(const char *label, const uint8_t *d, size_t len)
-{
-    char hex[2 * 32 + 1];
-    br_hex_encode_upper(d, len, hex);
-    printf("%-18s %s\n", label, hex);
-}
-
 int url_filter_info(const char *path)
 {
     _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
@@ -79,8 +72,8 @@ int url_filter_info(const char *path)
         printf("%-18s none since the full build\n", "updates:");
     printf("%-18s additions: breachctl filter add; removals need a rebuild\n", "");
     printf("%-18s %" PRIu64 " bytes\n", "file size:", in.file_size);
-    print_hex("body sha256:", h->body_sha256, 32);
-    print_hex("header sha256:", h->header_sha256, 32);
+    ctl_print_hex("body sha256:", h->body_sha256, 32);
+    ctl_print_hex("header sha256:", h->header_sha256, 32);
     return 0;
 }
 

@@ -10,6 +10,8 @@
 
 #include "breachctl.h"
 #include "config.h"
+#include "filter_file.h"
+#include "hash.h"
 
 static const struct {
     const char *name;
@@ -38,6 +40,33 @@ bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+bool ctl_opt_generation(const char *cmd, const char *arg, uint64_t *out)
+{
+    if (ctl_parse_u64(arg, UINT64_MAX, out))
+        return true;
+    ctl_err("%s: --generation '%s': not a whole number", cmd, arg);
+    return false;
+}
+
+bool ctl_opt_source(const char *cmd, const char *arg, const char **out)
+{
+    if (strlen(arg) >= BR_FILTER_SOURCE_SIZE) {
+        ctl_err("%s: --source is longer than %d bytes", cmd, BR_FILTER_SOURCE_SIZE - 1);
+        return false;
+    }
+    *out = arg;
+    return true;
+}
+
+void ctl_print_hex(const char *label, const uint8_t *d, size_t len)
+{
+    char hex[2 * 64 + 1];
+    if (len > 64)
+        len = 64;
+    br_hex_encode_upper(d, len, hex);
+    printf("%-18s %s\n", label, hex);
 }
 
 void ctl_err(const char *fmt, ...)
