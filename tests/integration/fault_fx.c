@@ -22,13 +22,6 @@ rt_fault g_fault;
 char *g_fault_dir;
 static uint32_t g_next_prefix = 0x10000;
 
-static void log_fn(void *ctx, int level, const char *msg)
-{
-    (void)ctx;
-    if (getenv("RTEST_VERBOSE"))
-        fprintf(stderr, "log[%d]: %s\n", level, msg);
-}
-
 void hash_of(uint32_t prefix, const char *suffix, uint8_t out[20])
 {
     char hex[41];
@@ -58,40 +51,12 @@ void fx_config(fx *x, const char *mode)
     x->cfg.upstream.retry_max_ms = 80;
     x->cfg.upstream.breaker_threshold = 1000;
     x->cfg.upstream.rate = -1;
-    x->cfg.log = log_fn;
-    x->clock.now = (int64_t)time(NULL);
-    x->cfg.clock = rt_clock_fn;
-    x->cfg.clock_ctx = &x->clock;
+    fx_config_common(x);
 }
 
 void fx_open(fx *x)
 {
-    x->base = event_base_new();
-    assert_non_null(x->base);
-    x->dir = rt_mkdtemp("faults");
-    char *cdir = rt_fmt("%s/cache", x->dir);
-    br_error err = {{0}};
-    assert_int_equal(br_range_cache_open(cdir, 16 << 20, &x->cache, &err), 0);
-    free(cdir);
-    int rc = br_resolver_new(x->base, &x->cfg, x->cache, &x->r, &err);
-    if (rc < 0)
-        fail_msg("resolver: %s", err.text);
-}
-
-void fx_close(fx *x)
-{
-    br_resolver_free(x->r);
-    br_range_cache_free(x->cache);
-    event_base_free(x->base);
-    rt_rmrf(x->dir);
-    free(x->dir);
-}
-
-void assert_unknown(const br_resolve_result *res, const char *reason)
-{
-    if (res->status != BR_RESOLVE_UNKNOWN)
-        fail_msg("expected UNKNOWN %s, got status %d", reason, res->status);
-    assert_string_equal(res->reason, reason);
+    fx_open_cache(x, "faults", 16 << 20);
 }
 
 int fault_group_setup(void **state)

@@ -12,11 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "range_cache.h"
-#include "resolver.h"
-#include "rtest.h"
+#include "resolver_fx.h"
 
-#define PW BR_RANGE_PASSWORD_SHA1
 #define S42 "00000000000000000000000000000000001"
 #define S7 "ABCDEF0123456789ABCDEF0123456789ABC"
 #define SPAD "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"
@@ -25,16 +22,6 @@
 extern rt_fault g_fault;
 extern char *g_fault_dir; /* the fault server's state dir: requests.log */
 
-typedef struct fx {
-    struct event_base *base;
-    char *dir;
-    br_range_cache *cache;
-    br_resolver *r;
-    rt_clock clock;
-    br_resolver_config cfg;
-    char tmpl[128];
-} fx;
-
 /* The SHA-1 "PPPPP" + suffix (35 hex digits). */
 void hash_of(uint32_t prefix, const char *suffix, uint8_t out[20]);
 /* A prefix no earlier test of this program asked for. */
@@ -42,9 +29,7 @@ uint32_t fresh_prefix(void);
 /* Defaults for these tests: quick retries, no rate limit, a breaker that
  * stays out of the way unless a test wants it; upstream mode `mode`. */
 void fx_config(fx *x, const char *mode);
-void fx_open(fx *x);  /* event base, cache in a temp dir, resolver */
-void fx_close(fx *x); /* frees all of it, removes the temp dir */
-void assert_unknown(const br_resolve_result *res, const char *reason);
+void fx_open(fx *x); /* fx_open_cache with a 16 MiB cache */
 
 /* cmocka group setup and teardown: the fault server. */
 int fault_group_setup(void **state);

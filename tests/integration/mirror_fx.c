@@ -30,13 +30,6 @@ char *g_dir;
 char *g_www;
 rt_nginx g_nginx;
 
-static void log_fn(void *ctx, int level, const char *msg)
-{
-    (void)ctx;
-    if (getenv("RTEST_VERBOSE"))
-        fprintf(stderr, "log[%d]: %s\n", level, msg);
-}
-
 void fx_init(fx *x, const char *tmpl)
 {
     memset(x, 0, sizeof(*x));
@@ -48,39 +41,12 @@ void fx_init(fx *x, const char *tmpl)
     x->cfg.upstream.max_attempts = 3;
     x->cfg.upstream.rate = -1;
     x->cfg.ttl_s = 60;
-    x->cfg.log = log_fn;
-    x->clock.now = (int64_t)time(NULL);
-    x->cfg.clock = rt_clock_fn;
-    x->cfg.clock_ctx = &x->clock;
+    fx_config_common(x);
 }
 
 void fx_open(fx *x)
 {
-    x->base = event_base_new();
-    assert_non_null(x->base);
-    x->dir = rt_mkdtemp("nginx-cache");
-    char *cdir = rt_fmt("%s/cache", x->dir);
-    br_error err = {{0}};
-    assert_int_equal(br_range_cache_open(cdir, 64 << 20, &x->cache, &err), 0);
-    free(cdir);
-    if (br_resolver_new(x->base, &x->cfg, x->cache, &x->r, &err) < 0)
-        fail_msg("resolver: %s", err.text);
-}
-
-void fx_close(fx *x)
-{
-    br_resolver_free(x->r);
-    br_range_cache_free(x->cache);
-    event_base_free(x->base);
-    rt_rmrf(x->dir);
-    free(x->dir);
-}
-
-void assert_unknown(const br_resolve_result *res, const char *reason)
-{
-    if (res->status != BR_RESOLVE_UNKNOWN)
-        fail_msg("expected UNKNOWN %s, got status %d", reason, res->status);
-    assert_string_equal(res->reason, reason);
+    fx_open_cache(x, "nginx-cache", 64 << 20);
 }
 
 /* Every entry of range i found with its exact count, padding and absent

@@ -9,11 +9,8 @@
 
 #include <stdint.h>
 
-#include "range_cache.h"
-#include "resolver.h"
-#include "rtest.h"
+#include "resolver_fx.h"
 
-#define PW BR_RANGE_PASSWORD_SHA1
 #define URLK BR_RANGE_URL_SHA256
 
 /* The mirror: one prefix per body style. */
@@ -38,22 +35,9 @@ extern char *g_dir;      /* this program's temp dir */
 extern char *g_www;      /* the document root: the mirror is www/range/XXXXX.txt */
 extern rt_nginx g_nginx; /* mirror_setup_nginx only */
 
-typedef struct fx {
-    struct event_base *base;
-    char *dir;
-    br_range_cache *cache;
-    br_resolver *r;
-    rt_clock clock;
-    br_resolver_config cfg;
-    char tmpl[512];
-    char url_tmpl[512];
-} fx;
-
 /* Config defaults for these tests with the password upstream tmpl. */
 void fx_init(fx *x, const char *tmpl);
-void fx_open(fx *x);  /* event base, cache in a temp dir, resolver */
-void fx_close(fx *x); /* frees all of it, removes the temp dir */
-void assert_unknown(const br_resolve_result *res, const char *reason);
+void fx_open(fx *x); /* fx_open_cache with a 64 MiB cache */
 /* Every entry of range i found with its exact count, padding and absent
  * hashes not found; all lookups of a prefix issued together. */
 void check_range(fx *x, const rt_range *rg);
