@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_lines.h"
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -62,32 +64,7 @@ static size_t n_urls;
 
 static int load(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "helperfeed: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0, alloc = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (n == 0)
-            continue;
-        if (n_urls == alloc) {
-            alloc = alloc ? alloc * 2 : 4096;
-            char **u = realloc(urls, alloc * sizeof(*u));
-            if (!u)
-                return -1;
-            urls = u;
-        }
-        if (!(urls[n_urls++] = strdup(line)))
-            return -1;
-    }
-    free(line);
-    fclose(f);
-    return n_urls ? 0 : (fprintf(stderr, "helperfeed: %s: no URL\n", path), -1);
+    return bench_read_lines("helperfeed", path, &urls, &n_urls, NULL);
 }
 
 int main(int argc, char **argv)

@@ -71,6 +71,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "bench_lines.h"
 #include "loadgen.h"
 #include "pwfilter.h"
 
@@ -96,37 +97,11 @@ size_t g_n_urls, g_req_max = REQ_MAX;
 
 static int load_urls(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "loadgen: %s: %s\n", path, strerror(errno));
+    size_t longest;
+    if (bench_read_lines("loadgen", path, &g_urls, &g_n_urls, &longest) < 0)
         return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0, alloc = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (n == 0)
-            continue;
-        if (g_n_urls == alloc) {
-            alloc = alloc ? alloc * 2 : 1024;
-            char **u = realloc(g_urls, alloc * sizeof(*u));
-            if (!u)
-                return -1;
-            g_urls = u;
-        }
-        if (!(g_urls[g_n_urls++] = strdup(line)))
-            return -1;
-        if ((size_t)n + 16 > g_req_max)
-            g_req_max = (size_t)n + 16; /* "ID URL " + LF, ids of at most 5 digits */
-    }
-    free(line);
-    fclose(f);
-    if (g_n_urls == 0) {
-        fprintf(stderr, "loadgen: %s: no URL\n", path);
-        return -1;
-    }
+    if (longest + 16 > g_req_max)
+        g_req_max = longest + 16; /* "ID URL " + LF, ids of at most 5 digits */
     return 0;
 }
 
