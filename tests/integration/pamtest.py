@@ -41,9 +41,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
+
+from fakedaemon import FakeDaemon
 
 ARGS = None
 ROOT = None
@@ -167,62 +168,20 @@ class Daemon:
         return self.proc.returncode
 
 
-class FakeDaemon:
-    """A socket that answers PING with PONG and a PW request as told:
-    'err' -> ERR busy, 'hang' -> never, 'close' -> closes the connection."""
-
-    def __init__(self, name, mode):
-        self.mode = mode
-        self.sock = os.path.join(ROOT, name + ".sock")
-        self.srv = socket.socket(socket.AF_UNIX)
-        self.srv.bind(self.sock)
-        os.chmod(self.sock, 0o666)
-        self.srv.listen(16)
-        self.conns = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while not self.stopping:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            self.conns.append(c)
-            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
-
-    def handle(self, c):
-        buf = b""
-        try:
-            while True:
-                data = c.recv(4096)
-                if not data:
-                    return
-                buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    rid, _, rest = line.decode().partition(" ")
-                    if rest == "PING":
-                        c.sendall(("%s PONG\n" % rid).encode())
-                    elif rest.startswith("PW "):
-                        if self.mode == "err":
-                            c.sendall(("%s ERR busy too many requests in flight\n" % rid).encode())
-                        elif self.mode == "close":
-                            c.close()
-                            return
-                        # hang: no answer
-        except OSError:
-            return
-
-    def stop(self):
-        self.stopping = True
-        self.srv.close()
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
+def fake_daemon(name, mode):
+    """A fake daemon (fakedaemon.py) that answers PING with PONG and a PW
+    request as told: 'err' -> ERR busy, 'hang' -> never, 'close' -> closes
+    the connection. Its socket is world-writable, for user_enforced."""
+    def handler(n, rid, rest, c):
+        if rest == "PING":
+            c.sendall(("%s PONG\n" % rid).encode())
+        elif rest.startswith("PW "):
+            if mode == "err":
+                c.sendall(("%s ERR busy too many requests in flight\n" % rid).encode())
+            elif mode == "close":
+                return "close"
+        return None  # hang: no answer
+    return FakeDaemon(os.path.join(ROOT, name + ".sock"), handler, mode=0o666)
 
 
 class Result:
@@ -393,7 +352,7 @@ def setup():
     empty = os.path.join(ROOT, "empty-mirror")
     os.makedirs(empty)
     NOMIRROR = Daemon("nomirror", FILTER, empty)
-    FAKES = {m: FakeDaemon("fake-" + m, m) for m in ("err", "close", "hang")}
+    FAKES = {m: fake_daemon("fake-" + m, m) for m in ("err", "close", "hang")}
     ENV.update({
         "LD_PRELOAD": ":".join(([ARGS.preload] if ARGS.preload else []) +
                                [TOOLS["libpam_wrapper"]]),

@@ -21,6 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
+from fakedaemon import FakeDaemon  # noqa: E402
 from clientfx import HIT, ctl, fx, no_leak, one_stderr_line, start, want_rc  # noqa: E402
 
 # ---- timeouts, failures half way -------------------------------------------------------
@@ -53,66 +54,6 @@ def client_timeout_slow_upstream(ctx):
     want_rc(r, 2, "--timeout 0 refused")
     check("--timeout" in r.err, "message %r" % r)
     d.stop()
-
-
-class FakeDaemon:
-    """A Unix socket server in this process: handler(conn_index, lines_so_far,
-    sock) is called on each request line and does what the test wants."""
-
-    def __init__(self, path, handler, backlog=16):
-        self.path = path
-        self.handler = handler
-        self.srv = socket.socket(socket.AF_UNIX)
-        self.srv.bind(path)
-        self.srv.listen(backlog)
-        self.ids = []  # per connection: the request ids seen
-        self.threads = []
-        self.stopping = False
-        self.t = threading.Thread(target=self.serve, daemon=True)
-        self.t.start()
-
-    def serve(self):
-        while not self.stopping:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            ids = []
-            self.ids.append(ids)
-            t = threading.Thread(target=self.conn, args=(c, ids), daemon=True)
-            self.threads.append(t)
-            t.start()
-
-    def conn(self, c, ids):
-        buf = b""
-        try:
-            while True:
-                data = c.recv(65536)
-                if not data:
-                    break
-                buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    rid, _, rest = line.decode().partition(" ")
-                    ids.append(rid)
-                    if self.handler(len(ids), rid, rest, c) == "close":
-                        c.shutdown(socket.SHUT_RDWR)
-                        return
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def stop(self):
-        self.stopping = True
-        try:
-            self.srv.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.srv.close()
-        self.t.join(5)
-        for t in self.threads:
-            t.join(5)
 
 
 @test

@@ -123,7 +123,7 @@ def daemon_down_deny(ctx):
     # The daemon fails between the phases (answers PING, not PW): no retry,
     # retyping would not help.
     for mode, reason in (("err", "breachd answered busy"), ("close", "cannot talk to breachd")):
-        ctx.service(ENF + " retry=3", pt.FAKES[mode].sock)
+        ctx.service(ENF + " retry=3", pt.FAKES[mode].path)
         pw = clean_password()
         r = ctx.chauthtok([ctx.old, pw, pw, pw, pw])
         expect_refused(ctx, r, "Cannot check the new password against known breaches (%s)" %
@@ -143,14 +143,14 @@ def daemon_down_allow(ctx):
     check("Cannot check" not in r.conv, "nothing shown: %r" % r)
     check(has_log(r, r"cannot check the new password with breachd at %s: cannot connect.*"
                   r"on_error=allow: accepted" % re.escape(missing)), "logged: %r" % r)
-    ctx.service(ENF + " on_error=allow", pt.FAKES["err"].sock)
+    ctx.service(ENF + " on_error=allow", pt.FAKES["err"].path)
     r = ctx.chauthtok([ctx.old, "letmein", "letmein", "letmein", "letmein"])
     expect_ok(ctx, r, "letmein")
 
 
 @test
 def timeout(ctx):
-    ctx.service(ENF + " timeout=300", pt.FAKES["hang"].sock)
+    ctx.service(ENF + " timeout=300", pt.FAKES["hang"].path)
     pw = clean_password()
     r = ctx.chauthtok([ctx.old, pw, pw, pw, pw])
     expect_refused(ctx, r, "Cannot check the new password against known breaches "

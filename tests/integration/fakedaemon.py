@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+"""A fake breachd for the client-side tests (test_client_faults.py, the PAM
+tests through pamtest.py): a Unix socket served by threads of the test
+process, where handler(n, rid, rest, conn) is called for each request line
+(n: the how-many-th on its connection, rid: its id, rest: the request) and
+answers however the test wants, or not at all; returning "close" shuts the
+connection. Standard library only."""
+
+import os
+import socket
+import threading
+
+
+class FakeDaemon:
+    def __init__(self, path, handler, backlog=16, mode=None):
+        self.path = path
+        self.handler = handler
+        self.srv = socket.socket(socket.AF_UNIX)
+        self.srv.bind(path)
+        if mode is not None:
+            os.chmod(path, mode)
+        self.srv.listen(backlog)
+        self.ids = []  # per connection: the request ids seen
+        self.conns = []
+        self.threads = []
+        self.stopping = False
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def serve(self):
+        while not self.stopping:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            ids = []
+            self.ids.append(ids)
+            self.conns.append(c)
+            t = threading.Thread(target=self.conn, args=(c, ids), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def conn(self, c, ids):
+        buf = b""
+        try:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    rid, _, rest = line.decode().partition(" ")
+                    ids.append(rid)
+                    if self.handler(len(ids), rid, rest, c) == "close":
+                        c.shutdown(socket.SHUT_RDWR)
+                        return
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def stop(self):
+        """Stop accepting, end the connections still open (a client that
+        was never answered), wait for the threads."""
+        self.stopping = True
+        try:
+            self.srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.srv.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.t.join(5)
+        for t in self.threads:
+            t.join(5)
