@@ -38,15 +38,7 @@ class Fixture:
         os.makedirs(d)
         self.dir = d
         rng = random.Random(6)
-        taken = {sha1hex(p)[:5] for p in KNOWN}
-        self.lost = []
-        i = 0
-        while len(self.lost) < 3:
-            p = "lost-range-%d" % i
-            i += 1
-            if sha1hex(p)[:5] not in taken:
-                taken.add(sha1hex(p)[:5])
-                self.lost.append(p)
+        self.lost = dtest.passwords_in_new_ranges(KNOWN, "lost-range", 3)
         corpus = os.path.join(d, "corpus.txt")
         with open(corpus, "w") as f:
             for p, n in KNOWN.items():

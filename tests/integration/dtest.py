@@ -69,6 +69,22 @@ def sha1hex(s):
     return hashlib.sha1(s).hexdigest().upper()
 
 
+def passwords_in_new_ranges(known, stem, n):
+    """n passwords STEM-0, STEM-1, ... whose SHA-1 prefixes are neither those
+    of the passwords in known nor each other's: a mirror can leave their
+    ranges out without losing anything else."""
+    taken = {sha1hex(p)[:5] for p in known}
+    out = []
+    i = 0
+    while len(out) < n:
+        p = "%s-%d" % (stem, i)
+        i += 1
+        if sha1hex(p)[:5] not in taken:
+            taken.add(sha1hex(p)[:5])
+            out.append(p)
+    return out
+
+
 def rand_hash(rng):
     return "%040X" % rng.getrandbits(160)
 

@@ -37,15 +37,7 @@ SAMBA_TIMEOUT_S = 10  # an AD DC kills the script after 10 s
 class Fixture:
     def __init__(self, d):
         os.makedirs(d)
-        taken = {sha1hex(p)[:5] for p in KNOWN}
-        self.lost = []
-        i = 0
-        while len(self.lost) < 2:
-            p = "lost-%d" % i
-            i += 1
-            if sha1hex(p)[:5] not in taken:
-                taken.add(sha1hex(p)[:5])
-                self.lost.append(p)
+        self.lost = dtest.passwords_in_new_ranges(KNOWN, "lost", 2)
         corpus = os.path.join(d, "corpus.txt")
         with open(corpus, "w") as f:
             for p, n in list(KNOWN.items()) + [(p, 9) for p in self.lost]:
