@@ -28,9 +28,12 @@
 #include "resolver.h"
 #include "rtest.h"
 
-static char *file_template(void)
+/* The fixture's defaults with the mirror read through file://. */
+static void fx_init_file(fx *x)
 {
-    return rt_fmt("file://%s/range/{prefix}.txt", g_www);
+    char *t = rt_fmt("file://%s/range/{prefix}.txt", g_www);
+    fx_init(x, t);
+    free(t);
 }
 
 /* ---- file:// ------------------------------------------------------------------------------------
@@ -40,9 +43,7 @@ static void test_file_counts(void **s)
 {
     (void)s;
     fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
+    fx_init_file(&x);
     fx_open(&x);
     for (int i = 0; i < N_PREFIX; i++)
         check_range(&x, &ranges[i]);
@@ -56,9 +57,7 @@ static void test_file_missing_not_cached(void **s)
 {
     (void)s;
     fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
+    fx_init_file(&x);
     fx_open(&x);
     uint8_t h[20];
     rt_hash_with_prefix(PW, P_MISSING, 1, h);
@@ -93,9 +92,7 @@ static void test_file_too_large(void **s)
 {
     (void)s;
     fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
+    fx_init_file(&x);
     x.cfg.upstream.max_body = 1000; /* the mirror files are bigger */
     fx_open(&x);
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[P_CRLF_PADDED].e[0].hash);
@@ -111,9 +108,7 @@ static void test_file_coalescing_and_stale(void **s)
 {
     (void)s;
     fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
+    fx_init_file(&x);
     fx_open(&x);
     const rt_range *rg = &ranges[P_COALESCE];
     enum { N = 100 };
@@ -148,9 +143,7 @@ static void test_file_batched_writes(void **s)
 {
     (void)s;
     fx x;
-    char *t = file_template();
-    fx_init(&x, t);
-    free(t);
+    fx_init_file(&x);
     fx_open(&x);
     rt_ans a[N_PREFIX];
     for (int i = 0; i < N_PREFIX; i++)
