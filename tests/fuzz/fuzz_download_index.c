@@ -296,8 +296,10 @@ static void check_prefix(const dl_index *ix, const model *m, uint32_t p)
     CHECK(strlen(lm) == r->lm.n && memcmp(lm, r->lm.s, r->lm.n) == 0);
 }
 
-/* Every prefix a line of s starts with: check it, then free its validators. */
-static void check_lines(dl_index *ix, const model *m, const char *s, size_t len)
+/* Call fn for the prefix each line of s starts with (lines whose first 5
+ * bytes are not hex are skipped). */
+static void each_line_prefix(const char *s, size_t len, void (*fn)(void *ctx, uint32_t p),
+                             void *ctx)
 {
     size_t pos = 0;
     while (pos < len) {
@@ -307,33 +309,42 @@ static void check_lines(dl_index *ix, const model *m, const char *s, size_t len)
         char p6[6] = {'0'};
         if (n >= 5) {
             memcpy(p6 + 1, s + pos, 5);
-            if (hex((field){p6, 6}, 6, pb)) {
-                uint32_t p = (uint32_t)pb[0] << 16 | (uint32_t)pb[1] << 8 | pb[2];
-                check_prefix(ix, m, p);
-            }
+            if (hex((field){p6, 6}, 6, pb))
+                fn(ctx, (uint32_t)pb[0] << 16 | (uint32_t)pb[1] << 8 | pb[2]);
         }
         pos += n + 1;
     }
 }
 
+typedef struct {
+    dl_index *ix;
+    const model *m;
+} check_ctx;
+
+static void check_one(void *ctx, uint32_t p)
+{
+    check_ctx *c = ctx;
+    check_prefix(c->ix, c->m, p);
+}
+
+/* Every prefix a line of s starts with: check it. */
+static void check_lines(dl_index *ix, const model *m, const char *s, size_t len)
+{
+    check_ctx c = {ix, m};
+    each_line_prefix(s, len, check_one, &c);
+}
+
+static void free_one(void *ctx, uint32_t p)
+{
+    dl_index *ix = ctx;
+    free(ix->e[p].val);
+    ix->e[p].val = NULL;
+}
+
+/* Every prefix a line of s starts with: free its validators. */
 static void free_lines(dl_index *ix, const char *s, size_t len)
 {
-    size_t pos = 0;
-    while (pos < len) {
-        const char *nl = memchr(s + pos, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - (s + pos)) : len - pos;
-        uint8_t pb[3];
-        char p6[6] = {'0'};
-        if (n >= 5) {
-            memcpy(p6 + 1, s + pos, 5);
-            if (hex((field){p6, 6}, 6, pb)) {
-                uint32_t p = (uint32_t)pb[0] << 16 | (uint32_t)pb[1] << 8 | pb[2];
-                free(ix->e[p].val);
-                ix->e[p].val = NULL;
-            }
-        }
-        pos += n + 1;
-    }
+    each_line_prefix(s, len, free_one, ix);
 }
 
 /* In place: the right check after the last tab of every line that has 8 bytes there. */
