@@ -14,7 +14,7 @@
  *   - a line over 199 bytes is cut, the handler gets the cut value, and the
  *     rest is parsed as a line of its own;
  *   - "[section] junk" is taken as "[section]".
- * DESIGN.md says a comment is a whole line, so the reader hands libinih only
+ * breachd.conf(5) says a comment is a whole line, so the reader hands libinih only
  * what cannot be misread: blank lines for blank and comment lines, a checked
  * "[section]", and "key=" for a key line, whose value the handler then takes
  * verbatim from the raw line the reader kept. libinih tracks the section and
@@ -468,7 +468,7 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         return 0;
     }
     if (rc < 0) {
-        /* An inline comment is part of the value (DESIGN.md section 8): say so. */
+        /* An inline comment is part of the value (breachd.conf(5)): say so. */
         bool inline_comment = false;
         for (const char *p = v; *p && !inline_comment; p++)
             inline_comment = is_blank(p[0]) && (p[1] == '#' || p[1] == ';');

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* breachd's configuration file (DESIGN.md section 8; every key, type, default
+/* breachd's configuration file (breachd.conf(5); every key, type, default
  * and bound is documented in docs/breachd.conf.5).
  *
  * (This header is conf.h, not config.h: the build's generated config.h, with

@@ -214,7 +214,7 @@ int bd_conf_check_path(const char *v, bool allow_empty, size_t max_len, char *wh
     return 0;
 }
 
-/* A range API URL template (DESIGN.md section 7); "" allowed (none). */
+/* A range API URL template (docs/upstream.md); "" allowed (none). */
 int bd_conf_check_url_template(const char *v, char *why)
 {
     char q[100];

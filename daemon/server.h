@@ -19,7 +19,7 @@ struct event;
 struct event_base;
 struct evconnlistener;
 
-/* Limits the configuration file has no keys for (DESIGN.md fixes its keys);
+/* Limits the configuration file has no keys for yet;
  * their defaults can be changed through the environment (breachd(8)). */
 typedef struct bd_limits {
     uint32_t max_connections; /* BREACHD_MAX_CONNECTIONS, 1024 */

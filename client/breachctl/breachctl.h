@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Exit statuses (DESIGN section 4). */
+/* Exit statuses (breachctl(1), EXIT STATUS). */
 enum {
     EXIT_CLEAN = 0,
     EXIT_PWNED = 1,
@@ -23,7 +23,7 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv);
 int cmd_url(const ctl_globals *g, int argc, char **argv);
 /* password, sha1, url, ping, stats, reload (argv[0] says which). */
 int cmd_check(const ctl_globals *g, int argc, char **argv);
-/* download: the corpus downloader (lib/download.h). */
+/* download: the corpus downloader (lib/download/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);
 
 /* A decimal number 0..max, nothing else (no sign, no blanks). */

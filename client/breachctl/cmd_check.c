@@ -27,7 +27,7 @@ typedef struct check_opts {
     int timeout_ms;
 } check_opts;
 
-/* The DESIGN rule for several inputs: the first that applies of 2, 1, 3, 0. */
+/* The rule for several inputs (breachctl(1), EXIT STATUS): the first that applies of 2, 1, 3, 0. */
 typedef struct status_acc {
     bool error, hit, unknown;
 } status_acc;

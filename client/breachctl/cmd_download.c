@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl download: fetch the Pwned Passwords corpus into per-prefix files
- * (lib/download.h does the work; docs/corpus.md is the user documentation).
+ * (lib/download/download.h does the work; docs/corpus.md is the user documentation).
  *
  * Output: on a terminal, a progress line on stderr (prefixes done / total,
  * MB, requests/s, ETA); in any case one summary line on stdout at the end.
@@ -210,7 +210,7 @@ int cmd_download(const ctl_globals *g, int argc, char **argv)
             o.ca_file = optarg;
             break;
         case 'S':
-            break; /* accepted everywhere (DESIGN section 4); no daemon needed here */
+            break; /* accepted everywhere (breachctl(1), EXIT STATUS); no daemon needed here */
         case 'h':
             usage(stdout);
             return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl filter build|add for url-sha256 filters: the feed builder
- * (lib/url_feed.h), the Bloom filter file (lib/urlfilter.h) and the range
- * mirror (lib/url_mirror.h). info|verify|query: cmd_filter_url_query.c. */
+ * (lib/url/url_feed.h), the Bloom filter file (lib/filter/urlfilter.h) and the range
+ * mirror (lib/url/url_mirror.h). info|verify|query: cmd_filter_url_query.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

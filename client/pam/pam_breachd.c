@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* pam_breachd: a `password` stack module that refuses a new password found
- * in the breach corpus, asking breachd over its Unix socket (DESIGN 4 and 5,
- * pam_breachd(8)).
+ * in the breach corpus, asking breachd over its Unix socket (pam_breachd(8), docs/protocol.md).
  *
  * It follows pam_pwquality's conventions: nothing to do but an optional
  * readiness probe in PAM_PRELIM_CHECK; in PAM_UPDATE_AUTHTOK it takes the new

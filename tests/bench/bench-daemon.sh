@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# breachd under load (issue 4 benchmark), side by side with Redis.
+# breachd under load, side by side with Redis.
 #
 # 1. A password filter from KEYS (default 10M) random SHA-1s (gen_hibp hibp |
 #    breachctl filter build --input -).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# breachctl download (issue 7 benchmark): prefixes per second against a local
+# breachctl download: prefixes per second against a local
 # nginx mirror of the whole 1,048,576-prefix space with small generated files,
 # side by side in the same run with `curl --parallel --parallel-max 150`
 # fetching the same URLs into files.

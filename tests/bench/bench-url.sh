@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # URL checks: in process, through breachd, through breachd-squid-helper, and
-# squidGuard on the same list and URL stream (issue 5 and issue 6 benchmarks).
+# squidGuard on the same list and URL stream.
 #
 # 1. bench_url --emit: a list of N_LIST entries (70% domains, 30% URL
 #    prefixes and pages) and a stream of N_URLS realistic URLs, 1% of them
@@ -248,4 +248,4 @@ echo "| open loop vs open loop | $r_open |"
 echo "| CPU per URL: squidGuard / (helper + breachd), at concurrency=$CONC | $(calc "1 / $cpu_h" 2) |"
 echo "| in process (bench_url) vs squidGuard open loop | $r_inproc |"
 echo
-echo "Target (issue 5): breachd >= 2x squidGuard's throughput: $(awk -v r="$r_conc" 'BEGIN { print (r >= 2 ? "met" : "NOT met") }') ($r_conc x as Squid drives each; $r_open x open loop)."
+echo "Target: breachd >= 2x squidGuard's throughput: $(awk -v r="$r_conc" 'BEGIN { print (r >= 2 ? "met" : "NOT met") }') ($r_conc x as Squid drives each; $r_open x open loop)."

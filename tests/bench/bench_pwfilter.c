@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Sharded password filter benchmark (issue 2): for each N on the command line
+/* Sharded password filter benchmark: for each N on the command line
  * (default 1M and 10M; suffixes K, M, G), generate N random 64-bit keys
  * (splitmix64), build a filter file in a temporary directory through
  * br_keyset + br_pwfilter_build (default threads, 16-bit, 3-wise), open it

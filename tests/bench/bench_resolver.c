@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Resolver benchmark (issue 3):
+/* Resolver benchmark:
  *  - ranges fetched per second from a local nginx mirror (HTTP/1.1 keep-alive,
  *    gzip on), and through file://, each fetch parsed, cached and flushed;
  *  - cached lookups per second in-process (br_resolver_resolve answering

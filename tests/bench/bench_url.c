@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_url: URL checks in process (issue 5 benchmark).
+/* bench_url: URL checks in process.
  *
  *   bench_url [N_URLS [N_LIST]]             default 1M URLs, 1M-entry list
  *   bench_url --emit DIR [N_URLS [N_LIST]]  write the same data as files

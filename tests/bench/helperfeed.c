@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* helperfeed: drive a Squid helper through its stdin/stdout protocol, as
- * Squid would, and time it (issue 5 and 6 benchmarks).
+ * Squid would, and time it.
  *
  *   helperfeed [--format acl|rewrite] [-c N] [--verdicts FILE] [-q]
  *              STREAM -- COMMAND [ARGS...]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* loadgen: a load generator for breachd's socket protocol v1 (issue 4).
+/* loadgen: a load generator for breachd's socket protocol v1.
  *
  *   loadgen [--socket PATH] [-c N] [-P DEPTH] [-d SECONDS | -n COUNT]
  *           [-w WARMUP] [-t THREADS] [--absent FILTER] [--seed S] [-q]
@@ -34,7 +34,7 @@
  * --urls FILE: "ID URL <url>" requests instead, the URLs of FILE (one a
  * line, e.g. tests/bench/bench_url --emit) taken in turn, each thread from
  * its own offset; SAFE and BLOCKED are counted as CLEAN and PWNED are, and
- * the daemon's url_filter_no / url_filter_maybe give the maybes (issue 5).
+ * the daemon's url_filter_no / url_filter_maybe give the maybes.
  *
  * --idle: open N connections, send one PING on each and read its PONG, then
  * hold them open, doing nothing, for -d seconds (default: until SIGINT or

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target for the download index and journal reader (lib/download_index.c,
- * dl_index_load in lib/download_int.h; the format is described at the top of
+/* Fuzz target for the download index and journal reader (lib/download/download_index.c,
+ * dl_index_load in lib/download/download_int.h; the format is described at the top of
  * download_index.c). The line parser is static, reachable only through
  * dl_index_load, which reads a directory: each input is written as the two
  * files into a private temporary directory and loaded from there.

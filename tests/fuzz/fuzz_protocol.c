@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for the daemon's request-line parser, br_request_parse
- * (lib/protocol.h, docs/protocol.md): what local clients send over the
+ * (lib/proto/protocol.h, docs/protocol.md): what local clients send over the
  * socket. The input is one line without its LF (the daemon hands the parser
  * up to 8193 bytes; longer inputs reach the parser's own length check).
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for br_range_parse (the body of an upstream range response,
- * network input) and the range set it builds (lib/range.h).
+ * network input) and the range set it builds (lib/range/range.h).
  *
  * Input: byte 0 selects, the rest is the body.
  *   bit 0     kind: 0 BR_RANGE_PASSWORD_SHA1, 1 BR_RANGE_URL_SHA256

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Shared fixture of the breachctl / client library tests (issue 6):
+"""Shared fixture of the breachctl / client library tests:
 test_client.py, test_client_password.py, test_client_faults.py.
 
 Built once per test program under dtest.ROOT (its own mkdtemp() directory):

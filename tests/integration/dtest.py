@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Shared harness of the breachd daemon integration tests (issue 4).
+"""Shared harness of the breachd daemon integration tests.
 
 Every test runs real processes (breachd, breachctl, nginx, faultserver) in a
 fresh directory under one mkdtemp() directory, talks to them only over Unix

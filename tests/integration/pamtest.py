@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Harness of the pam_breachd.so tests (issue 6; the tests are in
+"""Harness of the pam_breachd.so tests (the tests are in
 test_pam.py, which runs main() here): pamtester runs PAM under pam_wrapper
 (LD_PRELOAD=libpam_wrapper.so, PAM_WRAPPER_SERVICE_DIR = service files
 written here), with pam_matrix.so as the module that stores the password,

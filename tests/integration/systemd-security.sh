@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The systemd units: `systemd-analyze security --offline=yes` must rate
-# breachd.service 2.0 or lower (issue 4); the units must pass
+# breachd.service 2.0 or lower; the units must pass
 # `systemd-analyze verify`; sysusers.d + tmpfiles.d, applied to a scratch
 # root, must give the breachd user and the directories with the owners and
 # modes that breachd.service's *DirectoryMode= settings give them.

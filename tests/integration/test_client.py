@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """breachctl sha1 | url | ping | stats | reload against a real breachd
-(issue 6, "Client library" and "breachctl"): answers and invalid input, the
+("Client library" and "breachctl"): answers and invalid input, the
 exit status rule over several inputs, URL checks (secret-class and
 unsendable input), ping and stats (text and --json), reload as an admin and
 not (as uid 65534 through setpriv when root), daemons that are not there,
 and where --socket may stand.
 
-A cmocka test of lib/client.c would need a daemon anyway, so the library is
+A cmocka test of lib/proto/client.c would need a daemon anyway, so the library is
 tested through breachctl. The fixture (filter, mirrors, start(), ctl()) is
 clientfx.py; breachctl password is test_client_password.py, timeouts and
 fake daemons test_client_faults.py. Standard library only; dtest.py is the

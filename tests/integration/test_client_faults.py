@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachctl when breachd is slow or misbehaves (issue 6, "Client library"
+"""breachctl when breachd is slow or misbehaves ("Client library"
 and "breachctl"): --timeout against a real daemon with the faultserver's
 slow upstream, and, for what a real daemon will not do on demand (answers
 out of order by design, dripping answers, closing half way,

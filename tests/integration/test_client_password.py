@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachctl password against a real breachd (issue 6, "Client library" and
+"""breachctl password against a real breachd ("Client library" and
 "breachctl"): passwords on stdin answered one line each and in order (10,000
 of them too), --quiet exit statuses, --json, and the prompt at a terminal
 with echo off (also after ^C). Every password typed or piped is checked

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd integration tests (issue 4): reload, stale filters, systemd.
+"""breachd integration tests: reload, stale filters, systemd.
 
 RELOAD and SIGHUP with a good filter, a corrupt one, a filter of the wrong
 kind and a bad config (the old state keeps serving); in-flight requests

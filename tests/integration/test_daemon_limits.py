@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd integration tests (issue 4): limits, backpressure, peers, drain.
+"""breachd integration tests: limits, backpressure, peers, drain.
 
 Max connections, in-flight requests per connection, idle timeout,
 backpressure (a client that does not read), peer refusal by SO_PEERCRED

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd integration tests (issue 4): protocol v1 over a real daemon.
+"""breachd integration tests: protocol v1 over a real daemon.
 
 Every verb and answer (with an nginx mirror), the UNKNOWN reasons, a filter
 false positive answered CLEAN by the range query, 40+ malformed requests with

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `breachctl download` end to end (issue 7): a real breachctl process against
+/* `breachctl download` end to end: a real breachctl process against
  * nginx on 127.0.0.1 serving a generated mirror of 4096 prefixes (1024 under
  * ASan), and against the fault server. Everything lives in a temp dir.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Password-change hooks (issue 6) against a real breachd.
+"""Password-change hooks against a real breachd.
 
 data/hooks/samba-check-password is run exactly the way Samba runs its
 "check password script" (smb.conf(5); source4/dsdb/common/util.c): the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""End-to-end tests of pam_breachd.so (issue 6) through pamtester under
+"""End-to-end tests of pam_breachd.so through pamtester under
 pam_wrapper with a real breachd (the harness, and how the stack is built
 and observed, is pamtest.py): breached passwords refused and clean ones
 accepted and passed on in PAM_AUTHTOK, retype and retry, use_authtok,

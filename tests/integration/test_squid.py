@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd-squid-helper end to end with a real Squid (issue 6).
+"""breachd-squid-helper end to end with a real Squid.
 
 Squid (Debian's `squid`, run in the foreground with `squid -N`) listens on
 127.0.0.1 with a generated squid.conf: no cache directory, logs, pid and

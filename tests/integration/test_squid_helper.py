@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd-squid-helper's protocol, without Squid (issue 6).
+"""breachd-squid-helper's protocol, without Squid.
 
 The helper is run directly, its stdin and stdout being Squid's side, in
 front of a real breachd: channel IDs echoed and answers out of order (a

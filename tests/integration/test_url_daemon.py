@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""breachd URL checks end to end (issue 5, "Integration").
+"""breachd URL checks end to end ("Integration").
 
 A URL filter built by the test with `breachctl filter build --kind
 url-sha256` from feeds of the three formats (URL list, hosts file, domain

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the test_hibp_input*.c programs (tests of
- * lib/hibp_input.c): a temporary directory for the group, files written into
+ * lib/filter/hibp_input.c): a temporary directory for the group, files written into
  * it, a callback that collects the delivered keys, and assertions on keys and
  * error texts. */
 #pragma once

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the password-input readers (lib/hibp_input.c) on real files in a
+/* Tests of the password-input readers (lib/filter/hibp_input.c) on real files in a
  * temporary directory: every accepted input shape of a single file (counted
  * HASH:COUNT lines, plain hash lists, plaintext passwords), CRLF, case, zero
  * and minimum counts, the plaintext line limits, and big files cut by the read

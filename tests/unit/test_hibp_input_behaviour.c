@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the password-input readers (lib/hibp_input.c): missing and empty
+/* Tests of the password-input readers (lib/filter/hibp_input.c): missing and empty
  * files, a callback that stops the read, NULL callback and stats summed over
  * files, progress reports and input sizes (FIFO too), "-" reading stdin. */
 #include <errno.h>

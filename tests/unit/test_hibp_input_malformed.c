@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the password-input readers (lib/hibp_input.c): every malformed
+/* Tests of the password-input readers (lib/filter/hibp_input.c): every malformed
  * line of a counted or plain hash list is refused with its exact FILE:LINE
  * reason, including over-long lines cut by the read buffer. */
 #include <errno.h>

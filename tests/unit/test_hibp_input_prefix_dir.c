@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the password-input readers (lib/hibp_input.c) on per-prefix
+/* Tests of the password-input readers (lib/filter/hibp_input.c) on per-prefix
  * directories (XXXXX.txt files of 35-digit suffixes, as the downloader writes
  * them): order, ignored files, min_count, errors naming the prefix file, empty
  * directories. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the test_url*.c programs (tests of lib/url_canon.c):
+/* Helpers shared by the test_url*.c programs (tests of lib/url/url_canon.c):
  * canonicalization tables, expression lists, and the exact texts of two
  * rejection reasons. */
 #pragma once

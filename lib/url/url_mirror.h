@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The URL range mirror (DESIGN.md section 7): a directory of PREFIX.txt
+/* The URL range mirror (docs/upstream.md): a directory of PREFIX.txt
  * files, PREFIX the 5 uppercase hex digits of a SHA-256, one file for every
  * prefix that holds at least one blocklist entry and none for the others,
  * ready for any web server or file://.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Socket protocol v1 (DESIGN.md section 5): one request per line,
+/* Socket protocol v1 (docs/protocol.md): one request per line,
  *   request  = ID SP VERB [SP ARG]          ID = 1..16 of [A-Za-z0-9._-]
  *   response = ID SP STATUS [SP FIELDS]
  * This module only parses and formats lines; it never logs, and its error

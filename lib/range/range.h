@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Range responses (DESIGN.md section 7): parse the body of a k-anonymity range
+/* Range responses (docs/upstream.md): parse the body of a k-anonymity range
  * query ("SUFFIX:VALUE" lines) into a compact binary "range set", and look a
  * full hash up in such a set by binary search directly on its bytes, so that
  * a value read from an mmap'd LMDB page is used without copying or parsing.
@@ -23,7 +23,7 @@
  *  - a non-empty body whose lines are all padding (count 0) is a valid answer
  *    with no entries: a server that padded its answer did answer, and a mirror
  *    may legitimately hold nothing for a prefix. HIBP itself never does this
- *    for a 5-hex prefix; an empty body stays an error (DESIGN.md section 7);
+ *    for a 5-hex prefix; an empty body stays an error (docs/upstream.md);
  *  - a suffix that appears more than once is merged, not an error: the answer
  *    "breached / blocked" does not depend on which line wins. Passwords keep
  *    the largest count; URLs keep the category of the first such line in body

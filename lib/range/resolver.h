@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The range resolver: turns a filter's "maybe" into an exact answer with a
- * k-anonymity range query (DESIGN.md section 7), through the LMDB range cache
+ * k-anonymity range query (docs/upstream.md), through the LMDB range cache
  * (range_cache.h) and the upstream fetcher (upstream.h), on a libevent
  * event_base.
  *

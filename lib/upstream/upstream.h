@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The upstream fetcher: k-anonymity range queries (DESIGN.md section 7) sent
+/* The upstream fetcher: k-anonymity range queries (docs/upstream.md) sent
  * with libcurl's multi-socket API, driven by a libevent event_base. Nothing in
  * here blocks the loop (a file:// read is a local read done by libcurl inside
  * the loop) and no thread is made per request (libcurl's own threaded DNS

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Bulk download of a Pwned Passwords range corpus into the per-prefix layout
- * (DESIGN.md section 7): DIR/XXXXX.txt holds the body the upstream served for
+ * (docs/upstream.md): DIR/XXXXX.txt holds the body the upstream served for
  * prefix XXXXX, byte for byte (decoded from the transfer compression), the
  * way the official .NET downloader writes it. This is `breachctl download`;
  * docs/corpus.md documents the behaviour and the files in DIR.
