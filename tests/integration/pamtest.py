@@ -304,7 +304,10 @@ def has_log(r, pattern):
 
 
 def breach_msg(word):
-    return "BAD PASSWORD: this password appeared in %d data breaches" % CORPUS[sha1hex(word)]
+    n = CORPUS[sha1hex(word)]
+    if n == 1:
+        return "BAD PASSWORD: it has been seen once in data breaches"
+    return "BAD PASSWORD: it has been seen {:,} times in data breaches".format(n)
 
 
 def clean_password():
