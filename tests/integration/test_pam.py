@@ -6,6 +6,7 @@ and observed, is pamtest.py): breached passwords refused and clean ones
 accepted and passed on in PAM_AUTHTOK, retype and retry, use_authtok,
 breachd down or failing (on_error=deny/allow), timeouts, UNKNOWN answers
 (on_unknown=deny/allow), audit, min_count, root and users, bad options,
+the documented stack with the real pam_pwquality,
 and, over every test before it, no password, hash or breach count in the
 logs.
 
@@ -73,6 +74,32 @@ def retry(ctx):
     expect_refused(ctx, r, breach_msg("123456"),
                    "Have exhausted maximum number of retries for service")
     check(r.conv.count("New password: ") == 2, "two prompts: %r" % r)
+
+
+PWQUALITY = "/lib/x86_64-linux-gnu/security/pam_pwquality.so"
+
+
+@test
+def stack_with_pwquality(ctx):
+    """The documented stack (pam_breachd(8)): pam_breachd prompts with retry,
+    then pam_pwquality use_authtok, then the password store. A breached
+    password is refused and asked again, as pwquality's own rules are."""
+    mod = next((p for p in (PWQUALITY, "/usr/lib/x86_64-linux-gnu/security/pam_pwquality.so")
+                if os.path.exists(p)), None)
+    if not mod:
+        raise Skip("libpam-pwquality is not installed")
+    after = ["password requisite %s use_authtok minlen=8 enforce_for_root" % mod]
+    ctx.service(ENF + " retry=3", pt.GOOD.sock, after=after)
+    pw = clean_password()
+    # (pam_matrix, the password store, prompts for the new password again)
+    r = ctx.chauthtok([ctx.old, "letmein", pw, pw, pw, pw])
+    expect_ok(ctx, r, pw)
+    check(breach_msg("letmein") in r.conv, "the refusal is shown: %r" % r)
+    check(r.conv.count("New password: ") == 2, "asked again after the breached one: %r" % r)
+    check("manipulation error" not in r.conv + r.out, "no token error: %r" % r)
+    # pwquality still applies its own rules to what pam_breachd let through.
+    r = ctx.chauthtok([ctx.old, "xY3!", "xY3!", "xY3!", "xY3!"])
+    check(r.rc != 0, "a too short password is refused by pwquality: %r" % r)
 
 
 @test
