@@ -41,10 +41,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config.h"
 #include "error.h"
 #include "util.h"
 
-#define BREACHD_CONFIG_PATH "/etc/breachd/breachd.conf"
+/* BREACHD_CONFIG_PATH: SYSCONFDIR/breachd/breachd.conf, from the build (config.h). */
 
 typedef struct breachd_config {
     char *path; /* the file it came from; "" for breachd_config_defaults() */
