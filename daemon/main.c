@@ -174,12 +174,7 @@ int main(int argc, char **argv)
         return 1;
     }
     report_start(start_fd, true);
-    const br_filter_header *h = srv.state->pwfilter ? br_pwfilter_header(srv.state->pwfilter) : NULL;
-    if (h)
-        bd_log(LOG_INFO, "password filter: generation %llu, %llu keys",
-               (unsigned long long)h->generation, (unsigned long long)h->key_count);
-    else
-        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    bd_state_log_filters(srv.state);
     bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
 
     event_base_dispatch(base);

@@ -105,6 +105,7 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     metrics_apply(srv);
     srv->counters.reloads++;
     bd_log(LOG_INFO, "reloaded %s", srv->config_path);
+    bd_state_log_filters(next);
     bd_notify("READY=1\nSTATUS=serving (reloaded)");
     reload_answer(srv, 0, NULL);
 }

@@ -366,3 +366,22 @@ bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
         return false;
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
 }
+
+static void log_filter(const char *what, const br_filter_header *h)
+{
+    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys", what,
+           (unsigned long long)h->generation, (unsigned long long)h->key_count);
+    if (h->key_count == 0)
+        bd_log(LOG_WARNING, "%s filter has no keys: it answers nothing (was it built empty?)",
+               what);
+}
+
+void bd_state_log_filters(const bd_state *s)
+{
+    if (s->pwfilter)
+        log_filter("password", br_pwfilter_header(s->pwfilter));
+    else
+        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->urlfilter)
+        log_filter("URL", br_urlfilter_header(s->urlfilter));
+}

@@ -65,6 +65,9 @@ def reload_good_filter(ctx):
     dtest.wait_for(lambda: cl.stats()["filter_generation"] == 3, what="generation 3 after SIGHUP")
     st = cl.stats()
     eq((st["reloads"], st["filter_keys"]), (2, len(keys)), "after SIGHUP")
+    # The log names what each reload put in place.
+    check("password filter: generation 2, %d keys" % len(c.counts) in d.log(), "reload 1 logged")
+    check("password filter: generation 3, %d keys" % len(keys) in d.log(), "reload 2 logged")
     eq(cl.ask("c PW " + c.password), "c CLEAN", "the new filter does not hold it")
     eq(cl.ask("p PING"), "p PONG")
     cl.close()
