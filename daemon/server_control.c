@@ -100,6 +100,7 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
         bd_log(LOG_WARNING, "[daemon] socket changed: takes effect at the next restart");
     bd_state *old = srv->state;
     srv->state = next;
+    bd_limits_from_config(&srv->limits, next->cfg);
     bd_state_unref(old); /* in-flight requests keep it until they are answered */
     bd_log_set_level(next->cfg->daemon.log_level);
     metrics_apply(srv);
@@ -182,7 +183,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     srv->config_path = strdup(config_path);
     srv->state = state;
     srv->started_at = (int64_t)time(NULL);
-    bd_limits_from_env(&srv->limits);
+    bd_limits_from_config(&srv->limits, state->cfg);
     if (!srv->config_path)
         return -ENOMEM;
     if (pipe2(srv->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)

@@ -414,8 +414,9 @@ def socket_activation_drain_and_handover(ctx):
     port = ctx.faultserver()
     conf = ctx.config(socket_path=ctx.path("configured.sock"),
                       passwords={"filter": "",
-                                 "upstream": "http://127.0.0.1:%d/delay/{prefix}" % port})
-    d, ls = activated_daemon(ctx, conf, env={"BREACHD_DRAIN_TIMEOUT_MS": 8000})
+                                 "upstream": "http://127.0.0.1:%d/delay/{prefix}" % port},
+                      limits={"drain_timeout": "8s"})
+    d, ls = activated_daemon(ctx, conf)
     d.wait_ready()
     pending = d.client(timeout=30)
     pending.send("1 PW 12ABC%s\n" % HIT)
