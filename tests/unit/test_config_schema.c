@@ -106,6 +106,10 @@ static size_t man_keys(doc_key *out, size_t cap)
         snprintf(k->def, sizeof(k->def), "%.*s", (int)(end - d), d);
         if (strncmp(k->def, "empty", 5) == 0)
             k->def[0] = '\0';
+        /* The build fills the page's socket path in from -Ddefault_socket
+         * (docs/meson.build), as it does the daemon's default. */
+        if (strcmp(k->def, "@DEFAULT_SOCKET@") == 0)
+            snprintf(k->def, sizeof(k->def), "%s", BREACHD_DEFAULT_SOCKET);
         if (end == comma)
             snprintf(k->bounds, sizeof(k->bounds), "%.*s", (int)(close - comma - 2), comma + 2);
     }
