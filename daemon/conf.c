@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -178,6 +179,47 @@ static char *ini_reader_fn(char *buf, int num, void *stream)
     return buf;
 }
 
+/* Edit distance of two short names (insertions, deletions, substitutions). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            best = BR_MIN(best, up + 1);
+            best = BR_MIN(best, row[j - 1] + 1);
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The key of [section] closest to a misspelt name, if it is close (at most
+ * 2 edits, and fewer than half the name). */
+static const char *closest_key(const char *section, const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < bd_conf_n_keys; i++) {
+        if (strcmp(bd_conf_keys[i].section, section))
+            continue;
+        size_t d = edit_distance(name, bd_conf_keys[i].name);
+        if (d < best_d && d * 2 < strlen(name)) {
+            best_d = d;
+            best = bd_conf_keys[i].name;
+        }
+    }
+    return best;
+}
+
 static int ini_handler_fn(void *user, const char *section, const char *name, const char *ignored)
 {
     parse_state *st = user;
@@ -205,9 +247,12 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
                 elsewhere = bd_conf_keys[i].section;
                 break;
             }
+        const char *near = elsewhere ? NULL : closest_key(section, name);
         if (elsewhere)
             fail_line(st, -EINVAL, "[%s] %s: unknown key (%s is a key of [%s])", section, name,
                       name, elsewhere);
+        else if (near)
+            fail_line(st, -EINVAL, "[%s] %s: unknown key (did you mean %s?)", section, name, near);
         else
             fail_line(st, -EINVAL, "[%s] %s: unknown key", section, name);
         return 0;
@@ -269,6 +314,7 @@ int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, 
         return br_error_set(err, -ENOMEM, "%s: out of memory", name);
     if (r != 0)
         return br_error_set(err, -EINVAL, "%s:%d: cannot parse this line", name, r);
+    c->key_lines = BR_TAKE_PTR(seen);
     *out = BR_TAKE_PTR(c);
     return 0;
 }

@@ -54,6 +54,7 @@
 
 typedef struct breachd_config {
     char *path; /* the file it came from; "" for breachd_config_defaults() */
+    unsigned *key_lines; /* per bd_conf_keys row: the line that set it; NULL or 0: default */
 
     struct {
         char *socket;             /* absolute path, fits a sockaddr_un */
@@ -127,6 +128,10 @@ int breachd_config_load(const char *path, breachd_config **out, br_error *err);
 
 /* The same from an open stream; name is used in messages and as cfg->path. */
 int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, br_error *err);
+
+/* The line of cfg->path that set [section] name; 0 when it has its default. */
+unsigned breachd_config_key_line(const breachd_config *cfg, const char *section,
+                                 const char *name);
 
 /* NULL is fine. */
 void breachd_config_free(breachd_config *cfg);

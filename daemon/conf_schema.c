@@ -51,7 +51,7 @@ const bd_conf_key bd_conf_keys[] = {
      0, 3600 * 1000, NULL, "10s", "on SIGTERM, how long pending requests may take"},
 
     {"passwords", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
-     0, PATH_MAX - 1, NULL, "/var/lib/breachd/passwords.bfuse",
+     0, PATH_MAX - 1, NULL, "",
      "the password filter; empty: every check goes to the range API"},
     {"passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, F(passwords.upstream), 0, 0, 0, 0,
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
@@ -257,8 +257,19 @@ void breachd_config_free(breachd_config *c)
             break;
         }
     }
+    free(c->key_lines);
     free(c->path);
     free(c);
+}
+
+unsigned breachd_config_key_line(const breachd_config *c, const char *section, const char *name)
+{
+    if (!c->key_lines)
+        return 0;
+    for (size_t i = 0; i < bd_conf_n_keys; i++)
+        if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0)
+            return c->key_lines[i];
+    return 0;
 }
 
 int breachd_config_defaults(breachd_config **out)

@@ -84,7 +84,7 @@ void check_defaults(const breachd_config *c)
     assert_int_equal(c->limits.idle_timeout_ms, 300000);
     assert_int_equal(c->limits.max_unread, 1 << 20);
     assert_int_equal(c->limits.drain_timeout_ms, 10000);
-    assert_string_equal(c->passwords.filter, "/var/lib/breachd/passwords.bfuse");
+    assert_string_equal(c->passwords.filter, "");
     assert_string_equal(c->passwords.upstream, "https://api.pwnedpasswords.com/range/{prefix}");
     assert_int_equal(c->passwords.max_filter_age_s, 45 * 86400);
     assert_string_equal(c->urls.filter, "");

@@ -33,7 +33,10 @@ static void test_errors_structure(void **state)
     expect_error("\n\n[daemon\n", NAME ":3: section line without a closing ]");
     expect_error("[daemon] # main\n", NAME ":1: text after the section's ] (a comment must be on "
                                            "a line of its own)");
-    expect_error("[daemon]\nsockt = /x\n", NAME ":2: [daemon] sockt: unknown key");
+    expect_error("[daemon]\nsockt = /x\n",
+                 NAME ":2: [daemon] sockt: unknown key (did you mean socket?)");
+    expect_error("[cache]\nttls = 1d\n", NAME ":2: [cache] ttls: unknown key (did you mean ttl?)");
+    expect_error("[daemon]\nfrobnicate = 1\n", NAME ":2: [daemon] frobnicate: unknown key");
     expect_error("[cache]\ntimeout = 5s\n",
                  NAME ":2: [cache] timeout: unknown key (timeout is a key of [upstream])");
     expect_error("[upstream]\nrate = 5\ntimeout = 1s\n\nrate = 6\n",
