@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "br_assert.h"
 #include "config.h"
 #include "log.h"
 #include "notify.h"
@@ -116,6 +117,7 @@ int main(int argc, char **argv)
     }
 
     bd_log_init(LOG_INFO);
+    br_assert_set_hook(bd_log_assert);
     br_error err = {{0}};
     bd_state_files files;
     int r = bd_state_files_load(config_path, &files, &err);
