@@ -169,7 +169,7 @@ int main(int argc, char **argv)
         bd_log(LOG_ERR, "%s", err.text[0] ? err.text : strerror(-r));
         report_start(start_fd, false);
         if (srv_ok)
-            bd_server_free(&srv);
+            bd_server_fini(&srv);
         bd_state_unref(state);
         bd_state_shutdown_all();
         event_base_free(base);
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
     bd_state_shutdown_all();
-    bd_server_free(&srv);
+    bd_server_fini(&srv);
     event_base_free(base);
     bd_log(LOG_INFO, "stopped");
     return 0;
