@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "br_assert.h"
 #include "conf_int.h"
 
 #define MAX_RAW_LINE 16384
@@ -150,7 +151,7 @@ static char *ini_reader_fn(char *buf, int num, void *stream)
     parse_state *st = stream;
     if (st->rc < 0)
         return NULL;
-    if (num < 80) { /* libinih's buffer is INI_MAX_LINE, 200 unless built otherwise */
+    if (br_fails_assert(num >= 80)) { /* libinih's INI_MAX_LINE, 200 unless built otherwise */
         fail_line(st, -EINVAL, "internal error: libinih's line buffer is too small");
         return NULL;
     }
@@ -226,7 +227,7 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     (void)ignored;
     if (st->rc < 0)
         return 0;
-    if (!st->value) {
+    if (br_fails_assert(st->value)) {
         fail_line(st, -EINVAL, "internal error: libinih and the reader disagree");
         return 0;
     }

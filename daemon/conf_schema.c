@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "br_assert.h"
 #include "conf_int.h"
 #include "config.h"
 
@@ -168,6 +169,7 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
         rc = bd_conf_parse_listen(v, FIELD(c, k->off2, char), FIELD(c, k->off3, uint16_t), err);
         break;
     default:
+        (void)br_fails_assert(!"a string key of another type");
         rc = br_error_set(err, -EINVAL, "internal error: [%s] %s is not a string", k->section,
                           k->name);
     }
@@ -201,6 +203,7 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
         return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
                                   FIELD(c, k->off, uint32_t), err);
     }
+    (void)br_fails_assert(!"a key without a type");
     return br_error_set(err, -EINVAL, "internal error: [%s] %s has no type", k->section, k->name);
 }
 
@@ -284,8 +287,10 @@ int breachd_config_defaults(breachd_config **out)
     for (size_t i = 0; i < bd_conf_n_keys; i++) {
         br_error err;
         int rc = bd_conf_apply(c, &bd_conf_keys[i], bd_conf_keys[i].def, &err);
-        if (rc < 0)
-            return rc == -ENOMEM ? rc : -EINVAL; /* a bad default: the unit tests catch it */
+        if (rc == -ENOMEM)
+            return rc;
+        if (br_fails_assert(rc == 0)) /* a default that does not parse */
+            return -EINVAL;
     }
     *out = BR_TAKE_PTR(c);
     return 0;

@@ -471,7 +471,7 @@ static int create_socket(const char *path, mode_t mode, br_error *err)
 int bd_server_listen(bd_server *srv, br_error *err)
 {
     int fd = bd_listen_fd();
-    if (fd < -1)
+    if (fd < 0 && fd != -ENOENT)
         return br_error_set(err, fd, "socket activation: %s (expected one Unix stream socket)",
                             strerror(-fd));
     if (fd >= 0) {

@@ -103,7 +103,7 @@ int bd_server_listen(bd_server *srv, br_error *err);
 void bd_server_drain(bd_server *srv);
 /* Start a reload (SIGHUP: waiter NULL; RELOAD: the request to answer). */
 void bd_server_reload(bd_server *srv, bd_waiter *waiter);
-void bd_server_free(bd_server *srv);
+void bd_server_fini(bd_server *srv);
 
 /* ---- used by dispatch.c ---- */
 

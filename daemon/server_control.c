@@ -203,7 +203,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     return 0;
 }
 
-void bd_server_free(bd_server *srv)
+void bd_server_fini(bd_server *srv)
 {
     if (srv->reloading) {
         pthread_join(srv->reload_thread, NULL);

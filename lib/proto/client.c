@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "br_assert.h"
 #include "client.h"
 #include "protocol.h"
 
@@ -245,6 +246,7 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
         break;
     }
     default:
+        (void)br_fails_assert(!"a request kind without a format");
         return -EINVAL;
     }
     if (n < 0 || (size_t)n >= size || (size_t)n - 1 > BR_PROTO_MAX_LINE)

@@ -83,6 +83,7 @@ def verbs_and_answers_nginx(ctx):
                 "requests_in_flight", "cache_stale_answers", "connections_total"):
         check(key in after, "STATS lacks %s" % key)
     eq(after["circuit"], "closed", "circuit")
+    eq(after["internal_errors"], 0, "internal_errors (a failed internal check)")
 
     eq(cl.ask("r RELOAD", timeout=30), "r RELOADED")  # root is an admin_user by default
     eq(cl.stats()["reloads"], 1, "reloads")
