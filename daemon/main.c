@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* breachd [--config FILE] [--foreground] [--check-config] [--version] */
+/* breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config] [--version] */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,13 +16,16 @@
 #include "log.h"
 #include "notify.h"
 #include "server.h"
+#include "startup.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: breachd [--config FILE] [--foreground] [--check-config] [--version]\n"
+    fprintf(out, "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
+                 "               [--version]\n"
                  "\n"
                  "  -c, --config FILE   configuration file (default %s)\n"
                  "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
+                 "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
                  "      --check-config  validate the configuration and the filters, then exit\n"
                  "      --version       print the version and exit\n",
                  BREACHD_CONFIG_PATH);
@@ -77,6 +80,7 @@ static void report_start(int fd, bool ok)
 
 typedef struct args {
     const char *config_path;
+    const char *pidfile;
     bool foreground, check_only;
 } args;
 
@@ -86,19 +90,23 @@ static int parse_args(int argc, char **argv, args *a)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"foreground", no_argument, NULL, 'f'},
+        {"pidfile", required_argument, NULL, 'p'},
         {"check-config", no_argument, NULL, 'C'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "c:fh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:fp:h", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             a->config_path = optarg;
             break;
         case 'f':
             a->foreground = true;
+            break;
+        case 'p':
+            a->pidfile = optarg;
             break;
         case 'C':
             a->check_only = true;
@@ -172,6 +180,14 @@ int main(int argc, char **argv)
     bd_log_init(LOG_INFO);
     br_assert_set_hook(bd_log_assert);
     br_error err = {{0}};
+    /* Absolute paths: the daemon changes to "/", and reloads re-read the config. */
+    _cleanup_free_ char *config_path = NULL, *pidfile = NULL;
+    if (bd_absolute_path(a.config_path, &config_path, &err) < 0 ||
+        (a.pidfile && bd_absolute_path(a.pidfile, &pidfile, &err) < 0)) {
+        bd_log(LOG_ERR, "%s", err.text);
+        return 1;
+    }
+    a.config_path = config_path;
     bd_state_files files;
     int r = bd_state_files_load(a.config_path, &files, &err);
     if (r < 0) {
@@ -204,6 +220,14 @@ int main(int argc, char **argv)
         event_base_free(base);
         return 1;
     }
+    if (pidfile && bd_pidfile_write(pidfile, &err) < 0) {
+        bd_log(LOG_ERR, "%s", err.text);
+        report_start(start_fd, false);
+        bd_state_shutdown_all();
+        bd_server_fini(&srv);
+        event_base_free(base);
+        return 1;
+    }
     report_start(start_fd, true);
     bd_state_log_filters(srv.state);
     bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
@@ -214,6 +238,8 @@ int main(int argc, char **argv)
     bd_state_shutdown_all();
     bd_server_fini(&srv);
     event_base_free(base);
+    if (pidfile)
+        bd_pidfile_remove(pidfile);
     bd_log(LOG_INFO, "stopped");
     return 0;
 }

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "notify.h"
 #include "server.h"
+#include "startup.h"
 #include "server_int.h"
 
 void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
@@ -481,6 +482,9 @@ int bd_server_listen(bd_server *srv, br_error *err)
         bd_log(LOG_INFO, "listening on the socket passed by systemd");
     } else {
         const breachd_config *cfg = srv->state->cfg;
+        int r = bd_socket_dir_ensure(cfg->daemon.socket, err);
+        if (r < 0)
+            return r;
         fd = create_socket(cfg->daemon.socket, cfg->daemon.socket_mode, err);
         if (fd < 0)
             return fd;

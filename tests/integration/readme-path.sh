@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The README's commands, in order, on a fresh copy of the tree: scripts/demo,
+# the install (meson setup build --prefix=/usr, ninja, install into a
+# DESTDIR), then breachd started as the breachd user without systemd (a
+# relative --config, --pidfile, the socket's directory made by the daemon),
+# and ping, stats, a password check and a reload (RELOAD and SIGHUP) through
+# the installed breachctl.
+#
+# usage: readme-path.sh SOURCE_ROOT
+# Exit 0 passed, 1 failed, 77 skipped (not root: the breachd user and
+# runuser need it). Builds the project twice (demo and install): minutes.
+set -euo pipefail
+src=$(cd "$1" && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: not root (the breachd user, runuser)"
+  exit 77
+fi
+for t in git runuser systemd-sysusers; do
+  command -v "$t" >/dev/null || { echo "SKIP: $t is missing"; exit 77; }
+done
+
+# A short path: the demo's socket must fit a Unix socket address.
+tmp=$(mktemp -d /tmp/bd-readme.XXXXXX)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+chmod 0755 "$tmp"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { printf '== %s\n' "$*"; }
+
+step "a fresh copy of the tree (tracked and new files, no build directories)"
+tree=$tmp/src
+mkdir "$tree"
+(cd "$src" && git ls-files -z --cached --others --exclude-standard | \
+  xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$tree"
+
+step "scripts/demo"
+(cd "$tree" && scripts/demo) >"$tmp/demo.log" 2>&1 || { tail -n 40 "$tmp/demo.log"; fail "scripts/demo"; }
+[ -f "$tree/build-demo/demo/passwords.bfuse" ] || fail "the demo made no filter"
+[ ! -e "$tree/build" ] || fail "the demo configured build/, which the install needs"
+
+step "meson setup build --prefix=/usr && ninja -C build && meson install --destdir"
+root=$tmp/root
+(cd "$tree" && meson setup build --prefix=/usr >/dev/null && ninja -C build >/dev/null &&
+  DESTDIR=$root ninja -C build install >/dev/null) || fail "the README's install commands"
+multiarch=$(cc -print-multiarch 2>/dev/null || gcc -print-multiarch)
+pam=$root/usr/lib/$multiarch/security/pam_breachd.so
+[ -f "$pam" ] || fail "pam_breachd.so is not in Debian's PAM module directory: $(find "$root" -name pam_breachd.so)"
+for f in usr/sbin/breachd usr/bin/breachctl usr/libexec/breachd-squid-helper \
+  usr/libexec/breachd/check-password usr/share/doc/breachd/breachd.conf.example \
+  usr/share/doc/breachd/corpus.md usr/share/man/man8/breachd.8; do
+  [ -e "$root/$f" ] || fail "not installed: /$f"
+done
+if grep -l '@[A-Z_]*@' "$root"/usr/share/man/man*/* >/dev/null; then
+  fail "an installed man page keeps a placeholder"
+fi
+grep -q '/etc/breachd/breachd.conf' "$root/usr/share/man/man8/breachd.8" ||
+  fail "breachd(8) does not name /etc/breachd/breachd.conf"
+
+step "the breachd user (systemd-sysusers, as the README says)"
+systemd-sysusers "$root/usr/lib/sysusers.d/breachd.conf" >/dev/null
+id breachd >/dev/null || fail "no breachd user after systemd-sysusers"
+
+step "breachd as the breachd user, without systemd"
+demo=$tree/build-demo/demo
+etc=$tmp/etc
+mkdir -p "$etc"
+install -d -o breachd -g breachd -m 0700 "$tmp/cache"
+install -d -o breachd -g breachd -m 0755 "$tmp/run"
+sock=$tmp/run/breachd/breachd.sock # its directory does not exist yet
+cat >"$etc/breachd.conf" <<EOF
+[daemon]
+socket = $sock
+socket_mode = 0666
+admin_users = root
+[passwords]
+filter = $demo/passwords.bfuse
+upstream = file://$demo/mirror/{prefix}.txt
+[cache]
+path = $tmp/cache
+EOF
+chmod -R a+rX "$tree/build-demo/demo" "$etc"
+ctl() { "$root/usr/bin/breachctl" --socket "$sock" "$@"; }
+(cd "$etc" && runuser -u breachd -- "$root/usr/sbin/breachd" --config breachd.conf \
+  --pidfile "$tmp/run/breachd.pid") || fail "breachd did not start"
+pid=$(cat "$tmp/run/breachd.pid") || fail "no pid file"
+[ "$(stat -c %U "/proc/$pid")" = breachd ] || fail "breachd runs as $(stat -c %U "/proc/$pid")"
+[ "$(stat -c '%a %U' "$tmp/run/breachd")" = "755 breachd" ] ||
+  fail "socket directory: $(stat -c '%a %U' "$tmp/run/breachd")"
+
+step "ping, stats, a password check, a reload"
+[ "$(ctl ping)" = PONG ] || fail "ping"
+ctl stats | grep -q 'requests' || fail "stats"
+set +e
+out=$(printf 'password\n' | ctl password)
+rc=$?
+set -e
+[ $rc -eq 1 ] && [[ $out == PWNED* ]] || fail "password check: rc=$rc $out"
+[ "$(ctl reload)" = RELOADED ] || fail "RELOAD"
+kill -HUP "$pid"
+for _ in $(seq 100); do
+  [ "$(ctl stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])')" = 2 ] && break
+  sleep 0.1
+done
+[ "$(ctl stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])')" = 2 ] ||
+  fail "SIGHUP reload (the relative --config must still resolve)"
+
+step "SIGTERM: the daemon stops and removes its pid file"
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "breachd still runs after SIGTERM"
+pid=
+[ ! -e "$tmp/run/breachd.pid" ] || fail "the pid file is left behind"
+echo "PASS"
