@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "housekeeping.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -116,6 +117,11 @@ int main(int argc, char **argv)
     }
 
     bd_log_init(LOG_INFO);
+    int hr = bd_hygiene_init();
+    if (hr < 0) {
+        bd_log(LOG_ERR, "cannot set up the process (PR_SET_DUMPABLE, SIGBUS handler): %s", strerror(-hr));
+        return 1;
+    }
     br_error err = {{0}};
     bd_state_files files;
     int r = bd_state_files_load(config_path, &files, &err);
@@ -181,10 +187,14 @@ int main(int argc, char **argv)
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
     bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
+    bd_housekeeping *hk = bd_housekeeping_new(&srv);
+    if (!hk)
+        bd_log(LOG_WARNING, "no housekeeping timer (out of memory): the cache is not purged");
 
     event_base_dispatch(base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    bd_housekeeping_free(hk);
     bd_state_shutdown_all();
     bd_server_free(&srv);
     event_base_free(base);
