@@ -13,6 +13,7 @@
 
 #include "br_assert.h"
 #include "config.h"
+#include "housekeeping.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -179,6 +180,12 @@ int main(int argc, char **argv)
 
     bd_log_init(LOG_INFO);
     br_assert_set_hook(bd_log_assert);
+    int hr = bd_hygiene_init();
+    if (hr < 0) {
+        bd_log(LOG_ERR, "cannot set up the process (PR_SET_DUMPABLE, SIGBUS handler): %s",
+               strerror(-hr));
+        return 1;
+    }
     br_error err = {{0}};
     /* Absolute paths: the daemon changes to "/", and reloads re-read the config. */
     _cleanup_free_ char *config_path = NULL, *pidfile = NULL;
@@ -231,10 +238,14 @@ int main(int argc, char **argv)
     report_start(start_fd, true);
     bd_state_log_filters(srv.state);
     bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
+    bd_housekeeping *hk = bd_housekeeping_new(&srv);
+    if (!hk)
+        bd_log(LOG_WARNING, "no housekeeping timer (out of memory): the cache is not purged");
 
     event_base_dispatch(base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    bd_housekeeping_free(hk);
     bd_state_shutdown_all();
     bd_server_fini(&srv);
     event_base_free(base);

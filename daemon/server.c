@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/crypto.h>
 
 #include "log.h"
 #include "notify.h"
@@ -67,6 +68,21 @@ void bd_conn_flush_now(bd_conn *c)
     }
 }
 
+/* Wipe the first len bytes of an input buffer, then drain them: a request
+ * line may hold a hash, and libevent frees or reuses its chunks unwiped. */
+static void wipe_drain(struct evbuffer *in, size_t len)
+{
+    while (len > 0) {
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+            break;
+        size_t k = BR_MIN(v.iov_len, len);
+        OPENSSL_cleanse(v.iov_base, k);
+        evbuffer_drain(in, k);
+        len -= k;
+    }
+}
+
 void bd_conn_close(bd_conn *c)
 {
     if (!c->open)
@@ -80,6 +96,8 @@ void bd_conn_close(bd_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->n_conns--;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    wipe_drain(in, evbuffer_get_length(in));
     bufferevent_free(c->bev);
     c->bev = NULL;
     event_free(c->idle);
@@ -197,9 +215,10 @@ static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
             memcpy(probe + i, " PING", 5);
             if (br_request_parse(probe, (size_t)i + 5, &req, &e))
                 memcpy(id, req.id, sizeof(req.id));
-            return;
+            break;
         }
     }
+    OPENSSL_cleanse(head, sizeof(head)); /* may hold the start of an argument */
 }
 
 /* Complete lines taken from a connection for one dispatch: the loop has one
@@ -214,7 +233,7 @@ static void dispatch_taken(bd_conn *c, size_t n)
     bd_dispatch_batch(c, batch_lines, batch_lens, n);
     /* A request line may hold a hash: don't leave it in memory. */
     for (size_t i = 0; i < n; i++)
-        memset(batch_lines[i], 0, batch_lens[i]);
+        OPENSSL_cleanse(batch_lines[i], batch_lens[i] + 1);
 }
 
 static void conn_process_input(bd_conn *c)
@@ -226,10 +245,10 @@ static void conn_process_input(bd_conn *c)
         size_t avail = evbuffer_get_length(in);
         if (c->discarding) {
             if (lf.pos < 0) {
-                evbuffer_drain(in, avail);
+                wipe_drain(in, avail);
                 break;
             }
-            evbuffer_drain(in, (size_t)lf.pos + 1);
+            wipe_drain(in, (size_t)lf.pos + 1);
             c->discarding = false;
             continue;
         }
@@ -257,7 +276,8 @@ static void conn_process_input(bd_conn *c)
         if (lf.pos < 0)
             break; /* wait for the rest of the line */
         size_t len = (size_t)lf.pos;
-        evbuffer_remove(in, batch_lines[n], len + 1);
+        evbuffer_copyout(in, batch_lines[n], len + 1);
+        wipe_drain(in, len + 1);
         batch_lens[n++] = len;
         if (n == BD_BATCH) {
             dispatch_taken(c, n);

@@ -211,56 +211,135 @@ static ssize_t read_password_tty(char *buf, size_t size)
 /* stdin's buffer holds the passwords read: ours, so that it can be wiped. */
 static char stdin_buf[65536];
 
-static int check_passwords_stdin(session *s, const check_opts *o, status_acc *st)
+/* getline() that never leaves a copy behind: the buffer grows by
+ * allocate-copy-wipe-free (getline's realloc would free the old buffer
+ * unwiped). The line, without its LF (and a CR before it), is NUL-terminated
+ * in *buf; its length, -1 at the end of input or on a read error (see
+ * ferror), -2 when out of memory. */
+static ssize_t read_line_wiped(FILE *in, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    for (;;) {
+        if (*cap - len < 2) {
+            size_t ncap = *cap ? *cap * 2 : 256;
+            char *nb = malloc(ncap);
+            if (!nb)
+                return -2;
+            if (*buf) {
+                memcpy(nb, *buf, len);
+                OPENSSL_cleanse(*buf, *cap);
+                free(*buf);
+            }
+            *buf = nb;
+            *cap = ncap;
+        }
+        if (!fgets(*buf + len, (int)BR_MIN(*cap - len, (size_t)INT_MAX), in)) {
+            if (len == 0)
+                return -1;
+            break; /* a last line without LF */
+        }
+        len += strlen(*buf + len);
+        if (len > 0 && (*buf)[len - 1] == '\n')
+            break;
+    }
+    if (len > 0 && (*buf)[len - 1] == '\n')
+        len--;
+    if (len > 0 && (*buf)[len - 1] == '\r')
+        len--;
+    (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
+typedef enum stdin_kind { IN_PASSWORD, IN_SHA1, IN_URL } stdin_kind;
+
+/* One input line as a request: a password hashed, a SHA-1 decoded, a URL
+ * copied (freed by the caller after its chunk). */
+static int line_request(stdin_kind kind, const char *line, size_t len, uint8_t hash[BR_SHA1_LEN],
+                        br_client_request *req)
+{
+    if (kind == IN_PASSWORD) {
+        br_client_hash_password(line, len, hash);
+        *req = (br_client_request){.kind = BR_REQ_SHA1, .arg = hash, .arg_len = BR_SHA1_LEN};
+    } else if (kind == IN_SHA1) {
+        if (len == 2 * BR_SHA1_LEN && br_hex_decode(line, BR_SHA1_LEN, hash))
+            *req = (br_client_request){.kind = BR_REQ_SHA1, .arg = hash, .arg_len = BR_SHA1_LEN};
+        else /* not sent (it might be a password): answered ERR bad-request */
+            *req = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
+    } else {
+        char *copy = strndup(line, len);
+        if (!copy)
+            return -ENOMEM;
+        *req = (br_client_request){.kind = BR_REQ_URL, .arg = copy, .arg_len = len};
+    }
+    return 0;
+}
+
+static void chunk_done(stdin_kind kind, br_client_request *reqs, size_t n)
+{
+    if (kind != IN_URL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char *u = (char *)reqs[i].arg;
+        OPENSSL_cleanse(u, reqs[i].arg_len);
+        free(u);
+    }
+}
+
+/* Inputs one per line on stdin (passwords, SHA-1 hashes or URLs), in
+ * pipelined chunks; every buffer that held one is wiped. */
+static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_kind kind, const char *cmd)
 {
     setvbuf(stdin, stdin_buf, _IOFBF, sizeof(stdin_buf));
     uint8_t(*hashes)[BR_SHA1_LEN] = calloc(CHUNK, BR_SHA1_LEN);
     br_client_request *reqs = calloc(CHUNK, sizeof(*reqs));
     char *line = NULL;
     size_t cap = 0, n = 0, done = 0;
-    ssize_t len;
-    if (!hashes || !reqs) {
-        free(hashes);
-        free(reqs);
-        ctl_err("password: out of memory");
-        return EXIT_ERROR;
-    }
-    while ((len = getline(&line, &cap, stdin)) >= 0) {
-        if (len > 0 && line[len - 1] == '\n')
-            len--;
-        if (len > 0 && line[len - 1] == '\r')
-            len--;
-        br_client_hash_password(line, (size_t)len, hashes[n]);
+    ssize_t len = 0;
+    bool oom = !hashes || !reqs;
+    while (!oom && (len = read_line_wiped(stdin, &line, &cap)) >= 0) {
+        oom = line_request(kind, line, (size_t)len, hashes[n], &reqs[n]) < 0;
         OPENSSL_cleanse(line, cap);
-        reqs[n] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[n], .arg_len = BR_SHA1_LEN};
+        if (oom)
+            break;
         if (++n == CHUNK) {
             run_chunk(s, reqs, n, done + 1, o, st);
+            chunk_done(kind, reqs, n);
             done += n;
             n = 0;
         }
     }
+    oom = oom || len == -2;
     bool read_error = ferror(stdin);
-    if (n)
+    if (n && !oom)
         run_chunk(s, reqs, n, done + 1, o, st);
+    if (reqs)
+        chunk_done(kind, reqs, n);
     done += n;
     if (line) {
         OPENSSL_cleanse(line, cap);
         free(line);
     }
-    OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
+    if (hashes)
+        OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
     OPENSSL_cleanse(stdin_buf, sizeof(stdin_buf));
     free(hashes);
     free(reqs);
-    if (read_error) {
-        ctl_err("password: reading standard input: %s", strerror(errno));
+    if (oom) {
+        ctl_err("%s: out of memory", cmd);
+        st->error = true;
+    } else if (read_error) {
+        ctl_err("%s: reading standard input: %s", cmd, strerror(errno));
         st->error = true;
     } else if (done == 0) {
         /* Nothing was checked: never report that as clean. */
-        ctl_err("password: no password on standard input (one per line)");
+        ctl_err("%s: no %s on standard input (one per line)", cmd,
+                kind == IN_PASSWORD ? "password" : kind == IN_SHA1 ? "40-hex SHA-1" : "URL");
         st->error = true;
     }
     return status_of(st);
 }
+
+/* ---- commands ---- */
 
 /* ---- commands ---- */
 
@@ -313,7 +392,7 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
         return EXIT_ERROR;
     if (!isatty(STDIN_FILENO)) {
         session s = {.c = c};
-        return check_passwords_stdin(&s, o, &st);
+        return check_stdin(&s, o, &st, IN_PASSWORD, "password");
     }
     char pw[1024];
     ssize_t len = read_password_tty(pw, sizeof(pw));
@@ -345,19 +424,24 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     return status_of(&st);
 }
 
-/* sha1 / url: the arguments, in chunks. */
+/* sha1 / url: the arguments, in chunks, or one per line on stdin. */
 static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd, int nargs,
                       char **args)
 {
     _cleanup_(br_client_freep) br_client *c = NULL;
     status_acc st = {0};
     bool is_url = cmd[0] == 'u';
-    if (!nargs) {
-        ctl_err("%s: expected at least one %s", cmd, is_url ? "URL" : "40-hex SHA-1");
+    if (!nargs && isatty(STDIN_FILENO)) {
+        ctl_err("%s: expected at least one %s, as arguments or one per line on standard input",
+                cmd, is_url ? "URL" : "40-hex SHA-1");
         return EXIT_ERROR;
     }
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
+    if (!nargs) {
+        session s = {.c = c};
+        return check_stdin(&s, o, &st, is_url ? IN_URL : IN_SHA1, cmd);
+    }
     br_client_request *reqs = calloc((size_t)nargs, sizeof(*reqs));
     uint8_t(*hashes)[BR_SHA1_LEN] = calloc((size_t)nargs, BR_SHA1_LEN);
     if (!reqs || !hashes) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -193,12 +194,82 @@ struct br_filter_file {
     uint8_t *map;
     uint64_t size;
     br_filter_header hdr;
+    atomic_int damaged; /* set by br_filter_file_fault() */
+    int guard;          /* slot in guards[], -1 when none */
 };
+
+/* ---- mappings guarded against truncation (filter_file.h) ---- */
+
+/* The mappings a SIGBUS may be about. A slot is claimed by its owner (CAS
+ * from NULL), then len, then start are published; the fault handler reads
+ * start first, so a slot it sees in use is complete. Lock-free atomics only:
+ * the handler may run in any thread, at any instruction. */
+#define GUARD_SLOTS 64
+typedef struct guard_slot {
+    _Atomic(br_filter_file *) owner;
+    atomic_size_t len;
+    atomic_uintptr_t start; /* 0: not in use */
+} guard_slot;
+static guard_slot guards[GUARD_SLOTS];
+
+static void guard_add(br_filter_file *f)
+{
+    f->guard = -1;
+    for (int i = 0; i < GUARD_SLOTS; i++) {
+        br_filter_file *none = NULL;
+        if (atomic_compare_exchange_strong(&guards[i].owner, &none, f)) {
+            atomic_store(&guards[i].len, (size_t)f->size);
+            atomic_store(&guards[i].start, (uintptr_t)f->map);
+            f->guard = i;
+            return;
+        }
+    }
+    /* All slots taken (not with the daemon's few filters): unguarded. */
+}
+
+static void guard_remove(br_filter_file *f)
+{
+    if (f->guard < 0)
+        return;
+    guard_slot *g = &guards[f->guard];
+    atomic_store(&g->start, 0);
+    atomic_store(&g->len, 0);
+    atomic_store(&g->owner, NULL);
+    f->guard = -1;
+}
+
+bool br_filter_file_fault(const void *addr)
+{
+    uintptr_t a = (uintptr_t)addr;
+    for (int i = 0; i < GUARD_SLOTS; i++) {
+        uintptr_t start = atomic_load(&guards[i].start);
+        size_t len = atomic_load(&guards[i].len);
+        if (!start || a - start >= len)
+            continue;
+        br_filter_file *f = atomic_load(&guards[i].owner);
+        /* The whole mapping becomes zero pages: no probe faults again, and
+         * the flag makes every probe answer "maybe". mmap is a plain system
+         * call: async-signal-safe. */
+        void *p = mmap((void *)start, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        if (f)
+            atomic_store(&f->damaged, 1);
+        return true;
+    }
+    return false;
+}
+
+bool br_filter_file_damaged(const br_filter_file *f)
+{
+    return atomic_load(&((br_filter_file *)f)->damaged) != 0;
+}
 
 void br_filter_file_free(br_filter_file *f)
 {
     if (!f)
         return;
+    guard_remove(f);
     if (f->map)
         munmap(f->map, f->size);
     free(f);
@@ -245,11 +316,13 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     _cleanup_(br_filter_file_freep) br_filter_file *f = calloc(1, sizeof(*f));
     if (!f)
         return -ENOMEM;
+    f->guard = -1;
     f->size = (uint64_t)st.st_size;
     void *map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return br_error_set(err, -errno, "%s: mmap: %s", path, strerror(errno));
     f->map = map;
+    guard_add(f); /* a truncation while it is verified is caught too */
 
     int r = br_filter_header_decode(f->map, f->size, &f->hdr, err);
     if (r < 0)
@@ -263,7 +336,7 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     r = body_checksum(f->map + BR_FILTER_HEADER_SIZE, f->size - BR_FILTER_HEADER_SIZE, sum);
     if (r < 0)
         return br_error_set(err, r, "%s: SHA-256 failed", path);
-    if (memcmp(sum, f->hdr.body_sha256, 32) != 0)
+    if (memcmp(sum, f->hdr.body_sha256, 32) != 0 || br_filter_file_damaged(f))
         return br_error_set(err, -EINVAL, "%s: body checksum mismatch (file corrupted)", path);
     /* Lookups are random probes: don't let readahead drag in neighbours. */
     (void)madvise(f->map, f->size, MADV_RANDOM);

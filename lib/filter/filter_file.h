@@ -78,6 +78,23 @@ const br_filter_header *br_filter_file_header(const br_filter_file *f);
 const uint8_t *br_filter_file_data(const br_filter_file *f);
 uint64_t br_filter_file_size(const br_filter_file *f);
 
+/* ---- truncation while mapped ----
+ * A filter file must be replaced by rename (a new inode), never rewritten or
+ * truncated in place (docs/filter-format.md). If it is truncated anyway,
+ * reading a page past the new end raises SIGBUS. The program's SIGBUS
+ * handler (SA_SIGINFO) calls br_filter_file_fault(si_addr): when the address
+ * lies in the mapping of an open filter file, that whole mapping is replaced
+ * with zero pages, the file is marked damaged and the call returns true (the
+ * faulting read then resumes and reads zeros); otherwise it returns false
+ * and the handler must let the default action happen. Async-signal-safe,
+ * any thread. Every open filter file is registered from
+ * br_filter_file_open() until br_filter_file_free(). A file damaged while
+ * it is being verified is refused. Probes of a damaged filter answer
+ * "maybe" (pwfilter.h, urlfilter.h), never a wrong "no". */
+bool br_filter_file_fault(const void *addr);
+/* True once a fault was handled in this file's mapping. Any thread. */
+bool br_filter_file_damaged(const br_filter_file *f);
+
 /* ---- writing ---- */
 
 typedef struct br_filter_writer br_filter_writer;

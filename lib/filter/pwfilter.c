@@ -455,15 +455,30 @@ static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
     return &pf->shards[pf->shard_bits ? key >> (64 - pf->shard_bits) : 0];
 }
 
+/* Probe first, then look at the flag: a probe that faulted read zeros, and
+ * the handler set the flag before the probe went on. */
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
 {
-    return br_bfuse_contains(shard_for(pf, key), key);
+    return br_bfuse_contains(shard_for(pf, key), key) || br_filter_file_damaged(pf->file);
+}
+
+bool br_pwfilter_damaged(const br_pwfilter *pf)
+{
+    return br_filter_file_damaged(pf->file);
+}
+
+static void all_maybe_if_damaged(const br_pwfilter *pf, size_t n, bool *out)
+{
+    if (br_filter_file_damaged(pf->file))
+        for (size_t i = 0; i < n; i++)
+            out[i] = true;
 }
 
 void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
 {
     if (pf->shard_count == 1) {
         br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
+        all_maybe_if_damaged(pf, n, out);
         return;
     }
     /* Keys of a batch fall in different shards: prefetch a block's probes
@@ -476,4 +491,5 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
         for (size_t j = 0; j < k; j++)
             out[i + j] = br_bfuse_contains(shard_for(pf, keys[i + j]), keys[i + j]);
     }
+    all_maybe_if_damaged(pf, n, out);
 }

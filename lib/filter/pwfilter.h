@@ -75,7 +75,9 @@ uint64_t br_pwfilter_file_size(const br_pwfilter *pf);
 /* Bytes of all the shards' fingerprint arrays (what bits/key is made of). */
 uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf);
 
-/* false: definitely not in the set; true: maybe (resolve exactly elsewhere). */
+/* false: definitely not in the set; true: maybe (resolve exactly elsewhere).
+ * A filter whose file was truncated under it (filter_file.h) answers maybe
+ * to every key, here and in the batch. */
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key);
 static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t hash[BR_SHA1_LEN])
 {
@@ -83,3 +85,6 @@ static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t hash[B
 }
 /* Throughput mode: out[i] for keys[i], with memory accesses issued ahead. */
 void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out);
+/* True once the file was found truncated under its mapping (filter_file.h):
+ * reload a good file. Any thread. */
+bool br_pwfilter_damaged(const br_pwfilter *pf);

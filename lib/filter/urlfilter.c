@@ -186,9 +186,15 @@ const br_filter_header *br_urlfilter_header(const br_urlfilter *uf)
     return br_filter_file_header(uf->file);
 }
 
+/* As in pwfilter.c: probe first, then the flag (filter_file.h). */
 bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
 {
-    return br_prefix_bitmap_test(uf->bitmap, prefix20);
+    return br_prefix_bitmap_test(uf->bitmap, prefix20) || br_filter_file_damaged(uf->file);
+}
+
+bool br_urlfilter_damaged(const br_urlfilter *uf)
+{
+    return br_filter_file_damaged(uf->file);
 }
 
 const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
@@ -198,8 +204,9 @@ const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
 
 bool br_urlfilter_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
 {
-    return br_prefix_bitmap_test(uf->bitmap, br_urlfilter_prefix_of(sha256)) &&
-           br_bloom_contains(&uf->bloom, sha256);
+    return (br_prefix_bitmap_test(uf->bitmap, br_urlfilter_prefix_of(sha256)) &&
+            br_bloom_contains(&uf->bloom, sha256)) ||
+           br_filter_file_damaged(uf->file);
 }
 
 void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_SHA256_LEN],

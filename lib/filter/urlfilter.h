@@ -69,6 +69,10 @@ bool br_urlfilter_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_L
  * keys issued ahead (a URL has up to 30 expressions). */
 void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_SHA256_LEN],
                               size_t n, bool *out);
+/* True once the file was found truncated under its mapping (filter_file.h);
+ * from then on br_urlfilter_maybe() and br_urlfilter_prefix_has_entries()
+ * answer true for every key, and the bitmap reads as zeros. Any thread. */
+bool br_urlfilter_damaged(const br_urlfilter *uf);
 
 typedef struct br_urlfilter_info {
     unsigned k;

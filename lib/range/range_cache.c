@@ -143,16 +143,11 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     if (max_size < BR_RANGE_CACHE_MIN_SIZE || max_size > (uint64_t)SIZE_MAX / 2)
         return br_error_set(err, -EINVAL, "range cache: max_size %llu out of range (minimum %llu)",
                             (unsigned long long)max_size, (unsigned long long)BR_RANGE_CACHE_MIN_SIZE);
-    if (mkdir(path, 0700) < 0) {
-        int e = errno;
-        struct stat st;
-        if (e != EEXIST)
-            return br_error_set(err, -e, "range cache: creating %s: %s", path, strerror(e));
-        if (stat(path, &st) < 0)
-            return br_error_set(err, -errno, "range cache: %s: %s", path, strerror(errno));
-        if (!S_ISDIR(st.st_mode))
-            return br_error_set(err, -ENOTDIR, "range cache: %s is not a directory", path);
-    }
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return br_error_set(err, -errno, "range cache: creating %s: %s", path, strerror(errno));
+    int frc = br_rc_check_files(path, err);
+    if (frc < 0)
+        return frc;
 
     long ps = sysconf(_SC_PAGESIZE);
     uint64_t psize = ps > 0 ? (uint64_t)ps : 4096;

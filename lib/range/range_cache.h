@@ -5,7 +5,11 @@
  * LMDB error comes out of this module as a negative errno.
  *
  * Environment: the directory `path` (created with mode 0700 if missing; its
- * parent must exist) holding data.mdb and lock.mdb (mode 0600). Named
+ * parent must exist) holding data.mdb and lock.mdb (mode 0600).
+ * Files and owners: the directory and both files (when they exist) must
+ * belong to the effective uid, must not be group- or world-writable and must
+ * not be symbolic links; br_range_cache_open() refuses them otherwise
+ * (-EPERM, -ELOOP), naming the path and the fix. Named
  * databases:
  *   "ranges": key = 4 bytes [kind][prefix20 as 3 bytes big-endian],
  *             value = cache entry (below);
@@ -71,7 +75,7 @@
  * current file size takes effect once the directory is removed.
  *
  * TTL policy is the caller's: expires_at is stored as given; max_stale is a
- * lookup parameter.
+ * lookup and purge parameter.
  *
  * A handle is used by one thread at a time and must not cross a fork(). */
 #pragma once
@@ -120,7 +124,9 @@ typedef struct br_range_cache_usage {
 /* Open (creating if needed) the cache in directory path with a size bound of
  * max_size bytes (at least BR_RANGE_CACHE_MIN_SIZE). 0 or a negative errno
  * (-EINVAL, -ENOTDIR, -EACCES, -ENOMEM, -EBADMSG for a corrupt or foreign
- * file, -EPROTO for an LMDB version mismatch, ...) with a reason in err. */
+ * file, -EPROTO for an LMDB version mismatch, -EPERM for a file of another
+ * owner or writable by others, -ELOOP for a symbolic link, ...) with a
+ * reason in err. */
 int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **out, br_error *err);
 /* Flush what is pending (errors ignored), then close. NULL is fine. */
 void br_range_cache_free(br_range_cache *c);
@@ -155,6 +161,18 @@ int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix2
  * (the others are committed), or another negative errno (the pending writes
  * are then dropped). */
 int br_range_cache_flush(br_range_cache *c);
+
+/* Purge: delete every committed entry whose expires_at lies more than
+ * max_stale (< 0 counts as 0) before now, i.e. every entry a lookup would
+ * find EXPIRED, with its validators. The daemon calls it periodically, so
+ * that nothing older than ttl + max_stale stays on disk (docs/privacy.md);
+ * eviction for size is separate (see above). Oldest first, through the
+ * "age" database: the walk stops at the first entry fetched within
+ * max_stale, so a purge with nothing to delete reads one key. Deletes in
+ * commits of a few hundred entries (the pages they free hold the old bytes
+ * until LMDB reuses them). Pending writes are not touched. *purged (may be
+ * NULL) counts the entries deleted. 0 or a negative errno from LMDB. */
+int br_range_cache_purge(br_range_cache *c, int64_t now, int64_t max_stale, uint64_t *purged);
 
 /* Sizes and counters for STATS. entries and the byte counts are about
  * committed data only. 0 or a negative errno. */

@@ -405,6 +405,111 @@ fail_mdb:
     return br_rc_errno(rc);
 }
 
+/* ---- purge: entries past ttl + max_stale ------------------------------------ */
+
+#define PURGE_PER_COMMIT 256
+
+/* One commit deleting up to PURGE_PER_COMMIT entries whose expires_at is more
+ * than max_stale before now, oldest fetched_at first. The walk stops at the
+ * first age key fetched no more than max_stale ago: its entry, and every
+ * younger one, expires no earlier than it was fetched. *more is true when
+ * the commit was full and the walk should go on. */
+static int purge_txn(br_range_cache *c, int64_t now, int64_t max_stale, size_t *done, bool *more)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    size_t keys = 0;
+    *done = 0;
+    *more = false;
+    int rc = br_rc_wtxn_begin(c, &txn);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_open(txn, c->dbi_age, &cur);
+    if (rc)
+        goto fail;
+    MDB_val a, v;
+    rc = mdb_cursor_get(cur, &a, &v, MDB_FIRST);
+    while (rc == MDB_SUCCESS) {
+        if (keys == PURGE_PER_COMMIT) {
+            *more = true;
+            break;
+        }
+        bool drop_age = a.mv_size != AGEKEY_LEN; /* not ours: drop */
+        uint8_t ak[AGEKEY_LEN] = {0};
+        if (!drop_age) {
+            memcpy(ak, a.mv_data, AGEKEY_LEN);
+            int64_t fetched = (int64_t)(br_load_be64(ak) ^ (UINT64_C(1) << 63)), age;
+            if (!__builtin_sub_overflow(now, fetched, &age) && age <= max_stale)
+                break; /* this one and every younger one are within the horizon */
+            MDB_val k = {.mv_size = RKEY_LEN, .mv_data = ak + 8};
+            rc = mdb_get(txn, c->dbi_ranges, &k, &v);
+            if (rc == MDB_NOTFOUND) {
+                drop_age = true; /* an orphan age key */
+            } else if (rc) {
+                goto fail;
+            } else {
+                entry_view ev;
+                uint8_t mine[AGEKEY_LEN];
+                int64_t past;
+                bool corrupt = br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0;
+                if (!corrupt)
+                    agekey_store(mine, ev.fetched_at, rkey_load(ak + 8));
+                if (!corrupt && memcmp(mine, ak, AGEKEY_LEN) != 0) {
+                    drop_age = true; /* the entry was re-stamped: an orphan */
+                } else if (corrupt || (!__builtin_sub_overflow(now, ev.expires_at, &past) && past > max_stale)) {
+                    if ((rc = mdb_del(txn, c->dbi_ranges, &k, NULL)))
+                        goto fail;
+                    (*done)++;
+                    drop_age = true;
+                }
+            }
+        }
+        if (drop_age) {
+            if ((rc = mdb_cursor_del(cur, 0)))
+                goto fail;
+            keys++;
+        }
+        /* After a delete, LMDB's MDB_NEXT gives the key that followed. */
+        rc = mdb_cursor_get(cur, &a, &v, MDB_NEXT);
+    }
+    if (rc && rc != MDB_NOTFOUND)
+        goto fail;
+    mdb_cursor_close(cur);
+    if (keys == 0) {
+        mdb_txn_abort(txn);
+        return 0;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc)
+        return rc;
+    c->commits++;
+    return 0;
+fail:
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int br_range_cache_purge(br_range_cache *c, int64_t now, int64_t max_stale, uint64_t *purged)
+{
+    if (purged)
+        *purged = 0;
+    if (!c)
+        return -EINVAL;
+    max_stale = BR_MAX(max_stale, 0);
+    bool more = true;
+    while (more) {
+        size_t done;
+        int rc = purge_txn(c, now, max_stale, &done, &more);
+        if (rc)
+            return br_rc_errno(rc);
+        if (purged)
+            *purged += done;
+    }
+    return 0;
+}
+
 /* ---- stats ---------------------------------------------------------------------- */
 
 int br_range_cache_stats(br_range_cache *c, br_range_cache_usage *st)

@@ -2,7 +2,8 @@
 /* Internal to the range cache (design and layouts in range_cache.h): what its
  * files share. range_cache.c has the API (open, lookup, put, touch, walk) and
  * the transactions; range_cache_value.c the entry encoding and the pending
- * table; range_cache_evict.c the flush, eviction and space accounting. These
+ * table; range_cache_evict.c the flush, eviction, purge and space accounting;
+ * range_cache_files.c the checks of the files' owners and modes. These
  * files are the only ones that include this header, and so lmdb.h. */
 #pragma once
 
@@ -53,6 +54,11 @@ static inline void rtxn_reset(br_range_cache *c)
     if (c->rtxn)
         mdb_txn_reset(c->rtxn);
 }
+
+/* The directory, data.mdb and lock.mdb: ours, not group- or world-writable,
+ * not symbolic links (range_cache_files.c). 0 or a negative errno with the
+ * path and the fix in err. */
+int br_rc_check_files(const char *path, br_error *err);
 
 /* ---- keys ---------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <event2/event.h>
+#include <openssl/crypto.h>
 
 #include "resolver.h"
 
@@ -124,6 +125,13 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
     return 0;
 }
 
+/* A waiter holds a full hash: wiped before it is freed. */
+static void waiter_free(waiter *w)
+{
+    OPENSSL_cleanse(w->hash, sizeof(w->hash));
+    free(w);
+}
+
 static void flight_free(flight *f)
 {
     if (!f)
@@ -132,7 +140,7 @@ static void flight_free(flight *f)
         waiter *w = f->head;
         f->head = w->next;
         f->r->st.pending_lookups--;
-        free(w);
+        waiter_free(w);
     }
     free(f);
 }
@@ -262,7 +270,7 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
             set_unknown(&res, reason);
         count_answer(r, &res);
         w->cb(w->ctx, &res);
-        free(w);
+        waiter_free(w);
     }
 }
 
@@ -286,7 +294,7 @@ static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *valu
         }
         count_answer(r, &res);
         w->cb(w->ctx, &res);
-        free(w);
+        waiter_free(w);
     }
 }
 
@@ -307,7 +315,7 @@ static void answer_all_from_cache(br_resolver *r, flight *f)
             set_unknown(&res, BR_REASON_ERROR);
         count_answer(r, &res);
         w->cb(w->ctx, &res);
-        free(w);
+        waiter_free(w);
     }
 }
 

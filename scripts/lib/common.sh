@@ -11,6 +11,7 @@ BREACHD_PACKAGES=(
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
   pamtester libpam-wrapper libpam-pwquality  # tests/integration/test_pam.py
   squid curl  # tests/integration/test_squid.py
+  lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

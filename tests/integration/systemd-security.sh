@@ -47,6 +47,8 @@ fi
 grep -q '^ExecStart=/.*/breachd --foreground$' "$service" || bad "ExecStart is not '<sbindir>/breachd --foreground'"
 grep -q '^ListenStream=/run/breachd/breachd.sock$' "$srcdir/breachd.socket" || bad "socket path"
 grep -q '^SocketMode=0660$' "$srcdir/breachd.socket" || bad "SocketMode"
+# No core files (docs/privacy.md).
+grep -q '^LimitCORE=0$' "$service" || bad "LimitCORE=0 is not set (core files would hold hashes)"
 grep -q '^SocketGroup=breachd$' "$srcdir/breachd.socket" || bad "SocketGroup"
 
 # --- 3. sysusers + tmpfiles on a scratch root (needs root for the chown)

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/* Process hygiene, the SIGBUS handler for truncated filters and the purge
+ * timer; see housekeeping.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "filter_file.h"
+#include "housekeeping.h"
+#include "log.h"
+
+/* ---- at start ------------------------------------------------------------------- */
+
+static void on_sigbus(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    /* A fault in a filter mapping (si_code > 0: raised by the kernel for
+     * this access) is repaired and the read resumes on zero pages. */
+    if (si->si_code > 0 && br_filter_file_fault(si->si_addr))
+        return;
+    /* Anything else gets the default action: for a fault, the faulting
+     * instruction runs again and raises it; a sent signal is raised again. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (si->si_code <= 0)
+        raise(sig);
+}
+
+int bd_hygiene_init(void)
+{
+    /* Not dumpable: no core file (it would hold hashes and cached ranges),
+     * and other processes of the breachd user cannot ptrace it or read
+     * /proc/PID/mem, environ, maps or fd. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return -errno;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGBUS, &sa, NULL) < 0)
+        return -errno;
+    return 0;
+}
+
+/* ---- the timer -------------------------------------------------------------------- */
+
+#define TICK_MIN_S 1
+#define TICK_MAX_S 60
+
+struct bd_housekeeping {
+    bd_server *srv;
+    struct event *ev;
+    /* The damaged filters already reported (compared by address only). */
+    const void *told_pw, *told_url;
+};
+
+/* A tenth of the horizon, between 1 s and a minute: an entry is gone at
+ * most that long after it passed ttl + max_stale. */
+static int64_t tick_s(const bd_server *srv)
+{
+    const breachd_config *cfg = srv->state->cfg;
+    int64_t horizon = cfg->cache.ttl_s + cfg->cache.max_stale_s;
+    return BR_MIN(BR_MAX(horizon / 10, (int64_t)TICK_MIN_S), (int64_t)TICK_MAX_S);
+}
+
+static void schedule(bd_housekeeping *hk)
+{
+    struct timeval tv = {.tv_sec = (time_t)tick_s(hk->srv), .tv_usec = 0};
+    evtimer_add(hk->ev, &tv);
+}
+
+static void purge(bd_housekeeping *hk)
+{
+    bd_state *st = hk->srv->state;
+    if (!st->cache || !st->cache->cache)
+        return;
+    uint64_t n = 0;
+    int rc = br_range_cache_purge(st->cache->cache, (int64_t)time(NULL), st->cfg->cache.max_stale_s, &n);
+    if (rc < 0)
+        bd_log(LOG_WARNING, "range cache %s: purging entries past ttl + max_stale failed: %s",
+               st->cache->path, strerror(-rc));
+    else if (n)
+        bd_log(LOG_DEBUG, "range cache: purged %llu entries past ttl + max_stale", (unsigned long long)n);
+}
+
+static void report_damage(bd_housekeeping *hk)
+{
+    bd_state *st = hk->srv->state;
+    if (st->pwfilter && hk->told_pw != st->pwfilter && br_pwfilter_damaged(st->pwfilter)) {
+        hk->told_pw = st->pwfilter;
+        bd_log(LOG_ERR,
+               "password filter %s was truncated or rewritten in place while in use: every password "
+               "check now goes to the range API; install a good file by rename and reload",
+               st->cfg->passwords.filter);
+    }
+    if (st->urlfilter && hk->told_url != st->urlfilter && br_urlfilter_damaged(st->urlfilter)) {
+        hk->told_url = st->urlfilter;
+        bd_log(LOG_ERR,
+               "URL filter %s was truncated or rewritten in place while in use: every URL check now "
+               "goes to the range API; install a good file by rename and reload",
+               st->cfg->urls.filter);
+    }
+}
+
+void bd_housekeeping_run(bd_housekeeping *hk)
+{
+    report_damage(hk);
+    purge(hk);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_housekeeping *hk = arg;
+    bd_housekeeping_run(hk);
+    schedule(hk);
+}
+
+bd_housekeeping *bd_housekeeping_new(bd_server *srv)
+{
+    bd_housekeeping *hk = calloc(1, sizeof(*hk));
+    if (!hk)
+        return NULL;
+    hk->srv = srv;
+    hk->ev = evtimer_new(srv->base, tick_cb, hk);
+    if (!hk->ev) {
+        free(hk);
+        return NULL;
+    }
+    schedule(hk);
+    return hk;
+}
+
+void bd_housekeeping_free(bd_housekeeping *hk)
+{
+    if (!hk)
+        return;
+    event_free(hk->ev);
+    free(hk);
+}
