@@ -27,8 +27,8 @@ static void test_own_expressions(void **state)
     /* Exact path equal to a prefix, no duplicates. */
     static const char *const a[] = {"h.com/1/", "h.com/"};
     check_exprs("http://h.com/1/", a, BR_ARRAY_SIZE(a));
-    /* An empty query is kept as its own expression. */
-    static const char *const b[] = {"h.com/q?", "h.com/q", "h.com/"};
+    /* A present but empty query adds no expression. */
+    static const char *const b[] = {"h.com/q", "h.com/"};
     check_exprs("http://h.com/q?", b, BR_ARRAY_SIZE(b));
     /* Only the first four slashes make prefixes. */
     static const char *const c[] = {"x.y/1/2/3/4/5/6.html", "x.y/1/2/3/", "x.y/1/2/", "x.y/1/",

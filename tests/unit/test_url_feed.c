@@ -93,7 +93,7 @@ static void test_entry_expression(void **state)
         {BR_FEED_URLS, "http://user@example.com/x", "example.com/x", 0},
         {BR_FEED_URLS, "http://0x7f.1/", "127.0.0.1/", 0},
         {BR_FEED_URLS, "http://b\xc3\xbc" "cher.example/", "xn--bcher-kva.example/", 0},
-        {BR_FEED_URLS, "http://example.com/q?", "example.com/q?", 0},
+        {BR_FEED_URLS, "http://example.com/q?", "example.com/q", 0}, /* empty query */
         {BR_FEED_URLS, "mailto:john@example.com", NULL, -EPERM},
         {BR_FEED_URLS, "MAILTO:x@y.org", NULL, -EPERM},
         {BR_FEED_URLS, "john@example.com", NULL, -EPERM},
