@@ -27,10 +27,11 @@
  * filter whose domain entries have more labels asks for more (below). */
 #define BR_URL_SB_HOST_COMPONENTS 5
 #define BR_URL_MAX_HOST_LABELS 127 /* a 253-byte name has at most 127 labels */
-/* With host suffixes up to BR_URL_MAX_HOST_LABELS components, each extra
- * suffix adding the one expression "suffix/". */
+/* With host suffixes up to BR_URL_MAX_HOST_LABELS components: the exact host
+ * and the suffixes of 5 components and fewer make the 30, and a name of 127
+ * labels adds one "suffix/" for each of its suffixes of 126..6 labels. */
 #define BR_URL_MAX_LOOKUP_EXPRESSIONS \
-    (BR_URL_MAX_EXPRESSIONS + BR_URL_MAX_HOST_LABELS - BR_URL_SB_HOST_COMPONENTS)
+    (BR_URL_MAX_EXPRESSIONS + BR_URL_MAX_HOST_LABELS - 1 - BR_URL_SB_HOST_COMPONENTS)
 
 /* Canonicalize url (len bytes, need not be NUL-terminated, may hold any
  * byte) into a malloc'd NUL-terminated string; *out is NULL on failure and
