@@ -258,6 +258,8 @@ bool br_url_holds_email(const char *s, size_t n)
 
 static bool folded_is_email(const uint8_t *b, size_t n)
 {
+    if (n == 0)
+        return false;
     size_t i = 0;
     while (i < n && b[i] <= 0x20)
         i++;

@@ -254,6 +254,7 @@ static void test_fold_edges(void **state)
     const char nul[] = "x\0a@b.example";
     assert_true(br_url_holds_email(nul, sizeof(nul) - 1));
     assert_false(br_url_holds_email("", 0));
+    assert_false(br_url_is_email("", 0));
     /* IPv4 after '@' counts only as a dotted quad. */
     assert_true(br_url_holds_email("u@192.0.2.1", 11));
     assert_false(br_url_holds_email("u@1.2.3", 7));
