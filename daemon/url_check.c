@@ -3,7 +3,9 @@
  * filter with each, and resolve the maybes with range queries (one per
  * expression, coalesced and cached like passwords). The answer is BLOCKED
  * with the most specific expression found, else UNKNOWN if any maybe could
- * not be resolved, else SAFE. Neither the URL nor its host is logged. */
+ * not be resolved, else SAFE. Expressions holding an e-mail address are
+ * dropped first (url_secret.h); a URL left with none is ERR secret-class.
+ * Neither the URL nor its host is logged. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "log.h"
 #include "server.h"
 #include "url.h"
+#include "url_secret.h"
 #include "url_check.h"
 
 typedef struct url_job {
@@ -99,47 +102,45 @@ void bd_url_check(bd_conn *c, const br_request *req)
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
     bd_counters *k = &srv->counters;
-    /* Secret-class data is refused before anything else looks at it, and
-     * its text goes nowhere. */
-    if (br_is_secret_class(req->arg, req->arg_len)) {
-        bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS, "e-mail addresses are never looked up");
+    /* The URL is looked up only through its expressions free of e-mail
+     * addresses (url_secret.h; docs/protocol.md): those holding one are
+     * dropped before they are hashed, and their text goes nowhere. */
+    url_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
         return;
     }
-    char *canon = NULL;
     br_error err = {{0}};
-    int r = br_url_canonicalize(req->arg, req->arg_len, &canon, &err);
-    if (r == -EPERM) {
-        bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS, "e-mail addresses are never looked up");
-        return;
-    }
+    unsigned labels = st->urlfilter ? br_urlfilter_lookup_labels(st->urlfilter)
+                                    : BR_URL_SB_HOST_COMPONENTS;
+    int r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &j->exprs, NULL, &err);
     if (r < 0) {
-        /* The reasons of br_url_canonicalize never contain the URL. */
-        bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, err.text[0] ? err.text : "invalid URL");
+        free(j);
+        if (r == -EPERM)
+            bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS,
+                                "e-mail addresses are never looked up");
+        else if (r == -ENOMEM)
+            bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
+        else /* the reasons of br_url_canonicalize never contain the URL */
+            bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, err.text[0] ? err.text : "invalid URL");
         return;
     }
-    if (!st->urlfilter) {
-        free(canon);
+    if (!st->urlfilter || c->inflight >= srv->limits.max_inflight) {
+        br_url_exprs_clear(&j->exprs);
+        free(j);
+        if (st->urlfilter) {
+            bd_conn_reply_error(c, req->id, BR_PERR_BUSY,
+                                "too many requests in flight on this connection");
+            return;
+        }
         k->url_unknown++;
         bd_conn_reply(c, req->id, "UNKNOWN filter-unavailable");
         return;
     }
-    if (c->inflight >= srv->limits.max_inflight) {
-        free(canon);
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
-        return;
-    }
-    url_job *j = calloc(1, sizeof(*j));
-    if (!j || br_url_expressions(canon, &j->exprs, &err) < 0) {
-        free(canon);
-        free(j);
-        bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, "invalid URL");
-        return;
-    }
-    free(canon);
     j->best = -1;
 
-    uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
-    bool maybe[BR_URL_MAX_EXPRESSIONS];
+    uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
+    bool maybe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
     size_t n = j->exprs.n, n_maybe = 0;
     for (size_t i = 0; i < n; i++)
         br_url_expr_hash(j->exprs.expr[i], keys[i]);

@@ -18,6 +18,7 @@
 #include "ctl_opts.h"
 #include "client.h"
 #include "hash.h"
+#include "url_secret.h"
 #include "util.h"
 
 #define CHUNK 256 /* requests per pipelined batch */
@@ -147,6 +148,35 @@ static void run_chunk(session *s, br_client_request *reqs, size_t n, size_t firs
     fflush(stdout);
 }
 
+/* ---- url ---- */
+
+/* A URL whose every lookup expression holds an e-mail address (url_secret.h)
+ * is not sent: a stand-in that the daemon refuses as secret-class takes its
+ * place, so that output line N stays input N's. */
+#define URL_SECRET_STANDIN "mailto:-"
+
+static bool url_all_secret(size_t idx, const char *url, size_t len)
+{
+    br_url_exprs ex = {0};
+    if (br_url_lookup_expressions(url, len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) == -EPERM) {
+        ctl_err("url: URL %zu holds an e-mail address in every lookup expression: not checked "
+                "(secret-class)",
+                idx);
+        return true;
+    }
+    br_url_exprs_clear(&ex);
+    return false;
+}
+
+static br_client_request url_request(size_t idx, const char *url)
+{
+    size_t len = strlen(url);
+    if (url_all_secret(idx, url, len))
+        return (br_client_request){.kind = BR_REQ_URL, .arg = URL_SECRET_STANDIN,
+                                   .arg_len = strlen(URL_SECRET_STANDIN)};
+    return (br_client_request){.kind = BR_REQ_URL, .arg = url, .arg_len = len};
+}
+
 /* ---- password ---- */
 
 /* The terminal whose echo is off, for the signal handler that turns it on
@@ -254,8 +284,8 @@ typedef enum stdin_kind { IN_PASSWORD, IN_SHA1, IN_URL } stdin_kind;
 
 /* One input line as a request: a password hashed, a SHA-1 decoded, a URL
  * copied (freed by the caller after its chunk). */
-static int line_request(stdin_kind kind, const char *line, size_t len, uint8_t hash[BR_SHA1_LEN],
-                        br_client_request *req)
+static int line_request(stdin_kind kind, size_t idx, const char *line, size_t len,
+                        uint8_t hash[BR_SHA1_LEN], br_client_request *req)
 {
     if (kind == IN_PASSWORD) {
         br_client_hash_password(line, len, hash);
@@ -266,6 +296,10 @@ static int line_request(stdin_kind kind, const char *line, size_t len, uint8_t h
         else /* not sent (it might be a password): answered ERR bad-request */
             *req = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
     } else {
+        if (url_all_secret(idx, line, len)) {
+            line = URL_SECRET_STANDIN;
+            len = strlen(URL_SECRET_STANDIN);
+        }
         char *copy = strndup(line, len);
         if (!copy)
             return -ENOMEM;
@@ -297,7 +331,7 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     ssize_t len = 0;
     bool oom = !hashes || !reqs;
     while (!oom && (len = read_line_wiped(stdin, &line, &cap)) >= 0) {
-        oom = line_request(kind, line, (size_t)len, hashes[n], &reqs[n]) < 0;
+        oom = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]) < 0;
         OPENSSL_cleanse(line, cap);
         if (oom)
             break;
@@ -451,8 +485,7 @@ static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd
     }
     for (int i = 0; i < nargs; i++) {
         if (is_url) {
-            reqs[i] = (br_client_request){.kind = BR_REQ_URL, .arg = args[i],
-                                          .arg_len = strlen(args[i])};
+            reqs[i] = url_request((size_t)i + 1, args[i]);
         } else if (strlen(args[i]) == 2 * BR_SHA1_LEN &&
                    br_hex_decode(args[i], BR_SHA1_LEN, hashes[i])) {
             reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],

@@ -52,7 +52,16 @@ typedef struct feeds {
     size_t n;
     br_feed_opts opts;
     uint64_t bad_shown;
+    uint64_t cut_shown;
 } feeds;
+
+/* An entry cut for an e-mail address: FILE:LINE only, never the URL. */
+static void on_cut(void *ctx, const char *msg)
+{
+    feeds *f = ctx;
+    if (f->cut_shown++ < MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: note: %s\n", msg);
+}
 
 static void on_bad(void *ctx, const char *msg)
 {
@@ -72,6 +81,7 @@ static int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_st
         return EXIT_ERROR;
     }
     f->opts.on_bad = on_bad;
+    f->opts.on_cut = on_cut;
     f->opts.ctx = f;
     /* Check every argument before reading any feed. */
     char *paths[MAX_INPUTS];
@@ -100,11 +110,18 @@ static int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_st
                 " blank or comment, %" PRIu64 " localhost-like ignored, %" PRIu64 " bad skipped)\n",
                 strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i], br_feed_format_name(st.format),
                 cats[i], st.entries, st.lines, st.comments, st.ignored, st.bad);
+        if (st.cut)
+            fprintf(stderr, "%s: %" PRIu64 " entries held an e-mail address and were cut down to "
+                    "their longest expression free of it\n",
+                    strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i], st.cut);
     }
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
     if (status)
         return status;
+    if (f->cut_shown > MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: note: %" PRIu64 " more entries cut\n",
+                f->cut_shown - MAX_BAD_SHOWN);
     if (f->bad_shown > MAX_BAD_SHOWN)
         fprintf(stderr, "breachctl: warning: %" PRIu64 " more bad lines skipped\n",
                 f->bad_shown - MAX_BAD_SHOWN);
@@ -292,6 +309,7 @@ int url_filter_build(int argc, char **argv)
     const br_feed_entry *e = br_feedset_entries(fs);
     for (uint64_t i = 0; i < n; i++)
         br_urlfilter_draft_add(d, e[i].hash, true);
+    br_urlfilter_draft_note_domain_labels(d, br_feedset_max_domain_labels(fs));
 
     _cleanup_(br_mirror_freep) br_mirror *m = NULL;
     if (ranges && br_mirror_prepare_full(ranges, fs, &m, &err) < 0) {
@@ -457,6 +475,7 @@ int url_filter_add(int argc, char **argv)
     const br_feed_entry *e = br_feedset_entries(fs);
     for (uint64_t i = 0; i < n; i++)
         fresh += br_urlfilter_draft_add(d, e[i].hash, false);
+    br_urlfilter_draft_note_domain_labels(d, br_feedset_max_domain_labels(fs));
 
     _cleanup_(br_mirror_freep) br_mirror *m = NULL;
     if (ranges && br_mirror_prepare_update(ranges, fs, br_urlfilter_prefix_bitmap(old), &m, &err) < 0) {

@@ -12,6 +12,7 @@
 #include "filter_url.h"
 #include "hash.h"
 #include "url.h"
+#include "url_secret.h"
 #include "urlfilter.h"
 #include "util.h"
 
@@ -48,6 +49,12 @@ int url_filter_info(const char *path)
            BR_BLOOM_BLOCK_BITS, in.k);
     printf("%-18s %s v%u\n", "key encoding:", br_key_encoding_name(h->key_encoding),
            h->key_encoding_version);
+    if (h->key_encoding_version >= 2)
+        printf("%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
+               br_urlfilter_max_domain_labels(uf), br_urlfilter_lookup_labels(uf));
+    else
+        printf("%-18s not recorded (key encoding v1: lookups try up to %u labels)\n",
+               "domain labels:", br_urlfilter_lookup_labels(uf));
     printf("%-18s %" PRIu64 "\n", "generation:", h->generation);
     printf("%-18s %s\n", "source:", h->source);
     printf("%-18s %s (%.1f days ago)\n", "build time:", when, age_days);
@@ -99,16 +106,13 @@ static int query_one(const br_urlfilter *uf, const char *s, size_t len, bool by_
         *maybe = br_urlfilter_maybe(uf, key);
         return 0;
     }
-    _cleanup_free_ char *canon = NULL;
-    int r = br_url_canonicalize(s, len, &canon, err);
-    if (r < 0)
-        return r;
+    /* As the daemon looks it up: expressions free of e-mail addresses. */
     br_url_exprs ex = {0};
-    r = br_url_expressions(canon, &ex, err);
+    int r = br_url_lookup_expressions(s, len, br_urlfilter_lookup_labels(uf), &ex, NULL, err);
     if (r < 0)
         return r;
-    uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
-    bool out[BR_URL_MAX_EXPRESSIONS];
+    uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
+    bool out[BR_URL_MAX_LOOKUP_EXPRESSIONS];
     for (size_t i = 0; i < ex.n && r >= 0; i++)
         r = br_url_expr_hash(ex.expr[i], keys[i]);
     size_t n = ex.n;

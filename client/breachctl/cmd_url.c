@@ -3,7 +3,9 @@
  * the Safe Browsing lookup expressions, for feed authors and debugging.
  *
  * url-canon prints one canonical URL per input line. url-expressions prints
- * each input's expressions one per line, most specific first; with several
+ * each input's expressions one per line, most specific first, leaving out
+ * those that hold an e-mail address (url_secret.h: a lookup never uses them;
+ * stderr says how many, never which); a URL with none left is refused; with several
  * inputs the groups are separated by one empty line, and a refused input has
  * an empty group, so that group N always belongs to input N. A refused input
  * is reported on stderr as "breachctl: COMMAND: URL N: reason" (never the
@@ -19,6 +21,7 @@
 #include "breachctl.h"
 #include "hash.h"
 #include "url.h"
+#include "url_secret.h"
 
 typedef struct url_opts {
     const char *cmd;
@@ -37,7 +40,8 @@ static void url_usage(FILE *out, const char *cmd)
     else
         fprintf(out, "Usage: breachctl url-expressions [--hash] [URL...]\n"
                      "Print the lookup expressions of each URL, one per line, most specific\n"
-                     "first; groups of several URLs are separated by an empty line (a refused\n"
+                     "first, without those holding an e-mail address (never looked up: stderr\n"
+                     "says how many); groups of several URLs are separated by an empty line (a refused\n"
                      "URL has an empty group). --hash prefixes each expression with its SHA-256\n"
                      "(64 uppercase hex digits) and a space. Without arguments, read URLs from\n"
                      "stdin, one per line (blank lines skipped; URL N in a message is then\n"
@@ -50,24 +54,27 @@ static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
     if (o->expressions && o->done++ > 0)
         putchar('\n');
     br_error err = {{0}};
-    char *canon = NULL;
-    int r = br_url_canonicalize(url, len, &canon, &err);
-    if (r < 0) {
-        ctl_err("%s: URL %zu: %s", o->cmd, idx, err.text[0] ? err.text : "refused");
-        return false;
-    }
     if (!o->expressions) {
+        char *canon = NULL;
+        if (br_url_canonicalize(url, len, &canon, &err) < 0) {
+            ctl_err("%s: URL %zu: %s", o->cmd, idx, err.text[0] ? err.text : "refused");
+            return false;
+        }
         puts(canon);
         free(canon);
         return true;
     }
+    /* Only the expressions a lookup would use: those free of e-mail
+     * addresses (url_secret.h). */
     br_url_exprs ex = {0};
-    r = br_url_expressions(canon, &ex, &err);
-    free(canon);
-    if (r < 0) {
+    size_t dropped = 0;
+    if (br_url_lookup_expressions(url, len, BR_URL_SB_HOST_COMPONENTS, &ex, &dropped, &err) < 0) {
         ctl_err("%s: URL %zu: %s", o->cmd, idx, err.text[0] ? err.text : "refused");
         return false;
     }
+    if (dropped)
+        ctl_err("%s: URL %zu: %zu expression%s holding an e-mail address not shown (never looked "
+                "up)", o->cmd, idx, dropped, dropped == 1 ? "" : "s");
     bool ok = true;
     for (size_t i = 0; i < ex.n; i++) {
         if (o->hash) {

@@ -30,6 +30,7 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "url_secret.h"
 #include "util.h"
 
 typedef struct req {
@@ -46,7 +47,9 @@ typedef struct req {
  * them (a refused connect() on a Unix socket costs microseconds). */
 #define RECONNECT_MAX_MS 2000u
 #define RECONNECT_BUSY_MS 100u
-#define EXPIRE_EVERY_MS 100 /* how often requests in flight are checked against --timeout */
+#define EXPIRE_EVERY_MS 100
+/* breachd's text for secret-class (daemon/url_check.c). */
+#define SECRET_DETAIL "e-mail addresses are never looked up" /* how often requests in flight are checked against --timeout */
 
 typedef struct helper {
     const char *socket_path;
@@ -92,36 +95,76 @@ static void req_free(req *r)
     free(r);
 }
 
+/* Append " key=\"value\"" with the value whole, quoted as Squid's helper
+ * protocol reads a kv-pair value: '"' and '\\' escaped with a backslash,
+ * CR and LF as \\r and \\n. */
+static void kv_append(char *line, size_t size, const char *key, const char *prefix,
+                      const char *value)
+{
+    size_t o = strlen(line);
+    int n = snprintf(line + o, size - o, " %s=\"%s", key, prefix);
+    if (n < 0 || (size_t)n >= size - o)
+        return;
+    o += (size_t)n;
+    for (const char *p = value; *p && o + 3 < size; p++) {
+        char c = *p;
+        if (c == '"' || c == '\\' || c == '\r' || c == '\n') {
+            line[o++] = '\\';
+            c = c == '\r' ? 'r' : c == '\n' ? 'n' : c;
+        }
+        line[o++] = c;
+    }
+    if (o + 1 < size)
+        line[o++] = '"';
+    line[o] = '\0';
+}
+
+/* " tag=NAME": categories and our tags are [a-z0-9_-], a plain token. */
+static void tag_append(char *line, size_t size, const char *tag)
+{
+    size_t o = strlen(line);
+    snprintf(line + o, size - o, " tag=%s", tag);
+}
+
 static void answer(helper *h, req *r, const br_answer *a)
 {
-    char line[256];
+    /* Values are at most the daemon's line (8 KiB), each byte escaped at
+     * most once: room for the longest. */
+    static char line[2 * BR_PROTO_MAX_LINE + 128];
+    line[0] = '\0';
+    bool unknown_like = a->kind == BR_ANSWER_UNKNOWN ||
+                        (a->kind == BR_ANSWER_ERROR && strncmp(a->detail, "secret-class", 12) == 0);
     switch (a->kind) {
     case BR_ANSWER_BLOCKED:
-        snprintf(line, sizeof(line), "OK message=\"blocked: %s\" tag=%s", a->category, a->category);
+        snprintf(line, sizeof(line), "OK");
+        kv_append(line, sizeof(line), "message", "blocked: ", a->category);
+        tag_append(line, sizeof(line), a->category);
         break;
     case BR_ANSWER_SAFE:
         snprintf(line, sizeof(line), "ERR");
         break;
     case BR_ANSWER_UNKNOWN:
-        snprintf(line, sizeof(line), "%s message=\"unknown: %.64s\"%s", h->unknown_blocks ? "OK" : "ERR",
-                 a->detail, h->unknown_blocks ? " tag=unknown" : "");
-        break;
     case BR_ANSWER_ERROR:
-        /* A URL breachd refuses (not a URL, secret-class) is not blocked
-         * by this ACL; anything else is the helper's failure. */
-        if (strncmp(a->detail, "bad-request", 11) == 0 || strncmp(a->detail, "secret-class", 12) == 0)
-            snprintf(line, sizeof(line), "ERR message=\"not checked: %.32s\"", a->detail);
-        else
-            snprintf(line, sizeof(line), "BH message=\"breachd: %.64s\"", a->detail);
+        if (unknown_like || strncmp(a->detail, "bad-request", 11) == 0) {
+            /* UNKNOWN, and a URL breachd refuses as secret-class (it cannot
+             * be checked), follow --on-unknown; one that is not a URL is
+             * not blocked by this ACL. */
+            bool block = unknown_like && h->unknown_blocks;
+            snprintf(line, sizeof(line), "%s", block ? "OK" : "ERR");
+            kv_append(line, sizeof(line), "message",
+                      a->kind == BR_ANSWER_UNKNOWN ? "unknown: " : "not checked: ", a->detail);
+            if (block)
+                tag_append(line, sizeof(line),
+                           a->kind == BR_ANSWER_UNKNOWN ? "unknown" : "secret-class");
+        } else {
+            snprintf(line, sizeof(line), "BH");
+            kv_append(line, sizeof(line), "message", "breachd: ", a->detail);
+        }
         break;
     default:
         snprintf(line, sizeof(line), "BH message=\"unexpected answer from breachd\"");
         break;
     }
-    /* Keep the message inside its quotes. */
-    for (char *p = line; *p; p++)
-        if (*p == '\\')
-            *p = '/';
     reply(r, line);
 }
 
@@ -319,6 +362,18 @@ static void on_squid_line(helper *h, char *line)
         free(r);
         return;
     }
+    /* A URL whose every lookup expression holds an e-mail address
+     * (url_secret.h) is answered here, as breachd would, and not sent. */
+    br_url_exprs ex = {0};
+    if (br_url_lookup_expressions(r->url, ulen, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
+        -EPERM) {
+        static br_answer a = {.kind = BR_ANSWER_ERROR};
+        snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
+        answer(h, r, &a);
+        req_free(r);
+        return;
+    }
+    br_url_exprs_clear(&ex);
     *h->queue_tail = r;
     h->queue_tail = &r->next;
 }

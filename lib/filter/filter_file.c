@@ -37,8 +37,12 @@ _Static_assert(OFF_PARAMS + BR_FILTER_PARAMS_SIZE == OFF_SOURCE, "params size");
 _Static_assert(OFF_SOURCE + BR_FILTER_SOURCE_SIZE == OFF_RESERVED, "source size");
 _Static_assert(OFF_HEADER_SHA256 + 32 == BR_FILTER_HEADER_SIZE, "header size");
 
-/* Newest key-encoding version this build understands, per encoding. */
-#define KEYENC_MAX_VERSION 1
+/* Newest key-encoding version this build understands, per encoding
+ * (docs/filter-format.md, "Key encodings"). */
+static uint32_t keyenc_max_version(uint32_t encoding)
+{
+    return encoding == BR_KEYENC_URL_EXPR_SHA256 ? 2 : 1;
+}
 #define PAYLOAD_OFFSET_MAX (UINT64_C(1) << 20)
 
 const char *br_filter_kind_name(uint32_t kind)
@@ -164,10 +168,11 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
     if (!br_key_encoding_name(h->key_encoding))
         return br_error_set(err, -EINVAL, "field key_encoding: unknown encoding %u",
                             h->key_encoding);
-    if (h->key_encoding_version < 1 || h->key_encoding_version > KEYENC_MAX_VERSION)
+    if (h->key_encoding_version < 1 ||
+        h->key_encoding_version > keyenc_max_version(h->key_encoding))
         return br_error_set(err, -EINVAL,
-                            "field key_encoding_version: %u not supported (this build reads 1..%d)",
-                            h->key_encoding_version, KEYENC_MAX_VERSION);
+                            "field key_encoding_version: %u not supported (this build reads 1..%u)",
+                            h->key_encoding_version, keyenc_max_version(h->key_encoding));
     if (h->build_time < 0)
         return br_error_set(err, -EINVAL, "field build_time: negative (%lld)",
                             (long long)h->build_time);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "url.h"
 #include "urlfilter.h"
 
 /* params block of the container header. */
@@ -13,7 +14,8 @@ enum {
     P_K = 0,
     P_BLOCK_BITS_LOG2 = 1,
     P_PREFIX_BITS = 2,
-    P_RESERVED = 3, /* 5 bytes */
+    P_MAX_DOMAIN_LABELS = 3, /* key encoding v2; reserved (0) in v1 */
+    P_RESERVED = 4, /* 4 bytes */
     P_BLOCK_COUNT = 8,
     P_CAPACITY = 16,
     P_TARGET_FPR = 24,
@@ -52,6 +54,7 @@ struct br_urlfilter {
     uint64_t base_key_count, base_generation;
     uint32_t prefixes_set;
     uint64_t bloom_bits_set;
+    unsigned max_domain_labels;
 };
 
 void br_urlfilter_free(br_urlfilter *uf)
@@ -85,6 +88,13 @@ static int check_params(br_urlfilter *uf, br_error *err)
     if (p[P_PREFIX_BITS] != BR_URLFILTER_PREFIX_BITS)
         return br_error_set(err, -EINVAL, "param prefix_bits: %u, expected %d", p[P_PREFIX_BITS],
                             BR_URLFILTER_PREFIX_BITS);
+    /* Key encoding v1 knew no label count: byte 3 was reserved. */
+    uf->max_domain_labels = p[P_MAX_DOMAIN_LABELS];
+    if (h->key_encoding_version < 2 && uf->max_domain_labels)
+        return br_error_set(err, -EINVAL, "reserved param byte %d is not zero", P_MAX_DOMAIN_LABELS);
+    if (uf->max_domain_labels > BR_URL_MAX_HOST_LABELS)
+        return br_error_set(err, -EINVAL, "param max_domain_labels: %u, expected 0..%d",
+                            uf->max_domain_labels, BR_URL_MAX_HOST_LABELS);
     for (size_t i = P_RESERVED; i < P_BLOCK_COUNT; i++)
         if (p[i])
             return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
@@ -197,6 +207,16 @@ bool br_urlfilter_damaged(const br_urlfilter *uf)
     return br_filter_file_damaged(uf->file);
 }
 
+unsigned br_urlfilter_max_domain_labels(const br_urlfilter *uf)
+{
+    return uf->max_domain_labels;
+}
+
+unsigned br_urlfilter_lookup_labels(const br_urlfilter *uf)
+{
+    return BR_MAX(uf->max_domain_labels, (unsigned)BR_URL_SB_HOST_COMPONENTS);
+}
+
 const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
 {
     return uf->bitmap;
@@ -258,6 +278,7 @@ struct br_urlfilter_draft {
     uint64_t keys;
     bool full_build;
     uint64_t base_key_count, base_generation;
+    unsigned max_domain_labels;
 };
 
 void br_urlfilter_draft_free(br_urlfilter_draft *d)
@@ -323,6 +344,7 @@ int br_urlfilter_draft_from(const br_urlfilter *uf, br_urlfilter_draft **out, br
     d->keys = br_urlfilter_header(uf)->key_count;
     d->base_key_count = uf->base_key_count;
     d->base_generation = uf->base_generation;
+    d->max_domain_labels = uf->max_domain_labels;
     *out = d;
     return 0;
 }
@@ -343,6 +365,12 @@ bool br_urlfilter_draft_maybe(const br_urlfilter_draft *d, const uint8_t key[BR_
 {
     br_bloom b = {.blocks = d->blocks, .block_count = d->block_count, .k = d->k};
     return br_prefix_bitmap_test(d->bitmap, br_urlfilter_prefix_of(key)) && br_bloom_contains(&b, key);
+}
+
+void br_urlfilter_draft_note_domain_labels(br_urlfilter_draft *d, unsigned labels)
+{
+    labels = BR_MIN(labels, (unsigned)BR_URL_MAX_HOST_LABELS);
+    d->max_domain_labels = BR_MAX(d->max_domain_labels, labels);
 }
 
 uint64_t br_urlfilter_draft_keys(const br_urlfilter_draft *d)
@@ -390,7 +418,7 @@ int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
     hdr.kind = BR_KIND_URL_SHA256;
     hdr.algorithm = BR_ALGO_BLOCKED_BLOOM;
     hdr.key_encoding = BR_KEYENC_URL_EXPR_SHA256;
-    hdr.key_encoding_version = 1;
+    hdr.key_encoding_version = 2;
     hdr.generation = o->generation;
     hdr.build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
     hdr.key_count = d->keys;
@@ -398,6 +426,7 @@ int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
     p[P_K] = (uint8_t)d->k;
     p[P_BLOCK_BITS_LOG2] = BLOCK_BITS_LOG2;
     p[P_PREFIX_BITS] = BR_URLFILTER_PREFIX_BITS;
+    p[P_MAX_DOMAIN_LABELS] = (uint8_t)d->max_domain_labels;
     br_store_le64(p + P_BLOCK_COUNT, d->block_count);
     br_store_le64(p + P_CAPACITY, d->capacity);
     br_store_le64(p + P_TARGET_FPR, double_bits(d->target_fpr));

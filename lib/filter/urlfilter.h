@@ -2,7 +2,7 @@
 /* The URL blocklist filter: a blocked Bloom filter (bloom.h) over the SHA-256
  * of canonical URL expressions, plus a bitmap of the 2^20 range prefixes
  * that hold at least one entry, in one filter file (kind url-sha256,
- * algorithm blocked-bloom, key encoding url-expression-sha256 v1;
+ * algorithm blocked-bloom, key encoding url-expression-sha256 v2, v1 read;
  * docs/filter-format.md "Algorithm 2: blocked-bloom").
  *
  * br_urlfilter_maybe() is the Bloom probe AND the prefix bit: a Bloom
@@ -59,6 +59,13 @@ const br_filter_header *br_urlfilter_header(const br_urlfilter *uf);
 
 /* Whether at least one entry's SHA-256 starts with this 20-bit prefix. */
 bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20);
+/* The largest label count among the filter's domain entries (hosts, domain
+ * lists: entries that block their subdomains), as recorded by key encoding
+ * v2; 0 for a v1 file or one without domain entries. */
+unsigned br_urlfilter_max_domain_labels(const br_urlfilter *uf);
+/* How many host components lookups take suffixes of: the above, never
+ * fewer than Safe Browsing's 5 (br_url_expressions_labels). */
+unsigned br_urlfilter_lookup_labels(const br_urlfilter *uf);
 /* The prefix bitmap itself (BR_URLFILTER_BITMAP_BYTES, in the mapped file). */
 const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf);
 /* false: the key is definitely not in the blocklist (no range query needed);
@@ -106,6 +113,9 @@ int br_urlfilter_draft_from(const br_urlfilter *uf, br_urlfilter_draft **out, br
 void br_urlfilter_draft_free(br_urlfilter_draft *d);
 BR_DEFINE_FREEP(br_urlfilter_draft, br_urlfilter_draft_free)
 
+/* Record a domain entry of this many labels (the file keeps the largest;
+ * a draft copied from a filter starts from that filter's value). */
+void br_urlfilter_draft_note_domain_labels(br_urlfilter_draft *d, unsigned labels);
 /* Insert a key; returns true when it was not already a maybe. distinct: the
  * caller guarantees the key was never inserted (a full build from a
  * deduplicated set), so it is counted even when it was a false positive;

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "protocol.h"
+#include "url_secret.h"
 
 static const char *const verb_names[BR_VERB_COUNT_] = {
     [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
@@ -133,28 +134,7 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
 
 bool br_is_secret_class(const char *arg, size_t len)
 {
-    if (len >= 7 && strncasecmp(arg, "mailto:", 7) == 0)
-        return true;
-    /* A bare e-mail address: local@domain with no scheme, no path before the
-     * @, and a dot in the domain. "http://user@host/" is a URL with userinfo,
-     * which canonicalization drops; it is not refused here. */
-    const char *at = memchr(arg, '@', len);
-    if (!at || at == arg)
-        return false;
-    for (const char *p = arg; p < at; p++)
-        if (*p == '/' || *p == ':' || *p == '?' || *p == '#')
-            return false;
-    const char *dom = at + 1, *end = arg + len;
-    if (dom >= end)
-        return false;
-    bool dot = false;
-    for (const char *p = dom; p < end; p++) {
-        if (*p == '/' || *p == '?' || *p == '#' || *p == '@')
-            return p > dom && dot;
-        if (*p == '.')
-            dot = true;
-    }
-    return dot;
+    return br_url_is_email(arg, len);
 }
 
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text)

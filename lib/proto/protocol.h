@@ -64,8 +64,10 @@ const char *br_proto_err_name(br_proto_err e);
  * br_is_secret_class); a PW argument must be exactly 40 hex digits. */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
-/* True when a URL argument is secret-class data: a mailto: URL or a bare
- * e-mail address. Such arguments are refused, never looked up or logged. */
+/* True when a URL argument is secret-class data as a whole: a mailto: URL or
+ * a bare e-mail address, in any spelling (br_url_is_email, url_secret.h).
+ * A URL that merely holds an address is checked through its expressions
+ * free of it (br_url_lookup_expressions). */
 bool br_is_secret_class(const char *arg, size_t len);
 
 /* Format "ID ERR code text\n" into buf; returns the length (truncated to fit). */

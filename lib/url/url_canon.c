@@ -29,10 +29,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol.h"
 #include "url.h"
+#include "url_secret.h"
 
-#define SECRET_TEXT "secret-class data (e-mail address) is never indexed"
+#define SECRET_TEXT BR_URL_SECRET_TEXT
 
 /* A growable byte string. Failure to grow sets oom and later appends are
  * ignored, so that callers check once at the end. */
@@ -516,13 +516,13 @@ static int canonicalize(char *s, size_t n, char **result, br_error *err)
     char *hash = memchr(s, '#', n);
     if (hash)
         n = (size_t)(hash - s);
-    if (br_is_secret_class(s, n))
+    /* 3 and 4: a mailto: URL or a bare address, in any spelling
+     * (url_secret.h folds escapes and NFKC itself). */
+    if (br_url_is_email(s, n))
         return br_error_set(err, -EPERM, SECRET_TEXT);
 
     /* 3: unescape until stable. */
     n = unescape_fixpoint(s, n);
-    if (br_is_secret_class(s, n))
-        return br_error_set(err, -EPERM, SECRET_TEXT);
 
     /* 4: scheme. A leading RFC 3986 scheme name and ':' is the scheme when
      * the name is one we accept ("http:x.com", "http:///x.com" too). Another
@@ -595,6 +595,10 @@ static int canonicalize(char *s, size_t n, char **result, br_error *err)
     for (size_t d = colon + 1; d < ae; d++)
         if (!is_ascii_digit((unsigned char)s[d]))
             return br_error_set(err, -EINVAL, "invalid port");
+    /* An address the userinfo split did not see: a fullwidth or small '@'
+     * (U+FF20, U+FE6B) in the host. */
+    if (br_url_holds_email(s + a, he - a))
+        return br_error_set(err, -EPERM, SECRET_TEXT);
 
     sbuf host = {0};
     int r = canon_host(&host, s + a, he - a, err);

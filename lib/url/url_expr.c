@@ -8,9 +8,8 @@
 
 #include "url.h"
 
-#define MAX_HOSTS 5
+#define MAX_HOSTS BR_URL_MAX_HOST_LABELS
 #define MAX_PATHS 6
-#define MAX_HOST_COMPONENTS 5 /* suffixes start from the last five */
 #define MAX_PATH_PREFIXES 4
 
 /* A canonical IP host: "[...]" (IPv6) or dotted-quad decimal. Canonical
@@ -53,7 +52,57 @@ static void add_span(span *a, size_t *na, const char *p, size_t n)
     a[(*na)++] = (span){p, n};
 }
 
-int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
+/* Host suffixes: the exact host; then, unless it is an IP address, the
+ * suffixes of the last max_comps components, longest first, down to two
+ * components (never the bare top-level domain). */
+static size_t host_spans(const char *host, size_t host_len, size_t max_comps, span *hosts)
+{
+    size_t nh = 0;
+    hosts[nh++] = (span){host, host_len};
+    if (is_ip_host(host, host_len))
+        return nh;
+    size_t comps = 1;
+    for (size_t i = 0; i < host_len; i++)
+        comps += host[i] == '.';
+    size_t k = comps - 1 < max_comps ? comps - 1 : max_comps;
+    for (; k >= 2; k--) {
+        /* Start of the last k components. */
+        size_t seen = 0, start = host_len;
+        while (start > 0) {
+            if (host[start - 1] == '.' && ++seen == k)
+                break;
+            start--;
+        }
+        add_span(hosts, &nh, host + start, host_len - start);
+    }
+    return nh;
+}
+
+/* How many components a host suffix has. */
+static size_t components(span h)
+{
+    size_t c = 1;
+    for (size_t i = 0; i < h.n; i++)
+        c += h.p[i] == '.';
+    return c;
+}
+
+static int add_expr(br_url_exprs *out, span h, span p, br_error *err)
+{
+    char *e = malloc(h.n + p.n + 1);
+    if (!e) {
+        br_url_exprs_clear(out);
+        return br_error_set(err, -ENOMEM, "out of memory");
+    }
+    memcpy(e, h.p, h.n);
+    memcpy(e + h.n, p.p, p.n);
+    e[h.n + p.n] = '\0';
+    out->expr[out->n++] = e;
+    return 0;
+}
+
+int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
+                              br_error *err)
 {
     out->n = 0;
     const char *sep = strstr(canonical, "://");
@@ -72,34 +121,19 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
     const char *q = strchr(path, '?');
     size_t path_len = q ? (size_t)(q - path) : full_len;
 
-    /* Hosts: the exact host; then, unless it is an IP address, the suffixes
-     * of the last five components, longest first, down to two components
-     * (never the bare top-level domain). */
+    size_t max_comps = host_labels < BR_URL_SB_HOST_COMPONENTS ? BR_URL_SB_HOST_COMPONENTS
+                       : host_labels > BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS
+                                                              : host_labels;
     span hosts[MAX_HOSTS];
-    size_t nh = 0;
-    hosts[nh++] = (span){host, host_len};
-    if (!is_ip_host(host, host_len)) {
-        size_t comps = 1;
-        for (size_t i = 0; i < host_len; i++)
-            comps += host[i] == '.';
-        size_t k = comps - 1 < MAX_HOST_COMPONENTS ? comps - 1 : MAX_HOST_COMPONENTS;
-        for (; k >= 2; k--) {
-            /* Start of the last k components. */
-            size_t seen = 0, start = host_len;
-            while (start > 0) {
-                if (host[start - 1] == '.' && ++seen == k)
-                    break;
-                start--;
-            }
-            add_span(hosts, &nh, host + start, host_len - start);
-        }
-    }
+    size_t nh = host_spans(host, host_len, max_comps, hosts);
 
-    /* Paths: with the query, without it, then the prefixes ending at each of
-     * the first four slashes, longest first. */
+    /* Paths: with the query (unless it is empty: "/?" adds nothing, as
+     * Chromium does), without it, then the prefixes ending at each of the
+     * first four slashes, longest first. */
     span paths[MAX_PATHS];
     size_t np = 0;
-    add_span(paths, &np, path, full_len);
+    if (!(q && q[1] == '\0'))
+        add_span(paths, &np, path, full_len);
     add_span(paths, &np, path, path_len);
     size_t slash_end[MAX_PATH_PREFIXES], ns = 0;
     for (size_t i = 0; i < path_len && ns < MAX_PATH_PREFIXES; i++)
@@ -108,20 +142,21 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
     while (ns > 0)
         add_span(paths, &np, path, slash_end[--ns]);
 
+    /* A suffix of more than five components (not the exact host) can only
+     * match a domain entry: "suffix/" alone. */
+    span root = {path, 1};
     for (size_t h = 0; h < nh; h++) {
-        for (size_t p = 0; p < np; p++) {
-            char *e = malloc(hosts[h].n + paths[p].n + 1);
-            if (!e) {
-                br_url_exprs_clear(out);
-                return br_error_set(err, -ENOMEM, "out of memory");
-            }
-            memcpy(e, hosts[h].p, hosts[h].n);
-            memcpy(e + hosts[h].n, paths[p].p, paths[p].n);
-            e[hosts[h].n + paths[p].n] = '\0';
-            out->expr[out->n++] = e;
-        }
+        bool domain_only = h > 0 && components(hosts[h]) > BR_URL_SB_HOST_COMPONENTS;
+        for (size_t p = 0; p < (domain_only ? 1 : np); p++)
+            if (add_expr(out, hosts[h], domain_only ? root : paths[p], err) < 0)
+                return -ENOMEM;
     }
     return 0;
+}
+
+int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
+{
+    return br_url_expressions_labels(canonical, BR_URL_SB_HOST_COMPONENTS, out, err);
 }
 
 void br_url_exprs_clear(br_url_exprs *e)

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol.h"
 #include "url.h"
 #include "url_feed.h"
+#include "url_secret.h"
 
 #define DETECT_SAMPLE 100
 #define DETECT_MAX_HELD 100000
@@ -112,22 +112,17 @@ static bool canonical_host_ok(const char *h, size_t n)
     return true;
 }
 
+/* The most specific expression of the URL free of e-mail addresses
+ * (url_secret.h): 1 when the URL held one and was cut down to it. */
 static int url_expression(const char *entry, size_t len, char **expr, br_error *err)
 {
-    _cleanup_free_ char *canon = NULL;
-    int r = br_url_canonicalize(entry, len, &canon, err);
+    br_url_exprs ex = {0};
+    size_t dropped = 0;
+    int r = br_url_lookup_expressions(entry, len, BR_URL_SB_HOST_COMPONENTS, &ex, &dropped, err);
     if (r == -EPERM)
         return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
     if (r < 0)
         return r == -ENOMEM ? br_error_set(err, r, "out of memory") : r;
-    br_url_exprs ex = {0};
-    r = br_url_expressions(canon, &ex, err);
-    if (r < 0)
-        return r;
-    if (ex.n == 0) {
-        br_url_exprs_clear(&ex);
-        return br_error_set(err, -EINVAL, "the URL has no lookup expression");
-    }
     char *e = ex.expr[0];
     ex.expr[0] = NULL;
     br_url_exprs_clear(&ex);
@@ -137,7 +132,7 @@ static int url_expression(const char *entry, size_t len, char **expr, br_error *
         return br_error_set(err, -EINVAL, "the host is not a DNS name or an IP address");
     }
     *expr = e;
-    return 0;
+    return dropped > 0;
 }
 
 static int host_expression(const char *entry, size_t len, char **expr, br_error *err)
@@ -187,43 +182,12 @@ static int host_expression(const char *entry, size_t len, char **expr, br_error 
     return 0;
 }
 
-/* br_is_secret_class, also after repeated percent-unescaping (as URL
- * canonicalization does), so that "jane%40example.org" in a domain list is
- * refused as what it is rather than as a bad host name. */
-static bool looks_secret(const char *s, size_t n)
-{
-    if (br_is_secret_class(s, n))
-        return true;
-    if (!memchr(s, '%', n) || n > BR_URL_MAX_LEN)
-        return false;
-    char buf[BR_URL_MAX_LEN];
-    memcpy(buf, s, n);
-    for (bool changed = true; changed;) {
-        changed = false;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i++) {
-            int hi, lo;
-            if (buf[i] == '%' && i + 2 < n &&
-                (hi = br_hexval((unsigned char)buf[i + 1])) >= 0 &&
-                (lo = br_hexval((unsigned char)buf[i + 2])) >= 0) {
-                buf[o++] = (char)(hi * 16 + lo);
-                i += 2;
-                changed = true;
-            } else {
-                buf[o++] = buf[i];
-            }
-        }
-        n = o;
-    }
-    return br_is_secret_class(buf, n);
-}
-
 int br_feed_entry_expression(br_feed_format format, const char *entry, size_t len, char **expr,
                              br_error *err)
 {
     if (len == 0)
         return br_error_set(err, -EINVAL, "empty entry");
-    if (looks_secret(entry, len))
+    if (br_url_is_email(entry, len))
         return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
     if (memchr(entry, '\0', len))
         return br_error_set(err, -EINVAL, "NUL byte in the entry");
@@ -237,6 +201,7 @@ int br_feed_entry_expression(br_feed_format format, const char *entry, size_t le
 struct br_feedset {
     br_feed_entry *e;
     size_t n, cap;
+    unsigned max_domain_labels;
     char cats[BR_FEED_MAX_CATEGORIES][BR_FEED_CATEGORY_MAX + 1];
     unsigned ncats;
 };
@@ -329,6 +294,24 @@ void br_feedset_finish(br_feedset *fs, br_feedset_stats *st)
     s.distinct = o;
     if (st)
         *st = s;
+}
+
+/* A domain entry "host/" blocks its subdomains: lookups must try host
+ * suffixes of as many labels as it has (an IP address has no suffixes). */
+static void note_domain_labels(br_feedset *fs, const char *expr)
+{
+    if (expr[0] == '[')
+        return;
+    unsigned labels = 1;
+    for (const char *p = expr; *p && *p != '/'; p++)
+        labels += *p == '.';
+    if (labels > fs->max_domain_labels)
+        fs->max_domain_labels = labels;
+}
+
+unsigned br_feedset_max_domain_labels(const br_feedset *fs)
+{
+    return fs->max_domain_labels;
 }
 
 size_t br_feedset_count(const br_feedset *fs)
@@ -463,6 +446,20 @@ static int add_entry(reader *rd, br_feed_format rule, const char *s, size_t n, u
         *bad = true;
         return bad_line(rd, lineno, r, e.text[0] ? e.text : strerror(-r));
     }
+    if (r == 1) {
+        /* Cut down to its longest expression free of an address: say
+         * where, never what. */
+        rd->st.cut++;
+        if (rd->o->on_cut) {
+            char msg[sizeof(rd->err->text)];
+            if (snprintf(msg, sizeof(msg), "%s:%llu: %s", rd->name, (unsigned long long)lineno,
+                         BR_FEED_CUT_TEXT) < 0)
+                msg[0] = '\0';
+            rd->o->on_cut(rd->o->ctx, msg);
+        }
+    }
+    if (rule == BR_FEED_HOSTS || rule == BR_FEED_DOMAINS || rd->format == BR_FEED_DOMAINS)
+        note_domain_labels(rd->fs, expr);
     uint8_t h[BR_SHA256_LEN];
     if (br_url_expr_hash(expr, h) < 0)
         return br_error_set(rd->err, -EIO, "SHA-256 failed");
@@ -491,7 +488,7 @@ static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
         size_t b = i;
         while (i < n && !is_blank(s[i]))
             i++;
-        if (i > b && looks_secret(s + b, i - b))
+        if (i > b && br_url_is_email(s + b, i - b))
             return bad_line(rd, lineno, -EPERM, NULL);
     }
     field f[MAX_FIELDS];

@@ -24,9 +24,15 @@
  *    urls rule, reported as "domains" when those sample lines are all bare
  *    names (a bare name gives the same entry under both rules).
  * Checks:
- *  - an entry that is an e-mail address or a mailto: URL refuses the whole
- *    read with -EPERM and "FILE:LINE: secret-class data (e-mail address) is
- *    never indexed", whatever skip_bad says;
+ *  - an entry that is an e-mail address or a mailto: URL (br_url_is_email,
+ *    url_secret.h: any spelling) refuses the whole read with -EPERM and
+ *    "FILE:LINE: secret-class data (e-mail address) is never indexed",
+ *    whatever skip_bad says;
+ *  - a URL that merely holds an address (path, query; url_secret.h) is
+ *    indexed as its most specific expression free of it (the query, or the
+ *    path from the segment holding it, dropped: "host/" at the least); it is
+ *    counted (cut) and reported to on_cut as "FILE:LINE: " BR_FEED_CUT_TEXT,
+ *    never with its content;
  *  - any other bad line (not a URL, a host that is not a DNS name or IP
  *    address, a domain entry with a path, two fields in a URL list, ...) is
  *    -EINVAL "FILE:LINE: reason", or with skip_bad counted and passed to
@@ -53,6 +59,8 @@
 #define BR_FEED_CATEGORY_MAX 32
 #define BR_FEED_MAX_CATEGORIES 255
 #define BR_FEED_SECRET_TEXT "secret-class data (e-mail address) is never indexed"
+#define BR_FEED_CUT_TEXT                                                                          \
+    "the URL holds an e-mail address: indexed as its longest expression free of it"
 
 typedef enum br_feed_format {
     BR_FEED_AUTO = 0,
@@ -75,8 +83,10 @@ bool br_feed_category_valid(const char *s);
 int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err);
 
 /* The expression one entry stands for (malloc'd into *expr): for urls the
- * most specific lookup expression of the canonical URL; for hosts and
- * domains "host/". -EPERM for secret-class data, -EINVAL with a reason. */
+ * most specific lookup expression of the canonical URL free of e-mail
+ * addresses; for hosts and domains "host/". 0, or 1 when the URL held an
+ * address and was cut (see Checks); -EPERM for secret-class data, -EINVAL
+ * with a reason. */
 int br_feed_entry_expression(br_feed_format format, const char *entry, size_t len, char **expr,
                              br_error *err);
 
@@ -92,6 +102,7 @@ typedef struct br_feed_opts {
     br_feed_format format; /* BR_FEED_AUTO: detect per file */
     bool skip_bad;
     br_feed_bad_cb on_bad; /* with skip_bad: each bad line's "FILE:LINE: reason" */
+    br_feed_bad_cb on_cut; /* each entry cut for an e-mail address (may be NULL) */
     void *ctx;
 } br_feed_opts;
 
@@ -102,6 +113,7 @@ typedef struct br_feed_stats {
     uint64_t comments; /* blank and comment lines */
     uint64_t ignored;  /* localhost-like hosts-file names */
     uint64_t bad;      /* bad lines skipped (skip_bad) */
+    uint64_t cut;      /* URL entries cut for an e-mail address (also in entries) */
 } br_feed_stats;
 
 typedef struct br_feedset br_feedset;
@@ -133,3 +145,8 @@ size_t br_feedset_count(const br_feedset *fs);
 const br_feed_entry *br_feedset_entries(const br_feedset *fs);
 const char *br_feedset_category(const br_feedset *fs, unsigned index);
 unsigned br_feedset_category_count(const br_feedset *fs);
+/* The largest label count among the set's domain entries: every entry read
+ * by the hosts or domains rule (and by any format whose entries block their
+ * subdomains, read through that rule); 0 without any. The URL filter
+ * records it (br_urlfilter_draft_note_domain_labels). */
+unsigned br_feedset_max_domain_labels(const br_feedset *fs);

@@ -124,6 +124,12 @@ def answers_and_channels(ctx):
     check(re.fullmatch(r'8 ERR message="not checked: secret-class[^"]*"', a), a)
     a = h.ask("9 javascript:alert(1) -")
     check(re.fullmatch(r'9 ERR message="not checked: bad-request[^"]*"', a), a)
+    # message= values are whole (they were cut at 32 bytes), quoted as
+    # Squid's helper protocol reads kv-pair values
+    eq(h.ask("12 mailto:alice@example.com -"),
+       '12 ERR message="not checked: secret-class e-mail addresses are never looked up"')
+    eq(h.ask("13 gopher://host.example/ -"),
+       '13 ERR message="not checked: bad-request scheme is not http, https, ftp, ws or wss"')
     # longer than any URL breachd takes: not checked, on its channel, and
     # the rest of the line is not read as another request
     eq(h.ask("10 http://" + "x" * 9000 + "/y -"), '10 ERR message="not checked: URL too long"')

@@ -27,8 +27,8 @@ static void test_own_expressions(void **state)
     /* Exact path equal to a prefix, no duplicates. */
     static const char *const a[] = {"h.com/1/", "h.com/"};
     check_exprs("http://h.com/1/", a, BR_ARRAY_SIZE(a));
-    /* An empty query is kept as its own expression. */
-    static const char *const b[] = {"h.com/q?", "h.com/q", "h.com/"};
+    /* A present but empty query adds no expression. */
+    static const char *const b[] = {"h.com/q", "h.com/"};
     check_exprs("http://h.com/q?", b, BR_ARRAY_SIZE(b));
     /* Only the first four slashes make prefixes. */
     static const char *const c[] = {"x.y/1/2/3/4/5/6.html", "x.y/1/2/3/", "x.y/1/2/", "x.y/1/",
@@ -93,10 +93,40 @@ static void test_hash(void **state)
     assert_memory_equal(h, h2, sizeof(h));
 }
 
+/* Host suffixes beyond five components: "suffix/" only, after the exact
+ * host's expressions, before the five-component ones. */
+static void test_long_domains(void **state)
+{
+    (void)state;
+    br_error err;
+    br_url_exprs ex = {0};
+    assert_int_equal(br_url_expressions_labels("http://w.a.b.c.d.e.f/p", 7, &ex, &err), 0);
+    static const char *const want[] = {"w.a.b.c.d.e.f/p", "w.a.b.c.d.e.f/",
+                                       "a.b.c.d.e.f/", "b.c.d.e.f/p", "b.c.d.e.f/",
+                                       "c.d.e.f/p", "c.d.e.f/", "d.e.f/p", "d.e.f/",
+                                       "e.f/p", "e.f/"};
+    assert_int_equal(ex.n, BR_ARRAY_SIZE(want));
+    for (size_t i = 0; i < ex.n; i++)
+        assert_string_equal(ex.expr[i], want[i]);
+    br_url_exprs_clear(&ex);
+    /* Fewer than five means five; the most a 253-byte name can need. */
+    assert_int_equal(br_url_expressions_labels("http://w.a.b.c.d.e.f/p", 2, &ex, &err), 0);
+    assert_int_equal(ex.n, 10);
+    br_url_exprs_clear(&ex);
+    char url[300] = "http://";
+    for (int i = 0; i < 126; i++)
+        strcat(url, "a.");
+    strcat(url, "b/1/2/3/4/5?q");
+    assert_int_equal(br_url_expressions_labels(url, 1000, &ex, &err), 0);
+    assert_int_equal(ex.n, BR_URL_MAX_LOOKUP_EXPRESSIONS);
+    br_url_exprs_clear(&ex);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_expressions),
+        cmocka_unit_test(test_long_domains),
         cmocka_unit_test(test_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,7 +93,7 @@ static void test_entry_expression(void **state)
         {BR_FEED_URLS, "http://user@example.com/x", "example.com/x", 0},
         {BR_FEED_URLS, "http://0x7f.1/", "127.0.0.1/", 0},
         {BR_FEED_URLS, "http://b\xc3\xbc" "cher.example/", "xn--bcher-kva.example/", 0},
-        {BR_FEED_URLS, "http://example.com/q?", "example.com/q?", 0},
+        {BR_FEED_URLS, "http://example.com/q?", "example.com/q", 0}, /* empty query */
         {BR_FEED_URLS, "mailto:john@example.com", NULL, -EPERM},
         {BR_FEED_URLS, "MAILTO:x@y.org", NULL, -EPERM},
         {BR_FEED_URLS, "john@example.com", NULL, -EPERM},
@@ -397,6 +397,48 @@ static void test_skip_bad(void **state)
 }
 
 /* The first feed (then the first line) listing an expression wins. */
+/* A URL holding an address is cut to its longest expression free of it,
+ * reported by FILE:LINE only; a domain entry records its label count. */
+static void test_cut_and_labels(void **state)
+{
+    (void)state;
+    char *path = feed_file("cut.txt", "# feed\n"
+                                      "http://t.example/u?email=alice%40victim.example\n"
+                                      "http://t.example/ok\n"
+                                      "http://p.example/a/alice@victim.example/b\n");
+    br_feedset *fs = NULL;
+    br_feed_stats st = {0};
+    br_error err = {{0}};
+    bad_log cuts = {0};
+    assert_int_equal(br_feedset_new(&fs), 0);
+    br_feed_opts o = {.format = BR_FEED_URLS, .on_cut = log_bad, .ctx = &cuts};
+    assert_int_equal(br_feedset_read(fs, path, "phishing", &o, &st, &err), 0);
+    assert_int_equal(st.cut, 2);
+    assert_int_equal(st.entries, 3);
+    assert_int_equal(cuts.n, 2);
+    char *want = tu_path("%s:2: " BR_FEED_CUT_TEXT, path);
+    assert_string_equal(cuts.lines[0], want);
+    free(want);
+    for (size_t i = 0; i < cuts.n; i++)
+        assert_null(strstr(cuts.lines[i], "alice"));
+    assert_int_equal(br_feedset_max_domain_labels(fs), 0); /* URL entries only */
+    static const char *const exprs[] = {"t.example/u", "t.example/ok", "p.example/a/"};
+    expect_set(fs, exprs, BR_ARRAY_SIZE(exprs));
+    br_feedset_free(fs);
+    free(path);
+
+    path = feed_file("long.txt", "a.example\nx.a.b.c.d.e.long.example\n[2001:db8::1]\n");
+    assert_int_equal(read_feed(path, BR_FEED_DOMAINS, false, &fs, &st, &err), 0);
+    assert_int_equal(br_feedset_max_domain_labels(fs), 8);
+    br_feedset_free(fs);
+    free(path);
+    path = feed_file("long.hosts", "0.0.0.0 a.b.c.d.e.f.example\n");
+    assert_int_equal(read_feed(path, BR_FEED_AUTO, false, &fs, &st, &err), 0);
+    assert_int_equal(br_feedset_max_domain_labels(fs), 7);
+    br_feedset_free(fs);
+    free(path);
+}
+
 static void test_duplicates_and_conflicts(void **state)
 {
     (void)state;
@@ -450,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_secret_refusal),
         cmocka_unit_test(test_skip_bad),
         cmocka_unit_test(test_duplicates_and_conflicts),
+        cmocka_unit_test(test_cut_and_labels),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -393,8 +393,14 @@ static void check_one(const char *in, size_t len, size_t *ok, size_t *refused)
     if (r < 0)
         fail_msg("expressions refused (%s): \"%s\"", err.text, out);
     assert_true(ex.n >= 1 && ex.n <= BR_URL_MAX_EXPRESSIONS);
-    /* The first expression is the canonical URL without its scheme. */
-    assert_string_equal(ex.expr[0], strstr(out, "://") + 3);
+    /* The first expression is the canonical URL without its scheme (and
+     * without a '?' that ends it: an empty query adds no expression). */
+    const char *whole = strstr(out, "://") + 3;
+    size_t wl = strlen(whole);
+    if (wl > 0 && whole[wl - 1] == '?' && !strchr(whole, '?')[1])
+        wl--;
+    assert_int_equal(strlen(ex.expr[0]), wl);
+    assert_memory_equal(ex.expr[0], whole, wl);
     for (size_t i = 0; i < ex.n; i++) {
         assert_non_null(strchr(ex.expr[i], '/'));
         for (size_t j = 0; j < i; j++)

@@ -22,6 +22,7 @@
 
 #include "hash.h"
 #include "testutil.h"
+#include "url.h"
 #include "urlfilter.h"
 #include "util.h"
 
@@ -77,7 +78,7 @@ static void test_round_trip(void **state)
         assert_int_equal(h->kind, BR_KIND_URL_SHA256);
         assert_int_equal(h->algorithm, BR_ALGO_BLOCKED_BLOOM);
         assert_int_equal(h->key_encoding, BR_KEYENC_URL_EXPR_SHA256);
-        assert_int_equal(h->key_encoding_version, 1);
+        assert_int_equal(h->key_encoding_version, 2);
         assert_int_equal(h->key_count, n);
         assert_int_equal(h->generation, 9);
         assert_int_equal(h->build_time, BUILD_TIME);
@@ -518,6 +519,50 @@ static void test_golden_fixture(void **state)
     br_urlfilter_free(uf);
 }
 
+/* Key encoding v2 (data/fixtures/make-fixtures): max_domain_labels 9 from
+ * "deep.breachd-fixture.a.b.c.d.e.f.example"; the v1 fixture records none
+ * and is looked up with Safe Browsing's 5. */
+static void test_golden_fixture_keyenc2(void **state)
+{
+    (void)state;
+    br_urlfilter *uf = open_ok(FIXTURES_DIR "/url-sha256-v1-keyenc2.bbf");
+    const br_filter_header *h = br_urlfilter_header(uf);
+    assert_int_equal(h->key_encoding_version, 2);
+    assert_int_equal(h->key_count, 201);
+    assert_int_equal(br_urlfilter_max_domain_labels(uf), 9);
+    assert_int_equal(br_urlfilter_lookup_labels(uf), 9);
+    /* A subdomain of the 9-label entry is found through its suffixes. */
+    const char *url = "http://www.x.deep.breachd-fixture.a.b.c.d.e.f.example/p?q";
+    char *canon = NULL;
+    br_error err;
+    assert_int_equal(br_url_canonicalize(url, strlen(url), &canon, &err), 0);
+    br_url_exprs ex = {0};
+    assert_int_equal(br_url_expressions_labels(canon, br_urlfilter_lookup_labels(uf), &ex, &err), 0);
+    bool found = false;
+    for (size_t i = 0; i < ex.n; i++) {
+        uint8_t key[32];
+        br_url_expr_hash(ex.expr[i], key);
+        found |= br_urlfilter_maybe(uf, key);
+    }
+    assert_true(found);
+    br_url_exprs_clear(&ex);
+    /* With Safe Browsing's 5 it is not. */
+    assert_int_equal(br_url_expressions(canon, &ex, &err), 0);
+    for (size_t i = 0; i < ex.n; i++) {
+        uint8_t key[32];
+        br_url_expr_hash(ex.expr[i], key);
+        assert_false(br_urlfilter_maybe(uf, key));
+    }
+    br_url_exprs_clear(&ex);
+    free(canon);
+    br_urlfilter_free(uf);
+    uf = open_ok(FIXTURES_DIR "/url-sha256-v1.bbf");
+    assert_int_equal(br_urlfilter_header(uf)->key_encoding_version, 1);
+    assert_int_equal(br_urlfilter_max_domain_labels(uf), 0);
+    assert_int_equal(br_urlfilter_lookup_labels(uf), 5);
+    br_urlfilter_free(uf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_failed_save_keeps_old),
         cmocka_unit_test(test_golden_fixture),
+        cmocka_unit_test(test_golden_fixture_keyenc2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* E-mail addresses in URLs: folding, the address rule, and the lookup
+ * expressions free of addresses (rules in url_secret.h). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+#include <unistr.h>
+#include <uninorm.h>
+
+#include "hash.h"
+#include "url_secret.h"
+
+#define FOLD_ROUNDS 8
+#define LITERAL_MAX 64
+
+/* ---- folding ---- */
+
+/* Percent-decode b[0..*n) in place until no escape is left; true when
+ * anything changed. */
+static bool decode_all(uint8_t *b, size_t *n)
+{
+    bool any = false;
+    for (bool changed = true; changed;) {
+        changed = false;
+        size_t o = 0;
+        for (size_t i = 0; i < *n; i++) {
+            int hi, lo;
+            if (b[i] == '%' && i + 2 < *n && (hi = br_hexval(b[i + 1])) >= 0 &&
+                (lo = br_hexval(b[i + 2])) >= 0) {
+                b[o++] = (uint8_t)(hi * 16 + lo);
+                i += 2;
+                changed = true;
+            } else {
+                b[o++] = b[i];
+            }
+        }
+        *n = o;
+        any |= changed;
+    }
+    return any;
+}
+
+static bool all_ascii(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] >= 0x80)
+            return false;
+    return true;
+}
+
+/* A growable byte buffer. */
+typedef struct bbuf {
+    uint8_t *p;
+    size_t len, cap;
+} bbuf;
+
+static int bb_add(bbuf *b, const uint8_t *s, size_t n)
+{
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap - b->len < n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p)
+            return -ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+static void bb_wipe(bbuf *b)
+{
+    if (b->p)
+        OPENSSL_cleanse(b->p, b->cap);
+    free(b->p);
+    *b = (bbuf){0};
+}
+
+/* Append NFKC(s[0..n)) (valid UTF-8) to out. */
+static int nfkc_append(const uint8_t *s, size_t n, bbuf *out)
+{
+    if (n == 0)
+        return 0;
+    size_t len = 0;
+    uint8_t *r = u8_normalize(UNINORM_NFKC, s, n, NULL, &len);
+    if (!r)
+        return -ENOMEM;
+    int ret = bb_add(out, r, len);
+    OPENSSL_cleanse(r, len);
+    free(r);
+    return ret;
+}
+
+/* NFKC over the valid UTF-8 runs of b[0..n), other bytes kept as they are;
+ * then the ideographic full stop U+3002 (E3 80 82) becomes '.'. */
+static int nfkc_fold(const uint8_t *b, size_t n, bbuf *out)
+{
+    size_t i = 0;
+    while (i < n) {
+        const uint8_t *bad = u8_check(b + i, n - i);
+        size_t run = bad ? (size_t)(bad - (b + i)) : n - i;
+        if (nfkc_append(b + i, run, out) < 0)
+            return -ENOMEM;
+        i += run;
+        if (bad && bb_add(out, b + i++, 1) < 0)
+            return -ENOMEM;
+    }
+    size_t w = 0;
+    for (size_t r = 0; r < out->len; r++) {
+        if (r + 2 < out->len && out->p[r] == 0xE3 && out->p[r + 1] == 0x80 &&
+            out->p[r + 2] == 0x82) {
+            out->p[w++] = '.';
+            r += 2;
+        } else {
+            out->p[w++] = out->p[r];
+        }
+    }
+    out->len = w;
+    return 0;
+}
+
+/* The folded form of s (url_secret.h, "Folding") in *out, or -ENOMEM, or
+ * -ELOOP when it still changes after FOLD_ROUNDS rounds. */
+static int fold(const char *s, size_t n, bbuf *out)
+{
+    bbuf b = {0};
+    if (bb_add(&b, (const uint8_t *)s, n) < 0)
+        return -ENOMEM;
+    for (int round = 0; round < FOLD_ROUNDS; round++) {
+        decode_all(b.p, &b.len);
+        /* ASCII is its own NFKC, and no escape is left. */
+        if (all_ascii(b.p, b.len)) {
+            *out = b;
+            return 0;
+        }
+        bbuf f = {0};
+        if (nfkc_fold(b.p, b.len, &f) < 0) {
+            bb_wipe(&f);
+            bb_wipe(&b);
+            return -ENOMEM;
+        }
+        bool same = f.len == b.len && memcmp(f.p, b.p, b.len) == 0;
+        bb_wipe(&b);
+        b = f;
+        /* Without a '%' nothing decodes, and NFKC is idempotent. */
+        if (same || !memchr(b.p, '%', b.len)) {
+            *out = b;
+            return 0;
+        }
+    }
+    bb_wipe(&b);
+    return -ELOOP;
+}
+
+/* ---- the address rule ---- */
+
+static bool is_alpha(uint8_t c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(uint8_t c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool is_local_char(uint8_t c)
+{
+    return is_alpha(c) || is_digit(c) || c >= 0x80 || (c && strchr("._%+-!$'*^`{|}~\"", c));
+}
+
+static bool is_label_char(uint8_t c)
+{
+    return is_alpha(c) || is_digit(c) || c >= 0x80 || c == '-' || c == '_';
+}
+
+/* "[" 1..64 of [0-9A-Za-z.:] "]" at b[i..n). */
+static bool address_literal_at(const uint8_t *b, size_t i, size_t n)
+{
+    size_t k = i + 1;
+    while (k < n && k - i - 1 < LITERAL_MAX &&
+           (is_alpha(b[k]) || is_digit(b[k]) || b[k] == '.' || b[k] == ':'))
+        k++;
+    return k > i + 1 && k < n && b[k] == ']';
+}
+
+/* A DOMAIN (url_secret.h) starting at b[i]. */
+static bool domain_at(const uint8_t *b, size_t i, size_t n)
+{
+    if (i < n && b[i] == '[')
+        return address_literal_at(b, i, n);
+    size_t labels = 0;
+    bool last_named = false, dotted_quad = true;
+    while (i < n && is_label_char(b[i])) {
+        size_t start = i;
+        bool named = false, digits = true;
+        unsigned value = 0;
+        for (; i < n && is_label_char(b[i]); i++) {
+            named |= is_alpha(b[i]) || b[i] >= 0x80;
+            digits &= is_digit(b[i]);
+            if (digits && value <= 255)
+                value = value * 10 + (unsigned)(b[i] - '0');
+        }
+        labels++;
+        last_named = named;
+        dotted_quad &= digits && i - start <= 3 && value <= 255;
+        if (i + 1 < n && b[i] == '.' && is_label_char(b[i + 1]))
+            i++;
+        else
+            break;
+    }
+    return labels >= 2 && (last_named || (dotted_quad && labels == 4));
+}
+
+static bool mailto_at(const uint8_t *b, size_t i, size_t n)
+{
+    return n - i > 7 && strncasecmp((const char *)b + i, "mailto:", 7) == 0 &&
+           is_local_char(b[i + 7]);
+}
+
+static bool folded_holds(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] == '@' && i > 0 && is_local_char(b[i - 1]) && domain_at(b, i + 1, n))
+            return true;
+        if ((b[i] == 'm' || b[i] == 'M') && mailto_at(b, i, n))
+            return true;
+    }
+    return false;
+}
+
+bool br_url_holds_email(const char *s, size_t n)
+{
+    /* Fast path: an ASCII string with no '@', '%' or "mailto:" cannot
+     * fold into one that holds an address. */
+    if (!memchr(s, '@', n) && !memchr(s, '%', n) && all_ascii((const uint8_t *)s, n)) {
+        bool m = false;
+        for (size_t i = 0; i + 7 <= n && !m; i++)
+            m = (s[i] == 'm' || s[i] == 'M') && strncasecmp(s + i, "mailto:", 7) == 0;
+        if (!m)
+            return false;
+    }
+    bbuf f = {0};
+    if (fold(s, n, &f) < 0)
+        return true;
+    bool r = folded_holds(f.p, f.len);
+    bb_wipe(&f);
+    return r;
+}
+
+static bool folded_is_email(const uint8_t *b, size_t n)
+{
+    if (n == 0)
+        return false;
+    size_t i = 0;
+    while (i < n && b[i] <= 0x20)
+        i++;
+    while (n > i && b[n - 1] <= 0x20)
+        n--;
+    if (n - i >= 7 && strncasecmp((const char *)b + i, "mailto:", 7) == 0)
+        return true;
+    const uint8_t *at = memchr(b + i, '@', n - i);
+    if (!at || at == b + i || !is_local_char(at[-1]))
+        return false;
+    for (const uint8_t *p = b + i; p < at; p++)
+        if (*p == ':' || *p == '/' || *p == '?' || *p == '#')
+            return false;
+    return domain_at(b, (size_t)(at - b) + 1, n);
+}
+
+bool br_url_is_email(const char *s, size_t n)
+{
+    bbuf f = {0};
+    if (fold(s, n, &f) < 0)
+        return true;
+    bool r = folded_is_email(f.p, f.len);
+    bb_wipe(&f);
+    return r;
+}
+
+/* ---- lookup expressions ---- */
+
+size_t br_url_exprs_drop_email(br_url_exprs *e)
+{
+    size_t o = 0, dropped = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        char *x = e->expr[i];
+        if (br_url_holds_email(x, strlen(x))) {
+            OPENSSL_cleanse(x, strlen(x));
+            free(x);
+            dropped++;
+        } else {
+            e->expr[o++] = x;
+        }
+    }
+    for (size_t i = o; i < e->n; i++)
+        e->expr[i] = NULL;
+    e->n = o;
+    return dropped;
+}
+
+int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
+                              br_url_exprs *out, size_t *dropped, br_error *err)
+{
+    out->n = 0;
+    if (dropped)
+        *dropped = 0;
+    char *canon = NULL;
+    int r = br_url_canonicalize(url, len, &canon, err);
+    if (r < 0)
+        return r;
+    r = br_url_expressions_labels(canon, host_labels, out, err);
+    OPENSSL_cleanse(canon, strlen(canon));
+    free(canon);
+    if (r < 0)
+        return r;
+    size_t d = br_url_exprs_drop_email(out);
+    if (dropped)
+        *dropped = d;
+    if (out->n == 0)
+        return br_error_set(err, -EPERM, BR_URL_ALL_SECRET_TEXT);
+    return 0;
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* The e-mail rule (url_secret.h) against the shared table of spellings
+ * (tests/data/secret_spellings.txt): whole, cut, keep and none rows; the
+ * expressions left must not depend on the address; folding edge cases. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "protocol.h"
+#include "testutil.h"
+#include "url.h"
+#include "url_secret.h"
+#include "util.h"
+
+#define TABLE TEST_DATA_DIR "/secret_spellings.txt"
+#define MAX_ROWS 256
+
+typedef struct row {
+    char kind[8];
+    char *tmpl, *indexed, *note;
+    unsigned n; /* entry number, from 1: {H} */
+} row;
+
+static row rows[MAX_ROWS];
+static size_t nrows;
+
+typedef struct address {
+    const char *local, *domain;
+} address;
+
+static const address victim = {"alice", "victim-mail.example"};
+static const address other = {"bob", "other-mail.example"};
+
+/* A growable string for expanding templates. */
+typedef struct str {
+    char *p;
+    size_t len;
+} str;
+
+static void put(str *s, const void *b, size_t n)
+{
+    s->p = realloc(s->p, s->len + n + 1);
+    assert_non_null(s->p);
+    memcpy(s->p + s->len, b, n);
+    s->len += n;
+    s->p[s->len] = '\0';
+}
+
+static void put_fullwidth(str *s, const char *t)
+{
+    for (; *t; t++) {
+        unsigned cp = 0xFF00u + (unsigned char)*t - 0x20u;
+        uint8_t u[3] = {(uint8_t)(0xE0 | (cp >> 12)), (uint8_t)(0x80 | ((cp >> 6) & 0x3F)),
+                        (uint8_t)(0x80 | (cp & 0x3F))};
+        put(s, u, 3);
+    }
+}
+
+static void put_transformed(str *s, const char *t, char how)
+{
+    char buf[8];
+    for (; *t; t++) {
+        unsigned char c = (unsigned char)*t;
+        if (how == 'U')
+            buf[0] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c), put(s, buf, 1);
+        else if (how == 'P')
+            snprintf(buf, sizeof(buf), "%%%02X", c), put(s, buf, 3);
+        else if (how == 'I' && c == '.')
+            put(s, "\xE3\x80\x82", 3);
+        else
+            put(s, t, 1);
+    }
+}
+
+/* Expand a template (placeholders in the table's header). */
+static char *expand(const char *t, const address *a, unsigned n)
+{
+    str s = {0};
+    put(&s, "", 0);
+    while (*t) {
+        const char *close = t[0] == '{' ? strchr(t, '}') : NULL;
+        if (!close) {
+            put(&s, t++, 1);
+            continue;
+        }
+        char name[8] = {0};
+        assert_true(close - t - 1 < (long)sizeof(name));
+        memcpy(name, t + 1, (size_t)(close - t - 1));
+        t = close + 1;
+        if (strcmp(name, "H") == 0) {
+            char h[64];
+            snprintf(h, sizeof(h), "s%u.victims.example", n);
+            put(&s, h, strlen(h));
+            continue;
+        }
+        const char *v = name[0] == 'L' ? a->local : a->domain;
+        assert_true(name[0] == 'L' || name[0] == 'D');
+        if (name[1] == '\0')
+            put(&s, v, strlen(v));
+        else if (name[1] == 'F')
+            put_fullwidth(&s, v);
+        else
+            put_transformed(&s, v, name[1]);
+    }
+    return s.p;
+}
+
+static int load_table(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = (char *)tu_read_file(TABLE, &len);
+    assert_non_null(text);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        assert_true(nrows < MAX_ROWS);
+        row *r = &rows[nrows++];
+        char *f[4];
+        for (int i = 0; i < 4; i++) {
+            f[i] = line;
+            line = strchr(line, '\t');
+            assert_true(i == 3 || line);
+            if (line)
+                *line++ = '\0';
+        }
+        snprintf(r->kind, sizeof(r->kind), "%s", f[0]);
+        r->tmpl = strdup(f[1]);
+        r->indexed = strdup(f[2]);
+        r->note = strdup(f[3]);
+        r->n = (unsigned)nrows;
+    }
+    free(text);
+    return 0;
+}
+
+static int free_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < nrows; i++) {
+        free(rows[i].tmpl);
+        free(rows[i].indexed);
+        free(rows[i].note);
+    }
+    return 0;
+}
+
+static void test_table_size(void **state)
+{
+    (void)state;
+    size_t positive = 0;
+    for (size_t i = 0; i < nrows; i++)
+        positive += strcmp(rows[i].kind, "none") != 0;
+    assert_true(positive >= 40);
+}
+
+/* What every entry point does with one spelling, as the library says. */
+static void check_row(const row *r)
+{
+    char *url = expand(r->tmpl, &victim, r->n);
+    size_t n = strlen(url);
+    bool none = strcmp(r->kind, "none") == 0;
+    if (br_url_holds_email(url, n) == none)
+        fail_msg("row %u (%s): holds_email should be %d: %s", r->n, r->note, !none, url);
+    br_url_exprs ex = {0};
+    size_t dropped = 99;
+    br_error err = {{0}};
+    int rc = br_url_lookup_expressions(url, n, 5, &ex, &dropped, &err);
+    if (strcmp(r->kind, "whole") == 0) {
+        if (rc != -EPERM || ex.n != 0)
+            fail_msg("row %u (%s): expected -EPERM, got %d: %s", r->n, r->note, rc, url);
+        assert_true(strstr(err.text, "e-mail") != NULL);
+        assert_null(strstr(err.text, victim.local));
+    } else {
+        if (rc != 0)
+            fail_msg("row %u (%s): %d %s: %s", r->n, r->note, rc, err.text, url);
+        assert_true(ex.n >= 1);
+        if (strcmp(r->kind, "cut") == 0 && dropped == 0)
+            fail_msg("row %u (%s): nothing dropped: %s", r->n, r->note, url);
+        if (strcmp(r->kind, "cut") != 0 && dropped != 0)
+            fail_msg("row %u (%s): %zu dropped: %s", r->n, r->note, dropped, url);
+        if (!none) {
+            char *want = expand(r->indexed, &victim, r->n);
+            if (strcmp(ex.expr[0], want) != 0)
+                fail_msg("row %u (%s): indexed %s, expected %s", r->n, r->note, ex.expr[0], want);
+            free(want);
+        }
+        for (size_t i = 0; i < ex.n; i++)
+            assert_false(br_url_holds_email(ex.expr[i], strlen(ex.expr[i])));
+    }
+    /* The protocol's check agrees on whole rows that are bare or mailto:. */
+    if (none)
+        assert_false(br_is_secret_class(url, n));
+    br_url_exprs_clear(&ex);
+    free(url);
+}
+
+static void test_table_rows(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < nrows; i++)
+        check_row(&rows[i]);
+}
+
+/* What is left of a URL after its addresses are dropped is the same
+ * whichever address it held: no answer can depend on the address. */
+static void test_independent_of_address(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < nrows; i++) {
+        const row *r = &rows[i];
+        if (strcmp(r->kind, "none") == 0)
+            continue;
+        char *a = expand(r->tmpl, &victim, r->n), *b = expand(r->tmpl, &other, r->n);
+        br_url_exprs ea = {0}, eb = {0};
+        int ra = br_url_lookup_expressions(a, strlen(a), 8, &ea, NULL, NULL);
+        int rb = br_url_lookup_expressions(b, strlen(b), 8, &eb, NULL, NULL);
+        assert_int_equal(ra, rb);
+        if (ea.n != eb.n)
+            fail_msg("row %u (%s): %zu vs %zu expressions", r->n, r->note, ea.n, eb.n);
+        for (size_t k = 0; k < ea.n; k++)
+            assert_string_equal(ea.expr[k], eb.expr[k]);
+        br_url_exprs_clear(&ea);
+        br_url_exprs_clear(&eb);
+        free(a);
+        free(b);
+    }
+}
+
+static void test_fold_edges(void **state)
+{
+    (void)state;
+    /* Bytes that are not UTF-8 around a fullwidth at. */
+    const char *s = "x\xff\xfe" "a\xEF\xBC\xA0" "b.example\xC0";
+    assert_true(br_url_holds_email(s, strlen(s)));
+    /* Not UTF-8 in the middle of a sequence: no address. */
+    const char *t = "a\xEF\xBC" "b.example";
+    assert_false(br_url_holds_email(t, strlen(t)));
+    /* Deep escapes: %25 nested many times, then 40. */
+    char deep[512] = "a%";
+    for (int i = 0; i < 60; i++)
+        strcat(deep, "25");
+    strcat(deep, "40b.example");
+    assert_true(br_url_holds_email(deep, strlen(deep)));
+    /* An embedded NUL does not end the string. */
+    const char nul[] = "x\0a@b.example";
+    assert_true(br_url_holds_email(nul, sizeof(nul) - 1));
+    assert_false(br_url_holds_email("", 0));
+    assert_false(br_url_is_email("", 0));
+    /* IPv4 after '@' counts only as a dotted quad. */
+    assert_true(br_url_holds_email("u@192.0.2.1", 11));
+    assert_false(br_url_holds_email("u@1.2.3", 7));
+    assert_false(br_url_holds_email("u@1.2.3.256", 11));
+    /* NFKC expansion does not overflow: U+FDFA expands to 18 characters. */
+    str big = {0};
+    for (int i = 0; i < 2000; i++)
+        put(&big, "\xEF\xB7\xBA", 3);
+    put(&big, "a@b.example", 11);
+    assert_true(br_url_holds_email(big.p, big.len));
+    free(big.p);
+}
+
+static void test_is_email(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"a@b.example", "  MAILTO:x", "mailto:", "a.b+c@d.example:1/",
+                                      "a%40b.example", "a\xEF\xBC\xA0" "b.example"};
+    static const char *const no[] = {"http://a@b.example/", "x/a@b.example", "b.example/?a@c.d",
+                                     "@b.example", "a@b", "a@1.2.3"};
+    for (size_t i = 0; i < BR_ARRAY_SIZE(yes); i++)
+        if (!br_url_is_email(yes[i], strlen(yes[i])))
+            fail_msg("is_email(%s) should be true", yes[i]);
+    for (size_t i = 0; i < BR_ARRAY_SIZE(no); i++)
+        if (br_url_is_email(no[i], strlen(no[i])))
+            fail_msg("is_email(%s) should be false", no[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_size),
+        cmocka_unit_test(test_table_rows),
+        cmocka_unit_test(test_independent_of_address),
+        cmocka_unit_test(test_fold_edges),
+        cmocka_unit_test(test_is_email),
+    };
+    return cmocka_run_group_tests(tests, load_table, free_table);
+}
