@@ -152,6 +152,9 @@ static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error 
         *out = NULL;
         return wrong_kind(cfg->passwords.filter, kind, err);
     }
+    if (br_pwfilter_header(*out)->key_count == 0)
+        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
+               cfg->passwords.filter);
     return 0;
 }
 
@@ -163,6 +166,8 @@ static int load_urlfilter(const breachd_config *cfg, br_urlfilter **out, br_erro
     int r = br_urlfilter_open(cfg->urls.filter, out, err);
     if (r < 0)
         return br_error_prefix(err, r, "[urls] filter");
+    if (br_urlfilter_header(*out)->key_count == 0)
+        bd_log(LOG_WARNING, "[urls] filter %s holds 0 keys: it blocks no URL", cfg->urls.filter);
     return 0;
 }
 

@@ -76,7 +76,7 @@ static void build_usage(void)
     fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
                     "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
                     "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N] [--memory SIZE]\n");
+                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n");
 }
 
 static int filter_build(int argc, char **argv)
@@ -95,6 +95,7 @@ static int filter_build(int argc, char **argv)
         {"tmpdir", required_argument, NULL, 'T'},
         {"shard-keys", required_argument, NULL, 'K'},
         {"memory", required_argument, NULL, 'M'},
+        {"allow-empty", no_argument, NULL, 'E'},
         {"socket", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -104,6 +105,7 @@ static int filter_build(int argc, char **argv)
     size_t n_inputs = 0;
     br_input_opts in_opts = {0};
     br_pwfilter_build_opts b_opts = {.build_time = -1};
+    bool allow_empty = false;
     uint64_t v;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -185,6 +187,9 @@ static int filter_build(int argc, char **argv)
             }
             b_opts.shard_target = v;
             break;
+        case 'E':
+            allow_empty = true;
+            break;
         case 'S':
             break; /* accepted everywhere; a build needs no daemon */
         case 'h':
@@ -238,6 +243,13 @@ static int filter_build(int argc, char **argv)
             return EXIT_ERROR;
         }
         prog.bytes_before += st.bytes - before;
+    }
+    if (st.keys == 0 && !allow_empty) {
+        if (prog.tty)
+            fputs("\r\033[K", stderr);
+        ctl_err("filter build: no keys in the input (%" PRIu64 " lines); an empty filter finds no "
+                "password breached: --allow-empty builds one anyway", st.lines);
+        return EXIT_ERROR;
     }
 
     char default_source[BR_FILTER_SOURCE_SIZE];
