@@ -478,7 +478,7 @@ int br_fmt_line(br_fmt_state *st, const char *s, size_t n, uint64_t lineno, br_f
 void br_fmt_finish(br_fmt_state *st, br_fmt_result *res)
 {
     memset(res, 0, offsetof(br_fmt_result, e));
-    res->kind = BR_FMT_COMMENT;
+    res->kind = BR_FMT_PENDING; /* nothing left */
     if (st->csv)
         br_csv_finish(st->csv, res);
 }

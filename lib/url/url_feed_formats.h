@@ -71,7 +71,8 @@ int br_fmt_state_new(br_feed_format f, const char *column, br_fmt_state **out, b
 void br_fmt_state_free(br_fmt_state *st);
 /* One line: its line end and a leading byte order mark removed. 0 or -ENOMEM. */
 int br_fmt_line(br_fmt_state *st, const char *s, size_t n, uint64_t lineno, br_fmt_result *res);
-/* At the end of the input: BR_FMT_BAD for a CSV record left open. */
+/* At the end of the input: BR_FMT_BAD for a CSV record left open, else
+ * BR_FMT_PENDING (nothing to count). */
 void br_fmt_finish(br_fmt_state *st, br_fmt_result *res);
 
 /* The format of these sample lines when one of the formats here is clearly
