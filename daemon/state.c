@@ -172,6 +172,9 @@ static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error 
         *out = NULL;
         return wrong_kind(cfg->passwords.filter, kind, err);
     }
+    if (br_pwfilter_header(*out)->key_count == 0)
+        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
+               cfg->passwords.filter);
     return 0;
 }
 
@@ -387,21 +390,23 @@ bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
 }
 
-static void log_filter(const char *what, const br_filter_header *h)
+static void log_filter(const char *what, const char *section, const char *path,
+                       const br_filter_header *h, const char *if_empty)
 {
     bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys", what,
            (unsigned long long)h->generation, (unsigned long long)h->key_count);
     if (h->key_count == 0)
-        bd_log(LOG_WARNING, "%s filter has no keys: it answers nothing (was it built empty?)",
-               what);
+        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
 
 void bd_state_log_filters(const bd_state *s)
 {
     if (s->pwfilter)
-        log_filter("password", br_pwfilter_header(s->pwfilter));
+        log_filter("password", "passwords", s->cfg->passwords.filter,
+                   br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
     if (s->urlfilter)
-        log_filter("URL", br_urlfilter_header(s->urlfilter));
+        log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
+                   "it blocks no URL");
 }

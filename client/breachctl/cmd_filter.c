@@ -77,7 +77,7 @@ static void build_usage(void)
     fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
                     "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
                     "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N] [--memory SIZE]\n");
+                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n");
 }
 
 #define STR_(x) #x
@@ -91,6 +91,7 @@ typedef struct build_args {
     size_t n_inputs;
     br_input_opts in;
     br_pwfilter_build_opts b;
+    bool allow_empty;
 } build_args;
 
 static void build_usage_out(FILE *out)
@@ -157,6 +158,7 @@ static int parse_build(int argc, char **argv, build_args *a)
         CTL_UINT("shard-keys", &a->b.shard_target, 16, BR_BFUSE_MAX_KEYS / 2,
                  "must be 16..1073741824"),
         CTL_FN("memory", &a->b.mem_budget, opt_memory),
+        CTL_FLAG("allow-empty", &a->allow_empty),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -208,6 +210,14 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
             return -1;
         }
         prog->bytes_before += st->bytes - before;
+    }
+    if (st->keys == 0 && !a->allow_empty) {
+        if (prog->tty)
+            fputs("\r\033[K", stderr);
+        ctl_err("filter build: no keys in the input (%" PRIu64 " lines); an empty filter finds no "
+                "password breached: --allow-empty builds one anyway",
+                st->lines);
+        return -1;
     }
     return 0;
 }

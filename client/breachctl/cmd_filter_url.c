@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* breachctl filter build|add for url-sha256 filters: the feed builder
- * (lib/url/url_feed.h), the Bloom filter file (lib/filter/urlfilter.h) and the range
- * mirror (lib/url/url_mirror.h). info|verify|query: cmd_filter_url_query.c. */
+/* breachctl filter build|add for url-sha256 filters: the feeds
+ * (cmd_filter_url_feeds.c), the Bloom filter file (lib/filter/urlfilter.h)
+ * and the range mirror (lib/url/url_mirror.h). info|verify|query:
+ * cmd_filter_url_query.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -14,14 +15,13 @@
 #include "breachctl.h"
 #include "filter_file.h"
 #include "filter_url.h"
+#include "filter_url_feeds.h"
 #include "hash.h"
 #include "url_feed.h"
 #include "url_mirror.h"
 #include "urlfilter.h"
 #include "util.h"
 
-#define MAX_INPUTS 4096
-#define MAX_BAD_SHOWN 10
 
 bool url_filter_kind_requested(int argc, char **argv)
 {
@@ -43,114 +43,6 @@ bool url_filter_file(const char *path)
     br_filter_header h;
     return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
            h.algorithm == BR_ALGO_BLOCKED_BLOOM;
-}
-
-/* ---- reading the feeds (build and add) ---- */
-
-typedef struct feeds {
-    const char *args[MAX_INPUTS];
-    size_t n;
-    br_feed_opts opts;
-    uint64_t bad_shown;
-    uint64_t cut_shown;
-} feeds;
-
-/* An entry cut for an e-mail address: FILE:LINE only, never the URL. */
-static void on_cut(void *ctx, const char *msg)
-{
-    feeds *f = ctx;
-    if (f->cut_shown++ < MAX_BAD_SHOWN)
-        fprintf(stderr, "breachctl: note: %s\n", msg);
-}
-
-static void on_bad(void *ctx, const char *msg)
-{
-    feeds *f = ctx;
-    if (f->bad_shown++ < MAX_BAD_SHOWN)
-        fprintf(stderr, "breachctl: warning: %s (skipped)\n", msg);
-}
-
-/* Read every feed into a finished set; prints a line per feed. */
-static int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fst,
-                      uint64_t *bad_total)
-{
-    br_error err = {{0}};
-    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
-    if (br_feedset_new(&fs) < 0) {
-        ctl_err("%s: out of memory", cmd);
-        return EXIT_ERROR;
-    }
-    f->opts.on_bad = on_bad;
-    f->opts.on_cut = on_cut;
-    f->opts.ctx = f;
-    /* Check every argument before reading any feed. */
-    char *paths[MAX_INPUTS];
-    char cats[MAX_INPUTS][BR_FEED_CATEGORY_MAX + 1];
-    size_t n = 0;
-    int status = 0;
-    for (; n < f->n; n++) {
-        if (br_feed_split_arg(f->args[n], &paths[n], cats[n], &err) < 0) {
-            ctl_err("%s: --input %s", cmd, err.text);
-            status = EXIT_ERROR;
-            break;
-        }
-    }
-    *bad_total = 0;
-    for (size_t i = 0; status == 0 && i < n; i++) {
-        br_feed_stats st = {0};
-        int r = br_feedset_read(fs, paths[i], cats[i], &f->opts, &st, &err);
-        if (r < 0) {
-            ctl_err("%s", err.text[0] ? err.text : strerror(-r));
-            status = EXIT_ERROR;
-            break;
-        }
-        *bad_total += st.bad;
-        fprintf(stderr,
-                "%s: %s, category %s: %" PRIu64 " entries from %" PRIu64 " lines (%" PRIu64
-                " blank or comment, %" PRIu64 " localhost-like ignored, %" PRIu64 " bad skipped)\n",
-                strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i], br_feed_format_name(st.format),
-                cats[i], st.entries, st.lines, st.comments, st.ignored, st.bad);
-        if (st.cut)
-            fprintf(stderr, "%s: %" PRIu64 " entries held an e-mail address and were cut down to "
-                    "their longest expression free of it\n",
-                    strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i], st.cut);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(paths[i]);
-    if (status)
-        return status;
-    if (f->cut_shown > MAX_BAD_SHOWN)
-        fprintf(stderr, "breachctl: note: %" PRIu64 " more entries cut\n",
-                f->cut_shown - MAX_BAD_SHOWN);
-    if (f->bad_shown > MAX_BAD_SHOWN)
-        fprintf(stderr, "breachctl: warning: %" PRIu64 " more bad lines skipped\n",
-                f->bad_shown - MAX_BAD_SHOWN);
-    br_feedset_finish(fs, fst);
-    *out = BR_TAKE_PTR(fs);
-    return 0;
-}
-
-static int parse_feed_option(const char *cmd, int c, feeds *f)
-{
-    switch (c) {
-    case 'i':
-        if (f->n == MAX_INPUTS) {
-            ctl_err("%s: more than %d --input options", cmd, MAX_INPUTS);
-            return EXIT_ERROR;
-        }
-        f->args[f->n++] = optarg;
-        return 0;
-    case 'F':
-        if (br_feed_format_from_name(optarg, &f->opts.format) < 0) {
-            ctl_err("%s: --format '%s': expected auto, urls, hosts or domains", cmd, optarg);
-            return EXIT_ERROR;
-        }
-        return 0;
-    case 'B':
-        f->opts.skip_bad = true;
-        return 0;
-    }
-    return -1;
 }
 
 /* The mirror goes in place right before the filter (the mirror is never
@@ -175,8 +67,10 @@ static void build_usage(void)
 {
     fprintf(stderr,
             "Usage: breachctl filter build --kind url-sha256 --output FILE [--ranges-dir DIR]\n"
-            "       --input FEED[=CATEGORY]... [--format auto|urls|hosts|domains] [--skip-bad]\n"
+            "       --input FEED[=CATEGORY]... [--format FORMAT [--column N|NAME]]\n"
+            "       [--skip-bad] [--max-bad N|P%%] [--allow-empty]\n"
             "       [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
+            "  FORMAT: " BR_FEED_FORMAT_NAMES "\n"
             "  CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
             "; the first --input listing an expression sets its category\n");
 }
@@ -185,9 +79,7 @@ static const struct option feed_opts_build[] = {
     {"kind", required_argument, NULL, 'k'},
     {"output", required_argument, NULL, 'o'},
     {"ranges-dir", required_argument, NULL, 'R'},
-    {"input", required_argument, NULL, 'i'},
-    {"format", required_argument, NULL, 'F'},
-    {"skip-bad", no_argument, NULL, 'B'},
+    FEED_OPTIONS,
     {"fpr", required_argument, NULL, 'f'},
     {"capacity", required_argument, NULL, 'c'},
     {"generation", required_argument, NULL, 'g'},
@@ -223,7 +115,7 @@ int url_filter_build(int argc, char **argv)
 {
     const char *cmd = "filter build";
     const char *output = NULL, *ranges = NULL, *source = NULL, *kind = NULL;
-    feeds f = {0};
+    feeds f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT};
     double fpr = BR_BLOOM_DEFAULT_FPR;
     uint64_t capacity = 0, generation = 0;
     int c;
@@ -282,6 +174,8 @@ int url_filter_build(int argc, char **argv)
         build_usage();
         return EXIT_ERROR;
     }
+    if (check_feed_options(cmd, &f))
+        return EXIT_ERROR;
 
     uint64_t t0 = br_now_ns();
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
@@ -297,7 +191,7 @@ int url_filter_build(int argc, char **argv)
         return EXIT_ERROR;
     }
     if (n == 0)
-        fprintf(stderr, "breachctl: warning: no entries: the filter answers no to everything\n");
+        fprintf(stderr, "breachctl: warning: no entries (--allow-empty): the filter blocks nothing\n");
 
     br_error err = {{0}};
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
@@ -369,15 +263,14 @@ static double target_fpr_of(const br_urlfilter *uf)
 static void add_usage(void)
 {
     fprintf(stderr, "Usage: breachctl filter add FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
-                    "       [--format auto|urls|hosts|domains] [--skip-bad] [--generation N]\n"
-                    "       [--source TEXT]\n");
+                    "       [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%%]\n"
+                    "       [--allow-empty] [--generation N] [--source TEXT]\n"
+                    "  FORMAT: " BR_FEED_FORMAT_NAMES "\n");
 }
 
 static const struct option feed_opts_add[] = {
     {"ranges-dir", required_argument, NULL, 'R'},
-    {"input", required_argument, NULL, 'i'},
-    {"format", required_argument, NULL, 'F'},
-    {"skip-bad", no_argument, NULL, 'B'},
+    FEED_OPTIONS,
     {"generation", required_argument, NULL, 'g'},
     {"source", required_argument, NULL, 's'},
     {"socket", required_argument, NULL, 'S'},
@@ -389,7 +282,7 @@ int url_filter_add(int argc, char **argv)
 {
     const char *cmd = "filter add";
     const char *ranges = NULL, *source = NULL;
-    feeds f = {0};
+    feeds f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT};
     uint64_t generation = 0;
     bool have_generation = false;
     int c;
@@ -428,6 +321,8 @@ int url_filter_add(int argc, char **argv)
         add_usage();
         return EXIT_ERROR;
     }
+    if (check_feed_options(cmd, &f))
+        return EXIT_ERROR;
     const char *path = argv[optind];
     if (!url_filter_file(path) && access(path, R_OK) == 0) {
         br_filter_file *ff = NULL;

@@ -5,7 +5,8 @@
  * file name, uppercase) followed by the line as served. Lines end with CRLF,
  * as in HIBP's published ordered-by-hash files and the official downloader on
  * Windows (on Linux it writes LF: .NET's Environment.NewLine). Empty lines
- * are skipped, as the official downloader does. A prefix file whose lines are
+ * are skipped, as the official downloader does, and a UTF-8 byte order mark
+ * at the start of a line (which the range parser accepts) is left out. A prefix file whose lines are
  * not in order is sorted (HIBP's are). Written to FILE.tmp, fsynced, renamed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +105,11 @@ static int write_prefix(out *o, uint32_t p, char *data, size_t len, line **lines
         size_t l = end - i;
         if (l && data[i + l - 1] == '\r')
             l--;
+        const char *start = data + i;
+        if (l >= 3 && memcmp(start, "\xEF\xBB\xBF", 3) == 0) { /* a BOM is not data */
+            start += 3;
+            l -= 3;
+        }
         if (l) {
             if (n == *cap) {
                 size_t nc = *cap ? *cap * 2 : 4096;
@@ -113,7 +119,7 @@ static int write_prefix(out *o, uint32_t p, char *data, size_t len, line **lines
                 *lines = nl2;
                 *cap = nc;
             }
-            (*lines)[n] = (line){data + i, l};
+            (*lines)[n] = (line){start, l};
             if (n && sorted && line_cmp(&(*lines)[n - 1], &(*lines)[n]) > 0)
                 sorted = false;
             n++;

@@ -19,8 +19,10 @@
 #include <sys/stat.h>
 
 #include <openssl/crypto.h>
+#include <zlib.h>
 
 #include "hibp_input.h"
+#include "hibp_input_int.h"
 #include "util.h"
 
 #define READ_CHUNK (1u << 20)     /* bytes asked for per read() */
@@ -29,6 +31,9 @@
 #define PREFIX_HEX 5              /* hex digits in a prefix file's name */
 #define SUFFIX_HEX (HASH_HEX - PREFIX_HEX)
 #define COUNT_FAST_DIGITS 19 /* 10^19 - 1 < 2^64: no overflow check needed */
+#define NTLM_HEX 32               /* hex digits of an NT hash */
+#define BOM_LEN 3                 /* EF BB BF */
+#define GZ_BUFFER (128u << 10)    /* zlib's input buffer */
 
 enum { MODE_UNKNOWN, MODE_COUNTED, MODE_PLAIN };
 
@@ -151,10 +156,16 @@ static inline bool decode_key(file_ctx *f, const uint8_t *p, uint8_t key[BR_SHA1
 __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f, const uint8_t *p,
                                                           size_t len)
 {
+    /* A byte order mark at the start of a line is not data: the official
+     * downloader writes one before every block of lines (docs/corpus.md). */
+    if (has_bom(p, len)) {
+        p += BOM_LEN;
+        len -= BOM_LEN;
+        if (len == 0)
+            return 0;
+    }
     if (len > r->max_line)
         return line_error(r, f, "line is longer than %zu bytes", r->max_line);
-    if (f->line == 1 && has_bom(p, len))
-        return line_error(r, f, "the file starts with a UTF-8 byte order mark");
 
     size_t n = 0;
     while (n < len && br_hex_table[p[n]] < 16)
@@ -168,6 +179,11 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
         return bad_char(r, f, p, n, "a hex digit");
     else
         return bad_char(r, f, p, n, f->mode == MODE_PLAIN ? "the end of the line" : "':'");
+    if (n != f->hexlen && n + HASH_HEX - NTLM_HEX == f->hexlen)
+        return line_error(r, f,
+                          "the hash has %zu hex digits: this is an NTLM corpus; use --kind "
+                          "password-ntlm (not supported by this version yet)",
+                          n);
     if (n != f->hexlen)
         return line_error(r, f, "the hash has %zu hex digits, expected %zu", n, f->hexlen);
 
@@ -262,7 +278,52 @@ static void progress(reader *r, bool force)
     }
 }
 
-/* Read fd to its end, passing every line to the parser of the input kind. */
+/* Open fd for reading through zlib: gzip data (one or more members) is
+ * decompressed, anything else is passed through as it is. fd stays the
+ * caller's. */
+static gzFile open_gz(reader *r, const file_ctx *f, int fd)
+{
+    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0) {
+        io_error(r->err, errno, f->name);
+        return NULL;
+    }
+    gzFile g = gzdopen(dup_fd, "rb");
+    if (!g) {
+        close(dup_fd);
+        br_error_set(r->err, -ENOMEM, "%s: out of memory", f->name);
+        return NULL;
+    }
+    gzbuffer(g, GZ_BUFFER);
+    return g;
+}
+
+/* One gzread() into buf: the byte count, 0 at the end, or a negative errno
+ * with err set (a read error, or gzip data that is corrupt or cut short). */
+static int gz_read_chunk(reader *r, const file_ctx *f, gzFile g, uint8_t *buf)
+{
+    for (;;) {
+        int n = gzread(g, buf, READ_CHUNK);
+        int zerr;
+        const char *msg = gzerror(g, &zerr);
+        /* A stream cut short ends with 0 bytes and Z_BUF_ERROR. */
+        if (n > 0 || (n == 0 && zerr == Z_OK))
+            return n;
+        if (zerr == Z_ERRNO && errno == EINTR) {
+            gzclearerr(g);
+            continue;
+        }
+        if (zerr == Z_ERRNO)
+            return io_error(r->err, errno, f->name);
+        if (zerr == Z_MEM_ERROR)
+            return br_error_set(r->err, -ENOMEM, "%s: out of memory", f->name);
+        return br_error_set(r->err, -EINVAL, "%s: not valid gzip data after line %" PRIu64 " (%s)",
+                            f->name, f->line, msg);
+    }
+}
+
+/* Read fd to its end (decompressing gzip), passing every line to the parser
+ * of the input kind. */
 static int read_stream(reader *r, file_ctx *f, int fd)
 {
     const bool plaintext = r->opts->plaintext;
@@ -271,12 +332,14 @@ static int read_stream(reader *r, file_ctx *f, int fd)
     int rc = 0;
 
     r->st.files++;
+    gzFile g = open_gz(r, f, fd);
+    if (!g)
+        return -EIO;
+    int64_t raw_done = 0; /* compressed bytes consumed, for the progress */
     for (;;) {
-        ssize_t n = read(fd, buf + have, READ_CHUNK);
+        int n = gz_read_chunk(r, f, g, buf + have);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = io_error(r->err, errno, f->name);
+            rc = n;
             break;
         }
         if (n == 0) { /* a last line without LF */
@@ -290,7 +353,13 @@ static int read_stream(reader *r, file_ctx *f, int fd)
             break;
         }
         r->st.bytes += (uint64_t)n;
-        r->done += (uint64_t)n;
+        int64_t raw = gzoffset(g); /* -1 on a pipe: count what was read */
+        if (raw < 0) {
+            r->done += (uint64_t)n;
+        } else if (raw > raw_done) {
+            r->done += (uint64_t)(raw - raw_done);
+            raw_done = raw;
+        }
         have += (size_t)n;
 
         uint8_t *p = buf, *const end = buf + have, *nl;
@@ -308,7 +377,7 @@ static int read_stream(reader *r, file_ctx *f, int fd)
             break;
 
         size_t done = (size_t)(p - buf), tail = (size_t)(end - p);
-        if (tail > r->max_line + 1) { /* more than max_line bytes and a CR, no LF yet */
+        if (tail > r->max_line + 1 + BOM_LEN) { /* a BOM, max_line bytes and a CR, no LF yet */
             f->line++;
             rc = line_error(r, f, "line is longer than %zu bytes", r->max_line);
             break;
@@ -323,6 +392,7 @@ static int read_stream(reader *r, file_ctx *f, int fd)
         have = tail;
         progress(r, false);
     }
+    gzclose_r(g);
     r->st.lines += f->line;
     if (plaintext)
         OPENSSL_cleanse(buf, r->buf_size);
@@ -341,117 +411,10 @@ static int read_file_fd(reader *r, const char *name, int fd)
 
 /* ---- per-prefix directories ---- */
 
-typedef struct prefix_entry {
-    uint32_t prefix;
-    char name[12]; /* "XXXXX.txt" */
-} prefix_entry;
-
-typedef struct prefix_list {
-    prefix_entry *v;
-    size_t n, cap;
-    uint64_t bytes;   /* sum of the prefix files' sizes */
-    uint64_t ignored; /* other directory entries */
-} prefix_list;
-
-/* "XXXXX.txt" with 5 hex digits of any case. */
-static bool parse_prefix_name(const char *name, uint32_t *prefix)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < PREFIX_HEX; i++) {
-        int d = br_hexval((unsigned char)name[i]);
-        if (d < 0)
-            return false;
-        v = v << 4 | (uint32_t)d;
-    }
-    if (strcmp(name + PREFIX_HEX, ".txt") != 0)
-        return false;
-    *prefix = v;
-    return true;
-}
-
-static int prefix_cmp(const void *a, const void *b)
-{
-    uint32_t x = ((const prefix_entry *)a)->prefix, y = ((const prefix_entry *)b)->prefix;
-    return (x > y) - (x < y);
-}
-
-static void join_path(char *out, size_t size, const char *dir, const char *name)
-{
-    size_t dl = strlen(dir);
-    const char *sep = dl > 0 && dir[dl - 1] == '/' ? "" : "/";
-    /* A path too long to show is cut; the file is opened with openat(). */
-    snprintf(out, size, "%s%s%s", dir, sep, name);
-}
-
-/* List the prefix files of the open directory d (at path), sorted by prefix. */
-static int list_prefix_files(DIR *d, const char *path, prefix_list *l, br_error *err)
-{
-    char full[PATH_MAX];
-    struct dirent *de;
-    for (;;) {
-        errno = 0;
-        de = readdir(d);
-        if (!de)
-            break;
-        const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        uint32_t prefix;
-        if (!parse_prefix_name(name, &prefix)) {
-            l->ignored++;
-            continue;
-        }
-        struct stat st;
-        if (fstatat(dirfd(d), name, &st, 0) < 0) {
-            int e = errno;
-            join_path(full, sizeof(full), path, name);
-            return io_error(err, e, full);
-        }
-        if (!S_ISREG(st.st_mode)) {
-            join_path(full, sizeof(full), path, name);
-            return br_error_set(err, -EINVAL, "%s: not a regular file", full);
-        }
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 1024;
-            prefix_entry *v = realloc(l->v, cap * sizeof(*v));
-            if (!v)
-                return br_error_set(err, -ENOMEM, "%s: out of memory", path);
-            l->v = v;
-            l->cap = cap;
-        }
-        prefix_entry *e = &l->v[l->n++];
-        e->prefix = prefix;
-        memcpy(e->name, name, PREFIX_HEX + 5); /* 9 characters and the NUL */
-        l->bytes += (uint64_t)st.st_size;
-    }
-    if (errno != 0)
-        return io_error(err, errno, path);
-    if (l->n == 0)
-        return br_error_set(err, -ENOENT, "%s: no XXXXX.txt prefix files", path);
-    qsort(l->v, l->n, sizeof(*l->v), prefix_cmp);
-    for (size_t i = 1; i < l->n; i++)
-        if (l->v[i].prefix == l->v[i - 1].prefix)
-            return br_error_set(err, -EINVAL, "%s: prefix %05" PRIX32 " is there twice (%s and %s)",
-                                path, l->v[i].prefix, l->v[i - 1].name, l->v[i].name);
-    return 0;
-}
-
-static void prefix_list_free(prefix_list *l)
-{
-    free(l->v);
-    l->v = NULL;
-}
-
 static int read_dir(reader *r, const char *path, int dfd)
 {
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        int e = errno;
-        close(dfd);
-        return io_error(r->err, e, path);
-    }
-    prefix_list l = {0};
-    int rc = list_prefix_files(d, path, &l, r->err);
+    br_prefix_list l = {0};
+    int rc = br_prefix_list_scan(dfd, path, &l, r->err);
     r->st.ignored_files += l.ignored;
     if (rc < 0)
         goto out;
@@ -459,8 +422,11 @@ static int read_dir(reader *r, const char *path, int dfd)
 
     char full[PATH_MAX];
     for (size_t i = 0; i < l.n; i++) {
-        join_path(full, sizeof(full), path, l.v[i].name);
-        int fd = openat(dirfd(d), l.v[i].name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        const char *rel = br_prefix_list_path(&l, i);
+        const char *base = strrchr(rel, '/');
+        base = base ? base + 1 : rel;
+        br_input_join_path(full, sizeof(full), path, rel);
+        int fd = openat(dfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
             rc = io_error(r->err, errno, full);
             goto out;
@@ -472,15 +438,15 @@ static int read_dir(reader *r, const char *path, int dfd)
             .prefix_file = true,
             .hexlen = SUFFIX_HEX,
         };
-        memcpy(f.hex, l.v[i].name, PREFIX_HEX);
+        memcpy(f.hex, base, PREFIX_HEX);
         rc = read_stream(r, &f, fd);
         close(fd);
         if (rc != 0)
             goto out;
     }
 out:
-    prefix_list_free(&l);
-    closedir(d);
+    br_prefix_list_free(&l);
+    close(dfd);
     return rc;
 }
 
@@ -495,13 +461,13 @@ uint64_t br_input_size(const char *path)
         return (uint64_t)st.st_size;
     if (!S_ISDIR(st.st_mode))
         return 0;
-    DIR *d = opendir(path);
-    if (!d)
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
         return 0;
-    prefix_list l = {0};
-    int rc = list_prefix_files(d, path, &l, NULL);
-    prefix_list_free(&l);
-    closedir(d);
+    br_prefix_list l = {0};
+    int rc = br_prefix_list_scan(dfd, path, &l, NULL);
+    br_prefix_list_free(&l);
+    close(dfd);
     return rc < 0 ? 0 : l.bytes;
 }
 
@@ -569,8 +535,8 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
         .min_count = opts->min_count,
         .max_line = opts->plaintext ? BR_INPUT_MAX_PLAIN_LINE : BR_INPUT_MAX_HASH_LINE,
     };
-    /* A carried-over line is at most max_line + 1 bytes (the CR). */
-    r.buf_size = READ_CHUNK + BR_INPUT_MAX_PLAIN_LINE + 2;
+    /* A carried-over line is at most BOM + max_line + CR bytes. */
+    r.buf_size = READ_CHUNK + BR_INPUT_MAX_PLAIN_LINE + 2 + BOM_LEN;
     r.buf = malloc(r.buf_size);
     if (!r.buf)
         return br_error_set(err, -ENOMEM, "%s: out of memory", path);

@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* Readers for the password inputs of `breachctl filter build`:
+/* Readers for the password inputs of `breachctl filter build` (layouts in
+ * docs/corpus.md, "Corpus formats"):
  *  - a HIBP single file: lines HASH40:COUNT;
- *  - a HIBP per-prefix directory: files XXXXX.txt holding SUFFIX35:COUNT,
- *    the prefix taken from the file name (other file names are ignored);
+ *  - a HIBP per-prefix directory: files XXXXX.txt, XXXXX.txt.gz or XXXXX.gz
+ *    holding SUFFIX35:COUNT, the prefix taken from the file name, found in
+ *    the directory and its subdirectories (AB/CD/ABCDE.txt, ...; rules in
+ *    hibp_input_int.h); other file names are ignored;
  *  - a plain list of 40-hex SHA-1 hashes, one per line;
  *  - with plaintext set, passwords, one per line, hashed with SHA-1.
- * LF or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
- * skipped, and so are lines under min_count. A malformed line stops the read
- * with "FILE:LINE: what is wrong" and -EINVAL. Path "-" is stdin.
+ * Any file (also stdin) may be gzip-compressed: it is decompressed with zlib
+ * while it is read, never as a whole. LF or CRLF, any hex case, any order.
+ * Lines with count 0 (HIBP padding) are skipped, and so are lines under
+ * min_count. A malformed line stops the read with "FILE:LINE: what is
+ * wrong" and -EINVAL; corrupt or truncated gzip data with "FILE: not valid
+ * gzip data after line N (zlib's reason)". Path "-" is stdin.
  *
  * Line rules (the LF and then one CR are removed first):
+ *  - hash files: a UTF-8 byte order mark (EF BB BF) at the start of any line
+ *    is ignored (the official downloader writes one before every block);
  *  - an empty line is blank and skipped; a line of spaces is malformed;
  *  - hash files: the first non-blank line decides HASH:COUNT or plain, a later
  *    line of the other form is malformed; a count is 1-20 decimal digits up to
  *    2^64-1 (leading zeros allowed); a prefix file must hold SUFFIX:COUNT;
+ *  - a hash of 32 hex digits (27 in a prefix file) is named as what it is:
+ *    "this is an NTLM corpus; use --kind password-ntlm";
  *  - plaintext: the line's exact bytes are the password (spaces included); a
  *    NUL byte, a UTF-8 BOM at the start of the file, or a line over the limit
  *    is an error, and no message ever contains the line's text;
@@ -54,16 +64,18 @@ typedef struct br_input_stats {
     uint64_t skipped_zero;  /* count-0 lines (padding) */
     uint64_t skipped_min;   /* lines under min_count */
     uint64_t bytes;         /* input bytes read */
-    uint64_t ignored_files; /* directory entries that are not XXXXX.txt prefix files */
+    uint64_t ignored_files; /* files in a directory tree that are not prefix files */
 } br_input_stats;
 
 /* Total size in bytes of what br_input_read would read at path (a file's
- * size, the sum of a directory's prefix files), or 0 when unknown (stdin, pipes). */
+ * size, the sum of a directory's prefix files, compressed files as stored),
+ * or 0 when unknown (stdin, pipes). */
 uint64_t br_input_size(const char *path);
 
 /* Read one input (file, directory, or "-") and pass every key to cb (NULL:
  * only check and count). A directory's prefix files are read in ascending
- * prefix order; two names for one prefix (abcde.txt, ABCDE.txt) are an error.
+ * prefix order; two names for one prefix (abcde.txt, ABCDE.txt.gz, AB/ABCDE.txt)
+ * are an error.
  * The stats are added to (not reset), so one struct can sum several inputs;
  * on an error they hold what was read up to it. opts NULL: all defaults. */
 int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, void *cb_ctx,

@@ -11,6 +11,7 @@
 #include "util.h"
 
 #define MAX_SUFFIX_BYTES 30 /* SHA-256: 32 - 2 */
+#define NTLM_SUFFIX_HEX 27  /* an NT hash (32 hex) minus the prefix */
 
 static const uint8_t range_magic[4] = {'B', 'R', 'S', 0x01};
 
@@ -99,6 +100,15 @@ static int intern_category(parser *ps, const char *s, size_t n, uint32_t *id, br
  * appended to ps->recs; padding only counted. */
 static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error *err)
 {
+    /* A UTF-8 byte order mark at the start of a line is skipped (columns
+     * still count it): the official downloader writes one before every
+     * block of lines (docs/upstream.md). */
+    size_t bom = 0;
+    if (n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        bom = 3;
+        s += 3;
+        n -= 3;
+    }
     if (n == 0)
         return bad_line(err, line, 0, "empty line");
 
@@ -113,10 +123,14 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
         if (v < 0) {
             if (s[i] == ':') {
                 char what[128];
-                snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu)", i, ps->suffix_hex);
+                snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu)%s", i,
+                         ps->suffix_hex,
+                         ps->kind == BR_RANGE_PASSWORD_SHA1 && i == NTLM_SUFFIX_HEX
+                             ? ": this is an NTLM range (password-ntlm, not supported yet)"
+                             : "");
                 return bad_line(err, line, 0, what);
             }
-            return bad_line(err, line, i + 1, "not a hex digit in the suffix");
+            return bad_line(err, line, bom + i + 1, "not a hex digit in the suffix");
         }
         if (i == 0)
             r.suffix[0] = (uint8_t)v;
@@ -138,7 +152,7 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
             snprintf(what, sizeof(what), "suffix longer than %zu hex digits", ps->suffix_hex);
             return bad_line(err, line, 0, what);
         }
-        return bad_line(err, line, i + 1, "expected ':' after the suffix");
+        return bad_line(err, line, bom + i + 1, "expected ':' after the suffix");
     }
     i++;
     const char *val = s + i;
@@ -151,7 +165,7 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
         for (size_t k = 0; k < vlen; k++) {
             unsigned char ch = (unsigned char)val[k];
             if (ch < '0' || ch > '9')
-                return bad_line(err, line, i + k + 1, "count is not a decimal number");
+                return bad_line(err, line, bom + i + k + 1, "count is not a decimal number");
             c = c * 10 + (uint64_t)(ch - '0');
             if (c > UINT32_MAX)
                 return bad_line(err, line, 0, "count over 4294967295");
@@ -168,7 +182,7 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
             if (k == BR_RANGE_CATEGORY_MAX)
                 return bad_line(err, line, 0, "category longer than 32 characters");
             if (!is_category_char((unsigned char)val[k]))
-                return bad_line(err, line, i + k + 1, "character not allowed in a category name");
+                return bad_line(err, line, bom + i + k + 1, "character not allowed in a category name");
         }
         int rc = intern_category(ps, val, vlen, &r.value, err);
         if (rc < 0)

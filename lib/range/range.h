@@ -12,6 +12,7 @@
  *  - passwords: VALUE is a decimal count 0 .. 4294967295 (leading zeros
  *    accepted); count-0 lines are HIBP padding and are dropped;
  *  - URLs: VALUE is a category name matching [a-z0-9_-]{1,32};
+ *  - a UTF-8 byte order mark (EF BB BF) at the start of a line is ignored;
  *  - nothing else is allowed: no blank lines, no spaces, no signs.
  * Errors (the whole response is rejected, nothing is half-used):
  *  - -EFBIG  body longer than max_len;

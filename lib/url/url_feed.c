@@ -9,6 +9,7 @@
 #include "url.h"
 #include "url_feed.h"
 #include "url_secret.h"
+#include "url_feed_formats.h"
 
 #define DETECT_SAMPLE 100
 #define DETECT_MAX_HELD 100000
@@ -25,13 +26,27 @@ const char *br_feed_format_name(br_feed_format f)
         return "hosts";
     case BR_FEED_DOMAINS:
         return "domains";
+    case BR_FEED_ADBLOCK:
+        return "adblock";
+    case BR_FEED_DNSMASQ:
+        return "dnsmasq";
+    case BR_FEED_UNBOUND:
+        return "unbound";
+    case BR_FEED_RPZ:
+        return "rpz";
+    case BR_FEED_URLHAUS:
+        return "urlhaus";
+    case BR_FEED_PHISHTANK:
+        return "phishtank";
+    case BR_FEED_CSV:
+        return "csv";
     }
     return "?";
 }
 
 int br_feed_format_from_name(const char *name, br_feed_format *out)
 {
-    for (int f = BR_FEED_AUTO; f <= BR_FEED_DOMAINS; f++) {
+    for (int f = BR_FEED_AUTO; f <= BR_FEED_FORMAT_LAST; f++) {
         if (strcmp(name, br_feed_format_name((br_feed_format)f)) == 0) {
             *out = (br_feed_format)f;
             return 0;
@@ -410,6 +425,7 @@ typedef struct reader {
     uint8_t cat;
     br_feed_format format; /* after detection */
     bool lenient;          /* auto-detected domains: entries read by the urls rule */
+    br_fmt_state *fmt;     /* the formats of url_feed_formats.h */
     const br_feed_opts *o;
     br_feed_stats st;
     br_error *err;
@@ -470,8 +486,50 @@ static int add_entry(reader *rd, br_feed_format rule, const char *s, size_t n, u
     return 0;
 }
 
+/* What a parser of url_feed_formats.h made of a line. */
+static int fmt_result(reader *rd, const br_fmt_result *res)
+{
+    switch (res->kind) {
+    case BR_FMT_COMMENT:
+        rd->st.comments++;
+        return 0;
+    case BR_FMT_PENDING:
+        return 0;
+    case BR_FMT_SKIP:
+        rd->st.skipped[res->skip]++;
+        return 0;
+    case BR_FMT_BAD:
+        return bad_line(rd, res->line, -EINVAL, res->reason);
+    case BR_FMT_ENTRIES:
+        break;
+    }
+    bool bad = false;
+    for (size_t i = 0; i < res->n && !bad; i++) {
+        int r = add_entry(rd, res->rule, res->e[i].s, res->e[i].n, res->line, &bad);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The hint for a line with blanks in a one-field format. */
+static const char *fields_hint(const char *s, size_t n, const field *f)
+{
+    if (memchr(s, ',', n) || memchr(s, '"', n))
+        return "more than one field (a CSV file? use --format csv --column N|NAME, urlhaus or "
+               "phishtank)";
+    if (is_ip_address(f[0].s, f[0].n))
+        return "more than one field (a hosts file? use --format hosts)";
+    return "more than one field (an entry has no blanks)";
+}
+
 static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
 {
+    if (rd->fmt) {
+        br_fmt_result res;
+        int r = br_fmt_line(rd->fmt, s, n, lineno, &res);
+        return r < 0 ? br_error_set(rd->err, r, "out of memory") : fmt_result(rd, &res);
+    }
     trim(&s, &n);
     n = strip_comment(rd->format, s, n);
     if (n == 0) {
@@ -516,11 +574,7 @@ static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
         return 0;
     }
     if (nf > 1)
-        return bad_line(rd, lineno, -EINVAL,
-                        rd->format == BR_FEED_DOMAINS
-                            ? "more than one field (a hosts file? use --format hosts)"
-                            : "more than one field (a URL has no blanks; a hosts file? use "
-                              "--format hosts)");
+        return bad_line(rd, lineno, -EINVAL, fields_hint(s, n, f));
     br_feed_format rule = rd->format == BR_FEED_DOMAINS && !rd->lenient ? BR_FEED_DOMAINS
                                                                          : BR_FEED_URLS;
     return add_entry(rd, rule, s, n, lineno, &bad);
@@ -532,9 +586,11 @@ typedef struct held {
     uint64_t lineno;
 } held;
 
-static br_feed_format detect(const held *h, size_t n)
+/* hosts, domains or urls for the held lines; BR_FEED_AUTO when most of
+ * them do not look like URLs either. */
+static br_feed_format detect_plain(const held *h, size_t n)
 {
-    size_t sample = 0, hosts = 0, bare = 0;
+    size_t sample = 0, hosts = 0, bare = 0, url_like = 0;
     for (size_t i = 0; i < n; i++) {
         const char *s = h[i].text;
         size_t len = h[i].len;
@@ -549,12 +605,110 @@ static br_feed_format detect(const held *h, size_t n)
             hosts++;
         else if (nf == 1 && !memchr(s, '/', len) && !memchr(s, ':', len) && !memchr(s, '?', len))
             bare++;
+        if (nf == 1 && !memchr(s, ',', len) && !memchr(s, '"', len))
+            url_like++;
     }
     if (sample > 0 && 2 * hosts > sample)
         return BR_FEED_HOSTS;
     if (sample > 0 && bare == sample)
         return BR_FEED_DOMAINS;
+    if (2 * url_like < sample)
+        return BR_FEED_AUTO;
     return BR_FEED_URLS;
+}
+
+#define FORMATS_TRIED                                                                              \
+    "phishtank (JSON), adblock, urlhaus, phishtank (CSV), rpz, dnsmasq, unbound, hosts, domains, " \
+    "urls"
+
+/* Settle the format: the one asked for, or the one the held lines show. */
+static int decide(reader *rd, const held *h, size_t n, bool *json)
+{
+    br_feed_format f = rd->o->format;
+    *json = false;
+    if (f == BR_FEED_AUTO || f == BR_FEED_PHISHTANK) {
+        const char **lines = calloc(n + 1, sizeof(*lines));
+        size_t *lens = calloc(n + 1, sizeof(*lens));
+        if (!lines || !lens) {
+            free(lines);
+            free(lens);
+            return br_error_set(rd->err, -ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+            lines[i] = h[i].text;
+            lens[i] = h[i].len;
+        }
+        bool j;
+        br_feed_format d = br_fmt_detect(lines, lens, n, &j);
+        free(lines);
+        free(lens);
+        if (f == BR_FEED_PHISHTANK)
+            *json = j;
+        else if (d != BR_FEED_AUTO)
+            f = d, *json = j;
+        else if ((f = detect_plain(h, n)) == BR_FEED_AUTO)
+            return br_error_set(rd->err, -EINVAL,
+                                "%s: cannot tell the format of this feed (tried " FORMATS_TRIED
+                                "); name it with --format: " BR_FEED_FORMAT_NAMES,
+                                rd->name);
+        else
+            rd->lenient = f == BR_FEED_DOMAINS;
+    }
+    rd->format = f;
+    if (br_fmt_handles(f) && !*json)
+        return br_fmt_state_new(f, rd->o->column, &rd->fmt, rd->err);
+    return 0;
+}
+
+static int json_entry(void *ctx, const char *s, size_t n, uint64_t line)
+{
+    bool bad = false;
+    return add_entry(ctx, BR_FEED_URLS, s, n, line, &bad);
+}
+
+static int json_bad(void *ctx, uint64_t line, const char *reason)
+{
+    return bad_line(ctx, line, -EINVAL, reason);
+}
+
+/* The JSON form: the held lines and the rest of in, parsed as a whole. */
+static int read_json(reader *rd, const held *h, size_t n, FILE *in, uint64_t *lines)
+{
+    size_t len = 0, cap = 1 << 16;
+    _cleanup_free_ char *buf = malloc(cap);
+    for (size_t i = 0; buf && i < n; i++) {
+        if (len + h[i].len + 1 >= cap) {
+            cap = 2 * (len + h[i].len + 1);
+            char *b = realloc(buf, cap);
+            if (!b)
+                break;
+            buf = b;
+        }
+        memcpy(buf + len, h[i].text, h[i].len);
+        len += h[i].len;
+        buf[len++] = '\n';
+    }
+    while (buf) {
+        if (len == cap) {
+            char *b = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (!b)
+                break;
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, in);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (!buf || len == cap)
+        return br_error_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+    *lines = 0;
+    for (size_t i = 0; i < len; i++)
+        *lines += buf[i] == '\n';
+    if (len > 0 && buf[len - 1] != '\n')
+        ++*lines;
+    return br_fmt_json_read(rd->name, buf, len, json_entry, json_bad, rd, rd->err);
 }
 
 /* Strip the line end; a BOM on line 1. */
@@ -574,6 +728,42 @@ static void line_bounds(char *line, ssize_t len, uint64_t lineno, const char **s
     *n = l;
 }
 
+static int hold_line(held **hold, size_t *nheld, size_t *cap, const char *s, size_t n,
+                     uint64_t lineno, br_error *err)
+{
+    if (*nheld == *cap) {
+        size_t c = *cap ? 2 * *cap : 128;
+        held *h = realloc(*hold, c * sizeof(*h));
+        if (!h)
+            return br_error_set(err, -ENOMEM, "out of memory");
+        *hold = h;
+        *cap = c;
+    }
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    (*hold)[(*nheld)++] = (held){copy, n, lineno};
+    return 0;
+}
+
+/* Settle the format, then read what was held back (and, for JSON, the rest). */
+static int settle(reader *rd, held *hold, size_t *nheld, FILE *in, uint64_t *lineno)
+{
+    bool json = false;
+    int r = decide(rd, hold, *nheld, &json);
+    if (r >= 0 && json)
+        r = read_json(rd, hold, *nheld, in, lineno);
+    for (size_t i = 0; i < *nheld; i++) {
+        if (r >= 0 && !json)
+            r = process_line(rd, hold[i].text, hold[i].len, hold[i].lineno);
+        free(hold[i].text);
+    }
+    *nheld = 0;
+    return r;
+}
+
 static int read_stream(reader *rd, FILE *in)
 {
     _cleanup_free_ char *line = NULL;
@@ -581,70 +771,57 @@ static int read_stream(reader *rd, FILE *in)
     ssize_t len;
     uint64_t lineno = 0;
     /* Lines held back until the format is known: up to DETECT_SAMPLE entry
-     * lines, and whatever comments come before them (bounded too). */
+     * lines (1 to tell PhishTank's CSV from its JSON), and whatever comments
+     * come before them (bounded too). */
     held *hold = NULL;
     size_t nheld = 0, held_cap = 0, meaningful = 0;
-    bool detecting = rd->o->format == BR_FEED_AUTO;
+    size_t need = rd->o->format == BR_FEED_AUTO        ? DETECT_SAMPLE
+                  : rd->o->format == BR_FEED_PHISHTANK ? 1
+                                                       : 0;
+    bool deciding = true;
     int r = 0;
-    rd->format = detecting ? BR_FEED_URLS : rd->o->format;
-
-    while (r >= 0 && (len = getline(&line, &cap, in)) >= 0) {
+    rd->format = BR_FEED_URLS;
+    if (need == 0) {
+        deciding = false;
+        r = settle(rd, NULL, &nheld, in, &lineno);
+    }
+    while (r >= 0 && deciding && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
         const char *s;
         size_t n;
         line_bounds(line, len, lineno, &s, &n);
-        if (!detecting) {
-            r = process_line(rd, s, n, lineno);
-            continue;
-        }
-        if (nheld == held_cap) {
-            size_t c = held_cap ? 2 * held_cap : 128;
-            held *h = realloc(hold, c * sizeof(*h));
-            if (!h) {
-                r = br_error_set(rd->err, -ENOMEM, "out of memory");
-                break;
-            }
-            hold = h;
-            held_cap = c;
-        }
-        char *copy = malloc(n + 1);
-        if (!copy) {
-            r = br_error_set(rd->err, -ENOMEM, "out of memory");
-            break;
-        }
-        memcpy(copy, s, n);
-        copy[n] = '\0';
-        hold[nheld++] = (held){copy, n, lineno};
+        r = hold_line(&hold, &nheld, &held_cap, s, n, lineno, rd->err);
         const char *t = s;
         size_t tn = n;
         trim(&t, &tn);
         if (tn > 0 && t[0] != '#')
             meaningful++;
-        if (meaningful < DETECT_SAMPLE && nheld < DETECT_MAX_HELD)
-            continue;
-        /* Enough seen: decide, then replay what was held. */
-        rd->format = detect(hold, nheld);
-        rd->lenient = rd->format == BR_FEED_DOMAINS;
-        detecting = false;
-        for (size_t i = 0; i < nheld; i++) {
-            if (r >= 0)
-                r = process_line(rd, hold[i].text, hold[i].len, hold[i].lineno);
-            free(hold[i].text);
+        if (r >= 0 && (meaningful >= need || nheld >= DETECT_MAX_HELD)) {
+            deciding = false;
+            r = settle(rd, hold, &nheld, in, &lineno);
         }
-        nheld = 0;
+    }
+    if (r >= 0 && deciding) {
+        deciding = false;
+        r = settle(rd, hold, &nheld, in, &lineno);
+    }
+    while (r >= 0 && (len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        const char *s;
+        size_t n;
+        line_bounds(line, len, lineno, &s, &n);
+        r = process_line(rd, s, n, lineno);
     }
     if (r >= 0 && ferror(in))
         r = br_error_set(rd->err, -EIO, "%s: read error", rd->name);
-    if (detecting) {
-        rd->format = detect(hold, nheld);
-        rd->lenient = rd->format == BR_FEED_DOMAINS;
-    }
-    for (size_t i = 0; i < nheld; i++) {
-        if (r >= 0)
-            r = process_line(rd, hold[i].text, hold[i].len, hold[i].lineno);
+    for (size_t i = 0; i < nheld; i++)
         free(hold[i].text);
-    }
     free(hold);
+    if (r >= 0 && rd->fmt) {
+        br_fmt_result res;
+        br_fmt_finish(rd->fmt, &res);
+        r = fmt_result(rd, &res);
+    }
     rd->st.lines = lineno;
     return r;
 }
@@ -663,6 +840,7 @@ int br_feedset_read(br_feedset *fs, const char *path, const char *category,
     if (!in)
         return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
     r = read_stream(&rd, in);
+    br_fmt_state_free(rd.fmt);
     if (!is_stdin)
         fclose(in);
     if (st) {

@@ -19,10 +19,17 @@
  *    ip6-loopback, ip6-localnet, ip6-mcastprefix, ip6-allnodes,
  *    ip6-allrouters, ip6-allhosts, 0.0.0.0) are ignored and counted;
  *  - domains: one domain (or IP address) per line: entry = "host/".
- *  - auto (per file): hosts when most of the first 100 entry lines look like
- *    hosts lines (two or more fields, the first an IP address); otherwise the
- *    urls rule, reported as "domains" when those sample lines are all bare
- *    names (a bare name gives the same entry under both rules).
+ *  - adblock, dnsmasq, unbound, rpz, urlhaus, phishtank, csv: see
+ *    url_feed_formats.h; domain-style formats (adblock, dnsmasq, unbound,
+ *    rpz) give "host/" entries like domain lists, the CSV and JSON ones URLs;
+ *  - auto (per file), from the first 100 entry lines: one of the formats of
+ *    url_feed_formats.h when it is clearly that (br_fmt_detect); else hosts
+ *    when most look like hosts lines (two or more fields, the first an IP
+ *    address); else the urls rule, reported as "domains" when those sample
+ *    lines are all bare names (a bare name gives the same entry under both
+ *    rules), when at least half of them look like URLs (one field, no ',' or
+ *    '"'). Otherwise the read fails with -EINVAL, naming the formats tried
+ *    and the --format values, whatever skip_bad says.
  * Checks:
  *  - an entry that is an e-mail address or a mailto: URL (br_url_is_email,
  *    url_secret.h: any spelling) refuses the whole read with -EPERM and
@@ -67,11 +74,38 @@ typedef enum br_feed_format {
     BR_FEED_URLS = 1,
     BR_FEED_HOSTS = 2,
     BR_FEED_DOMAINS = 3,
+    /* url_feed_formats.h: */
+    BR_FEED_ADBLOCK = 4,   /* AdBlock / AdGuard `||domain^` rules */
+    BR_FEED_DNSMASQ = 5,   /* address=/domain/..., server=/domain/ */
+    BR_FEED_UNBOUND = 6,   /* local-zone:, local-data: */
+    BR_FEED_RPZ = 7,       /* DNS response policy zone file */
+    BR_FEED_URLHAUS = 8,   /* URLhaus CSV: the url column */
+    BR_FEED_PHISHTANK = 9, /* PhishTank CSV or JSON: url */
+    BR_FEED_CSV = 10,      /* any CSV: opts.column */
 } br_feed_format;
+#define BR_FEED_FORMAT_LAST BR_FEED_CSV
+/* The --format values, for messages. */
+#define BR_FEED_FORMAT_NAMES "auto, urls, hosts, domains, adblock, dnsmasq, unbound, rpz, urlhaus, phishtank or csv"
 
 const char *br_feed_format_name(br_feed_format f);
-/* "auto", "urls", "hosts", "domains": 0, or -EINVAL. */
+/* "auto", "urls", "hosts", "domains", "adblock", ...: 0, or -EINVAL. */
 int br_feed_format_from_name(const char *name, br_feed_format *out);
+
+/* Rules a format has but a URL filter does not index, counted by kind. */
+typedef enum br_feed_skip {
+    BR_FEED_SKIP_EXCEPTION, /* adblock @@ */
+    BR_FEED_SKIP_OPTIONS,   /* adblock $options */
+    BR_FEED_SKIP_PATH,      /* adblock rule with a path */
+    BR_FEED_SKIP_RULE,      /* adblock cosmetic, regex, wildcard, ... rules */
+    BR_FEED_SKIP_PASSTHRU,  /* rpz-passthru. */
+    BR_FEED_SKIP_RECORD,    /* rpz SOA, NS and other records */
+    BR_FEED_SKIP_TRIGGER,   /* rpz-ip, rpz-nsdname, ... triggers */
+    BR_FEED_SKIP_ALLOW,     /* non-blocking: unbound transparent zones, dnsmasq forwarding */
+    BR_FEED_SKIP_OTHER,     /* other dnsmasq / unbound options */
+    BR_FEED_SKIP_KINDS
+} br_feed_skip;
+/* "exception (@@)", "with $options", ...: for reports. */
+const char *br_feed_skip_name(br_feed_skip k);
 /* [a-z0-9_-]{1,32} */
 bool br_feed_category_valid(const char *s);
 
@@ -100,6 +134,7 @@ typedef void (*br_feed_bad_cb)(void *ctx, const char *message);
 
 typedef struct br_feed_opts {
     br_feed_format format; /* BR_FEED_AUTO: detect per file */
+    const char *column;    /* BR_FEED_CSV: "N" (1-based, no header line) or a header name */
     bool skip_bad;
     br_feed_bad_cb on_bad; /* with skip_bad: each bad line's "FILE:LINE: reason" */
     br_feed_bad_cb on_cut; /* each entry cut for an e-mail address (may be NULL) */
@@ -114,6 +149,7 @@ typedef struct br_feed_stats {
     uint64_t ignored;  /* localhost-like hosts-file names */
     uint64_t bad;      /* bad lines skipped (skip_bad) */
     uint64_t cut;      /* URL entries cut for an e-mail address (also in entries) */
+    uint64_t skipped[BR_FEED_SKIP_KINDS]; /* rules not indexed, by kind */
 } br_feed_stats;
 
 typedef struct br_feedset br_feedset;

@@ -65,6 +65,11 @@ static int model_line(br_range_kind kind, const char *s, size_t n, ment *e)
 {
     size_t hexd = kind == BR_RANGE_PASSWORD_SHA1 ? 35 : 59;
     memset(e, 0, sizeof(*e));
+    if (n >= 3 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
+        (unsigned char)s[2] == 0xBF) { /* one byte order mark starting a line is skipped */
+        s += 3;
+        n -= 3;
+    }
     if (n < hexd + 2 || s[hexd] != ':')
         return -1;
     /* A leading 0 digit makes it whole bytes: "0" + suffix. */

@@ -72,6 +72,52 @@ expect 2 "malformed line" "$ctl" filter build --kind password-sha1 --output "$tm
 contains "$tmp/err" "$tmp/broken.txt:3:" "malformed line names FILE:LINE"
 [ -z "$(ls -A "$tmp/outdir")" ] && ok || bad "output left behind: $(ls "$tmp/outdir")"
 
+# --- other downloaders' layouts build the same filter as the flat directory:
+# the official single file (a BOM before every block, CRLF), gzip files, a
+# nested tree; NTLM input is named as such
+export SOURCE_DATE_EPOCH=1764460800
+bom=$'\xef\xbb\xbf'
+printf '%s%s:10\r\n%s:0\r\n%s%s:3\r\n' "$bom" "$pw_hash" "$dragon" "$bom" "$letmein" >"$tmp/official.txt"
+expect 0 "official single file" "$ctl" filter build --kind password-sha1 --output "$tmp/o1" \
+  --input "$tmp/official.txt" --source same
+expect 0 "plain single file" "$ctl" filter build --kind password-sha1 --output "$tmp/o0" \
+  --input "$tmp/single.txt" --source same
+cmp -s "$tmp/o0" "$tmp/o1" && ok || bad "BOM single file builds another filter"
+gzip -c "$tmp/official.txt" >"$tmp/official.txt.gz"
+expect 0 "gzip single file" "$ctl" filter build --kind password-sha1 --output "$tmp/o2" \
+  --input "$tmp/official.txt.gz" --source same
+cmp -s "$tmp/o0" "$tmp/o2" && ok || bad "gzip single file builds another filter"
+mkdir -p "$tmp/tree/${dragon:0:2}/${dragon:2:2}" "$tmp/tree/${pw_hash:0:2}"
+printf '%s%s:7\r\n' "$bom" "${dragon:5}" >"$tmp/tree/${dragon:0:2}/${dragon:2:2}/${dragon:0:5}.txt"
+printf '%s:10\n' "${pw_hash:5}" | gzip >"$tmp/tree/${pw_hash:0:2}/${pw_hash:0:5}.gz"
+printf '%s:3\n' "${letmein:5}" | gzip >"$tmp/tree/${letmein:0:5}.txt.gz"
+mkdir "$tmp/flat"
+printf '%s:7\n' "${dragon:5}" >"$tmp/flat/${dragon:0:5}.txt"
+printf '%s:10\n' "${pw_hash:5}" >"$tmp/flat/${pw_hash:0:5}.txt"
+printf '%s:3\n' "${letmein:5}" >"$tmp/flat/${letmein:0:5}.txt"
+expect 0 "nested gzip tree" "$ctl" filter build --kind password-sha1 --output "$tmp/t1" \
+  --input "$tmp/tree" --source same
+expect 0 "flat dir" "$ctl" filter build --kind password-sha1 --output "$tmp/t0" \
+  --input "$tmp/flat" --source same
+cmp -s "$tmp/t0" "$tmp/t1" && ok || bad "nested gzip tree builds another filter"
+unset SOURCE_DATE_EPOCH
+printf '8846F7EAEE8FB117AD06BDD830B7586C:10\r\n' >"$tmp/ntlm.txt"
+expect 2 "NTLM corpus" "$ctl" filter build --kind password-sha1 --output "$tmp/z" --input "$tmp/ntlm.txt"
+contains "$tmp/err" "$tmp/ntlm.txt:1: the hash has 32 hex digits: this is an NTLM corpus; use --kind password-ntlm" \
+  "NTLM corpus named"
+
+# --- no silent empty filters: 0 keys fails (old output kept) unless --allow-empty
+printf '%s:0\r\n\r\n' "$pw_hash" >"$tmp/padding-only.txt"
+cp "$tmp/a.bfuse" "$tmp/keep.bfuse"
+expect 2 "0 keys" "$ctl" filter build --kind password-sha1 --output "$tmp/keep.bfuse" \
+  --input "$tmp/padding-only.txt"
+contains "$tmp/err" "no keys in the input (2 lines)" "0 keys message"
+cmp -s "$tmp/a.bfuse" "$tmp/keep.bfuse" && ok || bad "old output replaced by a failed empty build"
+expect 0 "0 keys --allow-empty" "$ctl" filter build --kind password-sha1 --output "$tmp/empty.bfuse" \
+  --input "$tmp/padding-only.txt" --allow-empty
+expect 0 "empty filter info" "$ctl" filter info "$tmp/empty.bfuse"
+contains "$tmp/out" "keys:              0" "empty filter key count"
+
 # --- determinism: same input, same build time -> same bytes, any thread count
 export SOURCE_DATE_EPOCH=1764460800
 expect 0 "det 1" "$ctl" filter build --kind password-sha1 --output "$tmp/d1" --input "$tmp/single.txt" \

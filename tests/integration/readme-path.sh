@@ -56,7 +56,7 @@ for f in usr/sbin/breachd usr/bin/breachctl usr/libexec/breachd-squid-helper \
   usr/share/doc/breachd/corpus.md usr/share/man/man8/breachd.8; do
   [ -e "$root/$f" ] || fail "not installed: /$f"
 done
-if grep -l '@[A-Z_]*@' "$root"/usr/share/man/man*/* >/dev/null; then
+if grep -l '@[A-Z_][A-Z_]*@' "$root"/usr/share/man/man*/* >/dev/null; then
   fail "an installed man page keeps a placeholder"
 fi
 grep -q '/etc/breachd/breachd.conf' "$root/usr/share/man/man8/breachd.8" ||

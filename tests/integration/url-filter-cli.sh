@@ -109,7 +109,13 @@ printf 'http://good.example/1\njavascript:void(0)\nhttp://*.wild.example/\nhttp:
 expect 2 "bad line" "$ctl" filter build --kind url-sha256 --output "$tmp/o/b.bbf" --input "$tmp/bad.txt"
 contains "$tmp/err" "$tmp/bad.txt:2: " "bad line FILE:LINE"
 [ ! -e "$tmp/o/b.bbf" ] && ok || bad "bad line left an output file"
-expect 0 "skip-bad" "$ctl" filter build --kind url-sha256 --output "$tmp/o/b.bbf" --input "$tmp/bad.txt" --skip-bad
+# half the lines bad: over the default --max-bad (1% of the lines)
+expect 2 "skip-bad, too many bad" "$ctl" filter build --kind url-sha256 --output "$tmp/o/b.bbf" \
+  --input "$tmp/bad.txt" --skip-bad
+contains "$tmp/err" "$tmp/bad.txt: 2 of 4 entry lines are bad, more than --max-bad allows (0)" "max-bad"
+[ ! -e "$tmp/o/b.bbf" ] && ok || bad "too many bad lines left an output file"
+expect 0 "skip-bad" "$ctl" filter build --kind url-sha256 --output "$tmp/o/b.bbf" --input "$tmp/bad.txt" \
+  --skip-bad --max-bad 50%
 contains "$tmp/err" "2 entries from 4 lines (0 blank or comment, 0 localhost-like ignored, 2 bad skipped)" "skip-bad counts"
 contains "$tmp/err" "warning: $tmp/bad.txt:3: " "skip-bad reports the line"
 contains "$tmp/err" "no --ranges-dir" "no mirror note"

@@ -87,8 +87,14 @@ static const bad_case bad_cases[] = {
     /* plain list with a minimum count: error at the first non-blank line */
     {"\n\n" H_ONES "\n", 0, 2,
      ":3: a plain hash list has no counts, so the minimum count 2 cannot be applied"},
-    /* byte order mark */
-    {"\xef\xbb\xbf" G1, 0, 0, ":1: the file starts with a UTF-8 byte order mark"},
+    /* a byte order mark is ignored at the start of a line only */
+    {G1 "FFFFF\xef\xbb\xbf" "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:1\n", 0, 0,
+     ":2: character 6 is not a hex digit"},
+    {"\xef\xbb\xbf\xef\xbb\xbf" G1, 0, 0, ":1: character 1 is not a hex digit"},
+    /* NTLM: 32-hex hashes */
+    {G1 "8846F7EAEE8FB117AD06BDD830B7586C:5\n", 0, 0,
+     ":2: the hash has 32 hex digits: this is an NTLM corpus; use --kind password-ntlm (not "
+     "supported by this version yet)"},
     /* a 35-digit suffix line in a single file */
     {G1 G2 "0005AD76BD555C1D6D771DE417A4B87E4B4:3\n", 0, 0,
      ":3: the hash has 35 hex digits, expected 40"},

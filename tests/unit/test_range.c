@@ -389,6 +389,80 @@ static void test_malformed(void **state)
     }
 }
 
+/* A copy of body with a UTF-8 BOM before every `every`-th line, the first
+ * included: the official downloader's blocks. */
+static void add_boms(const sbuf *body, size_t every, sbuf *out)
+{
+    size_t line = 0;
+    for (size_t i = 0; i < body->len;) {
+        const char *nl = memchr(body->p + i, '\n', body->len - i);
+        size_t n = nl ? (size_t)(nl - (body->p + i)) + 1 : body->len - i;
+        if (line++ % every == 0)
+            sb_str(out, "\xEF\xBB\xBF");
+        sb_add(out, body->p + i, n);
+        i += n;
+    }
+}
+
+static void test_byte_order_marks(void **state)
+{
+    (void)state;
+    pw_set *s = malloc(sizeof(*s));
+    assert_non_null(s);
+    make_pw_set(s, 7);
+    sbuf ref_body = {0};
+    pw_body(s, &ref_body, EOL_LF, true, false, false, false);
+    uint8_t *ref;
+    size_t ref_len;
+    parse_ok(BR_RANGE_PASSWORD_SHA1, ref_body.p, ref_body.len, &ref, &ref_len);
+    static const int eols[] = {EOL_LF, EOL_CRLF};
+    for (size_t e = 0; e < BR_ARRAY_SIZE(eols); e++) {
+        for (size_t every = 1; every <= 64; every *= 8) {
+            sbuf b = {0}, bom = {0};
+            pw_body(s, &b, eols[e], true, e == 1, false, true);
+            add_boms(&b, every, &bom);
+            uint8_t *v;
+            size_t len;
+            parse_ok(BR_RANGE_PASSWORD_SHA1, bom.p, bom.len, &v, &len);
+            assert_int_equal(len, ref_len);
+            assert_memory_equal(v, ref, len);
+            free(v);
+            free(b.p);
+            free(bom.p);
+        }
+    }
+    /* a URL body too */
+    uint8_t *v;
+    size_t len;
+    static const char url_body[] = "\xEF\xBB\xBF" S59 ":malware\r\n\xEF\xBB\xBF" S59 ":phishing\r\n";
+    parse_ok(BR_RANGE_URL_SHA256, url_body, strlen(url_body), &v, &len);
+    free(v);
+    /* a BOM inside a line, or alone on one, is not ignored; columns count it */
+    const struct {
+        const char *body;
+        const char *what;
+    } bad[] = {
+        {S35 ":1\n\xEF\xBB\xBF\n", "line 2: empty line"},
+        {"\xEF\xBB\xBF" S35 ":1\n1E4C9\xEF\xBB\xBF:1\n", "line 2, column 6: not a hex digit"},
+        {"\xEF\xBB\xBF" S35 ":x\n", "line 1, column 40: count is not a decimal number"},
+        {"\xEF\xBB\xBF\xEF\xBB\xBF" S35 ":1\n", "line 1, column 4: not a hex digit"},
+        {"7EAEE8FB117AD06BDD830B7586C:10\r\n",
+         "line 1: suffix too short (27 hex digits, want 35): this is an NTLM range"},
+    };
+    for (size_t i = 0; i < BR_ARRAY_SIZE(bad); i++) {
+        br_error err = {{0}};
+        v = NULL;
+        int rc = br_range_parse(BR_RANGE_PASSWORD_SHA1, bad[i].body, strlen(bad[i].body), 0, &v,
+                                &len, &err);
+        if (rc != -EBADMSG || !strstr(err.text, bad[i].what))
+            fail_msg("case %zu: rc %d \"%s\", want \"%s\"", i, rc, err.text, bad[i].what);
+        assert_null(v);
+    }
+    free(ref);
+    free(ref_body.p);
+    free(s);
+}
+
 static void test_duplicates(void **state)
 {
     (void)state;
@@ -629,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_prefix_helpers),
         cmocka_unit_test(test_parse_known),
         cmocka_unit_test(test_parse_variants_identical),
+        cmocka_unit_test(test_byte_order_marks),
         cmocka_unit_test(test_padding_only_and_empty),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_malformed),

@@ -72,7 +72,9 @@ static void test_split_arg(void **state)
     br_feed_format f;
     assert_int_equal(br_feed_format_from_name("hosts", &f), 0);
     assert_int_equal(f, BR_FEED_HOSTS);
-    assert_int_equal(br_feed_format_from_name("csv", &f), -EINVAL);
+    assert_int_equal(br_feed_format_from_name("csv", &f), 0);
+    assert_int_equal(f, BR_FEED_CSV);
+    assert_int_equal(br_feed_format_from_name("xml", &f), -EINVAL);
 }
 
 typedef struct entry_case {

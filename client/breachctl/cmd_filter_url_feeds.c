@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* The feeds of breachctl filter build|add --kind url-sha256: options
+ * (--input, --format, --column, --skip-bad, --max-bad, --allow-empty) and
+ * reading them through lib/url/url_feed.h; see filter_url_feeds.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "breachctl.h"
+#include "filter_url_feeds.h"
+#include "util.h"
+
+#define MAX_BAD_SHOWN 10
+
+static void on_bad(void *ctx, const char *msg)
+{
+    feeds *f = ctx;
+    if (f->bad_shown++ < MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: warning: %s (skipped)\n", msg);
+}
+
+/* An entry cut for an e-mail address: FILE:LINE only, never the URL. */
+static void on_cut(void *ctx, const char *msg)
+{
+    feeds *f = ctx;
+    if (f->cut_shown++ < MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: note: %s\n", msg);
+}
+
+/* ", skipped: 3 exception (@@), 1 with $options" for the kinds seen. */
+static void print_skipped(const br_feed_stats *st)
+{
+    const char *sep = ", skipped: ";
+    for (int k = 0; k < BR_FEED_SKIP_KINDS; k++) {
+        if (!st->skipped[k])
+            continue;
+        fprintf(stderr, "%s%" PRIu64 " %s", sep, st->skipped[k], br_feed_skip_name((br_feed_skip)k));
+        sep = ", ";
+    }
+}
+
+/* More bad lines in this feed than --max-bad allows? Says so. */
+static bool too_many_bad(const char *cmd, const feeds *f, const char *name, const br_feed_stats *st)
+{
+    uint64_t entry_lines = st->lines - st->comments;
+    uint64_t limit = f->max_bad_pct >= 0 ? (uint64_t)((double)entry_lines * f->max_bad_pct / 100.0)
+                                         : f->max_bad;
+    if (st->bad <= limit)
+        return false;
+    ctl_err("%s: %s: %" PRIu64 " of %" PRIu64 " entry lines are bad, more than --max-bad allows (%"
+            PRIu64 "); nothing was written (wrong --format?)",
+            cmd, name, st->bad, entry_lines, limit);
+    return true;
+}
+
+/* Read every feed into a finished set; prints a line per feed. */
+int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fst,
+                      uint64_t *bad_total)
+{
+    br_error err = {{0}};
+    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
+    if (br_feedset_new(&fs) < 0) {
+        ctl_err("%s: out of memory", cmd);
+        return EXIT_ERROR;
+    }
+    f->opts.on_bad = on_bad;
+    f->opts.on_cut = on_cut;
+    f->opts.ctx = f;
+    /* Check every argument before reading any feed. */
+    char *paths[MAX_INPUTS];
+    char cats[MAX_INPUTS][BR_FEED_CATEGORY_MAX + 1];
+    size_t n = 0;
+    int status = 0;
+    for (; n < f->n; n++) {
+        if (br_feed_split_arg(f->args[n], &paths[n], cats[n], &err) < 0) {
+            ctl_err("%s: --input %s", cmd, err.text);
+            status = EXIT_ERROR;
+            break;
+        }
+    }
+    *bad_total = 0;
+    for (size_t i = 0; status == 0 && i < n; i++) {
+        br_feed_stats st = {0};
+        int r = br_feedset_read(fs, paths[i], cats[i], &f->opts, &st, &err);
+        if (r < 0) {
+            ctl_err("%s", err.text[0] ? err.text : strerror(-r));
+            status = EXIT_ERROR;
+            break;
+        }
+        *bad_total += st.bad;
+        const char *name = strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i];
+        fprintf(stderr,
+                "%s: %s, category %s: %" PRIu64 " entries from %" PRIu64 " lines (%" PRIu64
+                " blank or comment, %" PRIu64 " localhost-like ignored, %" PRIu64 " bad skipped",
+                name, br_feed_format_name(st.format), cats[i], st.entries, st.lines, st.comments,
+                st.ignored, st.bad);
+        print_skipped(&st);
+        fputs(")\n", stderr);
+        if (st.cut)
+            fprintf(stderr,
+                    "%s: %" PRIu64 " entries held an e-mail address and were cut down to their "
+                    "longest expression free of it\n",
+                    name, st.cut);
+        if (f->opts.skip_bad && too_many_bad(cmd, f, name, &st))
+            status = EXIT_ERROR;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    if (status)
+        return status;
+    if (f->cut_shown > MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: note: %" PRIu64 " more entries cut\n",
+                f->cut_shown - MAX_BAD_SHOWN);
+    if (f->bad_shown > MAX_BAD_SHOWN)
+        fprintf(stderr, "breachctl: warning: %" PRIu64 " more bad lines skipped\n",
+                f->bad_shown - MAX_BAD_SHOWN);
+    br_feedset_finish(fs, fst);
+    if (br_feedset_count(fs) == 0 && !f->allow_empty) {
+        ctl_err("%s: the feeds hold no entry; an empty filter blocks nothing: --allow-empty "
+                "builds one anyway (nothing was written)", cmd);
+        return EXIT_ERROR;
+    }
+    *out = BR_TAKE_PTR(fs);
+    return 0;
+}
+
+/* --max-bad N or --max-bad P% */
+static bool parse_max_bad(const char *cmd, const char *s, feeds *f)
+{
+    char *end;
+    errno = 0;
+    if (s[0] >= '0' && s[0] <= '9') {
+        double v = strtod(s, &end);
+        if (!errno && end != s && strcmp(end, "%") == 0 && v >= 0 && v <= 100) {
+            f->max_bad_pct = v;
+            return true;
+        }
+        errno = 0;
+        unsigned long long n = strtoull(s, &end, 10);
+        if (!errno && *end == '\0') {
+            f->max_bad = n;
+            f->max_bad_pct = -1;
+            return true;
+        }
+    }
+    ctl_err("%s: --max-bad '%s': a number of lines (10) or a percentage of a feed's lines (0.5%%)",
+            cmd, s);
+    return false;
+}
+
+int parse_feed_option(const char *cmd, int c, feeds *f)
+{
+    switch (c) {
+    case 'i':
+        if (f->n == MAX_INPUTS) {
+            ctl_err("%s: more than %d --input options", cmd, MAX_INPUTS);
+            return EXIT_ERROR;
+        }
+        f->args[f->n++] = optarg;
+        return 0;
+    case 'F':
+        if (br_feed_format_from_name(optarg, &f->opts.format) < 0) {
+            ctl_err("%s: --format '%s': expected " BR_FEED_FORMAT_NAMES, cmd, optarg);
+            return EXIT_ERROR;
+        }
+        return 0;
+    case 'C':
+        f->opts.column = optarg;
+        return 0;
+    case 'B':
+        f->opts.skip_bad = true;
+        return 0;
+    case 'X':
+        f->opts.skip_bad = true; /* a limit means bad lines are skipped up to it */
+        return parse_max_bad(cmd, optarg, f) ? 0 : EXIT_ERROR;
+    case 'E':
+        f->allow_empty = true;
+        return 0;
+    }
+    return -1;
+}
+
+/* Defaults and cross-checks once every option is read. */
+int check_feed_options(const char *cmd, const feeds *f)
+{
+    if (f->opts.column && f->opts.format != BR_FEED_CSV) {
+        ctl_err("%s: --column goes with --format csv", cmd);
+        return EXIT_ERROR;
+    }
+    if (f->opts.format == BR_FEED_CSV && !f->opts.column) {
+        ctl_err("%s: --format csv needs --column N (1-based) or --column NAME (a header name)", cmd);
+        return EXIT_ERROR;
+    }
+    return 0;
+}
