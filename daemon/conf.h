@@ -85,6 +85,7 @@ typedef struct breachd_config {
         int64_t ttl_s;       /* cap on an entry's freshness */
         int64_t max_stale_s; /* 0 = never answer from an expired entry
                               * (br_resolver_config wants -1 for that) */
+        int partition;       /* BREACHD_PARTITION_UID (default) or _NONE */
     } cache;
 
     struct {
@@ -96,6 +97,9 @@ typedef struct breachd_config {
         uint32_t decoys; /* 0 .. 16 */
     } upstream;
 } breachd_config;
+
+/* [cache] partition: whose lookups share cache entries and fetches. */
+enum { BREACHD_PARTITION_UID = 0, BREACHD_PARTITION_NONE = 1 };
 
 /* Bounds (inclusive), also documented in breachd.conf(5). */
 #define BREACHD_CONF_MAX_LIST 256 /* entries in a user / group list */

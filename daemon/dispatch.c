@@ -69,7 +69,8 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve(st->resolver, BR_RANGE_PASSWORD_SHA1, req->sha1, pw_resolved, w, &res);
+    int r = br_resolver_resolve(st->resolver, bd_state_partition(st, c->uid), BR_RANGE_PASSWORD_SHA1,
+                                req->sha1, pw_resolved, w, &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {

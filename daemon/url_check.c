@@ -69,17 +69,17 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
  * revalidates it with a conditional request (a 304 when the mirror file did
  * not change; the 304 re-stamps it) and, if the upstream fails, still
  * answers from it as a stale entry within max_stale. */
-static void expire_older_range(bd_state *st, const uint8_t key[BR_SHA256_LEN], int64_t now)
+static void expire_older_range(bd_state *st, uint32_t part, const uint8_t key[BR_SHA256_LEN], int64_t now)
 {
     if (!st->cache || !st->cache->cache)
         return;
     int64_t built = br_urlfilter_header(st->urlfilter)->build_time;
     br_range_cache_result cr;
-    if (br_range_cache_lookup(st->cache->cache, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
+    if (br_range_cache_lookup(st->cache->cache, part, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
         cr.state != BR_RANGE_CACHE_FRESH || cr.fetched_at > built)
         return;
-    br_range_cache_touch(st->cache->cache, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key), cr.fetched_at,
-                         now, NULL, NULL);
+    br_range_cache_touch(st->cache->cache, part, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key),
+                         cr.fetched_at, now, NULL, NULL);
     OPENSSL_cleanse(&cr, sizeof(cr));
 }
 
@@ -172,10 +172,11 @@ void bd_url_check(bd_conn *c, const br_request *req)
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;
     int64_t now = (int64_t)time(NULL);
+    uint32_t part = bd_state_partition(st, c->uid);
     for (size_t i = 0; i < n; i++) {
         if (!maybe[i])
             continue;
-        expire_older_range(st, keys[i], now);
+        expire_older_range(st, part, keys[i], now);
         url_lookup *l = malloc(sizeof(*l));
         br_resolve_result res;
         if (!l) {
@@ -184,7 +185,7 @@ void bd_url_check(bd_conn *c, const br_request *req)
         }
         l->job = j;
         l->index = (int)i;
-        r = br_resolver_resolve(st->resolver, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
+        r = br_resolver_resolve(st->resolver, part, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
         if (r == 0) {
             j->pending++;
             continue;
