@@ -64,6 +64,9 @@ typedef enum key_id {
     K_UP_PROXY,
     K_UP_CA_FILE,
     K_UP_DECOYS,
+    K_STATS_USERS,
+    K_URL_WHEN_STALE,
+    K_CACHE_PARTITION,
     K_COUNT,
 } key_id;
 
@@ -94,7 +97,13 @@ static const struct key_def {
     [K_UP_PROXY] = {"upstream", "proxy"},
     [K_UP_CA_FILE] = {"upstream", "ca_file"},
     [K_UP_DECOYS] = {"upstream", "decoys"},
+    [K_STATS_USERS] = {"daemon", "stats_users"},
+    [K_URL_WHEN_STALE] = {"urls", "when_stale"},
+    [K_CACHE_PARTITION] = {"cache", "partition"},
 };
+
+const char *const breachd_when_stale_names[] = {"filter", "upstream", "unknown", NULL};
+const char *const breachd_partition_names[] = {"uid", "none", NULL};
 
 static const char *const sections[] = {"daemon", "passwords", "urls", "cache", "upstream"};
 
@@ -125,6 +134,20 @@ static int set_id_list(char **text, uint32_t **ids, size_t *n, const char *v, bo
     *ids = new_ids;
     *n = new_n;
     return 0;
+}
+
+/* One of a NULL-terminated list of names (case as written); its index in *out. */
+static int set_choice(const char *v, const char *const *names, int *out, char *why)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), v);
+    return bd_conf_why_set(why, "bad value %s: expected %s or %s%s%s", q, names[0], names[1],
+                           names[2] ? " or " : "", names[2] ? names[2] : "");
 }
 
 /* 0, -EINVAL with why, or -ENOMEM. */
@@ -208,6 +231,13 @@ static int apply_key(breachd_config *c, key_id k, const char *v, char *why)
         return rc < 0 ? rc : set_str(&c->upstream.ca_file, v);
     case K_UP_DECOYS:
         return bd_conf_parse_uint(v, 0, BREACHD_CONF_MAX_DECOYS, &c->upstream.decoys, why);
+    case K_STATS_USERS:
+        return set_id_list(&c->daemon.stats_users_text, &c->daemon.stats_users,
+                           &c->daemon.n_stats_users, v, false, why);
+    case K_URL_WHEN_STALE:
+        return set_choice(v, breachd_when_stale_names, &c->urls.when_stale, why);
+    case K_CACHE_PARTITION:
+        return set_choice(v, breachd_partition_names, &c->cache.partition, why);
     case K_COUNT:
         break;
     }
@@ -228,6 +258,8 @@ void breachd_config_free(breachd_config *c)
     free(c->daemon.allowed_groups);
     free(c->daemon.admin_users_text);
     free(c->daemon.admin_users);
+    free(c->daemon.stats_users_text);
+    free(c->daemon.stats_users);
     free(c->daemon.metrics_listen);
     free(c->passwords.filter);
     free(c->passwords.upstream);
@@ -253,6 +285,7 @@ int breachd_config_defaults(breachd_config **out)
     c->daemon.admin_users_text = strdup("root");
     c->daemon.admin_users = calloc(1, sizeof(uid_t)); /* root is uid 0 everywhere */
     c->daemon.n_admin_users = 1;
+    c->daemon.stats_users_text = strdup("");
     c->daemon.log_level = LOG_INFO;
     c->daemon.metrics_listen = strdup("");
     c->passwords.filter = strdup("/var/lib/breachd/passwords.bfuse");
@@ -273,6 +306,7 @@ int breachd_config_defaults(breachd_config **out)
     c->upstream.decoys = 0;
     if (!c->path || !c->daemon.socket || !c->daemon.allowed_users_text ||
         !c->daemon.allowed_groups_text || !c->daemon.admin_users_text || !c->daemon.admin_users ||
+        !c->daemon.stats_users_text ||
         !c->daemon.metrics_listen || !c->passwords.filter || !c->passwords.upstream ||
         !c->urls.filter || !c->urls.upstream || !c->cache.path || !c->upstream.proxy ||
         !c->upstream.ca_file)

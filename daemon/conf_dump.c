@@ -72,6 +72,8 @@ void breachd_config_dump(const breachd_config *c, FILE *out)
     dump_ids(out, "allowed_groups", "gids", c->daemon.allowed_groups, c->daemon.n_allowed_groups);
     dump_kv(out, "admin_users", c->daemon.admin_users_text);
     dump_ids(out, "admin_users", "uids", c->daemon.admin_users, c->daemon.n_admin_users);
+    dump_kv(out, "stats_users", c->daemon.stats_users_text);
+    dump_ids(out, "stats_users", "uids", c->daemon.stats_users, c->daemon.n_stats_users);
     const char *lvl = breachd_log_level_name(c->daemon.log_level);
     dump_kv(out, "log_level", lvl ? lvl : "info");
     dump_kv(out, "metrics_listen", c->daemon.metrics_listen);
@@ -87,6 +89,7 @@ void breachd_config_dump(const breachd_config *c, FILE *out)
     dump_kv(out, "upstream", c->urls.upstream);
     bd_conf_format_duration_s(b, sizeof(b), c->urls.max_filter_age_s);
     dump_kv(out, "max_filter_age", b);
+    dump_kv(out, "when_stale", breachd_when_stale_names[c->urls.when_stale]);
 
     fprintf(out, "\n[cache]\n");
     dump_kv(out, "path", c->cache.path);
@@ -96,6 +99,7 @@ void breachd_config_dump(const breachd_config *c, FILE *out)
     dump_kv(out, "ttl", b);
     bd_conf_format_duration_s(b, sizeof(b), c->cache.max_stale_s);
     dump_kv(out, "max_stale", b);
+    dump_kv(out, "partition", breachd_partition_names[c->cache.partition]);
 
     fprintf(out, "\n[upstream]\n");
     format_duration_ms(b, sizeof(b), c->upstream.timeout_ms);

@@ -83,6 +83,31 @@ static void expire_older_range(bd_state *st, uint32_t part, const uint8_t key[BR
     OPENSSL_cleanse(&cr, sizeof(cr));
 }
 
+/* Which expressions may be listed (maybe[i]), by the URL filter. A filter
+ * past max_filter_age is still used ([urls] when_stale = filter: a warning
+ * at most once an hour) or bypassed (when_stale = upstream: every
+ * expression goes upstream, up to 30 correlated prefixes); when_stale =
+ * unknown is answered before this. */
+static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_SHA256_LEN], size_t n,
+                         bool *maybe, int64_t now)
+{
+    static int64_t warned_at = INT64_MIN;
+    if (bd_state_url_filter_stale(st, now)) {
+        if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM) {
+            k->url_filter_bypassed++;
+            for (size_t i = 0; i < n; i++)
+                maybe[i] = true;
+            return;
+        }
+        if (warned_at == INT64_MIN || now - warned_at >= 3600) {
+            warned_at = now;
+            bd_log(LOG_WARNING, "[urls] filter is older than max_filter_age: still answering from it "
+                                "(when_stale = filter); fetch a new one");
+        }
+    }
+    br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
+}
+
 static void lookup_done(void *ctx, const br_resolve_result *res)
 {
     url_lookup *l = ctx;
@@ -122,6 +147,13 @@ void bd_url_check(bd_conn *c, const br_request *req)
         bd_conn_reply(c, req->id, "UNKNOWN filter-unavailable");
         return;
     }
+    if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
+        bd_state_url_filter_stale(st, (int64_t)time(NULL))) {
+        free(canon);
+        k->url_unknown++;
+        bd_conn_reply(c, req->id, "UNKNOWN filter-stale");
+        return;
+    }
     if (c->inflight >= srv->limits.max_inflight) {
         free(canon);
         bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
@@ -140,16 +172,10 @@ void bd_url_check(bd_conn *c, const br_request *req)
     uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
     bool maybe[BR_URL_MAX_EXPRESSIONS];
     size_t n = j->exprs.n, n_maybe = 0;
+    int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < n; i++)
         br_url_expr_hash(j->exprs.expr[i], keys[i]);
-    if (bd_state_url_filter_stale(st, (int64_t)time(NULL))) {
-        /* A stale filter proves nothing: every expression goes upstream. */
-        k->url_filter_bypassed++;
-        for (size_t i = 0; i < n; i++)
-            maybe[i] = true;
-    } else {
-        br_urlfilter_maybe_batch(st->urlfilter, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe);
-    }
+    probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe, now);
     for (size_t i = 0; i < n; i++)
         n_maybe += maybe[i];
     if (n_maybe == 0) {
@@ -171,7 +197,6 @@ void bd_url_check(bd_conn *c, const br_request *req)
     /* One reference for this loop, so that answers made synchronously
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;
-    int64_t now = (int64_t)time(NULL);
     uint32_t part = bd_state_partition(st, c->uid);
     for (size_t i = 0; i < n; i++) {
         if (!maybe[i])

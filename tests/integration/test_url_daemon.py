@@ -16,8 +16,9 @@ at /range/XXXXX, and a real daemon answering `URL <url>`:
   UNKNOWN: upstream-error for a mirror file deleted (nginx 404) under a
            prefix whose bit is set, upstream-unavailable with nginx stopped;
   ERR:     secret-class (mailto:, bare e-mail addresses), bad-request;
-  stale:   an old URL filter (SOURCE_DATE_EPOCH) with max_filter_age = 1d:
-           url_filter_stale=1 and every expression goes to the mirror;
+  stale:   an old URL filter (SOURCE_DATE_EPOCH) with max_filter_age = 1d and
+           when_stale = upstream: url_filter_stale=1 and every expression
+           goes to the mirror;
   reload:  `breachctl filter add` writes generation 2, RELOAD loads it;
   privacy: nginx's access log holds only GET /range/XXXXX, the daemon's log
            never a URL or a host.
@@ -511,7 +512,8 @@ def stale_filter_goes_to_the_mirror(ctx):
     run_ctl("filter", "build", "--kind", "url-sha256", "--output", old, "--ranges-dir", mirror,
             "--generation", "1", *s.inputs, env={"SOURCE_DATE_EPOCH": "1500000000"})
     port = ctx.nginx(mirror)
-    d = url_daemon(ctx, old, "http://127.0.0.1:%d/range/{prefix}" % port, max_filter_age="1d")
+    d = url_daemon(ctx, old, "http://127.0.0.1:%d/range/{prefix}" % port, max_filter_age="1d",
+                   when_stale="upstream")
     cl = d.client()
     st0 = cl.stats()
     eq(st0["url_filter_stale"], 1, "url_filter_stale")
