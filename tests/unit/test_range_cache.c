@@ -599,11 +599,51 @@ static void test_crash(void **state)
     free(cc);
 }
 
+/* Partitions never see each other's entries; the secret stays with the cache. */
+static void test_partitions_and_secret(void **state)
+{
+    fixture *f = *state;
+    br_range_cache *c = open_cache(f, 8 << 20);
+    uint8_t s1[BR_RANGE_CACHE_SECRET_LEN], s2[BR_RANGE_CACHE_SECRET_LEN], zero[BR_RANGE_CACHE_SECRET_LEN] = {0};
+    br_range_cache_secret(c, s1);
+    assert_memory_not_equal(s1, zero, sizeof(zero));
+    uint8_t *v;
+    size_t len;
+    const char *body = "00000000000000000000000000000000001:5";
+    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, strlen(body), 0, &v, &len, NULL), 0);
+    assert_int_equal(br_range_cache_put(c, 1000, BR_RANGE_PASSWORD_SHA1, 0x12345, v, len, 10, 20, "\"e\"", NULL), 0);
+    free(v);
+    uint8_t h[BR_SHA1_LEN] = {0x12, 0x34, 0x50};
+    h[19] = 1;
+    br_range_cache_result r;
+    for (int flushed = 0; flushed < 2; flushed++) {
+        assert_int_equal(br_range_cache_lookup(c, 1000, BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+        assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
+        assert_true(r.found);
+        assert_int_equal(r.count, 5);
+        const uint32_t others[] = {0, 1001, UINT32_MAX, 1000u << 8};
+        for (size_t i = 0; i < BR_ARRAY_SIZE(others); i++) {
+            assert_int_equal(br_range_cache_lookup(c, others[i], BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+            assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
+        }
+        assert_int_equal(br_range_cache_touch(c, 1001, BR_RANGE_PASSWORD_SHA1, 0x12345, 10, 30, NULL, NULL), -ENOENT);
+        assert_int_equal(br_range_cache_flush(c), 0);
+    }
+    br_range_cache_free(c);
+    c = open_cache(f, 8 << 20);
+    br_range_cache_secret(c, s2);
+    assert_memory_equal(s1, s2, sizeof(s1));
+    assert_int_equal(br_range_cache_lookup(c, 1000, BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+    assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
+    br_range_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partitions_and_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_and_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_touch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batching, setup, teardown),
