@@ -21,91 +21,22 @@
  * calls the handler; the line number is the reader's count at that moment
  * (libinih calls the handler before it reads the next line).
  *
- * This file: the keys, the reader, applying a key, the defaults and the
- * load; conf_int.h says where the rest is. */
+ * This file: the reader, finding a key in the table and the load;
+ * conf_int.h says where the rest is. */
 #include <errno.h>
 #include <stdarg.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <syslog.h>
 
+#include "br_assert.h"
 #include "conf_int.h"
 
 #define MAX_RAW_LINE 16384
-
-/* ---- the keys ------------------------------------------------------------------ */
-
-typedef enum key_id {
-    K_SOCKET,
-    K_SOCKET_MODE,
-    K_ALLOWED_USERS,
-    K_ALLOWED_GROUPS,
-    K_ADMIN_USERS,
-    K_LOG_LEVEL,
-    K_METRICS_LISTEN,
-    K_PW_FILTER,
-    K_PW_UPSTREAM,
-    K_PW_MAX_FILTER_AGE,
-    K_URL_FILTER,
-    K_URL_UPSTREAM,
-    K_URL_MAX_FILTER_AGE,
-    K_CACHE_PATH,
-    K_CACHE_MAX_SIZE,
-    K_CACHE_TTL,
-    K_CACHE_MAX_STALE,
-    K_UP_TIMEOUT,
-    K_UP_MAX_INFLIGHT,
-    K_UP_RATE,
-    K_UP_PROXY,
-    K_UP_CA_FILE,
-    K_UP_DECOYS,
-    K_STATS_USERS,
-    K_URL_WHEN_STALE,
-    K_CACHE_PARTITION,
-    K_COUNT,
-} key_id;
-
-static const struct key_def {
-    const char *section;
-    const char *name;
-} keys[K_COUNT] = {
-    [K_SOCKET] = {"daemon", "socket"},
-    [K_SOCKET_MODE] = {"daemon", "socket_mode"},
-    [K_ALLOWED_USERS] = {"daemon", "allowed_users"},
-    [K_ALLOWED_GROUPS] = {"daemon", "allowed_groups"},
-    [K_ADMIN_USERS] = {"daemon", "admin_users"},
-    [K_LOG_LEVEL] = {"daemon", "log_level"},
-    [K_METRICS_LISTEN] = {"daemon", "metrics_listen"},
-    [K_PW_FILTER] = {"passwords", "filter"},
-    [K_PW_UPSTREAM] = {"passwords", "upstream"},
-    [K_PW_MAX_FILTER_AGE] = {"passwords", "max_filter_age"},
-    [K_URL_FILTER] = {"urls", "filter"},
-    [K_URL_UPSTREAM] = {"urls", "upstream"},
-    [K_URL_MAX_FILTER_AGE] = {"urls", "max_filter_age"},
-    [K_CACHE_PATH] = {"cache", "path"},
-    [K_CACHE_MAX_SIZE] = {"cache", "max_size"},
-    [K_CACHE_TTL] = {"cache", "ttl"},
-    [K_CACHE_MAX_STALE] = {"cache", "max_stale"},
-    [K_UP_TIMEOUT] = {"upstream", "timeout"},
-    [K_UP_MAX_INFLIGHT] = {"upstream", "max_inflight"},
-    [K_UP_RATE] = {"upstream", "rate"},
-    [K_UP_PROXY] = {"upstream", "proxy"},
-    [K_UP_CA_FILE] = {"upstream", "ca_file"},
-    [K_UP_DECOYS] = {"upstream", "decoys"},
-    [K_STATS_USERS] = {"daemon", "stats_users"},
-    [K_URL_WHEN_STALE] = {"urls", "when_stale"},
-    [K_CACHE_PARTITION] = {"cache", "partition"},
-};
-
-const char *const breachd_when_stale_names[] = {"filter", "upstream", "unknown", NULL};
-const char *const breachd_partition_names[] = {"uid", "none", NULL};
-
-static const char *const sections[] = {"daemon", "passwords", "urls", "cache", "upstream"};
 
 static int set_str(char **dst, const char *value)
 {
@@ -114,204 +45,6 @@ static int set_str(char **dst, const char *value)
         return -ENOMEM;
     free(*dst);
     *dst = s;
-    return 0;
-}
-
-/* ---- applying one key ---------------------------------------------------------- */
-
-static int set_id_list(char **text, uint32_t **ids, size_t *n, const char *v, bool group, char *why)
-{
-    uint32_t *new_ids;
-    size_t new_n;
-    int rc = bd_conf_parse_id_list(v, group, &new_ids, &new_n, why);
-    if (rc < 0)
-        return rc;
-    if (set_str(text, v) < 0) {
-        free(new_ids);
-        return -ENOMEM;
-    }
-    free(*ids);
-    *ids = new_ids;
-    *n = new_n;
-    return 0;
-}
-
-/* One of a NULL-terminated list of names (case as written); its index in *out. */
-static int set_choice(const char *v, const char *const *names, int *out, char *why)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(v, names[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-    char q[100];
-    bd_conf_quote_value(q, sizeof(q), v);
-    return bd_conf_why_set(why, "bad value %s: expected %s or %s%s%s", q, names[0], names[1],
-                           names[2] ? " or " : "", names[2] ? names[2] : "");
-}
-
-/* 0, -EINVAL with why, or -ENOMEM. */
-static int apply_key(breachd_config *c, key_id k, const char *v, char *why)
-{
-    int rc;
-    switch (k) {
-    case K_SOCKET:
-        rc = bd_conf_check_path(v, false, sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1, why);
-        return rc < 0 ? rc : set_str(&c->daemon.socket, v);
-    case K_SOCKET_MODE:
-        return bd_conf_parse_mode(v, &c->daemon.socket_mode, why);
-    case K_ALLOWED_USERS:
-        return set_id_list(&c->daemon.allowed_users_text, &c->daemon.allowed_users,
-                           &c->daemon.n_allowed_users, v, false, why);
-    case K_ALLOWED_GROUPS:
-        return set_id_list(&c->daemon.allowed_groups_text, &c->daemon.allowed_groups,
-                           &c->daemon.n_allowed_groups, v, true, why);
-    case K_ADMIN_USERS:
-        return set_id_list(&c->daemon.admin_users_text, &c->daemon.admin_users,
-                           &c->daemon.n_admin_users, v, false, why);
-    case K_LOG_LEVEL:
-        return bd_conf_parse_log_level(v, &c->daemon.log_level, why);
-    case K_METRICS_LISTEN:
-        rc = bd_conf_parse_listen(v, c->daemon.metrics_host, &c->daemon.metrics_port, why);
-        return rc < 0 ? rc : set_str(&c->daemon.metrics_listen, v);
-    case K_PW_FILTER:
-        rc = bd_conf_check_path(v, true, PATH_MAX - 1, why);
-        return rc < 0 ? rc : set_str(&c->passwords.filter, v);
-    case K_PW_UPSTREAM:
-        rc = bd_conf_check_url_template(v, why);
-        return rc < 0 ? rc : set_str(&c->passwords.upstream, v);
-    case K_PW_MAX_FILTER_AGE:
-        return bd_conf_parse_duration_s(v, BREACHD_CONF_MIN_FILTER_AGE_S,
-                                        BREACHD_CONF_MAX_FILTER_AGE_S,
-                                        &c->passwords.max_filter_age_s, why);
-    case K_URL_FILTER:
-        rc = bd_conf_check_path(v, true, PATH_MAX - 1, why);
-        return rc < 0 ? rc : set_str(&c->urls.filter, v);
-    case K_URL_UPSTREAM:
-        rc = bd_conf_check_url_template(v, why);
-        return rc < 0 ? rc : set_str(&c->urls.upstream, v);
-    case K_URL_MAX_FILTER_AGE:
-        return bd_conf_parse_duration_s(v, BREACHD_CONF_MIN_FILTER_AGE_S,
-                                        BREACHD_CONF_MAX_FILTER_AGE_S, &c->urls.max_filter_age_s,
-                                        why);
-    case K_CACHE_PATH:
-        rc = bd_conf_check_path(v, false, PATH_MAX - 1, why);
-        return rc < 0 ? rc : set_str(&c->cache.path, v);
-    case K_CACHE_MAX_SIZE:
-        return bd_conf_parse_size(v, BREACHD_CONF_MIN_CACHE_SIZE, BREACHD_CONF_MAX_CACHE_SIZE,
-                                  &c->cache.max_size, why);
-    case K_CACHE_TTL:
-        return bd_conf_parse_duration_s(v, BREACHD_CONF_MIN_TTL_S, BREACHD_CONF_MAX_TTL_S,
-                                        &c->cache.ttl_s, why);
-    case K_CACHE_MAX_STALE:
-        return bd_conf_parse_duration_s(v, 0, BREACHD_CONF_MAX_STALE_S, &c->cache.max_stale_s, why);
-    case K_UP_TIMEOUT: {
-        uint64_t ms;
-        rc = bd_conf_parse_duration_ms(v, &ms, why);
-        if (rc < 0)
-            return rc;
-        if (ms < BREACHD_CONF_MIN_TIMEOUT_MS || ms > BREACHD_CONF_MAX_TIMEOUT_MS) {
-            char q[100];
-            bd_conf_quote_value(q, sizeof(q), v);
-            return bd_conf_why_set(why, "%s is out of range (%dms .. %ds)", q,
-                                   BREACHD_CONF_MIN_TIMEOUT_MS, BREACHD_CONF_MAX_TIMEOUT_MS / 1000);
-        }
-        c->upstream.timeout_ms = (uint32_t)ms;
-        return 0;
-    }
-    case K_UP_MAX_INFLIGHT:
-        return bd_conf_parse_uint(v, 1, BREACHD_CONF_MAX_INFLIGHT, &c->upstream.max_inflight, why);
-    case K_UP_RATE:
-        return bd_conf_parse_uint(v, 1, BREACHD_CONF_MAX_RATE, &c->upstream.rate, why);
-    case K_UP_PROXY:
-        rc = bd_conf_check_proxy(v, why);
-        return rc < 0 ? rc : set_str(&c->upstream.proxy, v);
-    case K_UP_CA_FILE:
-        rc = bd_conf_check_path(v, true, PATH_MAX - 1, why);
-        return rc < 0 ? rc : set_str(&c->upstream.ca_file, v);
-    case K_UP_DECOYS:
-        return bd_conf_parse_uint(v, 0, BREACHD_CONF_MAX_DECOYS, &c->upstream.decoys, why);
-    case K_STATS_USERS:
-        return set_id_list(&c->daemon.stats_users_text, &c->daemon.stats_users,
-                           &c->daemon.n_stats_users, v, false, why);
-    case K_URL_WHEN_STALE:
-        return set_choice(v, breachd_when_stale_names, &c->urls.when_stale, why);
-    case K_CACHE_PARTITION:
-        return set_choice(v, breachd_partition_names, &c->cache.partition, why);
-    case K_COUNT:
-        break;
-    }
-    return bd_conf_why_set(why, "internal error: unhandled key");
-}
-
-/* ---- defaults, free ------------------------------------------------------------ */
-
-void breachd_config_free(breachd_config *c)
-{
-    if (!c)
-        return;
-    free(c->path);
-    free(c->daemon.socket);
-    free(c->daemon.allowed_users_text);
-    free(c->daemon.allowed_users);
-    free(c->daemon.allowed_groups_text);
-    free(c->daemon.allowed_groups);
-    free(c->daemon.admin_users_text);
-    free(c->daemon.admin_users);
-    free(c->daemon.stats_users_text);
-    free(c->daemon.stats_users);
-    free(c->daemon.metrics_listen);
-    free(c->passwords.filter);
-    free(c->passwords.upstream);
-    free(c->urls.filter);
-    free(c->urls.upstream);
-    free(c->cache.path);
-    free(c->upstream.proxy);
-    free(c->upstream.ca_file);
-    free(c);
-}
-
-int breachd_config_defaults(breachd_config **out)
-{
-    *out = NULL;
-    _cleanup_(breachd_config_freep) breachd_config *c = calloc(1, sizeof(*c));
-    if (!c)
-        return -ENOMEM;
-    c->path = strdup("");
-    c->daemon.socket = strdup("/run/breachd/breachd.sock");
-    c->daemon.socket_mode = 0660;
-    c->daemon.allowed_users_text = strdup("");
-    c->daemon.allowed_groups_text = strdup("");
-    c->daemon.admin_users_text = strdup("root");
-    c->daemon.admin_users = calloc(1, sizeof(uid_t)); /* root is uid 0 everywhere */
-    c->daemon.n_admin_users = 1;
-    c->daemon.stats_users_text = strdup("");
-    c->daemon.log_level = LOG_INFO;
-    c->daemon.metrics_listen = strdup("");
-    c->passwords.filter = strdup("/var/lib/breachd/passwords.bfuse");
-    c->passwords.upstream = strdup("https://api.pwnedpasswords.com/range/{prefix}");
-    c->passwords.max_filter_age_s = 45 * 86400;
-    c->urls.filter = strdup("");
-    c->urls.upstream = strdup("");
-    c->urls.max_filter_age_s = 2 * 86400;
-    c->cache.path = strdup("/var/cache/breachd");
-    c->cache.max_size = (uint64_t)1 << 30;
-    c->cache.ttl_s = 7 * 86400;
-    c->cache.max_stale_s = 30 * 86400;
-    c->upstream.timeout_ms = 5000;
-    c->upstream.max_inflight = 16;
-    c->upstream.rate = 50;
-    c->upstream.proxy = strdup("");
-    c->upstream.ca_file = strdup("");
-    c->upstream.decoys = 0;
-    if (!c->path || !c->daemon.socket || !c->daemon.allowed_users_text ||
-        !c->daemon.allowed_groups_text || !c->daemon.admin_users_text || !c->daemon.admin_users ||
-        !c->daemon.stats_users_text ||
-        !c->daemon.metrics_listen || !c->passwords.filter || !c->passwords.upstream ||
-        !c->urls.filter || !c->urls.upstream || !c->cache.path || !c->upstream.proxy ||
-        !c->upstream.ca_file)
-        return -ENOMEM;
-    *out = BR_TAKE_PTR(c);
     return 0;
 }
 
@@ -326,7 +59,7 @@ typedef struct parse_state {
     size_t raw_cap;
     unsigned lineno;        /* of the line in raw */
     const char *value;      /* key line: its value, trimmed, inside raw */
-    unsigned seen[K_COUNT]; /* line where each key was set, 0 = not yet */
+    unsigned *seen;         /* line where each key was set, 0 = not yet */
     int rc;                 /* first failure, 0 while none */
     int read_errno;
 } parse_state;
@@ -335,7 +68,7 @@ static int fail_line(parse_state *st, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail_line(parse_state *st, int code, const char *fmt, ...)
 {
-    char msg[WHY_MAX + 128];
+    char msg[sizeof(st->err->text)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -346,8 +79,8 @@ static int fail_line(parse_state *st, int code, const char *fmt, ...)
 
 static bool known_section(const char *s, size_t len)
 {
-    for (size_t i = 0; i < BR_ARRAY_SIZE(sections); i++)
-        if (strlen(sections[i]) == len && memcmp(sections[i], s, len) == 0)
+    for (size_t i = 0; i < bd_conf_n_keys; i++)
+        if (strlen(bd_conf_keys[i].section) == len && memcmp(bd_conf_keys[i].section, s, len) == 0)
             return true;
     return false;
 }
@@ -376,11 +109,12 @@ static int feed_line(parse_state *st, char *buf, int num)
                              "text after the section's ] (a comment must be on a "
                              "line of its own)");
         *close = '\0';
-        if (!known_section(s + 1, len - 2))
-            return fail_line(st, -EINVAL,
-                             "unknown section [%.64s]: expected [daemon], "
-                             "[passwords], [urls], [cache] or [upstream]",
-                             s + 1);
+        if (!known_section(s + 1, len - 2)) {
+            char expected[256];
+            bd_conf_sections_text(expected, sizeof(expected));
+            return fail_line(st, -EINVAL, "unknown section [%.64s]: expected %s", s + 1,
+                             expected);
+        }
         snprintf(buf, (size_t)num, "[%s]\n", s + 1);
         return 0;
     }
@@ -417,7 +151,7 @@ static char *ini_reader_fn(char *buf, int num, void *stream)
     parse_state *st = stream;
     if (st->rc < 0)
         return NULL;
-    if (num < 80) { /* libinih's buffer is INI_MAX_LINE, 200 unless built otherwise */
+    if (br_fails_assert(num >= 80)) { /* libinih's INI_MAX_LINE, 200 unless built otherwise */
         fail_line(st, -EINVAL, "internal error: libinih's line buffer is too small");
         return NULL;
     }
@@ -446,13 +180,54 @@ static char *ini_reader_fn(char *buf, int num, void *stream)
     return buf;
 }
 
+/* Edit distance of two short names (insertions, deletions, substitutions). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            best = BR_MIN(best, up + 1);
+            best = BR_MIN(best, row[j - 1] + 1);
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The key of [section] closest to a misspelt name, if it is close (at most
+ * 2 edits, and fewer than half the name). */
+static const char *closest_key(const char *section, const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < bd_conf_n_keys; i++) {
+        if (strcmp(bd_conf_keys[i].section, section))
+            continue;
+        size_t d = edit_distance(name, bd_conf_keys[i].name);
+        if (d < best_d && d * 2 < strlen(name)) {
+            best_d = d;
+            best = bd_conf_keys[i].name;
+        }
+    }
+    return best;
+}
+
 static int ini_handler_fn(void *user, const char *section, const char *name, const char *ignored)
 {
     parse_state *st = user;
     (void)ignored;
     if (st->rc < 0)
         return 0;
-    if (!st->value) {
+    if (br_fails_assert(st->value)) {
         fail_line(st, -EINVAL, "internal error: libinih and the reader disagree");
         return 0;
     }
@@ -460,22 +235,25 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         fail_line(st, -EINVAL, "%s: key outside a section (put it under its [section])", name);
         return 0;
     }
-    key_id k = K_COUNT;
-    for (size_t i = 0; i < K_COUNT; i++)
-        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0) {
-            k = (key_id)i;
+    size_t k = bd_conf_n_keys;
+    for (size_t i = 0; i < bd_conf_n_keys; i++)
+        if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0) {
+            k = i;
             break;
         }
-    if (k == K_COUNT) {
+    if (k == bd_conf_n_keys) {
         const char *elsewhere = NULL;
-        for (size_t i = 0; i < K_COUNT; i++)
-            if (strcmp(keys[i].name, name) == 0) {
-                elsewhere = keys[i].section;
+        for (size_t i = 0; i < bd_conf_n_keys; i++)
+            if (strcmp(bd_conf_keys[i].name, name) == 0) {
+                elsewhere = bd_conf_keys[i].section;
                 break;
             }
+        const char *near = elsewhere ? NULL : closest_key(section, name);
         if (elsewhere)
             fail_line(st, -EINVAL, "[%s] %s: unknown key (%s is a key of [%s])", section, name,
                       name, elsewhere);
+        else if (near)
+            fail_line(st, -EINVAL, "[%s] %s: unknown key (did you mean %s?)", section, name, near);
         else
             fail_line(st, -EINVAL, "[%s] %s: unknown key", section, name);
         return 0;
@@ -493,9 +271,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
             fail_line(st, -EINVAL, "[%s] %s: control character in the value", section, name);
             return 0;
         }
-    char why[WHY_MAX];
-    why[0] = '\0';
-    int rc = apply_key(st->cfg, k, v, why);
+    br_error why = {{0}};
+    int rc = bd_conf_apply(st->cfg, &bd_conf_keys[k], v, &why);
     if (rc == -ENOMEM) {
         st->rc = rc;
         br_error_set(st->err, rc, "%s: out of memory", st->name);
@@ -506,7 +283,7 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         bool inline_comment = false;
         for (const char *p = v; *p && !inline_comment; p++)
             inline_comment = is_blank(p[0]) && (p[1] == '#' || p[1] == ';');
-        fail_line(st, -EINVAL, "[%s] %s: %s%s", section, name, why,
+        fail_line(st, -EINVAL, "[%s] %s: %s%s", section, name, why.text,
                   inline_comment ? " (a comment must be on a line of its own)" : "");
         return 0;
     }
@@ -523,7 +300,10 @@ int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, 
     if (set_str(&c->path, name) < 0)
         return br_error_set(err, -ENOMEM, "%s: out of memory", name);
 
-    parse_state st = {.f = f, .name = name, .cfg = c, .err = err};
+    _cleanup_free_ unsigned *seen = calloc(bd_conf_n_keys, sizeof(*seen));
+    if (!seen)
+        return br_error_set(err, -ENOMEM, "%s: out of memory", name);
+    parse_state st = {.f = f, .name = name, .cfg = c, .err = err, .seen = seen};
     int r = ini_parse_stream(ini_reader_fn, &st, ini_handler_fn, &st);
     free(st.raw);
     if (st.rc < 0)
@@ -535,6 +315,7 @@ int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, 
         return br_error_set(err, -ENOMEM, "%s: out of memory", name);
     if (r != 0)
         return br_error_set(err, -EINVAL, "%s:%d: cannot parse this line", name, r);
+    c->key_lines = BR_TAKE_PTR(seen);
     *out = BR_TAKE_PTR(c);
     return 0;
 }

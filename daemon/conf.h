@@ -23,13 +23,18 @@
  *
  * Values:
  *  - duration: an integer with a unit: ms, s, m, h, d (a bare integer is
- *    seconds), e.g. 45d, 5s, 1500ms. Keys kept in seconds refuse a duration
- *    that is not whole seconds.
+ *    seconds), e.g. 45d, 5s, 1500ms. Every duration key accepts ms; keys kept
+ *    in seconds refuse a duration that is not whole seconds.
  *  - size: an integer with an optional unit K, M, G (powers of 1024, either
  *    case); a bare integer is bytes.
  *  - path: absolute, at most PATH_MAX-1 bytes.
  *  - user / group list: comma-separated names or numeric ids, blanks around
  *    the commas allowed; names are resolved once, at load.
+ *
+ * The keys, their types, bounds, defaults and one-line docs are one table,
+ * in conf_schema.c: it drives the parse, the defaults and the dump. Adding a
+ * key is a row there, a field here, its use, and its line in breachd.conf(5)
+ * and data/breachd.conf.example (a unit test compares the three).
  *
  * Threading: load and free from any one thread; getpwnam_r / getgrnam_r are
  * used, which may consult NSS (files, systemd, ...). */
@@ -41,13 +46,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config.h"
 #include "error.h"
 #include "util.h"
 
-#define BREACHD_CONFIG_PATH "/etc/breachd/breachd.conf"
+/* BREACHD_CONFIG_PATH: SYSCONFDIR/breachd/breachd.conf, from the build (config.h). */
 
 typedef struct breachd_config {
     char *path; /* the file it came from; "" for breachd_config_defaults() */
+    unsigned *key_lines; /* per bd_conf_keys row: the line that set it; NULL or 0: default */
 
     struct {
         char *socket;             /* absolute path, fits a sockaddr_un */
@@ -69,6 +76,14 @@ typedef struct breachd_config {
         char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
         uint16_t metrics_port; /* 0 = off */
     } daemon;
+
+    struct {
+        uint32_t max_connections;  /* open connections */
+        uint32_t max_inflight;     /* pending requests per connection */
+        uint32_t idle_timeout_ms;  /* a connection with nothing pending is closed */
+        uint64_t max_unread;       /* unread answer bytes before reading pauses */
+        uint32_t drain_timeout_ms; /* SIGTERM: how long in-flight answers may take */
+    } limits;
 
     struct {
         char *filter;             /* "" = none: every check goes to the range API */
@@ -104,30 +119,16 @@ typedef struct breachd_config {
 
 /* [urls] when_stale: what a URL filter past max_filter_age does. */
 enum { BREACHD_WHEN_STALE_FILTER = 0, BREACHD_WHEN_STALE_UPSTREAM = 1, BREACHD_WHEN_STALE_UNKNOWN = 2 };
-
 /* [cache] partition: whose lookups share cache entries and fetches. */
 enum { BREACHD_PARTITION_UID = 0, BREACHD_PARTITION_NONE = 1 };
-/* The spellings of when_stale and partition, by value; NULL-terminated. */
-extern const char *const breachd_when_stale_names[];
-extern const char *const breachd_partition_names[];
 
-/* Bounds (inclusive), also documented in breachd.conf(5). */
-#define BREACHD_CONF_MAX_LIST 256 /* entries in a user / group list */
-#define BREACHD_CONF_MIN_FILTER_AGE_S 1
-#define BREACHD_CONF_MAX_FILTER_AGE_S (3650LL * 86400)
-#define BREACHD_CONF_MIN_CACHE_SIZE ((uint64_t)1 << 20)
-#define BREACHD_CONF_MAX_CACHE_SIZE ((uint64_t)1 << 40)
-#define BREACHD_CONF_MIN_TTL_S 1
-#define BREACHD_CONF_MAX_TTL_S (365LL * 86400)
-#define BREACHD_CONF_MAX_STALE_S (365LL * 86400)
-#define BREACHD_CONF_MIN_TIMEOUT_MS 100
-#define BREACHD_CONF_MAX_TIMEOUT_MS 300000
-#define BREACHD_CONF_MAX_INFLIGHT 1024
-#define BREACHD_CONF_MAX_RATE 100000
-#define BREACHD_CONF_MAX_DECOYS 16
+/* Entries in a user / group list at most. The bounds of the other keys are in
+ * the table (conf_schema.c) and breachd.conf(5). */
+#define BREACHD_CONF_MAX_LIST 256
 
 /* A configuration holding every default (admin_users = root is resolved to
- * uid 0 without a lookup). 0 or -ENOMEM. */
+ * uid 0 without a lookup; the socket is the build's default_socket option).
+ * 0 or -ENOMEM. */
 int breachd_config_defaults(breachd_config **out);
 
 /* Read path. 0, or a negative errno with err filled: -ENOENT / -EACCES / ...
@@ -138,14 +139,19 @@ int breachd_config_load(const char *path, breachd_config **out, br_error *err);
 /* The same from an open stream; name is used in messages and as cfg->path. */
 int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, br_error *err);
 
+/* The line of cfg->path that set [section] name; 0 when it has its default. */
+unsigned breachd_config_key_line(const breachd_config *cfg, const char *section,
+                                 const char *name);
+
 /* NULL is fine. */
 void breachd_config_free(breachd_config *cfg);
 BR_DEFINE_FREEP(breachd_config, breachd_config_free)
 
 /* Write the effective configuration as a complete config file: every
- * section and key, in the canonical spelling of each value (durations and
- * sizes in their largest exact unit), with the resolved ids of user and group
- * lists on comment lines. Loading the output gives the same configuration. */
+ * section and key, each after a comment line with its doc line, in the
+ * canonical spelling of each value (durations and sizes in their largest
+ * exact unit), with the resolved ids of user and group lists on comment
+ * lines. Loading the output gives the same configuration. */
 void breachd_config_dump(const breachd_config *cfg, FILE *out);
 
 /* Peer policy helpers for SO_PEERCRED. A peer may connect when both

@@ -32,6 +32,10 @@ static int cmp_u32(const void *a, const void *b)
  * negative errno: the lookup failed. */
 static int lookup_id(const char *name, bool group, uint32_t *id)
 {
+    if (strcmp(name, "root") == 0) { /* uid and gid 0 everywhere: no NSS lookup */
+        *id = 0;
+        return 0;
+    }
     long hint = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
     size_t len = hint > 0 ? (size_t)hint : 1024;
     for (;;) {
@@ -67,7 +71,7 @@ static int lookup_id(const char *name, bool group, uint32_t *id)
 }
 
 /* A comma list of names or numeric ids -> a sorted array without duplicates. */
-int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, char *why)
+int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, br_error *err)
 {
     const char *what = group ? "group" : "user";
     *out = NULL;
@@ -79,7 +83,7 @@ int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_o
     for (const char *p = v; *p; p++)
         cap += *p == ',';
     if (cap > BREACHD_CONF_MAX_LIST)
-        return bd_conf_why_set(why, "more than %d entries", BREACHD_CONF_MAX_LIST);
+        return br_error_set(err, -EINVAL, "more than %d entries", BREACHD_CONF_MAX_LIST);
     _cleanup_free_ uint32_t *ids = calloc(cap, sizeof(*ids));
     if (!copy || !ids)
         return -ENOMEM;
@@ -92,23 +96,23 @@ int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_o
         char *name = skip_blanks(entry);
         rstrip_blanks(name);
         if (!*name)
-            return bd_conf_why_set(why, "empty entry in the %s list (a stray comma?)", what);
+            return br_error_set(err, -EINVAL, "empty entry in the %s list (a stray comma?)", what);
         char q[100];
         bd_conf_quote_value(q, sizeof(q), name);
         if (all_digits(name)) {
             const char *p = name;
             uint64_t id;
             if (!bd_conf_take_u64(&p, &id) || id >= UINT32_MAX)
-                return bd_conf_why_set(why, "%s id %s is out of range", what, q);
+                return br_error_set(err, -EINVAL, "%s id %s is out of range", what, q);
             ids[n++] = (uint32_t)id;
         } else {
             int rc = lookup_id(name, group, &ids[n]);
             if (rc == -ENOENT)
-                return bd_conf_why_set(why, "unknown %s %s", what, q);
+                return br_error_set(err, -EINVAL, "unknown %s %s", what, q);
             if (rc == -ENOMEM)
                 return rc;
             if (rc < 0)
-                return bd_conf_why_set(why, "cannot look up %s %s: %s", what, q, strerror(-rc));
+                return br_error_set(err, -EINVAL, "cannot look up %s %s: %s", what, q, strerror(-rc));
             n++;
         }
         if (!comma)

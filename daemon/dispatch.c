@@ -9,6 +9,7 @@
 
 #include <openssl/crypto.h>
 
+#include "br_assert.h"
 #include "config.h"
 #include "log.h"
 #include "server.h"
@@ -28,7 +29,8 @@ static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
         break;
     default:
         k->pw_unknown++;
-        bd_conn_reply(c, id, "UNKNOWN %s", res->reason ? res->reason : BR_REASON_ERROR);
+        bd_conn_reply(c, id, "UNKNOWN %s",
+                      br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason);
         break;
     }
 }
@@ -137,7 +139,9 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     case BR_VERB_RELOAD:
         handle_reload(c, req);
         break;
-    default:
+    default: /* the parser accepted a verb without a handler here */
+        (void)br_fails_assert(!"a verb without a handler");
+        bd_conn_reply_error(c, req->id, BR_PERR_UNKNOWN_VERB, "verb not handled");
         break;
     }
 }

@@ -65,19 +65,6 @@ static const char *level_name(int level)
     }
 }
 
-int bd_log_level_from_name(const char *name)
-{
-    static const struct {
-        const char *name;
-        int level;
-    } names[] = {{"error", LOG_ERR},   {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
-                 {"info", LOG_INFO},   {"debug", LOG_DEBUG}};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(name, names[i].name) == 0)
-            return names[i].level;
-    return -1;
-}
-
 static void emit(int level, const char *msg)
 {
     if (use_syslog) {
@@ -108,6 +95,11 @@ void bd_log(int level, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     emit(level, msg);
+}
+
+void bd_log_assert(const char *expr, const char *file, int line, const char *func)
+{
+    bd_log(LOG_ERR, "internal error: %s failed in %s() at %s:%d", expr, func, file, line);
 }
 
 void bd_log_sink(void *ctx, int level, const char *msg)

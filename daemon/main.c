@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "br_assert.h"
 #include "config.h"
 #include "log.h"
 #include "notify.h"
@@ -74,7 +75,13 @@ static void report_start(int fd, bool ok)
     }
 }
 
-int main(int argc, char **argv)
+typedef struct args {
+    const char *config_path;
+    bool foreground, check_only;
+} args;
+
+/* -1: go on; otherwise the exit status. */
+static int parse_args(int argc, char **argv, args *a)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -84,19 +91,17 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    const char *config_path = BREACHD_CONFIG_PATH;
-    bool foreground = false, check_only = false;
     int c;
     while ((c = getopt_long(argc, argv, "c:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
-            config_path = optarg;
+            a->config_path = optarg;
             break;
         case 'f':
-            foreground = true;
+            a->foreground = true;
             break;
         case 'C':
-            check_only = true;
+            a->check_only = true;
             break;
         case 'V':
             printf("breachd %s (protocol %d)\n", BREACHD_VERSION, BR_PROTO_VERSION);
@@ -114,79 +119,100 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* The changelist folds the add/remove of a connection's write event within
+ * one loop turn into one epoll_ctl (or none): two fewer system calls per
+ * request/answer cycle. */
+static struct event_base *new_event_base(void)
+{
+    struct event_config *ecfg = event_config_new();
+    if (!ecfg)
+        return NULL;
+    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(ecfg);
+    event_config_free(ecfg);
+    return base;
+}
+
+/* State and server from the loaded files (taken over), listening. 0, or a
+ * negative errno after the reason was logged and everything was freed. */
+static int start_server(struct event_base *base, const char *config_path, bd_state_files *files,
+                        bd_server *srv)
+{
+    br_error err = {{0}};
+    bd_state *state = NULL;
+    bool srv_ok = false;
+    int r = bd_state_new(base, files, NULL, &state, &err);
+    if (r >= 0) {
+        r = bd_server_init(srv, base, config_path, state, &err);
+        srv_ok = true; /* srv owns state from here, even on failure */
+        state = NULL;
+    }
+    if (r >= 0)
+        r = bd_server_listen(srv, &err);
+    if (r < 0) {
+        bd_log(LOG_ERR, "%s", err.text[0] ? err.text : strerror(-r));
+        if (srv_ok)
+            bd_server_fini(srv);
+        bd_state_unref(state);
+        bd_state_shutdown_all();
+    }
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    args a = {.config_path = BREACHD_CONFIG_PATH};
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
 
     bd_log_init(LOG_INFO);
+    br_assert_set_hook(bd_log_assert);
     br_error err = {{0}};
     bd_state_files files;
-    int r = bd_state_files_load(config_path, &files, &err);
+    int r = bd_state_files_load(a.config_path, &files, &err);
     if (r < 0) {
         bd_log(LOG_ERR, "%s", err.text[0] ? err.text : strerror(-r));
         return 1;
     }
     bd_log_set_level(files.cfg->daemon.log_level);
-    if (check_only) {
-        printf("%s: OK\n", config_path);
+    if (a.check_only) {
+        printf("%s: OK\n", a.config_path);
         bd_state_files_clear(&files);
         return 0;
     }
 
     int start_fd = -1;
-    if (!foreground && (start_fd = daemonize()) < 0) {
+    if (!a.foreground && (start_fd = daemonize()) < 0) {
         bd_log(LOG_ERR, "cannot start in the background: %s", strerror(-start_fd));
         bd_state_files_clear(&files);
         return 1;
     }
-
-    /* The changelist folds the add/remove of a connection's write event
-     * within one loop turn into one epoll_ctl (or none): two fewer system
-     * calls per request/answer cycle. */
-    struct event_config *ecfg = event_config_new();
-    if (ecfg)
-        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    struct event_base *base = ecfg ? event_base_new_with_config(ecfg) : NULL;
-    if (ecfg)
-        event_config_free(ecfg);
-    bd_state *state = NULL;
-    bd_server srv;
-    bool srv_ok = false;
+    struct event_base *base = new_event_base();
     if (!base) {
         bd_log(LOG_ERR, "cannot create the event loop");
         bd_state_files_clear(&files);
         report_start(start_fd, false);
         return 1;
     }
-    r = bd_state_new(base, &files, NULL, &state, &err);
-    if (r >= 0) {
-        r = bd_server_init(&srv, base, config_path, state, &err);
-        srv_ok = true; /* srv owns state from here, even on failure */
-        state = NULL;
-    }
-    if (r >= 0)
-        r = bd_server_listen(&srv, &err);
-    if (r < 0) {
-        bd_log(LOG_ERR, "%s", err.text[0] ? err.text : strerror(-r));
+    bd_server srv;
+    if (start_server(base, a.config_path, &files, &srv) < 0) {
         report_start(start_fd, false);
-        if (srv_ok)
-            bd_server_free(&srv);
-        bd_state_unref(state);
-        bd_state_shutdown_all();
         event_base_free(base);
         return 1;
     }
     report_start(start_fd, true);
-    const br_filter_header *h = srv.state->pwfilter ? br_pwfilter_header(srv.state->pwfilter) : NULL;
-    if (h)
-        bd_log(LOG_INFO, "password filter: generation %llu, %llu keys",
-               (unsigned long long)h->generation, (unsigned long long)h->key_count);
-    else
-        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    bd_state_log_filters(srv.state);
     bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
 
     event_base_dispatch(base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
     bd_state_shutdown_all();
-    bd_server_free(&srv);
+    bd_server_fini(&srv);
     event_base_free(base);
     bd_log(LOG_INFO, "stopped");
     return 0;

@@ -30,9 +30,9 @@ int bd_listen_fd(void)
 #if HAVE_LIBSYSTEMD
     int n = sd_listen_fds(1);
     if (n < 0)
-        return n;
+        return n == -ENOENT ? -EINVAL : n; /* -ENOENT means "none" here */
     if (n == 0)
-        return -1;
+        return -ENOENT;
     if (n > 1)
         return -EINVAL; /* one socket only: breachd.socket has one ListenStream */
     int fd = SD_LISTEN_FDS_START;
@@ -40,6 +40,6 @@ int bd_listen_fd(void)
         return -ENOTSOCK;
     return fd;
 #else
-    return -1;
+    return -ENOENT;
 #endif
 }

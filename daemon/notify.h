@@ -7,6 +7,6 @@
 
 /* Send a notify message ("READY=1", "STATUS=...", ...); no-op outside systemd. */
 void bd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The first socket passed by systemd (LISTEN_FDS), or -1 when none; -errno
- * when activation was attempted but is unusable. Unsets the variables. */
+/* The first socket passed by systemd (LISTEN_FDS); -ENOENT when none; another
+ * -errno when activation was attempted but is unusable. Unsets the variables. */
 int bd_listen_fd(void);

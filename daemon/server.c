@@ -22,28 +22,13 @@
 #include "server.h"
 #include "server_int.h"
 
-static uint32_t env_u32(const char *name, uint32_t def, uint32_t min, uint32_t max)
+void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x < min || x > max) {
-        bd_log(LOG_WARNING, "%s=%s ignored: expected %u..%u", name, v, min, max);
-        return def;
-    }
-    return (uint32_t)x;
-}
-
-void bd_limits_from_env(bd_limits *l)
-{
-    l->max_connections = env_u32("BREACHD_MAX_CONNECTIONS", 1024, 1, 1u << 20);
-    l->max_inflight = env_u32("BREACHD_MAX_INFLIGHT", 256, 1, 1u << 16);
-    l->idle_timeout_ms = env_u32("BREACHD_IDLE_TIMEOUT_MS", 300000, 100, 86400000);
-    l->max_unread = env_u32("BREACHD_MAX_UNREAD", 1u << 20, 4096, 1u << 30);
-    l->drain_timeout_ms = env_u32("BREACHD_DRAIN_TIMEOUT_MS", 10000, 0, 3600000);
+    l->max_connections = cfg->limits.max_connections;
+    l->max_inflight = cfg->limits.max_inflight;
+    l->idle_timeout_ms = cfg->limits.idle_timeout_ms;
+    l->max_unread = (size_t)cfg->limits.max_unread;
+    l->drain_timeout_ms = cfg->limits.drain_timeout_ms;
 }
 
 /* ---- connections ---- */
@@ -486,7 +471,7 @@ static int create_socket(const char *path, mode_t mode, br_error *err)
 int bd_server_listen(bd_server *srv, br_error *err)
 {
     int fd = bd_listen_fd();
-    if (fd < -1)
+    if (fd < 0 && fd != -ENOENT)
         return br_error_set(err, fd, "socket activation: %s (expected one Unix stream socket)",
                             strerror(-fd));
     if (fd >= 0) {

@@ -19,14 +19,14 @@ struct event;
 struct event_base;
 struct evconnlistener;
 
-/* Limits the configuration file has no keys for yet;
- * their defaults can be changed through the environment (breachd(8)). */
+/* The [limits] section of breachd.conf(5), as the server uses it: taken at
+ * start and at every reload. */
 typedef struct bd_limits {
-    uint32_t max_connections; /* BREACHD_MAX_CONNECTIONS, 1024 */
-    uint32_t max_inflight;    /* per connection: BREACHD_MAX_INFLIGHT, 256 */
-    uint32_t idle_timeout_ms; /* BREACHD_IDLE_TIMEOUT_MS, 300000 */
-    size_t max_unread;        /* unread response bytes before reading pauses: BREACHD_MAX_UNREAD, 1 MiB */
-    uint32_t drain_timeout_ms; /* SIGTERM: wait for in-flight answers: BREACHD_DRAIN_TIMEOUT_MS, 10000 */
+    uint32_t max_connections;
+    uint32_t max_inflight; /* per connection */
+    uint32_t idle_timeout_ms;
+    size_t max_unread;         /* unread response bytes before reading pauses */
+    uint32_t drain_timeout_ms; /* SIGTERM: wait for in-flight answers */
 } bd_limits;
 
 typedef struct bd_conn bd_conn;
@@ -92,7 +92,7 @@ struct bd_waiter {
     br_verb verb;
 };
 
-void bd_limits_from_env(bd_limits *l);
+void bd_limits_from_config(bd_limits *l, const breachd_config *cfg);
 
 int bd_server_init(bd_server *srv, struct event_base *base, const char *config_path,
                    bd_state *state, br_error *err);
@@ -103,7 +103,7 @@ int bd_server_listen(bd_server *srv, br_error *err);
 void bd_server_drain(bd_server *srv);
 /* Start a reload (SIGHUP: waiter NULL; RELOAD: the request to answer). */
 void bd_server_reload(bd_server *srv, bd_waiter *waiter);
-void bd_server_free(bd_server *srv);
+void bd_server_fini(bd_server *srv);
 
 /* ---- used by dispatch.c ---- */
 

@@ -100,11 +100,13 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
         bd_log(LOG_WARNING, "[daemon] socket changed: takes effect at the next restart");
     bd_state *old = srv->state;
     srv->state = next;
+    bd_limits_from_config(&srv->limits, next->cfg);
     bd_state_unref(old); /* in-flight requests keep it until they are answered */
     bd_log_set_level(next->cfg->daemon.log_level);
     metrics_apply(srv);
     srv->counters.reloads++;
     bd_log(LOG_INFO, "reloaded %s", srv->config_path);
+    bd_state_log_filters(next);
     bd_notify("READY=1\nSTATUS=serving (reloaded)");
     reload_answer(srv, 0, NULL);
 }
@@ -181,7 +183,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     srv->config_path = strdup(config_path);
     srv->state = state;
     srv->started_at = (int64_t)time(NULL);
-    bd_limits_from_env(&srv->limits);
+    bd_limits_from_config(&srv->limits, state->cfg);
     if (!srv->config_path)
         return -ENOMEM;
     if (pipe2(srv->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -201,7 +203,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     return 0;
 }
 
-void bd_server_free(bd_server *srv)
+void bd_server_fini(bd_server *srv)
 {
     if (srv->reloading) {
         pthread_join(srv->reload_thread, NULL);

@@ -135,6 +135,26 @@ static int check_kind_first(const char *path, br_error *err)
     return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
 }
 
+/* A filter that would not open, said with the config line that names it
+ * and, for a missing file, what to do about it. */
+static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
+{
+    unsigned line = breachd_config_key_line(cfg, section, "filter");
+    if (r == -ENOENT) {
+        char text[sizeof(err->text)];
+        snprintf(text, sizeof(text), "%s", err->text);
+        br_error_set(err, r,
+                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
+                     "[%s] filter empty%s",
+                     text, section,
+                     strcmp(section, "urls") ? " to send every check to the range API"
+                                             : " (URL checks then answer UNKNOWN)");
+    }
+    if (line)
+        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
+    return br_error_prefix(err, r, "[%s] filter", section);
+}
+
 static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error *err)
 {
     *out = NULL;
@@ -145,7 +165,7 @@ static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error 
         return r;
     r = br_pwfilter_open(cfg->passwords.filter, out, err);
     if (r < 0)
-        return br_error_prefix(err, r, "[passwords] filter");
+        return filter_error(cfg, "passwords", r, err);
     uint32_t kind = br_pwfilter_header(*out)->kind;
     if (kind != BR_KIND_PASSWORD_SHA1) {
         br_pwfilter_free(*out);
@@ -162,7 +182,7 @@ static int load_urlfilter(const breachd_config *cfg, br_urlfilter **out, br_erro
         return 0;
     int r = br_urlfilter_open(cfg->urls.filter, out, err);
     if (r < 0)
-        return br_error_prefix(err, r, "[urls] filter");
+        return filter_error(cfg, "urls", r, err);
     return 0;
 }
 
@@ -374,4 +394,23 @@ bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
     if (!s->urlfilter)
         return false;
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
+}
+
+static void log_filter(const char *what, const br_filter_header *h)
+{
+    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys", what,
+           (unsigned long long)h->generation, (unsigned long long)h->key_count);
+    if (h->key_count == 0)
+        bd_log(LOG_WARNING, "%s filter has no keys: it answers nothing (was it built empty?)",
+               what);
+}
+
+void bd_state_log_filters(const bd_state *s)
+{
+    if (s->pwfilter)
+        log_filter("password", br_pwfilter_header(s->pwfilter));
+    else
+        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->urlfilter)
+        log_filter("URL", br_urlfilter_header(s->urlfilter));
 }

@@ -69,6 +69,10 @@ typedef struct bd_totals {
 } bd_totals;
 void bd_state_totals(const bd_state *current, bd_totals *t);
 
+/* Log what the state serves, at start and after each reload: each filter's
+ * generation and key count, a warning for a filter with no key. */
+void bd_state_log_filters(const bd_state *s);
+
 /* The filter answers "definitely not" only when present and not older than
  * max_filter_age; a stale filter is bypassed (every check goes upstream). */
 bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);

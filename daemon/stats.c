@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "br_assert.h"
 #include "server.h"
 #include "stats.h"
 
@@ -128,6 +129,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
         put(o, "circuit", "%s", br_breaker_state_name(t.pw_upstream.breaker));
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
+    U64(o, "internal_errors", br_assert_failures());
 }
 
 size_t bd_stats_render(bd_server *srv, char *buf, size_t size)

@@ -11,6 +11,7 @@
 
 #include <openssl/crypto.h>
 
+#include "br_assert.h"
 #include "log.h"
 #include "server.h"
 #include "url.h"
@@ -57,7 +58,7 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
             memcpy(j->category, res->category, sizeof(j->category));
         }
     } else if (res->status == BR_RESOLVE_UNKNOWN && !j->unknown) {
-        j->unknown = res->reason ? res->reason : BR_REASON_ERROR;
+        j->unknown = br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason;
     }
 }
 

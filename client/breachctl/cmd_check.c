@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "client.h"
 #include "hash.h"
 #include "util.h"
@@ -263,45 +264,205 @@ static int check_passwords_stdin(session *s, const check_opts *o, status_acc *st
 
 /* ---- commands ---- */
 
+static bool opt_timeout(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*end || v < 1 || v > 3600000) {
+        ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", cmd, arg);
+        return false;
+    }
+    *(int *)dst = (int)v;
+    return true;
+}
+
+/* The index of the first argument, or -1 after an error. */
 static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **g, ctl_globals *own)
 {
-    static const struct option opts[] = {
-        {"quiet", no_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},
-        {"timeout", required_argument, NULL, 't'},
-        {"socket", required_argument, NULL, 's'},
-        {0},
+    const char *sock = NULL;
+    const ctl_opt opts[] = {
+        {.name = "quiet", .short_name = 'q', .type = CTL_OPT_FLAG, .dst = &o->quiet},
+        {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
+        CTL_FN("timeout", &o->timeout_ms, opt_timeout),
+        CTL_STR("socket", &sock),
     };
-    int ch;
-    /* Options may come before or after the arguments ("--" ends them). */
-    while ((ch = getopt_long(argc, argv, "qj", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'q':
-            o->quiet = true;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 't': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 3600000) {
-                ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", argv[0], optarg);
-                return -1;
-            }
-            o->timeout_ms = (int)v;
-            break;
-        }
-        case 's':
-            *own = **g;
-            own->socket_path = optarg;
-            *g = own;
-            break;
-        default:
-            return -1;
+    int first;
+    if (ctl_getopt(argv[0], opts, BR_ARRAY_SIZE(opts), NULL, argc, argv, &first) != 0)
+        return -1;
+    if (sock) {
+        *own = **g;
+        own->socket_path = sock;
+        *g = own;
+    }
+    return first;
+}
+
+/* password: from the terminal (no echo) or one per line on stdin. */
+static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
+{
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    status_acc st = {0};
+    if (nargs) {
+        ctl_err("password: takes no arguments (a password on the command line would be "
+                "visible to every user); type it, or pipe one per line");
+        return EXIT_ERROR;
+    }
+    /* Connect first: a daemon that is down is reported before anyone
+     * types a password. */
+    if (connect_or_fail(g, o, &c))
+        return EXIT_ERROR;
+    if (!isatty(STDIN_FILENO)) {
+        session s = {.c = c};
+        return check_passwords_stdin(&s, o, &st);
+    }
+    char pw[1024];
+    ssize_t len = read_password_tty(pw, sizeof(pw));
+    if (len < 0) {
+        OPENSSL_cleanse(pw, sizeof(pw));
+        if (len == -EMSGSIZE)
+            ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
+        else
+            ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
+        return EXIT_ERROR;
+    }
+    /* Typing may take longer than the daemon keeps an idle connection
+     * open: ask on a new one. */
+    br_client_free(c);
+    c = NULL;
+    if (connect_or_fail(g, o, &c)) {
+        OPENSSL_cleanse(pw, sizeof(pw));
+        return EXIT_ERROR;
+    }
+    br_answer a;
+    br_error err = {{0}};
+    int r = br_client_check_password(c, pw, (size_t)len, &a, &err);
+    OPENSSL_cleanse(pw, sizeof(pw));
+    if (r < 0) {
+        ctl_err("%s", err.text);
+        return EXIT_ERROR;
+    }
+    report(o, 1, &a, &st);
+    return status_of(&st);
+}
+
+/* sha1 / url: the arguments, in chunks. */
+static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd, int nargs,
+                      char **args)
+{
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    status_acc st = {0};
+    bool is_url = cmd[0] == 'u';
+    if (!nargs) {
+        ctl_err("%s: expected at least one %s", cmd, is_url ? "URL" : "40-hex SHA-1");
+        return EXIT_ERROR;
+    }
+    if (connect_or_fail(g, o, &c))
+        return EXIT_ERROR;
+    br_client_request *reqs = calloc((size_t)nargs, sizeof(*reqs));
+    uint8_t(*hashes)[BR_SHA1_LEN] = calloc((size_t)nargs, BR_SHA1_LEN);
+    if (!reqs || !hashes) {
+        free(reqs);
+        free(hashes);
+        return EXIT_ERROR;
+    }
+    for (int i = 0; i < nargs; i++) {
+        if (is_url) {
+            reqs[i] = (br_client_request){.kind = BR_REQ_URL, .arg = args[i],
+                                          .arg_len = strlen(args[i])};
+        } else if (strlen(args[i]) == 2 * BR_SHA1_LEN &&
+                   br_hex_decode(args[i], BR_SHA1_LEN, hashes[i])) {
+            reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],
+                                          .arg_len = BR_SHA1_LEN};
+        } else {
+            /* Not sent: a stand-in the daemon answers with ERR
+             * bad-request (the text might be a password). */
+            reqs[i] = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
         }
     }
-    return optind;
+    session s = {.c = c};
+    for (int i = 0; i < nargs; i += CHUNK)
+        run_chunk(&s, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, o, &st);
+    free(reqs);
+    OPENSSL_cleanse(hashes, (size_t)nargs * BR_SHA1_LEN);
+    free(hashes);
+    return status_of(&st);
+}
+
+/* The key=value pairs of a STATS answer: one a line, or as one JSON object
+ * where a value of decimal digits (no leading zero) is a number, anything
+ * else a string. */
+static void print_stats(const char *kv, bool json)
+{
+    if (json)
+        printf("{");
+    bool firstkv = true;
+    for (const char *p = kv; *p;) {
+        size_t n = strcspn(p, " ");
+        const char *eq = memchr(p, '=', n);
+        if (!json) {
+            printf("%.*s\n", (int)n, p);
+        } else if (eq && eq > p) {
+            size_t vlen = (size_t)(p + n - eq - 1);
+            bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
+                       (vlen == 1 || eq[1] != '0');
+            char key[128], val[512];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+            snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
+            printf("%s", firstkv ? "" : ",");
+            json_string(stdout, key);
+            putchar(':');
+            if (num)
+                fputs(val, stdout);
+            else
+                json_string(stdout, val);
+            firstkv = false;
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    if (json)
+        printf("}\n");
+}
+
+/* ping | stats | reload */
+static int admin_command(const ctl_globals *g, const check_opts *o, const char *cmd, int nargs)
+{
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    if (nargs) {
+        ctl_err("%s: takes no arguments", cmd);
+        return EXIT_ERROR;
+    }
+    if (connect_or_fail(g, o, &c))
+        return EXIT_ERROR;
+    char verb[16];
+    snprintf(verb, sizeof(verb), "%s", cmd);
+    for (char *p = verb; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    br_answer a;
+    br_error err = {{0}};
+    if (strcmp(cmd, "reload") == 0)
+        br_client_set_timeout(c, BR_MAX(o->timeout_ms, 120000)); /* verifying a big filter takes time */
+    if (br_client_command(c, verb, &a, &err) < 0) {
+        ctl_err("%s", err.text);
+        return EXIT_ERROR;
+    }
+    if (a.kind == BR_ANSWER_ERROR) {
+        ctl_err("%s: %s", cmd, a.detail);
+        return EXIT_ERROR;
+    }
+    if (o->quiet)
+        return 0;
+    if (strcmp(cmd, "stats") == 0) {
+        print_stats(a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0), o->json);
+    } else if (o->json) {
+        printf("{\"status\":");
+        json_string(stdout, a.detail);
+        printf("}\n");
+    } else {
+        printf("%s\n", a.detail);
+    }
+    return 0;
 }
 
 int cmd_check(const ctl_globals *g0, int argc, char **argv)
@@ -314,163 +475,9 @@ int cmd_check(const ctl_globals *g0, int argc, char **argv)
     if (first < 0)
         return EXIT_ERROR;
     int nargs = argc - first;
-    char **args = argv + first;
-    _cleanup_(br_client_freep) br_client *c = NULL;
-    status_acc st = {0};
-
-    if (strcmp(cmd, "password") == 0) {
-        if (nargs) {
-            ctl_err("password: takes no arguments (a password on the command line would be "
-                    "visible to every user); type it, or pipe one per line");
-            return EXIT_ERROR;
-        }
-        /* Connect first: a daemon that is down is reported before anyone
-         * types a password. */
-        if (connect_or_fail(g, &o, &c))
-            return EXIT_ERROR;
-        if (!isatty(STDIN_FILENO)) {
-            session s = {.c = c};
-            return check_passwords_stdin(&s, &o, &st);
-        }
-        char pw[1024];
-        ssize_t len = read_password_tty(pw, sizeof(pw));
-        if (len < 0) {
-            OPENSSL_cleanse(pw, sizeof(pw));
-            if (len == -EMSGSIZE)
-                ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
-            else
-                ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
-            return EXIT_ERROR;
-        }
-        /* Typing may take longer than the daemon keeps an idle connection
-         * open: ask on a new one. */
-        br_client_free(c);
-        c = NULL;
-        if (connect_or_fail(g, &o, &c)) {
-            OPENSSL_cleanse(pw, sizeof(pw));
-            return EXIT_ERROR;
-        }
-        br_answer a;
-        br_error err = {{0}};
-        int r = br_client_check_password(c, pw, (size_t)len, &a, &err);
-        OPENSSL_cleanse(pw, sizeof(pw));
-        if (r < 0) {
-            ctl_err("%s", err.text);
-            return EXIT_ERROR;
-        }
-        report(&o, 1, &a, &st);
-        return status_of(&st);
-    }
-
-    if (strcmp(cmd, "sha1") == 0 || strcmp(cmd, "url") == 0) {
-        bool is_url = cmd[0] == 'u';
-        if (!nargs) {
-            ctl_err("%s: expected at least one %s", cmd, is_url ? "URL" : "40-hex SHA-1");
-            return EXIT_ERROR;
-        }
-        if (connect_or_fail(g, &o, &c))
-            return EXIT_ERROR;
-        br_client_request *reqs = calloc((size_t)nargs, sizeof(*reqs));
-        uint8_t(*hashes)[BR_SHA1_LEN] = calloc((size_t)nargs, BR_SHA1_LEN);
-        if (!reqs || !hashes) {
-            free(reqs);
-            free(hashes);
-            return EXIT_ERROR;
-        }
-        for (int i = 0; i < nargs; i++) {
-            if (is_url) {
-                reqs[i] = (br_client_request){.kind = BR_REQ_URL, .arg = args[i],
-                                              .arg_len = strlen(args[i])};
-            } else if (strlen(args[i]) == 2 * BR_SHA1_LEN &&
-                       br_hex_decode(args[i], BR_SHA1_LEN, hashes[i])) {
-                reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],
-                                              .arg_len = BR_SHA1_LEN};
-            } else {
-                /* Not sent: a stand-in the daemon answers with ERR
-                 * bad-request (the text might be a password). */
-                reqs[i] = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
-            }
-        }
-        session s = {.c = c};
-        for (int i = 0; i < nargs; i += CHUNK)
-            run_chunk(&s, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, &o, &st);
-        free(reqs);
-        OPENSSL_cleanse(hashes, (size_t)nargs * BR_SHA1_LEN);
-        free(hashes);
-        return status_of(&st);
-    }
-
-    /* ping | stats | reload */
-    if (nargs) {
-        ctl_err("%s: takes no arguments", cmd);
-        return EXIT_ERROR;
-    }
-    if (connect_or_fail(g, &o, &c))
-        return EXIT_ERROR;
-    char verb[16];
-    snprintf(verb, sizeof(verb), "%s", cmd);
-    for (char *p = verb; *p; p++)
-        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-    br_answer a;
-    br_error err = {{0}};
-    if (strcmp(cmd, "reload") == 0)
-        br_client_set_timeout(c, BR_MAX(o.timeout_ms, 120000)); /* verifying a big filter takes time */
-    if (br_client_command(c, verb, &a, &err) < 0) {
-        ctl_err("%s", err.text);
-        return EXIT_ERROR;
-    }
-    if (a.kind == BR_ANSWER_ERROR) {
-        ctl_err("%s: %s", cmd, a.detail);
-        return EXIT_ERROR;
-    }
-    if (o.quiet)
-        return 0;
-    if (strcmp(cmd, "stats") == 0) {
-        const char *kv = a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0);
-        if (o.json) {
-            /* key=value pairs as one JSON object: a value of decimal digits
-             * (no leading zero) is a number, anything else a string. */
-            printf("{");
-            bool firstkv = true;
-            for (const char *p = kv; *p;) {
-                size_t n = strcspn(p, " ");
-                const char *eq = memchr(p, '=', n);
-                if (eq && eq > p) {
-                    size_t vlen = (size_t)(p + n - eq - 1);
-                    bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
-                               (vlen == 1 || eq[1] != '0');
-                    char key[128], val[512];
-                    snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
-                    snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
-                    printf("%s", firstkv ? "" : ",");
-                    json_string(stdout, key);
-                    putchar(':');
-                    if (num)
-                        fputs(val, stdout);
-                    else
-                        json_string(stdout, val);
-                    firstkv = false;
-                }
-                p += n;
-                while (*p == ' ')
-                    p++;
-            }
-            printf("}\n");
-        } else {
-            for (const char *p = kv; *p;) {
-                size_t n = strcspn(p, " ");
-                printf("%.*s\n", (int)n, p);
-                p += n;
-                while (*p == ' ')
-                    p++;
-            }
-        }
-    } else if (o.json) {
-        printf("{\"status\":");
-        json_string(stdout, a.detail);
-        printf("}\n");
-    } else {
-        printf("%s\n", a.detail);
-    }
-    return 0;
+    if (strcmp(cmd, "password") == 0)
+        return check_password(g, &o, nargs);
+    if (strcmp(cmd, "sha1") == 0 || strcmp(cmd, "url") == 0)
+        return check_args(g, &o, cmd, nargs, argv + first);
+    return admin_command(g, &o, cmd, nargs);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "download.h"
 #include "util.h"
 
@@ -157,77 +158,66 @@ static void report_missing(const br_download_result *res)
             res->interrupted ? "" : " (the missing prefixes are fetched again)");
 }
 
+static bool opt_parallel(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (errno || *end || !*arg || arg[0] == '-' || v < 1 || v > BR_DOWNLOAD_MAX_PARALLEL) {
+        ctl_err("%s: --parallel takes 1 to %d", cmd, BR_DOWNLOAD_MAX_PARALLEL);
+        return false;
+    }
+    *(uint32_t *)dst = (uint32_t)v;
+    return true;
+}
+
+static bool opt_range(const char *cmd, const char *arg, void *dst)
+{
+    br_download_opts *o = dst;
+    if (br_download_parse_range(arg, &o->first, &o->last) < 0) {
+        ctl_err("%s: --range takes FIRST-LAST, 1 to 5 hex digits each, FIRST <= LAST", cmd);
+        return false;
+    }
+    return true;
+}
+
+/* 0: parsed; 1: --help answered; -1: an error was printed. */
+static int parse_opts(int argc, char **argv, br_download_opts *o)
+{
+    const ctl_opt opts[] = {
+        CTL_STR("out", &o->out_dir),
+        CTL_STR("upstream", &o->url_template),
+        CTL_FN("parallel", &o->parallel, opt_parallel),
+        CTL_FN("range", o, opt_range),
+        CTL_STR("single-file", &o->single_file),
+        CTL_FLAG("force", &o->force),
+        CTL_STR("ca-file", &o->ca_file),
+        CTL_IGNORE("socket"), /* accepted everywhere (breachctl(1)); no daemon needed here */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt("download", opts, BR_ARRAY_SIZE(opts), usage, argc, argv, &first);
+    if (r != 0)
+        return r;
+    if (first < argc) {
+        ctl_err("download: unexpected argument '%s'", argv[first]);
+        return -1;
+    }
+    if (!o->out_dir || !*o->out_dir) {
+        ctl_err("download: --out DIR is required");
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_download(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
-    static const struct option opts[] = {
-        {"out", required_argument, NULL, 'o'},
-        {"upstream", required_argument, NULL, 'u'},
-        {"parallel", required_argument, NULL, 'p'},
-        {"range", required_argument, NULL, 'r'},
-        {"single-file", required_argument, NULL, 's'},
-        {"force", no_argument, NULL, 'f'},
-        {"ca-file", required_argument, NULL, 'C'},
-        {"socket", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
     br_download_opts o = {.first = 0, .last = 0xFFFFF};
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            o.out_dir = optarg;
-            break;
-        case 'u':
-            o.url_template = optarg;
-            break;
-        case 'p': {
-            char *end;
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || *end || !*optarg || optarg[0] == '-' || v < 1 ||
-                v > BR_DOWNLOAD_MAX_PARALLEL) {
-                ctl_err("download: --parallel takes 1 to %d", BR_DOWNLOAD_MAX_PARALLEL);
-                return EXIT_ERROR;
-            }
-            o.parallel = (uint32_t)v;
-            break;
-        }
-        case 'r':
-            if (br_download_parse_range(optarg, &o.first, &o.last) < 0) {
-                ctl_err("download: --range takes FIRST-LAST, 1 to 5 hex digits each, FIRST <= LAST");
-                return EXIT_ERROR;
-            }
-            break;
-        case 's':
-            o.single_file = optarg;
-            break;
-        case 'f':
-            o.force = true;
-            break;
-        case 'C':
-            o.ca_file = optarg;
-            break;
-        case 'S':
-            break; /* accepted everywhere (breachctl(1), EXIT STATUS); no daemon needed here */
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return EXIT_ERROR;
-        }
-    }
-    if (optind < argc) {
-        ctl_err("download: unexpected argument '%s'", argv[optind]);
-        return EXIT_ERROR;
-    }
-    if (!o.out_dir || !*o.out_dir) {
-        ctl_err("download: --out DIR is required");
-        usage(stderr);
-        return EXIT_ERROR;
-    }
+    int r = parse_opts(argc, argv, &o);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
 
     ui u = {.tty = isatty(STDERR_FILENO) == 1};
     o.progress = progress_cb;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "filter_file.h"
 #include "filter_url.h"
 #include "hash.h"
@@ -79,182 +80,171 @@ static void build_usage(void)
                     "       [--shard-keys N] [--memory SIZE]\n");
 }
 
-static int filter_build(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"kind", required_argument, NULL, 'k'},
-        {"output", required_argument, NULL, 'o'},
-        {"input", required_argument, NULL, 'i'},
-        {"plaintext", no_argument, NULL, 'P'},
-        {"min-count", required_argument, NULL, 'm'},
-        {"generation", required_argument, NULL, 'g'},
-        {"source", required_argument, NULL, 's'},
-        {"fp-bits", required_argument, NULL, 'b'},
-        {"arity", required_argument, NULL, 'a'},
-        {"threads", required_argument, NULL, 't'},
-        {"tmpdir", required_argument, NULL, 'T'},
-        {"shard-keys", required_argument, NULL, 'K'},
-        {"memory", required_argument, NULL, 'M'},
-        {"socket", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    const char *kind_name = NULL, *output = NULL, *source = NULL, *tmpdir = NULL;
+#define STR_(x) #x
+#define STR(x) STR_(x)
+_Static_assert(BR_BFUSE_MAX_KEYS / 2 == 1073741824, "--shard-keys' message names the bound");
+
+/* What filter build was asked, from its options. */
+typedef struct build_args {
+    const char *kind_name, *output, *source, *tmpdir;
     const char *inputs[MAX_INPUTS];
-    size_t n_inputs = 0;
-    br_input_opts in_opts = {0};
-    br_pwfilter_build_opts b_opts = {.build_time = -1};
+    size_t n_inputs;
+    br_input_opts in;
+    br_pwfilter_build_opts b;
+} build_args;
+
+static void build_usage_out(FILE *out)
+{
+    (void)out; /* on stderr, --help included */
+    build_usage();
+}
+
+static bool opt_fp_bits(const char *cmd, const char *arg, void *dst)
+{
     uint64_t v;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'k':
-            kind_name = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'i':
-            if (n_inputs == MAX_INPUTS) {
-                ctl_err("filter build: more than %d --input options", MAX_INPUTS);
-                return EXIT_ERROR;
-            }
-            inputs[n_inputs++] = optarg;
-            break;
-        case 'P':
-            in_opts.plaintext = true;
-            break;
-        case 'm':
-            if (!ctl_parse_u64(optarg, UINT64_MAX, &in_opts.min_count)) {
-                ctl_err("filter build: --min-count '%s': not a whole number", optarg);
-                return EXIT_ERROR;
-            }
-            break;
-        case 'g':
-            if (!ctl_opt_generation("filter build", optarg, &b_opts.generation))
-                return EXIT_ERROR;
-            break;
-        case 's':
-            if (!ctl_opt_source("filter build", optarg, &source))
-                return EXIT_ERROR;
-            break;
-        case 'b':
-            if (!ctl_parse_u64(optarg, 32, &v) || (v != 8 && v != 16 && v != 32)) {
-                ctl_err("filter build: --fp-bits '%s': must be 8, 16 or 32", optarg);
-                return EXIT_ERROR;
-            }
-            b_opts.fp_bits = (unsigned)v;
-            break;
-        case 'a':
-            if (!ctl_parse_u64(optarg, 4, &v) || v < 3) {
-                ctl_err("filter build: --arity '%s': must be 3 or 4", optarg);
-                return EXIT_ERROR;
-            }
-            b_opts.arity = (unsigned)v;
-            break;
-        case 't':
-            if (!ctl_parse_u64(optarg, 1024, &v) || v == 0) {
-                ctl_err("filter build: --threads '%s': must be 1..1024", optarg);
-                return EXIT_ERROR;
-            }
-            b_opts.threads = (unsigned)v;
-            break;
-        case 'T':
-            tmpdir = optarg;
-            break;
-        case 'M': {
-            /* SIZE with an optional K, M or G suffix (powers of 1024). */
-            char *end;
-            errno = 0;
-            unsigned long long m = strtoull(optarg, &end, 10);
-            unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-            if (shift)
-                end++;
-            if (errno || *end || optarg[0] == '-' || m == 0 || m > (UINT64_MAX >> 30)) {
-                ctl_err("filter build: --memory '%s': a size such as 384M or 2G", optarg);
-                return EXIT_ERROR;
-            }
-            b_opts.mem_budget = (uint64_t)m << shift;
-            break;
-        }
-        case 'K':
-            if (!ctl_parse_u64(optarg, BR_BFUSE_MAX_KEYS / 2, &v) || v < 16) {
-                ctl_err("filter build: --shard-keys '%s': must be 16..%u", optarg,
-                        BR_BFUSE_MAX_KEYS / 2);
-                return EXIT_ERROR;
-            }
-            b_opts.shard_target = v;
-            break;
-        case 'S':
-            break; /* accepted everywhere; a build needs no daemon */
-        case 'h':
-            build_usage();
-            return 0;
-        default:
-            build_usage();
-            return EXIT_ERROR;
-        }
+    if (!ctl_parse_u64(arg, 32, &v) || (v != 8 && v != 16 && v != 32)) {
+        ctl_err("%s: --fp-bits '%s': must be 8, 16 or 32", cmd, arg);
+        return false;
     }
-    if (optind < argc) {
-        ctl_err("filter build: unexpected argument '%s'", argv[optind]);
-        return EXIT_ERROR;
+    *(unsigned *)dst = (unsigned)v;
+    return true;
+}
+
+/* SIZE with an optional K, M or G suffix (powers of 1024). */
+static bool opt_memory(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    errno = 0;
+    unsigned long long m = strtoull(arg, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (errno || *end || arg[0] == '-' || m == 0 || m > (UINT64_MAX >> 30)) {
+        ctl_err("%s: --memory '%s': a size such as 384M or 2G", cmd, arg);
+        return false;
     }
-    if (!kind_name || !output || n_inputs == 0) {
+    *(uint64_t *)dst = (uint64_t)m << shift;
+    return true;
+}
+
+static bool opt_generation(const char *cmd, const char *arg, void *dst)
+{
+    return ctl_opt_generation(cmd, arg, dst);
+}
+
+static bool opt_source(const char *cmd, const char *arg, void *dst)
+{
+    return ctl_opt_source(cmd, arg, dst);
+}
+
+/* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
+static int parse_build(int argc, char **argv, build_args *a)
+{
+    uint64_t arity = 0, threads = 0;
+    const ctl_opt opts[] = {
+        CTL_STR("kind", &a->kind_name),
+        CTL_STR("output", &a->output),
+        CTL_LIST("input", a->inputs, &a->n_inputs, MAX_INPUTS,
+                 "more than " STR(MAX_INPUTS) " --input options"),
+        CTL_FLAG("plaintext", &a->in.plaintext),
+        CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
+        CTL_FN("generation", &a->b.generation, opt_generation),
+        CTL_FN("source", &a->source, opt_source),
+        CTL_FN("fp-bits", &a->b.fp_bits, opt_fp_bits),
+        CTL_UINT("arity", &arity, 3, 4, "must be 3 or 4"),
+        CTL_UINT("threads", &threads, 1, 1024, "must be 1..1024"),
+        CTL_STR("tmpdir", &a->tmpdir),
+        CTL_UINT("shard-keys", &a->b.shard_target, 16, BR_BFUSE_MAX_KEYS / 2,
+                 "must be 16..1073741824"),
+        CTL_FN("memory", &a->b.mem_budget, opt_memory),
+        CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage_out, argc, argv,
+                       &first);
+    if (r != 0)
+        return r;
+    a->b.arity = (unsigned)arity;
+    a->b.threads = (unsigned)threads;
+    if (first < argc) {
+        ctl_err("filter build: unexpected argument '%s'", argv[first]);
+        return -1;
+    }
+    if (!a->kind_name || !a->output || a->n_inputs == 0) {
         ctl_err("filter build: --kind, --output and at least one --input are required");
         build_usage();
-        return EXIT_ERROR;
+        return -1;
     }
     br_filter_kind kind;
-    if (br_filter_kind_from_name(kind_name, &kind) < 0) {
-        ctl_err("filter build: --kind '%s': expected password-sha1 or url-sha256", kind_name);
-        return EXIT_ERROR;
+    if (br_filter_kind_from_name(a->kind_name, &kind) < 0) {
+        ctl_err("filter build: --kind '%s': expected password-sha1 or url-sha256", a->kind_name);
+        return -1;
     }
     if (kind != BR_KIND_PASSWORD_SHA1) {
-        ctl_err("filter build: --kind %s cannot be built by this version", kind_name);
-        return EXIT_ERROR;
+        ctl_err("filter build: --kind %s cannot be built by this version", a->kind_name);
+        return -1;
     }
+    a->b.kind = kind;
+    return 0;
+}
+
+/* Every input into ks. 0, or -1 after an error was printed. */
+static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_stats *st,
+                       br_error *err)
+{
+    for (size_t i = 0; i < a->n_inputs; i++)
+        prog->bytes_total += br_input_size(a->inputs[i]);
+    a->in.progress = progress_read;
+    a->in.progress_ctx = prog;
+    build_sink sink = {.ks = ks, .err = err};
+    for (size_t i = 0; i < a->n_inputs; i++) {
+        uint64_t before = st->bytes;
+        int r = br_input_read(a->inputs[i], &a->in, add_key, &sink, st, err);
+        if (r < 0) {
+            if (prog->tty)
+                fputs("\r\033[K", stderr);
+            ctl_err("%s", err->text[0] ? err->text : strerror(-r));
+            return -1;
+        }
+        prog->bytes_before += st->bytes - before;
+    }
+    return 0;
+}
+
+static int filter_build(int argc, char **argv)
+{
+    build_args a = {.b = {.build_time = -1}};
+    int r = parse_build(argc, argv, &a);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
-    int r = br_keyset_new(tmpdir, 0, &ks, &err);
+    r = br_keyset_new(a.tmpdir, 0, &ks, &err);
     if (r < 0) {
         ctl_err("filter build: %s", err.text[0] ? err.text : strerror(-r));
         return EXIT_ERROR;
     }
     progress prog = {.tty = isatty(STDERR_FILENO), .start_ns = br_now_ns(), .ks = ks};
-    for (size_t i = 0; i < n_inputs; i++)
-        prog.bytes_total += br_input_size(inputs[i]);
-    in_opts.progress = progress_read;
-    in_opts.progress_ctx = &prog;
     br_input_stats st = {0};
-    build_sink sink = {.ks = ks, .err = &err};
-    for (size_t i = 0; i < n_inputs; i++) {
-        uint64_t before = st.bytes;
-        r = br_input_read(inputs[i], &in_opts, add_key, &sink, &st, &err);
-        if (r < 0) {
-            if (prog.tty)
-                fputs("\r\033[K", stderr);
-            ctl_err("%s", err.text[0] ? err.text : strerror(-r));
-            return EXIT_ERROR;
-        }
-        prog.bytes_before += st.bytes - before;
-    }
+    if (read_inputs(&a, ks, &prog, &st, &err) < 0)
+        return EXIT_ERROR;
 
     char default_source[BR_FILTER_SOURCE_SIZE];
-    if (!source) {
+    if (!a.source) {
         size_t len = 0;
         default_source[0] = '\0';
-        for (size_t i = 0; i < n_inputs && len < sizeof(default_source); i++)
+        for (size_t i = 0; i < a.n_inputs && len < sizeof(default_source); i++)
             len += (size_t)snprintf(default_source + len, sizeof(default_source) - len, "%s%s",
-                                    i ? " " : "", inputs[i]);
-        source = default_source;
+                                    i ? " " : "", a.inputs[i]);
+        a.source = default_source;
     }
-    b_opts.kind = kind;
-    b_opts.source = source;
-    b_opts.progress = progress_shards;
-    b_opts.progress_ctx = &prog;
+    a.b.source = a.source;
+    a.b.progress = progress_shards;
+    a.b.progress_ctx = &prog;
     br_pwfilter_build_stats bs = {0};
-    r = br_pwfilter_build(ks, &b_opts, output, &bs, &err);
+    r = br_pwfilter_build(ks, &a.b, a.output, &bs, &err);
     if (prog.tty)
         fputs("\r\033[K", stderr);
     if (r < 0) {
@@ -266,7 +256,7 @@ static int filter_build(int argc, char **argv)
             "wrote %s: %" PRIu64 " keys from %" PRIu64 " lines (%" PRIu64 " padding, %" PRIu64
             " under --min-count, %" PRIu64 " duplicates skipped), %u shard%s, %" PRIu64
             " bytes, %.2f bits/key, %.1f s\n",
-            output, bs.keys, st.lines, st.skipped_zero, st.skipped_min, st.keys - bs.keys,
+            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min, st.keys - bs.keys,
             bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
     return 0;

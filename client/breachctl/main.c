@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "br_assert.h"
 #include "breachctl.h"
 #include "config.h"
 #include "filter_file.h"
@@ -123,8 +124,16 @@ static void usage(FILE *out)
             BREACHD_DEFAULT_SOCKET);
 }
 
+/* A failed internal check in libbreach (br_assert.h): say so on stderr. */
+static void assert_hook(const char *expr, const char *file, int line, const char *func)
+{
+    fprintf(stderr, "breachctl: internal error: %s failed in %s() at %s:%d\n", expr, func, file,
+            line);
+}
+
 int main(int argc, char **argv)
 {
+    br_assert_set_hook(assert_hook);
     ctl_globals g = {.socket_path = getenv("BREACHD_SOCKET")};
     if (!g.socket_path || !*g.socket_path)
         g.socket_path = BREACHD_DEFAULT_SOCKET;

@@ -195,7 +195,7 @@ static const char *error_reason(int r)
         return "breachd is not running";
     case -EACCES:
     case -EPERM:
-        return "breachd refused the connection";
+        return "no permission to use breachd's socket";
     case -ETIMEDOUT:
         return "no answer in time";
     default:
@@ -290,22 +290,43 @@ static const char *user_name(pam_handle_t *pamh, user_buf *b)
     return b->s;
 }
 
-/* The message the user sees for a refusal (or a warning for root). */
+/* count with plain thousands separators: 9545824 -> "9,545,824". */
+static void group_thousands(uint64_t count, char *buf, size_t size)
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%" PRIu64, count);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < size; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+}
+
+/* The message the user sees for a refusal (or a warning for root). HIBP's
+ * count is how often a password was seen, not a number of breaches. A check
+ * that could not be made is not a bad password: the message says so and
+ * what happens next; the daemon's reason goes to the log only. */
 static void refusal_message(const outcome *res, char *buf, size_t size)
 {
+    char n[32];
     switch (res->v) {
     case V_PWNED:
-        snprintf(buf, size, "BAD PASSWORD: this password appeared in %" PRIu64 " data breach%s",
-                 res->count, res->count == 1 ? "" : "es");
+        group_thousands(res->count, n, sizeof(n));
+        if (res->count == 1)
+            snprintf(buf, size, "BAD PASSWORD: it has been seen once in data breaches");
+        else
+            snprintf(buf, size, "BAD PASSWORD: it has been seen %s times in data breaches", n);
         break;
     case V_UNKNOWN:
         snprintf(buf, size,
-                 "BAD PASSWORD: could not check the password against known breaches (%s)",
-                 res->reason);
+                 "The new password could not be checked against known data breaches "
+                 "right now, so it was not accepted; try again later");
         break;
     default:
         snprintf(buf, size,
-                 "Cannot check the new password against known breaches (%s); "
+                 "Cannot check the new password against known data breaches (%s); "
                  "try again later",
                  res->reason);
         break;

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "bfuse.h"
+#include "br_assert.h"
 #include "util.h"
 
 #define BFUSE_MAX_SEGMENT_LOG 18
@@ -191,8 +192,8 @@ int br_bfuse_layout(br_bfuse *f, unsigned arity, unsigned fp_bits, size_t n)
     uint64_t segs = (capacity + seglen - 1) / seglen;
     segs = segs >= arity ? segs - (arity - 1) : 1;
     uint64_t total = (segs + arity - 1) * seglen;
-    if (total > UINT32_MAX) /* cannot happen for n <= BR_BFUSE_MAX_KEYS */
-        return -E2BIG;
+    if (br_fails_assert(total <= UINT32_MAX)) /* n <= BR_BFUSE_MAX_KEYS keeps it so */
+        return -EINVAL;
     f->segment_length = (uint32_t)seglen;
     f->segment_count_length = (uint32_t)(segs * seglen);
     f->array_length = (uint32_t)total;

@@ -118,7 +118,9 @@ static bool all_zero(const uint8_t *p, size_t len)
 int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
 {
     if (len < BR_FILTER_HEADER_SIZE)
-        return br_error_set(err, -EINVAL, "truncated: %zu bytes, shorter than the %d-byte header",
+        return br_error_set(err, -EINVAL,
+                            "not a breachd filter file (%zu bytes, shorter than the %d-byte "
+                            "header)",
                             len, BR_FILTER_HEADER_SIZE);
     if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
         return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
@@ -235,7 +237,9 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     if (!S_ISREG(st.st_mode))
         return br_error_set(err, -EINVAL, "%s: not a regular file", path);
     if ((uint64_t)st.st_size < BR_FILTER_HEADER_SIZE)
-        return br_error_set(err, -EINVAL, "%s: truncated: %lld bytes, shorter than the %d-byte header",
+        return br_error_set(err, -EINVAL,
+                            "%s: not a breachd filter file (%lld bytes, shorter than the "
+                            "%d-byte header)",
                             path, (long long)st.st_size, BR_FILTER_HEADER_SIZE);
 
     _cleanup_(br_filter_file_freep) br_filter_file *f = calloc(1, sizeof(*f));

@@ -159,6 +159,86 @@ static void stop_workers(build_ctx *c, int r)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Memory, not cores, is what bounds a big build: cap the threads so that
+ * the shards they hold at once fit the budget (the output is the same
+ * whatever the thread count). */
+static unsigned build_threads(const br_pwfilter_build_opts *o, const br_keyset *ks, uint32_t shards)
+{
+    unsigned threads = o->threads ? o->threads : online_cpus();
+    threads = BR_MIN(threads, shards);
+    uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
+    uint64_t per_thread = BR_PWFILTER_BYTES_PER_KEY * BR_MAX(br_keyset_max_shard_keys(ks), 1);
+    return (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
+}
+
+/* Build every shard on c->window threads and write the fingerprints. */
+static int run_workers(build_ctx *c, br_filter_writer *w, uint64_t *offsets,
+                       const br_pwfilter_build_opts *o, br_error *err)
+{
+    _cleanup_free_ pthread_t *tids = calloc(c->window, sizeof(pthread_t));
+    if (!tids)
+        return -ENOMEM;
+    unsigned started = 0;
+    for (; started < c->window; started++)
+        if (pthread_create(&tids[started], NULL, build_worker, c) != 0)
+            break;
+    int r;
+    if (started == 0)
+        r = br_error_set(err, -EAGAIN, "cannot start build threads");
+    else
+        r = write_shards(c, w, offsets, o, err);
+    if (r < 0)
+        stop_workers(c, r);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if (r < 0 && c->error && c->err.text[0] && err)
+        *err = c->err;
+    return r;
+}
+
+/* The shard table, after the fingerprints, 64-byte aligned. */
+static int write_table(const build_ctx *c, br_filter_writer *w, const uint64_t *offsets,
+                       uint64_t *table_offset, br_pwfilter_build_stats *st, br_error *err)
+{
+    int r = br_filter_writer_align(w, 64, err);
+    *table_offset = br_filter_writer_offset(w);
+    for (uint32_t i = 0; r >= 0 && i < c->shards; i++) {
+        const shard_result *s = &c->res[i];
+        uint8_t e[ENTRY_SIZE];
+        br_store_le64(e + E_SEED, s->f.seed);
+        br_store_le64(e + E_FP_OFFSET, offsets[i]);
+        br_store_le32(e + E_KEY_COUNT, (uint32_t)s->keys);
+        br_store_le32(e + E_SEGMENT_LENGTH, s->f.segment_length);
+        br_store_le32(e + E_SEGMENT_COUNT_LENGTH, s->f.segment_count_length);
+        br_store_le32(e + E_ARRAY_LENGTH, s->f.array_length);
+        r = br_filter_writer_write(w, e, sizeof(e), err);
+        st->keys += s->keys;
+        st->fingerprint_bytes += br_bfuse_bytes(&s->f);
+    }
+    return r;
+}
+
+static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
+                        const build_ctx *c, unsigned shard_bits, uint64_t table_offset,
+                        uint64_t keys)
+{
+    hdr->kind = o->kind ? o->kind : BR_KIND_PASSWORD_SHA1;
+    hdr->algorithm = BR_ALGO_BINARY_FUSE;
+    hdr->key_encoding = BR_KEYENC_HASH_PREFIX64;
+    hdr->key_encoding_version = 1;
+    hdr->generation = o->generation;
+    hdr->build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
+    hdr->key_count = keys;
+    hdr->params[P_ARITY] = (uint8_t)c->arity;
+    hdr->params[P_FP_BITS] = (uint8_t)c->fp_bits;
+    hdr->params[P_SHARD_BITS] = (uint8_t)shard_bits;
+    br_store_le32(hdr->params + P_SHARD_COUNT, c->shards);
+    br_store_le64(hdr->params + P_TABLE_OFFSET, table_offset);
+    br_store_le32(hdr->params + P_ENTRY_SIZE, ENTRY_SIZE);
+    if (o->source)
+        snprintf(hdr->source, sizeof(hdr->source), "%s", o->source);
+}
+
 int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char *path,
                       br_pwfilter_build_stats *stats, br_error *err)
 {
@@ -184,58 +264,20 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
         .fp_bits = fp_bits,
         .shards = UINT32_C(1) << shard_bits,
     };
-    unsigned threads = o->threads ? o->threads : online_cpus();
-    threads = BR_MIN(threads, c.shards);
-    /* Memory, not cores, is what bounds a big build: cap the threads so that
-     * the shards they hold at once fit the budget (the output is the same
-     * whatever the thread count). */
-    uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
-    uint64_t per_thread = BR_PWFILTER_BYTES_PER_KEY * BR_MAX(br_keyset_max_shard_keys(ks), 1);
-    threads = (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
-    c.window = threads;
+    c.window = build_threads(o, ks, c.shards);
     c.res = calloc(c.shards, sizeof(*c.res));
     _cleanup_free_ uint64_t *offsets = calloc(c.shards, sizeof(uint64_t));
-    _cleanup_free_ pthread_t *tids = calloc(threads, sizeof(pthread_t));
-    if (!c.res || !offsets || !tids) {
+    if (!c.res || !offsets) {
         free(c.res);
         return -ENOMEM;
     }
     pthread_mutex_init(&c.mu, NULL);
     pthread_cond_init(&c.cv, NULL);
-    unsigned started = 0;
-    for (; started < threads; started++)
-        if (pthread_create(&tids[started], NULL, build_worker, &c) != 0)
-            break;
-    if (started == 0)
-        r = br_error_set(err, -EAGAIN, "cannot start build threads");
-    else
-        r = write_shards(&c, w, offsets, o, err);
-    if (r < 0)
-        stop_workers(&c, r);
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tids[t], NULL);
-    if (r < 0 && c.error && c.err.text[0] && err)
-        *err = c.err;
-
-    br_filter_header hdr = {0};
-    uint64_t total_keys = 0, fp_bytes = 0;
-    if (r >= 0) {
-        r = br_filter_writer_align(w, 64, err);
-    }
-    uint64_t table_offset = br_filter_writer_offset(w);
-    for (uint32_t i = 0; r >= 0 && i < c.shards; i++) {
-        const shard_result *s = &c.res[i];
-        uint8_t e[ENTRY_SIZE];
-        br_store_le64(e + E_SEED, s->f.seed);
-        br_store_le64(e + E_FP_OFFSET, offsets[i]);
-        br_store_le32(e + E_KEY_COUNT, (uint32_t)s->keys);
-        br_store_le32(e + E_SEGMENT_LENGTH, s->f.segment_length);
-        br_store_le32(e + E_SEGMENT_COUNT_LENGTH, s->f.segment_count_length);
-        br_store_le32(e + E_ARRAY_LENGTH, s->f.array_length);
-        r = br_filter_writer_write(w, e, sizeof(e), err);
-        total_keys += s->keys;
-        fp_bytes += br_bfuse_bytes(&s->f);
-    }
+    r = run_workers(&c, w, offsets, o, err);
+    br_pwfilter_build_stats st = {.shards = c.shards};
+    uint64_t table_offset = 0;
+    if (r >= 0)
+        r = write_table(&c, w, offsets, &table_offset, &st, err);
     for (uint32_t i = 0; i < c.shards; i++)
         free(c.res[i].fp);
     free(c.res);
@@ -244,31 +286,14 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     if (r < 0)
         return r;
 
-    hdr.kind = o->kind ? o->kind : BR_KIND_PASSWORD_SHA1;
-    hdr.algorithm = BR_ALGO_BINARY_FUSE;
-    hdr.key_encoding = BR_KEYENC_HASH_PREFIX64;
-    hdr.key_encoding_version = 1;
-    hdr.generation = o->generation;
-    hdr.build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
-    hdr.key_count = total_keys;
-    hdr.params[P_ARITY] = (uint8_t)arity;
-    hdr.params[P_FP_BITS] = (uint8_t)fp_bits;
-    hdr.params[P_SHARD_BITS] = (uint8_t)shard_bits;
-    br_store_le32(hdr.params + P_SHARD_COUNT, c.shards);
-    br_store_le64(hdr.params + P_TABLE_OFFSET, table_offset);
-    br_store_le32(hdr.params + P_ENTRY_SIZE, ENTRY_SIZE);
-    if (o->source)
-        snprintf(hdr.source, sizeof(hdr.source), "%s", o->source);
-    uint64_t file_bytes = br_filter_writer_offset(w);
+    br_filter_header hdr = {0};
+    fill_header(&hdr, o, &c, shard_bits, table_offset, st.keys);
+    st.file_bytes = br_filter_writer_offset(w);
     r = br_filter_writer_commit(w, &hdr, err);
     if (r < 0)
         return r;
-    if (stats) {
-        stats->keys = total_keys;
-        stats->shards = c.shards;
-        stats->file_bytes = file_bytes;
-        stats->fingerprint_bytes = fp_bytes;
-    }
+    if (stats)
+        *stats = st;
     return 0;
 }
 

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
+#include "br_assert.h"
 #include "client.h"
 #include "protocol.h"
 
@@ -75,6 +77,25 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The error of a failed connect(), with what an operator does about it. */
+static int connect_error(const char *path, int e, br_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return br_error_set(err, -ENOTSOCK,
+                            "cannot connect to %s: it is a directory, not breachd's socket "
+                            "(check --socket, $BREACHD_SOCKET or socket=)",
+                            path);
+    const char *hint = "";
+    if (e == ENOENT || e == ECONNREFUSED)
+        hint = "; is breachd running? (systemctl status breachd.socket)";
+    else if (e == EACCES || e == EPERM)
+        hint = "; add the user to the breachd group or to allowed_users";
+    else if (e == ENOTSOCK)
+        hint = "; check --socket, $BREACHD_SOCKET or socket=";
+    return br_error_set(err, -e, "cannot connect to %s: %s%s", path, strerror(e), hint);
+}
+
 int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -110,13 +131,15 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
             continue;
         }
         if (e != EINPROGRESS)
-            return br_error_set(err, -e, "cannot connect to %s: %s", path, strerror(e));
+            return connect_error(path, e, err);
         int r = wait_fd(c->fd, POLLOUT, left > 0 ? (int)left : 0);
         socklen_t len = sizeof(e);
         if (r == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e != 0)
             r = -e;
         if (r < 0)
-            return br_error_set(err, r, "cannot connect to %s: %s", path, strerror(-r));
+            return r == -ETIMEDOUT ? br_error_set(err, r, "cannot connect to %s: %s", path,
+                                                  strerror(-r))
+                                   : connect_error(path, -r, err);
         break;
     }
     *out = BR_TAKE_PTR(c);
@@ -223,6 +246,7 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
         break;
     }
     default:
+        (void)br_fails_assert(!"a request kind without a format");
         return -EINVAL;
     }
     if (n < 0 || (size_t)n >= size || (size_t)n - 1 > BR_PROTO_MAX_LINE)

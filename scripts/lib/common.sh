@@ -9,7 +9,7 @@ BREACHD_PACKAGES=(
   libpam0g-dev libinih-dev libidn2-dev libsystemd-dev
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
-  pamtester libpam-wrapper  # tests/integration/test_pam.py
+  pamtester libpam-wrapper libpam-pwquality  # tests/integration/test_pam.py
   squid curl  # tests/integration/test_squid.py
 )
 

@@ -243,10 +243,12 @@ class Ctx:
         except FileNotFoundError:
             return None
 
-    def service(self, opts, sock, before=(), control="requisite", record=True):
-        """The service file: [before...] pam_breachd [pam_get_items pam_exec] pam_matrix."""
+    def service(self, opts, sock, before=(), control="requisite", record=True, after=()):
+        """The service file: [before...] pam_breachd [after...] [pam_get_items pam_exec]
+        pam_matrix."""
         lines = list(before)
         lines.append("password %s %s socket=%s %s" % (control, ARGS.module, sock, opts))
+        lines.extend(after)
         if record:
             lines.append("password optional %s" % TOOLS["pam_get_items"])
             lines.append("password optional pam_exec.so quiet %s" % self.recorder)
@@ -304,7 +306,10 @@ def has_log(r, pattern):
 
 
 def breach_msg(word):
-    return "BAD PASSWORD: this password appeared in %d data breaches" % CORPUS[sha1hex(word)]
+    n = CORPUS[sha1hex(word)]
+    if n == 1:
+        return "BAD PASSWORD: it has been seen once in data breaches"
+    return "BAD PASSWORD: it has been seen {:,} times in data breaches".format(n)
 
 
 def clean_password():

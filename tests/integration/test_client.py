@@ -212,7 +212,8 @@ def reload_admin_and_not(ctx):
     d = start(ctx, name="g.conf", sock=ctx.path("g.sock"), daemon={"socket_mode": "0600"})
     r = ctl("ping", sock=d.sock, prefix=setpriv)
     want_rc(r, 2, "0600 socket")
-    one_stderr_line(r, d.sock, os.strerror(errno.EACCES))
+    ln = one_stderr_line(r, d.sock, os.strerror(errno.EACCES))
+    check("add the user to the breachd group or to allowed_users" in ln, "hint: %r" % ln)
     d.stop_ok()
 
 
@@ -237,7 +238,8 @@ def daemon_unreachable(ctx):
         r = ctl(*args, sock=missing, stdin=stdin)
         want_rc(r, 2, "%r, no daemon" % args)
         eq(r.out, "", "stdout of %r" % args)
-        one_stderr_line(r, missing, os.strerror(errno.ENOENT))
+        ln = one_stderr_line(r, missing, os.strerror(errno.ENOENT))
+        check("is breachd running? (systemctl status breachd.socket)" in ln, "hint: %r" % ln)
         no_leak(r, ["hunter2", "password\n"])
     # A socket file nobody listens on: ECONNREFUSED.
     dead = ctx.path("dead.sock")
@@ -246,7 +248,11 @@ def daemon_unreachable(ctx):
     s.close()
     r = ctl("ping", sock=dead)
     want_rc(r, 2, "refused")
-    one_stderr_line(r, dead, os.strerror(errno.ECONNREFUSED))
+    one_stderr_line(r, dead, os.strerror(errno.ECONNREFUSED), "is breachd running?")
+    # A directory where the socket should be: said as such.
+    r = ctl("ping", sock=ctx.dir)
+    want_rc(r, 2, "directory")
+    one_stderr_line(r, ctx.dir, "is a directory, not breachd's socket")
     # A path too long for sun_path.
     long = ctx.path("x" * 120 + ".sock")
     r = ctl("ping", sock=long)

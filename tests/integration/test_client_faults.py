@@ -31,7 +31,7 @@ def client_timeout_slow_upstream(ctx):
     f = fx()
     port = ctx.faultserver()
     d = start(ctx, upstream="http://127.0.0.1:%d/delay/{prefix}" % port,
-              env={"BREACHD_DRAIN_TIMEOUT_MS": 300})
+              limits={"drain_timeout": "300ms"})
     # hunter2 is a filter maybe: its range is asked upstream, which takes
     # 3 s; the clean ones are answered at once (out of order).
     pws = [f.clean[0], "hunter2", f.clean[1]]

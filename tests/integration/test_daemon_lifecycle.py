@@ -65,6 +65,9 @@ def reload_good_filter(ctx):
     dtest.wait_for(lambda: cl.stats()["filter_generation"] == 3, what="generation 3 after SIGHUP")
     st = cl.stats()
     eq((st["reloads"], st["filter_keys"]), (2, len(keys)), "after SIGHUP")
+    # The log names what each reload put in place.
+    check("password filter: generation 2, %d keys" % len(c.counts) in d.log(), "reload 1 logged")
+    check("password filter: generation 3, %d keys" % len(keys) in d.log(), "reload 2 logged")
     eq(cl.ask("c PW " + c.password), "c CLEAN", "the new filter does not hold it")
     eq(cl.ask("p PING"), "p PONG")
     cl.close()
@@ -411,8 +414,9 @@ def socket_activation_drain_and_handover(ctx):
     port = ctx.faultserver()
     conf = ctx.config(socket_path=ctx.path("configured.sock"),
                       passwords={"filter": "",
-                                 "upstream": "http://127.0.0.1:%d/delay/{prefix}" % port})
-    d, ls = activated_daemon(ctx, conf, env={"BREACHD_DRAIN_TIMEOUT_MS": 8000})
+                                 "upstream": "http://127.0.0.1:%d/delay/{prefix}" % port},
+                      limits={"drain_timeout": "8s"})
+    d, ls = activated_daemon(ctx, conf)
     d.wait_ready()
     pending = d.client(timeout=30)
     pending.send("1 PW 12ABC%s\n" % HIT)

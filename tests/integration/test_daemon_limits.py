@@ -42,7 +42,7 @@ def rss_kib(pid):
 
 @test
 def max_connections(ctx):
-    d = ctx.daemon(ctx.config(), env={"BREACHD_MAX_CONNECTIONS": 5})
+    d = ctx.daemon(ctx.config(limits={"max_connections": 5}))
     first = d.client()
     # The readiness probe's connection may still be closing: wait until it is gone.
     dtest.wait_for(lambda: first.stats()["connections"] == 1, what="one connection")
@@ -74,7 +74,7 @@ def max_connections(ctx):
 @test
 def max_inflight_per_connection(ctx):
     c = dtest.corpus()
-    d = fault_daemon(ctx, filt=c.filter, env={"BREACHD_MAX_INFLIGHT": 4})
+    d = fault_daemon(ctx, filt=c.filter, limits={"max_inflight": 4})
     rng = random.Random(4)
     maybes = c.present(6, rng)
     no = c.absent(rng)
@@ -109,7 +109,7 @@ def max_inflight_per_connection(ctx):
 
 @test
 def idle_timeout(ctx):
-    d = fault_daemon(ctx, env={"BREACHD_IDLE_TIMEOUT_MS": 400})
+    d = fault_daemon(ctx, limits={"idle_timeout": "400ms"})
     waiting = d.client(timeout=30)
     idle = d.client()
     t0 = time.monotonic()
@@ -138,8 +138,8 @@ def idle_timeout(ctx):
 @test
 def backpressure_unread_responses(ctx):
     c = dtest.corpus()
-    d = ctx.daemon(ctx.config(passwords={"filter": c.filter, "upstream": ""}),
-                   env={"BREACHD_MAX_UNREAD": 4096})
+    d = ctx.daemon(ctx.config(passwords={"filter": c.filter, "upstream": ""},
+                              limits={"max_unread": "4K"}))
     rng = random.Random(8)
     n = 60000
     absent = [c.absent(rng) for _ in range(200)]
@@ -415,7 +415,7 @@ def connect_after_stop(sock):
 
 @test
 def sigterm_drain(ctx):
-    d = fault_daemon(ctx, env={"BREACHD_DRAIN_TIMEOUT_MS": 8000})
+    d = fault_daemon(ctx, limits={"drain_timeout": "8s"})
     pending = d.client(timeout=30)
     idle = d.client(timeout=30)
     pending.send("1 PW 12ABC%s\n" % HIT)
@@ -441,7 +441,7 @@ def sigterm_drain(ctx):
 
 @test
 def sigterm_drain_timeout(ctx):
-    d = fault_daemon(ctx, env={"BREACHD_DRAIN_TIMEOUT_MS": 500})
+    d = fault_daemon(ctx, limits={"drain_timeout": "500ms"})
     cl = d.client(timeout=30)
     cl.send("1 PW 12ABC%s\n" % HIT)
     dtest.wait_for(lambda: d.stats()["requests_in_flight"] == 1, what="the request in flight")

@@ -83,6 +83,7 @@ def verbs_and_answers_nginx(ctx):
                 "requests_in_flight", "cache_stale_answers", "connections_total"):
         check(key in after, "STATS lacks %s" % key)
     eq(after["circuit"], "closed", "circuit")
+    eq(after["internal_errors"], 0, "internal_errors (a failed internal check)")
 
     eq(cl.ask("r RELOAD", timeout=30), "r RELOADED")  # root is an admin_user by default
     eq(cl.stats()["reloads"], 1, "reloads")
@@ -486,6 +487,23 @@ def check_config_and_version(ctx):
     r = subprocess.run([bd, "--config", p, "--check-config"], capture_output=True, text=True,
                        timeout=60)
     check(r.returncode != 0 and "broken.bfuse" in r.stderr, "corrupt filter: %r" % r.stderr)
+    # An empty file and the shipped example are valid as they are: without a
+    # filter every check goes to the range API.
+    empty = ctx.path("empty.conf")
+    open(empty, "w").close()
+    example = os.path.join(dtest.ARGS.source_root, "data", "breachd.conf.example")
+    for p in (empty, example):
+        r = subprocess.run([bd, "--config", p, "--check-config"], capture_output=True, text=True,
+                           timeout=60)
+        eq(r.returncode, 0, "--check-config %s: %s" % (p, r.stderr))
+    # A filter that is named but missing: FILE:LINE and the fix.
+    missing = ctx.path("missing.conf")
+    with open(missing, "w") as f:
+        f.write("[passwords]\n\nfilter = %s\n" % ctx.path("nope.bfuse"))
+    r = subprocess.run([bd, "--config", missing, "--check-config"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode != 0 and missing + ":3: [passwords] filter" in r.stderr and
+          "breachctl filter build" in r.stderr, "missing filter: %r" % r.stderr)
 
 
 def _hashes_for_privacy(rng, n):

@@ -155,6 +155,11 @@ def mute_daemon(path):
 
 # ---- Samba ------------------------------------------------------------------------
 
+
+def seen(n):
+    """A count as the hooks write it: plain thousands separators."""
+    return "{:,}".format(n)
+
 @test
 def samba_clean_and_pwned(ctx):
     f = fx()
@@ -165,12 +170,13 @@ def samba_clean_and_pwned(ctx):
     r = samba(line, "password", d.sock, upn="alice@example.com", full_name="Alice A.")
     eq(r.rc, 1, "pwned: %r" % r)
     eq(r.out, "", "stdout")
-    eq(r.err.strip(), "samba-check-password: account alice: new password refused: it appeared "
-       "in %d known data breaches" % KNOWN["password"], "message")
+    eq(r.err.strip(), "samba-check-password: account alice: new password refused: it has been "
+       "seen %s times in data breaches" % seen(KNOWN["password"]), "message")
     # UTF-8 bytes exactly as Samba writes them, no line break; nothing trimmed.
     r = samba(line, "p\u00e4ssw\u00f6rd", d.sock)
     eq(r.rc, 1, "UTF-8 password: %r" % r)
     check(" 77 " in r.err, "count: %r" % r)
+    check(seen(1234567) == "1,234,567" and seen(577) == "577", "grouping")
     for variant in ["password ", " password", "Password", "password\t"]:
         r = samba(line, variant, d.sock)
         eq(r.rc, 0, "%r is another password: %r" % (variant, r))
@@ -268,7 +274,7 @@ def samba_syslog(ctx):
     with open(record) as fh:
         logged = fh.read()
     eq(logged.strip(), "-t|samba-check-password|-p|auth.notice|--|account alice: new password "
-       "refused: it appeared in 1234 known data breaches|", "logger arguments")
+       "refused: it has been seen 1,234 times in data breaches|", "logger arguments")
     check("Summer2024" not in logged, "password logged")
     r = samba(f.samba + " --syslog", f.clean[0], d.sock, env={"PATH": path})
     eq(r.rc, 0, "clean")
@@ -286,8 +292,8 @@ def generic_formats(ctx):
     # plain (the default): one password a line.
     r = generic([], "%s\npassword\n%s\r\n" % (f.clean[0], f.clean[1]), d.sock)
     eq(r.rc, 1, "plain: %r" % r)
-    eq(r.err, "check-password: line 2: refused: appeared in %d known data breaches\n"
-       % KNOWN["password"], "plain message")
+    eq(r.err, "check-password: line 2: refused: it has been seen %s times in data breaches\n"
+       % seen(KNOWN["password"]), "plain message")
     eq(r.out, "", "stdout")
     # chpasswd: the password is everything after the first ':'.
     batch = ("alice:password\n\nbob:%s\ncarol:pa:ss\ndave:%s\r\nerin:%s" %
@@ -295,9 +301,9 @@ def generic_formats(ctx):
     r = generic(["--format=chpasswd"], batch, d.sock)
     eq(r.rc, 1, "chpasswd: %r" % r)
     eq(r.err.splitlines(), [
-        "check-password: line 1 (alice): refused: appeared in %d known data breaches"
-        % KNOWN["password"],
-        "check-password: line 4 (carol): refused: appeared in 5 known data breaches",
+        "check-password: line 1 (alice): refused: it has been seen %s times in data breaches"
+        % seen(KNOWN["password"]),
+        "check-password: line 4 (carol): refused: it has been seen 5 times in data breaches",
         "check-password: line 5 (dave): refused: breachd could not tell (upstream-error); "
         "try again later"], "chpasswd messages")
     no_leak(r, [f.clean[0], "pa:ss", f.lost[0], f.clean[1]])
@@ -311,7 +317,7 @@ def generic_formats(ctx):
     r = generic(["--format=newusers"], "frank:letmein:1001:1001:Frank:/home/frank:/bin/sh\n"
                 "gina:%s:1002:1002::/home/gina:/bin/sh\n" % f.clean[2], d.sock)
     eq(r.rc, 1, "newusers: %r" % r)
-    eq(r.err, "check-password: line 1 (frank): refused: appeared in 577 known data breaches\n",
+    eq(r.err, "check-password: line 1 (frank): refused: it has been seen 577 times in data breaches\n",
        "newusers message")
     # A line without ':' is an error (2 beats 1), the others are still checked.
     r = generic(["--format=chpasswd"], "henry:hunter2\njustapassword\n", d.sock)
@@ -358,8 +364,8 @@ def generic_in_front_of_chpasswd(ctx):
             with open(ctx.path("applied")) as fh:
                 eq(fh.read(), batch, "the batch as given")
         else:
-            eq(p.stderr, "check-password: line 2001 (mallory): refused: appeared in 1234 known "
-               "data breaches\n", "message")
+            eq(p.stderr, "check-password: line 2001 (mallory): refused: it has been seen 1,234 "
+               "times in data breaches\n", "message")
         print("    %s batch of %d entries checked in %.2fs" % (name, batch.count("\n"), secs))
     eq(d.stats()["requests_pw"], 4001, "requests")
     d.stop_ok()

@@ -81,7 +81,12 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->daemon.metrics_listen, "");
     assert_string_equal(c->daemon.metrics_host, "");
     assert_int_equal(c->daemon.metrics_port, 0);
-    assert_string_equal(c->passwords.filter, "/var/lib/breachd/passwords.bfuse");
+    assert_int_equal(c->limits.max_connections, 1024);
+    assert_int_equal(c->limits.max_inflight, 256);
+    assert_int_equal(c->limits.idle_timeout_ms, 300000);
+    assert_int_equal(c->limits.max_unread, 1 << 20);
+    assert_int_equal(c->limits.drain_timeout_ms, 10000);
+    assert_string_equal(c->passwords.filter, "");
     assert_string_equal(c->passwords.upstream, "https://api.pwnedpasswords.com/range/{prefix}");
     assert_int_equal(c->passwords.max_filter_age_s, 45 * 86400);
     assert_string_equal(c->urls.filter, "");
@@ -110,6 +115,12 @@ const char full_config[] = "[daemon]\n"
                            "stats_users = 1001, 1002\n"
                            "log_level = debug\n"
                            "metrics_listen = 127.0.0.2:9750\n"
+                           "[limits]\n"
+                           "max_connections = 5\n"
+                           "max_inflight = 65536\n"
+                           "idle_timeout = 400ms\n"
+                           "max_unread = 4K\n"
+                           "drain_timeout = 0\n"
                            "[passwords]\n"
                            "filter = /srv/pw.bfuse\n"
                            "upstream = file:///srv/mirror/{prefix}.txt\n"
@@ -153,6 +164,11 @@ void check_full(const breachd_config *c)
     assert_string_equal(c->daemon.metrics_listen, "127.0.0.2:9750");
     assert_string_equal(c->daemon.metrics_host, "127.0.0.2");
     assert_int_equal(c->daemon.metrics_port, 9750);
+    assert_int_equal(c->limits.max_connections, 5);
+    assert_int_equal(c->limits.max_inflight, 65536);
+    assert_int_equal(c->limits.idle_timeout_ms, 400);
+    assert_int_equal(c->limits.max_unread, 4096);
+    assert_int_equal(c->limits.drain_timeout_ms, 0);
     assert_string_equal(c->passwords.filter, "/srv/pw.bfuse");
     assert_string_equal(c->passwords.upstream, "file:///srv/mirror/{prefix}.txt");
     assert_int_equal(c->passwords.max_filter_age_s, 10 * 86400);

@@ -124,7 +124,7 @@ static void test_example(void **state)
         "\nlog_level = ",
         "\nmetrics_listen =",
         "[passwords]",
-        "\nfilter = ",
+        "\nfilter =",
         "\nupstream = ",
         "\nmax_filter_age = ",
         "[urls]",

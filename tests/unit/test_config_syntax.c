@@ -24,16 +24,19 @@ static void test_errors_structure(void **state)
 {
     (void)state;
     expect_error("[daemon]\nsocket = /x\n[foo]\n",
-                 NAME ":3: unknown section [foo]: expected [daemon], [passwords], [urls], [cache] "
-                      "or [upstream]");
+                 NAME ":3: unknown section [foo]: expected [daemon], [limits], [passwords], "
+                      "[urls], [cache] or [upstream]");
     expect_error("[Daemon]\n", NAME ":1: unknown section [Daemon]: expected [daemon], "
-                                    "[passwords], [urls], [cache] or [upstream]");
-    expect_error("[]\n", NAME ":1: unknown section []: expected [daemon], [passwords], [urls], "
-                              "[cache] or [upstream]");
+                                    "[limits], [passwords], [urls], [cache] or [upstream]");
+    expect_error("[]\n", NAME ":1: unknown section []: expected [daemon], [limits], [passwords], "
+                              "[urls], [cache] or [upstream]");
     expect_error("\n\n[daemon\n", NAME ":3: section line without a closing ]");
     expect_error("[daemon] # main\n", NAME ":1: text after the section's ] (a comment must be on "
                                            "a line of its own)");
-    expect_error("[daemon]\nsockt = /x\n", NAME ":2: [daemon] sockt: unknown key");
+    expect_error("[daemon]\nsockt = /x\n",
+                 NAME ":2: [daemon] sockt: unknown key (did you mean socket?)");
+    expect_error("[cache]\nttls = 1d\n", NAME ":2: [cache] ttls: unknown key (did you mean ttl?)");
+    expect_error("[daemon]\nfrobnicate = 1\n", NAME ":2: [daemon] frobnicate: unknown key");
     expect_error("[cache]\ntimeout = 5s\n",
                  NAME ":2: [cache] timeout: unknown key (timeout is a key of [upstream])");
     expect_error("[upstream]\nrate = 5\ntimeout = 1s\n\nrate = 6\n",
@@ -128,7 +131,8 @@ static void test_comments_crlf(void **state)
                  NAME ":3: [daemon] log_level: bad log level \"loud\": expected error, warning, "
                       "notice, info or debug");
     expect_error("\xEF\xBB\xBF[nope]\r\n", NAME ":1: unknown section [nope]: expected [daemon], "
-                                                "[passwords], [urls], [cache] or [upstream]");
+                                                "[limits], [passwords], [urls], [cache] or "
+                                                "[upstream]");
 }
 
 int main(void)

@@ -191,7 +191,7 @@ static void test_field_checks(void **state)
     expect_refused(out, bad, len, "body checksum mismatch");
 
     expect_refused(out, good, len - 1, "truncated");
-    expect_refused(out, good, 100, "truncated");
+    expect_refused(out, good, 100, "not a breachd filter file (100 bytes, shorter than");
     uint8_t *longer = calloc(1, len + 1);
     memcpy(longer, good, len);
     expect_refused(out, longer, len + 1, "trailing data");

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* ctl_getopt: getopt_long over a command's option table (ctl_opts.h). */
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "breachctl.h"
+#include "br_assert.h"
+#include "ctl_opts.h"
+
+#define MAX_OPTS 32
+
+/* One option's argument into its destination. false: an error was printed. */
+static bool take(const char *cmd, const ctl_opt *o, const char *arg)
+{
+    uint64_t v;
+    switch (o->type) {
+    case CTL_OPT_FLAG:
+        *(bool *)o->dst = true;
+        return true;
+    case CTL_OPT_STR:
+        *(const char **)o->dst = arg;
+        return true;
+    case CTL_OPT_UINT:
+        if (!ctl_parse_u64(arg, o->max, &v) || v < o->min) {
+            ctl_err("%s: --%s '%s': %s", cmd, o->name, arg, o->want);
+            return false;
+        }
+        *(uint64_t *)o->dst = v;
+        return true;
+    case CTL_OPT_LIST:
+        if (*o->count >= o->max) {
+            ctl_err("%s: %s", cmd, o->want);
+            return false;
+        }
+        ((const char **)o->dst)[(*o->count)++] = arg;
+        return true;
+    case CTL_OPT_FN:
+        return o->fn(cmd, arg, o->dst);
+    case CTL_OPT_IGNORE:
+        return true;
+    case CTL_OPT_HELP:
+        break;
+    }
+    (void)br_fails_assert(!"an option type without a parser");
+    return false;
+}
+
+int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+               int argc, char **argv, int *first)
+{
+    struct option lo[MAX_OPTS + 1] = {{0}};
+    char shorts[2 * MAX_OPTS + 1] = "";
+    size_t ns = 0;
+    if (br_fails_assert(n <= MAX_OPTS))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        bool has_arg = opts[i].type != CTL_OPT_FLAG && opts[i].type != CTL_OPT_HELP;
+        lo[i] = (struct option){opts[i].name, has_arg ? required_argument : no_argument, NULL,
+                                opts[i].short_name ? opts[i].short_name : 256 + (int)i};
+        if (opts[i].short_name) {
+            shorts[ns++] = opts[i].short_name;
+            if (has_arg)
+                shorts[ns++] = ':';
+        }
+    }
+    shorts[ns] = '\0';
+    int ch;
+    while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+        const ctl_opt *o = NULL;
+        for (size_t i = 0; i < n && !o; i++)
+            if (ch == (opts[i].short_name ? opts[i].short_name : 256 + (int)i))
+                o = &opts[i];
+        if (!o) {
+            if (usage)
+                usage(stderr);
+            return -1;
+        }
+        if (o->type == CTL_OPT_HELP) {
+            if (usage)
+                usage(stdout);
+            return 1;
+        }
+        if (!take(cmd, o, optarg))
+            return -1;
+    }
+    *first = optind;
+    return 0;
+}

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/* breachd.conf's keys: one table (section, name, type, bounds, default, doc
+ * line) that drives the parse, the defaults, the free and the dump. Every
+ * row has its line in docs/breachd.conf.5 and data/breachd.conf.example,
+ * with the same default and bounds (tests/unit/test_config_schema.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "br_assert.h"
+#include "conf_int.h"
+#include "config.h"
+
+#define F(field) offsetof(breachd_config, field)
+#define SUN_PATH_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1)
+#define DAY (86400ull)
+
+/* clang-format off */
+const bd_conf_key bd_conf_keys[] = {
+    {"daemon", "socket", BD_CONF_PATH, 0, F(daemon.socket), 0, 0, 0, SUN_PATH_MAX, NULL,
+     BREACHD_DEFAULT_SOCKET, "the Unix socket breachd creates when not socket-activated"},
+    {"daemon", "socket_mode", BD_CONF_MODE, 0, F(daemon.socket_mode), 0, 0, 0, 0777, NULL,
+     "0660", "permission bits of that socket, octal"},
+    {"daemon", "allowed_users", BD_CONF_USERS, 0, F(daemon.allowed_users_text),
+     F(daemon.allowed_users), F(daemon.n_allowed_users), 0, 0, NULL,
+     "", "who may use the socket (with allowed_groups); both empty: anyone"},
+    {"daemon", "allowed_groups", BD_CONF_GROUPS, 0, F(daemon.allowed_groups_text),
+     F(daemon.allowed_groups), F(daemon.n_allowed_groups), 0, 0, NULL,
+     "", "groups whose members may use the socket"},
+    {"daemon", "admin_users", BD_CONF_USERS, 0, F(daemon.admin_users_text),
+     F(daemon.admin_users), F(daemon.n_admin_users), 0, 0, NULL,
+     "root", "who may send RELOAD; empty: nobody over the socket"},
+    {"daemon", "stats_users", BD_CONF_USERS, 0, F(daemon.stats_users_text),
+     F(daemon.stats_users), F(daemon.n_stats_users), 0, 0, NULL,
+     "", "who may send STATS besides admin_users"},
+    {"daemon", "log_level", BD_CONF_CHOICE, 0, F(daemon.log_level), 0, 0, 0, 0,
+     &bd_conf_log_levels, "info", "error, warning, notice, info or debug"},
+    {"daemon", "metrics_listen", BD_CONF_LISTEN, 0, F(daemon.metrics_listen),
+     F(daemon.metrics_host), F(daemon.metrics_port), 0, 0, NULL,
+     "", "loopback HOST:PORT for Prometheus text at /metrics; empty: off"},
+
+    {"limits", "max_connections", BD_CONF_UINT, 0, F(limits.max_connections), 0, 0,
+     1, 1u << 20, NULL, "1024", "open connections; past it a new one gets ERR busy"},
+    {"limits", "max_inflight", BD_CONF_UINT, 0, F(limits.max_inflight), 0, 0,
+     1, 1u << 16, NULL, "256", "pending requests per connection; past it ERR busy"},
+    {"limits", "idle_timeout", BD_CONF_MILLIS, 0, F(limits.idle_timeout_ms), 0, 0,
+     100, DAY * 1000, NULL, "5m", "a connection with nothing pending is closed after this"},
+    {"limits", "max_unread", BD_CONF_SIZE, 0, F(limits.max_unread), 0, 0,
+     4096, 1u << 30, NULL, "1M", "unread answer bytes before breachd stops reading a connection"},
+    {"limits", "drain_timeout", BD_CONF_MILLIS, 0, F(limits.drain_timeout_ms), 0, 0,
+     0, 3600 * 1000, NULL, "10s", "on SIGTERM, how long pending requests may take"},
+
+    {"passwords", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
+     0, PATH_MAX - 1, NULL, "",
+     "the password filter; empty: every check goes to the range API"},
+    {"passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, F(passwords.upstream), 0, 0, 0, 0,
+     NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
+    {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
+     1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+
+    {"urls", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "the URL filter; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"urls", "upstream", BD_CONF_URL_TEMPLATE, 0, F(urls.upstream), 0, 0, 0, 0, NULL,
+     "", "the URL range API; empty: none"},
+    {"urls", "max_filter_age", BD_CONF_SECONDS, 0, F(urls.max_filter_age_s), 0, 0,
+     1, 3650 * DAY, NULL, "2d", "an older filter is stale"},
+    {"urls", "when_stale", BD_CONF_CHOICE, 0, F(urls.when_stale), 0, 0, 0, 0,
+     &bd_conf_when_stale, "filter", "a stale filter: filter (keep using it), upstream or unknown"},
+
+    {"cache", "path", BD_CONF_PATH, 0, F(cache.path), 0, 0, 0, PATH_MAX - 1, NULL,
+     "/var/cache/breachd", "the LMDB range cache directory"},
+    {"cache", "max_size", BD_CONF_SIZE, 0, F(cache.max_size), 0, 0,
+     1ull << 20, 1ull << 40, NULL, "1G", "largest size of the cache"},
+    {"cache", "ttl", BD_CONF_SECONDS, 0, F(cache.ttl_s), 0, 0, 1, 365 * DAY, NULL,
+     "7d", "how long a range answer stays fresh"},
+    {"cache", "max_stale", BD_CONF_SECONDS, 0, F(cache.max_stale_s), 0, 0, 0, 365 * DAY, NULL,
+     "30d", "how long past its freshness an answer may serve when the upstream fails"},
+    {"cache", "partition", BD_CONF_CHOICE, 0, F(cache.partition), 0, 0, 0, 0,
+     &bd_conf_partition, "uid", "uid: each peer user its own entries and fetches; none: shared"},
+
+    {"upstream", "timeout", BD_CONF_MILLIS, 0, F(upstream.timeout_ms), 0, 0, 100, 300000, NULL,
+     "5s", "deadline of one range query, retries included"},
+    {"upstream", "max_inflight", BD_CONF_UINT, 0, F(upstream.max_inflight), 0, 0, 1, 1024, NULL,
+     "16", "range queries in flight at once"},
+    {"upstream", "rate", BD_CONF_UINT, 0, F(upstream.rate), 0, 0, 1, 100000, NULL,
+     "50", "range queries started per second at most"},
+    {"upstream", "proxy", BD_CONF_PROXY, 0, F(upstream.proxy), 0, 0, 0, 0, NULL,
+     "", "proxy URL; empty: the usual environment variables"},
+    {"upstream", "ca_file", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(upstream.ca_file), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "PEM file of the CAs to trust; empty: the system store"},
+    {"upstream", "decoys", BD_CONF_UINT, 0, F(upstream.decoys), 0, 0, 0, 16, NULL,
+     "0", "decoy prefixes fetched, cached and revalidated with each real one"},
+};
+/* clang-format on */
+
+const size_t bd_conf_n_keys = BR_ARRAY_SIZE(bd_conf_keys);
+
+size_t bd_conf_sections(const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bd_conf_n_keys; i++)
+        if (i == 0 || strcmp(bd_conf_keys[i - 1].section, bd_conf_keys[i].section) != 0) {
+            if (n < cap)
+                out[n] = bd_conf_keys[i].section;
+            n++;
+        }
+    return n;
+}
+
+void bd_conf_sections_text(char *buf, size_t len)
+{
+    const char *s[32];
+    size_t n = bd_conf_sections(s, BR_ARRAY_SIZE(s));
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && i < BR_ARRAY_SIZE(s); i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+        int w = snprintf(buf + used, len - used, "%s[%s]", sep, s[i]);
+        if (w < 0 || (size_t)w >= len - used)
+            return;
+        used += (size_t)w;
+    }
+}
+
+/* ---- fields --------------------------------------------------------------------- */
+
+#define FIELD(c, off, type) ((type *)(void *)((char *)(c) + (off)))
+#define CFIELD(c, off, type) ((const type *)(const void *)((const char *)(c) + (off)))
+
+static int set_str(char **dst, const char *value)
+{
+    char *s = strdup(value);
+    if (!s)
+        return -ENOMEM;
+    free(*dst);
+    *dst = s;
+    return 0;
+}
+
+static int set_id_list(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
+{
+    uint32_t *ids;
+    size_t n;
+    int rc = bd_conf_parse_id_list(v, k->type == BD_CONF_GROUPS, &ids, &n, err);
+    if (rc < 0)
+        return rc;
+    if (set_str(FIELD(c, k->off, char *), v) < 0) {
+        free(ids);
+        return -ENOMEM;
+    }
+    free(*FIELD(c, k->off2, uint32_t *));
+    *FIELD(c, k->off2, uint32_t *) = ids;
+    *FIELD(c, k->off3, size_t) = n;
+    return 0;
+}
+
+/* A string checked by its type, then kept. */
+static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
+{
+    int rc;
+    switch (k->type) {
+    case BD_CONF_PATH:
+        rc = bd_conf_check_path(v, k->flags & BD_CONF_EMPTY_OK, (size_t)k->max, err);
+        break;
+    case BD_CONF_URL_TEMPLATE:
+        rc = bd_conf_check_url_template(v, err);
+        break;
+    case BD_CONF_PROXY:
+        rc = bd_conf_check_proxy(v, err);
+        break;
+    case BD_CONF_LISTEN:
+        rc = bd_conf_parse_listen(v, FIELD(c, k->off2, char), FIELD(c, k->off3, uint16_t), err);
+        break;
+    default:
+        (void)br_fails_assert(!"a string key of another type");
+        rc = br_error_set(err, -EINVAL, "internal error: [%s] %s is not a string", k->section,
+                          k->name);
+    }
+    return rc < 0 ? rc : set_str(FIELD(c, k->off, char *), v);
+}
+
+int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
+{
+    switch (k->type) {
+    case BD_CONF_PATH:
+    case BD_CONF_URL_TEMPLATE:
+    case BD_CONF_PROXY:
+    case BD_CONF_LISTEN:
+        return set_checked_str(c, k, v, err);
+    case BD_CONF_MODE:
+        return bd_conf_parse_mode(v, FIELD(c, k->off, mode_t), err);
+    case BD_CONF_USERS:
+    case BD_CONF_GROUPS:
+        return set_id_list(c, k, v, err);
+    case BD_CONF_CHOICE:
+        return bd_conf_parse_choice(v, k->choices, FIELD(c, k->off, int), err);
+    case BD_CONF_SECONDS:
+        return bd_conf_parse_duration_s(v, (int64_t)k->min, (int64_t)k->max,
+                                        FIELD(c, k->off, int64_t), err);
+    case BD_CONF_MILLIS:
+        return bd_conf_parse_millis(v, (uint32_t)k->min, (uint32_t)k->max,
+                                    FIELD(c, k->off, uint32_t), err);
+    case BD_CONF_SIZE:
+        return bd_conf_parse_size(v, k->min, k->max, FIELD(c, k->off, uint64_t), err);
+    case BD_CONF_UINT:
+        return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
+                                  FIELD(c, k->off, uint32_t), err);
+    }
+    (void)br_fails_assert(!"a key without a type");
+    return br_error_set(err, -EINVAL, "internal error: [%s] %s has no type", k->section, k->name);
+}
+
+void bd_conf_format_bounds(const bd_conf_key *k, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    switch (k->type) {
+    case BD_CONF_SECONDS:
+        bd_conf_format_duration_s(lo, sizeof(lo), (int64_t)k->min);
+        bd_conf_format_duration_s(hi, sizeof(hi), (int64_t)k->max);
+        break;
+    case BD_CONF_MILLIS:
+        snprintf(lo, sizeof(lo), k->min % 1000 ? "%" PRIu64 "ms" : "%" PRIu64 "s",
+                 k->min % 1000 ? k->min : k->min / 1000);
+        snprintf(hi, sizeof(hi), k->max % 1000 ? "%" PRIu64 "ms" : "%" PRIu64 "s",
+                 k->max % 1000 ? k->max : k->max / 1000);
+        break;
+    case BD_CONF_SIZE:
+        bd_conf_format_size(lo, sizeof(lo), k->min);
+        bd_conf_format_size(hi, sizeof(hi), k->max);
+        break;
+    case BD_CONF_UINT:
+        snprintf(lo, sizeof(lo), "%" PRIu64, k->min);
+        snprintf(hi, sizeof(hi), "%" PRIu64, k->max);
+        break;
+    default:
+        buf[0] = '\0';
+        return;
+    }
+    snprintf(buf, len, "%s .. %s", lo, hi);
+}
+
+/* ---- defaults, free ------------------------------------------------------------ */
+
+void breachd_config_free(breachd_config *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < bd_conf_n_keys; i++) {
+        const bd_conf_key *k = &bd_conf_keys[i];
+        switch (k->type) {
+        case BD_CONF_USERS:
+        case BD_CONF_GROUPS:
+            free(*FIELD(c, k->off2, uint32_t *));
+            free(*FIELD(c, k->off, char *));
+            break;
+        case BD_CONF_PATH:
+        case BD_CONF_URL_TEMPLATE:
+        case BD_CONF_PROXY:
+        case BD_CONF_LISTEN:
+            free(*FIELD(c, k->off, char *));
+            break;
+        default:
+            break;
+        }
+    }
+    free(c->key_lines);
+    free(c->path);
+    free(c);
+}
+
+unsigned breachd_config_key_line(const breachd_config *c, const char *section, const char *name)
+{
+    if (!c->key_lines)
+        return 0;
+    for (size_t i = 0; i < bd_conf_n_keys; i++)
+        if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0)
+            return c->key_lines[i];
+    return 0;
+}
+
+int breachd_config_defaults(breachd_config **out)
+{
+    *out = NULL;
+    _cleanup_(breachd_config_freep) breachd_config *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->path = strdup("");
+    if (!c->path)
+        return -ENOMEM;
+    for (size_t i = 0; i < bd_conf_n_keys; i++) {
+        br_error err;
+        int rc = bd_conf_apply(c, &bd_conf_keys[i], bd_conf_keys[i].def, &err);
+        if (rc == -ENOMEM)
+            return rc;
+        if (br_fails_assert(rc == 0)) /* a default that does not parse */
+            return -EINVAL;
+    }
+    *out = BR_TAKE_PTR(c);
+    return 0;
+}
+
+/* ---- the canonical spelling ------------------------------------------------------ */
+
+const char *bd_conf_format_value(const breachd_config *c, const bd_conf_key *k, char *buf,
+                                 size_t len)
+{
+    switch (k->type) {
+    case BD_CONF_MODE:
+        snprintf(buf, len, "%04o", (unsigned)*CFIELD(c, k->off, mode_t));
+        break;
+    case BD_CONF_CHOICE: {
+        int v = *CFIELD(c, k->off, int);
+        for (size_t i = 0; i < k->choices->n; i++)
+            if (k->choices->v[i].value == v)
+                return k->choices->v[i].name;
+        return k->def;
+    }
+    case BD_CONF_SECONDS:
+        bd_conf_format_duration_s(buf, len, *CFIELD(c, k->off, int64_t));
+        break;
+    case BD_CONF_MILLIS:
+        bd_conf_format_duration_ms(buf, len, *CFIELD(c, k->off, uint32_t));
+        break;
+    case BD_CONF_SIZE:
+        bd_conf_format_size(buf, len, *CFIELD(c, k->off, uint64_t));
+        break;
+    case BD_CONF_UINT:
+        snprintf(buf, len, "%" PRIu32, *CFIELD(c, k->off, uint32_t));
+        break;
+    default: /* the strings, as written */
+        return *CFIELD(c, k->off, char *);
+    }
+    return buf;
+}
