@@ -183,8 +183,11 @@ class Ctx:
         check(line.strip().isdigit(), "faultserver did not print its port")
         return int(line)
 
-    def nginx(self, mirror):
-        """nginx serving mirror/PREFIX.txt at /range/PREFIX; returns the port."""
+    def nginx(self, mirror, location=None):
+        """nginx serving mirror/PREFIX.txt at /range/PREFIX; returns the port.
+        location: another location block (its text) instead."""
+        if location is None:
+            location = "location /range/ { alias %s/; try_files $uri.txt =404; }" % mirror
         if not os.path.exists("/usr/sbin/nginx"):
             raise Skip("nginx is not installed")
         d = self.path("nginx")
@@ -193,7 +196,7 @@ class Ctx:
             port = free_port()
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(NGINX_CONF % dict(dir=d, port=port, mirror=mirror))
+                f.write(NGINX_CONF % dict(dir=d, port=port, location=location))
             p = self.spawn(["/usr/sbin/nginx", "-p", d, "-e", d + "/error.log", "-c", conf],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             end = time.monotonic() + 5
@@ -253,7 +256,7 @@ http {
     default_type text/plain;
     server {
         listen 127.0.0.1:%(port)d;
-        location /range/ { alias %(mirror)s/; try_files $uri.txt =404; }
+        %(location)s
     }
 }
 """
