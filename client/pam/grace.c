@@ -215,7 +215,7 @@ static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op,
     int r = read_state(dirfd, base, &in, &len, what);
     if (r < 0)
         return r;
-    char *out = malloc(len + USER_MAX + DATE_LEN + 3);
+    char *out = malloc(len + 1 + USER_MAX + 1 + DATE_LEN + 2); /* + a final LF, + a line */
     if (!out) {
         free(in);
         return *what = "out of memory", -ENOMEM;
