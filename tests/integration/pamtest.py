@@ -223,6 +223,7 @@ class Ctx:
             f.write("#!/bin/sh\nprintf '%%s' \"$PAM_AUTHTOK\" > '%s'\n" % self.record)
         os.chmod(self.recorder, 0o755)
         self.old = "old-Pa55word"
+        self.grace = os.path.join(self.dir, "grace")  # state= (grace state file)
 
     def reset(self):
         """Before each run: alice's password is self.old, nothing recorded."""
@@ -247,7 +248,8 @@ class Ctx:
         """The service file: [before...] pam_breachd [after...] [pam_get_items pam_exec]
         pam_matrix."""
         lines = list(before)
-        lines.append("password %s %s socket=%s %s" % (control, ARGS.module, sock, opts))
+        lines.append("password %s %s socket=%s state=%s %s" % (control, ARGS.module, sock,
+                                                               self.grace, opts))
         lines.extend(after)
         if record:
             lines.append("password optional %s" % TOOLS["pam_get_items"])
@@ -259,8 +261,12 @@ class Ctx:
             f.write("password required pam_deny.so\n")
 
     def chauthtok(self, inputs, env=None, flags="", as_uid=None):
-        SECRETS.update(i for i in inputs if len(i) >= 6)
         self.reset()
+        return self.pamtester(["chauthtok" + flags], inputs, env, as_uid)
+
+    def pamtester(self, ops, inputs, env=None, as_uid=None):
+        """pamtester SERVICE alice OPS... (no reset of the password file)."""
+        SECRETS.update(i for i in inputs if len(i) >= 6)
         e = dict(os.environ)
         for k in list(e):
             if k.startswith("PAM_") or k.startswith("BREACHD_"):
@@ -268,7 +274,7 @@ class Ctx:
         e.update(ENV)
         e["PAM_WRAPPER_SERVICE_DIR"] = self.svcdir
         e.update(env or {})
-        argv = [TOOLS["pamtester"], self.name, "alice", "chauthtok" + flags]
+        argv = [TOOLS["pamtester"], self.name, "alice"] + list(ops)
         if as_uid is not None:
             # Preload pam_wrapper into pamtester only: in setpriv it would
             # make a config directory that nothing removes.
