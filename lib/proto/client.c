@@ -160,9 +160,12 @@ static void parse_answer(const char *s, size_t len, br_answer *a)
         a->kind = BR_ANSWER_CLEAN;
     } else if (IS("PWNED")) {
         a->kind = BR_ANSWER_PWNED;
-        /* Within the line: it need not be NUL-terminated. */
-        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++)
-            a->count = a->count * 10 + (uint64_t)(rest[k] - '0');
+        /* Within the line: it need not be NUL-terminated. A count too
+         * large for 64 bits saturates: it must not wrap to a small one. */
+        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++) {
+            uint64_t d = (uint64_t)(rest[k] - '0');
+            a->count = a->count > (UINT64_MAX - d) / 10 ? UINT64_MAX : a->count * 10 + d;
+        }
     } else if (IS("SAFE")) {
         a->kind = BR_ANSWER_SAFE;
     } else if (IS("BLOCKED")) {
@@ -255,11 +258,14 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
     return 0;
 }
 
-/* Consume complete lines from the read buffer. Returns the number of answers
- * matched, or a negative errno with err set for a connection-level refusal
- * ("- ERR forbidden ...", "- ERR ... connection closed"); answers matched
- * before it are kept. */
-static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+/* Consume complete lines from the read buffer. Only requests already sent
+ * (the batch's first `sent`) can be answered: a line with the id of one not
+ * sent yet is ignored like an unknown id, so a daemon cannot answer ahead
+ * of a question (nor push inflight below zero). Returns the number of answers matched, or
+ * a negative errno with err set for a connection-level refusal ("- ERR
+ * forbidden ...", "- ERR ... connection closed"); answers matched before it
+ * are kept. */
+static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size_t sent,
                       br_error *err)
 {
     int got = 0, r = 0;
@@ -277,7 +283,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
         if (!sp)
             continue;
         size_t idlen = (size_t)(sp - line);
-        long idx = id_index(line, idlen, base, n);
+        long idx = id_index(line, idlen, base, sent);
         if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
             parse_answer(sp + 1, len - idlen - 1, &reqs[idx].answer);
             got++;
@@ -302,7 +308,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
 /* After a failed send: read what the daemon wrote before it went away (a
  * refusal, answers), without waiting. The number of answers matched, or a
  * refusal's negative errno. */
-static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_t sent,
                      br_error *err)
 {
     int total = 0;
@@ -313,7 +319,7 @@ static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_
         if (got <= 0)
             break;
         c->rlen += (size_t)got;
-        int m = take_lines(c, reqs, base, n, err);
+        int m = take_lines(c, reqs, base, sent, err);
         if (m < 0)
             return m;
         total += m;
@@ -387,7 +393,7 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
                 int e = errno;
                 /* The daemon closed the connection: what it wrote before,
                  * a refusal or answers, is still there to read. */
-                int m = take_rest(c, reqs, base, n, err);
+                int m = take_rest(c, reqs, base, sent - (out_off < out_len), err);
                 if (m < 0) {
                     r = m;
                     break;
@@ -412,7 +418,8 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
                 break;
             }
             c->rlen += (size_t)got;
-            int m = take_lines(c, reqs, base, n, err);
+            /* Requests on the wire: all queued but one still being sent. */
+            int m = take_lines(c, reqs, base, sent - (out_off < out_len), err);
             if (m < 0) {
                 r = m;
                 break;
