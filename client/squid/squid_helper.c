@@ -30,12 +30,13 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "squid_request.h"
 #include "url_secret.h"
 #include "util.h"
 
 typedef struct req {
     struct req *next;
-    char channel[32]; /* "" without concurrency */
+    char channel[SQUID_CHANNEL_SIZE]; /* "" without concurrency */
     char *url;
     uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
     uint64_t deadline_ms; /* give up (BH) after this */
@@ -333,29 +334,24 @@ static void daemon_io(helper *h, short revents)
 
 /* ---- Squid's side ---- */
 
-static void on_squid_line(helper *h, char *line)
+static void on_squid_line(void *ctx, char *line)
 {
+    helper *h = ctx;
     req *r = calloc(1, sizeof(*r));
     if (!r) {
         puts("BH message=\"out of memory\"");
         fflush(stdout);
         return;
     }
-    /* "[channel-ID SP] URL [SP extras]": with concurrency Squid always sends
-     * a numeric channel first; a URL is never all digits. */
-    char *tok = line, *sp = strchr(line, ' ');
-    if (sp && sp > line && strspn(line, "0123456789") == (size_t)(sp - line) &&
-        (size_t)(sp - line) < sizeof(r->channel)) {
-        memcpy(r->channel, line, (size_t)(sp - line));
-        tok = sp + 1;
-    }
-    size_t ulen = strcspn(tok, " ");
-    if (ulen == 0) {
+    squid_request q;
+    squid_request_parse(line, &q);
+    memcpy(r->channel, q.channel, sizeof(r->channel));
+    if (q.url_len == 0) {
         reply(r, "BH message=\"no URL in the request\"");
         free(r);
         return;
     }
-    r->url = strndup(tok, ulen);
+    r->url = strndup(q.url, q.url_len);
     r->deadline_ms = now_ms() + (uint64_t)h->timeout_ms;
     if (!r->url) {
         reply(r, "BH message=\"out of memory\"");
@@ -365,7 +361,7 @@ static void on_squid_line(helper *h, char *line)
     /* A URL whose every lookup expression holds an e-mail address
      * (url_secret.h) is answered here, as breachd would, and not sent. */
     br_url_exprs ex = {0};
-    if (br_url_lookup_expressions(r->url, ulen, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
+    if (br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
         -EPERM) {
         static br_answer a = {.kind = BR_ANSWER_ERROR};
         snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
@@ -381,14 +377,11 @@ static void on_squid_line(helper *h, char *line)
 /* A request line that does not fit the input buffer: not a URL breachd
  * would take (8 KiB at most), so not a blocked one. The answer must carry
  * the line's channel ID, or Squid could not match it. */
-static void line_too_long(const char *buf, size_t len)
+static void line_too_long(void *ctx, const char *buf, size_t len)
 {
+    (void)ctx;
     req r = {0};
-    size_t digits = 0; /* buf is not NUL-terminated: count within len */
-    while (digits < len && buf[digits] >= '0' && buf[digits] <= '9')
-        digits++;
-    if (digits > 0 && digits < len && buf[digits] == ' ' && digits < sizeof(r.channel))
-        memcpy(r.channel, buf, digits);
+    squid_request_channel(buf, len, r.channel);
     reply(&r, "ERR message=\"not checked: URL too long\"");
 }
 
@@ -491,9 +484,8 @@ int main(int argc, char **argv)
     }
     try_connect(&h);
 
-    size_t in_fill = 0;
-    char stdin_buf[BR_PROTO_MAX_LINE + 64];
-    bool discarding = false;
+    static squid_input input;
+    const squid_input_cb input_cb = {on_squid_line, line_too_long, &h};
     bool eof = false;
     fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
     while (!eof || h.queue || h.sent) {
@@ -520,36 +512,13 @@ int main(int argc, char **argv)
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
         if (p[0].revents & (POLLIN | POLLHUP)) {
-            ssize_t got = read(STDIN_FILENO, stdin_buf + in_fill, sizeof(stdin_buf) - in_fill);
-            if (got == 0) {
+            size_t room;
+            char *to = squid_input_room(&input, &room);
+            ssize_t got = read(STDIN_FILENO, to, room);
+            if (got == 0)
                 eof = true;
-            } else if (got > 0) {
-                in_fill += (size_t)got;
-                size_t start = 0;
-                char *lf;
-                if (discarding) { /* the rest of a line too long to read */
-                    lf = memchr(stdin_buf, '\n', in_fill);
-                    start = lf ? (size_t)(lf - stdin_buf) + 1 : in_fill;
-                    discarding = !lf;
-                }
-                while ((lf = memchr(stdin_buf + start, '\n', in_fill - start))) {
-                    *lf = '\0';
-                    if (lf > stdin_buf + start && lf[-1] == '\r')
-                        lf[-1] = '\0';
-                    if (stdin_buf[start])
-                        on_squid_line(&h, stdin_buf + start);
-                    start = (size_t)(lf - stdin_buf) + 1;
-                }
-                memmove(stdin_buf, stdin_buf + start, in_fill - start);
-                in_fill -= start;
-                if (in_fill == sizeof(stdin_buf)) {
-                    /* Longer than any URL breachd takes: answered at once,
-                     * on its channel, and the rest of the line skipped. */
-                    line_too_long(stdin_buf, in_fill);
-                    in_fill = 0;
-                    discarding = true;
-                }
-            }
+            else if (got > 0)
+                squid_input_took(&input, (size_t)got, &input_cb);
         }
         if (h.fd >= 0 && p[1].revents)
             daemon_io(&h, p[1].revents);
