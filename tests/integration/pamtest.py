@@ -35,6 +35,7 @@ import hashlib
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -129,11 +130,13 @@ class Daemon:
                     "[cache]\npath = %s\n" % (self.sock, mode, filt, mirror,
                                               os.path.join(d, "cache")))
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([ARGS.breachd, "--config", self.conf, "--foreground"],
+        # BREACHD_TEST_WRAPPER: valgrind under `meson test --setup valgrind`.
+        wrapper = shlex.split(os.environ.get("BREACHD_TEST_WRAPPER", ""))
+        self.proc = subprocess.Popen(wrapper + [ARGS.breachd, "--config", self.conf, "--foreground"],
                                      stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         DAEMONS.append(self)
-        end = time.monotonic() + 30
+        end = time.monotonic() + 30 * max(1, int(os.environ.get("BREACHD_TEST_SLOW", "1")))
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise AssertionError("breachd exited %d:\n%s" % (self.proc.returncode,
