@@ -326,6 +326,7 @@ def wait_port(port, proc, timeout):
 
 def curl(proxy_port, url, timeout=30):
     """(status, headers {lowercase: value}, body) of url through Squid."""
+    timeout *= dtest.SLOW
     r = subprocess.run(["curl", "-sS", "-g", "--max-time", str(timeout), "-x",
                         "http://127.0.0.1:%d" % proxy_port, "-D", "-", "-o", "-", url],
                        capture_output=True, timeout=timeout + 10, env=dtest.base_env())
@@ -343,6 +344,7 @@ def curl(proxy_port, url, timeout=30):
 
 def curl_many(proxy_port, urls, timeout=60):
     """[(url, status)] of every URL fetched in parallel by one curl."""
+    timeout *= dtest.SLOW
     argv = ["curl", "-sS", "-g", "-Z", "--parallel-max", "32", "--max-time", str(timeout),
             "-x", "http://127.0.0.1:%d" % proxy_port, "-w", "%{url} %{http_code}\\n"]
     for u in urls:
@@ -523,7 +525,7 @@ def squid_helper_survives_daemon_restart(ctx):
         d2 = ctx.daemon(env.conf)
         env.daemon = d2
         for t in ths:
-            t.join(30)
+            t.join(30 * dtest.SLOW)
         check(not isinstance(results.get("bad"), BaseException), "bad: %r" % (results.get("bad"),))
         check(not isinstance(results.get("good"), BaseException), "good: %r" % (results.get("good"),))
         eq(results["bad"][0], 403, "blocked request made while breachd was down")

@@ -430,7 +430,9 @@ static void test_disk_full(void **state)
     assert_true(present < 0x400);
     assert_int_equal(count_dir(out, 0, 0x3FF, mirror), present); /* all of them whole */
 
-    assert_int_equal(mount(NULL, out, NULL, MS_REMOUNT, "size=16m,mode=0755"), 0);
+    /* The type is ignored by a remount; named all the same, for valgrind's
+     * memcheck, which checks the pointer (tests/README.md). */
+    assert_int_equal(mount("tmpfs", out, "tmpfs", MS_REMOUNT, "size=16m,mode=0755"), 0);
     memset(&err, 0, sizeof(err));
     rc = br_download_run(&o, &res, &err);
     if (rc < 0)
