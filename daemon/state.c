@@ -23,6 +23,7 @@ static struct event *reap_ev;
 static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
 {
     a->lookups += b->lookups;
+    a->range_lookups += b->range_lookups;
     a->cache_fresh += b->cache_fresh;
     a->stale_answers += b->stale_answers;
     a->fetches += b->fetches;

@@ -37,6 +37,11 @@ static bool kind_ok(br_range_kind kind)
     return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256;
 }
 
+bool br_rs_kind_ok(br_range_kind kind)
+{
+    return kind_ok(kind);
+}
+
 /* ---- flights table -------------------------------------------------------------- */
 
 static size_t bucket_of(uint32_t partition, br_range_kind kind, uint32_t prefix20)
@@ -126,19 +131,24 @@ void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
         r->st.not_found++;
         break;
     case BR_RESOLVE_UNKNOWN:
-        r->st.unknown++;
-        if (!strcmp(res->reason, BR_REASON_UNAVAILABLE))
-            r->st.unknown_unavailable++;
-        else if (!strcmp(res->reason, BR_REASON_TIMEOUT))
-            r->st.unknown_timeout++;
-        else if (!strcmp(res->reason, BR_REASON_CIRCUIT_OPEN))
-            r->st.unknown_circuit++;
-        else if (!strcmp(res->reason, BR_REASON_ERROR))
-            r->st.unknown_error++;
+        br_rs_count_unknown(r, res->reason);
         break;
     }
     if (res->stale)
         r->st.stale_answers++;
+}
+
+void br_rs_count_unknown(br_resolver *r, const char *reason)
+{
+    r->st.unknown++;
+    if (!strcmp(reason, BR_REASON_UNAVAILABLE))
+        r->st.unknown_unavailable++;
+    else if (!strcmp(reason, BR_REASON_TIMEOUT))
+        r->st.unknown_timeout++;
+    else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN))
+        r->st.unknown_circuit++;
+    else if (!strcmp(reason, BR_REASON_ERROR))
+        r->st.unknown_error++;
 }
 
 static void set_unknown(br_resolve_result *res, const char *reason)
@@ -228,6 +238,11 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
         waiter *w = f->head;
         f->head = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_after_failure(r, f, w, reason, allow_stale);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         if (allow_stale)
             br_rs_answer_after_failure(r, f->partition, f->kind, w->hash, reason, &res);
@@ -239,12 +254,19 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
     }
 }
 
-static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *value, size_t len)
+static void answer_all_from_value(br_resolver *r, flight *f, const br_range_answer *fresh)
 {
+    const uint8_t *value = fresh->value;
+    size_t len = fresh->len;
     while (f->head) {
         waiter *w = f->head;
         f->head = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_from_value(r, w, fresh);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         memset(&res, 0, sizeof(res));
         int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
@@ -269,6 +291,11 @@ static void answer_all_from_cache(br_resolver *r, flight *f)
         waiter *w = f->head;
         f->head = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_from_cache(r, f, w);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         br_range_cache_result cr;
         int rc = br_range_cache_lookup(r->cache, f->partition, f->kind, w->hash, br_rs_now_s(r),
@@ -321,16 +348,19 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
         }
+        br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
+                                 .expires_at = expiry(r, now, resp->max_age), .etag = resp->etag,
+                                 .last_modified = resp->last_modified};
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
-                                    expiry(r, now, resp->max_age), resp->etag, resp->last_modified);
+                                    fresh.expires_at, resp->etag, resp->last_modified);
             if (rc < 0) {
                 r->st.cache_errors++;
                 rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
             }
             schedule_flush(r);
         }
-        answer_all_from_value(r, f, value, len);
+        answer_all_from_value(r, f, &fresh);
         return;
     }
 
@@ -423,7 +453,12 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
         br_rs_flight_free(nf);
         return rc;
     }
-    return br_rs_send_burst(r, nf, &cr, full_hash, res);
+    const char *reason;
+    if (br_rs_send_burst(r, nf, &cr, &reason) == 0)
+        return 0;
+    br_rs_answer_after_failure(r, partition, kind, full_hash, reason, res);
+    br_rs_count_answer(r, res);
+    return 1;
 }
 
 /* ---- life cycle ------------------------------------------------------------------- */

@@ -129,6 +129,7 @@ typedef struct br_resolver_config {
 
 typedef struct br_resolver_stats {
     uint64_t lookups;       /* br_resolver_resolve() calls with valid arguments */
+    uint64_t range_lookups; /* br_resolver_resolve_range() calls with valid arguments */
     uint64_t cache_fresh;   /* answered synchronously from a fresh entry */
     uint64_t stale_answers; /* answered from an entry past its expiry (upstream failed) */
     uint64_t fetches;       /* fetches started (one per coalesced group) */
@@ -166,6 +167,44 @@ BR_DEFINE_FREEP(br_resolver, br_resolver_free)
 int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
                         const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
                         br_resolve_result *res);
+
+/* ---- whole ranges --------------------------------------------------------------
+ *
+ * br_resolver_resolve_range() answers with the whole range set of a prefix
+ * instead of one hash's entry: for serving the range API to others
+ * (docs/upstream.md "Serving the range API"). It follows the flow above
+ * exactly (cache in the partition, coalescing with the lookups of the same
+ * partition, conditional fetches, decoys, stale answers after a failure) and
+ * shares the partition rules: a range is only ever read from, waited on or
+ * fetched into its own partition. */
+
+typedef struct br_range_answer {
+    const char *reason;   /* NULL: a range is given; else UNKNOWN, one of BR_REASON_* */
+    const uint8_t *value; /* the range set (range.h), NULL when unknown */
+    size_t len;
+    int64_t fetched_at;   /* when the upstream last gave or confirmed it (cache clock, s) */
+    int64_t expires_at;   /* fresh until then */
+    const char *etag;     /* the upstream's validators, "" when none */
+    const char *last_modified;
+    bool from_cache; /* from a stored entry, not a fresh 200 */
+    bool stale;      /* from an entry past its expiry (the upstream failed) */
+} br_range_answer;
+
+/* Called exactly once per br_resolver_resolve_range() call that returned 0
+ * or 1. a and everything it points to are valid during the call only; the
+ * callback must not call into this resolver (it may run inside the cache's
+ * read transaction). */
+typedef void (*br_range_answer_cb)(void *ctx, const br_range_answer *a);
+
+/* The range of prefix20 (0 .. 0xFFFFF) of kind in partition.
+ * Returns 1: answered inside this call (cb has run, once);
+ *         0: cb(ctx, ...) will be called exactly once, later, from the event
+ *            loop;
+ *         -EINVAL (bad kind or argument) or -ENOMEM: cb is never called.
+ * Counted in range_lookups (not in lookups), and as the other lookups in
+ * cache_fresh, coalesced, fetches, stale_answers and the unknown counters. */
+int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, br_range_answer_cb cb, void *ctx);
 
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);

@@ -79,7 +79,7 @@ static uint32_t random_below(uint32_t n)
 
 /* A half-open circuit's trial request is the real one alone. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
-                      const uint8_t *full_hash, br_resolve_result *res)
+                     const char **reason)
 {
     uint32_t order[BR_RESOLVER_MAX_DECOYS + 1];
     int nd = 0;
@@ -102,11 +102,9 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
         }
         int rc = flight_send(r, nf, cr);
         if (rc < 0) {
-            const char *reason = rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
-                                 : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
-                                                    : BR_REASON_ERROR;
-            br_rs_answer_after_failure(r, nf->partition, nf->kind, full_hash, reason, res);
-            br_rs_count_answer(r, res);
+            *reason = rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
+                      : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
+                                         : BR_REASON_ERROR;
             br_rs_flight_free(nf);
             return 1;
         }
@@ -117,6 +115,8 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
         sent = true;
     }
     OPENSSL_cleanse(order, sizeof(order));
+    if (!sent)
+        *reason = BR_REASON_ERROR; /* cannot happen: order holds nf's prefix */
     return sent ? 0 : 1;
 }
 

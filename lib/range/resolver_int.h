@@ -19,6 +19,7 @@ typedef struct waiter waiter;
 struct waiter {
     waiter *next;
     br_resolve_cb cb;
+    br_range_answer_cb rcb; /* set: a whole-range lookup (resolver_range.c); hash unused */
     void *ctx;
     uint8_t hash[32];
 };
@@ -74,13 +75,27 @@ void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kin
                                 const uint8_t *hash, const char *reason, br_resolve_result *res);
 /* Count an answer in the stats. */
 void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
+/* The kinds a resolver serves. */
+bool br_rs_kind_ok(br_range_kind kind);
+/* Count an UNKNOWN answer's reason. */
+void br_rs_count_unknown(br_resolver *r, const char *reason);
 
 /* ---- resolver_burst.c ---- */
 
 /* A flight with no waiter, not in the table; NULL when out of memory. */
 flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix);
 /* Send nf (the real fetch, holding its first waiter) and its decoys, in a
- * random order. 0: nf is in flight; 1: nf could not be sent, *res holds the
- * answer made at once and nf is freed. */
+ * random order. 0: nf is in flight; 1: nf could not be sent: nf is freed (its
+ * waiter unanswered) and *reason (BR_REASON_*) says why. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
-                     const uint8_t *full_hash, br_resolve_result *res);
+                     const char **reason);
+
+/* ---- resolver_range.c: the waiters of whole-range lookups ---- */
+
+/* After a failure: a stored range within max_stale (allow_stale), else UNKNOWN reason. */
+void br_rs_range_after_failure(br_resolver *r, const flight *f, const waiter *w,
+                               const char *reason, bool allow_stale);
+/* From a range just fetched (fresh: everything but from_cache and stale set). */
+void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answer *fresh);
+/* From the cache, after a 304 touched the entry. */
+void br_rs_range_from_cache(br_resolver *r, const flight *f, const waiter *w);
