@@ -34,6 +34,8 @@ typedef enum bd_conf_type {
     BD_CONF_MILLIS,       /* uint32_t: a duration in milliseconds, min .. max */
     BD_CONF_SIZE,         /* uint64_t: bytes, min .. max */
     BD_CONF_UINT,         /* uint32_t: min .. max */
+    BD_CONF_LISTEN_LIST,  /* char * (off), breachd_listen * (off2), size_t count (off3) */
+    BD_CONF_NETWORKS,     /* char * (off), breachd_network * (off2), size_t count (off3) */
 } bd_conf_type;
 
 #define BD_CONF_EMPTY_OK 1u /* BD_CONF_PATH: "" is allowed */
@@ -126,10 +128,15 @@ int bd_conf_check_url_template(const char *v, br_error *err);
 int bd_conf_check_proxy(const char *v, br_error *err);
 int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error *err);
 
+/* conf_http.c; also -ENOMEM. *out is malloc'ed (NULL when empty). */
+int bd_conf_parse_listen_list(const char *v, breachd_listen **out, size_t *n_out, br_error *err);
+int bd_conf_parse_networks(const char *v, breachd_network **out, size_t *n_out, br_error *err);
+
 /* The names of the log levels (syslog priorities LOG_ERR .. LOG_DEBUG). */
 extern const bd_conf_choices bd_conf_log_levels;
 extern const bd_conf_choices bd_conf_when_stale; /* [urls] when_stale */
 extern const bd_conf_choices bd_conf_partition;  /* [cache] partition */
+extern const bd_conf_choices bd_conf_yes_no;     /* yes (1) or no (0) */
 
 /* conf_access.c; also -ENOMEM. *out is malloc'ed (NULL when empty). */
 int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, br_error *err);

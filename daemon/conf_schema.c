@@ -94,6 +94,17 @@ const bd_conf_key bd_conf_keys[] = {
      0, PATH_MAX - 1, NULL, "", "PEM file of the CAs to trust; empty: the system store"},
     {"upstream", "decoys", BD_CONF_UINT, 0, F(upstream.decoys), 0, 0, 0, 16, NULL,
      "0", "decoy prefixes fetched, cached and revalidated with each real one"},
+
+    {"http", "listen", BD_CONF_LISTEN_LIST, 0, F(http.listen), F(http.listens),
+     F(http.n_listens), 0, 0, NULL,
+     "", "HOST:PORT items or a Unix socket path for GET /range/{prefix}; empty: off"},
+    {"http", "allowed_networks", BD_CONF_NETWORKS, 0, F(http.allowed_networks_text),
+     F(http.allowed_networks), F(http.n_allowed_networks), 0, 0, NULL,
+     "127.0.0.0/8, ::1/128", "client networks (CIDR) that may use it; others get 403"},
+    {"http", "rate", BD_CONF_UINT, 0, F(http.rate), 0, 0, 0, 1000000, NULL,
+     "100", "requests per second per client address, past it 429; 0: no limit"},
+    {"http", "access_log", BD_CONF_CHOICE, 0, F(http.access_log), 0, 0, 0, 0, &bd_conf_yes_no,
+     "no", "yes: log each request with its prefix (the clients' secret); no"},
 };
 /* clang-format on */
 
@@ -158,6 +169,26 @@ static int set_id_list(breachd_config *c, const bd_conf_key *k, const char *v, b
     return 0;
 }
 
+/* A list kept as written (off) and parsed (off2, count off3). */
+static int set_parsed_list(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
+{
+    void *items = NULL;
+    size_t n = 0;
+    int rc = k->type == BD_CONF_LISTEN_LIST
+                 ? bd_conf_parse_listen_list(v, (breachd_listen **)&items, &n, err)
+                 : bd_conf_parse_networks(v, (breachd_network **)&items, &n, err);
+    if (rc < 0)
+        return rc;
+    if (set_str(FIELD(c, k->off, char *), v) < 0) {
+        free(items);
+        return -ENOMEM;
+    }
+    free(*FIELD(c, k->off2, void *));
+    *FIELD(c, k->off2, void *) = items;
+    *FIELD(c, k->off3, size_t) = n;
+    return 0;
+}
+
 /* A string checked by its type, then kept. */
 static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
 {
@@ -209,6 +240,9 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_UINT:
         return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
                                   FIELD(c, k->off, uint32_t), err);
+    case BD_CONF_LISTEN_LIST:
+    case BD_CONF_NETWORKS:
+        return set_parsed_list(c, k, v, err);
     }
     (void)br_fails_assert(!"a key without a type");
     return br_error_set(err, -EINVAL, "internal error: [%s] %s has no type", k->section, k->name);
@@ -255,6 +289,11 @@ void breachd_config_free(breachd_config *c)
         case BD_CONF_USERS:
         case BD_CONF_GROUPS:
             free(*FIELD(c, k->off2, uint32_t *));
+            free(*FIELD(c, k->off, char *));
+            break;
+        case BD_CONF_LISTEN_LIST:
+        case BD_CONF_NETWORKS:
+            free(*FIELD(c, k->off2, void *));
             free(*FIELD(c, k->off, char *));
             break;
         case BD_CONF_PATH:

@@ -42,6 +42,12 @@ const bd_conf_choices bd_conf_partition = {
     .v = {{"uid", BREACHD_PARTITION_UID}, {"none", BREACHD_PARTITION_NONE}},
 };
 
+const bd_conf_choices bd_conf_yes_no = {
+    .noun = "value",
+    .n = 2,
+    .v = {{"no", 0}, {"yes", 1}},
+};
+
 /* ---- small helpers ------------------------------------------------------------- */
 
 /* Decimal digits from *p into *out, stopping at the first non-digit.

@@ -65,6 +65,7 @@ typedef struct bd_server {
 
     struct bd_metrics *metrics;
     char metrics_addr[64]; /* "host:port" being served, "" = none */
+    struct bd_http *http;  /* the range endpoint ([http] listen), NULL = off */
 } bd_server;
 
 struct bd_conn {

@@ -127,6 +127,13 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
         U64(o, "circuit_state", t.pw_upstream.breaker);
     else
         put(o, "circuit", "%s", br_breaker_state_name(t.pw_upstream.breaker));
+    U64(o, "http_requests", k->http_requests);
+    U64(o, "http_ok", k->http_ok);
+    U64(o, "http_not_modified", k->http_not_modified);
+    U64(o, "http_bad_requests", k->http_bad_requests);
+    U64(o, "http_forbidden", k->http_forbidden);
+    U64(o, "http_rate_limited", k->http_rate_limited);
+    U64(o, "http_unavailable", k->http_unavailable);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
