@@ -45,62 +45,157 @@ static void pad_random(uint8_t *out, size_t len)
     }
 }
 
-static int add_padding(br_range_kind kind, size_t n_pad, bool body_empty, struct evbuffer *out)
+/* ---- the body pool ----
+ * Bodies are some 80 KB: a fresh malloc of that size is a fresh mmap, page
+ * faults and an munmap per answer. Buffers are kept instead (the loop's
+ * thread only), handed to evbuffers by reference and taken back when the
+ * evbuffer is done with them. */
+
+#define POOL_MAX 32
+#define POOL_MIN_CAP ((size_t)128 << 10)
+
+typedef struct pool_hdr {
+    struct pool_hdr *next;
+    size_t cap;
+} pool_hdr;
+
+static pool_hdr *pool_free;
+static unsigned pool_count;
+
+static pool_hdr *hdr_of(char *p)
+{
+    return (pool_hdr *)(void *)p - 1;
+}
+
+int bd_http_buf_get(size_t cap, bd_http_buf *b)
+{
+    pool_hdr **pp = &pool_free;
+    while (*pp && (*pp)->cap < cap)
+        pp = &(*pp)->next;
+    pool_hdr *h = *pp;
+    if (h) {
+        *pp = h->next;
+        pool_count--;
+    } else {
+        size_t want = cap < POOL_MIN_CAP ? POOL_MIN_CAP : (cap + 0xFFFF) & ~(size_t)0xFFFF;
+        h = malloc(sizeof(*h) + want);
+        if (!h)
+            return -ENOMEM;
+        h->cap = want;
+    }
+    h->next = NULL;
+    b->p = (char *)(h + 1);
+    b->cap = h->cap;
+    b->len = 0;
+    return 0;
+}
+
+static void pool_put_hdr(pool_hdr *h)
+{
+    if (pool_count >= POOL_MAX) {
+        free(h);
+        return;
+    }
+    h->next = pool_free;
+    pool_free = h;
+    pool_count++;
+}
+
+void bd_http_buf_put(bd_http_buf *b)
+{
+    if (b->p)
+        pool_put_hdr(hdr_of(b->p));
+    memset(b, 0, sizeof(*b));
+}
+
+static void buf_done(const void *data, size_t datalen, void *extra)
+{
+    (void)data;
+    (void)datalen;
+    pool_put_hdr(extra);
+}
+
+int bd_http_buf_give(bd_http_buf *b, struct evbuffer *out)
+{
+    int rc = 0;
+    if (b->len == 0)
+        bd_http_buf_put(b);
+    else if (evbuffer_add_reference(out, b->p, b->len, buf_done, hdr_of(b->p)) < 0) {
+        bd_http_buf_put(b);
+        rc = -ENOMEM;
+    }
+    memset(b, 0, sizeof(*b));
+    return rc;
+}
+
+/* ---- bodies ---- */
+
+/* n_pad padding lines at out (room checked by the caller). */
+static int put_padding(br_range_kind kind, size_t n_pad, bool body_empty, char *out, size_t *len)
 {
     size_t rlen = br_range_pad_random_len(kind), line = 2 + br_range_pad_line_len(kind);
-    if (!rlen)
+    enum { CHUNK = 256, RAND_MAX_LEN = 32 };
+    uint8_t rnd[CHUNK * RAND_MAX_LEN];
+    if (!rlen || rlen > RAND_MAX_LEN)
         return -EINVAL;
-    enum { CHUNK = 256 };
-    uint8_t rnd[CHUNK * 32];
-    char text[CHUNK * 72];
-    bool first = body_empty;
-    while (n_pad > 0) {
-        size_t k = n_pad < CHUNK ? n_pad : CHUNK;
-        if (rlen > 32 || line > 72)
-            return -EINVAL;
+    char *p = out;
+    for (size_t left = n_pad; left > 0;) {
+        size_t k = left < CHUNK ? left : CHUNK;
         pad_random(rnd, k * rlen);
-        size_t w = br_range_format_padding(kind, rnd, k, text, sizeof(text));
+        size_t w = br_range_format_padding(kind, rnd, k, p, k * line);
         if (w != k * line)
             return -EINVAL;
-        /* after an empty body the first line has no CRLF before it */
-        size_t skip = first ? 2 : 0;
-        if (evbuffer_add(out, text + skip, w - skip) < 0)
-            return -ENOMEM;
-        first = false;
-        n_pad -= k;
+        p += w;
+        left -= k;
+    }
+    *len = (size_t)(p - out);
+    /* after an empty body the first line has no CRLF before it */
+    if (body_empty && *len >= 2) {
+        memmove(out, out + 2, *len - 2);
+        *len -= 2;
     }
     return 0;
 }
 
-int bd_http_body(br_range_kind kind, const uint8_t *value, size_t len, size_t n_pad,
-                 struct evbuffer *out)
+int bd_http_body(br_range_kind kind, const uint8_t *value, size_t len, size_t n_pad, bd_http_buf *b)
 {
     uint32_t n;
     size_t max;
     int rc = br_range_format_size(kind, value, len, &n, &max);
     if (rc < 0)
         return rc;
-    size_t written = 0;
-    if (max > 0) {
-        struct evbuffer_iovec v;
-        if (evbuffer_reserve_space(out, (ev_ssize_t)max, &v, 1) < 1 || v.iov_len < max)
-            return -ENOMEM;
-        rc = br_range_format(kind, value, len, v.iov_base, max, &written);
-        if (rc < 0)
-            return rc;
-        v.iov_len = written;
-        if (evbuffer_commit_space(out, &v, 1) < 0)
-            return -ENOMEM;
+    size_t pad_bytes = n_pad * (2 + br_range_pad_line_len(kind));
+    if ((rc = bd_http_buf_get(max + pad_bytes, b)) < 0)
+        return rc;
+    size_t written = 0, padded = 0;
+    rc = br_range_format(kind, value, len, b->p, b->cap, &written);
+    if (rc == 0 && n_pad)
+        rc = put_padding(kind, n_pad, written == 0, b->p + written, &padded);
+    if (rc < 0) {
+        bd_http_buf_put(b);
+        return rc;
     }
-    return n_pad ? add_padding(kind, n_pad, written == 0, out) : 0;
+    b->len = written + padded;
+    return 0;
 }
 
-int bd_http_etag_core(br_range_kind kind, const uint8_t *value, size_t len, char out[33])
+/* The entity tag core: the upstream's validators stand for the content
+ * (the resolver revalidates with them and keeps the body on a 304), with the
+ * resource and the range's size; without validators, the content itself. */
+int bd_http_etag_core(br_range_kind kind, uint32_t prefix20, const br_range_answer *a, char out[33])
 {
     uint8_t d[BR_SHA256_LEN];
-    if (br_sha256(value, len, d) < 0)
+    int rc;
+    if (a->etag[0] || a->last_modified[0]) {
+        char text[BR_RANGE_CACHE_VALIDATOR_MAX * 2 + 96];
+        int n = snprintf(text, sizeof(text), "breachd-range-1 %d %05X %zu\n%s\n%s", (int)kind,
+                         prefix20, a->len, a->etag, a->last_modified);
+        rc = n < 0 ? -EIO : br_sha256(text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1, d);
+    } else {
+        rc = br_sha256(a->value, a->len, d);
+    }
+    if (rc < 0)
         return -EIO;
-    (void)kind; /* the kind is in the range set's header */
     br_hex_encode_upper(d, 16, out);
     return 0;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <event2/buffer.h>
 #include <zlib.h>
 
 #include "config.h"
@@ -90,55 +89,47 @@ bd_http_enc bd_http_pick_encoding(const char *accept, bool prefer_br)
     return gzip ? BD_ENC_GZIP : BD_ENC_IDENTITY;
 }
 
-static int gzip_compress(const void *in, size_t len, struct evbuffer *out)
+size_t bd_http_compress_bound(bd_http_enc enc, size_t len)
+{
+    if (enc == BD_ENC_GZIP)
+        return compressBound((uLong)len) + 32; /* the gzip header and trailer are larger than zlib's */
+#if HAVE_BROTLI
+    if (enc == BD_ENC_BR)
+        return BrotliEncoderMaxCompressedSize(len);
+#endif
+    return len;
+}
+
+static int gzip_compress(const void *in, size_t len, void *out, size_t cap, size_t *out_len)
 {
     z_stream z;
     memset(&z, 0, sizeof(z));
     if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return -ENOMEM;
-    size_t bound = deflateBound(&z, (uLong)len);
-    struct evbuffer_iovec v;
-    if (evbuffer_reserve_space(out, (ev_ssize_t)bound, &v, 1) < 1 || v.iov_len < bound) {
-        deflateEnd(&z);
-        return -ENOMEM;
-    }
     z.next_in = (Bytef *)(uintptr_t)in;
     z.avail_in = (uInt)len;
-    z.next_out = v.iov_base;
-    z.avail_out = (uInt)bound;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
     int rc = deflate(&z, Z_FINISH);
-    v.iov_len = bound - z.avail_out;
+    *out_len = cap - z.avail_out;
     deflateEnd(&z);
-    if (rc != Z_STREAM_END)
-        return -EIO;
-    return evbuffer_commit_space(out, &v, 1) < 0 ? -ENOMEM : 0;
+    return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
-#if HAVE_BROTLI
-static int brotli_compress(const void *in, size_t len, struct evbuffer *out)
-{
-    size_t bound = BrotliEncoderMaxCompressedSize(len);
-    if (bound == 0)
-        return -EIO;
-    struct evbuffer_iovec v;
-    if (evbuffer_reserve_space(out, (ev_ssize_t)bound, &v, 1) < 1 || v.iov_len < bound)
-        return -ENOMEM;
-    size_t n = bound;
-    if (!BrotliEncoderCompress(BROTLI_QUALITY, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, len, in, &n,
-                               v.iov_base))
-        return -EIO;
-    v.iov_len = n;
-    return evbuffer_commit_space(out, &v, 1) < 0 ? -ENOMEM : 0;
-}
-#endif
-
-int bd_http_compress(bd_http_enc enc, const void *in, size_t len, struct evbuffer *out)
+int bd_http_compress(bd_http_enc enc, const void *in, size_t len, void *out, size_t cap,
+                     size_t *out_len)
 {
     if (enc == BD_ENC_GZIP)
-        return gzip_compress(in, len, out);
+        return gzip_compress(in, len, out, cap, out_len);
 #if HAVE_BROTLI
-    if (enc == BD_ENC_BR)
-        return brotli_compress(in, len, out);
+    if (enc == BD_ENC_BR) {
+        size_t n = cap;
+        if (!BrotliEncoderCompress(BROTLI_QUALITY, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, len, in,
+                                   &n, out))
+            return -EIO;
+        *out_len = n;
+        return 0;
+    }
 #endif
-    return enc == BD_ENC_IDENTITY ? (evbuffer_add(out, in, len) < 0 ? -ENOMEM : 0) : -EINVAL;
+    return -EINVAL;
 }

@@ -54,20 +54,41 @@ bool bd_http_have_brotli(void);
 bd_http_enc bd_http_pick_encoding(const char *accept, bool prefer_br);
 /* "gzip", "br", or NULL for identity. */
 const char *bd_http_enc_name(bd_http_enc enc);
-/* Compress in (len bytes) with enc, appending to out. 0, -ENOMEM or -EIO. */
-int bd_http_compress(bd_http_enc enc, const void *in, size_t len, struct evbuffer *out);
+/* The largest output of bd_http_compress for len bytes with enc. */
+size_t bd_http_compress_bound(bd_http_enc enc, size_t len);
+/* Compress in (len bytes) with enc (gzip or br) into out (cap bytes, at
+ * least the bound): 0 and *out_len, -EINVAL (identity, or brotli not built),
+ * -ENOMEM or -EIO. */
+int bd_http_compress(bd_http_enc enc, const void *in, size_t len, void *out, size_t cap,
+                     size_t *out_len);
 
 /* ---- http_body.c ---- */
 
 /* How many padding lines to add to a body of n real lines: what HIBP adds
  * (docs/upstream.md "Serving the range API"), r a uniform random number. */
 size_t bd_http_pad_count(uint32_t n, uint32_t r);
-/* Append the body of range set (value, len) of kind to out, with n_pad
- * padding lines. 0, -EINVAL (not a count range set) or -ENOMEM. */
+/* Answer bytes in a buffer of the body pool (bodies are some 80 KB: a
+ * malloc of that size is an mmap and page faults per answer, so buffers are
+ * reused, by the loop's thread only). */
+typedef struct bd_http_buf {
+    char *p;
+    size_t len, cap;
+} bd_http_buf;
+/* A buffer of at least cap bytes, len 0. 0 or -ENOMEM. */
+int bd_http_buf_get(size_t cap, bd_http_buf *b);
+/* Back to the pool (an empty b is fine); b is emptied. */
+void bd_http_buf_put(bd_http_buf *b);
+/* Append b's bytes to out by reference: the pool gets the buffer back once
+ * out is done with it. b is emptied, also on failure (-ENOMEM). */
+int bd_http_buf_give(bd_http_buf *b, struct evbuffer *out);
+/* The body of range set (value, len) of kind with n_pad padding lines, in a
+ * buffer from the pool. 0, -EINVAL (not a count range set) or -ENOMEM. */
 int bd_http_body(br_range_kind kind, const uint8_t *value, size_t len, size_t n_pad,
-                 struct evbuffer *out);
-/* The entity tag core of a range set: 32 hex digits and a NUL. 0 or -EIO. */
-int bd_http_etag_core(br_range_kind kind, const uint8_t *value, size_t len, char out[33]);
+                 bd_http_buf *b);
+/* The entity tag core of an answer for (kind, prefix20): 32 hex digits and a
+ * NUL (docs/upstream.md "Serving the range API"). 0 or -EIO. */
+int bd_http_etag_core(br_range_kind kind, uint32_t prefix20, const br_range_answer *a,
+                      char out[33]);
 /* Does an If-None-Match value match the core (any listed tag, weak or
  * strong, with or without a -gzip / -br suffix, or "*")? */
 bool bd_http_inm_matches(const char *inm, const char *core);

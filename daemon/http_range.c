@@ -85,7 +85,7 @@ typedef struct rep_meta {
 static int meta_of(const bd_http_job *j, const br_range_answer *a, bool pad, bd_http_enc enc,
                    rep_meta *m)
 {
-    if (bd_http_etag_core(j->kind, a->value, a->len, m->core) < 0)
+    if (bd_http_etag_core(j->kind, j->prefix20, a, m->core) < 0)
         return -EIO;
     const char *suffix = enc == BD_ENC_GZIP ? "-gzip" : enc == BD_ENC_BR ? "-br" : "";
     snprintf(m->etag, sizeof(m->etag), "%s\"%s%s\"", pad ? "W/" : "", m->core, suffix);
@@ -129,7 +129,7 @@ static void add_meta_headers(struct evhttp_request *req, const rep_meta *m)
     evhttp_add_header(out, "Vary", "Accept-Encoding, Add-Padding");
 }
 
-/* The body, padded when asked, in the chosen coding. */
+/* The body, padded when asked, in the chosen coding, appended to out. */
 static int make_body(const bd_http_job *j, const br_range_answer *a, bool pad, bd_http_enc enc,
                      struct evbuffer *out)
 {
@@ -141,19 +141,21 @@ static int make_body(const bd_http_job *j, const br_range_answer *a, bool pad, b
             return -EIO;
         n_pad = bd_http_pad_count(n, r);
     }
+    bd_http_buf plain, packed = {0};
+    int rc = bd_http_body(j->kind, a->value, a->len, n_pad, &plain);
+    if (rc < 0)
+        return rc;
     if (enc == BD_ENC_IDENTITY)
-        return bd_http_body(j->kind, a->value, a->len, n_pad, out);
-    struct evbuffer *plain = evbuffer_new();
-    if (!plain)
-        return -ENOMEM;
-    int rc = bd_http_body(j->kind, a->value, a->len, n_pad, plain);
-    if (rc == 0) {
-        size_t len = evbuffer_get_length(plain);
-        const void *p = len ? (const void *)evbuffer_pullup(plain, -1) : (const void *)"";
-        rc = p ? bd_http_compress(enc, p, len, out) : -ENOMEM;
+        return bd_http_buf_give(&plain, out);
+    rc = bd_http_buf_get(bd_http_compress_bound(enc, plain.len), &packed);
+    if (rc == 0)
+        rc = bd_http_compress(enc, plain.p, plain.len, packed.p, packed.cap, &packed.len);
+    bd_http_buf_put(&plain);
+    if (rc < 0) {
+        bd_http_buf_put(&packed);
+        return rc;
     }
-    evbuffer_free(plain);
-    return rc;
+    return bd_http_buf_give(&packed, out);
 }
 
 static void answer_range(bd_http_job *j, const br_range_answer *a)

@@ -3,6 +3,9 @@
  * range.h for the layout read here. */
 #include <errno.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "range_format.h"
 #include "util.h"
@@ -64,28 +67,82 @@ int br_range_format_size(br_range_kind kind, const uint8_t *value, size_t len, u
     return 0;
 }
 
+/* "00" .. "FF": two uppercase hex digits per byte value. */
+#define HX_ROW(h)                                                                                  \
+    h "0" h "1" h "2" h "3" h "4" h "5" h "6" h "7" h "8" h "9" h "A" h "B" h "C" h "D" h "E" h "F"
+static const char hex_pairs[] =
+    HX_ROW("0") HX_ROW("1") HX_ROW("2") HX_ROW("3") HX_ROW("4") HX_ROW("5") HX_ROW("6") HX_ROW("7")
+    HX_ROW("8") HX_ROW("9") HX_ROW("A") HX_ROW("B") HX_ROW("C") HX_ROW("D") HX_ROW("E") HX_ROW("F");
+
+/* "00" .. "99". */
+#define DEC_ROW(d) d "0" d "1" d "2" d "3" d "4" d "5" d "6" d "7" d "8" d "9"
+static const char dec_pairs[] = DEC_ROW("0") DEC_ROW("1") DEC_ROW("2") DEC_ROW("3") DEC_ROW("4")
+    DEC_ROW("5") DEC_ROW("6") DEC_ROW("7") DEC_ROW("8") DEC_ROW("9");
+
 /* v in decimal at p, without leading zeros; returns the end. */
 static char *put_u32(char *p, uint32_t v)
 {
-    char tmp[COUNT_DIGITS_MAX];
-    size_t i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    memcpy(p, tmp + i, sizeof(tmp) - i);
-    return p + (sizeof(tmp) - i);
+    size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
+             : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
+    char *end = p + n, *q = end;
+    while (v >= 100) {
+        q -= 2;
+        memcpy(q, dec_pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10)
+        memcpy(q - 2, dec_pairs + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
 }
+
+/* The 8 uppercase hex digits of 4 bytes (most significant first), as they
+ * go to memory: one nibble per byte, then '0'..'9' / 'A'..'F' by adding. */
+static inline void put_hex4(char *p, const uint8_t *s)
+{
+    uint64_t x = (uint64_t)s[0] << 24 | (uint64_t)s[1] << 16 | (uint64_t)s[2] << 8 | s[3];
+    x = (x | x << 16) & UINT64_C(0x0000FFFF0000FFFF);
+    x = (x | x << 8) & UINT64_C(0x00FF00FF00FF00FF);
+    x = (x | x << 4) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    uint64_t letters = ((x + UINT64_C(0x0606060606060606)) >> 4) & UINT64_C(0x0101010101010101);
+    x += UINT64_C(0x3030303030303030) + letters * 7;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    x = __builtin_bswap64(x); /* the first digit in the lowest address */
+#endif
+    memcpy(p, &x, 8);
+}
+
+#if defined(__SSE2__)
+/* The 32 uppercase hex digits of 16 bytes, with SSE2 (every x86-64). */
+static inline void put_hex16(char *p, const uint8_t *s)
+{
+    const __m128i low4 = _mm_set1_epi8(0x0F), nine = _mm_set1_epi8(9);
+    const __m128i zero = _mm_set1_epi8('0'), gap = _mm_set1_epi8('A' - '0' - 10);
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4), lo = _mm_and_si128(v, low4);
+    __m128i d[2] = {_mm_unpacklo_epi8(hi, lo), _mm_unpackhi_epi8(hi, lo)};
+    for (int k = 0; k < 2; k++) {
+        __m128i c = _mm_add_epi8(_mm_add_epi8(d[k], zero), _mm_and_si128(_mm_cmpgt_epi8(d[k], nine), gap));
+        _mm_storeu_si128((__m128i *)(void *)(p + 16 * k), c);
+    }
+}
+#endif
 
 /* The 2w - 1 digits of a suffix: both nibbles of every byte but the first,
  * whose high nibble is the prefix's. */
 static char *put_suffix(char *p, const uint8_t *s, size_t w)
 {
     *p++ = hex_upper[s[0] & 0xF];
-    for (size_t i = 1; i < w; i++) {
-        *p++ = hex_upper[s[i] >> 4];
-        *p++ = hex_upper[s[i] & 0xF];
-    }
+    size_t i = 1;
+#if defined(__SSE2__)
+    for (; i + 16 <= w; i += 16, p += 32)
+        put_hex16(p, s + i);
+#endif
+    for (; i + 4 <= w; i += 4, p += 8)
+        put_hex4(p, s + i);
+    for (; i < w; i++, p += 2)
+        memcpy(p, hex_pairs + 2 * s[i], 2);
     return p;
 }
 
