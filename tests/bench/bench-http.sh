@@ -17,8 +17,9 @@
 #    Cases: plain GET (the comparison: the same bytes from both), then
 #    breachd alone with Add-Padding: true, and both with Accept-Encoding:
 #    gzip (nginx gzip on, level 1, as breachd).
-# 4. Prints req/s, MB/s and the ratio breachd / nginx; the target is >= 0.5
-#    on the plain case.
+# 4. Prints req/s, MB/s, the server's CPU time per request (user + system
+#    over the run, from /proc: the figure a busy machine moves least) and the
+#    ratios breachd / nginx of both; the target is >= 0.5 on the plain case.
 #
 # On a 2-core machine wrk and the server each take about a core; other load
 # on the machine moves both numbers, which is why they alternate.
@@ -175,27 +176,33 @@ request = function()
 end
 EOF
 
-# run PORT HEADER... -> "req/s MB/s" (wrk's own figures)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # user + system, in clock ticks
+
+# run PORT PID HEADER... -> "req/s MB/s CPU-us/req" (wrk's figures; the
+# server's CPU time over the run divided by the requests it answered)
 run() {
-    local port=$1
-    shift
-    local hdr=() h
+    local port=$1 pid=$2
+    shift 2
+    local hdr=() h c0 c1
     for h in "$@"; do hdr+=(-H "$h"); done
     wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$SCRATCH/random.lua" "${hdr[@]}" \
         "http://127.0.0.1:$port" >/dev/null
+    c0=$(cpu_ticks "$pid")
     wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$SCRATCH/random.lua" "${hdr[@]}" \
         "http://127.0.0.1:$port" >"$SCRATCH/wrk.out"
+    c1=$(cpu_ticks "$pid")
     if grep -q "Non-2xx" "$SCRATCH/wrk.out"; then
         cat "$SCRATCH/wrk.out" >&2
         echo "bench-http: errors during the run" >&2
         exit 1
     fi
-    awk '/^Requests\/sec/ { r = $2 } /^Transfer\/sec/ { t = $2 } END {
+    awk -v ticks=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
+        / requests in / { n = $1 } /^Requests\/sec/ { r = $2 } /^Transfer\/sec/ { t = $2 } END {
         if (t ~ /GB$/) m = t * 1024; else if (t ~ /MB$/) m = t * 1; else if (t ~ /KB$/) m = t / 1024; else m = t / 1048576
-        printf "%.0f %.1f", r, m }' "$SCRATCH/wrk.out"
+        printf "%.0f %.1f %.1f", r, m, n ? ticks / hz * 1e6 / n : 0 }' "$SCRATCH/wrk.out"
 }
 
-best() { # "req/s MB/s" lines on stdin -> the best line
+best() { # "req/s MB/s CPU" lines on stdin -> the line of the most req/s
     sort -k1,1n | tail -1
 }
 
@@ -207,10 +214,10 @@ case_run() { # NAME NGINX_GZIP(on|off|-) HEADER...
     for i in $(seq "$ROUNDS"); do
         if [ "$gz" != - ]; then
             start_nginx "$gz"
-            ng+=("$(run "$NGPORT" "$@")")
+            ng+=("$(run "$NGPORT" "$NGPID" "$@")")
             stop_nginx
         fi
-        bd+=("$(run "$BDPORT" "$@")")
+        bd+=("$(run "$BDPORT" "$BDPID" "$@")")
     done
     result[$name.bd]=$(printf '%s\n' "${bd[@]}" | best)
     [ "$gz" = - ] || result[$name.ng]=$(printf '%s\n' "${ng[@]}" | best)
@@ -222,15 +229,17 @@ case_run gzip on "Accept-Encoding: gzip"
 case_run gzip_padded - "Accept-Encoding: gzip" "Add-Padding: true"
 
 echo
-echo "| case | nginx req/s | nginx MB/s | breachd req/s | breachd MB/s | breachd / nginx |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| case | nginx req/s | MB/s | CPU us/req | breachd req/s | MB/s | CPU us/req | breachd / nginx req/s | nginx / breachd CPU |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 row() { # NAME LABEL
     local ng=${result[$1.ng]:-} bd=${result[$1.bd]}
-    local ngr=${ng%% *} ngm=${ng##* } bdr=${bd%% *} bdm=${bd##* }
+    local bdr bdm bdc ngr ngm ngc
+    read -r bdr bdm bdc <<<"$bd"
     if [ -n "$ng" ]; then
-        echo "| $2 | $ngr | $ngm | $bdr | $bdm | $(calc "$bdr / $ngr" 2) |"
+        read -r ngr ngm ngc <<<"$ng"
+        echo "| $2 | $ngr | $ngm | $ngc | $bdr | $bdm | $bdc | $(calc "$bdr / $ngr" 2) | $(calc "$ngc / $bdc" 2) |"
     else
-        echo "| $2 | (cannot pad) | | $bdr | $bdm | |"
+        echo "| $2 | (cannot pad) | | | $bdr | $bdm | $bdc | | |"
     fi
 }
 row plain "GET /range/XXXXX"

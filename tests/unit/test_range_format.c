@@ -105,6 +105,35 @@ static void test_round_trip(void **s)
     free(body);
 }
 
+/* Every count's width: 1, 9, 10, 99, 100, ... 4294967295, one per line. */
+static void test_counts(void **s)
+{
+    (void)s;
+    uint32_t counts[40];
+    size_t n = 0;
+    counts[n++] = 1;
+    for (uint64_t p = 10; p <= 1000000000; p *= 10) {
+        counts[n++] = (uint32_t)p - 1;
+        counts[n++] = (uint32_t)p;
+        counts[n++] = (uint32_t)p + 1;
+    }
+    counts[n++] = 4294967295u;
+    char in[40 * 64], want[40 * 64];
+    size_t il = 0, wl = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* ascending suffixes 000...0i */
+        il += (size_t)sprintf(in + il, "%035zX:%u\n", i + 1, counts[i]);
+        wl += (size_t)sprintf(want + wl, "%s%035zX:%u", i ? "\r\n" : "", i + 1, counts[i]);
+    }
+    size_t len, out_len;
+    uint8_t *v = parse(BR_RANGE_PASSWORD_SHA1, in, &len);
+    char *out = format(BR_RANGE_PASSWORD_SHA1, v, len, &out_len);
+    assert_int_equal(out_len, wl);
+    assert_string_equal(out, want);
+    free(out);
+    free(v);
+}
+
 /* Only padding: a range with no entries, an empty body. */
 static void test_empty(void **s)
 {
@@ -190,6 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spelling),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_counts),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_padding),
