@@ -113,9 +113,18 @@ void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char 
                    struct evbuffer *body)
 {
     count_status(h, code);
-    access_log(h, req, code, body ? evbuffer_get_length(body) : 0);
+    size_t len = body ? evbuffer_get_length(body) : 0;
+    access_log(h, req, code, len);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     if (h->srv->draining)
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        evhttp_add_header(out, "Connection", "close");
+    if (body && evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        /* evhttp would send the body after the headers of a HEAD answer */
+        char n[32];
+        snprintf(n, sizeof(n), "%zu", len);
+        evhttp_add_header(out, "Content-Length", n);
+        body = NULL;
+    }
     evhttp_send_reply(req, code, reason, body);
 }
 

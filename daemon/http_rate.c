@@ -71,15 +71,22 @@ static bool addr_key(const struct sockaddr *sa, uint8_t key[16])
     return false;
 }
 
+/* Every bit of x moves every bit of the result (splitmix64's finalizer). */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= UINT64_C(0xBF58476D1CE4E5B9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
 static size_t slot_of(const bd_rate_table *t, const uint8_t key[16])
 {
     uint64_t a, b;
     memcpy(&a, key, 8);
     memcpy(&b, key + 8, 8);
-    uint64_t h = (a ^ t->seed) * UINT64_C(0x9E3779B97F4A7C15);
-    h = (h ^ (h >> 29) ^ b) * UINT64_C(0xBF58476D1CE4E5B9);
-    h ^= h >> 32;
-    return (size_t)h & (t->n_slots - 1);
+    return (size_t)mix64(mix64(a ^ t->seed) ^ b) & (t->n_slots - 1);
 }
 
 /* The bucket's tokens at now_ms. */

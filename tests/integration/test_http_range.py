@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -227,9 +228,20 @@ def validators_and_304(ctx):
     s, hz, b = get(port, "/range/" + prefix, {"Accept-Encoding": "gzip"})
     eq(hz["etag"], etag[:-1] + '-gzip"')
     cond({"If-None-Match": hz["etag"]}, 304, "gzip tag")
-    # HEAD: the headers, no body
-    s, hh, b = get(port, "/range/" + prefix, method="HEAD")
-    eq((s, b, hh["etag"]), (200, b"", etag))
+    # HEAD: the headers (Content-Length of the GET), no body, the connection
+    # still usable; a HEAD's error the same
+    raw = raw_exchange(port, "HEAD /range/%s HTTP/1.1\r\nHost: t\r\n\r\n"
+                             "HEAD /range/ZZZZZ HTTP/1.1\r\nHost: t\r\n\r\n"
+                             "GET /range/%s HTTP/1.1\r\nHost: t\r\n\r\n" % (prefix, prefix),
+                       lambda d: d.count(b"\r\n\r\n") >= 3 and
+                       len(d.split(b"\r\n\r\n", 3)[3]) >= len(m.body(prefix)))
+    heads = raw.split(b"\r\n\r\n")
+    check(heads[0].startswith(b"HTTP/1.1 200 ") and b"\r\nETag: " + etag.encode() in heads[0],
+          heads[0])
+    check(b"\r\nContent-Length: %d\r\n" % len(m.body(prefix)) in heads[0] + b"\r\n", heads[0])
+    check(heads[1].startswith(b"HTTP/1.1 400 "), "the second answer: %r" % heads[1][:80])
+    check(heads[2].startswith(b"HTTP/1.1 200 "), "the third answer: %r" % heads[2][:80])
+    eq(heads[3].decode(), m.body(prefix), "the GET's body after two HEADs")
     # another range has another tag; the same range in a new daemon the same
     s, h2, b = get(port, "/range/" + m.present[2])
     check(h2["etag"] != etag, "tags differ between ranges")
@@ -238,6 +250,23 @@ def validators_and_304(ctx):
     s, h3, b = get(port2, "/range/" + prefix)
     eq(h3["etag"], etag, "the tag is the content's")
     d2.stop_ok()
+
+
+def raw_exchange(port, text, done):
+    """Send text on one connection; read until done(data) or the server
+    closes (30 s at most)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        s.sendall(text.encode())
+        data = b""
+        while not done(data):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        return data
+    finally:
+        s.close()
 
 
 def httpfx_date(t):
