@@ -109,6 +109,54 @@ static void count_status(bd_http *h, int code)
         k->http_bad_requests++;
 }
 
+/* An answer made while draining: the drain waits until it is written (or
+ * its connection gone). It is sent with Connection: close, so its
+ * connection ends right after it and the close callback always comes. */
+typedef struct drain_reply {
+    bd_http *h;
+    bool done;
+} drain_reply;
+
+static void drain_reply_end(drain_reply *d)
+{
+    if (d->done)
+        return;
+    d->done = true;
+    d->h->unsent--;
+    if (!d->h->closing)
+        bd_maybe_finish_drain(d->h->srv);
+}
+
+static void drain_reply_complete(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    drain_reply_end(arg);
+}
+
+static void drain_reply_closed(struct evhttp_connection *con, void *arg)
+{
+    (void)con;
+    drain_reply_end(arg);
+    free(arg);
+}
+
+static void track_drain_reply(bd_http *h, struct evhttp_request *req)
+{
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    drain_reply *d = con ? calloc(1, sizeof(*d)) : NULL;
+    if (!d)
+        return; /* no connection: nothing to write; no memory: not waited for */
+    d->h = h;
+    h->unsent++;
+    evhttp_request_set_on_complete_cb(req, drain_reply_complete, d);
+    evhttp_connection_set_closecb(con, drain_reply_closed, d);
+}
+
+uint32_t bd_http_unsent(const bd_http *h)
+{
+    return h ? h->unsent : 0;
+}
+
 void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char *reason,
                    struct evbuffer *body)
 {
@@ -116,8 +164,10 @@ void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char 
     size_t len = body ? evbuffer_get_length(body) : 0;
     access_log(h, req, code, len);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    if (h->srv->draining)
+    if (h->srv->draining) {
         evhttp_add_header(out, "Connection", "close");
+        track_drain_reply(h, req);
+    }
     if (body && evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
         /* evhttp would send the body after the headers of a HEAD answer */
         char n[32];
@@ -372,6 +422,7 @@ void bd_http_free(bd_http *h)
 {
     if (!h)
         return;
+    h->closing = true;
     /* evhttp_free frees the requests still waiting on a connection; a
      * request whose client went away belongs to nobody but us. Their jobs
      * answer nothing. */

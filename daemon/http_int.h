@@ -116,6 +116,8 @@ struct bd_http {
     bd_rate_table *rate;
     bd_http_job *jobs;
     uint32_t n_jobs;
+    uint32_t unsent; /* answers made while draining, not yet written */
+    bool closing;    /* in bd_http_free */
 };
 
 /* Send a reply to a request of h and log it when access_log is on. body may

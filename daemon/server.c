@@ -18,6 +18,7 @@
 #include <event2/listener.h>
 #include <openssl/crypto.h>
 
+#include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -47,7 +48,7 @@ __attribute__((noinline)) static void conn_unref(bd_conn *c)
  * (the drain timer bounds the wait for clients that do not read). */
 void bd_maybe_finish_drain(bd_server *srv)
 {
-    if (!srv->draining || srv->inflight > 0)
+    if (!srv->draining || srv->inflight > 0 || bd_http_unsent(srv->http) > 0)
         return;
     for (bd_conn *c = srv->conns; c; c = c->next)
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)

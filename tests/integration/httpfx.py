@@ -5,9 +5,12 @@ CRLF between lines, none after the last), a daemon serving the range
 endpoint on 127.0.0.1, and the requests a HIBP client library makes, through
 Python's standard library and through curl. Standard library only."""
 import http.client
+import http.server
 import os
 import random
+import re
 import subprocess
+import threading
 import urllib.error
 import urllib.request
 
@@ -76,7 +79,7 @@ def start(ctx, mirror, http=None, ntlm_mirror=None, **sections):
     port = dtest.free_port()
     hs = {"listen": "127.0.0.1:%d" % port, "rate": "0"}
     hs.update(http or {})
-    sections.setdefault("passwords", {}).update({"upstream": mirror.template()})
+    sections.setdefault("passwords", {}).setdefault("upstream", mirror.template())
     if ntlm_mirror:
         sections["ntlm"] = {"upstream": ntlm_mirror.template()}
     conf = ctx.config(http=hs, **sections)
@@ -179,3 +182,55 @@ def http_error(url, headers=None):
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")
     raise AssertionError("%s: expected an HTTP error" % url)
+
+
+class GatedMirror:
+    """The files of a Mirror over HTTP on 127.0.0.1, each answer held until
+    release(): a range request that is still waiting for its upstream."""
+
+    def __init__(self, mirror):
+        self.gate = threading.Event()
+        self.requests = []
+        self.lock = threading.Lock()
+        gm = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                m = re.fullmatch(r"/range/([0-9A-F]{5})", self.path)
+                with gm.lock:
+                    gm.requests.append(m.group(1) if m else self.path)
+                gm.gate.wait(60)
+                if not m or m.group(1) not in mirror.ranges:
+                    self.send_error(404)
+                    return
+                body = mirror.body(m.group(1)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.srv.daemon_threads = True
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def template(self):
+        return "http://127.0.0.1:%d/range/{prefix}" % self.port
+
+    def asked(self):
+        with self.lock:
+            return len(self.requests)
+
+    def release(self):
+        self.gate.set()
+
+    def close(self):
+        self.gate.set()
+        self.srv.shutdown()
+        self.srv.server_close()

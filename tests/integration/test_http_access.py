@@ -218,5 +218,131 @@ def upstream_down_is_an_error_not_an_empty_range(ctx):
     d.stop_ok()
 
 
+def send_get(port, prefix):
+    """A raw GET on a connection of its own, left open."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(("GET /range/%s HTTP/1.1\r\nHost: t\r\nAdd-Padding: true\r\n\r\n"
+               % prefix).encode())
+    return s
+
+
+def read_all(s):
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(1 << 20)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+        if b"\r\n\r\n" in data:
+            head, _, body = data.partition(b"\r\n\r\n")
+            n = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n")
+                 if ln.lower().startswith(b"content-length:")]
+            if n and len(body) >= n[0]:
+                break
+    return data
+
+
+@test
+def client_gone_before_the_answer(ctx):
+    """The client closes while its range is being fetched: the answer goes
+    nowhere, the daemon goes on (and exits clean: sanitizer builds)."""
+    m = httpfx.Mirror(ctx.path("mirror"))
+    gm = httpfx.GatedMirror(m)
+    try:
+        d, port = httpfx.start(ctx, m, passwords={"upstream": gm.template()})
+        prefix = m.present[0]
+        gone = send_get(port, prefix)
+        dtest.wait_for(lambda: gm.asked() == 1, what="the upstream request")
+        gone.close()
+        waiting = send_get(port, prefix)  # joins the same fetch
+        gm.release()
+        data = read_all(waiting)
+        waiting.close()
+        check(data.startswith(b"HTTP/1.1 200 "), data[:100])
+        eq(httpfx.strip_padding(data.partition(b"\r\n\r\n")[2].decode()), m.body(prefix))
+        eq(gm.asked(), 1)
+        d.stop_ok()
+    finally:
+        gm.close()
+
+
+@test
+def listener_moved_with_requests_waiting(ctx):
+    m = httpfx.Mirror(ctx.path("mirror"))
+    gm = httpfx.GatedMirror(m)
+    try:
+        d, port = httpfx.start(ctx, m, passwords={"upstream": gm.template()})
+        prefix = m.present[1]
+        waiting = send_get(port, prefix)
+        dtest.wait_for(lambda: gm.asked() == 1, what="the upstream request")
+        port2 = dtest.free_port()
+        ctx.config(http={"listen": "127.0.0.1:%d" % port2, "rate": "0"},
+                   passwords={"upstream": gm.template()})
+        c = d.client()
+        eq(c.ask("r RELOAD", timeout=30), "r RELOADED")
+        c.close()
+        eq(read_all(waiting), b"", "the old listener's connection is closed, unanswered")
+        waiting.close()
+        gm.release()
+        eq(get(port2, "/range/" + prefix)[0], 200)
+        d.stop_ok()
+    finally:
+        gm.close()
+
+
+@test
+def stop_waits_for_http_requests(ctx):
+    m = httpfx.Mirror(ctx.path("mirror"))
+    gm = httpfx.GatedMirror(m)
+    try:
+        d, port = httpfx.start(ctx, m, passwords={"upstream": gm.template()})
+        prefix = m.present[2]
+        idle = d.client(timeout=30)
+        waiting = send_get(port, prefix)
+        dtest.wait_for(lambda: gm.asked() == 1, what="the upstream request")
+        d.send_signal(signal.SIGTERM)
+        # draining (the socket says so), the waiting HTTP request not dropped
+        dtest.wait_for(lambda: idle.ask("p PING").startswith("p ERR shutting-down"),
+                       what="the drain to start")
+        status, h, body = get(port, "/range/" + m.present[3])
+        eq((status, body), (503, b"breachd is stopping"), "a new HTTP request while draining")
+        check(d.proc.poll() is None, "breachd exited with an HTTP request waiting")
+        gm.release()
+        data = read_all(waiting)
+        waiting.close()
+        check(data.startswith(b"HTTP/1.1 200 "), data[:100])
+        check(b"\r\nConnection: close\r\n" in data.partition(b"\r\n\r\n")[0], data[:400])
+        eq(d.proc.wait(timeout=30), 0)
+        idle.close()
+    finally:
+        gm.close()
+
+
+@test
+def ipv6_listener(ctx):
+    if not socket.has_ipv6 or not can_bind6("::1"):
+        raise dtest.Skip("no ::1 on this host")
+    m = httpfx.Mirror(ctx.path("mirror"))
+    port = dtest.free_port()
+    d, _ = httpfx.start(ctx, m, http={"listen": "[::1]:%d" % port})
+    status, h, body = get(port, "/range/" + m.present[0], host="::1")
+    eq((status, body.decode()), (200, m.body(m.present[0])), "over ::1 (allowed by default)")
+    d.stop_ok()
+
+
+def can_bind6(addr):
+    s = socket.socket(socket.AF_INET6)
+    try:
+        s.bind((addr, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 if __name__ == "__main__":
     dtest.main()
