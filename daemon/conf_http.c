@@ -81,7 +81,8 @@ static int parse_addr_item(const char *item, breachd_listen *l, br_error *err)
         l->family = AF_INET6;
     } else {
         const char *colon = strrchr(item, ':');
-        if (!colon || (size_t)(colon - item) >= sizeof(addr) || memchr(item, ':', (size_t)(colon - item)))
+        if (!colon || (size_t)(colon - item) >= sizeof(addr) ||
+            memchr(item, ':', (size_t)(colon - item)))
             goto bad;
         memcpy(addr, item, (size_t)(colon - item));
         addr[colon - item] = '\0';

@@ -41,15 +41,15 @@ static const struct sockaddr *peer_of(struct evhttp_request *req)
 
 static void peer_text(const struct sockaddr *sa, char *out, size_t len)
 {
-    char a[INET6_ADDRSTRLEN] = "?";
-    if (!sa)
-        snprintf(out, len, "-");
-    else if (sa->sa_family == AF_INET)
-        snprintf(out, len, "%s", inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, a, sizeof(a)) ? a : "?");
-    else if (sa->sa_family == AF_INET6)
-        snprintf(out, len, "%s", inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, a, sizeof(a)) ? a : "?");
-    else
-        snprintf(out, len, "unix");
+    const void *addr = NULL;
+    if (sa && sa->sa_family == AF_INET)
+        addr = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+    else if (sa && sa->sa_family == AF_INET6)
+        addr = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (!addr)
+        snprintf(out, len, "%s", sa ? "unix" : "-");
+    else if (!inet_ntop(sa->sa_family, addr, out, (socklen_t)len))
+        snprintf(out, len, "?");
 }
 
 /* The request line's target, printable ASCII only, cut at 200 bytes. */
@@ -77,6 +77,10 @@ static const char *method_name(struct evhttp_request *req)
         return "PUT";
     case EVHTTP_REQ_DELETE:
         return "DELETE";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
     default:
         return "OTHER";
     }
@@ -401,7 +405,8 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
     evhttp_set_gencb(h->evh, request_cb, h);
     evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS |
                                            EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                           EVHTTP_REQ_PATCH);
+                                           EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE |
+                                           EVHTTP_REQ_CONNECT);
     evhttp_set_max_headers_size(h->evh, MAX_HEADERS_SIZE);
     evhttp_set_max_body_size(h->evh, MAX_BODY_SIZE);
     struct timeval idle = {.tv_sec = cfg->limits.idle_timeout_ms / 1000,

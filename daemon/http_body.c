@@ -33,8 +33,8 @@ static uint64_t pad_state;
 
 static void pad_random(uint8_t *out, size_t len)
 {
-    if (!pad_state && (getrandom(&pad_state, sizeof(pad_state), 0) != (ssize_t)sizeof(pad_state) ||
-                       !pad_state))
+    if (!pad_state &&
+        (getrandom(&pad_state, sizeof(pad_state), 0) != (ssize_t)sizeof(pad_state) || !pad_state))
         pad_state = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)time(NULL);
     for (size_t i = 0; i < len; i += 8) {
         pad_state ^= pad_state << 13;
@@ -190,7 +190,8 @@ int bd_http_etag_core(br_range_kind kind, uint32_t prefix20, const br_range_answ
         char text[BR_RANGE_CACHE_VALIDATOR_MAX * 2 + 96];
         int n = snprintf(text, sizeof(text), "breachd-range-1 %d %05X %zu\n%s\n%s", (int)kind,
                          prefix20, a->len, a->etag, a->last_modified);
-        rc = n < 0 ? -EIO : br_sha256(text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1, d);
+        rc = n < 0 ? -EIO
+                   : br_sha256(text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1, d);
     } else {
         rc = br_sha256(a->value, a->len, d);
     }
@@ -217,7 +218,8 @@ static bool tag_matches(const char *t, size_t len, const char *core)
         return false;
     const char *rest = t + cl;
     size_t rl = len - cl;
-    return rl == 0 || (rl == 5 && !memcmp(rest, "-gzip", 5)) || (rl == 3 && !memcmp(rest, "-br", 3));
+    return rl == 0 || (rl == 5 && !memcmp(rest, "-gzip", 5)) ||
+           (rl == 3 && !memcmp(rest, "-br", 3));
 }
 
 bool bd_http_inm_matches(const char *inm, const char *core)

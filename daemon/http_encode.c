@@ -92,7 +92,8 @@ bd_http_enc bd_http_pick_encoding(const char *accept, bool prefer_br)
 size_t bd_http_compress_bound(bd_http_enc enc, size_t len)
 {
     if (enc == BD_ENC_GZIP)
-        return compressBound((uLong)len) + 32; /* the gzip header and trailer are larger than zlib's */
+        return compressBound((uLong)len) +
+               32; /* the gzip header and trailer are larger than zlib's */
 #if HAVE_BROTLI
     if (enc == BD_ENC_BR)
         return BrotliEncoderMaxCompressedSize(len);

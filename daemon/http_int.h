@@ -111,7 +111,7 @@ struct bd_http_job {
 struct bd_http {
     struct bd_server *srv;
     struct evhttp *evh;
-    char *listen;                      /* the [http] listen it serves */
+    char *listen;                         /* the [http] listen it serves */
     char *unix_paths[BD_HTTP_MAX_LISTEN]; /* sockets it created (unlinked at stop) */
     bd_rate_table *rate;
     bd_http_job *jobs;

@@ -63,7 +63,8 @@ static void answer_unknown(bd_http_job *j, const char *reason)
     if (!strcmp(reason, BR_REASON_TIMEOUT)) {
         code = 504;
         phrase = "Gateway Timeout";
-    } else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN) || !strcmp(reason, BR_REASON_SHUTTING_DOWN)) {
+    } else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN) ||
+               !strcmp(reason, BR_REASON_SHUTTING_DOWN)) {
         code = 503;
         phrase = "Service Unavailable";
         evhttp_add_header(evhttp_request_get_output_headers(j->req), "Retry-After", "10");
@@ -75,9 +76,9 @@ static void answer_unknown(bd_http_job *j, const char *reason)
 
 /* The validators and caching headers of an answer from a. */
 typedef struct rep_meta {
-    char etag[48];   /* the representation's tag, quoted, W/ when padded */
+    char etag[48]; /* the representation's tag, quoted, W/ when padded */
     char core[33];
-    char lm[64];     /* Last-Modified (the upstream's, canonical), "" when none */
+    char lm[64]; /* Last-Modified (the upstream's, canonical), "" when none */
     int64_t lm_s;
     char cache_control[64];
 } rep_meta;

@@ -40,8 +40,8 @@ static int count_set_open(br_range_kind kind, const uint8_t *value, size_t len, 
         return -EINVAL;
     size_t w = hash_len - 2;
     /* 2w - 1 digits per suffix: the first nibble belongs to the prefix. */
-    if (value[5] != w || value[6] != COUNT_WIDTH || value[7] != 0 || br_load_le32(value + 12) != 0 ||
-        2 * w - 1 != br_range_suffix_hex(kind))
+    if (value[5] != w || value[6] != COUNT_WIDTH || value[7] != 0 ||
+        br_load_le32(value + 12) != 0 || 2 * w - 1 != br_range_suffix_hex(kind))
         return -EINVAL;
     uint32_t count = br_load_le32(value + 8);
     size_t body = len - BR_RANGE_HEADER_SIZE;
@@ -70,20 +70,33 @@ int br_range_format_size(br_range_kind kind, const uint8_t *value, size_t len, u
 /* "00" .. "FF": two uppercase hex digits per byte value. */
 #define HX_ROW(h)                                                                                  \
     h "0" h "1" h "2" h "3" h "4" h "5" h "6" h "7" h "8" h "9" h "A" h "B" h "C" h "D" h "E" h "F"
+/* clang-format off */
 static const char hex_pairs[] =
     HX_ROW("0") HX_ROW("1") HX_ROW("2") HX_ROW("3") HX_ROW("4") HX_ROW("5") HX_ROW("6") HX_ROW("7")
     HX_ROW("8") HX_ROW("9") HX_ROW("A") HX_ROW("B") HX_ROW("C") HX_ROW("D") HX_ROW("E") HX_ROW("F");
+/* clang-format on */
 
 /* "00" .. "99". */
 #define DEC_ROW(d) d "0" d "1" d "2" d "3" d "4" d "5" d "6" d "7" d "8" d "9"
-static const char dec_pairs[] = DEC_ROW("0") DEC_ROW("1") DEC_ROW("2") DEC_ROW("3") DEC_ROW("4")
+/* clang-format off */
+static const char dec_pairs[] =
+    DEC_ROW("0") DEC_ROW("1") DEC_ROW("2") DEC_ROW("3") DEC_ROW("4")
     DEC_ROW("5") DEC_ROW("6") DEC_ROW("7") DEC_ROW("8") DEC_ROW("9");
+/* clang-format on */
 
 /* v in decimal at p, without leading zeros; returns the end. */
 static char *put_u32(char *p, uint32_t v)
 {
-    size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
-             : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
+    size_t n = v < 10           ? 1
+               : v < 100        ? 2
+               : v < 1000       ? 3
+               : v < 10000      ? 4
+               : v < 100000     ? 5
+               : v < 1000000    ? 6
+               : v < 10000000   ? 7
+               : v < 100000000  ? 8
+               : v < 1000000000 ? 9
+                                : 10;
     char *end = p + n, *q = end;
     while (v >= 100) {
         q -= 2;
@@ -123,7 +136,8 @@ static inline void put_hex16(char *p, const uint8_t *s)
     __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4), lo = _mm_and_si128(v, low4);
     __m128i d[2] = {_mm_unpacklo_epi8(hi, lo), _mm_unpackhi_epi8(hi, lo)};
     for (int k = 0; k < 2; k++) {
-        __m128i c = _mm_add_epi8(_mm_add_epi8(d[k], zero), _mm_and_si128(_mm_cmpgt_epi8(d[k], nine), gap));
+        __m128i c =
+            _mm_add_epi8(_mm_add_epi8(d[k], zero), _mm_and_si128(_mm_cmpgt_epi8(d[k], nine), gap));
         _mm_storeu_si128((__m128i *)(void *)(p + 16 * k), c);
     }
 }

@@ -20,7 +20,7 @@ typedef struct peek {
     br_resolver *r;
     br_range_answer_cb cb; /* NULL: look only */
     void *ctx;
-    bool fresh_only;       /* answer only from a FRESH entry */
+    bool fresh_only; /* answer only from a FRESH entry */
     bool answered;
     br_range_cache_result *cr; /* NULL, or filled with the state and validators */
 } peek;
@@ -35,8 +35,8 @@ static int peek_cb(void *arg, const br_range_cache_range *rg)
             snprintf(pk->cr->last_modified, sizeof(pk->cr->last_modified), "%s", rg->last_modified);
         }
     }
-    bool usable = rg->state == BR_RANGE_CACHE_FRESH ||
-                  (!pk->fresh_only && rg->state == BR_RANGE_CACHE_STALE);
+    bool usable =
+        rg->state == BR_RANGE_CACHE_FRESH || (!pk->fresh_only && rg->state == BR_RANGE_CACHE_STALE);
     if (!pk->cb || !usable)
         return 0;
     br_range_answer a = {
@@ -77,8 +77,8 @@ static bool from_cache(br_resolver *r, uint32_t partition, br_range_kind kind, u
     return pk.answered;
 }
 
-void br_rs_range_after_failure(br_resolver *r, const flight *f, const waiter *w,
-                               const char *reason, bool allow_stale)
+void br_rs_range_after_failure(br_resolver *r, const flight *f, const waiter *w, const char *reason,
+                               bool allow_stale)
 {
     if (allow_stale && r->max_stale_s >= 0 &&
         from_cache(r, f->partition, f->kind, f->prefix20, r->max_stale_s, false, w->rcb, w->ctx,
@@ -95,8 +95,8 @@ void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answ
 
 void br_rs_range_from_cache(br_resolver *r, const flight *f, const waiter *w)
 {
-    if (!from_cache(r, f->partition, f->kind, f->prefix20, BR_MAX(r->max_stale_s, 0), false,
-                    w->rcb, w->ctx, NULL))
+    if (!from_cache(r, f->partition, f->kind, f->prefix20, BR_MAX(r->max_stale_s, 0), false, w->rcb,
+                    w->ctx, NULL))
         answer_unknown(r, w->rcb, w->ctx, BR_REASON_ERROR);
 }
 

@@ -282,10 +282,8 @@ static void test_range_shutdown(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_range_bodies),
-        cmocka_unit_test(test_range_partitions),
-        cmocka_unit_test(test_range_failures),
-        cmocka_unit_test(test_range_no_upstream),
+        cmocka_unit_test(test_range_bodies),   cmocka_unit_test(test_range_partitions),
+        cmocka_unit_test(test_range_failures), cmocka_unit_test(test_range_no_upstream),
         cmocka_unit_test(test_range_shutdown),
     };
     return cmocka_run_group_tests(tests, mirror_setup_files, mirror_teardown);

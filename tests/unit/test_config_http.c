@@ -46,17 +46,17 @@ static void test_listen(void **state)
 static void test_listen_errors(void **state)
 {
     (void)state;
-    expect_error("[http]\nlisten = localhost:8080\n",
-                 NAME ":2: [http] listen: \"localhost:8080\": not a numeric IPv4 address (names are "
-                      "not resolved), e.g. 10.0.0.5:8080 or [::1]:8080");
-    expect_error("[http]\nlisten = ::1:8080\n",
-                 NAME ":2: [http] listen: bad listen item \"::1:8080\": expected HOST:PORT with a "
-                      "numeric address (10.0.0.5:8080, [::1]:8080) or an absolute Unix socket path");
+    expect_error("[http]\nlisten = localhost:8080\n", NAME
+                 ":2: [http] listen: \"localhost:8080\": not a numeric IPv4 address (names are "
+                 "not resolved), e.g. 10.0.0.5:8080 or [::1]:8080");
+    expect_error("[http]\nlisten = ::1:8080\n", NAME
+                 ":2: [http] listen: bad listen item \"::1:8080\": expected HOST:PORT with a "
+                 "numeric address (10.0.0.5:8080, [::1]:8080) or an absolute Unix socket path");
     expect_error("[http]\nlisten = 127.0.0.1:0\n",
                  NAME ":2: [http] listen: bad port in \"127.0.0.1:0\": expected 1 .. 65535");
-    expect_error("[http]\nlisten = 127.0.0.1\n",
-                 NAME ":2: [http] listen: bad listen item \"127.0.0.1\": expected HOST:PORT with a "
-                      "numeric address (10.0.0.5:8080, [::1]:8080) or an absolute Unix socket path");
+    expect_error("[http]\nlisten = 127.0.0.1\n", NAME
+                 ":2: [http] listen: bad listen item \"127.0.0.1\": expected HOST:PORT with a "
+                 "numeric address (10.0.0.5:8080, [::1]:8080) or an absolute Unix socket path");
     expect_error("[http]\nlisten = 127.0.0.1:80,,/x\n",
                  NAME ":2: [http] listen: an empty or over-long item in the list");
     expect_error("[http]\nlisten = 127.0.0.1:80, 127.0.0.1:80\n",

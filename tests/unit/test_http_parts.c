@@ -56,8 +56,7 @@ static void test_encoding(void **s)
     assert_int_equal(bd_http_pick_encoding("gzip;q=0.001", false), BD_ENC_GZIP);
     assert_int_equal(bd_http_pick_encoding("*", false), BD_ENC_GZIP);
     assert_int_equal(bd_http_pick_encoding("*;q=0", false), BD_ENC_IDENTITY);
-    assert_int_equal(bd_http_pick_encoding("*, gzip;q=0", false),
-                     br ? BD_ENC_BR : BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("*, gzip;q=0", false), br ? BD_ENC_BR : BD_ENC_IDENTITY);
     assert_int_equal(bd_http_pick_encoding("gzip, br", false), BD_ENC_GZIP);
     assert_int_equal(bd_http_pick_encoding("gzip, br", true), br ? BD_ENC_BR : BD_ENC_GZIP);
     assert_int_equal(bd_http_pick_encoding("br", false), br ? BD_ENC_BR : BD_ENC_IDENTITY);
@@ -101,7 +100,9 @@ static void test_etag(void **s)
 {
     (void)s;
     uint8_t set1[40] = {'B', 'R', 'S', 1, 1}, set2[40] = {'B', 'R', 'S', 1, 1, 7};
-    br_range_answer a = {.value = set1, .len = sizeof(set1), .etag = "\"abc\"",
+    br_range_answer a = {.value = set1,
+                         .len = sizeof(set1),
+                         .etag = "\"abc\"",
                          .last_modified = "Sun, 06 Nov 1994 08:49:37 GMT"};
     char t1[33], t2[33];
     /* with validators: they decide, with the prefix and the size */
@@ -195,9 +196,9 @@ static void test_pool(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pad_count),   cmocka_unit_test(test_encoding),
+        cmocka_unit_test(test_pad_count),     cmocka_unit_test(test_encoding),
         cmocka_unit_test(test_if_none_match), cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_etag),        cmocka_unit_test(test_rate),
+        cmocka_unit_test(test_etag),          cmocka_unit_test(test_rate),
         cmocka_unit_test(test_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
