@@ -128,16 +128,6 @@ static bool opt_memory(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-static bool opt_generation(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_generation(cmd, arg, dst);
-}
-
-static bool opt_source(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_source(cmd, arg, dst);
-}
-
 /* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
 static int parse_build(int argc, char **argv, build_args *a)
 {
@@ -149,8 +139,8 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "more than " STR(MAX_INPUTS) " --input options"),
         CTL_FLAG("plaintext", &a->in.plaintext),
         CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
-        CTL_FN("generation", &a->b.generation, opt_generation),
-        CTL_FN("source", &a->source, opt_source),
+        CTL_FN("generation", &a->b.generation, ctl_opt_generation),
+        CTL_FN("source", &a->source, ctl_opt_source),
         CTL_FN("fp-bits", &a->b.fp_bits, opt_fp_bits),
         CTL_UINT("arity", &arity, 3, 4, "must be 3 or 4"),
         CTL_UINT("threads", &threads, 1, 1024, "must be 1..1024"),

@@ -12,16 +12,17 @@
  * URL itself: it may be secret-class) and makes the exit status 2. Without
  * URL arguments the URLs are read from stdin, one per line; blank lines are
  * skipped and N is then the line number. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "hash.h"
 #include "url.h"
 #include "url_secret.h"
+#include "util.h"
 
 typedef struct url_opts {
     const char *cmd;
@@ -95,37 +96,34 @@ static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
     return ok;
 }
 
+static void canon_usage(FILE *out)
+{
+    url_usage(out, "url-canon");
+}
+
+static void expressions_usage(FILE *out)
+{
+    url_usage(out, "url-expressions");
+}
+
 int cmd_url(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
     url_opts o = {.cmd = argv[0], .expressions = strcmp(argv[0], "url-expressions") == 0};
-    static const struct option opts[] = {
-        {"hash", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+    const ctl_opt opts[] = {
+        CTL_HELP,
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_FLAG("hash", &o.hash), /* url-expressions only: the last row */
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'H':
-            if (!o.expressions) {
-                url_usage(stderr, o.cmd);
-                return EXIT_ERROR;
-            }
-            o.hash = true;
-            break;
-        case 'h':
-            url_usage(stdout, o.cmd);
-            return EXIT_CLEAN;
-        default:
-            url_usage(stderr, o.cmd);
-            return EXIT_ERROR;
-        }
-    }
+    int first;
+    int r = ctl_getopt(o.cmd, opts, BR_ARRAY_SIZE(opts) - !o.expressions,
+                       o.expressions ? expressions_usage : canon_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? EXIT_CLEAN : EXIT_ERROR;
     bool failed = false;
-    if (optind < argc) {
-        for (int i = optind; i < argc; i++)
-            if (!one_url(&o, (size_t)(i - optind + 1), argv[i], strlen(argv[i])))
+    if (first < argc) {
+        for (int i = first; i < argc; i++)
+            if (!one_url(&o, (size_t)(i - first + 1), argv[i], strlen(argv[i])))
                 failed = true;
     } else {
         char *line = NULL;

@@ -45,14 +45,16 @@ static bool take(const char *cmd, const ctl_opt *o, const char *arg)
     return false;
 }
 
-int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
-               int argc, char **argv, int *first)
+static int parse(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+                 bool prefix, int argc, char **argv, int *first)
 {
     struct option lo[MAX_OPTS + 1] = {{0}};
-    char shorts[2 * MAX_OPTS + 1] = "";
+    char shorts[2 * MAX_OPTS + 2] = "";
     size_t ns = 0;
     if (br_fails_assert(n <= MAX_OPTS))
         return -1;
+    if (prefix)
+        shorts[ns++] = '+';
     for (size_t i = 0; i < n; i++) {
         bool has_arg = opts[i].type != CTL_OPT_FLAG && opts[i].type != CTL_OPT_HELP;
         lo[i] = (struct option){opts[i].name, has_arg ? required_argument : no_argument, NULL,
@@ -65,6 +67,7 @@ int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FIL
     }
     shorts[ns] = '\0';
     int ch;
+    optind = 0; /* a full re-initialisation: each parse starts afresh */
     while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
         const ctl_opt *o = NULL;
         for (size_t i = 0; i < n && !o; i++)
@@ -85,4 +88,16 @@ int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FIL
     }
     *first = optind;
     return 0;
+}
+
+int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+               int argc, char **argv, int *first)
+{
+    return parse(cmd, opts, n, usage, false, argc, argv, first);
+}
+
+int ctl_getopt_prefix(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+                      int argc, char **argv, int *first)
+{
+    return parse(cmd, opts, n, usage, true, argc, argv, first);
 }

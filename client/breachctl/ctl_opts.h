@@ -46,6 +46,11 @@ typedef struct ctl_opt {
  * ends them) against opts[0..n). usage (may be NULL) is printed on stderr
  * after an unknown option, on stdout for --help. 0: parsed, *first is the
  * index of the first argument; 1: --help was answered; -1: an error was
- * printed. */
+ * printed. Each call starts afresh (getopt's state is reset). */
 int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
                int argc, char **argv, int *first);
+/* The same, but parsing stops at the first argument that is not an option
+ * (getopt's "+"): for a command word followed by a subcommand and its own
+ * options, such as breachctl's global options before the command. */
+int ctl_getopt_prefix(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+                      int argc, char **argv, int *first);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
 bool url_filter_kind_requested(int argc, char **argv);
@@ -11,6 +12,8 @@ bool url_filter_kind_requested(int argc, char **argv);
 bool url_filter_file(const char *path);
 
 int url_filter_build(int argc, char **argv);
+/* The usage of filter build --kind url-sha256. */
+void url_filter_build_usage(FILE *out);
 int url_filter_add(int argc, char **argv);
 int url_filter_info(const char *path);
 int url_filter_verify(const char *path);
