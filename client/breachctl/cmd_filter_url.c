@@ -73,19 +73,7 @@ static void default_source(char *buf, size_t size, const feeds *f)
 
 static void build_usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: breachctl filter build --kind url-sha256 --output FILE [--ranges-dir DIR]\n"
-            "       --input FEED[=CATEGORY]... [--format FORMAT [--column N|NAME]]\n"
-            "       [--skip-bad] [--max-bad N|P%%] [--allow-empty]\n"
-            "       [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
-            "  FORMAT: " BR_FEED_FORMAT_NAMES "\n"
-            "  CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
-            "; the first --input listing an expression sets its category\n");
-}
-
-void url_filter_build_usage(FILE *out)
-{
-    build_usage(out);
+    filter_usage_of(out, "filter build");
 }
 
 /* What filter build --kind url-sha256 was asked, from its options. */
@@ -264,10 +252,7 @@ static double target_fpr_of(const br_urlfilter *uf)
 
 static void add_usage(FILE *out)
 {
-    fprintf(out, "Usage: breachctl filter add FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
-                 "       [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%%]\n"
-                 "       [--allow-empty] [--generation N] [--source TEXT]\n"
-                 "  FORMAT: " BR_FEED_FORMAT_NAMES "\n");
+    filter_usage_of(out, "filter add");
 }
 
 /* What filter add was asked, from its options. */

@@ -31,22 +31,24 @@ typedef struct url_opts {
     size_t done; /* inputs handled so far, for the group separator */
 } url_opts;
 
-static void url_usage(FILE *out, const char *cmd)
+#define FROM_STDIN                                                                                 \
+    " Without URL arguments, reads URLs from standard input, one per line (blank "                 \
+    "lines skipped; URL N in a message is then line N)."
+
+static const ctl_usage url_usage[] = {
+    {"url-canon", "[URL...]",
+     "Prints the canonical form (URL canonicalization v1) of each URL, one per line." FROM_STDIN},
+    {"url-expressions", "[--hash] [URL...]",
+     "Prints the lookup expressions of each URL, one per line, most specific first, "
+     "without those holding an e-mail address (never looked up: stderr says how many); "
+     "the groups of several URLs are separated by an empty line (a refused URL has an "
+     "empty group). --hash: each expression after its SHA-256 (64 uppercase hex digits) "
+     "and a space." FROM_STDIN},
+};
+
+void cmd_url_summary(FILE *out)
 {
-    if (strcmp(cmd, "url-canon") == 0)
-        fprintf(out, "Usage: breachctl url-canon [URL...]\n"
-                     "Print the canonical form (URL canonicalization v1) of each URL, one per\n"
-                     "line; without arguments, read URLs from stdin, one per line (blank lines\n"
-                     "skipped; URL N in a message is then line N).\n");
-    else
-        fprintf(out, "Usage: breachctl url-expressions [--hash] [URL...]\n"
-                     "Print the lookup expressions of each URL, one per line, most specific\n"
-                     "first, without those holding an e-mail address (never looked up: stderr\n"
-                     "says how many); groups of several URLs are separated by an empty line (a refused\n"
-                     "URL has an empty group). --hash prefixes each expression with its SHA-256\n"
-                     "(64 uppercase hex digits) and a space. Without arguments, read URLs from\n"
-                     "stdin, one per line (blank lines skipped; URL N in a message is then\n"
-                     "line N).\n");
+    ctl_usage_summary(out, url_usage, BR_ARRAY_SIZE(url_usage));
 }
 
 /* Handle input number idx; false when it was refused. */
@@ -98,12 +100,12 @@ static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
 
 static void canon_usage(FILE *out)
 {
-    url_usage(out, "url-canon");
+    ctl_usage_command(out, url_usage, BR_ARRAY_SIZE(url_usage), "url-canon");
 }
 
 static void expressions_usage(FILE *out)
 {
-    url_usage(out, "url-expressions");
+    ctl_usage_command(out, url_usage, BR_ARRAY_SIZE(url_usage), "url-expressions");
 }
 
 int cmd_url(const ctl_globals *g, int argc, char **argv)

@@ -2,12 +2,15 @@
 /* ctl_getopt: getopt_long over a command's option table (ctl_opts.h). */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "breachctl.h"
 #include "br_assert.h"
 #include "ctl_opts.h"
 
 #define MAX_OPTS 32
+
+bool ctl_list_mode;
 
 /* One option's argument into its destination. false: an error was printed. */
 static bool take(const char *cmd, const ctl_opt *o, const char *arg)
@@ -87,6 +90,12 @@ static int parse(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(F
             return -1;
     }
     *first = optind;
+    if (ctl_list_mode && (!prefix || optind >= argc)) {
+        /* The last command word's table: what the man-page test compares. */
+        for (size_t i = 0; i < n; i++)
+            printf("--%s\n", opts[i].name);
+        return 1;
+    }
     return 0;
 }
 
@@ -100,4 +109,50 @@ int ctl_getopt_prefix(const char *cmd, const ctl_opt *opts, size_t n, void (*usa
                       int argc, char **argv, int *first)
 {
     return parse(cmd, opts, n, usage, true, argc, argv, first);
+}
+
+#define USAGE_WIDTH 79
+
+/* text, each of its lines after the indent, wrapped at spaces to fit
+ * USAGE_WIDTH columns. */
+static void indented(FILE *out, const char *indent, const char *text)
+{
+    size_t room = USAGE_WIDTH - strlen(indent);
+    while (*text) {
+        size_t len = strcspn(text, "\n");
+        size_t cut = len;
+        while (cut > room && cut > 0) {
+            do
+                cut--;
+            while (cut > 0 && text[cut] != ' ');
+        }
+        if (cut == 0) /* one word longer than the room: whole */
+            cut = len;
+        fprintf(out, "%s%.*s\n", indent, (int)cut, text);
+        text += cut;
+        text += *text == ' ' || *text == '\n';
+    }
+}
+
+void ctl_usage_summary(FILE *out, const ctl_usage *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "  %s %s\n", rows[i].name, rows[i].synopsis);
+        if (rows[i].about)
+            indented(out, "      ", rows[i].about);
+    }
+}
+
+void ctl_usage_command(FILE *out, const ctl_usage *rows, size_t n, const char *name)
+{
+    const char *lead = "Usage:";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].name, name) != 0)
+            continue;
+        fprintf(out, "%s breachctl %s %s\n", lead, rows[i].name, rows[i].synopsis);
+        lead = "   or:";
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, name) == 0 && rows[i].about)
+            indented(out, "", rows[i].about);
 }

@@ -12,8 +12,9 @@ bool url_filter_kind_requested(int argc, char **argv);
 bool url_filter_file(const char *path);
 
 int url_filter_build(int argc, char **argv);
-/* The usage of filter build --kind url-sha256. */
-void url_filter_build_usage(FILE *out);
+/* The usage of one filter subcommand ("filter build"), from the table in
+ * cmd_filter.c. */
+void filter_usage_of(FILE *out, const char *name);
 int url_filter_add(int argc, char **argv);
 int url_filter_info(const char *path);
 int url_filter_verify(const char *path);

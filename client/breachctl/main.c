@@ -83,43 +83,26 @@ void ctl_err(const char *fmt, ...)
 
 static void usage(FILE *out)
 {
+    fputs("Usage: breachctl [--socket PATH] COMMAND [OPTIONS] [ARGS...]\n"
+          "       breachctl COMMAND --help        that command's usage\n"
+          "\nChecks, answered by breachd:\n",
+          out);
+    cmd_check_summary(out);
+    fputs("\nFilter files (offline):\n", out);
+    cmd_filter_summary(out);
+    fputs("\nURLs (offline):\n", out);
+    cmd_url_summary(out);
+    fputs("\nThe corpus:\n", out);
+    cmd_download_summary(out);
     fprintf(out,
-            "Usage: breachctl [--socket PATH] COMMAND [ARGS...]\n"
-            "\n"
-            "Commands:\n"
-            "  password [--quiet] [--json]     check passwords: typed (no echo) on a terminal,\n"
-            "                                  else one per line on stdin\n"
-            "  sha1 HEX40...                   check SHA-1 hashes of passwords\n"
-            "  url URL...                      check URLs against the blocklists\n"
-            "  ping | stats | reload           daemon status and administration\n"
-            "                                  (checks take --quiet, --json, --timeout MS)\n"
-            "  filter build  --kind password-sha1 --output FILE --input PATH...\n"
-            "                [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
-            "                [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-            "                [--shard-keys N]\n"
-            "  filter build  --kind url-sha256 --output FILE [--ranges-dir DIR]\n"
-            "                --input FEED[=CATEGORY]... [--format auto|urls|hosts|domains]\n"
-            "                [--skip-bad] [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
-            "  filter add    FILE --input FEED[=CATEGORY]... [--ranges-dir DIR] [--format F]\n"
-            "                [--skip-bad] [--generation N] [--source TEXT]   (url-sha256 only)\n"
-            "  filter info   FILE\n"
-            "  filter verify FILE\n"
-            "  filter query  FILE [KEY...]     KEY: 40-hex SHA-1 or 64-hex SHA-256; none: stdin\n"
-            "  filter query  FILE --url [URL...]   url-sha256: maybe/no per URL\n"
-            "  url-canon [URL...]              print the canonical URL of each, one per line\n"
-            "  url-expressions [--hash] [URL...]\n"
-            "                                  print the lookup expressions of each URL, one\n"
-            "                                  per line; groups separated by an empty line\n"
-            "                                  (url-*: no URL given: read stdin, one per line)\n"
-            "  download --out DIR [--upstream TEMPLATE] [--parallel N] [--range FIRST-LAST]\n"
-            "           [--single-file FILE] [--force]\n"
-            "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
-            "                                  (resumable, incremental; see docs/corpus.md)\n"
-            "\n"
-            "Options:\n"
-            "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"
+            "\nOptions:\n"
+            "  --socket PATH   daemon socket, also taken after the command (default\n"
+            "                  $BREACHD_SOCKET or %s)\n"
             "  -h, --help      this text\n"
             "  --version       print the version\n"
+            "  --list-options COMMAND...\n"
+            "                  print the long options COMMAND takes, one a line (the test\n"
+            "                  suite compares them with this text and breachctl(1))\n"
             "\n"
             "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
             BREACHD_DEFAULT_SOCKET);
@@ -144,6 +127,7 @@ int main(int argc, char **argv)
         CTL_STR("socket", &g.socket_path),
         CTL_FLAG("version", &version),
         CTL_HELP,
+        CTL_LIST_OPTIONS,
     };
     int first;
     /* Stop at the command: its own options are parsed by the command. */
