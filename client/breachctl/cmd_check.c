@@ -406,7 +406,9 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
         OPENSSL_cleanse(pw, sizeof(pw));
-        if (len == -EMSGSIZE)
+        if (len == -ENODATA || len == -ENOMSG)
+            ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
+        else if (len == -EMSGSIZE)
             ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
         else
             ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
