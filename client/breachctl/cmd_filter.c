@@ -12,6 +12,7 @@
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter_file.h"
+#include "filter_info.h"
 #include "filter_url.h"
 #include "url_feed.h"
 #include "hash.h"
@@ -95,7 +96,9 @@ static const ctl_usage filter_usage[] = {
      "          [--allow-empty] [--generation N] [--source TEXT]",
      "Adds feeds to a url-sha256 filter: a new generation; the old file is kept "
      "on failure."},
-    {"filter info", "FILE", "Prints a filter file's header."},
+    {"filter info", "[--force] FILE",
+     "Prints a filter file's header. --force: also for a file that fails its checks, "
+     "each value marked unverified (exit status 2 all the same)."},
     {"filter verify", "FILE", "Checks the whole file: exit status 0 when intact, 2 with the reason."},
     {"filter query", "FILE [KEY...]",
      "Offline lookup: maybe or no per KEY (40-hex SHA-1 or 64-hex SHA-256); "
@@ -307,11 +310,13 @@ static int open_filter(const char *path, br_pwfilter **pf)
     return 0;
 }
 
-static int filter_info(const char *path)
+static int filter_info(const char *path, bool force)
 {
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
-    if (open_filter(path, &pf))
-        return EXIT_ERROR;
+    br_error err = {{0}};
+    int r = br_pwfilter_open(path, &pf, &err);
+    if (r < 0)
+        return filter_info_refused(path, force, r, &err);
     const br_filter_header *h = br_pwfilter_header(pf);
     char when[64];
     time_t t = (time_t)h->build_time;
@@ -447,16 +452,17 @@ static int sub_build(int argc, char **argv)
 /* info FILE and verify FILE: by the file's kind. */
 static int sub_info_verify(int argc, char **argv)
 {
-    bool info = strcmp(argv[0], "info") == 0;
+    bool info = strcmp(argv[0], "info") == 0, force = false;
     char cmd[32];
     snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
     const ctl_opt opts[] = {
         CTL_IGNORE("socket"), /* accepted everywhere; offline */
         CTL_HELP,
+        CTL_FLAG("force", &force), /* info only: the last row */
     };
     int first;
-    int r = ctl_getopt(cmd, opts, BR_ARRAY_SIZE(opts), info ? info_usage : verify_usage, argc,
-                       argv, &first);
+    int r = ctl_getopt(cmd, opts, BR_ARRAY_SIZE(opts) - !info, info ? info_usage : verify_usage,
+                       argc, argv, &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (argc - first != 1) {
@@ -465,8 +471,8 @@ static int sub_info_verify(int argc, char **argv)
     }
     const char *path = argv[first];
     if (url_filter_file(path))
-        return info ? url_filter_info(path) : url_filter_verify(path);
-    return info ? filter_info(path) : filter_verify(path);
+        return info ? url_filter_info(path, force) : url_filter_verify(path);
+    return info ? filter_info(path, force) : filter_verify(path);
 }
 
 static int sub_query(int argc, char **argv)
