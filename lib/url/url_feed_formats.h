@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the feed reader (url_feed.c): the blocklist formats beyond URL
+/* Inside the feed reader (url_feed_read.c): the blocklist formats beyond URL
  * lists, hosts files and domain lists. Each parser takes one line at a time
  * and says what it is: a comment, a rule skipped on purpose (counted by
  * kind), one or more entries (domains or URLs, which url_feed.c turns into
