@@ -330,102 +330,117 @@ static const char *said(const br_client *c, char *buf, size_t size)
     return buf;
 }
 
+/* One batch in flight: requests base + 1 .. base + n, the line being sent. */
+typedef struct batch {
+    br_client *c;
+    br_client_request *reqs;
+    size_t n, window;
+    uint64_t base;
+    size_t sent, answered, inflight;
+    char out[BR_PROTO_MAX_LINE + 32];
+    size_t out_len, out_off;
+} batch;
+
+/* Queue the next request when the last one is out and there is room. An
+ * argument that cannot be sent is answered here. */
+static void queue_next(batch *b)
+{
+    while (b->out_off == b->out_len && b->sent < b->n && b->inflight < b->window) {
+        br_client_request *q = &b->reqs[b->sent];
+        b->sent++;
+        b->out_off = b->out_len = 0;
+        if (format_request(q, b->base + b->sent, b->out, sizeof(b->out), &b->out_len) < 0) {
+            q->answer.kind = BR_ANSWER_ERROR;
+            snprintf(q->answer.detail, sizeof(q->answer.detail),
+                     "bad-request not sent: the argument is empty, too long or contains "
+                     "spaces or control characters");
+            b->answered++;
+            b->out_len = 0;
+            continue;
+        }
+        b->inflight++;
+    }
+}
+
+/* Send what the socket takes: 0, or -errno with err set once the daemon
+ * closed the connection (what it wrote before, a refusal or answers, is
+ * read first). */
+static int send_some(batch *b, br_error *err)
+{
+    br_client *c = b->c;
+    ssize_t w = send(c->fd, b->out + b->out_off, b->out_len - b->out_off, MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        int e = errno;
+        char why[sizeof(c->refusal) + 32];
+        int m = take_rest(c, b->reqs, b->base, b->n, err);
+        if (m < 0)
+            return m;
+        b->answered += (size_t)m;
+        return br_error_set(err, -e, "%s: connection closed by breachd: send: %s%s", c->path,
+                            strerror(e), said(c, why, sizeof(why)));
+    }
+    if (w > 0)
+        b->out_off += (size_t)w;
+    return 0;
+}
+
+/* Read what arrived and take the answers in it: 0, or -errno with err set. */
+static int receive_some(batch *b, br_error *err)
+{
+    br_client *c = b->c;
+    ssize_t got = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (got <= 0) {
+        int e = got < 0 ? errno : ECONNRESET;
+        char why[sizeof(c->refusal) + 32];
+        return br_error_set(err, -e, "%s: connection closed by breachd%s%s%s", c->path,
+                            got < 0 ? ": " : "", got < 0 ? strerror(e) : "",
+                            said(c, why, sizeof(why)));
+    }
+    c->rlen += (size_t)got;
+    int m = take_lines(c, b->reqs, b->base, b->n, err);
+    if (m < 0)
+        return m;
+    b->answered += (size_t)m;
+    b->inflight -= (size_t)m;
+    if (c->rlen == sizeof(c->rbuf))
+        return br_error_set(err, -EPROTO, "%s: answer line too long", c->path);
+    return 0;
+}
+
 int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t window, br_error *err)
 {
-    if (window == 0)
-        window = 64;
     /* Ids base + 1 .. base + n, never used before on this connection. */
-    uint64_t base = c->seq;
+    batch b = {.c = c, .reqs = reqs, .n = n, .window = window ? window : 64, .base = c->seq};
     c->seq += n;
-    size_t sent = 0, answered = 0, inflight = 0;
-    char out[BR_PROTO_MAX_LINE + 32];
-    char why[sizeof(c->refusal) + 32];
-    size_t out_len = 0, out_off = 0;
     int r = 0;
     for (size_t i = 0; i < n; i++)
         reqs[i].answer.kind = BR_ANSWER_NONE;
-    while (answered < n) {
-        /* Queue the next request when the last one is out and there is room. */
-        while (out_off == out_len && sent < n && inflight < window) {
-            br_client_request *q = &reqs[sent];
-            sent++;
-            out_off = out_len = 0;
-            if (format_request(q, base + sent, out, sizeof(out), &out_len) < 0) {
-                q->answer.kind = BR_ANSWER_ERROR;
-                snprintf(q->answer.detail, sizeof(q->answer.detail),
-                         "bad-request not sent: the argument is empty, too long or contains "
-                         "spaces or control characters");
-                answered++;
-                out_len = 0;
-                continue;
-            }
-            inflight++;
-        }
-        if (answered == n)
+    while (r == 0 && b.answered < n) {
+        queue_next(&b);
+        if (b.answered == n)
             break;
         /* The timeout is for a lack of progress: each event (bytes sent or
          * received) starts it again, so a long batch that keeps moving
          * never times out, and one that stalls does after timeout_ms. */
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (out_off < out_len)
+        if (b.out_off < b.out_len)
             p.events |= POLLOUT;
         int pr = poll(&p, 1, c->timeout_ms);
         if (pr < 0 && errno == EINTR)
             continue;
-        if (pr < 0) {
+        if (pr < 0)
             r = br_error_set(err, -errno, "poll: %s", strerror(errno));
-            break;
-        }
-        if (pr == 0) {
+        else if (pr == 0)
             r = br_error_set(err, -ETIMEDOUT, "%s: timed out: no answer from breachd for %d ms",
                              c->path, c->timeout_ms);
-            break;
-        }
-        if (p.revents & POLLOUT) {
-            ssize_t w = send(c->fd, out + out_off, out_len - out_off, MSG_NOSIGNAL);
-            if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                int e = errno;
-                /* The daemon closed the connection: what it wrote before,
-                 * a refusal or answers, is still there to read. */
-                int m = take_rest(c, reqs, base, n, err);
-                if (m < 0) {
-                    r = m;
-                    break;
-                }
-                answered += (size_t)m;
-                r = br_error_set(err, -e, "%s: connection closed by breachd: send: %s%s",
-                                 c->path, strerror(e), said(c, why, sizeof(why)));
-                break;
-            }
-            if (w > 0)
-                out_off += (size_t)w;
-        }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t got = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
-            if (got < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
-            if (got <= 0) {
-                int e = got < 0 ? errno : ECONNRESET;
-                r = br_error_set(err, -e, "%s: connection closed by breachd%s%s%s", c->path,
-                                 got < 0 ? ": " : "", got < 0 ? strerror(e) : "",
-                                 said(c, why, sizeof(why)));
-                break;
-            }
-            c->rlen += (size_t)got;
-            int m = take_lines(c, reqs, base, n, err);
-            if (m < 0) {
-                r = m;
-                break;
-            }
-            answered += (size_t)m;
-            inflight -= (size_t)m;
-            if (c->rlen == sizeof(c->rbuf)) {
-                r = br_error_set(err, -EPROTO, "%s: answer line too long", c->path);
-                break;
-            }
-        }
+        if (r == 0 && (p.revents & POLLOUT))
+            r = send_some(&b, err);
+        if (r == 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+            r = receive_some(&b, err);
     }
-    OPENSSL_cleanse(out, sizeof(out));
+    OPENSSL_cleanse(b.out, sizeof(b.out));
     return r;
 }
 
