@@ -20,7 +20,7 @@
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "hash.h"
-#include "url.h"
+#include "url_canon.h"
 #include "url_secret.h"
 #include "util.h"
 

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "url.h"
+#include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
 

@@ -3,7 +3,7 @@
  * the host. IDN labels to punycode (libidn2), leading and trailing dots
  * stripped, runs of dots collapsed, IPv4 in any inet_aton form to dotted
  * decimal, bracketed IPv6 compressed (RFC 5952; IPv4-mapped and NAT64
- * 64:ff9b::/96 become IPv4), lowercased; the length limits of url.h.
+ * 64:ff9b::/96 become IPv4), lowercased; the length limits of url_canon.h.
  * Error texts never contain the URL. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "url.h"
+#include "url_canon.h"
 #include "url_canon_int.h"
 
 static bool valid_utf8(const unsigned char *s, size_t n)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "url.h"
+#include "url_canon.h"
 #include "url_feed.h"
 #include "url_feed_int.h"
 #include "url_secret.h"

@@ -43,7 +43,7 @@
 
 #include "error.h"
 #include "hash.h"
-#include "url.h"
+#include "url_canon.h"
 #include "urlfilter.h"
 #include "util.h"
 

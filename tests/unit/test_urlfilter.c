@@ -22,7 +22,7 @@
 
 #include "hash.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_canon.h"
 #include "urlfilter.h"
 #include "util.h"
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "url.h"
+#include "url_canon.h"
 #include "url_helpers.h"
 #include "util.h"
 
