@@ -17,6 +17,7 @@
 #include "log.h"
 #include "server.h"
 #include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "url_check.h"
 

@@ -12,7 +12,7 @@
 #include "filter_info.h"
 #include "filter_url.h"
 #include "hash.h"
-#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "urlfilter.h"
 #include "util.h"

@@ -21,6 +21,7 @@
 #include "ctl_opts.h"
 #include "hash.h"
 #include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "util.h"
 

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "url_canon.h"
+#include "url_expr.h"
 #include "url_feed.h"
 #include "url_feed_int.h"
 #include "url_secret.h"

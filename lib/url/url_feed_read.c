@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "url_canon.h"
+#include "url_expr.h"
 #include "url_feed.h"
 #include "url_feed_formats.h"
 #include "url_feed_int.h"

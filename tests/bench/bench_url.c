@@ -44,6 +44,7 @@
 #include "error.h"
 #include "hash.h"
 #include "url_canon.h"
+#include "url_expr.h"
 #include "urlfilter.h"
 #include "util.h"
 

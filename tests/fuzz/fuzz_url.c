@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 
 #define FUZZ_NAME "fuzz_url"

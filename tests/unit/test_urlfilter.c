@@ -23,6 +23,7 @@
 #include "hash.h"
 #include "testutil.h"
 #include "url_canon.h"
+#include "url_expr.h"
 #include "urlfilter.h"
 #include "util.h"
 

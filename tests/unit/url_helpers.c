@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "url_canon.h"
+#include "url_expr.h"
 #include "url_helpers.h"
 #include "util.h"
 
