@@ -34,13 +34,6 @@ struct br_client {
     size_t rlen;
 };
 
-const char *br_answer_kind_name(br_answer_kind k)
-{
-    static const char *const names[] = {"NONE",    "CLEAN",   "PWNED", "SAFE",
-                                        "BLOCKED", "UNKNOWN", "ERR",   "OTHER"};
-    return k <= BR_ANSWER_OTHER ? names[k] : "?";
-}
-
 void br_client_free(br_client *c)
 {
     if (!c)
@@ -146,64 +139,6 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
     return 0;
 }
 
-/* ---- answers ---- */
-
-static void parse_answer(const char *s, size_t len, br_answer *a)
-{
-    memset(a, 0, offsetof(br_answer, detail) + 1);
-    const char *sp = memchr(s, ' ', len);
-    size_t slen = sp ? (size_t)(sp - s) : len;
-    const char *rest = sp ? sp + 1 : s + len;
-    size_t rlen = (size_t)(s + len - rest);
-#define IS(word) (slen == strlen(word) && memcmp(s, word, slen) == 0)
-    if (IS("CLEAN")) {
-        a->kind = BR_ANSWER_CLEAN;
-    } else if (IS("PWNED")) {
-        a->kind = BR_ANSWER_PWNED;
-        /* Within the line: it need not be NUL-terminated. */
-        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++)
-            a->count = a->count * 10 + (uint64_t)(rest[k] - '0');
-    } else if (IS("SAFE")) {
-        a->kind = BR_ANSWER_SAFE;
-    } else if (IS("BLOCKED")) {
-        a->kind = BR_ANSWER_BLOCKED;
-        const char *sp2 = memchr(rest, ' ', rlen);
-        size_t clen = sp2 ? (size_t)(sp2 - rest) : rlen;
-        snprintf(a->category, sizeof(a->category), "%.*s", (int)clen, rest);
-        if (sp2) {
-            rest = sp2 + 1;
-            rlen = (size_t)(s + len - rest);
-        } else {
-            rlen = 0;
-        }
-    } else if (IS("UNKNOWN")) {
-        a->kind = BR_ANSWER_UNKNOWN;
-    } else if (IS("ERR")) {
-        a->kind = BR_ANSWER_ERROR;
-    } else {
-        a->kind = BR_ANSWER_OTHER;
-        rest = s;
-        rlen = len;
-    }
-#undef IS
-    if (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_PWNED || a->kind == BR_ANSWER_SAFE)
-        rlen = 0;
-    snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
-}
-
-int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a)
-{
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    const char *sp = memchr(line, ' ', len);
-    if (!sp || sp == line || (size_t)(sp - line) > BR_PROTO_MAX_ID)
-        return -EINVAL;
-    memcpy(id, line, (size_t)(sp - line));
-    id[sp - line] = '\0';
-    parse_answer(sp + 1, len - (size_t)(sp - line) - 1, a);
-    return 0;
-}
-
 /* Index of request id s (decimal: base + 1 .. base + n, as we number them),
  * or -1. */
 static long id_index(const char *s, size_t len, uint64_t base, size_t n)
@@ -279,7 +214,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
         size_t idlen = (size_t)(sp - line);
         long idx = id_index(line, idlen, base, n);
         if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
-            parse_answer(sp + 1, len - idlen - 1, &reqs[idx].answer);
+            br_answer_parse(sp + 1, len - idlen - 1, &reqs[idx].answer);
             got++;
         } else if (idlen == 1 && line[0] == '-') {
             /* A connection-level answer (forbidden, busy, bad-id): the
