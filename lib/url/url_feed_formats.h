@@ -75,6 +75,9 @@ int br_fmt_line(br_fmt_state *st, const char *s, size_t n, uint64_t lineno, br_f
  * BR_FMT_PENDING (nothing to count). */
 void br_fmt_finish(br_fmt_state *st, br_fmt_result *res);
 
+/* Blanks (spaces and tabs) cut off at both ends of s[0..*n). */
+void br_fmt_trim(const char **s, size_t *n);
+
 /* The format of these sample lines when one of the formats here is clearly
  * it, else BR_FEED_AUTO. *json: the PhishTank JSON form. */
 br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_t n, bool *json);

@@ -51,16 +51,6 @@ static size_t split_fields(const char *s, size_t n, field *f)
     return nf;
 }
 
-static void trim(const char **s, size_t *n)
-{
-    while (*n > 0 && is_blank(**s)) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n > 0 && is_blank((*s)[*n - 1]))
-        (*n)--;
-}
-
 /* The entry text of a line after its comment is cut off (length 0: a blank
  * or comment line). */
 static size_t strip_comment(br_feed_format f, const char *s, size_t n)
@@ -203,7 +193,7 @@ static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
         int r = br_fmt_line(rd->fmt, s, n, lineno, &res);
         return r < 0 ? br_error_set(rd->err, r, "out of memory") : fmt_result(rd, &res);
     }
-    trim(&s, &n);
+    br_fmt_trim(&s, &n);
     n = strip_comment(rd->format, s, n);
     if (n == 0) {
         rd->st.comments++;
@@ -267,7 +257,7 @@ static br_feed_format detect_plain(const held *h, size_t n)
     for (size_t i = 0; i < n; i++) {
         const char *s = h[i].text;
         size_t len = h[i].len;
-        trim(&s, &len);
+        br_fmt_trim(&s, &len);
         len = strip_comment(BR_FEED_HOSTS, s, len);
         if (len == 0)
             continue;
@@ -466,7 +456,7 @@ static int read_stream(reader *rd, FILE *in)
         r = hold_line(&hold, &nheld, &held_cap, s, n, lineno, rd->err);
         const char *t = s;
         size_t tn = n;
-        trim(&t, &tn);
+        br_fmt_trim(&t, &tn);
         if (tn > 0 && t[0] != '#')
             meaningful++;
         if (r >= 0 && (meaningful >= need || nheld >= DETECT_MAX_HELD)) {
