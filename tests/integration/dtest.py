@@ -12,7 +12,8 @@ prints one line per test and a final "N passed, M failed, K skipped" line,
 and exits non-zero when a test failed (77, meson's "skipped", when every
 test skipped or the setup skipped). The shared helpers: check/eq/wait_for,
 Ctx (a test's directory, processes, config, daemons), nginx() (an nginx
-serving one server block), wait_port(), free_port(), the demo corpus.
+serving one server block), wait_port(), free_port(), the demo corpus, and
+the protocol client of protoclient.py.
 """
 import argparse
 import ctypes
@@ -28,6 +29,10 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The protocol client, re-exported: dtest.Client, dtest.Timeout, dtest.parse_stats.
+from protoclient import Client, Timeout, parse_stats  # noqa: E402,F401
+
 ARGS = None
 TESTS = []
 ROOT = None  # the mkdtemp() directory of this run
@@ -37,10 +42,6 @@ TEST_TIMEOUT_S = 90  # per test, also under ASan
 
 class Skip(Exception):
     """Raise to skip the running test (counted and reported as skipped)."""
-
-
-class Timeout(Exception):
-    pass
 
 
 def test(fn):
@@ -375,89 +376,6 @@ def conf_socket(conf):
             elif sec == "daemon" and (line.startswith("socket ") or line.startswith("socket=")):
                 return line.split("=", 1)[1].strip()
     raise AssertionError("no socket in " + conf)
-
-
-class Client:
-    """A protocol client with line buffering."""
-
-    def __init__(self, path=None, timeout=10, sock=None):
-        if sock is None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(path)
-            except OSError:
-                sock.close()
-                raise
-        self.s = sock
-        self.timeout = timeout
-        self.buf = b""
-
-    def close(self):
-        self.s.close()
-
-    def send(self, data):
-        if isinstance(data, str):
-            data = data.encode()
-        self.s.sendall(data)
-
-    def line(self, timeout=None):
-        """The next response line (str, without LF); None at EOF."""
-        end = time.monotonic() + (timeout or self.timeout)
-        while b"\n" not in self.buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise Timeout("no response line within %.1fs (have %r)" % (
-                    timeout or self.timeout, self.buf[:200]))
-            self.s.settimeout(left)
-            try:
-                chunk = self.s.recv(65536)
-            except socket.timeout:
-                continue
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                if self.buf:
-                    raise AssertionError("EOF after a partial line %r" % self.buf[:200])
-                return None
-            self.buf += chunk
-        ln, self.buf = self.buf.split(b"\n", 1)
-        return ln.decode(errors="replace")
-
-    def lines(self, n, timeout=None):
-        out = []
-        for _ in range(n):
-            ln = self.line(timeout)
-            if ln is None:
-                raise AssertionError("EOF after %d of %d lines: %r" % (len(out), n, out))
-            out.append(ln)
-        return out
-
-    def ask(self, req, timeout=None):
-        """Send one request line and return its (only) answer."""
-        self.send(req + "\n")
-        ln = self.line(timeout)
-        if ln is None:
-            raise AssertionError("EOF instead of an answer to %r" % req)
-        return ln
-
-    def expect_eof(self, timeout=5):
-        ln = self.line(timeout)
-        if ln is not None:
-            raise AssertionError("expected EOF, got %r" % ln)
-
-    def stats(self):
-        ln = self.ask("st STATS")
-        check(ln.startswith("st STATS "), "bad STATS answer %r" % ln)
-        return parse_stats(ln[len("st STATS "):])
-
-
-def parse_stats(text):
-    out = {}
-    for kv in text.split():
-        k, v = kv.split("=", 1)
-        out[k] = int(v) if v.isdigit() else v
-    return out
 
 
 # ---- shared data ------------------------------------------------------------
