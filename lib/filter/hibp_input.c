@@ -21,6 +21,7 @@
 #include <openssl/crypto.h>
 #include <zlib.h>
 
+#include "br_assert.h"
 #include "hibp_input.h"
 #include "hibp_input_int.h"
 #include "util.h"
@@ -217,7 +218,7 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
     }
 
     uint8_t key[BR_SHA1_LEN];
-    if (!decode_key(f, p, key)) /* cannot happen: the digits were checked above */
+    if (br_fails_assert(decode_key(f, p, key))) /* the digits were checked above */
         return line_error(r, f, "the hash is not hex");
     return counted ? deliver_counted(r, f, key, count) : deliver(r, f, key);
 }

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "decoys.h"
+#include "br_assert.h"
 #include "resolver_int.h"
 
 static void rs_log(br_resolver *r, int level, const char *fmt, ...)
@@ -248,8 +249,8 @@ static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *valu
         br_resolve_result res;
         memset(&res, 0, sizeof(res));
         int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
-        if (found < 0) {
-            set_unknown(&res, BR_REASON_ERROR); /* cannot happen with a value from br_range_parse */
+        if (br_fails_assert(found >= 0)) { /* a stored value came from br_range_parse */
+            set_unknown(&res, BR_REASON_ERROR);
         } else {
             res.status = found ? BR_RESOLVE_FOUND : BR_RESOLVE_NOT_FOUND;
             if (!found) {
@@ -508,8 +509,8 @@ void br_resolver_free(br_resolver *r)
     if (r->flush_ev)
         br_resolver_flush(r);
     for (size_t b = 0; b < FLIGHT_BUCKETS; b++) {
-        /* cannot happen: every flight belongs to an upstream request */
-        while (r->buckets[b]) {
+        /* Every flight belongs to an upstream request, answered above. */
+        while (br_fails_assert(r->buckets[b] == NULL)) {
             flight *f = r->buckets[b];
             r->buckets[b] = f->hnext;
             answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);
