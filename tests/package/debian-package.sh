@@ -93,7 +93,7 @@ expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
   /usr/share/man/man8/breachd-squid-helper.8.gz
 # Every document the man pages name by path is there, uncompressed.
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
-allowed='^/(etc/breachd/|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs)/|usr/lib/(sysusers|tmpfiles)\.d/)'
+allowed='^/(etc/breachd/|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/)'
 odd=$(for p in breachd libpam-breachd breachd-squid-helper; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"
