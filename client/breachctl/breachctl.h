@@ -21,7 +21,7 @@ typedef struct ctl_globals {
 int cmd_filter(const ctl_globals *g, int argc, char **argv);
 /* url-canon, url-expressions (argv[0] says which): offline, no daemon. */
 int cmd_url(const ctl_globals *g, int argc, char **argv);
-/* password, sha1, url, ping, stats, reload (argv[0] says which). */
+/* password, sha1, nt, url, ping, stats, reload (argv[0] says which). */
 int cmd_check(const ctl_globals *g, int argc, char **argv);
 /* download: the corpus downloader (lib/download/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);

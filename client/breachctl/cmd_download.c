@@ -114,15 +114,18 @@ static void log_cb(void *ctx, int level, const char *msg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: breachctl download --out DIR [--upstream TEMPLATE] [--parallel N]\n"
+    fprintf(f, "Usage: breachctl download --out DIR [--ntlm] [--upstream TEMPLATE] [--parallel N]\n"
                "       [--range FIRST-LAST] [--single-file FILE] [--force] [--ca-file FILE]\n"
                "\n"
                "Fetch every range 00000..FFFFF (or FIRST..LAST, hex) into DIR/XXXXX.txt.\n"
                "A re-run sends conditional requests and rewrites only changed ranges;\n"
                "an interrupted run resumes. --force refetches everything.\n"
-               "Default upstream: %s; --parallel: %d.\n"
+               "--ntlm: the NTLM corpus (NT hashes, 27-hex suffixes); use a DIR of its own.\n"
+               "Default upstream: %s\n"
+               "  (--ntlm: %s); --parallel: %d.\n"
                "Exit status 0 when every prefix is present, else 2.\n",
-            BR_DOWNLOAD_DEFAULT_UPSTREAM, BR_DOWNLOAD_DEFAULT_PARALLEL);
+            BR_DOWNLOAD_DEFAULT_UPSTREAM, BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM,
+            BR_DOWNLOAD_DEFAULT_PARALLEL);
 }
 
 static void summary(const br_download_opts *o, const br_download_result *res)
@@ -191,6 +194,7 @@ static int parse_opts(int argc, char **argv, br_download_opts *o)
         CTL_FN("range", o, opt_range),
         CTL_STR("single-file", &o->single_file),
         CTL_FLAG("force", &o->force),
+        CTL_FLAG("ntlm", &o->ntlm),
         CTL_STR("ca-file", &o->ca_file),
         CTL_IGNORE("socket"), /* accepted everywhere (breachctl(1)); no daemon needed here */
         CTL_HELP,

@@ -23,6 +23,7 @@ static const struct {
     {"url-expressions", cmd_url},
     {"password", cmd_check},
     {"sha1", cmd_check},
+    {"nt", cmd_check},
     {"url", cmd_check},
     {"ping", cmd_check},
     {"stats", cmd_check},
@@ -86,9 +87,11 @@ static void usage(FILE *out)
             "Usage: breachctl [--socket PATH] COMMAND [ARGS...]\n"
             "\n"
             "Commands:\n"
-            "  password [--quiet] [--json]     check passwords: typed (no echo) on a terminal,\n"
-            "                                  else one per line on stdin\n"
+            "  password [--quiet] [--json] [--ntlm]\n"
+            "                                  check passwords: typed (no echo) on a terminal,\n"
+            "                                  else one per line on stdin (--ntlm: as NT hashes)\n"
             "  sha1 HEX40...                   check SHA-1 hashes of passwords\n"
+            "  nt HEX32...                     check NT hashes (MD4 of UTF-16LE) of passwords\n"
             "  url URL...                      check URLs against the blocklists\n"
             "  ping | stats | reload           daemon status and administration\n"
             "                                  (checks take --quiet, --json, --timeout MS)\n"
@@ -110,9 +113,10 @@ static void usage(FILE *out)
             "                                  print the lookup expressions of each URL, one\n"
             "                                  per line; groups separated by an empty line\n"
             "                                  (url-*: no URL given: read stdin, one per line)\n"
-            "  download --out DIR [--upstream TEMPLATE] [--parallel N] [--range FIRST-LAST]\n"
-            "           [--single-file FILE] [--force]\n"
+            "  download --out DIR [--ntlm] [--upstream TEMPLATE] [--parallel N]\n"
+            "           [--range FIRST-LAST] [--single-file FILE] [--force]\n"
             "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
+            "                                  (--ntlm: the NTLM corpus of NT hashes)\n"
             "                                  (resumable, incremental; see docs/corpus.md)\n"
             "\n"
             "Options:\n"
