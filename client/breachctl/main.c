@@ -29,6 +29,7 @@ static const struct {
     {"stats", cmd_check},
     {"reload", cmd_check},
     {"download", cmd_download},
+    {"audit", cmd_audit},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -118,6 +119,9 @@ static void usage(FILE *out)
             "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
             "                                  (--ntlm: the NTLM corpus of NT hashes)\n"
             "                                  (resumable, incremental; see docs/corpus.md)\n"
+            "  audit [--format F] [--kind password-ntlm|password-sha1] [--json] [--machines]\n"
+            "        [FILE]                    check every account of a password-hash export\n"
+            "                                  (pwdump, secretsdump, pdbedit -Lw; docs/audit.md)\n"
             "\n"
             "Options:\n"
             "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"
