@@ -68,16 +68,6 @@ static bool starts(const field *f, const char *prefix)
     return f->n >= n && memcmp(f->p, prefix, n) == 0;
 }
 
-static bool decimal(const field *f)
-{
-    if (f->n == 0 || f->n > 10)
-        return false;
-    for (size_t i = 0; i < f->n; i++)
-        if (f->p[i] < '0' || f->p[i] > '9')
-            return false;
-    return true;
-}
-
 /* "NO PASSWORD" and '*' up to 32 characters (pwdump, secretsdump), or 32
  * 'X's (pdbedit): no hash stored. */
 static bool no_hash(const field *f, br_audit_format fmt)
@@ -94,6 +84,16 @@ static bool no_hash(const field *f, br_audit_format fmt)
         return false;
     for (size_t i = strlen(NO_PASSWORD); i < f->n; i++)
         if (f->p[i] != '*')
+            return false;
+    return true;
+}
+
+static bool decimal(const field *f)
+{
+    if (f->n == 0 || f->n > 10)
+        return false;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->p[i] < '0' || f->p[i] > '9')
             return false;
     return true;
 }
@@ -118,8 +118,9 @@ static bool secretsdump_extra(const fields *fs)
     const field *t = &fs->f[1];
     if (is(t, "CLEARTEXT"))
         return true;
+    /* a key type by name, or by number when secretsdump has no name for it */
     return fs->n == 3 && (starts(t, "aes") || starts(t, "des-") || starts(t, "dec-") ||
-                          starts(t, "rc4") || starts(t, "0x"));
+                          starts(t, "rc4") || starts(t, "0x") || decimal(t));
 }
 
 static br_audit_format detect(const fields *fs, const char *name, size_t name_len)

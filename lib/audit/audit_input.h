@@ -10,7 +10,8 @@
  *                 NTHASH, so it needs no rule of its own); its progress lines
  *                 ("[*] ...", "[-] ...", "[+] ...", "[!] ..."), its banner
  *                 ("Impacket v..."), its Kerberos key lines
- *                 (NAME:aes256-cts-hmac-sha1-96:KEY, des-cbc-md5, rc4_hmac, ...)
+ *                 (NAME:aes256-cts-hmac-sha1-96:KEY, des-cbc-md5, rc4_hmac, a
+ *                 type number, ...)
  *                 and its cleartext lines (NAME:CLEARTEXT:...) are skipped;
  *  - pdbedit:     Samba's `pdbedit -Lw`: NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-HEX:
  *  - user-hash:   NAME:HASH, the hash of the audit's kind (32 hex digits

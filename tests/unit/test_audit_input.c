@@ -126,6 +126,7 @@ static void test_skipped(void **state)
          "899aabbccddeeff",
          BR_AUDIT_AUTO, S},
         {"CONTOSO\\alice:des-cbc-md5:0011223344556677", BR_AUDIT_SECRETSDUMP, S},
+        {"CONTOSO\\alice:23:00112233445566778899aabbccddeeff", BR_AUDIT_AUTO, S},
         {"CONTOSO\\alice:CLEARTEXT:Secret:With:Colons", BR_AUDIT_AUTO, S},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
