@@ -100,6 +100,21 @@ static int intern_category(parser *ps, const char *s, size_t n, uint32_t *id, br
     return 0;
 }
 
+/* A line whose suffix (s[0..n), BOM removed) has more hex digits than the
+ * kind's; a SHA-1 suffix in an NTLM range is named. */
+static int suffix_too_long(const parser *ps, const char *s, size_t n, size_t line, br_error *err)
+{
+    size_t k = 0;
+    while (k < n && br_hexval((unsigned char)s[k]) >= 0)
+        k++;
+    char what[128];
+    snprintf(what, sizeof(what), "suffix longer than %zu hex digits%s", ps->suffix_hex,
+             ps->kind == BR_RANGE_PASSWORD_NTLM && k == SHA1_SUFFIX_HEX && k < n && s[k] == ':'
+                 ? ": this is a SHA-1 range (kind password-sha1)"
+                 : "");
+    return bad_line(err, line, 0, what);
+}
+
 /* Parse one line (terminator already removed). Accepted real lines are
  * appended to ps->recs; padding only counted. */
 static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error *err)
@@ -151,18 +166,8 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
     if (i == n)
         return bad_line(err, line, 0, "no ':' after the suffix");
     if (s[i] != ':') {
-        if (br_hexval((unsigned char)s[i]) >= 0) {
-            size_t k = i;
-            while (k < n && br_hexval((unsigned char)s[k]) >= 0)
-                k++;
-            char what[128];
-            snprintf(what, sizeof(what), "suffix longer than %zu hex digits%s", ps->suffix_hex,
-                     ps->kind == BR_RANGE_PASSWORD_NTLM && k == SHA1_SUFFIX_HEX && k < n &&
-                             s[k] == ':'
-                         ? ": this is a SHA-1 range (kind password-sha1)"
-                         : "");
-            return bad_line(err, line, 0, what);
-        }
+        if (br_hexval((unsigned char)s[i]) >= 0)
+            return suffix_too_long(ps, s, n, line, err);
         return bad_line(err, line, bom + i + 1, "expected ':' after the suffix");
     }
     i++;
