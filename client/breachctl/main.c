@@ -24,11 +24,13 @@ static const struct {
     {"url-expressions", cmd_url},
     {"password", cmd_check},
     {"sha1", cmd_check},
+    {"nt", cmd_check},
     {"url", cmd_check},
     {"ping", cmd_check},
     {"stats", cmd_check},
     {"reload", cmd_check},
     {"download", cmd_download},
+    {"audit", cmd_audit},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -94,6 +96,7 @@ static void usage(FILE *out)
     cmd_url_summary(out);
     fputs("\nThe corpus:\n", out);
     cmd_download_summary(out);
+    cmd_audit_summary(out);
     fprintf(out,
             "\nOptions:\n"
             "  --socket PATH   daemon socket, also taken after the command (default\n"

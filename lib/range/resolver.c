@@ -35,7 +35,8 @@ int64_t br_rs_now_s(br_resolver *r)
 
 static bool kind_ok(br_range_kind kind)
 {
-    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256;
+    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256 ||
+           kind == BR_RANGE_PASSWORD_NTLM;
 }
 
 /* ---- flights table -------------------------------------------------------------- */
@@ -478,8 +479,17 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
     if (!r->flush_ev)
         return br_error_set(err, -ENOMEM, "resolver: event_new failed");
 
-    const char *tmpl[3] = {NULL, cfg->password_upstream, cfg->url_upstream};
-    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_URL_SHA256; k++) {
+    const char *tmpl[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = cfg->password_upstream,
+        [BR_RANGE_URL_SHA256] = cfg->url_upstream,
+        [BR_RANGE_PASSWORD_NTLM] = cfg->ntlm_upstream,
+    };
+    static const char *const section[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = "passwords",
+        [BR_RANGE_URL_SHA256] = "urls",
+        [BR_RANGE_PASSWORD_NTLM] = "ntlm",
+    };
+    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_KIND_MAX; k++) {
         if (!tmpl[k] || !*tmpl[k])
             continue;
         br_upstream_config uc = cfg->upstream;
@@ -490,8 +500,7 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
         }
         rc = br_upstream_new(base, &uc, &r->up[k], err);
         if (rc < 0)
-            return br_error_prefix(err, rc, "%s upstream",
-                                   k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
+            return br_error_prefix(err, rc, "%s upstream", section[k]);
     }
     *out = BR_TAKE_PTR(r);
     return 0;
@@ -502,7 +511,7 @@ void br_resolver_free(br_resolver *r)
     if (!r)
         return;
     r->closing = true;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k <= BR_RANGE_KIND_MAX; k++) {
         br_upstream_free(r->up[k]); /* answers every flight: shutting-down */
         r->up[k] = NULL;
     }
