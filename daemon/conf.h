@@ -106,6 +106,12 @@ typedef struct breachd_config {
         int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
+    struct {                      /* NT hashes (the NT verb), like passwords */
+        char *filter;             /* "" = none: every NT check goes to the range API */
+        char *upstream;           /* URL template; "" = none */
+        int64_t max_filter_age_s;
+    } ntlm;
+
     struct {
         char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
         char *upstream; /* "" = none */

@@ -62,6 +62,15 @@ const bd_conf_key bd_conf_keys[] = {
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
 
+    {"ntlm", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
+     0, PATH_MAX - 1, NULL, "",
+     "the password-ntlm filter (NT verb); empty: every NT check goes to the range API"},
+    {"ntlm", "upstream", BD_CONF_URL_TEMPLATE, 0, F(ntlm.upstream), 0, 0, 0, 0,
+     NULL, "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
+     "the NTLM range API; empty: none"},
+    {"ntlm", "max_filter_age", BD_CONF_SECONDS, 0, F(ntlm.max_filter_age_s), 0, 0,
+     1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+
     {"urls", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
      NULL, "", "the URL filter; empty: URL checks answer UNKNOWN filter-unavailable"},
     {"urls", "upstream", BD_CONF_URL_TEMPLATE, 0, F(urls.upstream), 0, 0, 0, 0, NULL,

@@ -73,6 +73,7 @@ static void retire_resolver(bd_state *s)
     state_figures(s, &one);
     add_resolver(&retired.resolver, &one.resolver);
     add_upstream(&retired.pw_upstream, &one.pw_upstream);
+    add_upstream(&retired.nt_upstream, &one.nt_upstream);
     /* Detach first: freeing answers pending lookups, whose callbacks may
      * drop the last reference to this very state. */
     br_resolver *r = s->resolver;
@@ -89,6 +90,9 @@ static void state_figures(bd_state *s, bd_totals *t)
     br_upstream *up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_SHA1);
     if (up)
         br_upstream_get_stats(up, &t->pw_upstream);
+    up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_NTLM);
+    if (up)
+        br_upstream_get_stats(up, &t->nt_upstream);
 }
 
 void bd_state_totals(const bd_state *current, bd_totals *t)
@@ -99,7 +103,10 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
         state_figures(s, &one);
         add_resolver(&t->resolver, &one.resolver);
         add_upstream(&t->pw_upstream, &one.pw_upstream);
+        add_upstream(&t->nt_upstream, &one.nt_upstream);
         if (s == current) {
+            t->nt_upstream.inflight = one.nt_upstream.inflight;
+            t->nt_upstream.queued = one.nt_upstream.queued;
             t->resolver.pending_fetches = one.resolver.pending_fetches;
             t->resolver.pending_lookups = one.resolver.pending_lookups;
             t->pw_upstream.inflight = one.pw_upstream.inflight;
@@ -110,21 +117,29 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
-static int wrong_kind(const char *path, uint32_t kind, br_error *err)
+/* What a password section wants: [passwords] answers PW from password-sha1
+ * filters, [ntlm] answers NT from password-ntlm ones. */
+typedef struct pw_section {
+    const char *name, *verb, *path;
+    uint32_t kind;
+} pw_section;
+
+static int wrong_kind(const pw_section *sec, uint32_t kind, br_error *err)
 {
+    const char *name = br_filter_kind_name(kind);
     return br_error_set(err, -EINVAL,
-                        "[passwords] filter %s: kind %s, but breachd answers PW with "
-                        "password-sha1 filters only",
-                        path, br_filter_kind_name(kind));
+                        "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
+                        sec->name, sec->path, name ? name : "?", sec->verb,
+                        br_filter_kind_name(sec->kind));
 }
 
 /* The kind of an intact header, before the full open: a filter of another
  * kind (a URL filter named by mistake) is refused by its kind, not by the
  * first algorithm field the password filter reader does not expect. */
-static int check_kind_first(const char *path, br_error *err)
+static int check_kind_first(const pw_section *sec, br_error *err)
 {
     uint8_t raw[BR_FILTER_HEADER_SIZE];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(sec->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0; /* the open below says why */
     ssize_t n = pread(fd, raw, sizeof(raw), 0);
@@ -133,7 +148,7 @@ static int check_kind_first(const char *path, br_error *err)
     br_error ignored = {{0}};
     if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
         return 0;
-    return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
+    return h.kind == sec->kind ? 0 : wrong_kind(sec, h.kind, err);
 }
 
 /* A filter that would not open, said with the config line that names it
@@ -156,26 +171,27 @@ static int filter_error(const breachd_config *cfg, const char *section, int r, b
     return br_error_prefix(err, r, "[%s] filter", section);
 }
 
-static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+static int load_pwfilter(const breachd_config *cfg, const pw_section *sec, br_pwfilter **out,
+                         br_error *err)
 {
     *out = NULL;
-    if (!cfg->passwords.filter[0])
+    if (!sec->path[0])
         return 0;
-    int r = check_kind_first(cfg->passwords.filter, err);
+    int r = check_kind_first(sec, err);
     if (r < 0)
         return r;
-    r = br_pwfilter_open(cfg->passwords.filter, out, err);
+    r = br_pwfilter_open(sec->path, out, err);
     if (r < 0)
-        return filter_error(cfg, "passwords", r, err);
+        return filter_error(cfg, sec->name, r, err);
     uint32_t kind = br_pwfilter_header(*out)->kind;
-    if (kind != BR_KIND_PASSWORD_SHA1) {
+    if (kind != sec->kind) {
         br_pwfilter_free(*out);
         *out = NULL;
-        return wrong_kind(cfg->passwords.filter, kind, err);
+        return wrong_kind(sec, kind, err);
     }
     if (br_pwfilter_header(*out)->key_count == 0)
-        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
-               cfg->passwords.filter);
+        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached",
+               sec->name, sec->path);
     return 0;
 }
 
@@ -196,9 +212,14 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = load_pwfilter(out->cfg, &out->pwfilter, err);
+    const breachd_config *cfg = out->cfg;
+    const pw_section pw = {"passwords", "PW", cfg->passwords.filter, BR_KIND_PASSWORD_SHA1};
+    const pw_section nt = {"ntlm", "NT", cfg->ntlm.filter, BR_KIND_PASSWORD_NTLM};
+    r = load_pwfilter(cfg, &pw, &out->pwfilter, err);
     if (r >= 0)
-        r = load_urlfilter(out->cfg, &out->urlfilter, err);
+        r = load_pwfilter(cfg, &nt, &out->ntfilter, err);
+    if (r >= 0)
+        r = load_urlfilter(cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -209,6 +230,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 void bd_state_files_clear(bd_state_files *f)
 {
     br_pwfilter_free(f->pwfilter);
+    br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
     breachd_config_free(f->cfg);
     memset(f, 0, sizeof(*f));
@@ -251,6 +273,7 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     memset(rc, 0, sizeof(*rc));
     rc->password_upstream = cfg->passwords.upstream;
     rc->url_upstream = cfg->urls.upstream;
+    rc->ntlm_upstream = cfg->ntlm.upstream;
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;
@@ -278,6 +301,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     live_states = s;
     s->cfg = files->cfg;
     s->pwfilter = files->pwfilter;
+    s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
@@ -318,6 +342,7 @@ static void state_free(bd_state *s)
     retire_resolver(s);
     cache_unref(s->cache);
     br_pwfilter_free(s->pwfilter);
+    br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
     breachd_config_free(s->cfg);
     free(s);
@@ -386,6 +411,13 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
     return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
 }
 
+bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
+{
+    if (!s->ntfilter)
+        return false;
+    return now - br_pwfilter_header(s->ntfilter)->build_time > s->cfg->ntlm.max_filter_age_s;
+}
+
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 {
     if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP)
@@ -416,6 +448,9 @@ void bd_state_log_filters(const bd_state *s)
                    br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->ntfilter)
+        log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
+                   "every NT check goes to the range API");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");

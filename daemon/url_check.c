@@ -16,7 +16,8 @@
 #include "br_assert.h"
 #include "log.h"
 #include "server.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "url_check.h"
 

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "decoys.h"
+#include "br_assert.h"
 #include "resolver_int.h"
 
 static void rs_log(br_resolver *r, int level, const char *fmt, ...)
@@ -34,7 +35,8 @@ int64_t br_rs_now_s(br_resolver *r)
 
 static bool kind_ok(br_range_kind kind)
 {
-    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256;
+    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256 ||
+           kind == BR_RANGE_PASSWORD_NTLM;
 }
 
 bool br_rs_kind_ok(br_range_kind kind)
@@ -270,8 +272,8 @@ static void answer_all_from_value(br_resolver *r, flight *f, const br_range_answ
         br_resolve_result res;
         memset(&res, 0, sizeof(res));
         int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
-        if (found < 0) {
-            set_unknown(&res, BR_REASON_ERROR); /* cannot happen with a value from br_range_parse */
+        if (br_fails_assert(found >= 0)) { /* a stored value came from br_range_parse */
+            set_unknown(&res, BR_REASON_ERROR);
         } else {
             res.status = found ? BR_RESOLVE_FOUND : BR_RESOLVE_NOT_FOUND;
             if (!found) {
@@ -512,8 +514,17 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
     if (!r->flush_ev)
         return br_error_set(err, -ENOMEM, "resolver: event_new failed");
 
-    const char *tmpl[3] = {NULL, cfg->password_upstream, cfg->url_upstream};
-    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_URL_SHA256; k++) {
+    const char *tmpl[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = cfg->password_upstream,
+        [BR_RANGE_URL_SHA256] = cfg->url_upstream,
+        [BR_RANGE_PASSWORD_NTLM] = cfg->ntlm_upstream,
+    };
+    static const char *const section[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = "passwords",
+        [BR_RANGE_URL_SHA256] = "urls",
+        [BR_RANGE_PASSWORD_NTLM] = "ntlm",
+    };
+    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_KIND_MAX; k++) {
         if (!tmpl[k] || !*tmpl[k])
             continue;
         br_upstream_config uc = cfg->upstream;
@@ -524,8 +535,7 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
         }
         rc = br_upstream_new(base, &uc, &r->up[k], err);
         if (rc < 0)
-            return br_error_prefix(err, rc, "%s upstream",
-                                   k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
+            return br_error_prefix(err, rc, "%s upstream", section[k]);
     }
     *out = BR_TAKE_PTR(r);
     return 0;
@@ -536,15 +546,15 @@ void br_resolver_free(br_resolver *r)
     if (!r)
         return;
     r->closing = true;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k <= BR_RANGE_KIND_MAX; k++) {
         br_upstream_free(r->up[k]); /* answers every flight: shutting-down */
         r->up[k] = NULL;
     }
     if (r->flush_ev)
         br_resolver_flush(r);
     for (size_t b = 0; b < FLIGHT_BUCKETS; b++) {
-        /* cannot happen: every flight belongs to an upstream request */
-        while (r->buckets[b]) {
+        /* Every flight belongs to an upstream request, answered above. */
+        while (br_fails_assert(r->buckets[b] == NULL)) {
             flight *f = r->buckets[b];
             r->buckets[b] = f->hnext;
             answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);

@@ -110,6 +110,7 @@ typedef void (*br_resolve_cb)(void *ctx, const br_resolve_result *res);
 typedef struct br_resolver_config {
     const char *password_upstream; /* URL template, NULL or "": none */
     const char *url_upstream;      /* URL template, NULL or "": none */
+    const char *ntlm_upstream;     /* NT hashes (BR_RANGE_PASSWORD_NTLM); NULL or "": none */
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
     int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */

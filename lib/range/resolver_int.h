@@ -40,12 +40,12 @@ struct flight {
 struct br_resolver {
     struct event_base *base;
     br_range_cache *cache;
-    br_upstream *up[3]; /* indexed by br_range_kind */
+    br_upstream *up[BR_RANGE_KIND_MAX + 1]; /* indexed by br_range_kind */
     int64_t ttl_s, max_stale_s;
     uint32_t decoys;
     uint8_t decoy_key[BR_DECOY_KEY_LEN];
-    const uint8_t *decoy_bitmap[3]; /* by kind; NULL: every prefix */
-    uint32_t decoy_pop[3];
+    const uint8_t *decoy_bitmap[BR_RANGE_KIND_MAX + 1]; /* by kind; NULL: every prefix */
+    uint32_t decoy_pop[BR_RANGE_KIND_MAX + 1];
     uint32_t flush_ms;
     size_t max_body;
     br_log_fn log;

@@ -10,9 +10,10 @@ BREACHD_PACKAGES=(
   libbrotli-dev  # brotli answers of the range endpoint (daemon/http_encode.c)
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
-  pamtester libpam-wrapper libpam-pwquality  # tests/integration/test_pam.py
+  pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   squid curl  # tests/integration/test_squid.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py
+  debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
