@@ -20,19 +20,8 @@
 #include "range_format.h"
 #include "server.h"
 
-/* The range kind that answers ?mode=ntlm: the one whose hashes are NT hashes
- * (16 bytes), once range.h has it; 0 while it has none. */
-static br_range_kind ntlm_kind(void)
-{
-    for (int k = 1; k < 16; k++)
-        if (k != BR_RANGE_PASSWORD_SHA1 && br_range_hash_len((br_range_kind)k) == 16)
-            return (br_range_kind)k;
-    return (br_range_kind)0;
-}
-
 /* The request's range kind by its mode, as HIBP reads it: exactly
- * "mode=ntlm" selects NT hashes, anything else SHA-1. 0: NTLM asked for and
- * not served by this build. */
+ * "mode=ntlm" selects NT hashes ([ntlm] upstream), anything else SHA-1. */
 static br_range_kind kind_of(struct evhttp_request *req)
 {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -46,7 +35,7 @@ static br_range_kind kind_of(struct evhttp_request *req)
         for (struct evkeyval *e = kv.tqh_first; e; e = e->next.tqe_next)
             if (!strcmp(e->key, "mode")) {
                 if (!strcmp(e->value, "ntlm"))
-                    kind = ntlm_kind();
+                    kind = BR_RANGE_PASSWORD_NTLM;
                 break;
             }
     }
@@ -221,11 +210,6 @@ void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
         return;
     }
     br_range_kind kind = kind_of(req);
-    if (!kind) {
-        bd_http_reply_text(h, req, 501, "Not Implemented",
-                           "NTLM ranges are not served by this version of breachd");
-        return;
-    }
     bd_http_job *j = bd_http_job_new(h, req);
     if (!j) {
         bd_http_reply_text(h, req, 503, "Service Unavailable", "out of memory");
@@ -237,8 +221,8 @@ void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
                                        range_cb, j);
     if (rc < 0) {
         /* no callback: answer here */
-        bd_http_reply_text(h, req, rc == -EINVAL ? 501 : 503,
-                           rc == -EINVAL ? "Not Implemented" : "Service Unavailable",
+        bd_http_reply_text(h, req, rc == -ENOMEM ? 503 : 500,
+                           rc == -ENOMEM ? "Service Unavailable" : "Internal Server Error",
                            "The range could not be looked up");
         bd_http_job_free(j);
     }

@@ -11,8 +11,8 @@ urllib:
   padding:    present as HIBP pads (800..999 lines, or 10..209 added),
               count-0 lines after the real ones, different every time,
               ignored by clients;
-  ntlm:       ?mode=ntlm from the [ntlm] upstream when this build has NT
-              hash ranges, else 501 and never SHA-1 data;
+  ntlm:       ?mode=ntlm from the [ntlm] upstream, padded with 27-digit
+              lines; an error without one, never SHA-1 data;
   errors:     HIBP's 400 texts for bad prefixes, 404 off /range/, 405;
               502 for a prefix the upstream does not have, never cached;
   validators: ETag, Last-Modified, Cache-Control; 304 for If-None-Match and
@@ -119,38 +119,31 @@ def padding_as_hibp_pads(ctx):
     d.stop_ok()
 
 
-def ntlm_config_accepted(ctx, m, nm):
-    conf = ctx.config("ntlm-check.conf", http={"listen": "127.0.0.1:1"},
-                      passwords={"upstream": m.template()}, ntlm={"upstream": nm.template()})
-    r = subprocess.run([dtest.ARGS.breachd, "--check-config", "--config", conf],
-                       capture_output=True, text=True, timeout=60)
-    return r.returncode == 0
-
-
 @test
 def ntlm_mode(ctx):
     m = mirror(ctx)
     nm = mirror(ctx, "ntlm")
-    if ntlm_config_accepted(ctx, m, nm):
-        d, port = httpfx.start(ctx, m, ntlm_mirror=nm)
-        base = "http://127.0.0.1:%d" % port
-        for prefix in nm.present:
-            body = httpfx.hibp_range(base, prefix, mode="ntlm")
-            eq(httpfx.strip_padding(body), nm.body(prefix), "NTLM body of " + prefix)
-            httpfx.check_padding(body, len(nm.ranges[prefix]), width=27)
-    else:
-        # this build has no NT hash ranges: an error, never SHA-1 data
-        d, port = httpfx.start(ctx, m)
-        prefix = m.present[0]
-        status, h, body = get(port, "/range/%s?mode=ntlm" % prefix, {"Add-Padding": "true"})
-        eq(status, 501)
-        eq(body.decode(), "NTLM ranges are not served by this version of breachd")
-        eq(h["cache-control"], "no-store")
+    d, port = httpfx.start(ctx, m, ntlm_mirror=nm)
+    base = "http://127.0.0.1:%d" % port
+    for prefix in nm.present:
+        body = httpfx.hibp_range(base, prefix, mode="ntlm")
+        eq(httpfx.strip_padding(body), nm.body(prefix), "NTLM body of " + prefix)
+        httpfx.check_padding(body, len(nm.ranges[prefix]), width=27)
+        eq(httpfx.hibp_range(base, prefix, mode="ntlm", padding=False), nm.body(prefix))
     # as HIBP: only exactly mode=ntlm selects NT hashes
     prefix = m.present[0]
-    for q in ("?mode=sha1", "?mode=NTLM", "?x=1&mode=", "?"):
+    for q in ("?mode=sha1", "?mode=NTLM", "?x=1&mode=", "?", "?mode=x&mode=ntlm"):
         status, h, body = get(port, "/range/%s%s" % (prefix, q))
         eq((status, body.decode()), (200, m.body(prefix)), q)
+    status, h, body = get(port, "/range/%s?mode=ntlm&mode=x" % nm.present[0])
+    eq((status, body.decode()), (200, nm.body(nm.present[0])), "the first mode counts")
+    d.stop_ok()
+    # without an [ntlm] upstream: an error, never SHA-1 data in its place
+    d, port = httpfx.start(ctx, m, ntlm={"upstream": ""})
+    status, h, body = get(port, "/range/%s?mode=ntlm" % m.present[0], {"Add-Padding": "true"})
+    check(status in (502, 503), "status %d" % status)
+    eq(h["cache-control"], "no-store")
+    check(b":" not in body, "no range lines: %r" % body[:80])
     d.stop_ok()
 
 

@@ -134,6 +134,32 @@ static void test_counts(void **s)
     free(v);
 }
 
+/* NT hash ranges (?mode=ntlm): 27-digit suffixes, padding lines too. */
+static void test_ntlm(void **s)
+{
+    (void)s;
+    const br_range_kind nt = BR_RANGE_PASSWORD_NTLM;
+    const char *in = "ffffffffffffffffffffffffffe:7\n"
+                     "0123456789abcdef0123456789a:0\n"
+                     "0000000000000000000000000A1:123456\n";
+    const char *want = "0000000000000000000000000A1:123456\r\n"
+                       "FFFFFFFFFFFFFFFFFFFFFFFFFFE:7";
+    size_t len, out_len;
+    uint8_t *v = parse(nt, in, &len);
+    char *out = format(nt, v, len, &out_len);
+    assert_string_equal(out, want);
+    free(out);
+    free(v);
+    assert_int_equal(br_range_pad_line_len(nt), 29);
+    assert_int_equal(br_range_pad_random_len(nt), 14);
+    uint8_t rnd[2 * 14] = {0xAB, 0xCD};
+    char pad[2 * 31 + 1];
+    assert_int_equal(br_range_format_padding(nt, rnd, 2, pad, sizeof(pad) - 1), 62);
+    pad[62] = '\0';
+    assert_memory_equal(pad, "\r\nBADC", 6); /* low nibble first in each byte */
+    assert_memory_equal(pad + 29, ":0\r\n", 4);
+}
+
 /* Only padding: a range with no entries, an empty body. */
 static void test_empty(void **s)
 {
@@ -221,7 +247,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spelling), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_counts),   cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_ntlm),   cmocka_unit_test(test_empty),
         cmocka_unit_test(test_refused),  cmocka_unit_test(test_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
