@@ -139,6 +139,10 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     case BR_VERB_RELOAD:
         handle_reload(c, req);
         break;
+    case BR_VERB_LANE:
+        c->lane = req->lane; /* for the requests read after this one */
+        bd_conn_reply_text(c, req->id, "OK");
+        break;
     default: /* the parser accepted a verb without a handler here */
         (void)br_fails_assert(!"a verb without a handler");
         bd_conn_reply_error(c, req->id, BR_PERR_UNKNOWN_VERB, "verb not handled");

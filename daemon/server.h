@@ -79,6 +79,7 @@ struct bd_conn {
     bool closing;    /* close once the output is written */
     bool paused;     /* not reading: too many unread responses */
     uint32_t inflight;
+    br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
     uid_t uid;
     pid_t pid;
 };

@@ -23,9 +23,13 @@
 
 #define CHUNK 256 /* requests per pipelined batch */
 
+#define TIMEOUT_MS 10000       /* no progress for this long: give up */
+#define BULK_TIMEOUT_MS 600000 /* the same on the bulk lane, which may wait for its turn */
+
 typedef struct check_opts {
     bool quiet;
     bool json;
+    bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
 } check_opts;
 
@@ -112,6 +116,8 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
 {
     br_error err = {{0}};
     int r = br_client_connect(g->socket_path, o->timeout_ms, c, &err);
+    if (r == 0 && o->bulk)
+        r = br_client_set_lane(*c, BR_LANE_BULK, &err);
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;
@@ -396,12 +402,20 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     const ctl_opt opts[] = {
         {.name = "quiet", .short_name = 'q', .type = CTL_OPT_FLAG, .dst = &o->quiet},
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
+        CTL_FLAG("bulk", &o->bulk),
         CTL_FN("timeout", &o->timeout_ms, opt_timeout),
         CTL_STR("socket", &sock),
     };
     int first;
     if (ctl_getopt(argv[0], opts, BR_ARRAY_SIZE(opts), NULL, argc, argv, &first) != 0)
         return -1;
+    bool check = !strcmp(argv[0], "password") || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "url");
+    if (o->bulk && !check) {
+        ctl_err("%s: --bulk is for checks (password, sha1, url)", argv[0]);
+        return -1;
+    }
+    if (!o->timeout_ms)
+        o->timeout_ms = o->bulk ? BULK_TIMEOUT_MS : TIMEOUT_MS;
     if (sock) {
         *own = **g;
         own->socket_path = sock;
@@ -584,7 +598,7 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
 
 int cmd_check(const ctl_globals *g0, int argc, char **argv)
 {
-    check_opts o = {.timeout_ms = 10000};
+    check_opts o = {.timeout_ms = 0};
     const ctl_globals *g = g0;
     ctl_globals own;
     const char *cmd = argv[0];

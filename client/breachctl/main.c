@@ -91,7 +91,7 @@ static void usage(FILE *out)
             "  sha1 HEX40...                   check SHA-1 hashes of passwords\n"
             "  url URL...                      check URLs against the blocklists\n"
             "  ping | stats | reload           daemon status and administration\n"
-            "                                  (checks take --quiet, --json, --timeout MS)\n"
+            "                                  (checks take --quiet, --json, --bulk, --timeout MS)\n"
             "  filter build  --kind password-sha1 --output FILE --input PATH...\n"
             "                [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
             "                [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
