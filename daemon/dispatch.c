@@ -15,6 +15,17 @@
 #include "server.h"
 #include "url_check.h"
 
+const char *bd_conn_admit(const bd_conn *c)
+{
+    const bd_server *srv = c->srv;
+    if (c->lane == BR_LANE_BULK)
+        return srv->bulk_pending >= srv->state->cfg->upstream.bulk_queue
+                   ? "the bulk queue is full ([upstream] bulk_queue)"
+                   : NULL;
+    return c->inflight >= srv->limits.max_inflight ? "too many requests in flight on this connection"
+                                                   : NULL;
+}
+
 static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
 {
     bd_counters *k = &c->srv->counters;
@@ -61,8 +72,9 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
             k->pw_filter_maybe++;
         }
     }
-    if (c->inflight >= srv->limits.max_inflight) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
+    const char *busy = bd_conn_admit(c);
+    if (busy) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
         return;
     }
     bd_waiter *w = bd_waiter_new(c, req);
@@ -71,8 +83,9 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve(st->resolver, bd_state_partition(st, c->uid), BR_RANGE_PASSWORD_SHA1,
-                                req->sha1, pw_resolved, w, &res);
+    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid),
+                                     BR_RANGE_PASSWORD_SHA1, req->sha1, c->lane, pw_resolved, w,
+                                     &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {

@@ -123,6 +123,10 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "upstream_queued", t.pw_upstream.queued);
     U64(o, "upstream_decoys", t.resolver.decoys);
     U64(o, "upstream_breaker_trips", t.pw_upstream.breaker_trips);
+    U64(o, "bulk_queue_depth", srv->bulk_pending);
+    U64(o, "upstream_bulk_queued", t.pw_upstream.bulk_queued);
+    U64(o, "upstream_bulk_in_flight", t.pw_upstream.bulk_inflight);
+    U64(o, "upstream_promoted", t.resolver.promoted);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
         U64(o, "circuit_state", t.pw_upstream.breaker);
     else

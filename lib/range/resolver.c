@@ -74,12 +74,13 @@ static void flight_unlink(br_resolver *r, flight *f)
     }
 }
 
-static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb,
-                             void *ctx)
+static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_lane lane,
+                             br_resolve_cb cb, void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
+    w->lane = lane;
     w->cb = cb;
     w->ctx = ctx;
     memcpy(w->hash, hash, br_range_hash_len(f->kind));
@@ -220,13 +221,22 @@ static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
     return now + ttl;
 }
 
-/* Answer every waiter of f (already out of the table) with fn, then free f. */
-static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale)
+static const char *reason_of(br_upstream_status s);
+
+/* Answer the waiters of f (already out of the table) on lane, or all of
+ * them when all is set, with a stored entry within max_stale (allow_stale)
+ * or UNKNOWN reason; the others stay, in order. */
+static void answer_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                    bool allow_stale, bool all, br_lane lane)
 {
-    while (f->head) {
-        waiter *w = f->head;
-        f->head = w->next;
+    waiter **pp = &f->head;
+    while (*pp) {
+        waiter *w = *pp;
+        if (!all && w->lane != lane) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
         r->st.pending_lookups--;
         br_resolve_result res;
         if (allow_stale)
@@ -237,6 +247,34 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
+    f->tail = pp;
+}
+
+static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                        bool allow_stale)
+{
+    answer_unknown_or_stale(r, f, reason, allow_stale, true, BR_LANE_INTERACTIVE);
+}
+
+/* A fetch on the interactive lane that ended by its deadline: its
+ * interactive lookups are answered, its bulk ones wait on (the fetch is sent
+ * again on the bulk lane). True when f was sent again (it is no longer the
+ * caller's). */
+static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
+{
+    if (f->lane != BR_LANE_INTERACTIVE || s != BR_UPSTREAM_TIMEOUT)
+        return false;
+    bool bulk = false;
+    for (waiter *w = f->head; w && !bulk; w = w->next)
+        bulk = w->lane == BR_LANE_BULK;
+    if (!bulk)
+        return false;
+    answer_unknown_or_stale(r, f, reason_of(s), true, false, BR_LANE_INTERACTIVE);
+    int rc = br_rs_flight_resend_bulk(r, f);
+    if (rc == 0)
+        return true;
+    answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
+    return false;
 }
 
 static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *value, size_t len)
@@ -306,6 +344,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     _cleanup_(flight_freep) flight *f = ctx;
     br_resolver *r = f->r;
     flight_unlink(r, f);
+    f->ureq = NULL;
     int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
@@ -349,7 +388,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
              * so ask again without validators (once: the refetch is not
              * conditional, so it cannot end here again). */
             f->conditional = false;
-            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, br_rs_fetch_done, f) == 0) {
+            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
+                                       br_rs_fetch_done, f, &f->ureq) == 0) {
                 r->st.fetches++;
                 br_rs_flight_insert(r, f);
                 f = NULL;
@@ -367,17 +407,24 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
+    if (deadline_failure_keeps_bulk(r, f, resp->status)) {
+        f = NULL;
+        return;
+    }
     answer_all_unknown_or_stale(r, f, reason_of(resp->status),
                                 resp->status != BR_UPSTREAM_CANCELLED);
 }
 
-int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
-                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
-                        br_resolve_result *res)
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res)
 {
-    if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
+    if (!r || !kind_ok(kind) || !full_hash || !cb || !res ||
+        (lane != BR_LANE_INTERACTIVE && lane != BR_LANE_BULK))
         return -EINVAL;
     r->st.lookups++;
+    if (lane == BR_LANE_BULK)
+        r->st.bulk_lookups++;
     if (r->closing) {
         set_unknown(res, BR_REASON_SHUTTING_DOWN);
         br_rs_count_answer(r, res);
@@ -403,10 +450,16 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
     uint32_t prefix = br_range_prefix20(full_hash);
     flight *f = br_rs_flight_find(r, partition, kind, prefix);
     if (f) {
-        int rc = flight_add_waiter(r, f, full_hash, cb, ctx);
+        int rc = flight_add_waiter(r, f, full_hash, lane, cb, ctx);
         if (rc < 0)
             return rc;
         r->st.coalesced++;
+        if (lane == BR_LANE_INTERACTIVE && f->lane == BR_LANE_BULK) {
+            /* never behind the bulk queue */
+            br_upstream_promote(r->up[kind], f->ureq);
+            f->lane = BR_LANE_INTERACTIVE;
+            r->st.promoted++;
+        }
         return 0;
     }
 
@@ -415,15 +468,23 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
         br_rs_count_answer(r, res);
         return 1;
     }
-    flight *nf = br_rs_flight_new(r, partition, kind, prefix);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!nf)
         return -ENOMEM;
-    int rc = flight_add_waiter(r, nf, full_hash, cb, ctx);
+    int rc = flight_add_waiter(r, nf, full_hash, lane, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);
         return rc;
     }
     return br_rs_send_burst(r, nf, &cr, full_hash, res);
+}
+
+int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
+                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
+                        br_resolve_result *res)
+{
+    return br_resolver_resolve_lane(r, partition, kind, full_hash, BR_LANE_INTERACTIVE, cb, ctx,
+                                    res);
 }
 
 /* ---- life cycle ------------------------------------------------------------------- */

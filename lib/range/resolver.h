@@ -57,6 +57,18 @@
  * decoys go out in one burst, in a random order (getrandom()). They count
  * against the rate and in-flight limits.
  *
+ * Lanes (docs/upstream.md "Lanes"): a lookup is interactive
+ * (br_resolver_resolve) or bulk (br_resolver_resolve_lane). A bulk lookup's
+ * fetch and its decoys go on the upstream's bulk lane (upstream.h "Lanes"):
+ * no deadline, after every interactive fetch, at a share of the rate.
+ * Coalescing is per partition whatever the lane: a bulk lookup that joins an
+ * interactive fetch waits with it, and an interactive lookup that joins a
+ * bulk fetch promotes it (br_upstream_promote: it gets a deadline from then
+ * and goes first), so it never waits behind the bulk queue. A fetch on the
+ * interactive lane that ends by its deadline ("timeout") answers its
+ * interactive lookups and is sent again on the bulk lane for its bulk ones,
+ * which never get a deadline's answer.
+ *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
  * Threading: the event_base's thread only. Callbacks run from the event loop
@@ -141,6 +153,9 @@ typedef struct br_resolver_stats {
     uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
     uint64_t flushes;         /* cache flushes made */
     uint64_t decoys;          /* decoy fetches sent (not counted in fetches) */
+    uint64_t bulk_lookups;    /* lookups on the bulk lane (counted in lookups too) */
+    uint64_t promoted;        /* bulk fetches promoted by an interactive lookup */
+    uint64_t bulk_resent;     /* fetches sent again on the bulk lane after a deadline */
     uint32_t pending_fetches; /* (partition, kind, prefix) fetches in progress, decoys too */
     uint32_t pending_lookups; /* lookups waiting for them */
 } br_resolver_stats;
@@ -166,6 +181,11 @@ BR_DEFINE_FREEP(br_resolver, br_resolver_free)
 int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
                         const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
                         br_resolve_result *res);
+
+/* The same on a lane (br_resolver_resolve is the interactive lane). */
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res);
 
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);

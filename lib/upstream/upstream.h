@@ -35,6 +35,20 @@
  *  - body size: over max_body decoded bytes the transfer is aborted
  *    (BR_UPSTREAM_TOO_LARGE).
  *
+ * Lanes (docs/upstream.md "Lanes"): a fetch is interactive
+ * (br_upstream_fetch) or bulk (br_upstream_fetch_lane). Interactive fetches
+ * have the deadline above and always go first: a bulk fetch starts only when
+ * no interactive one is queued, draws from a token bucket of its own at
+ * bulk_share of the rate (and from the shared one, of which it leaves
+ * burst * (1 - bulk_share) tokens to interactive fetches), and uses at most
+ * bulk_share of max_inflight (at least one slot). A bulk fetch has no
+ * deadline: it waits in a FIFO queue of its own for as long as it takes (the
+ * caller bounds how many it queues); each of its attempts is bounded by
+ * timeout_ms, and it ends after max_attempts failed transfers like any other.
+ * br_upstream_promote() makes a pending bulk fetch interactive: it gets a
+ * deadline timeout_ms from then and goes to the back of the interactive
+ * queue.
+ *
  * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
  * a transport failure (connection refused or reset, DNS, TLS handshake,
  * truncated body) and an HTTP 5xx or 429 are retried up to max_attempts
@@ -45,7 +59,9 @@
  *
  * Circuit breaker: breaker_threshold consecutive failed requests (final
  * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx/429 after its retries; any
- * other answer, 404 included, counts as success) open the circuit for
+ * other answer, 404 included, counts as success; a request that ended
+ * before its first transfer, by its deadline in the queue, counts as
+ * neither) open the circuit for
  * breaker_cooldown_ms: queued and backing-off requests end with
  * BR_UPSTREAM_CIRCUIT_OPEN, and br_upstream_fetch() refuses at once with
  * -EHOSTDOWN. After the cool-down the circuit is half-open: the next fetch is
@@ -66,6 +82,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "lane.h"
 #include "util.h"
 
 struct event_base;
@@ -83,6 +100,7 @@ typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
 #define BR_UPSTREAM_DEFAULT_RETRY_MAX_MS 2000
 #define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
 #define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
+#define BR_UPSTREAM_DEFAULT_BULK_SHARE 0.5
 #define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
 
 /* Every field has a default for 0 / NULL. */
@@ -103,6 +121,8 @@ typedef struct br_upstream_config {
     const char *proxy;            /* NULL or "": libcurl's environment variables */
     const char *ca_file;          /* NULL or "": the system CA store */
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
+    double bulk_share;            /* the bulk lane's share of rate and max_inflight, (0, 1];
+                                   * 0: 0.5 */
     uint32_t h2_max_streams;      /* HTTP/2 streams per connection before another one is
                                    * opened; 0: libcurl's default (100) */
     br_log_fn log;                /* NULL: silent */
@@ -110,6 +130,8 @@ typedef struct br_upstream_config {
 } br_upstream_config;
 
 typedef struct br_upstream br_upstream;
+/* A pending fetch, for br_upstream_promote(): valid until its callback. */
+typedef struct br_upstream_req br_upstream_req;
 
 typedef enum br_upstream_status {
     BR_UPSTREAM_OK = 0,       /* HTTP 200 (or a file read): body holds the response */
@@ -157,9 +179,14 @@ typedef struct br_upstream_stats {
     uint64_t breaker_trips;
     uint64_t body_bytes; /* decoded body bytes received */
     uint32_t inflight;   /* transfers running now */
-    uint32_t queued;     /* waiting for a slot or a token */
+    uint32_t queued;     /* interactive fetches waiting for a slot or a token */
     uint32_t backoff;    /* waiting to retry */
     uint32_t queued_max; /* high-water mark of queued */
+    uint64_t bulk_fetches;    /* accepted fetches on the bulk lane */
+    uint64_t promoted;        /* bulk fetches made interactive */
+    uint32_t bulk_queued;     /* bulk fetches waiting for their turn */
+    uint32_t bulk_queued_max; /* high-water mark of bulk_queued */
+    uint32_t bulk_inflight;   /* transfers of bulk fetches running now */
     br_breaker_state breaker;
 } br_upstream_stats;
 
@@ -181,6 +208,15 @@ BR_DEFINE_FREEP(br_upstream, br_upstream_free)
  * -EINVAL, -ENOMEM. */
 int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
                       const char *last_modified, br_upstream_cb cb, void *ctx);
+/* The same on a lane (br_upstream_fetch is the interactive lane). When
+ * handle is not NULL it is set to the fetch (on success), for
+ * br_upstream_promote(); it is valid until cb is called. */
+int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
+                           const char *last_modified, br_lane lane, br_upstream_cb cb, void *ctx,
+                           br_upstream_req **handle);
+/* Make a pending bulk fetch interactive (see "Lanes"); nothing for an
+ * interactive one. */
+void br_upstream_promote(br_upstream *up, br_upstream_req *h);
 
 /* The breaker state now (an open circuit whose cool-down is over reads
  * HALF_OPEN). */

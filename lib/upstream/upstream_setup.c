@@ -63,11 +63,18 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     up->rate = cfg->rate == 0 ? BR_UPSTREAM_DEFAULT_RATE : cfg->rate;
     if (isnan(up->rate))
         return br_error_set(err, -EINVAL, "upstream: rate is not a number");
+    up->bulk_share = cfg->bulk_share == 0 ? BR_UPSTREAM_DEFAULT_BULK_SHARE : cfg->bulk_share;
+    if (!(up->bulk_share > 0 && up->bulk_share <= 1))
+        return br_error_set(err, -EINVAL, "upstream: bulk_share must be in (0, 1]");
+    up->bulk_slots = (uint32_t)((double)up->max_inflight * up->bulk_share);
+    if (up->bulk_slots < 1)
+        up->bulk_slots = 1;
     if (up->rate > 0) {
         double b =
             cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
         up->burst = b < 1 ? 1 : b;
         up->tokens = up->burst;
+        up->bulk_tokens = BR_MAX(1.0, up->burst * up->bulk_share);
     }
     up->max_body = cfg->max_body ? cfg->max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
     up->max_attempts = cfg->max_attempts ? cfg->max_attempts : BR_UPSTREAM_DEFAULT_MAX_ATTEMPTS;

@@ -254,10 +254,16 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
-    uint64_t remaining_ms = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u : 1;
+    /* A bulk request has no deadline: each of its attempts gets timeout_ms. */
+    bool bulk = r->lane == BR_LANE_BULK;
+    uint64_t deadline = bulk ? now + up->timeout_ns : r->deadline_ns;
+    uint64_t remaining_ms = deadline > now ? (deadline - now) / 1000000u : 1;
     if (remaining_ms == 0)
         remaining_ms = 1;
     uint64_t connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
+    uint64_t attempt_ms = up->attempt_timeout_ms ? BR_MIN(up->attempt_timeout_ms, remaining_ms)
+                          : bulk                 ? remaining_ms
+                                                 : 0;
 
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
@@ -271,8 +277,7 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     SET(CURLOPT_WRITEDATA, r);
     SET(CURLOPT_HEADERDATA, r);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
-    SET(CURLOPT_TIMEOUT_MS,
-        up->attempt_timeout_ms ? (long)BR_MIN(up->attempt_timeout_ms, remaining_ms) : 0L);
+    SET(CURLOPT_TIMEOUT_MS, (long)attempt_ms);
 #undef SET
     if (c != CURLE_OK) {
         easy_give(up, e);
@@ -300,6 +305,8 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     if (r->attempts > 1)
         up->st.retries++;
     up->st.inflight++;
+    if (bulk)
+        up->st.bulk_inflight++;
     return 0;
 }
 
@@ -312,6 +319,8 @@ void up_stop_transfer(br_upstream *up, req *r)
     easy_give(up, r->easy);
     r->easy = NULL;
     up->st.inflight--;
+    if (r->lane == BR_LANE_BULK)
+        up->st.bulk_inflight--;
 }
 
 /* ---- a transfer done -------------------------------------------------------- */
@@ -402,11 +411,8 @@ static void transfer_done(br_upstream *up, req *r, CURLcode code)
         uint64_t d_ns = d_ms * 1000000u;
         uint64_t wait_ns = d_ns / 2 + (d_ns / 2 ? rng_next(up) % (d_ns / 2 + 1) : 0);
         uint64_t now = br_now_ns();
-        if (now + wait_ns + MIN_ATTEMPT_NS < r->deadline_ns) {
-            struct timeval tv = up_ns_to_tv(wait_ns);
-            event_add(r->backoff_ev, &tv);
+        if (now + wait_ns + MIN_ATTEMPT_NS < up_deadline(r) && up_arm_backoff(r, wait_ns) == 0)
             return;
-        }
     }
     up_finish(r, s);
 }

@@ -31,6 +31,8 @@
  *   notfound   404
  *   fail       503
  *   flaky      503 to the first request of each prefix, then the ok body
+ *   slowfirst  sleeps 3 s before the ok body on the first request of each
+ *              prefix, then answers at once
  *   sw         503 while STATEDIR/down exists, else the ok body
  *   close      reads the request and closes without a word
  *   chaos      (downloader tests) by prefix P and the number of its request N:
@@ -57,6 +59,7 @@
 static const char *state_dir;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned flaky_seen[1 << 20 >> 5]; /* one bit per prefix */
+static unsigned slow_seen[1 << 20 >> 5];  /* one bit per prefix */
 static unsigned char chaos_count[1 << 20];   /* requests per prefix, saturating */
 
 static bool send_all(int fd, const void *buf, size_t len)
@@ -287,6 +290,16 @@ static bool serve(int fd, const char *req)
         pthread_mutex_unlock(&lock);
         if (first)
             return respond(fd, 503, "Service Unavailable", NULL, "busy\n", 5);
+        return respond(fd, 200, "OK", NULL, body, blen);
+    }
+    if (!strcmp(mode, "slowfirst")) {
+        unsigned p = (unsigned)strtoul(prefix, NULL, 16) & 0xFFFFF;
+        pthread_mutex_lock(&lock);
+        bool first = !(slow_seen[p >> 5] & (1u << (p & 31)));
+        slow_seen[p >> 5] |= 1u << (p & 31);
+        pthread_mutex_unlock(&lock);
+        if (first)
+            sleep(3);
         return respond(fd, 200, "OK", NULL, body, blen);
     }
     if (!strcmp(mode, "sw")) {

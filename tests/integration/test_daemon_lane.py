@@ -3,11 +3,15 @@
 """breachd integration tests: the bulk lane (docs/protocol.md "Lanes").
 
 The LANE verb and its errors; breachctl --bulk sends it first, and is an
-error against a daemon that does not know it.
+error against a daemon that does not know it; [upstream] bulk_queue bounds
+the bulk checks waiting (ERR busy past it) in place of [limits]
+max_inflight; bulk checks outlive [upstream] timeout where interactive ones
+answer UNKNOWN timeout.
 """
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
@@ -98,6 +102,78 @@ def breachctl_bulk_older_daemon(ctx):
         eq(r.returncode, 0, "without --bulk")
     finally:
         fd.stop()
+
+
+def sha_in(prefix, suffix="00000000000000000000000000000000001"):
+    """A SHA-1 in prefix; the fault server's ranges hold the default
+    suffix with count 42."""
+    return "%05X%s" % (prefix, suffix)
+
+
+def answers_by_id(cl, n, timeout=30):
+    out = {}
+    for ln in cl.lines(n, timeout=timeout):
+        rid, _, rest = ln.partition(" ")
+        out[rid] = rest
+    return out
+
+
+@test
+def bulk_queue_bound(ctx):
+    """bulk_queue = 5 over every bulk connection, not [limits]
+    max_inflight = 2; past it ERR busy at once, the others answered."""
+    d = fault_daemon(ctx, "delay", {"timeout": "5s", "bulk_queue": "5"},
+                     limits={"max_inflight": "2"})
+    a = d.client(timeout=20)
+    b = d.client(timeout=20)
+    eq(a.ask("l LANE bulk"), "l OK")
+    eq(b.ask("l LANE bulk"), "l OK")
+    a.send("".join("a%d PW %s\n" % (i, sha_in(0x31000 + i)) for i in range(4)))
+    time.sleep(0.3)
+    b.send("".join("b%d PW %s\n" % (i, sha_in(0x32000 + i)) for i in range(3)))
+    got = answers_by_id(b, 2, timeout=2)  # the refusals come at once
+    eq(sorted(got), ["b1", "b2"], "refused ids")
+    for rid, ans in got.items():
+        check(ans.startswith("ERR busy "), "%s: %r" % (rid, ans))
+    st = d.stats()
+    eq(st["bulk_queue_depth"], 5, "bulk_queue_depth")
+    eq(st["errors_busy"], 2, "errors_busy")
+    # an interactive connection is bound by max_inflight = 2 alone
+    c = d.client(timeout=20)
+    c.send("".join("c%d PW %s\n" % (i, sha_in(0x33000 + i)) for i in range(3)))
+    got = answers_by_id(c, 1, timeout=2)
+    eq(list(got), ["c2"], "interactive refusal")
+    check(got["c2"].startswith("ERR busy too many requests in flight"), got["c2"])
+    got = answers_by_id(a, 4)
+    got.update(answers_by_id(b, 1))
+    eq(sorted(got.values()), ["PWNED 42"] * 5, "bulk answers")
+    wait = dtest.wait_for(lambda: d.stats()["bulk_queue_depth"] == 0 or None, 5,
+                          "an empty bulk queue")
+    check(wait, "bulk_queue_depth")
+    answers_by_id(c, 2)
+
+
+@test
+def bulk_outlives_timeout(ctx):
+    """rate = 4 (bulk: 2/s) and a 300 ms deadline: of 12 interactive checks
+    in new ranges at most 6 make it (4 at once, one more each 250 ms); 6
+    bulk ones all do."""
+    d = fault_daemon(ctx, "ok", {"timeout": "300ms", "rate": "4", "max_inflight": "4"})
+    cl = d.client(timeout=20)
+    cl.send("".join("i%d PW %s\n" % (i, sha_in(0x41000 + i)) for i in range(12)))
+    inter = answers_by_id(cl, 12)
+    timeouts = sum(1 for a in inter.values() if a == "UNKNOWN timeout")
+    check(timeouts >= 6, "interactive answers %r" % inter)
+    eq(cl.ask("l LANE bulk"), "l OK")
+    t0 = time.monotonic()
+    cl.send("".join("b%d PW %s\n" % (i, sha_in(0x42000 + i)) for i in range(6)))
+    bulk = answers_by_id(cl, 6)
+    took = time.monotonic() - t0
+    eq(sorted(bulk.values()), ["PWNED 42"] * 6, "bulk answers")
+    check(took > 0.3, "6 bulk checks at 2/s took only %.2fs" % took)
+    st = d.stats()
+    eq(st["upstream_bulk_queued"], 0, "upstream_bulk_queued")
+    eq(st["bulk_queue_depth"], 0, "bulk_queue_depth")
 
 
 if __name__ == "__main__":
