@@ -123,6 +123,12 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "upstream_queued", t.pw_upstream.queued);
     U64(o, "upstream_decoys", t.resolver.decoys);
     U64(o, "upstream_breaker_trips", t.pw_upstream.breaker_trips);
+    put(o, "upstream_rate_effective", "%.6g", t.pw_upstream.rate_effective);
+    U64(o, "upstream_rate_limited", t.pw_upstream.rate_limited);
+    U64(o, "upstream_rate_decreases", t.pw_upstream.rate_decreases);
+    U64(o, "upstream_pauses", t.pw_upstream.pauses);
+    U64(o, "upstream_paused_ms", t.pw_upstream.paused_ms);
+    U64(o, "upstream_pause_left_ms", t.pw_upstream.pause_left_ms);
     U64(o, "bulk_queue_depth", srv->bulk_pending);
     U64(o, "upstream_bulk_queued", t.pw_upstream.bulk_queued);
     U64(o, "upstream_bulk_in_flight", t.pw_upstream.bulk_inflight);

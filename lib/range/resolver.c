@@ -134,6 +134,8 @@ void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
             r->st.unknown_timeout++;
         else if (!strcmp(res->reason, BR_REASON_CIRCUIT_OPEN))
             r->st.unknown_circuit++;
+        else if (!strcmp(res->reason, BR_REASON_RATE_LIMITED))
+            r->st.unknown_rate_limited++;
         else if (!strcmp(res->reason, BR_REASON_ERROR))
             r->st.unknown_error++;
         break;
@@ -262,7 +264,8 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
  * caller's). */
 static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
 {
-    if (f->lane != BR_LANE_INTERACTIVE || s != BR_UPSTREAM_TIMEOUT)
+    if (f->lane != BR_LANE_INTERACTIVE ||
+        (s != BR_UPSTREAM_TIMEOUT && s != BR_UPSTREAM_RATE_LIMITED))
         return false;
     bool bulk = false;
     for (waiter *w = f->head; w && !bulk; w = w->next)
@@ -328,6 +331,8 @@ static const char *reason_of(br_upstream_status s)
     switch (s) {
     case BR_UPSTREAM_TIMEOUT:
         return BR_REASON_TIMEOUT;
+    case BR_UPSTREAM_RATE_LIMITED:
+        return BR_REASON_RATE_LIMITED;
     case BR_UPSTREAM_UNAVAILABLE:
         return BR_REASON_UNAVAILABLE;
     case BR_UPSTREAM_CIRCUIT_OPEN:

@@ -7,8 +7,10 @@
  * br_resolver_resolve(partition, kind, full_hash) gives exactly one answer:
  *   FOUND (count for passwords, category for URLs), NOT_FOUND, or UNKNOWN with
  *   a reason: "upstream-unavailable", "upstream-error", "timeout",
- *   "circuit-open" (and "shutting-down" for lookups still pending at
- *   br_resolver_free()). A failure is never turned into NOT_FOUND.
+ *   "rate-limited" (the deadline passed while the upstream asked to wait:
+ *   upstream.h "Rate limits"), "circuit-open" (and "shutting-down" for
+ *   lookups still pending at br_resolver_free()). A failure is never turned
+ *   into NOT_FOUND.
  *
  * Partitions: every lookup names a partition, an opaque 32-bit number (the
  * daemon passes the peer's uid, or BR_RESOLVER_PARTITION_SHARED for all
@@ -65,9 +67,9 @@
  * interactive fetch waits with it, and an interactive lookup that joins a
  * bulk fetch promotes it (br_upstream_promote: it gets a deadline from then
  * and goes first), so it never waits behind the bulk queue. A fetch on the
- * interactive lane that ends by its deadline ("timeout") answers its
- * interactive lookups and is sent again on the bulk lane for its bulk ones,
- * which never get a deadline's answer.
+ * interactive lane that ends by its deadline ("timeout", "rate-limited")
+ * answers its interactive lookups and is sent again on the bulk lane for its
+ * bulk ones, which never get a deadline's answer.
  *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
@@ -97,6 +99,7 @@ struct event_base;
 #define BR_REASON_UNAVAILABLE "upstream-unavailable"
 #define BR_REASON_ERROR "upstream-error"
 #define BR_REASON_TIMEOUT "timeout"
+#define BR_REASON_RATE_LIMITED "rate-limited"
 #define BR_REASON_CIRCUIT_OPEN "circuit-open"
 #define BR_REASON_SHUTTING_DOWN "shutting-down"
 
@@ -149,6 +152,7 @@ typedef struct br_resolver_stats {
     uint64_t not_modified;  /* 304 answers */
     uint64_t found, not_found, unknown;
     uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
+    uint64_t unknown_rate_limited;
     uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
     uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
     uint64_t flushes;         /* cache flushes made */

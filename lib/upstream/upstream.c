@@ -54,6 +54,8 @@ const char *br_upstream_status_name(br_upstream_status s)
         return "circuit-open";
     case BR_UPSTREAM_CANCELLED:
         return "cancelled";
+    case BR_UPSTREAM_RATE_LIMITED:
+        return "rate-limited";
     }
     return "?";
 }
@@ -211,6 +213,9 @@ void up_finish(req *r, br_upstream_status status)
     case BR_UPSTREAM_CANCELLED:
         up->st.cancelled++;
         break;
+    case BR_UPSTREAM_RATE_LIMITED:
+        up->st.err_rate_limited++;
+        break;
     }
 
     if (status == BR_UPSTREAM_CANCELLED && !r->last_error[0])
@@ -299,7 +304,9 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
         snprintf(r->last_error, sizeof(r->last_error), "deadline passed while %s",
                  r->state == RQ_QUEUED ? "queued" : "waiting to retry");
     }
-    up_finish(r, BR_UPSTREAM_TIMEOUT);
+    /* Waited because the upstream asked it to: say so. */
+    bool limited = r->limited || r->saw_pause || br_now_ns() < up->pause_until_ns;
+    up_finish(r, limited ? BR_UPSTREAM_RATE_LIMITED : BR_UPSTREAM_TIMEOUT);
 }
 
 /* ---- public API ------------------------------------------------------------- */
@@ -347,6 +354,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     r->lane = lane;
     r->max_age = -1;
     r->deadline_ns = UINT64_MAX;
+    r->saw_pause = now < up->pause_until_ns;
     if (validator_ok(etag) && !(r->etag_in = strdup(etag)))
         return -ENOMEM;
     if (validator_ok(last_modified) && !(r->lm_in = strdup(last_modified)))
@@ -386,9 +394,11 @@ void br_upstream_promote(br_upstream *up, br_upstream_req *r)
         up->st.bulk_inflight--;
     r->lane = BR_LANE_INTERACTIVE;
     up->st.promoted++;
+    uint64_t now = br_now_ns();
+    r->saw_pause = r->saw_pause || now < up->pause_until_ns;
     /* Without a timer (out of memory) it still goes first, only without a
      * deadline of its own. */
-    if (arm_deadline(r, br_now_ns()) < 0)
+    if (arm_deadline(r, now) < 0)
         r->deadline_ns = UINT64_MAX;
     if (queued) {
         up_queue_push(up, r, false);
@@ -398,6 +408,10 @@ void br_upstream_promote(br_upstream *up, br_upstream_req *r)
 
 void br_upstream_get_stats(br_upstream *up, br_upstream_stats *st)
 {
+    uint64_t now = br_now_ns();
+    up_rate_update(up, now);
     *st = up->st;
-    st->breaker = up_breaker_now(up, br_now_ns());
+    st->breaker = up_breaker_now(up, now);
+    st->rate_effective = up->rate;
+    st->pause_left_ms = now < up->pause_until_ns ? (up->pause_until_ns - now) / 1000000u : 0;
 }

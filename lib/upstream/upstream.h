@@ -51,14 +51,29 @@
  *
  * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
  * a transport failure (connection refused or reset, DNS, TLS handshake,
- * truncated body) and an HTTP 5xx or 429 are retried up to max_attempts
- * transfers in all, after a jittered exponential backoff: attempt n waits a
+ * truncated body) and an HTTP 5xx (a 503 without Retry-After) are retried up
+ * to max_attempts failed transfers in all (rate-limited answers, below, do
+ * not count), after a jittered exponential backoff: attempt n waits a
  * uniform random time in [d/2, d], d = min(retry_max_ms, retry_base_ms *
  * 2^(n-1)). A retry that could not start before the deadline is not made: the
  * request ends with the last failure at once.
  *
+ * Rate limits of the upstream (docs/upstream.md "When the upstream asks to
+ * slow down"): a 429, or a 503 with Retry-After, is not a failure. Its
+ * request goes back to the head of its lane's queue without using up an
+ * attempt; Retry-After (delta-seconds or an HTTP-date, cut to max_pause_ms)
+ * pauses every new transfer until then; queued interactive requests whose
+ * deadline passes end with BR_UPSTREAM_RATE_LIMITED (so does any whose
+ * deadline passes after a rate-limited answer or a pause), bulk ones wait.
+ * A 429 also halves the effective rate (multiplicative decrease; not below
+ * min(rate, 1) per second; once for all the transfers started before the
+ * decrease), and its burst with it; it then climbs back linearly (additive
+ * increase, not while paused) to `rate`, from half of it in
+ * rate_recovery_ms. A half-open circuit's trial that is rate limited ends at
+ * once with BR_UPSTREAM_RATE_LIMITED, and closes the circuit.
+ *
  * Circuit breaker: breaker_threshold consecutive failed requests (final
- * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx/429 after its retries; any
+ * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx after its retries; any
  * other answer, 404 included, counts as success; a request that ended
  * before its first transfer, by its deadline in the queue, counts as
  * neither) open the circuit for
@@ -101,6 +116,8 @@ typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
 #define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
 #define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
 #define BR_UPSTREAM_DEFAULT_BULK_SHARE 0.5
+#define BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS 30000
+#define BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS 300000
 #define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
 
 /* Every field has a default for 0 / NULL. */
@@ -123,6 +140,8 @@ typedef struct br_upstream_config {
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
     double bulk_share;            /* the bulk lane's share of rate and max_inflight, (0, 1];
                                    * 0: 0.5 */
+    uint32_t rate_recovery_ms;    /* after a 429, from half the rate back to it; 0: 30000 */
+    uint32_t max_pause_ms;        /* a longer Retry-After is cut to this; 0: 300000 */
     uint32_t h2_max_streams;      /* HTTP/2 streams per connection before another one is
                                    * opened; 0: libcurl's default (100) */
     br_log_fn log;                /* NULL: silent */
@@ -144,6 +163,8 @@ typedef enum br_upstream_status {
     BR_UPSTREAM_TOO_LARGE,    /* body over max_body: aborted */
     BR_UPSTREAM_CIRCUIT_OPEN, /* the circuit opened while the request waited */
     BR_UPSTREAM_CANCELLED,    /* br_upstream_free() with the request pending */
+    BR_UPSTREAM_RATE_LIMITED, /* the deadline passed while the upstream asked to wait (429,
+                               * 503 with Retry-After; see "Rate limits"), or a trial got one */
 } br_upstream_status;
 
 typedef struct br_upstream_response {
@@ -187,6 +208,13 @@ typedef struct br_upstream_stats {
     uint32_t bulk_queued;     /* bulk fetches waiting for their turn */
     uint32_t bulk_queued_max; /* high-water mark of bulk_queued */
     uint32_t bulk_inflight;   /* transfers of bulk fetches running now */
+    uint64_t rate_limited;     /* answers 429, or 503 with Retry-After */
+    uint64_t err_rate_limited; /* final outcomes BR_UPSTREAM_RATE_LIMITED */
+    uint64_t rate_decreases;   /* halvings of the effective rate */
+    uint64_t pauses;           /* pauses a Retry-After started */
+    uint64_t paused_ms;        /* their length, added up */
+    uint64_t pause_left_ms;    /* of the pause now, 0 when none */
+    double rate_effective;     /* transfers per second now; < 0: unlimited */
     br_breaker_state breaker;
 } br_upstream_stats;
 

@@ -29,7 +29,7 @@ static bool counts_as_failure(br_upstream_status s, long http)
     case BR_UPSTREAM_UNAVAILABLE:
         return true;
     case BR_UPSTREAM_ERROR:
-        return http >= 500 || http == 429;
+        return http >= 500;
     default:
         return false;
     }

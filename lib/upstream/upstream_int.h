@@ -43,7 +43,10 @@ struct br_upstream_req {
     br_upstream_cb cb;
     void *ctx;
     uint64_t deadline_ns; /* UINT64_MAX on the bulk lane: none */
-    uint32_t attempts;
+    uint32_t attempts;    /* transfers started */
+    uint32_t limited;     /* ... answered 429, or 503 with Retry-After (not failures) */
+    bool saw_pause;       /* queued while the upstream was paused */
+    uint64_t started_ns;  /* of the current / last transfer */
     struct event *deadline_ev; /* made when first needed */
     struct event *backoff_ev;  /* made when first needed */
     CURL *easy;
@@ -56,6 +59,7 @@ struct br_upstream_req {
     char last_modified[BR_UPSTREAM_VALIDATOR_MAX + 1];
     int64_t max_age;
     long http_status;
+    int64_t retry_after_ms; /* the response's Retry-After; -1: none or unreadable */
     br_upstream_status last_status;
     char last_error[96];
 };
@@ -108,6 +112,15 @@ struct br_upstream {
     double bulk_share;
     uint32_t bulk_slots; /* transfers of bulk requests at most */
 
+    /* rate limits of the upstream (upstream.h "Rate limits"): rate and burst
+     * above are the effective ones, these the configured ones */
+    double rate_cfg, burst_cfg;
+    double rate_step;          /* additive increase, per ns */
+    uint64_t rate_at_ns;       /* the effective rate is up to date at this time */
+    uint64_t last_decrease_ns; /* of the effective rate */
+    uint64_t pause_until_ns;   /* no transfer starts before this */
+    uint64_t max_pause_ns;
+
     /* breaker */
     br_breaker_state breaker;
     uint32_t consecutive_failures;
@@ -147,8 +160,14 @@ int up_arm_backoff(req *r, uint64_t wait_ns);
 /* ---- upstream_pump.c -------------------------------------------------------- */
 
 /* The pump event's callback (arg: the br_upstream): start what the slots,
- * the lanes and the token buckets allow. */
+ * the lanes, the token buckets and a pause allow. */
 void up_pump_cb(evutil_socket_t fd, short what, void *arg);
+/* Bring the effective rate up to date (additive increase) at now. */
+void up_rate_update(br_upstream *up, uint64_t now);
+/* r's transfer was answered 429, or 503 with Retry-After (r is out of the
+ * multi handle, in state BACKOFF): halve the rate (429), pause (Retry-After),
+ * and queue r again at the head of its lane, or end it (a trial). */
+void up_rate_limited(br_upstream *up, req *r);
 
 /* ---- upstream_breaker.c ----------------------------------------------------- */
 

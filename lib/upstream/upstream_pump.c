@@ -6,9 +6,12 @@
  * interactive request goes whenever a slot and a shared token are there; a
  * bulk one only when no interactive request is queued, with a token of its
  * own lane, and leaving the shared bucket a reserve for interactive
- * arrivals. */
+ * arrivals. And what the upstream asks for (upstream.h "Rate limits"):
+ * nothing starts during a pause, and the rate is the effective one, halved
+ * by a 429 and climbing back. */
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "upstream_int.h"
 
@@ -24,15 +27,92 @@ static double bulk_reserve(const br_upstream *up)
     return BR_MIN(up->burst * (1.0 - up->bulk_share), up->burst - 1.0);
 }
 
+/* ---- the effective rate ----------------------------------------------------- */
+
+/* The effective rate, and the burst in proportion to it. */
+static void set_rate(br_upstream *up, double rate)
+{
+    up->rate = rate;
+    up->burst = BR_MAX(1.0, up->burst_cfg * rate / up->rate_cfg);
+    up->tokens = BR_MIN(up->tokens, up->burst);
+    up->bulk_tokens = BR_MIN(up->bulk_tokens, bulk_cap(up));
+}
+
+/* Additive increase since rate_at_ns (which a pause moves to its end). */
+void up_rate_update(br_upstream *up, uint64_t now)
+{
+    if (up->rate_cfg <= 0 || now <= up->rate_at_ns)
+        return;
+    if (up->rate < up->rate_cfg)
+        set_rate(up, BR_MIN(up->rate_cfg, up->rate + (double)(now - up->rate_at_ns) * up->rate_step));
+    up->rate_at_ns = now;
+}
+
+/* Multiplicative decrease, once for the transfers started before it. */
+static void decrease_rate(br_upstream *up, const req *r, uint64_t now)
+{
+    if (up->rate_cfg <= 0 || r->started_ns < up->last_decrease_ns)
+        return;
+    up_rate_update(up, now);
+    set_rate(up, BR_MAX(up->rate / 2, BR_MIN(up->rate_cfg, 1.0)));
+    up->last_decrease_ns = now;
+    up->st.rate_decreases++;
+    up_log(up, LOG_NOTICE, "upstream answered 429: effective rate now %.2f/s (configured %.0f/s)",
+           up->rate, up->rate_cfg);
+}
+
+/* No transfer starts for ms (cut to max_pause_ms) from now. */
+static void pause_for(br_upstream *up, uint64_t now, uint64_t ms, long http)
+{
+    uint64_t ns = ms > up->max_pause_ns / 1000000u ? up->max_pause_ns : ms * 1000000u;
+    uint64_t until = now + ns;
+    if (until <= up->pause_until_ns)
+        return; /* already paused as long */
+    if (up->pause_until_ns <= now)
+        up->st.pauses++;
+    up->st.paused_ms += (until - BR_MAX(now, up->pause_until_ns)) / 1000000u;
+    up->pause_until_ns = until;
+    /* After it: one token at once, then the (effective) rate. */
+    up->tokens = BR_MIN(up->tokens, 1.0);
+    up->bulk_tokens = BR_MIN(up->bulk_tokens, 1.0);
+    up->tokens_at_ns = until;
+    up_rate_update(up, now);
+    up->rate_at_ns = until;
+    for (req *r = up->all; r; r = r->next)
+        r->saw_pause = true;
+    up_log(up, LOG_NOTICE, "upstream answered %ld with Retry-After: no new request for %llu ms", http,
+           (unsigned long long)(ns / 1000000u));
+}
+
+void up_rate_limited(br_upstream *up, req *r)
+{
+    uint64_t now = br_now_ns();
+    up->st.rate_limited++;
+    r->limited++;
+    if (r->http_status == 429)
+        decrease_rate(up, r, now);
+    if (r->retry_after_ms > 0)
+        pause_for(up, now, (uint64_t)r->retry_after_ms, r->http_status);
+    snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld (rate limited)", r->http_status);
+    if (r->trial) {
+        up_finish(r, BR_UPSTREAM_RATE_LIMITED); /* the upstream is up: closes the circuit */
+        return;
+    }
+    up->st.backoff--; /* it was between states */
+    up_queue_push(up, r, true);
+    up_schedule_pump(up);
+}
+
+/* ---- tokens and slots -------------------------------------------------------- */
+
 static void refill_tokens(br_upstream *up, uint64_t now)
 {
-    if (up->rate <= 0)
+    up_rate_update(up, now);
+    if (up->rate <= 0 || now <= up->tokens_at_ns)
         return;
-    if (now > up->tokens_at_ns) {
-        double dt = (double)(now - up->tokens_at_ns) / 1e9;
-        up->tokens = BR_MIN(up->burst, up->tokens + dt * up->rate);
-        up->bulk_tokens = BR_MIN(bulk_cap(up), up->bulk_tokens + dt * up->rate * up->bulk_share);
-    }
+    double dt = (double)(now - up->tokens_at_ns) / 1e9;
+    up->tokens = BR_MIN(up->burst, up->tokens + dt * up->rate);
+    up->bulk_tokens = BR_MIN(bulk_cap(up), up->bulk_tokens + dt * up->rate * up->bulk_share);
     up->tokens_at_ns = now;
 }
 
@@ -80,6 +160,11 @@ void up_pump_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     br_upstream *up = arg;
     uint64_t now = br_now_ns();
+    if (now < up->pause_until_ns) {
+        struct timeval tv = up_ns_to_tv(up->pause_until_ns - now);
+        event_add(up->pump_ev, &tv);
+        return;
+    }
     refill_tokens(up, now);
     while (!up->closing && up->st.inflight < up->max_inflight) {
         req *r = next_request(up);

@@ -76,6 +76,14 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
         up->tokens = up->burst;
         up->bulk_tokens = BR_MAX(1.0, up->burst * up->bulk_share);
     }
+    up->rate_cfg = up->rate;
+    up->burst_cfg = up->burst;
+    uint32_t recovery_ms =
+        cfg->rate_recovery_ms ? cfg->rate_recovery_ms : BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS;
+    up->rate_step = up->rate / 2 / ((double)recovery_ms * 1e6);
+    up->max_pause_ns =
+        (uint64_t)(cfg->max_pause_ms ? cfg->max_pause_ms : BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS) *
+        1000000u;
     up->max_body = cfg->max_body ? cfg->max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
     up->max_attempts = cfg->max_attempts ? cfg->max_attempts : BR_UPSTREAM_DEFAULT_MAX_ATTEMPTS;
     up->retry_base_ms = cfg->retry_base_ms ? cfg->retry_base_ms : BR_UPSTREAM_DEFAULT_RETRY_BASE_MS;
@@ -101,7 +109,7 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
         return br_error_set(err, -ENOMEM, "upstream: out of memory");
     if (getrandom(&up->rng, sizeof(up->rng), GRND_NONBLOCK) != (ssize_t)sizeof(up->rng))
         up->rng = br_now_ns() ^ (uint64_t)(uintptr_t)up;
-    up->tokens_at_ns = br_now_ns();
+    up->tokens_at_ns = up->rate_at_ns = br_now_ns();
 
     /* Thread-safe and reference counted in libcurl >= 7.84. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

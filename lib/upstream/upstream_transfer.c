@@ -6,8 +6,10 @@
  * a backoff or finishing the request. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "config.h"
 #include "upstream_int.h"
@@ -106,6 +108,27 @@ static void parse_cache_control(req *r, const char *v, size_t len)
     }
 }
 
+/* Retry-After: delta-seconds or an HTTP-date (RFC 9110), as milliseconds
+ * from now (0 for a date already past); -1 when unreadable. */
+static int64_t parse_retry_after(const char *v, size_t len)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
+    if (strspn(buf, "0123456789") == len) {
+        if (len > 9)
+            return INT64_C(999999999) * 1000; /* far beyond any max_pause_ms */
+        return (int64_t)strtoll(buf, NULL, 10) * 1000;
+    }
+    time_t when = curl_getdate(buf, NULL);
+    if (when < 0)
+        return -1;
+    time_t now = time(NULL);
+    return when > now ? (int64_t)(when - now) * 1000 : 0;
+}
+
 static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
 {
     req *r = userdata;
@@ -116,12 +139,15 @@ static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata
         /* a new response (after a 100 Continue or a proxy's CONNECT) */
         r->etag[0] = r->last_modified[0] = '\0';
         r->max_age = -1;
+        r->retry_after_ms = -1;
     } else if (header_is(buffer, n, "etag", &v, &vl)) {
         copy_validator(r->etag, v, vl);
     } else if (header_is(buffer, n, "last-modified", &v, &vl)) {
         copy_validator(r->last_modified, v, vl);
     } else if (header_is(buffer, n, "cache-control", &v, &vl)) {
         parse_cache_control(r, v, vl);
+    } else if (header_is(buffer, n, "retry-after", &v, &vl)) {
+        r->retry_after_ms = parse_retry_after(v, vl);
     }
     return n;
 }
@@ -291,6 +317,8 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     r->etag[0] = r->last_modified[0] = '\0';
     r->max_age = -1;
     r->http_status = 0;
+    r->retry_after_ms = -1;
+    r->started_ns = now;
 
     CURLMcode mc = curl_multi_add_handle(up->multi, e);
     if (mc != CURLM_OK) {
@@ -352,7 +380,7 @@ static br_upstream_status classify(br_upstream *up, req *r, CURLcode code, bool 
         if (http == 304)
             return BR_UPSTREAM_NOT_MODIFIED;
         snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld", http);
-        *retriable = http >= 500 || http == 429;
+        *retriable = http >= 500;
         return BR_UPSTREAM_ERROR;
     }
 
@@ -402,9 +430,15 @@ static void transfer_done(br_upstream *up, req *r, CURLcode code)
     up->st.backoff++;
     r->last_status = s;
 
-    if (retriable && !r->trial && r->attempts < up->max_attempts) {
+    /* The upstream asks to slow down: not a failure (upstream.h "Rate limits"). */
+    if (s == BR_UPSTREAM_ERROR &&
+        (r->http_status == 429 || (r->http_status == 503 && r->retry_after_ms >= 0))) {
+        up_rate_limited(up, r);
+        return;
+    }
+    if (retriable && !r->trial && r->attempts - r->limited < up->max_attempts) {
         uint64_t d_ms = up->retry_base_ms;
-        for (uint32_t i = 1; i < r->attempts && d_ms < up->retry_max_ms; i++)
+        for (uint32_t i = 1; i < r->attempts - r->limited && d_ms < up->retry_max_ms; i++)
             d_ms *= 2;
         if (d_ms > up->retry_max_ms)
             d_ms = up->retry_max_ms;
