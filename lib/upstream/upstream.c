@@ -162,6 +162,7 @@ static void req_free(req *r)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
     free(r->body);
+    free(r->etag);
     free(r->etag_in);
     free(r->lm_in);
     free(r);
@@ -172,22 +173,9 @@ static void req_freep(req **r)
     req_free(*r);
 }
 
-/* Detach r from everything, call back, free. The transfer (if any) must
- * already be out of the multi handle. */
-void up_finish(req *r, br_upstream_status status)
+/* A final outcome in the stats. */
+static void count_outcome(br_upstream *up, br_upstream_status status)
 {
-    br_upstream *up = r->up;
-
-    if (r->state == RQ_QUEUED)
-        up_queue_remove(up, r);
-    else if (r->state == RQ_BACKOFF)
-        up->st.backoff--;
-    all_unlink(up, r);
-    if (r->deadline_ev)
-        event_del(r->deadline_ev);
-    if (r->backoff_ev)
-        event_del(r->backoff_ev);
-
     switch (status) {
     case BR_UPSTREAM_OK:
         up->st.ok++;
@@ -217,6 +205,25 @@ void up_finish(req *r, br_upstream_status status)
         up->st.err_rate_limited++;
         break;
     }
+}
+
+/* Detach r from everything, call back, free. The transfer (if any) must
+ * already be out of the multi handle. */
+void up_finish(req *r, br_upstream_status status)
+{
+    br_upstream *up = r->up;
+
+    if (r->state == RQ_QUEUED)
+        up_queue_remove(up, r);
+    else if (r->state == RQ_BACKOFF)
+        up->st.backoff--;
+    all_unlink(up, r);
+    if (r->deadline_ev)
+        event_del(r->deadline_ev);
+    if (r->backoff_ev)
+        event_del(r->backoff_ev);
+
+    count_outcome(up, status);
 
     if (status == BR_UPSTREAM_CANCELLED && !r->last_error[0])
         snprintf(r->last_error, sizeof(r->last_error), "cancelled");
@@ -233,8 +240,8 @@ void up_finish(req *r, br_upstream_status status)
         .http_status = r->http_status,
         .body = NULL,
         .body_len = 0,
-        .etag = r->etag,
-        .last_modified = r->last_modified,
+        .etag = r->etag ? r->etag : "",
+        .last_modified = r->last_modified ? r->last_modified : "",
         .max_age = r->max_age,
         .attempts = r->attempts,
         .error =

@@ -55,8 +55,9 @@ struct br_upstream_req {
     char *body;
     size_t body_len, body_cap;
     bool too_large;
-    char etag[BR_UPSTREAM_VALIDATOR_MAX + 1];
-    char last_modified[BR_UPSTREAM_VALIDATOR_MAX + 1];
+    /* the response's validators, BR_UPSTREAM_VALIDATOR_MAX + 1 bytes each, in
+     * one block made with the first transfer (a queued request is small) */
+    char *etag, *last_modified;
     int64_t max_age;
     long http_status;
     int64_t retry_after_ms; /* the response's Retry-After; -1: none or unreadable */

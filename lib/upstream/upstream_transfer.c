@@ -254,12 +254,33 @@ static void easy_give(br_upstream *up, CURL *e)
         curl_easy_cleanup(e);
 }
 
+/* The connect and whole-transfer timeouts of r's next attempt (0: none). A
+ * bulk request has no deadline: each of its attempts gets timeout_ms. */
+static void attempt_limits(const br_upstream *up, const req *r, uint64_t now, uint64_t *connect_ms,
+                           uint64_t *attempt_ms)
+{
+    bool bulk = r->lane == BR_LANE_BULK;
+    uint64_t deadline = bulk ? now + up->timeout_ns : r->deadline_ns;
+    uint64_t remaining_ms = deadline > now ? (deadline - now) / 1000000u : 1;
+    if (remaining_ms == 0)
+        remaining_ms = 1;
+    *connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
+    *attempt_ms = up->attempt_timeout_ms ? BR_MIN(up->attempt_timeout_ms, remaining_ms)
+                  : bulk                 ? remaining_ms
+                                         : 0;
+}
+
 /* Set up and add the easy handle of the next attempt. */
 int up_start_transfer(br_upstream *up, req *r, uint64_t now)
 {
     _cleanup_free_ char *url = make_url(up, r->prefix20);
     if (!url)
         return -ENOMEM;
+    if (!r->etag) {
+        if (!(r->etag = malloc(2 * (BR_UPSTREAM_VALIDATOR_MAX + 1))))
+            return -ENOMEM;
+        r->last_modified = r->etag + BR_UPSTREAM_VALIDATOR_MAX + 1;
+    }
     if (!r->headers) {
         if (!up->no_padding && add_header(&r->headers, "Add-Padding", "true") < 0)
             return -ENOMEM;
@@ -280,16 +301,9 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
-    /* A bulk request has no deadline: each of its attempts gets timeout_ms. */
     bool bulk = r->lane == BR_LANE_BULK;
-    uint64_t deadline = bulk ? now + up->timeout_ns : r->deadline_ns;
-    uint64_t remaining_ms = deadline > now ? (deadline - now) / 1000000u : 1;
-    if (remaining_ms == 0)
-        remaining_ms = 1;
-    uint64_t connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
-    uint64_t attempt_ms = up->attempt_timeout_ms ? BR_MIN(up->attempt_timeout_ms, remaining_ms)
-                          : bulk                 ? remaining_ms
-                                                 : 0;
+    uint64_t connect_ms, attempt_ms;
+    attempt_limits(up, r, now, &connect_ms, &attempt_ms);
 
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
