@@ -225,42 +225,40 @@ static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
 
 static const char *reason_of(br_upstream_status s);
 
-/* Answer the waiters of f (already out of the table) on lane, or all of
- * them when all is set, with a stored entry within max_stale (allow_stale)
- * or UNKNOWN reason; the others stay, in order. */
-static void answer_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                    bool allow_stale, bool all, br_lane lane)
+/* Answer a list of waiters of (partition, kind) with a stored entry within
+ * max_stale (allow_stale) or UNKNOWN reason, and free them. */
+static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t partition,
+                                         br_range_kind kind, const char *reason, bool allow_stale)
 {
-    waiter **pp = &f->head;
-    while (*pp) {
-        waiter *w = *pp;
-        if (!all && w->lane != lane) {
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
+    while (list) {
+        waiter *w = list;
+        list = w->next;
         r->st.pending_lookups--;
         br_resolve_result res;
         if (allow_stale)
-            br_rs_answer_after_failure(r, f->partition, f->kind, w->hash, reason, &res);
+            br_rs_answer_after_failure(r, partition, kind, w->hash, reason, &res);
         else
             set_unknown(&res, reason);
         br_rs_count_answer(r, &res);
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
-    f->tail = pp;
 }
 
+/* Answer every waiter of f (already out of the table). */
 static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
                                         bool allow_stale)
 {
-    answer_unknown_or_stale(r, f, reason, allow_stale, true, BR_LANE_INTERACTIVE);
+    waiter *list = f->head;
+    f->head = NULL;
+    f->tail = &f->head;
+    answer_list_unknown_or_stale(r, list, f->partition, f->kind, reason, allow_stale);
 }
 
 /* A fetch on the interactive lane that ended by its deadline: its
  * interactive lookups are answered, its bulk ones wait on (the fetch is sent
- * again on the bulk lane). True when f was sent again (it is no longer the
+ * again on the bulk lane, before the answers, whose callbacks may look the
+ * same range up again). True when f was sent again (it is no longer the
  * caller's). */
 static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
 {
@@ -272,12 +270,14 @@ static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_s
         bulk = w->lane == BR_LANE_BULK;
     if (!bulk)
         return false;
-    answer_unknown_or_stale(r, f, reason_of(s), true, false, BR_LANE_INTERACTIVE);
-    int rc = br_rs_flight_resend_bulk(r, f);
-    if (rc == 0)
-        return true;
-    answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
-    return false;
+    uint32_t partition = f->partition;
+    br_range_kind kind = f->kind;
+    int rc;
+    waiter *inter = br_rs_flight_keep_bulk(r, f, &rc);
+    if (rc < 0)
+        answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
+    answer_list_unknown_or_stale(r, inter, partition, kind, reason_of(s), true);
+    return rc == 0;
 }
 
 static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *value, size_t len)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Range resolver: a real fetch and its decoys, sent as one burst in a random
- * order (resolver.h, docs/upstream.md "Decoys"). */
+ * order (resolver.h, docs/upstream.md "Decoys"); and a fetch sent again on
+ * the bulk lane for the bulk lookups of an interactive fetch that ended by
+ * its deadline (docs/upstream.md "Lanes"). */
 #include <errno.h>
 #include <sys/random.h>
 
@@ -88,7 +90,35 @@ const char *br_rs_send_failure_reason(int rc)
                               : BR_REASON_ERROR;
 }
 
-int br_rs_flight_resend_bulk(br_resolver *r, flight *f)
+static int resend_bulk(br_resolver *r, flight *f);
+
+/* Detach the waiters of f on lane, in order. */
+static waiter *take_waiters(flight *f, br_lane lane)
+{
+    waiter *list = NULL, **lt = &list, **pp = &f->head;
+    while (*pp) {
+        waiter *w = *pp;
+        if (w->lane != lane) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = NULL;
+        *lt = w;
+        lt = &w->next;
+    }
+    f->tail = pp;
+    return list;
+}
+
+waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc)
+{
+    waiter *inter = take_waiters(f, BR_LANE_INTERACTIVE);
+    *rc = resend_bulk(r, f);
+    return inter;
+}
+
+static int resend_bulk(br_resolver *r, flight *f)
 {
     br_range_cache_result cr;
     cache_peek(r, f->partition, f->kind, f->prefix20, &cr);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal to the resolver (its contract is resolver.h): the state its files
  * share. resolver.c has the API, the flights table and the answers;
- * resolver_burst.c sends a real fetch and its decoys. Only these files
- * include this header. */
+ * resolver_burst.c sends a real fetch and its decoys (and a fetch again on
+ * the bulk lane). Only these files include this header. */
 #pragma once
 
 #include <stdbool.h>
@@ -88,8 +88,11 @@ flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind,
  * answer made at once and nf is freed. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
                      const uint8_t *full_hash, br_resolve_result *res);
-/* Send f (out of the table, its waiters kept) again, on the bulk lane: 0,
- * and f is in flight; or br_upstream_fetch_lane's negative errno. */
-int br_rs_flight_resend_bulk(br_resolver *r, flight *f);
+/* f (out of the table) ended by the deadline of its interactive fetch:
+ * detach its interactive waiters (returned, in order, for the caller to
+ * answer) and send it again on the bulk lane for the others. *rc: 0, and f
+ * is in flight again; or br_upstream_fetch_lane's negative errno, and f
+ * still holds its bulk waiters. */
+waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
 /* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
 const char *br_rs_send_failure_reason(int rc);
