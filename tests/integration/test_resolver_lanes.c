@@ -5,7 +5,8 @@
  * interactive lookup goes before a queued bulk one; bulk transfers use at
  * most bulk_share of the slots; an interactive lookup promotes the queued
  * bulk fetch it joins; a bulk lookup that joined an interactive fetch which
- * ended by its deadline is fetched again on the bulk lane; partitions keep
+ * ended by its deadline is fetched again on the bulk lane (and a lookup made
+ * from the interactive answer's callback joins that fetch); partitions keep
  * the lanes apart. Fixture: fault_fx.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,6 +223,51 @@ static void test_bulk_outlives_interactive_deadline(void **s)
     fx_close(&x);
 }
 
+/* The same, where the interactive lookup's callback looks the range up
+ * again at once: it joins (and promotes) the fetch sent again for the bulk
+ * lookup; one fetch more, not two. */
+typedef struct again_ctx {
+    fx *x;
+    uint32_t prefix;
+    rt_ans first, again;
+} again_ctx;
+
+static void again_cb(void *ctx, const br_resolve_result *res)
+{
+    again_ctx *c = ctx;
+    rt_ans_cb(&c->first, res);
+    assert_int_equal(lookup(c->x, 0, c->prefix, INTER, &c->again), 0);
+}
+
+static void test_lookup_again_from_callback(void **s)
+{
+    (void)s;
+    fx x;
+    fx_config(&x, "slowfirst");
+    x.cfg.upstream.timeout_ms = 800;
+    x.cfg.upstream.max_attempts = 1;
+    fx_open(&x);
+    again_ctx c = {.x = &x, .prefix = fresh_prefix()};
+    uint8_t h[20];
+    hash_of(c.prefix, S42, h);
+    br_resolve_result res;
+    assert_int_equal(br_resolver_resolve(x.r, 0, PW, h, again_cb, &c, &res), 0);
+    rt_run_for(x.base, 100);
+    rt_ans bulk;
+    assert_int_equal(lookup(&x, 0, c.prefix, BULK, &bulk), 0);
+    assert_true(rt_wait(x.base, &c.first, 1, 3000));
+    assert_unknown(&c.first.res, BR_REASON_TIMEOUT);
+    assert_true(rt_wait(x.base, &bulk, 1, 3000) && rt_wait(x.base, &c.again, 1, 3000));
+    assert_int_equal(bulk.res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(c.again.res.status, BR_RESOLVE_FOUND);
+    assert_int_equal(rt_fault_count(&g_fault, "slowfirst", c.prefix), 2);
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.bulk_resent, 1);
+    assert_int_equal(st.promoted, 1);
+    fx_close(&x);
+}
+
 /* Partitions keep their fetches apart on every lane: an interactive lookup
  * of another partition neither joins nor promotes a bulk fetch. */
 static void test_partitions(void **s)
@@ -260,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_bulk_slots),
         cmocka_unit_test(test_promote),
         cmocka_unit_test(test_bulk_outlives_interactive_deadline),
+        cmocka_unit_test(test_lookup_again_from_callback),
         cmocka_unit_test(test_partitions),
     };
     return cmocka_run_group_tests(tests, fault_group_setup, fault_group_teardown);
