@@ -120,6 +120,8 @@ typedef struct breachd_config {
         char *proxy;     /* "" = libcurl's environment variables */
         char *ca_file;   /* "" = the system CA store */
         uint32_t decoys; /* 0 .. 16 */
+        uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
+        uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
     } upstream;
 } breachd_config;
 

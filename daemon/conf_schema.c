@@ -103,6 +103,10 @@ const bd_conf_key bd_conf_keys[] = {
      0, PATH_MAX - 1, NULL, "", "PEM file of the CAs to trust; empty: the system store"},
     {"upstream", "decoys", BD_CONF_UINT, 0, F(upstream.decoys), 0, 0, 0, 16, NULL,
      "0", "decoy prefixes fetched, cached and revalidated with each real one"},
+    {"upstream", "bulk_queue", BD_CONF_UINT, 0, F(upstream.bulk_queue), 0, 0, 1, 10000000, NULL,
+     "100000", "LANE bulk checks waiting at most; past it ERR busy"},
+    {"upstream", "bulk_share", BD_CONF_PERCENT, 0, F(upstream.bulk_share_pct), 0, 0, 1, 100, NULL,
+     "50%", "the bulk lane's share of rate and max_inflight"},
 };
 /* clang-format on */
 
@@ -218,6 +222,9 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_UINT:
         return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
                                   FIELD(c, k->off, uint32_t), err);
+    case BD_CONF_PERCENT:
+        return bd_conf_parse_percent(v, (uint32_t)k->min, (uint32_t)k->max,
+                                     FIELD(c, k->off, uint32_t), err);
     }
     (void)br_fails_assert(!"a key without a type");
     return br_error_set(err, -EINVAL, "internal error: [%s] %s has no type", k->section, k->name);
@@ -244,6 +251,10 @@ void bd_conf_format_bounds(const bd_conf_key *k, char *buf, size_t len)
     case BD_CONF_UINT:
         snprintf(lo, sizeof(lo), "%" PRIu64, k->min);
         snprintf(hi, sizeof(hi), "%" PRIu64, k->max);
+        break;
+    case BD_CONF_PERCENT:
+        snprintf(lo, sizeof(lo), "%" PRIu64 "%%", k->min);
+        snprintf(hi, sizeof(hi), "%" PRIu64 "%%", k->max);
         break;
     default:
         buf[0] = '\0';
@@ -339,6 +350,9 @@ const char *bd_conf_format_value(const breachd_config *c, const bd_conf_key *k, 
         break;
     case BD_CONF_UINT:
         snprintf(buf, len, "%" PRIu32, *CFIELD(c, k->off, uint32_t));
+        break;
+    case BD_CONF_PERCENT:
+        snprintf(buf, len, "%" PRIu32 "%%", *CFIELD(c, k->off, uint32_t));
         break;
     default: /* the strings, as written */
         return *CFIELD(c, k->off, char *);

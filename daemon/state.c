@@ -36,10 +36,14 @@ static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
     a->unknown_error += b->unknown_error;
     a->unknown_timeout += b->unknown_timeout;
     a->unknown_circuit += b->unknown_circuit;
+    a->unknown_rate_limited += b->unknown_rate_limited;
     a->parse_errors += b->parse_errors;
     a->cache_errors += b->cache_errors;
     a->flushes += b->flushes;
     a->decoys += b->decoys;
+    a->bulk_lookups += b->bulk_lookups;
+    a->promoted += b->promoted;
+    a->bulk_resent += b->bulk_resent;
 }
 
 static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
@@ -58,6 +62,13 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->refused_circuit += b->refused_circuit;
     a->breaker_trips += b->breaker_trips;
     a->body_bytes += b->body_bytes;
+    a->bulk_fetches += b->bulk_fetches;
+    a->promoted += b->promoted;
+    a->rate_limited += b->rate_limited;
+    a->err_rate_limited += b->err_rate_limited;
+    a->rate_decreases += b->rate_decreases;
+    a->pauses += b->pauses;
+    a->paused_ms += b->paused_ms;
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
@@ -112,6 +123,10 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
             t->pw_upstream.queued = one.pw_upstream.queued;
             t->pw_upstream.backoff = one.pw_upstream.backoff;
             t->pw_upstream.breaker = one.pw_upstream.breaker;
+            t->pw_upstream.bulk_queued = one.pw_upstream.bulk_queued;
+            t->pw_upstream.bulk_inflight = one.pw_upstream.bulk_inflight;
+            t->pw_upstream.rate_effective = one.pw_upstream.rate_effective;
+            t->pw_upstream.pause_left_ms = one.pw_upstream.pause_left_ms;
         }
     }
 }
@@ -278,6 +293,7 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     rc->upstream.rate = cfg->upstream.rate;
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
+    rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;

@@ -451,3 +451,21 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
     br_client_request q = {.kind = BR_REQ_RAW, .arg = verb, .arg_len = strlen(verb)};
     return one(c, &q, a, err);
 }
+
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
+{
+    char verb[32];
+    snprintf(verb, sizeof(verb), "LANE %s", br_lane_name(lane));
+    br_answer a;
+    int r = br_client_command(c, verb, &a, err);
+    if (r < 0)
+        return r;
+    if (a.kind == BR_ANSWER_OTHER && strcmp(a.detail, "OK") == 0)
+        return 0;
+    if (a.kind == BR_ANSWER_ERROR && strncmp(a.detail, "unknown-verb", 12) == 0)
+        return br_error_set(err, -EOPNOTSUPP,
+                            "%s: this breachd does not know LANE (an older version): no %s lane",
+                            c->path, br_lane_name(lane));
+    return br_error_set(err, -EPROTO, "%s: LANE %s answered %.*s", c->path, br_lane_name(lane), 100,
+                        a.detail);
+}
