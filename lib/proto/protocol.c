@@ -208,9 +208,12 @@ void br_answer_parse(const char *s, size_t len, br_answer *a)
         a->kind = BR_ANSWER_CLEAN;
     } else if (IS("PWNED")) {
         a->kind = BR_ANSWER_PWNED;
-        /* Within the line: it need not be NUL-terminated. */
-        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++)
-            a->count = a->count * 10 + (uint64_t)(rest[k] - '0');
+        /* Within the line: it need not be NUL-terminated. A count too
+         * large for 64 bits saturates: it must not wrap to a small one. */
+        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++) {
+            uint64_t d = (uint64_t)(rest[k] - '0');
+            a->count = a->count > (UINT64_MAX - d) / 10 ? UINT64_MAX : a->count * 10 + d;
+        }
     } else if (IS("SAFE")) {
         a->kind = BR_ANSWER_SAFE;
     } else if (IS("BLOCKED")) {

@@ -187,6 +187,20 @@ void up_stop_transfer(br_upstream *up, req *r);
 /* Handle every transfer libcurl reports done, then schedule the pump. */
 void up_check_multi_info(br_upstream *up);
 
+/* ---- upstream_headers.c ----------------------------------------------------- */
+
+/* One response header line as libcurl passes it (its CRLF included, not
+ * NUL-terminated): a status line ("HTTP/...") starts a new response and
+ * clears what the last one said; ETag and Last-Modified (any case) set
+ * etag / last_modified (BR_UPSTREAM_VALIDATOR_MAX + 1 bytes each; "" for
+ * a value that is empty, longer than BR_UPSTREAM_VALIDATOR_MAX or holds a
+ * control byte); Cache-Control sets *max_age to its max-age in seconds, 0
+ * for no-store or no-cache; Retry-After sets *retry_after_ms (seconds or an
+ * HTTP-date, as milliseconds from now; -1 when unreadable). Other lines
+ * change nothing. */
+void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
+                    int64_t *max_age, int64_t *retry_after_ms);
+
 /* ---- upstream_curl_event.c -------------------------------------------------- */
 
 /* CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION (userp: the br_upstream). */

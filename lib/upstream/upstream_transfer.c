@@ -43,112 +43,11 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static bool header_is(const char *line, size_t len, const char *name, const char **value,
-                      size_t *vlen)
-{
-    size_t nl = strlen(name);
-    if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
-        return false;
-    const char *v = line + nl + 1, *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
-    return true;
-}
-
-static void copy_validator(char *dst, const char *v, size_t len)
-{
-    dst[0] = '\0';
-    if (len == 0 || len > BR_UPSTREAM_VALIDATOR_MAX)
-        return;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7f)
-            return;
-    memcpy(dst, v, len);
-    dst[len] = '\0';
-}
-
-/* Cache-Control: the max-age directive (seconds), 0 for no-store / no-cache. */
-static void parse_cache_control(req *r, const char *v, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < len && v[i] != ',')
-            i++;
-        const char *d = v + start;
-        size_t dl = i - start;
-        while (dl > 0 && (d[dl - 1] == ' ' || d[dl - 1] == '\t'))
-            dl--;
-        if ((dl == 8 && strncasecmp(d, "no-store", 8) == 0) ||
-            (dl == 8 && strncasecmp(d, "no-cache", 8) == 0)) {
-            r->max_age = 0;
-            return;
-        }
-        if (dl > 8 && strncasecmp(d, "max-age=", 8) == 0) {
-            const char *p = d + 8, *e = d + dl;
-            if (p < e && *p == '"')
-                p++;
-            int64_t val = 0;
-            bool any = false;
-            while (p < e && *p >= '0' && *p <= '9') {
-                if (val < INT64_C(1) << 40)
-                    val = val * 10 + (*p - '0');
-                any = true;
-                p++;
-            }
-            if (any && (p == e || *p == '"'))
-                r->max_age = val;
-        }
-    }
-}
-
-/* Retry-After: delta-seconds or an HTTP-date (RFC 9110), as milliseconds
- * from now (0 for a date already past); -1 when unreadable. */
-static int64_t parse_retry_after(const char *v, size_t len)
-{
-    char buf[64];
-    if (len == 0 || len >= sizeof(buf))
-        return -1;
-    memcpy(buf, v, len);
-    buf[len] = '\0';
-    if (strspn(buf, "0123456789") == len) {
-        if (len > 9)
-            return INT64_C(999999999) * 1000; /* far beyond any max_pause_ms */
-        return (int64_t)strtoll(buf, NULL, 10) * 1000;
-    }
-    time_t when = curl_getdate(buf, NULL);
-    if (when < 0)
-        return -1;
-    time_t now = time(NULL);
-    return when > now ? (int64_t)(when - now) * 1000 : 0;
-}
-
 static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
 {
     req *r = userdata;
     size_t n = size * nitems;
-    const char *v;
-    size_t vl;
-    if (n >= 5 && strncmp(buffer, "HTTP/", 5) == 0) {
-        /* a new response (after a 100 Continue or a proxy's CONNECT) */
-        r->etag[0] = r->last_modified[0] = '\0';
-        r->max_age = -1;
-        r->retry_after_ms = -1;
-    } else if (header_is(buffer, n, "etag", &v, &vl)) {
-        copy_validator(r->etag, v, vl);
-    } else if (header_is(buffer, n, "last-modified", &v, &vl)) {
-        copy_validator(r->last_modified, v, vl);
-    } else if (header_is(buffer, n, "cache-control", &v, &vl)) {
-        parse_cache_control(r, v, vl);
-    } else if (header_is(buffer, n, "retry-after", &v, &vl)) {
-        r->retry_after_ms = parse_retry_after(v, vl);
-    }
+    up_header_line(buffer, n, r->etag, r->last_modified, &r->max_age, &r->retry_after_ms);
     return n;
 }
 
