@@ -54,6 +54,8 @@ const bd_conf_key bd_conf_keys[] = {
     {"passwords", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",
      "the password filter; empty: every check goes to the range API"},
+    {"passwords", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.pubkey), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
     {"passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, F(passwords.upstream), 0, 0, 0, 0,
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
@@ -61,6 +63,8 @@ const bd_conf_key bd_conf_keys[] = {
 
     {"urls", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
      NULL, "", "the URL filter; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"urls", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.pubkey), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
     {"urls", "upstream", BD_CONF_URL_TEMPLATE, 0, F(urls.upstream), 0, 0, 0, 0, NULL,
      "", "the URL range API; empty: none"},
     {"urls", "max_filter_age", BD_CONF_SECONDS, 0, F(urls.max_filter_age_s), 0, 0,

@@ -25,6 +25,8 @@ int cmd_url(const ctl_globals *g, int argc, char **argv);
 int cmd_check(const ctl_globals *g, int argc, char **argv);
 /* download: the corpus downloader (lib/download/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);
+/* key generate: Ed25519 key pairs for signed filters (cmd_key.c). */
+int cmd_key(const ctl_globals *g, int argc, char **argv);
 
 /* A decimal number 0..max, nothing else (no sign, no blanks). */
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);

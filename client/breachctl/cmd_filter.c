@@ -13,6 +13,7 @@
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
 #include "filter_url.h"
 #include "hash.h"
 #include "hibp_input.h"
@@ -402,7 +403,7 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
     if (argc < 2) {
-        ctl_err("filter: expected build, add, info, verify or query");
+        ctl_err("filter: expected build, add, info, verify, query or sign");
         return EXIT_ERROR;
     }
     const char *sub = argv[1];
@@ -413,12 +414,23 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
     }
     if (strcmp(sub, "add") == 0)
         return url_filter_add(argc - 1, argv + 1);
+    if (strcmp(sub, "sign") == 0)
+        return filter_sign_cmd(argc - 1, argv + 1);
     /* info/verify/query: FILE [KEY...], with --socket tolerated anywhere. */
     /* Positional arguments compacted in place over argv. */
     char **pos = argv + 2;
     int npos = 0;
     bool by_url = false;
+    const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
     for (int i = 2; i < argc; i++) {
+        if (strcmp(sub, "verify") == 0 && strcmp(argv[i], "--pubkey") == 0 && i + 1 < argc) {
+            pubkey = argv[++i];
+            continue;
+        }
+        if (strcmp(sub, "verify") == 0 && strncmp(argv[i], "--pubkey=", 9) == 0) {
+            pubkey = argv[i] + 9;
+            continue;
+        }
         if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             i++;
             continue;
@@ -436,6 +448,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
             ctl_err("filter %s: expected exactly one FILE", sub);
             return EXIT_ERROR;
         }
+        if (pubkey && filter_verify_signature(pos[0], pubkey) != 0)
+            return EXIT_ERROR;
         if (url_filter_file(pos[0]))
             return sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]);
         return sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]);
@@ -453,6 +467,6 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
         }
         return filter_query(pos[0], npos - 1, pos + 1);
     }
-    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query)", sub);
+    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign)", sub);
     return EXIT_ERROR;
 }

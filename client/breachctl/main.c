@@ -28,6 +28,7 @@ static const struct {
     {"stats", cmd_check},
     {"reload", cmd_check},
     {"download", cmd_download},
+    {"key", cmd_key},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -102,7 +103,8 @@ static void usage(FILE *out)
             "  filter add    FILE --input FEED[=CATEGORY]... [--ranges-dir DIR] [--format F]\n"
             "                [--skip-bad] [--generation N] [--source TEXT]   (url-sha256 only)\n"
             "  filter info   FILE\n"
-            "  filter verify FILE\n"
+            "  filter verify [--pubkey PUB] FILE   intact (and signed by PUB's key)\n"
+            "  filter sign   --key SECRET FILE     write FILE.sig (Ed25519)\n"
             "  filter query  FILE [KEY...]     KEY: 40-hex SHA-1 or 64-hex SHA-256; none: stdin\n"
             "  filter query  FILE --url [URL...]   url-sha256: maybe/no per URL\n"
             "  url-canon [URL...]              print the canonical URL of each, one per line\n"
@@ -114,6 +116,8 @@ static void usage(FILE *out)
             "           [--single-file FILE] [--force]\n"
             "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
             "                                  (resumable, incremental; see docs/corpus.md)\n"
+            "  key generate --secret FILE --public FILE\n"
+            "                                  an Ed25519 key pair for filter sign\n"
             "\n"
             "Options:\n"
             "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening the configured filters for a new state (state_filters.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "filter_file.h"
+#include "filter_sign.h"
+#include "log.h"
+#include "state_filters.h"
+
+static int wrong_kind(const char *path, uint32_t kind, br_error *err)
+{
+    return br_error_set(err, -EINVAL,
+                        "[passwords] filter %s: kind %s, but breachd answers PW with "
+                        "password-sha1 filters only",
+                        path, br_filter_kind_name(kind));
+}
+
+/* The kind of an intact header, before the full open: a filter of another
+ * kind (a URL filter named by mistake) is refused by its kind, not by the
+ * first algorithm field the password filter reader does not expect. */
+static int check_kind_first(const char *path, br_error *err)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* the open below says why */
+    ssize_t n = pread(fd, raw, sizeof(raw), 0);
+    close(fd);
+    br_filter_header h;
+    br_error ignored = {{0}};
+    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
+        return 0;
+    return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
+}
+
+/* A filter that would not open, said with the config line that names it
+ * and, for a missing file, what to do about it. */
+static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
+{
+    unsigned line = breachd_config_key_line(cfg, section, "filter");
+    if (r == -ENOENT) {
+        char text[sizeof(err->text)];
+        snprintf(text, sizeof(text), "%s", err->text);
+        br_error_set(err, r,
+                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
+                     "[%s] filter empty%s",
+                     text, section,
+                     strcmp(section, "urls") ? " to send every check to the range API"
+                                             : " (URL checks then answer UNKNOWN)");
+    }
+    if (line)
+        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
+    return br_error_prefix(err, r, "[%s] filter", section);
+}
+
+/* The section's pubkey, or *out = NULL when it names none. */
+static int load_pubkey(const breachd_config *cfg, const char *section, const char *path,
+                       br_sign_key **out, br_error *err)
+{
+    *out = NULL;
+    if (!path[0])
+        return 0;
+    int r = br_sign_key_load_public(path, out, err);
+    if (r < 0) {
+        unsigned line = breachd_config_key_line(cfg, section, "pubkey");
+        if (line)
+            return br_error_prefix(err, r, "%s:%u: [%s] pubkey", cfg->path, line, section);
+        return br_error_prefix(err, r, "[%s] pubkey", section);
+    }
+    return 0;
+}
+
+/* With a pubkey, a filter loads only when FILE.sig verifies against it
+ * and the filter's (verified) header. */
+static int check_signature(const breachd_config *cfg, const char *section, const br_sign_key *key,
+                           const char *path, const br_filter_header *h, br_error *err)
+{
+    if (!key)
+        return 0;
+    int r = br_filter_sig_verify(key, path, h, err);
+    if (r < 0) {
+        br_error_prefix(err, r, "%s: refused, its signature does not verify against [%s] pubkey",
+                        path, section);
+        return filter_error(cfg, section, r, err);
+    }
+    return 0;
+}
+
+int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    *out = NULL;
+    const char *path = cfg->passwords.filter;
+    if (!path[0])
+        return 0;
+    _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
+    int r = load_pubkey(cfg, "passwords", cfg->passwords.pubkey, &key, err);
+    if (r < 0)
+        return r;
+    r = check_kind_first(path, err);
+    if (r < 0)
+        return r;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
+    r = br_pwfilter_open(path, &pf, err);
+    if (r < 0)
+        return filter_error(cfg, "passwords", r, err);
+    uint32_t kind = br_pwfilter_header(pf)->kind;
+    if (kind != BR_KIND_PASSWORD_SHA1)
+        return wrong_kind(path, kind, err);
+    r = check_signature(cfg, "passwords", key, path, br_pwfilter_header(pf), err);
+    if (r < 0)
+        return r;
+    if (br_pwfilter_header(pf)->key_count == 0)
+        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
+               path);
+    *out = BR_TAKE_PTR(pf);
+    return 0;
+}
+
+int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err)
+{
+    *out = NULL;
+    const char *path = cfg->urls.filter;
+    if (!path[0])
+        return 0;
+    _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
+    int r = load_pubkey(cfg, "urls", cfg->urls.pubkey, &key, err);
+    if (r < 0)
+        return r;
+    _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
+    r = br_urlfilter_open(path, &uf, err);
+    if (r < 0)
+        return filter_error(cfg, "urls", r, err);
+    r = check_signature(cfg, "urls", key, path, br_urlfilter_header(uf), err);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(uf);
+    return 0;
+}
