@@ -114,6 +114,15 @@ typedef struct breachd_config {
     } upstream;
 } breachd_config;
 
+/* Files in a filter list (a base and its deltas) at most. */
+#define BREACHD_CONF_MAX_FILES 64
+
+/* Split a comma-separated list value (filter, filter_url) into its items,
+ * blanks around them dropped, empty items skipped. 0 and *items a malloc'ed
+ * array of *n malloc'ed strings (breachd_config_list_free), or -ENOMEM. */
+int breachd_config_list_split(const char *v, char ***items, size_t *n);
+void breachd_config_list_free(char **items, size_t n);
+
 /* Entries in a user / group list at most. The bounds of the other keys are in
  * the table (conf_schema.c) and breachd.conf(5). */
 #define BREACHD_CONF_MAX_LIST 256

@@ -91,53 +91,118 @@ static int check_signature(const breachd_config *cfg, const char *section, const
     return 0;
 }
 
+/* One file of the list: a full filter first, deltas after it. */
+static int check_role(const char *path, size_t index, const br_filter_header *h, br_error *err)
+{
+    if (index == 0 && h->role != BR_ROLE_FULL)
+        return br_error_set(err, -EINVAL,
+                            "%s: a delta, not a full filter: name its base before it", path);
+    return 0;
+}
+
+/* A delta that does not extend the set loaded so far is refused by name. */
+static int attach_error(const char *path, int r, br_error *err)
+{
+    return br_error_prefix(err, r, "%s: refused", path);
+}
+
+static int open_pw_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
+                          size_t index, br_pwfilter **out, br_error *err)
+{
+    int r = check_kind_first(path, err);
+    if (r < 0)
+        return r;
+    r = br_pwfilter_open(path, out, err);
+    if (r < 0)
+        return filter_error(cfg, "passwords", r, err);
+    const br_filter_header *h = br_pwfilter_file_header(*out);
+    if (h->kind != BR_KIND_PASSWORD_SHA1)
+        r = wrong_kind(path, h->kind, err);
+    if (r == 0)
+        r = check_signature(cfg, "passwords", key, path, h, err);
+    if (r == 0 && (r = check_role(path, index, h, err)) < 0)
+        r = filter_error(cfg, "passwords", r, err);
+    if (r < 0) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+    }
+    return r;
+}
+
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
 {
     *out = NULL;
-    const char *path = cfg->passwords.filter;
-    if (!path[0])
+    if (!cfg->passwords.filter[0])
         return 0;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
     int r = load_pubkey(cfg, "passwords", cfg->passwords.pubkey, &key, err);
     if (r < 0)
         return r;
-    r = check_kind_first(path, err);
-    if (r < 0)
-        return r;
-    _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
-    r = br_pwfilter_open(path, &pf, err);
-    if (r < 0)
-        return filter_error(cfg, "passwords", r, err);
-    uint32_t kind = br_pwfilter_header(pf)->kind;
-    if (kind != BR_KIND_PASSWORD_SHA1)
-        return wrong_kind(path, kind, err);
-    r = check_signature(cfg, "passwords", key, path, br_pwfilter_header(pf), err);
-    if (r < 0)
-        return r;
-    if (br_pwfilter_header(pf)->key_count == 0)
+    char **paths;
+    size_t n;
+    if (breachd_config_list_split(cfg->passwords.filter, &paths, &n) < 0)
+        return -ENOMEM;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *set = NULL;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        br_pwfilter *pf = NULL;
+        r = open_pw_member(cfg, key, paths[i], i, &pf, err);
+        if (r == 0 && i == 0)
+            set = pf;
+        else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
+            r = filter_error(cfg, "passwords", attach_error(paths[i], r, err), err);
+    }
+    if (r == 0 && br_pwfilter_header(set)->key_count == 0)
         bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
-               path);
-    *out = BR_TAKE_PTR(pf);
+               cfg->passwords.filter);
+    breachd_config_list_free(paths, n);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(set);
     return 0;
+}
+
+static int open_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
+                           size_t index, br_urlfilter **out, br_error *err)
+{
+    int r = br_urlfilter_open(path, out, err);
+    if (r < 0)
+        return filter_error(cfg, "urls", r, err);
+    const br_filter_header *h = br_urlfilter_file_header(*out);
+    r = check_signature(cfg, "urls", key, path, h, err);
+    if (r == 0 && (r = check_role(path, index, h, err)) < 0)
+        r = filter_error(cfg, "urls", r, err);
+    if (r < 0) {
+        br_urlfilter_free(*out);
+        *out = NULL;
+    }
+    return r;
 }
 
 int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err)
 {
     *out = NULL;
-    const char *path = cfg->urls.filter;
-    if (!path[0])
+    if (!cfg->urls.filter[0])
         return 0;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
     int r = load_pubkey(cfg, "urls", cfg->urls.pubkey, &key, err);
     if (r < 0)
         return r;
-    _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
-    r = br_urlfilter_open(path, &uf, err);
-    if (r < 0)
-        return filter_error(cfg, "urls", r, err);
-    r = check_signature(cfg, "urls", key, path, br_urlfilter_header(uf), err);
+    char **paths;
+    size_t n;
+    if (breachd_config_list_split(cfg->urls.filter, &paths, &n) < 0)
+        return -ENOMEM;
+    _cleanup_(br_urlfilter_freep) br_urlfilter *set = NULL;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        br_urlfilter *uf = NULL;
+        r = open_url_member(cfg, key, paths[i], i, &uf, err);
+        if (r == 0 && i == 0)
+            set = uf;
+        else if (r == 0 && (r = br_urlfilter_attach(set, uf, err)) < 0)
+            r = filter_error(cfg, "urls", attach_error(paths[i], r, err), err);
+    }
+    breachd_config_list_free(paths, n);
     if (r < 0)
         return r;
-    *out = BR_TAKE_PTR(uf);
+    *out = BR_TAKE_PTR(set);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
+#include "filter_delta.h"
 #include "filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
@@ -65,12 +66,19 @@ static void progress_shards(void *ctx, uint32_t done, uint32_t total)
 typedef struct build_sink {
     br_keyset *ks;
     br_error *err;
+    const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
+    uint64_t in_base;
 } build_sink;
 
 static int add_key(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
 {
     build_sink *s = ctx;
-    return br_keyset_add(s->ks, br_hash_key64(sha1), s->err);
+    uint64_t key = br_hash_key64(sha1);
+    if (s->base && br_pwfilter_contains_key(s->base, key)) {
+        s->in_base++;
+        return 0;
+    }
+    return br_keyset_add(s->ks, key, s->err);
 }
 
 static void build_usage(void)
@@ -78,7 +86,9 @@ static void build_usage(void)
     fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
                     "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
                     "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n");
+                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n"
+                    "       [--base OLD]...   a delta: the keys OLD does not answer maybe for\n"
+                    "       breachctl filter build --merge BASE DELTA... --output FILE\n");
 }
 
 #define STR_(x) #x
@@ -93,6 +103,11 @@ typedef struct build_args {
     br_input_opts in;
     br_pwfilter_build_opts b;
     bool allow_empty;
+    const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
+    size_t n_bases;
+    br_pwfilter *base;
+    uint8_t base_body[32];
+    uint64_t in_base;
 } build_args;
 
 static void build_usage_out(FILE *out)
@@ -160,6 +175,7 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "must be 16..1073741824"),
         CTL_FN("memory", &a->b.mem_budget, opt_memory),
         CTL_FLAG("allow-empty", &a->allow_empty),
+        CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -200,7 +216,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_total += br_input_size(a->inputs[i]);
     a->in.progress = progress_read;
     a->in.progress_ctx = prog;
-    build_sink sink = {.ks = ks, .err = err};
+    build_sink sink = {.ks = ks, .err = err, .base = a->base};
     for (size_t i = 0; i < a->n_inputs; i++) {
         uint64_t before = st->bytes;
         int r = br_input_read(a->inputs[i], &a->in, add_key, &sink, st, err);
@@ -212,6 +228,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         }
         prog->bytes_before += st->bytes - before;
     }
+    a->in_base = sink.in_base;
     if (st->keys == 0 && !a->allow_empty) {
         if (prog->tty)
             fputs("\r\033[K", stderr);
@@ -229,6 +246,15 @@ static int filter_build(int argc, char **argv)
     int r = parse_build(argc, argv, &a);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *base = NULL;
+    if (a.n_bases) {
+        if (fleet_pw_set_open("filter build --base", a.bases, a.n_bases, &base, a.base_body))
+            return EXIT_ERROR;
+        a.base = base;
+        a.b.base_body_sha256 = a.base_body;
+        if (a.b.generation == 0)
+            a.b.generation = br_pwfilter_header(base)->generation + 1;
+    }
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
@@ -267,9 +293,13 @@ static int filter_build(int argc, char **argv)
             "wrote %s: %" PRIu64 " keys from %" PRIu64 " lines (%" PRIu64 " padding, %" PRIu64
             " under --min-count, %" PRIu64 " duplicates skipped), %u shard%s, %" PRIu64
             " bytes, %.2f bits/key, %.1f s\n",
-            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min, st.keys - bs.keys,
-            bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
+            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min,
+            st.keys - bs.keys - a.in_base, bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
+    if (base)
+        fprintf(stderr, "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
+                        "base set and were left out\n",
+                a.bases[a.n_bases - 1], a.in_base);
     return 0;
 }
 
@@ -317,7 +347,7 @@ static int filter_info(const char *path)
                8.0 * (double)size / (double)h->key_count);
     printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
            ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
-    printf("%-18s additions and removals need a rebuild\n", "updates:");
+    printf("%-18s additions: a delta (filter build --base); removals: a rebuild\n", "updates:");
     ctl_print_hex("body sha256:", h->body_sha256, 32);
     ctl_print_hex("header sha256:", h->header_sha256, 32);
     return 0;
@@ -408,6 +438,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
     }
     const char *sub = argv[1];
     if (strcmp(sub, "build") == 0) {
+        if (fleet_merge_requested(argc - 1, argv + 1))
+            return filter_merge_cmd(argc - 1, argv + 1);
         if (url_filter_kind_requested(argc - 1, argv + 1))
             return url_filter_build(argc - 1, argv + 1);
         return filter_build(argc - 1, argv + 1);
@@ -450,9 +482,12 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
         }
         if (pubkey && filter_verify_signature(pos[0], pubkey) != 0)
             return EXIT_ERROR;
-        if (url_filter_file(pos[0]))
-            return sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]);
-        return sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]);
+        int r = url_filter_file(pos[0])
+                    ? (sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]))
+                    : (sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]));
+        if (r == 0 && sub[0] == 'i')
+            fleet_info_extra(pos[0]);
+        return r;
     }
     if (strcmp(sub, "query") == 0) {
         if (npos < 1) {

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "filter_delta.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
 #include "filter_url.h"
 #include "filter_url_feeds.h"
 #include "hash.h"
@@ -42,7 +44,8 @@ bool url_filter_file(const char *path)
         return false;
     br_filter_header h;
     return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
-           h.algorithm == BR_ALGO_BLOCKED_BLOOM;
+           (h.algorithm == BR_ALGO_BLOCKED_BLOOM ||
+            (h.algorithm == BR_ALGO_LAYERS && h.kind == BR_KIND_URL_SHA256));
 }
 
 /* The mirror goes in place right before the filter (the mirror is never
@@ -70,6 +73,7 @@ static void build_usage(void)
             "       --input FEED[=CATEGORY]... [--format FORMAT [--column N|NAME]]\n"
             "       [--skip-bad] [--max-bad N|P%%] [--allow-empty]\n"
             "       [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
+            "       [--base OLD]...   a delta: the expressions OLD does not answer maybe for\n"
             "  FORMAT: " BR_FEED_FORMAT_NAMES "\n"
             "  CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
             "; the first --input listing an expression sets its category\n");
@@ -84,6 +88,7 @@ static const struct option feed_opts_build[] = {
     {"capacity", required_argument, NULL, 'c'},
     {"generation", required_argument, NULL, 'g'},
     {"source", required_argument, NULL, 's'},
+    {"base", required_argument, NULL, 'b'},
     {"socket", required_argument, NULL, 'S'},
     {"help", no_argument, NULL, 'h'},
     {0},
@@ -118,6 +123,8 @@ int url_filter_build(int argc, char **argv)
     feeds f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT};
     double fpr = BR_BLOOM_DEFAULT_FPR;
     uint64_t capacity = 0, generation = 0;
+    const char *bases[BR_LAYERS_MAX];
+    size_t n_bases = 0;
     int c;
     while ((c = getopt_long(argc, argv, "h", feed_opts_build, NULL)) != -1) {
         int r = parse_feed_option(cmd, c, &f);
@@ -155,6 +162,13 @@ int url_filter_build(int argc, char **argv)
             if (!ctl_opt_source(cmd, optarg, &source))
                 return EXIT_ERROR;
             break;
+        case 'b':
+            if (n_bases == BR_LAYERS_MAX) {
+                ctl_err("%s: more than %d --base options", cmd, BR_LAYERS_MAX);
+                return EXIT_ERROR;
+            }
+            bases[n_bases++] = optarg;
+            break;
         case 'S':
             break;
         case 'h':
@@ -176,6 +190,12 @@ int url_filter_build(int argc, char **argv)
     }
     if (check_feed_options(cmd, &f))
         return EXIT_ERROR;
+    if (n_bases) {
+        url_delta_args da = {.output = output, .ranges = ranges, .source = source,
+                             .generation = generation, .capacity = capacity, .fpr = fpr,
+                             .bases = bases, .n_bases = n_bases};
+        return url_filter_build_delta(cmd, &f, &da);
+    }
 
     uint64_t t0 = br_now_ns();
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
@@ -341,6 +361,12 @@ int url_filter_add(int argc, char **argv)
         return EXIT_ERROR;
     }
     const br_filter_header *oh = br_urlfilter_header(old);
+    if (br_urlfilter_members(old) > 1 || oh->role != BR_ROLE_FULL) {
+        ctl_err("%s: %s is a %s: add to a full filter, or build a new delta with filter build "
+                "--base",
+                cmd, path, oh->role != BR_ROLE_FULL ? "delta" : "layered (merged) filter");
+        return EXIT_ERROR;
+    }
     if (have_generation && generation <= oh->generation) {
         ctl_err("%s: --generation %" PRIu64 " must be above the filter's %" PRIu64, cmd,
                 generation, oh->generation);

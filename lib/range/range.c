@@ -248,8 +248,11 @@ int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_
     size_t k = 0;
     while (k < len && (body[k] == '\r' || body[k] == '\n'))
         k++;
-    if (k == len)
-        return br_error_set(err, -ENODATA, "empty range response body");
+    if (k == len) {
+        if (kind != BR_RANGE_URL_SHA256)
+            return br_error_set(err, -ENODATA, "empty range response body");
+        len = 0; /* a URL mirror's answer for a prefix without entries */
+    }
 
     _cleanup_(parser_done) parser ps = {
         .kind = kind,
