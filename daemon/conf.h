@@ -85,14 +85,16 @@ typedef struct breachd_config {
     struct {
         char *filter;             /* "" = none: every check goes to the range API */
         char *pubkey;             /* "" = none; else only filters signed by this key load */
+        char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
     struct {
         char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
-        char *pubkey;   /* as for passwords */
-        char *upstream; /* "" = none */
+        char *pubkey;     /* as for passwords */
+        char *filter_url; /* as for passwords */
+        char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
     } urls;
 

@@ -431,9 +431,8 @@ static int filter_query(const char *path, int nkeys, char **keys)
 
 int cmd_filter(const ctl_globals *g, int argc, char **argv)
 {
-    (void)g;
     if (argc < 2) {
-        ctl_err("filter: expected build, add, info, verify, query or sign");
+        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback");
         return EXIT_ERROR;
     }
     const char *sub = argv[1];
@@ -448,6 +447,10 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
         return url_filter_add(argc - 1, argv + 1);
     if (strcmp(sub, "sign") == 0)
         return filter_sign_cmd(argc - 1, argv + 1);
+    if (strcmp(sub, "fetch") == 0)
+        return filter_fetch_cmd(g, argc - 1, argv + 1);
+    if (strcmp(sub, "rollback") == 0)
+        return filter_rollback_cmd(g, argc - 1, argv + 1);
     /* info/verify/query: FILE [KEY...], with --socket tolerated anywhere. */
     /* Positional arguments compacted in place over argv. */
     char **pos = argv + 2;
@@ -502,6 +505,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
         }
         return filter_query(pos[0], npos - 1, pos + 1);
     }
-    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign)", sub);
+    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign, fetch, "
+            "rollback)",
+            sub);
     return EXIT_ERROR;
 }

@@ -15,6 +15,7 @@
 #include "urlfilter.h"
 
 struct feeds;
+struct ctl_globals;
 
 int filter_sign_cmd(int argc, char **argv);
 /* filter verify --pubkey: FILE's container and FILE.sig against the public
@@ -57,3 +58,7 @@ typedef struct url_delta_args {
 } url_delta_args;
 /* The URL delta of the feeds against the set of bases; 0 or EXIT_ERROR. */
 int url_filter_build_delta(const char *cmd, struct feeds *f, const url_delta_args *a);
+
+/* ---- filter fetch | rollback (cmd_filter_fetch.c) ---- */
+int filter_fetch_cmd(const struct ctl_globals *g, int argc, char **argv);
+int filter_rollback_cmd(const struct ctl_globals *g, int argc, char **argv);
