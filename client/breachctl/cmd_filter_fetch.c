@@ -135,6 +135,10 @@ static int read_sig(const char *path, uint8_t *buf, size_t *len, br_error *err)
  * installed) against the key, the kind, and the installed generation. */
 static int verify_item(const section *s, item *it, const br_sign_key *key, br_error *err)
 {
+    /* Unchanged: verified when it was installed (and by breachd at each
+     * load); a daily run that finds nothing new does not read GiBs. */
+    if (!it->new_file && !it->new_sig)
+        return 0;
     const char *file = it->new_file ? it->part : it->path;
     int r = fleet_open_verified(file, &it->hdr, err);
     if (r < 0)
@@ -168,7 +172,10 @@ static int verify_item(const section *s, item *it, const br_sign_key *key, br_er
 /* A section's files load together as breachd would load them. */
 static int verify_set(const section *s)
 {
-    if (!s->name || s->n < 2)
+    bool changed = false;
+    for (size_t i = 0; i < s->n; i++)
+        changed |= s->items[i].new_file;
+    if (!s->name || s->n < 2 || !changed)
         return 0;
     const char *paths[BREACHD_CONF_MAX_FILES];
     for (size_t i = 0; i < s->n; i++)
