@@ -127,6 +127,8 @@ def failures_never_touch_the_installed_file(ctx):
     os.unlink(os.path.join(root, "p.bfuse"))
     r = fleetfx.fetch(ctx, *args, check_rc=False)
     check(r.returncode == 2 and "HTTP 404" in r.stderr, r.stderr)
+    check(not os.path.exists(live + ".part") and not os.path.exists(live + ".sig.new"),
+          "nothing left behind by the 404s")
     ng.stop()
     r = fleetfx.fetch(ctx, *args, check_rc=False)
     eq(r.returncode, 2, "publisher down")
