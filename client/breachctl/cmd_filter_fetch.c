@@ -182,29 +182,63 @@ static int verify_item(const section *s, item *it, const br_sign_key *key, br_er
     return 0;
 }
 
-/* A section's files load together as breachd would load them. */
+/* What deltas may name a file by: its body, and a layered file's layers'
+ * bodies (read from their headers). */
+static int add_names(const char *path, const br_filter_header *h, br_filter_names *names)
+{
+    int r = br_filter_names_add(names, h->body_sha256);
+    if (r < 0 || h->algorithm != BR_ALGO_LAYERS)
+        return r;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint32_t n = br_load_le32(h->params);
+    for (uint32_t i = 0; i < n && n <= BR_LAYERS_MAX && r == 0; i++) {
+        uint8_t e[16], raw[BR_FILTER_HEADER_SIZE];
+        br_filter_header lh;
+        if (fd < 0 || pread(fd, e, sizeof(e), (off_t)(h->payload_offset + 16u * i)) != 16 ||
+            pread(fd, raw, sizeof(raw), (off_t)br_load_le64(e)) != (ssize_t)sizeof(raw) ||
+            br_filter_header_decode(raw, sizeof(raw), &lh, NULL) < 0)
+            return -EIO;
+        r = br_filter_names_add(names, lh.body_sha256);
+    }
+    return r;
+}
+
+/* A section's files chain as breachd will require (filter-format.md, "Deltas
+ * and layered files"), from their headers: each file was verified when it
+ * was fetched or installed, and breachd verifies all of them at the RELOAD,
+ * so a new delta does not make every host read a multi-GiB base twice. */
 static int verify_set(const section *s)
 {
     bool changed = false;
     for (size_t i = 0; i < s->n; i++)
         changed |= s->items[i].new_file;
-    if (!s->name || s->n < 2 || !changed)
+    if (!s->name || !changed)
         return 0;
-    const char *paths[BREACHD_CONF_MAX_FILES];
-    for (size_t i = 0; i < s->n; i++)
-        paths[i] = s->items[i].new_file ? s->items[i].part : s->items[i].path;
-    char cmd[64];
-    snprintf(cmd, sizeof(cmd), "filter fetch: [%s]", s->name);
-    if (s->kind == BR_KIND_URL_SHA256) {
-        br_urlfilter *set = NULL;
-        int r = fleet_url_set_open(cmd, paths, s->n, &set, NULL);
-        br_urlfilter_free(set);
-        return r;
+    br_filter_names names = {0};
+    br_filter_header first = {0}, h;
+    br_error err = {{0}};
+    int r = 0;
+    const char *path = NULL;
+    for (size_t i = 0; i < s->n && r == 0; i++) {
+        path = s->items[i].new_file ? s->items[i].part : s->items[i].path;
+        r = read_header(path, &h);
+        if (r < 0)
+            r = br_error_set(&err, r, "cannot read its header");
+        else if (i == 0 && h.role != BR_ROLE_FULL)
+            r = br_error_set(&err, -EINVAL, "a delta, not a full filter: name its base first");
+        else if (i > 0)
+            r = br_filter_delta_check(&first, &names, &h, &err);
+        if (i == 0)
+            first = h;
+        if (r == 0)
+            r = add_names(path, &h, &names);
     }
-    br_pwfilter *set = NULL;
-    int r = fleet_pw_set_open(cmd, paths, s->n, &set, NULL);
-    br_pwfilter_free(set);
-    return r;
+    br_filter_names_fini(&names);
+    if (r < 0) {
+        ctl_err("filter fetch: [%s] %s: %s", s->name, path, err.text[0] ? err.text : strerror(-r));
+        return EXIT_ERROR;
+    }
+    return 0;
 }
 
 static void discard(item *it)
