@@ -68,6 +68,9 @@ typedef struct breachd_config {
         char *admin_users_text; /* default "root"; "" = nobody may RELOAD */
         uid_t *admin_users;
         size_t n_admin_users;
+        char *stats_users_text; /* default ""; STATS is for admin_users and these */
+        uid_t *stats_users;
+        size_t n_stats_users;
         int log_level;         /* syslog priority: LOG_ERR .. LOG_DEBUG */
         char *metrics_listen;  /* as written; "" = off */
         char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
@@ -96,6 +99,7 @@ typedef struct breachd_config {
         char *filter_url; /* as for passwords */
         char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
+        int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
     } urls;
 
     struct {
@@ -104,6 +108,7 @@ typedef struct breachd_config {
         int64_t ttl_s;       /* cap on an entry's freshness */
         int64_t max_stale_s; /* 0 = never answer from an expired entry
                               * (br_resolver_config wants -1 for that) */
+        int partition;       /* BREACHD_PARTITION_UID (default) or _NONE */
     } cache;
 
     struct {
@@ -124,6 +129,11 @@ typedef struct breachd_config {
  * array of *n malloc'ed strings (breachd_config_list_free), or -ENOMEM. */
 int breachd_config_list_split(const char *v, char ***items, size_t *n);
 void breachd_config_list_free(char **items, size_t n);
+
+/* [urls] when_stale: what a URL filter past max_filter_age does. */
+enum { BREACHD_WHEN_STALE_FILTER = 0, BREACHD_WHEN_STALE_UPSTREAM = 1, BREACHD_WHEN_STALE_UNKNOWN = 2 };
+/* [cache] partition: whose lookups share cache entries and fetches. */
+enum { BREACHD_PARTITION_UID = 0, BREACHD_PARTITION_NONE = 1 };
 
 /* Entries in a user / group list at most. The bounds of the other keys are in
  * the table (conf_schema.c) and breachd.conf(5). */
@@ -158,13 +168,15 @@ BR_DEFINE_FREEP(breachd_config, breachd_config_free)
 void breachd_config_dump(const breachd_config *cfg, FILE *out);
 
 /* Peer policy helpers for SO_PEERCRED. A peer may connect when both
- * allowed_users and allowed_groups are empty, or its uid is in allowed_users
- * or admin_users, or its gid or one of groups[0..n_groups) is in
+ * allowed_users and allowed_groups are empty, or its uid is in allowed_users,
+ * admin_users or stats_users, or its gid or one of groups[0..n_groups) is in
  * allowed_groups. */
 bool breachd_config_peer_allowed(const breachd_config *cfg, uid_t uid, gid_t gid,
                                  const gid_t *groups, size_t n_groups);
 /* May send RELOAD: uid is in admin_users. */
 bool breachd_config_is_admin(const breachd_config *cfg, uid_t uid);
+/* May send STATS: uid is in admin_users or stats_users. */
+bool breachd_config_may_stats(const breachd_config *cfg, uid_t uid);
 
 /* "error", "warning", "notice", "info", "debug" for LOG_ERR .. LOG_DEBUG; NULL otherwise. */
 const char *breachd_log_level_name(int level);

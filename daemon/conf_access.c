@@ -141,13 +141,18 @@ bool breachd_config_is_admin(const breachd_config *c, uid_t uid)
     return in_list(c->daemon.admin_users, c->daemon.n_admin_users, uid);
 }
 
+bool breachd_config_may_stats(const breachd_config *c, uid_t uid)
+{
+    return breachd_config_is_admin(c, uid) || in_list(c->daemon.stats_users, c->daemon.n_stats_users, uid);
+}
+
 bool breachd_config_peer_allowed(const breachd_config *c, uid_t uid, gid_t gid, const gid_t *groups,
                                  size_t n_groups)
 {
     if (c->daemon.n_allowed_users == 0 && c->daemon.n_allowed_groups == 0)
         return true;
     if (in_list(c->daemon.allowed_users, c->daemon.n_allowed_users, uid) ||
-        breachd_config_is_admin(c, uid))
+        breachd_config_may_stats(c, uid))
         return true;
     const uint32_t *g = c->daemon.allowed_groups;
     if (in_list(g, c->daemon.n_allowed_groups, gid))

@@ -135,6 +135,8 @@ int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error 
 
 /* The names of the log levels (syslog priorities LOG_ERR .. LOG_DEBUG). */
 extern const bd_conf_choices bd_conf_log_levels;
+extern const bd_conf_choices bd_conf_when_stale; /* [urls] when_stale */
+extern const bd_conf_choices bd_conf_partition;  /* [cache] partition */
 
 /* conf_access.c; also -ENOMEM. *out is malloc'ed (NULL when empty). */
 int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, br_error *err);

@@ -34,6 +34,9 @@ const bd_conf_key bd_conf_keys[] = {
     {"daemon", "admin_users", BD_CONF_USERS, 0, F(daemon.admin_users_text),
      F(daemon.admin_users), F(daemon.n_admin_users), 0, 0, NULL,
      "root", "who may send RELOAD; empty: nobody over the socket"},
+    {"daemon", "stats_users", BD_CONF_USERS, 0, F(daemon.stats_users_text),
+     F(daemon.stats_users), F(daemon.n_stats_users), 0, 0, NULL,
+     "", "who may send STATS besides admin_users"},
     {"daemon", "log_level", BD_CONF_CHOICE, 0, F(daemon.log_level), 0, 0, 0, 0,
      &bd_conf_log_levels, "info", "error, warning, notice, info or debug"},
     {"daemon", "metrics_listen", BD_CONF_LISTEN, 0, F(daemon.metrics_listen),
@@ -73,6 +76,8 @@ const bd_conf_key bd_conf_keys[] = {
      "", "the URL range API; empty: none"},
     {"urls", "max_filter_age", BD_CONF_SECONDS, 0, F(urls.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "2d", "an older filter is stale"},
+    {"urls", "when_stale", BD_CONF_CHOICE, 0, F(urls.when_stale), 0, 0, 0, 0,
+     &bd_conf_when_stale, "filter", "a stale filter: filter (keep using it), upstream or unknown"},
 
     {"cache", "path", BD_CONF_PATH, 0, F(cache.path), 0, 0, 0, PATH_MAX - 1, NULL,
      "/var/cache/breachd", "the LMDB range cache directory"},
@@ -82,6 +87,8 @@ const bd_conf_key bd_conf_keys[] = {
      "7d", "how long a range answer stays fresh"},
     {"cache", "max_stale", BD_CONF_SECONDS, 0, F(cache.max_stale_s), 0, 0, 0, 365 * DAY, NULL,
      "30d", "how long past its freshness an answer may serve when the upstream fails"},
+    {"cache", "partition", BD_CONF_CHOICE, 0, F(cache.partition), 0, 0, 0, 0,
+     &bd_conf_partition, "uid", "uid: each peer user its own entries and fetches; none: shared"},
 
     {"upstream", "timeout", BD_CONF_MILLIS, 0, F(upstream.timeout_ms), 0, 0, 100, 300000, NULL,
      "5s", "deadline of one range query, retries included"},
@@ -94,7 +101,7 @@ const bd_conf_key bd_conf_keys[] = {
     {"upstream", "ca_file", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(upstream.ca_file), 0, 0,
      0, PATH_MAX - 1, NULL, "", "PEM file of the CAs to trust; empty: the system store"},
     {"upstream", "decoys", BD_CONF_UINT, 0, F(upstream.decoys), 0, 0, 0, 16, NULL,
-     "0", "extra random prefixes fetched with each real one"},
+     "0", "decoy prefixes fetched, cached and revalidated with each real one"},
 };
 /* clang-format on */
 

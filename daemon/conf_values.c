@@ -28,6 +28,20 @@ const bd_conf_choices bd_conf_log_levels = {
           {"debug", LOG_DEBUG}},
 };
 
+const bd_conf_choices bd_conf_when_stale = {
+    .noun = "when_stale value",
+    .n = 3,
+    .v = {{"filter", BREACHD_WHEN_STALE_FILTER},
+          {"upstream", BREACHD_WHEN_STALE_UPSTREAM},
+          {"unknown", BREACHD_WHEN_STALE_UNKNOWN}},
+};
+
+const bd_conf_choices bd_conf_partition = {
+    .noun = "partition value",
+    .n = 2,
+    .v = {{"uid", BREACHD_PARTITION_UID}, {"none", BREACHD_PARTITION_NONE}},
+};
+
 /* ---- small helpers ------------------------------------------------------------- */
 
 /* Decimal digits from *p into *out, stopping at the first non-digit.

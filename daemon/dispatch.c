@@ -71,7 +71,8 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve(st->resolver, BR_RANGE_PASSWORD_SHA1, req->sha1, pw_resolved, w, &res);
+    int r = br_resolver_resolve(st->resolver, bd_state_partition(st, c->uid), BR_RANGE_PASSWORD_SHA1,
+                                req->sha1, pw_resolved, w, &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {
@@ -124,6 +125,12 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
         bd_url_check(c, req);
         break;
     case BR_VERB_STATS: {
+        /* Counters tell who looks what up when (a cache hit count moving
+         * after another user's check): not for every peer. */
+        if (!breachd_config_may_stats(srv->state->cfg, c->uid)) {
+            bd_conn_reply_error(c, req->id, BR_PERR_FORBIDDEN, "STATS is for admin_users and stats_users");
+            break;
+        }
         char buf[4096];
         bd_stats_render(srv, buf, sizeof(buf));
         bd_conn_reply(c, req->id, "STATS %s", buf);

@@ -171,6 +171,36 @@ static int start_server(struct event_base *base, const char *config_path, bd_sta
     return r;
 }
 
+/* From listening to stopped: the pid file, the readiness report, the loop,
+ * then every pending answer and the cache flush. The exit status. */
+static int serve(bd_server *srv, int start_fd, const char *pidfile)
+{
+    br_error err = {{0}};
+    if (pidfile && bd_pidfile_write(pidfile, &err) < 0) {
+        bd_log(LOG_ERR, "%s", err.text);
+        report_start(start_fd, false);
+        bd_state_shutdown_all();
+        bd_server_fini(srv);
+        return 1;
+    }
+    report_start(start_fd, true);
+    bd_state_log_filters(srv->state);
+    bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
+    bd_housekeeping *hk = bd_housekeeping_new(srv);
+    if (!hk)
+        bd_log(LOG_WARNING, "no housekeeping timer (out of memory): the cache is not purged");
+
+    event_base_dispatch(srv->base);
+
+    /* Answer what is still pending (drain timeout), flush the cache, go. */
+    bd_housekeeping_free(hk);
+    bd_state_shutdown_all();
+    bd_server_fini(srv);
+    if (pidfile)
+        bd_pidfile_remove(pidfile);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     args a = {.config_path = BREACHD_CONFIG_PATH};
@@ -227,30 +257,10 @@ int main(int argc, char **argv)
         event_base_free(base);
         return 1;
     }
-    if (pidfile && bd_pidfile_write(pidfile, &err) < 0) {
-        bd_log(LOG_ERR, "%s", err.text);
-        report_start(start_fd, false);
-        bd_state_shutdown_all();
-        bd_server_fini(&srv);
-        event_base_free(base);
-        return 1;
-    }
-    report_start(start_fd, true);
-    bd_state_log_filters(srv.state);
-    bd_notify("READY=1\nSTATUS=serving\nMAINPID=%d", (int)getpid());
-    bd_housekeeping *hk = bd_housekeeping_new(&srv);
-    if (!hk)
-        bd_log(LOG_WARNING, "no housekeeping timer (out of memory): the cache is not purged");
-
-    event_base_dispatch(base);
-
-    /* Answer what is still pending (drain timeout), flush the cache, go. */
-    bd_housekeeping_free(hk);
-    bd_state_shutdown_all();
-    bd_server_fini(&srv);
+    int rc = serve(&srv, start_fd, pidfile);
     event_base_free(base);
-    if (pidfile)
-        bd_pidfile_remove(pidfile);
+    if (rc)
+        return rc;
     bd_log(LOG_INFO, "stopped");
     return 0;
 }

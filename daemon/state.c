@@ -209,6 +209,8 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     if (r >= 0) {
         br_resolver_config rc;
         resolver_config(s->cfg, &rc);
+        /* URL decoys are drawn from the prefixes the URL filter lists. */
+        rc.url_decoy_bitmap = s->urlfilter ? br_urlfilter_prefix_bitmap(s->urlfilter) : NULL;
         r = br_resolver_new(base, &rc, s->cache->cache, &s->resolver, err);
     }
     if (r < 0) {
@@ -302,6 +304,13 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
     if (!s->pwfilter)
         return false;
     return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
+}
+
+uint32_t bd_state_partition(const bd_state *s, uid_t uid)
+{
+    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE)
+        return BR_RESOLVER_PARTITION_SHARED;
+    return (uint32_t)uid;
 }
 
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now)

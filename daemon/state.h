@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "conf.h"
 #include "error.h"
@@ -75,4 +76,6 @@ void bd_state_log_filters(const bd_state *s);
 /* The filter answers "definitely not" only when present and not older than
  * max_filter_age; a stale filter is bypassed (every check goes upstream). */
 bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);
+/* The resolver partition of a peer's lookups ([cache] partition). */
+uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now);

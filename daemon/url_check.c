@@ -16,7 +16,8 @@
 #include "br_assert.h"
 #include "log.h"
 #include "server.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "url_check.h"
 
@@ -73,18 +74,43 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
  * revalidates it with a conditional request (a 304 when the mirror file did
  * not change; the 304 re-stamps it) and, if the upstream fails, still
  * answers from it as a stale entry within max_stale. */
-static void expire_older_range(bd_state *st, const uint8_t key[BR_SHA256_LEN], int64_t now)
+static void expire_older_range(bd_state *st, uint32_t part, const uint8_t key[BR_SHA256_LEN], int64_t now)
 {
     if (!st->cache || !st->cache->cache)
         return;
     int64_t built = br_urlfilter_header(st->urlfilter)->build_time;
     br_range_cache_result cr;
-    if (br_range_cache_lookup(st->cache->cache, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
+    if (br_range_cache_lookup(st->cache->cache, part, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
         cr.state != BR_RANGE_CACHE_FRESH || cr.fetched_at > built)
         return;
-    br_range_cache_touch(st->cache->cache, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key), cr.fetched_at,
-                         now, NULL, NULL);
+    br_range_cache_touch(st->cache->cache, part, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key),
+                         cr.fetched_at, now, NULL, NULL);
     OPENSSL_cleanse(&cr, sizeof(cr));
+}
+
+/* Which expressions may be listed (maybe[i]), by the URL filter. A filter
+ * past max_filter_age is still used ([urls] when_stale = filter: a warning
+ * at most once an hour) or bypassed (when_stale = upstream: every
+ * expression goes upstream, up to 30 correlated prefixes); when_stale =
+ * unknown is answered before this. */
+static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_SHA256_LEN], size_t n,
+                         bool *maybe, int64_t now)
+{
+    static int64_t warned_at = INT64_MIN;
+    if (bd_state_url_filter_stale(st, now)) {
+        if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM) {
+            k->url_filter_bypassed++;
+            for (size_t i = 0; i < n; i++)
+                maybe[i] = true;
+            return;
+        }
+        if (warned_at == INT64_MIN || now - warned_at >= 3600) {
+            warned_at = now;
+            bd_log(LOG_WARNING, "[urls] filter is older than max_filter_age: still answering from it "
+                                "(when_stale = filter); fetch a new one");
+        }
+    }
+    br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
 }
 
 static void lookup_done(void *ctx, const br_resolve_result *res)
@@ -97,18 +123,18 @@ static void lookup_done(void *ctx, const br_resolve_result *res)
         job_finish(j);
 }
 
-void bd_url_check(bd_conn *c, const br_request *req)
+/* The job of a URL request: its lookup expressions free of e-mail
+ * addresses (url_secret.h; docs/protocol.md: those holding one are dropped
+ * before they are hashed, and their text goes nowhere). NULL after the
+ * request was answered (ERR, or UNKNOWN without a usable filter). */
+static url_job *url_job_new(bd_conn *c, const br_request *req)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
-    bd_counters *k = &srv->counters;
-    /* The URL is looked up only through its expressions free of e-mail
-     * addresses (url_secret.h; docs/protocol.md): those holding one are
-     * dropped before they are hashed, and their text goes nowhere. */
     url_job *j = calloc(1, sizeof(*j));
     if (!j) {
         bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
-        return;
+        return NULL;
     }
     br_error err = {{0}};
     unsigned labels = st->urlfilter ? br_urlfilter_lookup_labels(st->urlfilter)
@@ -123,35 +149,47 @@ void bd_url_check(bd_conn *c, const br_request *req)
             bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
         else /* the reasons of br_url_canonicalize never contain the URL */
             bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, err.text[0] ? err.text : "invalid URL");
-        return;
+        return NULL;
     }
-    if (!st->urlfilter || c->inflight >= srv->limits.max_inflight) {
+    const char *unknown = NULL;
+    if (!st->urlfilter)
+        unknown = "UNKNOWN filter-unavailable";
+    else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
+             bd_state_url_filter_stale(st, (int64_t)time(NULL)))
+        unknown = "UNKNOWN filter-stale";
+    if (unknown || c->inflight >= srv->limits.max_inflight) {
         br_url_exprs_clear(&j->exprs);
         free(j);
-        if (st->urlfilter) {
+        if (!unknown) {
             bd_conn_reply_error(c, req->id, BR_PERR_BUSY,
                                 "too many requests in flight on this connection");
-            return;
+            return NULL;
         }
-        k->url_unknown++;
-        bd_conn_reply(c, req->id, "UNKNOWN filter-unavailable");
-        return;
+        srv->counters.url_unknown++;
+        bd_conn_reply(c, req->id, "%s", unknown);
+        return NULL;
     }
+    return j;
+}
+
+void bd_url_check(bd_conn *c, const br_request *req)
+{
+    bd_server *srv = c->srv;
+    bd_state *st = srv->state;
+    bd_counters *k = &srv->counters;
+    url_job *j = url_job_new(c, req);
+    if (!j)
+        return;
+    int r;
     j->best = -1;
 
     uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
     bool maybe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
     size_t n = j->exprs.n, n_maybe = 0;
+    int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < n; i++)
         br_url_expr_hash(j->exprs.expr[i], keys[i]);
-    if (bd_state_url_filter_stale(st, (int64_t)time(NULL))) {
-        /* A stale filter proves nothing: every expression goes upstream. */
-        k->url_filter_bypassed++;
-        for (size_t i = 0; i < n; i++)
-            maybe[i] = true;
-    } else {
-        br_urlfilter_maybe_batch(st->urlfilter, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe);
-    }
+    probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe, now);
     for (size_t i = 0; i < n; i++)
         n_maybe += maybe[i];
     if (n_maybe == 0) {
@@ -173,11 +211,11 @@ void bd_url_check(bd_conn *c, const br_request *req)
     /* One reference for this loop, so that answers made synchronously
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;
-    int64_t now = (int64_t)time(NULL);
+    uint32_t part = bd_state_partition(st, c->uid);
     for (size_t i = 0; i < n; i++) {
         if (!maybe[i])
             continue;
-        expire_older_range(st, keys[i], now);
+        expire_older_range(st, part, keys[i], now);
         url_lookup *l = malloc(sizeof(*l));
         br_resolve_result res;
         if (!l) {
@@ -186,7 +224,7 @@ void bd_url_check(bd_conn *c, const br_request *req)
         }
         l->job = j;
         l->index = (int)i;
-        r = br_resolver_resolve(st->resolver, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
+        r = br_resolver_resolve(st->resolver, part, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
         if (r == 0) {
             j->pending++;
             continue;

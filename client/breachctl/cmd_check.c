@@ -5,17 +5,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "breachctl.h"
 #include "ctl_opts.h"
+#include "ctl_tty.h"
 #include "client.h"
 #include "hash.h"
 #include "url_secret.h"
@@ -179,65 +178,6 @@ static br_client_request url_request(size_t idx, const char *url)
 
 /* ---- password ---- */
 
-/* The terminal whose echo is off, for the signal handler that turns it on
- * again before the signal's default action. */
-static volatile sig_atomic_t tty_fd = -1;
-static struct termios tty_saved;
-
-static void tty_restore_and_die(int sig)
-{
-    if (tty_fd >= 0)
-        tcsetattr(tty_fd, TCSAFLUSH, &tty_saved);
-    raise(sig); /* SA_RESETHAND: the default action now */
-}
-
-/* Prompt on the controlling terminal and read one password without echo.
- * The stream is unbuffered, so the password is only ever in buf. */
-static ssize_t read_password_tty(char *buf, size_t size)
-{
-    FILE *tty = fopen("/dev/tty", "r+");
-    if (!tty)
-        return -errno;
-    setvbuf(tty, NULL, _IONBF, 0);
-    struct termios noecho;
-    int fd = fileno(tty);
-    bool restore = tcgetattr(fd, &tty_saved) == 0;
-    struct sigaction sa = {.sa_handler = tty_restore_and_die, .sa_flags = SA_RESETHAND}, old[4];
-    static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    if (restore) {
-        noecho = tty_saved;
-        noecho.c_lflag &= ~(tcflag_t)ECHO;
-        noecho.c_lflag |= ECHONL;
-        tty_fd = fd;
-        for (int i = 0; i < 4; i++)
-            sigaction(sigs[i], &sa, &old[i]);
-        tcsetattr(fd, TCSAFLUSH, &noecho);
-    }
-    fputs("Password: ", tty);
-    ssize_t len = -EIO;
-    if (fgets(buf, (int)size, tty)) {
-        len = (ssize_t)strcspn(buf, "\r\n");
-        if (buf[len] == '\0' && (size_t)len == size - 1) {
-            /* No end of line in the buffer: too long. Skip the rest. */
-            int ch;
-            while ((ch = fgetc(tty)) != EOF && ch != '\n')
-                ;
-            len = -EMSGSIZE;
-        }
-        buf[len < 0 ? 0 : len] = '\0';
-    } else {
-        fputc('\n', tty);
-    }
-    if (restore) {
-        tcsetattr(fd, TCSAFLUSH, &tty_saved);
-        tty_fd = -1;
-        for (int i = 0; i < 4; i++)
-            sigaction(sigs[i], &old[i], NULL);
-    }
-    fclose(tty);
-    return len;
-}
-
 /* stdin's buffer holds the passwords read: ours, so that it can be wiped. */
 static char stdin_buf[65536];
 
@@ -375,7 +315,37 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 
 /* ---- commands ---- */
 
-/* ---- commands ---- */
+#define CHECK_OPTS "[-q|--quiet] [-j|--json] [--timeout MS] [--socket PATH]"
+
+static const ctl_usage check_usage[] = {
+    {"password", CHECK_OPTS,
+     "Checks passwords: typed (no echo) at the terminal, else one per line on "
+     "standard input; never as arguments."},
+    {"sha1", CHECK_OPTS " [HEX40...]",
+     "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
+     "line on standard input."},
+    {"url", CHECK_OPTS " [URL...]",
+     "Checks URLs against the blocklists, as arguments or one per line on "
+     "standard input."},
+    {"ping", CHECK_OPTS, "Is breachd answering? (PONG)"},
+    {"stats", CHECK_OPTS, "breachd's counters, one key=value a line (--json: one object)."},
+    {"reload", CHECK_OPTS, "breachd re-reads its configuration and filters (admin_users only)."},
+};
+
+void cmd_check_summary(FILE *out)
+{
+    ctl_usage_summary(out, check_usage, BR_ARRAY_SIZE(check_usage));
+}
+
+static const char *usage_of; /* the command whose usage check_usage_out prints */
+
+static void check_usage_out(FILE *out)
+{
+    ctl_usage_command(out, check_usage, BR_ARRAY_SIZE(check_usage), usage_of);
+    fputs("--timeout: milliseconds without progress, 1 to 3600000 (default 10000).\n"
+          "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
+          out);
+}
 
 static bool opt_timeout(const char *cmd, const char *arg, void *dst)
 {
@@ -389,7 +359,8 @@ static bool opt_timeout(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-/* The index of the first argument, or -1 after an error. */
+/* The index of the first argument; -1 after an error, -2 when --help was
+ * answered. */
 static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **g, ctl_globals *own)
 {
     const char *sock = NULL;
@@ -398,10 +369,13 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
         CTL_FN("timeout", &o->timeout_ms, opt_timeout),
         CTL_STR("socket", &sock),
+        CTL_HELP,
     };
     int first;
-    if (ctl_getopt(argv[0], opts, BR_ARRAY_SIZE(opts), NULL, argc, argv, &first) != 0)
-        return -1;
+    usage_of = argv[0];
+    int r = ctl_getopt(argv[0], opts, BR_ARRAY_SIZE(opts), check_usage_out, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? -2 : -1;
     if (sock) {
         *own = **g;
         own->socket_path = sock;
@@ -429,10 +403,12 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
         return check_stdin(&s, o, &st, IN_PASSWORD, "password");
     }
     char pw[1024];
-    ssize_t len = read_password_tty(pw, sizeof(pw));
+    ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
         OPENSSL_cleanse(pw, sizeof(pw));
-        if (len == -EMSGSIZE)
+        if (len == -ENODATA || len == -ENOMSG)
+            ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
+        else if (len == -EMSGSIZE)
             ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
         else
             ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
@@ -590,7 +566,7 @@ int cmd_check(const ctl_globals *g0, int argc, char **argv)
     const char *cmd = argv[0];
     int first = parse_opts(argc, argv, &o, &g, &own);
     if (first < 0)
-        return EXIT_ERROR;
+        return first == -2 ? EXIT_CLEAN : EXIT_ERROR;
     int nargs = argc - first;
     if (strcmp(cmd, "password") == 0)
         return check_password(g, &o, nargs);

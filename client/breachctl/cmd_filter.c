@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl filter build | info | verify | query */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +14,9 @@
 #include "filter_delta.h"
 #include "filter_file.h"
 #include "filter_fleet.h"
+#include "filter_info.h"
 #include "filter_url.h"
+#include "url_feed.h"
 #include "hash.h"
 #include "hibp_input.h"
 #include "keyset.h"
@@ -81,14 +82,73 @@ static int add_key(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
     return br_keyset_add(s->ks, key, s->err);
 }
 
-static void build_usage(void)
+static const ctl_usage filter_usage[] = {
+    {"filter build",
+     "--kind password-sha1 --output FILE --input PATH...\n"
+     "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
+     "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
+     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...",
+     "A password filter from HIBP-format corpora (a single file, a per-prefix "
+     "directory, a hash list) or, with --plaintext, from passwords one per line. "
+     "With --base: a delta of the keys OLD (and the deltas after it) does not "
+     "answer maybe for."},
+    {"filter build",
+     "--kind url-sha256 --output FILE\n"
+     "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "          [--format FORMAT [--column N|NAME]]\n"
+     "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
+     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...",
+     "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
+     "a delta, and the mirror of the whole set). FORMAT: "
+     BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
+     "; the first --input listing an expression sets its category."},
+    {"filter build",
+     "--merge BASE DELTA... --output FILE [--kind KIND] [--generation N]\n"
+     "          [--source TEXT]",
+     "Consolidates a base and its deltas into one layered filter that answers as "
+     "they did; later deltas may name it as their base."},
+    {"filter add",
+     "FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "          [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%]\n"
+     "          [--allow-empty] [--generation N] [--source TEXT]",
+     "Adds feeds to a url-sha256 filter: a new generation; the old file is kept "
+     "on failure."},
+    {"filter info", "[--force] FILE",
+     "Prints a filter file's header. --force: also for a file that fails its checks, "
+     "each value marked unverified (exit status 2 all the same)."},
+    {"filter verify", "[--pubkey PUB] FILE",
+     "Checks the whole file: exit status 0 when intact (and, with --pubkey, signed "
+     "by that key), 2 with the reason."},
+    {"filter sign", "--key SECRET FILE",
+     "Writes FILE.sig: an Ed25519 signature over the filter's hashes, kind, "
+     "generation and build time."},
+    {"filter fetch",
+     "--url URL --pubkey PUB --output PATH | --config FILE\n"
+     "          [--no-reload] [--socket PATH] [--ca-file FILE] [--timeout SECONDS]",
+     "Downloads signed filters that changed (conditional, resumable), verifies "
+     "them, replaces them keeping PATH.prev, and sends RELOAD; \"unchanged\" when "
+     "there is nothing new. A failure never touches the installed files."},
+    {"filter rollback", "[--no-reload] [--socket PATH] PATH",
+     "Puts PATH.prev back as PATH, then sends RELOAD."},
+    {"filter query", "FILE [KEY...]",
+     "Offline lookup: maybe or no per KEY (40-hex SHA-1 or 64-hex SHA-256); "
+     "without KEY, one per line on standard input."},
+    {"filter query", "FILE --url [URL...]", "The same for URLs, against a url-sha256 filter."},
+};
+
+void cmd_filter_summary(FILE *out)
 {
-    fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
-                    "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
-                    "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n"
-                    "       [--base OLD]...   a delta: the keys OLD does not answer maybe for\n"
-                    "       breachctl filter build --merge BASE DELTA... --output FILE\n");
+    ctl_usage_summary(out, filter_usage, BR_ARRAY_SIZE(filter_usage));
+}
+
+void filter_usage_of(FILE *out, const char *name)
+{
+    ctl_usage_command(out, filter_usage, BR_ARRAY_SIZE(filter_usage), name);
+}
+
+static void build_usage(FILE *out)
+{
+    filter_usage_of(out, "filter build");
 }
 
 #define STR_(x) #x
@@ -109,12 +169,6 @@ typedef struct build_args {
     uint8_t base_body[32];
     uint64_t in_base;
 } build_args;
-
-static void build_usage_out(FILE *out)
-{
-    (void)out; /* on stderr, --help included */
-    build_usage();
-}
 
 static bool opt_fp_bits(const char *cmd, const char *arg, void *dst)
 {
@@ -144,16 +198,6 @@ static bool opt_memory(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-static bool opt_generation(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_generation(cmd, arg, dst);
-}
-
-static bool opt_source(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_source(cmd, arg, dst);
-}
-
 /* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
 static int parse_build(int argc, char **argv, build_args *a)
 {
@@ -165,8 +209,8 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "more than " STR(MAX_INPUTS) " --input options"),
         CTL_FLAG("plaintext", &a->in.plaintext),
         CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
-        CTL_FN("generation", &a->b.generation, opt_generation),
-        CTL_FN("source", &a->source, opt_source),
+        CTL_FN("generation", &a->b.generation, ctl_opt_generation),
+        CTL_FN("source", &a->source, ctl_opt_source),
         CTL_FN("fp-bits", &a->b.fp_bits, opt_fp_bits),
         CTL_UINT("arity", &arity, 3, 4, "must be 3 or 4"),
         CTL_UINT("threads", &threads, 1, 1024, "must be 1..1024"),
@@ -180,7 +224,7 @@ static int parse_build(int argc, char **argv, build_args *a)
         CTL_HELP,
     };
     int first;
-    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage_out, argc, argv,
+    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage, argc, argv,
                        &first);
     if (r != 0)
         return r;
@@ -192,7 +236,7 @@ static int parse_build(int argc, char **argv, build_args *a)
     }
     if (!a->kind_name || !a->output || a->n_inputs == 0) {
         ctl_err("filter build: --kind, --output and at least one --input are required");
-        build_usage();
+        build_usage(stderr);
         return -1;
     }
     br_filter_kind kind;
@@ -316,11 +360,13 @@ static int open_filter(const char *path, br_pwfilter **pf)
     return 0;
 }
 
-static int filter_info(const char *path)
+static int filter_info(const char *path, bool force)
 {
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
-    if (open_filter(path, &pf))
-        return EXIT_ERROR;
+    br_error err = {{0}};
+    int r = br_pwfilter_open(path, &pf, &err);
+    if (r < 0)
+        return filter_info_refused(path, force, r, &err);
     const br_filter_header *h = br_pwfilter_header(pf);
     char when[64];
     time_t t = (time_t)h->build_time;
@@ -429,84 +475,151 @@ static int filter_query(const char *path, int nkeys, char **keys)
     return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
 }
 
-int cmd_filter(const ctl_globals *g, int argc, char **argv)
+/* ---- the subcommands ---- */
+
+static void info_usage(FILE *out)
 {
-    if (argc < 2) {
-        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback");
+    filter_usage_of(out, "filter info");
+}
+
+static void verify_usage(FILE *out)
+{
+    filter_usage_of(out, "filter verify");
+}
+
+static void query_usage(FILE *out)
+{
+    filter_usage_of(out, "filter query");
+}
+
+static int sub_build(int argc, char **argv)
+{
+    if (fleet_merge_requested(argc, argv))
+        return filter_merge_cmd(argc, argv);
+    if (url_filter_kind_requested(argc, argv))
+        return url_filter_build(argc, argv);
+    return filter_build(argc, argv);
+}
+
+/* info FILE and verify FILE: by the file's kind. */
+static int sub_info_verify(int argc, char **argv)
+{
+    bool info = strcmp(argv[0], "info") == 0, force = false;
+    const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
+    char cmd[32];
+    snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
+    const ctl_opt info_opts[] = {
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+        CTL_FLAG("force", &force),
+    };
+    const ctl_opt verify_opts[] = {
+        CTL_IGNORE("socket"),
+        CTL_HELP,
+        CTL_STR("pubkey", &pubkey),
+    };
+    int first;
+    int r = ctl_getopt(cmd, info ? info_opts : verify_opts,
+                       info ? BR_ARRAY_SIZE(info_opts) : BR_ARRAY_SIZE(verify_opts),
+                       info ? info_usage : verify_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (argc - first != 1) {
+        ctl_err("%s: expected exactly one FILE", cmd);
         return EXIT_ERROR;
     }
-    const char *sub = argv[1];
-    if (strcmp(sub, "build") == 0) {
-        if (fleet_merge_requested(argc - 1, argv + 1))
-            return filter_merge_cmd(argc - 1, argv + 1);
-        if (url_filter_kind_requested(argc - 1, argv + 1))
-            return url_filter_build(argc - 1, argv + 1);
-        return filter_build(argc - 1, argv + 1);
-    }
-    if (strcmp(sub, "add") == 0)
-        return url_filter_add(argc - 1, argv + 1);
-    if (strcmp(sub, "sign") == 0)
-        return filter_sign_cmd(argc - 1, argv + 1);
-    if (strcmp(sub, "fetch") == 0)
-        return filter_fetch_cmd(g, argc - 1, argv + 1);
-    if (strcmp(sub, "rollback") == 0)
-        return filter_rollback_cmd(g, argc - 1, argv + 1);
-    /* info/verify/query: FILE [KEY...], with --socket tolerated anywhere. */
-    /* Positional arguments compacted in place over argv. */
-    char **pos = argv + 2;
-    int npos = 0;
+    const char *path = argv[first];
+    if (pubkey && filter_verify_signature(path, pubkey) != 0)
+        return EXIT_ERROR;
+    if (url_filter_file(path))
+        r = info ? url_filter_info(path, force) : url_filter_verify(path);
+    else
+        r = info ? filter_info(path, force) : filter_verify(path);
+    if (r == 0 && info)
+        fleet_info_extra(path);
+    return r;
+}
+
+static int sub_query(int argc, char **argv)
+{
     bool by_url = false;
-    const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(sub, "verify") == 0 && strcmp(argv[i], "--pubkey") == 0 && i + 1 < argc) {
-            pubkey = argv[++i];
-            continue;
-        }
-        if (strcmp(sub, "verify") == 0 && strncmp(argv[i], "--pubkey=", 9) == 0) {
-            pubkey = argv[i] + 9;
-            continue;
-        }
-        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            i++;
-            continue;
-        }
-        if (strcmp(sub, "query") == 0 && strcmp(argv[i], "--url") == 0) {
-            by_url = true;
-            continue;
-        }
-        if (strncmp(argv[i], "--socket=", 9) == 0)
-            continue;
-        pos[npos++] = argv[i];
+    const ctl_opt opts[] = {
+        CTL_FLAG("url", &by_url),
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt("filter query", opts, BR_ARRAY_SIZE(opts), query_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (first >= argc) {
+        ctl_err("filter query: expected FILE [KEY...]");
+        return EXIT_ERROR;
     }
-    if (strcmp(sub, "info") == 0 || strcmp(sub, "verify") == 0) {
-        if (npos != 1) {
-            ctl_err("filter %s: expected exactly one FILE", sub);
-            return EXIT_ERROR;
-        }
-        if (pubkey && filter_verify_signature(pos[0], pubkey) != 0)
-            return EXIT_ERROR;
-        int r = url_filter_file(pos[0])
-                    ? (sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]))
-                    : (sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]));
-        if (r == 0 && sub[0] == 'i')
-            fleet_info_extra(pos[0]);
-        return r;
+    const char *path = argv[first];
+    int nkeys = argc - first - 1;
+    if (url_filter_file(path))
+        return url_filter_query(path, nkeys, argv + first + 1, by_url);
+    if (by_url) {
+        ctl_err("filter query: --url needs a url-sha256 filter");
+        return EXIT_ERROR;
     }
-    if (strcmp(sub, "query") == 0) {
-        if (npos < 1) {
-            ctl_err("filter query: expected FILE [KEY...]");
-            return EXIT_ERROR;
-        }
-        if (url_filter_file(pos[0]))
-            return url_filter_query(pos[0], npos - 1, pos + 1, by_url);
-        if (by_url) {
-            ctl_err("filter query: --url needs a url-sha256 filter");
-            return EXIT_ERROR;
-        }
-        return filter_query(pos[0], npos - 1, pos + 1);
+    return filter_query(path, nkeys, argv + first + 1);
+}
+
+/* fetch and rollback send RELOAD: they need the socket. */
+static const ctl_globals *filter_globals;
+
+static int sub_fetch(int argc, char **argv)
+{
+    return filter_fetch_cmd(filter_globals, argc, argv);
+}
+
+static int sub_rollback(int argc, char **argv)
+{
+    return filter_rollback_cmd(filter_globals, argc, argv);
+}
+
+/* Each gets argv with argv[0] = its name. */
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} subcommands[] = {
+    {"build", sub_build},       {"add", url_filter_add}, {"info", sub_info_verify},
+    {"verify", sub_info_verify}, {"query", sub_query},   {"sign", filter_sign_cmd},
+    {"fetch", sub_fetch},        {"rollback", sub_rollback},
+};
+
+static void family_usage(FILE *out)
+{
+    fputs("Usage: breachctl filter SUBCOMMAND [OPTIONS] [ARGS...]\n"
+          "       breachctl filter SUBCOMMAND --help\n\n",
+          out);
+    cmd_filter_summary(out);
+}
+
+int cmd_filter(const ctl_globals *g, int argc, char **argv)
+{
+    filter_globals = g;
+    const ctl_opt opts[] = {
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+    };
+    int first;
+    /* Stop at the subcommand: its own options are parsed by it. */
+    int r = ctl_getopt_prefix("filter", opts, BR_ARRAY_SIZE(opts), family_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (first >= argc) {
+        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback (see "
+                "breachctl filter --help)");
+        return EXIT_ERROR;
     }
+    for (size_t i = 0; i < BR_ARRAY_SIZE(subcommands); i++)
+        if (strcmp(argv[first], subcommands[i].name) == 0)
+            return subcommands[i].fn(argc - first, argv + first);
     ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign, fetch, "
             "rollback)",
-            sub);
+            argv[first]);
     return EXIT_ERROR;
 }

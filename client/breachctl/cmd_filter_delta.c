@@ -15,6 +15,7 @@
 #include "filter_delta.h"
 #include "filter_file.h"
 #include "filter_fleet.h"
+#include "filter_url.h"
 #include "hash.h"
 #include "pwfilter.h"
 #include "urlfilter.h"
@@ -84,15 +85,6 @@ int fleet_url_set_open(const char *cmd, const char *const *paths, size_t n, br_u
 
 /* ---- merge ---- */
 
-static bool opt_generation(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_generation(cmd, arg, dst);
-}
-
-static bool opt_source(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_source(cmd, arg, dst);
-}
 
 bool fleet_merge_requested(int argc, char **argv)
 {
@@ -104,10 +96,7 @@ bool fleet_merge_requested(int argc, char **argv)
 
 static void merge_usage(FILE *out)
 {
-    fprintf(out, "Usage: breachctl filter build --merge BASE DELTA... --output FILE\n"
-                 "       [--generation N] [--source TEXT]\n"
-                 "  Consolidate a base and its deltas into one layered filter that answers\n"
-                 "  exactly as they did together; later deltas may name it as their base.\n");
+    filter_usage_of(out, "filter build");
 }
 
 /* The set the files make, verified as breachd would load it. */
@@ -166,8 +155,8 @@ int filter_merge_cmd(int argc, char **argv)
         CTL_FLAG("merge", &merge),
         CTL_STR("output", &output),
         CTL_STR("kind", &kind_name),
-        CTL_FN("generation", &generation, opt_generation),
-        CTL_FN("source", &source, opt_source),
+        CTL_FN("generation", &generation, ctl_opt_generation),
+        CTL_FN("source", &source, ctl_opt_source),
         CTL_IGNORE("socket"),
         CTL_HELP,
     };

@@ -20,6 +20,7 @@
 #include "fetch_file.h"
 #include "filter_delta.h"
 #include "filter_fleet.h"
+#include "filter_url.h"
 #include "filter_sign.h"
 #include "util.h"
 
@@ -451,14 +452,7 @@ static int run(section *sections, size_t n, const fetch_opts *fo, const char *so
 
 static void fetch_usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: breachctl filter fetch --url URL --pubkey PUB --output PATH\n"
-            "       breachctl filter fetch --config FILE\n"
-            "       [--no-reload] [--socket PATH] [--ca-file FILE] [--timeout SECONDS]\n"
-            "  Download a signed filter (and URL.sig) if it changed, verify both, replace\n"
-            "  PATH atomically (the old one kept as PATH.prev) and RELOAD breachd. With\n"
-            "  --config, every [passwords] and [urls] filter that has a filter_url.\n"
-            "  Exit 0: updated or unchanged; 2: failed (the installed files are untouched).\n");
+    filter_usage_of(out, "filter fetch");
 }
 
 /* The socket of a config run: --socket given anywhere wins over the
@@ -534,8 +528,7 @@ int filter_fetch_cmd(const ctl_globals *g, int argc, char **argv)
 
 static void rollback_usage(FILE *out)
 {
-    fprintf(out, "Usage: breachctl filter rollback [--no-reload] [--socket PATH] PATH\n"
-                 "  Put PATH.prev (and PATH.sig.prev) back as PATH, then RELOAD breachd.\n");
+    filter_usage_of(out, "filter rollback");
 }
 
 int filter_rollback_cmd(const ctl_globals *g, int argc, char **argv)

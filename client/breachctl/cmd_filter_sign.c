@@ -11,6 +11,7 @@
 #include "ctl_opts.h"
 #include "filter_file.h"
 #include "filter_fleet.h"
+#include "filter_url.h"
 #include "filter_sign.h"
 #include "hash.h"
 #include "pwfilter.h"
@@ -47,9 +48,7 @@ void fleet_key_id_hex(const br_sign_key *key, char hex[2 * BR_KEY_ID_LEN + 1])
 
 static void sign_usage(FILE *out)
 {
-    fprintf(out, "Usage: breachctl filter sign --key SECRET FILE\n"
-                 "  Write FILE.sig: an Ed25519 signature over FILE's header and body hashes,\n"
-                 "  kind, generation and build time (SECRET from `breachctl key generate`).\n");
+    filter_usage_of(out, "filter sign");
 }
 
 int filter_sign_cmd(int argc, char **argv)

@@ -12,12 +12,26 @@
 #include "hash.h"
 #include "util.h"
 
-static void key_usage(FILE *out)
+static const ctl_usage key_usage[] = {
+    {"key generate", "--secret FILE --public FILE",
+     "Makes an Ed25519 key pair for filter sign: the secret key (PEM, mode 0600) and the "
+     "public key (PEM) that hosts name in pubkey. Existing files are never overwritten."},
+};
+
+void cmd_key_summary(FILE *out)
 {
-    fprintf(out, "Usage: breachctl key generate --secret FILE --public FILE\n"
-                 "  Make an Ed25519 key pair for `filter sign`: the secret key (PEM,\n"
-                 "  mode 0600) and the public key (PEM) that hosts name in `pubkey`.\n"
-                 "  Existing files are never overwritten.\n");
+    ctl_usage_summary(out, key_usage, BR_ARRAY_SIZE(key_usage));
+}
+
+static void generate_usage(FILE *out)
+{
+    ctl_usage_command(out, key_usage, BR_ARRAY_SIZE(key_usage), "key generate");
+}
+
+static void family_usage(FILE *out)
+{
+    fputs("Usage: breachctl key SUBCOMMAND [OPTIONS]\n\n", out);
+    cmd_key_summary(out);
 }
 
 static int key_generate(int argc, char **argv)
@@ -30,7 +44,8 @@ static int key_generate(int argc, char **argv)
         CTL_HELP,
     };
     int first;
-    int r = ctl_getopt("key generate", opts, BR_ARRAY_SIZE(opts), key_usage, argc, argv, &first);
+    int r = ctl_getopt("key generate", opts, BR_ARRAY_SIZE(opts), generate_usage, argc, argv,
+                       &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (first < argc) {
@@ -39,7 +54,7 @@ static int key_generate(int argc, char **argv)
     }
     if (!secret || !public) {
         ctl_err("key generate: --secret and --public are required");
-        key_usage(stderr);
+        generate_usage(stderr);
         return EXIT_ERROR;
     }
     if (strcmp(secret, public) == 0) {
@@ -68,14 +83,18 @@ static int key_generate(int argc, char **argv)
 int cmd_key(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        key_usage(stdout);
-        return 0;
-    }
-    if (argc < 2 || strcmp(argv[1], "generate") != 0) {
-        ctl_err("key: expected generate");
-        key_usage(stderr);
+    const ctl_opt opts[] = {
+        CTL_IGNORE("socket"),
+        CTL_HELP,
+    };
+    int first;
+    /* Stop at the subcommand: its own options are parsed by it. */
+    int r = ctl_getopt_prefix("key", opts, BR_ARRAY_SIZE(opts), family_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (first >= argc || strcmp(argv[first], "generate") != 0) {
+        ctl_err("key: expected generate (see breachctl key --help)");
         return EXIT_ERROR;
     }
-    return key_generate(argc - 1, argv + 1);
+    return key_generate(argc - first, argv + first);
 }

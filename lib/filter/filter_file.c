@@ -157,8 +157,6 @@ static int decode_v1_tail(const uint8_t *raw, br_filter_header *h, br_error *err
 /* Version 2: role and base_body_sha256 (docs/filter-format.md). */
 static int decode_v2_tail(const uint8_t *raw, br_filter_header *h, br_error *err)
 {
-    h->role = br_load_le32(raw + OFF_ROLE);
-    memcpy(h->base_body_sha256, raw + OFF_BASE_SHA256, 32);
     if (!all_zero(raw + OFF_RESERVED2, OFF_BASE_SHA256 - OFF_RESERVED2) ||
         !all_zero(raw + OFF_RESERVED3, OFF_BODY_SHA256 - OFF_RESERVED3))
         return br_error_set(err, -EINVAL, "reserved header bytes %d..%d or %d..%d are not zero",
@@ -176,29 +174,11 @@ static int decode_v2_tail(const uint8_t *raw, br_filter_header *h, br_error *err
     return 0;
 }
 
-int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
+/* Every field as stored, no check. */
+static void header_load(const uint8_t raw[BR_FILTER_HEADER_SIZE], br_filter_header *h)
 {
-    if (len < BR_FILTER_HEADER_SIZE)
-        return br_error_set(err, -EINVAL,
-                            "not a breachd filter file (%zu bytes, shorter than the %d-byte "
-                            "header)",
-                            len, BR_FILTER_HEADER_SIZE);
-    if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
-        return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
     memset(h, 0, sizeof(*h));
     h->version = br_load_le32(raw + OFF_VERSION);
-    if (h->version < 1 || h->version > BR_FILTER_VERSION)
-        return br_error_set(err, -EINVAL,
-                            "unsupported format version %u (this build reads versions 1..%d)",
-                            h->version, BR_FILTER_VERSION);
-    /* The header checksum comes first: a damaged header is reported as such,
-     * not as whatever field the damage happened to hit. */
-    uint8_t sum[32];
-    if (br_sha256(raw, OFF_HEADER_SHA256, sum) < 0)
-        return br_error_set(err, -EIO, "SHA-256 failed");
-    if (memcmp(sum, raw + OFF_HEADER_SHA256, 32) != 0)
-        return br_error_set(err, -EINVAL, "header checksum mismatch (header corrupted)");
-
     h->header_size = br_load_le32(raw + OFF_HEADER_SIZE);
     h->kind = br_load_le32(raw + OFF_KIND);
     h->algorithm = br_load_le32(raw + OFF_ALGORITHM);
@@ -211,8 +191,33 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
     h->payload_size = br_load_le64(raw + OFF_PAYLOAD_SIZE);
     memcpy(h->params, raw + OFF_PARAMS, BR_FILTER_PARAMS_SIZE);
     memcpy(h->source, raw + OFF_SOURCE, BR_FILTER_SOURCE_SIZE);
+    h->role = br_load_le32(raw + OFF_ROLE); /* v2 fields: reserved (zero) in v1 */
+    memcpy(h->base_body_sha256, raw + OFF_BASE_SHA256, 32);
     memcpy(h->body_sha256, raw + OFF_BODY_SHA256, 32);
     memcpy(h->header_sha256, raw + OFF_HEADER_SHA256, 32);
+}
+
+int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
+{
+    if (len < BR_FILTER_HEADER_SIZE)
+        return br_error_set(err, -EINVAL,
+                            "not a breachd filter file (%zu bytes, shorter than the %d-byte "
+                            "header)",
+                            len, BR_FILTER_HEADER_SIZE);
+    if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
+        return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
+    header_load(raw, h);
+    if (h->version < 1 || h->version > BR_FILTER_VERSION)
+        return br_error_set(err, -EINVAL,
+                            "unsupported format version %u (this build reads versions 1..%d)",
+                            h->version, BR_FILTER_VERSION);
+    /* The header checksum comes first: a damaged header is reported as such,
+     * not as whatever field the damage happened to hit. */
+    uint8_t sum[32];
+    if (br_sha256(raw, OFF_HEADER_SHA256, sum) < 0)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    if (memcmp(sum, raw + OFF_HEADER_SHA256, 32) != 0)
+        return br_error_set(err, -EINVAL, "header checksum mismatch (header corrupted)");
 
     if (h->header_size != BR_FILTER_HEADER_SIZE)
         return br_error_set(err, -EINVAL, "field header_size: %u, expected %d", h->header_size,
@@ -244,6 +249,41 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
                                                    BR_FILTER_SOURCE_SIZE - slen))
         return br_error_set(err, -EINVAL, "field source: not a NUL-padded string");
     return h->version == 1 ? decode_v1_tail(raw, h, err) : decode_v2_tail(raw, h, err);
+}
+
+void br_filter_header_peek(const uint8_t *raw, size_t len, br_filter_peek *p)
+{
+    static const unsigned ends[BR_FILTER_FIELDS] = {
+        [BR_FIELD_MAGIC] = OFF_VERSION,
+        [BR_FIELD_VERSION] = OFF_HEADER_SIZE,
+        [BR_FIELD_HEADER_SIZE] = OFF_KIND,
+        [BR_FIELD_KIND] = OFF_ALGORITHM,
+        [BR_FIELD_ALGORITHM] = OFF_KEYENC,
+        [BR_FIELD_KEY_ENCODING] = OFF_KEYENC_VERSION,
+        [BR_FIELD_KEY_ENCODING_VERSION] = OFF_GENERATION,
+        [BR_FIELD_GENERATION] = OFF_BUILD_TIME,
+        [BR_FIELD_BUILD_TIME] = OFF_KEY_COUNT,
+        [BR_FIELD_KEY_COUNT] = OFF_PAYLOAD_OFFSET,
+        [BR_FIELD_PAYLOAD_OFFSET] = OFF_PAYLOAD_SIZE,
+        [BR_FIELD_PAYLOAD_SIZE] = OFF_PARAMS,
+        [BR_FIELD_PARAMS] = OFF_SOURCE,
+        [BR_FIELD_SOURCE] = OFF_RESERVED,
+        [BR_FIELD_BODY_SHA256] = OFF_HEADER_SHA256,
+        [BR_FIELD_HEADER_SHA256] = BR_FILTER_HEADER_SIZE,
+    };
+    uint8_t buf[BR_FILTER_HEADER_SIZE] = {0};
+    size_t n = BR_MIN(len, sizeof(buf));
+    memcpy(buf, raw, n);
+    memset(p, 0, sizeof(*p));
+    header_load(buf, &p->h);
+    memcpy(p->magic, buf + OFF_MAGIC, sizeof(p->magic));
+    for (unsigned f = 0; f < BR_FILTER_FIELDS; f++)
+        if (ends[f] <= n)
+            p->present |= 1u << f;
+    p->magic_ok = n >= 8 && memcmp(p->magic, BR_FILTER_MAGIC, 8) == 0;
+    uint8_t sum[32];
+    p->header_sum_ok = n == BR_FILTER_HEADER_SIZE && br_sha256(buf, OFF_HEADER_SHA256, sum) == 0 &&
+                       memcmp(sum, buf + OFF_HEADER_SHA256, 32) == 0;
 }
 
 /* ---- reading ---- */

@@ -154,3 +154,39 @@ int br_filter_header_encode(br_filter_header *h, uint8_t raw[BR_FILTER_HEADER_SI
  * checking the header checksum but not the body. For `filter info` on a file
  * whose body is damaged. */
 int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *hdr, br_error *err);
+
+/* The header fields, in file order, for br_filter_header_peek. */
+typedef enum br_filter_field {
+    BR_FIELD_MAGIC,
+    BR_FIELD_VERSION,
+    BR_FIELD_HEADER_SIZE,
+    BR_FIELD_KIND,
+    BR_FIELD_ALGORITHM,
+    BR_FIELD_KEY_ENCODING,
+    BR_FIELD_KEY_ENCODING_VERSION,
+    BR_FIELD_GENERATION,
+    BR_FIELD_BUILD_TIME,
+    BR_FIELD_KEY_COUNT,
+    BR_FIELD_PAYLOAD_OFFSET,
+    BR_FIELD_PAYLOAD_SIZE,
+    BR_FIELD_PARAMS,
+    BR_FIELD_SOURCE,
+    BR_FIELD_BODY_SHA256,
+    BR_FIELD_HEADER_SHA256,
+    BR_FILTER_FIELDS,
+} br_filter_field;
+
+/* A header read as stored, without any check. */
+typedef struct br_filter_peek {
+    br_filter_header h; /* every field present, as stored; the others zero */
+    uint8_t magic[8];   /* the first bytes as read (zero past len) */
+    uint32_t present;   /* bit f: field f lies wholly within the bytes read */
+    bool magic_ok;      /* magic[] is BR_FILTER_MAGIC */
+    bool header_sum_ok; /* all of the header was read and its SHA-256 matches */
+} br_filter_peek;
+
+/* What a header says, unverified: for `filter info --force` on a file that
+ * br_filter_file_open refused (damaged, truncated, of an unknown version or
+ * not a filter at all). raw holds the file's first len bytes (any len,
+ * also 0); no field is range-checked and none may be trusted. */
+void br_filter_header_peek(const uint8_t *raw, size_t len, br_filter_peek *p);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "url.h"
+#include "url_expr.h"
 #include "urlfilter_int.h"
 
 /* params block of the container header. */

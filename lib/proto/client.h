@@ -3,7 +3,8 @@
  * PAM module and the Squid helper. Every call has a deadline (poll), requests
  * can be pipelined in a batch, and answers are matched by id (they may come
  * out of order). Passwords are hashed here with SHA-1 and every copy is wiped
- * (OPENSSL_cleanse); the library never writes a password anywhere. */
+ * (OPENSSL_cleanse); the library never writes a password anywhere. Answers
+ * (br_answer) are parsed by protocol.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,25 +13,8 @@
 
 #include "error.h"
 #include "hash.h"
+#include "protocol.h"
 #include "util.h"
-
-typedef enum br_answer_kind {
-    BR_ANSWER_NONE = 0, /* not answered (yet) */
-    BR_ANSWER_CLEAN,    /* PW: not in the corpus */
-    BR_ANSWER_PWNED,    /* PW: in the corpus, count set */
-    BR_ANSWER_SAFE,     /* URL: not blocked */
-    BR_ANSWER_BLOCKED,  /* URL: blocked, category and detail (the expression) set */
-    BR_ANSWER_UNKNOWN,  /* a maybe that could not be resolved; detail = reason */
-    BR_ANSWER_ERROR,    /* ERR from the daemon; detail = "code text" */
-    BR_ANSWER_OTHER,    /* PONG, VERSION, STATS, RELOADED: detail = the rest of the line */
-} br_answer_kind;
-
-typedef struct br_answer {
-    br_answer_kind kind;
-    uint64_t count;
-    char category[33];
-    char detail[8192];
-} br_answer;
 
 typedef enum br_request_kind {
     BR_REQ_SHA1,  /* arg: 20 raw bytes */
@@ -77,10 +61,3 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 
 /* Hash a password into sha1 and wipe nothing else: a helper for batches. */
 int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);
-
-const char *br_answer_kind_name(br_answer_kind k);
-
-/* Parse one response line (without its LF; a final CR is dropped) into the
- * id and the answer, for clients that run their own event loop (the Squid
- * helper). 0, or -EINVAL for a line without "ID SP STATUS". */
-int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a);

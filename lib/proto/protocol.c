@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/* Socket protocol v1 lines: requests parsed, errors formatted (the
+ * daemon's side), answers parsed (the clients' side). See protocol.h. */
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -147,4 +151,69 @@ size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code
         return size - 1;
     }
     return (size_t)n;
+}
+
+/* ---- answers ---- */
+
+const char *br_answer_kind_name(br_answer_kind k)
+{
+    static const char *const names[] = {"NONE",    "CLEAN",   "PWNED", "SAFE",
+                                        "BLOCKED", "UNKNOWN", "ERR",   "OTHER"};
+    return k <= BR_ANSWER_OTHER ? names[k] : "?";
+}
+
+void br_answer_parse(const char *s, size_t len, br_answer *a)
+{
+    memset(a, 0, offsetof(br_answer, detail) + 1);
+    const char *sp = memchr(s, ' ', len);
+    size_t slen = sp ? (size_t)(sp - s) : len;
+    const char *rest = sp ? sp + 1 : s + len;
+    size_t rlen = (size_t)(s + len - rest);
+#define IS(word) (slen == strlen(word) && memcmp(s, word, slen) == 0)
+    if (IS("CLEAN")) {
+        a->kind = BR_ANSWER_CLEAN;
+    } else if (IS("PWNED")) {
+        a->kind = BR_ANSWER_PWNED;
+        /* Within the line: it need not be NUL-terminated. */
+        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++)
+            a->count = a->count * 10 + (uint64_t)(rest[k] - '0');
+    } else if (IS("SAFE")) {
+        a->kind = BR_ANSWER_SAFE;
+    } else if (IS("BLOCKED")) {
+        a->kind = BR_ANSWER_BLOCKED;
+        const char *sp2 = memchr(rest, ' ', rlen);
+        size_t clen = sp2 ? (size_t)(sp2 - rest) : rlen;
+        snprintf(a->category, sizeof(a->category), "%.*s", (int)clen, rest);
+        if (sp2) {
+            rest = sp2 + 1;
+            rlen = (size_t)(s + len - rest);
+        } else {
+            rlen = 0;
+        }
+    } else if (IS("UNKNOWN")) {
+        a->kind = BR_ANSWER_UNKNOWN;
+    } else if (IS("ERR")) {
+        a->kind = BR_ANSWER_ERROR;
+    } else {
+        a->kind = BR_ANSWER_OTHER;
+        rest = s;
+        rlen = len;
+    }
+#undef IS
+    if (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_PWNED || a->kind == BR_ANSWER_SAFE)
+        rlen = 0;
+    snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
+}
+
+int br_answer_parse_line(const char *line, size_t len, char id[BR_PROTO_MAX_ID + 1], br_answer *a)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    const char *sp = memchr(line, ' ', len);
+    if (!sp || sp == line || (size_t)(sp - line) > BR_PROTO_MAX_ID)
+        return -EINVAL;
+    memcpy(id, line, (size_t)(sp - line));
+    id[sp - line] = '\0';
+    br_answer_parse(sp + 1, len - (size_t)(sp - line) - 1, a);
+    return 0;
 }

@@ -230,6 +230,108 @@ static void parser_done(parser *ps)
     free(ps->recs);
 }
 
+/* Every line of the body into ps. */
+static int parse_lines(parser *ps, const char *body, size_t len, br_error *err)
+{
+    size_t pos = 0, line = 0;
+    while (pos < len) {
+        line++;
+        const char *start = body + pos;
+        const char *nl = memchr(start, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - start) : len - pos;
+        pos += n + (nl ? 1 : 0);
+        if (n > 0 && start[n - 1] == '\r')
+            n--;
+        int rc = parse_line(ps, start, n, line, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Sort by suffix, then body order; merge duplicates in place. Returns the
+ * number of records left. */
+static size_t merge_duplicates(parser *ps)
+{
+    if (ps->n > 1)
+        qsort(ps->recs, ps->n, sizeof(rec), rec_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (m > 0 && memcmp(ps->recs[m - 1].suffix, ps->recs[i].suffix, MAX_SUFFIX_BYTES) == 0) {
+            if (ps->kind == BR_RANGE_PASSWORD_SHA1 && ps->recs[i].value > ps->recs[m - 1].value)
+                ps->recs[m - 1].value = ps->recs[i].value;
+            continue; /* URLs: the first line in body order wins */
+        }
+        ps->recs[m++] = ps->recs[i];
+    }
+    return m;
+}
+
+/* The category table of a URL range: the categories still used by the m
+ * records, sorted by name (rank[id] is a category's place in it). */
+typedef struct cat_table {
+    uint8_t rank[BR_RANGE_MAX_CATEGORIES];
+    cat_sort order[BR_RANGE_MAX_CATEGORIES];
+    size_t n_used, len;
+} cat_table;
+
+static void category_table(const parser *ps, size_t m, cat_table *t)
+{
+    bool used[BR_RANGE_MAX_CATEGORIES] = {false};
+    memset(t->rank, 0, sizeof(t->rank));
+    t->n_used = t->len = 0;
+    if (ps->kind != BR_RANGE_URL_SHA256)
+        return;
+    for (size_t i = 0; i < m; i++)
+        used[ps->recs[i].value] = true;
+    for (uint32_t id = 0; id < ps->n_cats; id++) {
+        if (used[id]) {
+            t->order[t->n_used++] = (cat_sort){.ps = ps, .id = id};
+            t->len += 1 + ps->cat_len[id];
+        }
+    }
+    qsort(t->order, t->n_used, sizeof(t->order[0]), cat_cmp);
+    for (size_t r = 0; r < t->n_used; r++)
+        t->rank[t->order[r].id] = (uint8_t)r;
+}
+
+/* The range set value (range.h) of the first m records and the table. */
+static int encode(const parser *ps, size_t m, const cat_table *t, uint8_t **out_value,
+                  size_t *out_len, br_error *err)
+{
+    size_t vw = ps->kind == BR_RANGE_PASSWORD_SHA1 ? 4 : 1;
+    size_t recw = ps->width + vw;
+    size_t total = BR_RANGE_HEADER_SIZE + m * recw + t->len;
+    uint8_t *v = malloc(total);
+    if (!v)
+        return br_error_set(err, -ENOMEM, "range response: out of memory");
+    memcpy(v, range_magic, 4);
+    v[4] = (uint8_t)ps->kind;
+    v[5] = (uint8_t)ps->width;
+    v[6] = (uint8_t)vw;
+    v[7] = (uint8_t)t->n_used;
+    br_store_le32(v + 8, (uint32_t)m);
+    br_store_le32(v + 12, (uint32_t)t->len);
+    uint8_t *p = v + BR_RANGE_HEADER_SIZE;
+    for (size_t i = 0; i < m; i++) {
+        memcpy(p, ps->recs[i].suffix, ps->width);
+        if (ps->kind == BR_RANGE_PASSWORD_SHA1)
+            br_store_le32(p + ps->width, ps->recs[i].value);
+        else
+            p[ps->width] = t->rank[ps->recs[i].value];
+        p += recw;
+    }
+    for (size_t r = 0; r < t->n_used; r++) {
+        uint32_t id = t->order[r].id;
+        *p++ = ps->cat_len[id];
+        memcpy(p, ps->cats[id], ps->cat_len[id]);
+        p += ps->cat_len[id];
+    }
+    *out_value = v;
+    *out_len = total;
+    return 0;
+}
+
 int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len, uint8_t **out_value,
                    size_t *out_len, br_error *err)
 {
@@ -259,88 +361,15 @@ int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_
         .suffix_hex = br_range_suffix_hex(kind),
         .width = hash_len - 2,
     };
-
-    size_t pos = 0, line = 0;
-    while (pos < len) {
-        line++;
-        const char *start = body + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        if (n > 0 && start[n - 1] == '\r')
-            n--;
-        int rc = parse_line(&ps, start, n, line, err);
-        if (rc < 0)
-            return rc;
-    }
-
-    /* Sort by suffix, then body order; merge duplicates in place. */
-    if (ps.n > 1)
-        qsort(ps.recs, ps.n, sizeof(rec), rec_cmp);
-    size_t m = 0;
-    for (size_t i = 0; i < ps.n; i++) {
-        if (m > 0 && memcmp(ps.recs[m - 1].suffix, ps.recs[i].suffix, MAX_SUFFIX_BYTES) == 0) {
-            if (kind == BR_RANGE_PASSWORD_SHA1 && ps.recs[i].value > ps.recs[m - 1].value)
-                ps.recs[m - 1].value = ps.recs[i].value;
-            continue; /* URLs: the first line in body order wins */
-        }
-        ps.recs[m++] = ps.recs[i];
-    }
+    int rc = parse_lines(&ps, body, len, err);
+    if (rc < 0)
+        return rc;
+    size_t m = merge_duplicates(&ps);
     if (m > UINT32_MAX)
         return br_error_set(err, -EFBIG, "range response: too many entries");
-
-    /* Category table: the categories still used, sorted by name. */
-    bool used[BR_RANGE_MAX_CATEGORIES] = {false};
-    uint8_t rank[BR_RANGE_MAX_CATEGORIES] = {0};
-    cat_sort order[BR_RANGE_MAX_CATEGORIES];
-    size_t n_used = 0, table_len = 0;
-    if (kind == BR_RANGE_URL_SHA256) {
-        for (size_t i = 0; i < m; i++)
-            used[ps.recs[i].value] = true;
-        for (uint32_t id = 0; id < ps.n_cats; id++) {
-            if (used[id]) {
-                order[n_used++] = (cat_sort){.ps = &ps, .id = id};
-                table_len += 1 + ps.cat_len[id];
-            }
-        }
-        qsort(order, n_used, sizeof(order[0]), cat_cmp);
-        for (size_t r = 0; r < n_used; r++)
-            rank[order[r].id] = (uint8_t)r;
-    }
-
-    size_t vw = kind == BR_RANGE_PASSWORD_SHA1 ? 4 : 1;
-    size_t recw = ps.width + vw;
-    size_t total = BR_RANGE_HEADER_SIZE + m * recw + table_len;
-    uint8_t *v = malloc(total);
-    if (!v)
-        return br_error_set(err, -ENOMEM, "range response: out of memory");
-
-    memcpy(v, range_magic, 4);
-    v[4] = (uint8_t)kind;
-    v[5] = (uint8_t)ps.width;
-    v[6] = (uint8_t)vw;
-    v[7] = (uint8_t)n_used;
-    br_store_le32(v + 8, (uint32_t)m);
-    br_store_le32(v + 12, (uint32_t)table_len);
-    uint8_t *p = v + BR_RANGE_HEADER_SIZE;
-    for (size_t i = 0; i < m; i++) {
-        memcpy(p, ps.recs[i].suffix, ps.width);
-        if (kind == BR_RANGE_PASSWORD_SHA1)
-            br_store_le32(p + ps.width, ps.recs[i].value);
-        else
-            p[ps.width] = rank[ps.recs[i].value];
-        p += recw;
-    }
-    for (size_t r = 0; r < n_used; r++) {
-        uint32_t id = order[r].id;
-        *p++ = ps.cat_len[id];
-        memcpy(p, ps.cats[id], ps.cat_len[id]);
-        p += ps.cat_len[id];
-    }
-
-    *out_value = v;
-    *out_len = total;
-    return 0;
+    cat_table t;
+    category_table(&ps, m, &t);
+    return encode(&ps, m, &t, out_value, out_len, err);
 }
 
 /* The decoded header of a range set whose sizes add up. */

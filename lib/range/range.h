@@ -16,7 +16,10 @@
  *  - nothing else is allowed: no blank lines, no spaces, no signs.
  * Errors (the whole response is rejected, nothing is half-used):
  *  - -EFBIG  body longer than max_len;
- *  - -ENODATA empty body (zero bytes, or only line terminators);
+ *  - -ENODATA empty body (zero bytes, or only line terminators) for
+ *    BR_RANGE_PASSWORD_SHA1. For BR_RANGE_URL_SHA256 an empty body is a
+ *    valid answer with no entries: a URL mirror serves one for the prefixes
+ *    that hold none (docs/upstream.md);
  *  - -EBADMSG a malformed line, or more than BR_RANGE_MAX_CATEGORIES distinct
  *    categories; the reason gives the line and column but never the prefix
  *    nor any hash or value text, so it is safe to log.
@@ -24,7 +27,8 @@
  *  - a non-empty body whose lines are all padding (count 0) is a valid answer
  *    with no entries: a server that padded its answer did answer, and a mirror
  *    may legitimately hold nothing for a prefix. HIBP itself never does this
- *    for a 5-hex prefix; an empty body stays an error (docs/upstream.md);
+ *    for a 5-hex prefix; an empty password body stays an error
+ *    (docs/upstream.md);
  *  - a suffix that appears more than once is merged, not an error: the answer
  *    "breached / blocked" does not depend on which line wins. Passwords keep
  *    the largest count; URLs keep the category of the first such line in body

@@ -4,12 +4,15 @@
  * open / close, lookup, put, touch and the walk. */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <openssl/crypto.h>
+
 #include "range_cache_int.h"
 
-#define CACHE_FORMAT 1
+#define CACHE_FORMAT 2
 #define PENDING_BYTES_CAP ((uint64_t)64 << 20)
 
 /* ---- errors ---------------------------------------------------------- */
@@ -104,6 +107,25 @@ int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn)
 
 /* ---- open / close ------------------------------------------------------- */
 
+/* The cache's secret (range_cache.h): read it, or make and store a new one
+ * when missing or when the cache was just emptied. An LMDB code, or -EIO
+ * when getrandom fails. */
+static int secret_get(br_range_cache *c, MDB_txn *txn, bool renew)
+{
+    MDB_val k = {.mv_size = 6, .mv_data = (void *)"secret"}, v;
+    int rc = renew ? MDB_NOTFOUND : mdb_get(txn, c->dbi_meta, &k, &v);
+    if (rc == MDB_SUCCESS && v.mv_size == BR_RANGE_CACHE_SECRET_LEN) {
+        memcpy(c->secret, v.mv_data, BR_RANGE_CACHE_SECRET_LEN);
+        return 0;
+    }
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+        return rc;
+    if (getrandom(c->secret, BR_RANGE_CACHE_SECRET_LEN, 0) != BR_RANGE_CACHE_SECRET_LEN)
+        return -EIO;
+    v = (MDB_val){.mv_size = BR_RANGE_CACHE_SECRET_LEN, .mv_data = c->secret};
+    return mdb_put(txn, c->dbi_meta, &k, &v, 0);
+}
+
 static int setup_dbs(br_range_cache *c, br_error *err)
 {
     MDB_txn *txn;
@@ -128,6 +150,12 @@ static int setup_dbs(br_range_cache *c, br_error *err)
             mdb_txn_abort(txn);
             return mdb_fail(err, rc, "initializing");
         }
+    }
+    rc = secret_get(c, txn, !ok);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc < 0 ? br_error_set(err, rc, "range cache: no random bytes for the secret")
+                      : mdb_fail(err, rc, "storing the secret");
     }
     rc = mdb_txn_commit(txn);
     if (rc)
@@ -204,7 +232,13 @@ void br_range_cache_free(br_range_cache *c)
     }
     br_rc_pend_clear(c);
     free(c->slots);
+    OPENSSL_cleanse(c->secret, sizeof(c->secret));
     free(c);
+}
+
+void br_range_cache_secret(const br_range_cache *c, uint8_t out[BR_RANGE_CACHE_SECRET_LEN])
+{
+    memcpy(out, c->secret, BR_RANGE_CACHE_SECRET_LEN);
 }
 
 /* ---- lookup ----------------------------------------------------------------- */
@@ -244,8 +278,8 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
     return 0;
 }
 
-int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *full_hash, int64_t now,
-                          int64_t max_stale, br_range_cache_result *res)
+int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind, const uint8_t *full_hash,
+                          int64_t now, int64_t max_stale, br_range_cache_result *res)
 {
     if (!c || !full_hash || !res || !br_range_hash_len(kind))
         return -EINVAL;
@@ -256,7 +290,7 @@ int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *
     res->fetched_at = res->expires_at = 0;
     res->etag[0] = res->last_modified[0] = '\0';
 
-    uint32_t rkey = rkey_of(kind, br_range_prefix20(full_hash));
+    rkey_t rkey = rkey_of(partition, kind, br_range_prefix20(full_hash));
     pend *p = br_rc_pend_find(c, rkey);
     if (p && p->val) {
         int rc = answer(kind, p->val, p->len, full_hash, now, max_stale, res);
@@ -302,9 +336,9 @@ static size_t validator_len(const char *s)
     return n > BR_RANGE_CACHE_VALIDATOR_MAX ? 0 : n;
 }
 
-int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20, const uint8_t *value,
-                       size_t len, int64_t fetched_at, int64_t expires_at, const char *etag,
-                       const char *last_modified)
+int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                       const uint8_t *value, size_t len, int64_t fetched_at, int64_t expires_at,
+                       const char *etag, const char *last_modified)
 {
     if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF || br_range_validate(kind, value, len, NULL) < 0)
         return -EINVAL;
@@ -314,18 +348,18 @@ int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20,
     int rc = br_rc_entry_build(value, len, fetched_at, expires_at, etag, el, last_modified, ll, &v, &vlen);
     if (rc < 0)
         return rc;
-    rc = br_rc_pend_put(c, rkey_of(kind, prefix20), v, vlen);
+    rc = br_rc_pend_put(c, rkey_of(partition, kind, prefix20), v, vlen);
     if (rc < 0)
         return rc;
     return maybe_autoflush(c);
 }
 
-int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
-                         int64_t expires_at, const char *etag, const char *last_modified)
+int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                         int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified)
 {
     if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF)
         return -EINVAL;
-    uint32_t rkey = rkey_of(kind, prefix20);
+    rkey_t rkey = rkey_of(partition, kind, prefix20);
     const uint8_t *old;
     size_t old_len;
     bool from_txn = false;
@@ -400,13 +434,13 @@ int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *
     while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS) {
         if (k.mv_size != RKEY_LEN)
             continue;
-        uint32_t rkey = rkey_load(k.mv_data);
+        rkey_t rkey = rkey_load(k.mv_data);
+        uint32_t part = rkey_partition(rkey), prefix20 = (uint32_t)rkey & 0xFFFFF;
         entry_view ev;
         if (br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0)
-            ret = cb(ctx, (br_range_kind)(rkey >> 24), rkey & 0xFFFFF, 0, 0, NULL, 0);
+            ret = cb(ctx, part, rkey_kind(rkey), prefix20, 0, 0, NULL, 0);
         else
-            ret = cb(ctx, (br_range_kind)(rkey >> 24), rkey & 0xFFFFF, ev.fetched_at, ev.expires_at, ev.rs,
-                     ev.rs_len);
+            ret = cb(ctx, part, rkey_kind(rkey), prefix20, ev.fetched_at, ev.expires_at, ev.rs, ev.rs_len);
         if (ret)
             break;
     }

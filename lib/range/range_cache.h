@@ -11,12 +11,20 @@
  * not be symbolic links; br_range_cache_open() refuses them otherwise
  * (-EPERM, -ELOOP), naming the path and the fix. Named
  * databases:
- *   "ranges": key = 4 bytes [kind][prefix20 as 3 bytes big-endian],
- *             value = cache entry (below);
- *   "age":    key = 12 bytes [fetched_at + 2^63 as u64 big-endian][ranges key],
+ *   "ranges": key = 8 bytes [partition u32 big-endian][kind][prefix20 as
+ *             3 bytes big-endian], value = cache entry (below);
+ *   "age":    key = 16 bytes [fetched_at + 2^63 as u64 big-endian][ranges key],
  *             empty value: the eviction order, oldest first;
- *   "meta":   "format" -> u32 LE cache format version (1).
+ *   "meta":   "format" -> u32 LE cache format version (2);
+ *             "secret" -> 32 random bytes made when the cache is created
+ *             (br_range_cache_secret).
  * A cache of another format version is emptied at open (it is only a cache).
+ *
+ * Partitions: every entry belongs to a partition, an opaque 32-bit number
+ * chosen by the caller (the daemon uses the peer's uid, see breachd.conf(5)
+ * [cache] partition). Lookups, puts and touches name the partition and never
+ * see another partition's entry. The size bound and the eviction order are
+ * global: partitions share the space.
  *
  * Cache entry layout, version 1 (little-endian, no alignment assumed):
  *   off     size  field
@@ -91,6 +99,7 @@
 #define BR_RANGE_CACHE_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are not stored */
 #define BR_RANGE_CACHE_PENDING_MAX 1024
 #define BR_RANGE_CACHE_MIN_SIZE ((uint64_t)256 << 10)
+#define BR_RANGE_CACHE_SECRET_LEN 32
 
 typedef struct br_range_cache br_range_cache;
 
@@ -132,28 +141,28 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
 void br_range_cache_free(br_range_cache *c);
 BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
 
-/* Look full_hash (br_range_hash_len(kind) bytes) up: its prefix selects the
- * entry. Fills *res (state MISS when nothing is stored). 0, or -EINVAL when
+/* Look full_hash (br_range_hash_len(kind) bytes) up in a partition: its
+ * prefix selects the entry. Fills *res (state MISS when nothing is stored). 0, or -EINVAL when
  * the stored entry is corrupt (treat as a miss: the next put replaces it), or
  * another negative errno from LMDB. */
-int br_range_cache_lookup(br_range_cache *c, br_range_kind kind, const uint8_t *full_hash, int64_t now,
-                          int64_t max_stale, br_range_cache_result *res);
+int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind, const uint8_t *full_hash,
+                          int64_t now, int64_t max_stale, br_range_cache_result *res);
 
 /* Store a range set (from br_range_parse, checked with br_range_validate; it
- * is copied) for (kind, prefix20). etag / last_modified may be NULL or "";
+ * is copied) for (partition, kind, prefix20). etag / last_modified may be NULL or "";
  * values longer than BR_RANGE_CACHE_VALIDATOR_MAX are not stored. Visible to
  * lookups at once, durable after the next flush. 0, -EINVAL (bad value or
  * arguments), -ENOMEM, or an error of the automatic flush. */
-int br_range_cache_put(br_range_cache *c, br_range_kind kind, uint32_t prefix20, const uint8_t *value,
-                       size_t len, int64_t fetched_at, int64_t expires_at, const char *etag,
-                       const char *last_modified);
+int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                       const uint8_t *value, size_t len, int64_t fetched_at, int64_t expires_at,
+                       const char *etag, const char *last_modified);
 
 /* After a 304 Not Modified: the stored entry was validated at fetched_at and
  * stays good until expires_at. etag / last_modified replace the stored ones
  * when not NULL ("" clears). Re-stamping fetched_at also makes the entry young
  * for eviction. 0, -ENOENT when nothing is stored, or an error as for put. */
-int br_range_cache_touch(br_range_cache *c, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
-                         int64_t expires_at, const char *etag, const char *last_modified);
+int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                         int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified);
 
 /* Commit every pending put in one write transaction (no-op when none);
  * evicting first, when room is short, takes a few more small commits.
@@ -183,6 +192,14 @@ int br_range_cache_stats(br_range_cache *c, br_range_cache_usage *st);
  * value is the range set, pointing into the map, valid during the call only.
  * A non-zero return from cb stops the walk and is returned. Entries whose
  * header is corrupt are passed with value == NULL. For tools and tests. */
-typedef int (*br_range_cache_entry_cb)(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
-                                       int64_t expires_at, const uint8_t *value, size_t len);
+typedef int (*br_range_cache_entry_cb)(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                                       int64_t fetched_at, int64_t expires_at, const uint8_t *value,
+                                       size_t len);
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx);
+
+/* The cache's secret: BR_RANGE_CACHE_SECRET_LEN random bytes stored in the
+ * cache ("meta"), made when the cache is created and kept as long as its
+ * entries. The resolver keys its choice of decoy prefixes with it, so that
+ * the decoys that went out with a range are the ones cached with it, in this
+ * process and the next. Never logged. */
+void br_range_cache_secret(const br_range_cache *c, uint8_t out[BR_RANGE_CACHE_SECRET_LEN]);

@@ -16,13 +16,16 @@
 #include "range_cache.h"
 #include "util.h"
 
-#define RKEY_LEN 4
+#define RKEY_LEN 8
 #define AGEKEY_LEN (8 + RKEY_LEN)
+
+/* A ranges key as a number: partition << 32 | kind << 24 | prefix20. */
+typedef uint64_t rkey_t;
 
 /* A pending write: the complete encoded entry. rkey 0 is an empty slot (kinds
  * start at 1); val NULL with rkey set is a dropped write. */
 typedef struct pend {
-    uint32_t rkey; /* kind << 24 | prefix20 */
+    rkey_t rkey;
     uint8_t *val;
     size_t len;
 } pend;
@@ -38,6 +41,7 @@ struct br_range_cache {
     size_t cap, n_slots, n_live;
     uint64_t pending_bytes, pending_bytes_max;
     uint64_t evicted, commits;
+    uint8_t secret[BR_RANGE_CACHE_SECRET_LEN]; /* meta "secret" */
 };
 
 /* ---- errors and transactions (range_cache.c) ------------------------------ */
@@ -62,25 +66,36 @@ int br_rc_check_files(const char *path, br_error *err);
 
 /* ---- keys ---------------------------------------------------------------- */
 
-static inline uint32_t rkey_of(br_range_kind kind, uint32_t prefix20)
+static inline rkey_t rkey_of(uint32_t partition, br_range_kind kind, uint32_t prefix20)
 {
-    return ((uint32_t)kind << 24) | (prefix20 & 0xFFFFF);
+    return ((rkey_t)partition << 32) | ((rkey_t)kind << 24) | (prefix20 & 0xFFFFF);
 }
 
-static inline void rkey_store(uint8_t out[RKEY_LEN], uint32_t rkey)
+static inline br_range_kind rkey_kind(rkey_t rkey)
 {
-    out[0] = (uint8_t)(rkey >> 24);
-    out[1] = (uint8_t)(rkey >> 16);
-    out[2] = (uint8_t)(rkey >> 8);
-    out[3] = (uint8_t)rkey;
+    return (br_range_kind)((rkey >> 24) & 0xFF);
 }
 
-static inline uint32_t rkey_load(const uint8_t *p)
+static inline uint32_t rkey_partition(rkey_t rkey)
 {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+    return (uint32_t)(rkey >> 32);
 }
 
-static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, uint32_t rkey)
+static inline void rkey_store(uint8_t out[RKEY_LEN], rkey_t rkey)
+{
+    for (int i = 0; i < RKEY_LEN; i++)
+        out[i] = (uint8_t)(rkey >> (56 - 8 * i));
+}
+
+static inline rkey_t rkey_load(const uint8_t *p)
+{
+    rkey_t k = 0;
+    for (int i = 0; i < RKEY_LEN; i++)
+        k = (k << 8) | p[i];
+    return k;
+}
+
+static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, rkey_t rkey)
 {
     uint64_t t = (uint64_t)fetched_at ^ (UINT64_C(1) << 63);
     for (int i = 0; i < 8; i++)
@@ -105,7 +120,7 @@ int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int6
                       const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
                       size_t *out_len);
 
-pend *br_rc_pend_find(br_range_cache *c, uint32_t rkey);
+pend *br_rc_pend_find(br_range_cache *c, rkey_t rkey);
 void br_rc_pend_clear(br_range_cache *c);
 /* Take ownership of val (freed on failure too). */
-int br_rc_pend_put(br_range_cache *c, uint32_t rkey, uint8_t *val, size_t len);
+int br_rc_pend_put(br_range_cache *c, rkey_t rkey, uint8_t *val, size_t len);

@@ -60,12 +60,12 @@ int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int6
 
 /* ---- pending table (open addressing, cleared wholesale on flush) -------- */
 
-static size_t pend_hash(uint32_t rkey, size_t cap)
+static size_t pend_hash(rkey_t rkey, size_t cap)
 {
-    return (size_t)((rkey * UINT32_C(0x9E3779B1)) >> 7) & (cap - 1);
+    return (size_t)((rkey * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (cap - 1);
 }
 
-pend *br_rc_pend_find(br_range_cache *c, uint32_t rkey)
+pend *br_rc_pend_find(br_range_cache *c, rkey_t rkey)
 {
     if (c->n_slots == 0)
         return NULL;
@@ -88,7 +88,7 @@ void br_rc_pend_clear(br_range_cache *c)
 }
 
 /* Take ownership of val (freed on failure too). */
-int br_rc_pend_put(br_range_cache *c, uint32_t rkey, uint8_t *val, size_t len)
+int br_rc_pend_put(br_range_cache *c, rkey_t rkey, uint8_t *val, size_t len)
 {
     pend *p = br_rc_pend_find(c, rkey);
     if (p) {

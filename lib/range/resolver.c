@@ -10,45 +10,8 @@
 #include <event2/event.h>
 #include <openssl/crypto.h>
 
-#include "resolver.h"
-
-#define FLIGHT_BUCKETS 4096 /* power of two */
-
-typedef struct waiter waiter;
-struct waiter {
-    waiter *next;
-    br_resolve_cb cb;
-    void *ctx;
-    uint8_t hash[32];
-};
-
-typedef struct flight flight;
-struct flight {
-    flight *hnext; /* bucket chain */
-    br_resolver *r;
-    br_range_kind kind;
-    uint32_t prefix20;
-    bool conditional;
-    waiter *head, **tail;
-};
-
-struct br_resolver {
-    struct event_base *base;
-    br_range_cache *cache;
-    br_upstream *up[3]; /* indexed by br_range_kind */
-    int64_t ttl_s, max_stale_s;
-    uint32_t decoys;
-    uint32_t flush_ms;
-    size_t max_body;
-    br_log_fn log;
-    void *log_ctx;
-    int64_t (*clock)(void *ctx);
-    void *clock_ctx;
-    bool closing;
-    struct event *flush_ev;
-    flight *buckets[FLIGHT_BUCKETS];
-    br_resolver_stats st;
-};
+#include "decoys.h"
+#include "resolver_int.h"
 
 static void rs_log(br_resolver *r, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -64,7 +27,7 @@ static void rs_log(br_resolver *r, int level, const char *fmt, ...)
     r->log(r->log_ctx, level, msg);
 }
 
-static int64_t now_s(br_resolver *r)
+int64_t br_rs_now_s(br_resolver *r)
 {
     return r->clock ? r->clock(r->clock_ctx) : (int64_t)time(NULL);
 }
@@ -76,23 +39,23 @@ static bool kind_ok(br_range_kind kind)
 
 /* ---- flights table -------------------------------------------------------------- */
 
-static size_t bucket_of(br_range_kind kind, uint32_t prefix20)
+static size_t bucket_of(uint32_t partition, br_range_kind kind, uint32_t prefix20)
 {
-    uint32_t key = ((uint32_t)kind << 20) | prefix20;
-    return (size_t)((key * UINT32_C(2654435761)) >> 20) & (FLIGHT_BUCKETS - 1);
+    uint64_t key = ((uint64_t)partition << 32) | ((uint64_t)kind << 20) | prefix20;
+    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (FLIGHT_BUCKETS - 1);
 }
 
-static flight *flight_find(br_resolver *r, br_range_kind kind, uint32_t prefix20)
+flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20)
 {
-    for (flight *f = r->buckets[bucket_of(kind, prefix20)]; f; f = f->hnext)
-        if (f->kind == kind && f->prefix20 == prefix20)
+    for (flight *f = r->buckets[bucket_of(partition, kind, prefix20)]; f; f = f->hnext)
+        if (f->partition == partition && f->kind == kind && f->prefix20 == prefix20)
             return f;
     return NULL;
 }
 
-static void flight_insert(br_resolver *r, flight *f)
+void br_rs_flight_insert(br_resolver *r, flight *f)
 {
-    size_t b = bucket_of(f->kind, f->prefix20);
+    size_t b = bucket_of(f->partition, f->kind, f->prefix20);
     f->hnext = r->buckets[b];
     r->buckets[b] = f;
     r->st.pending_fetches++;
@@ -100,7 +63,8 @@ static void flight_insert(br_resolver *r, flight *f)
 
 static void flight_unlink(br_resolver *r, flight *f)
 {
-    for (flight **pp = &r->buckets[bucket_of(f->kind, f->prefix20)]; *pp; pp = &(*pp)->hnext) {
+    for (flight **pp = &r->buckets[bucket_of(f->partition, f->kind, f->prefix20)]; *pp;
+         pp = &(*pp)->hnext) {
         if (*pp == f) {
             *pp = f->hnext;
             f->hnext = NULL;
@@ -132,7 +96,7 @@ static void waiter_free(waiter *w)
     free(w);
 }
 
-static void flight_free(flight *f)
+void br_rs_flight_free(flight *f)
 {
     if (!f)
         return;
@@ -147,12 +111,12 @@ static void flight_free(flight *f)
 
 static void flight_freep(flight **f)
 {
-    flight_free(*f);
+    br_rs_flight_free(*f);
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-static void count_answer(br_resolver *r, const br_resolve_result *res)
+void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
 {
     switch (res->status) {
     case BR_RESOLVE_FOUND:
@@ -201,12 +165,13 @@ static void set_from_cache(br_resolve_result *res, const br_range_cache_result *
 }
 
 /* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
-static void answer_after_failure(br_resolver *r, br_range_kind kind, const uint8_t *hash,
-                                 const char *reason, br_resolve_result *res)
+void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                                 const uint8_t *hash, const char *reason, br_resolve_result *res)
 {
     if (r->cache && r->max_stale_s >= 0) {
         br_range_cache_result cr;
-        int rc = br_range_cache_lookup(r->cache, kind, hash, now_s(r), r->max_stale_s, &cr);
+        int rc = br_range_cache_lookup(r->cache, partition, kind, hash, br_rs_now_s(r), r->max_stale_s,
+                                       &cr);
         if (rc < 0) {
             r->st.cache_errors++;
         } else if (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE) {
@@ -265,10 +230,10 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
         r->st.pending_lookups--;
         br_resolve_result res;
         if (allow_stale)
-            answer_after_failure(r, f->kind, w->hash, reason, &res);
+            br_rs_answer_after_failure(r, f->partition, f->kind, w->hash, reason, &res);
         else
             set_unknown(&res, reason);
-        count_answer(r, &res);
+        br_rs_count_answer(r, &res);
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
@@ -292,7 +257,7 @@ static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *valu
                 res.category[0] = '\0';
             }
         }
-        count_answer(r, &res);
+        br_rs_count_answer(r, &res);
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
@@ -306,14 +271,15 @@ static void answer_all_from_cache(br_resolver *r, flight *f)
         r->st.pending_lookups--;
         br_resolve_result res;
         br_range_cache_result cr;
-        int rc = br_range_cache_lookup(r->cache, f->kind, w->hash, now_s(r), r->max_stale_s, &cr);
+        int rc = br_range_cache_lookup(r->cache, f->partition, f->kind, w->hash, br_rs_now_s(r),
+                                       r->max_stale_s, &cr);
         if (rc < 0)
             r->st.cache_errors++;
         if (rc == 0 && (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE))
             set_from_cache(&res, &cr);
         else
             set_unknown(&res, BR_REASON_ERROR);
-        count_answer(r, &res);
+        br_rs_count_answer(r, &res);
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
@@ -335,12 +301,12 @@ static const char *reason_of(br_upstream_status s)
     }
 }
 
-static void fetch_done(void *ctx, const br_upstream_response *resp)
+void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
 {
     _cleanup_(flight_freep) flight *f = ctx;
     br_resolver *r = f->r;
     flight_unlink(r, f);
-    int64_t now = now_s(r);
+    int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
         _cleanup_free_ uint8_t *value = NULL;
@@ -356,7 +322,7 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         if (r->cache) {
-            rc = br_range_cache_put(r->cache, f->kind, f->prefix20, value, len, now,
+            rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
                                     expiry(r, now, resp->max_age), resp->etag, resp->last_modified);
             if (rc < 0) {
                 r->st.cache_errors++;
@@ -376,16 +342,16 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         int rc = br_range_cache_touch(
-            r->cache, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
+            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
             resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
         if (rc == -ENOENT && r->up[f->kind]) {
             /* Evicted between the lookup and the 304: nothing to extend,
              * so ask again without validators (once: the refetch is not
              * conditional, so it cannot end here again). */
             f->conditional = false;
-            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, fetch_done, f) == 0) {
+            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, br_rs_fetch_done, f) == 0) {
                 r->st.fetches++;
-                flight_insert(r, f);
+                br_rs_flight_insert(r, f);
                 f = NULL;
                 return;
             }
@@ -405,41 +371,22 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
                                 resp->status != BR_UPSTREAM_CANCELLED);
 }
 
-static void decoy_done(void *ctx, const br_upstream_response *resp)
-{
-    (void)ctx;
-    (void)resp;
-}
-
-static void send_decoys(br_resolver *r, br_upstream *up, uint32_t real_prefix, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t p;
-        do {
-            if (getrandom(&p, sizeof(p), 0) != (ssize_t)sizeof(p))
-                return;
-            p &= 0xFFFFF;
-        } while (p == real_prefix);
-        if (br_upstream_fetch(up, p, NULL, NULL, decoy_done, r) == 0)
-            r->st.decoys++;
-    }
-}
-
-int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash,
-                        br_resolve_cb cb, void *ctx, br_resolve_result *res)
+int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
+                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
+                        br_resolve_result *res)
 {
     if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
         return -EINVAL;
     r->st.lookups++;
     if (r->closing) {
         set_unknown(res, BR_REASON_SHUTTING_DOWN);
-        count_answer(r, res);
+        br_rs_count_answer(r, res);
         return 1;
     }
 
     br_range_cache_result cr = {.state = BR_RANGE_CACHE_MISS};
     if (r->cache) {
-        int rc = br_range_cache_lookup(r->cache, kind, full_hash, now_s(r),
+        int rc = br_range_cache_lookup(r->cache, partition, kind, full_hash, br_rs_now_s(r),
                                        r->max_stale_s >= 0 ? r->max_stale_s : 0, &cr);
         if (rc < 0) {
             r->st.cache_errors++;
@@ -448,13 +395,13 @@ int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_
         if (cr.state == BR_RANGE_CACHE_FRESH) {
             set_from_cache(res, &cr);
             r->st.cache_fresh++;
-            count_answer(r, res);
+            br_rs_count_answer(r, res);
             return 1;
         }
     }
 
     uint32_t prefix = br_range_prefix20(full_hash);
-    flight *f = flight_find(r, kind, prefix);
+    flight *f = br_rs_flight_find(r, partition, kind, prefix);
     if (f) {
         int rc = flight_add_waiter(r, f, full_hash, cb, ctx);
         if (rc < 0)
@@ -463,61 +410,42 @@ int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_
         return 0;
     }
 
-    br_upstream *up = r->up[kind];
-    if (!up) {
-        answer_after_failure(r, kind, full_hash, BR_REASON_UNAVAILABLE, res);
-        count_answer(r, res);
+    if (!r->up[kind]) {
+        br_rs_answer_after_failure(r, partition, kind, full_hash, BR_REASON_UNAVAILABLE, res);
+        br_rs_count_answer(r, res);
         return 1;
     }
-
-    _cleanup_(flight_freep) flight *nf = calloc(1, sizeof(*nf));
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix);
     if (!nf)
         return -ENOMEM;
-    nf->r = r;
-    nf->kind = kind;
-    nf->prefix20 = prefix;
-    nf->tail = &nf->head;
     int rc = flight_add_waiter(r, nf, full_hash, cb, ctx);
-    if (rc < 0)
-        return rc;
-
-    const char *etag = NULL, *lm = NULL;
-    if (cr.state != BR_RANGE_CACHE_MISS) {
-        etag = cr.etag[0] ? cr.etag : NULL;
-        lm = cr.last_modified[0] ? cr.last_modified : NULL;
-        nf->conditional = etag || lm;
-    }
-
-    /* Decoys: when the circuit is closed the real request takes a random
-     * place among them (a half-open circuit's trial must be the real one). */
-    uint32_t before = 0;
-    if (r->decoys && br_upstream_breaker(up) == BR_BREAKER_CLOSED) {
-        uint32_t x = 0;
-        if (getrandom(&x, sizeof(x), 0) == (ssize_t)sizeof(x))
-            before = x % (r->decoys + 1);
-        send_decoys(r, up, prefix, before);
-    }
-
-    rc = br_upstream_fetch(up, prefix, etag, lm, fetch_done, nf);
     if (rc < 0) {
-        const char *reason = rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
-                             : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
-                                                : BR_REASON_ERROR;
-        answer_after_failure(r, kind, full_hash, reason, res);
-        count_answer(r, res);
-        return 1;
+        br_rs_flight_free(nf);
+        return rc;
     }
-    r->st.fetches++;
-    if (nf->conditional)
-        r->st.revalidations++;
-    flight_insert(r, nf);
-    nf = NULL;
-    if (r->decoys > before)
-        send_decoys(r, up, prefix, r->decoys - before);
-    return 0;
+    return br_rs_send_burst(r, nf, &cr, full_hash, res);
 }
 
 /* ---- life cycle ------------------------------------------------------------------- */
+
+/* The decoy key (from the cache's secret, so that it lives as long as the
+ * entries it chose; random without a cache) and the decoy populations. */
+static int decoy_setup(br_resolver *r, const br_resolver_config *cfg, br_range_cache *cache)
+{
+    if (cache) {
+        uint8_t secret[BR_RANGE_CACHE_SECRET_LEN];
+        br_range_cache_secret(cache, secret);
+        memcpy(r->decoy_key, secret, BR_DECOY_KEY_LEN);
+        OPENSSL_cleanse(secret, sizeof(secret));
+    } else if (getrandom(r->decoy_key, BR_DECOY_KEY_LEN, 0) != BR_DECOY_KEY_LEN) {
+        return -EIO;
+    }
+    if (cfg->url_decoy_bitmap) {
+        r->decoy_bitmap[BR_RANGE_URL_SHA256] = cfg->url_decoy_bitmap;
+        r->decoy_pop[BR_RANGE_URL_SHA256] = br_decoy_population(cfg->url_decoy_bitmap);
+    }
+    return 0;
+}
 
 int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_range_cache *cache,
                     br_resolver **out, br_error *err)
@@ -536,6 +464,9 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
     r->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : BR_RESOLVER_DEFAULT_TTL_S;
     r->max_stale_s = cfg->max_stale_s == 0 ? BR_RESOLVER_DEFAULT_MAX_STALE_S : cfg->max_stale_s;
     r->decoys = cfg->decoys;
+    int rc = decoy_setup(r, cfg, cache);
+    if (rc < 0)
+        return br_error_set(err, rc, "resolver: no random bytes for the decoy key");
     r->flush_ms = cfg->flush_interval_ms ? cfg->flush_interval_ms : BR_RESOLVER_DEFAULT_FLUSH_MS;
     r->max_body = cfg->upstream.max_body ? cfg->upstream.max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
     r->log = cfg->log;
@@ -556,7 +487,7 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
             uc.log = cfg->log;
             uc.log_ctx = cfg->log_ctx;
         }
-        int rc = br_upstream_new(base, &uc, &r->up[k], err);
+        rc = br_upstream_new(base, &uc, &r->up[k], err);
         if (rc < 0)
             return br_error_prefix(err, rc, "%s upstream",
                                    k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
@@ -582,11 +513,12 @@ void br_resolver_free(br_resolver *r)
             flight *f = r->buckets[b];
             r->buckets[b] = f->hnext;
             answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);
-            flight_free(f);
+            br_rs_flight_free(f);
         }
     }
     if (r->flush_ev)
         event_free(r->flush_ev);
+    OPENSSL_cleanse(r->decoy_key, sizeof(r->decoy_key));
     free(r);
 }
 

@@ -4,19 +4,28 @@
  * (range_cache.h) and the upstream fetcher (upstream.h), on a libevent
  * event_base.
  *
- * br_resolver_resolve(kind, full_hash) gives exactly one answer:
+ * br_resolver_resolve(partition, kind, full_hash) gives exactly one answer:
  *   FOUND (count for passwords, category for URLs), NOT_FOUND, or UNKNOWN with
  *   a reason: "upstream-unavailable", "upstream-error", "timeout",
  *   "circuit-open" (and "shutting-down" for lookups still pending at
  *   br_resolver_free()). A failure is never turned into NOT_FOUND.
  *
+ * Partitions: every lookup names a partition, an opaque 32-bit number (the
+ * daemon passes the peer's uid, or BR_RESOLVER_PARTITION_SHARED for all
+ * peers: breachd.conf(5) [cache] partition). Cache entries, pending fetches
+ * and coalescing are per partition: a lookup never reads, waits on or is
+ * sped up by another partition's entry or fetch. The cache's size bound and
+ * the upstream limits are shared.
+ *
  * Flow:
- *  1. cache lookup. A fresh entry answers synchronously (return value 1).
- *  2. otherwise the (kind, prefix) is fetched: conditionally (If-None-Match /
- *     If-Modified-Since with the stored validators) when an entry, even an
- *     expired one, is stored. Coalescing: while a fetch of (kind, prefix) is
- *     pending, every further lookup in that prefix joins it; one fetch
- *     answers all of them, in the order they came.
+ *  1. cache lookup in the partition. A fresh entry answers synchronously
+ *     (return value 1).
+ *  2. otherwise the (partition, kind, prefix) is fetched: conditionally
+ *     (If-None-Match / If-Modified-Since with the stored validators) when an
+ *     entry, even an expired one, is stored. Coalescing: while a fetch of
+ *     (partition, kind, prefix) is pending, every further lookup of that
+ *     partition in that prefix joins it; one fetch answers all of them, in
+ *     the order they came.
  *  3. 200: the body is parsed (br_range_parse); success -> cache put with
  *     expires_at = now + min(Cache-Control max-age, ttl) (ttl when there is
  *     no max-age), then the answers. 304: br_range_cache_touch extends the
@@ -37,10 +46,16 @@
  * pool, limits and breaker); a kind without one answers from the cache or
  * UNKNOWN upstream-unavailable.
  *
- * Decoys (decoys = N > 0): with each real fetch, N more prefixes drawn from
- * getrandom() are fetched from the same upstream; their answers are thrown
- * away (never cached). When the circuit is closed, the real request takes a
- * random place among them. They count against the rate and in-flight limits.
+ * Decoys (decoys = N > 0; docs/upstream.md "Decoys"): with each real fetch
+ * (circuit closed) go N decoy prefixes, chosen by decoys.h from the kind's
+ * population (every prefix; for URLs, when url_decoy_bitmap is set, the
+ * prefixes the URL filter lists as holding entries) with the cache's secret.
+ * A decoy is fetched exactly as a lookup of its prefix in the same partition
+ * would be: not at all while its entry is fresh or a fetch of it is pending,
+ * conditionally when an entry is stored; its answer is cached, touched and
+ * expired like any other, and nobody waits for it. The real request and its
+ * decoys go out in one burst, in a random order (getrandom()). They count
+ * against the rate and in-flight limits.
  *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
@@ -63,6 +78,8 @@ struct event_base;
 #define BR_RESOLVER_DEFAULT_MAX_STALE_S (30 * 86400)
 #define BR_RESOLVER_DEFAULT_FLUSH_MS 5
 #define BR_RESOLVER_MAX_DECOYS 16
+/* The partition of lookups that share one cache (uid_t (-1) is never a uid). */
+#define BR_RESOLVER_PARTITION_SHARED UINT32_MAX
 
 /* The reasons of an UNKNOWN (static strings, compare with strcmp or by pointer). */
 #define BR_REASON_UNAVAILABLE "upstream-unavailable"
@@ -96,7 +113,11 @@ typedef struct br_resolver_config {
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
     int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
-    uint32_t decoys; /* extra random prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
+    uint32_t decoys; /* decoy prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
+    /* The URL kind's decoy population: a bitmap of the 2^20 prefixes (bit p
+     * is bit p mod 8 of byte p / 8, as br_urlfilter_prefix_bitmap()),
+     * borrowed, must outlive the resolver. NULL: every prefix. */
+    const uint8_t *url_decoy_bitmap;
     uint32_t flush_interval_ms; /* cache write batching; 0: 5 */
     br_log_fn log;              /* NULL: silent (also used for the upstreams) */
     void *log_ctx;
@@ -119,8 +140,8 @@ typedef struct br_resolver_stats {
     uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
     uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
     uint64_t flushes;         /* cache flushes made */
-    uint64_t decoys;          /* decoy fetches sent */
-    uint32_t pending_fetches; /* (kind, prefix) fetches in progress */
+    uint64_t decoys;          /* decoy fetches sent (not counted in fetches) */
+    uint32_t pending_fetches; /* (partition, kind, prefix) fetches in progress, decoys too */
     uint32_t pending_lookups; /* lookups waiting for them */
 } br_resolver_stats;
 
@@ -136,14 +157,15 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
 void br_resolver_free(br_resolver *r);
 BR_DEFINE_FREEP(br_resolver, br_resolver_free)
 
-/* Look full_hash (br_range_hash_len(kind) bytes, copied) up.
+/* Look full_hash (br_range_hash_len(kind) bytes, copied) up in partition.
  * Returns 1: answered now, *res filled, cb is not called (a fresh cache hit,
  *            or an answer made at once: circuit open, no upstream, closing);
  *         0: cb(ctx, ...) will be called exactly once, later, from the event
  *            loop (never from inside this call); *res is untouched;
  *         -EINVAL (bad kind or argument) or -ENOMEM: no answer, no callback. */
-int br_resolver_resolve(br_resolver *r, br_range_kind kind, const uint8_t *full_hash,
-                        br_resolve_cb cb, void *ctx, br_resolve_result *res);
+int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
+                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
+                        br_resolve_result *res);
 
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);

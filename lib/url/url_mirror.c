@@ -396,6 +396,11 @@ int br_mirror_prepare_update(const char *dir, const br_feedset *fs, const uint8_
 
 int br_mirror_commit(br_mirror *m, br_error *err)
 {
+    /* The answer for prefixes without entries (docs/upstream.md). */
+    _cleanup_close_ int efd = openat(m->dfd, BR_MIRROR_EMPTY, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    struct stat st;
+    if (efd < 0 || fstat(efd, &st) < 0 || (st.st_size != 0 && ftruncate(efd, 0) < 0))
+        return br_error_set(err, -errno, "%s/%s: %s", m->dir, BR_MIRROR_EMPTY, strerror(errno));
     if (m->n == 0)
         return 0;
     if (m->n <= FSYNC_EACH_MAX) {

@@ -16,7 +16,11 @@
  * them durable (fsync, or one syncfs for many files) and renames each over
  * its PREFIX.txt (atomic per file), then fsyncs the directory. A file whose
  * content would not change is not rewritten (its mtime stays: friendly to
- * rsync and HTTP caches). */
+ * rsync and HTTP caches).
+ *
+ * The directory also holds BR_MIRROR_EMPTY, an empty file (made or emptied
+ * by commit): a web server serves it for the prefixes without a file, an
+ * empty 200 meaning "no entries" (docs/upstream.md). */
 #pragma once
 
 #include <stdbool.h>
@@ -25,6 +29,8 @@
 #include "error.h"
 #include "url_feed.h"
 #include "util.h"
+
+#define BR_MIRROR_EMPTY "empty.txt"
 
 typedef struct br_mirror_stats {
     uint64_t prefixes;        /* prefix files the set touches */

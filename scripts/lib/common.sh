@@ -9,7 +9,7 @@ BREACHD_PACKAGES=(
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
-  pamtester libpam-wrapper libpam-pwquality  # tests/integration/test_pam.py
+  pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   squid curl  # tests/integration/test_squid.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py
 )

@@ -103,7 +103,7 @@ static void cached_run(const char *cache_dir)
     double t0 = rt_now();
     for (size_t k = 0; k < rounds; k++)
         for (size_t i = 0; i < NQ; i++) {
-            int rc = br_resolver_resolve(r, PW, q[i], rt_ans_cb, &dummy, &res);
+            int rc = br_resolver_resolve(r, 0, PW, q[i], rt_ans_cb, &dummy, &res);
             sync += rc == 1;
             found += res.status == BR_RESOLVE_FOUND;
         }
@@ -118,7 +118,7 @@ static void cached_run(const char *cache_dir)
     t0 = rt_now();
     for (size_t k = 0; k < rounds; k++)
         for (size_t i = 0; i < NQ; i++)
-            br_range_cache_lookup(cache, PW, q[i], now, 0, &cr);
+            br_range_cache_lookup(cache, 0, PW, q[i], now, 0, &cr);
     t = rt_now() - t0;
     printf("%-44s %8.2f M lookups/s (%.0f ns each)\n", "  of which bare br_range_cache_lookup",
            n / t / 1e6, t / n * 1e9);

@@ -554,13 +554,19 @@ void rt_ans_cb(void *ctx, const br_resolve_result *res)
     a->calls++;
 }
 
-int rt_resolve(br_resolver *r, br_range_kind kind, const uint8_t *hash, rt_ans *a)
+int rt_resolve_in(br_resolver *r, uint32_t partition, br_range_kind kind, const uint8_t *hash,
+                 rt_ans *a)
 {
     memset(a, 0, sizeof(*a));
-    int rc = br_resolver_resolve(r, kind, hash, rt_ans_cb, a, &a->res);
+    int rc = br_resolver_resolve(r, partition, kind, hash, rt_ans_cb, a, &a->res);
     if (rc == 1)
         a->sync = true;
     return rc;
+}
+
+int rt_resolve(br_resolver *r, br_range_kind kind, const uint8_t *hash, rt_ans *a)
+{
+    return rt_resolve_in(r, 0, kind, hash, a);
 }
 
 static void noop_cb(evutil_socket_t fd, short what, void *arg)
@@ -621,9 +627,10 @@ int64_t rt_clock_fn(void *ctx)
     return ((rt_clock *)ctx)->now;
 }
 
-static int count_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
                     int64_t expires_at, const uint8_t *value, size_t len)
 {
+    (void)partition;
     (void)kind;
     (void)prefix20;
     (void)fetched_at;
@@ -648,9 +655,10 @@ typedef struct find_ctx {
     bool found;
 } find_ctx;
 
-static int find_cb(void *ctx, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
+static int find_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
                    int64_t expires_at, const uint8_t *value, size_t len)
 {
+    (void)partition;
     (void)fetched_at;
     (void)expires_at;
     (void)value;

@@ -125,8 +125,11 @@ typedef struct rt_ans {
 } rt_ans;
 
 void rt_ans_cb(void *ctx, const br_resolve_result *res);
-/* br_resolver_resolve into a; returns its return value. */
+/* br_resolver_resolve into a, in partition 0; returns its return value. */
 int rt_resolve(br_resolver *r, br_range_kind kind, const uint8_t *hash, rt_ans *a);
+/* The same in a given partition. */
+int rt_resolve_in(br_resolver *r, uint32_t partition, br_range_kind kind, const uint8_t *hash,
+                  rt_ans *a);
 /* Run the loop until every a[i] is answered or timeout_ms pass; true when all answered. */
 bool rt_wait(struct event_base *base, rt_ans *a, size_t n, int timeout_ms);
 /* Resolve and wait for one answer (timeout 10 s); aborts if none. */

@@ -174,7 +174,9 @@ def reload_admin_and_not(ctx):
     d.stop_ok()
     # Not an admin: this uid is not in admin_users (works without root).
     other = 65534 if os.getuid() != 65534 else 65533
-    d = start(ctx, name="b.conf", sock=ctx.path("b.sock"), daemon={"admin_users": str(other)})
+    # stats_users: STATS without RELOAD.
+    d = start(ctx, name="b.conf", sock=ctx.path("b.sock"),
+              daemon={"admin_users": str(other), "stats_users": str(os.getuid())})
     r = ctl("reload", sock=d.sock)
     want_rc(r, 2, "non-admin reload")
     eq(r.out, "", "stdout")

@@ -375,9 +375,10 @@ def peer_admin_users_reload(ctx):
 
 @test
 def reload_forbidden_for_non_admin(ctx):
-    # Works without root: the test's own uid is not in admin_users.
+    # Works without root: the test's own uid is not in admin_users, but in
+    # stats_users (STATS without RELOAD).
     other = 65534 if os.getuid() != 65534 else 65533
-    d = ctx.daemon(ctx.config(daemon={"admin_users": str(other)}))
+    d = ctx.daemon(ctx.config(daemon={"admin_users": str(other), "stats_users": str(os.getuid())}))
     cl = d.client()
     ans = cl.ask("1 RELOAD")
     check(re.fullmatch(r"1 ERR forbidden .+", ans), "non-admin RELOAD: %r" % ans)

@@ -6,9 +6,9 @@ and observed, is pamtest.py): breached passwords refused and clean ones
 accepted and passed on in PAM_AUTHTOK, retype and retry, use_authtok,
 breachd down or failing (on_error=deny/allow), timeouts, UNKNOWN answers
 (on_unknown=deny/allow), audit, min_count, root and users, bad options,
-the documented stack with the real pam_pwquality,
-and, over every test before it, no password, hash or breach count in the
-logs.
+the documented stack with the real pam_pwquality, the login stages
+(test_pam_login.py, imported here), and, over every test before it, no
+password, hash or breach count in the logs.
 
 Exit 0 when every test passed, 1 when one failed, 77 when the tools are
 missing (pamtester, libpam-wrapper, john-data). Standard library only.
@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pamtest as pt  # noqa: E402
 from pamtest import (SECRETS, SYSLOG, Skip, breach_msg, check, clean_password,  # noqa: E402
                      expect_ok, expect_refused, has_log, sha1hex, test)
+import test_pam_login  # noqa: E402,F401  (the login tests: registered first, run first)
 
 
 # ---- tests -------------------------------------------------------------------

@@ -51,7 +51,7 @@ static void fault_case(const char *mode, const char *reason, size_t min_requests
     /* nothing cached, and the next lookup is not answered from anything */
     assert_int_equal(rt_cache_entries(x.cache), 0);
     br_range_cache_result cr;
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, h, x.clock.now, 86400, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 86400, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_MISS);
     size_t seen = rt_fault_count(&g_fault, mode, p);
     if (seen < min_requests || seen > max_requests)

@@ -122,7 +122,7 @@ static void test_etag_revalidation(void **s)
     assert_int_equal(res.status, BR_RESOLVE_FOUND);
     assert_int_equal(res.count, rg->e[0].count);
     br_range_cache_result cr;
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
     assert_true(strlen(cr.etag) > 2); /* nginx's ETag (weak W/"..." when gzipped) */
     assert_true(strlen(cr.last_modified) > 10);
 
@@ -148,7 +148,7 @@ static void test_etag_revalidation(void **s)
     br_resolver_stats st;
     br_resolver_get_stats(x.r, &st);
     assert_int_equal(st.not_modified, 1);
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_FRESH);
     assert_int_equal(cr.fetched_at, x.clock.now);
 

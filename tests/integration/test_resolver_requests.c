@@ -103,26 +103,167 @@ static void test_no_padding(void **s)
 
 /* ---- decoys, proxies, configuration ------------------------------------------------------- */
 
+/* The requests.log lines from line `from` on (0-based): prefixes and whether
+ * each was conditional (If-None-Match sent). Returns how many. */
+static size_t log_requests(size_t from, uint32_t *prefix, bool *cond, size_t max)
+{
+    char *path = rt_fmt("%s/requests.log", g_fault_dir);
+    FILE *f = fopen(path, "r");
+    free(path);
+    assert_non_null(f);
+    char line[1024];
+    size_t i = 0, n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (i++ < from)
+            continue;
+        char mode[64], pfx[16];
+        assert_int_equal(sscanf(line, "%63s %15s", mode, pfx), 2);
+        if (n < max) {
+            prefix[n] = (uint32_t)strtoul(pfx, NULL, 16);
+            cond[n] = strstr(line, " inm=-") == NULL;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static size_t log_lines(void)
+{
+    uint32_t p[1];
+    bool c[1];
+    return log_requests(0, p, c, 0);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Decoys are real range fetches nobody waits for: cached, revalidated with
+ * the real one after its TTL (conditional like it), the same set every time
+ * for one real prefix (in every partition), the real one at a random place. */
 static void test_decoys(void **s)
+{
+    (void)s;
+    fx x;
+    fx_config(&x, "validators"); /* ETag, max-age=60, 304 on a match */
+    x.cfg.decoys = 3;
+    fx_open(&x);
+    uint32_t p = fresh_prefix();
+    uint8_t h[20];
+    hash_of(p, S42, h);
+    size_t l0 = log_lines();
+    assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
+    rt_run_for(x.base, 200); /* let the decoys finish */
+    uint32_t first[8], again[8];
+    bool cond[8];
+    assert_int_equal(log_requests(l0, first, cond, 8), 4);
+    for (int i = 0; i < 4; i++)
+        assert_false(cond[i]);
+    assert_int_equal(rt_cache_entries(x.cache), 4); /* decoys are cached too */
+    for (int i = 0; i < 4; i++)
+        assert_true(rt_cache_has(x.cache, PW, first[i]));
+    br_resolver_stats st;
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.decoys, 3);
+    assert_int_equal(st.fetches, 1);
+
+    /* Fresh: no request at all. */
+    rt_ans a;
+    assert_int_equal(rt_resolve(x.r, PW, h, &a), 1);
+    assert_int_equal(log_lines(), l0 + 4);
+
+    /* Past max-age: the same four prefixes, every one conditional (304). */
+    x.clock.now += 120;
+    size_t l1 = log_lines();
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_true(res.from_cache);
+    rt_run_for(x.base, 200);
+    assert_int_equal(log_requests(l1, again, cond, 8), 4);
+    for (int i = 0; i < 4; i++)
+        assert_true(cond[i]);
+    br_resolver_get_stats(x.r, &st);
+    assert_int_equal(st.not_modified, 4);
+    assert_int_equal(st.decoys, 6);
+    qsort(first, 4, sizeof(first[0]), cmp_u32);
+    qsort(again, 4, sizeof(again[0]), cmp_u32);
+    assert_memory_equal(first, again, sizeof(first[0]) * 4);
+
+    /* Another partition: its own fetches, the same burst. */
+    size_t l2 = log_lines();
+    assert_int_equal(rt_resolve_in(x.r, 7, PW, h, &a), 0);
+    assert_true(rt_wait(x.base, &a, 1, 10000));
+    rt_run_for(x.base, 200);
+    assert_int_equal(log_requests(l2, again, cond, 8), 4);
+    qsort(again, 4, sizeof(again[0]), cmp_u32);
+    assert_memory_equal(first, again, sizeof(first[0]) * 4);
+    assert_int_equal(rt_cache_entries(x.cache), 8);
+    fx_close(&x);
+}
+
+/* The real request's place in its burst is random: over 40 fresh prefixes
+ * with 3 decoys it is not always the same (all in one place: 4^-39). */
+static void test_decoy_order(void **s)
 {
     (void)s;
     fx x;
     fx_config(&x, "ok");
     x.cfg.decoys = 3;
     fx_open(&x);
-    size_t before = rt_fault_count(&g_fault, "ok", 0xFFFFFFFF);
+    unsigned seen[4] = {0};
+    for (int k = 0; k < 40; k++) {
+        uint32_t p = fresh_prefix(), got[8];
+        bool cond[8];
+        uint8_t h[20];
+        hash_of(p, S42, h);
+        size_t l0 = log_lines();
+        assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
+        rt_run_for(x.base, 50);
+        size_t n = log_requests(l0, got, cond, 8);
+        assert_int_equal(n, 4);
+        for (unsigned i = 0; i < 4; i++)
+            if (got[i] == p)
+                seen[i]++;
+    }
+    unsigned places = 0;
+    for (int i = 0; i < 4; i++)
+        places += seen[i] > 0;
+    assert_true(places >= 2);
+    fx_close(&x);
+}
+
+/* Partitions: one partition's entry or pending fetch is never used by
+ * another; the shared size bound is. */
+static void test_partitions(void **s)
+{
+    (void)s;
+    fx x;
+    fx_config(&x, "ok");
+    fx_open(&x);
     uint32_t p = fresh_prefix();
     uint8_t h[20];
     hash_of(p, S42, h);
-    assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
-    rt_run_for(x.base, 200); /* let the decoys finish */
-    assert_int_equal(rt_fault_count(&g_fault, "ok", 0xFFFFFFFF), before + 4);
-    assert_int_equal(rt_fault_count(&g_fault, "ok", p), 1);
-    assert_int_equal(rt_cache_entries(x.cache), 1); /* decoy answers are thrown away */
-    assert_true(rt_cache_has(x.cache, PW, p));
+    /* Coalescing within a partition, not across. */
+    rt_ans a[3];
+    assert_int_equal(rt_resolve_in(x.r, 1, PW, h, &a[0]), 0);
+    assert_int_equal(rt_resolve_in(x.r, 1, PW, h, &a[1]), 0);
+    assert_int_equal(rt_resolve_in(x.r, 2, PW, h, &a[2]), 0);
     br_resolver_stats st;
     br_resolver_get_stats(x.r, &st);
-    assert_int_equal(st.decoys, 3);
+    assert_int_equal(st.coalesced, 1);
+    assert_int_equal(st.fetches, 2);
+    assert_true(rt_wait(x.base, a, 3, 10000));
+    assert_int_equal(rt_fault_count(&g_fault, "ok", p), 2);
+    /* Each partition has its entry now; a third has none. */
+    assert_int_equal(rt_resolve_in(x.r, 1, PW, h, &a[0]), 1);
+    assert_int_equal(rt_resolve_in(x.r, 2, PW, h, &a[1]), 1);
+    assert_int_equal(rt_resolve_in(x.r, BR_RESOLVER_PARTITION_SHARED, PW, h, &a[2]), 0);
+    assert_true(rt_wait(x.base, &a[2], 1, 10000));
+    assert_int_equal(rt_fault_count(&g_fault, "ok", p), 3);
+    assert_int_equal(rt_cache_entries(x.cache), 3);
     fx_close(&x);
 }
 
@@ -191,7 +332,7 @@ static void test_no_upstream(void **s)
     rt_ans a;
     assert_int_equal(rt_resolve(r, BR_RANGE_URL_SHA256, h, &a), 1);
     assert_unknown(&a.res, BR_REASON_UNAVAILABLE);
-    assert_int_equal(br_resolver_resolve(r, (br_range_kind)7, h, rt_ans_cb, &a, &a.res), -EINVAL);
+    assert_int_equal(br_resolver_resolve(r, 0, (br_range_kind)7, h, rt_ans_cb, &a, &a.res), -EINVAL);
     br_resolver_free(r);
     event_base_free(base);
 }
@@ -200,7 +341,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ok),         cmocka_unit_test(test_no_padding),
-        cmocka_unit_test(test_decoys),     cmocka_unit_test(test_proxy),
+        cmocka_unit_test(test_decoys),     cmocka_unit_test(test_decoy_order),
+        cmocka_unit_test(test_partitions), cmocka_unit_test(test_proxy),
         cmocka_unit_test(test_bad_config), cmocka_unit_test(test_no_upstream),
     };
     return cmocka_run_group_tests(tests, fault_group_setup, fault_group_teardown);

@@ -38,7 +38,7 @@ static void validators_case(const char *mode, bool etag)
     assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
 
     br_range_cache_result cr;
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, h, x.clock.now, 0, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 0, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_FRESH);
     if (etag) {
         char want[32], hex[6];
@@ -64,7 +64,7 @@ static void validators_case(const char *mode, bool etag)
     br_resolver_get_stats(x.r, &st);
     assert_int_equal(st.revalidations, 1);
     assert_int_equal(st.not_modified, 1);
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, h, x.clock.now, 0, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 0, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_FRESH);
     assert_int_equal(cr.fetched_at, x.clock.now);
 
@@ -112,7 +112,7 @@ static void test_ttl_caps_max_age(void **s)
     hash_of(fresh_prefix(), S42, h);
     assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
     br_range_cache_result cr;
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, h, x.clock.now, 0, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 0, &cr), 0);
     assert_int_equal(cr.expires_at - cr.fetched_at, 10);
     fx_close(&x);
 }
@@ -149,7 +149,7 @@ static void test_stale_if_error(void **s)
     /* the failures did not replace the stored entry */
     rt_fault_set_down(&g_fault, false);
     br_range_cache_result cr;
-    assert_int_equal(br_range_cache_lookup(x.cache, PW, h, x.clock.now, 1000, &cr), 0);
+    assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 1000, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_STALE);
     res = rt_resolve_wait(x.base, x.r, PW, h);
     assert_int_equal(res.status, BR_RESOLVE_FOUND);

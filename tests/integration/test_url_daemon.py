@@ -16,8 +16,9 @@ at /range/XXXXX, and a real daemon answering `URL <url>`:
   UNKNOWN: upstream-error for a mirror file deleted (nginx 404) under a
            prefix whose bit is set, upstream-unavailable with nginx stopped;
   ERR:     secret-class (mailto:, bare e-mail addresses), bad-request;
-  stale:   an old URL filter (SOURCE_DATE_EPOCH) with max_filter_age = 1d:
-           url_filter_stale=1 and every expression goes to the mirror;
+  stale:   an old URL filter (SOURCE_DATE_EPOCH) with max_filter_age = 1d and
+           when_stale = upstream: url_filter_stale=1 and every expression
+           goes to the mirror;
   reload:  `breachctl filter add` writes generation 2, RELOAD loads it;
   privacy: nginx's access log holds only GET /range/XXXXX, the daemon's log
            never a URL or a host.
@@ -161,6 +162,8 @@ def mirror_entries(mirror):
     """{sha256 hex: category} of a mirror directory."""
     out = {}
     for fn in os.listdir(mirror):
+        if fn == "empty.txt":  # served for prefixes without entries (docs/upstream.md)
+            continue
         m = re.fullmatch(r"([0-9A-F]{5})\.txt", fn)
         check(m, "unexpected file in the mirror: %s" % fn)
         with open(os.path.join(mirror, fn)) as f:
@@ -511,7 +514,8 @@ def stale_filter_goes_to_the_mirror(ctx):
     run_ctl("filter", "build", "--kind", "url-sha256", "--output", old, "--ranges-dir", mirror,
             "--generation", "1", *s.inputs, env={"SOURCE_DATE_EPOCH": "1500000000"})
     port = ctx.nginx(mirror)
-    d = url_daemon(ctx, old, "http://127.0.0.1:%d/range/{prefix}" % port, max_filter_age="1d")
+    d = url_daemon(ctx, old, "http://127.0.0.1:%d/range/{prefix}" % port, max_filter_age="1d",
+                   when_stale="upstream")
     cl = d.client()
     st0 = cl.stats()
     eq(st0["url_filter_stale"], 1, "url_filter_stale")
@@ -562,6 +566,89 @@ def stale_filter_goes_to_the_mirror(ctx):
     cl.close()
     d.stop_ok()
     check_private(ctx, [d], [u, u2])
+
+
+def _stale_setup(ctx, location=None, **urls_kv):
+    """An old URL filter (max_filter_age 1d) and its mirror behind nginx."""
+    s = urlset()
+    old, mirror = ctx.path("old.bbf"), ctx.path("ranges")
+    run_ctl("filter", "build", "--kind", "url-sha256", "--output", old, "--ranges-dir", mirror,
+            "--generation", "1", *s.inputs, env={"SOURCE_DATE_EPOCH": "1500000000"})
+    port = ctx.nginx(mirror, location=location(mirror) if location else None)
+    d = url_daemon(ctx, old, "http://127.0.0.1:%d/range/{prefix}" % port, max_filter_age="1d",
+                   **urls_kv)
+    return d, mirror
+
+
+@test
+def stale_filter_sends_no_burst(ctx):
+    # Default when_stale = filter: a stale filter still answers, so a URL
+    # check sends only its maybes' prefixes, never all of its expressions.
+    d, mirror = _stale_setup(ctx)
+    cl = d.client()
+    st0 = cl.stats()
+    eq(st0["url_filter_stale"], 1, "url_filter_stale")
+    u = "https://www.good.example/some/page.html?x=1"
+    eq(cl.ask("a URL " + u), "a SAFE", u)
+    eq(nginx_requests(ctx), [], "range requests for a URL on no list")
+    u2 = "http://www.mixed.example.org/a/b/c.html?q=1"
+    eq(cl.ask("b URL " + u2), "b BLOCKED phishing mixed.example.org/a/b/c.html", u2)
+    got = {p for p, _ in nginx_requests(ctx)}
+    listed = {sha256hex(e)[:5] for e in expressions(u2)[0]
+              if os.path.exists(os.path.join(mirror, sha256hex(e)[:5] + ".txt"))}
+    check(got <= listed, "prefixes fetched beyond the filter's maybes: %r" % (got - listed))
+    st1 = cl.stats()
+    eq((st1["url_filter_stale"], st1["url_filter_bypassed"]), (1, 0), "stale, not bypassed")
+    eq(cl.ask("c URL " + u), "c SAFE", u)
+    cl.close()
+    d.stop_ok()
+    eq(d.log().count("older than max_filter_age"), 1, "stale warnings in the log (one an hour)")
+    check_private(ctx, [d], [u, u2])
+
+
+@test
+def stale_filter_when_stale_unknown(ctx):
+    d, _ = _stale_setup(ctx, when_stale="unknown")
+    cl = d.client()
+    eq(cl.ask("a URL http://www.mixed.example.org/a/b/c.html"), "a UNKNOWN filter-stale", "answer")
+    eq(cl.ask("b URL http://good.example/"), "b UNKNOWN filter-stale", "answer")
+    eq(nginx_requests(ctx), [], "range requests")
+    cl.close()
+    d.stop_ok()
+
+
+def _docs_nginx_location(mirror):
+    """The nginx block of docs/upstream.md "Serving a URL range mirror"."""
+    with open(os.path.join(dtest.ARGS.source_root, "docs", "upstream.md")) as f:
+        text = f.read()
+    m = re.search(r"```nginx\n(.*?)```", text, re.S)
+    check(m and "/srv/url-ranges" in m.group(1), "no nginx block in docs/upstream.md")
+    return m.group(1).replace("/srv/url-ranges", mirror)
+
+
+@test
+def empty_ranges_served_by_the_docs_snippet(ctx):
+    # A stale filter with when_stale = upstream asks for every expression's
+    # prefix; the docs' nginx block answers those without a file with the
+    # builder's empty.txt: an empty 200, "no entries", cached.
+    d, mirror = _stale_setup(ctx, location=_docs_nginx_location, when_stale="upstream")
+    eq(os.path.getsize(os.path.join(mirror, "empty.txt")), 0, "empty.txt")
+    cl = d.client()
+    u = "https://www.good.example/some/page.html?x=1"
+    want = {sha256hex(e)[:5] for e in expressions(u)[0]}
+    eq(cl.ask("a URL " + u), "a SAFE", "a URL on no list, through empty ranges")
+    got = nginx_requests(ctx)
+    eq({p for p, _ in got}, want, "prefixes fetched")
+    check(all(st == 200 for _, st in got), "statuses %r" % got)
+    eq(cl.ask("b URL " + u), "b SAFE", "again")
+    eq(len(nginx_requests(ctx)), len(got), "the empty ranges were cached")
+    u2 = "http://www.mixed.example.org/a/b/c.html?q=1"
+    eq(cl.ask("c URL " + u2), "c BLOCKED phishing mixed.example.org/a/b/c.html", u2)
+    # Without empty.txt a prefix without a file is a 404: an error.
+    os.unlink(os.path.join(mirror, "empty.txt"))
+    eq(cl.ask("d URL http://other.example/x"), "d UNKNOWN upstream-error", "404")
+    cl.close()
+    d.stop_ok()
 
 
 def _same_prefix_pair(tag):

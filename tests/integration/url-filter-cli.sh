@@ -54,7 +54,8 @@ for i in "${!exprs[@]}"; do
   f="$tmp/ranges/${k:0:5}.txt"
   if grep -qx "${k:5}:${cats[$i]}" "$f" 2>/dev/null; then ok; else bad "mirror line for ${exprs[$i]} in $f"; fi
 done
-same "$(ls "$tmp/ranges" | wc -l)" 6 "mirror file count"
+same "$(ls "$tmp/ranges" | wc -l)" 7 "mirror file count (6 prefixes and empty.txt)"
+same "$(stat -c %s "$tmp/ranges/empty.txt")" 0 "empty.txt is empty"
 for f in "$tmp/ranges"/*.txt; do
   LC_ALL=C sort -c "$f" && ok || bad "$f not sorted"
   grep -q $'\r' "$f" && bad "$f has CR" || ok
@@ -177,7 +178,7 @@ expect 2 "query --url on a password filter" "$ctl" filter query "$tmp/pw.bfuse" 
 expect 0 "rebuild smaller" "$ctl" filter build --kind url-sha256 --output "$tmp/o/u.bbf" \
   --ranges-dir "$tmp/ranges" --input "$tmp/domains.txt"
 contains "$tmp/err" "stale removed" "stale summary"
-same "$(ls "$tmp/ranges" | wc -l)" 2 "only the rebuilt prefixes remain"
+same "$(ls "$tmp/ranges" | wc -l)" 3 "only the rebuilt prefixes remain (and empty.txt)"
 expect 0 "info after rebuild" "$ctl" filter info "$tmp/o/u.bbf"
 contains "$tmp/out" "none since the full build" "rebuild resets the add history"
 

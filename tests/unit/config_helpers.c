@@ -75,6 +75,8 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->daemon.admin_users_text, "root");
     assert_int_equal(c->daemon.n_admin_users, 1);
     assert_int_equal(c->daemon.admin_users[0], 0);
+    assert_string_equal(c->daemon.stats_users_text, "");
+    assert_int_equal(c->daemon.n_stats_users, 0);
     assert_int_equal(c->daemon.log_level, LOG_INFO);
     assert_string_equal(c->daemon.metrics_listen, "");
     assert_string_equal(c->daemon.metrics_host, "");
@@ -90,10 +92,12 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->urls.filter, "");
     assert_string_equal(c->urls.upstream, "");
     assert_int_equal(c->urls.max_filter_age_s, 2 * 86400);
+    assert_int_equal(c->urls.when_stale, BREACHD_WHEN_STALE_FILTER);
     assert_string_equal(c->cache.path, "/var/cache/breachd");
     assert_int_equal(c->cache.max_size, (uint64_t)1 << 30);
     assert_int_equal(c->cache.ttl_s, 7 * 86400);
     assert_int_equal(c->cache.max_stale_s, 30 * 86400);
+    assert_int_equal(c->cache.partition, BREACHD_PARTITION_UID);
     assert_int_equal(c->upstream.timeout_ms, 5000);
     assert_int_equal(c->upstream.max_inflight, 16);
     assert_int_equal(c->upstream.rate, 50);
@@ -108,6 +112,7 @@ const char full_config[] = "[daemon]\n"
                            "allowed_users = root, 1234 ,daemon,1234\n"
                            "allowed_groups = root,4242\n"
                            "admin_users = 1000\n"
+                           "stats_users = 1001, 1002\n"
                            "log_level = debug\n"
                            "metrics_listen = 127.0.0.2:9750\n"
                            "[limits]\n"
@@ -124,11 +129,13 @@ const char full_config[] = "[daemon]\n"
                            "filter = /srv/urls.bloom\n"
                            "upstream = http://127.0.0.1:8080/url/{prefix}?x=1\n"
                            "max_filter_age = 12h\n"
+                           "when_stale = unknown\n"
                            "[cache]\n"
                            "path = /srv/cache\n"
                            "max_size = 256M\n"
                            "ttl = 90m\n"
                            "max_stale = 0\n"
+                           "partition = none\n"
                            "[upstream]\n"
                            "timeout = 2500ms\n"
                            "max_inflight = 1024\n"
@@ -151,6 +158,8 @@ void check_full(const breachd_config *c)
     assert_int_equal(c->daemon.allowed_groups[1], 4242);
     assert_int_equal(c->daemon.n_admin_users, 1);
     assert_int_equal(c->daemon.admin_users[0], 1000);
+    assert_int_equal(c->daemon.n_stats_users, 2);
+    assert_int_equal(c->daemon.stats_users[1], 1002);
     assert_int_equal(c->daemon.log_level, LOG_DEBUG);
     assert_string_equal(c->daemon.metrics_listen, "127.0.0.2:9750");
     assert_string_equal(c->daemon.metrics_host, "127.0.0.2");
@@ -166,10 +175,12 @@ void check_full(const breachd_config *c)
     assert_string_equal(c->urls.filter, "/srv/urls.bloom");
     assert_string_equal(c->urls.upstream, "http://127.0.0.1:8080/url/{prefix}?x=1");
     assert_int_equal(c->urls.max_filter_age_s, 12 * 3600);
+    assert_int_equal(c->urls.when_stale, BREACHD_WHEN_STALE_UNKNOWN);
     assert_string_equal(c->cache.path, "/srv/cache");
     assert_int_equal(c->cache.max_size, (uint64_t)256 << 20);
     assert_int_equal(c->cache.ttl_s, 90 * 60);
     assert_int_equal(c->cache.max_stale_s, 0);
+    assert_int_equal(c->cache.partition, BREACHD_PARTITION_NONE);
     assert_int_equal(c->upstream.timeout_ms, 2500);
     assert_int_equal(c->upstream.max_inflight, 1024);
     assert_int_equal(c->upstream.rate, 100000);

@@ -95,6 +95,10 @@ static void test_errors_values(void **state)
                  NAME ":2: [upstream] decoys: \"17\" is out of range (0 .. 16)");
     expect_error("[upstream]\ndecoys = -1\n",
                  NAME ":2: [upstream] decoys: bad number \"-1\": expected a whole number 0 .. 16");
+    expect_error("[urls]\nwhen_stale = bypass\n",
+                 NAME ":2: [urls] when_stale: bad when_stale value \"bypass\": expected filter, upstream or unknown");
+    expect_error("[cache]\npartition = gid\n",
+                 NAME ":2: [cache] partition: bad partition value \"gid\": expected uid or none");
     /* modes */
     expect_error("[daemon]\nsocket_mode = 0778\n",
                  NAME ":2: [daemon] socket_mode: bad mode \"0778\": expected octal digits, e.g. "

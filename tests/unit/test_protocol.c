@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Protocol v1 line parsing: every verb, and a table of malformed requests
- * with their exact error codes and ids. */
+ * with their exact error codes and ids; answer lines. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,12 +169,56 @@ static void test_format_error(void **state)
     assert_int_equal(small[n - 1], '\n');
 }
 
+/* Answer lines, the clients' side: every status, the fields of each, and
+ * lines without an id. */
+static void test_answers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        const char *id;
+        br_answer_kind kind;
+        uint64_t count;
+        const char *category, *detail;
+    } cases[] = {
+        {"7 CLEAN", "7", BR_ANSWER_CLEAN, 0, "", ""},
+        {"7 PWNED 3861493\r", "7", BR_ANSWER_PWNED, 3861493, "", ""},
+        {"u SAFE", "u", BR_ANSWER_SAFE, 0, "", ""},
+        {"u BLOCKED phishing evil.test/login", "u", BR_ANSWER_BLOCKED, 0, "phishing",
+         "evil.test/login"},
+        {"u BLOCKED malware", "u", BR_ANSWER_BLOCKED, 0, "malware", ""},
+        {"9 UNKNOWN upstream-error", "9", BR_ANSWER_UNKNOWN, 0, "", "upstream-error"},
+        {"- ERR busy too many requests", "-", BR_ANSWER_ERROR, 0, "", "busy too many requests"},
+        {"p PONG", "p", BR_ANSWER_OTHER, 0, "", "PONG"},
+        {"s STATS a=1 b=2", "s", BR_ANSWER_OTHER, 0, "", "STATS a=1 b=2"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char id[BR_PROTO_MAX_ID + 1];
+        br_answer a;
+        assert_int_equal(br_answer_parse_line(cases[i].line, strlen(cases[i].line), id, &a), 0);
+        assert_string_equal(id, cases[i].id);
+        assert_int_equal(a.kind, cases[i].kind);
+        assert_int_equal(a.count, cases[i].count);
+        assert_string_equal(a.category, cases[i].category);
+        assert_string_equal(a.detail, cases[i].detail);
+    }
+    char id[BR_PROTO_MAX_ID + 1];
+    br_answer a;
+    assert_int_equal(br_answer_parse_line("CLEAN", 5, id, &a), -EINVAL);
+    assert_int_equal(br_answer_parse_line(" CLEAN", 6, id, &a), -EINVAL);
+    assert_int_equal(br_answer_parse_line("0123456789abcdefX CLEAN", 23, id, &a), -EINVAL);
+    /* A line need not be NUL-terminated: only len bytes are read. */
+    assert_int_equal(br_answer_parse_line("1 PWNED 12345", 10, id, &a), 0);
+    assert_int_equal(a.count, 12);
+    assert_string_equal(br_answer_kind_name(BR_ANSWER_PWNED), "PWNED");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
-        cmocka_unit_test(test_format_error),
+        cmocka_unit_test(test_format_error),   cmocka_unit_test(test_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

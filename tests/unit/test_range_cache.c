@@ -112,7 +112,7 @@ static void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint
     uint8_t *v;
     size_t len;
     gen_value(g, kind, &v, &len);
-    assert_int_equal(br_range_cache_put(c, kind, prefix, v, len, fetched, expires, etag, lm), 0);
+    assert_int_equal(br_range_cache_put(c, 0, kind, prefix, v, len, fetched, expires, etag, lm), 0);
     free(v);
     free(g);
 }
@@ -126,7 +126,7 @@ static void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, ui
     gen_make(g, kind, prefix, seed, min_n, max_n);
     for (size_t i = 0; i < g->n; i++) {
         br_range_cache_result r;
-        assert_int_equal(br_range_cache_lookup(c, kind, g->hash[i], now, 1000, &r), 0);
+        assert_int_equal(br_range_cache_lookup(c, 0, kind, g->hash[i], now, 1000, &r), 0);
         assert_int_equal(r.state, want_state);
         assert_true(r.found);
         if (kind == BR_RANGE_PASSWORD_SHA1)
@@ -134,7 +134,7 @@ static void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, ui
         else
             assert_string_equal(r.category, g->cat[i]);
         g->hash[i][br_range_hash_len(kind) - 1] ^= 0x5A;
-        assert_int_equal(br_range_cache_lookup(c, kind, g->hash[i], now, 1000, &r), 0);
+        assert_int_equal(br_range_cache_lookup(c, 0, kind, g->hash[i], now, 1000, &r), 0);
         assert_int_equal(r.state, want_state);
         assert_false(r.found);
     }
@@ -215,7 +215,7 @@ static void test_persistence(void **state)
     uint8_t h[BR_SHA256_LEN];
     br_range_cache_result r;
     hash_for(0, h, BR_SHA1_LEN);
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
     assert_int_equal(r.fetched_at, 1000);
     assert_int_equal(r.expires_at, 2000);
@@ -223,12 +223,12 @@ static void test_persistence(void **state)
     assert_string_equal(r.last_modified, "Wed, 21 Oct 2015 07:28:00 GMT");
     /* Other prefix, other kind: misses. */
     hash_for(1, h, BR_SHA1_LEN);
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
     hash_for(0xABCDE, h, BR_SHA256_LEN);
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_URL_SHA256, h, 1500, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_URL_SHA256, h, 1500, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
     assert_string_equal(r.etag, "");
 
@@ -260,7 +260,7 @@ static void test_expiry_and_stale(void **state)
     };
     for (size_t i = 0; i < BR_ARRAY_SIZE(cases); i++) {
         br_range_cache_result r;
-        assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, g->hash[3], cases[i].now,
+        assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, g->hash[3], cases[i].now,
                                                cases[i].max_stale, &r),
                          0);
         assert_int_equal(r.state, cases[i].state);
@@ -281,14 +281,14 @@ static void test_touch(void **state)
 {
     fixture *f = *state;
     br_range_cache *c = open_cache(f, 4 << 20);
-    assert_int_equal(br_range_cache_touch(c, BR_RANGE_PASSWORD_SHA1, 7, 10, 20, NULL, NULL), -ENOENT);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 10, 20, NULL, NULL), -ENOENT);
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 100, 200, "\"a\"", "lm-a");
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 8, 4, 5, 50, 100, 200, "\"b\"", "lm-b");
     assert_int_equal(br_range_cache_flush(c), 0);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 300, BR_RANGE_CACHE_STALE);
 
     /* Committed entry: touch, visible at once, and after flush and reopen. */
-    assert_int_equal(br_range_cache_touch(c, BR_RANGE_PASSWORD_SHA1, 7, 300, 400, NULL, NULL), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 300, 400, NULL, NULL), 0);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 300, BR_RANGE_CACHE_FRESH);
     assert_int_equal(br_range_cache_flush(c), 0);
     br_range_cache_free(c);
@@ -297,7 +297,7 @@ static void test_touch(void **state)
     uint8_t h[BR_SHA1_LEN];
     hash_for(7, h, sizeof(h));
     br_range_cache_result r;
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 399, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 399, 0, &r), 0);
     assert_int_equal(r.fetched_at, 300);
     assert_int_equal(r.expires_at, 400);
     assert_string_equal(r.etag, "\"a\"");
@@ -305,9 +305,9 @@ static void test_touch(void **state)
 
     /* Pending entry: touch replaces validators when given. */
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 9, 5, 5, 50, 100, 200, "\"c\"", "lm-c");
-    assert_int_equal(br_range_cache_touch(c, BR_RANGE_PASSWORD_SHA1, 9, 500, 600, "\"d\"", ""), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 9, 500, 600, "\"d\"", ""), 0);
     hash_for(9, h, sizeof(h));
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 550, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 550, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
     assert_string_equal(r.etag, "\"d\"");
     assert_string_equal(r.last_modified, "");
@@ -316,7 +316,7 @@ static void test_touch(void **state)
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 9, 5, 5, 50, 550, BR_RANGE_CACHE_FRESH);
     /* The other entry is untouched. */
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 8, 4, 5, 50, 150, BR_RANGE_CACHE_FRESH);
-    assert_int_equal(br_range_cache_touch(c, BR_RANGE_URL_SHA256, 7, 10, 20, NULL, NULL), -ENOENT);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_URL_SHA256, 7, 10, 20, NULL, NULL), -ENOENT);
     br_range_cache_free(c);
 }
 
@@ -364,21 +364,21 @@ static void test_batching(void **state)
 
     /* Bad puts. */
     uint8_t junk[40] = {0};
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_PASSWORD_SHA1, 1, junk, sizeof(junk), 1, 2, NULL, NULL), -EINVAL);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, junk, sizeof(junk), 1, 2, NULL, NULL), -EINVAL);
     gen *g = malloc(sizeof(*g));
     gen_make(g, BR_RANGE_URL_SHA256, 1, 1, 1, 3);
     uint8_t *v;
     size_t len;
     gen_value(g, BR_RANGE_URL_SHA256, &v, &len);
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_PASSWORD_SHA1, 1, v, len, 1, 2, NULL, NULL), -EINVAL);
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_URL_SHA256, 1 << 20, v, len, 1, 2, NULL, NULL), -EINVAL);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, v, len, 1, 2, NULL, NULL), -EINVAL);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1 << 20, v, len, 1, 2, NULL, NULL), -EINVAL);
     /* An over-long ETag is not stored; the entry is. */
     char longtag[400];
     memset(longtag, 'e', sizeof(longtag) - 1);
     longtag[sizeof(longtag) - 1] = '\0';
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_URL_SHA256, 1, v, len, 1, 2, longtag, "lm"), 0);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1, v, len, 1, 2, longtag, "lm"), 0);
     br_range_cache_result r;
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_URL_SHA256, g->hash[0], 1, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_URL_SHA256, g->hash[0], 1, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
     assert_true(r.found);
     assert_string_equal(r.etag, "");
@@ -423,7 +423,7 @@ static void test_eviction(void **state)
         uint8_t h[BR_SHA1_LEN];
         br_range_cache_result r;
         hash_for(i, h, sizeof(h));
-        assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
+        assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), 0);
         assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
     }
     /* What is there is the newest run, complete. */
@@ -468,7 +468,7 @@ static void test_entry_larger_than_map(void **state)
     /* Past the pending byte bound: the put flushes by itself, and that flush
      * drops the entry that can never fit. */
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 3, 3, 10, 20, 30, 40, NULL, NULL);
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_PASSWORD_SHA1, 2, v, len, 30, 40, NULL, NULL), -EFBIG);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 2, v, len, 30, 40, NULL, NULL), -EFBIG);
     br_range_cache_usage u;
     assert_int_equal(br_range_cache_stats(c, &u), 0);
     assert_int_equal(u.pending, 0);
@@ -477,7 +477,7 @@ static void test_entry_larger_than_map(void **state)
     uint8_t h[BR_SHA1_LEN];
     br_range_cache_result r;
     hash_for(2, h, sizeof(h));
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 35, 0, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 35, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
     /* And the cache still works. */
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 4, 4, 10, 20, 30, 40, NULL, NULL);
@@ -514,7 +514,7 @@ static void crash_child(const char *path, uint64_t seed)
             uint8_t *v;
             size_t len;
             gen_value(&g, kind, &v, &len);
-            int rc = br_range_cache_put(c, kind, prefix, v, len, t, t + 77, NULL, NULL);
+            int rc = br_range_cache_put(c, 0, kind, prefix, v, len, t, t + 77, NULL, NULL);
             if (rc < 0) {
                 fprintf(stderr, "crash child: put: %s\n", strerror(-rc));
                 _exit(4);
@@ -534,10 +534,11 @@ typedef struct crash_check {
     gen g;
 } crash_check;
 
-static int crash_verify(void *ctx, br_range_kind kind, uint32_t prefix, int64_t fetched_at, int64_t expires_at,
-                        const uint8_t *value, size_t len)
+static int crash_verify(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix, int64_t fetched_at,
+                        int64_t expires_at, const uint8_t *value, size_t len)
 {
     crash_check *cc = ctx;
+    assert_int_equal(partition, 0);
     assert_true(kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256);
     assert_true(prefix % 2593 == 0 && prefix / 2593 < CRASH_PREFIXES);
     assert_non_null(value);
@@ -586,7 +587,7 @@ static void test_crash(void **state)
         uint8_t h[BR_SHA1_LEN];
         br_range_cache_result r;
         hash_for(0, h, sizeof(h));
-        assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, 0, 0, &r), 0);
+        assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 0, 0, &r), 0);
         if (r.state != BR_RANGE_CACHE_MISS) {
             check_gen(c, BR_RANGE_PASSWORD_SHA1, 0, (uint64_t)r.fetched_at, CRASH_MIN, CRASH_MAX, r.fetched_at,
                       BR_RANGE_CACHE_FRESH);
@@ -598,11 +599,51 @@ static void test_crash(void **state)
     free(cc);
 }
 
+/* Partitions never see each other's entries; the secret stays with the cache. */
+static void test_partitions_and_secret(void **state)
+{
+    fixture *f = *state;
+    br_range_cache *c = open_cache(f, 8 << 20);
+    uint8_t s1[BR_RANGE_CACHE_SECRET_LEN], s2[BR_RANGE_CACHE_SECRET_LEN], zero[BR_RANGE_CACHE_SECRET_LEN] = {0};
+    br_range_cache_secret(c, s1);
+    assert_memory_not_equal(s1, zero, sizeof(zero));
+    uint8_t *v;
+    size_t len;
+    const char *body = "00000000000000000000000000000000001:5";
+    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, strlen(body), 0, &v, &len, NULL), 0);
+    assert_int_equal(br_range_cache_put(c, 1000, BR_RANGE_PASSWORD_SHA1, 0x12345, v, len, 10, 20, "\"e\"", NULL), 0);
+    free(v);
+    uint8_t h[BR_SHA1_LEN] = {0x12, 0x34, 0x50};
+    h[19] = 1;
+    br_range_cache_result r;
+    for (int flushed = 0; flushed < 2; flushed++) {
+        assert_int_equal(br_range_cache_lookup(c, 1000, BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+        assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
+        assert_true(r.found);
+        assert_int_equal(r.count, 5);
+        const uint32_t others[] = {0, 1001, UINT32_MAX, 1000u << 8};
+        for (size_t i = 0; i < BR_ARRAY_SIZE(others); i++) {
+            assert_int_equal(br_range_cache_lookup(c, others[i], BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+            assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
+        }
+        assert_int_equal(br_range_cache_touch(c, 1001, BR_RANGE_PASSWORD_SHA1, 0x12345, 10, 30, NULL, NULL), -ENOENT);
+        assert_int_equal(br_range_cache_flush(c), 0);
+    }
+    br_range_cache_free(c);
+    c = open_cache(f, 8 << 20);
+    br_range_cache_secret(c, s2);
+    assert_memory_equal(s1, s2, sizeof(s1));
+    assert_int_equal(br_range_cache_lookup(c, 1000, BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+    assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
+    br_range_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partitions_and_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_and_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_touch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batching, setup, teardown),

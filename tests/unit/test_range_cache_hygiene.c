@@ -72,7 +72,7 @@ static void put_one(br_range_cache *c, uint32_t prefix, int64_t fetched, int64_t
     size_t len;
     br_error err = {{0}};
     assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, sizeof(body) - 1, 0, &v, &len, &err), 0);
-    assert_int_equal(br_range_cache_put(c, BR_RANGE_PASSWORD_SHA1, prefix, v, len, fetched, expires, "\"e\"", NULL),
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, prefix, v, len, fetched, expires, "\"e\"", NULL),
                      0);
     free(v);
 }
@@ -82,14 +82,14 @@ static br_range_cache_state state_of(br_range_cache *c, uint32_t prefix, int64_t
     uint8_t h[BR_SHA1_LEN];
     hash_of(prefix, h);
     br_range_cache_result r;
-    assert_int_equal(br_range_cache_lookup(c, BR_RANGE_PASSWORD_SHA1, h, now, max_stale, &r), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, now, max_stale, &r), 0);
     return r.state;
 }
 
-static int count_cb(void *ctx, br_range_kind kind, uint32_t prefix, int64_t fetched_at, int64_t expires_at,
-                    const uint8_t *value, size_t len)
+static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                    int64_t fetched_at, int64_t expires_at, const uint8_t *value, size_t len)
 {
-    (void)kind, (void)prefix, (void)fetched_at, (void)expires_at, (void)value, (void)len;
+    (void)partition, (void)kind, (void)prefix, (void)fetched_at, (void)expires_at, (void)value, (void)len;
     (*(size_t *)ctx)++;
     return 0;
 }
@@ -169,7 +169,7 @@ static void test_purge_after_touch(void **state)
     br_range_cache *c = open_ok(f->cache);
     put_one(c, 0x12345, 100, 200);
     assert_int_equal(br_range_cache_flush(c), 0);
-    assert_int_equal(br_range_cache_touch(c, BR_RANGE_PASSWORD_SHA1, 0x12345, 5000, 6000, NULL, NULL), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 0x12345, 5000, 6000, NULL, NULL), 0);
     assert_int_equal(br_range_cache_flush(c), 0);
     uint64_t purged = 9;
     assert_int_equal(br_range_cache_purge(c, 5100, 10, &purged), 0);

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* One question to breachd over its socket (docs/protocol.md), through the
+ * client library, which hashes the password and wipes its copies: only
+ * "PW <sha1>" is sent. Nothing here logs; the outcome carries sanitized
+ * text for the caller's message and log line. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "client.h"
+#include "pam_breachd.h"
+
+/* Copy text that came from the daemon or the client library into out for a
+ * message: printable ASCII only, and any run of 16 or more hex digits (a
+ * hash or part of one, should a peer ever echo it) replaced by "[hex]". */
+static void safe_text(const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i] && o + 1 < size;) {
+        size_t run = 0;
+        while (br_hexval((unsigned char)in[i + run]) >= 0)
+            run++;
+        if (run >= 16) {
+            int w = snprintf(out + o, size - o, "[hex]");
+            o = w < 0 || (size_t)w >= size - o ? size - 1 : o + (size_t)w;
+            i += run;
+            continue;
+        }
+        if (run == 0)
+            run = 1;
+        for (size_t k = 0; k < run && o + 1 < size; k++, i++) {
+            unsigned char c = (unsigned char)in[i];
+            out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The first word of a daemon answer's detail (an UNKNOWN reason, an ERR
+ * code), sanitized. */
+static void first_word(const char *in, char *out, size_t size)
+{
+    char tmp[64];
+    size_t n = strcspn(in, " ");
+    snprintf(tmp, sizeof(tmp), "%.*s", (int)BR_MIN(n, sizeof(tmp) - 1), in);
+    safe_text(tmp[0] ? tmp : "no reason given", out, size);
+}
+
+static int64_t now_ms(void)
+{
+    return (int64_t)(br_now_ns() / 1000000u);
+}
+
+/* A short reason for the user, from a client library failure. */
+static const char *error_reason(int r)
+{
+    switch (r) {
+    case -ENOENT:
+    case -ECONNREFUSED:
+        return "breachd is not running";
+    case -EACCES:
+    case -EPERM:
+        return "no permission to use breachd's socket";
+    case -ETIMEDOUT:
+        return "no answer in time";
+    default:
+        return "cannot talk to breachd";
+    }
+}
+
+/* An answer that is neither a verdict nor (for PING) PONG. */
+static void unexpected(const br_answer *a, pb_outcome *out)
+{
+    char code[64];
+    first_word(a->detail, code, sizeof(code));
+    out->v = PB_ERROR;
+    snprintf(out->reason, sizeof(out->reason), "breachd answered %s",
+             a->kind == BR_ANSWER_ERROR ? code : "something unexpected");
+    snprintf(out->detail, sizeof(out->detail), "unexpected answer %s %s",
+             br_answer_kind_name(a->kind), code);
+}
+
+void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
+{
+    memset(out, 0, sizeof(*out));
+    br_error err = {{0}};
+    br_answer a;
+    int64_t deadline = now_ms() + o->timeout_ms;
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    int r = br_client_connect(o->socket, o->timeout_ms, &c, &err);
+    if (r == 0) {
+        int64_t left = deadline - now_ms();
+        br_client_set_timeout(c, left < 1 ? 1 : (int)left);
+        if (password)
+            r = br_client_check_password(c, password, strlen(password), &a, &err);
+        else
+            r = br_client_command(c, "PING", &a, &err);
+    }
+    if (r < 0) {
+        out->v = PB_ERROR;
+        snprintf(out->reason, sizeof(out->reason), "%s", error_reason(r));
+        safe_text(err.text[0] ? err.text : strerror(-r), out->detail, sizeof(out->detail));
+        return;
+    }
+    if (a.kind == BR_ANSWER_CLEAN || (a.kind == BR_ANSWER_OTHER && !password)) {
+        out->v = PB_ACCEPT;
+    } else if (a.kind == BR_ANSWER_PWNED) {
+        out->v = PB_PWNED;
+        out->count = a.count;
+    } else if (a.kind == BR_ANSWER_UNKNOWN) {
+        out->v = PB_UNKNOWN;
+        first_word(a.detail, out->reason, sizeof(out->reason));
+    } else {
+        unexpected(&a, out);
+    }
+    OPENSSL_cleanse(&a, sizeof(a));
+}
+
+void pb_apply_min_count(const pb_options *o, pb_outcome *res)
+{
+    if (res->v == PB_PWNED && res->count < o->min_count)
+        res->v = PB_ACCEPT;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal to the resolver (its contract is resolver.h): the state its files
+ * share. resolver.c has the API, the flights table and the answers;
+ * resolver_burst.c sends a real fetch and its decoys. Only these files
+ * include this header. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decoys.h"
+#include "resolver.h"
+
+struct event;
+
+#define FLIGHT_BUCKETS 4096 /* power of two */
+
+typedef struct waiter waiter;
+struct waiter {
+    waiter *next;
+    br_resolve_cb cb;
+    void *ctx;
+    uint8_t hash[32];
+};
+
+/* One fetch of (partition, kind, prefix) and the lookups waiting for it; a
+ * decoy's flight starts with none. */
+typedef struct flight flight;
+struct flight {
+    flight *hnext; /* bucket chain */
+    br_resolver *r;
+    uint32_t partition;
+    br_range_kind kind;
+    uint32_t prefix20;
+    bool conditional;
+    waiter *head, **tail;
+};
+
+struct br_resolver {
+    struct event_base *base;
+    br_range_cache *cache;
+    br_upstream *up[3]; /* indexed by br_range_kind */
+    int64_t ttl_s, max_stale_s;
+    uint32_t decoys;
+    uint8_t decoy_key[BR_DECOY_KEY_LEN];
+    const uint8_t *decoy_bitmap[3]; /* by kind; NULL: every prefix */
+    uint32_t decoy_pop[3];
+    uint32_t flush_ms;
+    size_t max_body;
+    br_log_fn log;
+    void *log_ctx;
+    int64_t (*clock)(void *ctx);
+    void *clock_ctx;
+    bool closing;
+    struct event *flush_ev;
+    flight *buckets[FLIGHT_BUCKETS];
+    br_resolver_stats st;
+};
+
+/* ---- resolver.c ---- */
+
+/* The wall clock (cfg->clock or time()). */
+int64_t br_rs_now_s(br_resolver *r);
+/* The pending fetch of (partition, kind, prefix20), NULL when none. */
+flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20);
+/* Into the table, once its request is sent. */
+void br_rs_flight_insert(br_resolver *r, flight *f);
+/* Free a flight that is not in the table, with its waiters (not answered). */
+void br_rs_flight_free(flight *f);
+/* The upstream callback of every flight (ctx is the flight). */
+void br_rs_fetch_done(void *ctx, const br_upstream_response *resp);
+/* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
+void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                                const uint8_t *hash, const char *reason, br_resolve_result *res);
+/* Count an answer in the stats. */
+void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
+
+/* ---- resolver_burst.c ---- */
+
+/* A flight with no waiter, not in the table; NULL when out of memory. */
+flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix);
+/* Send nf (the real fetch, holding its first waiter) and its decoys, in a
+ * random order. 0: nf is in flight; 1: nf could not be sent, *res holds the
+ * answer made at once and nf is freed. */
+int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
+                     const uint8_t *full_hash, br_resolve_result *res);
