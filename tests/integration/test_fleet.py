@@ -15,6 +15,7 @@ block) in front keeps ETags working: 304s and ranges through it."""
 import os
 import re
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
@@ -32,7 +33,7 @@ events { worker_connections 512; }
 http {
     log_format fleet '$remote_addr "$request" $status $body_bytes_sent '
                      'range="$http_range" inm="$http_if_none_match" ir="$http_if_range" '
-                     'cache="$upstream_cache_status"';
+                     'cache="$upstream_cache_status" ua="$http_user_agent"';
     client_body_temp_path %%(dir)s/tmp/body;
     proxy_temp_path %%(dir)s/tmp/proxy;
     fastcgi_temp_path %%(dir)s/tmp/fastcgi;
@@ -220,6 +221,14 @@ def fleet_of_five(ctx):
                   in r.stderr, r.stderr)
             eq(h["daemon"].stats()["filter_generation"], 12, "host %d still serving" % i)
         check_all(fl, pw_reqs(a2), ["PWNED %d" % k2[h] for h in a2], "after the %s delta" % kind)
+    # A URL prefix without entries is answered empty (the documented block
+    # serves empty.txt), one with entries with them.
+    listed = {f[:5] for f in os.listdir(fl.path("url-ranges")) if f != "empty.txt"}
+    unlisted = next("%05X" % p for p in range(1 << 20) if "%05X" % p not in listed)
+    with urllib.request.urlopen(fl.ng.url("url-range/" + unlisted), timeout=10) as r:
+        eq((r.status, r.read()), (200, b""), "a prefix without entries")
+    with urllib.request.urlopen(fl.ng.url("url-range/" + sorted(listed)[0]), timeout=10) as r:
+        check(r.status == 200 and b":phishing" in r.read(), "a prefix with entries")
     # The publisher goes down: hosts answer from filters and cached ranges.
     fl.ng.stop()
     for h in fl.hosts:
@@ -250,7 +259,8 @@ def check_private(fl):
         eq(st.get("cache_errors", 0), 0)
         fetched += st["cache_misses"] + st["cache_revalidations"]
     log = fl.ng.log()
-    ranges = [ln for ln in log if re.search(r'"GET /(url-)?range/[0-9A-F]{5} ', ln)]
+    ranges = [ln for ln in log if re.search(r'"GET /(url-)?range/[0-9A-F]{5} ', ln)
+              and "Python-urllib" not in ln]
     check(fetched > 0, "the hosts fetched no range")
     eq(len(ranges), fetched, "range fetches of the hosts vs. the publisher's log")
     check(all(ln.startswith("127.0.0.1 ") for ln in log), "a request from elsewhere")
