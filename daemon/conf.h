@@ -93,6 +93,14 @@ typedef struct breachd_config {
         int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
+    struct {                      /* NT hashes (the NT verb), like passwords */
+        char *filter;             /* "" = none: every NT check goes to the range API */
+        char *pubkey;             /* as for passwords */
+        char *filter_url;         /* as for passwords */
+        char *upstream;           /* URL template; "" = none */
+        int64_t max_filter_age_s;
+    } ntlm;
+
     struct {
         char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
         char *pubkey;     /* as for passwords */
@@ -118,6 +126,8 @@ typedef struct breachd_config {
         char *proxy;     /* "" = libcurl's environment variables */
         char *ca_file;   /* "" = the system CA store */
         uint32_t decoys; /* 0 .. 16 */
+        uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
+        uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
     } upstream;
 } breachd_config;
 

@@ -204,6 +204,24 @@ int bd_conf_parse_uint(const char *v, uint32_t min, uint32_t max, uint32_t *out,
     return 0;
 }
 
+int bd_conf_parse_percent(const char *v, uint32_t min, uint32_t max, uint32_t *out, br_error *err)
+{
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), v);
+    const char *p = v;
+    uint64_t n;
+    if (!bd_conf_take_u64(&p, &n) || (*p && strcmp(p, "%") != 0))
+        return br_error_set(err, -EINVAL,
+                            "bad percentage %s: expected a whole number %" PRIu32 "%% .. %" PRIu32
+                            "%%, e.g. 50%%",
+                            q, min, max);
+    if (n < min || n > max)
+        return br_error_set(err, -EINVAL, "%s is out of range (%" PRIu32 "%% .. %" PRIu32 "%%)", q,
+                            min, max);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 int bd_conf_parse_mode(const char *v, mode_t *out, br_error *err)
 {
     char q[100];

@@ -37,10 +37,14 @@ static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
     a->unknown_error += b->unknown_error;
     a->unknown_timeout += b->unknown_timeout;
     a->unknown_circuit += b->unknown_circuit;
+    a->unknown_rate_limited += b->unknown_rate_limited;
     a->parse_errors += b->parse_errors;
     a->cache_errors += b->cache_errors;
     a->flushes += b->flushes;
     a->decoys += b->decoys;
+    a->bulk_lookups += b->bulk_lookups;
+    a->promoted += b->promoted;
+    a->bulk_resent += b->bulk_resent;
 }
 
 static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
@@ -59,6 +63,13 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->refused_circuit += b->refused_circuit;
     a->breaker_trips += b->breaker_trips;
     a->body_bytes += b->body_bytes;
+    a->bulk_fetches += b->bulk_fetches;
+    a->promoted += b->promoted;
+    a->rate_limited += b->rate_limited;
+    a->err_rate_limited += b->err_rate_limited;
+    a->rate_decreases += b->rate_decreases;
+    a->pauses += b->pauses;
+    a->paused_ms += b->paused_ms;
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
@@ -73,6 +84,7 @@ static void retire_resolver(bd_state *s)
     state_figures(s, &one);
     add_resolver(&retired.resolver, &one.resolver);
     add_upstream(&retired.pw_upstream, &one.pw_upstream);
+    add_upstream(&retired.nt_upstream, &one.nt_upstream);
     /* Detach first: freeing answers pending lookups, whose callbacks may
      * drop the last reference to this very state. */
     br_resolver *r = s->resolver;
@@ -89,6 +101,9 @@ static void state_figures(bd_state *s, bd_totals *t)
     br_upstream *up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_SHA1);
     if (up)
         br_upstream_get_stats(up, &t->pw_upstream);
+    up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_NTLM);
+    if (up)
+        br_upstream_get_stats(up, &t->nt_upstream);
 }
 
 void bd_state_totals(const bd_state *current, bd_totals *t)
@@ -99,13 +114,20 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
         state_figures(s, &one);
         add_resolver(&t->resolver, &one.resolver);
         add_upstream(&t->pw_upstream, &one.pw_upstream);
+        add_upstream(&t->nt_upstream, &one.nt_upstream);
         if (s == current) {
+            t->nt_upstream.inflight = one.nt_upstream.inflight;
+            t->nt_upstream.queued = one.nt_upstream.queued;
             t->resolver.pending_fetches = one.resolver.pending_fetches;
             t->resolver.pending_lookups = one.resolver.pending_lookups;
             t->pw_upstream.inflight = one.pw_upstream.inflight;
             t->pw_upstream.queued = one.pw_upstream.queued;
             t->pw_upstream.backoff = one.pw_upstream.backoff;
             t->pw_upstream.breaker = one.pw_upstream.breaker;
+            t->pw_upstream.bulk_queued = one.pw_upstream.bulk_queued;
+            t->pw_upstream.bulk_inflight = one.pw_upstream.bulk_inflight;
+            t->pw_upstream.rate_effective = one.pw_upstream.rate_effective;
+            t->pw_upstream.pause_left_ms = one.pw_upstream.pause_left_ms;
         }
     }
 }
@@ -118,6 +140,8 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         return r;
     r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
     if (r >= 0)
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+    if (r >= 0)
         r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
@@ -129,6 +153,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 void bd_state_files_clear(bd_state_files *f)
 {
     br_pwfilter_free(f->pwfilter);
+    br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
     breachd_config_free(f->cfg);
     memset(f, 0, sizeof(*f));
@@ -171,11 +196,13 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     memset(rc, 0, sizeof(*rc));
     rc->password_upstream = cfg->passwords.upstream;
     rc->url_upstream = cfg->urls.upstream;
+    rc->ntlm_upstream = cfg->ntlm.upstream;
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
+    rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;
@@ -198,6 +225,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     live_states = s;
     s->cfg = files->cfg;
     s->pwfilter = files->pwfilter;
+    s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
@@ -238,6 +266,7 @@ static void state_free(bd_state *s)
     retire_resolver(s);
     cache_unref(s->cache);
     br_pwfilter_free(s->pwfilter);
+    br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
     breachd_config_free(s->cfg);
     free(s);
@@ -306,6 +335,13 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
     return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
 }
 
+bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
+{
+    if (!s->ntfilter)
+        return false;
+    return now - br_pwfilter_header(s->ntfilter)->build_time > s->cfg->ntlm.max_filter_age_s;
+}
+
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 {
     if (s->cfg->cache.partition == BREACHD_PARTITION_NONE)
@@ -336,6 +372,9 @@ void bd_state_log_filters(const bd_state *s)
                    br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->ntfilter)
+        log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
+                   "every NT check goes to the range API");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");

@@ -12,18 +12,26 @@
 #include "log.h"
 #include "state_filters.h"
 
-static int wrong_kind(const char *path, uint32_t kind, br_error *err)
+/* What a password section wants: [passwords] answers PW from password-sha1
+ * filters, [ntlm] answers NT from password-ntlm ones. */
+typedef struct pw_section {
+    const char *name, *verb, *list, *pubkey;
+    uint32_t kind;
+} pw_section;
+
+static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br_error *err)
 {
+    const char *name = br_filter_kind_name(kind);
     return br_error_set(err, -EINVAL,
-                        "[passwords] filter %s: kind %s, but breachd answers PW with "
-                        "password-sha1 filters only",
-                        path, br_filter_kind_name(kind));
+                        "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
+                        sec->name, path, name ? name : "?", sec->verb,
+                        br_filter_kind_name(sec->kind));
 }
 
 /* The kind of an intact header, before the full open: a filter of another
  * kind (a URL filter named by mistake) is refused by its kind, not by the
  * first algorithm field the password filter reader does not expect. */
-static int check_kind_first(const char *path, br_error *err)
+static int check_kind_first(const pw_section *sec, const char *path, br_error *err)
 {
     uint8_t raw[BR_FILTER_HEADER_SIZE];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -35,7 +43,7 @@ static int check_kind_first(const char *path, br_error *err)
     br_error ignored = {{0}};
     if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
         return 0;
-    return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
+    return h.kind == sec->kind ? 0 : wrong_kind(sec, path, h.kind, err);
 }
 
 /* A filter that would not open, said with the config line that names it
@@ -106,22 +114,23 @@ static int attach_error(const char *path, int r, br_error *err)
     return br_error_prefix(err, r, "%s: refused", path);
 }
 
-static int open_pw_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
-                          size_t index, br_pwfilter **out, br_error *err)
+static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
+                          const br_sign_key *key, const char *path, size_t index,
+                          br_pwfilter **out, br_error *err)
 {
-    int r = check_kind_first(path, err);
+    int r = check_kind_first(sec, path, err);
     if (r < 0)
         return r;
     r = br_pwfilter_open(path, out, err);
     if (r < 0)
-        return filter_error(cfg, "passwords", r, err);
+        return filter_error(cfg, sec->name, r, err);
     const br_filter_header *h = br_pwfilter_file_header(*out);
-    if (h->kind != BR_KIND_PASSWORD_SHA1)
-        r = wrong_kind(path, h->kind, err);
+    if (h->kind != sec->kind)
+        r = wrong_kind(sec, path, h->kind, err);
     if (r == 0)
-        r = check_signature(cfg, "passwords", key, path, h, err);
+        r = check_signature(cfg, sec->name, key, path, h, err);
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
-        r = filter_error(cfg, "passwords", r, err);
+        r = filter_error(cfg, sec->name, r, err);
     if (r < 0) {
         br_pwfilter_free(*out);
         *out = NULL;
@@ -129,36 +138,51 @@ static int open_pw_member(const breachd_config *cfg, const br_sign_key *key, con
     return r;
 }
 
-int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_pwfilter **out,
+                           br_error *err)
 {
     *out = NULL;
-    if (!cfg->passwords.filter[0])
+    if (!sec->list[0])
         return 0;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
-    int r = load_pubkey(cfg, "passwords", cfg->passwords.pubkey, &key, err);
+    int r = load_pubkey(cfg, sec->name, sec->pubkey, &key, err);
     if (r < 0)
         return r;
     char **paths;
     size_t n;
-    if (breachd_config_list_split(cfg->passwords.filter, &paths, &n) < 0)
+    if (breachd_config_list_split(sec->list, &paths, &n) < 0)
         return -ENOMEM;
     _cleanup_(br_pwfilter_freep) br_pwfilter *set = NULL;
     for (size_t i = 0; i < n && r == 0; i++) {
         br_pwfilter *pf = NULL;
-        r = open_pw_member(cfg, key, paths[i], i, &pf, err);
+        r = open_pw_member(cfg, sec, key, paths[i], i, &pf, err);
         if (r == 0 && i == 0)
             set = pf;
         else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
-            r = filter_error(cfg, "passwords", attach_error(paths[i], r, err), err);
+            r = filter_error(cfg, sec->name, attach_error(paths[i], r, err), err);
     }
     if (r == 0 && br_pwfilter_header(set)->key_count == 0)
-        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
-               cfg->passwords.filter);
+        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached",
+               sec->name, sec->list);
     breachd_config_list_free(paths, n);
     if (r < 0)
         return r;
     *out = BR_TAKE_PTR(set);
     return 0;
+}
+
+int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
+                            BR_KIND_PASSWORD_SHA1};
+    return load_pw_section(cfg, &sec, out, err);
+}
+
+int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
+                            BR_KIND_PASSWORD_NTLM};
+    return load_pw_section(cfg, &sec, out, err);
 }
 
 static int open_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,

@@ -14,5 +14,7 @@
 /* [passwords] filter, or *out = NULL when none is configured. 0, or a
  * negative errno with err naming the config line, the file and the reason. */
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err);
+/* [ntlm] filter (password-ntlm, the NT verb), the same way. */
+int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, br_error *err);
 /* [urls] filter, the same way. */
 int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err);

@@ -25,12 +25,15 @@ void cmd_filter_summary(FILE *out);
 /* url-canon, url-expressions (argv[0] says which): offline, no daemon. */
 int cmd_url(const ctl_globals *g, int argc, char **argv);
 void cmd_url_summary(FILE *out);
-/* password, sha1, url, ping, stats, reload (argv[0] says which). */
+/* password, sha1, nt, url, ping, stats, reload (argv[0] says which). */
 int cmd_check(const ctl_globals *g, int argc, char **argv);
 void cmd_check_summary(FILE *out);
 /* download: the corpus downloader (lib/download/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);
 void cmd_download_summary(FILE *out);
+/* audit: the accounts of a password-hash export (docs/audit.md). */
+int cmd_audit(const ctl_globals *g, int argc, char **argv);
+void cmd_audit_summary(FILE *out);
 /* key generate: Ed25519 key pairs for signed filters (cmd_key.c). */
 int cmd_key(const ctl_globals *g, int argc, char **argv);
 void cmd_key_summary(FILE *out);

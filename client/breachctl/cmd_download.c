@@ -117,13 +117,14 @@ static void log_cb(void *ctx, int level, const char *msg)
 
 static const ctl_usage download_usage[] = {
     {"download",
-     "--out DIR [--upstream TEMPLATE] [--parallel N]\n"
+     "--out DIR [--ntlm] [--upstream TEMPLATE] [--parallel N]\n"
      "          [--range FIRST-LAST] [--single-file FILE] [--force] [--ca-file FILE]",
      "Fetches the Pwned Passwords corpus, every range 00000..FFFFF (or FIRST..LAST, "
      "hex), into DIR/XXXXX.txt. A re-run sends conditional requests and rewrites only "
      "changed ranges; an interrupted run resumes; --force fetches everything again "
-     "(docs/corpus.md). Default upstream: " BR_DOWNLOAD_DEFAULT_UPSTREAM
-     "; --parallel: " STR(BR_DOWNLOAD_DEFAULT_PARALLEL) ". Exit status 0 when every prefix "
+     "(docs/corpus.md). --ntlm: the NTLM corpus (NT hashes, 27-hex suffixes; use a DIR "
+     "of its own). Default upstream: " BR_DOWNLOAD_DEFAULT_UPSTREAM
+     " (--ntlm: " BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM "); --parallel: " STR(BR_DOWNLOAD_DEFAULT_PARALLEL) ". Exit status 0 when every prefix "
      "is present, else 2."},
 };
 
@@ -203,6 +204,7 @@ static int parse_opts(int argc, char **argv, br_download_opts *o)
         CTL_FN("range", o, opt_range),
         CTL_STR("single-file", &o->single_file),
         CTL_FLAG("force", &o->force),
+        CTL_FLAG("ntlm", &o->ntlm),
         CTL_STR("ca-file", &o->ca_file),
         CTL_IGNORE("socket"), /* accepted everywhere (breachctl(1)); no daemon needed here */
         CTL_HELP,

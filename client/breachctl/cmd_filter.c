@@ -71,10 +71,11 @@ typedef struct build_sink {
     uint64_t in_base;
 } build_sink;
 
-static int add_key(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
+/* Both password kinds key by the first 8 bytes of the hash (hash-prefix64). */
+static int add_key(void *ctx, const uint8_t *hash)
 {
     build_sink *s = ctx;
-    uint64_t key = br_hash_key64(sha1);
+    uint64_t key = br_hash_key64(hash);
     if (s->base && br_pwfilter_contains_key(s->base, key)) {
         s->in_base++;
         return 0;
@@ -84,7 +85,7 @@ static int add_key(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
 
 static const ctl_usage filter_usage[] = {
     {"filter build",
-     "--kind password-sha1 --output FILE --input PATH...\n"
+     "--kind password-sha1|password-ntlm --output FILE --input PATH...\n"
      "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
      "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
      "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...",
@@ -241,14 +242,16 @@ static int parse_build(int argc, char **argv, build_args *a)
     }
     br_filter_kind kind;
     if (br_filter_kind_from_name(a->kind_name, &kind) < 0) {
-        ctl_err("filter build: --kind '%s': expected password-sha1 or url-sha256", a->kind_name);
+        ctl_err("filter build: --kind '%s': expected password-sha1, password-ntlm or url-sha256",
+                a->kind_name);
         return -1;
     }
-    if (kind != BR_KIND_PASSWORD_SHA1) {
+    if (kind != BR_KIND_PASSWORD_SHA1 && kind != BR_KIND_PASSWORD_NTLM) {
         ctl_err("filter build: --kind %s cannot be built by this version", a->kind_name);
         return -1;
     }
     a->b.kind = kind;
+    a->in.kind = kind;
     return 0;
 }
 
@@ -410,13 +413,14 @@ static int filter_verify(const char *path)
     return 0;
 }
 
-/* A query key: exactly 40 hex digits, any case. */
-static bool parse_key(const char *s, size_t len, uint64_t *key)
+/* A query key: exactly 2 * hash_len hex digits, any case (40 for a SHA-1,
+ * 32 for an NT hash). */
+static bool parse_key(const char *s, size_t len, size_t hash_len, uint64_t *key)
 {
-    uint8_t sha1[BR_SHA1_LEN];
-    if (len != 2 * BR_SHA1_LEN || !br_hex_decode(s, BR_SHA1_LEN, sha1))
+    uint8_t hash[BR_SHA1_LEN];
+    if (len != 2 * hash_len || !br_hex_decode(s, hash_len, hash))
         return false;
-    *key = br_hash_key64(sha1);
+    *key = br_hash_key64(hash);
     return true;
 }
 
@@ -425,10 +429,13 @@ static int filter_query(const char *path, int nkeys, char **keys)
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
     if (open_filter(path, &pf))
         return EXIT_ERROR;
+    bool nt = br_pwfilter_header(pf)->kind == BR_KIND_PASSWORD_NTLM;
+    size_t hash_len = nt ? BR_NT_LEN : BR_SHA1_LEN;
+    const char *want = nt ? "a 32-hex NT hash" : "a 40-hex SHA-1";
     uint64_t key;
     for (int i = 0; i < nkeys; i++) {
-        if (!parse_key(keys[i], strlen(keys[i]), &key)) {
-            ctl_err("filter query: key %d is not a 40-hex SHA-1", i + 1);
+        if (!parse_key(keys[i], strlen(keys[i]), hash_len, &key)) {
+            ctl_err("filter query: key %d is not %s", i + 1, want);
             return EXIT_ERROR;
         }
         puts(br_pwfilter_contains_key(pf, key) ? "maybe" : "no");
@@ -453,12 +460,12 @@ static int filter_query(const char *path, int nkeys, char **keys)
                 len--;
             if (len > 0 && line[len - 1] == '\r')
                 len--;
-            if (!parse_key(line, (size_t)len, &block[n])) {
+            if (!parse_key(line, (size_t)len, hash_len, &block[n])) {
                 br_pwfilter_contains_batch(pf, block, n, answers);
                 for (size_t i = 0; i < n; i++)
                     puts(answers[i] ? "maybe" : "no");
                 fflush(stdout);
-                ctl_err("filter query: stdin:%" PRIu64 ": not a 40-hex SHA-1", lineno);
+                ctl_err("filter query: stdin:%" PRIu64 ": not %s", lineno, want);
                 return EXIT_ERROR;
             }
             n++;

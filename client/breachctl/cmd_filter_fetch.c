@@ -375,12 +375,21 @@ static void section_fini(section *s)
 /* A section of the config with filter_url: its filters and URLs pair up. */
 static int section_from_config(const breachd_config *cfg, const char *name, section *s)
 {
-    bool pw = strcmp(name, "passwords") == 0;
-    const char *filter = pw ? cfg->passwords.filter : cfg->urls.filter;
-    const char *urls = pw ? cfg->passwords.filter_url : cfg->urls.filter_url;
+    const char *filter = cfg->urls.filter, *urls = cfg->urls.filter_url;
+    s->kind = BR_KIND_URL_SHA256;
+    s->pubkey = cfg->urls.pubkey;
+    if (strcmp(name, "passwords") == 0) {
+        filter = cfg->passwords.filter;
+        urls = cfg->passwords.filter_url;
+        s->kind = BR_KIND_PASSWORD_SHA1;
+        s->pubkey = cfg->passwords.pubkey;
+    } else if (strcmp(name, "ntlm") == 0) {
+        filter = cfg->ntlm.filter;
+        urls = cfg->ntlm.filter_url;
+        s->kind = BR_KIND_PASSWORD_NTLM;
+        s->pubkey = cfg->ntlm.pubkey;
+    }
     s->name = name;
-    s->kind = pw ? BR_KIND_PASSWORD_SHA1 : BR_KIND_URL_SHA256;
-    s->pubkey = pw ? cfg->passwords.pubkey : cfg->urls.pubkey;
     if (breachd_config_list_split(filter, &s->paths, &s->n_paths) < 0 ||
         breachd_config_list_split(urls, &s->urls, &s->n_urls) < 0)
         return -ENOMEM;
@@ -492,7 +501,7 @@ int filter_fetch_cmd(const ctl_globals *g, int argc, char **argv)
     }
     fo.stall_ms = timeout_s * 1000;
     fo.connect_ms = BR_MIN(timeout_s, 10) * 1000;
-    section sections[2] = {{0}};
+    section sections[3] = {{0}};
     size_t n = 0;
     _cleanup_(breachd_config_freep) breachd_config *cfg = NULL;
     const char *socket_path = sock ? sock : g->socket_path;
@@ -509,6 +518,8 @@ int filter_fetch_cmd(const ctl_globals *g, int argc, char **argv)
         socket_path = config_socket(g, sock, cfg);
         if (cfg->passwords.filter_url[0])
             r = section_from_config(cfg, "passwords", &sections[n++]);
+        if (r == 0 && cfg->ntlm.filter_url[0])
+            r = section_from_config(cfg, "ntlm", &sections[n++]);
         if (r == 0 && cfg->urls.filter_url[0])
             r = section_from_config(cfg, "urls", &sections[n++]);
         if (r == 0 && n == 0) {

@@ -24,11 +24,13 @@ static const struct {
     {"url-expressions", cmd_url},
     {"password", cmd_check},
     {"sha1", cmd_check},
+    {"nt", cmd_check},
     {"url", cmd_check},
     {"ping", cmd_check},
     {"stats", cmd_check},
     {"reload", cmd_check},
     {"download", cmd_download},
+    {"audit", cmd_audit},
     {"key", cmd_key},
 };
 
@@ -95,6 +97,7 @@ static void usage(FILE *out)
     cmd_url_summary(out);
     fputs("\nThe corpus:\n", out);
     cmd_download_summary(out);
+    cmd_audit_summary(out);
     fputs("\nSigning keys (filter sign, filter fetch):\n", out);
     cmd_key_summary(out);
     fprintf(out,

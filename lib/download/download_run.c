@@ -156,7 +156,7 @@ static int prepare(dl_run *r, br_error *err)
     if (rc < 0)
         return rc;
     r->ix.jbytes = 0;
-    dl_session_begin(&r->ix, o->force);
+    dl_session_begin(&r->ix, o->force, o->ntlm);
     r->force = r->ix.session_force;
     if (r->ix.session_resumed)
         dl_run_log(r, LOG_NOTICE, "resuming an interrupted download");
@@ -323,8 +323,9 @@ int br_download_run(const br_download_opts *o, br_download_result *res, br_error
         return br_error_set(err, -EINVAL, "download: no output directory");
     if (o->first > o->last || o->last > 0xFFFFF)
         return br_error_set(err, -EINVAL, "download: bad prefix range");
-    const char *tmpl =
-        o->url_template && *o->url_template ? o->url_template : BR_DOWNLOAD_DEFAULT_UPSTREAM;
+    const char *tmpl = o->url_template && *o->url_template ? o->url_template
+                       : o->ntlm                           ? BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM
+                                                           : BR_DOWNLOAD_DEFAULT_UPSTREAM;
     dl_run r;
     run_init(&r, o, tmpl);
     int dirfd = -1, lockfd = -1;

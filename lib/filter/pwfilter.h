@@ -102,7 +102,9 @@ uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf);
  * A filter whose file was truncated under it (filter_file.h) answers maybe
  * to every key, here and in the batch. */
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key);
-static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t hash[BR_SHA1_LEN])
+/* The same for a hash of the filter's kind (a SHA-1, or an NT hash for
+ * password-ntlm): its first 8 bytes are the key (hash-prefix64). */
+static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t *hash)
 {
     return br_pwfilter_contains_key(pf, br_hash_key64(hash));
 }

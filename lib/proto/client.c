@@ -163,10 +163,12 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
 {
     int n;
     switch (q->kind) {
-    case BR_REQ_SHA1: {
+    case BR_REQ_SHA1:
+    case BR_REQ_NT: {
+        bool nt = q->kind == BR_REQ_NT;
         char hex[2 * BR_SHA1_LEN + 1];
-        br_hex_encode_upper(q->arg, BR_SHA1_LEN, hex);
-        n = snprintf(buf, size, "%" PRIu64 " PW %s\n", i, hex);
+        br_hex_encode_upper(q->arg, nt ? BR_NT_LEN : BR_SHA1_LEN, hex);
+        n = snprintf(buf, size, "%" PRIu64 " %s %s\n", i, nt ? "NT" : "PW", hex);
         OPENSSL_cleanse(hex, sizeof(hex));
         break;
     }
@@ -412,6 +414,32 @@ int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answe
     return one(c, &q, a, err);
 }
 
+int br_client_hash_password_nt(const void *password, size_t len, uint8_t nt[BR_NT_LEN])
+{
+    return br_nt_hash(password, len, nt);
+}
+
+int br_client_check_nt(br_client *c, const uint8_t nt[BR_NT_LEN], br_answer *a, br_error *err)
+{
+    br_client_request q = {.kind = BR_REQ_NT, .arg = nt, .arg_len = BR_NT_LEN};
+    return one(c, &q, a, err);
+}
+
+int br_client_check_password_nt(br_client *c, const void *password, size_t len, br_answer *a,
+                                br_error *err)
+{
+    uint8_t nt[BR_NT_LEN];
+    int r = br_md4_check(err);
+    if (r < 0)
+        return r;
+    r = br_client_hash_password_nt(password, len, nt);
+    if (r < 0)
+        return br_error_set(err, r, "NT hash failed");
+    r = br_client_check_nt(c, nt, a, err);
+    OPENSSL_cleanse(nt, sizeof(nt));
+    return r;
+}
+
 int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err)
 {
     br_client_request q = {.kind = BR_REQ_URL, .arg = url, .arg_len = strlen(url)};
@@ -422,4 +450,22 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 {
     br_client_request q = {.kind = BR_REQ_RAW, .arg = verb, .arg_len = strlen(verb)};
     return one(c, &q, a, err);
+}
+
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
+{
+    char verb[32];
+    snprintf(verb, sizeof(verb), "LANE %s", br_lane_name(lane));
+    br_answer a;
+    int r = br_client_command(c, verb, &a, err);
+    if (r < 0)
+        return r;
+    if (a.kind == BR_ANSWER_OTHER && strcmp(a.detail, "OK") == 0)
+        return 0;
+    if (a.kind == BR_ANSWER_ERROR && strncmp(a.detail, "unknown-verb", 12) == 0)
+        return br_error_set(err, -EOPNOTSUPP,
+                            "%s: this breachd does not know LANE (an older version): no %s lane",
+                            c->path, br_lane_name(lane));
+    return br_error_set(err, -EPROTO, "%s: LANE %s answered %.*s", c->path, br_lane_name(lane), 100,
+                        a.detail);
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "hash.h"
+#include "nthash.h"
+#include "lane.h"
 
 #define BR_PROTO_VERSION 1
 #define BR_PROTO_MAX_LINE 8192 /* bytes, without the LF */
@@ -25,6 +27,8 @@ typedef enum br_verb {
     BR_VERB_URL,
     BR_VERB_STATS,
     BR_VERB_RELOAD,
+    BR_VERB_NT,
+    BR_VERB_LANE,
     BR_VERB_COUNT_,
 } br_verb;
 
@@ -49,6 +53,8 @@ typedef struct br_request {
     const char *arg; /* points into the parsed line; NULL when none */
     size_t arg_len;
     uint8_t sha1[BR_SHA1_LEN]; /* PW: the decoded hash */
+    uint8_t nt[BR_NT_LEN];     /* NT: the decoded NT hash */
+    br_lane lane;              /* LANE: the lane asked for */
 } br_request;
 
 typedef struct br_proto_error {
@@ -62,7 +68,8 @@ const char *br_proto_err_name(br_proto_err e);
 /* Parse one line without its LF (a final CR is dropped here). On failure
  * returns false with *e set and req->id set to the line's id when it had a
  * valid one, else "-". A URL argument is not judged here (see
- * br_is_secret_class); a PW argument must be exactly 40 hex digits. */
+ * br_is_secret_class); a PW argument must be exactly 40 hex digits, an NT
+ * argument exactly 32; a LANE argument "bulk" or "interactive". */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
 /* True when a URL argument is secret-class data as a whole: a mailto: URL or

@@ -212,7 +212,7 @@ static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
         if (i > b && br_url_is_email(s + b, i - b))
             return bad_line(rd, lineno, -EPERM, NULL);
     }
-    field f[MAX_FIELDS];
+    field f[MAX_FIELDS] = {{0}};
     size_t nf = split_fields(s, n, f);
     if (nf > MAX_FIELDS)
         return bad_line(rd, lineno, -EINVAL, "too many fields");

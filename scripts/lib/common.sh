@@ -12,6 +12,7 @@ BREACHD_PACKAGES=(
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   squid curl  # tests/integration/test_squid.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py
+  debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

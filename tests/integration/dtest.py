@@ -207,6 +207,7 @@ class Ctx:
                        # RELOAD is for root by default; a non-root run is its own admin.
                        "admin_users": "root" if os.getuid() == 0 else str(os.getuid())},
             "passwords": {"filter": "", "upstream": ""},
+            "ntlm": {"upstream": ""},  # the default is HIBP: tests never leave the host
             "cache": {"path": self.path("cache")},
         }
         for sec, kv in sections.items():

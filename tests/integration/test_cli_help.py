@@ -25,6 +25,7 @@ from dtest import check, eq, test  # noqa: E402
 COMMANDS = [
     ("password", "CHECKING PASSWORDS AND URLS"),
     ("sha1", "CHECKING PASSWORDS AND URLS"),
+    ("nt", "CHECKING PASSWORDS AND URLS"),
     ("url", "CHECKING PASSWORDS AND URLS"),
     ("ping", "CHECKING PASSWORDS AND URLS"),
     ("stats", "CHECKING PASSWORDS AND URLS"),
@@ -45,6 +46,7 @@ COMMANDS = [
     ("url-canon", "URL CANONICALIZATION"),
     ("url-expressions", "URL CANONICALIZATION"),
     ("download", "DOWNLOADING THE CORPUS"),
+    ("audit", "AUDITING ACCOUNTS"),
 ]
 GLOBAL_SECTION = "OPTIONS"  # breachctl(1): the options before the command
 

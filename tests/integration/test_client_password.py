@@ -111,6 +111,13 @@ def password_tty_prompt_no_echo(ctx):
     check(fx().clean[0] not in out, "echoed")
     eq(json.loads(out.split("\n", 1)[1]), {"input": 1, "status": "CLEAN"}, "--json at a tty")
     eq(status, 0, "exit status")
+    # --ntlm at a tty: hashed to NT here; this daemon has no NTLM range API
+    before = d.stats()["requests_nt"]
+    out, status, echo_at_prompt = pty_run(["password", "--ntlm"], d.sock, secret + "\n")
+    check(echo_at_prompt is False and secret not in out, "--ntlm: echo: %r" % out)
+    eq(out.split("\n", 1)[1].replace("\r", "").strip(), "UNKNOWN upstream-unavailable",
+       "--ntlm result")
+    eq((status, d.stats()["requests_nt"]), (3, before + 1), "one NT request")
     # ^C at the prompt: breachctl dies of SIGINT and the echo is back on.
     out, status, _ = pty_run(["password"], d.sock, "\x03", want_echo_after=True)
     eq(status, -signal.SIGINT, "killed by SIGINT")

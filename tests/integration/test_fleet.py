@@ -249,12 +249,19 @@ def check_private(fl):
     origin = "http://127.0.0.1:%d/" % fl.ng.port
     for i, h in enumerate(fl.hosts):
         with open(h["conf"]) as f:
-            for line in f:
-                key, _, value = line.partition("=")
-                if key.strip() in ("upstream", "filter_url"):
-                    for v in value.split(","):
-                        check(v.strip().startswith(origin), "host %d: %s" % (i, line.strip()))
-                eq(key.strip() == "proxy", False, "host %d has a proxy" % i)
+            text = f.read()
+        # Every range section names its upstream (the defaults are HIBP's).
+        for sec in ("passwords", "ntlm", "urls"):
+            body = re.search(r"^\[%s\]\n(.*?)(?=^\[|\Z)" % sec, text, re.M | re.S)
+            check(body and re.search(r"^upstream *=", body.group(1), re.M),
+                  "host %d: [%s] upstream is not set" % (i, sec))
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() in ("upstream", "filter_url"):
+                for v in value.split(","):  # empty: contacts nobody
+                    check(not v.strip() or v.strip().startswith(origin),
+                          "host %d: %s" % (i, line.strip()))
+            eq(key.strip() == "proxy", False, "host %d has a proxy" % i)
     fetched = 0
     for h in fl.hosts:
         st = h["daemon"].stats()

@@ -6,6 +6,7 @@ that key load, at start and at each reload; an unsigned, altered, replayed
 or foreign-signed filter is refused with the reason and the old set keeps
 serving (docs/filter-format.md "Signatures", breachd.conf(5))."""
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -189,6 +190,32 @@ def url_filter_signed(ctx):
     eq(cl.ask("u URL http://evil.example/login"), "u BLOCKED phishing evil.example/login")
     eq(cl.stats()["url_filter_loaded"], 1)
     cl.close()
+    d.stop_ok()
+
+
+@test
+def ntlm_filter_signed_set(ctx):
+    """[ntlm] takes pubkey and a base with its delta like [passwords]."""
+    sec, pub = fleetfx.keypair(ctx)
+    rng = random.Random(17)
+    keys = ["%032X" % rng.getrandbits(128) for _ in range(500)]
+    more = keys + ["%032X" % rng.getrandbits(128) for _ in range(50)]
+    base, delta = ctx.path("nt.bfuse"), ctx.path("nt-delta.bfuse")
+    for path, ks, extra in ((base, keys, []), (delta, more, ["--base", base])):
+        with open(path + ".in", "w") as f:
+            f.write("\n".join(ks) + "\n")
+        ctx.breachctl("filter", "build", "--kind", "password-ntlm", "--input", path + ".in",
+                      "--output", path, *extra)
+    ctx.breachctl("filter", "sign", "--key", sec, base)
+    conf = ctx.config(ntlm=dict(filter="%s, %s" % (base, delta), pubkey=pub, upstream=""))
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0 and "[ntlm] filter" in r.stderr and "nt-delta.bfuse has no signature"
+          in r.stderr, r.stderr)
+    ctx.breachctl("filter", "sign", "--key", sec, delta)
+    d = ctx.daemon(conf)
+    st = d.stats()
+    eq((st["nt_filter_loaded"], st["nt_filter_keys"]), (1, 550), "[ntlm] set")
     d.stop_ok()
 
 

@@ -104,6 +104,8 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "");
     assert_string_equal(c->upstream.ca_file, "");
     assert_int_equal(c->upstream.decoys, 0);
+    assert_int_equal(c->upstream.bulk_queue, 100000);
+    assert_int_equal(c->upstream.bulk_share_pct, 50);
 }
 
 const char full_config[] = "[daemon]\n"
@@ -142,7 +144,9 @@ const char full_config[] = "[daemon]\n"
                            "rate = 100000\n"
                            "proxy = socks5h://127.0.0.1:1080\n"
                            "ca_file = /etc/ssl/certs/ca-certificates.crt\n"
-                           "decoys = 16\n";
+                           "decoys = 16\n"
+                           "bulk_queue = 7\n"
+                           "bulk_share = 100%\n";
 
 void check_full(const breachd_config *c)
 {
@@ -187,4 +191,6 @@ void check_full(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "socks5h://127.0.0.1:1080");
     assert_string_equal(c->upstream.ca_file, "/etc/ssl/certs/ca-certificates.crt");
     assert_int_equal(c->upstream.decoys, 16);
+    assert_int_equal(c->upstream.bulk_queue, 7);
+    assert_int_equal(c->upstream.bulk_share_pct, 100);
 }

@@ -32,6 +32,12 @@ static void test_valid(void **state)
         {"u URL http://example.com/a?b=c", "u", BR_VERB_URL, "http://example.com/a?b=c"},
         {"s STATS", "s", BR_VERB_STATS, NULL},
         {"r RELOAD\r", "r", BR_VERB_RELOAD, NULL},
+        {"n NT 8846F7EAEE8FB117AD06BDD830B7586C", "n", BR_VERB_NT,
+         "8846F7EAEE8FB117AD06BDD830B7586C"},
+        {"n NT 8846f7eaee8fb117ad06bdd830b7586c\r", "n", BR_VERB_NT,
+         "8846f7eaee8fb117ad06bdd830b7586c"},
+        {"l LANE bulk", "l", BR_VERB_LANE, "bulk"},
+        {"l LANE interactive\r", "l", BR_VERB_LANE, "interactive"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
@@ -53,6 +59,13 @@ static void test_valid(void **state)
     assert_true(br_request_parse("x PW " PW40, 45, &req, &e));
     assert_int_equal(req.sha1[0], 0x5B);
     assert_int_equal(req.sha1[19], 0xD8);
+    assert_true(br_request_parse("n NT 8846F7EAEE8FB117AD06BDD830B7586C", 37, &req, &e));
+    assert_int_equal(req.nt[0], 0x88);
+    assert_int_equal(req.nt[15], 0x6C);
+    assert_true(br_request_parse("l LANE bulk", 11, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_BULK);
+    assert_true(br_request_parse("l LANE interactive", 18, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_INTERACTIVE);
 }
 
 static void test_malformed(void **state)
@@ -103,6 +116,20 @@ static void test_malformed(void **state)
         {"1 URL http://a/\x7f", BR_PERR_BAD_REQUEST, "1"},
         {"1 PING\r\r", BR_PERR_BAD_REQUEST, "1"},
         {"1 PING\tx", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8", BR_PERR_BAD_REQUEST, "1"}, /* a SHA-1 */
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331G", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT password", BR_PERR_BAD_REQUEST, "1"},
+        {"1 nt 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_BAD_REQUEST, "1"}, /* an NT hash */
+        {"1 LANE", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE Bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE bulk ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE fast", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE  bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 lane bulk", BR_PERR_UNKNOWN_VERB, "1"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
