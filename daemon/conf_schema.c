@@ -54,25 +54,38 @@ const bd_conf_key bd_conf_keys[] = {
     {"limits", "drain_timeout", BD_CONF_MILLIS, 0, F(limits.drain_timeout_ms), 0, 0,
      0, 3600 * 1000, NULL, "10s", "on SIGTERM, how long pending requests may take"},
 
-    {"passwords", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
+    {"passwords", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",
-     "the password filter; empty: every check goes to the range API"},
+     "the password filter, then its deltas; empty: every check goes to the range API"},
+    {"passwords", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.pubkey), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"passwords", "filter_url", BD_CONF_URLS, 0, F(passwords.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
     {"passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, F(passwords.upstream), 0, 0, 0, 0,
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
 
-    {"ntlm", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
+    {"ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",
-     "the password-ntlm filter (NT verb); empty: every NT check goes to the range API"},
+     "the password-ntlm filter (NT verb), then its deltas; empty: every NT check goes to the "
+     "range API"},
+    {"ntlm", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(ntlm.pubkey), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"ntlm", "filter_url", BD_CONF_URLS, 0, F(ntlm.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
     {"ntlm", "upstream", BD_CONF_URL_TEMPLATE, 0, F(ntlm.upstream), 0, 0, 0, 0,
      NULL, "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
      "the NTLM range API; empty: none"},
     {"ntlm", "max_filter_age", BD_CONF_SECONDS, 0, F(ntlm.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
 
-    {"urls", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
-     NULL, "", "the URL filter; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"urls", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "the URL filter, then its deltas; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"urls", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.pubkey), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"urls", "filter_url", BD_CONF_URLS, 0, F(urls.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
     {"urls", "upstream", BD_CONF_URL_TEMPLATE, 0, F(urls.upstream), 0, 0, 0, 0, NULL,
      "", "the URL range API; empty: none"},
     {"urls", "max_filter_age", BD_CONF_SECONDS, 0, F(urls.max_filter_age_s), 0, 0,
@@ -179,6 +192,12 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
     case BD_CONF_PATH:
         rc = bd_conf_check_path(v, k->flags & BD_CONF_EMPTY_OK, (size_t)k->max, err);
         break;
+    case BD_CONF_PATHS:
+        rc = bd_conf_check_paths(v, k->flags & BD_CONF_EMPTY_OK, (size_t)k->max, err);
+        break;
+    case BD_CONF_URLS:
+        rc = bd_conf_check_urls(v, err);
+        break;
     case BD_CONF_URL_TEMPLATE:
         rc = bd_conf_check_url_template(v, err);
         break;
@@ -200,6 +219,8 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
 {
     switch (k->type) {
     case BD_CONF_PATH:
+    case BD_CONF_PATHS:
+    case BD_CONF_URLS:
     case BD_CONF_URL_TEMPLATE:
     case BD_CONF_PROXY:
     case BD_CONF_LISTEN:
@@ -278,6 +299,8 @@ void breachd_config_free(breachd_config *c)
             free(*FIELD(c, k->off, char *));
             break;
         case BD_CONF_PATH:
+        case BD_CONF_PATHS:
+        case BD_CONF_URLS:
         case BD_CONF_URL_TEMPLATE:
         case BD_CONF_PROXY:
         case BD_CONF_LISTEN:
