@@ -102,19 +102,25 @@ typedef struct breachd_config {
 
     struct {
         char *filter;             /* "" = none: every check goes to the range API */
+        char *pubkey;             /* "" = none; else only filters signed by this key load */
+        char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
     struct {                      /* NT hashes (the NT verb), like passwords */
         char *filter;             /* "" = none: every NT check goes to the range API */
+        char *pubkey;             /* as for passwords */
+        char *filter_url;         /* as for passwords */
         char *upstream;           /* URL template; "" = none */
         int64_t max_filter_age_s;
     } ntlm;
 
     struct {
         char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
-        char *upstream; /* "" = none */
+        char *pubkey;     /* as for passwords */
+        char *filter_url; /* as for passwords */
+        char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
         int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
     } urls;
@@ -135,6 +141,8 @@ typedef struct breachd_config {
         char *proxy;     /* "" = libcurl's environment variables */
         char *ca_file;   /* "" = the system CA store */
         uint32_t decoys; /* 0 .. 16 */
+        uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
+        uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
     } upstream;
 
     struct {
@@ -148,6 +156,15 @@ typedef struct breachd_config {
         int access_log;  /* 0 (no, default) or 1: one log line per request */
     } http;
 } breachd_config;
+
+/* Files in a filter list (a base and its deltas) at most. */
+#define BREACHD_CONF_MAX_FILES 64
+
+/* Split a comma-separated list value (filter, filter_url) into its items,
+ * blanks around them dropped, empty items skipped. 0 and *items a malloc'ed
+ * array of *n malloc'ed strings (breachd_config_list_free), or -ENOMEM. */
+int breachd_config_list_split(const char *v, char ***items, size_t *n);
+void breachd_config_list_free(char **items, size_t n);
 
 /* [urls] when_stale: what a URL filter past max_filter_age does. */
 enum { BREACHD_WHEN_STALE_FILTER = 0, BREACHD_WHEN_STALE_UPSTREAM = 1, BREACHD_WHEN_STALE_UNKNOWN = 2 };

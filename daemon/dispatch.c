@@ -15,6 +15,17 @@
 #include "server.h"
 #include "url_check.h"
 
+const char *bd_conn_admit(const bd_conn *c)
+{
+    const bd_server *srv = c->srv;
+    if (c->lane == BR_LANE_BULK)
+        return srv->bulk_pending >= srv->state->cfg->upstream.bulk_queue
+                   ? "the bulk queue is full ([upstream] bulk_queue)"
+                   : NULL;
+    return c->inflight >= srv->limits.max_inflight ? "too many requests in flight on this connection"
+                                                   : NULL;
+}
+
 /* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
 typedef struct pw_kind {
     br_range_kind range;
@@ -92,8 +103,9 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
             (*kd.filter_maybe)++;
         }
     }
-    if (c->inflight >= srv->limits.max_inflight) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
+    const char *busy = bd_conn_admit(c);
+    if (busy) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
         return;
     }
     bd_waiter *w = bd_waiter_new(c, req);
@@ -102,8 +114,8 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
-                                pw_resolved, w, &res);
+    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
+                                     c->lane, pw_resolved, w, &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {
@@ -170,6 +182,10 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     }
     case BR_VERB_RELOAD:
         handle_reload(c, req);
+        break;
+    case BR_VERB_LANE:
+        c->lane = req->lane; /* for the requests read after this one */
+        bd_conn_reply_text(c, req->id, "OK");
         break;
     default: /* the parser accepted a verb without a handler here */
         (void)br_fails_assert(!"a verb without a handler");

@@ -181,6 +181,8 @@ bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req)
     c->refs++;
     c->inflight++;
     c->srv->inflight++;
+    w->bulk = c->lane == BR_LANE_BULK;
+    c->srv->bulk_pending += w->bulk;
     w->state = bd_state_ref(c->srv->state);
     memcpy(w->id, req->id, sizeof(w->id));
     w->verb = req->verb;
@@ -193,6 +195,7 @@ void bd_waiter_free(bd_waiter *w)
     bd_server *srv = c->srv;
     c->inflight--;
     srv->inflight--;
+    srv->bulk_pending -= w->bulk;
     bd_state_unref(w->state);
     free(w);
     conn_maybe_close(c);

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "state.h"
+#include "state_filters.h"
 
 /* Live states, so that shutdown can reach old ones still held by requests. */
 static bd_state *live_states;
@@ -37,10 +38,14 @@ static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
     a->unknown_error += b->unknown_error;
     a->unknown_timeout += b->unknown_timeout;
     a->unknown_circuit += b->unknown_circuit;
+    a->unknown_rate_limited += b->unknown_rate_limited;
     a->parse_errors += b->parse_errors;
     a->cache_errors += b->cache_errors;
     a->flushes += b->flushes;
     a->decoys += b->decoys;
+    a->bulk_lookups += b->bulk_lookups;
+    a->promoted += b->promoted;
+    a->bulk_resent += b->bulk_resent;
 }
 
 static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
@@ -59,6 +64,13 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->refused_circuit += b->refused_circuit;
     a->breaker_trips += b->breaker_trips;
     a->body_bytes += b->body_bytes;
+    a->bulk_fetches += b->bulk_fetches;
+    a->promoted += b->promoted;
+    a->rate_limited += b->rate_limited;
+    a->err_rate_limited += b->err_rate_limited;
+    a->rate_decreases += b->rate_decreases;
+    a->pauses += b->pauses;
+    a->paused_ms += b->paused_ms;
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
@@ -113,97 +125,12 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
             t->pw_upstream.queued = one.pw_upstream.queued;
             t->pw_upstream.backoff = one.pw_upstream.backoff;
             t->pw_upstream.breaker = one.pw_upstream.breaker;
+            t->pw_upstream.bulk_queued = one.pw_upstream.bulk_queued;
+            t->pw_upstream.bulk_inflight = one.pw_upstream.bulk_inflight;
+            t->pw_upstream.rate_effective = one.pw_upstream.rate_effective;
+            t->pw_upstream.pause_left_ms = one.pw_upstream.pause_left_ms;
         }
     }
-}
-
-/* What a password section wants: [passwords] answers PW from password-sha1
- * filters, [ntlm] answers NT from password-ntlm ones. */
-typedef struct pw_section {
-    const char *name, *verb, *path;
-    uint32_t kind;
-} pw_section;
-
-static int wrong_kind(const pw_section *sec, uint32_t kind, br_error *err)
-{
-    const char *name = br_filter_kind_name(kind);
-    return br_error_set(err, -EINVAL,
-                        "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
-                        sec->name, sec->path, name ? name : "?", sec->verb,
-                        br_filter_kind_name(sec->kind));
-}
-
-/* The kind of an intact header, before the full open: a filter of another
- * kind (a URL filter named by mistake) is refused by its kind, not by the
- * first algorithm field the password filter reader does not expect. */
-static int check_kind_first(const pw_section *sec, br_error *err)
-{
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    int fd = open(sec->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0; /* the open below says why */
-    ssize_t n = pread(fd, raw, sizeof(raw), 0);
-    close(fd);
-    br_filter_header h;
-    br_error ignored = {{0}};
-    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
-        return 0;
-    return h.kind == sec->kind ? 0 : wrong_kind(sec, h.kind, err);
-}
-
-/* A filter that would not open, said with the config line that names it
- * and, for a missing file, what to do about it. */
-static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
-{
-    unsigned line = breachd_config_key_line(cfg, section, "filter");
-    if (r == -ENOENT) {
-        char text[sizeof(err->text)];
-        snprintf(text, sizeof(text), "%s", err->text);
-        br_error_set(err, r,
-                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
-                     "[%s] filter empty%s",
-                     text, section,
-                     strcmp(section, "urls") ? " to send every check to the range API"
-                                             : " (URL checks then answer UNKNOWN)");
-    }
-    if (line)
-        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
-    return br_error_prefix(err, r, "[%s] filter", section);
-}
-
-static int load_pwfilter(const breachd_config *cfg, const pw_section *sec, br_pwfilter **out,
-                         br_error *err)
-{
-    *out = NULL;
-    if (!sec->path[0])
-        return 0;
-    int r = check_kind_first(sec, err);
-    if (r < 0)
-        return r;
-    r = br_pwfilter_open(sec->path, out, err);
-    if (r < 0)
-        return filter_error(cfg, sec->name, r, err);
-    uint32_t kind = br_pwfilter_header(*out)->kind;
-    if (kind != sec->kind) {
-        br_pwfilter_free(*out);
-        *out = NULL;
-        return wrong_kind(sec, kind, err);
-    }
-    if (br_pwfilter_header(*out)->key_count == 0)
-        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached",
-               sec->name, sec->path);
-    return 0;
-}
-
-static int load_urlfilter(const breachd_config *cfg, br_urlfilter **out, br_error *err)
-{
-    *out = NULL;
-    if (!cfg->urls.filter[0])
-        return 0;
-    int r = br_urlfilter_open(cfg->urls.filter, out, err);
-    if (r < 0)
-        return filter_error(cfg, "urls", r, err);
-    return 0;
 }
 
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
@@ -212,14 +139,11 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    const breachd_config *cfg = out->cfg;
-    const pw_section pw = {"passwords", "PW", cfg->passwords.filter, BR_KIND_PASSWORD_SHA1};
-    const pw_section nt = {"ntlm", "NT", cfg->ntlm.filter, BR_KIND_PASSWORD_NTLM};
-    r = load_pwfilter(cfg, &pw, &out->pwfilter, err);
+    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
     if (r >= 0)
-        r = load_pwfilter(cfg, &nt, &out->ntfilter, err);
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
     if (r >= 0)
-        r = load_urlfilter(cfg, &out->urlfilter, err);
+        r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -279,6 +203,7 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     rc->upstream.rate = cfg->upstream.rate;
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
+    rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;

@@ -141,6 +141,16 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                                      t.nt_upstream.err_unavailable + t.nt_upstream.err_too_large);
     U64(o, "nt_upstream_in_flight", t.nt_upstream.inflight);
     U64(o, "nt_upstream_queued", t.nt_upstream.queued);
+    put(o, "upstream_rate_effective", "%.6g", t.pw_upstream.rate_effective);
+    U64(o, "upstream_rate_limited", t.pw_upstream.rate_limited);
+    U64(o, "upstream_rate_decreases", t.pw_upstream.rate_decreases);
+    U64(o, "upstream_pauses", t.pw_upstream.pauses);
+    U64(o, "upstream_paused_ms", t.pw_upstream.paused_ms);
+    U64(o, "upstream_pause_left_ms", t.pw_upstream.pause_left_ms);
+    U64(o, "bulk_queue_depth", srv->bulk_pending);
+    U64(o, "upstream_bulk_queued", t.pw_upstream.bulk_queued);
+    U64(o, "upstream_bulk_in_flight", t.pw_upstream.bulk_inflight);
+    U64(o, "upstream_promoted", t.resolver.promoted);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
         U64(o, "circuit_state", t.pw_upstream.breaker);
     else

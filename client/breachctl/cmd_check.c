@@ -23,10 +23,14 @@
 
 #define CHUNK 256 /* requests per pipelined batch */
 
+#define TIMEOUT_MS 10000       /* no progress for this long: give up */
+#define BULK_TIMEOUT_MS 600000 /* the same on the bulk lane, which may wait for its turn */
+
 typedef struct check_opts {
     bool quiet;
     bool json;
     bool ntlm; /* password: NT hashes, the NT verb ([ntlm]) */
+    bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
 } check_opts;
 
@@ -98,6 +102,8 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
 {
     br_error err = {{0}};
     int r = br_client_connect(g->socket_path, o->timeout_ms, c, &err);
+    if (r == 0 && o->bulk)
+        r = br_client_set_lane(*c, BR_LANE_BULK, &err);
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;
@@ -289,18 +295,19 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 /* ---- commands ---- */
 
 #define CHECK_OPTS "[-q|--quiet] [-j|--json] [--timeout MS] [--socket PATH]"
+#define LANE_OPT " [--bulk]"
 
 static const ctl_usage check_usage[] = {
-    {"password", CHECK_OPTS " [--ntlm]",
+    {"password", CHECK_OPTS LANE_OPT " [--ntlm]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
      "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus)."},
-    {"sha1", CHECK_OPTS " [HEX40...]",
+    {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
      "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
      "line on standard input."},
-    {"nt", CHECK_OPTS " [HEX32...]",
+    {"nt", CHECK_OPTS LANE_OPT " [HEX32...]",
      "Checks NT hashes (MD4 of the UTF-16LE password, 32 hex digits), as arguments "
      "or one per line on standard input."},
-    {"url", CHECK_OPTS " [URL...]",
+    {"url", CHECK_OPTS LANE_OPT " [URL...]",
      "Checks URLs against the blocklists, as arguments or one per line on "
      "standard input."},
     {"ping", CHECK_OPTS, "Is breachd answering? (PONG)"},
@@ -318,7 +325,8 @@ static const char *usage_of; /* the command whose usage check_usage_out prints *
 static void check_usage_out(FILE *out)
 {
     ctl_usage_command(out, check_usage, BR_ARRAY_SIZE(check_usage), usage_of);
-    fputs("--timeout: milliseconds without progress, 1 to 3600000 (default 10000).\n"
+    fputs("--timeout: milliseconds without progress, 1 to 3600000 (default 10000; with\n"
+          "--bulk, which sends the checks on the daemon's bulk lane, 600000).\n"
           "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
           out);
 }
@@ -346,14 +354,20 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_FN("timeout", &o->timeout_ms, opt_timeout),
         CTL_STR("socket", &sock),
         CTL_HELP,
+        CTL_FLAG("bulk", &o->bulk), /* checks only */
         CTL_FLAG("ntlm", &o->ntlm), /* password only: the last row */
     };
     int first;
     usage_of = argv[0];
-    size_t n = BR_ARRAY_SIZE(opts) - (strcmp(argv[0], "password") != 0);
+    bool password = strcmp(argv[0], "password") == 0;
+    bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
+                 !strcmp(argv[0], "url");
+    size_t n = BR_ARRAY_SIZE(opts) - !password - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
         return r > 0 ? -2 : -1;
+    if (!o->timeout_ms)
+        o->timeout_ms = o->bulk ? BULK_TIMEOUT_MS : TIMEOUT_MS;
     if (sock) {
         *own = **g;
         own->socket_path = sock;
@@ -536,7 +550,7 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
 
 int cmd_check(const ctl_globals *g0, int argc, char **argv)
 {
-    check_opts o = {.timeout_ms = 10000};
+    check_opts o = {.timeout_ms = 0};
     const ctl_globals *g = g0;
     ctl_globals own;
     const char *cmd = argv[0];

@@ -11,7 +11,9 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
+#include "filter_delta.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
 #include "filter_info.h"
 #include "filter_url.h"
 #include "url_feed.h"
@@ -65,13 +67,20 @@ static void progress_shards(void *ctx, uint32_t done, uint32_t total)
 typedef struct build_sink {
     br_keyset *ks;
     br_error *err;
+    const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
+    uint64_t in_base;
 } build_sink;
 
 /* Both password kinds key by the first 8 bytes of the hash (hash-prefix64). */
 static int add_key(void *ctx, const uint8_t *hash)
 {
     build_sink *s = ctx;
-    return br_keyset_add(s->ks, br_hash_key64(hash), s->err);
+    uint64_t key = br_hash_key64(hash);
+    if (s->base && br_pwfilter_contains_key(s->base, key)) {
+        s->in_base++;
+        return 0;
+    }
+    return br_keyset_add(s->ks, key, s->err);
 }
 
 static const ctl_usage filter_usage[] = {
@@ -79,18 +88,26 @@ static const ctl_usage filter_usage[] = {
      "--kind password-sha1|password-ntlm --output FILE --input PATH...\n"
      "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
      "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
-     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty]",
+     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...",
      "A password filter from HIBP-format corpora (a single file, a per-prefix "
-     "directory, a hash list) or, with --plaintext, from passwords one per line."},
+     "directory, a hash list) or, with --plaintext, from passwords one per line. "
+     "With --base: a delta of the keys OLD (and the deltas after it) does not "
+     "answer maybe for."},
     {"filter build",
      "--kind url-sha256 --output FILE\n"
      "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
-     "          [--capacity N] [--generation N] [--source TEXT]",
-     "A URL filter from blocklist feeds, and its range mirror in DIR. FORMAT: "
+     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...",
+     "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
+     "a delta, and the mirror of the whole set). FORMAT: "
      BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
      "; the first --input listing an expression sets its category."},
+    {"filter build",
+     "--merge BASE DELTA... --output FILE [--kind KIND] [--generation N]\n"
+     "          [--source TEXT]",
+     "Consolidates a base and its deltas into one layered filter that answers as "
+     "they did; later deltas may name it as their base."},
     {"filter add",
      "FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%]\n"
@@ -100,7 +117,20 @@ static const ctl_usage filter_usage[] = {
     {"filter info", "[--force] FILE",
      "Prints a filter file's header. --force: also for a file that fails its checks, "
      "each value marked unverified (exit status 2 all the same)."},
-    {"filter verify", "FILE", "Checks the whole file: exit status 0 when intact, 2 with the reason."},
+    {"filter verify", "[--pubkey PUB] FILE",
+     "Checks the whole file: exit status 0 when intact (and, with --pubkey, signed "
+     "by that key), 2 with the reason."},
+    {"filter sign", "--key SECRET FILE",
+     "Writes FILE.sig: an Ed25519 signature over the filter's hashes, kind, "
+     "generation and build time."},
+    {"filter fetch",
+     "--url URL --pubkey PUB --output PATH | --config FILE\n"
+     "          [--no-reload] [--socket PATH] [--ca-file FILE] [--timeout SECONDS]",
+     "Downloads signed filters that changed (conditional, resumable), verifies "
+     "them, replaces them keeping PATH.prev, and sends RELOAD; \"unchanged\" when "
+     "there is nothing new. A failure never touches the installed files."},
+    {"filter rollback", "[--no-reload] [--socket PATH] PATH",
+     "Puts PATH.prev back as PATH, then sends RELOAD."},
     {"filter query", "FILE [KEY...]",
      "Offline lookup: maybe or no per KEY (40-hex SHA-1 or 64-hex SHA-256); "
      "without KEY, one per line on standard input."},
@@ -134,6 +164,11 @@ typedef struct build_args {
     br_input_opts in;
     br_pwfilter_build_opts b;
     bool allow_empty;
+    const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
+    size_t n_bases;
+    br_pwfilter *base;
+    uint8_t base_body[32];
+    uint64_t in_base;
 } build_args;
 
 static bool opt_fp_bits(const char *cmd, const char *arg, void *dst)
@@ -185,6 +220,7 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "must be 16..1073741824"),
         CTL_FN("memory", &a->b.mem_budget, opt_memory),
         CTL_FLAG("allow-empty", &a->allow_empty),
+        CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -227,7 +263,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_total += br_input_size(a->inputs[i]);
     a->in.progress = progress_read;
     a->in.progress_ctx = prog;
-    build_sink sink = {.ks = ks, .err = err};
+    build_sink sink = {.ks = ks, .err = err, .base = a->base};
     for (size_t i = 0; i < a->n_inputs; i++) {
         uint64_t before = st->bytes;
         int r = br_input_read(a->inputs[i], &a->in, add_key, &sink, st, err);
@@ -239,6 +275,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         }
         prog->bytes_before += st->bytes - before;
     }
+    a->in_base = sink.in_base;
     if (st->keys == 0 && !a->allow_empty) {
         if (prog->tty)
             fputs("\r\033[K", stderr);
@@ -256,6 +293,15 @@ static int filter_build(int argc, char **argv)
     int r = parse_build(argc, argv, &a);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *base = NULL;
+    if (a.n_bases) {
+        if (fleet_pw_set_open("filter build --base", a.bases, a.n_bases, &base, a.base_body))
+            return EXIT_ERROR;
+        a.base = base;
+        a.b.base_body_sha256 = a.base_body;
+        if (a.b.generation == 0)
+            a.b.generation = br_pwfilter_header(base)->generation + 1;
+    }
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
@@ -294,9 +340,13 @@ static int filter_build(int argc, char **argv)
             "wrote %s: %" PRIu64 " keys from %" PRIu64 " lines (%" PRIu64 " padding, %" PRIu64
             " under --min-count, %" PRIu64 " duplicates skipped), %u shard%s, %" PRIu64
             " bytes, %.2f bits/key, %.1f s\n",
-            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min, st.keys - bs.keys,
-            bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
+            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min,
+            st.keys - bs.keys - a.in_base, bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
+    if (base)
+        fprintf(stderr, "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
+                        "base set and were left out\n",
+                a.bases[a.n_bases - 1], a.in_base);
     return 0;
 }
 
@@ -346,7 +396,7 @@ static int filter_info(const char *path, bool force)
                8.0 * (double)size / (double)h->key_count);
     printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
            ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
-    printf("%-18s additions and removals need a rebuild\n", "updates:");
+    printf("%-18s additions: a delta (filter build --base); removals: a rebuild\n", "updates:");
     ctl_print_hex("body sha256:", h->body_sha256, 32);
     ctl_print_hex("header sha256:", h->header_sha256, 32);
     return 0;
@@ -451,6 +501,8 @@ static void query_usage(FILE *out)
 
 static int sub_build(int argc, char **argv)
 {
+    if (fleet_merge_requested(argc, argv))
+        return filter_merge_cmd(argc, argv);
     if (url_filter_kind_requested(argc, argv))
         return url_filter_build(argc, argv);
     return filter_build(argc, argv);
@@ -460,16 +512,23 @@ static int sub_build(int argc, char **argv)
 static int sub_info_verify(int argc, char **argv)
 {
     bool info = strcmp(argv[0], "info") == 0, force = false;
+    const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
     char cmd[32];
     snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
-    const ctl_opt opts[] = {
+    const ctl_opt info_opts[] = {
         CTL_IGNORE("socket"), /* accepted everywhere; offline */
         CTL_HELP,
-        CTL_FLAG("force", &force), /* info only: the last row */
+        CTL_FLAG("force", &force),
+    };
+    const ctl_opt verify_opts[] = {
+        CTL_IGNORE("socket"),
+        CTL_HELP,
+        CTL_STR("pubkey", &pubkey),
     };
     int first;
-    int r = ctl_getopt(cmd, opts, BR_ARRAY_SIZE(opts) - !info, info ? info_usage : verify_usage,
-                       argc, argv, &first);
+    int r = ctl_getopt(cmd, info ? info_opts : verify_opts,
+                       info ? BR_ARRAY_SIZE(info_opts) : BR_ARRAY_SIZE(verify_opts),
+                       info ? info_usage : verify_usage, argc, argv, &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (argc - first != 1) {
@@ -477,9 +536,15 @@ static int sub_info_verify(int argc, char **argv)
         return EXIT_ERROR;
     }
     const char *path = argv[first];
+    if (pubkey && filter_verify_signature(path, pubkey) != 0)
+        return EXIT_ERROR;
     if (url_filter_file(path))
-        return info ? url_filter_info(path, force) : url_filter_verify(path);
-    return info ? filter_info(path, force) : filter_verify(path);
+        r = info ? url_filter_info(path, force) : url_filter_verify(path);
+    else
+        r = info ? filter_info(path, force) : filter_verify(path);
+    if (r == 0 && info)
+        fleet_info_extra(path);
+    return r;
 }
 
 static int sub_query(int argc, char **argv)
@@ -509,13 +574,27 @@ static int sub_query(int argc, char **argv)
     return filter_query(path, nkeys, argv + first + 1);
 }
 
+/* fetch and rollback send RELOAD: they need the socket. */
+static const ctl_globals *filter_globals;
+
+static int sub_fetch(int argc, char **argv)
+{
+    return filter_fetch_cmd(filter_globals, argc, argv);
+}
+
+static int sub_rollback(int argc, char **argv)
+{
+    return filter_rollback_cmd(filter_globals, argc, argv);
+}
+
 /* Each gets argv with argv[0] = its name. */
 static const struct {
     const char *name;
     int (*fn)(int argc, char **argv);
 } subcommands[] = {
     {"build", sub_build},       {"add", url_filter_add}, {"info", sub_info_verify},
-    {"verify", sub_info_verify}, {"query", sub_query},
+    {"verify", sub_info_verify}, {"query", sub_query},   {"sign", filter_sign_cmd},
+    {"fetch", sub_fetch},        {"rollback", sub_rollback},
 };
 
 static void family_usage(FILE *out)
@@ -528,7 +607,7 @@ static void family_usage(FILE *out)
 
 int cmd_filter(const ctl_globals *g, int argc, char **argv)
 {
-    (void)g;
+    filter_globals = g;
     const ctl_opt opts[] = {
         CTL_IGNORE("socket"), /* accepted everywhere; offline */
         CTL_HELP,
@@ -539,12 +618,15 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (first >= argc) {
-        ctl_err("filter: expected build, add, info, verify or query (see breachctl filter --help)");
+        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback (see "
+                "breachctl filter --help)");
         return EXIT_ERROR;
     }
     for (size_t i = 0; i < BR_ARRAY_SIZE(subcommands); i++)
         if (strcmp(argv[first], subcommands[i].name) == 0)
             return subcommands[i].fn(argc - first, argv + first);
-    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query)", argv[first]);
+    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign, fetch, "
+            "rollback)",
+            argv[first]);
     return EXIT_ERROR;
 }

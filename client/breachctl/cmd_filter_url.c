@@ -13,7 +13,9 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
+#include "filter_delta.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
 #include "filter_url.h"
 #include "filter_url_feeds.h"
 #include "hash.h"
@@ -41,7 +43,8 @@ bool url_filter_file(const char *path)
         return false;
     br_filter_header h;
     return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
-           h.algorithm == BR_ALGO_BLOCKED_BLOOM;
+           (h.algorithm == BR_ALGO_BLOCKED_BLOOM ||
+            (h.algorithm == BR_ALGO_LAYERS && h.kind == BR_KIND_URL_SHA256));
 }
 
 /* The mirror goes in place right before the filter (the mirror is never
@@ -82,6 +85,8 @@ typedef struct url_build {
     feeds f;
     double fpr;
     uint64_t capacity, generation;
+    const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
+    size_t n_bases;
 } url_build;
 
 static bool opt_fpr(const char *cmd, const char *arg, void *dst)
@@ -122,6 +127,7 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         CTL_FN("capacity", &a->capacity, opt_capacity),
         CTL_FN("generation", &a->generation, ctl_opt_generation),
         CTL_FN("source", &a->source, ctl_opt_source),
+        CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -226,6 +232,12 @@ int url_filter_build(int argc, char **argv)
     int r = parse_build(cmd, argc, argv, &a);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
+    if (a.n_bases) {
+        url_delta_args da = {.output = a.output, .ranges = a.ranges, .source = a.source,
+                             .generation = a.generation, .capacity = a.capacity, .fpr = a.fpr,
+                             .bases = a.bases, .n_bases = a.n_bases};
+        return url_filter_build_delta(cmd, &a.f, &da);
+    }
 
     uint64_t t0 = br_now_ns();
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
@@ -421,7 +433,14 @@ int url_filter_add(int argc, char **argv)
         ctl_err("%s: %s", cmd, err.text);
         return EXIT_ERROR;
     }
-    if (next_generation(cmd, &a, br_urlfilter_header(old)))
+    const br_filter_header *oh = br_urlfilter_header(old);
+    if (br_urlfilter_members(old) > 1 || oh->role != BR_ROLE_FULL) {
+        ctl_err("%s: %s is a %s: add to a full filter, or build a new delta with filter build "
+                "--base",
+                cmd, a.path, oh->role != BR_ROLE_FULL ? "delta" : "layered (merged) filter");
+        return EXIT_ERROR;
+    }
+    if (next_generation(cmd, &a, oh))
         return EXIT_ERROR;
 
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;

@@ -31,6 +31,7 @@ static const struct {
     {"reload", cmd_check},
     {"download", cmd_download},
     {"audit", cmd_audit},
+    {"key", cmd_key},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -97,6 +98,8 @@ static void usage(FILE *out)
     fputs("\nThe corpus:\n", out);
     cmd_download_summary(out);
     cmd_audit_summary(out);
+    fputs("\nSigning keys (filter sign, filter fetch):\n", out);
+    cmd_key_summary(out);
     fprintf(out,
             "\nOptions:\n"
             "  --socket PATH   daemon socket, also taken after the command (default\n"

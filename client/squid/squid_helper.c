@@ -30,12 +30,13 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "squid_request.h"
 #include "url_secret.h"
 #include "util.h"
 
 typedef struct req {
     struct req *next;
-    char channel[32]; /* "" without concurrency */
+    char channel[SQUID_CHANNEL_SIZE]; /* "" without concurrency */
     char *url;
     uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
     uint64_t deadline_ms; /* give up (BH) after this */
@@ -333,29 +334,24 @@ static void daemon_io(helper *h, short revents)
 
 /* ---- Squid's side ---- */
 
-static void on_squid_line(helper *h, char *line)
+static void on_squid_line(void *ctx, char *line)
 {
+    helper *h = ctx;
     req *r = calloc(1, sizeof(*r));
     if (!r) {
         puts("BH message=\"out of memory\"");
         fflush(stdout);
         return;
     }
-    /* "[channel-ID SP] URL [SP extras]": with concurrency Squid always sends
-     * a numeric channel first; a URL is never all digits. */
-    char *tok = line, *sp = strchr(line, ' ');
-    if (sp && sp > line && strspn(line, "0123456789") == (size_t)(sp - line) &&
-        (size_t)(sp - line) < sizeof(r->channel)) {
-        memcpy(r->channel, line, (size_t)(sp - line));
-        tok = sp + 1;
-    }
-    size_t ulen = strcspn(tok, " ");
-    if (ulen == 0) {
+    squid_request q;
+    squid_request_parse(line, &q);
+    memcpy(r->channel, q.channel, sizeof(r->channel));
+    if (q.url_len == 0) {
         reply(r, "BH message=\"no URL in the request\"");
         free(r);
         return;
     }
-    r->url = strndup(tok, ulen);
+    r->url = strndup(q.url, q.url_len);
     r->deadline_ms = now_ms() + (uint64_t)h->timeout_ms;
     if (!r->url) {
         reply(r, "BH message=\"out of memory\"");
@@ -365,7 +361,7 @@ static void on_squid_line(helper *h, char *line)
     /* A URL whose every lookup expression holds an e-mail address
      * (url_secret.h) is answered here, as breachd would, and not sent. */
     br_url_exprs ex = {0};
-    if (br_url_lookup_expressions(r->url, ulen, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
+    if (br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
         -EPERM) {
         static br_answer a = {.kind = BR_ANSWER_ERROR};
         snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
@@ -381,14 +377,11 @@ static void on_squid_line(helper *h, char *line)
 /* A request line that does not fit the input buffer: not a URL breachd
  * would take (8 KiB at most), so not a blocked one. The answer must carry
  * the line's channel ID, or Squid could not match it. */
-static void line_too_long(const char *buf, size_t len)
+static void line_too_long(void *ctx, const char *buf, size_t len)
 {
+    (void)ctx;
     req r = {0};
-    size_t digits = 0; /* buf is not NUL-terminated: count within len */
-    while (digits < len && buf[digits] >= '0' && buf[digits] <= '9')
-        digits++;
-    if (digits > 0 && digits < len && buf[digits] == ' ' && digits < sizeof(r.channel))
-        memcpy(r.channel, buf, digits);
+    squid_request_channel(buf, len, r.channel);
     reply(&r, "ERR message=\"not checked: URL too long\"");
 }
 
@@ -489,53 +482,29 @@ static int parse_args(helper *h, int argc, char **argv)
     return -1;
 }
 
-/* What Squid sent that is not a whole line yet. */
+/* What Squid sent that is not a whole line yet (squid_request.h). */
 typedef struct squid_in {
-    char buf[BR_PROTO_MAX_LINE + 64];
-    size_t fill;
-    bool discarding; /* the rest of a line too long to read */
+    squid_input input;
     bool eof;
 } squid_in;
 
 /* Read what Squid sent and take each whole line. */
 static void read_squid(helper *h, squid_in *in)
 {
-    ssize_t got = read(STDIN_FILENO, in->buf + in->fill, sizeof(in->buf) - in->fill);
+    const squid_input_cb cb = {on_squid_line, line_too_long, h};
+    size_t room;
+    char *to = squid_input_room(&in->input, &room);
+    ssize_t got = read(STDIN_FILENO, to, room);
     if (got == 0)
         in->eof = true;
-    if (got <= 0)
-        return;
-    in->fill += (size_t)got;
-    size_t start = 0;
-    char *lf;
-    if (in->discarding) {
-        lf = memchr(in->buf, '\n', in->fill);
-        start = lf ? (size_t)(lf - in->buf) + 1 : in->fill;
-        in->discarding = !lf;
-    }
-    while ((lf = memchr(in->buf + start, '\n', in->fill - start))) {
-        *lf = '\0';
-        if (lf > in->buf + start && lf[-1] == '\r')
-            lf[-1] = '\0';
-        if (in->buf[start])
-            on_squid_line(h, in->buf + start);
-        start = (size_t)(lf - in->buf) + 1;
-    }
-    memmove(in->buf, in->buf + start, in->fill - start);
-    in->fill -= start;
-    if (in->fill == sizeof(in->buf)) {
-        /* Longer than any URL breachd takes: answered at once, on its
-         * channel, and the rest of the line skipped. */
-        line_too_long(in->buf, in->fill);
-        in->fill = 0;
-        in->discarding = true;
-    }
+    else if (got > 0)
+        squid_input_took(&in->input, (size_t)got, &cb);
 }
 
 /* Until Squid closes stdin and every request is answered. */
 static void run(helper *h)
 {
-    squid_in in = {0};
+    static squid_in in; /* a line's worth of buffer: not on the stack */
     fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
     while (!in.eof || h->queue || h->sent) {
         busy_reconnect(h);

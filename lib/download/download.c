@@ -273,6 +273,11 @@ static void fetch_cb(void *ctx, const br_upstream_response *res)
     case BR_UPSTREAM_TIMEOUT:
         fail(r, p, WHY_TIMEOUT, true);
         break;
+    case BR_UPSTREAM_RATE_LIMITED: /* 429 / 503 with Retry-After until the deadline */
+        fail(r, p, res->http_status > 0 && res->http_status < 1000 ? (int16_t)res->http_status
+                                                                    : WHY_TIMEOUT,
+             true);
+        break;
     case BR_UPSTREAM_UNAVAILABLE:
         fail(r, p, WHY_UNAVAILABLE, true);
         break;

@@ -192,11 +192,14 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
     return 0;
 }
 
-/* Consume complete lines from the read buffer. Returns the number of answers
- * matched, or a negative errno with err set for a connection-level refusal
- * ("- ERR forbidden ...", "- ERR ... connection closed"); answers matched
- * before it are kept. */
-static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+/* Consume complete lines from the read buffer. Only requests already sent
+ * (the batch's first `sent`) can be answered: a line with the id of one not
+ * sent yet is ignored like an unknown id, so a daemon cannot answer ahead
+ * of a question (nor push inflight below zero). Returns the number of answers matched, or
+ * a negative errno with err set for a connection-level refusal ("- ERR
+ * forbidden ...", "- ERR ... connection closed"); answers matched before it
+ * are kept. */
+static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size_t sent,
                       br_error *err)
 {
     int got = 0, r = 0;
@@ -214,7 +217,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
         if (!sp)
             continue;
         size_t idlen = (size_t)(sp - line);
-        long idx = id_index(line, idlen, base, n);
+        long idx = id_index(line, idlen, base, sent);
         if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
             br_answer_parse(sp + 1, len - idlen - 1, &reqs[idx].answer);
             got++;
@@ -239,7 +242,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
 /* After a failed send: read what the daemon wrote before it went away (a
  * refusal, answers), without waiting. The number of answers matched, or a
  * refusal's negative errno. */
-static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_t n,
+static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_t sent,
                      br_error *err)
 {
     int total = 0;
@@ -250,7 +253,7 @@ static int take_rest(br_client *c, br_client_request *reqs, uint64_t base, size_
         if (got <= 0)
             break;
         c->rlen += (size_t)got;
-        int m = take_lines(c, reqs, base, n, err);
+        int m = take_lines(c, reqs, base, sent, err);
         if (m < 0)
             return m;
         total += m;
@@ -309,7 +312,8 @@ static int send_some(batch *b, br_error *err)
     if (w < 0 && errno != EAGAIN && errno != EINTR) {
         int e = errno;
         char why[sizeof(c->refusal) + 32];
-        int m = take_rest(c, b->reqs, b->base, b->n, err);
+        /* Requests on the wire: all queued but one still being sent. */
+        int m = take_rest(c, b->reqs, b->base, b->sent - (b->out_off < b->out_len), err);
         if (m < 0)
             return m;
         b->answered += (size_t)m;
@@ -336,7 +340,7 @@ static int receive_some(batch *b, br_error *err)
                             said(c, why, sizeof(why)));
     }
     c->rlen += (size_t)got;
-    int m = take_lines(c, b->reqs, b->base, b->n, err);
+    int m = take_lines(c, b->reqs, b->base, b->sent - (b->out_off < b->out_len), err);
     if (m < 0)
         return m;
     b->answered += (size_t)m;
@@ -450,4 +454,22 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 {
     br_client_request q = {.kind = BR_REQ_RAW, .arg = verb, .arg_len = strlen(verb)};
     return one(c, &q, a, err);
+}
+
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
+{
+    char verb[32];
+    snprintf(verb, sizeof(verb), "LANE %s", br_lane_name(lane));
+    br_answer a;
+    int r = br_client_command(c, verb, &a, err);
+    if (r < 0)
+        return r;
+    if (a.kind == BR_ANSWER_OTHER && strcmp(a.detail, "OK") == 0)
+        return 0;
+    if (a.kind == BR_ANSWER_ERROR && strncmp(a.detail, "unknown-verb", 12) == 0)
+        return br_error_set(err, -EOPNOTSUPP,
+                            "%s: this breachd does not know LANE (an older version): no %s lane",
+                            c->path, br_lane_name(lane));
+    return br_error_set(err, -EPROTO, "%s: LANE %s answered %.*s", c->path, br_lane_name(lane), 100,
+                        a.detail);
 }

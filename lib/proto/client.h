@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "hash.h"
+#include "lane.h"
 #include "nthash.h"
 #include "protocol.h"
 #include "util.h"
@@ -66,6 +67,14 @@ int br_client_check_password_nt(br_client *c, const void *password, size_t len, 
                                 br_error *err);
 int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err);
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
+
+/* Put the rest of this connection on lane (sends "LANE bulk" or "LANE
+ * interactive", docs/protocol.md): 0; -EOPNOTSUPP with err set when the
+ * daemon does not know the verb (an older one); -EPROTO for another answer;
+ * or a failure of the exchange as br_client_batch. Bulk lookups are not
+ * bound by the daemon's upstream deadline and may wait much longer than an
+ * interactive one: raise the timeout (br_client_set_timeout) to match. */
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err);
 
 /* Hash a password into sha1 and wipe nothing else: a helper for batches. */
 int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);

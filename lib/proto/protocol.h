@@ -13,6 +13,7 @@
 
 #include "hash.h"
 #include "nthash.h"
+#include "lane.h"
 
 #define BR_PROTO_VERSION 1
 #define BR_PROTO_MAX_LINE 8192 /* bytes, without the LF */
@@ -27,6 +28,7 @@ typedef enum br_verb {
     BR_VERB_STATS,
     BR_VERB_RELOAD,
     BR_VERB_NT,
+    BR_VERB_LANE,
     BR_VERB_COUNT_,
 } br_verb;
 
@@ -52,6 +54,7 @@ typedef struct br_request {
     size_t arg_len;
     uint8_t sha1[BR_SHA1_LEN]; /* PW: the decoded hash */
     uint8_t nt[BR_NT_LEN];     /* NT: the decoded NT hash */
+    br_lane lane;              /* LANE: the lane asked for */
 } br_request;
 
 typedef struct br_proto_error {
@@ -66,7 +69,7 @@ const char *br_proto_err_name(br_proto_err e);
  * returns false with *e set and req->id set to the line's id when it had a
  * valid one, else "-". A URL argument is not judged here (see
  * br_is_secret_class); a PW argument must be exactly 40 hex digits, an NT
- * argument exactly 32. */
+ * argument exactly 32; a LANE argument "bulk" or "interactive". */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
 /* True when a URL argument is secret-class data as a whole: a mailto: URL or

@@ -81,12 +81,13 @@ static void flight_unlink(br_resolver *r, flight *f)
     }
 }
 
-static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb,
-                             void *ctx)
+static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_lane lane,
+                             br_resolve_cb cb, void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
+    w->lane = lane;
     w->cb = cb;
     w->ctx = ctx;
     memcpy(w->hash, hash, br_range_hash_len(f->kind));
@@ -149,6 +150,8 @@ void br_rs_count_unknown(br_resolver *r, const char *reason)
         r->st.unknown_timeout++;
     else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN))
         r->st.unknown_circuit++;
+    else if (!strcmp(reason, BR_REASON_RATE_LIMITED))
+        r->st.unknown_rate_limited++;
     else if (!strcmp(reason, BR_REASON_ERROR))
         r->st.unknown_error++;
 }
@@ -232,28 +235,66 @@ static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
     return now + ttl;
 }
 
-/* Answer every waiter of f (already out of the table) with fn, then free f. */
-static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale)
+static const char *reason_of(br_upstream_status s);
+
+/* Answer a list of waiters of (partition, kind) with a stored entry within
+ * max_stale (allow_stale) or UNKNOWN reason, and free them. */
+static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t partition,
+                                         br_range_kind kind, const char *reason, bool allow_stale)
 {
-    while (f->head) {
-        waiter *w = f->head;
-        f->head = w->next;
+    while (list) {
+        waiter *w = list;
+        list = w->next;
         r->st.pending_lookups--;
         if (w->rcb) {
-            br_rs_range_after_failure(r, f, w, reason, allow_stale);
+            br_rs_range_after_failure(r, partition, kind, w, reason, allow_stale);
             waiter_free(w);
             continue;
         }
         br_resolve_result res;
         if (allow_stale)
-            br_rs_answer_after_failure(r, f->partition, f->kind, w->hash, reason, &res);
+            br_rs_answer_after_failure(r, partition, kind, w->hash, reason, &res);
         else
             set_unknown(&res, reason);
         br_rs_count_answer(r, &res);
         w->cb(w->ctx, &res);
         waiter_free(w);
     }
+}
+
+/* Answer every waiter of f (already out of the table). */
+static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                        bool allow_stale)
+{
+    waiter *list = f->head;
+    f->head = NULL;
+    f->tail = &f->head;
+    answer_list_unknown_or_stale(r, list, f->partition, f->kind, reason, allow_stale);
+}
+
+/* A fetch on the interactive lane that ended by its deadline: its
+ * interactive lookups are answered, its bulk ones wait on (the fetch is sent
+ * again on the bulk lane, before the answers, whose callbacks may look the
+ * same range up again). True when f was sent again (it is no longer the
+ * caller's). */
+static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
+{
+    if (f->lane != BR_LANE_INTERACTIVE ||
+        (s != BR_UPSTREAM_TIMEOUT && s != BR_UPSTREAM_RATE_LIMITED))
+        return false;
+    bool bulk = false;
+    for (waiter *w = f->head; w && !bulk; w = w->next)
+        bulk = w->lane == BR_LANE_BULK;
+    if (!bulk)
+        return false;
+    uint32_t partition = f->partition;
+    br_range_kind kind = f->kind;
+    int rc;
+    waiter *inter = br_rs_flight_keep_bulk(r, f, &rc);
+    if (rc < 0)
+        answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
+    answer_list_unknown_or_stale(r, inter, partition, kind, reason_of(s), true);
+    return rc == 0;
 }
 
 static void answer_all_from_value(br_resolver *r, flight *f, const br_range_answer *fresh)
@@ -294,7 +335,7 @@ static void answer_all_from_cache(br_resolver *r, flight *f)
         f->head = w->next;
         r->st.pending_lookups--;
         if (w->rcb) {
-            br_rs_range_from_cache(r, f, w);
+            br_rs_range_from_cache(r, f->partition, f->kind, w);
             waiter_free(w);
             continue;
         }
@@ -319,6 +360,8 @@ static const char *reason_of(br_upstream_status s)
     switch (s) {
     case BR_UPSTREAM_TIMEOUT:
         return BR_REASON_TIMEOUT;
+    case BR_UPSTREAM_RATE_LIMITED:
+        return BR_REASON_RATE_LIMITED;
     case BR_UPSTREAM_UNAVAILABLE:
         return BR_REASON_UNAVAILABLE;
     case BR_UPSTREAM_CIRCUIT_OPEN:
@@ -335,6 +378,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     _cleanup_(flight_freep) flight *f = ctx;
     br_resolver *r = f->r;
     flight_unlink(r, f);
+    f->ureq = NULL;
     int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
@@ -381,7 +425,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
              * so ask again without validators (once: the refetch is not
              * conditional, so it cannot end here again). */
             f->conditional = false;
-            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, br_rs_fetch_done, f) == 0) {
+            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
+                                       br_rs_fetch_done, f, &f->ureq) == 0) {
                 r->st.fetches++;
                 br_rs_flight_insert(r, f);
                 f = NULL;
@@ -399,17 +444,24 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
+    if (deadline_failure_keeps_bulk(r, f, resp->status)) {
+        f = NULL;
+        return;
+    }
     answer_all_unknown_or_stale(r, f, reason_of(resp->status),
                                 resp->status != BR_UPSTREAM_CANCELLED);
 }
 
-int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
-                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
-                        br_resolve_result *res)
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res)
 {
-    if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
+    if (!r || !kind_ok(kind) || !full_hash || !cb || !res ||
+        (lane != BR_LANE_INTERACTIVE && lane != BR_LANE_BULK))
         return -EINVAL;
     r->st.lookups++;
+    if (lane == BR_LANE_BULK)
+        r->st.bulk_lookups++;
     if (r->closing) {
         set_unknown(res, BR_REASON_SHUTTING_DOWN);
         br_rs_count_answer(r, res);
@@ -435,10 +487,16 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
     uint32_t prefix = br_range_prefix20(full_hash);
     flight *f = br_rs_flight_find(r, partition, kind, prefix);
     if (f) {
-        int rc = flight_add_waiter(r, f, full_hash, cb, ctx);
+        int rc = flight_add_waiter(r, f, full_hash, lane, cb, ctx);
         if (rc < 0)
             return rc;
         r->st.coalesced++;
+        if (lane == BR_LANE_INTERACTIVE && f->lane == BR_LANE_BULK) {
+            /* never behind the bulk queue */
+            br_upstream_promote(r->up[kind], f->ureq);
+            f->lane = BR_LANE_INTERACTIVE;
+            r->st.promoted++;
+        }
         return 0;
     }
 
@@ -447,10 +505,10 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
         br_rs_count_answer(r, res);
         return 1;
     }
-    flight *nf = br_rs_flight_new(r, partition, kind, prefix);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!nf)
         return -ENOMEM;
-    int rc = flight_add_waiter(r, nf, full_hash, cb, ctx);
+    int rc = flight_add_waiter(r, nf, full_hash, lane, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);
         return rc;
@@ -461,6 +519,14 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
     br_rs_answer_after_failure(r, partition, kind, full_hash, reason, res);
     br_rs_count_answer(r, res);
     return 1;
+}
+
+int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
+                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
+                        br_resolve_result *res)
+{
+    return br_resolver_resolve_lane(r, partition, kind, full_hash, BR_LANE_INTERACTIVE, cb, ctx,
+                                    res);
 }
 
 /* ---- life cycle ------------------------------------------------------------------- */

@@ -7,8 +7,10 @@
  * br_resolver_resolve(partition, kind, full_hash) gives exactly one answer:
  *   FOUND (count for passwords, category for URLs), NOT_FOUND, or UNKNOWN with
  *   a reason: "upstream-unavailable", "upstream-error", "timeout",
- *   "circuit-open" (and "shutting-down" for lookups still pending at
- *   br_resolver_free()). A failure is never turned into NOT_FOUND.
+ *   "rate-limited" (the deadline passed while the upstream asked to wait:
+ *   upstream.h "Rate limits"), "circuit-open" (and "shutting-down" for
+ *   lookups still pending at br_resolver_free()). A failure is never turned
+ *   into NOT_FOUND.
  *
  * Partitions: every lookup names a partition, an opaque 32-bit number (the
  * daemon passes the peer's uid, or BR_RESOLVER_PARTITION_SHARED for all
@@ -57,6 +59,18 @@
  * decoys go out in one burst, in a random order (getrandom()). They count
  * against the rate and in-flight limits.
  *
+ * Lanes (docs/upstream.md "Lanes"): a lookup is interactive
+ * (br_resolver_resolve) or bulk (br_resolver_resolve_lane). A bulk lookup's
+ * fetch and its decoys go on the upstream's bulk lane (upstream.h "Lanes"):
+ * no deadline, after every interactive fetch, at a share of the rate.
+ * Coalescing is per partition whatever the lane: a bulk lookup that joins an
+ * interactive fetch waits with it, and an interactive lookup that joins a
+ * bulk fetch promotes it (br_upstream_promote: it gets a deadline from then
+ * and goes first), so it never waits behind the bulk queue. A fetch on the
+ * interactive lane that ends by its deadline ("timeout", "rate-limited")
+ * answers its interactive lookups and is sent again on the bulk lane for its
+ * bulk ones, which never get a deadline's answer.
+ *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
  * Threading: the event_base's thread only. Callbacks run from the event loop
@@ -85,6 +99,7 @@ struct event_base;
 #define BR_REASON_UNAVAILABLE "upstream-unavailable"
 #define BR_REASON_ERROR "upstream-error"
 #define BR_REASON_TIMEOUT "timeout"
+#define BR_REASON_RATE_LIMITED "rate-limited"
 #define BR_REASON_CIRCUIT_OPEN "circuit-open"
 #define BR_REASON_SHUTTING_DOWN "shutting-down"
 
@@ -139,10 +154,14 @@ typedef struct br_resolver_stats {
     uint64_t not_modified;  /* 304 answers */
     uint64_t found, not_found, unknown;
     uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
+    uint64_t unknown_rate_limited;
     uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
     uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
     uint64_t flushes;         /* cache flushes made */
     uint64_t decoys;          /* decoy fetches sent (not counted in fetches) */
+    uint64_t bulk_lookups;    /* lookups on the bulk lane (counted in lookups too) */
+    uint64_t promoted;        /* bulk fetches promoted by an interactive lookup */
+    uint64_t bulk_resent;     /* fetches sent again on the bulk lane after a deadline */
     uint32_t pending_fetches; /* (partition, kind, prefix) fetches in progress, decoys too */
     uint32_t pending_lookups; /* lookups waiting for them */
 } br_resolver_stats;
@@ -168,6 +187,11 @@ BR_DEFINE_FREEP(br_resolver, br_resolver_free)
 int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
                         const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
                         br_resolve_result *res);
+
+/* The same on a lane (br_resolver_resolve is the interactive lane). */
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res);
 
 /* ---- whole ranges --------------------------------------------------------------
  *

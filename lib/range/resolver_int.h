@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal to the resolver (its contract is resolver.h): the state its files
  * share. resolver.c has the API, the flights table and the answers;
- * resolver_burst.c sends a real fetch and its decoys. Only these files
- * include this header. */
+ * resolver_burst.c sends a real fetch and its decoys (and a fetch again on
+ * the bulk lane). Only these files include this header. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,6 +18,7 @@ struct event;
 typedef struct waiter waiter;
 struct waiter {
     waiter *next;
+    br_lane lane;
     br_resolve_cb cb;
     br_range_answer_cb rcb; /* set: a whole-range lookup (resolver_range.c); hash unused */
     void *ctx;
@@ -34,6 +35,8 @@ struct flight {
     br_range_kind kind;
     uint32_t prefix20;
     bool conditional;
+    br_lane lane;          /* of its upstream request */
+    br_upstream_req *ureq; /* that request, while it is pending */
     waiter *head, **tail;
 };
 
@@ -83,19 +86,31 @@ void br_rs_count_unknown(br_resolver *r, const char *reason);
 /* ---- resolver_burst.c ---- */
 
 /* A flight with no waiter, not in the table; NULL when out of memory. */
-flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix);
+flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                         br_lane lane);
 /* Send nf (the real fetch, holding its first waiter) and its decoys, in a
  * random order. 0: nf is in flight; 1: nf could not be sent: nf is freed (its
  * waiter unanswered) and *reason (BR_REASON_*) says why. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
                      const char **reason);
+/* f (out of the table) ended by the deadline of its interactive fetch:
+ * detach its interactive waiters (returned, in order, for the caller to
+ * answer) and send it again on the bulk lane for the others. *rc: 0, and f
+ * is in flight again; or br_upstream_fetch_lane's negative errno, and f
+ * still holds its bulk waiters. */
+waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
+/* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
+const char *br_rs_send_failure_reason(int rc);
 
-/* ---- resolver_range.c: the waiters of whole-range lookups ---- */
+/* ---- resolver_range.c: the waiters of whole-range lookups ----
+ * A range waiter holds its prefix in the first bytes of its hash
+ * (br_range_prefix20 reads it back) and always waits on the interactive lane. */
 
 /* After a failure: a stored range within max_stale (allow_stale), else UNKNOWN reason. */
-void br_rs_range_after_failure(br_resolver *r, const flight *f, const waiter *w,
-                               const char *reason, bool allow_stale);
+void br_rs_range_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                               const waiter *w, const char *reason, bool allow_stale);
 /* From a range just fetched (fresh: everything but from_cache and stale set). */
 void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answer *fresh);
 /* From the cache, after a 304 touched the entry. */
-void br_rs_range_from_cache(br_resolver *r, const flight *f, const waiter *w);
+void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
+                            const waiter *w);

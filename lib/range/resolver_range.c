@@ -77,12 +77,12 @@ static bool from_cache(br_resolver *r, uint32_t partition, br_range_kind kind, u
     return pk.answered;
 }
 
-void br_rs_range_after_failure(br_resolver *r, const flight *f, const waiter *w, const char *reason,
-                               bool allow_stale)
+void br_rs_range_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                               const waiter *w, const char *reason, bool allow_stale)
 {
     if (allow_stale && r->max_stale_s >= 0 &&
-        from_cache(r, f->partition, f->kind, f->prefix20, r->max_stale_s, false, w->rcb, w->ctx,
-                   NULL))
+        from_cache(r, partition, kind, br_range_prefix20(w->hash), r->max_stale_s, false, w->rcb,
+                   w->ctx, NULL))
         return;
     answer_unknown(r, w->rcb, w->ctx, reason);
 }
@@ -93,20 +93,27 @@ void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answ
     w->rcb(w->ctx, fresh);
 }
 
-void br_rs_range_from_cache(br_resolver *r, const flight *f, const waiter *w)
+void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
+                            const waiter *w)
 {
-    if (!from_cache(r, f->partition, f->kind, f->prefix20, BR_MAX(r->max_stale_s, 0), false, w->rcb,
-                    w->ctx, NULL))
+    if (!from_cache(r, partition, kind, br_range_prefix20(w->hash), BR_MAX(r->max_stale_s, 0),
+                    false, w->rcb, w->ctx, NULL))
         answer_unknown(r, w->rcb, w->ctx, BR_REASON_ERROR);
 }
 
+/* A range waiter: interactive (HTTP clients wait for their answer), its
+ * prefix in its hash. */
 static int add_waiter(br_resolver *r, flight *f, br_range_answer_cb cb, void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
+    w->lane = BR_LANE_INTERACTIVE;
     w->rcb = cb;
     w->ctx = ctx;
+    w->hash[0] = (uint8_t)(f->prefix20 >> 12);
+    w->hash[1] = (uint8_t)(f->prefix20 >> 4);
+    w->hash[2] = (uint8_t)((f->prefix20 & 0xF) << 4);
     *f->tail = w;
     f->tail = &w->next;
     r->st.pending_lookups++;
@@ -146,12 +153,17 @@ int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind 
         if (rc < 0)
             return rc;
         r->st.coalesced++;
+        if (f->lane == BR_LANE_BULK) { /* never behind the bulk queue */
+            br_upstream_promote(r->up[kind], f->ureq);
+            f->lane = BR_LANE_INTERACTIVE;
+            r->st.promoted++;
+        }
         return 0;
     }
 
     if (!r->up[kind])
         return answer_now(r, partition, kind, prefix20, BR_REASON_UNAVAILABLE, cb, ctx);
-    flight *nf = br_rs_flight_new(r, partition, kind, prefix20);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_INTERACTIVE);
     if (!nf)
         return -ENOMEM;
     int rc = add_waiter(r, nf, cb, ctx);

@@ -51,12 +51,27 @@ static int apply_limits(br_upstream *up, const br_upstream_config *cfg, br_error
     up->rate = cfg->rate == 0 ? BR_UPSTREAM_DEFAULT_RATE : cfg->rate;
     if (isnan(up->rate))
         return br_error_set(err, -EINVAL, "upstream: rate is not a number");
+    up->bulk_share = cfg->bulk_share == 0 ? BR_UPSTREAM_DEFAULT_BULK_SHARE : cfg->bulk_share;
+    if (!(up->bulk_share > 0 && up->bulk_share <= 1))
+        return br_error_set(err, -EINVAL, "upstream: bulk_share must be in (0, 1]");
+    up->bulk_slots = (uint32_t)((double)up->max_inflight * up->bulk_share);
+    if (up->bulk_slots < 1)
+        up->bulk_slots = 1;
     if (up->rate > 0) {
         double b =
             cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
         up->burst = b < 1 ? 1 : b;
         up->tokens = up->burst;
+        up->bulk_tokens = BR_MAX(1.0, up->burst * up->bulk_share);
     }
+    up->rate_cfg = up->rate;
+    up->burst_cfg = up->burst;
+    uint32_t recovery_ms =
+        cfg->rate_recovery_ms ? cfg->rate_recovery_ms : BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS;
+    up->rate_step = up->rate / 2 / ((double)recovery_ms * 1e6);
+    up->max_pause_ns =
+        (uint64_t)(cfg->max_pause_ms ? cfg->max_pause_ms : BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS) *
+        1000000u;
     up->max_body = cfg->max_body ? cfg->max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
     up->max_attempts = cfg->max_attempts ? cfg->max_attempts : BR_UPSTREAM_DEFAULT_MAX_ATTEMPTS;
     up->retry_base_ms = cfg->retry_base_ms ? cfg->retry_base_ms : BR_UPSTREAM_DEFAULT_RETRY_BASE_MS;
@@ -89,7 +104,7 @@ static int take_settings(br_upstream *up, const br_upstream_config *cfg, br_erro
         return br_error_set(err, -ENOMEM, "upstream: out of memory");
     if (getrandom(&up->rng, sizeof(up->rng), GRND_NONBLOCK) != (ssize_t)sizeof(up->rng))
         up->rng = br_now_ns() ^ (uint64_t)(uintptr_t)up;
-    up->tokens_at_ns = br_now_ns();
+    up->tokens_at_ns = up->rate_at_ns = br_now_ns();
     return 0;
 }
 

@@ -10,10 +10,25 @@
 #include <strings.h>
 
 #include "url_feed_formats.h"
+#include "url_secret.h"
 #include "util.h"
 
 #define NAME_MAX_LEN 255 /* a DNS name in text form */
 #define MAX_TOKENS 16
+
+/* A token quoted in a reason, at most max bytes of it; one that holds an
+ * e-mail address is never shown (docs/privacy.md: nothing holding one is
+ * logged), a placeholder stands for it. */
+#define HIDDEN_TOKEN "(text holding an e-mail address)"
+static const char *shown(const br_fmt_entry *t)
+{
+    return br_url_holds_email(t->s, t->n) ? HIDDEN_TOKEN : t->s;
+}
+
+static int shown_len(const br_fmt_entry *t, size_t max)
+{
+    return br_url_holds_email(t->s, t->n) ? (int)strlen(HIDDEN_TOKEN) : (int)BR_MIN(t->n, max);
+}
 
 struct br_fmt_state {
     br_feed_format format;
@@ -291,7 +306,8 @@ static void unbound_line(const char *s, size_t n, br_fmt_result *res)
         if (in_list(&t[1], unbound_passing, BR_ARRAY_SIZE(unbound_passing)))
             return skip(res, BR_FEED_SKIP_ALLOW);
         if (!in_list(&t[1], unbound_blocking, BR_ARRAY_SIZE(unbound_blocking)))
-            return bad(res, "unknown local-zone type '%.*s'", (int)BR_MIN(t[1].n, 40), t[1].s);
+            return bad(res, "unknown local-zone type '%.*s'", shown_len(&t[1], 40),
+                       shown(&t[1]));
         return entry(res, t[0].s, t[0].n);
     }
     if (kn == 10 && strncmp(s, "local-data", 10) == 0) {
@@ -374,8 +390,8 @@ static void rpz_directive(br_fmt_state *st, const br_fmt_entry *t, size_t nt, br
     if (token_is(&t[0], "$TTL"))
         return set_kind(res, BR_FMT_COMMENT);
     if (!token_is(&t[0], "$ORIGIN"))
-        return bad(res, "%.*s is not supported (only $ORIGIN and $TTL)", (int)BR_MIN(t[0].n, 20),
-                   t[0].s);
+        return bad(res, "%.*s is not supported (only $ORIGIN and $TTL)", shown_len(&t[0], 20),
+                   shown(&t[0]));
     if (nt != 2 || t[1].n > NAME_MAX_LEN)
         return bad(res, "$ORIGIN needs one domain name");
     lower_copy(st->origin, t[1].s, t[1].n);

@@ -20,6 +20,7 @@ import ctypes
 import hashlib
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -37,7 +38,13 @@ ARGS = None
 TESTS = []
 ROOT = None  # the mkdtemp() directory of this run
 _SHARED = {}
-TEST_TIMEOUT_S = 90  # per test, also under ASan
+# A command breachd runs under: `meson test --setup valgrind` sets it to
+# valgrind and its options (tests/README.md, "Memory checking").
+WRAPPER = shlex.split(os.environ.get("BREACHD_TEST_WRAPPER", ""))
+# Waits and per-test timeouts stretch this much: BREACHD_TEST_SLOW, which the
+# valgrind setup sets too.
+SLOW = max(1, int(os.environ.get("BREACHD_TEST_SLOW", "1")))
+TEST_TIMEOUT_S = 90 * SLOW  # per test, also under ASan
 
 
 class Skip(Exception):
@@ -94,6 +101,16 @@ def passwords_in_new_ranges(known, stem, n):
 
 def rand_hash(rng):
     return "%040X" % rng.getrandbits(160)
+
+
+def breachd_argv(*args):
+    """The command line of a breachd process, under BREACHD_TEST_WRAPPER."""
+    return WRAPPER + [ARGS.breachd] + list(args)
+
+
+def is_slow():
+    """True when breachd runs slower than a plain build: ASan, or valgrind."""
+    return bool(WRAPPER) or is_asan()
 
 
 def is_asan():
@@ -304,7 +321,7 @@ class Daemon:
         self.sock = sock or conf_socket(conf)
         self.log_path = ctx.path("breachd-%d.log" % len(ctx.daemons))
         self._log = open(self.log_path, "wb")
-        argv = [ARGS.breachd, "--config", conf, "--foreground"] + list(argv_extra)
+        argv = breachd_argv("--config", conf, "--foreground", *argv_extra)
         self.proc = ctx.spawn(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                               pass_fds=pass_fds)
         self.pid = self.proc.pid
@@ -318,7 +335,7 @@ class Daemon:
             return f.read().decode(errors="replace")
 
     def wait_ready(self, timeout=20):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + timeout * SLOW
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise AssertionError("breachd exited %d at start:\n%s" % (self.proc.returncode,
@@ -355,7 +372,7 @@ class Daemon:
         if self.proc.poll() is None:
             os.kill(self.pid, sig)
         try:
-            rc = self.proc.wait(timeout=timeout)
+            rc = self.proc.wait(timeout=timeout * SLOW)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -33,6 +33,7 @@ import glob
 import os
 import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys

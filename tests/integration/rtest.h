@@ -130,7 +130,11 @@ int rt_resolve(br_resolver *r, br_range_kind kind, const uint8_t *hash, rt_ans *
 /* The same in a given partition. */
 int rt_resolve_in(br_resolver *r, uint32_t partition, br_range_kind kind, const uint8_t *hash,
                   rt_ans *a);
-/* Run the loop until every a[i] is answered or timeout_ms pass; true when all answered. */
+/* How many times slower than a plain build the tests run: BREACHD_TEST_SLOW,
+ * which `meson test --setup valgrind` sets (tests/README.md), else 1. */
+int rt_slow(void);
+/* Run the loop until every a[i] is answered or timeout_ms (times rt_slow())
+ * pass; true when all answered. */
 bool rt_wait(struct event_base *base, rt_ans *a, size_t n, int timeout_ms);
 /* Resolve and wait for one answer (timeout 10 s); aborts if none. */
 br_resolve_result rt_resolve_wait(struct event_base *base, br_resolver *r, br_range_kind kind,

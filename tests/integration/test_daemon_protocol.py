@@ -449,13 +449,13 @@ def out_of_order_answers(ctx):
 
 @test
 def check_config_and_version(ctx):
-    bd = dtest.ARGS.breachd
-    r = subprocess.run([bd, "--version"], capture_output=True, text=True, timeout=30)
+    bd = dtest.breachd_argv()
+    r = subprocess.run(bd + ["--version"], capture_output=True, text=True, timeout=30)
     eq(r.returncode, 0, "--version exit")
     check(re.fullmatch(r"breachd \S+ \(protocol 1\)\n", r.stdout), "--version: %r" % r.stdout)
     c = dtest.corpus()
     good = ctx.config(name="good.conf", passwords={"filter": c.filter})
-    r = subprocess.run([bd, "--config", good, "--check-config"], capture_output=True, text=True,
+    r = subprocess.run(bd + ["--config", good, "--check-config"], capture_output=True, text=True,
                        timeout=60)
     eq(r.returncode, 0, "--check-config good: " + r.stderr)
     check(not os.path.exists(ctx.path("breachd.sock")), "--check-config created the socket")
@@ -471,12 +471,12 @@ def check_config_and_version(ctx):
         p = ctx.path("bad%d.conf" % i)
         with open(p, "w") as f:
             f.write(text)
-        r = subprocess.run([bd, "--config", p, "--check-config"], capture_output=True, text=True,
+        r = subprocess.run(bd + ["--config", p, "--check-config"], capture_output=True, text=True,
                            timeout=60)
         check(r.returncode != 0, "bad config %d accepted" % i)
         check(p + where in r.stderr, "bad config %d: %r lacks %s%s" % (i, r.stderr, p, where))
     # A missing file, and a corrupt filter.
-    r = subprocess.run([bd, "--config", ctx.path("none.conf"), "--check-config"],
+    r = subprocess.run(bd + ["--config", ctx.path("none.conf"), "--check-config"],
                        capture_output=True, text=True, timeout=60)
     check(r.returncode != 0 and "none.conf" in r.stderr, "missing config: %r" % r.stderr)
     broken = ctx.path("broken.bfuse")
@@ -484,7 +484,7 @@ def check_config_and_version(ctx):
     data[len(data) // 2] ^= 0x55
     open(broken, "wb").write(data)
     p = ctx.config(name="broken.conf", passwords={"filter": broken})
-    r = subprocess.run([bd, "--config", p, "--check-config"], capture_output=True, text=True,
+    r = subprocess.run(bd + ["--config", p, "--check-config"], capture_output=True, text=True,
                        timeout=60)
     check(r.returncode != 0 and "broken.bfuse" in r.stderr, "corrupt filter: %r" % r.stderr)
     # An empty file and the shipped example are valid as they are: without a
@@ -493,14 +493,14 @@ def check_config_and_version(ctx):
     open(empty, "w").close()
     example = os.path.join(dtest.ARGS.source_root, "data", "breachd.conf.example")
     for p in (empty, example):
-        r = subprocess.run([bd, "--config", p, "--check-config"], capture_output=True, text=True,
+        r = subprocess.run(bd + ["--config", p, "--check-config"], capture_output=True, text=True,
                            timeout=60)
         eq(r.returncode, 0, "--check-config %s: %s" % (p, r.stderr))
     # A filter that is named but missing: FILE:LINE and the fix.
     missing = ctx.path("missing.conf")
     with open(missing, "w") as f:
         f.write("[passwords]\n\nfilter = %s\n" % ctx.path("nope.bfuse"))
-    r = subprocess.run([bd, "--config", missing, "--check-config"], capture_output=True,
+    r = subprocess.run(bd + ["--config", missing, "--check-config"], capture_output=True,
                        text=True, timeout=60)
     check(r.returncode != 0 and missing + ":3: [passwords] filter" in r.stderr and
           "breachctl filter build" in r.stderr, "missing filter: %r" % r.stderr)

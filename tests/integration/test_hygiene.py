@@ -148,7 +148,7 @@ def not_dumpable(ctx):
         conf = ctx.config(socket_path=os.path.join(home, "s.sock"),
                           daemon={"admin_users": "root"}, cache={"path": os.path.join(home, "cache")})
         os.chmod(conf, 0o644)
-        p = ctx.spawn(setpriv_nobody() + [dtest.ARGS.breachd, "--config", conf, "--foreground"],
+        p = ctx.spawn(setpriv_nobody() + dtest.breachd_argv("--config", conf, "--foreground"),
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: os.path.exists(os.path.join(home, "s.sock")) or p.poll() is not None, 20,
                  "the daemon's socket")

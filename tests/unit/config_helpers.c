@@ -104,6 +104,8 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "");
     assert_string_equal(c->upstream.ca_file, "");
     assert_int_equal(c->upstream.decoys, 0);
+    assert_int_equal(c->upstream.bulk_queue, 100000);
+    assert_int_equal(c->upstream.bulk_share_pct, 50);
     assert_string_equal(c->http.listen, "");
     assert_int_equal(c->http.n_listens, 0);
     assert_string_equal(c->http.allowed_networks_text, "127.0.0.0/8, ::1/128");
@@ -151,6 +153,8 @@ const char full_config[] = "[daemon]\n"
                            "proxy = socks5h://127.0.0.1:1080\n"
                            "ca_file = /etc/ssl/certs/ca-certificates.crt\n"
                            "decoys = 16\n"
+                           "bulk_queue = 7\n"
+                           "bulk_share = 100%\n"
                            "[http]\n"
                            "listen = 10.0.0.5:8080, [::]:8443 ,/run/test/http.sock\n"
                            "allowed_networks = 10.0.0.0/8,fd00::/8, 192.0.2.7\n"
@@ -200,6 +204,8 @@ void check_full(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "socks5h://127.0.0.1:1080");
     assert_string_equal(c->upstream.ca_file, "/etc/ssl/certs/ca-certificates.crt");
     assert_int_equal(c->upstream.decoys, 16);
+    assert_int_equal(c->upstream.bulk_queue, 7);
+    assert_int_equal(c->upstream.bulk_share_pct, 100);
     assert_string_equal(c->http.listen, "10.0.0.5:8080, [::]:8443 ,/run/test/http.sock");
     assert_int_equal(c->http.n_listens, 3);
     assert_string_equal(c->http.listens[0].host, "10.0.0.5");

@@ -139,9 +139,9 @@ static void test_field_checks(void **state)
     expect_refused(out, bad, len, "bad magic");
 
     memcpy(bad, good, len);
-    bad[8] = 2;
+    bad[8] = 3;
     resign(bad);
-    expect_refused(out, bad, len, "unsupported format version 2");
+    expect_refused(out, bad, len, "unsupported format version 3 (this build reads versions 1..2)");
 
     memcpy(bad, good, len);
     bad[16] = 99;

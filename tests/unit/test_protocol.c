@@ -36,6 +36,8 @@ static void test_valid(void **state)
          "8846F7EAEE8FB117AD06BDD830B7586C"},
         {"n NT 8846f7eaee8fb117ad06bdd830b7586c\r", "n", BR_VERB_NT,
          "8846f7eaee8fb117ad06bdd830b7586c"},
+        {"l LANE bulk", "l", BR_VERB_LANE, "bulk"},
+        {"l LANE interactive\r", "l", BR_VERB_LANE, "interactive"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
@@ -60,6 +62,10 @@ static void test_valid(void **state)
     assert_true(br_request_parse("n NT 8846F7EAEE8FB117AD06BDD830B7586C", 37, &req, &e));
     assert_int_equal(req.nt[0], 0x88);
     assert_int_equal(req.nt[15], 0x6C);
+    assert_true(br_request_parse("l LANE bulk", 11, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_BULK);
+    assert_true(br_request_parse("l LANE interactive", 18, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_INTERACTIVE);
 }
 
 static void test_malformed(void **state)
@@ -117,6 +123,13 @@ static void test_malformed(void **state)
         {"1 NT password", BR_PERR_BAD_REQUEST, "1"},
         {"1 nt 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_UNKNOWN_VERB, "1"},
         {"1 PW 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_BAD_REQUEST, "1"}, /* an NT hash */
+        {"1 LANE", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE Bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE bulk ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE fast", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE  bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 lane bulk", BR_PERR_UNKNOWN_VERB, "1"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
