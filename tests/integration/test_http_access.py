@@ -333,6 +333,34 @@ def ipv6_listener(ctx):
     d.stop_ok()
 
 
+@test
+def a_breachd_as_another_breachds_upstream(ctx):
+    """docs/fleet.md section 6: a host's upstream is the publisher's range
+    endpoint. The host asks with Add-Padding: true, gets padded answers and
+    ignores the padding; NT hashes through ?mode=ntlm."""
+    m = httpfx.Mirror(ctx.path("mirror"))
+    nm = httpfx.Mirror(ctx.path("mirror-ntlm"), "ntlm")
+    pw = password_in(m, "publisher-check")
+    nt = "8846F7EAEE8FB117AD06BDD830B7586C"  # the NT hash of "password"
+    nm.add_hash(nt, 777)
+    pub, port = httpfx.start(ctx, m, ntlm_mirror=nm, daemon={"socket": ctx.path("pub.sock")},
+                             cache={"path": ctx.path("pub-cache")})
+    base = "http://127.0.0.1:%d/range/{prefix}" % port
+    conf = ctx.config("host.conf", socket_path=ctx.path("host.sock"),
+                      passwords={"upstream": base}, ntlm={"upstream": base + "?mode=ntlm"},
+                      cache={"path": ctx.path("host-cache")})
+    host = ctx.daemon(conf)
+    c = host.client()
+    eq(c.ask("a PW " + pw), "a PWNED 4242")
+    eq(c.ask("b PW " + m.present[0] + "0" * 35), "b CLEAN")
+    eq(c.ask("n NT " + nt), "n PWNED 777")
+    c.close()
+    st = pub.stats()
+    eq(st["http_ok"], 3, "the host's three ranges came from the publisher's endpoint")
+    host.stop_ok()
+    pub.stop_ok()
+
+
 def can_bind6(addr):
     s = socket.socket(socket.AF_INET6)
     try:
