@@ -10,24 +10,36 @@
 #include <strings.h>
 
 #include "url_feed_formats.h"
-#include "url_secret.h"
 #include "util.h"
 
 #define NAME_MAX_LEN 255 /* a DNS name in text form */
 #define MAX_TOKENS 16
 
-/* A token quoted in a reason, at most max bytes of it; one that holds an
- * e-mail address is never shown (docs/privacy.md: nothing holding one is
- * logged), a placeholder stands for it. */
-#define HIDDEN_TOKEN "(text holding an e-mail address)"
+/* A token quoted in a reason, at most max bytes of it. Nothing that holds
+ * an e-mail address is ever shown (docs/privacy.md), and a token could make
+ * one with the text around it ("mailto:" and the closing quote), so one
+ * with an '@', a '%' (an escaped '@'), a byte >= 0x80 (a fullwidth '@') or
+ * "mailto" is not shown at all: a placeholder stands for it. */
+#define HIDDEN_TOKEN "(not shown: it may hold an e-mail address)"
+static bool may_show(const br_fmt_entry *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        unsigned char c = (unsigned char)t->s[i];
+        if (c == '@' || c == '%' || c >= 0x80 ||
+            ((c == 'm' || c == 'M') && t->n - i >= 6 && strncasecmp(t->s + i, "mailto", 6) == 0))
+            return false;
+    }
+    return true;
+}
+
 static const char *shown(const br_fmt_entry *t)
 {
-    return br_url_holds_email(t->s, t->n) ? HIDDEN_TOKEN : t->s;
+    return may_show(t) ? t->s : HIDDEN_TOKEN;
 }
 
 static int shown_len(const br_fmt_entry *t, size_t max)
 {
-    return br_url_holds_email(t->s, t->n) ? (int)strlen(HIDDEN_TOKEN) : (int)BR_MIN(t->n, max);
+    return may_show(t) ? (int)BR_MIN(t->n, max) : (int)strlen(HIDDEN_TOKEN);
 }
 
 struct br_fmt_state {

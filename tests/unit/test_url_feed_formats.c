@@ -62,6 +62,15 @@ static const line_case cases[] = {
     {BR_FEED_UNBOUND, "local-zone: \"ex.com\"", BR_FMT_BAD, 0, "needs a name and a type"},
     {BR_FEED_UNBOUND, "local-data: ex.com A 0.0.0.0", BR_FMT_BAD, 0, "quoted record"},
     {BR_FEED_UNBOUND, "local zone ex.com", BR_FMT_BAD, 0, "not an unbound option"},
+    {BR_FEED_UNBOUND, "local-zone: \"ex.com\" nxdomainn", BR_FMT_BAD, 0, "type 'nxdomainn'"},
+    /* A token quoted in a reason is never one that holds or could make an
+     * e-mail address (docs/privacy.md): found by fuzz_feed. */
+    {BR_FEED_UNBOUND, "local-zone: \"ex.com\" victim@mail.test", BR_FMT_BAD, 0,
+     "type '(not shown: it may hold an e-mail address)'"},
+    {BR_FEED_UNBOUND, "local-zone: \"ex.com\" nxdmailto:", BR_FMT_BAD, 0, "(not shown"},
+    {BR_FEED_UNBOUND, "local-zone: \"ex.com\" x%40y.test", BR_FMT_BAD, 0, "(not shown"},
+    {BR_FEED_RPZ, "$victim@mail.test x", BR_FMT_BAD, 0,
+     "(not shown: it may hold an e-mail address) is not supported"},
 };
 
 static void join_entries(const br_fmt_result *res, char *out, size_t size)
