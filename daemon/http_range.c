@@ -53,6 +53,7 @@ static void answer_unknown(bd_http_job *j, const char *reason)
         code = 504;
         phrase = "Gateway Timeout";
     } else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN) ||
+               !strcmp(reason, BR_REASON_RATE_LIMITED) ||
                !strcmp(reason, BR_REASON_SHUTTING_DOWN)) {
         code = 503;
         phrase = "Service Unavailable";
