@@ -52,6 +52,21 @@
 
 /* BREACHD_CONFIG_PATH: SYSCONFDIR/breachd/breachd.conf, from the build (config.h). */
 
+/* One [http] listen item: a TCP address and port, or a Unix socket path. */
+typedef struct breachd_listen {
+    int family;     /* AF_INET, AF_INET6 or AF_UNIX */
+    char host[48];  /* AF_INET / AF_INET6: numeric, no brackets ("10.0.0.5", "::") */
+    uint16_t port;  /* AF_INET / AF_INET6 */
+    char path[108]; /* AF_UNIX: absolute, fits a sockaddr_un */
+} breachd_listen;
+
+/* One [http] allowed_networks item: an IPv4 or IPv6 network. */
+typedef struct breachd_network {
+    int family;       /* AF_INET or AF_INET6 */
+    uint8_t addr[16]; /* network byte order (4 bytes for IPv4), host bits zero */
+    uint8_t bits;     /* prefix length: 0 .. 32 or 0 .. 128 */
+} breachd_network;
+
 typedef struct breachd_config {
     char *path; /* the file it came from; "" for breachd_config_defaults() */
     unsigned *key_lines; /* per bd_conf_keys row: the line that set it; NULL or 0: default */
@@ -87,13 +102,25 @@ typedef struct breachd_config {
 
     struct {
         char *filter;             /* "" = none: every check goes to the range API */
+        char *pubkey;             /* "" = none; else only filters signed by this key load */
+        char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
     } passwords;
 
+    struct {                      /* NT hashes (the NT verb), like passwords */
+        char *filter;             /* "" = none: every NT check goes to the range API */
+        char *pubkey;             /* as for passwords */
+        char *filter_url;         /* as for passwords */
+        char *upstream;           /* URL template; "" = none */
+        int64_t max_filter_age_s;
+    } ntlm;
+
     struct {
         char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
-        char *upstream; /* "" = none */
+        char *pubkey;     /* as for passwords */
+        char *filter_url; /* as for passwords */
+        char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
         int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
     } urls;
@@ -114,8 +141,30 @@ typedef struct breachd_config {
         char *proxy;     /* "" = libcurl's environment variables */
         char *ca_file;   /* "" = the system CA store */
         uint32_t decoys; /* 0 .. 16 */
+        uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
+        uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
     } upstream;
+
+    struct {
+        char *listen;              /* as written; "" = off */
+        breachd_listen *listens;   /* parsed, in the order written */
+        size_t n_listens;
+        char *allowed_networks_text;       /* as written */
+        breachd_network *allowed_networks; /* parsed */
+        size_t n_allowed_networks;
+        uint32_t rate;   /* requests per second per client address; 0 = no limit */
+        int access_log;  /* 0 (no, default) or 1: one log line per request */
+    } http;
 } breachd_config;
+
+/* Files in a filter list (a base and its deltas) at most. */
+#define BREACHD_CONF_MAX_FILES 64
+
+/* Split a comma-separated list value (filter, filter_url) into its items,
+ * blanks around them dropped, empty items skipped. 0 and *items a malloc'ed
+ * array of *n malloc'ed strings (breachd_config_list_free), or -ENOMEM. */
+int breachd_config_list_split(const char *v, char ***items, size_t *n);
+void breachd_config_list_free(char **items, size_t n);
 
 /* [urls] when_stale: what a URL filter past max_filter_age does. */
 enum { BREACHD_WHEN_STALE_FILTER = 0, BREACHD_WHEN_STALE_UPSTREAM = 1, BREACHD_WHEN_STALE_UNKNOWN = 2 };
@@ -164,6 +213,13 @@ bool breachd_config_peer_allowed(const breachd_config *cfg, uid_t uid, gid_t gid
 bool breachd_config_is_admin(const breachd_config *cfg, uid_t uid);
 /* May send STATS: uid is in admin_users or stats_users. */
 bool breachd_config_may_stats(const breachd_config *cfg, uid_t uid);
+
+/* May an HTTP client at sa use the range endpoint: its address (an
+ * IPv4-mapped IPv6 address counts as the IPv4 one) is in [http]
+ * allowed_networks. A Unix socket peer (AF_UNIX) always may: the socket's
+ * file mode is its access control. */
+struct sockaddr;
+bool breachd_config_http_allowed(const breachd_config *cfg, const struct sockaddr *sa);
 
 /* "error", "warning", "notice", "info", "debug" for LOG_ERR .. LOG_DEBUG; NULL otherwise. */
 const char *breachd_log_level_name(int level);

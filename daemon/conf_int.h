@@ -34,6 +34,11 @@ typedef enum bd_conf_type {
     BD_CONF_MILLIS,       /* uint32_t: a duration in milliseconds, min .. max */
     BD_CONF_SIZE,         /* uint64_t: bytes, min .. max */
     BD_CONF_UINT,         /* uint32_t: min .. max */
+    BD_CONF_PERCENT,      /* uint32_t: a whole percentage min .. max, written "50%" */
+    BD_CONF_PATHS,        /* char *: "" (flag EMPTY_OK) or comma-separated absolute paths */
+    BD_CONF_URLS,         /* char *: "" or comma-separated http(s):// or file:// URLs */
+    BD_CONF_LISTEN_LIST,  /* char * (off), breachd_listen * (off2), size_t count (off3) */
+    BD_CONF_NETWORKS,     /* char * (off), breachd_network * (off2), size_t count (off3) */
 } bd_conf_type;
 
 #define BD_CONF_EMPTY_OK 1u /* BD_CONF_PATH: "" is allowed */
@@ -119,17 +124,29 @@ int bd_conf_parse_millis(const char *v, uint32_t min_ms, uint32_t max_ms, uint32
                          br_error *err);
 int bd_conf_parse_size(const char *v, uint64_t min, uint64_t max, uint64_t *out, br_error *err);
 int bd_conf_parse_uint(const char *v, uint32_t min, uint32_t max, uint32_t *out, br_error *err);
+/* "N%" or "N", a whole number min .. max. */
+int bd_conf_parse_percent(const char *v, uint32_t min, uint32_t max, uint32_t *out, br_error *err);
 int bd_conf_parse_mode(const char *v, mode_t *out, br_error *err);
 int bd_conf_parse_choice(const char *v, const bd_conf_choices *ch, int *out, br_error *err);
 int bd_conf_check_path(const char *v, bool allow_empty, size_t max_len, br_error *err);
+/* A comma-separated list (blanks around the commas allowed) of at most
+ * BREACHD_CONF_MAX_FILES absolute paths of at most max_len bytes each. */
+int bd_conf_check_paths(const char *v, bool allow_empty, size_t max_len, br_error *err);
+/* The same for http://, https:// and file:// URLs (filter_url). */
+int bd_conf_check_urls(const char *v, br_error *err);
 int bd_conf_check_url_template(const char *v, br_error *err);
 int bd_conf_check_proxy(const char *v, br_error *err);
 int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error *err);
+
+/* conf_http.c; also -ENOMEM. *out is malloc'ed (NULL when empty). */
+int bd_conf_parse_listen_list(const char *v, breachd_listen **out, size_t *n_out, br_error *err);
+int bd_conf_parse_networks(const char *v, breachd_network **out, size_t *n_out, br_error *err);
 
 /* The names of the log levels (syslog priorities LOG_ERR .. LOG_DEBUG). */
 extern const bd_conf_choices bd_conf_log_levels;
 extern const bd_conf_choices bd_conf_when_stale; /* [urls] when_stale */
 extern const bd_conf_choices bd_conf_partition;  /* [cache] partition */
+extern const bd_conf_choices bd_conf_yes_no;     /* yes (1) or no (0) */
 
 /* conf_access.c; also -ENOMEM. *out is malloc'ed (NULL when empty). */
 int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, br_error *err);

@@ -54,16 +54,38 @@ const bd_conf_key bd_conf_keys[] = {
     {"limits", "drain_timeout", BD_CONF_MILLIS, 0, F(limits.drain_timeout_ms), 0, 0,
      0, 3600 * 1000, NULL, "10s", "on SIGTERM, how long pending requests may take"},
 
-    {"passwords", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
+    {"passwords", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(passwords.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",
-     "the password filter; empty: every check goes to the range API"},
+     "the password filter, then its deltas; empty: every check goes to the range API"},
+    {"passwords", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.pubkey), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"passwords", "filter_url", BD_CONF_URLS, 0, F(passwords.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
     {"passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, F(passwords.upstream), 0, 0, 0, 0,
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
 
-    {"urls", "filter", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
-     NULL, "", "the URL filter; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
+     0, PATH_MAX - 1, NULL, "",
+     "the password-ntlm filter (NT verb), then its deltas; empty: every NT check goes to the "
+     "range API"},
+    {"ntlm", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(ntlm.pubkey), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"ntlm", "filter_url", BD_CONF_URLS, 0, F(ntlm.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
+    {"ntlm", "upstream", BD_CONF_URL_TEMPLATE, 0, F(ntlm.upstream), 0, 0, 0, 0,
+     NULL, "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
+     "the NTLM range API; empty: none"},
+    {"ntlm", "max_filter_age", BD_CONF_SECONDS, 0, F(ntlm.max_filter_age_s), 0, 0,
+     1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+
+    {"urls", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "the URL filter, then its deltas; empty: URL checks answer UNKNOWN filter-unavailable"},
+    {"urls", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(urls.pubkey), 0, 0, 0, PATH_MAX - 1,
+     NULL, "", "Ed25519 public key (PEM); set: only filters it signed load"},
+    {"urls", "filter_url", BD_CONF_URLS, 0, F(urls.filter_url), 0, 0, 0, 0, NULL, "",
+     "where breachctl filter fetch --config gets each filter file (a URL per file)"},
     {"urls", "upstream", BD_CONF_URL_TEMPLATE, 0, F(urls.upstream), 0, 0, 0, 0, NULL,
      "", "the URL range API; empty: none"},
     {"urls", "max_filter_age", BD_CONF_SECONDS, 0, F(urls.max_filter_age_s), 0, 0,
@@ -94,6 +116,21 @@ const bd_conf_key bd_conf_keys[] = {
      0, PATH_MAX - 1, NULL, "", "PEM file of the CAs to trust; empty: the system store"},
     {"upstream", "decoys", BD_CONF_UINT, 0, F(upstream.decoys), 0, 0, 0, 16, NULL,
      "0", "decoy prefixes fetched, cached and revalidated with each real one"},
+    {"upstream", "bulk_queue", BD_CONF_UINT, 0, F(upstream.bulk_queue), 0, 0, 1, 10000000, NULL,
+     "100000", "LANE bulk checks waiting at most; past it ERR busy"},
+    {"upstream", "bulk_share", BD_CONF_PERCENT, 0, F(upstream.bulk_share_pct), 0, 0, 1, 100, NULL,
+     "50%", "the bulk lane's share of rate and max_inflight"},
+
+    {"http", "listen", BD_CONF_LISTEN_LIST, 0, F(http.listen), F(http.listens),
+     F(http.n_listens), 0, 0, NULL,
+     "", "HOST:PORT items or a Unix socket path for GET /range/{prefix}; empty: off"},
+    {"http", "allowed_networks", BD_CONF_NETWORKS, 0, F(http.allowed_networks_text),
+     F(http.allowed_networks), F(http.n_allowed_networks), 0, 0, NULL,
+     "127.0.0.0/8, ::1/128", "client networks (CIDR) that may use it; others get 403"},
+    {"http", "rate", BD_CONF_UINT, 0, F(http.rate), 0, 0, 0, 1000000, NULL,
+     "100", "requests per second per client address, past it 429; 0: no limit"},
+    {"http", "access_log", BD_CONF_CHOICE, 0, F(http.access_log), 0, 0, 0, 0, &bd_conf_yes_no,
+     "no", "yes: log each request with its prefix (the clients' secret); no"},
 };
 /* clang-format on */
 
@@ -158,6 +195,26 @@ static int set_id_list(breachd_config *c, const bd_conf_key *k, const char *v, b
     return 0;
 }
 
+/* A list kept as written (off) and parsed (off2, count off3). */
+static int set_parsed_list(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
+{
+    void *items = NULL;
+    size_t n = 0;
+    int rc = k->type == BD_CONF_LISTEN_LIST
+                 ? bd_conf_parse_listen_list(v, (breachd_listen **)&items, &n, err)
+                 : bd_conf_parse_networks(v, (breachd_network **)&items, &n, err);
+    if (rc < 0)
+        return rc;
+    if (set_str(FIELD(c, k->off, char *), v) < 0) {
+        free(items);
+        return -ENOMEM;
+    }
+    free(*FIELD(c, k->off2, void *));
+    *FIELD(c, k->off2, void *) = items;
+    *FIELD(c, k->off3, size_t) = n;
+    return 0;
+}
+
 /* A string checked by its type, then kept. */
 static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
 {
@@ -165,6 +222,12 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
     switch (k->type) {
     case BD_CONF_PATH:
         rc = bd_conf_check_path(v, k->flags & BD_CONF_EMPTY_OK, (size_t)k->max, err);
+        break;
+    case BD_CONF_PATHS:
+        rc = bd_conf_check_paths(v, k->flags & BD_CONF_EMPTY_OK, (size_t)k->max, err);
+        break;
+    case BD_CONF_URLS:
+        rc = bd_conf_check_urls(v, err);
         break;
     case BD_CONF_URL_TEMPLATE:
         rc = bd_conf_check_url_template(v, err);
@@ -187,6 +250,8 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
 {
     switch (k->type) {
     case BD_CONF_PATH:
+    case BD_CONF_PATHS:
+    case BD_CONF_URLS:
     case BD_CONF_URL_TEMPLATE:
     case BD_CONF_PROXY:
     case BD_CONF_LISTEN:
@@ -209,6 +274,12 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_UINT:
         return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
                                   FIELD(c, k->off, uint32_t), err);
+    case BD_CONF_PERCENT:
+        return bd_conf_parse_percent(v, (uint32_t)k->min, (uint32_t)k->max,
+                                     FIELD(c, k->off, uint32_t), err);
+    case BD_CONF_LISTEN_LIST:
+    case BD_CONF_NETWORKS:
+        return set_parsed_list(c, k, v, err);
     }
     (void)br_fails_assert(!"a key without a type");
     return br_error_set(err, -EINVAL, "internal error: [%s] %s has no type", k->section, k->name);
@@ -236,6 +307,10 @@ void bd_conf_format_bounds(const bd_conf_key *k, char *buf, size_t len)
         snprintf(lo, sizeof(lo), "%" PRIu64, k->min);
         snprintf(hi, sizeof(hi), "%" PRIu64, k->max);
         break;
+    case BD_CONF_PERCENT:
+        snprintf(lo, sizeof(lo), "%" PRIu64 "%%", k->min);
+        snprintf(hi, sizeof(hi), "%" PRIu64 "%%", k->max);
+        break;
     default:
         buf[0] = '\0';
         return;
@@ -257,7 +332,14 @@ void breachd_config_free(breachd_config *c)
             free(*FIELD(c, k->off2, uint32_t *));
             free(*FIELD(c, k->off, char *));
             break;
+        case BD_CONF_LISTEN_LIST:
+        case BD_CONF_NETWORKS:
+            free(*FIELD(c, k->off2, void *));
+            free(*FIELD(c, k->off, char *));
+            break;
         case BD_CONF_PATH:
+        case BD_CONF_PATHS:
+        case BD_CONF_URLS:
         case BD_CONF_URL_TEMPLATE:
         case BD_CONF_PROXY:
         case BD_CONF_LISTEN:
@@ -330,6 +412,9 @@ const char *bd_conf_format_value(const breachd_config *c, const bd_conf_key *k, 
         break;
     case BD_CONF_UINT:
         snprintf(buf, len, "%" PRIu32, *CFIELD(c, k->off, uint32_t));
+        break;
+    case BD_CONF_PERCENT:
+        snprintf(buf, len, "%" PRIu32 "%%", *CFIELD(c, k->off, uint32_t));
         break;
     default: /* the strings, as written */
         return *CFIELD(c, k->off, char *);

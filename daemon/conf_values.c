@@ -42,6 +42,12 @@ const bd_conf_choices bd_conf_partition = {
     .v = {{"uid", BREACHD_PARTITION_UID}, {"none", BREACHD_PARTITION_NONE}},
 };
 
+const bd_conf_choices bd_conf_yes_no = {
+    .noun = "value",
+    .n = 2,
+    .v = {{"no", 0}, {"yes", 1}},
+};
+
 /* ---- small helpers ------------------------------------------------------------- */
 
 /* Decimal digits from *p into *out, stopping at the first non-digit.
@@ -204,6 +210,24 @@ int bd_conf_parse_uint(const char *v, uint32_t min, uint32_t max, uint32_t *out,
     return 0;
 }
 
+int bd_conf_parse_percent(const char *v, uint32_t min, uint32_t max, uint32_t *out, br_error *err)
+{
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), v);
+    const char *p = v;
+    uint64_t n;
+    if (!bd_conf_take_u64(&p, &n) || (*p && strcmp(p, "%") != 0))
+        return br_error_set(err, -EINVAL,
+                            "bad percentage %s: expected a whole number %" PRIu32 "%% .. %" PRIu32
+                            "%%, e.g. 50%%",
+                            q, min, max);
+    if (n < min || n > max)
+        return br_error_set(err, -EINVAL, "%s is out of range (%" PRIu32 "%% .. %" PRIu32 "%%)", q,
+                            min, max);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 int bd_conf_parse_mode(const char *v, mode_t *out, br_error *err)
 {
     char q[100];
@@ -251,6 +275,111 @@ int bd_conf_check_path(const char *v, bool allow_empty, size_t max_len, br_error
     if (strlen(v) > max_len)
         return br_error_set(err, -EINVAL, "path %s is too long (at most %zu bytes)", q, max_len);
     return 0;
+}
+
+int breachd_config_list_split(const char *v, char ***items, size_t *n)
+{
+    *items = NULL;
+    *n = 0;
+    char **out = NULL;
+    size_t k = 0;
+    for (const char *p = v;;) {
+        while (is_blank(*p))
+            p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len > 0 && is_blank(p[len - 1]))
+            len--;
+        if (len > 0) {
+            char **grown = realloc(out, (k + 1) * sizeof(*out));
+            char *item = grown ? strndup(p, len) : NULL;
+            if (grown)
+                out = grown;
+            if (!item) {
+                breachd_config_list_free(out, k);
+                return -ENOMEM;
+            }
+            out[k++] = item;
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    *items = out;
+    *n = k;
+    return 0;
+}
+
+void breachd_config_list_free(char **items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+}
+
+/* Each item of a list by check; an empty item (",,") is an error. */
+static int check_list(const char *v, const char *noun, size_t max_len,
+                      int (*check)(const char *item, size_t max_len, br_error *err), br_error *err)
+{
+    char **items;
+    size_t n;
+    if (breachd_config_list_split(v, &items, &n) < 0)
+        return -ENOMEM;
+    size_t commas = 0;
+    for (const char *p = v; *p; p++)
+        commas += *p == ',';
+    int rc = 0;
+    if (n != commas + 1)
+        rc = br_error_set(err, -EINVAL, "an empty item in the list of %ss", noun);
+    else if (n > BREACHD_CONF_MAX_FILES)
+        rc = br_error_set(err, -EINVAL, "more than %d %ss", BREACHD_CONF_MAX_FILES, noun);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = check(items[i], max_len, err);
+    breachd_config_list_free(items, n);
+    return rc;
+}
+
+static int check_one_path(const char *item, size_t max_len, br_error *err)
+{
+    return bd_conf_check_path(item, false, max_len, err);
+}
+
+int bd_conf_check_paths(const char *v, bool allow_empty, size_t max_len, br_error *err)
+{
+    if (!*v)
+        return allow_empty ? 0 : br_error_set(err, -EINVAL, "must not be empty");
+    return check_list(v, "path", max_len, check_one_path, err);
+}
+
+/* A filter's URL: http://HOST..., https://HOST... or file:///PATH. */
+static int check_one_url(const char *item, size_t max_len, br_error *err)
+{
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), item);
+    if (strlen(item) > max_len)
+        return br_error_set(err, -EINVAL, "URL %s is too long (at most %zu bytes)", q, max_len);
+    for (const char *p = item; *p; p++)
+        if ((unsigned char)*p <= 0x20 || *p == 0x7f)
+            return br_error_set(err, -EINVAL, "URL %s holds a blank or control character", q);
+    const char *rest = NULL;
+    if (strncasecmp(item, "https://", 8) == 0)
+        rest = item + 8;
+    else if (strncasecmp(item, "http://", 7) == 0)
+        rest = item + 7;
+    else if (strncasecmp(item, "file://", 7) == 0)
+        return item[7] == '/' ? 0
+                              : br_error_set(err, -EINVAL, "file URL %s must name an absolute path",
+                                             q);
+    if (!rest)
+        return br_error_set(err, -EINVAL, "URL %s must start with https://, http:// or file://", q);
+    if (*rest == '/' || *rest == '\0')
+        return br_error_set(err, -EINVAL, "URL %s has no host", q);
+    return 0;
+}
+
+int bd_conf_check_urls(const char *v, br_error *err)
+{
+    return *v ? check_list(v, "URL", MAX_URL, check_one_url, err) : 0;
 }
 
 /* A range API URL template (docs/upstream.md); "" allowed (none). */

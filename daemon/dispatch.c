@@ -15,20 +15,59 @@
 #include "server.h"
 #include "url_check.h"
 
-static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
+const char *bd_conn_admit(const bd_conn *c)
 {
-    bd_counters *k = &c->srv->counters;
+    const bd_server *srv = c->srv;
+    if (c->lane == BR_LANE_BULK)
+        return srv->bulk_pending >= srv->state->cfg->upstream.bulk_queue
+                   ? "the bulk queue is full ([upstream] bulk_queue)"
+                   : NULL;
+    return c->inflight >= srv->limits.max_inflight ? "too many requests in flight on this connection"
+                                                   : NULL;
+}
+
+/* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
+typedef struct pw_kind {
+    br_range_kind range;
+    uint64_t *clean, *pwned, *unknown, *filter_no, *filter_maybe, *filter_bypassed;
+} pw_kind;
+
+static pw_kind kind_of(bd_counters *k, br_verb verb)
+{
+    if (verb == BR_VERB_NT)
+        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean, &k->nt_pwned, &k->nt_unknown,
+                         &k->nt_filter_no, &k->nt_filter_maybe, &k->nt_filter_bypassed};
+    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean, &k->pw_pwned, &k->pw_unknown,
+                     &k->pw_filter_no, &k->pw_filter_maybe, &k->pw_filter_bypassed};
+}
+
+/* The filter of a PW or NT request, NULL when none; *stale when past its
+ * max_filter_age (then bypassed). */
+static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
+{
+    int64_t now = (int64_t)time(NULL);
+    if (verb == BR_VERB_NT) {
+        *stale = bd_state_nt_filter_stale(st, now);
+        return st->ntfilter;
+    }
+    *stale = bd_state_pw_filter_stale(st, now);
+    return st->pwfilter;
+}
+
+static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve_result *res)
+{
+    pw_kind kd = kind_of(&c->srv->counters, verb);
     switch (res->status) {
     case BR_RESOLVE_FOUND:
-        k->pw_pwned++;
+        (*kd.pwned)++;
         bd_conn_reply(c, id, "PWNED %u", res->count);
         break;
     case BR_RESOLVE_NOT_FOUND:
-        k->pw_clean++; /* a filter false positive */
+        (*kd.clean)++; /* a filter false positive */
         bd_conn_reply_text(c, id, "CLEAN");
         break;
     default:
-        k->pw_unknown++;
+        (*kd.unknown)++;
         bd_conn_reply(c, id, "UNKNOWN %s",
                       br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason);
         break;
@@ -38,31 +77,35 @@ static void pw_answer(bd_conn *c, const char *id, const br_resolve_result *res)
 static void pw_resolved(void *ctx, const br_resolve_result *res)
 {
     bd_waiter *w = ctx;
-    pw_answer(w->conn, w->id, res);
+    pw_answer(w->conn, w->id, w->verb, res);
     bd_waiter_free(w);
 }
 
-/* hint: the filter's answer when the batch already probed it (0 no,
- * 1 maybe), or -1 to probe here. */
+/* PW and NT. hint: the filter's answer when the batch already probed it (0
+ * no, 1 maybe), or -1 to probe here. */
 static void handle_pw(bd_conn *c, br_request *req, int hint)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
-    bd_counters *k = &srv->counters;
-    if (st->pwfilter) {
-        if (hint < 0 && bd_state_pw_filter_stale(st, (int64_t)time(NULL))) {
-            k->pw_filter_bypassed++;
-        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(st->pwfilter, req->sha1))) {
-            k->pw_filter_no++;
-            k->pw_clean++;
+    pw_kind kd = kind_of(&srv->counters, req->verb);
+    const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
+    bool stale;
+    br_pwfilter *filter = filter_of(st, req->verb, &stale);
+    if (filter) {
+        if (hint < 0 && stale) {
+            (*kd.filter_bypassed)++;
+        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) {
+            (*kd.filter_no)++;
+            (*kd.clean)++;
             bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
-            k->pw_filter_maybe++;
+            (*kd.filter_maybe)++;
         }
     }
-    if (c->inflight >= srv->limits.max_inflight) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "too many requests in flight on this connection");
+    const char *busy = bd_conn_admit(c);
+    if (busy) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
         return;
     }
     bd_waiter *w = bd_waiter_new(c, req);
@@ -71,8 +114,8 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve(st->resolver, bd_state_partition(st, c->uid), BR_RANGE_PASSWORD_SHA1,
-                                req->sha1, pw_resolved, w, &res);
+    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
+                                     c->lane, pw_resolved, w, &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {
@@ -80,7 +123,7 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
         res.status = BR_RESOLVE_UNKNOWN;
         res.reason = BR_REASON_ERROR;
     }
-    pw_answer(c, req->id, &res);
+    pw_answer(c, req->id, req->verb, &res);
     bd_waiter_free(w);
 }
 
@@ -119,6 +162,7 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
         bd_conn_reply(c, req->id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);
         break;
     case BR_VERB_PW:
+    case BR_VERB_NT:
         handle_pw(c, req, hint);
         break;
     case BR_VERB_URL:
@@ -139,6 +183,10 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     case BR_VERB_RELOAD:
         handle_reload(c, req);
         break;
+    case BR_VERB_LANE:
+        c->lane = req->lane; /* for the requests read after this one */
+        bd_conn_reply_text(c, req->id, "OK");
+        break;
     default: /* the parser accepted a verb without a handler here */
         (void)br_fails_assert(!"a verb without a handler");
         bd_conn_reply_error(c, req->id, BR_PERR_UNKNOWN_VERB, "verb not handled");
@@ -146,37 +194,47 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     }
 }
 
+/* Probe the filter of verb (PW or NT) for every such request of the batch
+ * at once, so that their cache misses overlap instead of being waited for
+ * one by one: hint[i] = 0 (no) or 1 (maybe). */
+static void probe_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok,
+                        size_t n, int *hint)
+{
+    bool stale;
+    br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
+    if (!filter || stale || c->srv->draining)
+        return;
+    uint64_t keys[BD_BATCH];
+    size_t key_of[BD_BATCH], nk = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ok[i] && req[i].verb == verb) {
+            key_of[nk] = i;
+            keys[nk++] = br_hash_key64(verb == BR_VERB_NT ? req[i].nt : req[i].sha1);
+        }
+    if (nk > 1) {
+        bool maybe[BD_BATCH];
+        br_pwfilter_contains_batch(filter, keys, nk, maybe);
+        for (size_t j = 0; j < nk; j++)
+            hint[key_of[j]] = maybe[j];
+    }
+    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
+}
+
 void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n)
 {
-    bd_server *srv = c->srv;
-    bd_state *st = srv->state;
     br_request req[BD_BATCH];
     br_proto_error e[BD_BATCH];
     bool ok[BD_BATCH];
     int hint[BD_BATCH];
-    uint64_t keys[BD_BATCH];
-    size_t key_of[BD_BATCH], nk = 0;
+    if (n == 0 || br_fails_assert(n <= BD_BATCH))
+        return;
     for (size_t i = 0; i < n; i++) {
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;
     }
-    /* Probe the filter for every PW of the batch at once, so that their
-     * cache misses overlap instead of being waited for one by one. */
-    if (st->pwfilter && !srv->draining && !bd_state_pw_filter_stale(st, (int64_t)time(NULL))) {
-        for (size_t i = 0; i < n; i++)
-            if (ok[i] && req[i].verb == BR_VERB_PW) {
-                key_of[nk] = i;
-                keys[nk++] = br_hash_key64(req[i].sha1);
-            }
-        if (nk > 1) {
-            bool maybe[BD_BATCH];
-            br_pwfilter_contains_batch(st->pwfilter, keys, nk, maybe);
-            for (size_t j = 0; j < nk; j++)
-                hint[key_of[j]] = maybe[j];
-        }
-    }
+    probe_batch(c, BR_VERB_PW, req, ok, n, hint);
+    probe_batch(c, BR_VERB_NT, req, ok, n, hint);
     for (size_t i = 0; i < n; i++)
         dispatch_one(c, &req[i], ok[i], &e[i], hint[i]);
     OPENSSL_cleanse(req, sizeof(req[0]) * n);
-    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
 }

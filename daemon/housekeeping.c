@@ -60,7 +60,7 @@ struct bd_housekeeping {
     bd_server *srv;
     struct event *ev;
     /* The damaged filters already reported (compared by address only). */
-    const void *told_pw, *told_url;
+    const void *told_pw, *told_url, *told_nt;
 };
 
 /* A tenth of the horizon, between 1 s and a minute: an entry is gone at
@@ -101,6 +101,13 @@ static void report_damage(bd_housekeeping *hk)
                "password filter %s was truncated or rewritten in place while in use: every password "
                "check now goes to the range API; install a good file by rename and reload",
                st->cfg->passwords.filter);
+    }
+    if (st->ntfilter && hk->told_nt != st->ntfilter && br_pwfilter_damaged(st->ntfilter)) {
+        hk->told_nt = st->ntfilter;
+        bd_log(LOG_ERR,
+               "NTLM filter %s was truncated or rewritten in place while in use: every NT check "
+               "now goes to the range API; install a good file by rename and reload",
+               st->cfg->ntlm.filter);
     }
     if (st->urlfilter && hk->told_url != st->urlfilter && br_urlfilter_damaged(st->urlfilter)) {
         hk->told_url = st->urlfilter;

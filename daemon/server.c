@@ -18,6 +18,7 @@
 #include <event2/listener.h>
 #include <openssl/crypto.h>
 
+#include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -47,7 +48,7 @@ __attribute__((noinline)) static void conn_unref(bd_conn *c)
  * (the drain timer bounds the wait for clients that do not read). */
 void bd_maybe_finish_drain(bd_server *srv)
 {
-    if (!srv->draining || srv->inflight > 0)
+    if (!srv->draining || srv->inflight > 0 || bd_http_unsent(srv->http) > 0)
         return;
     for (bd_conn *c = srv->conns; c; c = c->next)
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
@@ -180,6 +181,8 @@ bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req)
     c->refs++;
     c->inflight++;
     c->srv->inflight++;
+    w->bulk = c->lane == BR_LANE_BULK;
+    c->srv->bulk_pending += w->bulk;
     w->state = bd_state_ref(c->srv->state);
     memcpy(w->id, req->id, sizeof(w->id));
     w->verb = req->verb;
@@ -192,6 +195,7 @@ void bd_waiter_free(bd_waiter *w)
     bd_server *srv = c->srv;
     c->inflight--;
     srv->inflight--;
+    srv->bulk_pending -= w->bulk;
     bd_state_unref(w->state);
     free(w);
     conn_maybe_close(c);

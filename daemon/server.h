@@ -47,6 +47,7 @@ typedef struct bd_server {
     bd_conn *conns;
     uint32_t n_conns;
     uint64_t inflight; /* requests waiting for an answer, all connections */
+    uint64_t bulk_pending; /* ... of which on bulk connections ([upstream] bulk_queue) */
 
     bool draining;
     struct event *drain_timer;
@@ -65,6 +66,7 @@ typedef struct bd_server {
 
     struct bd_metrics *metrics;
     char metrics_addr[64]; /* "host:port" being served, "" = none */
+    struct bd_http *http;  /* the range endpoint ([http] listen), NULL = off */
 } bd_server;
 
 struct bd_conn {
@@ -79,6 +81,7 @@ struct bd_conn {
     bool closing;    /* close once the output is written */
     bool paused;     /* not reading: too many unread responses */
     uint32_t inflight;
+    br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
     uid_t uid;
     pid_t pid;
 };
@@ -88,6 +91,7 @@ struct bd_waiter {
     bd_conn *conn;
     bd_state *state;
     bd_waiter *next;
+    bool bulk; /* made on a bulk connection: counted in bulk_pending */
     char id[BR_PROTO_MAX_ID + 1];
     br_verb verb;
 };
@@ -113,6 +117,10 @@ void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
 /* The same for a fixed text ("CLEAN", "PONG"): no formatting. */
 void bd_conn_reply_text(bd_conn *c, const char *id, const char *text);
 void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text);
+/* NULL when c may start one more request that waits for an answer, else the
+ * text of its ERR busy: an interactive connection has [limits] max_inflight,
+ * the bulk lane [upstream] bulk_queue for all bulk connections together. */
+const char *bd_conn_admit(const bd_conn *c);
 /* A waiter for a request on c (takes references on c and the current state). */
 bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req);
 /* Done with a waiter (answered or not): drops its references. */

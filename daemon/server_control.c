@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -104,6 +105,9 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     bd_state_unref(old); /* in-flight requests keep it until they are answered */
     bd_log_set_level(next->cfg->daemon.log_level);
     metrics_apply(srv);
+    br_error herr = {{0}};
+    if (bd_http_apply(srv, &herr) < 0)
+        bd_log(LOG_ERR, "%s: the range endpoint is off", herr.text);
     srv->counters.reloads++;
     bd_log(LOG_INFO, "reloaded %s", srv->config_path);
     bd_state_log_filters(next);
@@ -200,7 +204,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
         return br_error_set(err, -ENOMEM, "out of memory");
     signal(SIGPIPE, SIG_IGN);
     metrics_apply(srv);
-    return 0;
+    return bd_http_apply(srv, err);
 }
 
 void bd_server_fini(bd_server *srv)
@@ -222,6 +226,7 @@ void bd_server_fini(bd_server *srv)
         free(srv->socket_path);
     }
     bd_metrics_stop(srv->metrics);
+    bd_http_free(srv->http);
     for (int i = 0; i < 4; i++)
         if (srv->signals[i])
             event_free(srv->signals[i]);

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "state.h"
+#include "state_filters.h"
 
 /* Live states, so that shutdown can reach old ones still held by requests. */
 static bd_state *live_states;
@@ -23,6 +24,7 @@ static struct event *reap_ev;
 static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
 {
     a->lookups += b->lookups;
+    a->range_lookups += b->range_lookups;
     a->cache_fresh += b->cache_fresh;
     a->stale_answers += b->stale_answers;
     a->fetches += b->fetches;
@@ -36,10 +38,14 @@ static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
     a->unknown_error += b->unknown_error;
     a->unknown_timeout += b->unknown_timeout;
     a->unknown_circuit += b->unknown_circuit;
+    a->unknown_rate_limited += b->unknown_rate_limited;
     a->parse_errors += b->parse_errors;
     a->cache_errors += b->cache_errors;
     a->flushes += b->flushes;
     a->decoys += b->decoys;
+    a->bulk_lookups += b->bulk_lookups;
+    a->promoted += b->promoted;
+    a->bulk_resent += b->bulk_resent;
 }
 
 static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
@@ -58,6 +64,13 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->refused_circuit += b->refused_circuit;
     a->breaker_trips += b->breaker_trips;
     a->body_bytes += b->body_bytes;
+    a->bulk_fetches += b->bulk_fetches;
+    a->promoted += b->promoted;
+    a->rate_limited += b->rate_limited;
+    a->err_rate_limited += b->err_rate_limited;
+    a->rate_decreases += b->rate_decreases;
+    a->pauses += b->pauses;
+    a->paused_ms += b->paused_ms;
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
@@ -72,6 +85,7 @@ static void retire_resolver(bd_state *s)
     state_figures(s, &one);
     add_resolver(&retired.resolver, &one.resolver);
     add_upstream(&retired.pw_upstream, &one.pw_upstream);
+    add_upstream(&retired.nt_upstream, &one.nt_upstream);
     /* Detach first: freeing answers pending lookups, whose callbacks may
      * drop the last reference to this very state. */
     br_resolver *r = s->resolver;
@@ -88,6 +102,9 @@ static void state_figures(bd_state *s, bd_totals *t)
     br_upstream *up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_SHA1);
     if (up)
         br_upstream_get_stats(up, &t->pw_upstream);
+    up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_NTLM);
+    if (up)
+        br_upstream_get_stats(up, &t->nt_upstream);
 }
 
 void bd_state_totals(const bd_state *current, bd_totals *t)
@@ -98,95 +115,22 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
         state_figures(s, &one);
         add_resolver(&t->resolver, &one.resolver);
         add_upstream(&t->pw_upstream, &one.pw_upstream);
+        add_upstream(&t->nt_upstream, &one.nt_upstream);
         if (s == current) {
+            t->nt_upstream.inflight = one.nt_upstream.inflight;
+            t->nt_upstream.queued = one.nt_upstream.queued;
             t->resolver.pending_fetches = one.resolver.pending_fetches;
             t->resolver.pending_lookups = one.resolver.pending_lookups;
             t->pw_upstream.inflight = one.pw_upstream.inflight;
             t->pw_upstream.queued = one.pw_upstream.queued;
             t->pw_upstream.backoff = one.pw_upstream.backoff;
             t->pw_upstream.breaker = one.pw_upstream.breaker;
+            t->pw_upstream.bulk_queued = one.pw_upstream.bulk_queued;
+            t->pw_upstream.bulk_inflight = one.pw_upstream.bulk_inflight;
+            t->pw_upstream.rate_effective = one.pw_upstream.rate_effective;
+            t->pw_upstream.pause_left_ms = one.pw_upstream.pause_left_ms;
         }
     }
-}
-
-static int wrong_kind(const char *path, uint32_t kind, br_error *err)
-{
-    return br_error_set(err, -EINVAL,
-                        "[passwords] filter %s: kind %s, but breachd answers PW with "
-                        "password-sha1 filters only",
-                        path, br_filter_kind_name(kind));
-}
-
-/* The kind of an intact header, before the full open: a filter of another
- * kind (a URL filter named by mistake) is refused by its kind, not by the
- * first algorithm field the password filter reader does not expect. */
-static int check_kind_first(const char *path, br_error *err)
-{
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0; /* the open below says why */
-    ssize_t n = pread(fd, raw, sizeof(raw), 0);
-    close(fd);
-    br_filter_header h;
-    br_error ignored = {{0}};
-    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
-        return 0;
-    return h.kind == BR_KIND_PASSWORD_SHA1 ? 0 : wrong_kind(path, h.kind, err);
-}
-
-/* A filter that would not open, said with the config line that names it
- * and, for a missing file, what to do about it. */
-static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
-{
-    unsigned line = breachd_config_key_line(cfg, section, "filter");
-    if (r == -ENOENT) {
-        char text[sizeof(err->text)];
-        snprintf(text, sizeof(text), "%s", err->text);
-        br_error_set(err, r,
-                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
-                     "[%s] filter empty%s",
-                     text, section,
-                     strcmp(section, "urls") ? " to send every check to the range API"
-                                             : " (URL checks then answer UNKNOWN)");
-    }
-    if (line)
-        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
-    return br_error_prefix(err, r, "[%s] filter", section);
-}
-
-static int load_pwfilter(const breachd_config *cfg, br_pwfilter **out, br_error *err)
-{
-    *out = NULL;
-    if (!cfg->passwords.filter[0])
-        return 0;
-    int r = check_kind_first(cfg->passwords.filter, err);
-    if (r < 0)
-        return r;
-    r = br_pwfilter_open(cfg->passwords.filter, out, err);
-    if (r < 0)
-        return filter_error(cfg, "passwords", r, err);
-    uint32_t kind = br_pwfilter_header(*out)->kind;
-    if (kind != BR_KIND_PASSWORD_SHA1) {
-        br_pwfilter_free(*out);
-        *out = NULL;
-        return wrong_kind(cfg->passwords.filter, kind, err);
-    }
-    if (br_pwfilter_header(*out)->key_count == 0)
-        bd_log(LOG_WARNING, "[passwords] filter %s holds 0 keys: it finds no password breached",
-               cfg->passwords.filter);
-    return 0;
-}
-
-static int load_urlfilter(const breachd_config *cfg, br_urlfilter **out, br_error *err)
-{
-    *out = NULL;
-    if (!cfg->urls.filter[0])
-        return 0;
-    int r = br_urlfilter_open(cfg->urls.filter, out, err);
-    if (r < 0)
-        return filter_error(cfg, "urls", r, err);
-    return 0;
 }
 
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
@@ -195,9 +139,11 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = load_pwfilter(out->cfg, &out->pwfilter, err);
+    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
     if (r >= 0)
-        r = load_urlfilter(out->cfg, &out->urlfilter, err);
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+    if (r >= 0)
+        r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -208,6 +154,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 void bd_state_files_clear(bd_state_files *f)
 {
     br_pwfilter_free(f->pwfilter);
+    br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
     breachd_config_free(f->cfg);
     memset(f, 0, sizeof(*f));
@@ -250,11 +197,13 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     memset(rc, 0, sizeof(*rc));
     rc->password_upstream = cfg->passwords.upstream;
     rc->url_upstream = cfg->urls.upstream;
+    rc->ntlm_upstream = cfg->ntlm.upstream;
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
+    rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;
@@ -277,6 +226,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     live_states = s;
     s->cfg = files->cfg;
     s->pwfilter = files->pwfilter;
+    s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
@@ -317,6 +267,7 @@ static void state_free(bd_state *s)
     retire_resolver(s);
     cache_unref(s->cache);
     br_pwfilter_free(s->pwfilter);
+    br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
     breachd_config_free(s->cfg);
     free(s);
@@ -385,9 +336,16 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
     return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
 }
 
+bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
+{
+    if (!s->ntfilter)
+        return false;
+    return now - br_pwfilter_header(s->ntfilter)->build_time > s->cfg->ntlm.max_filter_age_s;
+}
+
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 {
-    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE)
+    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP)
         return BR_RESOLVER_PARTITION_SHARED;
     return (uint32_t)uid;
 }
@@ -415,6 +373,9 @@ void bd_state_log_filters(const bd_state *s)
                    br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->ntfilter)
+        log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
+                   "every NT check goes to the range API");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");

@@ -32,6 +32,7 @@ typedef struct bd_state {
     struct bd_state *prev, *next; /* every live state, current and old */
     breachd_config *cfg;
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
+    br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
     bd_cache *cache;
     br_resolver *resolver;
@@ -42,6 +43,7 @@ typedef struct bd_state {
 typedef struct bd_state_files {
     breachd_config *cfg;
     br_pwfilter *pwfilter;
+    br_pwfilter *ntfilter;
     br_urlfilter *urlfilter;
 } bd_state_files;
 
@@ -66,6 +68,7 @@ void bd_state_unref(bd_state *s);
 typedef struct bd_totals {
     br_resolver_stats resolver;
     br_upstream_stats pw_upstream;
+    br_upstream_stats nt_upstream; /* the [ntlm] range API */
 } bd_totals;
 void bd_state_totals(const bd_state *current, bd_totals *t);
 
@@ -76,6 +79,13 @@ void bd_state_log_filters(const bd_state *s);
 /* The filter answers "definitely not" only when present and not older than
  * max_filter_age; a stale filter is bypassed (every check goes upstream). */
 bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);
+/* The same for the [ntlm] filter and its max_filter_age. */
+bool bd_state_nt_filter_stale(const bd_state *s, int64_t now);
 /* The resolver partition of a peer's lookups ([cache] partition). */
 uint32_t bd_state_partition(const bd_state *s, uid_t uid);
+/* The resolver partition of the range endpoint's clients (breachd.conf(5)
+ * [http]): theirs alone, whatever [cache] partition says. No peer has it:
+ * with partition = uid the one uid equal to it, 4294967294, is given
+ * BR_RESOLVER_PARTITION_SHARED instead, which no other uid can have. */
+#define BD_PARTITION_HTTP (UINT32_MAX - 1)
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now);

@@ -75,6 +75,12 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "pw_filter_no", k->pw_filter_no);
     U64(o, "pw_filter_maybe", k->pw_filter_maybe);
     U64(o, "pw_filter_bypassed", k->pw_filter_bypassed);
+    U64(o, "nt_clean", k->nt_clean);
+    U64(o, "nt_pwned", k->nt_pwned);
+    U64(o, "nt_unknown", k->nt_unknown);
+    U64(o, "nt_filter_no", k->nt_filter_no);
+    U64(o, "nt_filter_maybe", k->nt_filter_maybe);
+    U64(o, "nt_filter_bypassed", k->nt_filter_bypassed);
     U64(o, "url_safe", k->url_safe);
     U64(o, "url_blocked", k->url_blocked);
     U64(o, "url_unknown", k->url_unknown);
@@ -88,6 +94,13 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "filter_keys", h ? h->key_count : 0);
     U64(o, "filter_age_seconds", h && now > h->build_time ? now - h->build_time : 0);
     U64(o, "filter_stale", bd_state_pw_filter_stale(st, now));
+
+    const br_filter_header *nh = st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL;
+    U64(o, "nt_filter_loaded", nh != NULL);
+    U64(o, "nt_filter_generation", nh ? nh->generation : 0);
+    U64(o, "nt_filter_keys", nh ? nh->key_count : 0);
+    U64(o, "nt_filter_age_seconds", nh && now > nh->build_time ? now - nh->build_time : 0);
+    U64(o, "nt_filter_stale", bd_state_nt_filter_stale(st, now));
 
     const br_filter_header *uh = st->urlfilter ? br_urlfilter_header(st->urlfilter) : NULL;
     U64(o, "url_filter_loaded", uh != NULL);
@@ -123,10 +136,32 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "upstream_queued", t.pw_upstream.queued);
     U64(o, "upstream_decoys", t.resolver.decoys);
     U64(o, "upstream_breaker_trips", t.pw_upstream.breaker_trips);
+    U64(o, "nt_upstream_fetches", t.nt_upstream.fetches);
+    U64(o, "nt_upstream_errors", t.nt_upstream.err_http + t.nt_upstream.err_timeout +
+                                     t.nt_upstream.err_unavailable + t.nt_upstream.err_too_large);
+    U64(o, "nt_upstream_in_flight", t.nt_upstream.inflight);
+    U64(o, "nt_upstream_queued", t.nt_upstream.queued);
+    put(o, "upstream_rate_effective", "%.6g", t.pw_upstream.rate_effective);
+    U64(o, "upstream_rate_limited", t.pw_upstream.rate_limited);
+    U64(o, "upstream_rate_decreases", t.pw_upstream.rate_decreases);
+    U64(o, "upstream_pauses", t.pw_upstream.pauses);
+    U64(o, "upstream_paused_ms", t.pw_upstream.paused_ms);
+    U64(o, "upstream_pause_left_ms", t.pw_upstream.pause_left_ms);
+    U64(o, "bulk_queue_depth", srv->bulk_pending);
+    U64(o, "upstream_bulk_queued", t.pw_upstream.bulk_queued);
+    U64(o, "upstream_bulk_in_flight", t.pw_upstream.bulk_inflight);
+    U64(o, "upstream_promoted", t.resolver.promoted);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
         U64(o, "circuit_state", t.pw_upstream.breaker);
     else
         put(o, "circuit", "%s", br_breaker_state_name(t.pw_upstream.breaker));
+    U64(o, "http_requests", k->http_requests);
+    U64(o, "http_ok", k->http_ok);
+    U64(o, "http_not_modified", k->http_not_modified);
+    U64(o, "http_bad_requests", k->http_bad_requests);
+    U64(o, "http_forbidden", k->http_forbidden);
+    U64(o, "http_rate_limited", k->http_rate_limited);
+    U64(o, "http_unavailable", k->http_unavailable);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());

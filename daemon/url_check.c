@@ -16,7 +16,8 @@
 #include "br_assert.h"
 #include "log.h"
 #include "server.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "url_check.h"
 
@@ -156,12 +157,12 @@ static url_job *url_job_new(bd_conn *c, const br_request *req)
     else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
              bd_state_url_filter_stale(st, (int64_t)time(NULL)))
         unknown = "UNKNOWN filter-stale";
-    if (unknown || c->inflight >= srv->limits.max_inflight) {
+    const char *busy = unknown ? NULL : bd_conn_admit(c);
+    if (unknown || busy) {
         br_url_exprs_clear(&j->exprs);
         free(j);
         if (!unknown) {
-            bd_conn_reply_error(c, req->id, BR_PERR_BUSY,
-                                "too many requests in flight on this connection");
+            bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
             return NULL;
         }
         srv->counters.url_unknown++;
@@ -223,7 +224,8 @@ void bd_url_check(bd_conn *c, const br_request *req)
         }
         l->job = j;
         l->index = (int)i;
-        r = br_resolver_resolve(st->resolver, part, BR_RANGE_URL_SHA256, keys[i], lookup_done, l, &res);
+        r = br_resolver_resolve_lane(st->resolver, part, BR_RANGE_URL_SHA256, keys[i], c->lane,
+                                     lookup_done, l, &res);
         if (r == 0) {
             j->pending++;
             continue;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit statuses (breachctl(1), EXIT STATUS). */
 enum {
@@ -17,14 +18,25 @@ typedef struct ctl_globals {
     const char *socket_path;
 } ctl_globals;
 
-/* Each command gets argv with argv[0] = its own name. */
+/* Each command gets argv with argv[0] = its own name, and answers --help.
+ * Its _summary prints its forms for the top-level help (ctl_usage_summary). */
 int cmd_filter(const ctl_globals *g, int argc, char **argv);
+void cmd_filter_summary(FILE *out);
 /* url-canon, url-expressions (argv[0] says which): offline, no daemon. */
 int cmd_url(const ctl_globals *g, int argc, char **argv);
-/* password, sha1, url, ping, stats, reload (argv[0] says which). */
+void cmd_url_summary(FILE *out);
+/* password, sha1, nt, url, ping, stats, reload (argv[0] says which). */
 int cmd_check(const ctl_globals *g, int argc, char **argv);
+void cmd_check_summary(FILE *out);
 /* download: the corpus downloader (lib/download/download.h). */
 int cmd_download(const ctl_globals *g, int argc, char **argv);
+void cmd_download_summary(FILE *out);
+/* audit: the accounts of a password-hash export (docs/audit.md). */
+int cmd_audit(const ctl_globals *g, int argc, char **argv);
+void cmd_audit_summary(FILE *out);
+/* key generate: Ed25519 key pairs for signed filters (cmd_key.c). */
+int cmd_key(const ctl_globals *g, int argc, char **argv);
+void cmd_key_summary(FILE *out);
 
 /* A decimal number 0..max, nothing else (no sign, no blanks). */
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
@@ -32,11 +44,12 @@ bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
 /* Print "breachctl: " + message to stderr. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The filter commands' shared options: false after an error naming CMD and
- * the option. --generation: a decimal number; --source: shorter than the
- * header's source field. */
-bool ctl_opt_generation(const char *cmd, const char *arg, uint64_t *out);
-bool ctl_opt_source(const char *cmd, const char *arg, const char **out);
+/* The filter commands' shared options, as option-table parsers
+ * (ctl_opts.h): false after an error naming CMD and the option.
+ * --generation: a decimal number into *(uint64_t *)dst; --source: shorter
+ * than the header's source field, into *(const char **)dst. */
+bool ctl_opt_generation(const char *cmd, const char *arg, void *dst);
+bool ctl_opt_source(const char *cmd, const char *arg, void *dst);
 
 /* "label              HEX" (uppercase) on stdout: the info commands' hashes. */
 void ctl_print_hex(const char *label, const uint8_t *d, size_t len);

@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* breachctl password | sha1 | url | ping | stats | reload: the daemon's
+/* breachctl password | sha1 | nt | url | ping | stats | reload: the daemon's
  * checks from the command line and from hooks. Passwords are hashed here
- * (SHA-1) and never echoed, printed or sent. */
+ * (SHA-1, or NT with password --ntlm) and never echoed, printed or sent. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "breachctl.h"
+#include "ctl_io.h"
 #include "ctl_opts.h"
+#include "ctl_tty.h"
 #include "client.h"
 #include "hash.h"
 #include "url_secret.h"
@@ -23,9 +23,14 @@
 
 #define CHUNK 256 /* requests per pipelined batch */
 
+#define TIMEOUT_MS 10000       /* no progress for this long: give up */
+#define BULK_TIMEOUT_MS 600000 /* the same on the bulk lane, which may wait for its turn */
+
 typedef struct check_opts {
     bool quiet;
     bool json;
+    bool ntlm; /* password: NT hashes, the NT verb ([ntlm]) */
+    bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
 } check_opts;
 
@@ -37,21 +42,6 @@ typedef struct status_acc {
 static int status_of(const status_acc *s)
 {
     return s->error ? EXIT_ERROR : s->hit ? EXIT_PWNED : s->unknown ? EXIT_UNKNOWN : EXIT_CLEAN;
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
 }
 
 /* Print one answer (input number idx, 1-based) and fold it into the status. */
@@ -80,13 +70,13 @@ static void report(const check_opts *o, size_t idx, const br_answer *a, status_a
             printf(",\"count\":%" PRIu64, a->count);
         if (a->kind == BR_ANSWER_BLOCKED) {
             printf(",\"category\":");
-            json_string(stdout, a->category);
+            ctl_json_string(stdout, a->category);
             printf(",\"expression\":");
-            json_string(stdout, a->detail);
+            ctl_json_string(stdout, a->detail);
         }
         if (a->kind == BR_ANSWER_UNKNOWN || a->kind == BR_ANSWER_ERROR) {
             printf(",\"reason\":");
-            json_string(stdout, a->detail);
+            ctl_json_string(stdout, a->detail);
         }
         printf("}\n");
         return;
@@ -112,6 +102,8 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
 {
     br_error err = {{0}};
     int r = br_client_connect(g->socket_path, o->timeout_ms, c, &err);
+    if (r == 0 && o->bulk)
+        r = br_client_set_lane(*c, BR_LANE_BULK, &err);
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;
@@ -179,122 +171,41 @@ static br_client_request url_request(size_t idx, const char *url)
 
 /* ---- password ---- */
 
-/* The terminal whose echo is off, for the signal handler that turns it on
- * again before the signal's default action. */
-static volatile sig_atomic_t tty_fd = -1;
-static struct termios tty_saved;
-
-static void tty_restore_and_die(int sig)
-{
-    if (tty_fd >= 0)
-        tcsetattr(tty_fd, TCSAFLUSH, &tty_saved);
-    raise(sig); /* SA_RESETHAND: the default action now */
-}
-
-/* Prompt on the controlling terminal and read one password without echo.
- * The stream is unbuffered, so the password is only ever in buf. */
-static ssize_t read_password_tty(char *buf, size_t size)
-{
-    FILE *tty = fopen("/dev/tty", "r+");
-    if (!tty)
-        return -errno;
-    setvbuf(tty, NULL, _IONBF, 0);
-    struct termios noecho;
-    int fd = fileno(tty);
-    bool restore = tcgetattr(fd, &tty_saved) == 0;
-    struct sigaction sa = {.sa_handler = tty_restore_and_die, .sa_flags = SA_RESETHAND}, old[4];
-    static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    if (restore) {
-        noecho = tty_saved;
-        noecho.c_lflag &= ~(tcflag_t)ECHO;
-        noecho.c_lflag |= ECHONL;
-        tty_fd = fd;
-        for (int i = 0; i < 4; i++)
-            sigaction(sigs[i], &sa, &old[i]);
-        tcsetattr(fd, TCSAFLUSH, &noecho);
-    }
-    fputs("Password: ", tty);
-    ssize_t len = -EIO;
-    if (fgets(buf, (int)size, tty)) {
-        len = (ssize_t)strcspn(buf, "\r\n");
-        if (buf[len] == '\0' && (size_t)len == size - 1) {
-            /* No end of line in the buffer: too long. Skip the rest. */
-            int ch;
-            while ((ch = fgetc(tty)) != EOF && ch != '\n')
-                ;
-            len = -EMSGSIZE;
-        }
-        buf[len < 0 ? 0 : len] = '\0';
-    } else {
-        fputc('\n', tty);
-    }
-    if (restore) {
-        tcsetattr(fd, TCSAFLUSH, &tty_saved);
-        tty_fd = -1;
-        for (int i = 0; i < 4; i++)
-            sigaction(sigs[i], &old[i], NULL);
-    }
-    fclose(tty);
-    return len;
-}
-
 /* stdin's buffer holds the passwords read: ours, so that it can be wiped. */
 static char stdin_buf[65536];
 
-/* getline() that never leaves a copy behind: the buffer grows by
- * allocate-copy-wipe-free (getline's realloc would free the old buffer
- * unwiped). The line, without its LF (and a CR before it), is NUL-terminated
- * in *buf; its length, -1 at the end of input or on a read error (see
- * ferror), -2 when out of memory. */
-static ssize_t read_line_wiped(FILE *in, char **buf, size_t *cap)
+typedef enum stdin_kind { IN_PASSWORD, IN_SHA1, IN_URL, IN_PASSWORD_NT, IN_NT } stdin_kind;
+
+/* A hex hash argument as a request: decoded when it has the kind's length,
+ * else a stand-in that is not sent (the text might be a password) and that
+ * the daemon answers with ERR bad-request. */
+static br_client_request hex_request(bool nt, const char *s, size_t len, uint8_t *hash)
 {
-    size_t len = 0;
-    for (;;) {
-        if (*cap - len < 2) {
-            size_t ncap = *cap ? *cap * 2 : 256;
-            char *nb = malloc(ncap);
-            if (!nb)
-                return -2;
-            if (*buf) {
-                memcpy(nb, *buf, len);
-                OPENSSL_cleanse(*buf, *cap);
-                free(*buf);
-            }
-            *buf = nb;
-            *cap = ncap;
-        }
-        if (!fgets(*buf + len, (int)BR_MIN(*cap - len, (size_t)INT_MAX), in)) {
-            if (len == 0)
-                return -1;
-            break; /* a last line without LF */
-        }
-        len += strlen(*buf + len);
-        if (len > 0 && (*buf)[len - 1] == '\n')
-            break;
-    }
-    if (len > 0 && (*buf)[len - 1] == '\n')
-        len--;
-    if (len > 0 && (*buf)[len - 1] == '\r')
-        len--;
-    (*buf)[len] = '\0';
-    return (ssize_t)len;
+    size_t hl = nt ? BR_NT_LEN : BR_SHA1_LEN;
+    if (len == 2 * hl && br_hex_decode(s, hl, hash))
+        return (br_client_request){.kind = nt ? BR_REQ_NT : BR_REQ_SHA1, .arg = hash,
+                                   .arg_len = hl};
+    return (br_client_request){.kind = BR_REQ_RAW, .arg = nt ? "NT -" : "PW -", .arg_len = 4};
 }
 
-typedef enum stdin_kind { IN_PASSWORD, IN_SHA1, IN_URL } stdin_kind;
-
-/* One input line as a request: a password hashed, a SHA-1 decoded, a URL
- * copied (freed by the caller after its chunk). */
+/* One input line as a request: a password hashed, a SHA-1 or NT hash
+ * decoded, a URL copied (freed by the caller after its chunk). 0 or a
+ * negative errno (out of memory, no MD4). */
 static int line_request(stdin_kind kind, size_t idx, const char *line, size_t len,
                         uint8_t hash[BR_SHA1_LEN], br_client_request *req)
 {
     if (kind == IN_PASSWORD) {
         br_client_hash_password(line, len, hash);
         *req = (br_client_request){.kind = BR_REQ_SHA1, .arg = hash, .arg_len = BR_SHA1_LEN};
+    } else if (kind == IN_PASSWORD_NT) {
+        int r = br_client_hash_password_nt(line, len, hash);
+        if (r < 0)
+            return r;
+        *req = (br_client_request){.kind = BR_REQ_NT, .arg = hash, .arg_len = BR_NT_LEN};
+    } else if (kind == IN_NT) {
+        *req = hex_request(true, line, len, hash);
     } else if (kind == IN_SHA1) {
-        if (len == 2 * BR_SHA1_LEN && br_hex_decode(line, BR_SHA1_LEN, hash))
-            *req = (br_client_request){.kind = BR_REQ_SHA1, .arg = hash, .arg_len = BR_SHA1_LEN};
-        else /* not sent (it might be a password): answered ERR bad-request */
-            *req = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
+        *req = hex_request(false, line, len, hash);
     } else {
         if (url_all_secret(idx, line, len)) {
             line = URL_SECRET_STANDIN;
@@ -329,10 +240,12 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     char *line = NULL;
     size_t cap = 0, n = 0, done = 0;
     ssize_t len = 0;
-    bool oom = !hashes || !reqs;
-    while (!oom && (len = read_line_wiped(stdin, &line, &cap)) >= 0) {
-        oom = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]) < 0;
+    int failed = !hashes || !reqs ? -ENOMEM : 0;
+    bool oom = failed < 0;
+    while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
+        failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
         OPENSSL_cleanse(line, cap);
+        oom = failed < 0;
         if (oom)
             break;
         if (++n == CHUNK) {
@@ -358,7 +271,10 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     OPENSSL_cleanse(stdin_buf, sizeof(stdin_buf));
     free(hashes);
     free(reqs);
-    if (oom) {
+    if (oom && failed < 0 && failed != -ENOMEM) {
+        ctl_err("%s: hashing a password failed: %s", cmd, strerror(-failed));
+        st->error = true;
+    } else if (oom) {
         ctl_err("%s: out of memory", cmd);
         st->error = true;
     } else if (read_error) {
@@ -367,7 +283,10 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     } else if (done == 0) {
         /* Nothing was checked: never report that as clean. */
         ctl_err("%s: no %s on standard input (one per line)", cmd,
-                kind == IN_PASSWORD ? "password" : kind == IN_SHA1 ? "40-hex SHA-1" : "URL");
+                kind == IN_PASSWORD || kind == IN_PASSWORD_NT ? "password"
+                : kind == IN_SHA1                             ? "40-hex SHA-1"
+                : kind == IN_NT                               ? "32-hex NT hash"
+                                                              : "URL");
         st->error = true;
     }
     return status_of(st);
@@ -375,7 +294,42 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 
 /* ---- commands ---- */
 
-/* ---- commands ---- */
+#define CHECK_OPTS "[-q|--quiet] [-j|--json] [--timeout MS] [--socket PATH]"
+#define LANE_OPT " [--bulk]"
+
+static const ctl_usage check_usage[] = {
+    {"password", CHECK_OPTS LANE_OPT " [--ntlm]",
+     "Checks passwords: typed (no echo) at the terminal, else one per line on "
+     "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus)."},
+    {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
+     "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
+     "line on standard input."},
+    {"nt", CHECK_OPTS LANE_OPT " [HEX32...]",
+     "Checks NT hashes (MD4 of the UTF-16LE password, 32 hex digits), as arguments "
+     "or one per line on standard input."},
+    {"url", CHECK_OPTS LANE_OPT " [URL...]",
+     "Checks URLs against the blocklists, as arguments or one per line on "
+     "standard input."},
+    {"ping", CHECK_OPTS, "Is breachd answering? (PONG)"},
+    {"stats", CHECK_OPTS, "breachd's counters, one key=value a line (--json: one object)."},
+    {"reload", CHECK_OPTS, "breachd re-reads its configuration and filters (admin_users only)."},
+};
+
+void cmd_check_summary(FILE *out)
+{
+    ctl_usage_summary(out, check_usage, BR_ARRAY_SIZE(check_usage));
+}
+
+static const char *usage_of; /* the command whose usage check_usage_out prints */
+
+static void check_usage_out(FILE *out)
+{
+    ctl_usage_command(out, check_usage, BR_ARRAY_SIZE(check_usage), usage_of);
+    fputs("--timeout: milliseconds without progress, 1 to 3600000 (default 10000; with\n"
+          "--bulk, which sends the checks on the daemon's bulk lane, 600000).\n"
+          "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
+          out);
+}
 
 static bool opt_timeout(const char *cmd, const char *arg, void *dst)
 {
@@ -389,7 +343,8 @@ static bool opt_timeout(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-/* The index of the first argument, or -1 after an error. */
+/* The index of the first argument; -1 after an error, -2 when --help was
+ * answered. */
 static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **g, ctl_globals *own)
 {
     const char *sock = NULL;
@@ -398,10 +353,21 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
         CTL_FN("timeout", &o->timeout_ms, opt_timeout),
         CTL_STR("socket", &sock),
+        CTL_HELP,
+        CTL_FLAG("bulk", &o->bulk), /* checks only */
+        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last row */
     };
     int first;
-    if (ctl_getopt(argv[0], opts, BR_ARRAY_SIZE(opts), NULL, argc, argv, &first) != 0)
-        return -1;
+    usage_of = argv[0];
+    bool password = strcmp(argv[0], "password") == 0;
+    bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
+                 !strcmp(argv[0], "url");
+    size_t n = BR_ARRAY_SIZE(opts) - !password - !check;
+    int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? -2 : -1;
+    if (!o->timeout_ms)
+        o->timeout_ms = o->bulk ? BULK_TIMEOUT_MS : TIMEOUT_MS;
     if (sock) {
         *own = **g;
         own->socket_path = sock;
@@ -420,19 +386,26 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
                 "visible to every user); type it, or pipe one per line");
         return EXIT_ERROR;
     }
+    br_error err = {{0}};
+    if (o->ntlm && br_md4_check(&err) < 0) {
+        ctl_err("password: --ntlm: %s", err.text);
+        return EXIT_ERROR;
+    }
     /* Connect first: a daemon that is down is reported before anyone
      * types a password. */
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
     if (!isatty(STDIN_FILENO)) {
         session s = {.c = c};
-        return check_stdin(&s, o, &st, IN_PASSWORD, "password");
+        return check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
     }
     char pw[1024];
-    ssize_t len = read_password_tty(pw, sizeof(pw));
+    ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
         OPENSSL_cleanse(pw, sizeof(pw));
-        if (len == -EMSGSIZE)
+        if (len == -ENODATA || len == -ENOMSG)
+            ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
+        else if (len == -EMSGSIZE)
             ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
         else
             ctl_err("password: cannot read from the terminal: %s", strerror((int)-len));
@@ -447,8 +420,8 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
         return EXIT_ERROR;
     }
     br_answer a;
-    br_error err = {{0}};
-    int r = br_client_check_password(c, pw, (size_t)len, &a, &err);
+    int r = o->ntlm ? br_client_check_password_nt(c, pw, (size_t)len, &a, &err)
+                    : br_client_check_password(c, pw, (size_t)len, &a, &err);
     OPENSSL_cleanse(pw, sizeof(pw));
     if (r < 0) {
         ctl_err("%s", err.text);
@@ -458,23 +431,23 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     return status_of(&st);
 }
 
-/* sha1 / url: the arguments, in chunks, or one per line on stdin. */
+/* sha1 / nt / url: the arguments, in chunks, or one per line on stdin. */
 static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd, int nargs,
                       char **args)
 {
     _cleanup_(br_client_freep) br_client *c = NULL;
     status_acc st = {0};
-    bool is_url = cmd[0] == 'u';
+    bool is_url = cmd[0] == 'u', is_nt = cmd[0] == 'n';
     if (!nargs && isatty(STDIN_FILENO)) {
         ctl_err("%s: expected at least one %s, as arguments or one per line on standard input",
-                cmd, is_url ? "URL" : "40-hex SHA-1");
+                cmd, is_url ? "URL" : is_nt ? "32-hex NT hash" : "40-hex SHA-1");
         return EXIT_ERROR;
     }
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
     if (!nargs) {
         session s = {.c = c};
-        return check_stdin(&s, o, &st, is_url ? IN_URL : IN_SHA1, cmd);
+        return check_stdin(&s, o, &st, is_url ? IN_URL : is_nt ? IN_NT : IN_SHA1, cmd);
     }
     br_client_request *reqs = calloc((size_t)nargs, sizeof(*reqs));
     uint8_t(*hashes)[BR_SHA1_LEN] = calloc((size_t)nargs, BR_SHA1_LEN);
@@ -484,17 +457,10 @@ static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd
         return EXIT_ERROR;
     }
     for (int i = 0; i < nargs; i++) {
-        if (is_url) {
+        if (is_url)
             reqs[i] = url_request((size_t)i + 1, args[i]);
-        } else if (strlen(args[i]) == 2 * BR_SHA1_LEN &&
-                   br_hex_decode(args[i], BR_SHA1_LEN, hashes[i])) {
-            reqs[i] = (br_client_request){.kind = BR_REQ_SHA1, .arg = hashes[i],
-                                          .arg_len = BR_SHA1_LEN};
-        } else {
-            /* Not sent: a stand-in the daemon answers with ERR
-             * bad-request (the text might be a password). */
-            reqs[i] = (br_client_request){.kind = BR_REQ_RAW, .arg = "PW -", .arg_len = 4};
-        }
+        else
+            reqs[i] = hex_request(is_nt, args[i], strlen(args[i]), hashes[i]);
     }
     session s = {.c = c};
     for (int i = 0; i < nargs; i += CHUNK)
@@ -526,12 +492,12 @@ static void print_stats(const char *kv, bool json)
             snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
             snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
             printf("%s", firstkv ? "" : ",");
-            json_string(stdout, key);
+            ctl_json_string(stdout, key);
             putchar(':');
             if (num)
                 fputs(val, stdout);
             else
-                json_string(stdout, val);
+                ctl_json_string(stdout, val);
             firstkv = false;
         }
         p += n;
@@ -574,7 +540,7 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
         print_stats(a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0), o->json);
     } else if (o->json) {
         printf("{\"status\":");
-        json_string(stdout, a.detail);
+        ctl_json_string(stdout, a.detail);
         printf("}\n");
     } else {
         printf("%s\n", a.detail);
@@ -584,17 +550,17 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
 
 int cmd_check(const ctl_globals *g0, int argc, char **argv)
 {
-    check_opts o = {.timeout_ms = 10000};
+    check_opts o = {.timeout_ms = 0};
     const ctl_globals *g = g0;
     ctl_globals own;
     const char *cmd = argv[0];
     int first = parse_opts(argc, argv, &o, &g, &own);
     if (first < 0)
-        return EXIT_ERROR;
+        return first == -2 ? EXIT_CLEAN : EXIT_ERROR;
     int nargs = argc - first;
     if (strcmp(cmd, "password") == 0)
         return check_password(g, &o, nargs);
-    if (strcmp(cmd, "sha1") == 0 || strcmp(cmd, "url") == 0)
+    if (strcmp(cmd, "sha1") == 0 || strcmp(cmd, "nt") == 0 || strcmp(cmd, "url") == 0)
         return check_args(g, &o, cmd, nargs, argv + first);
     return admin_command(g, &o, cmd, nargs);
 }

@@ -112,17 +112,30 @@ static void log_cb(void *ctx, int level, const char *msg)
     fprintf(stderr, "breachctl: download: %s\n", msg);
 }
 
-static void usage(FILE *f)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const ctl_usage download_usage[] = {
+    {"download",
+     "--out DIR [--ntlm] [--upstream TEMPLATE] [--parallel N]\n"
+     "          [--range FIRST-LAST] [--single-file FILE] [--force] [--ca-file FILE]",
+     "Fetches the Pwned Passwords corpus, every range 00000..FFFFF (or FIRST..LAST, "
+     "hex), into DIR/XXXXX.txt. A re-run sends conditional requests and rewrites only "
+     "changed ranges; an interrupted run resumes; --force fetches everything again "
+     "(docs/corpus.md). --ntlm: the NTLM corpus (NT hashes, 27-hex suffixes; use a DIR "
+     "of its own). Default upstream: " BR_DOWNLOAD_DEFAULT_UPSTREAM
+     " (--ntlm: " BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM "); --parallel: " STR(BR_DOWNLOAD_DEFAULT_PARALLEL) ". Exit status 0 when every prefix "
+     "is present, else 2."},
+};
+
+void cmd_download_summary(FILE *out)
 {
-    fprintf(f, "Usage: breachctl download --out DIR [--upstream TEMPLATE] [--parallel N]\n"
-               "       [--range FIRST-LAST] [--single-file FILE] [--force] [--ca-file FILE]\n"
-               "\n"
-               "Fetch every range 00000..FFFFF (or FIRST..LAST, hex) into DIR/XXXXX.txt.\n"
-               "A re-run sends conditional requests and rewrites only changed ranges;\n"
-               "an interrupted run resumes. --force refetches everything.\n"
-               "Default upstream: %s; --parallel: %d.\n"
-               "Exit status 0 when every prefix is present, else 2.\n",
-            BR_DOWNLOAD_DEFAULT_UPSTREAM, BR_DOWNLOAD_DEFAULT_PARALLEL);
+    ctl_usage_summary(out, download_usage, BR_ARRAY_SIZE(download_usage));
+}
+
+static void usage(FILE *out)
+{
+    ctl_usage_command(out, download_usage, BR_ARRAY_SIZE(download_usage), "download");
 }
 
 static void summary(const br_download_opts *o, const br_download_result *res)
@@ -191,6 +204,7 @@ static int parse_opts(int argc, char **argv, br_download_opts *o)
         CTL_FN("range", o, opt_range),
         CTL_STR("single-file", &o->single_file),
         CTL_FLAG("force", &o->force),
+        CTL_FLAG("ntlm", &o->ntlm),
         CTL_STR("ca-file", &o->ca_file),
         CTL_IGNORE("socket"), /* accepted everywhere (breachctl(1)); no daemon needed here */
         CTL_HELP,

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl filter build | info | verify | query */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,8 +11,12 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
+#include "filter_delta.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
+#include "filter_info.h"
 #include "filter_url.h"
+#include "url_feed.h"
 #include "hash.h"
 #include "hibp_input.h"
 #include "keyset.h"
@@ -64,20 +67,89 @@ static void progress_shards(void *ctx, uint32_t done, uint32_t total)
 typedef struct build_sink {
     br_keyset *ks;
     br_error *err;
+    const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
+    uint64_t in_base;
 } build_sink;
 
-static int add_key(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
+/* Both password kinds key by the first 8 bytes of the hash (hash-prefix64). */
+static int add_key(void *ctx, const uint8_t *hash)
 {
     build_sink *s = ctx;
-    return br_keyset_add(s->ks, br_hash_key64(sha1), s->err);
+    uint64_t key = br_hash_key64(hash);
+    if (s->base && br_pwfilter_contains_key(s->base, key)) {
+        s->in_base++;
+        return 0;
+    }
+    return br_keyset_add(s->ks, key, s->err);
 }
 
-static void build_usage(void)
+static const ctl_usage filter_usage[] = {
+    {"filter build",
+     "--kind password-sha1|password-ntlm --output FILE --input PATH...\n"
+     "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
+     "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
+     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...",
+     "A password filter from HIBP-format corpora (a single file, a per-prefix "
+     "directory, a hash list) or, with --plaintext, from passwords one per line. "
+     "With --base: a delta of the keys OLD (and the deltas after it) does not "
+     "answer maybe for."},
+    {"filter build",
+     "--kind url-sha256 --output FILE\n"
+     "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "          [--format FORMAT [--column N|NAME]]\n"
+     "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
+     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...",
+     "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
+     "a delta, and the mirror of the whole set). FORMAT: "
+     BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
+     "; the first --input listing an expression sets its category."},
+    {"filter build",
+     "--merge BASE DELTA... --output FILE [--kind KIND] [--generation N]\n"
+     "          [--source TEXT]",
+     "Consolidates a base and its deltas into one layered filter that answers as "
+     "they did; later deltas may name it as their base."},
+    {"filter add",
+     "FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "          [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%]\n"
+     "          [--allow-empty] [--generation N] [--source TEXT]",
+     "Adds feeds to a url-sha256 filter: a new generation; the old file is kept "
+     "on failure."},
+    {"filter info", "[--force] FILE",
+     "Prints a filter file's header. --force: also for a file that fails its checks, "
+     "each value marked unverified (exit status 2 all the same)."},
+    {"filter verify", "[--pubkey PUB] FILE",
+     "Checks the whole file: exit status 0 when intact (and, with --pubkey, signed "
+     "by that key), 2 with the reason."},
+    {"filter sign", "--key SECRET FILE",
+     "Writes FILE.sig: an Ed25519 signature over the filter's hashes, kind, "
+     "generation and build time."},
+    {"filter fetch",
+     "--url URL --pubkey PUB --output PATH | --config FILE\n"
+     "          [--no-reload] [--socket PATH] [--ca-file FILE] [--timeout SECONDS]",
+     "Downloads signed filters that changed (conditional, resumable), verifies "
+     "them, replaces them keeping PATH.prev, and sends RELOAD; \"unchanged\" when "
+     "there is nothing new. A failure never touches the installed files."},
+    {"filter rollback", "[--no-reload] [--socket PATH] PATH",
+     "Puts PATH.prev back as PATH, then sends RELOAD."},
+    {"filter query", "FILE [KEY...]",
+     "Offline lookup: maybe or no per KEY (40-hex SHA-1 or 64-hex SHA-256); "
+     "without KEY, one per line on standard input."},
+    {"filter query", "FILE --url [URL...]", "The same for URLs, against a url-sha256 filter."},
+};
+
+void cmd_filter_summary(FILE *out)
 {
-    fprintf(stderr, "Usage: breachctl filter build --kind password-sha1 --output FILE --input PATH...\n"
-                    "       [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
-                    "       [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-                    "       [--shard-keys N] [--memory SIZE] [--allow-empty]\n");
+    ctl_usage_summary(out, filter_usage, BR_ARRAY_SIZE(filter_usage));
+}
+
+void filter_usage_of(FILE *out, const char *name)
+{
+    ctl_usage_command(out, filter_usage, BR_ARRAY_SIZE(filter_usage), name);
+}
+
+static void build_usage(FILE *out)
+{
+    filter_usage_of(out, "filter build");
 }
 
 #define STR_(x) #x
@@ -92,13 +164,12 @@ typedef struct build_args {
     br_input_opts in;
     br_pwfilter_build_opts b;
     bool allow_empty;
+    const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
+    size_t n_bases;
+    br_pwfilter *base;
+    uint8_t base_body[32];
+    uint64_t in_base;
 } build_args;
-
-static void build_usage_out(FILE *out)
-{
-    (void)out; /* on stderr, --help included */
-    build_usage();
-}
 
 static bool opt_fp_bits(const char *cmd, const char *arg, void *dst)
 {
@@ -128,16 +199,6 @@ static bool opt_memory(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-static bool opt_generation(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_generation(cmd, arg, dst);
-}
-
-static bool opt_source(const char *cmd, const char *arg, void *dst)
-{
-    return ctl_opt_source(cmd, arg, dst);
-}
-
 /* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
 static int parse_build(int argc, char **argv, build_args *a)
 {
@@ -149,8 +210,8 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "more than " STR(MAX_INPUTS) " --input options"),
         CTL_FLAG("plaintext", &a->in.plaintext),
         CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
-        CTL_FN("generation", &a->b.generation, opt_generation),
-        CTL_FN("source", &a->source, opt_source),
+        CTL_FN("generation", &a->b.generation, ctl_opt_generation),
+        CTL_FN("source", &a->source, ctl_opt_source),
         CTL_FN("fp-bits", &a->b.fp_bits, opt_fp_bits),
         CTL_UINT("arity", &arity, 3, 4, "must be 3 or 4"),
         CTL_UINT("threads", &threads, 1, 1024, "must be 1..1024"),
@@ -159,11 +220,12 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "must be 16..1073741824"),
         CTL_FN("memory", &a->b.mem_budget, opt_memory),
         CTL_FLAG("allow-empty", &a->allow_empty),
+        CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
     int first;
-    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage_out, argc, argv,
+    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage, argc, argv,
                        &first);
     if (r != 0)
         return r;
@@ -175,19 +237,21 @@ static int parse_build(int argc, char **argv, build_args *a)
     }
     if (!a->kind_name || !a->output || a->n_inputs == 0) {
         ctl_err("filter build: --kind, --output and at least one --input are required");
-        build_usage();
+        build_usage(stderr);
         return -1;
     }
     br_filter_kind kind;
     if (br_filter_kind_from_name(a->kind_name, &kind) < 0) {
-        ctl_err("filter build: --kind '%s': expected password-sha1 or url-sha256", a->kind_name);
+        ctl_err("filter build: --kind '%s': expected password-sha1, password-ntlm or url-sha256",
+                a->kind_name);
         return -1;
     }
-    if (kind != BR_KIND_PASSWORD_SHA1) {
+    if (kind != BR_KIND_PASSWORD_SHA1 && kind != BR_KIND_PASSWORD_NTLM) {
         ctl_err("filter build: --kind %s cannot be built by this version", a->kind_name);
         return -1;
     }
     a->b.kind = kind;
+    a->in.kind = kind;
     return 0;
 }
 
@@ -199,7 +263,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_total += br_input_size(a->inputs[i]);
     a->in.progress = progress_read;
     a->in.progress_ctx = prog;
-    build_sink sink = {.ks = ks, .err = err};
+    build_sink sink = {.ks = ks, .err = err, .base = a->base};
     for (size_t i = 0; i < a->n_inputs; i++) {
         uint64_t before = st->bytes;
         int r = br_input_read(a->inputs[i], &a->in, add_key, &sink, st, err);
@@ -211,6 +275,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         }
         prog->bytes_before += st->bytes - before;
     }
+    a->in_base = sink.in_base;
     if (st->keys == 0 && !a->allow_empty) {
         if (prog->tty)
             fputs("\r\033[K", stderr);
@@ -228,6 +293,15 @@ static int filter_build(int argc, char **argv)
     int r = parse_build(argc, argv, &a);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *base = NULL;
+    if (a.n_bases) {
+        if (fleet_pw_set_open("filter build --base", a.bases, a.n_bases, &base, a.base_body))
+            return EXIT_ERROR;
+        a.base = base;
+        a.b.base_body_sha256 = a.base_body;
+        if (a.b.generation == 0)
+            a.b.generation = br_pwfilter_header(base)->generation + 1;
+    }
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
@@ -266,9 +340,13 @@ static int filter_build(int argc, char **argv)
             "wrote %s: %" PRIu64 " keys from %" PRIu64 " lines (%" PRIu64 " padding, %" PRIu64
             " under --min-count, %" PRIu64 " duplicates skipped), %u shard%s, %" PRIu64
             " bytes, %.2f bits/key, %.1f s\n",
-            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min, st.keys - bs.keys,
-            bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
+            a.output, bs.keys, st.lines, st.skipped_zero, st.skipped_min,
+            st.keys - bs.keys - a.in_base, bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
+    if (base)
+        fprintf(stderr, "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
+                        "base set and were left out\n",
+                a.bases[a.n_bases - 1], a.in_base);
     return 0;
 }
 
@@ -285,11 +363,13 @@ static int open_filter(const char *path, br_pwfilter **pf)
     return 0;
 }
 
-static int filter_info(const char *path)
+static int filter_info(const char *path, bool force)
 {
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
-    if (open_filter(path, &pf))
-        return EXIT_ERROR;
+    br_error err = {{0}};
+    int r = br_pwfilter_open(path, &pf, &err);
+    if (r < 0)
+        return filter_info_refused(path, force, r, &err);
     const br_filter_header *h = br_pwfilter_header(pf);
     char when[64];
     time_t t = (time_t)h->build_time;
@@ -316,7 +396,7 @@ static int filter_info(const char *path)
                8.0 * (double)size / (double)h->key_count);
     printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
            ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
-    printf("%-18s additions and removals need a rebuild\n", "updates:");
+    printf("%-18s additions: a delta (filter build --base); removals: a rebuild\n", "updates:");
     ctl_print_hex("body sha256:", h->body_sha256, 32);
     ctl_print_hex("header sha256:", h->header_sha256, 32);
     return 0;
@@ -333,13 +413,14 @@ static int filter_verify(const char *path)
     return 0;
 }
 
-/* A query key: exactly 40 hex digits, any case. */
-static bool parse_key(const char *s, size_t len, uint64_t *key)
+/* A query key: exactly 2 * hash_len hex digits, any case (40 for a SHA-1,
+ * 32 for an NT hash). */
+static bool parse_key(const char *s, size_t len, size_t hash_len, uint64_t *key)
 {
-    uint8_t sha1[BR_SHA1_LEN];
-    if (len != 2 * BR_SHA1_LEN || !br_hex_decode(s, BR_SHA1_LEN, sha1))
+    uint8_t hash[BR_SHA1_LEN];
+    if (len != 2 * hash_len || !br_hex_decode(s, hash_len, hash))
         return false;
-    *key = br_hash_key64(sha1);
+    *key = br_hash_key64(hash);
     return true;
 }
 
@@ -348,10 +429,13 @@ static int filter_query(const char *path, int nkeys, char **keys)
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
     if (open_filter(path, &pf))
         return EXIT_ERROR;
+    bool nt = br_pwfilter_header(pf)->kind == BR_KIND_PASSWORD_NTLM;
+    size_t hash_len = nt ? BR_NT_LEN : BR_SHA1_LEN;
+    const char *want = nt ? "a 32-hex NT hash" : "a 40-hex SHA-1";
     uint64_t key;
     for (int i = 0; i < nkeys; i++) {
-        if (!parse_key(keys[i], strlen(keys[i]), &key)) {
-            ctl_err("filter query: key %d is not a 40-hex SHA-1", i + 1);
+        if (!parse_key(keys[i], strlen(keys[i]), hash_len, &key)) {
+            ctl_err("filter query: key %d is not %s", i + 1, want);
             return EXIT_ERROR;
         }
         puts(br_pwfilter_contains_key(pf, key) ? "maybe" : "no");
@@ -376,12 +460,12 @@ static int filter_query(const char *path, int nkeys, char **keys)
                 len--;
             if (len > 0 && line[len - 1] == '\r')
                 len--;
-            if (!parse_key(line, (size_t)len, &block[n])) {
+            if (!parse_key(line, (size_t)len, hash_len, &block[n])) {
                 br_pwfilter_contains_batch(pf, block, n, answers);
                 for (size_t i = 0; i < n; i++)
                     puts(answers[i] ? "maybe" : "no");
                 fflush(stdout);
-                ctl_err("filter query: stdin:%" PRIu64 ": not a 40-hex SHA-1", lineno);
+                ctl_err("filter query: stdin:%" PRIu64 ": not %s", lineno, want);
                 return EXIT_ERROR;
             }
             n++;
@@ -398,61 +482,151 @@ static int filter_query(const char *path, int nkeys, char **keys)
     return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
 }
 
-int cmd_filter(const ctl_globals *g, int argc, char **argv)
+/* ---- the subcommands ---- */
+
+static void info_usage(FILE *out)
 {
-    (void)g;
-    if (argc < 2) {
-        ctl_err("filter: expected build, add, info, verify or query");
+    filter_usage_of(out, "filter info");
+}
+
+static void verify_usage(FILE *out)
+{
+    filter_usage_of(out, "filter verify");
+}
+
+static void query_usage(FILE *out)
+{
+    filter_usage_of(out, "filter query");
+}
+
+static int sub_build(int argc, char **argv)
+{
+    if (fleet_merge_requested(argc, argv))
+        return filter_merge_cmd(argc, argv);
+    if (url_filter_kind_requested(argc, argv))
+        return url_filter_build(argc, argv);
+    return filter_build(argc, argv);
+}
+
+/* info FILE and verify FILE: by the file's kind. */
+static int sub_info_verify(int argc, char **argv)
+{
+    bool info = strcmp(argv[0], "info") == 0, force = false;
+    const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
+    char cmd[32];
+    snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
+    const ctl_opt info_opts[] = {
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+        CTL_FLAG("force", &force),
+    };
+    const ctl_opt verify_opts[] = {
+        CTL_IGNORE("socket"),
+        CTL_HELP,
+        CTL_STR("pubkey", &pubkey),
+    };
+    int first;
+    int r = ctl_getopt(cmd, info ? info_opts : verify_opts,
+                       info ? BR_ARRAY_SIZE(info_opts) : BR_ARRAY_SIZE(verify_opts),
+                       info ? info_usage : verify_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (argc - first != 1) {
+        ctl_err("%s: expected exactly one FILE", cmd);
         return EXIT_ERROR;
     }
-    const char *sub = argv[1];
-    if (strcmp(sub, "build") == 0) {
-        if (url_filter_kind_requested(argc - 1, argv + 1))
-            return url_filter_build(argc - 1, argv + 1);
-        return filter_build(argc - 1, argv + 1);
-    }
-    if (strcmp(sub, "add") == 0)
-        return url_filter_add(argc - 1, argv + 1);
-    /* info/verify/query: FILE [KEY...], with --socket tolerated anywhere. */
-    /* Positional arguments compacted in place over argv. */
-    char **pos = argv + 2;
-    int npos = 0;
+    const char *path = argv[first];
+    if (pubkey && filter_verify_signature(path, pubkey) != 0)
+        return EXIT_ERROR;
+    if (url_filter_file(path))
+        r = info ? url_filter_info(path, force) : url_filter_verify(path);
+    else
+        r = info ? filter_info(path, force) : filter_verify(path);
+    if (r == 0 && info)
+        fleet_info_extra(path);
+    return r;
+}
+
+static int sub_query(int argc, char **argv)
+{
     bool by_url = false;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            i++;
-            continue;
-        }
-        if (strcmp(sub, "query") == 0 && strcmp(argv[i], "--url") == 0) {
-            by_url = true;
-            continue;
-        }
-        if (strncmp(argv[i], "--socket=", 9) == 0)
-            continue;
-        pos[npos++] = argv[i];
+    const ctl_opt opts[] = {
+        CTL_FLAG("url", &by_url),
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt("filter query", opts, BR_ARRAY_SIZE(opts), query_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (first >= argc) {
+        ctl_err("filter query: expected FILE [KEY...]");
+        return EXIT_ERROR;
     }
-    if (strcmp(sub, "info") == 0 || strcmp(sub, "verify") == 0) {
-        if (npos != 1) {
-            ctl_err("filter %s: expected exactly one FILE", sub);
-            return EXIT_ERROR;
-        }
-        if (url_filter_file(pos[0]))
-            return sub[0] == 'i' ? url_filter_info(pos[0]) : url_filter_verify(pos[0]);
-        return sub[0] == 'i' ? filter_info(pos[0]) : filter_verify(pos[0]);
+    const char *path = argv[first];
+    int nkeys = argc - first - 1;
+    if (url_filter_file(path))
+        return url_filter_query(path, nkeys, argv + first + 1, by_url);
+    if (by_url) {
+        ctl_err("filter query: --url needs a url-sha256 filter");
+        return EXIT_ERROR;
     }
-    if (strcmp(sub, "query") == 0) {
-        if (npos < 1) {
-            ctl_err("filter query: expected FILE [KEY...]");
-            return EXIT_ERROR;
-        }
-        if (url_filter_file(pos[0]))
-            return url_filter_query(pos[0], npos - 1, pos + 1, by_url);
-        if (by_url) {
-            ctl_err("filter query: --url needs a url-sha256 filter");
-            return EXIT_ERROR;
-        }
-        return filter_query(pos[0], npos - 1, pos + 1);
+    return filter_query(path, nkeys, argv + first + 1);
+}
+
+/* fetch and rollback send RELOAD: they need the socket. */
+static const ctl_globals *filter_globals;
+
+static int sub_fetch(int argc, char **argv)
+{
+    return filter_fetch_cmd(filter_globals, argc, argv);
+}
+
+static int sub_rollback(int argc, char **argv)
+{
+    return filter_rollback_cmd(filter_globals, argc, argv);
+}
+
+/* Each gets argv with argv[0] = its name. */
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} subcommands[] = {
+    {"build", sub_build},       {"add", url_filter_add}, {"info", sub_info_verify},
+    {"verify", sub_info_verify}, {"query", sub_query},   {"sign", filter_sign_cmd},
+    {"fetch", sub_fetch},        {"rollback", sub_rollback},
+};
+
+static void family_usage(FILE *out)
+{
+    fputs("Usage: breachctl filter SUBCOMMAND [OPTIONS] [ARGS...]\n"
+          "       breachctl filter SUBCOMMAND --help\n\n",
+          out);
+    cmd_filter_summary(out);
+}
+
+int cmd_filter(const ctl_globals *g, int argc, char **argv)
+{
+    filter_globals = g;
+    const ctl_opt opts[] = {
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_HELP,
+    };
+    int first;
+    /* Stop at the subcommand: its own options are parsed by it. */
+    int r = ctl_getopt_prefix("filter", opts, BR_ARRAY_SIZE(opts), family_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (first >= argc) {
+        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback (see "
+                "breachctl filter --help)");
+        return EXIT_ERROR;
     }
-    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query)", sub);
+    for (size_t i = 0; i < BR_ARRAY_SIZE(subcommands); i++)
+        if (strcmp(argv[first], subcommands[i].name) == 0)
+            return subcommands[i].fn(argc - first, argv + first);
+    ctl_err("filter: unknown subcommand '%s' (build, add, info, verify, query, sign, fetch, "
+            "rollback)",
+            argv[first]);
     return EXIT_ERROR;
 }

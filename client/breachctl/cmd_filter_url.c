@@ -5,7 +5,6 @@
  * cmd_filter_url_query.c. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,10 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
+#include "filter_delta.h"
 #include "filter_file.h"
+#include "filter_fleet.h"
 #include "filter_url.h"
 #include "filter_url_feeds.h"
 #include "hash.h"
@@ -21,7 +23,6 @@
 #include "url_mirror.h"
 #include "urlfilter.h"
 #include "util.h"
-
 
 bool url_filter_kind_requested(int argc, char **argv)
 {
@@ -42,7 +43,8 @@ bool url_filter_file(const char *path)
         return false;
     br_filter_header h;
     return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
-           h.algorithm == BR_ALGO_BLOCKED_BLOOM;
+           (h.algorithm == BR_ALGO_BLOCKED_BLOOM ||
+            (h.algorithm == BR_ALGO_LAYERS && h.kind == BR_KIND_URL_SHA256));
 }
 
 /* The mirror goes in place right before the filter (the mirror is never
@@ -63,46 +65,6 @@ static void print_mirror(const char *dir, const br_mirror_stats *ms, uint64_t re
 
 /* ---- build ---- */
 
-static void build_usage(void)
-{
-    fprintf(stderr,
-            "Usage: breachctl filter build --kind url-sha256 --output FILE [--ranges-dir DIR]\n"
-            "       --input FEED[=CATEGORY]... [--format FORMAT [--column N|NAME]]\n"
-            "       [--skip-bad] [--max-bad N|P%%] [--allow-empty]\n"
-            "       [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
-            "  FORMAT: " BR_FEED_FORMAT_NAMES "\n"
-            "  CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
-            "; the first --input listing an expression sets its category\n");
-}
-
-static const struct option feed_opts_build[] = {
-    {"kind", required_argument, NULL, 'k'},
-    {"output", required_argument, NULL, 'o'},
-    {"ranges-dir", required_argument, NULL, 'R'},
-    FEED_OPTIONS,
-    {"fpr", required_argument, NULL, 'f'},
-    {"capacity", required_argument, NULL, 'c'},
-    {"generation", required_argument, NULL, 'g'},
-    {"source", required_argument, NULL, 's'},
-    {"socket", required_argument, NULL, 'S'},
-    {"help", no_argument, NULL, 'h'},
-    {0},
-};
-
-static bool parse_fpr(const char *cmd, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= BR_BLOOM_MIN_FPR && v <= BR_BLOOM_MAX_FPR)) {
-        ctl_err("%s: --fpr '%s': must be a number from %g to %g", cmd, s, BR_BLOOM_MIN_FPR,
-                BR_BLOOM_MAX_FPR);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 static void default_source(char *buf, size_t size, const feeds *f)
 {
     size_t len = 0;
@@ -111,79 +73,85 @@ static void default_source(char *buf, size_t size, const feeds *f)
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", f->args[i]);
 }
 
-int url_filter_build(int argc, char **argv)
-{
-    const char *cmd = "filter build";
-    const char *output = NULL, *ranges = NULL, *source = NULL, *kind = NULL;
-    feeds f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT};
-    double fpr = BR_BLOOM_DEFAULT_FPR;
-    uint64_t capacity = 0, generation = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", feed_opts_build, NULL)) != -1) {
-        int r = parse_feed_option(cmd, c, &f);
-        if (r >= 0) {
-            if (r)
-                return r;
-            continue;
-        }
-        switch (c) {
-        case 'k':
-            kind = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'R':
-            ranges = optarg;
-            break;
-        case 'f':
-            if (!parse_fpr(cmd, optarg, &fpr))
-                return EXIT_ERROR;
-            break;
-        case 'c':
-            if (!ctl_parse_u64(optarg, BR_BLOOM_MAX_CAPACITY, &capacity) || capacity == 0) {
-                ctl_err("%s: --capacity '%s': must be 1..%" PRIu64, cmd, optarg,
-                        (uint64_t)BR_BLOOM_MAX_CAPACITY);
-                return EXIT_ERROR;
-            }
-            break;
-        case 'g':
-            if (!ctl_opt_generation(cmd, optarg, &generation))
-                return EXIT_ERROR;
-            break;
-        case 's':
-            if (!ctl_opt_source(cmd, optarg, &source))
-                return EXIT_ERROR;
-            break;
-        case 'S':
-            break;
-        case 'h':
-            build_usage();
-            return 0;
-        default:
-            build_usage();
-            return EXIT_ERROR;
-        }
-    }
-    if (optind < argc) {
-        ctl_err("%s: unexpected argument '%s'", cmd, argv[optind]);
-        return EXIT_ERROR;
-    }
-    if (!kind || strcmp(kind, "url-sha256") != 0 || !output || f.n == 0) {
-        ctl_err("%s: --kind url-sha256, --output and at least one --input are required", cmd);
-        build_usage();
-        return EXIT_ERROR;
-    }
-    if (check_feed_options(cmd, &f))
-        return EXIT_ERROR;
 
-    uint64_t t0 = br_now_ns();
-    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
-    br_feedset_stats fst = {0};
-    uint64_t bad = 0;
-    int status = read_feeds(cmd, &f, &fs, &fst, &bad);
-    if (status)
-        return status;
+static void build_usage(FILE *out)
+{
+    filter_usage_of(out, "filter build");
+}
+
+/* What filter build --kind url-sha256 was asked, from its options. */
+typedef struct url_build {
+    const char *kind, *output, *ranges, *source;
+    feeds f;
+    double fpr;
+    uint64_t capacity, generation;
+    const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
+    size_t n_bases;
+} url_build;
+
+static bool opt_fpr(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v >= BR_BLOOM_MIN_FPR && v <= BR_BLOOM_MAX_FPR)) {
+        ctl_err("%s: --fpr '%s': must be a number from %g to %g", cmd, arg, BR_BLOOM_MIN_FPR,
+                BR_BLOOM_MAX_FPR);
+        return false;
+    }
+    *(double *)dst = v;
+    return true;
+}
+
+static bool opt_capacity(const char *cmd, const char *arg, void *dst)
+{
+    uint64_t v;
+    if (!ctl_parse_u64(arg, BR_BLOOM_MAX_CAPACITY, &v) || v == 0) {
+        ctl_err("%s: --capacity '%s': must be 1..%" PRIu64, cmd, arg,
+                (uint64_t)BR_BLOOM_MAX_CAPACITY);
+        return false;
+    }
+    *(uint64_t *)dst = v;
+    return true;
+}
+
+/* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
+static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
+{
+    const ctl_opt opts[] = {
+        CTL_STR("kind", &a->kind),
+        CTL_STR("output", &a->output),
+        CTL_STR("ranges-dir", &a->ranges),
+        FEED_OPTS(&a->f),
+        CTL_FN("fpr", &a->fpr, opt_fpr),
+        CTL_FN("capacity", &a->capacity, opt_capacity),
+        CTL_FN("generation", &a->generation, ctl_opt_generation),
+        CTL_FN("source", &a->source, ctl_opt_source),
+        CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
+        CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt(cmd, opts, BR_ARRAY_SIZE(opts), build_usage, argc, argv, &first);
+    if (r != 0)
+        return r;
+    if (first < argc) {
+        ctl_err("%s: unexpected argument '%s'", cmd, argv[first]);
+        return -1;
+    }
+    if (!a->kind || strcmp(a->kind, "url-sha256") != 0 || !a->output || a->f.n == 0) {
+        ctl_err("%s: --kind url-sha256, --output and at least one --input are required", cmd);
+        build_usage(stderr);
+        return -1;
+    }
+    return check_feed_options(cmd, &a->f) ? -1 : 0;
+}
+
+/* A new filter of n entries: capacity (0: n) and fpr. 0, or EXIT_ERROR
+ * after a message. */
+static int new_draft(const char *cmd, const br_feedset *fs, uint64_t capacity, double fpr,
+                     br_urlfilter_draft **out)
+{
     uint64_t n = br_feedset_count(fs);
     if (capacity && capacity < n) {
         ctl_err("%s: --capacity %" PRIu64 " is below the %" PRIu64 " entries of this build", cmd,
@@ -192,49 +160,21 @@ int url_filter_build(int argc, char **argv)
     }
     if (n == 0)
         fprintf(stderr, "breachctl: warning: no entries (--allow-empty): the filter blocks nothing\n");
-
     br_error err = {{0}};
-    _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
-    int r = br_urlfilter_draft_new(capacity ? capacity : n, fpr, &d, &err);
-    if (r < 0) {
+    if (br_urlfilter_draft_new(capacity ? capacity : n, fpr, out, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
         return EXIT_ERROR;
     }
     const br_feed_entry *e = br_feedset_entries(fs);
     for (uint64_t i = 0; i < n; i++)
-        br_urlfilter_draft_add(d, e[i].hash, true);
-    br_urlfilter_draft_note_domain_labels(d, br_feedset_max_domain_labels(fs));
+        br_urlfilter_draft_add(*out, e[i].hash, true);
+    br_urlfilter_draft_note_domain_labels(*out, br_feedset_max_domain_labels(fs));
+    return 0;
+}
 
-    _cleanup_(br_mirror_freep) br_mirror *m = NULL;
-    if (ranges && br_mirror_prepare_full(ranges, fs, &m, &err) < 0) {
-        ctl_err("%s: %s", cmd, err.text);
-        return EXIT_ERROR;
-    }
-    char defsrc[BR_FILTER_SOURCE_SIZE];
-    if (!source) {
-        default_source(defsrc, sizeof(defsrc), &f);
-        source = defsrc;
-    }
-    br_urlfilter_save_opts so = {
-        .generation = generation,
-        .source = source,
-        .build_time = -1,
-        .before_commit = commit_mirror,
-        .ctx = m,
-    };
-    uint64_t bytes = 0;
-    r = br_urlfilter_draft_save(d, output, &so, &bytes, &err);
-    if (r < 0) {
-        ctl_err("%s: %s", cmd, err.text);
-        return EXIT_ERROR;
-    }
-    uint64_t removed = 0;
-    if (ranges) {
-        /* The new filter is in place; prefixes it has no entry for are gone. */
-        if (br_mirror_remove_stale(ranges, br_urlfilter_draft_bitmap(d), &removed, &err) < 0)
-            ctl_err("warning: %s", err.text);
-        print_mirror(ranges, br_mirror_get_stats(m), removed);
-    }
+static void build_report(const url_build *a, const br_urlfilter_draft *d, uint64_t n,
+                         const br_feedset_stats *fst, uint64_t bad, uint64_t bytes, uint64_t t0)
+{
     uint64_t cap = br_urlfilter_draft_capacity(d);
     uint64_t blocks = br_urlfilter_draft_blocks(d);
     fprintf(stderr,
@@ -242,12 +182,74 @@ int url_filter_build(int argc, char **argv)
             " category conflicts: first --input kept; %" PRIu64 " bad lines skipped), capacity %" PRIu64
             ", k=%u, %.2f bits/key, expected false positives %.3g per expression (target %g), %" PRIu64
             " bytes, %.1f s\n",
-            output, n, fst.duplicates, fst.conflicts, bad, cap, br_urlfilter_draft_k(d),
+            a->output, n, fst->duplicates, fst->conflicts, bad, cap, br_urlfilter_draft_k(d),
             (double)blocks * BR_BLOOM_BLOCK_BITS / (double)cap,
-            br_bloom_fpr((double)cap / (double)blocks, br_urlfilter_draft_k(d)), fpr, bytes,
+            br_bloom_fpr((double)cap / (double)blocks, br_urlfilter_draft_k(d)), a->fpr, bytes,
             (double)(br_now_ns() - t0) / 1e9);
-    if (!ranges)
+    if (!a->ranges)
         fprintf(stderr, "breachctl: note: no --ranges-dir: no range mirror was written\n");
+}
+
+/* Write the filter (and the mirror right before it); the mirror's stale
+ * prefixes go once the filter is in place. 0, or EXIT_ERROR after a message. */
+static int save_build(const char *cmd, const url_build *a, br_urlfilter_draft *d,
+                      const br_feedset *fs, uint64_t *bytes)
+{
+    br_error err = {{0}};
+    _cleanup_(br_mirror_freep) br_mirror *m = NULL;
+    if (a->ranges && br_mirror_prepare_full(a->ranges, fs, &m, &err) < 0) {
+        ctl_err("%s: %s", cmd, err.text);
+        return EXIT_ERROR;
+    }
+    char defsrc[BR_FILTER_SOURCE_SIZE];
+    if (!a->source)
+        default_source(defsrc, sizeof(defsrc), &a->f);
+    br_urlfilter_save_opts so = {
+        .generation = a->generation,
+        .source = a->source ? a->source : defsrc,
+        .build_time = -1,
+        .before_commit = commit_mirror,
+        .ctx = m,
+    };
+    if (br_urlfilter_draft_save(d, a->output, &so, bytes, &err) < 0) {
+        ctl_err("%s: %s", cmd, err.text);
+        return EXIT_ERROR;
+    }
+    if (a->ranges) {
+        /* The new filter is in place; prefixes it has no entry for are gone. */
+        uint64_t removed = 0;
+        if (br_mirror_remove_stale(a->ranges, br_urlfilter_draft_bitmap(d), &removed, &err) < 0)
+            ctl_err("warning: %s", err.text);
+        print_mirror(a->ranges, br_mirror_get_stats(m), removed);
+    }
+    return 0;
+}
+
+int url_filter_build(int argc, char **argv)
+{
+    const char *cmd = "filter build";
+    url_build a = {.f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT}, .fpr = BR_BLOOM_DEFAULT_FPR};
+    int r = parse_build(cmd, argc, argv, &a);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (a.n_bases) {
+        url_delta_args da = {.output = a.output, .ranges = a.ranges, .source = a.source,
+                             .generation = a.generation, .capacity = a.capacity, .fpr = a.fpr,
+                             .bases = a.bases, .n_bases = a.n_bases};
+        return url_filter_build_delta(cmd, &a.f, &da);
+    }
+
+    uint64_t t0 = br_now_ns();
+    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
+    br_feedset_stats fst = {0};
+    uint64_t bad = 0, bytes = 0;
+    int status = read_feeds(cmd, &a.f, &fs, &fst, &bad);
+    if (status)
+        return status;
+    _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
+    if (new_draft(cmd, fs, a.capacity, a.fpr, &d) || save_build(cmd, &a, d, fs, &bytes))
+        return EXIT_ERROR;
+    build_report(&a, d, br_feedset_count(fs), &fst, bad, bytes, t0);
     return 0;
 }
 
@@ -260,147 +262,144 @@ static double target_fpr_of(const br_urlfilter *uf)
     return info.target_fpr;
 }
 
-static void add_usage(void)
+static void add_usage(FILE *out)
 {
-    fprintf(stderr, "Usage: breachctl filter add FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
-                    "       [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%%]\n"
-                    "       [--allow-empty] [--generation N] [--source TEXT]\n"
-                    "  FORMAT: " BR_FEED_FORMAT_NAMES "\n");
+    filter_usage_of(out, "filter add");
 }
 
-static const struct option feed_opts_add[] = {
-    {"ranges-dir", required_argument, NULL, 'R'},
-    FEED_OPTIONS,
-    {"generation", required_argument, NULL, 'g'},
-    {"source", required_argument, NULL, 's'},
-    {"socket", required_argument, NULL, 'S'},
-    {"help", no_argument, NULL, 'h'},
-    {0},
-};
+/* What filter add was asked, from its options. */
+typedef struct url_add {
+    const char *path, *ranges, *source;
+    feeds f;
+    uint64_t generation;
+    bool have_generation;
+} url_add;
 
-int url_filter_add(int argc, char **argv)
+static bool opt_add_generation(const char *cmd, const char *arg, void *dst)
 {
-    const char *cmd = "filter add";
-    const char *ranges = NULL, *source = NULL;
-    feeds f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT};
-    uint64_t generation = 0;
-    bool have_generation = false;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", feed_opts_add, NULL)) != -1) {
-        int r = parse_feed_option(cmd, c, &f);
-        if (r >= 0) {
-            if (r)
-                return r;
-            continue;
-        }
-        switch (c) {
-        case 'R':
-            ranges = optarg;
-            break;
-        case 'g':
-            if (!ctl_opt_generation(cmd, optarg, &generation))
-                return EXIT_ERROR;
-            have_generation = true;
-            break;
-        case 's':
-            if (!ctl_opt_source(cmd, optarg, &source))
-                return EXIT_ERROR;
-            break;
-        case 'S':
-            break;
-        case 'h':
-            add_usage();
-            return 0;
-        default:
-            add_usage();
-            return EXIT_ERROR;
-        }
-    }
-    if (optind + 1 != argc || f.n == 0) {
+    url_add *a = dst;
+    a->have_generation = ctl_opt_generation(cmd, arg, &a->generation);
+    return a->have_generation;
+}
+
+/* 0: parsed and checked; 1: --help answered; -1: an error was printed. */
+static int parse_add(const char *cmd, int argc, char **argv, url_add *a)
+{
+    const ctl_opt opts[] = {
+        CTL_STR("ranges-dir", &a->ranges),
+        FEED_OPTS(&a->f),
+        CTL_FN("generation", a, opt_add_generation),
+        CTL_FN("source", &a->source, ctl_opt_source),
+        CTL_IGNORE("socket"), /* accepted everywhere; no daemon needed here */
+        CTL_HELP,
+    };
+    int first;
+    int r = ctl_getopt(cmd, opts, BR_ARRAY_SIZE(opts), add_usage, argc, argv, &first);
+    if (r != 0)
+        return r;
+    if (first + 1 != argc || a->f.n == 0) {
         ctl_err("%s: expected one FILE and at least one --input", cmd);
-        add_usage();
-        return EXIT_ERROR;
+        add_usage(stderr);
+        return -1;
     }
-    if (check_feed_options(cmd, &f))
-        return EXIT_ERROR;
-    const char *path = argv[optind];
-    if (!url_filter_file(path) && access(path, R_OK) == 0) {
-        br_filter_file *ff = NULL;
-        br_error e = {{0}};
-        if (br_filter_file_open(path, &ff, &e) == 0) {
-            ctl_err("%s: %s is a %s filter: additions need a rebuild (filter build)", cmd, path,
-                    br_filter_kind_name(br_filter_file_header(ff)->kind));
-            br_filter_file_free(ff);
-            return EXIT_ERROR;
-        }
-    }
-    br_error err = {{0}};
-    _cleanup_(br_urlfilter_freep) br_urlfilter *old = NULL;
-    if (br_urlfilter_open(path, &old, &err) < 0) {
-        ctl_err("%s: %s", cmd, err.text);
-        return EXIT_ERROR;
-    }
-    const br_filter_header *oh = br_urlfilter_header(old);
-    if (have_generation && generation <= oh->generation) {
+    a->path = argv[first];
+    return check_feed_options(cmd, &a->f) ? -1 : 0;
+}
+
+/* A readable filter of another kind is named as such. */
+static bool refuse_other_kind(const char *cmd, const char *path)
+{
+    if (url_filter_file(path) || access(path, R_OK) != 0)
+        return false;
+    _cleanup_(br_filter_file_freep) br_filter_file *ff = NULL;
+    br_error e = {{0}};
+    if (br_filter_file_open(path, &ff, &e) < 0)
+        return false;
+    ctl_err("%s: %s is a %s filter: additions need a rebuild (filter build)", cmd, path,
+            br_filter_kind_name(br_filter_file_header(ff)->kind));
+    return true;
+}
+
+/* The generation of the new file: --generation, above the old one's, or
+ * the old one's + 1. 0, or EXIT_ERROR after a message. */
+static int next_generation(const char *cmd, url_add *a, const br_filter_header *oh)
+{
+    if (a->have_generation && a->generation <= oh->generation) {
         ctl_err("%s: --generation %" PRIu64 " must be above the filter's %" PRIu64, cmd,
-                generation, oh->generation);
+                a->generation, oh->generation);
         return EXIT_ERROR;
     }
-    if (!have_generation) {
+    if (!a->have_generation) {
         if (oh->generation == UINT64_MAX) {
             ctl_err("%s: generation overflow", cmd);
             return EXIT_ERROR;
         }
-        generation = oh->generation + 1;
+        a->generation = oh->generation + 1;
     }
+    return 0;
+}
 
-    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
-    br_feedset_stats fst = {0};
-    uint64_t bad = 0;
-    int status = read_feeds(cmd, &f, &fs, &fst, &bad);
-    if (status)
-        return status;
-
-    _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
-    if (br_urlfilter_draft_from(old, &d, &err) < 0) {
+/* The old filter's bits plus the set's entries; *fresh counts the new ones.
+ * 0, or EXIT_ERROR after a message. */
+static int grown_draft(const char *cmd, const br_urlfilter *old, const br_feedset *fs,
+                       br_urlfilter_draft **out, uint64_t *fresh)
+{
+    br_error err = {{0}};
+    if (br_urlfilter_draft_from(old, out, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
         return EXIT_ERROR;
     }
-    uint64_t n = br_feedset_count(fs), fresh = 0;
+    uint64_t n = br_feedset_count(fs);
     const br_feed_entry *e = br_feedset_entries(fs);
+    *fresh = 0;
     for (uint64_t i = 0; i < n; i++)
-        fresh += br_urlfilter_draft_add(d, e[i].hash, false);
-    br_urlfilter_draft_note_domain_labels(d, br_feedset_max_domain_labels(fs));
+        *fresh += br_urlfilter_draft_add(*out, e[i].hash, false);
+    br_urlfilter_draft_note_domain_labels(*out, br_feedset_max_domain_labels(fs));
+    return 0;
+}
 
+/* Write the grown filter in place of the old one (the touched range files
+ * right before it). 0, or EXIT_ERROR after a message. */
+static int save_add(const char *cmd, const url_add *a, const br_urlfilter *old,
+                    br_urlfilter_draft *d, const br_feedset *fs, uint64_t fresh)
+{
+    br_error err = {{0}};
     _cleanup_(br_mirror_freep) br_mirror *m = NULL;
-    if (ranges && br_mirror_prepare_update(ranges, fs, br_urlfilter_prefix_bitmap(old), &m, &err) < 0) {
+    if (a->ranges &&
+        br_mirror_prepare_update(a->ranges, fs, br_urlfilter_prefix_bitmap(old), &m, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
         return EXIT_ERROR;
     }
     br_urlfilter_save_opts so = {
-        .generation = generation,
-        .source = source ? source : oh->source,
+        .generation = a->generation,
+        .source = a->source ? a->source : br_urlfilter_header(old)->source,
         .build_time = -1,
         .before_commit = commit_mirror,
         .ctx = m,
     };
     uint64_t bytes = 0;
-    if (br_urlfilter_draft_save(d, path, &so, &bytes, &err) < 0) {
+    if (br_urlfilter_draft_save(d, a->path, &so, &bytes, &err) < 0) {
         ctl_err("%s: %s (the old filter is unchanged)", cmd, err.text);
         return EXIT_ERROR;
     }
-    if (ranges) {
+    if (a->ranges) {
         const br_mirror_stats *ms = br_mirror_get_stats(m);
         fprintf(stderr,
                 "ranges %s: %" PRIu64 " prefix files touched: %" PRIu64 " rewritten, %" PRIu64
                 " unchanged; %" PRIu64 " entries new, %" PRIu64 " already listed, %" PRIu64
                 " listed under another category (kept: re-categorizing needs a rebuild)\n",
-                ranges, ms->prefixes, ms->written, ms->unchanged, ms->entries_new,
+                a->ranges, ms->prefixes, ms->written, ms->unchanged, ms->entries_new,
                 ms->entries_present, ms->conflicts);
     } else if (fresh > 0) {
         fprintf(stderr, "breachctl: note: no --ranges-dir: update the range mirror with the same "
                         "entries, or their checks cannot be resolved\n");
     }
+    return 0;
+}
+
+static void add_report(const url_add *a, const br_urlfilter *old, const br_urlfilter_draft *d,
+                       uint64_t n, uint64_t fresh)
+{
     uint64_t keys = br_urlfilter_draft_keys(d), cap = br_urlfilter_draft_capacity(d);
     unsigned k = br_urlfilter_draft_k(d);
     uint64_t blocks = br_urlfilter_draft_blocks(d);
@@ -409,7 +408,7 @@ int url_filter_add(int argc, char **argv)
             "updated %s: generation %" PRIu64 ", %" PRIu64 " new keys of %" PRIu64
             " (%" PRIu64 " already in the filter), %" PRIu64 " keys for a capacity of %" PRIu64
             ", expected false positives %.4g per expression now\n",
-            path, generation, fresh, n, n - fresh, keys, cap, now);
+            a->path, a->generation, fresh, n, n - fresh, keys, cap, now);
     double target = target_fpr_of(old);
     if (now > target)
         fprintf(stderr,
@@ -417,5 +416,42 @@ int url_filter_add(int argc, char **argv)
                 ": false positives (%.4g) are above the target %g; rebuild with a larger "
                 "--capacity\n",
                 keys, cap, now, target);
+}
+
+int url_filter_add(int argc, char **argv)
+{
+    const char *cmd = "filter add";
+    url_add a = {.f = {.max_bad_pct = DEFAULT_MAX_BAD_PCT}};
+    int r = parse_add(cmd, argc, argv, &a);
+    if (r != 0)
+        return r > 0 ? 0 : EXIT_ERROR;
+    if (refuse_other_kind(cmd, a.path))
+        return EXIT_ERROR;
+    br_error err = {{0}};
+    _cleanup_(br_urlfilter_freep) br_urlfilter *old = NULL;
+    if (br_urlfilter_open(a.path, &old, &err) < 0) {
+        ctl_err("%s: %s", cmd, err.text);
+        return EXIT_ERROR;
+    }
+    const br_filter_header *oh = br_urlfilter_header(old);
+    if (br_urlfilter_members(old) > 1 || oh->role != BR_ROLE_FULL) {
+        ctl_err("%s: %s is a %s: add to a full filter, or build a new delta with filter build "
+                "--base",
+                cmd, a.path, oh->role != BR_ROLE_FULL ? "delta" : "layered (merged) filter");
+        return EXIT_ERROR;
+    }
+    if (next_generation(cmd, &a, oh))
+        return EXIT_ERROR;
+
+    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
+    br_feedset_stats fst = {0};
+    uint64_t bad = 0, fresh = 0;
+    int status = read_feeds(cmd, &a.f, &fs, &fst, &bad);
+    if (status)
+        return status;
+    _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
+    if (grown_draft(cmd, old, fs, &d, &fresh) || save_add(cmd, &a, old, d, fs, fresh))
+        return EXIT_ERROR;
+    add_report(&a, old, d, br_feedset_count(fs), fresh);
     return 0;
 }

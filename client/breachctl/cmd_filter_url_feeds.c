@@ -150,36 +150,21 @@ static bool parse_max_bad(const char *cmd, const char *s, feeds *f)
     return false;
 }
 
-int parse_feed_option(const char *cmd, int c, feeds *f)
+bool feed_opt_format(const char *cmd, const char *arg, void *dst)
 {
-    switch (c) {
-    case 'i':
-        if (f->n == MAX_INPUTS) {
-            ctl_err("%s: more than %d --input options", cmd, MAX_INPUTS);
-            return EXIT_ERROR;
-        }
-        f->args[f->n++] = optarg;
-        return 0;
-    case 'F':
-        if (br_feed_format_from_name(optarg, &f->opts.format) < 0) {
-            ctl_err("%s: --format '%s': expected " BR_FEED_FORMAT_NAMES, cmd, optarg);
-            return EXIT_ERROR;
-        }
-        return 0;
-    case 'C':
-        f->opts.column = optarg;
-        return 0;
-    case 'B':
-        f->opts.skip_bad = true;
-        return 0;
-    case 'X':
-        f->opts.skip_bad = true; /* a limit means bad lines are skipped up to it */
-        return parse_max_bad(cmd, optarg, f) ? 0 : EXIT_ERROR;
-    case 'E':
-        f->allow_empty = true;
-        return 0;
+    feeds *f = dst;
+    if (br_feed_format_from_name(arg, &f->opts.format) < 0) {
+        ctl_err("%s: --format '%s': expected " BR_FEED_FORMAT_NAMES, cmd, arg);
+        return false;
     }
-    return -1;
+    return true;
+}
+
+bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst)
+{
+    feeds *f = dst;
+    f->opts.skip_bad = true; /* a limit means bad lines are skipped up to it */
+    return parse_max_bad(cmd, arg, f);
 }
 
 /* Defaults and cross-checks once every option is read. */

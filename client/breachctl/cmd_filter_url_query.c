@@ -9,9 +9,10 @@
 
 #include "breachctl.h"
 #include "filter_file.h"
+#include "filter_info.h"
 #include "filter_url.h"
 #include "hash.h"
-#include "url.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "urlfilter.h"
 #include "util.h"
@@ -29,11 +30,13 @@ static int open_url_filter(const char *path, br_urlfilter **uf)
     return 0;
 }
 
-int url_filter_info(const char *path)
+int url_filter_info(const char *path, bool force)
 {
     _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
-    if (open_url_filter(path, &uf))
-        return EXIT_ERROR;
+    br_error err = {{0}};
+    int r = br_urlfilter_open(path, &uf, &err);
+    if (r < 0)
+        return filter_info_refused(path, force, r, &err);
     const br_filter_header *h = br_urlfilter_header(uf);
     br_urlfilter_info in;
     br_urlfilter_get_info(uf, &in);

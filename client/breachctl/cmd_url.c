@@ -12,16 +12,18 @@
  * URL itself: it may be secret-class) and makes the exit status 2. Without
  * URL arguments the URLs are read from stdin, one per line; blank lines are
  * skipped and N is then the line number. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "hash.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
+#include "util.h"
 
 typedef struct url_opts {
     const char *cmd;
@@ -30,22 +32,24 @@ typedef struct url_opts {
     size_t done; /* inputs handled so far, for the group separator */
 } url_opts;
 
-static void url_usage(FILE *out, const char *cmd)
+#define FROM_STDIN                                                                                 \
+    " Without URL arguments, reads URLs from standard input, one per line (blank "                 \
+    "lines skipped; URL N in a message is then line N)."
+
+static const ctl_usage url_usage[] = {
+    {"url-canon", "[URL...]",
+     "Prints the canonical form (URL canonicalization v1) of each URL, one per line." FROM_STDIN},
+    {"url-expressions", "[--hash] [URL...]",
+     "Prints the lookup expressions of each URL, one per line, most specific first, "
+     "without those holding an e-mail address (never looked up: stderr says how many); "
+     "the groups of several URLs are separated by an empty line (a refused URL has an "
+     "empty group). --hash: each expression after its SHA-256 (64 uppercase hex digits) "
+     "and a space." FROM_STDIN},
+};
+
+void cmd_url_summary(FILE *out)
 {
-    if (strcmp(cmd, "url-canon") == 0)
-        fprintf(out, "Usage: breachctl url-canon [URL...]\n"
-                     "Print the canonical form (URL canonicalization v1) of each URL, one per\n"
-                     "line; without arguments, read URLs from stdin, one per line (blank lines\n"
-                     "skipped; URL N in a message is then line N).\n");
-    else
-        fprintf(out, "Usage: breachctl url-expressions [--hash] [URL...]\n"
-                     "Print the lookup expressions of each URL, one per line, most specific\n"
-                     "first, without those holding an e-mail address (never looked up: stderr\n"
-                     "says how many); groups of several URLs are separated by an empty line (a refused\n"
-                     "URL has an empty group). --hash prefixes each expression with its SHA-256\n"
-                     "(64 uppercase hex digits) and a space. Without arguments, read URLs from\n"
-                     "stdin, one per line (blank lines skipped; URL N in a message is then\n"
-                     "line N).\n");
+    ctl_usage_summary(out, url_usage, BR_ARRAY_SIZE(url_usage));
 }
 
 /* Handle input number idx; false when it was refused. */
@@ -95,37 +99,34 @@ static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
     return ok;
 }
 
+static void canon_usage(FILE *out)
+{
+    ctl_usage_command(out, url_usage, BR_ARRAY_SIZE(url_usage), "url-canon");
+}
+
+static void expressions_usage(FILE *out)
+{
+    ctl_usage_command(out, url_usage, BR_ARRAY_SIZE(url_usage), "url-expressions");
+}
+
 int cmd_url(const ctl_globals *g, int argc, char **argv)
 {
     (void)g;
     url_opts o = {.cmd = argv[0], .expressions = strcmp(argv[0], "url-expressions") == 0};
-    static const struct option opts[] = {
-        {"hash", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+    const ctl_opt opts[] = {
+        CTL_HELP,
+        CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_FLAG("hash", &o.hash), /* url-expressions only: the last row */
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'H':
-            if (!o.expressions) {
-                url_usage(stderr, o.cmd);
-                return EXIT_ERROR;
-            }
-            o.hash = true;
-            break;
-        case 'h':
-            url_usage(stdout, o.cmd);
-            return EXIT_CLEAN;
-        default:
-            url_usage(stderr, o.cmd);
-            return EXIT_ERROR;
-        }
-    }
+    int first;
+    int r = ctl_getopt(o.cmd, opts, BR_ARRAY_SIZE(opts) - !o.expressions,
+                       o.expressions ? expressions_usage : canon_usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? EXIT_CLEAN : EXIT_ERROR;
     bool failed = false;
-    if (optind < argc) {
-        for (int i = optind; i < argc; i++)
-            if (!one_url(&o, (size_t)(i - optind + 1), argv[i], strlen(argv[i])))
+    if (first < argc) {
+        for (int i = first; i < argc; i++)
+            if (!one_url(&o, (size_t)(i - first + 1), argv[i], strlen(argv[i])))
                 failed = true;
     } else {
         char *line = NULL;

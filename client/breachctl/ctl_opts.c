@@ -2,12 +2,15 @@
 /* ctl_getopt: getopt_long over a command's option table (ctl_opts.h). */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "breachctl.h"
 #include "br_assert.h"
 #include "ctl_opts.h"
 
 #define MAX_OPTS 32
+
+bool ctl_list_mode;
 
 /* One option's argument into its destination. false: an error was printed. */
 static bool take(const char *cmd, const ctl_opt *o, const char *arg)
@@ -45,14 +48,16 @@ static bool take(const char *cmd, const ctl_opt *o, const char *arg)
     return false;
 }
 
-int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
-               int argc, char **argv, int *first)
+static int parse(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+                 bool prefix, int argc, char **argv, int *first)
 {
     struct option lo[MAX_OPTS + 1] = {{0}};
-    char shorts[2 * MAX_OPTS + 1] = "";
+    char shorts[2 * MAX_OPTS + 2] = "";
     size_t ns = 0;
     if (br_fails_assert(n <= MAX_OPTS))
         return -1;
+    if (prefix)
+        shorts[ns++] = '+';
     for (size_t i = 0; i < n; i++) {
         bool has_arg = opts[i].type != CTL_OPT_FLAG && opts[i].type != CTL_OPT_HELP;
         lo[i] = (struct option){opts[i].name, has_arg ? required_argument : no_argument, NULL,
@@ -65,6 +70,7 @@ int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FIL
     }
     shorts[ns] = '\0';
     int ch;
+    optind = 0; /* a full re-initialisation: each parse starts afresh */
     while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
         const ctl_opt *o = NULL;
         for (size_t i = 0; i < n && !o; i++)
@@ -84,5 +90,69 @@ int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FIL
             return -1;
     }
     *first = optind;
+    if (ctl_list_mode && (!prefix || optind >= argc)) {
+        /* The last command word's table: what the man-page test compares. */
+        for (size_t i = 0; i < n; i++)
+            printf("--%s\n", opts[i].name);
+        return 1;
+    }
     return 0;
+}
+
+int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+               int argc, char **argv, int *first)
+{
+    return parse(cmd, opts, n, usage, false, argc, argv, first);
+}
+
+int ctl_getopt_prefix(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
+                      int argc, char **argv, int *first)
+{
+    return parse(cmd, opts, n, usage, true, argc, argv, first);
+}
+
+#define USAGE_WIDTH 79
+
+/* text, each of its lines after the indent, wrapped at spaces to fit
+ * USAGE_WIDTH columns. */
+static void indented(FILE *out, const char *indent, const char *text)
+{
+    size_t room = USAGE_WIDTH - strlen(indent);
+    while (*text) {
+        size_t len = strcspn(text, "\n");
+        size_t cut = len;
+        while (cut > room && cut > 0) {
+            do
+                cut--;
+            while (cut > 0 && text[cut] != ' ');
+        }
+        if (cut == 0) /* one word longer than the room: whole */
+            cut = len;
+        fprintf(out, "%s%.*s\n", indent, (int)cut, text);
+        text += cut;
+        text += *text == ' ' || *text == '\n';
+    }
+}
+
+void ctl_usage_summary(FILE *out, const ctl_usage *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "  %s %s\n", rows[i].name, rows[i].synopsis);
+        if (rows[i].about)
+            indented(out, "      ", rows[i].about);
+    }
+}
+
+void ctl_usage_command(FILE *out, const ctl_usage *rows, size_t n, const char *name)
+{
+    const char *lead = "Usage:";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].name, name) != 0)
+            continue;
+        fprintf(out, "%s breachctl %s %s\n", lead, rows[i].name, rows[i].synopsis);
+        lead = "   or:";
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].name, name) == 0 && rows[i].about)
+            indented(out, "", rows[i].about);
 }

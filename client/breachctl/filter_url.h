@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
 bool url_filter_kind_requested(int argc, char **argv);
@@ -11,8 +12,12 @@ bool url_filter_kind_requested(int argc, char **argv);
 bool url_filter_file(const char *path);
 
 int url_filter_build(int argc, char **argv);
+/* The usage of one filter subcommand ("filter build"), from the table in
+ * cmd_filter.c. */
+void filter_usage_of(FILE *out, const char *name);
 int url_filter_add(int argc, char **argv);
-int url_filter_info(const char *path);
+/* force: filter info --force (filter_info.h). */
+int url_filter_info(const char *path, bool force);
 int url_filter_verify(const char *path);
 /* keys: 64-hex SHA-256 keys, or URLs with by_url; none: read stdin. */
 int url_filter_query(const char *path, int nkeys, char **keys, bool by_url);

@@ -3,13 +3,14 @@
  * of the feeds they share (cmd_filter_url_feeds.c), for cmd_filter_url.c. */
 #pragma once
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctl_opts.h"
 #include "url_feed.h"
 
 #define MAX_INPUTS 4096
+_Static_assert(MAX_INPUTS == 4096, "FEED_OPTS' message names the bound");
 #define DEFAULT_MAX_BAD_PCT 1.0 /* --max-bad's default: 1% of a feed's entry lines */
 
 typedef struct feeds {
@@ -30,15 +31,17 @@ typedef struct feeds {
  * feed than --max-bad allows, no entry at all without --allow-empty. */
 int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fst,
                uint64_t *bad_total);
-/* A getopt result of FEED_OPTIONS: 0 taken, EXIT_ERROR after a message,
- * -1 not a feed option. */
-int parse_feed_option(const char *cmd, int c, feeds *f);
 /* Cross-checks once every option is read (--column with csv): 0 or EXIT_ERROR. */
 int check_feed_options(const char *cmd, const feeds *f);
 
-/* The getopt_long entries of the feed options, shared by build and add. */
-#define FEED_OPTIONS                                                                               \
-    {"input", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'F'},             \
-        {"column", required_argument, NULL, 'C'}, {"skip-bad", no_argument, NULL, 'B'},            \
-        {"max-bad", required_argument, NULL, 'X'}, {"allow-empty", no_argument, NULL, 'E'}
+/* The option rows (ctl_opts.h) of --format and --max-bad; dst is the feeds. */
+bool feed_opt_format(const char *cmd, const char *arg, void *dst);
+bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst);
 
+/* The ctl_opt rows of the feed options, shared by build and add: they fill
+ * the feeds *f. */
+#define FEED_OPTS(f)                                                                               \
+    CTL_LIST("input", (f)->args, &(f)->n, MAX_INPUTS, "more than 4096 --input options"),          \
+        CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),               \
+        CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),      \
+        CTL_FLAG("allow-empty", &(f)->allow_empty)

@@ -2,7 +2,6 @@
 /* breachctl: client and admin tool. This file parses the global options and
  * dispatches to one cmd_*() per command. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +10,10 @@
 #include "br_assert.h"
 #include "breachctl.h"
 #include "config.h"
+#include "ctl_opts.h"
 #include "filter_file.h"
 #include "hash.h"
+#include "util.h"
 
 static const struct {
     const char *name;
@@ -23,11 +24,14 @@ static const struct {
     {"url-expressions", cmd_url},
     {"password", cmd_check},
     {"sha1", cmd_check},
+    {"nt", cmd_check},
     {"url", cmd_check},
     {"ping", cmd_check},
     {"stats", cmd_check},
     {"reload", cmd_check},
     {"download", cmd_download},
+    {"audit", cmd_audit},
+    {"key", cmd_key},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -43,21 +47,21 @@ bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
-bool ctl_opt_generation(const char *cmd, const char *arg, uint64_t *out)
+bool ctl_opt_generation(const char *cmd, const char *arg, void *dst)
 {
-    if (ctl_parse_u64(arg, UINT64_MAX, out))
+    if (ctl_parse_u64(arg, UINT64_MAX, dst))
         return true;
     ctl_err("%s: --generation '%s': not a whole number", cmd, arg);
     return false;
 }
 
-bool ctl_opt_source(const char *cmd, const char *arg, const char **out)
+bool ctl_opt_source(const char *cmd, const char *arg, void *dst)
 {
     if (strlen(arg) >= BR_FILTER_SOURCE_SIZE) {
         ctl_err("%s: --source is longer than %d bytes", cmd, BR_FILTER_SOURCE_SIZE - 1);
         return false;
     }
-    *out = arg;
+    *(const char **)dst = arg;
     return true;
 }
 
@@ -82,43 +86,29 @@ void ctl_err(const char *fmt, ...)
 
 static void usage(FILE *out)
 {
+    fputs("Usage: breachctl [--socket PATH] COMMAND [OPTIONS] [ARGS...]\n"
+          "       breachctl COMMAND --help        that command's usage\n"
+          "\nChecks, answered by breachd:\n",
+          out);
+    cmd_check_summary(out);
+    fputs("\nFilter files (offline):\n", out);
+    cmd_filter_summary(out);
+    fputs("\nURLs (offline):\n", out);
+    cmd_url_summary(out);
+    fputs("\nThe corpus:\n", out);
+    cmd_download_summary(out);
+    cmd_audit_summary(out);
+    fputs("\nSigning keys (filter sign, filter fetch):\n", out);
+    cmd_key_summary(out);
     fprintf(out,
-            "Usage: breachctl [--socket PATH] COMMAND [ARGS...]\n"
-            "\n"
-            "Commands:\n"
-            "  password [--quiet] [--json]     check passwords: typed (no echo) on a terminal,\n"
-            "                                  else one per line on stdin\n"
-            "  sha1 HEX40...                   check SHA-1 hashes of passwords\n"
-            "  url URL...                      check URLs against the blocklists\n"
-            "  ping | stats | reload           daemon status and administration\n"
-            "                                  (checks take --quiet, --json, --timeout MS)\n"
-            "  filter build  --kind password-sha1 --output FILE --input PATH...\n"
-            "                [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
-            "                [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--tmpdir DIR]\n"
-            "                [--shard-keys N]\n"
-            "  filter build  --kind url-sha256 --output FILE [--ranges-dir DIR]\n"
-            "                --input FEED[=CATEGORY]... [--format auto|urls|hosts|domains]\n"
-            "                [--skip-bad] [--fpr P] [--capacity N] [--generation N] [--source TEXT]\n"
-            "  filter add    FILE --input FEED[=CATEGORY]... [--ranges-dir DIR] [--format F]\n"
-            "                [--skip-bad] [--generation N] [--source TEXT]   (url-sha256 only)\n"
-            "  filter info   FILE\n"
-            "  filter verify FILE\n"
-            "  filter query  FILE [KEY...]     KEY: 40-hex SHA-1 or 64-hex SHA-256; none: stdin\n"
-            "  filter query  FILE --url [URL...]   url-sha256: maybe/no per URL\n"
-            "  url-canon [URL...]              print the canonical URL of each, one per line\n"
-            "  url-expressions [--hash] [URL...]\n"
-            "                                  print the lookup expressions of each URL, one\n"
-            "                                  per line; groups separated by an empty line\n"
-            "                                  (url-*: no URL given: read stdin, one per line)\n"
-            "  download --out DIR [--upstream TEMPLATE] [--parallel N] [--range FIRST-LAST]\n"
-            "           [--single-file FILE] [--force]\n"
-            "                                  fetch the Pwned Passwords corpus into DIR/XXXXX.txt\n"
-            "                                  (resumable, incremental; see docs/corpus.md)\n"
-            "\n"
-            "Options:\n"
-            "  --socket PATH   daemon socket (default $BREACHD_SOCKET or %s)\n"
+            "\nOptions:\n"
+            "  --socket PATH   daemon socket, also taken after the command (default\n"
+            "                  $BREACHD_SOCKET or %s)\n"
             "  -h, --help      this text\n"
             "  --version       print the version\n"
+            "  --list-options COMMAND...\n"
+            "                  print the long options COMMAND takes, one a line (the test\n"
+            "                  suite compares them with this text and breachctl(1))\n"
             "\n"
             "Exit status: 0 clean/safe, 1 pwned/blocked, 2 error, 3 unknown.\n",
             BREACHD_DEFAULT_SOCKET);
@@ -138,43 +128,30 @@ int main(int argc, char **argv)
     if (!g.socket_path || !*g.socket_path)
         g.socket_path = BREACHD_DEFAULT_SOCKET;
 
-    static const struct option opts[] = {
-        {"socket", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0},
+    bool version = false;
+    const ctl_opt opts[] = {
+        CTL_STR("socket", &g.socket_path),
+        CTL_FLAG("version", &version),
+        CTL_HELP,
+        CTL_LIST_OPTIONS,
     };
-    int c;
-    /* "+": stop at the command; its own options are parsed by the command. */
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            g.socket_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("breachctl %s\n", BREACHD_VERSION);
-            return 0;
-        default:
-            usage(stderr);
-            return EXIT_ERROR;
-        }
+    int first;
+    /* Stop at the command: its own options are parsed by the command. */
+    int r = ctl_getopt_prefix("breachctl", opts, BR_ARRAY_SIZE(opts), usage, argc, argv, &first);
+    if (r != 0)
+        return r > 0 ? EXIT_CLEAN : EXIT_ERROR;
+    if (version) {
+        printf("breachctl %s\n", BREACHD_VERSION);
+        return EXIT_CLEAN;
     }
-    if (optind >= argc) {
+    if (first >= argc) {
         usage(stderr);
         return EXIT_ERROR;
     }
-    const char *name = argv[optind];
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        if (strcmp(name, commands[i].name) == 0) {
-            int sub_argc = argc - optind;
-            char **sub_argv = argv + optind;
-            optind = 0; /* full getopt re-initialisation for the command */
-            return commands[i].fn(&g, sub_argc, sub_argv);
-        }
-    }
+    const char *name = argv[first];
+    for (size_t i = 0; i < BR_ARRAY_SIZE(commands); i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].fn(&g, argc - first, argv + first);
     ctl_err("unknown command '%s' (see breachctl --help)", name);
     return EXIT_ERROR;
 }

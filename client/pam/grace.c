@@ -53,6 +53,15 @@ static void day_text(int64_t day, char out[DATE_LEN + 1])
 }
 
 /* "YYYY-MM-DD" (exactly) to days since the epoch; false if not a real day. */
+/* The value of n decimal digits (checked by the caller); no NUL needed. */
+static int digits(const char *s, size_t n)
+{
+    int v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
 static bool parse_day(const char *s, int64_t *day)
 {
     static const char shape[] = "dddd-dd-dd";
@@ -60,9 +69,10 @@ static bool parse_day(const char *s, int64_t *day)
         if (shape[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != '-')
             return false;
     struct tm tm = {0};
-    tm.tm_year = atoi(s) - 1900;
-    tm.tm_mon = atoi(s + 5) - 1;
-    tm.tm_mday = atoi(s + 8);
+    /* Fixed widths: the last line of the file need not end in a NUL. */
+    tm.tm_year = digits(s, 4) - 1900;
+    tm.tm_mon = digits(s + 5, 2) - 1;
+    tm.tm_mday = digits(s + 8, 2);
     time_t t = timegm(&tm);
     char back[DATE_LEN + 1];
     if (t < 0)
@@ -123,6 +133,8 @@ static int read_state(int dirfd, const char *base, char **data, size_t *len, con
     if (r < 0) {
         free(*data);
         *data = NULL;
+    } else if (*data) {
+        (*data)[*len] = '\0';
     }
     return r;
 }

@@ -428,13 +428,10 @@ static void usage(FILE *f)
                "                            [--max-inflight N] [--timeout MS]\n");
 }
 
-int main(int argc, char **argv)
+/* The options into h: -1 to go on, else the exit status (after --help,
+ * --version or an error). */
+static int parse_args(helper *h, int argc, char **argv)
 {
-    helper h = {.fd = -1, .max_inflight = 256, .timeout_ms = 10000};
-    h.queue_tail = &h.queue;
-    h.socket_path = getenv("BREACHD_SOCKET");
-    if (!h.socket_path || !*h.socket_path)
-        h.socket_path = BREACHD_DEFAULT_SOCKET;
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
         {"on-unknown", required_argument, NULL, 'u'},
@@ -448,25 +445,25 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
-            h.socket_path = optarg;
+            h->socket_path = optarg;
             break;
         case 'u':
             if (strcmp(optarg, "block") && strcmp(optarg, "allow")) {
                 fprintf(stderr, "breachd-squid-helper: --on-unknown must be block or allow\n");
                 return 2;
             }
-            h.unknown_blocks = optarg[0] == 'b';
+            h->unknown_blocks = optarg[0] == 'b';
             break;
         case 'm':
-            h.max_inflight = (unsigned)strtoul(optarg, NULL, 10);
-            if (h.max_inflight < 1 || h.max_inflight > 65536) {
+            h->max_inflight = (unsigned)strtoul(optarg, NULL, 10);
+            if (h->max_inflight < 1 || h->max_inflight > 65536) {
                 fprintf(stderr, "breachd-squid-helper: --max-inflight must be 1..65536\n");
                 return 2;
             }
             break;
         case 't':
-            h.timeout_ms = atoi(optarg);
-            if (h.timeout_ms < 1) {
+            h->timeout_ms = atoi(optarg);
+            if (h->timeout_ms < 1) {
                 fprintf(stderr, "breachd-squid-helper: --timeout must be milliseconds > 0\n");
                 return 2;
             }
@@ -482,49 +479,77 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    try_connect(&h);
+    return -1;
+}
 
-    static squid_input input;
-    const squid_input_cb input_cb = {on_squid_line, line_too_long, &h};
-    bool eof = false;
+/* What Squid sent that is not a whole line yet (squid_request.h). */
+typedef struct squid_in {
+    squid_input input;
+    bool eof;
+} squid_in;
+
+/* Read what Squid sent and take each whole line. */
+static void read_squid(helper *h, squid_in *in)
+{
+    const squid_input_cb cb = {on_squid_line, line_too_long, h};
+    size_t room;
+    char *to = squid_input_room(&in->input, &room);
+    ssize_t got = read(STDIN_FILENO, to, room);
+    if (got == 0)
+        in->eof = true;
+    else if (got > 0)
+        squid_input_took(&in->input, (size_t)got, &cb);
+}
+
+/* Until Squid closes stdin and every request is answered. */
+static void run(helper *h)
+{
+    static squid_in in; /* a line's worth of buffer: not on the stack */
     fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
-    while (!eof || h.queue || h.sent) {
-        busy_reconnect(&h);
-        if (h.fd < 0 && now_ms() >= h.reconnect_at)
-            try_connect(&h);
-        send_queued(&h);
+    while (!in.eof || h->queue || h->sent) {
+        busy_reconnect(h);
+        if (h->fd < 0 && now_ms() >= h->reconnect_at)
+            try_connect(h);
+        send_queued(h);
         /* Write at once (the socket almost always has room) rather than
          * after another poll: one wake-up less per request. */
-        if (h.fd >= 0 && h.out_len)
-            daemon_io(&h, POLLOUT);
-        struct pollfd p[2] = {{.fd = eof ? -1 : STDIN_FILENO, .events = POLLIN},
-                              {.fd = h.fd, .events = POLLIN}};
-        if (h.fd >= 0 && h.out_len)
+        if (h->fd >= 0 && h->out_len)
+            daemon_io(h, POLLOUT);
+        struct pollfd p[2] = {{.fd = in.eof ? -1 : STDIN_FILENO, .events = POLLIN},
+                              {.fd = h->fd, .events = POLLIN}};
+        if (h->fd >= 0 && h->out_len)
             p[1].events |= POLLOUT;
         /* Stop taking work from Squid while a lot is queued (backpressure). */
-        if (h.inflight >= h.max_inflight && h.queue)
+        if (h->inflight >= h->max_inflight && h->queue)
             p[0].fd = -1;
-        busy_reconnect(&h);
+        busy_reconnect(h);
         /* Wake up for reconnecting, and every EXPIRE_EVERY_MS while
          * requests wait for an answer. */
-        int wait = h.fd < 0 ? (int)BR_MAX((int64_t)h.reconnect_at - (int64_t)now_ms(), 1)
-                            : h.sent || h.queue ? EXPIRE_EVERY_MS : 1000;
+        int wait = h->fd < 0 ? (int)BR_MAX((int64_t)h->reconnect_at - (int64_t)now_ms(), 1)
+                             : h->sent || h->queue ? EXPIRE_EVERY_MS : 1000;
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
-        if (p[0].revents & (POLLIN | POLLHUP)) {
-            size_t room;
-            char *to = squid_input_room(&input, &room);
-            ssize_t got = read(STDIN_FILENO, to, room);
-            if (got == 0)
-                eof = true;
-            else if (got > 0)
-                squid_input_took(&input, (size_t)got, &input_cb);
-        }
-        if (h.fd >= 0 && p[1].revents)
-            daemon_io(&h, p[1].revents);
-        if (h.fd < 0 || now_ms() - h.last_expire >= EXPIRE_EVERY_MS)
-            expire(&h);
+        if (p[0].revents & (POLLIN | POLLHUP))
+            read_squid(h, &in);
+        if (h->fd >= 0 && p[1].revents)
+            daemon_io(h, p[1].revents);
+        if (h->fd < 0 || now_ms() - h->last_expire >= EXPIRE_EVERY_MS)
+            expire(h);
     }
+}
+
+int main(int argc, char **argv)
+{
+    helper h = {.fd = -1, .max_inflight = 256, .timeout_ms = 10000};
+    h.queue_tail = &h.queue;
+    h.socket_path = getenv("BREACHD_SOCKET");
+    if (!h.socket_path || !*h.socket_path)
+        h.socket_path = BREACHD_DEFAULT_SOCKET;
+    int status = parse_args(&h, argc, argv);
+    if (status >= 0)
+        return status;
+    try_connect(&h);
+    run(&h);
     if (h.fd >= 0)
         close(h.fd);
     return 0;

@@ -214,7 +214,8 @@ static void got_body(dl_run *r, uint32_t p, const br_upstream_response *res)
     uint8_t *value = NULL;
     size_t vlen = 0;
     br_error perr;
-    int rc = br_range_parse(BR_RANGE_PASSWORD_SHA1, res->body, res->body_len, 0, &value, &vlen, &perr);
+    br_range_kind kind = r->o->ntlm ? BR_RANGE_PASSWORD_NTLM : BR_RANGE_PASSWORD_SHA1;
+    int rc = br_range_parse(kind, res->body, res->body_len, 0, &value, &vlen, &perr);
     free(value);
     if (rc == -ENOMEM) {
         r->fatal = br_error_set(&r->fatal_err, rc, "out of memory");
@@ -271,6 +272,11 @@ static void fetch_cb(void *ctx, const br_upstream_response *res)
     }
     case BR_UPSTREAM_TIMEOUT:
         fail(r, p, WHY_TIMEOUT, true);
+        break;
+    case BR_UPSTREAM_RATE_LIMITED: /* 429 / 503 with Retry-After until the deadline */
+        fail(r, p, res->http_status > 0 && res->http_status < 1000 ? (int16_t)res->http_status
+                                                                    : WHY_TIMEOUT,
+             true);
         break;
     case BR_UPSTREAM_UNAVAILABLE:
         fail(r, p, WHY_UNAVAILABLE, true);

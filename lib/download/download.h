@@ -12,9 +12,9 @@
  *    breachd/<version>, retries with jittered backoff inside a fetch, and at
  *    most max_fetches fetches of a prefix per run (so at most max_fetches x
  *    max_attempts transfers);
- *  - every 200 body is parsed with br_range_parse (passwords, SHA-1) before
- *    anything is written: a body that does not parse is an error for that
- *    prefix, never a file;
+ *  - every 200 body is parsed with br_range_parse (passwords: SHA-1, or NT
+ *    hashes with opts.ntlm) before anything is written: a body that does not
+ *    parse is an error for that prefix, never a file;
  *  - a writer thread writes each body to a temporary file (an O_TMPFILE
  *    one where the filesystem can, else DIR/.dl-XXXXX.tmp); per batch
  *    (batch_files files or batch_ms, whichever first) a committer thread
@@ -45,6 +45,7 @@
 #include "upstream.h"
 
 #define BR_DOWNLOAD_DEFAULT_UPSTREAM "https://api.pwnedpasswords.com/range/{prefix}"
+#define BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm"
 #define BR_DOWNLOAD_DEFAULT_PARALLEL 64
 #define BR_DOWNLOAD_MAX_PARALLEL 1024
 #define BR_DOWNLOAD_DEFAULT_MAX_FETCHES 3
@@ -84,11 +85,13 @@ typedef enum br_download_temp {
 
 typedef struct br_download_opts {
     const char *out_dir;      /* required; created (one level) when missing */
-    const char *url_template; /* NULL: BR_DOWNLOAD_DEFAULT_UPSTREAM */
+    const char *url_template; /* NULL: BR_DOWNLOAD_DEFAULT_UPSTREAM (_NTLM_UPSTREAM with ntlm) */
+    bool ntlm;                /* the NTLM corpus: bodies of 27-hex suffixes (NT hashes) */
     uint32_t first, last;     /* inclusive prefix range, 0 .. 0xFFFFF */
     uint32_t parallel;        /* transfers in flight; 0: 64 */
     bool force;               /* refetch everything, unconditionally */
-    const char *single_file;  /* also write HASH40:COUNT lines here (complete runs only) */
+    const char *single_file;  /* also write HASH40:COUNT (HASH32 with ntlm) lines here
+                                 (complete runs only) */
     /* tuning; 0 means the default */
     uint32_t max_fetches;             /* fetches of one prefix per run: 3 (at most 255) */
     uint32_t stall_ms;                /* give up when nothing was answered for this long: 300 s */

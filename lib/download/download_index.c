@@ -444,22 +444,25 @@ static bool session_read(dl_index *ix)
     if (fnv1a((const char *)buf, SESSION_SIZE - 4) != br_load_le32(buf + SESSION_SIZE - 4))
         return false;
     ix->session_force = buf[8] & 1;
+    ix->session_ntlm = (buf[8] & 2) != 0;
     ix->session_start_ns = (int64_t)br_load_le64(buf + 16);
     for (uint32_t w = 0; w < DL_NPREFIX / 64; w++)
         ix->bits[w] = br_load_le64(buf + SESSION_HEAD + 8 * w);
     return true;
 }
 
-void dl_session_begin(dl_index *ix, bool force)
+void dl_session_begin(dl_index *ix, bool force, bool ntlm)
 {
     memset(ix->bits, 0, DL_NPREFIX / 8);
-    if (!force && session_read(ix)) {
+    /* A session of the other corpus confirmed files of the other kind. */
+    if (!force && session_read(ix) && ix->session_ntlm == ntlm) {
         ix->session_resumed = true;
         return;
     }
     memset(ix->bits, 0, DL_NPREFIX / 8);
     ix->session_resumed = false;
     ix->session_force = force;
+    ix->session_ntlm = ntlm;
     ix->session_start_ns = wall_ns();
 }
 
@@ -469,7 +472,7 @@ int dl_session_save(dl_index *ix)
     if (!buf)
         return -ENOMEM;
     memcpy(buf, DL_SESSION_MAGIC, 8);
-    buf[8] = ix->session_force ? 1 : 0;
+    buf[8] = (uint8_t)((ix->session_force ? 1 : 0) | (ix->session_ntlm ? 2 : 0));
     br_store_le64(buf + 16, (uint64_t)ix->session_start_ns);
     for (uint32_t w = 0; w < DL_NPREFIX / 64; w++)
         br_store_le64(buf + SESSION_HEAD + 8 * w, __atomic_load_n(&ix->bits[w], __ATOMIC_RELAXED));

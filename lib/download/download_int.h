@@ -63,6 +63,7 @@ typedef struct dl_index {
     uint64_t *bits;
     int64_t session_start_ns; /* wall clock */
     bool session_force;
+    bool session_ntlm; /* the session fetches the NTLM corpus */
     bool session_resumed;
     bool session_dirty; /* atomic: bits set since the last save (by the main thread) */
     /* one bit per file this process linked into place (set by the committer
@@ -91,7 +92,7 @@ size_t dl_index_line(uint32_t p, const dl_entry *e, char *out, size_t cap);
 void dl_index_free(dl_index *ix);
 
 /* Session: load (resume unless force) or start a new one. */
-void dl_session_begin(dl_index *ix, bool force);
+void dl_session_begin(dl_index *ix, bool force, bool ntlm);
 static inline void dl_session_set(dl_index *ix, uint32_t p)
 {
     __atomic_fetch_or(&ix->bits[p >> 6], UINT64_C(1) << (p & 63), __ATOMIC_RELAXED);

@@ -156,7 +156,7 @@ static int prepare(dl_run *r, br_error *err)
     if (rc < 0)
         return rc;
     r->ix.jbytes = 0;
-    dl_session_begin(&r->ix, o->force);
+    dl_session_begin(&r->ix, o->force, o->ntlm);
     r->force = r->ix.session_force;
     if (r->ix.session_resumed)
         dl_run_log(r, LOG_NOTICE, "resuming an interrupted download");
@@ -219,6 +219,103 @@ static void run_free(dl_run *r)
     }
 }
 
+/* The run's settings from the options (defaults and caps). */
+static void run_init(dl_run *r, const br_download_opts *o, const char *tmpl)
+{
+    *r = (dl_run){.o = o, .first = o->first, .last = o->last};
+    r->total = o->last - o->first + 1;
+    r->parallel = o->parallel ? BR_MIN(o->parallel, (uint32_t)BR_DOWNLOAD_MAX_PARALLEL)
+                              : BR_DOWNLOAD_DEFAULT_PARALLEL;
+    r->max_fetches =
+        o->max_fetches ? BR_MIN(o->max_fetches, 255u) : BR_DOWNLOAD_DEFAULT_MAX_FETCHES;
+    r->stall_ns = (uint64_t)(o->stall_ms ? o->stall_ms : BR_DOWNLOAD_DEFAULT_STALL_MS) * 1000000u;
+    r->next = r->first;
+    r->ix.jfd = -1;
+    r->is_file = strncasecmp(tmpl, "file://", 7) == 0;
+    if (getrandom(&r->rng, sizeof(r->rng), GRND_NONBLOCK) != (ssize_t)sizeof(r->rng))
+        r->rng = br_now_ns();
+}
+
+/* Everything the fetch loop needs: per-prefix state, the index and its
+ * session, the event base, the upstream and the writer threads. */
+static int run_start(dl_run *r, int dirfd, const char *tmpl, br_error *err)
+{
+    r->st = calloc(r->total, 1);
+    r->tries = calloc(r->total, 1);
+    r->why = calloc(r->total, sizeof(*r->why));
+    if (!r->st || !r->tries || !r->why)
+        return br_error_set(err, -ENOMEM, "download: out of memory");
+    int rc = dl_index_load(&r->ix, dirfd, tmpl, err);
+    if (rc < 0 || (rc = prepare(r, err)) < 0)
+        return rc;
+    r->base = event_base_new();
+    if (!r->base)
+        return br_error_set(err, -ENOMEM, "download: event_base_new failed");
+    rc = make_upstream(r, tmpl, err);
+    if (rc < 0)
+        return rc;
+    const br_download_opts *o = r->o;
+    return dl_writer_start(&r->w, &r->ix, o->temp_files, o->batch_files, o->batch_ms, err);
+}
+
+/* After the loop: stop the network first (in-flight fetches are
+ * cancelled), then let the writer commit what it holds; the end check, the
+ * session and the journal. A failure on the way is kept in r->fatal. */
+static void run_stop(dl_run *r, int dirfd, br_download_result *res)
+{
+    r->stopping = true;
+    dl_fill_progress(r, &res->p);
+    br_upstream_free(r->up);
+    r->up = NULL;
+    int werr = dl_writer_stop(&r->w);
+    if (werr && !r->fatal)
+        r->fatal = br_error_set(&r->fatal_err, werr, "%s", r->w.errtext);
+    uint64_t req = res->p.requests, bytes = res->p.bytes;
+    dl_fill_progress(r, &res->p);
+    res->p.requests = req;
+    res->p.bytes = bytes;
+    res->interrupted = r->interrupted;
+    res->gave_up = r->gave_up;
+
+    final_check(r, res);
+    if (res->complete)
+        dl_session_remove(&r->ix);
+    else
+        dl_session_save(&r->ix);
+    if (r->ix.jbytes == 0) { /* nothing appended: the journal holds its header only */
+        close(r->ix.jfd);
+        r->ix.jfd = -1;
+        unlinkat(dirfd, BR_DOWNLOAD_JOURNAL_NAME, 0);
+    } else {
+        br_error cerr;
+        int crc = dl_index_promote_journal(&r->ix, &cerr);
+        if (crc < 0 && !r->fatal)
+            r->fatal = br_error_set(&r->fatal_err, crc, "%s", cerr.text);
+    }
+}
+
+/* The run in its directory (open and locked): 0 or -errno with err set. */
+static int run_in(dl_run *r, int dirfd, const char *tmpl, br_download_result *res, br_error *err)
+{
+    const br_download_opts *o = r->o;
+    int rc = run_start(r, dirfd, tmpl, err);
+    if (rc < 0)
+        return rc;
+    if (dl_loop_run(r) < 0)
+        return br_error_set(err, -ENOMEM, "download: event_new failed");
+    run_stop(r, dirfd, res);
+    if (r->fatal) {
+        res->complete = false;
+        return br_error_set(err, r->fatal, "%s", r->fatal_err.text);
+    }
+    if (o->progress)
+        o->progress(o->progress_ctx, &res->p, true);
+    if (res->complete && o->single_file)
+        return dl_write_single(dirfd, r->first, r->last, o->single_file, &res->single_file_lines,
+                               err);
+    return 0;
+}
+
 int br_download_run(const br_download_opts *o, br_download_result *res, br_error *err)
 {
     memset(res, 0, sizeof(*res));
@@ -226,99 +323,16 @@ int br_download_run(const br_download_opts *o, br_download_result *res, br_error
         return br_error_set(err, -EINVAL, "download: no output directory");
     if (o->first > o->last || o->last > 0xFFFFF)
         return br_error_set(err, -EINVAL, "download: bad prefix range");
-    const char *tmpl =
-        o->url_template && *o->url_template ? o->url_template : BR_DOWNLOAD_DEFAULT_UPSTREAM;
-    dl_run r = {.o = o, .first = o->first, .last = o->last};
-    r.total = o->last - o->first + 1;
-    r.parallel = o->parallel ? BR_MIN(o->parallel, (uint32_t)BR_DOWNLOAD_MAX_PARALLEL)
-                             : BR_DOWNLOAD_DEFAULT_PARALLEL;
-    r.max_fetches = o->max_fetches ? BR_MIN(o->max_fetches, 255u) : BR_DOWNLOAD_DEFAULT_MAX_FETCHES;
-    r.stall_ns = (uint64_t)(o->stall_ms ? o->stall_ms : BR_DOWNLOAD_DEFAULT_STALL_MS) * 1000000u;
-    r.next = r.first;
-    r.ix.jfd = -1;
-    r.is_file = strncasecmp(tmpl, "file://", 7) == 0;
-    if (getrandom(&r.rng, sizeof(r.rng), GRND_NONBLOCK) != (ssize_t)sizeof(r.rng))
-        r.rng = br_now_ns();
-
+    const char *tmpl = o->url_template && *o->url_template ? o->url_template
+                       : o->ntlm                           ? BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM
+                                                           : BR_DOWNLOAD_DEFAULT_UPSTREAM;
+    dl_run r;
+    run_init(&r, o, tmpl);
     int dirfd = -1, lockfd = -1;
     int rc = open_dir(o->out_dir, &dirfd, &lockfd, err);
     if (rc < 0)
         return rc;
-    r.st = calloc(r.total, 1);
-    r.tries = calloc(r.total, 1);
-    r.why = calloc(r.total, sizeof(*r.why));
-    if (!r.st || !r.tries || !r.why) {
-        rc = br_error_set(err, -ENOMEM, "download: out of memory");
-        goto out;
-    }
-    rc = dl_index_load(&r.ix, dirfd, tmpl, err);
-    if (rc < 0)
-        goto out;
-    rc = prepare(&r, err);
-    if (rc < 0)
-        goto out;
-
-    r.base = event_base_new();
-    if (!r.base) {
-        rc = br_error_set(err, -ENOMEM, "download: event_base_new failed");
-        goto out;
-    }
-    rc = make_upstream(&r, tmpl, err);
-    if (rc < 0)
-        goto out;
-    rc = dl_writer_start(&r.w, &r.ix, o->temp_files, o->batch_files, o->batch_ms, err);
-    if (rc < 0)
-        goto out;
-    if (dl_loop_run(&r) < 0) {
-        rc = br_error_set(err, -ENOMEM, "download: event_new failed");
-        goto out;
-    }
-
-    /* Stop the network first (in-flight fetches are cancelled), then let the
-     * writer commit what it holds. */
-    r.stopping = true;
-    dl_fill_progress(&r, &res->p);
-    br_upstream_free(r.up);
-    r.up = NULL;
-    int werr = dl_writer_stop(&r.w);
-    if (werr && !r.fatal)
-        r.fatal = br_error_set(&r.fatal_err, werr, "%s", r.w.errtext);
-    uint64_t req = res->p.requests, bytes = res->p.bytes;
-    dl_fill_progress(&r, &res->p);
-    res->p.requests = req;
-    res->p.bytes = bytes;
-    res->interrupted = r.interrupted;
-    res->gave_up = r.gave_up;
-
-    final_check(&r, res);
-    if (res->complete)
-        dl_session_remove(&r.ix);
-    else
-        dl_session_save(&r.ix);
-    if (r.ix.jbytes == 0) { /* nothing appended: the journal holds its header only */
-        close(r.ix.jfd);
-        r.ix.jfd = -1;
-        unlinkat(dirfd, BR_DOWNLOAD_JOURNAL_NAME, 0);
-    } else {
-        br_error cerr;
-        int crc = dl_index_promote_journal(&r.ix, &cerr);
-        if (crc < 0 && !r.fatal)
-            r.fatal = br_error_set(&r.fatal_err, crc, "%s", cerr.text);
-    }
-    if (r.fatal) {
-        rc = br_error_set(err, r.fatal, "%s", r.fatal_err.text);
-        res->complete = false;
-        goto out;
-    }
-    if (o->progress)
-        o->progress(o->progress_ctx, &res->p, true);
-    if (res->complete && o->single_file) {
-        rc = dl_write_single(dirfd, r.first, r.last, o->single_file, &res->single_file_lines, err);
-        if (rc < 0)
-            goto out;
-    }
-    rc = 0;
-out:
+    rc = run_in(&r, dirfd, tmpl, res, err);
     if (r.w.started)
         dl_writer_stop(&r.w);
     run_free(&r);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `breachctl download --single-file FILE`: the official single-file format
- * (pwned-passwords-sha1-ordered-by-hash): one line "HASH40:COUNT" per hash,
+ * (pwned-passwords-sha1-ordered-by-hash): one line "HASH40:COUNT" per hash
+ * ("HASH32:COUNT" for the NTLM corpus),
  * in hash order, made from the per-prefix files: the 5-digit prefix (from the
  * file name, uppercase) followed by the line as served. Lines end with CRLF,
  * as in HIBP's published ordered-by-hash files and the official downloader on

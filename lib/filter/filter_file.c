@@ -29,13 +29,18 @@ enum {
     OFF_PAYLOAD_SIZE = 64,
     OFF_PARAMS = 72,
     OFF_SOURCE = 136,
-    OFF_RESERVED = 392,
+    OFF_RESERVED = 392, /* v1: reserved up to the body sum */
+    OFF_ROLE = 392,     /* v2 */
+    OFF_RESERVED2 = 396,
+    OFF_BASE_SHA256 = 400,
+    OFF_RESERVED3 = 432,
     OFF_BODY_SHA256 = 448,
     OFF_HEADER_SHA256 = 480,
 };
 _Static_assert(OFF_PARAMS + BR_FILTER_PARAMS_SIZE == OFF_SOURCE, "params size");
 _Static_assert(OFF_SOURCE + BR_FILTER_SOURCE_SIZE == OFF_RESERVED, "source size");
 _Static_assert(OFF_HEADER_SHA256 + 32 == BR_FILTER_HEADER_SIZE, "header size");
+_Static_assert(OFF_BASE_SHA256 + 32 == OFF_RESERVED3, "v2 fields");
 
 /* Newest key-encoding version this build understands, per encoding
  * (docs/filter-format.md, "Key encodings"). */
@@ -76,6 +81,8 @@ const char *br_filter_algorithm_name(uint32_t algorithm)
         return "binary-fuse";
     case BR_ALGO_BLOCKED_BLOOM:
         return "blocked-bloom";
+    case BR_ALGO_LAYERS:
+        return "layers";
     }
     return NULL;
 }
@@ -108,8 +115,22 @@ static void header_encode(const br_filter_header *h, uint8_t raw[BR_FILTER_HEADE
     br_store_le64(raw + OFF_PAYLOAD_SIZE, h->payload_size);
     memcpy(raw + OFF_PARAMS, h->params, BR_FILTER_PARAMS_SIZE);
     memcpy(raw + OFF_SOURCE, h->source, strnlen(h->source, BR_FILTER_SOURCE_SIZE - 1));
+    if (h->version >= 2) {
+        br_store_le32(raw + OFF_ROLE, h->role);
+        memcpy(raw + OFF_BASE_SHA256, h->base_body_sha256, 32);
+    }
     memcpy(raw + OFF_BODY_SHA256, h->body_sha256, 32);
     memcpy(raw + OFF_HEADER_SHA256, h->header_sha256, 32);
+}
+
+int br_filter_header_encode(br_filter_header *h, uint8_t raw[BR_FILTER_HEADER_SIZE])
+{
+    memset(h->header_sha256, 0, 32);
+    header_encode(h, raw);
+    if (br_sha256(raw, OFF_HEADER_SHA256, h->header_sha256) < 0)
+        return -EIO;
+    memcpy(raw + OFF_HEADER_SHA256, h->header_sha256, 32);
+    return 0;
 }
 
 static bool all_zero(const uint8_t *p, size_t len)
@@ -120,29 +141,44 @@ static bool all_zero(const uint8_t *p, size_t len)
     return true;
 }
 
-int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
+/* Version 1: the bytes after the source are reserved; a v1 file is a full
+ * filter of a single algorithm. */
+static int decode_v1_tail(const uint8_t *raw, br_filter_header *h, br_error *err)
 {
-    if (len < BR_FILTER_HEADER_SIZE)
-        return br_error_set(err, -EINVAL,
-                            "not a breachd filter file (%zu bytes, shorter than the %d-byte "
-                            "header)",
-                            len, BR_FILTER_HEADER_SIZE);
-    if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
-        return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
+    if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
+        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
+                            OFF_RESERVED, OFF_BODY_SHA256 - 1);
+    if (h->algorithm == BR_ALGO_LAYERS)
+        return br_error_set(err, -EINVAL, "field algorithm: layers needs format version 2");
+    h->role = BR_ROLE_FULL;
+    return 0;
+}
+
+/* Version 2: role and base_body_sha256 (docs/filter-format.md). */
+static int decode_v2_tail(const uint8_t *raw, br_filter_header *h, br_error *err)
+{
+    if (!all_zero(raw + OFF_RESERVED2, OFF_BASE_SHA256 - OFF_RESERVED2) ||
+        !all_zero(raw + OFF_RESERVED3, OFF_BODY_SHA256 - OFF_RESERVED3))
+        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d or %d..%d are not zero",
+                            OFF_RESERVED2, OFF_BASE_SHA256 - 1, OFF_RESERVED3,
+                            OFF_BODY_SHA256 - 1);
+    bool no_base = all_zero(h->base_body_sha256, 32);
+    if (h->role == BR_ROLE_FULL && !no_base)
+        return br_error_set(err, -EINVAL, "field base_body_sha256: set in a full filter");
+    if (h->role == BR_ROLE_DELTA && no_base)
+        return br_error_set(err, -EINVAL, "field base_body_sha256: a delta names no base");
+    if (h->role != BR_ROLE_FULL && h->role != BR_ROLE_DELTA)
+        return br_error_set(err, -EINVAL, "field role: unknown role %u", h->role);
+    if (h->role == BR_ROLE_DELTA && h->algorithm == BR_ALGO_LAYERS)
+        return br_error_set(err, -EINVAL, "field role: a layered file cannot be a delta");
+    return 0;
+}
+
+/* Every field as stored, no check. */
+static void header_load(const uint8_t raw[BR_FILTER_HEADER_SIZE], br_filter_header *h)
+{
     memset(h, 0, sizeof(*h));
     h->version = br_load_le32(raw + OFF_VERSION);
-    if (h->version != BR_FILTER_VERSION)
-        return br_error_set(err, -EINVAL,
-                            "unsupported format version %u (this build reads version %d)",
-                            h->version, BR_FILTER_VERSION);
-    /* The header checksum comes first: a damaged header is reported as such,
-     * not as whatever field the damage happened to hit. */
-    uint8_t sum[32];
-    if (br_sha256(raw, OFF_HEADER_SHA256, sum) < 0)
-        return br_error_set(err, -EIO, "SHA-256 failed");
-    if (memcmp(sum, raw + OFF_HEADER_SHA256, 32) != 0)
-        return br_error_set(err, -EINVAL, "header checksum mismatch (header corrupted)");
-
     h->header_size = br_load_le32(raw + OFF_HEADER_SIZE);
     h->kind = br_load_le32(raw + OFF_KIND);
     h->algorithm = br_load_le32(raw + OFF_ALGORITHM);
@@ -155,8 +191,33 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
     h->payload_size = br_load_le64(raw + OFF_PAYLOAD_SIZE);
     memcpy(h->params, raw + OFF_PARAMS, BR_FILTER_PARAMS_SIZE);
     memcpy(h->source, raw + OFF_SOURCE, BR_FILTER_SOURCE_SIZE);
+    h->role = br_load_le32(raw + OFF_ROLE); /* v2 fields: reserved (zero) in v1 */
+    memcpy(h->base_body_sha256, raw + OFF_BASE_SHA256, 32);
     memcpy(h->body_sha256, raw + OFF_BODY_SHA256, 32);
     memcpy(h->header_sha256, raw + OFF_HEADER_SHA256, 32);
+}
+
+int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h, br_error *err)
+{
+    if (len < BR_FILTER_HEADER_SIZE)
+        return br_error_set(err, -EINVAL,
+                            "not a breachd filter file (%zu bytes, shorter than the %d-byte "
+                            "header)",
+                            len, BR_FILTER_HEADER_SIZE);
+    if (memcmp(raw + OFF_MAGIC, BR_FILTER_MAGIC, 8) != 0)
+        return br_error_set(err, -EINVAL, "not a breachd filter file (bad magic at byte 0)");
+    header_load(raw, h);
+    if (h->version < 1 || h->version > BR_FILTER_VERSION)
+        return br_error_set(err, -EINVAL,
+                            "unsupported format version %u (this build reads versions 1..%d)",
+                            h->version, BR_FILTER_VERSION);
+    /* The header checksum comes first: a damaged header is reported as such,
+     * not as whatever field the damage happened to hit. */
+    uint8_t sum[32];
+    if (br_sha256(raw, OFF_HEADER_SHA256, sum) < 0)
+        return br_error_set(err, -EIO, "SHA-256 failed");
+    if (memcmp(sum, raw + OFF_HEADER_SHA256, 32) != 0)
+        return br_error_set(err, -EINVAL, "header checksum mismatch (header corrupted)");
 
     if (h->header_size != BR_FILTER_HEADER_SIZE)
         return br_error_set(err, -EINVAL, "field header_size: %u, expected %d", h->header_size,
@@ -187,10 +248,42 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
     if (slen == BR_FILTER_SOURCE_SIZE || !all_zero((const uint8_t *)h->source + slen,
                                                    BR_FILTER_SOURCE_SIZE - slen))
         return br_error_set(err, -EINVAL, "field source: not a NUL-padded string");
-    if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
-        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
-                            OFF_RESERVED, OFF_BODY_SHA256 - 1);
-    return 0;
+    return h->version == 1 ? decode_v1_tail(raw, h, err) : decode_v2_tail(raw, h, err);
+}
+
+void br_filter_header_peek(const uint8_t *raw, size_t len, br_filter_peek *p)
+{
+    static const unsigned ends[BR_FILTER_FIELDS] = {
+        [BR_FIELD_MAGIC] = OFF_VERSION,
+        [BR_FIELD_VERSION] = OFF_HEADER_SIZE,
+        [BR_FIELD_HEADER_SIZE] = OFF_KIND,
+        [BR_FIELD_KIND] = OFF_ALGORITHM,
+        [BR_FIELD_ALGORITHM] = OFF_KEYENC,
+        [BR_FIELD_KEY_ENCODING] = OFF_KEYENC_VERSION,
+        [BR_FIELD_KEY_ENCODING_VERSION] = OFF_GENERATION,
+        [BR_FIELD_GENERATION] = OFF_BUILD_TIME,
+        [BR_FIELD_BUILD_TIME] = OFF_KEY_COUNT,
+        [BR_FIELD_KEY_COUNT] = OFF_PAYLOAD_OFFSET,
+        [BR_FIELD_PAYLOAD_OFFSET] = OFF_PAYLOAD_SIZE,
+        [BR_FIELD_PAYLOAD_SIZE] = OFF_PARAMS,
+        [BR_FIELD_PARAMS] = OFF_SOURCE,
+        [BR_FIELD_SOURCE] = OFF_RESERVED,
+        [BR_FIELD_BODY_SHA256] = OFF_HEADER_SHA256,
+        [BR_FIELD_HEADER_SHA256] = BR_FILTER_HEADER_SIZE,
+    };
+    uint8_t buf[BR_FILTER_HEADER_SIZE] = {0};
+    size_t n = BR_MIN(len, sizeof(buf));
+    memcpy(buf, raw, n);
+    memset(p, 0, sizeof(*p));
+    header_load(buf, &p->h);
+    memcpy(p->magic, buf + OFF_MAGIC, sizeof(p->magic));
+    for (unsigned f = 0; f < BR_FILTER_FIELDS; f++)
+        if (ends[f] <= n)
+            p->present |= 1u << f;
+    p->magic_ok = n >= 8 && memcmp(p->magic, BR_FILTER_MAGIC, 8) == 0;
+    uint8_t sum[32];
+    p->header_sum_ok = n == BR_FILTER_HEADER_SIZE && br_sha256(buf, OFF_HEADER_SHA256, sum) == 0 &&
+                       memcmp(sum, buf + OFF_HEADER_SHA256, 32) == 0;
 }
 
 /* ---- reading ---- */
@@ -201,6 +294,7 @@ struct br_filter_file {
     br_filter_header hdr;
     atomic_int damaged; /* set by br_filter_file_fault() */
     int guard;          /* slot in guards[], -1 when none */
+    const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
 };
 
 /* ---- mappings guarded against truncation (filter_file.h) ---- */
@@ -267,6 +361,8 @@ bool br_filter_file_fault(const void *addr)
 
 bool br_filter_file_damaged(const br_filter_file *f)
 {
+    if (f->parent)
+        return br_filter_file_damaged(f->parent);
     return atomic_load(&((br_filter_file *)f)->damaged) != 0;
 }
 
@@ -274,6 +370,10 @@ void br_filter_file_free(br_filter_file *f)
 {
     if (!f)
         return;
+    if (f->parent) {
+        free(f);
+        return;
+    }
     guard_remove(f);
     if (f->map)
         munmap(f->map, f->size);
@@ -346,6 +446,33 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     /* Lookups are random probes: don't let readahead drag in neighbours. */
     (void)madvise(f->map, f->size, MADV_RANDOM);
     *out = BR_TAKE_PTR(f);
+    return 0;
+}
+
+int br_filter_file_view(const br_filter_file *parent, uint64_t offset, uint64_t len,
+                        br_filter_file **out, br_error *err)
+{
+    if (offset % BR_FILTER_PAYLOAD_ALIGN || offset > parent->size || len > parent->size - offset)
+        return br_error_set(err, -EINVAL, "bytes %llu+%llu are not a page-aligned part of the file",
+                            (unsigned long long)offset, (unsigned long long)len);
+    br_filter_file *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    f->guard = -1;
+    f->parent = parent;
+    f->map = parent->map + offset;
+    f->size = len;
+    int r = br_filter_header_decode(f->map, f->size, &f->hdr, err);
+    uint64_t expect = f->hdr.payload_offset + f->hdr.payload_size;
+    if (r == 0 && f->size != expect)
+        r = br_error_set(err, -EINVAL, "%s: part is %llu bytes, its header says %llu",
+                         f->size < expect ? "truncated" : "trailing data",
+                         (unsigned long long)f->size, (unsigned long long)expect);
+    if (r < 0) {
+        free(f);
+        return r;
+    }
+    *out = f;
     return 0;
 }
 
@@ -480,6 +607,16 @@ uint64_t br_filter_writer_offset(const br_filter_writer *w)
     return w->offset;
 }
 
+const char *br_filter_writer_tmp_path(const br_filter_writer *w)
+{
+    return w->tmp_path;
+}
+
+int br_filter_writer_flush(br_filter_writer *w, br_error *err)
+{
+    return writer_flush(w, err);
+}
+
 static int fsync_dir_of(const char *path)
 {
     _cleanup_free_ char *copy = strdup(path);
@@ -496,7 +633,7 @@ int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error
     int r = writer_flush(w, err);
     if (r < 0)
         return r;
-    hdr->version = BR_FILTER_VERSION;
+    hdr->version = hdr->role != BR_ROLE_FULL || hdr->algorithm == BR_ALGO_LAYERS ? 2 : 1;
     hdr->header_size = BR_FILTER_HEADER_SIZE;
     hdr->payload_offset = BR_FILTER_PAYLOAD_ALIGN;
     hdr->payload_size = w->offset - BR_FILTER_PAYLOAD_ALIGN;

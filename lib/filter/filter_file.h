@@ -13,7 +13,10 @@
 #include "util.h"
 
 #define BR_FILTER_MAGIC "BRCHFLTR"
-#define BR_FILTER_VERSION 1
+/* The newest container version this build reads. Writers write the lowest
+ * version that can express the file: 1 for a full single filter, 2 for a
+ * delta or a layered file (docs/filter-format.md, "Version history"). */
+#define BR_FILTER_VERSION 2
 #define BR_FILTER_HEADER_SIZE 512
 #define BR_FILTER_PARAMS_SIZE 64
 #define BR_FILTER_SOURCE_SIZE 256
@@ -29,7 +32,16 @@ typedef enum br_filter_kind {
 typedef enum br_filter_algorithm {
     BR_ALGO_BINARY_FUSE = 1,
     BR_ALGO_BLOCKED_BLOOM = 2,
+    /* Container v2: complete filter files of one kind, the first a full
+     * filter and each later one a delta of an earlier one (filter_delta.h). */
+    BR_ALGO_LAYERS = 3,
 } br_filter_algorithm;
+
+/* Container v2: what a file is to the files around it. */
+typedef enum br_filter_role {
+    BR_ROLE_FULL = 0,  /* answers on its own */
+    BR_ROLE_DELTA = 1, /* extends the filter whose body_sha256 is base_body_sha256 */
+} br_filter_role;
 
 typedef enum br_key_encoding {
     /* Key = the first 8 bytes of the hash, big-endian, as a u64. */
@@ -52,6 +64,8 @@ typedef struct br_filter_header {
     uint64_t payload_size;   /* the payload runs to the end of the file */
     uint8_t params[BR_FILTER_PARAMS_SIZE];
     char source[BR_FILTER_SOURCE_SIZE]; /* NUL-terminated UTF-8 */
+    uint32_t role;                      /* br_filter_role; v1: always full */
+    uint8_t base_body_sha256[32];       /* a delta's base; zero otherwise */
     uint8_t body_sha256[32];            /* over every byte after the header */
     uint8_t header_sha256[32];          /* over the header bytes before this field */
 } br_filter_header;
@@ -112,12 +126,67 @@ int br_filter_writer_write(br_filter_writer *w, const void *buf, size_t len, br_
 int br_filter_writer_align(br_filter_writer *w, size_t align, br_error *err);
 /* Current file offset (where the next byte goes). */
 uint64_t br_filter_writer_offset(const br_filter_writer *w);
+/* The temporary file's name (for a check of the complete file before the
+ * commit renames it). */
+const char *br_filter_writer_tmp_path(const br_filter_writer *w);
+/* Flush what is buffered to the temporary file. */
+int br_filter_writer_flush(br_filter_writer *w, br_error *err);
 /* Fill the header's offsets, sizes and checksums from what was written, write
  * it, fsync, rename into place and fsync the directory. hdr's version,
- * header_size, payload_offset, payload_size and checksums are set here. */
+ * header_size, payload_offset, payload_size and checksums are set here: the
+ * version is 2 for a delta (role) or a layered file (algorithm), else 1. */
 int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error *err);
+
+/* A filter file inside another one's mapping (a layer of a layered file,
+ * filter_delta.h): bytes [offset, offset + len) of parent, whose body
+ * checksum already covers them. Its header is decoded and range-checked and
+ * its size checked; its own body checksum is not recomputed. The view does
+ * not own the mapping: free it before parent. Damage to parent (a
+ * truncation, above) is damage to the view. */
+int br_filter_file_view(const br_filter_file *parent, uint64_t offset, uint64_t len,
+                        br_filter_file **out, br_error *err);
+
+/* Encode h as it is (version included) into raw and set its header_sha256
+ * (in h and raw). 0 or -EIO. */
+int br_filter_header_encode(br_filter_header *h, uint8_t raw[BR_FILTER_HEADER_SIZE]);
 
 /* Decode and range-check a header from raw bytes (len >= BR_FILTER_HEADER_SIZE),
  * checking the header checksum but not the body. For `filter info` on a file
  * whose body is damaged. */
 int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *hdr, br_error *err);
+
+/* The header fields, in file order, for br_filter_header_peek. */
+typedef enum br_filter_field {
+    BR_FIELD_MAGIC,
+    BR_FIELD_VERSION,
+    BR_FIELD_HEADER_SIZE,
+    BR_FIELD_KIND,
+    BR_FIELD_ALGORITHM,
+    BR_FIELD_KEY_ENCODING,
+    BR_FIELD_KEY_ENCODING_VERSION,
+    BR_FIELD_GENERATION,
+    BR_FIELD_BUILD_TIME,
+    BR_FIELD_KEY_COUNT,
+    BR_FIELD_PAYLOAD_OFFSET,
+    BR_FIELD_PAYLOAD_SIZE,
+    BR_FIELD_PARAMS,
+    BR_FIELD_SOURCE,
+    BR_FIELD_BODY_SHA256,
+    BR_FIELD_HEADER_SHA256,
+    BR_FILTER_FIELDS,
+} br_filter_field;
+
+/* A header read as stored, without any check. */
+typedef struct br_filter_peek {
+    br_filter_header h; /* every field present, as stored; the others zero */
+    uint8_t magic[8];   /* the first bytes as read (zero past len) */
+    uint32_t present;   /* bit f: field f lies wholly within the bytes read */
+    bool magic_ok;      /* magic[] is BR_FILTER_MAGIC */
+    bool header_sum_ok; /* all of the header was read and its SHA-256 matches */
+} br_filter_peek;
+
+/* What a header says, unverified: for `filter info --force` on a file that
+ * br_filter_file_open refused (damaged, truncated, of an unknown version or
+ * not a filter at all). raw holds the file's first len bytes (any len,
+ * also 0); no field is range-checked and none may be trusted. */
+void br_filter_header_peek(const uint8_t *raw, size_t len, br_filter_peek *p);

@@ -21,17 +21,18 @@
 #include <openssl/crypto.h>
 #include <zlib.h>
 
+#include "br_assert.h"
+#include "filter_file.h"
 #include "hibp_input.h"
 #include "hibp_input_int.h"
 #include "util.h"
 
 #define READ_CHUNK (1u << 20)     /* bytes asked for per read() */
 #define PROGRESS_STEP (64u << 10) /* report progress about this often */
-#define HASH_HEX 40               /* hex digits of a SHA-1 */
+#define HASH_HEX 40               /* hex digits of a SHA-1, the longer kind */
 #define PREFIX_HEX 5              /* hex digits in a prefix file's name */
-#define SUFFIX_HEX (HASH_HEX - PREFIX_HEX)
 #define COUNT_FAST_DIGITS 19 /* 10^19 - 1 < 2^64: no overflow check needed */
-#define NTLM_HEX 32               /* hex digits of an NT hash */
+#define KIND_HEX_DIFF (2 * (BR_SHA1_LEN - BR_NT_LEN)) /* a SHA-1 has 8 more hex digits */
 #define BOM_LEN 3                 /* EF BB BF */
 #define GZ_BUFFER (128u << 10)    /* zlib's input buffer */
 
@@ -45,7 +46,9 @@ typedef struct reader {
     br_input_stats st; /* this call's counts, added to the caller's at the end */
     uint8_t *buf;      /* READ_CHUNK + room for a carried-over line */
     size_t buf_size;
-    br_hasher *hasher;    /* plaintext only */
+    size_t hash_len;      /* bytes of a key: BR_SHA1_LEN or BR_NT_LEN */
+    br_hasher *hasher;    /* plaintext only, password-sha1 */
+    br_nt_hasher *nt;     /* plaintext only, password-ntlm */
     uint64_t min_count;   /* 0 and 1: every counted line with count >= 1 */
     size_t max_line;      /* without the LF and the CR */
     uint64_t done, total; /* progress */
@@ -57,8 +60,9 @@ typedef struct file_ctx {
     uint64_t line;         /* 1-based number of the current line */
     int mode;              /* MODE_*: decided by the first non-blank line */
     bool prefix_file;      /* SUFFIX:COUNT lines, the prefix from the file name */
+    size_t hash_len;       /* bytes of a key */
     size_t hexlen;         /* hex digits expected before ':' or the end */
-    uint8_t hex[HASH_HEX]; /* prefix file: the name's 5 digits, then a line's 35 */
+    uint8_t hex[HASH_HEX]; /* prefix file: the name's 5 digits, then a line's suffix */
 } file_ctx;
 
 static int line_error(reader *r, const file_ctx *f, const char *fmt, ...)
@@ -119,7 +123,7 @@ static int cb_stopped(reader *r, const file_ctx *f, int rc)
                         f->line, rc);
 }
 
-static inline int deliver(reader *r, const file_ctx *f, const uint8_t key[BR_SHA1_LEN])
+static inline int deliver(reader *r, const file_ctx *f, const uint8_t *key)
 {
     r->st.keys++;
     if (!r->cb)
@@ -130,7 +134,7 @@ static inline int deliver(reader *r, const file_ctx *f, const uint8_t key[BR_SHA
     return 0;
 }
 
-static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t key[BR_SHA1_LEN],
+static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *key,
                                   uint64_t count)
 {
     if (count == 0) {
@@ -144,12 +148,20 @@ static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t ke
     return deliver(r, f, key);
 }
 
+/* Constant lengths, so that each decode is unrolled. */
+static inline bool decode_hex(const uint8_t *p, size_t hash_len, uint8_t key[BR_SHA1_LEN])
+{
+    if (hash_len == BR_SHA1_LEN)
+        return br_hex_decode((const char *)p, BR_SHA1_LEN, key);
+    return br_hex_decode((const char *)p, BR_NT_LEN, key);
+}
+
 static inline bool decode_key(file_ctx *f, const uint8_t *p, uint8_t key[BR_SHA1_LEN])
 {
     if (!f->prefix_file)
-        return br_hex_decode((const char *)p, BR_SHA1_LEN, key);
-    memcpy(f->hex + PREFIX_HEX, p, SUFFIX_HEX);
-    return br_hex_decode((const char *)f->hex, BR_SHA1_LEN, key);
+        return decode_hex(p, f->hash_len, key);
+    memcpy(f->hex + PREFIX_HEX, p, f->hexlen);
+    return decode_hex(f->hex, f->hash_len, key);
 }
 
 /* The complete parser of a non-blank hash line: accepts it or names the fault. */
@@ -179,10 +191,15 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
         return bad_char(r, f, p, n, "a hex digit");
     else
         return bad_char(r, f, p, n, f->mode == MODE_PLAIN ? "the end of the line" : "':'");
-    if (n != f->hexlen && n + HASH_HEX - NTLM_HEX == f->hexlen)
+    if (f->hash_len == BR_SHA1_LEN && n + KIND_HEX_DIFF == f->hexlen)
         return line_error(r, f,
                           "the hash has %zu hex digits: this is an NTLM corpus; use --kind "
-                          "password-ntlm (not supported by this version yet)",
+                          "password-ntlm",
+                          n);
+    if (f->hash_len == BR_NT_LEN && n == f->hexlen + KIND_HEX_DIFF)
+        return line_error(r, f,
+                          "the hash has %zu hex digits: this is a SHA-1 corpus; use --kind "
+                          "password-sha1",
                           n);
     if (n != f->hexlen)
         return line_error(r, f, "the hash has %zu hex digits, expected %zu", n, f->hexlen);
@@ -217,7 +234,7 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
     }
 
     uint8_t key[BR_SHA1_LEN];
-    if (!decode_key(f, p, key)) /* cannot happen: the digits were checked above */
+    if (br_fails_assert(decode_key(f, p, key))) /* the digits were checked above */
         return line_error(r, f, "the hash is not hex");
     return counted ? deliver_counted(r, f, key, count) : deliver(r, f, key);
 }
@@ -262,10 +279,13 @@ static int plain_line(reader *r, file_ctx *f, const uint8_t *p, size_t len)
     if (f->line == 1 && has_bom(p, len))
         return line_error(r, f, "the file starts with a UTF-8 byte order mark");
     uint8_t key[BR_SHA1_LEN];
-    int rc = br_hasher_digest(r->hasher, p, len, key);
+    int rc = r->nt ? br_nt_hasher_digest(r->nt, p, len, key) : br_hasher_digest(r->hasher, p, len, key);
     if (rc < 0)
-        return br_error_set(r->err, rc, "%s:%" PRIu64 ": SHA-1 failed", f->name, f->line);
-    return deliver(r, f, key);
+        return br_error_set(r->err, rc, "%s:%" PRIu64 ": %s failed", f->name, f->line,
+                            r->nt ? "the NT hash (MD4)" : "SHA-1");
+    rc = deliver(r, f, key);
+    OPENSSL_cleanse(key, sizeof(key));
+    return rc;
 }
 
 static void progress(reader *r, bool force)
@@ -404,7 +424,8 @@ static int read_file_fd(reader *r, const char *name, int fd)
     file_ctx f = {
         .name = name,
         .mode = MODE_UNKNOWN,
-        .hexlen = HASH_HEX,
+        .hash_len = r->hash_len,
+        .hexlen = 2 * r->hash_len,
     };
     return read_stream(r, &f, fd);
 }
@@ -436,7 +457,8 @@ static int read_dir(reader *r, const char *path, int dfd)
             .name = full,
             .mode = MODE_COUNTED,
             .prefix_file = true,
-            .hexlen = SUFFIX_HEX,
+            .hash_len = r->hash_len,
+            .hexlen = 2 * r->hash_len - PREFIX_HEX,
         };
         memcpy(f.hex, base, PREFIX_HEX);
         rc = read_stream(r, &f, fd);
@@ -521,6 +543,10 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
         opts = &defaults;
     if (!path)
         return br_error_set(err, -EINVAL, "no input path");
+    bool ntlm = opts->kind == BR_KIND_PASSWORD_NTLM;
+    if (opts->kind != 0 && opts->kind != BR_KIND_PASSWORD_SHA1 && !ntlm)
+        return br_error_set(err, -EINVAL, "%s: kind %s is not a password kind", path,
+                            br_filter_kind_name(opts->kind) ? br_filter_kind_name(opts->kind) : "?");
     if (opts->plaintext && opts->min_count > 1)
         return br_error_set(err, -EINVAL,
                             "%s: plaintext input has no counts, so the minimum count %" PRIu64
@@ -533,6 +559,7 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
         .cb_ctx = cb_ctx,
         .err = err,
         .min_count = opts->min_count,
+        .hash_len = ntlm ? BR_NT_LEN : BR_SHA1_LEN,
         .max_line = opts->plaintext ? BR_INPUT_MAX_PLAIN_LINE : BR_INPUT_MAX_HASH_LINE,
     };
     /* A carried-over line is at most BOM + max_line + CR bytes. */
@@ -541,7 +568,13 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
     if (!r.buf)
         return br_error_set(err, -ENOMEM, "%s: out of memory", path);
     int rc = 0;
-    if (opts->plaintext) {
+    if (opts->plaintext && ntlm) {
+        r.nt = br_nt_hasher_new(err);
+        if (!r.nt) {
+            rc = br_error_prefix(err, br_md4_check(NULL) < 0 ? -ENOSYS : -ENOMEM, "%s", path);
+            goto out;
+        }
+    } else if (opts->plaintext) {
         r.hasher = br_hasher_new_sha1();
         if (!r.hasher) {
             rc = br_error_set(err, -ENOMEM, "%s: cannot set up SHA-1", path);
@@ -556,6 +589,7 @@ out:
     if (stats)
         stats_add(stats, &r.st);
     br_hasher_free(r.hasher);
+    br_nt_hasher_free(r.nt);
     free(r.buf);
     return rc;
 }

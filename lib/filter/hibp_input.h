@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Readers for the password inputs of `breachctl filter build` (layouts in
- * docs/corpus.md, "Corpus formats"):
- *  - a HIBP single file: lines HASH40:COUNT;
+ * docs/corpus.md, "Corpus formats"), for the kind password-sha1 (HASH = 40
+ * hex digits of a SHA-1, SUFFIX = 35) or password-ntlm (HASH = 32 hex digits
+ * of an NT hash, SUFFIX = 27):
+ *  - a HIBP single file: lines HASH:COUNT;
  *  - a HIBP per-prefix directory: files XXXXX.txt, XXXXX.txt.gz or XXXXX.gz
- *    holding SUFFIX35:COUNT, the prefix taken from the file name, found in
+ *    holding SUFFIX:COUNT, the prefix taken from the file name, found in
  *    the directory and its subdirectories (AB/CD/ABCDE.txt, ...; rules in
  *    hibp_input_int.h); other file names are ignored;
- *  - a plain list of 40-hex SHA-1 hashes, one per line;
- *  - with plaintext set, passwords, one per line, hashed with SHA-1.
+ *  - a plain list of HASHes, one per line;
+ *  - with plaintext set, passwords, one per line, hashed with SHA-1 or to
+ *    their NT hash (nthash.h: UTF-8 to UTF-16LE, then MD4).
  * Any file (also stdin) may be gzip-compressed: it is decompressed with zlib
  * while it is read, never as a whole. LF or CRLF, any hex case, any order.
  * Lines with count 0 (HIBP padding) are skipped, and so are lines under
@@ -22,8 +25,10 @@
  *  - hash files: the first non-blank line decides HASH:COUNT or plain, a later
  *    line of the other form is malformed; a count is 1-20 decimal digits up to
  *    2^64-1 (leading zeros allowed); a prefix file must hold SUFFIX:COUNT;
- *  - a hash of 32 hex digits (27 in a prefix file) is named as what it is:
- *    "this is an NTLM corpus; use --kind password-ntlm";
+ *  - a hash of the other kind's length is named as what it is: "this is an
+ *    NTLM corpus; use --kind password-ntlm" (32 hex digits, 27 in a prefix
+ *    file, read as password-sha1) and "this is a SHA-1 corpus; use --kind
+ *    password-sha1" (40 and 35, read as password-ntlm);
  *  - plaintext: the line's exact bytes are the password (spaces included); a
  *    NUL byte, a UTF-8 BOM at the start of the file, or a line over the limit
  *    is an error, and no message ever contains the line's text;
@@ -36,14 +41,17 @@
 
 #include "error.h"
 #include "hash.h"
+#include "nthash.h"
 
 /* Longest line accepted, without its LF and CR. */
 #define BR_INPUT_MAX_HASH_LINE 1024
 #define BR_INPUT_MAX_PLAIN_LINE 8192
 
-/* Called once per accepted key; a non-zero return stops the read and is
- * returned (err then says "FILE:LINE: " and strerror of a negative code). */
-typedef int (*br_key_cb)(void *ctx, const uint8_t sha1[BR_SHA1_LEN]);
+/* Called once per accepted key, the hash: BR_SHA1_LEN bytes for
+ * password-sha1, BR_NT_LEN for password-ntlm. A non-zero return stops the
+ * read and is returned (err then says "FILE:LINE: " and strerror of a
+ * negative code). */
+typedef int (*br_key_cb)(void *ctx, const uint8_t *hash);
 
 /* Called now and then (about every 64 KiB to 1 MiB of input) while reading,
  * and once at the end of a successful read with bytes_done of this call;
@@ -51,6 +59,7 @@ typedef int (*br_key_cb)(void *ctx, const uint8_t sha1[BR_SHA1_LEN]);
 typedef void (*br_progress_cb)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
 
 typedef struct br_input_opts {
+    uint32_t kind;      /* BR_KIND_PASSWORD_SHA1 (also 0) or BR_KIND_PASSWORD_NTLM (filter_file.h) */
     bool plaintext;     /* lines are passwords, not hashes */
     uint64_t min_count; /* keep lines with count >= min_count (0 and 1 mean: all counted ones) */
     br_progress_cb progress;
@@ -75,7 +84,8 @@ uint64_t br_input_size(const char *path);
 /* Read one input (file, directory, or "-") and pass every key to cb (NULL:
  * only check and count). A directory's prefix files are read in ascending
  * prefix order; two names for one prefix (abcde.txt, ABCDE.txt.gz, AB/ABCDE.txt)
- * are an error.
+ * are an error. -EINVAL for a kind other than the two password kinds;
+ * -ENOSYS when password-ntlm plaintext cannot be hashed (no MD4, nthash.h).
  * The stats are added to (not reset), so one struct can sum several inputs;
  * on an error they hold what was read up to it. opts NULL: all defaults. */
 int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, void *cb_ctx,

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "pwfilter.h"
+#include "pwfilter_int.h"
 
 /* params block of the container header (docs/filter-format.md). */
 enum {
@@ -229,6 +229,9 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
     hdr->generation = o->generation;
     hdr->build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
     hdr->key_count = keys;
+    hdr->role = o->base_body_sha256 ? BR_ROLE_DELTA : BR_ROLE_FULL;
+    if (o->base_body_sha256)
+        memcpy(hdr->base_body_sha256, o->base_body_sha256, 32);
     hdr->params[P_ARITY] = (uint8_t)c->arity;
     hdr->params[P_FP_BITS] = (uint8_t)c->fp_bits;
     hdr->params[P_SHARD_BITS] = (uint8_t)shard_bits;
@@ -299,21 +302,23 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
 
 /* ---- reading ---- */
 
-struct br_pwfilter {
-    br_filter_file *file;
-    unsigned shard_bits;
-    uint32_t shard_count;
-    unsigned arity, fp_bits;
-    br_bfuse *shards;
-};
-
 void br_pwfilter_free(br_pwfilter *pf)
 {
-    if (!pf)
-        return;
-    br_filter_file_free(pf->file);
-    free(pf->shards);
-    free(pf);
+    while (pf) {
+        br_pwfilter *next = pf->next;
+        br_filter_file *outer = pf->outer;
+        br_filter_file_free(pf->file);
+        free(pf->shards);
+        br_filter_names_fini(&pf->names);
+        free(pf);
+        pf = next;
+        /* A layered file's views (the members) go before their container. */
+        if (outer) {
+            br_pwfilter_free(pf);
+            br_filter_file_free(outer);
+            return;
+        }
+    }
 }
 
 static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint64_t table_offset,
@@ -355,8 +360,15 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
         br_filter_file_free(file);
         return -ENOMEM;
     }
-    pf->file = file;
     const br_filter_header *h = br_filter_file_header(file);
+    if (h->algorithm == BR_ALGO_LAYERS) {
+        free(BR_TAKE_PTR(pf));
+        return br_pwfilter_from_layers(file, out, err);
+    }
+    pf->file = file;
+    pf->set_hdr = *h;
+    if (br_filter_names_add(&pf->names, h->body_sha256) < 0)
+        return -ENOMEM;
     if (h->algorithm != BR_ALGO_BINARY_FUSE)
         return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse",
                             br_filter_algorithm_name(h->algorithm));
@@ -419,7 +431,7 @@ int br_pwfilter_open(const char *path, br_pwfilter **out, br_error *err)
 
 const br_filter_header *br_pwfilter_header(const br_pwfilter *pf)
 {
-    return br_filter_file_header(pf->file);
+    return &pf->set_hdr;
 }
 
 unsigned br_pwfilter_arity(const br_pwfilter *pf)
@@ -439,14 +451,15 @@ uint32_t br_pwfilter_shard_count(const br_pwfilter *pf)
 
 uint64_t br_pwfilter_file_size(const br_pwfilter *pf)
 {
-    return br_filter_file_size(pf->file);
+    return br_filter_file_size(pf->outer ? pf->outer : pf->file);
 }
 
 uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf)
 {
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < pf->shard_count; i++)
-        sum += br_bfuse_bytes(&pf->shards[i]);
+    for (; pf; pf = pf->next)
+        for (uint32_t i = 0; i < pf->shard_count; i++)
+            sum += br_bfuse_bytes(&pf->shards[i]);
     return sum;
 }
 
@@ -457,28 +470,45 @@ static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
 
 /* Probe first, then look at the flag: a probe that faulted read zeros, and
  * the handler set the flag before the probe went on. */
-bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
+bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key)
 {
     return br_bfuse_contains(shard_for(pf, key), key) || br_filter_file_damaged(pf->file);
 }
 
-bool br_pwfilter_damaged(const br_pwfilter *pf)
+bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
 {
-    return br_filter_file_damaged(pf->file);
+    for (; pf; pf = pf->next)
+        if (br_pwfilter_member_contains(pf, key))
+            return true;
+    return false;
 }
 
-static void all_maybe_if_damaged(const br_pwfilter *pf, size_t n, bool *out)
+bool br_pwfilter_damaged(const br_pwfilter *pf)
+{
+    for (; pf; pf = pf->next)
+        if (br_filter_file_damaged(pf->file))
+            return true;
+    return false;
+}
+
+/* After the first member's batch: a damaged file says maybe to all, and
+ * the deltas get the keys it said no to. */
+static void rest_of_set(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
 {
     if (br_filter_file_damaged(pf->file))
         for (size_t i = 0; i < n; i++)
             out[i] = true;
+    if (pf->next)
+        for (size_t i = 0; i < n; i++)
+            if (!out[i])
+                out[i] = br_pwfilter_contains_key(pf->next, keys[i]);
 }
 
 void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
 {
     if (pf->shard_count == 1) {
         br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
-        all_maybe_if_damaged(pf, n, out);
+        rest_of_set(pf, keys, n, out);
         return;
     }
     /* Keys of a batch fall in different shards: prefetch a block's probes
@@ -491,5 +521,5 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
         for (size_t j = 0; j < k; j++)
             out[i + j] = br_bfuse_contains(shard_for(pf, keys[i + j]), keys[i + j]);
     }
-    all_maybe_if_damaged(pf, n, out);
+    rest_of_set(pf, keys, n, out);
 }

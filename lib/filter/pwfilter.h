@@ -41,6 +41,10 @@ typedef struct br_pwfilter_build_opts {
     void *progress_ctx;
     uint64_t shard_target; /* 0: BR_PWFILTER_SHARD_TARGET; tests set it low to get many shards */
     uint64_t mem_budget;   /* bytes the build threads may hold together; 0: BR_PWFILTER_MEM_BUDGET */
+    /* A delta (filter_delta.h): the body SHA-256 of the filter it extends;
+     * the caller leaves out of ks the keys that filter answers maybe for.
+     * NULL: a full filter. */
+    const uint8_t *base_body_sha256;
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
@@ -60,26 +64,47 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *opts, const c
 typedef struct br_pwfilter br_pwfilter;
 
 /* Open and fully verify a filter file of algorithm binary-fuse: the container
- * checks, then every parameter and shard-table entry. */
+ * checks, then every parameter and shard-table entry. A layered file
+ * (filter_delta.h) opens as the set of its layers. */
 int br_pwfilter_open(const char *path, br_pwfilter **out, br_error *err);
 /* The same checks on an already opened container (takes ownership of file). */
 int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err);
 void br_pwfilter_free(br_pwfilter *pf);
 BR_DEFINE_FREEP(br_pwfilter, br_pwfilter_free)
 
+/* The header of the filter, or of the set it heads (br_pwfilter_attach):
+ * the first file's, with the newest generation and build time of the set and
+ * the sum of its key counts. */
 const br_filter_header *br_pwfilter_header(const br_pwfilter *pf);
+/* The header of the first file itself (what a delta of it names). */
+const br_filter_header *br_pwfilter_file_header(const br_pwfilter *pf);
+
+/* ---- sets: a base and its deltas (filter_delta.h) ----
+ * Add delta to the set headed by pf, taking it over (also on failure): it
+ * must be a delta of pf's kind naming pf's body or an earlier delta's
+ * (br_filter_delta_check says why not). From then on a key is maybe when
+ * any member says so, and the set is damaged when any file is. */
+int br_pwfilter_attach(br_pwfilter *pf, br_pwfilter *delta, br_error *err);
+/* Files in the set (a layered file counts its layers). */
+size_t br_pwfilter_members(const br_pwfilter *pf);
+/* Whether the set may be named as the base of a delta with this body. */
+bool br_pwfilter_names(const br_pwfilter *pf, const uint8_t body_sha256[32]);
 unsigned br_pwfilter_arity(const br_pwfilter *pf);
 unsigned br_pwfilter_fp_bits(const br_pwfilter *pf);
 uint32_t br_pwfilter_shard_count(const br_pwfilter *pf);
+/* The first file's size (a layered file's whole size). */
 uint64_t br_pwfilter_file_size(const br_pwfilter *pf);
-/* Bytes of all the shards' fingerprint arrays (what bits/key is made of). */
+/* Bytes of all the shards' fingerprint arrays, over the set (what bits/key
+ * is made of). */
 uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf);
 
 /* false: definitely not in the set; true: maybe (resolve exactly elsewhere).
  * A filter whose file was truncated under it (filter_file.h) answers maybe
  * to every key, here and in the batch. */
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key);
-static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t hash[BR_SHA1_LEN])
+/* The same for a hash of the filter's kind (a SHA-1, or an NT hash for
+ * password-ntlm): its first 8 bytes are the key (hash-prefix64). */
+static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t *hash)
 {
     return br_pwfilter_contains_key(pf, br_hash_key64(hash));
 }

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "url.h"
-#include "urlfilter.h"
+#include "url_expr.h"
+#include "urlfilter_int.h"
 
 /* params block of the container header. */
 enum {
@@ -45,24 +45,23 @@ static double bits_double(uint64_t u)
 
 /* ---- reading ---- */
 
-struct br_urlfilter {
-    br_filter_file *file;
-    const uint8_t *bitmap;
-    br_bloom bloom;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t base_key_count, base_generation;
-    uint32_t prefixes_set;
-    uint64_t bloom_bits_set;
-    unsigned max_domain_labels;
-};
-
 void br_urlfilter_free(br_urlfilter *uf)
 {
-    if (!uf)
-        return;
-    br_filter_file_free(uf->file);
-    free(uf);
+    while (uf) {
+        br_urlfilter *next = uf->next;
+        br_filter_file *outer = uf->outer;
+        br_filter_file_free(uf->file);
+        br_filter_names_fini(&uf->names);
+        free(uf->set_bitmap);
+        free(uf);
+        uf = next;
+        /* A layered file's views (the members) go before their container. */
+        if (outer) {
+            br_urlfilter_free(uf);
+            br_filter_file_free(outer);
+            return;
+        }
+    }
 }
 
 static int check_params(br_urlfilter *uf, br_error *err)
@@ -168,6 +167,10 @@ int br_urlfilter_from_file(br_filter_file *file, br_urlfilter **out, br_error *e
         br_filter_file_free(file);
         return -ENOMEM;
     }
+    if (br_filter_file_header(file)->algorithm == BR_ALGO_LAYERS) {
+        free(BR_TAKE_PTR(uf));
+        return br_urlfilter_from_layers(file, out, err);
+    }
     uf->file = file;
     int r = check_params(uf, err);
     if (r < 0)
@@ -175,6 +178,10 @@ int br_urlfilter_from_file(br_filter_file *file, br_urlfilter **out, br_error *e
     r = check_counts(uf, err);
     if (r < 0)
         return r;
+    uf->set_hdr = *br_filter_file_header(file);
+    uf->set_labels = uf->max_domain_labels;
+    if (br_filter_names_add(&uf->names, uf->set_hdr.body_sha256) < 0)
+        return -ENOMEM;
     *out = BR_TAKE_PTR(uf);
     return 0;
 }
@@ -193,40 +200,52 @@ int br_urlfilter_open(const char *path, br_urlfilter **out, br_error *err)
 
 const br_filter_header *br_urlfilter_header(const br_urlfilter *uf)
 {
-    return br_filter_file_header(uf->file);
+    return &uf->set_hdr;
 }
 
 /* As in pwfilter.c: probe first, then the flag (filter_file.h). */
 bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
 {
-    return br_prefix_bitmap_test(uf->bitmap, prefix20) || br_filter_file_damaged(uf->file);
+    return br_prefix_bitmap_test(br_urlfilter_prefix_bitmap(uf), prefix20) ||
+           br_urlfilter_damaged(uf);
 }
 
 bool br_urlfilter_damaged(const br_urlfilter *uf)
 {
-    return br_filter_file_damaged(uf->file);
+    for (; uf; uf = uf->next)
+        if (br_filter_file_damaged(uf->file))
+            return true;
+    return false;
 }
 
 unsigned br_urlfilter_max_domain_labels(const br_urlfilter *uf)
 {
-    return uf->max_domain_labels;
+    return uf->set_labels;
 }
 
 unsigned br_urlfilter_lookup_labels(const br_urlfilter *uf)
 {
-    return BR_MAX(uf->max_domain_labels, (unsigned)BR_URL_SB_HOST_COMPONENTS);
+    return BR_MAX(uf->set_labels, (unsigned)BR_URL_SB_HOST_COMPONENTS);
 }
 
 const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
 {
-    return uf->bitmap;
+    return uf->set_bitmap ? uf->set_bitmap : uf->bitmap;
 }
 
-bool br_urlfilter_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
+bool br_urlfilter_member_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
 {
     return (br_prefix_bitmap_test(uf->bitmap, br_urlfilter_prefix_of(sha256)) &&
             br_bloom_contains(&uf->bloom, sha256)) ||
            br_filter_file_damaged(uf->file);
+}
+
+bool br_urlfilter_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
+{
+    for (; uf; uf = uf->next)
+        if (br_urlfilter_member_maybe(uf, sha256))
+            return true;
+    return false;
 }
 
 void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_SHA256_LEN],
@@ -240,7 +259,8 @@ void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_S
             br_bloom_prefetch(&uf->bloom, keys[i + j]);
         }
         for (size_t j = 0; j < m; j++)
-            out[i + j] = br_urlfilter_maybe(uf, keys[i + j]);
+            out[i + j] = br_urlfilter_member_maybe(uf, keys[i + j]) ||
+                         (uf->next && br_urlfilter_maybe(uf->next, keys[i + j]));
     }
 }
 
@@ -422,6 +442,9 @@ int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
     hdr.generation = o->generation;
     hdr.build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
     hdr.key_count = d->keys;
+    hdr.role = o->base_body_sha256 ? BR_ROLE_DELTA : BR_ROLE_FULL;
+    if (o->base_body_sha256)
+        memcpy(hdr.base_body_sha256, o->base_body_sha256, 32);
     uint8_t *p = hdr.params;
     p[P_K] = (uint8_t)d->k;
     p[P_BLOCK_BITS_LOG2] = BLOCK_BITS_LOG2;

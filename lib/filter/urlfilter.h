@@ -55,9 +55,27 @@ int br_urlfilter_from_file(br_filter_file *file, br_urlfilter **out, br_error *e
 void br_urlfilter_free(br_urlfilter *uf);
 BR_DEFINE_FREEP(br_urlfilter, br_urlfilter_free)
 
+/* The header of the filter, or of the set it heads (br_urlfilter_attach):
+ * the first file's, with the newest generation and build time of the set and
+ * the sum of its key counts. */
 const br_filter_header *br_urlfilter_header(const br_urlfilter *uf);
+/* The header of the first file itself (what a delta of it names). */
+const br_filter_header *br_urlfilter_file_header(const br_urlfilter *uf);
 
-/* Whether at least one entry's SHA-256 starts with this 20-bit prefix. */
+/* ---- sets: a base and its deltas (filter_delta.h) ----
+ * Add delta to the set headed by uf, taking it over (also on failure), as
+ * br_pwfilter_attach does. From then on an expression is maybe when any
+ * member says so; the prefix bitmap, the prefixes with entries and the
+ * domain label count are those of the whole set. A layered file opens as
+ * the set of its layers. */
+int br_urlfilter_attach(br_urlfilter *uf, br_urlfilter *delta, br_error *err);
+/* Files in the set (a layered file counts its layers). */
+size_t br_urlfilter_members(const br_urlfilter *uf);
+/* Whether the set may be named as the base of a delta with this body. */
+bool br_urlfilter_names(const br_urlfilter *uf, const uint8_t body_sha256[32]);
+
+/* Whether at least one entry's SHA-256 starts with this 20-bit prefix (in
+ * any file of the set). */
 bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20);
 /* The largest label count among the filter's domain entries (hosts, domain
  * lists: entries that block their subdomains), as recorded by key encoding
@@ -138,6 +156,10 @@ typedef struct br_urlfilter_save_opts {
      * that the mirror is never behind the filter. May be NULL. */
     int (*before_commit)(void *ctx, br_error *err);
     void *ctx;
+    /* A delta (filter_delta.h): the body SHA-256 of the filter it extends;
+     * the caller adds only keys that filter does not answer maybe for.
+     * NULL: a full filter. */
+    const uint8_t *base_body_sha256;
 } br_urlfilter_save_opts;
 
 /* Write the draft to a temporary file beside path, fsync, and rename it over

@@ -34,13 +34,6 @@ struct br_client {
     size_t rlen;
 };
 
-const char *br_answer_kind_name(br_answer_kind k)
-{
-    static const char *const names[] = {"NONE",    "CLEAN",   "PWNED", "SAFE",
-                                        "BLOCKED", "UNKNOWN", "ERR",   "OTHER"};
-    return k <= BR_ANSWER_OTHER ? names[k] : "?";
-}
-
 void br_client_free(br_client *c)
 {
     if (!c)
@@ -146,67 +139,6 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
     return 0;
 }
 
-/* ---- answers ---- */
-
-static void parse_answer(const char *s, size_t len, br_answer *a)
-{
-    memset(a, 0, offsetof(br_answer, detail) + 1);
-    const char *sp = memchr(s, ' ', len);
-    size_t slen = sp ? (size_t)(sp - s) : len;
-    const char *rest = sp ? sp + 1 : s + len;
-    size_t rlen = (size_t)(s + len - rest);
-#define IS(word) (slen == strlen(word) && memcmp(s, word, slen) == 0)
-    if (IS("CLEAN")) {
-        a->kind = BR_ANSWER_CLEAN;
-    } else if (IS("PWNED")) {
-        a->kind = BR_ANSWER_PWNED;
-        /* Within the line: it need not be NUL-terminated. A count too
-         * large for 64 bits saturates: it must not wrap to a small one. */
-        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++) {
-            uint64_t d = (uint64_t)(rest[k] - '0');
-            a->count = a->count > (UINT64_MAX - d) / 10 ? UINT64_MAX : a->count * 10 + d;
-        }
-    } else if (IS("SAFE")) {
-        a->kind = BR_ANSWER_SAFE;
-    } else if (IS("BLOCKED")) {
-        a->kind = BR_ANSWER_BLOCKED;
-        const char *sp2 = memchr(rest, ' ', rlen);
-        size_t clen = sp2 ? (size_t)(sp2 - rest) : rlen;
-        snprintf(a->category, sizeof(a->category), "%.*s", (int)clen, rest);
-        if (sp2) {
-            rest = sp2 + 1;
-            rlen = (size_t)(s + len - rest);
-        } else {
-            rlen = 0;
-        }
-    } else if (IS("UNKNOWN")) {
-        a->kind = BR_ANSWER_UNKNOWN;
-    } else if (IS("ERR")) {
-        a->kind = BR_ANSWER_ERROR;
-    } else {
-        a->kind = BR_ANSWER_OTHER;
-        rest = s;
-        rlen = len;
-    }
-#undef IS
-    if (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_PWNED || a->kind == BR_ANSWER_SAFE)
-        rlen = 0;
-    snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
-}
-
-int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a)
-{
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    const char *sp = memchr(line, ' ', len);
-    if (!sp || sp == line || (size_t)(sp - line) > BR_PROTO_MAX_ID)
-        return -EINVAL;
-    memcpy(id, line, (size_t)(sp - line));
-    id[sp - line] = '\0';
-    parse_answer(sp + 1, len - (size_t)(sp - line) - 1, a);
-    return 0;
-}
-
 /* Index of request id s (decimal: base + 1 .. base + n, as we number them),
  * or -1. */
 static long id_index(const char *s, size_t len, uint64_t base, size_t n)
@@ -231,10 +163,12 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
 {
     int n;
     switch (q->kind) {
-    case BR_REQ_SHA1: {
+    case BR_REQ_SHA1:
+    case BR_REQ_NT: {
+        bool nt = q->kind == BR_REQ_NT;
         char hex[2 * BR_SHA1_LEN + 1];
-        br_hex_encode_upper(q->arg, BR_SHA1_LEN, hex);
-        n = snprintf(buf, size, "%" PRIu64 " PW %s\n", i, hex);
+        br_hex_encode_upper(q->arg, nt ? BR_NT_LEN : BR_SHA1_LEN, hex);
+        n = snprintf(buf, size, "%" PRIu64 " %s %s\n", i, nt ? "NT" : "PW", hex);
         OPENSSL_cleanse(hex, sizeof(hex));
         break;
     }
@@ -285,7 +219,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
         size_t idlen = (size_t)(sp - line);
         long idx = id_index(line, idlen, base, sent);
         if (idx >= 0 && reqs[idx].answer.kind == BR_ANSWER_NONE) {
-            parse_answer(sp + 1, len - idlen - 1, &reqs[idx].answer);
+            br_answer_parse(sp + 1, len - idlen - 1, &reqs[idx].answer);
             got++;
         } else if (idlen == 1 && line[0] == '-') {
             /* A connection-level answer (forbidden, busy, bad-id): the
@@ -336,103 +270,118 @@ static const char *said(const br_client *c, char *buf, size_t size)
     return buf;
 }
 
+/* One batch in flight: requests base + 1 .. base + n, the line being sent. */
+typedef struct batch {
+    br_client *c;
+    br_client_request *reqs;
+    size_t n, window;
+    uint64_t base;
+    size_t sent, answered, inflight;
+    char out[BR_PROTO_MAX_LINE + 32];
+    size_t out_len, out_off;
+} batch;
+
+/* Queue the next request when the last one is out and there is room. An
+ * argument that cannot be sent is answered here. */
+static void queue_next(batch *b)
+{
+    while (b->out_off == b->out_len && b->sent < b->n && b->inflight < b->window) {
+        br_client_request *q = &b->reqs[b->sent];
+        b->sent++;
+        b->out_off = b->out_len = 0;
+        if (format_request(q, b->base + b->sent, b->out, sizeof(b->out), &b->out_len) < 0) {
+            q->answer.kind = BR_ANSWER_ERROR;
+            snprintf(q->answer.detail, sizeof(q->answer.detail),
+                     "bad-request not sent: the argument is empty, too long or contains "
+                     "spaces or control characters");
+            b->answered++;
+            b->out_len = 0;
+            continue;
+        }
+        b->inflight++;
+    }
+}
+
+/* Send what the socket takes: 0, or -errno with err set once the daemon
+ * closed the connection (what it wrote before, a refusal or answers, is
+ * read first). */
+static int send_some(batch *b, br_error *err)
+{
+    br_client *c = b->c;
+    ssize_t w = send(c->fd, b->out + b->out_off, b->out_len - b->out_off, MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        int e = errno;
+        char why[sizeof(c->refusal) + 32];
+        /* Requests on the wire: all queued but one still being sent. */
+        int m = take_rest(c, b->reqs, b->base, b->sent - (b->out_off < b->out_len), err);
+        if (m < 0)
+            return m;
+        b->answered += (size_t)m;
+        return br_error_set(err, -e, "%s: connection closed by breachd: send: %s%s", c->path,
+                            strerror(e), said(c, why, sizeof(why)));
+    }
+    if (w > 0)
+        b->out_off += (size_t)w;
+    return 0;
+}
+
+/* Read what arrived and take the answers in it: 0, or -errno with err set. */
+static int receive_some(batch *b, br_error *err)
+{
+    br_client *c = b->c;
+    ssize_t got = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (got <= 0) {
+        int e = got < 0 ? errno : ECONNRESET;
+        char why[sizeof(c->refusal) + 32];
+        return br_error_set(err, -e, "%s: connection closed by breachd%s%s%s", c->path,
+                            got < 0 ? ": " : "", got < 0 ? strerror(e) : "",
+                            said(c, why, sizeof(why)));
+    }
+    c->rlen += (size_t)got;
+    int m = take_lines(c, b->reqs, b->base, b->sent - (b->out_off < b->out_len), err);
+    if (m < 0)
+        return m;
+    b->answered += (size_t)m;
+    b->inflight -= (size_t)m;
+    if (c->rlen == sizeof(c->rbuf))
+        return br_error_set(err, -EPROTO, "%s: answer line too long", c->path);
+    return 0;
+}
+
 int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t window, br_error *err)
 {
-    if (window == 0)
-        window = 64;
     /* Ids base + 1 .. base + n, never used before on this connection. */
-    uint64_t base = c->seq;
+    batch b = {.c = c, .reqs = reqs, .n = n, .window = window ? window : 64, .base = c->seq};
     c->seq += n;
-    size_t sent = 0, answered = 0, inflight = 0;
-    char out[BR_PROTO_MAX_LINE + 32];
-    char why[sizeof(c->refusal) + 32];
-    size_t out_len = 0, out_off = 0;
     int r = 0;
     for (size_t i = 0; i < n; i++)
         reqs[i].answer.kind = BR_ANSWER_NONE;
-    while (answered < n) {
-        /* Queue the next request when the last one is out and there is room. */
-        while (out_off == out_len && sent < n && inflight < window) {
-            br_client_request *q = &reqs[sent];
-            sent++;
-            out_off = out_len = 0;
-            if (format_request(q, base + sent, out, sizeof(out), &out_len) < 0) {
-                q->answer.kind = BR_ANSWER_ERROR;
-                snprintf(q->answer.detail, sizeof(q->answer.detail),
-                         "bad-request not sent: the argument is empty, too long or contains "
-                         "spaces or control characters");
-                answered++;
-                out_len = 0;
-                continue;
-            }
-            inflight++;
-        }
-        if (answered == n)
+    while (r == 0 && b.answered < n) {
+        queue_next(&b);
+        if (b.answered == n)
             break;
         /* The timeout is for a lack of progress: each event (bytes sent or
          * received) starts it again, so a long batch that keeps moving
          * never times out, and one that stalls does after timeout_ms. */
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (out_off < out_len)
+        if (b.out_off < b.out_len)
             p.events |= POLLOUT;
         int pr = poll(&p, 1, c->timeout_ms);
         if (pr < 0 && errno == EINTR)
             continue;
-        if (pr < 0) {
+        if (pr < 0)
             r = br_error_set(err, -errno, "poll: %s", strerror(errno));
-            break;
-        }
-        if (pr == 0) {
+        else if (pr == 0)
             r = br_error_set(err, -ETIMEDOUT, "%s: timed out: no answer from breachd for %d ms",
                              c->path, c->timeout_ms);
-            break;
-        }
-        if (p.revents & POLLOUT) {
-            ssize_t w = send(c->fd, out + out_off, out_len - out_off, MSG_NOSIGNAL);
-            if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                int e = errno;
-                /* The daemon closed the connection: what it wrote before,
-                 * a refusal or answers, is still there to read. */
-                int m = take_rest(c, reqs, base, sent - (out_off < out_len), err);
-                if (m < 0) {
-                    r = m;
-                    break;
-                }
-                answered += (size_t)m;
-                r = br_error_set(err, -e, "%s: connection closed by breachd: send: %s%s",
-                                 c->path, strerror(e), said(c, why, sizeof(why)));
-                break;
-            }
-            if (w > 0)
-                out_off += (size_t)w;
-        }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t got = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
-            if (got < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
-            if (got <= 0) {
-                int e = got < 0 ? errno : ECONNRESET;
-                r = br_error_set(err, -e, "%s: connection closed by breachd%s%s%s", c->path,
-                                 got < 0 ? ": " : "", got < 0 ? strerror(e) : "",
-                                 said(c, why, sizeof(why)));
-                break;
-            }
-            c->rlen += (size_t)got;
-            /* Requests on the wire: all queued but one still being sent. */
-            int m = take_lines(c, reqs, base, sent - (out_off < out_len), err);
-            if (m < 0) {
-                r = m;
-                break;
-            }
-            answered += (size_t)m;
-            inflight -= (size_t)m;
-            if (c->rlen == sizeof(c->rbuf)) {
-                r = br_error_set(err, -EPROTO, "%s: answer line too long", c->path);
-                break;
-            }
-        }
+        if (r == 0 && (p.revents & POLLOUT))
+            r = send_some(&b, err);
+        if (r == 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+            r = receive_some(&b, err);
     }
-    OPENSSL_cleanse(out, sizeof(out));
+    OPENSSL_cleanse(b.out, sizeof(b.out));
     return r;
 }
 
@@ -469,6 +418,32 @@ int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answe
     return one(c, &q, a, err);
 }
 
+int br_client_hash_password_nt(const void *password, size_t len, uint8_t nt[BR_NT_LEN])
+{
+    return br_nt_hash(password, len, nt);
+}
+
+int br_client_check_nt(br_client *c, const uint8_t nt[BR_NT_LEN], br_answer *a, br_error *err)
+{
+    br_client_request q = {.kind = BR_REQ_NT, .arg = nt, .arg_len = BR_NT_LEN};
+    return one(c, &q, a, err);
+}
+
+int br_client_check_password_nt(br_client *c, const void *password, size_t len, br_answer *a,
+                                br_error *err)
+{
+    uint8_t nt[BR_NT_LEN];
+    int r = br_md4_check(err);
+    if (r < 0)
+        return r;
+    r = br_client_hash_password_nt(password, len, nt);
+    if (r < 0)
+        return br_error_set(err, r, "NT hash failed");
+    r = br_client_check_nt(c, nt, a, err);
+    OPENSSL_cleanse(nt, sizeof(nt));
+    return r;
+}
+
 int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err)
 {
     br_client_request q = {.kind = BR_REQ_URL, .arg = url, .arg_len = strlen(url)};
@@ -479,4 +454,22 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 {
     br_client_request q = {.kind = BR_REQ_RAW, .arg = verb, .arg_len = strlen(verb)};
     return one(c, &q, a, err);
+}
+
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
+{
+    char verb[32];
+    snprintf(verb, sizeof(verb), "LANE %s", br_lane_name(lane));
+    br_answer a;
+    int r = br_client_command(c, verb, &a, err);
+    if (r < 0)
+        return r;
+    if (a.kind == BR_ANSWER_OTHER && strcmp(a.detail, "OK") == 0)
+        return 0;
+    if (a.kind == BR_ANSWER_ERROR && strncmp(a.detail, "unknown-verb", 12) == 0)
+        return br_error_set(err, -EOPNOTSUPP,
+                            "%s: this breachd does not know LANE (an older version): no %s lane",
+                            c->path, br_lane_name(lane));
+    return br_error_set(err, -EPROTO, "%s: LANE %s answered %.*s", c->path, br_lane_name(lane), 100,
+                        a.detail);
 }

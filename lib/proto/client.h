@@ -2,8 +2,9 @@
 /* The blocking client of breachd's socket protocol, shared by breachctl, the
  * PAM module and the Squid helper. Every call has a deadline (poll), requests
  * can be pipelined in a batch, and answers are matched by id (they may come
- * out of order). Passwords are hashed here with SHA-1 and every copy is wiped
- * (OPENSSL_cleanse); the library never writes a password anywhere. */
+ * out of order). Passwords are hashed here, with SHA-1 (PW) or to their NT
+ * hash (NT, nthash.h), and every copy is wiped (OPENSSL_cleanse); the
+ * library never writes a password anywhere. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,29 +13,15 @@
 
 #include "error.h"
 #include "hash.h"
+#include "lane.h"
+#include "nthash.h"
+#include "protocol.h"
 #include "util.h"
-
-typedef enum br_answer_kind {
-    BR_ANSWER_NONE = 0, /* not answered (yet) */
-    BR_ANSWER_CLEAN,    /* PW: not in the corpus */
-    BR_ANSWER_PWNED,    /* PW: in the corpus, count set */
-    BR_ANSWER_SAFE,     /* URL: not blocked */
-    BR_ANSWER_BLOCKED,  /* URL: blocked, category and detail (the expression) set */
-    BR_ANSWER_UNKNOWN,  /* a maybe that could not be resolved; detail = reason */
-    BR_ANSWER_ERROR,    /* ERR from the daemon; detail = "code text" */
-    BR_ANSWER_OTHER,    /* PONG, VERSION, STATS, RELOADED: detail = the rest of the line */
-} br_answer_kind;
-
-typedef struct br_answer {
-    br_answer_kind kind;
-    uint64_t count;
-    char category[33];
-    char detail[8192];
-} br_answer;
 
 typedef enum br_request_kind {
     BR_REQ_SHA1,  /* arg: 20 raw bytes */
     BR_REQ_URL,   /* arg: the URL text */
+    BR_REQ_NT,    /* arg: 16 raw bytes, an NT hash (the NT verb) */
     BR_REQ_RAW,   /* arg: a verb with its argument, e.g. "PING", "STATS" */
 } br_request_kind;
 
@@ -72,15 +59,24 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
 int br_client_check_password(br_client *c, const void *password, size_t len, br_answer *a,
                              br_error *err);
 int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answer *a, br_error *err);
+/* NT: an NT hash, or a password hashed to one here (-ENOSYS with err set
+ * when MD4 is not available, nthash.h). An older daemon answers NT with
+ * ERR unknown-verb. */
+int br_client_check_nt(br_client *c, const uint8_t nt[BR_NT_LEN], br_answer *a, br_error *err);
+int br_client_check_password_nt(br_client *c, const void *password, size_t len, br_answer *a,
+                                br_error *err);
 int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err);
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
 
+/* Put the rest of this connection on lane (sends "LANE bulk" or "LANE
+ * interactive", docs/protocol.md): 0; -EOPNOTSUPP with err set when the
+ * daemon does not know the verb (an older one); -EPROTO for another answer;
+ * or a failure of the exchange as br_client_batch. Bulk lookups are not
+ * bound by the daemon's upstream deadline and may wait much longer than an
+ * interactive one: raise the timeout (br_client_set_timeout) to match. */
+int br_client_set_lane(br_client *c, br_lane lane, br_error *err);
+
 /* Hash a password into sha1 and wipe nothing else: a helper for batches. */
 int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);
-
-const char *br_answer_kind_name(br_answer_kind k);
-
-/* Parse one response line (without its LF; a final CR is dropped) into the
- * id and the answer, for clients that run their own event loop (the Squid
- * helper). 0, or -EINVAL for a line without "ID SP STATUS". */
-int br_answer_parse_line(const char *line, size_t len, char id[17], br_answer *a);
+/* The same to an NT hash (br_nt_hash): 0, -ENOSYS (no MD4) or -EIO. */
+int br_client_hash_password_nt(const void *password, size_t len, uint8_t nt[BR_NT_LEN]);

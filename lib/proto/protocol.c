@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/* Socket protocol v1 lines: requests parsed, errors formatted (the
+ * daemon's side), answers parsed (the clients' side). See protocol.h. */
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -9,6 +13,8 @@
 static const char *const verb_names[BR_VERB_COUNT_] = {
     [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
     [BR_VERB_URL] = "URL",     [BR_VERB_STATS] = "STATS",     [BR_VERB_RELOAD] = "RELOAD",
+    [BR_VERB_NT] = "NT",
+    [BR_VERB_LANE] = "LANE",
 };
 
 static const char *const err_names[BR_PERR_COUNT_] = {
@@ -50,7 +56,34 @@ static bool fail(br_proto_error *e, br_proto_err code, const char *text)
 /* Verbs that take no argument, and the one-argument ones. */
 static bool verb_takes_arg(br_verb v)
 {
-    return v == BR_VERB_PW || v == BR_VERB_URL;
+    return v == BR_VERB_PW || v == BR_VERB_URL || v == BR_VERB_NT || v == BR_VERB_LANE;
+}
+
+static const char *missing_arg_text(br_verb v)
+{
+    switch (v) {
+    case BR_VERB_PW:
+        return "PW needs a SHA-1 (40 hex digits)";
+    case BR_VERB_NT:
+        return "NT needs an NT hash (32 hex digits)";
+    case BR_VERB_LANE:
+        return "LANE needs bulk or interactive";
+    default:
+        return "URL needs a URL";
+    }
+}
+
+/* LANE's argument: the lane's name, exactly (case-sensitive, like verbs). */
+static bool parse_lane(const char *arg, size_t len, br_lane *out)
+{
+    for (int l = BR_LANE_INTERACTIVE; l <= BR_LANE_BULK; l++) {
+        const char *name = br_lane_name((br_lane)l);
+        if (strlen(name) == len && memcmp(name, arg, len) == 0) {
+            *out = (br_lane)l;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e)
@@ -105,14 +138,13 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
         }
     }
     if (verb == BR_VERB_COUNT_)
-        return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW URL STATS RELOAD");
+        return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE");
     req->verb = verb;
 
     /* ARG */
     if (ve == len) {
         if (verb_takes_arg(verb))
-            return fail(e, BR_PERR_BAD_REQUEST,
-                        verb == BR_VERB_PW ? "PW needs a SHA-1 (40 hex digits)" : "URL needs a URL");
+            return fail(e, BR_PERR_BAD_REQUEST, missing_arg_text(verb));
         return true;
     }
     if (!verb_takes_arg(verb))
@@ -124,6 +156,12 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
     if (verb == BR_VERB_PW) {
         if (alen != 2 * BR_SHA1_LEN || !br_hex_decode(arg, BR_SHA1_LEN, req->sha1))
             return fail(e, BR_PERR_BAD_REQUEST, "PW takes a SHA-1 of 40 hex digits");
+    } else if (verb == BR_VERB_NT) {
+        if (alen != 2 * BR_NT_LEN || !br_hex_decode(arg, BR_NT_LEN, req->nt))
+            return fail(e, BR_PERR_BAD_REQUEST, "NT takes an NT hash of 32 hex digits");
+    } else if (verb == BR_VERB_LANE) {
+        if (!parse_lane(arg, alen, &req->lane))
+            return fail(e, BR_PERR_BAD_REQUEST, "LANE takes bulk or interactive");
     } else if (memchr(arg, ' ', alen)) {
         return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
     }
@@ -147,4 +185,72 @@ size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code
         return size - 1;
     }
     return (size_t)n;
+}
+
+/* ---- answers ---- */
+
+const char *br_answer_kind_name(br_answer_kind k)
+{
+    static const char *const names[] = {"NONE",    "CLEAN",   "PWNED", "SAFE",
+                                        "BLOCKED", "UNKNOWN", "ERR",   "OTHER"};
+    return k <= BR_ANSWER_OTHER ? names[k] : "?";
+}
+
+void br_answer_parse(const char *s, size_t len, br_answer *a)
+{
+    memset(a, 0, offsetof(br_answer, detail) + 1);
+    const char *sp = memchr(s, ' ', len);
+    size_t slen = sp ? (size_t)(sp - s) : len;
+    const char *rest = sp ? sp + 1 : s + len;
+    size_t rlen = (size_t)(s + len - rest);
+#define IS(word) (slen == strlen(word) && memcmp(s, word, slen) == 0)
+    if (IS("CLEAN")) {
+        a->kind = BR_ANSWER_CLEAN;
+    } else if (IS("PWNED")) {
+        a->kind = BR_ANSWER_PWNED;
+        /* Within the line: it need not be NUL-terminated. A count too
+         * large for 64 bits saturates: it must not wrap to a small one. */
+        for (size_t k = 0; k < rlen && rest[k] >= '0' && rest[k] <= '9'; k++) {
+            uint64_t d = (uint64_t)(rest[k] - '0');
+            a->count = a->count > (UINT64_MAX - d) / 10 ? UINT64_MAX : a->count * 10 + d;
+        }
+    } else if (IS("SAFE")) {
+        a->kind = BR_ANSWER_SAFE;
+    } else if (IS("BLOCKED")) {
+        a->kind = BR_ANSWER_BLOCKED;
+        const char *sp2 = memchr(rest, ' ', rlen);
+        size_t clen = sp2 ? (size_t)(sp2 - rest) : rlen;
+        snprintf(a->category, sizeof(a->category), "%.*s", (int)clen, rest);
+        if (sp2) {
+            rest = sp2 + 1;
+            rlen = (size_t)(s + len - rest);
+        } else {
+            rlen = 0;
+        }
+    } else if (IS("UNKNOWN")) {
+        a->kind = BR_ANSWER_UNKNOWN;
+    } else if (IS("ERR")) {
+        a->kind = BR_ANSWER_ERROR;
+    } else {
+        a->kind = BR_ANSWER_OTHER;
+        rest = s;
+        rlen = len;
+    }
+#undef IS
+    if (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_PWNED || a->kind == BR_ANSWER_SAFE)
+        rlen = 0;
+    snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
+}
+
+int br_answer_parse_line(const char *line, size_t len, char id[BR_PROTO_MAX_ID + 1], br_answer *a)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    const char *sp = memchr(line, ' ', len);
+    if (!sp || sp == line || (size_t)(sp - line) > BR_PROTO_MAX_ID)
+        return -EINVAL;
+    memcpy(id, line, (size_t)(sp - line));
+    id[sp - line] = '\0';
+    br_answer_parse(sp + 1, len - (size_t)(sp - line) - 1, a);
+    return 0;
 }

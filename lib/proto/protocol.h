@@ -2,8 +2,9 @@
 /* Socket protocol v1 (docs/protocol.md): one request per line,
  *   request  = ID SP VERB [SP ARG]          ID = 1..16 of [A-Za-z0-9._-]
  *   response = ID SP STATUS [SP FIELDS]
- * This module only parses and formats lines; it never logs, and its error
- * texts never echo an argument (a request argument may be a hash). */
+ * This module only parses and formats lines, requests (the daemon's side)
+ * and answers (the clients' side); it never logs, and its error texts never
+ * echo an argument (a request argument may be a hash). */
 #pragma once
 
 #include <stdbool.h>
@@ -11,6 +12,8 @@
 #include <stdint.h>
 
 #include "hash.h"
+#include "nthash.h"
+#include "lane.h"
 
 #define BR_PROTO_VERSION 1
 #define BR_PROTO_MAX_LINE 8192 /* bytes, without the LF */
@@ -24,6 +27,8 @@ typedef enum br_verb {
     BR_VERB_URL,
     BR_VERB_STATS,
     BR_VERB_RELOAD,
+    BR_VERB_NT,
+    BR_VERB_LANE,
     BR_VERB_COUNT_,
 } br_verb;
 
@@ -48,6 +53,8 @@ typedef struct br_request {
     const char *arg; /* points into the parsed line; NULL when none */
     size_t arg_len;
     uint8_t sha1[BR_SHA1_LEN]; /* PW: the decoded hash */
+    uint8_t nt[BR_NT_LEN];     /* NT: the decoded NT hash */
+    br_lane lane;              /* LANE: the lane asked for */
 } br_request;
 
 typedef struct br_proto_error {
@@ -61,7 +68,8 @@ const char *br_proto_err_name(br_proto_err e);
 /* Parse one line without its LF (a final CR is dropped here). On failure
  * returns false with *e set and req->id set to the line's id when it had a
  * valid one, else "-". A URL argument is not judged here (see
- * br_is_secret_class); a PW argument must be exactly 40 hex digits. */
+ * br_is_secret_class); a PW argument must be exactly 40 hex digits, an NT
+ * argument exactly 32; a LANE argument "bulk" or "interactive". */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
 /* True when a URL argument is secret-class data as a whole: a mailto: URL or
@@ -72,3 +80,37 @@ bool br_is_secret_class(const char *arg, size_t len);
 
 /* Format "ID ERR code text\n" into buf; returns the length (truncated to fit). */
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text);
+
+/* ---- answers (the clients' side) ---- */
+
+typedef enum br_answer_kind {
+    BR_ANSWER_NONE = 0, /* not answered (yet) */
+    BR_ANSWER_CLEAN,    /* PW: not in the corpus */
+    BR_ANSWER_PWNED,    /* PW: in the corpus, count set */
+    BR_ANSWER_SAFE,     /* URL: not blocked */
+    BR_ANSWER_BLOCKED,  /* URL: blocked, category and detail (the expression) set */
+    BR_ANSWER_UNKNOWN,  /* a maybe that could not be resolved; detail = reason */
+    BR_ANSWER_ERROR,    /* ERR from the daemon; detail = "code text" */
+    BR_ANSWER_OTHER,    /* PONG, VERSION, STATS, RELOADED: detail = the rest of the line */
+} br_answer_kind;
+
+typedef struct br_answer {
+    br_answer_kind kind;
+    uint64_t count;
+    char category[33];
+    char detail[8192];
+} br_answer;
+
+const char *br_answer_kind_name(br_answer_kind k);
+
+/* Parse the status and its fields (an answer line after "ID ", not
+ * NUL-terminated, len bytes) into a: CLEAN, PWNED <count>, SAFE, BLOCKED
+ * <category> <expression>, UNKNOWN <reason>, ERR <code> <text>; any other
+ * status is BR_ANSWER_OTHER with the whole text in detail. Fields too long
+ * for a are cut. */
+void br_answer_parse(const char *s, size_t len, br_answer *a);
+
+/* Parse one response line (without its LF; a final CR is dropped) into the
+ * id and the answer, for clients that run their own event loop (the Squid
+ * helper). 0, or -EINVAL for a line without "ID SP STATUS". */
+int br_answer_parse_line(const char *line, size_t len, char id[BR_PROTO_MAX_ID + 1], br_answer *a);

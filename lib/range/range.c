@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "hash.h"
+#include "nthash.h"
 #include "range.h"
 #include "util.h"
 
 #define MAX_SUFFIX_BYTES 30 /* SHA-256: 32 - 2 */
 #define NTLM_SUFFIX_HEX 27  /* an NT hash (32 hex) minus the prefix */
+#define SHA1_SUFFIX_HEX 35
 
 static const uint8_t range_magic[4] = {'B', 'R', 'S', 0x01};
 
@@ -22,6 +24,8 @@ size_t br_range_hash_len(br_range_kind kind)
         return BR_SHA1_LEN;
     case BR_RANGE_URL_SHA256:
         return BR_SHA256_LEN;
+    case BR_RANGE_PASSWORD_NTLM:
+        return BR_NT_LEN;
     }
     return 0;
 }
@@ -55,8 +59,8 @@ typedef struct rec {
 
 typedef struct parser {
     br_range_kind kind;
-    size_t suffix_hex; /* 35 or 59 */
-    size_t width;      /* suffix bytes: 18 or 30 */
+    size_t suffix_hex; /* 35, 27 or 59 */
+    size_t width;      /* suffix bytes: 18, 14 or 30 */
     rec *recs;
     size_t n, cap;
     char cats[BR_RANGE_MAX_CATEGORIES][BR_RANGE_CATEGORY_MAX];
@@ -96,6 +100,21 @@ static int intern_category(parser *ps, const char *s, size_t n, uint32_t *id, br
     return 0;
 }
 
+/* A line whose suffix (s[0..n), BOM removed) has more hex digits than the
+ * kind's; a SHA-1 suffix in an NTLM range is named. */
+static int suffix_too_long(const parser *ps, const char *s, size_t n, size_t line, br_error *err)
+{
+    size_t k = 0;
+    while (k < n && br_hexval((unsigned char)s[k]) >= 0)
+        k++;
+    char what[128];
+    snprintf(what, sizeof(what), "suffix longer than %zu hex digits%s", ps->suffix_hex,
+             ps->kind == BR_RANGE_PASSWORD_NTLM && k == SHA1_SUFFIX_HEX && k < n && s[k] == ':'
+                 ? ": this is a SHA-1 range (kind password-sha1)"
+                 : "");
+    return bad_line(err, line, 0, what);
+}
+
 /* Parse one line (terminator already removed). Accepted real lines are
  * appended to ps->recs; padding only counted. */
 static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error *err)
@@ -126,7 +145,7 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
                 snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu)%s", i,
                          ps->suffix_hex,
                          ps->kind == BR_RANGE_PASSWORD_SHA1 && i == NTLM_SUFFIX_HEX
-                             ? ": this is an NTLM range (password-ntlm, not supported yet)"
+                             ? ": this is an NTLM range (kind password-ntlm)"
                              : "");
                 return bad_line(err, line, 0, what);
             }
@@ -147,18 +166,15 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
     if (i == n)
         return bad_line(err, line, 0, "no ':' after the suffix");
     if (s[i] != ':') {
-        if (br_hexval((unsigned char)s[i]) >= 0) {
-            char what[128];
-            snprintf(what, sizeof(what), "suffix longer than %zu hex digits", ps->suffix_hex);
-            return bad_line(err, line, 0, what);
-        }
+        if (br_hexval((unsigned char)s[i]) >= 0)
+            return suffix_too_long(ps, s, n, line, err);
         return bad_line(err, line, bom + i + 1, "expected ':' after the suffix");
     }
     i++;
     const char *val = s + i;
     size_t vlen = n - i;
 
-    if (ps->kind == BR_RANGE_PASSWORD_SHA1) {
+    if (br_range_kind_counted(ps->kind)) {
         if (vlen == 0)
             return bad_line(err, line, 0, "missing count");
         uint64_t c = 0;
@@ -230,6 +246,108 @@ static void parser_done(parser *ps)
     free(ps->recs);
 }
 
+/* Every line of the body into ps. */
+static int parse_lines(parser *ps, const char *body, size_t len, br_error *err)
+{
+    size_t pos = 0, line = 0;
+    while (pos < len) {
+        line++;
+        const char *start = body + pos;
+        const char *nl = memchr(start, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - start) : len - pos;
+        pos += n + (nl ? 1 : 0);
+        if (n > 0 && start[n - 1] == '\r')
+            n--;
+        int rc = parse_line(ps, start, n, line, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Sort by suffix, then body order; merge duplicates in place. Returns the
+ * number of records left. */
+static size_t merge_duplicates(parser *ps)
+{
+    if (ps->n > 1)
+        qsort(ps->recs, ps->n, sizeof(rec), rec_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (m > 0 && memcmp(ps->recs[m - 1].suffix, ps->recs[i].suffix, MAX_SUFFIX_BYTES) == 0) {
+            if (br_range_kind_counted(ps->kind) && ps->recs[i].value > ps->recs[m - 1].value)
+                ps->recs[m - 1].value = ps->recs[i].value;
+            continue; /* URLs: the first line in body order wins */
+        }
+        ps->recs[m++] = ps->recs[i];
+    }
+    return m;
+}
+
+/* The category table of a URL range: the categories still used by the m
+ * records, sorted by name (rank[id] is a category's place in it). */
+typedef struct cat_table {
+    uint8_t rank[BR_RANGE_MAX_CATEGORIES];
+    cat_sort order[BR_RANGE_MAX_CATEGORIES];
+    size_t n_used, len;
+} cat_table;
+
+static void category_table(const parser *ps, size_t m, cat_table *t)
+{
+    bool used[BR_RANGE_MAX_CATEGORIES] = {false};
+    memset(t->rank, 0, sizeof(t->rank));
+    t->n_used = t->len = 0;
+    if (ps->kind != BR_RANGE_URL_SHA256)
+        return;
+    for (size_t i = 0; i < m; i++)
+        used[ps->recs[i].value] = true;
+    for (uint32_t id = 0; id < ps->n_cats; id++) {
+        if (used[id]) {
+            t->order[t->n_used++] = (cat_sort){.ps = ps, .id = id};
+            t->len += 1 + ps->cat_len[id];
+        }
+    }
+    qsort(t->order, t->n_used, sizeof(t->order[0]), cat_cmp);
+    for (size_t r = 0; r < t->n_used; r++)
+        t->rank[t->order[r].id] = (uint8_t)r;
+}
+
+/* The range set value (range.h) of the first m records and the table. */
+static int encode(const parser *ps, size_t m, const cat_table *t, uint8_t **out_value,
+                  size_t *out_len, br_error *err)
+{
+    size_t vw = br_range_kind_counted(ps->kind) ? 4 : 1;
+    size_t recw = ps->width + vw;
+    size_t total = BR_RANGE_HEADER_SIZE + m * recw + t->len;
+    uint8_t *v = malloc(total);
+    if (!v)
+        return br_error_set(err, -ENOMEM, "range response: out of memory");
+    memcpy(v, range_magic, 4);
+    v[4] = (uint8_t)ps->kind;
+    v[5] = (uint8_t)ps->width;
+    v[6] = (uint8_t)vw;
+    v[7] = (uint8_t)t->n_used;
+    br_store_le32(v + 8, (uint32_t)m);
+    br_store_le32(v + 12, (uint32_t)t->len);
+    uint8_t *p = v + BR_RANGE_HEADER_SIZE;
+    for (size_t i = 0; i < m; i++) {
+        memcpy(p, ps->recs[i].suffix, ps->width);
+        if (br_range_kind_counted(ps->kind))
+            br_store_le32(p + ps->width, ps->recs[i].value);
+        else
+            p[ps->width] = t->rank[ps->recs[i].value];
+        p += recw;
+    }
+    for (size_t r = 0; r < t->n_used; r++) {
+        uint32_t id = t->order[r].id;
+        *p++ = ps->cat_len[id];
+        memcpy(p, ps->cats[id], ps->cat_len[id]);
+        p += ps->cat_len[id];
+    }
+    *out_value = v;
+    *out_len = total;
+    return 0;
+}
+
 int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len, uint8_t **out_value,
                    size_t *out_len, br_error *err)
 {
@@ -259,88 +377,15 @@ int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_
         .suffix_hex = br_range_suffix_hex(kind),
         .width = hash_len - 2,
     };
-
-    size_t pos = 0, line = 0;
-    while (pos < len) {
-        line++;
-        const char *start = body + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        if (n > 0 && start[n - 1] == '\r')
-            n--;
-        int rc = parse_line(&ps, start, n, line, err);
-        if (rc < 0)
-            return rc;
-    }
-
-    /* Sort by suffix, then body order; merge duplicates in place. */
-    if (ps.n > 1)
-        qsort(ps.recs, ps.n, sizeof(rec), rec_cmp);
-    size_t m = 0;
-    for (size_t i = 0; i < ps.n; i++) {
-        if (m > 0 && memcmp(ps.recs[m - 1].suffix, ps.recs[i].suffix, MAX_SUFFIX_BYTES) == 0) {
-            if (kind == BR_RANGE_PASSWORD_SHA1 && ps.recs[i].value > ps.recs[m - 1].value)
-                ps.recs[m - 1].value = ps.recs[i].value;
-            continue; /* URLs: the first line in body order wins */
-        }
-        ps.recs[m++] = ps.recs[i];
-    }
+    int rc = parse_lines(&ps, body, len, err);
+    if (rc < 0)
+        return rc;
+    size_t m = merge_duplicates(&ps);
     if (m > UINT32_MAX)
         return br_error_set(err, -EFBIG, "range response: too many entries");
-
-    /* Category table: the categories still used, sorted by name. */
-    bool used[BR_RANGE_MAX_CATEGORIES] = {false};
-    uint8_t rank[BR_RANGE_MAX_CATEGORIES] = {0};
-    cat_sort order[BR_RANGE_MAX_CATEGORIES];
-    size_t n_used = 0, table_len = 0;
-    if (kind == BR_RANGE_URL_SHA256) {
-        for (size_t i = 0; i < m; i++)
-            used[ps.recs[i].value] = true;
-        for (uint32_t id = 0; id < ps.n_cats; id++) {
-            if (used[id]) {
-                order[n_used++] = (cat_sort){.ps = &ps, .id = id};
-                table_len += 1 + ps.cat_len[id];
-            }
-        }
-        qsort(order, n_used, sizeof(order[0]), cat_cmp);
-        for (size_t r = 0; r < n_used; r++)
-            rank[order[r].id] = (uint8_t)r;
-    }
-
-    size_t vw = kind == BR_RANGE_PASSWORD_SHA1 ? 4 : 1;
-    size_t recw = ps.width + vw;
-    size_t total = BR_RANGE_HEADER_SIZE + m * recw + table_len;
-    uint8_t *v = malloc(total);
-    if (!v)
-        return br_error_set(err, -ENOMEM, "range response: out of memory");
-
-    memcpy(v, range_magic, 4);
-    v[4] = (uint8_t)kind;
-    v[5] = (uint8_t)ps.width;
-    v[6] = (uint8_t)vw;
-    v[7] = (uint8_t)n_used;
-    br_store_le32(v + 8, (uint32_t)m);
-    br_store_le32(v + 12, (uint32_t)table_len);
-    uint8_t *p = v + BR_RANGE_HEADER_SIZE;
-    for (size_t i = 0; i < m; i++) {
-        memcpy(p, ps.recs[i].suffix, ps.width);
-        if (kind == BR_RANGE_PASSWORD_SHA1)
-            br_store_le32(p + ps.width, ps.recs[i].value);
-        else
-            p[ps.width] = rank[ps.recs[i].value];
-        p += recw;
-    }
-    for (size_t r = 0; r < n_used; r++) {
-        uint32_t id = order[r].id;
-        *p++ = ps.cat_len[id];
-        memcpy(p, ps.cats[id], ps.cat_len[id]);
-        p += ps.cat_len[id];
-    }
-
-    *out_value = v;
-    *out_len = total;
-    return 0;
+    cat_table t;
+    category_table(&ps, m, &t);
+    return encode(&ps, m, &t, out_value, out_len, err);
 }
 
 /* The decoded header of a range set whose sizes add up. */
@@ -360,7 +405,7 @@ static int rs_open(br_range_kind kind, const uint8_t *value, size_t len, rs_view
     if (memcmp(value, range_magic, 4) != 0 || value[4] != (uint8_t)kind)
         return -EINVAL;
     rv->width = hash_len - 2;
-    rv->vw = kind == BR_RANGE_PASSWORD_SHA1 ? 4 : 1;
+    rv->vw = br_range_kind_counted(kind) ? 4 : 1;
     rv->recw = rv->width + rv->vw;
     if (value[5] != rv->width || value[6] != rv->vw)
         return -EINVAL;
@@ -373,7 +418,7 @@ static int rs_open(br_range_kind kind, const uint8_t *value, size_t len, rs_view
     size_t ebytes = body - rv->table_len;
     if (ebytes % rv->recw != 0 || ebytes / rv->recw != rv->n)
         return -EINVAL;
-    if (kind == BR_RANGE_PASSWORD_SHA1) {
+    if (br_range_kind_counted(kind)) {
         if (rv->n_cats != 0 || rv->table_len != 0)
             return -EINVAL;
     } else {
@@ -433,7 +478,7 @@ int br_range_lookup(br_range_kind kind, const uint8_t *value, size_t len, const 
         } else if (c > 0) {
             hi = mid;
         } else {
-            if (kind == BR_RANGE_PASSWORD_SHA1) {
+            if (br_range_kind_counted(kind)) {
                 uint32_t count = br_load_le32(e + rv.width);
                 if (count == 0)
                     return -EINVAL;
@@ -501,7 +546,7 @@ int br_range_validate(br_range_kind kind, const uint8_t *value, size_t len, uint
             return -EINVAL;
         if (i > 0 && memcmp(e - rv.recw, e, rv.width) >= 0)
             return -EINVAL;
-        if (kind == BR_RANGE_PASSWORD_SHA1) {
+        if (br_range_kind_counted(kind)) {
             if (br_load_le32(e + rv.width) == 0)
                 return -EINVAL;
         } else if (e[rv.width] >= rv.n_cats) {

@@ -8,21 +8,25 @@
  *  - lines "SUFFIX:VALUE" ended by LF or CRLF, final line ending optional
  *    (a last line ended by a lone CR is accepted too), any hex case, any order;
  *  - SUFFIX is the hash minus its 5-hex prefix: 35 hex digits for
- *    BR_RANGE_PASSWORD_SHA1, 59 for BR_RANGE_URL_SHA256;
- *  - passwords: VALUE is a decimal count 0 .. 4294967295 (leading zeros
- *    accepted); count-0 lines are HIBP padding and are dropped;
+ *    BR_RANGE_PASSWORD_SHA1, 27 for BR_RANGE_PASSWORD_NTLM (NT hashes,
+ *    HIBP's ?mode=ntlm), 59 for BR_RANGE_URL_SHA256;
+ *  - passwords (both password kinds): VALUE is a decimal count 0 ..
+ *    4294967295 (leading zeros accepted); count-0 lines are HIBP padding and
+ *    are dropped;
  *  - URLs: VALUE is a category name matching [a-z0-9_-]{1,32};
  *  - a UTF-8 byte order mark (EF BB BF) at the start of a line is ignored;
  *  - nothing else is allowed: no blank lines, no spaces, no signs.
  * Errors (the whole response is rejected, nothing is half-used):
  *  - -EFBIG  body longer than max_len;
- *  - -ENODATA empty body (zero bytes, or only line terminators) for
- *    BR_RANGE_PASSWORD_SHA1. For BR_RANGE_URL_SHA256 an empty body is a
+ *  - -ENODATA empty body (zero bytes, or only line terminators) for the
+ *    password kinds. For BR_RANGE_URL_SHA256 an empty body is a
  *    valid answer with no entries: a URL mirror serves one for the prefixes
  *    that hold none (docs/upstream.md);
  *  - -EBADMSG a malformed line, or more than BR_RANGE_MAX_CATEGORIES distinct
  *    categories; the reason gives the line and column but never the prefix
- *    nor any hash or value text, so it is safe to log.
+ *    nor any hash or value text, so it is safe to log. A suffix of the other
+ *    password kind's length is named: "this is an NTLM range" (27 digits
+ *    read as SHA-1), "this is a SHA-1 range" (35 read as NTLM).
  * Choices:
  *  - a non-empty body whose lines are all padding (count 0) is a valid answer
  *    with no entries: a server that padded its answer did answer, and a mirror
@@ -40,7 +44,7 @@
  *   off  size        field
  *   0    4           magic 'B' 'R' 'S' 0x01 (the last byte is the version)
  *   4    1           kind (br_range_kind)
- *   5    1           W, suffix width: 18 (SHA-1) or 30 (SHA-256)
+ *   5    1           W, suffix width: 18 (SHA-1), 14 (NT hash) or 30 (SHA-256)
  *   6    1           V, value width: 4 (passwords: u32 count) or 1 (URLs: u8 category index)
  *   7    1           C, number of categories (0 for passwords, 1..255 for URLs with entries)
  *   8    4           N, number of entries
@@ -52,7 +56,7 @@
  *
  * An entry's suffix bytes are the full hash from byte 2 on, with the high
  * nibble of byte 2 (the 5th hex digit, part of the prefix) set to 0: 18 bytes
- * for SHA-1, 30 for SHA-256. Hex suffix order and byte order agree. A count
+ * for SHA-1, 14 for an NT hash, 30 for SHA-256. Hex suffix order and byte order agree. A count
  * is never 0 in a range set (padding was dropped).
  *
  * br_range_lookup() checks the header and that the sizes add up to len
@@ -62,6 +66,7 @@
  * sort order (O(N)); br_range_validate() does the full check. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,7 +77,9 @@
 typedef enum br_range_kind {
     BR_RANGE_PASSWORD_SHA1 = 1,
     BR_RANGE_URL_SHA256 = 2,
+    BR_RANGE_PASSWORD_NTLM = 3,
 } br_range_kind;
+#define BR_RANGE_KIND_MAX BR_RANGE_PASSWORD_NTLM
 
 #define BR_RANGE_DEFAULT_MAX_BODY ((size_t)8 << 20) /* 8 MiB */
 #define BR_RANGE_PREFIX_HEX 5
@@ -80,10 +87,15 @@ typedef enum br_range_kind {
 #define BR_RANGE_MAX_CATEGORIES 255
 #define BR_RANGE_HEADER_SIZE 16
 
-/* Bytes of the full hash of a kind (20, 32), 0 for an unknown kind. */
+/* Bytes of the full hash of a kind (20, 32, 16), 0 for an unknown kind. */
 size_t br_range_hash_len(br_range_kind kind);
-/* Hex digits of a suffix in a response body (35, 59), 0 for an unknown kind. */
+/* Hex digits of a suffix in a response body (35, 59, 27), 0 for an unknown kind. */
 size_t br_range_suffix_hex(br_range_kind kind);
+/* True for the kinds whose VALUE is a count (password-sha1, password-ntlm). */
+static inline bool br_range_kind_counted(br_range_kind kind)
+{
+    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_PASSWORD_NTLM;
+}
 
 /* The 20-bit prefix (first 5 hex digits) of a full hash. */
 static inline uint32_t br_range_prefix20(const uint8_t *full_hash)

@@ -256,14 +256,7 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
     memcpy(res->last_modified, ev.lm, ev.lm_len);
     res->last_modified[ev.lm_len] = '\0';
 
-    int64_t age_past_expiry;
-    if (now < ev.expires_at)
-        res->state = BR_RANGE_CACHE_FRESH;
-    else if (!__builtin_sub_overflow(now, ev.expires_at, &age_past_expiry) &&
-             age_past_expiry <= BR_MAX(max_stale, 0))
-        res->state = BR_RANGE_CACHE_STALE;
-    else
-        res->state = BR_RANGE_CACHE_EXPIRED;
+    res->state = br_rc_state_at(now, ev.expires_at, max_stale);
 
     /* The range set is checked even for an expired entry: corrupt is corrupt. */
     int rc = br_range_lookup(kind, ev.rs, ev.rs_len, full_hash, &res->count, res->category);

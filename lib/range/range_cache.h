@@ -148,6 +148,29 @@ BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
 int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind, const uint8_t *full_hash,
                           int64_t now, int64_t max_stale, br_range_cache_result *res);
 
+/* A whole stored range, as br_range_cache_lookup_range() hands it over. */
+typedef struct br_range_cache_range {
+    br_range_cache_state state; /* MISS: nothing else is set */
+    const uint8_t *value;       /* FRESH / STALE: the range set; NULL otherwise */
+    size_t len;
+    int64_t fetched_at, expires_at;         /* not MISS */
+    const char *etag, *last_modified;       /* not MISS: NUL-terminated, "" when none */
+} br_range_cache_range;
+
+typedef int (*br_range_cache_range_cb)(void *ctx, const br_range_cache_range *rg);
+
+/* The whole range (partition, kind, prefix20), for serving it rather than
+ * looking one hash up: cb is called once with what is stored (a MISS too),
+ * inside the read transaction, without copying the range set: rg and what it
+ * points to are valid during the call only, and cb must not call this cache.
+ * The range set's header and sizes are checked (br_range_lookup's O(1)
+ * check), not its order. Returns cb's return value; or -EINVAL (bad
+ * arguments, or a stored entry that is corrupt: cb is not called, treat it as
+ * a miss) or another negative errno from LMDB (cb is not called). */
+int br_range_cache_lookup_range(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                                uint32_t prefix20, int64_t now, int64_t max_stale,
+                                br_range_cache_range_cb cb, void *ctx);
+
 /* Store a range set (from br_range_parse, checked with br_range_validate; it
  * is copied) for (partition, kind, prefix20). etag / last_modified may be NULL or "";
  * values longer than BR_RANGE_CACHE_VALIDATOR_MAX are not stored. Visible to

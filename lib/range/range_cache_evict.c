@@ -4,6 +4,7 @@
  * it first, and the space accounting that STATS reports too. */
 #include <errno.h>
 
+#include "br_assert.h"
 #include "range_cache_int.h"
 
 /* ---- flush and eviction ------------------------------------------------------ */
@@ -142,9 +143,9 @@ static int evict_txn(br_range_cache *c, size_t max_k, size_t *evicted)
     }
     mdb_cursor_close(cur);
     cur = NULL;
-    if (keys == 0) {
-        /* No age keys at all: should not happen, but never get stuck on
-         * entries without one; take them in key order. */
+    if (br_fails_assert(keys > 0)) {
+        /* No age keys at all: never get stuck on entries without one; take
+         * them in key order. */
         rc = mdb_cursor_open(txn, c->dbi_ranges, &cur);
         if (rc)
             goto fail;

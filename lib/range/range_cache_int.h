@@ -105,6 +105,17 @@ static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, rke
 
 /* ---- entries and the pending table (range_cache_value.c) ------------------- */
 
+/* FRESH, STALE or EXPIRED at now for an entry expiring at expires_at. */
+static inline br_range_cache_state br_rc_state_at(int64_t now, int64_t expires_at, int64_t max_stale)
+{
+    int64_t past;
+    if (now < expires_at)
+        return BR_RANGE_CACHE_FRESH;
+    if (!__builtin_sub_overflow(now, expires_at, &past) && past <= BR_MAX(max_stale, 0))
+        return BR_RANGE_CACHE_STALE;
+    return BR_RANGE_CACHE_EXPIRED;
+}
+
 typedef struct entry_view {
     int64_t fetched_at, expires_at;
     const uint8_t *etag, *lm;

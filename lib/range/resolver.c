@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "decoys.h"
+#include "br_assert.h"
 #include "resolver_int.h"
 
 static void rs_log(br_resolver *r, int level, const char *fmt, ...)
@@ -34,7 +35,13 @@ int64_t br_rs_now_s(br_resolver *r)
 
 static bool kind_ok(br_range_kind kind)
 {
-    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256;
+    return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256 ||
+           kind == BR_RANGE_PASSWORD_NTLM;
+}
+
+bool br_rs_kind_ok(br_range_kind kind)
+{
+    return kind_ok(kind);
 }
 
 /* ---- flights table -------------------------------------------------------------- */
@@ -74,12 +81,13 @@ static void flight_unlink(br_resolver *r, flight *f)
     }
 }
 
-static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_resolve_cb cb,
-                             void *ctx)
+static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_lane lane,
+                             br_resolve_cb cb, void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
+    w->lane = lane;
     w->cb = cb;
     w->ctx = ctx;
     memcpy(w->hash, hash, br_range_hash_len(f->kind));
@@ -126,19 +134,26 @@ void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
         r->st.not_found++;
         break;
     case BR_RESOLVE_UNKNOWN:
-        r->st.unknown++;
-        if (!strcmp(res->reason, BR_REASON_UNAVAILABLE))
-            r->st.unknown_unavailable++;
-        else if (!strcmp(res->reason, BR_REASON_TIMEOUT))
-            r->st.unknown_timeout++;
-        else if (!strcmp(res->reason, BR_REASON_CIRCUIT_OPEN))
-            r->st.unknown_circuit++;
-        else if (!strcmp(res->reason, BR_REASON_ERROR))
-            r->st.unknown_error++;
+        br_rs_count_unknown(r, res->reason);
         break;
     }
     if (res->stale)
         r->st.stale_answers++;
+}
+
+void br_rs_count_unknown(br_resolver *r, const char *reason)
+{
+    r->st.unknown++;
+    if (!strcmp(reason, BR_REASON_UNAVAILABLE))
+        r->st.unknown_unavailable++;
+    else if (!strcmp(reason, BR_REASON_TIMEOUT))
+        r->st.unknown_timeout++;
+    else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN))
+        r->st.unknown_circuit++;
+    else if (!strcmp(reason, BR_REASON_RATE_LIMITED))
+        r->st.unknown_rate_limited++;
+    else if (!strcmp(reason, BR_REASON_ERROR))
+        r->st.unknown_error++;
 }
 
 static void set_unknown(br_resolve_result *res, const char *reason)
@@ -220,17 +235,25 @@ static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
     return now + ttl;
 }
 
-/* Answer every waiter of f (already out of the table) with fn, then free f. */
-static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale)
+static const char *reason_of(br_upstream_status s);
+
+/* Answer a list of waiters of (partition, kind) with a stored entry within
+ * max_stale (allow_stale) or UNKNOWN reason, and free them. */
+static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t partition,
+                                         br_range_kind kind, const char *reason, bool allow_stale)
 {
-    while (f->head) {
-        waiter *w = f->head;
-        f->head = w->next;
+    while (list) {
+        waiter *w = list;
+        list = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_after_failure(r, partition, kind, w, reason, allow_stale);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         if (allow_stale)
-            br_rs_answer_after_failure(r, f->partition, f->kind, w->hash, reason, &res);
+            br_rs_answer_after_failure(r, partition, kind, w->hash, reason, &res);
         else
             set_unknown(&res, reason);
         br_rs_count_answer(r, &res);
@@ -239,17 +262,59 @@ static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *r
     }
 }
 
-static void answer_all_from_value(br_resolver *r, flight *f, const uint8_t *value, size_t len)
+/* Answer every waiter of f (already out of the table). */
+static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                        bool allow_stale)
 {
+    waiter *list = f->head;
+    f->head = NULL;
+    f->tail = &f->head;
+    answer_list_unknown_or_stale(r, list, f->partition, f->kind, reason, allow_stale);
+}
+
+/* A fetch on the interactive lane that ended by its deadline: its
+ * interactive lookups are answered, its bulk ones wait on (the fetch is sent
+ * again on the bulk lane, before the answers, whose callbacks may look the
+ * same range up again). True when f was sent again (it is no longer the
+ * caller's). */
+static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
+{
+    if (f->lane != BR_LANE_INTERACTIVE ||
+        (s != BR_UPSTREAM_TIMEOUT && s != BR_UPSTREAM_RATE_LIMITED))
+        return false;
+    bool bulk = false;
+    for (waiter *w = f->head; w && !bulk; w = w->next)
+        bulk = w->lane == BR_LANE_BULK;
+    if (!bulk)
+        return false;
+    uint32_t partition = f->partition;
+    br_range_kind kind = f->kind;
+    int rc;
+    waiter *inter = br_rs_flight_keep_bulk(r, f, &rc);
+    if (rc < 0)
+        answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
+    answer_list_unknown_or_stale(r, inter, partition, kind, reason_of(s), true);
+    return rc == 0;
+}
+
+static void answer_all_from_value(br_resolver *r, flight *f, const br_range_answer *fresh)
+{
+    const uint8_t *value = fresh->value;
+    size_t len = fresh->len;
     while (f->head) {
         waiter *w = f->head;
         f->head = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_from_value(r, w, fresh);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         memset(&res, 0, sizeof(res));
         int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
-        if (found < 0) {
-            set_unknown(&res, BR_REASON_ERROR); /* cannot happen with a value from br_range_parse */
+        if (br_fails_assert(found >= 0)) { /* a stored value came from br_range_parse */
+            set_unknown(&res, BR_REASON_ERROR);
         } else {
             res.status = found ? BR_RESOLVE_FOUND : BR_RESOLVE_NOT_FOUND;
             if (!found) {
@@ -269,6 +334,11 @@ static void answer_all_from_cache(br_resolver *r, flight *f)
         waiter *w = f->head;
         f->head = w->next;
         r->st.pending_lookups--;
+        if (w->rcb) {
+            br_rs_range_from_cache(r, f->partition, f->kind, w);
+            waiter_free(w);
+            continue;
+        }
         br_resolve_result res;
         br_range_cache_result cr;
         int rc = br_range_cache_lookup(r->cache, f->partition, f->kind, w->hash, br_rs_now_s(r),
@@ -290,6 +360,8 @@ static const char *reason_of(br_upstream_status s)
     switch (s) {
     case BR_UPSTREAM_TIMEOUT:
         return BR_REASON_TIMEOUT;
+    case BR_UPSTREAM_RATE_LIMITED:
+        return BR_REASON_RATE_LIMITED;
     case BR_UPSTREAM_UNAVAILABLE:
         return BR_REASON_UNAVAILABLE;
     case BR_UPSTREAM_CIRCUIT_OPEN:
@@ -306,6 +378,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     _cleanup_(flight_freep) flight *f = ctx;
     br_resolver *r = f->r;
     flight_unlink(r, f);
+    f->ureq = NULL;
     int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
@@ -321,16 +394,19 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
         }
+        br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
+                                 .expires_at = expiry(r, now, resp->max_age), .etag = resp->etag,
+                                 .last_modified = resp->last_modified};
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
-                                    expiry(r, now, resp->max_age), resp->etag, resp->last_modified);
+                                    fresh.expires_at, resp->etag, resp->last_modified);
             if (rc < 0) {
                 r->st.cache_errors++;
                 rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
             }
             schedule_flush(r);
         }
-        answer_all_from_value(r, f, value, len);
+        answer_all_from_value(r, f, &fresh);
         return;
     }
 
@@ -349,7 +425,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
              * so ask again without validators (once: the refetch is not
              * conditional, so it cannot end here again). */
             f->conditional = false;
-            if (br_upstream_fetch(r->up[f->kind], f->prefix20, NULL, NULL, br_rs_fetch_done, f) == 0) {
+            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
+                                       br_rs_fetch_done, f, &f->ureq) == 0) {
                 r->st.fetches++;
                 br_rs_flight_insert(r, f);
                 f = NULL;
@@ -367,17 +444,24 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
+    if (deadline_failure_keeps_bulk(r, f, resp->status)) {
+        f = NULL;
+        return;
+    }
     answer_all_unknown_or_stale(r, f, reason_of(resp->status),
                                 resp->status != BR_UPSTREAM_CANCELLED);
 }
 
-int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
-                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
-                        br_resolve_result *res)
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res)
 {
-    if (!r || !kind_ok(kind) || !full_hash || !cb || !res)
+    if (!r || !kind_ok(kind) || !full_hash || !cb || !res ||
+        (lane != BR_LANE_INTERACTIVE && lane != BR_LANE_BULK))
         return -EINVAL;
     r->st.lookups++;
+    if (lane == BR_LANE_BULK)
+        r->st.bulk_lookups++;
     if (r->closing) {
         set_unknown(res, BR_REASON_SHUTTING_DOWN);
         br_rs_count_answer(r, res);
@@ -403,10 +487,16 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
     uint32_t prefix = br_range_prefix20(full_hash);
     flight *f = br_rs_flight_find(r, partition, kind, prefix);
     if (f) {
-        int rc = flight_add_waiter(r, f, full_hash, cb, ctx);
+        int rc = flight_add_waiter(r, f, full_hash, lane, cb, ctx);
         if (rc < 0)
             return rc;
         r->st.coalesced++;
+        if (lane == BR_LANE_INTERACTIVE && f->lane == BR_LANE_BULK) {
+            /* never behind the bulk queue */
+            br_upstream_promote(r->up[kind], f->ureq);
+            f->lane = BR_LANE_INTERACTIVE;
+            r->st.promoted++;
+        }
         return 0;
     }
 
@@ -415,15 +505,28 @@ int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
         br_rs_count_answer(r, res);
         return 1;
     }
-    flight *nf = br_rs_flight_new(r, partition, kind, prefix);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!nf)
         return -ENOMEM;
-    int rc = flight_add_waiter(r, nf, full_hash, cb, ctx);
+    int rc = flight_add_waiter(r, nf, full_hash, lane, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);
         return rc;
     }
-    return br_rs_send_burst(r, nf, &cr, full_hash, res);
+    const char *reason;
+    if (br_rs_send_burst(r, nf, &cr, &reason) == 0)
+        return 0;
+    br_rs_answer_after_failure(r, partition, kind, full_hash, reason, res);
+    br_rs_count_answer(r, res);
+    return 1;
+}
+
+int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
+                        const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
+                        br_resolve_result *res)
+{
+    return br_resolver_resolve_lane(r, partition, kind, full_hash, BR_LANE_INTERACTIVE, cb, ctx,
+                                    res);
 }
 
 /* ---- life cycle ------------------------------------------------------------------- */
@@ -477,8 +580,17 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
     if (!r->flush_ev)
         return br_error_set(err, -ENOMEM, "resolver: event_new failed");
 
-    const char *tmpl[3] = {NULL, cfg->password_upstream, cfg->url_upstream};
-    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_URL_SHA256; k++) {
+    const char *tmpl[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = cfg->password_upstream,
+        [BR_RANGE_URL_SHA256] = cfg->url_upstream,
+        [BR_RANGE_PASSWORD_NTLM] = cfg->ntlm_upstream,
+    };
+    static const char *const section[BR_RANGE_KIND_MAX + 1] = {
+        [BR_RANGE_PASSWORD_SHA1] = "passwords",
+        [BR_RANGE_URL_SHA256] = "urls",
+        [BR_RANGE_PASSWORD_NTLM] = "ntlm",
+    };
+    for (int k = BR_RANGE_PASSWORD_SHA1; k <= BR_RANGE_KIND_MAX; k++) {
         if (!tmpl[k] || !*tmpl[k])
             continue;
         br_upstream_config uc = cfg->upstream;
@@ -489,8 +601,7 @@ int br_resolver_new(struct event_base *base, const br_resolver_config *cfg, br_r
         }
         rc = br_upstream_new(base, &uc, &r->up[k], err);
         if (rc < 0)
-            return br_error_prefix(err, rc, "%s upstream",
-                                   k == BR_RANGE_PASSWORD_SHA1 ? "passwords" : "urls");
+            return br_error_prefix(err, rc, "%s upstream", section[k]);
     }
     *out = BR_TAKE_PTR(r);
     return 0;
@@ -501,15 +612,15 @@ void br_resolver_free(br_resolver *r)
     if (!r)
         return;
     r->closing = true;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k <= BR_RANGE_KIND_MAX; k++) {
         br_upstream_free(r->up[k]); /* answers every flight: shutting-down */
         r->up[k] = NULL;
     }
     if (r->flush_ev)
         br_resolver_flush(r);
     for (size_t b = 0; b < FLIGHT_BUCKETS; b++) {
-        /* cannot happen: every flight belongs to an upstream request */
-        while (r->buckets[b]) {
+        /* Every flight belongs to an upstream request, answered above. */
+        while (br_fails_assert(r->buckets[b] == NULL)) {
             flight *f = r->buckets[b];
             r->buckets[b] = f->hnext;
             answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);

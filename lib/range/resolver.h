@@ -7,8 +7,10 @@
  * br_resolver_resolve(partition, kind, full_hash) gives exactly one answer:
  *   FOUND (count for passwords, category for URLs), NOT_FOUND, or UNKNOWN with
  *   a reason: "upstream-unavailable", "upstream-error", "timeout",
- *   "circuit-open" (and "shutting-down" for lookups still pending at
- *   br_resolver_free()). A failure is never turned into NOT_FOUND.
+ *   "rate-limited" (the deadline passed while the upstream asked to wait:
+ *   upstream.h "Rate limits"), "circuit-open" (and "shutting-down" for
+ *   lookups still pending at br_resolver_free()). A failure is never turned
+ *   into NOT_FOUND.
  *
  * Partitions: every lookup names a partition, an opaque 32-bit number (the
  * daemon passes the peer's uid, or BR_RESOLVER_PARTITION_SHARED for all
@@ -57,6 +59,18 @@
  * decoys go out in one burst, in a random order (getrandom()). They count
  * against the rate and in-flight limits.
  *
+ * Lanes (docs/upstream.md "Lanes"): a lookup is interactive
+ * (br_resolver_resolve) or bulk (br_resolver_resolve_lane). A bulk lookup's
+ * fetch and its decoys go on the upstream's bulk lane (upstream.h "Lanes"):
+ * no deadline, after every interactive fetch, at a share of the rate.
+ * Coalescing is per partition whatever the lane: a bulk lookup that joins an
+ * interactive fetch waits with it, and an interactive lookup that joins a
+ * bulk fetch promotes it (br_upstream_promote: it gets a deadline from then
+ * and goes first), so it never waits behind the bulk queue. A fetch on the
+ * interactive lane that ends by its deadline ("timeout", "rate-limited")
+ * answers its interactive lookups and is sent again on the bulk lane for its
+ * bulk ones, which never get a deadline's answer.
+ *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
  * Threading: the event_base's thread only. Callbacks run from the event loop
@@ -85,6 +99,7 @@ struct event_base;
 #define BR_REASON_UNAVAILABLE "upstream-unavailable"
 #define BR_REASON_ERROR "upstream-error"
 #define BR_REASON_TIMEOUT "timeout"
+#define BR_REASON_RATE_LIMITED "rate-limited"
 #define BR_REASON_CIRCUIT_OPEN "circuit-open"
 #define BR_REASON_SHUTTING_DOWN "shutting-down"
 
@@ -110,6 +125,7 @@ typedef void (*br_resolve_cb)(void *ctx, const br_resolve_result *res);
 typedef struct br_resolver_config {
     const char *password_upstream; /* URL template, NULL or "": none */
     const char *url_upstream;      /* URL template, NULL or "": none */
+    const char *ntlm_upstream;     /* NT hashes (BR_RANGE_PASSWORD_NTLM); NULL or "": none */
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
     int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
@@ -129,6 +145,7 @@ typedef struct br_resolver_config {
 
 typedef struct br_resolver_stats {
     uint64_t lookups;       /* br_resolver_resolve() calls with valid arguments */
+    uint64_t range_lookups; /* br_resolver_resolve_range() calls with valid arguments */
     uint64_t cache_fresh;   /* answered synchronously from a fresh entry */
     uint64_t stale_answers; /* answered from an entry past its expiry (upstream failed) */
     uint64_t fetches;       /* fetches started (one per coalesced group) */
@@ -137,10 +154,14 @@ typedef struct br_resolver_stats {
     uint64_t not_modified;  /* 304 answers */
     uint64_t found, not_found, unknown;
     uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
+    uint64_t unknown_rate_limited;
     uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
     uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
     uint64_t flushes;         /* cache flushes made */
     uint64_t decoys;          /* decoy fetches sent (not counted in fetches) */
+    uint64_t bulk_lookups;    /* lookups on the bulk lane (counted in lookups too) */
+    uint64_t promoted;        /* bulk fetches promoted by an interactive lookup */
+    uint64_t bulk_resent;     /* fetches sent again on the bulk lane after a deadline */
     uint32_t pending_fetches; /* (partition, kind, prefix) fetches in progress, decoys too */
     uint32_t pending_lookups; /* lookups waiting for them */
 } br_resolver_stats;
@@ -166,6 +187,49 @@ BR_DEFINE_FREEP(br_resolver, br_resolver_free)
 int br_resolver_resolve(br_resolver *r, uint32_t partition, br_range_kind kind,
                         const uint8_t *full_hash, br_resolve_cb cb, void *ctx,
                         br_resolve_result *res);
+
+/* The same on a lane (br_resolver_resolve is the interactive lane). */
+int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
+                             const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
+                             br_resolve_result *res);
+
+/* ---- whole ranges --------------------------------------------------------------
+ *
+ * br_resolver_resolve_range() answers with the whole range set of a prefix
+ * instead of one hash's entry: for serving the range API to others
+ * (docs/upstream.md "Serving the range API"). It follows the flow above
+ * exactly (cache in the partition, coalescing with the lookups of the same
+ * partition, conditional fetches, decoys, stale answers after a failure) and
+ * shares the partition rules: a range is only ever read from, waited on or
+ * fetched into its own partition. */
+
+typedef struct br_range_answer {
+    const char *reason;   /* NULL: a range is given; else UNKNOWN, one of BR_REASON_* */
+    const uint8_t *value; /* the range set (range.h), NULL when unknown */
+    size_t len;
+    int64_t fetched_at;   /* when the upstream last gave or confirmed it (cache clock, s) */
+    int64_t expires_at;   /* fresh until then */
+    const char *etag;     /* the upstream's validators, "" when none */
+    const char *last_modified;
+    bool from_cache; /* from a stored entry, not a fresh 200 */
+    bool stale;      /* from an entry past its expiry (the upstream failed) */
+} br_range_answer;
+
+/* Called exactly once per br_resolver_resolve_range() call that returned 0
+ * or 1. a and everything it points to are valid during the call only; the
+ * callback must not call into this resolver (it may run inside the cache's
+ * read transaction). */
+typedef void (*br_range_answer_cb)(void *ctx, const br_range_answer *a);
+
+/* The range of prefix20 (0 .. 0xFFFFF) of kind in partition.
+ * Returns 1: answered inside this call (cb has run, once);
+ *         0: cb(ctx, ...) will be called exactly once, later, from the event
+ *            loop;
+ *         -EINVAL (bad kind or argument) or -ENOMEM: cb is never called.
+ * Counted in range_lookups (not in lookups), and as the other lookups in
+ * cache_fresh, coalesced, fetches, stale_answers and the unknown counters. */
+int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, br_range_answer_cb cb, void *ctx);
 
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);

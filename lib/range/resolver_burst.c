@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Range resolver: a real fetch and its decoys, sent as one burst in a random
- * order (resolver.h, docs/upstream.md "Decoys"). */
+ * order (resolver.h, docs/upstream.md "Decoys"); and a fetch sent again on
+ * the bulk lane for the bulk lookups of an interactive fetch that ended by
+ * its deadline (docs/upstream.md "Lanes"). */
 #include <errno.h>
 #include <sys/random.h>
 
@@ -8,7 +10,8 @@
 
 #include "resolver_int.h"
 
-flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix)
+flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                         br_lane lane)
 {
     flight *f = calloc(1, sizeof(*f));
     if (!f)
@@ -17,6 +20,7 @@ flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind,
     f->partition = partition;
     f->kind = kind;
     f->prefix20 = prefix;
+    f->lane = lane;
     f->tail = &f->head;
     return f;
 }
@@ -44,13 +48,15 @@ static int flight_send(br_resolver *r, flight *f, const br_range_cache_result *c
         lm = cr->last_modified[0] ? cr->last_modified : NULL;
     }
     f->conditional = etag || lm;
-    return br_upstream_fetch(r->up[f->kind], f->prefix20, etag, lm, br_rs_fetch_done, f);
+    return br_upstream_fetch_lane(r->up[f->kind], f->prefix20, etag, lm, f->lane, br_rs_fetch_done,
+                                  f, &f->ureq);
 }
 
 /* A decoy is the fetch that a lookup in its prefix would make now, by the
  * same rules (none while its entry is fresh or a fetch of it is pending),
  * and its answer is cached and revalidated like any other. */
-static void send_decoy(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix)
+static void send_decoy(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                       br_lane lane)
 {
     if (br_rs_flight_find(r, partition, kind, prefix))
         return;
@@ -58,7 +64,7 @@ static void send_decoy(br_resolver *r, uint32_t partition, br_range_kind kind, u
     cache_peek(r, partition, kind, prefix, &cr);
     if (cr.state == BR_RANGE_CACHE_FRESH)
         return;
-    flight *f = br_rs_flight_new(r, partition, kind, prefix);
+    flight *f = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!f)
         return;
     if (flight_send(r, f, &cr) < 0) {
@@ -77,9 +83,60 @@ static uint32_t random_below(uint32_t n)
     return x % n;
 }
 
+const char *br_rs_send_failure_reason(int rc)
+{
+    return rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
+           : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
+                              : BR_REASON_ERROR;
+}
+
+static int resend_bulk(br_resolver *r, flight *f);
+
+/* Detach the waiters of f on lane, in order. */
+static waiter *take_waiters(flight *f, br_lane lane)
+{
+    waiter *list = NULL, **lt = &list, **pp = &f->head;
+    while (*pp) {
+        waiter *w = *pp;
+        if (w->lane != lane) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = NULL;
+        *lt = w;
+        lt = &w->next;
+    }
+    f->tail = pp;
+    return list;
+}
+
+waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc)
+{
+    waiter *inter = take_waiters(f, BR_LANE_INTERACTIVE);
+    *rc = resend_bulk(r, f);
+    return inter;
+}
+
+static int resend_bulk(br_resolver *r, flight *f)
+{
+    br_range_cache_result cr;
+    cache_peek(r, f->partition, f->kind, f->prefix20, &cr);
+    f->lane = BR_LANE_BULK;
+    int rc = flight_send(r, f, &cr);
+    if (rc < 0)
+        return rc;
+    r->st.fetches++;
+    r->st.bulk_resent++;
+    if (f->conditional)
+        r->st.revalidations++;
+    br_rs_flight_insert(r, f);
+    return 0;
+}
+
 /* A half-open circuit's trial request is the real one alone. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
-                      const uint8_t *full_hash, br_resolve_result *res)
+                     const char **reason)
 {
     uint32_t order[BR_RESOLVER_MAX_DECOYS + 1];
     int nd = 0;
@@ -97,16 +154,12 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
     bool sent = false;
     for (int i = 0; i <= nd; i++) {
         if (order[i] != nf->prefix20) {
-            send_decoy(r, nf->partition, nf->kind, order[i]);
+            send_decoy(r, nf->partition, nf->kind, order[i], nf->lane);
             continue;
         }
         int rc = flight_send(r, nf, cr);
         if (rc < 0) {
-            const char *reason = rc == -EHOSTDOWN   ? BR_REASON_CIRCUIT_OPEN
-                                 : rc == -ESHUTDOWN ? BR_REASON_SHUTTING_DOWN
-                                                    : BR_REASON_ERROR;
-            br_rs_answer_after_failure(r, nf->partition, nf->kind, full_hash, reason, res);
-            br_rs_count_answer(r, res);
+            *reason = br_rs_send_failure_reason(rc);
             br_rs_flight_free(nf);
             return 1;
         }
@@ -117,6 +170,8 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
         sent = true;
     }
     OPENSSL_cleanse(order, sizeof(order));
+    if (!sent)
+        *reason = BR_REASON_ERROR; /* cannot happen: order holds nf's prefix */
     return sent ? 0 : 1;
 }
 

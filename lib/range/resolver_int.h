@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal to the resolver (its contract is resolver.h): the state its files
  * share. resolver.c has the API, the flights table and the answers;
- * resolver_burst.c sends a real fetch and its decoys. Only these files
- * include this header. */
+ * resolver_burst.c sends a real fetch and its decoys (and a fetch again on
+ * the bulk lane). Only these files include this header. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,7 +18,9 @@ struct event;
 typedef struct waiter waiter;
 struct waiter {
     waiter *next;
+    br_lane lane;
     br_resolve_cb cb;
+    br_range_answer_cb rcb; /* set: a whole-range lookup (resolver_range.c); hash unused */
     void *ctx;
     uint8_t hash[32];
 };
@@ -33,18 +35,20 @@ struct flight {
     br_range_kind kind;
     uint32_t prefix20;
     bool conditional;
+    br_lane lane;          /* of its upstream request */
+    br_upstream_req *ureq; /* that request, while it is pending */
     waiter *head, **tail;
 };
 
 struct br_resolver {
     struct event_base *base;
     br_range_cache *cache;
-    br_upstream *up[3]; /* indexed by br_range_kind */
+    br_upstream *up[BR_RANGE_KIND_MAX + 1]; /* indexed by br_range_kind */
     int64_t ttl_s, max_stale_s;
     uint32_t decoys;
     uint8_t decoy_key[BR_DECOY_KEY_LEN];
-    const uint8_t *decoy_bitmap[3]; /* by kind; NULL: every prefix */
-    uint32_t decoy_pop[3];
+    const uint8_t *decoy_bitmap[BR_RANGE_KIND_MAX + 1]; /* by kind; NULL: every prefix */
+    uint32_t decoy_pop[BR_RANGE_KIND_MAX + 1];
     uint32_t flush_ms;
     size_t max_body;
     br_log_fn log;
@@ -74,13 +78,39 @@ void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kin
                                 const uint8_t *hash, const char *reason, br_resolve_result *res);
 /* Count an answer in the stats. */
 void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
+/* The kinds a resolver serves. */
+bool br_rs_kind_ok(br_range_kind kind);
+/* Count an UNKNOWN answer's reason. */
+void br_rs_count_unknown(br_resolver *r, const char *reason);
 
 /* ---- resolver_burst.c ---- */
 
 /* A flight with no waiter, not in the table; NULL when out of memory. */
-flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix);
+flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                         br_lane lane);
 /* Send nf (the real fetch, holding its first waiter) and its decoys, in a
- * random order. 0: nf is in flight; 1: nf could not be sent, *res holds the
- * answer made at once and nf is freed. */
+ * random order. 0: nf is in flight; 1: nf could not be sent: nf is freed (its
+ * waiter unanswered) and *reason (BR_REASON_*) says why. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
-                     const uint8_t *full_hash, br_resolve_result *res);
+                     const char **reason);
+/* f (out of the table) ended by the deadline of its interactive fetch:
+ * detach its interactive waiters (returned, in order, for the caller to
+ * answer) and send it again on the bulk lane for the others. *rc: 0, and f
+ * is in flight again; or br_upstream_fetch_lane's negative errno, and f
+ * still holds its bulk waiters. */
+waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
+/* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
+const char *br_rs_send_failure_reason(int rc);
+
+/* ---- resolver_range.c: the waiters of whole-range lookups ----
+ * A range waiter holds its prefix in the first bytes of its hash
+ * (br_range_prefix20 reads it back) and always waits on the interactive lane. */
+
+/* After a failure: a stored range within max_stale (allow_stale), else UNKNOWN reason. */
+void br_rs_range_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                               const waiter *w, const char *reason, bool allow_stale);
+/* From a range just fetched (fresh: everything but from_cache and stale set). */
+void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answer *fresh);
+/* From the cache, after a 304 touched the entry. */
+void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
+                            const waiter *w);

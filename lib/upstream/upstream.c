@@ -5,12 +5,14 @@
  * request lists and queue, the pump (slots and the token bucket), the backoff
  * and deadline timers, and ending a request.
  *
- * Life of a request (struct req):
+ * Life of a request (struct br_upstream_req):
  *   QUEUED  -- pump (slot and token) --> RUNNING -- done --> finish (callback)
  *   RUNNING -- retriable failure --> BACKOFF -- timer --> QUEUED (at the head)
- *   any state -- deadline timer --> finish(TIMEOUT)
- * Transfers are only ever started from the pump event, so br_upstream_fetch()
- * never starts one (or calls back) itself. */
+ *   any state -- deadline timer (interactive only) --> finish(TIMEOUT)
+ * A request is QUEUED on its lane's queue; a promotion moves it to the back
+ * of the interactive one. Transfers are only ever started from the pump
+ * event (upstream_pump.c), so br_upstream_fetch() never starts one (or calls
+ * back) itself. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +54,8 @@ const char *br_upstream_status_name(br_upstream_status s)
         return "circuit-open";
     case BR_UPSTREAM_CANCELLED:
         return "cancelled";
+    case BR_UPSTREAM_RATE_LIMITED:
+        return "rate-limited";
     }
     return "?";
 }
@@ -91,43 +95,51 @@ static void all_unlink(br_upstream *up, req *r)
     r->prev = r->next = NULL;
 }
 
-static void queue_push(br_upstream *up, req *r, bool at_head)
+void up_queue_push(br_upstream *up, req *r, bool at_head)
 {
+    up_queue *q = &up->q[r->lane];
     r->state = RQ_QUEUED;
     if (at_head) {
         r->qprev = NULL;
-        r->qnext = up->qhead;
-        if (up->qhead)
-            up->qhead->qprev = r;
+        r->qnext = q->head;
+        if (q->head)
+            q->head->qprev = r;
         else
-            up->qtail = r;
-        up->qhead = r;
+            q->tail = r;
+        q->head = r;
     } else {
         r->qnext = NULL;
-        r->qprev = up->qtail;
-        if (up->qtail)
-            up->qtail->qnext = r;
+        r->qprev = q->tail;
+        if (q->tail)
+            q->tail->qnext = r;
         else
-            up->qhead = r;
-        up->qtail = r;
+            q->head = r;
+        q->tail = r;
     }
-    up->st.queued++;
-    if (up->st.queued > up->st.queued_max)
+    if (r->lane == BR_LANE_BULK) {
+        if (++up->st.bulk_queued > up->st.bulk_queued_max)
+            up->st.bulk_queued_max = up->st.bulk_queued;
+    } else if (++up->st.queued > up->st.queued_max) {
         up->st.queued_max = up->st.queued;
+    }
 }
 
-static void queue_remove(br_upstream *up, req *r)
+void up_queue_remove(br_upstream *up, req *r)
 {
+    up_queue *q = &up->q[r->lane];
     if (r->qprev)
         r->qprev->qnext = r->qnext;
     else
-        up->qhead = r->qnext;
+        q->head = r->qnext;
     if (r->qnext)
         r->qnext->qprev = r->qprev;
     else
-        up->qtail = r->qprev;
+        q->tail = r->qprev;
     r->qprev = r->qnext = NULL;
-    up->st.queued--;
+    if (r->lane == BR_LANE_BULK)
+        up->st.bulk_queued--;
+    else
+        up->st.queued--;
 }
 
 void up_schedule_pump(br_upstream *up)
@@ -150,6 +162,7 @@ static void req_free(req *r)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
     free(r->body);
+    free(r->etag);
     free(r->etag_in);
     free(r->lm_in);
     free(r);
@@ -160,20 +173,9 @@ static void req_freep(req **r)
     req_free(*r);
 }
 
-/* Detach r from everything, call back, free. The transfer (if any) must
- * already be out of the multi handle. */
-void up_finish(req *r, br_upstream_status status)
+/* A final outcome in the stats. */
+static void count_outcome(br_upstream *up, br_upstream_status status)
 {
-    br_upstream *up = r->up;
-
-    if (r->state == RQ_QUEUED)
-        queue_remove(up, r);
-    else if (r->state == RQ_BACKOFF)
-        up->st.backoff--;
-    all_unlink(up, r);
-    event_del(r->deadline_ev);
-    event_del(r->backoff_ev);
-
     switch (status) {
     case BR_UPSTREAM_OK:
         up->st.ok++;
@@ -199,7 +201,29 @@ void up_finish(req *r, br_upstream_status status)
     case BR_UPSTREAM_CANCELLED:
         up->st.cancelled++;
         break;
+    case BR_UPSTREAM_RATE_LIMITED:
+        up->st.err_rate_limited++;
+        break;
     }
+}
+
+/* Detach r from everything, call back, free. The transfer (if any) must
+ * already be out of the multi handle. */
+void up_finish(req *r, br_upstream_status status)
+{
+    br_upstream *up = r->up;
+
+    if (r->state == RQ_QUEUED)
+        up_queue_remove(up, r);
+    else if (r->state == RQ_BACKOFF)
+        up->st.backoff--;
+    all_unlink(up, r);
+    if (r->deadline_ev)
+        event_del(r->deadline_ev);
+    if (r->backoff_ev)
+        event_del(r->backoff_ev);
+
+    count_outcome(up, status);
 
     if (status == BR_UPSTREAM_CANCELLED && !r->last_error[0])
         snprintf(r->last_error, sizeof(r->last_error), "cancelled");
@@ -216,8 +240,8 @@ void up_finish(req *r, br_upstream_status status)
         .http_status = r->http_status,
         .body = NULL,
         .body_len = 0,
-        .etag = r->etag,
-        .last_modified = r->last_modified,
+        .etag = r->etag ? r->etag : "",
+        .last_modified = r->last_modified ? r->last_modified : "",
         .max_age = r->max_age,
         .attempts = r->attempts,
         .error =
@@ -237,53 +261,7 @@ void up_finish(req *r, br_upstream_status status)
     req_free(r);
 }
 
-/* ---- the pump, backoff and deadline timers ---------------------------------- */
-
-static void refill_tokens(br_upstream *up, uint64_t now)
-{
-    if (up->rate <= 0)
-        return;
-    if (now > up->tokens_at_ns) {
-        up->tokens += (double)(now - up->tokens_at_ns) * up->rate / 1e9;
-        if (up->tokens > up->burst)
-            up->tokens = up->burst;
-    }
-    up->tokens_at_ns = now;
-}
-
-void up_pump_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    br_upstream *up = arg;
-    uint64_t now = br_now_ns();
-    refill_tokens(up, now);
-    while (up->qhead && up->st.inflight < up->max_inflight && !up->closing) {
-        if (up->rate > 0 && up->tokens < 1.0) {
-            double w = (1.0 - up->tokens) * 1e9 / up->rate;
-            uint64_t wait_ns = w < 3600e9 ? (uint64_t)w + 1 : (uint64_t)3600e9;
-            struct timeval tv = up_ns_to_tv(wait_ns);
-            event_add(up->pump_ev, &tv);
-            return;
-        }
-        req *r = up->qhead;
-        queue_remove(up, r);
-        r->state = RQ_BACKOFF; /* transient: not queued, not running */
-        up->st.backoff++;
-        int rc = up_start_transfer(up, r, now);
-        up->st.backoff--;
-        if (rc < 0) {
-            r->state = RQ_BACKOFF;
-            up->st.backoff++;
-            if (!r->last_error[0])
-                snprintf(r->last_error, sizeof(r->last_error), "cannot start: %s", strerror(-rc));
-            up_finish(r, BR_UPSTREAM_ERROR);
-            continue;
-        }
-        if (up->rate > 0)
-            up->tokens -= 1.0;
-    }
-}
+/* ---- backoff and deadline timers -------------------------------------------- */
 
 static void backoff_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -292,8 +270,29 @@ static void backoff_cb(evutil_socket_t fd, short what, void *arg)
     req *r = arg;
     br_upstream *up = r->up;
     up->st.backoff--;
-    queue_push(up, r, true);
+    up_queue_push(up, r, true);
     up_schedule_pump(up);
+}
+
+int up_arm_backoff(req *r, uint64_t wait_ns)
+{
+    if (!r->backoff_ev && !(r->backoff_ev = evtimer_new(r->up->base, backoff_cb, r)))
+        return -ENOMEM;
+    struct timeval tv = up_ns_to_tv(wait_ns);
+    return event_add(r->backoff_ev, &tv) < 0 ? -ENOMEM : 0;
+}
+
+static void deadline_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Start r's deadline timer: timeout_ms from now (0, or -ENOMEM). */
+static int arm_deadline(req *r, uint64_t now)
+{
+    br_upstream *up = r->up;
+    r->deadline_ns = now + up->timeout_ns;
+    if (!r->deadline_ev && !(r->deadline_ev = evtimer_new(up->base, deadline_cb, r)))
+        return -ENOMEM;
+    struct timeval tv = up_ns_to_tv(up->timeout_ns);
+    return event_add(r->deadline_ev, &tv) < 0 ? -ENOMEM : 0;
 }
 
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -312,7 +311,9 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
         snprintf(r->last_error, sizeof(r->last_error), "deadline passed while %s",
                  r->state == RQ_QUEUED ? "queued" : "waiting to retry");
     }
-    up_finish(r, BR_UPSTREAM_TIMEOUT);
+    /* Waited because the upstream asked it to: say so. */
+    bool limited = r->limited || r->saw_pause || br_now_ns() < up->pause_until_ns;
+    up_finish(r, limited ? BR_UPSTREAM_RATE_LIMITED : BR_UPSTREAM_TIMEOUT);
 }
 
 /* ---- public API ------------------------------------------------------------- */
@@ -330,10 +331,11 @@ static bool validator_ok(const char *v)
     return true;
 }
 
-int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
-                      const char *last_modified, br_upstream_cb cb, void *ctx)
+int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
+                           const char *last_modified, br_lane lane, br_upstream_cb cb, void *ctx,
+                           br_upstream_req **handle)
 {
-    if (!up || !cb || prefix20 > 0xFFFFF)
+    if (!up || !cb || prefix20 > 0xFFFFF || (lane != BR_LANE_INTERACTIVE && lane != BR_LANE_BULK))
         return -EINVAL;
     if (up->closing)
         return -ESHUTDOWN;
@@ -356,32 +358,67 @@ int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
     r->cb = cb;
     r->ctx = ctx;
     r->trial = trial;
+    r->lane = lane;
     r->max_age = -1;
-    r->deadline_ns = now + up->timeout_ns;
+    r->deadline_ns = UINT64_MAX;
+    r->saw_pause = now < up->pause_until_ns;
     if (validator_ok(etag) && !(r->etag_in = strdup(etag)))
         return -ENOMEM;
     if (validator_ok(last_modified) && !(r->lm_in = strdup(last_modified)))
         return -ENOMEM;
-    r->deadline_ev = evtimer_new(up->base, deadline_cb, r);
-    r->backoff_ev = evtimer_new(up->base, backoff_cb, r);
-    if (!r->deadline_ev || !r->backoff_ev)
-        return -ENOMEM;
-    struct timeval tv = up_ns_to_tv(up->timeout_ns);
-    if (event_add(r->deadline_ev, &tv) < 0)
+    if (lane == BR_LANE_INTERACTIVE && arm_deadline(r, now) < 0)
         return -ENOMEM;
 
     if (trial)
         up->trial_running = true;
     all_link(up, r);
-    queue_push(up, r, false);
+    up_queue_push(up, r, false);
     up->st.fetches++;
+    if (lane == BR_LANE_BULK)
+        up->st.bulk_fetches++;
     up_schedule_pump(up);
+    if (handle)
+        *handle = r;
     r = NULL;
     return 0;
 }
 
+int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
+                      const char *last_modified, br_upstream_cb cb, void *ctx)
+{
+    return br_upstream_fetch_lane(up, prefix20, etag, last_modified, BR_LANE_INTERACTIVE, cb, ctx,
+                                  NULL);
+}
+
+void br_upstream_promote(br_upstream *up, br_upstream_req *r)
+{
+    if (!up || !r || r->lane != BR_LANE_BULK || up->closing)
+        return;
+    bool queued = r->state == RQ_QUEUED;
+    if (queued)
+        up_queue_remove(up, r);
+    else if (r->state == RQ_RUNNING)
+        up->st.bulk_inflight--;
+    r->lane = BR_LANE_INTERACTIVE;
+    up->st.promoted++;
+    uint64_t now = br_now_ns();
+    r->saw_pause = r->saw_pause || now < up->pause_until_ns;
+    /* Without a timer (out of memory) it still goes first, only without a
+     * deadline of its own. */
+    if (arm_deadline(r, now) < 0)
+        r->deadline_ns = UINT64_MAX;
+    if (queued) {
+        up_queue_push(up, r, false);
+        up_schedule_pump(up);
+    }
+}
+
 void br_upstream_get_stats(br_upstream *up, br_upstream_stats *st)
 {
+    uint64_t now = br_now_ns();
+    up_rate_update(up, now);
     *st = up->st;
-    st->breaker = up_breaker_now(up, br_now_ns());
+    st->breaker = up_breaker_now(up, now);
+    st->rate_effective = up->rate;
+    st->pause_left_ms = now < up->pause_until_ns ? (up->pause_until_ns - now) / 1000000u : 0;
 }

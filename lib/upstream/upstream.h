@@ -35,17 +35,48 @@
  *  - body size: over max_body decoded bytes the transfer is aborted
  *    (BR_UPSTREAM_TOO_LARGE).
  *
+ * Lanes (docs/upstream.md "Lanes"): a fetch is interactive
+ * (br_upstream_fetch) or bulk (br_upstream_fetch_lane). Interactive fetches
+ * have the deadline above and always go first: a bulk fetch starts only when
+ * no interactive one is queued, draws from a token bucket of its own at
+ * bulk_share of the rate (and from the shared one, of which it leaves
+ * burst * (1 - bulk_share) tokens to interactive fetches), and uses at most
+ * bulk_share of max_inflight (at least one slot). A bulk fetch has no
+ * deadline: it waits in a FIFO queue of its own for as long as it takes (the
+ * caller bounds how many it queues); each of its attempts is bounded by
+ * timeout_ms, and it ends after max_attempts failed transfers like any other.
+ * br_upstream_promote() makes a pending bulk fetch interactive: it gets a
+ * deadline timeout_ms from then and goes to the back of the interactive
+ * queue.
+ *
  * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
  * a transport failure (connection refused or reset, DNS, TLS handshake,
- * truncated body) and an HTTP 5xx or 429 are retried up to max_attempts
- * transfers in all, after a jittered exponential backoff: attempt n waits a
+ * truncated body) and an HTTP 5xx (a 503 without Retry-After) are retried up
+ * to max_attempts failed transfers in all (rate-limited answers, below, do
+ * not count), after a jittered exponential backoff: attempt n waits a
  * uniform random time in [d/2, d], d = min(retry_max_ms, retry_base_ms *
  * 2^(n-1)). A retry that could not start before the deadline is not made: the
  * request ends with the last failure at once.
  *
+ * Rate limits of the upstream (docs/upstream.md "When the upstream asks to
+ * slow down"): a 429, or a 503 with Retry-After, is not a failure. Its
+ * request goes back to the head of its lane's queue without using up an
+ * attempt; Retry-After (delta-seconds or an HTTP-date, cut to max_pause_ms)
+ * pauses every new transfer until then; queued interactive requests whose
+ * deadline passes end with BR_UPSTREAM_RATE_LIMITED (so does any whose
+ * deadline passes after a rate-limited answer or a pause), bulk ones wait.
+ * A 429 also halves the effective rate (multiplicative decrease; not below
+ * min(rate, 1) per second; once for all the transfers started before the
+ * decrease), and its burst with it; it then climbs back linearly (additive
+ * increase, not while paused) to `rate`, from half of it in
+ * rate_recovery_ms. A half-open circuit's trial that is rate limited ends at
+ * once with BR_UPSTREAM_RATE_LIMITED, and closes the circuit.
+ *
  * Circuit breaker: breaker_threshold consecutive failed requests (final
- * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx/429 after its retries; any
- * other answer, 404 included, counts as success) open the circuit for
+ * outcome TIMEOUT, UNAVAILABLE, or an HTTP 5xx after its retries; any
+ * other answer, 404 included, counts as success; a request that ended
+ * before its first transfer, by its deadline in the queue, counts as
+ * neither) open the circuit for
  * breaker_cooldown_ms: queued and backing-off requests end with
  * BR_UPSTREAM_CIRCUIT_OPEN, and br_upstream_fetch() refuses at once with
  * -EHOSTDOWN. After the cool-down the circuit is half-open: the next fetch is
@@ -66,6 +97,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "lane.h"
 #include "util.h"
 
 struct event_base;
@@ -83,6 +115,9 @@ typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
 #define BR_UPSTREAM_DEFAULT_RETRY_MAX_MS 2000
 #define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
 #define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
+#define BR_UPSTREAM_DEFAULT_BULK_SHARE 0.5
+#define BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS 30000
+#define BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS 300000
 #define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
 
 /* Every field has a default for 0 / NULL. */
@@ -103,6 +138,10 @@ typedef struct br_upstream_config {
     const char *proxy;            /* NULL or "": libcurl's environment variables */
     const char *ca_file;          /* NULL or "": the system CA store */
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
+    double bulk_share;            /* the bulk lane's share of rate and max_inflight, (0, 1];
+                                   * 0: 0.5 */
+    uint32_t rate_recovery_ms;    /* after a 429, from half the rate back to it; 0: 30000 */
+    uint32_t max_pause_ms;        /* a longer Retry-After is cut to this; 0: 300000 */
     uint32_t h2_max_streams;      /* HTTP/2 streams per connection before another one is
                                    * opened; 0: libcurl's default (100) */
     br_log_fn log;                /* NULL: silent */
@@ -110,6 +149,8 @@ typedef struct br_upstream_config {
 } br_upstream_config;
 
 typedef struct br_upstream br_upstream;
+/* A pending fetch, for br_upstream_promote(): valid until its callback. */
+typedef struct br_upstream_req br_upstream_req;
 
 typedef enum br_upstream_status {
     BR_UPSTREAM_OK = 0,       /* HTTP 200 (or a file read): body holds the response */
@@ -122,6 +163,8 @@ typedef enum br_upstream_status {
     BR_UPSTREAM_TOO_LARGE,    /* body over max_body: aborted */
     BR_UPSTREAM_CIRCUIT_OPEN, /* the circuit opened while the request waited */
     BR_UPSTREAM_CANCELLED,    /* br_upstream_free() with the request pending */
+    BR_UPSTREAM_RATE_LIMITED, /* the deadline passed while the upstream asked to wait (429,
+                               * 503 with Retry-After; see "Rate limits"), or a trial got one */
 } br_upstream_status;
 
 typedef struct br_upstream_response {
@@ -157,9 +200,21 @@ typedef struct br_upstream_stats {
     uint64_t breaker_trips;
     uint64_t body_bytes; /* decoded body bytes received */
     uint32_t inflight;   /* transfers running now */
-    uint32_t queued;     /* waiting for a slot or a token */
+    uint32_t queued;     /* interactive fetches waiting for a slot or a token */
     uint32_t backoff;    /* waiting to retry */
     uint32_t queued_max; /* high-water mark of queued */
+    uint64_t bulk_fetches;    /* accepted fetches on the bulk lane */
+    uint64_t promoted;        /* bulk fetches made interactive */
+    uint32_t bulk_queued;     /* bulk fetches waiting for their turn */
+    uint32_t bulk_queued_max; /* high-water mark of bulk_queued */
+    uint32_t bulk_inflight;   /* transfers of bulk fetches running now */
+    uint64_t rate_limited;     /* answers 429, or 503 with Retry-After */
+    uint64_t err_rate_limited; /* final outcomes BR_UPSTREAM_RATE_LIMITED */
+    uint64_t rate_decreases;   /* halvings of the effective rate */
+    uint64_t pauses;           /* pauses a Retry-After started */
+    uint64_t paused_ms;        /* their length, added up */
+    uint64_t pause_left_ms;    /* of the pause now, 0 when none */
+    double rate_effective;     /* transfers per second now; < 0: unlimited */
     br_breaker_state breaker;
 } br_upstream_stats;
 
@@ -181,6 +236,15 @@ BR_DEFINE_FREEP(br_upstream, br_upstream_free)
  * -EINVAL, -ENOMEM. */
 int br_upstream_fetch(br_upstream *up, uint32_t prefix20, const char *etag,
                       const char *last_modified, br_upstream_cb cb, void *ctx);
+/* The same on a lane (br_upstream_fetch is the interactive lane). When
+ * handle is not NULL it is set to the fetch (on success), for
+ * br_upstream_promote(); it is valid until cb is called. */
+int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
+                           const char *last_modified, br_lane lane, br_upstream_cb cb, void *ctx,
+                           br_upstream_req **handle);
+/* Make a pending bulk fetch interactive (see "Lanes"); nothing for an
+ * interactive one. */
+void br_upstream_promote(br_upstream *up, br_upstream_req *h);
 
 /* The breaker state now (an open circuit whose cool-down is over reads
  * HALF_OPEN). */

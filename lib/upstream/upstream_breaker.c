@@ -29,7 +29,7 @@ static bool counts_as_failure(br_upstream_status s, long http)
     case BR_UPSTREAM_UNAVAILABLE:
         return true;
     case BR_UPSTREAM_ERROR:
-        return http >= 500 || http == 429;
+        return http >= 500;
     default:
         return false;
     }
@@ -45,29 +45,20 @@ static void breaker_trip(br_upstream *up, uint64_t now)
            "upstream circuit open after %u consecutive failures, cool-down %llu ms",
            up->consecutive_failures, (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
 
-    /* Everything not yet on the wire ends now. Collect first: the callbacks
-     * may call br_upstream_fetch() (refused, so the lists do not grow). */
+    /* Everything not yet on the wire ends now, bulk requests too. Collect
+     * first: the callbacks may call br_upstream_fetch() (refused, so the
+     * lists do not grow). */
     req *victims = NULL;
     for (req *r = up->all; r; r = r->next) {
         if (r->state == RQ_QUEUED || r->state == RQ_BACKOFF) {
-            r->qnext = victims; /* reuse of qnext: detached below */
+            r->vnext = victims;
             victims = r;
         }
     }
-    /* qnext was overwritten for queued ones: rebuild the queue as empty. */
-    for (req *r = victims; r; r = r->qnext) {
-        if (r->state == RQ_QUEUED)
-            up->st.queued--;
-        else
-            up->st.backoff--;
-        r->state = RQ_BACKOFF; /* neither queued nor running: up_finish() just unlinks */
-        up->st.backoff++;
-    }
-    up->qhead = up->qtail = NULL;
     while (victims) {
         req *r = victims;
-        victims = r->qnext;
-        r->qprev = r->qnext = NULL;
+        victims = r->vnext;
+        r->vnext = NULL;
         if (!r->last_error[0])
             snprintf(r->last_error, sizeof(r->last_error), "circuit open");
         up_finish(r, BR_UPSTREAM_CIRCUIT_OPEN);
@@ -78,6 +69,13 @@ static void breaker_trip(br_upstream *up, uint64_t now)
 void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
 {
     if (s == BR_UPSTREAM_CANCELLED || s == BR_UPSTREAM_CIRCUIT_OPEN) {
+        if (r->trial)
+            up->trial_running = false;
+        return;
+    }
+    if (r->attempts == 0) {
+        /* never sent (its deadline passed in the queue): no evidence; a
+         * trial's turn goes to the next fetch */
         if (r->trial)
             up->trial_running = false;
         return;

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Upstream fetcher: what a transfer keeps of the response headers libcurl
  * hands its header callback, one line at a time: the validators (ETag,
- * Last-Modified) and Cache-Control's max-age (br_upstream_response in
- * upstream.h). A pure function of the lines, so that it can be tested and
+ * Last-Modified), Cache-Control's max-age (br_upstream_response in
+ * upstream.h) and Retry-After (docs/upstream.md, "When the upstream asks to
+ * slow down"). A pure function of the lines, so that it can be tested and
  * fuzzed alone. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
 
 #include "upstream_int.h"
 
@@ -76,8 +81,29 @@ static void parse_cache_control(int64_t *max_age, const char *v, size_t len)
     }
 }
 
+/* Retry-After: delta-seconds or an HTTP-date (RFC 9110), as milliseconds
+ * from now (0 for a date already past); -1 when unreadable. */
+static int64_t parse_retry_after(const char *v, size_t len)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
+    if (strspn(buf, "0123456789") == len) {
+        if (len > 9)
+            return INT64_C(999999999) * 1000; /* far beyond any max_pause_ms */
+        return (int64_t)strtoll(buf, NULL, 10) * 1000;
+    }
+    time_t when = curl_getdate(buf, NULL);
+    if (when < 0)
+        return -1;
+    time_t now = time(NULL);
+    return when > now ? (int64_t)(when - now) * 1000 : 0;
+}
+
 void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
-                    int64_t *max_age)
+                    int64_t *max_age, int64_t *retry_after_ms)
 {
     const char *v;
     size_t vl;
@@ -85,11 +111,14 @@ void up_header_line(const char *line, size_t len, char *etag, char *last_modifie
         /* a new response (after a 100 Continue or a proxy's CONNECT) */
         etag[0] = last_modified[0] = '\0';
         *max_age = -1;
+        *retry_after_ms = -1;
     } else if (header_is(line, len, "etag", &v, &vl)) {
         copy_validator(etag, v, vl);
     } else if (header_is(line, len, "last-modified", &v, &vl)) {
         copy_validator(last_modified, v, vl);
     } else if (header_is(line, len, "cache-control", &v, &vl)) {
         parse_cache_control(max_age, v, vl);
+    } else if (header_is(line, len, "retry-after", &v, &vl)) {
+        *retry_after_ms = parse_retry_after(v, vl);
     }
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Internals of the upstream fetcher (upstream.h), shared by its files and
- * included by no other: upstream.c (fetch, the request lists and queue, the
- * pump, backoff and deadline timers, ending a request), upstream_setup.c
+ * included by no other: upstream.c (fetch and promote, the request lists and
+ * the lanes' queues, backoff and deadline timers, ending a request),
+ * upstream_pump.c (the pump: slots, lanes and token buckets), upstream_setup.c
  * (br_upstream_new and br_upstream_free), upstream_breaker.c (the circuit
  * breaker), upstream_transfer.c (one transfer: callbacks, response headers,
  * the easy-handle pool, classifying the outcome, retry or finish) and
@@ -28,37 +29,49 @@ typedef enum req_state {
     RQ_BACKOFF,
 } req_state;
 
-typedef struct req req;
-struct req {
+typedef struct br_upstream_req req;
+struct br_upstream_req {
     br_upstream *up;
     req *prev, *next;   /* every pending request (up->all) */
-    req *qprev, *qnext; /* the queue (RQ_QUEUED only) */
+    req *qprev, *qnext; /* its lane's queue (RQ_QUEUED only) */
+    req *vnext;         /* a list of requests being ended (the breaker's) */
     req_state state;
+    br_lane lane;
     uint32_t prefix20;
     bool trial; /* the half-open breaker's trial */
     char *etag_in, *lm_in;
     br_upstream_cb cb;
     void *ctx;
-    uint64_t deadline_ns;
-    uint32_t attempts;
-    struct event *deadline_ev;
-    struct event *backoff_ev;
+    uint64_t deadline_ns; /* UINT64_MAX on the bulk lane: none */
+    uint32_t attempts;    /* transfers started */
+    uint32_t limited;     /* ... answered 429, or 503 with Retry-After (not failures) */
+    bool saw_pause;       /* queued while the upstream was paused */
+    uint64_t started_ns;  /* of the current / last transfer */
+    struct event *deadline_ev; /* made when first needed */
+    struct event *backoff_ev;  /* made when first needed */
     CURL *easy;
     struct curl_slist *headers;
     /* the current / last attempt */
     char *body;
     size_t body_len, body_cap;
     bool too_large;
-    char etag[BR_UPSTREAM_VALIDATOR_MAX + 1];
-    char last_modified[BR_UPSTREAM_VALIDATOR_MAX + 1];
+    /* the response's validators, BR_UPSTREAM_VALIDATOR_MAX + 1 bytes each, in
+     * one block made with the first transfer (a queued request is small) */
+    char *etag, *last_modified;
     int64_t max_age;
     long http_status;
+    int64_t retry_after_ms; /* the response's Retry-After; -1: none or unreadable */
     br_upstream_status last_status;
     char last_error[96];
 };
 
 /* A socket libcurl asked us to watch; private to upstream_curl_event.c. */
 typedef struct sockctx sockctx;
+
+/* A FIFO of queued requests (one per lane). */
+typedef struct up_queue {
+    req *head, *tail;
+} up_queue;
 
 struct br_upstream {
     struct event_base *base;
@@ -85,7 +98,7 @@ struct br_upstream {
     void *log_ctx;
 
     req *all;
-    req *qhead, *qtail;
+    up_queue q[2]; /* indexed by br_lane */
     sockctx *socks;
     sockctx *spare_socks; /* unwatched, their events kept for reuse */
 
@@ -93,9 +106,21 @@ struct br_upstream {
     CURL **pool;
     uint32_t npool;
 
-    /* token bucket */
-    double tokens;
+    /* token buckets: the shared one (rate, burst) and the bulk lane's
+     * (rate and burst times bulk_share) */
+    double tokens, bulk_tokens;
     uint64_t tokens_at_ns;
+    double bulk_share;
+    uint32_t bulk_slots; /* transfers of bulk requests at most */
+
+    /* rate limits of the upstream (upstream.h "Rate limits"): rate and burst
+     * above are the effective ones, these the configured ones */
+    double rate_cfg, burst_cfg;
+    double rate_step;          /* additive increase, per ns */
+    uint64_t rate_at_ns;       /* the effective rate is up to date at this time */
+    uint64_t last_decrease_ns; /* of the effective rate */
+    uint64_t pause_until_ns;   /* no transfer starts before this */
+    uint64_t max_pause_ns;
 
     /* breaker */
     br_breaker_state breaker;
@@ -119,11 +144,31 @@ static inline struct timeval up_ns_to_tv(uint64_t ns)
 void up_log(br_upstream *up, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Run the pump (start what the limits allow) soon, from the event loop. */
 void up_schedule_pump(br_upstream *up);
-/* The pump event's callback (arg: the br_upstream). */
-void up_pump_cb(evutil_socket_t fd, short what, void *arg);
+/* Queue r on its lane, at the head (a retry) or the tail. */
+void up_queue_push(br_upstream *up, req *r, bool at_head);
+void up_queue_remove(br_upstream *up, req *r);
 /* Detach r from everything, call back, free. The transfer (if any) must
  * already be out of the multi handle. */
 void up_finish(req *r, br_upstream_status status);
+/* When r's deadline passes (UINT64_MAX on the bulk lane: never). */
+static inline uint64_t up_deadline(const req *r)
+{
+    return r->lane == BR_LANE_BULK ? UINT64_MAX : r->deadline_ns;
+}
+/* Arm r's backoff timer for wait_ns (0, or -ENOMEM). */
+int up_arm_backoff(req *r, uint64_t wait_ns);
+
+/* ---- upstream_pump.c -------------------------------------------------------- */
+
+/* The pump event's callback (arg: the br_upstream): start what the slots,
+ * the lanes, the token buckets and a pause allow. */
+void up_pump_cb(evutil_socket_t fd, short what, void *arg);
+/* Bring the effective rate up to date (additive increase) at now. */
+void up_rate_update(br_upstream *up, uint64_t now);
+/* r's transfer was answered 429, or 503 with Retry-After (r is out of the
+ * multi handle, in state BACKOFF): halve the rate (429), pause (Retry-After),
+ * and queue r again at the head of its lane, or end it (a trial). */
+void up_rate_limited(br_upstream *up, req *r);
 
 /* ---- upstream_breaker.c ----------------------------------------------------- */
 
@@ -150,9 +195,11 @@ void up_check_multi_info(br_upstream *up);
  * etag / last_modified (BR_UPSTREAM_VALIDATOR_MAX + 1 bytes each; "" for
  * a value that is empty, longer than BR_UPSTREAM_VALIDATOR_MAX or holds a
  * control byte); Cache-Control sets *max_age to its max-age in seconds, 0
- * for no-store or no-cache. Other lines change nothing. */
+ * for no-store or no-cache; Retry-After sets *retry_after_ms (seconds or an
+ * HTTP-date, as milliseconds from now; -1 when unreadable). Other lines
+ * change nothing. */
 void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
-                    int64_t *max_age);
+                    int64_t *max_age, int64_t *retry_after_ms);
 
 /* ---- upstream_curl_event.c -------------------------------------------------- */
 

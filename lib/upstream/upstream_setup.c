@@ -37,21 +37,9 @@ static int check_template(const char *t, br_upstream *up, br_error *err)
     return 0;
 }
 
-int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_upstream **out,
-                    br_error *err)
+/* The limits and retries of cfg, defaults for those left 0. */
+static int apply_limits(br_upstream *up, const br_upstream_config *cfg, br_error *err)
 {
-    if (!base || !cfg || !out)
-        return br_error_set(err, -EINVAL, "upstream: missing argument");
-    *out = NULL;
-
-    _cleanup_(br_upstream_freep) br_upstream *up = calloc(1, sizeof(*up));
-    if (!up)
-        return br_error_set(err, -ENOMEM, "upstream: out of memory");
-    up->base = base;
-    int rc = check_template(cfg->url_template, up, err);
-    if (rc < 0)
-        return rc;
-
     up->timeout_ns =
         (uint64_t)(cfg->timeout_ms ? cfg->timeout_ms : BR_UPSTREAM_DEFAULT_TIMEOUT_MS) * 1000000u;
     up->connect_timeout_ms =
@@ -63,12 +51,27 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
     up->rate = cfg->rate == 0 ? BR_UPSTREAM_DEFAULT_RATE : cfg->rate;
     if (isnan(up->rate))
         return br_error_set(err, -EINVAL, "upstream: rate is not a number");
+    up->bulk_share = cfg->bulk_share == 0 ? BR_UPSTREAM_DEFAULT_BULK_SHARE : cfg->bulk_share;
+    if (!(up->bulk_share > 0 && up->bulk_share <= 1))
+        return br_error_set(err, -EINVAL, "upstream: bulk_share must be in (0, 1]");
+    up->bulk_slots = (uint32_t)((double)up->max_inflight * up->bulk_share);
+    if (up->bulk_slots < 1)
+        up->bulk_slots = 1;
     if (up->rate > 0) {
         double b =
             cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
         up->burst = b < 1 ? 1 : b;
         up->tokens = up->burst;
+        up->bulk_tokens = BR_MAX(1.0, up->burst * up->bulk_share);
     }
+    up->rate_cfg = up->rate;
+    up->burst_cfg = up->burst;
+    uint32_t recovery_ms =
+        cfg->rate_recovery_ms ? cfg->rate_recovery_ms : BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS;
+    up->rate_step = up->rate / 2 / ((double)recovery_ms * 1e6);
+    up->max_pause_ns =
+        (uint64_t)(cfg->max_pause_ms ? cfg->max_pause_ms : BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS) *
+        1000000u;
     up->max_body = cfg->max_body ? cfg->max_body : BR_UPSTREAM_DEFAULT_MAX_BODY;
     up->max_attempts = cfg->max_attempts ? cfg->max_attempts : BR_UPSTREAM_DEFAULT_MAX_ATTEMPTS;
     up->retry_base_ms = cfg->retry_base_ms ? cfg->retry_base_ms : BR_UPSTREAM_DEFAULT_RETRY_BASE_MS;
@@ -81,6 +84,13 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
         (uint64_t)(cfg->breaker_cooldown_ms ? cfg->breaker_cooldown_ms
                                             : BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS) *
         1000000u;
+    return 0;
+}
+
+/* The template, proxy and CA file copied; the log; the random state and
+ * the token bucket's clock. */
+static int take_settings(br_upstream *up, const br_upstream_config *cfg, br_error *err)
+{
     up->no_padding = cfg->no_padding;
     up->log = cfg->log;
     up->log_ctx = cfg->log_ctx;
@@ -94,8 +104,14 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
         return br_error_set(err, -ENOMEM, "upstream: out of memory");
     if (getrandom(&up->rng, sizeof(up->rng), GRND_NONBLOCK) != (ssize_t)sizeof(up->rng))
         up->rng = br_now_ns() ^ (uint64_t)(uintptr_t)up;
-    up->tokens_at_ns = br_now_ns();
+    up->tokens_at_ns = up->rate_at_ns = br_now_ns();
+    return 0;
+}
 
+/* libcurl's multi handle on the event base: its socket and timer
+ * callbacks, HTTP/2 multiplexing, the connection cache. */
+static int start_curl(br_upstream *up, const br_upstream_config *cfg, br_error *err)
+{
     /* Thread-safe and reference counted in libcurl >= 7.84. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return br_error_set(err, -EIO, "upstream: curl_global_init failed");
@@ -105,8 +121,8 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
         curl_global_cleanup();
         return br_error_set(err, -EIO, "upstream: curl_multi_init failed");
     }
-    up->curl_timer = evtimer_new(base, up_curl_timer_event_cb, up);
-    up->pump_ev = evtimer_new(base, up_pump_cb, up);
+    up->curl_timer = evtimer_new(up->base, up_curl_timer_event_cb, up);
+    up->pump_ev = evtimer_new(up->base, up_pump_cb, up);
     if (!up->curl_timer || !up->pump_ev)
         return br_error_set(err, -ENOMEM, "upstream: event_new failed");
 
@@ -125,11 +141,30 @@ int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_u
 #if LIBCURL_VERSION_NUM >= 0x074300
     if (cfg->h2_max_streams)
         MSET(CURLMOPT_MAX_CONCURRENT_STREAMS, (long)cfg->h2_max_streams);
+#else
+    (void)cfg;
 #endif
 #undef MSET
     if (mc != CURLM_OK)
         return br_error_set(err, -EIO, "upstream: curl_multi_setopt: %s", curl_multi_strerror(mc));
+    return 0;
+}
 
+int br_upstream_new(struct event_base *base, const br_upstream_config *cfg, br_upstream **out,
+                    br_error *err)
+{
+    if (!base || !cfg || !out)
+        return br_error_set(err, -EINVAL, "upstream: missing argument");
+    *out = NULL;
+
+    _cleanup_(br_upstream_freep) br_upstream *up = calloc(1, sizeof(*up));
+    if (!up)
+        return br_error_set(err, -ENOMEM, "upstream: out of memory");
+    up->base = base;
+    int rc = check_template(cfg->url_template, up, err);
+    if (rc < 0 || (rc = apply_limits(up, cfg, err)) < 0 || (rc = take_settings(up, cfg, err)) < 0 ||
+        (rc = start_curl(up, cfg, err)) < 0)
+        return rc;
     *out = BR_TAKE_PTR(up);
     return 0;
 }

@@ -6,8 +6,10 @@
  * a backoff or finishing the request. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "config.h"
 #include "upstream_int.h"
@@ -45,7 +47,7 @@ static size_t header_cb(char *buffer, size_t size, size_t nitems, void *userdata
 {
     req *r = userdata;
     size_t n = size * nitems;
-    up_header_line(buffer, n, r->etag, r->last_modified, &r->max_age);
+    up_header_line(buffer, n, r->etag, r->last_modified, &r->max_age, &r->retry_after_ms);
     return n;
 }
 
@@ -151,12 +153,33 @@ static void easy_give(br_upstream *up, CURL *e)
         curl_easy_cleanup(e);
 }
 
+/* The connect and whole-transfer timeouts of r's next attempt (0: none). A
+ * bulk request has no deadline: each of its attempts gets timeout_ms. */
+static void attempt_limits(const br_upstream *up, const req *r, uint64_t now, uint64_t *connect_ms,
+                           uint64_t *attempt_ms)
+{
+    bool bulk = r->lane == BR_LANE_BULK;
+    uint64_t deadline = bulk ? now + up->timeout_ns : r->deadline_ns;
+    uint64_t remaining_ms = deadline > now ? (deadline - now) / 1000000u : 1;
+    if (remaining_ms == 0)
+        remaining_ms = 1;
+    *connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
+    *attempt_ms = up->attempt_timeout_ms ? BR_MIN(up->attempt_timeout_ms, remaining_ms)
+                  : bulk                 ? remaining_ms
+                                         : 0;
+}
+
 /* Set up and add the easy handle of the next attempt. */
 int up_start_transfer(br_upstream *up, req *r, uint64_t now)
 {
     _cleanup_free_ char *url = make_url(up, r->prefix20);
     if (!url)
         return -ENOMEM;
+    if (!r->etag) {
+        if (!(r->etag = malloc(2 * (BR_UPSTREAM_VALIDATOR_MAX + 1))))
+            return -ENOMEM;
+        r->last_modified = r->etag + BR_UPSTREAM_VALIDATOR_MAX + 1;
+    }
     if (!r->headers) {
         if (!up->no_padding && add_header(&r->headers, "Add-Padding", "true") < 0)
             return -ENOMEM;
@@ -177,10 +200,9 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
-    uint64_t remaining_ms = r->deadline_ns > now ? (r->deadline_ns - now) / 1000000u : 1;
-    if (remaining_ms == 0)
-        remaining_ms = 1;
-    uint64_t connect_ms = BR_MIN(up->connect_timeout_ms, remaining_ms);
+    bool bulk = r->lane == BR_LANE_BULK;
+    uint64_t connect_ms, attempt_ms;
+    attempt_limits(up, r, now, &connect_ms, &attempt_ms);
 
 #define SET(opt, val)                                                                              \
     do {                                                                                           \
@@ -194,8 +216,7 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     SET(CURLOPT_WRITEDATA, r);
     SET(CURLOPT_HEADERDATA, r);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
-    SET(CURLOPT_TIMEOUT_MS,
-        up->attempt_timeout_ms ? (long)BR_MIN(up->attempt_timeout_ms, remaining_ms) : 0L);
+    SET(CURLOPT_TIMEOUT_MS, (long)attempt_ms);
 #undef SET
     if (c != CURLE_OK) {
         easy_give(up, e);
@@ -209,6 +230,8 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     r->etag[0] = r->last_modified[0] = '\0';
     r->max_age = -1;
     r->http_status = 0;
+    r->retry_after_ms = -1;
+    r->started_ns = now;
 
     CURLMcode mc = curl_multi_add_handle(up->multi, e);
     if (mc != CURLM_OK) {
@@ -223,6 +246,8 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     if (r->attempts > 1)
         up->st.retries++;
     up->st.inflight++;
+    if (bulk)
+        up->st.bulk_inflight++;
     return 0;
 }
 
@@ -235,6 +260,8 @@ void up_stop_transfer(br_upstream *up, req *r)
     easy_give(up, r->easy);
     r->easy = NULL;
     up->st.inflight--;
+    if (r->lane == BR_LANE_BULK)
+        up->st.bulk_inflight--;
 }
 
 /* ---- a transfer done -------------------------------------------------------- */
@@ -266,7 +293,7 @@ static br_upstream_status classify(br_upstream *up, req *r, CURLcode code, bool 
         if (http == 304)
             return BR_UPSTREAM_NOT_MODIFIED;
         snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld", http);
-        *retriable = http >= 500 || http == 429;
+        *retriable = http >= 500;
         return BR_UPSTREAM_ERROR;
     }
 
@@ -316,20 +343,23 @@ static void transfer_done(br_upstream *up, req *r, CURLcode code)
     up->st.backoff++;
     r->last_status = s;
 
-    if (retriable && !r->trial && r->attempts < up->max_attempts) {
+    /* The upstream asks to slow down: not a failure (upstream.h "Rate limits"). */
+    if (s == BR_UPSTREAM_ERROR &&
+        (r->http_status == 429 || (r->http_status == 503 && r->retry_after_ms >= 0))) {
+        up_rate_limited(up, r);
+        return;
+    }
+    if (retriable && !r->trial && r->attempts - r->limited < up->max_attempts) {
         uint64_t d_ms = up->retry_base_ms;
-        for (uint32_t i = 1; i < r->attempts && d_ms < up->retry_max_ms; i++)
+        for (uint32_t i = 1; i < r->attempts - r->limited && d_ms < up->retry_max_ms; i++)
             d_ms *= 2;
         if (d_ms > up->retry_max_ms)
             d_ms = up->retry_max_ms;
         uint64_t d_ns = d_ms * 1000000u;
         uint64_t wait_ns = d_ns / 2 + (d_ns / 2 ? rng_next(up) % (d_ns / 2 + 1) : 0);
         uint64_t now = br_now_ns();
-        if (now + wait_ns + MIN_ATTEMPT_NS < r->deadline_ns) {
-            struct timeval tv = up_ns_to_tv(wait_ns);
-            event_add(r->backoff_ev, &tv);
+        if (now + wait_ns + MIN_ATTEMPT_NS < up_deadline(r) && up_arm_backoff(r, wait_ns) == 0)
             return;
-        }
     }
     up_finish(r, s);
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "url.h"
+#include "url_expr.h"
 
 #define MAX_HOSTS BR_URL_MAX_HOST_LABELS
 #define MAX_PATHS 6

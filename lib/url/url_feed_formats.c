@@ -105,7 +105,7 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-static void trim(const char **s, size_t *n)
+void br_fmt_trim(const char **s, size_t *n)
 {
     while (*n > 0 && is_blank(**s)) {
         (*s)++;
@@ -296,7 +296,7 @@ static void unbound_line(const char *s, size_t n, br_fmt_result *res)
         else if (s[i] == '#' && !quoted)
             n = i;
     }
-    trim(&s, &n);
+    br_fmt_trim(&s, &n);
     if (n == 0)
         return set_kind(res, BR_FMT_COMMENT);
     const char *colon = memchr(s, ':', n);
@@ -305,7 +305,7 @@ static void unbound_line(const char *s, size_t n, br_fmt_result *res)
     size_t kn = (size_t)(colon - s);
     const char *v = colon + 1;
     size_t vn = n - kn - 1;
-    trim(&v, &vn);
+    br_fmt_trim(&v, &vn);
     br_fmt_entry t[MAX_TOKENS];
     size_t nt = tokens(v, vn, t, MAX_TOKENS);
     if (kn == 6 && strncmp(s, "server", 6) == 0 && nt == 0)
@@ -418,7 +418,7 @@ static void rpz_line(br_fmt_state *st, const char *s, size_t n, br_fmt_result *r
     bool continued = st->paren > 0;
     n = rpz_cut(st, s, n);
     bool owner_given = n > 0 && !is_blank(s[0]);
-    trim(&s, &n);
+    br_fmt_trim(&s, &n);
     if (continued || n == 0) /* a record's continuation lines go with it */
         return set_kind(res, BR_FMT_COMMENT);
     br_fmt_entry t[MAX_TOKENS];
@@ -486,7 +486,7 @@ int br_fmt_line(br_fmt_state *st, const char *s, size_t n, uint64_t lineno, br_f
         rpz_line(st, s, n, res);
         return 0;
     }
-    trim(&s, &n);
+    br_fmt_trim(&s, &n);
     switch (st->format) {
     case BR_FEED_ADBLOCK:
         adblock_line(s, n, res);
@@ -521,7 +521,7 @@ br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_
     for (size_t i = 0; i < n; i++) {
         const char *s = lines[i];
         size_t len = lens[i];
-        trim(&s, &len);
+        br_fmt_trim(&s, &len);
         if (len == 0)
             continue;
         if (first && (s[0] == '{' || (s[0] == '[' && (len == 1 || s[1] == '{' || s[1] == ']' ||

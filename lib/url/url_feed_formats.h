@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the feed reader (url_feed.c): the blocklist formats beyond URL
+/* Inside the feed reader (url_feed_read.c): the blocklist formats beyond URL
  * lists, hosts files and domain lists. Each parser takes one line at a time
  * and says what it is: a comment, a rule skipped on purpose (counted by
  * kind), one or more entries (domains or URLs, which url_feed.c turns into
@@ -74,6 +74,9 @@ int br_fmt_line(br_fmt_state *st, const char *s, size_t n, uint64_t lineno, br_f
 /* At the end of the input: BR_FMT_BAD for a CSV record left open, else
  * BR_FMT_PENDING (nothing to count). */
 void br_fmt_finish(br_fmt_state *st, br_fmt_result *res);
+
+/* Blanks (spaces and tabs) cut off at both ends of s[0..*n). */
+void br_fmt_trim(const char **s, size_t *n);
 
 /* The format of these sample lines when one of the formats here is clearly
  * it, else BR_FEED_AUTO. *json: the PhishTank JSON form. */

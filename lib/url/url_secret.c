@@ -12,6 +12,7 @@
 #include <uninorm.h>
 
 #include "hash.h"
+#include "url_canon.h"
 #include "url_secret.h"
 
 #define FOLD_ROUNDS 8

@@ -48,7 +48,7 @@
 #include <stddef.h>
 
 #include "error.h"
-#include "url.h"
+#include "url_expr.h"
 
 #define BR_URL_SECRET_TEXT "secret-class data (e-mail address) is never indexed"
 #define BR_URL_ALL_SECRET_TEXT "every lookup expression of the URL holds an e-mail address"

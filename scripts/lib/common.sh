@@ -7,11 +7,13 @@ BREACHD_PACKAGES=(
   build-essential meson ninja-build pkg-config python3
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
+  libbrotli-dev  # brotli answers of the range endpoint (daemon/http_encode.c)
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   squid curl  # tests/integration/test_squid.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py
+  debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

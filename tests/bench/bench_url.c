@@ -43,7 +43,8 @@
 
 #include "error.h"
 #include "hash.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "urlfilter.h"
 #include "util.h"
 

@@ -9,19 +9,21 @@
  *   - no crash or sanitizer report;
  *   - the parser accepts exactly the lines of the grammar
  *       ID SP VERB [SP ARG] [CR], ID = 1..16 of [A-Za-z0-9._-], at most 8192
- *       bytes before the CR, VERB one of the six (case-sensitive), PW and URL
- *       with an argument and the others without, a PW argument of 40 hex
- *       digits, a URL argument of 1+ bytes with no space or control byte;
+ *       bytes before the CR, VERB one of the eight (case-sensitive), PW, NT,
+ *       URL and LANE with an argument and the others without, a PW argument of
+ *       40 hex digits, an NT argument of 32, a URL argument of 1+ bytes with no
+ *       space or control byte, a LANE argument "bulk" or "interactive";
  *   - a refusal has an error the daemon can answer with: a code among
  *     bad-request, bad-id, unknown-verb, line-too-long, a short printable
  *     text, and the id of the line when it starts with a valid one, else "-"
  *     (bad-id exactly when it does not; line-too-long exactly when over 8192
- *     bytes; unknown-verb only for a verb that is not one of the six); the
+ *     bytes; unknown-verb only for a verb that is not one of the seven); the
  *     answer br_format_error builds is that one line, also when truncated;
  *   - an accepted request has a valid id that starts the line, a verb in
  *     range whose name is on the line, an argument inside the line exactly
- *     for PW and URL, the decoded SHA-1 of a PW, and re-serialised (with and
- *     without CR, a PW also in lowercase hex) it parses to the same request;
+ *     for PW, NT, URL and LANE, the decoded hash of a PW or NT, the lane of a
+ *     LANE, and re-serialised (with and without CR, a PW also in lowercase
+ *     hex) it parses to the same request;
  *   - br_is_secret_class of a URL argument: true for mailto: in any case,
  *     false without an '@'. */
 #include <stdbool.h>
@@ -37,7 +39,7 @@
 #define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_check.h"
 
-static const char *const verbs[] = {"PING", "VERSION", "PW", "URL", "STATS", "RELOAD"};
+static const char *const verbs[] = {"PING", "VERSION", "PW", "URL", "STATS", "RELOAD", "NT", "LANE"};
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 static bool id_char(unsigned char c)
@@ -59,6 +61,7 @@ typedef struct ref {
     int verb;      /* index of the second token in verbs[], -1 when none */
     bool accept;   /* the whole line is a valid request */
     uint8_t sha1[20];
+    uint8_t nt[16];
 } ref;
 
 static void ref_parse(const char *s, size_t len, ref *r)
@@ -84,7 +87,8 @@ static void ref_parse(const char *s, size_t len, ref *r)
             r->verb = (int)k;
     if (r->verb < 0 || len > BR_PROTO_MAX_LINE)
         return;
-    bool takes_arg = r->verb == BR_VERB_PW || r->verb == BR_VERB_URL;
+    bool takes_arg = r->verb == BR_VERB_PW || r->verb == BR_VERB_URL || r->verb == BR_VERB_NT ||
+                     r->verb == BR_VERB_LANE;
     if (!takes_arg) {
         r->accept = vl == rest;
         return;
@@ -95,19 +99,26 @@ static void ref_parse(const char *s, size_t len, ref *r)
     size_t al = rest - vl - 1;
     if (al == 0)
         return;
-    if (r->verb == BR_VERB_PW) {
-        if (al != 40)
+    if (r->verb == BR_VERB_PW || r->verb == BR_VERB_NT) {
+        size_t digits = r->verb == BR_VERB_PW ? 40 : 32;
+        uint8_t *out = r->verb == BR_VERB_PW ? r->sha1 : r->nt;
+        if (al != digits)
             return;
-        for (size_t i = 0; i < 40; i++) {
+        for (size_t i = 0; i < digits; i++) {
             int hi = hexval((unsigned char)a[i]);
             if (hi < 0)
                 return;
             if (i & 1)
-                r->sha1[i / 2] |= (uint8_t)hi;
+                out[i / 2] |= (uint8_t)hi;
             else
-                r->sha1[i / 2] = (uint8_t)(hi << 4);
+                out[i / 2] = (uint8_t)(hi << 4);
         }
         r->accept = true;
+        return;
+    }
+    if (r->verb == BR_VERB_LANE) {
+        r->accept = (al == 4 && memcmp(a, "bulk", 4) == 0) ||
+                    (al == 11 && memcmp(a, "interactive", 11) == 0);
         return;
     }
     for (size_t i = 0; i < al; i++)
@@ -158,6 +169,8 @@ static void check_same(const br_request *a, const br_request *b)
     if (a->arg)
         CHECK(memcmp(a->arg, b->arg, a->arg_len) == 0);
     CHECK(memcmp(a->sha1, b->sha1, sizeof(a->sha1)) == 0);
+    CHECK(memcmp(a->nt, b->nt, sizeof(a->nt)) == 0);
+    CHECK(a->lane == b->lane);
 }
 
 static void check_reparse(const br_request *req)
@@ -250,7 +263,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *vn = br_verb_name(req.verb);
     CHECK(strcmp(vn, verbs[r.verb]) == 0);
     CHECK(memcmp(line + r.id_len + 1, vn, strlen(vn)) == 0);
-    if (req.verb == BR_VERB_PW || req.verb == BR_VERB_URL) {
+    if (req.verb == BR_VERB_PW || req.verb == BR_VERB_URL || req.verb == BR_VERB_NT ||
+        req.verb == BR_VERB_LANE) {
         CHECK(req.arg != NULL && req.arg_len >= 1);
         CHECK(req.arg >= line && req.arg + req.arg_len <= line + r.len);
         CHECK(req.arg == line + r.id_len + 1 + strlen(vn) + 1);
@@ -261,6 +275,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (req.verb == BR_VERB_PW) {
             CHECK(req.arg_len == 40);
             CHECK(memcmp(req.sha1, r.sha1, 20) == 0);
+        } else if (req.verb == BR_VERB_NT) {
+            CHECK(req.arg_len == 32);
+            CHECK(memcmp(req.nt, r.nt, 16) == 0);
+        } else if (req.verb == BR_VERB_LANE) {
+            CHECK(strlen(br_lane_name(req.lane)) == req.arg_len &&
+                  memcmp(br_lane_name(req.lane), req.arg, req.arg_len) == 0);
         } else {
             bool secret = br_is_secret_class(req.arg, req.arg_len);
             if (req.arg_len >= 7 && strncasecmp(req.arg, "mailto:", 7) == 0)

@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char etag[BR_UPSTREAM_VALIDATOR_MAX + 1] = "";
     char lm[BR_UPSTREAM_VALIDATOR_MAX + 1] = "";
-    int64_t max_age = -1;
+    int64_t max_age = -1, retry_after_ms = -1;
     model m = {.max_age = -1};
     const char *p = (const char *)data, *end = p + size;
     while (p < end) {
@@ -149,7 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *line = malloc(len);
         CHECK(line);
         memcpy(line, p, len);
-        up_header_line(line, len, etag, lm, &max_age);
+        up_header_line(line, len, etag, lm, &max_age, &retry_after_ms);
+        CHECK(retry_after_ms >= -1);
         model_line(&m, line, len);
         free(line);
         check_validator(etag);

@@ -21,7 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_secret.h"
 
 #define FUZZ_NAME "fuzz_url"

@@ -1,12 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""Shared harness of the breachd daemon integration tests.
+"""The harness of the Python integration tests (the daemon, client, URL,
+hooks, hygiene, Squid and CLI tests; the PAM tests through pamtest.py, which
+adds their fixtures on top of it).
 
 Every test runs real processes (breachd, breachctl, nginx, faultserver) in a
-fresh directory under one mkdtemp() directory, talks to them only over Unix
-sockets and 127.0.0.1, and stops every process it started. Standard library
-only. A script registers its tests with @test and calls main(); it prints one
-line per test and a final "N passed, M failed" line, and exits non-zero when a
-test failed (77, meson's "skipped", when every test skipped).
+fresh directory under one temporary directory of the run (tempdir()), talks
+to them only over Unix sockets and 127.0.0.1, and stops every process it
+started. Standard library only. A script registers its tests with @test and
+calls main() (with the options, setup and teardown of its own, if any); it
+prints one line per test and a final "N passed, M failed, K skipped" line,
+and exits non-zero when a test failed (77, meson's "skipped", when every
+test skipped or the setup skipped). The shared helpers: check/eq/wait_for,
+Ctx (a test's directory, processes, config, daemons), nginx() (an nginx
+serving one server block), wait_port(), free_port(), the demo corpus, and
+the protocol client of protoclient.py.
 """
 import argparse
 import ctypes
@@ -23,6 +30,10 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The protocol client, re-exported: dtest.Client, dtest.Timeout, dtest.parse_stats.
+from protoclient import Client, Timeout, parse_stats  # noqa: E402,F401
+
 ARGS = None
 TESTS = []
 ROOT = None  # the mkdtemp() directory of this run
@@ -38,10 +49,6 @@ TEST_TIMEOUT_S = 90 * SLOW  # per test, also under ASan
 
 class Skip(Exception):
     """Raise to skip the running test (counted and reported as skipped)."""
-
-
-class Timeout(Exception):
-    pass
 
 
 def test(fn):
@@ -141,11 +148,12 @@ def base_env(extra=None):
 
 
 class Ctx:
-    """One test's directory and processes."""
+    """One test's directory (ROOT/dirname, by default its name) and
+    processes."""
 
-    def __init__(self, name):
+    def __init__(self, name, dirname=None):
         self.name = name
-        self.dir = os.path.join(ROOT, name)
+        self.dir = os.path.join(ROOT, dirname or name)
         os.mkdir(self.dir)
         self.procs = []
         self.daemons = []
@@ -201,31 +209,12 @@ class Ctx:
         return int(line)
 
     def nginx(self, mirror, location=None):
-        """nginx serving mirror/PREFIX.txt at /range/PREFIX; returns the port.
-        location: another location block (its text) instead."""
+        """nginx serving mirror/PREFIX.txt at /range/PREFIX (its files in
+        the test's nginx/); returns the port. location: another location
+        block (its text) instead."""
         if location is None:
             location = "location /range/ { alias %s/; try_files $uri.txt =404; }" % mirror
-        if not os.path.exists("/usr/sbin/nginx"):
-            raise Skip("nginx is not installed")
-        d = self.path("nginx")
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
-        for attempt in range(5):
-            port = free_port()
-            conf = os.path.join(d, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(NGINX_CONF % dict(dir=d, port=port, location=location))
-            p = self.spawn(["/usr/sbin/nginx", "-p", d, "-e", d + "/error.log", "-c", conf],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            end = time.monotonic() + 5
-            while time.monotonic() < end and p.poll() is None:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    return port
-                except OSError:
-                    time.sleep(0.02)
-            p.kill()
-            p.wait()
-        raise AssertionError("nginx did not start (see %s/error.log)" % d)
+        return nginx(self, "nginx", location)
 
     def config(self, name="breachd.conf", socket_path=None, **sections):
         """Write a config. sections: daemon={...}, passwords={...}, ... merged
@@ -235,6 +224,7 @@ class Ctx:
                        # RELOAD is for root by default; a non-root run is its own admin.
                        "admin_users": "root" if os.getuid() == 0 else str(os.getuid())},
             "passwords": {"filter": "", "upstream": ""},
+            "ntlm": {"upstream": ""},  # the default is HIBP: tests never leave the host
             "cache": {"path": self.path("cache")},
         }
         for sec, kv in sections.items():
@@ -257,6 +247,7 @@ class Ctx:
         return d
 
 
+NGINX = "/usr/sbin/nginx"
 NGINX_CONF = """daemon off;
 master_process off;
 worker_processes 1;
@@ -273,10 +264,46 @@ http {
     default_type text/plain;
     server {
         listen 127.0.0.1:%(port)d;
-        %(location)s
+        %(server)s
     }
 }
 """
+
+
+def nginx(ctx, name, server):
+    """An nginx of ctx (stopped with the test) on a free port of 127.0.0.1,
+    its config, logs (error.log, access.log) and temp files in ctx's
+    directory NAME, serving one server block whose lines (after listen) are
+    server; returns the port. Skips the test when nginx is not installed."""
+    if not os.path.exists(NGINX):
+        raise Skip("nginx is not installed")
+    d = ctx.path(name)
+    os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+    conf = os.path.join(d, "nginx.conf")
+    for attempt in range(5):  # a port taken between free_port() and nginx
+        port = free_port()
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF % dict(dir=d, port=port, server=server))
+        p = ctx.spawn([NGINX, "-p", d, "-e", d + "/error.log", "-c", conf],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if wait_port(port, p, 5):
+            return port
+        p.kill()
+        p.wait()
+    raise AssertionError("nginx did not start (see %s/error.log)" % d)
+
+
+def wait_port(port, proc, timeout):
+    """True once 127.0.0.1:port accepts a connection; False when proc exits
+    or timeout seconds pass first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.02)
+    return False
 
 
 def free_port():
@@ -371,89 +398,6 @@ def conf_socket(conf):
     raise AssertionError("no socket in " + conf)
 
 
-class Client:
-    """A protocol client with line buffering."""
-
-    def __init__(self, path=None, timeout=10, sock=None):
-        if sock is None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(path)
-            except OSError:
-                sock.close()
-                raise
-        self.s = sock
-        self.timeout = timeout
-        self.buf = b""
-
-    def close(self):
-        self.s.close()
-
-    def send(self, data):
-        if isinstance(data, str):
-            data = data.encode()
-        self.s.sendall(data)
-
-    def line(self, timeout=None):
-        """The next response line (str, without LF); None at EOF."""
-        end = time.monotonic() + (timeout or self.timeout)
-        while b"\n" not in self.buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise Timeout("no response line within %.1fs (have %r)" % (
-                    timeout or self.timeout, self.buf[:200]))
-            self.s.settimeout(left)
-            try:
-                chunk = self.s.recv(65536)
-            except socket.timeout:
-                continue
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                if self.buf:
-                    raise AssertionError("EOF after a partial line %r" % self.buf[:200])
-                return None
-            self.buf += chunk
-        ln, self.buf = self.buf.split(b"\n", 1)
-        return ln.decode(errors="replace")
-
-    def lines(self, n, timeout=None):
-        out = []
-        for _ in range(n):
-            ln = self.line(timeout)
-            if ln is None:
-                raise AssertionError("EOF after %d of %d lines: %r" % (len(out), n, out))
-            out.append(ln)
-        return out
-
-    def ask(self, req, timeout=None):
-        """Send one request line and return its (only) answer."""
-        self.send(req + "\n")
-        ln = self.line(timeout)
-        if ln is None:
-            raise AssertionError("EOF instead of an answer to %r" % req)
-        return ln
-
-    def expect_eof(self, timeout=5):
-        ln = self.line(timeout)
-        if ln is not None:
-            raise AssertionError("expected EOF, got %r" % ln)
-
-    def stats(self):
-        ln = self.ask("st STATS")
-        check(ln.startswith("st STATS "), "bad STATS answer %r" % ln)
-        return parse_stats(ln[len("st STATS "):])
-
-
-def parse_stats(text):
-    out = {}
-    for kv in text.split():
-        k, v = kv.split("=", 1)
-        out[k] = int(v) if v.isdigit() else v
-    return out
-
-
 # ---- shared data ------------------------------------------------------------
 
 class Corpus:
@@ -538,70 +482,102 @@ def write_range(mirror, entries):
 
 # ---- the runner -------------------------------------------------------------
 
+def tempdir(prefix, parent=None, mode=None):
+    """A new directory under parent (default $TMPDIR, else /tmp) named
+    PREFIXxxxxxxxx; mode: its permissions (default 0700)."""
+    parent = parent or os.environ.get("TMPDIR") or "/tmp"
+    d = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    if mode is not None:
+        os.chmod(d, mode)
+    return d
+
+
 def _alarm(signum, frame):
     raise Timeout("test took longer than %ds" % TEST_TIMEOUT_S)
 
 
-def main():
-    global ARGS, ROOT
+def _parse_args(options):
     ap = argparse.ArgumentParser()
     ap.add_argument("--breachd", required=True)
     ap.add_argument("--breachctl", required=True)
-    ap.add_argument("--faultserver", required=True)
+    ap.add_argument("--faultserver")
     ap.add_argument("--source-root", required=True)
+    for name, kw in (options or {}).items():
+        ap.add_argument(name, **kw)
     ap.add_argument("--keep", action="store_true", help="keep the temp directory")
     ap.add_argument("only", nargs="*", help="run only tests whose name contains one of these")
-    ARGS = ap.parse_args()
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    ROOT = tempfile.mkdtemp(prefix="breachd-dt.", dir=tmp)
+    return ap.parse_args()
+
+
+def _run_one(fn, new_ctx):
+    """Run one test: "ok", "FAIL" or "SKIP (why)"."""
+    ctx = new_ctx(fn.__name__)
+    signal.alarm(TEST_TIMEOUT_S)
+    try:
+        fn(ctx)
+        return "ok"
+    except Skip as e:
+        return "SKIP (%s)" % e
+    except BaseException as e:  # noqa: B902 - report everything, go on
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        print("---- %s failed:" % fn.__name__)
+        traceback.print_exc(file=sys.stdout)
+        for d in getattr(ctx, "daemons", ()):
+            try:
+                print("---- breachd log (%s), last lines:\n%s" % (d.log_path, d.log()[-3000:]))
+            except OSError:
+                pass
+        return "FAIL"
+    finally:
+        signal.alarm(0)
+        ctx.cleanup()
+
+
+def run(options=None, setup=None, teardown=None, new_ctx=Ctx, prefix="breachd-dt.",
+        parent=None, mode=None):
+    """Parse the arguments (the common ones and options {"--name": argparse
+    keywords}), make ROOT (tempdir(prefix, parent, mode)), call setup() (a
+    Skip there skips the whole run), run every registered test in a context
+    new_ctx(name), then teardown() (also after an exception), which returns
+    the number of failures it found. Returns the exit status."""
+    global ARGS, ROOT
+    ARGS = _parse_args(options)
+    ROOT = tempdir(prefix, parent, mode)
     signal.signal(signal.SIGALRM, _alarm)
-    passed = failed = skipped = 0
+    counts = {"ok": 0, "FAIL": 0, "SKIP": 0}
     t_all = time.monotonic()
     try:
-        for fn in TESTS:
-            name = fn.__name__
-            if ARGS.only and not any(o in name for o in ARGS.only):
-                continue
-            ctx = Ctx(name)
+        if setup:
             t0 = time.monotonic()
-            signal.alarm(TEST_TIMEOUT_S)
             try:
-                fn(ctx)
-                status = "ok"
+                setup()
             except Skip as e:
-                status = "SKIP (%s)" % e
-            except BaseException as e:  # noqa: B902 - report everything, go on
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                status = "FAIL"
-                print("---- %s failed:" % name)
-                traceback.print_exc(file=sys.stdout)
-                for d in ctx.daemons:
-                    try:
-                        print("---- breachd log (%s), last lines:\n%s" % (d.log_path,
-                                                                        d.log()[-3000:]))
-                    except OSError:
-                        pass
-            finally:
-                signal.alarm(0)
-                ctx.cleanup()
-            if status == "ok":
-                passed += 1
-            elif status == "FAIL":
-                failed += 1
-            else:
-                skipped += 1
-            print("%-44s %-6s %5.2fs" % (name, status if len(status) < 6 else status,
-                                         time.monotonic() - t0), flush=True)
+                print("SKIP: %s" % e)
+                return 77
+            print("%-44s %-6s %5.2fs" % ("(setup)", "ok", time.monotonic() - t0), flush=True)
+        for fn in TESTS:
+            if ARGS.only and not any(o in fn.__name__ for o in ARGS.only):
+                continue
+            t0 = time.monotonic()
+            status = _run_one(fn, new_ctx)
+            counts[status.split()[0]] += 1
+            print("%-44s %-6s %5.2fs" % (fn.__name__, status, time.monotonic() - t0), flush=True)
     finally:
+        if teardown:
+            counts["FAIL"] += teardown()
         if ARGS.keep:
             print("temp directory kept: %s" % ROOT)
         else:
             shutil.rmtree(ROOT, ignore_errors=True)
-    print("total %.1fs%s" % (time.monotonic() - t_all, ", %d skipped" % skipped if skipped else ""))
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    if failed:
-        sys.exit(1)
-    if skipped and not passed:
-        sys.exit(77)
-    sys.exit(0)
+    print("total %.1fs" % (time.monotonic() - t_all))
+    print("%d passed, %d failed, %d skipped" % (counts["ok"], counts["FAIL"], counts["SKIP"]),
+          flush=True)
+    if counts["FAIL"]:
+        return 1
+    return 77 if counts["SKIP"] and not counts["ok"] else 0
+
+
+def main(**kw):
+    """run(**kw), then exit with its status."""
+    sys.exit(run(**kw))

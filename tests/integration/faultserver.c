@@ -31,7 +31,14 @@
  *   notfound   404
  *   fail       503
  *   flaky      503 to the first request of each prefix, then the ok body
+ *   slowfirst  sleeps 3 s before the ok body on the first request of each
+ *              prefix, then answers at once
  *   sw         503 while STATEDIR/down exists, else the ok body
+ *   limit      while STATEDIR/limit exists, the answer it describes: its
+ *              first line "STATUS [COUNT [DELAY_MS]]", the next ones header
+ *              lines (e.g. "Retry-After: 2"); with COUNT, the file goes after
+ *              COUNT answers (counted when a request arrives); DELAY_MS: wait
+ *              that long before answering. Else the ok body
  *   close      reads the request and closes without a word
  *   chaos      (downloader tests) by prefix P and the number of its request N:
  *              N=1: P%4==0 503, P%4==1 reset as above, P%4==2 close, P%4==3 ok;
@@ -57,6 +64,7 @@
 static const char *state_dir;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned flaky_seen[1 << 20 >> 5]; /* one bit per prefix */
+static unsigned slow_seen[1 << 20 >> 5];  /* one bit per prefix */
 static unsigned char chaos_count[1 << 20];   /* requests per prefix, saturating */
 
 static bool send_all(int fd, const void *buf, size_t len)
@@ -133,6 +141,48 @@ static void log_request(const char *mode, const char *prefix, const char *req)
         fclose(f);
     }
     pthread_mutex_unlock(&lock);
+}
+
+/* Mode "limit": the status and header lines STATEDIR/limit asks for now
+ * (0: none) and the delay before the answer, counting its answers down. */
+static int limit_answer(char *extra, size_t cap, long *delay_ms)
+{
+    char path[4096], text[2048];
+    snprintf(path, sizeof(path), "%s/limit", state_dir);
+    extra[0] = '\0';
+    pthread_mutex_lock(&lock);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[n] = '\0';
+    int status = 0;
+    long count = -1;
+    *delay_ms = 0;
+    char *rest = strchr(text, '\n');
+    if (f && sscanf(text, "%d %ld %ld", &status, &count, delay_ms) >= 1) {
+        size_t used = 0;
+        char *save = NULL;
+        for (char *l = rest ? strtok_r(rest + 1, "\n", &save) : NULL; l;
+             l = strtok_r(NULL, "\n", &save))
+            used += (size_t)snprintf(extra + used, cap - used, "%s\r\n", l);
+        if (count == 1) {
+            unlink(path);
+        } else if (count > 1) {
+            FILE *w = fopen(path, "w");
+            if (w) {
+                fprintf(w, "%d %ld %ld\n", status, count - 1, *delay_ms);
+                for (char *l = extra; *l;) {
+                    char *e = strstr(l, "\r\n");
+                    fprintf(w, "%.*s\n", (int)(e - l), l);
+                    l = e + 2;
+                }
+                fclose(w);
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return status;
 }
 
 static void big_lines(char *buf, size_t cap, size_t *len)
@@ -287,6 +337,27 @@ static bool serve(int fd, const char *req)
         pthread_mutex_unlock(&lock);
         if (first)
             return respond(fd, 503, "Service Unavailable", NULL, "busy\n", 5);
+        return respond(fd, 200, "OK", NULL, body, blen);
+    }
+    if (!strcmp(mode, "limit")) {
+        char extra[1024];
+        long delay_ms;
+        int status = limit_answer(extra, sizeof(extra), &delay_ms);
+        if (delay_ms > 0)
+            usleep((useconds_t)delay_ms * 1000);
+        if (status)
+            return respond(fd, status, status == 429 ? "Too Many Requests" : "Unavailable", extra,
+                           "slow down\n", 10);
+        return respond(fd, 200, "OK", NULL, body, blen);
+    }
+    if (!strcmp(mode, "slowfirst")) {
+        unsigned p = (unsigned)strtoul(prefix, NULL, 16) & 0xFFFFF;
+        pthread_mutex_lock(&lock);
+        bool first = !(slow_seen[p >> 5] & (1u << (p & 31)));
+        slow_seen[p >> 5] |= 1u << (p & 31);
+        pthread_mutex_unlock(&lock);
+        if (first)
+            sleep(3);
         return respond(fd, 200, "OK", NULL, body, blen);
     }
     if (!strcmp(mode, "sw")) {

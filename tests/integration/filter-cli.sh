@@ -161,6 +161,45 @@ contains "$tmp/err" "bad magic" "magic reason"
 expect 2 "query refused file" "$ctl" filter query "$tmp/trunc" "$pw_hash"
 expect 2 "info refused file" "$ctl" filter info "$tmp/trunc"
 
+# --- info --force: what a refused file's header says, every value marked
+# unverified; still exit 2. Not with --force: nothing on stdout.
+cp "$tmp/e.bfuse" "$tmp/hdr"
+printf 'X' | dd of="$tmp/hdr" bs=1 seek=140 conv=notrunc status=none # in the source text
+expect 2 "info damaged header" "$ctl" filter info "$tmp/hdr"
+[ -s "$tmp/out" ] && bad "info printed a damaged header: $(cat "$tmp/out")" || ok
+expect 2 "info --force damaged header" "$ctl" filter info --force "$tmp/hdr"
+contains "$tmp/err" "header checksum mismatch" "damaged header reason"
+contains "$tmp/out" "UNVERIFIED: this file failed its checks" "unverified heading"
+contains "$tmp/out" "header checksum mismatch" "reason in the unverified output"
+contains "$tmp/out" "unverified kind:                 password-sha1 (1)" "unverified kind"
+contains "$tmp/out" "unverified generation:           7" "unverified generation"
+contains "$tmp/out" '"testXsource"' "unverified source, as stored"
+contains "$tmp/out" "(does NOT match the header's bytes" "header checksum verdict"
+grep -Eq '^(kind|generation|keys):' "$tmp/out" && bad "an unverified value without its mark" || ok
+expect 2 "info --force truncated body" "$ctl" filter info "$tmp/trunc" --force
+contains "$tmp/out" "truncated" "truncation reason in the unverified output"
+contains "$tmp/out" "unverified keys:                 2" "unverified keys"
+contains "$tmp/out" "(matches the header's bytes)" "intact header of a truncated file"
+head -c 100 "$tmp/a.bfuse" >"$tmp/head100"
+expect 2 "info --force short file" "$ctl" filter info --force "$tmp/head100"
+contains "$tmp/out" "unverified payload size:" "fields within the 100 bytes"
+contains "$tmp/out" "params and every field after it (the file holds 100 of the header's 512 bytes)" \
+  "fields past the end named"
+expect 2 "info --force not a filter" "$ctl" filter info --force "$tmp/zeros"
+contains "$tmp/out" '"\x00\x00\x00\x00\x00\x00\x00\x00" (not a breachd filter file)' "foreign magic"
+printf 'example.test\n' >"$tmp/domains.txt"
+expect 0 "url filter for --force" "$ctl" filter build --kind url-sha256 --output "$tmp/u.bbf" \
+  --input "$tmp/domains.txt"
+usize=$(stat -c %s "$tmp/u.bbf")
+head -c $((usize - 64)) "$tmp/u.bbf" >"$tmp/u-trunc.bbf"
+expect 2 "info --force url filter, truncated" "$ctl" filter info --force "$tmp/u-trunc.bbf"
+contains "$tmp/out" "unverified kind:                 url-sha256 (2)" "url kind, unverified"
+contains "$tmp/out" "unverified algorithm:            blocked-bloom (2)" "url algorithm, unverified"
+expect 0 "info --force intact" "$ctl" filter info --force "$tmp/e.bfuse"
+contains "$tmp/out" "generation:        7" "intact file: the verified header"
+grep -q UNVERIFIED "$tmp/out" && bad "an intact file marked unverified" || ok
+expect 2 "verify takes no --force" "$ctl" filter verify --force "$tmp/e.bfuse"
+
 # --- fixtures stay readable
 for f in "$src"/data/fixtures/*.bfuse; do
   expect 0 "verify fixture $(basename "$f")" "$ctl" filter verify "$f"

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Harness of the pam_breachd.so tests (the tests are in
-test_pam.py, which runs main() here): pamtester runs PAM under pam_wrapper
-(LD_PRELOAD=libpam_wrapper.so, PAM_WRAPPER_SERVICE_DIR = service files
-written here), with pam_matrix.so as the module that stores the password,
+"""The fixtures of the pam_breachd.so tests (the tests are in test_pam.py,
+which runs main() here; the harness is dtest.py): pamtester runs PAM under
+pam_wrapper (LD_PRELOAD=libpam_wrapper.so, PAM_WRAPPER_SERVICE_DIR = service
+files written here), with pam_matrix.so as the module that stores the password,
 and a real breachd on a temp socket (demo corpus, filter, file:// mirror).
 Password prompts are answered from pamtester's stdin.
 
@@ -19,37 +19,34 @@ Password prompts are answered from pamtester's stdin.
   * pam_syslog() lines reach stderr through pam_wrapper
     (PAM_WRAPPER_DEBUGLEVEL=2, no trace level: that one prints PAM items).
 
-setup() makes everything the tests share, once per run under one mkdtemp()
-directory: the corpus and its filter, breachd with the mirror (GOOD) and
+setup() makes everything the tests share, once per run under the run's
+directory (dtest.tempdir(), world-readable: the user_enforced tests run as
+another user): the corpus and its filter, breachd with the mirror (GOOD) and
 without it (NOMIRROR), fake daemons (FAKES: "err", "close", "hang"). Ctx is
 one test's service directory and pam_matrix password file; chauthtok() runs
 pamtester and collects every pam_syslog line and every password typed for
-the leak check (test_pam.py's no_secrets_in_logs). main() exits 0 when every
-test passed, 1 when one failed, 77 when the tools are missing (pamtester,
-libpam-wrapper, john-data). Standard library only.
+the leak check (test_pam.py's no_secrets_in_logs). main() returns 0 when
+every test passed, 1 when one failed, 77 when the tools are missing
+(pamtester, libpam-wrapper, john-data). Standard library only.
 """
-import argparse
-import ctypes
 import glob
-import hashlib
 import os
 import re
 import secrets
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
-from fakedaemon import FakeDaemon
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+# Skip, check, sha1hex and test are the harness's, re-exported for test_pam.py.
+from dtest import Skip, check, sha1hex, test  # noqa: E402,F401
+from fakedaemon import FakeDaemon  # noqa: E402
 
-ARGS = None
-ROOT = None
-TESTS = []
+ROOT = None      # dtest.ROOT, once setup() ran
+ARGS = None      # dtest.ARGS, once setup() ran
 ENV = {}         # the pam_wrapper environment
 SYSLOG = []      # every pam_syslog line seen, for the leak check
 SECRETS = set()  # every password typed, for the leak check
@@ -57,30 +54,8 @@ DAEMONS = []     # breachd processes to stop
 # Set by setup(): tools, corpus {SHA1: count}, filter file, daemons.
 TOOLS = CORPUS = FILTER = GOOD = NOMIRROR = None
 FAKES = {}
-TEST_TIMEOUT_S = 120
 PAMTESTER_TIMEOUT_S = int(os.environ.get("PAMTESTER_TIMEOUT_S", "60"))
-
-
-class Skip(Exception):
-    pass
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def sha1hex(s):
-    return hashlib.sha1(s.encode()).hexdigest().upper()
-
-
-def die_with_parent():
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+dtest.TEST_TIMEOUT_S = 120
 
 
 # ---- tools -------------------------------------------------------------------
@@ -117,58 +92,22 @@ def find_tools():
 
 # ---- processes ---------------------------------------------------------------
 
-class Daemon:
+class Daemon(dtest.Daemon):
+    """A breachd that every test of the run shares, in ROOT/NAME: filter
+    filt, the file:// mirror mirror, its socket mode (0666: the
+    user_enforced tests reach it as another user). Stopped by teardown()."""
+
     def __init__(self, name, filt, mirror, mode="0666"):
-        d = os.path.join(ROOT, name)
-        os.makedirs(d)
-        self.sock = os.path.join(d, "breachd.sock")
-        self.conf = os.path.join(d, "breachd.conf")
-        self.log_path = os.path.join(d, "breachd.log")
-        with open(self.conf, "w") as f:
-            f.write("[daemon]\nsocket = %s\nsocket_mode = %s\nlog_level = info\n"
-                    "[passwords]\nfilter = %s\nupstream = file://%s/{prefix}.txt\n"
-                    "[cache]\npath = %s\n" % (self.sock, mode, filt, mirror,
-                                              os.path.join(d, "cache")))
-        self.log = open(self.log_path, "wb")
-        # BREACHD_TEST_WRAPPER: valgrind under `meson test --setup valgrind`.
-        wrapper = shlex.split(os.environ.get("BREACHD_TEST_WRAPPER", ""))
-        self.proc = subprocess.Popen(wrapper + [ARGS.breachd, "--config", self.conf, "--foreground"],
-                                     stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        ctx = dtest.Ctx(name)
+        conf = ctx.config(daemon={"socket_mode": mode},
+                          passwords={"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror})
+        super().__init__(ctx, conf)
+        ctx.daemons.append(self)
         DAEMONS.append(self)
-        end = time.monotonic() + 30 * max(1, int(os.environ.get("BREACHD_TEST_SLOW", "1")))
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise AssertionError("breachd exited %d:\n%s" % (self.proc.returncode,
-                                                                 self.read_log()))
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.settimeout(2)
-                s.connect(self.sock)
-                s.sendall(b"r PING\n")
-                ok = s.recv(100) == b"r PONG\n"
-                s.close()
-                if ok:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("breachd not ready:\n" + self.read_log())
+        self.wait_ready(timeout=30)
 
     def read_log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+        return self.log()
 
 
 def fake_daemon(name, mode):
@@ -184,7 +123,7 @@ def fake_daemon(name, mode):
             elif mode == "close":
                 return "close"
         return None  # hang: no answer
-    return FakeDaemon(os.path.join(ROOT, name + ".sock"), handler, mode=0o666)
+    return FakeDaemon(os.path.join(dtest.ROOT, name + ".sock"), handler, mode=0o666)
 
 
 class Result:
@@ -211,11 +150,12 @@ class Result:
             self.rc, self.conv, "\n".join(self.syslog))
 
 
-class Ctx:
+class Ctx(dtest.Ctx):
+    """One test: its directory ROOT/t-NAME, the PAM service NAME, alice's
+    password file."""
+
     def __init__(self, name):
-        self.name = name
-        self.dir = os.path.join(ROOT, "t-" + name)
-        os.makedirs(self.dir)
+        super().__init__(name, dirname="t-" + name)
         os.chmod(self.dir, 0o777)  # pam_matrix and pam_exec write here, maybe as nobody
         self.svcdir = os.path.join(self.dir, "services")
         os.makedirs(self.svcdir)
@@ -251,7 +191,7 @@ class Ctx:
         """The service file: [before...] pam_breachd [after...] [pam_get_items pam_exec]
         pam_matrix."""
         lines = list(before)
-        lines.append("password %s %s socket=%s state=%s %s" % (control, ARGS.module, sock,
+        lines.append("password %s %s socket=%s state=%s %s" % (control, dtest.ARGS.module, sock,
                                                                self.grace, opts))
         lines.extend(after)
         if record:
@@ -326,7 +266,7 @@ def clean_password():
     in about 65,536, would be resolved by the mirror: UNKNOWN there)."""
     for _ in range(20):
         pw = "clean-%s" % secrets.token_urlsafe(12)
-        r = subprocess.run([ARGS.breachctl, "filter", "query", FILTER, sha1hex(pw)],
+        r = subprocess.run([dtest.ARGS.breachctl, "filter", "query", FILTER, sha1hex(pw)],
                            capture_output=True, text=True)
         if r.returncode == 0 and r.stdout.strip() == "no":
             return pw
@@ -336,7 +276,10 @@ def clean_password():
 # ---- runner ------------------------------------------------------------------
 
 def setup():
-    global TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES
+    global ROOT, ARGS, TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES
+    ROOT = dtest.ROOT
+    ARGS = dtest.ARGS
+    ARGS.module = os.path.abspath(ARGS.module)
     TOOLS = find_tools()
     d = os.path.join(ROOT, "corpus")
     r = subprocess.run([os.path.join(ARGS.source_root, "data", "demo", "make-corpus"), d,
@@ -380,71 +323,28 @@ def setup():
         ENV["PAM_WRAPPER_DISABLE_DEEPBIND"] = "1"
 
 
-def _alarm(signum, frame):
-    raise AssertionError("test took longer than %ds" % TEST_TIMEOUT_S)
+def teardown():
+    """Stop the shared daemons and the fakes: the number of daemons that did
+    not exit 0."""
+    failed = 0
+    while DAEMONS:
+        d = DAEMONS.pop()
+        try:
+            rc = d.stop()
+        except AssertionError as e:
+            rc = str(e)
+        if rc != 0:
+            print("breachd (%s) exited %s:\n%s" % (d.conf, rc, d.log()[-3000:]))
+            failed += 1
+    for f in FAKES.values():
+        f.stop()
+    return failed
 
 
 def main():
-    global ARGS, ROOT
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--breachd", required=True)
-    ap.add_argument("--breachctl", required=True)
-    ap.add_argument("--module", required=True, help="pam_breachd.so")
-    ap.add_argument("--source-root", required=True)
-    ap.add_argument("--preload", default="", help="sanitizer runtime to LD_PRELOAD")
-    ap.add_argument("--keep", action="store_true", help="keep the temp directory")
-    ap.add_argument("only", nargs="*")
-    ARGS = ap.parse_args()
-    ARGS.module = os.path.abspath(ARGS.module)
-    ROOT = tempfile.mkdtemp(prefix="breachd-pam.", dir="/tmp")
-    os.chmod(ROOT, 0o755)
-    signal.signal(signal.SIGALRM, _alarm)
-    passed = failed = skipped = 0
-    try:
-        try:
-            t0 = time.monotonic()
-            setup()
-            print("%-20s ok (%.2f s)" % ("setup", time.monotonic() - t0), flush=True)
-        except Skip as e:
-            print("SKIP: %s" % e)
-            return 77
-        for fn in TESTS:
-            if ARGS.only and not any(o in fn.__name__ for o in ARGS.only):
-                continue
-            ctx = Ctx(fn.__name__)
-            t0 = time.monotonic()
-            signal.alarm(TEST_TIMEOUT_S)
-            try:
-                fn(ctx)
-                status = "ok"
-                passed += 1
-            except Skip as e:
-                status = "SKIP (%s)" % e
-                skipped += 1
-            except Exception:
-                status = "FAIL"
-                failed += 1
-                print("---- %s failed:" % fn.__name__)
-                traceback.print_exc(file=sys.stdout)
-            finally:
-                signal.alarm(0)
-            print("%-20s %s (%.2f s)" % (fn.__name__, status, time.monotonic() - t0), flush=True)
-        while DAEMONS:
-            d = DAEMONS.pop()
-            rc = d.stop()
-            if rc != 0:
-                print("breachd (%s) exited %d:\n%s" % (d.conf, rc, d.read_log()[-3000:]))
-                failed += 1
-    finally:
-        for d in DAEMONS:
-            d.stop()
-        for f in (FAKES or {}).values():
-            f.stop()
-        if ARGS.keep:
-            print("kept " + ROOT)
-        else:
-            shutil.rmtree(ROOT, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if failed:
-        return 1
-    return 77 if passed == 0 else 0
+    """Run test_pam.py's tests; the exit status (dtest.run)."""
+    return dtest.run(options={"--module": dict(required=True, help="pam_breachd.so"),
+                              "--preload": dict(default="",
+                                                help="sanitizer runtime to LD_PRELOAD")},
+                     setup=setup, teardown=teardown, new_ctx=Ctx, prefix="breachd-pam.",
+                     parent="/tmp", mode=0o755)

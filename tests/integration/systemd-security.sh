@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The systemd units: `systemd-analyze security --offline=yes` must rate
-# breachd.service 2.0 or lower; the units must pass
-# `systemd-analyze verify`; sysusers.d + tmpfiles.d, applied to a scratch
-# root, must give the breachd user and the directories with the owners and
-# modes that breachd.service's *DirectoryMode= settings give them.
+# breachd.service and breachd-update.service 2.0 or lower; the units must
+# pass `systemd-analyze verify`; the update timer is daily with a random
+# delay; sysusers.d + tmpfiles.d, applied to a scratch root, must give the
+# breachd user and the directories with the owners and modes that
+# breachd.service's *DirectoryMode= settings give them.
 # Usage: systemd-security.sh BUILT_breachd.service SOURCE_systemd_DIR
+#        [BUILT_breachd-update.service]
 # Exit 77 (skip) only when systemd-analyze is not installed.
 set -euo pipefail
 service=$(realpath "$1")
 srcdir=$(realpath "$2")
+update=$(realpath "${3:-$(dirname "$service")/breachd-update.service}")
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "SKIP: systemd-analyze not found (Debian package systemd)"
   exit 77
@@ -20,30 +23,46 @@ fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
 # --- 1. the sandbox score (threshold is on the 0..100 scale: 20 = 2.0)
-rc=0
-systemd-analyze security --offline=yes --threshold=20 --no-pager "$service" >"$tmp/security" 2>&1 || rc=$?
-score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security")
-if [ -z "$score" ]; then
-  cat "$tmp/security" >&2
-  bad "no exposure level in the output of systemd-analyze security"
-else
-  echo "systemd-analyze security: breachd.service exposure $score (limit 2.0)"
-  if [ "$rc" -ne 0 ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
-    grep -E '^✗' "$tmp/security" >&2 || true
-    bad "exposure $score is over 2.0 (exit status $rc)"
+for unit in "$service" "$update"; do
+  name=$(basename "$unit")
+  rc=0
+  systemd-analyze security --offline=yes --threshold=20 --no-pager "$unit" >"$tmp/security" 2>&1 || rc=$?
+  score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security")
+  if [ -z "$score" ]; then
+    cat "$tmp/security" >&2
+    bad "$name: no exposure level in the output of systemd-analyze security"
+  else
+    echo "systemd-analyze security: $name exposure $score (limit 2.0)"
+    if [ "$rc" -ne 0 ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+      grep -E '^✗' "$tmp/security" >&2 || true
+      bad "$name: exposure $score is over 2.0 (exit status $rc)"
+    fi
   fi
-fi
+done
 
 # --- 2. the units load cleanly (ExecStart= pointed at an existing program,
 # since breachd is not installed here)
 mkdir "$tmp/units"
 sed 's|^ExecStart=[^ ]*|ExecStart=/bin/true|' "$service" >"$tmp/units/breachd.service"
-cp "$srcdir/breachd.socket" "$tmp/units/"
+cp "$srcdir/breachd.socket" "$srcdir/breachd-update.timer" "$tmp/units/"
+sed 's|^ExecStart=[^ ]*|ExecStart=/bin/true|' "$update" >"$tmp/units/breachd-update.service"
 if ! systemd-analyze verify --man=no "$tmp/units/breachd.service" "$tmp/units/breachd.socket" \
-    >"$tmp/verify" 2>&1; then
+    "$tmp/units/breachd-update.service" "$tmp/units/breachd-update.timer" >"$tmp/verify" 2>&1; then
   cat "$tmp/verify" >&2
   bad "systemd-analyze verify"
 fi
+# The update: breachctl filter fetch over the config, daily, spread out, no
+# capability but writing the filter directory.
+grep -q '^ExecStart=/.*/breachctl filter fetch --config /.*/breachd/breachd.conf$' "$update" ||
+  bad "breachd-update.service: ExecStart is not '<bindir>/breachctl filter fetch --config ...'"
+grep -q '^Type=oneshot$' "$update" || bad "breachd-update.service: not Type=oneshot"
+grep -q '^CapabilityBoundingSet=CAP_DAC_OVERRIDE$' "$update" || bad "breachd-update.service: capabilities"
+grep -q '^NoNewPrivileges=yes$' "$update" || bad "breachd-update.service: NoNewPrivileges"
+grep -q '^ReadWritePaths=-/var/lib/breachd$' "$update" || bad "breachd-update.service: ReadWritePaths"
+grep -q '^OnCalendar=daily$' "$srcdir/breachd-update.timer" || bad "breachd-update.timer: not daily"
+grep -q '^RandomizedDelaySec=[1-9]' "$srcdir/breachd-update.timer" ||
+  bad "breachd-update.timer: no RandomizedDelaySec (a fleet would fetch all at once)"
+grep -q '^Persistent=true$' "$srcdir/breachd-update.timer" || bad "breachd-update.timer: not Persistent"
 grep -q '^ExecStart=/.*/breachd --foreground$' "$service" || bad "ExecStart is not '<sbindir>/breachd --foreground'"
 grep -q '^ListenStream=/run/breachd/breachd.sock$' "$srcdir/breachd.socket" || bad "socket path"
 grep -q '^SocketMode=0660$' "$srcdir/breachd.socket" || bad "SocketMode"

@@ -3,7 +3,8 @@
 """breachctl password against a real breachd ("Client library" and
 "breachctl"): passwords on stdin answered one line each and in order (10,000
 of them too), --quiet exit statuses, --json, and the prompt at a terminal
-with echo off (also after ^C). Every password typed or piped is checked
+with echo off (also after ^C), Ctrl-D and empty lines at the prompt.
+Every password typed or piped is checked
 never to appear in breachctl's output nor in the daemon's log.
 
 The fixture (filter, mirrors, start(), ctl()) is clientfx.py; the other
@@ -110,16 +111,52 @@ def password_tty_prompt_no_echo(ctx):
     check(fx().clean[0] not in out, "echoed")
     eq(json.loads(out.split("\n", 1)[1]), {"input": 1, "status": "CLEAN"}, "--json at a tty")
     eq(status, 0, "exit status")
+    # --ntlm at a tty: hashed to NT here; this daemon has no NTLM range API
+    before = d.stats()["requests_nt"]
+    out, status, echo_at_prompt = pty_run(["password", "--ntlm"], d.sock, secret + "\n")
+    check(echo_at_prompt is False and secret not in out, "--ntlm: echo: %r" % out)
+    eq(out.split("\n", 1)[1].replace("\r", "").strip(), "UNKNOWN upstream-unavailable",
+       "--ntlm result")
+    eq((status, d.stats()["requests_nt"]), (3, before + 1), "one NT request")
     # ^C at the prompt: breachctl dies of SIGINT and the echo is back on.
     out, status, _ = pty_run(["password"], d.sock, "\x03", want_echo_after=True)
     eq(status, -signal.SIGINT, "killed by SIGINT")
     d.stop_ok()
 
 
+@test
+def password_tty_end_of_input_and_empty(ctx):
+    d = start(ctx)
+    secret = "Tr0ub4dor&3"
+    # Ctrl-D at the prompt: no password given, quietly.
+    out, status, _ = pty_run(["password"], d.sock, "\x04")
+    eq(status, 2, "exit status after Ctrl-D")
+    check("no password given" in out, "Ctrl-D: %r" % out)
+    check("cannot read" not in out and "Input/output" not in out, "Ctrl-D is no error: %r" % out)
+    eq(out.count("Password: "), 1, "prompts after Ctrl-D (%r)" % out)
+    # An empty line is asked again once; then the password is checked.
+    out, status, _ = pty_run(["password"], d.sock, ["\n", secret + "\n"])
+    eq(out.count("Password: "), 2, "prompts (%r)" % out)
+    check("empty password" in out, "the second prompt says why: %r" % out)
+    check(secret not in out, "the password was echoed: %r" % out)
+    eq(out.replace("\r", "").strip().split("\n")[-1], "PWNED %d" % KNOWN[secret], "result")
+    eq(status, 1, "exit status")
+    # Empty twice, or empty then Ctrl-D: refused, nothing sent.
+    for typed in (["\n", "\n"], ["\n", "\x04"]):
+        out, status, _ = pty_run(["password"], d.sock, typed)
+        eq(status, 2, "exit status after %r" % typed)
+        check("no password given" in out, "%r: %r" % (typed, out))
+        eq(out.count("Password: "), 2, "prompts after %r (%r)" % (typed, out))
+        check("CLEAN" not in out and "PWNED" not in out, "%r was checked: %r" % (typed, out))
+    eq(d.stats()["requests_pw"], 1, "PW requests: only the password typed")
+    d.stop_ok()
+
+
 def pty_run(args, sock, typed, want_echo_after=False):
     """Run breachctl on a new pty as its controlling terminal; wait for the
-    prompt, record whether echo is on, type `typed`, return (output, exit
-    status or -signal, echo at the prompt)."""
+    prompt, record whether echo is on, type `typed` (a list: each item after
+    the next prompt), return (output, exit status or -signal, echo at the
+    first prompt)."""
     env = dtest.base_env({"BREACHD_SOCKET": sock})
     pid, fd = pty.fork()
     if pid == 0:  # child: the pty is stdin/stdout/stderr and the controlling tty
@@ -131,12 +168,14 @@ def pty_run(args, sock, typed, want_echo_after=False):
     echo = None
     try:
         end = time.monotonic() + 30
-        while b"Password: " not in out:
-            out += pty_read(fd, end)
-        # The terminal settings while the prompt waits (Linux: the master
-        # reports the slave's termios).
-        echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
-        os.write(fd, typed.encode())
+        for n, text in enumerate([typed] if isinstance(typed, str) else typed):
+            while out.count(b"Password: ") <= n:
+                out += pty_read(fd, end)
+            # The terminal settings while the prompt waits (Linux: the
+            # master reports the slave's termios).
+            if echo is None:
+                echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
+            os.write(fd, text.encode())
         if want_echo_after:
             # The signal handler restores the settings before the process
             # dies; the pty stays open on our side.

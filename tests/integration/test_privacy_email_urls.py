@@ -208,15 +208,11 @@ def squid_helper_answers_alike(ctx):
     d.stop_ok()
 
 
-def _take_arg(name):
-    if name in sys.argv:
-        i = sys.argv.index(name)
-        v = sys.argv[i + 1]
-        del sys.argv[i:i + 2]
-        return v
-    return None
+def _setup():
+    global HELPER
+    HELPER = dtest.ARGS.helper
 
 
 if __name__ == "__main__":
-    HELPER = _take_arg("--helper")
-    dtest.main()
+    dtest.main(options={"--helper": dict(default=None, help="breachd-squid-helper")},
+               setup=_setup)

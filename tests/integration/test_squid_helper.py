@@ -26,15 +26,6 @@ from dtest import check, eq, test  # noqa: E402
 HELPER = None
 
 
-def _take_arg(name):
-    if name in sys.argv:
-        i = sys.argv.index(name)
-        v = sys.argv[i + 1]
-        del sys.argv[i:i + 2]
-        return v
-    return None
-
-
 def url_filter(ctx):
     d = ctx.path("feeds")
     os.makedirs(d, exist_ok=True)
@@ -235,9 +226,11 @@ def usage_errors(ctx):
     check(r.returncode == 0 and r.stdout.startswith("breachd-squid-helper "), r.stdout)
 
 
+def _setup():
+    global HELPER
+    HELPER = os.path.abspath(dtest.ARGS.helper)
+
+
 if __name__ == "__main__":
-    HELPER = _take_arg("--helper")
-    if not HELPER:
-        sys.exit("test_squid_helper.py: --helper PATH is required")
-    HELPER = os.path.abspath(HELPER)
-    dtest.main()
+    dtest.main(options={"--helper": dict(required=True, help="breachd-squid-helper")},
+               setup=_setup)

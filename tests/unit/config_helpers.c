@@ -104,6 +104,16 @@ void check_defaults(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "");
     assert_string_equal(c->upstream.ca_file, "");
     assert_int_equal(c->upstream.decoys, 0);
+    assert_int_equal(c->upstream.bulk_queue, 100000);
+    assert_int_equal(c->upstream.bulk_share_pct, 50);
+    assert_string_equal(c->http.listen, "");
+    assert_int_equal(c->http.n_listens, 0);
+    assert_string_equal(c->http.allowed_networks_text, "127.0.0.0/8, ::1/128");
+    assert_int_equal(c->http.n_allowed_networks, 2);
+    assert_int_equal(c->http.allowed_networks[0].bits, 8);
+    assert_int_equal(c->http.allowed_networks[1].bits, 128);
+    assert_int_equal(c->http.rate, 100);
+    assert_int_equal(c->http.access_log, 0);
 }
 
 const char full_config[] = "[daemon]\n"
@@ -142,7 +152,14 @@ const char full_config[] = "[daemon]\n"
                            "rate = 100000\n"
                            "proxy = socks5h://127.0.0.1:1080\n"
                            "ca_file = /etc/ssl/certs/ca-certificates.crt\n"
-                           "decoys = 16\n";
+                           "decoys = 16\n"
+                           "bulk_queue = 7\n"
+                           "bulk_share = 100%\n"
+                           "[http]\n"
+                           "listen = 10.0.0.5:8080, [::]:8443 ,/run/test/http.sock\n"
+                           "allowed_networks = 10.0.0.0/8,fd00::/8, 192.0.2.7\n"
+                           "rate = 0\n"
+                           "access_log = yes\n";
 
 void check_full(const breachd_config *c)
 {
@@ -187,4 +204,17 @@ void check_full(const breachd_config *c)
     assert_string_equal(c->upstream.proxy, "socks5h://127.0.0.1:1080");
     assert_string_equal(c->upstream.ca_file, "/etc/ssl/certs/ca-certificates.crt");
     assert_int_equal(c->upstream.decoys, 16);
+    assert_int_equal(c->upstream.bulk_queue, 7);
+    assert_int_equal(c->upstream.bulk_share_pct, 100);
+    assert_string_equal(c->http.listen, "10.0.0.5:8080, [::]:8443 ,/run/test/http.sock");
+    assert_int_equal(c->http.n_listens, 3);
+    assert_string_equal(c->http.listens[0].host, "10.0.0.5");
+    assert_int_equal(c->http.listens[0].port, 8080);
+    assert_string_equal(c->http.listens[1].host, "::");
+    assert_int_equal(c->http.listens[1].port, 8443);
+    assert_string_equal(c->http.listens[2].path, "/run/test/http.sock");
+    assert_int_equal(c->http.n_allowed_networks, 3);
+    assert_int_equal(c->http.allowed_networks[2].bits, 32);
+    assert_int_equal(c->http.rate, 0);
+    assert_int_equal(c->http.access_log, 1);
 }

@@ -90,7 +90,7 @@ uint64_t file_size(const char *path)
     return (uint64_t)st.st_size;
 }
 
-int collect(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
+int collect(void *ctx, const uint8_t *hash)
 {
     collected *c = ctx;
     if (c->n == c->cap) {
@@ -98,9 +98,10 @@ int collect(void *ctx, const uint8_t sha1[BR_SHA1_LEN])
         c->hex = realloc(c->hex, c->cap * sizeof(*c->hex));
         assert_non_null(c->hex);
     }
-    br_hex_encode_upper(sha1, BR_SHA1_LEN, c->hex[c->n++]);
-    c->sum += br_hash_key64(sha1);
-    c->xr ^= br_load_be64(sha1 + 12);
+    size_t len = c->hash_len ? c->hash_len : BR_SHA1_LEN;
+    br_hex_encode_upper(hash, len, c->hex[c->n++]);
+    c->sum += br_hash_key64(hash);
+    c->xr ^= br_load_be64(hash + len - 8);
     if (c->stop_after && c->n == c->stop_after)
         return -ECANCELED;
     return 0;
@@ -121,11 +122,12 @@ static int cmp_hex(const void *a, const void *b)
 void assert_keys(collected *c, const char *const *want, size_t n)
 {
     assert_int_equal(c->n, n);
+    size_t hex = 2 * (c->hash_len ? c->hash_len : BR_SHA1_LEN);
     char(*w)[2 * BR_SHA1_LEN + 1] = calloc(n + 1, sizeof(*w));
     assert_non_null(w);
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal(strlen(want[i]), 2 * BR_SHA1_LEN);
-        memcpy(w[i], want[i], 2 * BR_SHA1_LEN + 1);
+        assert_int_equal(strlen(want[i]), hex);
+        memcpy(w[i], want[i], hex + 1);
     }
     char(*got)[2 * BR_SHA1_LEN + 1] = calloc(n + 1, sizeof(*got));
     assert_non_null(got);

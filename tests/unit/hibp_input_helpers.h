@@ -38,6 +38,7 @@ uint64_t file_size(const char *path);
 typedef struct collected {
     char (*hex)[2 * BR_SHA1_LEN + 1];
     size_t n, cap;
+    size_t hash_len;   /* bytes of a key: 0 is BR_SHA1_LEN; BR_NT_LEN for password-ntlm */
     size_t stop_after; /* 0: never stop */
     /* summary of every key, for big inputs */
     uint64_t sum, xr;
@@ -45,7 +46,7 @@ typedef struct collected {
 
 /* The br_input_read callback: appends the key (upper-case hex) to ctx, a
  * collected; -ECANCELED after stop_after keys. */
-int collect(void *ctx, const uint8_t sha1[BR_SHA1_LEN]);
+int collect(void *ctx, const uint8_t *hash);
 void collected_free(collected *c);
 /* The keys delivered are exactly the expected set (with multiplicity). */
 void assert_keys(collected *c, const char *const *want, size_t n);

@@ -51,9 +51,10 @@ static void test_every_key(void **state)
 
     /* Sections in another order, repeated; keys indented; blanks around '='. */
     c = load_ok("[upstream]\n  decoys=3\n[daemon]\n\tlog_level =   error   \n[upstream]\n"
-                "rate= 7\n[daemon]\nmetrics_listen =[::1]:1\n");
+                "rate= 7\nbulk_share = 50\n[daemon]\nmetrics_listen =[::1]:1\n");
     assert_int_equal(c->upstream.decoys, 3);
     assert_int_equal(c->upstream.rate, 7);
+    assert_int_equal(c->upstream.bulk_share_pct, 50);
     assert_int_equal(c->daemon.log_level, LOG_ERR);
     assert_string_equal(c->daemon.metrics_host, "::1");
     assert_int_equal(c->daemon.metrics_port, 1);

@@ -95,6 +95,22 @@ static void test_errors_values(void **state)
                  NAME ":2: [upstream] decoys: \"17\" is out of range (0 .. 16)");
     expect_error("[upstream]\ndecoys = -1\n",
                  NAME ":2: [upstream] decoys: bad number \"-1\": expected a whole number 0 .. 16");
+    expect_error("[upstream]\nbulk_queue = 0\n",
+                 NAME ":2: [upstream] bulk_queue: \"0\" is out of range (1 .. 10000000)");
+    expect_error("[upstream]\nbulk_share = 0%\n",
+                 NAME ":2: [upstream] bulk_share: \"0%\" is out of range (1% .. 100%)");
+    expect_error("[upstream]\nbulk_share = 101\n",
+                 NAME ":2: [upstream] bulk_share: \"101\" is out of range (1% .. 100%)");
+    for (size_t i = 0; i < 4; i++) {
+        static const char *const bad[] = {"0.5", "50 %", "50%%", "%"};
+        char text[64], want[160];
+        snprintf(text, sizeof(text), "[upstream]\nbulk_share = %s\n", bad[i]);
+        snprintf(want, sizeof(want),
+                 NAME ":2: [upstream] bulk_share: bad percentage \"%s\": expected a whole number "
+                      "1%% .. 100%%, e.g. 50%%",
+                 bad[i]);
+        expect_error(text, want);
+    }
     expect_error("[urls]\nwhen_stale = bypass\n",
                  NAME ":2: [urls] when_stale: bad when_stale value \"bypass\": expected filter, upstream or unknown");
     expect_error("[cache]\npartition = gid\n",

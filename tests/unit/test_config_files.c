@@ -145,6 +145,8 @@ static void test_example(void **state)
         "\nproxy =",
         "\nca_file =",
         "\ndecoys = ",
+        "\nbulk_queue = ",
+        "\nbulk_share = ",
     };
     /* In this order, each after the previous one. */
     const char *p = text;

@@ -101,8 +101,13 @@ static size_t man_keys(doc_key *out, size_t cap)
         d += strlen("(default ");
         const char *close = strchr(d, ')');
         assert_non_null(close);
-        const char *comma = strstr(d, ", ");
-        const char *end = comma && comma < close ? comma : close;
+        /* Bounds follow the last ", " when they hold " .. "; a default may
+         * hold ", " itself (a list). */
+        const char *comma = NULL, *dots = strstr(d, " .. ");
+        for (const char *c = strstr(d, ", "); c && c < close; c = strstr(c + 1, ", "))
+            if (dots && dots < close && c < dots)
+                comma = c;
+        const char *end = comma ? comma : close;
         snprintf(k->def, sizeof(k->def), "%.*s", (int)(end - d), d);
         if (strncmp(k->def, "empty", 5) == 0)
             k->def[0] = '\0';

@@ -25,11 +25,12 @@ static void test_errors_structure(void **state)
     (void)state;
     expect_error("[daemon]\nsocket = /x\n[foo]\n",
                  NAME ":3: unknown section [foo]: expected [daemon], [limits], [passwords], "
-                      "[urls], [cache] or [upstream]");
+                      "[ntlm], [urls], [cache], [upstream] or [http]");
     expect_error("[Daemon]\n", NAME ":1: unknown section [Daemon]: expected [daemon], "
-                                    "[limits], [passwords], [urls], [cache] or [upstream]");
+                                    "[limits], [passwords], [ntlm], [urls], [cache], [upstream] "
+                                    "or [http]");
     expect_error("[]\n", NAME ":1: unknown section []: expected [daemon], [limits], [passwords], "
-                              "[urls], [cache] or [upstream]");
+                              "[ntlm], [urls], [cache], [upstream] or [http]");
     expect_error("\n\n[daemon\n", NAME ":3: section line without a closing ]");
     expect_error("[daemon] # main\n", NAME ":1: text after the section's ] (a comment must be on "
                                            "a line of its own)");
@@ -131,8 +132,8 @@ static void test_comments_crlf(void **state)
                  NAME ":3: [daemon] log_level: bad log level \"loud\": expected error, warning, "
                       "notice, info or debug");
     expect_error("\xEF\xBB\xBF[nope]\r\n", NAME ":1: unknown section [nope]: expected [daemon], "
-                                                "[limits], [passwords], [urls], [cache] or "
-                                                "[upstream]");
+                                                "[limits], [passwords], [ntlm], [urls], [cache], "
+                                                "[upstream] or [http]");
 }
 
 int main(void)

@@ -197,7 +197,7 @@ static void test_session(void **state)
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
     dl_index ix;
     assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
-    dl_session_begin(&ix, true);
+    dl_session_begin(&ix, true, false);
     assert_false(ix.session_resumed);
     dl_session_set(&ix, 0);
     dl_session_set(&ix, 0xFFFFF);
@@ -207,15 +207,41 @@ static void test_session(void **state)
     dl_index_free(&ix);
 
     assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
-    dl_session_begin(&ix, false);
+    dl_session_begin(&ix, false, false);
     assert_true(ix.session_resumed);
     assert_true(ix.session_force);
     assert_true(dl_session_has(&ix, 0) && dl_session_has(&ix, 0xFFFFF) &&
                 dl_session_has(&ix, 0x12345));
     assert_false(dl_session_has(&ix, 1));
-    dl_session_begin(&ix, true); /* --force starts over */
+    dl_session_begin(&ix, true, false); /* --force starts over */
     assert_false(ix.session_resumed);
     assert_false(dl_session_has(&ix, 0));
+    dl_index_free(&ix);
+
+    /* a session of the SHA-1 corpus is not resumed by an NTLM run (its
+     * files are of the other kind), nor the other way round */
+    assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
+    dl_session_begin(&ix, false, true);
+    assert_false(ix.session_resumed);
+    assert_true(ix.session_ntlm);
+    dl_session_set(&ix, 7);
+    assert_int_equal(dl_session_save(&ix), 0);
+    dl_index_free(&ix);
+    assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
+    dl_session_begin(&ix, false, true);
+    assert_true(ix.session_resumed);
+    assert_true(dl_session_has(&ix, 7));
+    dl_session_begin(&ix, false, false);
+    assert_false(ix.session_resumed);
+    assert_false(dl_session_has(&ix, 7));
+    dl_index_free(&ix);
+    /* and the SHA-1 session saved before is gone: start one again */
+    assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
+    dl_session_begin(&ix, true, false);
+    dl_session_set(&ix, 0);
+    dl_session_set(&ix, 0xFFFFF);
+    dl_session_set(&ix, 0x12345);
+    assert_int_equal(dl_session_save(&ix), 0);
     dl_index_free(&ix);
 
     /* a damaged session file is ignored */
@@ -226,7 +252,7 @@ static void test_session(void **state)
     assert_int_equal(tu_write_file(path, data, len), 0);
     free(data);
     assert_int_equal(dl_index_load(&ix, dirfd, "u{prefix}", NULL), 0);
-    dl_session_begin(&ix, false);
+    dl_session_begin(&ix, false, false);
     assert_false(ix.session_resumed);
     dl_index_free(&ix);
     free(path);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The filter-file container: round trip, atomic write, and refusal of
- * damaged or foreign files with a reason. */
+ * damaged or foreign files with a reason, and what a refused header says
+ * (br_filter_header_peek). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,9 +139,9 @@ static void test_field_checks(void **state)
     expect_refused(out, bad, len, "bad magic");
 
     memcpy(bad, good, len);
-    bad[8] = 2;
+    bad[8] = 3;
     resign(bad);
-    expect_refused(out, bad, len, "unsupported format version 2");
+    expect_refused(out, bad, len, "unsupported format version 3 (this build reads versions 1..2)");
 
     memcpy(bad, good, len);
     bad[16] = 99;
@@ -212,6 +213,53 @@ static void test_field_checks(void **state)
     free(dir);
 }
 
+/* br_filter_header_peek: every field within the bytes given, as stored,
+ * without a check; the rest absent. */
+static void test_peek(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "peek", 100);
+    size_t len;
+    uint8_t *raw = tu_read_file(path, &len);
+    br_filter_peek p;
+    br_filter_header_peek(raw, len, &p);
+    assert_int_equal(p.present, (1u << BR_FILTER_FIELDS) - 1);
+    assert_true(p.magic_ok);
+    assert_true(p.header_sum_ok);
+    assert_int_equal(p.h.generation, 42);
+    assert_int_equal(p.h.key_count, 7);
+    assert_string_equal(p.h.source, "unit test");
+
+    /* A damaged header is read as it is, and said not to match. */
+    raw[32] ^= 1; /* generation */
+    raw[16] = 99; /* kind: unknown */
+    br_filter_header_peek(raw, len, &p);
+    assert_false(p.header_sum_ok);
+    assert_int_equal(p.h.generation, 43);
+    assert_int_equal(p.h.kind, 99);
+
+    /* 20 bytes: magic, version, header_size and kind only. */
+    br_filter_header_peek(raw, 20, &p);
+    assert_int_equal(p.present, (1u << BR_FIELD_ALGORITHM) - 1);
+    assert_int_equal(p.h.kind, 99);
+    assert_int_equal(p.h.algorithm, 0);
+    assert_false(p.header_sum_ok);
+
+    /* Nothing, and something else entirely. */
+    br_filter_header_peek(raw, 0, &p);
+    assert_int_equal(p.present, 0);
+    assert_false(p.magic_ok);
+    br_filter_header_peek((const uint8_t *)"#!/bin/sh\n", 10, &p);
+    assert_int_equal(p.present, 1u << BR_FIELD_MAGIC);
+    assert_false(p.magic_ok);
+    assert_memory_equal(p.magic, "#!/bin/s", 8);
+    free(raw);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 static void test_kind_names(void **state)
 {
     (void)state;
@@ -231,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_abandoned_writer_leaves_nothing),
         cmocka_unit_test(test_field_checks),
+        cmocka_unit_test(test_peek),
         cmocka_unit_test(test_kind_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,8 +93,7 @@ static const bad_case bad_cases[] = {
     {"\xef\xbb\xbf\xef\xbb\xbf" G1, 0, 0, ":1: character 1 is not a hex digit"},
     /* NTLM: 32-hex hashes */
     {G1 "8846F7EAEE8FB117AD06BDD830B7586C:5\n", 0, 0,
-     ":2: the hash has 32 hex digits: this is an NTLM corpus; use --kind password-ntlm (not "
-     "supported by this version yet)"},
+     ":2: the hash has 32 hex digits: this is an NTLM corpus; use --kind password-ntlm"},
     /* a 35-digit suffix line in a single file */
     {G1 G2 "0005AD76BD555C1D6D771DE417A4B87E4B4:3\n", 0, 0,
      ":3: the hash has 35 hex digits, expected 40"},

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Protocol v1 line parsing: every verb, and a table of malformed requests
- * with their exact error codes and ids. */
+ * with their exact error codes and ids; answer lines. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,12 @@ static void test_valid(void **state)
         {"u URL http://example.com/a?b=c", "u", BR_VERB_URL, "http://example.com/a?b=c"},
         {"s STATS", "s", BR_VERB_STATS, NULL},
         {"r RELOAD\r", "r", BR_VERB_RELOAD, NULL},
+        {"n NT 8846F7EAEE8FB117AD06BDD830B7586C", "n", BR_VERB_NT,
+         "8846F7EAEE8FB117AD06BDD830B7586C"},
+        {"n NT 8846f7eaee8fb117ad06bdd830b7586c\r", "n", BR_VERB_NT,
+         "8846f7eaee8fb117ad06bdd830b7586c"},
+        {"l LANE bulk", "l", BR_VERB_LANE, "bulk"},
+        {"l LANE interactive\r", "l", BR_VERB_LANE, "interactive"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
@@ -52,6 +59,13 @@ static void test_valid(void **state)
     assert_true(br_request_parse("x PW " PW40, 45, &req, &e));
     assert_int_equal(req.sha1[0], 0x5B);
     assert_int_equal(req.sha1[19], 0xD8);
+    assert_true(br_request_parse("n NT 8846F7EAEE8FB117AD06BDD830B7586C", 37, &req, &e));
+    assert_int_equal(req.nt[0], 0x88);
+    assert_int_equal(req.nt[15], 0x6C);
+    assert_true(br_request_parse("l LANE bulk", 11, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_BULK);
+    assert_true(br_request_parse("l LANE interactive", 18, &req, &e));
+    assert_int_equal(req.lane, BR_LANE_INTERACTIVE);
 }
 
 static void test_malformed(void **state)
@@ -102,6 +116,20 @@ static void test_malformed(void **state)
         {"1 URL http://a/\x7f", BR_PERR_BAD_REQUEST, "1"},
         {"1 PING\r\r", BR_PERR_BAD_REQUEST, "1"},
         {"1 PING\tx", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8", BR_PERR_BAD_REQUEST, "1"}, /* a SHA-1 */
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT 5BAA61E4C9B93F3F0682250B6CF8331G", BR_PERR_BAD_REQUEST, "1"},
+        {"1 NT password", BR_PERR_BAD_REQUEST, "1"},
+        {"1 nt 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 PW 5BAA61E4C9B93F3F0682250B6CF83310", BR_PERR_BAD_REQUEST, "1"}, /* an NT hash */
+        {"1 LANE", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE Bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE bulk ", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE fast", BR_PERR_BAD_REQUEST, "1"},
+        {"1 LANE  bulk", BR_PERR_BAD_REQUEST, "1"},
+        {"1 lane bulk", BR_PERR_UNKNOWN_VERB, "1"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
@@ -168,12 +196,56 @@ static void test_format_error(void **state)
     assert_int_equal(small[n - 1], '\n');
 }
 
+/* Answer lines, the clients' side: every status, the fields of each, and
+ * lines without an id. */
+static void test_answers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        const char *id;
+        br_answer_kind kind;
+        uint64_t count;
+        const char *category, *detail;
+    } cases[] = {
+        {"7 CLEAN", "7", BR_ANSWER_CLEAN, 0, "", ""},
+        {"7 PWNED 3861493\r", "7", BR_ANSWER_PWNED, 3861493, "", ""},
+        {"u SAFE", "u", BR_ANSWER_SAFE, 0, "", ""},
+        {"u BLOCKED phishing evil.test/login", "u", BR_ANSWER_BLOCKED, 0, "phishing",
+         "evil.test/login"},
+        {"u BLOCKED malware", "u", BR_ANSWER_BLOCKED, 0, "malware", ""},
+        {"9 UNKNOWN upstream-error", "9", BR_ANSWER_UNKNOWN, 0, "", "upstream-error"},
+        {"- ERR busy too many requests", "-", BR_ANSWER_ERROR, 0, "", "busy too many requests"},
+        {"p PONG", "p", BR_ANSWER_OTHER, 0, "", "PONG"},
+        {"s STATS a=1 b=2", "s", BR_ANSWER_OTHER, 0, "", "STATS a=1 b=2"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char id[BR_PROTO_MAX_ID + 1];
+        br_answer a;
+        assert_int_equal(br_answer_parse_line(cases[i].line, strlen(cases[i].line), id, &a), 0);
+        assert_string_equal(id, cases[i].id);
+        assert_int_equal(a.kind, cases[i].kind);
+        assert_int_equal(a.count, cases[i].count);
+        assert_string_equal(a.category, cases[i].category);
+        assert_string_equal(a.detail, cases[i].detail);
+    }
+    char id[BR_PROTO_MAX_ID + 1];
+    br_answer a;
+    assert_int_equal(br_answer_parse_line("CLEAN", 5, id, &a), -EINVAL);
+    assert_int_equal(br_answer_parse_line(" CLEAN", 6, id, &a), -EINVAL);
+    assert_int_equal(br_answer_parse_line("0123456789abcdefX CLEAN", 23, id, &a), -EINVAL);
+    /* A line need not be NUL-terminated: only len bytes are read. */
+    assert_int_equal(br_answer_parse_line("1 PWNED 12345", 10, id, &a), 0);
+    assert_int_equal(a.count, 12);
+    assert_string_equal(br_answer_kind_name(BR_ANSWER_PWNED), "PWNED");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
-        cmocka_unit_test(test_format_error),
+        cmocka_unit_test(test_format_error),   cmocka_unit_test(test_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

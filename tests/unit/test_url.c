@@ -18,7 +18,7 @@
 
 #include "hash.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_canon.h"
 #include "url_helpers.h"
 #include "util.h"
 

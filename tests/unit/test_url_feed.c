@@ -16,7 +16,7 @@
 
 #include "hash.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_expr.h"
 #include "url_feed.h"
 #include "util.h"
 

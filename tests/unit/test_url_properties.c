@@ -17,7 +17,8 @@
 
 #include "hash.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_helpers.h"
 #include "util.h"
 

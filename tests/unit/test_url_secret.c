@@ -16,7 +16,7 @@
 
 #include "protocol.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_expr.h"
 #include "url_secret.h"
 #include "util.h"
 

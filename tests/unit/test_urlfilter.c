@@ -22,7 +22,8 @@
 
 #include "hash.h"
 #include "testutil.h"
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "urlfilter.h"
 #include "util.h"
 

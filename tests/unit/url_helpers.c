@@ -9,7 +9,8 @@
 
 #include <cmocka.h>
 
-#include "url.h"
+#include "url_canon.h"
+#include "url_expr.h"
 #include "url_helpers.h"
 #include "util.h"
 

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* The HIBP-compatible range endpoint ([http] in breachd.conf(5);
+ * docs/upstream.md "Serving the range API"): libevent's evhttp on the
+ * daemon's loop, answering GET /range/{prefix}[?mode=ntlm] from the
+ * resolver of the current state in the HTTP clients' own cache partition
+ * (BD_PARTITION_HTTP, state.h).
+ *
+ * Order of the checks of a request: 403 outside allowed_networks, 429 past
+ * the client address's rate, then the route (404), the method (405), the
+ * prefix (400), and the answer (200, 304, or 5xx when the range cannot be
+ * had). Nothing is logged per request unless access_log = yes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct bd_server;
+typedef struct bd_http bd_http;
+
+/* Make the endpoint follow srv's current config: nothing when [http] listen
+ * is unchanged; else stop the old listeners (their requests still waiting
+ * for a range are dropped with their connections) and start the new ones.
+ * 0, or a negative errno with err set (the endpoint is then off). */
+int bd_http_apply(struct bd_server *srv, br_error *err);
+
+/* Stop listening and close every connection. NULL is fine. */
+void bd_http_free(bd_http *h);
+
+/* Requests waiting for a range (they count in the server's in-flight
+ * figure too, so that a drain waits for them). */
+uint32_t bd_http_pending(const bd_http *h);
+/* Answers made while draining that are not written yet: the drain ends
+ * after them (bounded by the drain timeout, as for socket answers). */
+uint32_t bd_http_unsent(const bd_http *h);

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening the configured filters for a new state (state_filters.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "filter_file.h"
+#include "filter_sign.h"
+#include "log.h"
+#include "state_filters.h"
+
+/* What a password section wants: [passwords] answers PW from password-sha1
+ * filters, [ntlm] answers NT from password-ntlm ones. */
+typedef struct pw_section {
+    const char *name, *verb, *list, *pubkey;
+    uint32_t kind;
+} pw_section;
+
+static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br_error *err)
+{
+    const char *name = br_filter_kind_name(kind);
+    return br_error_set(err, -EINVAL,
+                        "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
+                        sec->name, path, name ? name : "?", sec->verb,
+                        br_filter_kind_name(sec->kind));
+}
+
+/* The kind of an intact header, before the full open: a filter of another
+ * kind (a URL filter named by mistake) is refused by its kind, not by the
+ * first algorithm field the password filter reader does not expect. */
+static int check_kind_first(const pw_section *sec, const char *path, br_error *err)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* the open below says why */
+    ssize_t n = pread(fd, raw, sizeof(raw), 0);
+    close(fd);
+    br_filter_header h;
+    br_error ignored = {{0}};
+    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
+        return 0;
+    return h.kind == sec->kind ? 0 : wrong_kind(sec, path, h.kind, err);
+}
+
+/* A filter that would not open, said with the config line that names it
+ * and, for a missing file, what to do about it. */
+static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
+{
+    unsigned line = breachd_config_key_line(cfg, section, "filter");
+    if (r == -ENOENT) {
+        char text[sizeof(err->text)];
+        snprintf(text, sizeof(text), "%s", err->text);
+        br_error_set(err, r,
+                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
+                     "[%s] filter empty%s",
+                     text, section,
+                     strcmp(section, "urls") ? " to send every check to the range API"
+                                             : " (URL checks then answer UNKNOWN)");
+    }
+    if (line)
+        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
+    return br_error_prefix(err, r, "[%s] filter", section);
+}
+
+/* The section's pubkey, or *out = NULL when it names none. */
+static int load_pubkey(const breachd_config *cfg, const char *section, const char *path,
+                       br_sign_key **out, br_error *err)
+{
+    *out = NULL;
+    if (!path[0])
+        return 0;
+    int r = br_sign_key_load_public(path, out, err);
+    if (r < 0) {
+        unsigned line = breachd_config_key_line(cfg, section, "pubkey");
+        if (line)
+            return br_error_prefix(err, r, "%s:%u: [%s] pubkey", cfg->path, line, section);
+        return br_error_prefix(err, r, "[%s] pubkey", section);
+    }
+    return 0;
+}
+
+/* With a pubkey, a filter loads only when FILE.sig verifies against it
+ * and the filter's (verified) header. */
+static int check_signature(const breachd_config *cfg, const char *section, const br_sign_key *key,
+                           const char *path, const br_filter_header *h, br_error *err)
+{
+    if (!key)
+        return 0;
+    int r = br_filter_sig_verify(key, path, h, err);
+    if (r < 0) {
+        br_error_prefix(err, r, "%s: refused, its signature does not verify against [%s] pubkey",
+                        path, section);
+        return filter_error(cfg, section, r, err);
+    }
+    return 0;
+}
+
+/* One file of the list: a full filter first, deltas after it. */
+static int check_role(const char *path, size_t index, const br_filter_header *h, br_error *err)
+{
+    if (index == 0 && h->role != BR_ROLE_FULL)
+        return br_error_set(err, -EINVAL,
+                            "%s: a delta, not a full filter: name its base before it", path);
+    return 0;
+}
+
+/* A delta that does not extend the set loaded so far is refused by name. */
+static int attach_error(const char *path, int r, br_error *err)
+{
+    return br_error_prefix(err, r, "%s: refused", path);
+}
+
+static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
+                          const br_sign_key *key, const char *path, size_t index,
+                          br_pwfilter **out, br_error *err)
+{
+    int r = check_kind_first(sec, path, err);
+    if (r < 0)
+        return r;
+    r = br_pwfilter_open(path, out, err);
+    if (r < 0)
+        return filter_error(cfg, sec->name, r, err);
+    const br_filter_header *h = br_pwfilter_file_header(*out);
+    if (h->kind != sec->kind)
+        r = wrong_kind(sec, path, h->kind, err);
+    if (r == 0)
+        r = check_signature(cfg, sec->name, key, path, h, err);
+    if (r == 0 && (r = check_role(path, index, h, err)) < 0)
+        r = filter_error(cfg, sec->name, r, err);
+    if (r < 0) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+    }
+    return r;
+}
+
+static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_pwfilter **out,
+                           br_error *err)
+{
+    *out = NULL;
+    if (!sec->list[0])
+        return 0;
+    _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
+    int r = load_pubkey(cfg, sec->name, sec->pubkey, &key, err);
+    if (r < 0)
+        return r;
+    char **paths;
+    size_t n;
+    if (breachd_config_list_split(sec->list, &paths, &n) < 0)
+        return -ENOMEM;
+    _cleanup_(br_pwfilter_freep) br_pwfilter *set = NULL;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        br_pwfilter *pf = NULL;
+        r = open_pw_member(cfg, sec, key, paths[i], i, &pf, err);
+        if (r == 0 && i == 0)
+            set = pf;
+        else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
+            r = filter_error(cfg, sec->name, attach_error(paths[i], r, err), err);
+    }
+    if (r == 0 && br_pwfilter_header(set)->key_count == 0)
+        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached",
+               sec->name, sec->list);
+    breachd_config_list_free(paths, n);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(set);
+    return 0;
+}
+
+int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
+                            BR_KIND_PASSWORD_SHA1};
+    return load_pw_section(cfg, &sec, out, err);
+}
+
+int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+{
+    const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
+                            BR_KIND_PASSWORD_NTLM};
+    return load_pw_section(cfg, &sec, out, err);
+}
+
+static int open_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
+                           size_t index, br_urlfilter **out, br_error *err)
+{
+    int r = br_urlfilter_open(path, out, err);
+    if (r < 0)
+        return filter_error(cfg, "urls", r, err);
+    const br_filter_header *h = br_urlfilter_file_header(*out);
+    r = check_signature(cfg, "urls", key, path, h, err);
+    if (r == 0 && (r = check_role(path, index, h, err)) < 0)
+        r = filter_error(cfg, "urls", r, err);
+    if (r < 0) {
+        br_urlfilter_free(*out);
+        *out = NULL;
+    }
+    return r;
+}
+
+int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err)
+{
+    *out = NULL;
+    if (!cfg->urls.filter[0])
+        return 0;
+    _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
+    int r = load_pubkey(cfg, "urls", cfg->urls.pubkey, &key, err);
+    if (r < 0)
+        return r;
+    char **paths;
+    size_t n;
+    if (breachd_config_list_split(cfg->urls.filter, &paths, &n) < 0)
+        return -ENOMEM;
+    _cleanup_(br_urlfilter_freep) br_urlfilter *set = NULL;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        br_urlfilter *uf = NULL;
+        r = open_url_member(cfg, key, paths[i], i, &uf, err);
+        if (r == 0 && i == 0)
+            set = uf;
+        else if (r == 0 && (r = br_urlfilter_attach(set, uf, err)) < 0)
+            r = filter_error(cfg, "urls", attach_error(paths[i], r, err), err);
+    }
+    breachd_config_list_free(paths, n);
+    if (r < 0)
+        return r;
+    *out = BR_TAKE_PTR(set);
+    return 0;
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Account lines of `breachctl audit`; the formats are in audit_input.h. */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "audit_input.h"
+
+#define MAX_FIELDS 8 /* fields looked at; a line may have more */
+#define NO_PASSWORD "NO PASSWORD"
+
+typedef struct field {
+    const char *p;
+    size_t n;
+} field;
+
+typedef struct fields {
+    field f[MAX_FIELDS];
+    size_t n; /* all of them, also those past MAX_FIELDS */
+} fields;
+
+static const char *const format_names[] = {
+    [BR_AUDIT_AUTO] = "auto",
+    [BR_AUDIT_PWDUMP] = "pwdump",
+    [BR_AUDIT_SECRETSDUMP] = "secretsdump",
+    [BR_AUDIT_PDBEDIT] = "pdbedit",
+    [BR_AUDIT_USER_HASH] = "user-hash",
+};
+
+const char *br_audit_format_name(br_audit_format f)
+{
+    return (size_t)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
+}
+
+int br_audit_format_from_name(const char *name, br_audit_format *f)
+{
+    for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+        if (strcmp(name, format_names[i]) == 0) {
+            *f = (br_audit_format)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+static void split(const char *s, size_t len, fields *out)
+{
+    out->n = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && s[i] != ':')
+            continue;
+        if (out->n < MAX_FIELDS)
+            out->f[out->n] = (field){s + start, i - start};
+        out->n++;
+        start = i + 1;
+    }
+}
+
+static bool is(const field *f, const char *word)
+{
+    return f->n == strlen(word) && memcmp(f->p, word, f->n) == 0;
+}
+
+static bool starts(const field *f, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return f->n >= n && memcmp(f->p, prefix, n) == 0;
+}
+
+/* "NO PASSWORD" and '*' up to 32 characters (pwdump, secretsdump), or 32
+ * 'X's (pdbedit): no hash stored. */
+static bool no_hash(const field *f, br_audit_format fmt)
+{
+    if (fmt == BR_AUDIT_PDBEDIT) {
+        if (f->n != 32)
+            return false;
+        for (size_t i = 0; i < f->n; i++)
+            if (f->p[i] != 'X')
+                return false;
+        return true;
+    }
+    if (!starts(f, NO_PASSWORD))
+        return false;
+    for (size_t i = strlen(NO_PASSWORD); i < f->n; i++)
+        if (f->p[i] != '*')
+            return false;
+    return true;
+}
+
+static bool decimal(const field *f)
+{
+    if (f->n == 0 || f->n > 10)
+        return false;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->p[i] < '0' || f->p[i] > '9')
+            return false;
+    return true;
+}
+
+/* Nothing to audit in any format: blank, a comment, secretsdump's banner
+ * and progress lines. */
+static bool noise(const char *s, size_t len)
+{
+    if (len == 0 || s[0] == '#')
+        return true;
+    if (len >= 3 && s[0] == '[' && s[2] == ']' && strchr("*-+!", s[1]))
+        return true;
+    return len >= 10 && memcmp(s, "Impacket v", 10) == 0;
+}
+
+/* secretsdump's other lines about an account: its Kerberos keys and its
+ * cleartext password. */
+static bool secretsdump_extra(const fields *fs)
+{
+    if (fs->n < 2)
+        return false;
+    const field *t = &fs->f[1];
+    if (is(t, "CLEARTEXT"))
+        return true;
+    /* a key type by name, or by number when secretsdump has no name for it */
+    return fs->n == 3 && (starts(t, "aes") || starts(t, "des-") || starts(t, "dec-") ||
+                          starts(t, "rc4") || starts(t, "0x") || decimal(t));
+}
+
+static br_audit_format detect(const fields *fs, const char *name, size_t name_len)
+{
+    if (fs->n == 2)
+        return BR_AUDIT_USER_HASH;
+    if (fs->n >= 6 && fs->f[4].n >= 2 && fs->f[4].p[0] == '[' && fs->f[4].p[fs->f[4].n - 1] == ']' &&
+        starts(&fs->f[5], "LCT-"))
+        return BR_AUDIT_PDBEDIT;
+    if (fs->n >= 4 && decimal(&fs->f[1]))
+        return memchr(name, '\\', name_len) ? BR_AUDIT_SECRETSDUMP : BR_AUDIT_PWDUMP;
+    return BR_AUDIT_AUTO;
+}
+
+static int fail(const char **why, const char *text)
+{
+    *why = text;
+    return -EINVAL;
+}
+
+static bool decode_hash(const field *f, size_t hash_len, uint8_t *out)
+{
+    return f->n == 2 * hash_len && br_hex_decode(f->p, hash_len, out);
+}
+
+static bool machine_name(const char *name, size_t len)
+{
+    return len > 0 && name[len - 1] == '$';
+}
+
+/* pwdump, secretsdump, pdbedit: fields 1..3 (and 4, 5 for pdbedit). */
+static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *acc,
+                     const char **why)
+{
+    if (fmt == BR_AUDIT_PDBEDIT) {
+        if (fs->n < 6 || fs->f[4].n < 2 || fs->f[4].p[0] != '[' ||
+            fs->f[4].p[fs->f[4].n - 1] != ']' || !starts(&fs->f[5], "LCT-"))
+            return fail(why, "not a pdbedit -Lw line (NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-...:)");
+        const field *fl = &fs->f[4];
+        if (memchr(fl->p, 'W', fl->n) || memchr(fl->p, 'S', fl->n) || memchr(fl->p, 'I', fl->n))
+            acc->machine = true;
+    } else if (fs->n < 4) {
+        return fail(why, "not a pwdump or secretsdump line (NAME:RID:LMHASH:NTHASH:::)");
+    }
+    if (!decimal(&fs->f[1]))
+        return fail(why, fmt == BR_AUDIT_PDBEDIT ? "the UID (field 2) is not a decimal number"
+                                                 : "the RID (field 2) is not a decimal number");
+    const field *lm = &fs->f[2], *nt = &fs->f[3];
+    uint8_t ignored[BR_NT_LEN];
+    bool lm_ok = no_hash(lm, fmt) || decode_hash(lm, BR_NT_LEN, ignored);
+    OPENSSL_cleanse(ignored, sizeof(ignored));
+    if (!lm_ok)
+        return fail(why, "the LM hash (field 3) is not 32 hex digits");
+    if (no_hash(nt, fmt))
+        return BR_AUDIT_LINE_NO_HASH;
+    if (!decode_hash(nt, BR_NT_LEN, acc->hash))
+        return fail(why, "the NT hash (field 4) is not 32 hex digits");
+    return BR_AUDIT_LINE_ACCOUNT;
+}
+
+int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t len,
+                        br_audit_account *acc, const char **why)
+{
+    memset(acc, 0, sizeof(*acc));
+    *why = NULL;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (noise(line, len))
+        return BR_AUDIT_LINE_SKIP;
+    fields fs;
+    split(line, len, &fs);
+    if (fs.n < 2)
+        return fail(why, "not an account line: no ':'");
+    if ((fmt == BR_AUDIT_AUTO || fmt == BR_AUDIT_SECRETSDUMP) && secretsdump_extra(&fs))
+        return BR_AUDIT_LINE_SKIP;
+    acc->name = fs.f[0].p;
+    acc->name_len = fs.f[0].n;
+    if (acc->name_len == 0)
+        return fail(why, "the account name (field 1) is empty");
+    br_audit_format f = fmt == BR_AUDIT_AUTO ? detect(&fs, acc->name, acc->name_len) : fmt;
+    if (f == BR_AUDIT_AUTO)
+        return fail(why, "not an account line of pwdump, secretsdump, pdbedit -Lw or NAME:HASH");
+    acc->format = f;
+    const char *bs = f == BR_AUDIT_USER_HASH ? NULL : memchr(acc->name, '\\', acc->name_len);
+    const char *user = bs ? bs + 1 : acc->name;
+    acc->machine = machine_name(user, acc->name_len - (size_t)(user - acc->name));
+    int rc;
+    if (f == BR_AUDIT_USER_HASH) {
+        if (fs.n != 2)
+            return fail(why, "not a NAME:HASH line (2 fields)");
+        size_t hl = ntlm ? BR_NT_LEN : BR_SHA1_LEN;
+        if (!decode_hash(&fs.f[1], hl, acc->hash))
+            return fail(why, ntlm ? "the hash is not 32 hex digits (an NT hash)"
+                                  : "the hash is not 40 hex digits (a SHA-1)");
+        rc = BR_AUDIT_LINE_ACCOUNT;
+    } else {
+        if (!ntlm)
+            return fail(why, "pwdump, secretsdump and pdbedit lines hold NT hashes: use --kind "
+                             "password-ntlm");
+        rc = parse_sam(f, &fs, acc, why);
+    }
+    if (rc == BR_AUDIT_LINE_ACCOUNT && ntlm) {
+        uint8_t empty[BR_NT_LEN];
+        br_hex_decode(BR_NT_EMPTY_HEX, BR_NT_LEN, empty);
+        acc->empty = memcmp(acc->hash, empty, BR_NT_LEN) == 0;
+    }
+    return rc;
+}

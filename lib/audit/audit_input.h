@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* The account lines of `breachctl audit` (docs/audit.md): one line of a
+ * password-hash export into an account name and its hash, never keeping or
+ * naming anything else of the line.
+ *
+ * Formats (fields separated by ':'):
+ *  - pwdump:      NAME:RID:LMHASH:NTHASH:COMMENT:HOME:   (any fields after NTHASH);
+ *  - secretsdump: the same with DOMAIN\NAME, and a " (status=...)",
+ *                 " (pwdLastSet=...)" suffix (which lands in the fields after
+ *                 NTHASH, so it needs no rule of its own); its progress lines
+ *                 ("[*] ...", "[-] ...", "[+] ...", "[!] ..."), its banner
+ *                 ("Impacket v..."), its Kerberos key lines
+ *                 (NAME:aes256-cts-hmac-sha1-96:KEY, des-cbc-md5, rc4_hmac, a
+ *                 type number, ...)
+ *                 and its cleartext lines (NAME:CLEARTEXT:...) are skipped;
+ *  - pdbedit:     Samba's `pdbedit -Lw`: NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-HEX:
+ *  - user-hash:   NAME:HASH, the hash of the audit's kind (32 hex digits
+ *                 for password-ntlm, 40 for password-sha1).
+ * RID and UID are decimal. A hash is hex in any case. In pwdump and
+ * secretsdump an NT field of "NO PASSWORD" followed by '*'s, and in
+ * pdbedit one of 32 'X's, means the account has no NT hash. Blank lines
+ * and lines starting with '#' are skipped in every format.
+ *
+ * Auto-detection (BR_AUDIT_AUTO) is per line: 2 fields are user-hash; a
+ * 5th field in brackets followed by an "LCT-" field is pdbedit; 4 or more
+ * fields with a decimal second field are pwdump, or secretsdump when the
+ * name holds a '\'. pwdump, secretsdump and pdbedit lines hold NT hashes: they
+ * are refused with password-sha1.
+ *
+ * A machine account is one whose name (after DOMAIN\) ends with '$', or a
+ * pdbedit line flagged W (workstation), S (server) or I (interdomain trust).
+ * The empty password's NT hash (BR_NT_EMPTY_HEX) is flagged.
+ *
+ * Errors never quote the line (it holds hashes, and a secretsdump cleartext
+ * line holds a password): the reason is a static text. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+#include "nthash.h"
+
+typedef enum br_audit_format {
+    BR_AUDIT_AUTO = 0,
+    BR_AUDIT_PWDUMP,
+    BR_AUDIT_SECRETSDUMP,
+    BR_AUDIT_PDBEDIT,
+    BR_AUDIT_USER_HASH,
+} br_audit_format;
+
+typedef enum br_audit_line {
+    BR_AUDIT_LINE_ACCOUNT = 0, /* an account and its hash */
+    BR_AUDIT_LINE_NO_HASH,     /* an account without an NT hash (name set, hash not) */
+    BR_AUDIT_LINE_SKIP,        /* nothing to audit: blank, comment, a tool's message, keys */
+} br_audit_line;
+
+typedef struct br_audit_account {
+    const char *name; /* points into the line; DOMAIN\ included */
+    size_t name_len;
+    uint8_t hash[BR_SHA1_LEN]; /* BR_NT_LEN bytes for password-ntlm */
+    br_audit_format format;    /* what the line was read as */
+    bool machine;
+    bool empty; /* the NT hash of the empty password */
+} br_audit_account;
+
+/* "pwdump", "secretsdump", "pdbedit", "user-hash", "auto". */
+const char *br_audit_format_name(br_audit_format f);
+/* 0 and *f set, or -EINVAL for an unknown name. */
+int br_audit_format_from_name(const char *name, br_audit_format *f);
+
+/* Parse one line (without its LF; a final CR is ignored) read as format fmt
+ * (BR_AUDIT_AUTO: detected) for hashes of ntlm ? NT : SHA-1. Returns a
+ * br_audit_line and fills acc (ACCOUNT: all of it; NO_HASH: the name, format
+ * and machine flag), or -EINVAL with *why a static reason. */
+int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t len,
+                        br_audit_account *acc, const char **why);

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* The range endpoint's pure parts (daemon/http_int.h): HIBP's padding
+ * count, Accept-Encoding, If-None-Match, HTTP dates, entity tags, the
+ * per-address token buckets (on a given clock) and the body pool. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <event2/buffer.h>
+
+#include "http_int.h"
+
+static void test_pad_count(void **s)
+{
+    (void)s;
+    /* small ranges: to a total of 800 .. 999 lines */
+    assert_int_equal(bd_http_pad_count(0, 0), 800);
+    assert_int_equal(bd_http_pad_count(300, 199), 999 - 300);
+    assert_int_equal(bd_http_pad_count(1, 200), 799); /* r is taken mod 200 */
+    /* HIBP-sized ones: 10 .. 209 more */
+    assert_int_equal(bd_http_pad_count(1900, 0), 10);
+    assert_int_equal(bd_http_pad_count(1900, 199), 209);
+    assert_int_equal(bd_http_pad_count(850, 5), 15);
+    for (uint32_t n = 0; n < 3000; n += 7)
+        for (uint32_t r = 0; r < 400; r += 13) {
+            size_t p = bd_http_pad_count(n, r);
+            if (n < 790)
+                assert_true(n + p >= 800 && n + p <= 999);
+            if (n >= 800)
+                assert_true(p >= 10 && p <= 209);
+        }
+}
+
+static void test_encoding(void **s)
+{
+    (void)s;
+    bool br = bd_http_have_brotli();
+    assert_int_equal(bd_http_pick_encoding(NULL, false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("", false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("gzip, deflate", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("GZip", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("x-gzip", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("deflate, identity", false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("gzip;q=0", false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("gzip ; q=0.000", false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("gzip;q=0.001", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("*", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("*;q=0", false), BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("*, gzip;q=0", false), br ? BD_ENC_BR : BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("gzip, br", false), BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("gzip, br", true), br ? BD_ENC_BR : BD_ENC_GZIP);
+    assert_int_equal(bd_http_pick_encoding("br", false), br ? BD_ENC_BR : BD_ENC_IDENTITY);
+    assert_int_equal(bd_http_pick_encoding("br;q=0, gzip", true), BD_ENC_GZIP);
+    assert_string_equal(bd_http_enc_name(BD_ENC_GZIP), "gzip");
+    assert_null(bd_http_enc_name(BD_ENC_IDENTITY));
+}
+
+static void test_if_none_match(void **s)
+{
+    (void)s;
+    const char *core = "0123456789ABCDEF0123456789ABCDEF";
+    assert_true(bd_http_inm_matches("\"0123456789ABCDEF0123456789ABCDEF\"", core));
+    assert_true(bd_http_inm_matches("W/\"0123456789ABCDEF0123456789ABCDEF\"", core));
+    assert_true(bd_http_inm_matches("\"0123456789ABCDEF0123456789ABCDEF-gzip\"", core));
+    assert_true(bd_http_inm_matches("W/\"0123456789ABCDEF0123456789ABCDEF-br\"", core));
+    assert_true(bd_http_inm_matches("\"x\", \"0123456789ABCDEF0123456789ABCDEF\"", core));
+    assert_true(bd_http_inm_matches("*", core));
+    assert_false(bd_http_inm_matches("\"0123456789ABCDEF0123456789ABCDE\"", core));
+    assert_false(bd_http_inm_matches("\"0123456789ABCDEF0123456789ABCDEF-zstd\"", core));
+    assert_false(bd_http_inm_matches("0123456789ABCDEF0123456789ABCDEF", core)); /* unquoted */
+    assert_false(bd_http_inm_matches("\"0123456789abcdef0123456789abcdef\"", core));
+    assert_false(bd_http_inm_matches("", core));
+    assert_false(bd_http_inm_matches("\"", core));
+    assert_false(bd_http_inm_matches("W/", core));
+}
+
+static void test_dates(void **s)
+{
+    (void)s;
+    assert_int_equal(bd_http_parse_date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
+    assert_int_equal(bd_http_parse_date("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777);
+    assert_int_equal(bd_http_parse_date("Sunday, 06-Nov-94 08:49:37 GMT"), -1); /* obsolete */
+    assert_int_equal(bd_http_parse_date("Sun, 06 Nov 1994 08:49:37 GMT x"), -1);
+    assert_int_equal(bd_http_parse_date("yesterday"), -1);
+    assert_int_equal(bd_http_parse_date(""), -1);
+    assert_int_equal(bd_http_parse_date(NULL), -1);
+}
+
+static void test_etag(void **s)
+{
+    (void)s;
+    uint8_t set1[40] = {'B', 'R', 'S', 1, 1}, set2[40] = {'B', 'R', 'S', 1, 1, 7};
+    br_range_answer a = {.value = set1,
+                         .len = sizeof(set1),
+                         .etag = "\"abc\"",
+                         .last_modified = "Sun, 06 Nov 1994 08:49:37 GMT"};
+    char t1[33], t2[33];
+    /* with validators: they decide, with the prefix and the size */
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t1), 0);
+    assert_int_equal(strlen(t1), 32);
+    a.value = set2;
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t2), 0);
+    assert_string_equal(t1, t2);
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA7, &a, t2), 0);
+    assert_string_not_equal(t1, t2);
+    a.len = 39;
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t2), 0);
+    assert_string_not_equal(t1, t2);
+    a.len = 40;
+    a.etag = "\"abd\"";
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t2), 0);
+    assert_string_not_equal(t1, t2);
+    /* without: the content */
+    a.etag = a.last_modified = "";
+    a.value = set1;
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t1), 0);
+    a.value = set2;
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x5BAA6, &a, t2), 0);
+    assert_string_not_equal(t1, t2);
+    memcpy(set2, set1, sizeof(set1));
+    assert_int_equal(bd_http_etag_core(BR_RANGE_PASSWORD_SHA1, 0x12345, &a, t2), 0);
+    assert_string_equal(t1, t2);
+}
+
+static struct sockaddr_in v4(const char *a)
+{
+    struct sockaddr_in s = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, a, &s.sin_addr), 1);
+    return s;
+}
+
+static void test_rate(void **s)
+{
+    (void)s;
+    bd_rate_table *t = bd_rate_new();
+    assert_non_null(t);
+    struct sockaddr_in a = v4("10.0.0.1"), b = v4("10.0.0.2");
+    const struct sockaddr *sa = (const struct sockaddr *)&a, *sb = (const struct sockaddr *)&b;
+    /* a bucket one second deep: 5 at once, the 6th waits 200 ms */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(bd_rate_take(t, sa, 5, 1000), 0);
+    uint32_t wait = bd_rate_take(t, sa, 5, 1000);
+    assert_true(wait >= 199 && wait <= 201);
+    assert_int_equal(bd_rate_take(t, sb, 5, 1000), 0); /* its own bucket */
+    assert_true(bd_rate_take(t, sa, 5, 1100) > 0);
+    assert_int_equal(bd_rate_take(t, sa, 5, 1200), 0); /* refilled one */
+    assert_true(bd_rate_take(t, sa, 5, 1200) > 0);
+    /* an IPv4-mapped IPv6 address is the same client */
+    struct sockaddr_in6 m = {.sin6_family = AF_INET6};
+    assert_int_equal(inet_pton(AF_INET6, "::ffff:10.0.0.1", &m.sin6_addr), 1);
+    assert_true(bd_rate_take(t, (const struct sockaddr *)&m, 5, 1200) > 0);
+    /* many addresses: the table grows, idle buckets go */
+    for (uint32_t i = 0; i < 200000; i++) {
+        struct sockaddr_in c = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0B000000 + i)};
+        assert_int_equal(bd_rate_take(t, (const struct sockaddr *)&c, 5, 5000 + i / 100), 0);
+    }
+    assert_true(bd_rate_size(t) <= (1u << 17));
+    struct sockaddr_storage un = {.ss_family = AF_UNIX};
+    assert_int_equal(bd_rate_take(t, (const struct sockaddr *)&un, 1, 0), 0);
+    bd_rate_free(t);
+}
+
+static void test_pool(void **s)
+{
+    (void)s;
+    bd_http_buf b;
+    assert_int_equal(bd_http_buf_get(1000, &b), 0);
+    assert_true(b.cap >= 1000);
+    memcpy(b.p, "hello", 5);
+    b.len = 5;
+    char *first = b.p;
+    struct evbuffer *out = evbuffer_new();
+    assert_int_equal(bd_http_buf_give(&b, out), 0);
+    assert_null(b.p);
+    assert_int_equal(evbuffer_get_length(out), 5);
+    evbuffer_free(out); /* back in the pool */
+    assert_int_equal(bd_http_buf_get(10, &b), 0);
+    assert_ptr_equal(b.p, first); /* reused */
+    bd_http_buf_put(&b);
+    assert_int_equal(bd_http_buf_get((size_t)1 << 20, &b), 0); /* a bigger one */
+    assert_true(b.cap >= (size_t)1 << 20);
+    bd_http_buf_put(&b);
+    bd_http_buf_put(&b); /* empty: fine */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pad_count),     cmocka_unit_test(test_encoding),
+        cmocka_unit_test(test_if_none_match), cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_etag),          cmocka_unit_test(test_rate),
+        cmocka_unit_test(test_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
