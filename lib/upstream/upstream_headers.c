@@ -99,7 +99,13 @@ static int64_t parse_retry_after(const char *v, size_t len)
     if (when < 0)
         return -1;
     time_t now = time(NULL);
-    return when > now ? (int64_t)(when - now) * 1000 : 0;
+    if (when <= now)
+        return 0;
+    /* A date centuries ahead would overflow the milliseconds: as far as a
+     * long number of seconds. */
+    if (when - now > 999999999)
+        return INT64_C(999999999) * 1000;
+    return (int64_t)(when - now) * 1000;
 }
 
 void up_header_line(const char *line, size_t len, char *etag, char *last_modified,

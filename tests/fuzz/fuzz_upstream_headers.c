@@ -13,15 +13,22 @@
  * 0x7F; "Cache-Control:" directives (split at ',', blanks trimmed, any
  * case): no-store or no-cache sets max-age 0 and ends the header, a
  * max-age=N with N digits (an optional '"' before and after) sets it, the
- * digits past 2^40 ignored. Also: a validator never holds a control byte
- * (it is sent back in If-None-Match / If-Modified-Since), max-age is -1 or
- * in 0 .. 11 * 2^40. No Retry-After is read (upstream.h has no field). */
+ * digits past 2^40 ignored; "Retry-After:" (docs/upstream.md, "When the
+ * upstream asks to slow down") sets the pause in milliseconds: 1..9 digits
+ * N give N * 1000, 10 to 63 digits 999999999 * 1000, an HTTP-date (read by
+ * curl_getdate, as the code does) the time until then (0 when past, at most
+ * 999999999 s, within a second of the model's clock), anything else -1. Also: a validator
+ * never holds a control byte (it is sent back in If-None-Match /
+ * If-Modified-Since), max-age is -1 or in 0 .. 11 * 2^40. */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
 
 #include "upstream_int.h"
 
@@ -32,6 +39,8 @@ typedef struct model {
     char etag[BR_UPSTREAM_VALIDATOR_MAX + 1];
     char lm[BR_UPSTREAM_VALIDATOR_MAX + 1];
     int64_t max_age;
+    int64_t retry_after_ms;
+    bool retry_after_date; /* from an HTTP-date: compared within a second */
 } model;
 
 static bool blank(char c)
@@ -112,18 +121,50 @@ static void model_cache_control(model *m, const char *v, size_t n)
     }
 }
 
+static void model_retry_after(model *m, const char *v, size_t n)
+{
+    m->retry_after_ms = -1;
+    m->retry_after_date = false;
+    if (n == 0 || n >= 64)
+        return;
+    size_t d = 0;
+    while (d < n && v[d] >= '0' && v[d] <= '9')
+        d++;
+    if (d == n) {
+        int64_t x = 0;
+        for (size_t i = 0; i < n && i < 9; i++)
+            x = x * 10 + (v[i] - '0');
+        m->retry_after_ms = n > 9 ? INT64_C(999999999) * 1000 : x * 1000;
+        return;
+    }
+    char buf[64];
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    time_t when = curl_getdate(buf, NULL);
+    if (when < 0)
+        return;
+    time_t now = time(NULL);
+    int64_t ahead = when > now ? (int64_t)(when - now) : 0;
+    m->retry_after_ms = (ahead > 999999999 ? 999999999 : ahead) * 1000;
+    m->retry_after_date = true;
+}
+
 static void model_line(model *m, const char *line, size_t len)
 {
     size_t a, b;
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
         m->etag[0] = m->lm[0] = '\0';
         m->max_age = -1;
+        m->retry_after_ms = -1;
+        m->retry_after_date = false;
     } else if (value_of(line, len, "etag", &a, &b)) {
         model_validator(m->etag, line + a, b - a);
     } else if (value_of(line, len, "last-modified", &a, &b)) {
         model_validator(m->lm, line + a, b - a);
     } else if (value_of(line, len, "cache-control", &a, &b)) {
         model_cache_control(m, line + a, b - a);
+    } else if (value_of(line, len, "retry-after", &a, &b)) {
+        model_retry_after(m, line + a, b - a);
     }
 }
 
@@ -140,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char etag[BR_UPSTREAM_VALIDATOR_MAX + 1] = "";
     char lm[BR_UPSTREAM_VALIDATOR_MAX + 1] = "";
     int64_t max_age = -1, retry_after_ms = -1;
-    model m = {.max_age = -1};
+    model m = {.max_age = -1, .retry_after_ms = -1};
     const char *p = (const char *)data, *end = p + size;
     while (p < end) {
         const char *lf = memchr(p, '\n', (size_t)(end - p));
@@ -150,7 +191,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(line);
         memcpy(line, p, len);
         up_header_line(line, len, etag, lm, &max_age, &retry_after_ms);
-        CHECK(retry_after_ms >= -1);
         model_line(&m, line, len);
         free(line);
         check_validator(etag);
@@ -158,6 +198,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strcmp(etag, m.etag) == 0 && strcmp(lm, m.lm) == 0);
         CHECK(max_age == m.max_age);
         CHECK(max_age == -1 || (max_age >= 0 && max_age < INT64_C(11) << 40));
+        if (m.retry_after_date) /* the two clocks may tick apart */
+            CHECK(retry_after_ms >= 0 && retry_after_ms >= m.retry_after_ms - 1000 &&
+                  retry_after_ms <= m.retry_after_ms + 1000);
+        else
+            CHECK(retry_after_ms == m.retry_after_ms);
         p += len;
     }
     return 0;
