@@ -11,8 +11,10 @@
 
 #include "br_assert.h"
 #include "config.h"
+#include "dispatch.h"
 #include "log.h"
 #include "server.h"
+#include "stats.h"
 #include "url_check.h"
 
 const char *bd_conn_admit(const bd_conn *c)

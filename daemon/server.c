@@ -18,6 +18,7 @@
 #include <event2/listener.h>
 #include <openssl/crypto.h>
 
+#include "dispatch.h"
 #include "http.h"
 #include "log.h"
 #include "notify.h"

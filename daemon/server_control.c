@@ -20,6 +20,7 @@
 #include "log.h"
 #include "notify.h"
 #include "server.h"
+#include "stats.h"
 #include "server_int.h"
 
 /* ---- metrics endpoint follows the config ---- */
