@@ -42,16 +42,9 @@ static void put(render_out *o, const char *key, const char *fmt, ...)
 
 #define U64(o, key, v) put(o, key, "%llu", (unsigned long long)(v))
 
-static void render(bd_server *srv, render_out *o, bool numeric_only)
+/* requests_total, then requests_VERB and errors_CODE, lowercase. */
+static void render_requests(const bd_counters *k, render_out *o)
 {
-    const bd_counters *k = &srv->counters;
-    const bd_state *st = srv->state;
-    int64_t now = (int64_t)time(NULL);
-    U64(o, "uptime_seconds", now - srv->started_at);
-    U64(o, "connections", srv->n_conns);
-    U64(o, "connections_total", k->connections_total);
-    U64(o, "connections_refused", k->connections_refused);
-    U64(o, "requests_in_flight", srv->inflight);
     uint64_t total = 0;
     for (int v = 0; v < BR_VERB_COUNT_; v++)
         total += k->requests[v];
@@ -69,6 +62,10 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
             *p = *p == '-' ? '_' : *p;
         U64(o, key, k->errors[e]);
     }
+}
+
+static void render_answers(const bd_counters *k, render_out *o)
+{
     U64(o, "pw_clean", k->pw_clean);
     U64(o, "pw_pwned", k->pw_pwned);
     U64(o, "pw_unknown", k->pw_unknown);
@@ -87,36 +84,32 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "url_filter_no", k->url_filter_no);
     U64(o, "url_filter_maybe", k->url_filter_maybe);
     U64(o, "url_filter_bypassed", k->url_filter_bypassed);
+}
 
-    const br_filter_header *h = st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL;
-    U64(o, "filter_loaded", h != NULL);
-    U64(o, "filter_generation", h ? h->generation : 0);
-    U64(o, "filter_keys", h ? h->key_count : 0);
-    U64(o, "filter_age_seconds", h && now > h->build_time ? now - h->build_time : 0);
-    U64(o, "filter_stale", bd_state_pw_filter_stale(st, now));
+/* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
+ * _age_seconds, _stale (h NULL: no filter loaded). */
+static void render_filter(render_out *o, const char *prefix, const br_filter_header *h,
+                          int64_t now, bool stale)
+{
+    static const char *const names[] = {"filter_loaded", "filter_generation", "filter_keys",
+                                        "filter_age_seconds", "filter_stale"};
+    uint64_t v[] = {h != NULL, h ? h->generation : 0, h ? h->key_count : 0,
+                    h && now > h->build_time ? (uint64_t)(now - h->build_time) : 0, stale};
+    char key[64];
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        snprintf(key, sizeof(key), "%s%s", prefix, names[i]);
+        U64(o, key, v[i]);
+    }
+}
 
-    const br_filter_header *nh = st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL;
-    U64(o, "nt_filter_loaded", nh != NULL);
-    U64(o, "nt_filter_generation", nh ? nh->generation : 0);
-    U64(o, "nt_filter_keys", nh ? nh->key_count : 0);
-    U64(o, "nt_filter_age_seconds", nh && now > nh->build_time ? now - nh->build_time : 0);
-    U64(o, "nt_filter_stale", bd_state_nt_filter_stale(st, now));
-
-    const br_filter_header *uh = st->urlfilter ? br_urlfilter_header(st->urlfilter) : NULL;
-    U64(o, "url_filter_loaded", uh != NULL);
-    U64(o, "url_filter_generation", uh ? uh->generation : 0);
-    U64(o, "url_filter_keys", uh ? uh->key_count : 0);
-    U64(o, "url_filter_age_seconds", uh && now > uh->build_time ? now - uh->build_time : 0);
-    U64(o, "url_filter_stale", bd_state_url_filter_stale(st, now));
-
-    bd_totals t;
-    bd_state_totals(st, &t);
-    U64(o, "cache_hits", t.resolver.cache_fresh);
-    U64(o, "cache_misses", t.resolver.fetches);
-    U64(o, "cache_stale_answers", t.resolver.stale_answers);
-    U64(o, "cache_revalidations", t.resolver.revalidations);
-    U64(o, "cache_not_modified", t.resolver.not_modified);
-    U64(o, "cache_errors", t.resolver.cache_errors);
+static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
+{
+    U64(o, "cache_hits", t->resolver.cache_fresh);
+    U64(o, "cache_misses", t->resolver.fetches);
+    U64(o, "cache_stale_answers", t->resolver.stale_answers);
+    U64(o, "cache_revalidations", t->resolver.revalidations);
+    U64(o, "cache_not_modified", t->resolver.not_modified);
+    U64(o, "cache_errors", t->resolver.cache_errors);
     br_range_cache_usage cu = {0};
     if (st->cache)
         br_range_cache_stats(st->cache->cache, &cu);
@@ -124,37 +117,49 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "cache_bytes", cu.used_bytes);
     U64(o, "cache_max_bytes", cu.max_bytes);
     U64(o, "cache_evicted", cu.evicted);
-    U64(o, "lookups_coalesced", t.resolver.coalesced);
-    U64(o, "upstream_fetches", t.pw_upstream.fetches);
-    U64(o, "upstream_transfers", t.pw_upstream.transfers);
-    U64(o, "upstream_retries", t.pw_upstream.retries);
-    U64(o, "upstream_errors", t.pw_upstream.err_http + t.pw_upstream.err_timeout +
-                                  t.pw_upstream.err_unavailable + t.pw_upstream.err_too_large);
-    U64(o, "upstream_timeouts", t.pw_upstream.err_timeout);
-    U64(o, "upstream_parse_errors", t.resolver.parse_errors);
-    U64(o, "upstream_in_flight", t.pw_upstream.inflight);
-    U64(o, "upstream_queued", t.pw_upstream.queued);
-    U64(o, "upstream_decoys", t.resolver.decoys);
-    U64(o, "upstream_breaker_trips", t.pw_upstream.breaker_trips);
-    U64(o, "nt_upstream_fetches", t.nt_upstream.fetches);
-    U64(o, "nt_upstream_errors", t.nt_upstream.err_http + t.nt_upstream.err_timeout +
-                                     t.nt_upstream.err_unavailable + t.nt_upstream.err_too_large);
-    U64(o, "nt_upstream_in_flight", t.nt_upstream.inflight);
-    U64(o, "nt_upstream_queued", t.nt_upstream.queued);
-    put(o, "upstream_rate_effective", "%.6g", t.pw_upstream.rate_effective);
-    U64(o, "upstream_rate_limited", t.pw_upstream.rate_limited);
-    U64(o, "upstream_rate_decreases", t.pw_upstream.rate_decreases);
-    U64(o, "upstream_pauses", t.pw_upstream.pauses);
-    U64(o, "upstream_paused_ms", t.pw_upstream.paused_ms);
-    U64(o, "upstream_pause_left_ms", t.pw_upstream.pause_left_ms);
+    U64(o, "lookups_coalesced", t->resolver.coalesced);
+}
+
+static uint64_t upstream_errors(const br_upstream_stats *u)
+{
+    return u->err_http + u->err_timeout + u->err_unavailable + u->err_too_large;
+}
+
+static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, bool numeric_only)
+{
+    const br_upstream_stats *pw = &t->pw_upstream, *nt = &t->nt_upstream;
+    U64(o, "upstream_fetches", pw->fetches);
+    U64(o, "upstream_transfers", pw->transfers);
+    U64(o, "upstream_retries", pw->retries);
+    U64(o, "upstream_errors", upstream_errors(pw));
+    U64(o, "upstream_timeouts", pw->err_timeout);
+    U64(o, "upstream_parse_errors", t->resolver.parse_errors);
+    U64(o, "upstream_in_flight", pw->inflight);
+    U64(o, "upstream_queued", pw->queued);
+    U64(o, "upstream_decoys", t->resolver.decoys);
+    U64(o, "upstream_breaker_trips", pw->breaker_trips);
+    U64(o, "nt_upstream_fetches", nt->fetches);
+    U64(o, "nt_upstream_errors", upstream_errors(nt));
+    U64(o, "nt_upstream_in_flight", nt->inflight);
+    U64(o, "nt_upstream_queued", nt->queued);
+    put(o, "upstream_rate_effective", "%.6g", pw->rate_effective);
+    U64(o, "upstream_rate_limited", pw->rate_limited);
+    U64(o, "upstream_rate_decreases", pw->rate_decreases);
+    U64(o, "upstream_pauses", pw->pauses);
+    U64(o, "upstream_paused_ms", pw->paused_ms);
+    U64(o, "upstream_pause_left_ms", pw->pause_left_ms);
     U64(o, "bulk_queue_depth", srv->bulk_pending);
-    U64(o, "upstream_bulk_queued", t.pw_upstream.bulk_queued);
-    U64(o, "upstream_bulk_in_flight", t.pw_upstream.bulk_inflight);
-    U64(o, "upstream_promoted", t.resolver.promoted);
+    U64(o, "upstream_bulk_queued", pw->bulk_queued);
+    U64(o, "upstream_bulk_in_flight", pw->bulk_inflight);
+    U64(o, "upstream_promoted", t->resolver.promoted);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
-        U64(o, "circuit_state", t.pw_upstream.breaker);
+        U64(o, "circuit_state", pw->breaker);
     else
-        put(o, "circuit", "%s", br_breaker_state_name(t.pw_upstream.breaker));
+        put(o, "circuit", "%s", br_breaker_state_name(pw->breaker));
+}
+
+static void render_http(const bd_counters *k, render_out *o)
+{
     U64(o, "http_requests", k->http_requests);
     U64(o, "http_ok", k->http_ok);
     U64(o, "http_not_modified", k->http_not_modified);
@@ -162,6 +167,32 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "http_forbidden", k->http_forbidden);
     U64(o, "http_rate_limited", k->http_rate_limited);
     U64(o, "http_unavailable", k->http_unavailable);
+}
+
+/* Every figure, in the order the STATS line has always had. */
+static void render(bd_server *srv, render_out *o, bool numeric_only)
+{
+    const bd_counters *k = &srv->counters;
+    const bd_state *st = srv->state;
+    int64_t now = (int64_t)time(NULL);
+    U64(o, "uptime_seconds", now - srv->started_at);
+    U64(o, "connections", srv->n_conns);
+    U64(o, "connections_total", k->connections_total);
+    U64(o, "connections_refused", k->connections_refused);
+    U64(o, "requests_in_flight", srv->inflight);
+    render_requests(k, o);
+    render_answers(k, o);
+    render_filter(o, "", st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL, now,
+                  bd_state_pw_filter_stale(st, now));
+    render_filter(o, "nt_", st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL, now,
+                  bd_state_nt_filter_stale(st, now));
+    render_filter(o, "url_", st->urlfilter ? br_urlfilter_header(st->urlfilter) : NULL, now,
+                  bd_state_url_filter_stale(st, now));
+    bd_totals t;
+    bd_state_totals(st, &t);
+    render_cache(st, &t, o);
+    render_upstream(srv, &t, o, numeric_only);
+    render_http(k, o);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());

@@ -115,6 +115,97 @@ static int suffix_too_long(const parser *ps, const char *s, size_t n, size_t lin
     return bad_line(err, line, 0, what);
 }
 
+/* The suffix of a line and its ':' (s[0..n), BOM removed; bom: its length,
+ * for columns) into r->suffix: the first digit in the low nibble of byte 0,
+ * then pairs. Returns the offset of the value after the ':', or an error. */
+static long parse_suffix(const parser *ps, const char *s, size_t n, size_t bom, size_t line,
+                         rec *r, br_error *err)
+{
+    size_t i = 0;
+    for (; i < n && i < ps->suffix_hex; i++) {
+        int v = br_hexval((unsigned char)s[i]);
+        if (v < 0) {
+            if (s[i] == ':') {
+                char what[128];
+                snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu)%s", i,
+                         ps->suffix_hex,
+                         ps->kind == BR_RANGE_PASSWORD_SHA1 && i == NTLM_SUFFIX_HEX
+                             ? ": this is an NTLM range (kind password-ntlm)"
+                             : "");
+                return bad_line(err, line, 0, what);
+            }
+            return bad_line(err, line, bom + i + 1, "not a hex digit in the suffix");
+        }
+        if (i == 0)
+            r->suffix[0] = (uint8_t)v;
+        else if (i & 1)
+            r->suffix[(i + 1) / 2] = (uint8_t)(v << 4);
+        else
+            r->suffix[i / 2] |= (uint8_t)v;
+    }
+    if (i < ps->suffix_hex) {
+        char what[128];
+        snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu) and no ':'", i, ps->suffix_hex);
+        return bad_line(err, line, 0, what);
+    }
+    if (i == n)
+        return bad_line(err, line, 0, "no ':' after the suffix");
+    if (s[i] != ':') {
+        if (br_hexval((unsigned char)s[i]) >= 0)
+            return suffix_too_long(ps, s, n, line, err);
+        return bad_line(err, line, bom + i + 1, "expected ':' after the suffix");
+    }
+    return (long)i + 1;
+}
+
+/* A count value (val[0..vlen), starting at column col+1) into *count. */
+static int parse_count(const char *val, size_t vlen, size_t col, size_t line, uint32_t *count,
+                       br_error *err)
+{
+    if (vlen == 0)
+        return bad_line(err, line, 0, "missing count");
+    uint64_t c = 0;
+    for (size_t k = 0; k < vlen; k++) {
+        unsigned char ch = (unsigned char)val[k];
+        if (ch < '0' || ch > '9')
+            return bad_line(err, line, col + k + 1, "count is not a decimal number");
+        c = c * 10 + (uint64_t)(ch - '0');
+        if (c > UINT32_MAX)
+            return bad_line(err, line, 0, "count over 4294967295");
+    }
+    *count = (uint32_t)c;
+    return 0;
+}
+
+/* A category value (val[0..vlen), starting at column col+1) into its id. */
+static int parse_category(parser *ps, const char *val, size_t vlen, size_t col, size_t line,
+                          uint32_t *id, br_error *err)
+{
+    if (vlen == 0)
+        return bad_line(err, line, 0, "missing category");
+    for (size_t k = 0; k < vlen; k++) {
+        if (k == BR_RANGE_CATEGORY_MAX)
+            return bad_line(err, line, 0, "category longer than 32 characters");
+        if (!is_category_char((unsigned char)val[k]))
+            return bad_line(err, line, col + k + 1, "character not allowed in a category name");
+    }
+    return intern_category(ps, val, vlen, id, err);
+}
+
+static int push_rec(parser *ps, const rec *r, br_error *err)
+{
+    if (ps->n == ps->cap) {
+        size_t ncap = ps->cap ? 2 * ps->cap : 1024;
+        rec *nr = reallocarray(ps->recs, ncap, sizeof(rec));
+        if (!nr)
+            return br_error_set(err, -ENOMEM, "range response: out of memory");
+        ps->recs = nr;
+        ps->cap = ncap;
+    }
+    ps->recs[ps->n++] = *r;
+    return 0;
+}
+
 /* Parse one line (terminator already removed). Accepted real lines are
  * appended to ps->recs; padding only counted. */
 static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error *err)
@@ -134,87 +225,22 @@ static int parse_line(parser *ps, const char *s, size_t n, size_t line, br_error
     rec r;
     memset(r.suffix, 0, sizeof(r.suffix));
     r.line = line;
-
-    /* Suffix: first digit in the low nibble of byte 0, then pairs. */
-    size_t i = 0;
-    for (; i < n && i < ps->suffix_hex; i++) {
-        int v = br_hexval((unsigned char)s[i]);
-        if (v < 0) {
-            if (s[i] == ':') {
-                char what[128];
-                snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu)%s", i,
-                         ps->suffix_hex,
-                         ps->kind == BR_RANGE_PASSWORD_SHA1 && i == NTLM_SUFFIX_HEX
-                             ? ": this is an NTLM range (kind password-ntlm)"
-                             : "");
-                return bad_line(err, line, 0, what);
-            }
-            return bad_line(err, line, bom + i + 1, "not a hex digit in the suffix");
-        }
-        if (i == 0)
-            r.suffix[0] = (uint8_t)v;
-        else if (i & 1)
-            r.suffix[(i + 1) / 2] = (uint8_t)(v << 4);
-        else
-            r.suffix[i / 2] |= (uint8_t)v;
-    }
-    if (i < ps->suffix_hex) {
-        char what[128];
-        snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu) and no ':'", i, ps->suffix_hex);
-        return bad_line(err, line, 0, what);
-    }
-    if (i == n)
-        return bad_line(err, line, 0, "no ':' after the suffix");
-    if (s[i] != ':') {
-        if (br_hexval((unsigned char)s[i]) >= 0)
-            return suffix_too_long(ps, s, n, line, err);
-        return bad_line(err, line, bom + i + 1, "expected ':' after the suffix");
-    }
-    i++;
-    const char *val = s + i;
-    size_t vlen = n - i;
-
+    r.value = 0;
+    long at = parse_suffix(ps, s, n, bom, line, &r, err);
+    if (at < 0)
+        return (int)at;
+    size_t i = (size_t)at;
+    int rc;
     if (br_range_kind_counted(ps->kind)) {
-        if (vlen == 0)
-            return bad_line(err, line, 0, "missing count");
-        uint64_t c = 0;
-        for (size_t k = 0; k < vlen; k++) {
-            unsigned char ch = (unsigned char)val[k];
-            if (ch < '0' || ch > '9')
-                return bad_line(err, line, bom + i + k + 1, "count is not a decimal number");
-            c = c * 10 + (uint64_t)(ch - '0');
-            if (c > UINT32_MAX)
-                return bad_line(err, line, 0, "count over 4294967295");
-        }
-        if (c == 0) {
+        rc = parse_count(s + i, n - i, bom + i, line, &r.value, err);
+        if (rc == 0 && r.value == 0) {
             ps->padding++;
             return 0;
         }
-        r.value = (uint32_t)c;
     } else {
-        if (vlen == 0)
-            return bad_line(err, line, 0, "missing category");
-        for (size_t k = 0; k < vlen; k++) {
-            if (k == BR_RANGE_CATEGORY_MAX)
-                return bad_line(err, line, 0, "category longer than 32 characters");
-            if (!is_category_char((unsigned char)val[k]))
-                return bad_line(err, line, bom + i + k + 1, "character not allowed in a category name");
-        }
-        int rc = intern_category(ps, val, vlen, &r.value, err);
-        if (rc < 0)
-            return rc;
+        rc = parse_category(ps, s + i, n - i, bom + i, line, &r.value, err);
     }
-
-    if (ps->n == ps->cap) {
-        size_t ncap = ps->cap ? 2 * ps->cap : 1024;
-        rec *nr = reallocarray(ps->recs, ncap, sizeof(rec));
-        if (!nr)
-            return br_error_set(err, -ENOMEM, "range response: out of memory");
-        ps->recs = nr;
-        ps->cap = ncap;
-    }
-    ps->recs[ps->n++] = r;
-    return 0;
+    return rc < 0 ? rc : push_rec(ps, &r, err);
 }
 
 static int rec_cmp(const void *a, const void *b)
