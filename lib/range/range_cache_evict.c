@@ -89,82 +89,85 @@ static int bump(br_range_cache *c)
     return rc;
 }
 
+/* The entry an age key (a) names, deleted if the key is really its own (an
+ * orphan age key must not kill a younger entry); *done counts it. */
+static int evict_entry_of(br_range_cache *c, MDB_txn *txn, const MDB_val *a, size_t *done)
+{
+    if (a->mv_size != AGEKEY_LEN)
+        return 0;
+    uint8_t ak[AGEKEY_LEN];
+    memcpy(ak, a->mv_data, AGEKEY_LEN);
+    MDB_val k = {.mv_size = RKEY_LEN, .mv_data = ak + 8}, v;
+    int rc = mdb_get(txn, c->dbi_ranges, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    entry_view ev;
+    uint8_t mine[AGEKEY_LEN];
+    bool own = br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0;
+    if (!own) {
+        agekey_store(mine, ev.fetched_at, rkey_load(ak + 8));
+        own = memcmp(mine, ak, AGEKEY_LEN) == 0;
+    }
+    if (!own)
+        return 0;
+    rc = mdb_del(txn, c->dbi_ranges, &k, NULL);
+    if (rc == 0)
+        (*done)++;
+    return rc;
+}
+
+/* Delete the first entries of dbi (up to max_k keys in all, *keys so far),
+ * oldest first in the age table: each age key with its entry; in the range
+ * table: each entry. *done counts the entries deleted. */
+static int evict_first(br_range_cache *c, MDB_txn *txn, MDB_dbi dbi, size_t max_k, size_t *keys,
+                       size_t *done)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc)
+        return rc;
+    while (*keys < max_k) {
+        MDB_val k, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            break;
+        }
+        if (rc)
+            break;
+        if (dbi == c->dbi_age)
+            rc = evict_entry_of(c, txn, &k, done);
+        else
+            (*done)++;
+        if (rc || (rc = mdb_cursor_del(cur, 0)))
+            break;
+        (*keys)++;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 /* Delete up to max_k of the oldest entries in one commit. *evicted counts
  * the age keys removed (entries, and orphans that had lost theirs); 0 only
  * when the cache is empty. */
 static int evict_txn(br_range_cache *c, size_t max_k, size_t *evicted)
 {
     MDB_txn *txn;
-    MDB_cursor *cur = NULL;
     size_t done = 0, keys = 0;
     *evicted = 0;
     int rc = br_rc_wtxn_begin(c, &txn);
     if (rc)
         return rc;
-    rc = mdb_cursor_open(txn, c->dbi_age, &cur);
-    if (rc)
-        goto fail;
-    while (keys < max_k) {
-        MDB_val a, v;
-        rc = mdb_cursor_get(cur, &a, &v, MDB_FIRST);
-        if (rc == MDB_NOTFOUND)
-            break;
-        if (rc)
-            goto fail;
-        if (a.mv_size == AGEKEY_LEN) {
-            uint8_t ak[AGEKEY_LEN];
-            memcpy(ak, a.mv_data, AGEKEY_LEN);
-            MDB_val k = {.mv_size = RKEY_LEN, .mv_data = ak + 8};
-            rc = mdb_get(txn, c->dbi_ranges, &k, &v);
-            if (rc == MDB_SUCCESS) {
-                /* Delete the entry only if this age key is really its own
-                 * (an orphan age key must not kill a younger entry). */
-                entry_view ev;
-                uint8_t mine[AGEKEY_LEN];
-                bool own = br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0;
-                if (!own) {
-                    agekey_store(mine, ev.fetched_at, rkey_load(ak + 8));
-                    own = memcmp(mine, ak, AGEKEY_LEN) == 0;
-                }
-                if (own) {
-                    rc = mdb_del(txn, c->dbi_ranges, &k, NULL);
-                    if (rc)
-                        goto fail;
-                    done++;
-                }
-            } else if (rc != MDB_NOTFOUND) {
-                goto fail;
-            }
-        }
-        rc = mdb_cursor_del(cur, 0);
-        if (rc)
-            goto fail;
-        keys++;
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    if (br_fails_assert(keys > 0)) {
-        /* No age keys at all: never get stuck on entries without one; take
-         * them in key order. */
-        rc = mdb_cursor_open(txn, c->dbi_ranges, &cur);
-        if (rc)
-            goto fail;
-        while (keys < max_k) {
-            MDB_val k, v;
-            rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-            if (rc == MDB_NOTFOUND)
-                break;
-            if (rc || (rc = mdb_cursor_del(cur, 0)))
-                goto fail;
-            done++;
-            keys++;
-        }
-        mdb_cursor_close(cur);
-        cur = NULL;
-    }
-    if (keys == 0) {
+    rc = evict_first(c, txn, c->dbi_age, max_k, &keys, &done);
+    /* No age keys at all: never get stuck on entries without one; take
+     * them in key order. */
+    if (rc == 0 && br_fails_assert(keys > 0))
+        rc = evict_first(c, txn, c->dbi_ranges, max_k, &keys, &done);
+    if (rc || keys == 0) {
         mdb_txn_abort(txn);
-        return 0;
+        return rc;
     }
     rc = mdb_txn_commit(txn);
     if (rc)
@@ -173,11 +176,6 @@ static int evict_txn(br_range_cache *c, size_t max_k, size_t *evicted)
     c->evicted += done;
     *evicted = keys;
     return 0;
-fail:
-    if (cur)
-        mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return rc;
 }
 
 static int set_mapsize(br_range_cache *c, uint64_t size)
