@@ -323,38 +323,83 @@ static int place(dl_writer *w, item *it)
     return 0;
 }
 
+/* Put the batch's new files in place, made durable first (syncfs) and
+ * their names after (fsync of the directory). false on an error (set). */
+static bool place_files(dl_writer *w, dl_batch *b)
+{
+    dl_index *ix = w->ix;
+    if (syncfs(ix->dirfd) < 0) {
+        set_error(w, -errno, "syncfs: %s", strerror(errno));
+        return false;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        item *it = &b->it[i];
+        if (!it->file)
+            continue;
+        int rc = place(w, it);
+        if (rc < 0) {
+            set_error(w, rc, "putting %05X.txt in place: %s", it->prefix, strerror(-rc));
+            return false;
+        }
+        if (it->fd >= 0) {
+            close(it->fd);
+            it->fd = -1;
+        }
+        it->file = false; /* nothing left to clean up */
+        it->placed = true;
+    }
+    if (fsync(ix->dirfd) < 0) {
+        set_error(w, -errno, "fsync of the output directory: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* What a batch counts: files placed, their bytes, items left unchanged. */
+typedef struct batch_counts {
+    uint32_t files, same;
+    uint64_t bytes;
+} batch_counts;
+
+/* The batch's items into the index entries, and the journal lines of those
+ * that changed into text (room for b->n lines). Returns the text's length. */
+static size_t index_batch(dl_index *ix, dl_batch *b, char *text, size_t text_cap,
+                          batch_counts *n)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        item *it = &b->it[i];
+        dl_entry *e = &ix->e[it->prefix];
+        bool journal = true;
+        if (it->placed) {
+            e->size = it->size;
+            e->mtime_ns = it->mtime_ns;
+            memcpy(e->hash, it->hash, DL_HASH_LEN);
+            n->files++;
+            n->bytes += e->size;
+        } else {
+            n->same++;
+            journal = !same_val(e->val, it->val);
+        }
+        if (journal) {
+            free(e->val);
+            e->val = it->val;
+            it->val = NULL;
+            e->state = DL_E_OK;
+            off += dl_index_line(it->prefix, e, text + off, text_cap - off);
+        }
+    }
+    return off;
+}
+
 /* Commit a batch; true when it set session bits. */
 static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
 {
     dl_index *ix = w->ix;
     if (b->n == 0 || dl_writer_error(w))
         return false;
-    if (b->files) {
-        if (syncfs(ix->dirfd) < 0) {
-            set_error(w, -errno, "syncfs: %s", strerror(errno));
-            return false;
-        }
-        for (size_t i = 0; i < b->n; i++) {
-            item *it = &b->it[i];
-            if (!it->file)
-                continue;
-            int rc = place(w, it);
-            if (rc < 0) {
-                set_error(w, rc, "putting %05X.txt in place: %s", it->prefix, strerror(-rc));
-                return false;
-            }
-            if (it->fd >= 0) {
-                close(it->fd);
-                it->fd = -1;
-            }
-            it->file = false; /* nothing left to clean up */
-            it->placed = true;
-        }
-        if (fsync(ix->dirfd) < 0) {
-            set_error(w, -errno, "fsync of the output directory: %s", strerror(errno));
-            return false;
-        }
-    }
+    if (b->files && !place_files(w, b))
+        return false;
     size_t need = b->n * LINE_MAX_LEN;
     if (need > *text_cap) {
         char *t = realloc(*text, need);
@@ -365,31 +410,8 @@ static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
         *text = t;
         *text_cap = need;
     }
-    size_t off = 0;
-    uint32_t files = 0, same = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < b->n; i++) {
-        item *it = &b->it[i];
-        dl_entry *e = &ix->e[it->prefix];
-        bool journal = true;
-        if (it->placed) {
-            e->size = it->size;
-            e->mtime_ns = it->mtime_ns;
-            memcpy(e->hash, it->hash, DL_HASH_LEN);
-            files++;
-            bytes += e->size;
-        } else {
-            same++;
-            journal = !same_val(e->val, it->val);
-        }
-        if (journal) {
-            free(e->val);
-            e->val = it->val;
-            it->val = NULL;
-            e->state = DL_E_OK;
-            off += dl_index_line(it->prefix, e, *text + off, *text_cap - off);
-        }
-    }
+    batch_counts n = {0};
+    size_t off = index_batch(ix, b, *text, *text_cap, &n);
     if (off) {
         int rc = dl_index_journal_append(ix, *text, off);
         if (rc < 0) {
@@ -402,9 +424,9 @@ static bool commit(dl_writer *w, dl_batch *b, char **text, size_t *text_cap)
         if (b->it[i].placed)
             dl_placed_set(ix, b->it[i].prefix);
     }
-    __atomic_fetch_add(&w->written, files, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&w->unchanged, same, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&w->bytes_written, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&w->written, n.files, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&w->unchanged, n.same, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&w->bytes_written, n.bytes, __ATOMIC_RELAXED);
     return true;
 }
 

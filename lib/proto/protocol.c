@@ -86,20 +86,9 @@ static bool parse_lane(const char *arg, size_t len, br_lane *out)
     return false;
 }
 
-bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e)
+/* The id at the start of the line into req->id; *end: where it ends. */
+static bool parse_id(const char *line, size_t len, br_request *req, size_t *end, br_proto_error *e)
 {
-    memset(req, 0, sizeof(*req));
-    strcpy(req->id, BR_PROTO_NO_ID);
-    e->code = BR_PERR_NONE;
-    e->text = NULL;
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    if (len > BR_PROTO_MAX_LINE)
-        return fail(e, BR_PERR_LINE_TOO_LONG, "line longer than 8192 bytes");
-    if (len == 0)
-        return fail(e, BR_PERR_BAD_REQUEST, "empty line");
-
-    /* ID */
     size_t i = 0;
     while (i < len && line[i] != ' ')
         i++;
@@ -112,6 +101,67 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
             return fail(e, BR_PERR_BAD_ID, "id characters must be A-Z a-z 0-9 . _ -");
     memcpy(req->id, line, i);
     req->id[i] = '\0';
+    *end = i;
+    return true;
+}
+
+/* The verb from line[vs], up to the next space or the end (*end). */
+static bool parse_verb(const char *line, size_t vs, size_t len, br_verb *verb, size_t *end,
+                       br_proto_error *e)
+{
+    size_t ve = vs;
+    while (ve < len && line[ve] != ' ')
+        ve++;
+    if (ve == vs)
+        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
+    size_t vlen = ve - vs;
+    for (int v = 0; v < BR_VERB_COUNT_; v++) {
+        if (strlen(verb_names[v]) == vlen && memcmp(verb_names[v], line + vs, vlen) == 0) {
+            *verb = (br_verb)v;
+            *end = ve;
+            return true;
+        }
+    }
+    return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE");
+}
+
+/* The argument of req->verb (arg[0..alen), after its one space). */
+static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_error *e)
+{
+    if (alen == 0 || arg[0] == ' ')
+        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
+    if (req->verb == BR_VERB_PW) {
+        if (alen != 2 * BR_SHA1_LEN || !br_hex_decode(arg, BR_SHA1_LEN, req->sha1))
+            return fail(e, BR_PERR_BAD_REQUEST, "PW takes a SHA-1 of 40 hex digits");
+    } else if (req->verb == BR_VERB_NT) {
+        if (alen != 2 * BR_NT_LEN || !br_hex_decode(arg, BR_NT_LEN, req->nt))
+            return fail(e, BR_PERR_BAD_REQUEST, "NT takes an NT hash of 32 hex digits");
+    } else if (req->verb == BR_VERB_LANE) {
+        if (!parse_lane(arg, alen, &req->lane))
+            return fail(e, BR_PERR_BAD_REQUEST, "LANE takes bulk or interactive");
+    } else if (memchr(arg, ' ', alen)) {
+        return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
+    }
+    req->arg = arg;
+    req->arg_len = alen;
+    return true;
+}
+
+bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e)
+{
+    memset(req, 0, sizeof(*req));
+    strcpy(req->id, BR_PROTO_NO_ID);
+    e->code = BR_PERR_NONE;
+    e->text = NULL;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len > BR_PROTO_MAX_LINE)
+        return fail(e, BR_PERR_LINE_TOO_LONG, "line longer than 8192 bytes");
+    if (len == 0)
+        return fail(e, BR_PERR_BAD_REQUEST, "empty line");
+    size_t i;
+    if (!parse_id(line, len, req, &i, e))
+        return false;
     if (i == len)
         return fail(e, BR_PERR_BAD_REQUEST, "no verb after the id");
 
@@ -122,52 +172,17 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
         if (c < 0x20 || c == 0x7f)
             return fail(e, BR_PERR_BAD_REQUEST, "control character in the request");
     }
-
-    /* VERB */
-    size_t vs = i + 1, ve = vs;
-    while (ve < len && line[ve] != ' ')
-        ve++;
-    if (ve == vs)
-        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
-    size_t vlen = ve - vs;
-    br_verb verb = BR_VERB_COUNT_;
-    for (int v = 0; v < BR_VERB_COUNT_; v++) {
-        if (strlen(verb_names[v]) == vlen && memcmp(verb_names[v], line + vs, vlen) == 0) {
-            verb = (br_verb)v;
-            break;
-        }
-    }
-    if (verb == BR_VERB_COUNT_)
-        return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE");
-    req->verb = verb;
-
-    /* ARG */
+    size_t ve;
+    if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
+        return false;
     if (ve == len) {
-        if (verb_takes_arg(verb))
-            return fail(e, BR_PERR_BAD_REQUEST, missing_arg_text(verb));
+        if (verb_takes_arg(req->verb))
+            return fail(e, BR_PERR_BAD_REQUEST, missing_arg_text(req->verb));
         return true;
     }
-    if (!verb_takes_arg(verb))
+    if (!verb_takes_arg(req->verb))
         return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
-    const char *arg = line + ve + 1;
-    size_t alen = len - ve - 1;
-    if (alen == 0 || arg[0] == ' ')
-        return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
-    if (verb == BR_VERB_PW) {
-        if (alen != 2 * BR_SHA1_LEN || !br_hex_decode(arg, BR_SHA1_LEN, req->sha1))
-            return fail(e, BR_PERR_BAD_REQUEST, "PW takes a SHA-1 of 40 hex digits");
-    } else if (verb == BR_VERB_NT) {
-        if (alen != 2 * BR_NT_LEN || !br_hex_decode(arg, BR_NT_LEN, req->nt))
-            return fail(e, BR_PERR_BAD_REQUEST, "NT takes an NT hash of 32 hex digits");
-    } else if (verb == BR_VERB_LANE) {
-        if (!parse_lane(arg, alen, &req->lane))
-            return fail(e, BR_PERR_BAD_REQUEST, "LANE takes bulk or interactive");
-    } else if (memchr(arg, ' ', alen)) {
-        return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
-    }
-    req->arg = arg;
-    req->arg_len = alen;
-    return true;
+    return parse_arg(line + ve + 1, len - ve - 1, req, e);
 }
 
 bool br_is_secret_class(const char *arg, size_t len)
