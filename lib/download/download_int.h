@@ -120,6 +120,21 @@ void dl_session_remove(dl_index *ix);
 /* Remove DIR/.dl-*.tmp and stale index temp files left by a killed run. */
 void dl_clean_temp(int dirfd);
 
+/* ---- temporary files (download_tmpfile.c) ---- */
+
+/* How the writer makes its temp files in DIR, as asked (temp): *tmpfile,
+ * anonymous ones (O_TMPFILE) linked in *empty_path with AT_EMPTY_PATH, else
+ * through /proc/self/fd; else named ones. 0, or -EOPNOTSUPP when the mode
+ * asked for is not possible in DIR. */
+int dl_tmp_choose(int dirfd, br_download_temp temp, bool *tmpfile, bool *empty_path);
+/* batch_files, lowered so that three batches of anonymous temp files (open
+ * until placed: filling, queued, committing) fit under RLIMIT_NOFILE, whose
+ * soft limit is raised to the hard one first. */
+uint32_t dl_tmp_batch_cap(uint32_t batch_files);
+/* Give prefix's temp file its final name: the anonymous file fd, or the
+ * named one (fd -1). 0 or a negative errno. */
+int dl_tmp_place(int dirfd, int fd, uint32_t prefix, bool empty_path);
+
 /* ---- the writer (download_writer.c): two threads ---- */
 
 typedef struct dl_job dl_job;

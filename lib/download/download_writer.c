@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,8 +41,6 @@
 #define SESSION_SAVE_NS 1000000000u
 #define DL_PUSH_BATCH 256
 #define LINE_MAX_LEN (BR_UPSTREAM_VALIDATOR_MAX * 2 + 160)
-#define FD_RESERVE (BR_DOWNLOAD_MAX_PARALLEL + 256) /* sockets and everything else */
-#define PROBE_NAME DL_TMP_PREFIX "probe" DL_TMP_SUFFIX
 
 typedef struct item {
     uint32_t prefix;
@@ -284,45 +281,6 @@ static void *writer_main(void *arg)
 
 /* ---- committer thread ----------------------------------------------------------- */
 
-/* Link an anonymous file into DIR: linkat(fd, "", AT_EMPTY_PATH) where
- * allowed (Linux >= 6.10 for the file's opener, else CAP_DAC_READ_SEARCH),
- * else through /proc/self/fd. -1 with errno. */
-static int flink_with(int dirfd, int fd, const char *name, bool empty_path)
-{
-    if (empty_path)
-        return linkat(fd, "", dirfd, name, AT_EMPTY_PATH);
-    char proc[40];
-    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW);
-}
-
-static int flink(dl_writer *w, int fd, const char *name)
-{
-    return flink_with(w->ix->dirfd, fd, name, w->empty_path);
-}
-
-/* Give an item's temp file its final name. */
-static int place(dl_writer *w, item *it)
-{
-    int dirfd = w->ix->dirfd;
-    char tmp[24], fin[16];
-    dl_name_temp(it->prefix, tmp);
-    dl_name_final(it->prefix, fin);
-    if (it->fd >= 0) {
-        if (flink(w, it->fd, fin) == 0)
-            return 0;
-        if (errno != EEXIST)
-            return -errno;
-        /* replacing a file: link under the temp name, then rename over */
-        unlinkat(dirfd, tmp, 0);
-        if (flink(w, it->fd, tmp) < 0)
-            return -errno;
-    }
-    if (renameat(dirfd, tmp, dirfd, fin) < 0)
-        return -errno;
-    return 0;
-}
-
 /* Put the batch's new files in place, made durable first (syncfs) and
  * their names after (fsync of the directory). false on an error (set). */
 static bool place_files(dl_writer *w, dl_batch *b)
@@ -336,7 +294,7 @@ static bool place_files(dl_writer *w, dl_batch *b)
         item *it = &b->it[i];
         if (!it->file)
             continue;
-        int rc = place(w, it);
+        int rc = dl_tmp_place(ix->dirfd, it->fd, it->prefix, w->empty_path);
         if (rc < 0) {
             set_error(w, rc, "putting %05X.txt in place: %s", it->prefix, strerror(-rc));
             return false;
@@ -478,46 +436,6 @@ static void *committer_main(void *arg)
 
 /* ---- setup -------------------------------------------------------------------- */
 
-/* Can DIR take anonymous temp files linked in later with this linkat? */
-static bool probe_tmpfile(int dirfd, bool empty_path)
-{
-    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    unlinkat(dirfd, PROBE_NAME, 0);
-    bool ok = flink_with(dirfd, fd, PROBE_NAME, empty_path) == 0;
-    if (ok)
-        unlinkat(dirfd, PROBE_NAME, 0);
-    close(fd);
-    return ok;
-}
-
-/* Choose how temp files are made: 0, or -EOPNOTSUPP when a mode asked for
- * is not possible in DIR. */
-static int choose_temp(dl_writer *w, br_download_temp temp)
-{
-    int dirfd = w->ix->dirfd;
-    switch (temp) {
-    case BR_DOWNLOAD_TEMP_AUTO:
-        w->empty_path = true;
-        w->tmpfile = probe_tmpfile(dirfd, true);
-        if (!w->tmpfile) {
-            w->empty_path = false;
-            w->tmpfile = probe_tmpfile(dirfd, false);
-        }
-        return 0;
-    case BR_DOWNLOAD_TEMP_LINK:
-    case BR_DOWNLOAD_TEMP_PROC:
-        w->empty_path = temp == BR_DOWNLOAD_TEMP_LINK;
-        w->tmpfile = probe_tmpfile(dirfd, w->empty_path);
-        return w->tmpfile ? 0 : -EOPNOTSUPP;
-    case BR_DOWNLOAD_TEMP_NAMED:
-        w->tmpfile = false;
-        return 0;
-    }
-    return -EINVAL;
-}
-
 int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t batch_files,
                     uint32_t batch_ms, br_error *err)
 {
@@ -525,25 +443,14 @@ int dl_writer_start(dl_writer *w, dl_index *ix, br_download_temp temp, uint32_t 
     w->ix = ix;
     w->batch_files = batch_files ? batch_files : BR_DOWNLOAD_DEFAULT_BATCH_FILES;
     w->batch_ns = (uint64_t)(batch_ms ? batch_ms : BR_DOWNLOAD_DEFAULT_BATCH_MS) * 1000000u;
-    int rc = choose_temp(w, temp);
+    int rc = dl_tmp_choose(ix->dirfd, temp, &w->tmpfile, &w->empty_path);
     if (rc < 0)
         return br_error_set(err, rc,
                             "the output directory does not allow the temporary files "
                             "asked for (O_TMPFILE linked %s)",
                             temp == BR_DOWNLOAD_TEMP_LINK ? "with AT_EMPTY_PATH" : "through /proc");
-    if (w->tmpfile) {
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-            if (rl.rlim_cur < rl.rlim_max) {
-                rl.rlim_cur = rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
-                getrlimit(RLIMIT_NOFILE, &rl);
-            }
-            rlim_t room = rl.rlim_cur > FD_RESERVE + 3 * 16 ? (rl.rlim_cur - FD_RESERVE) / 3 : 16;
-            if (w->batch_files > room)
-                w->batch_files = (uint32_t)room;
-        }
-    }
+    if (w->tmpfile)
+        w->batch_files = dl_tmp_batch_cap(w->batch_files);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
