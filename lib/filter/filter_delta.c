@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "filter_delta.h"
+#include "filter_writer.h"
 #include "hash.h"
 #include "util.h"
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The filter-file container (docs/filter-format.md): a fixed 512-byte
  * little-endian header, then the algorithm's payload. Read through a
- * read-only mmap and fully verified before use; written to a temporary name
- * and renamed into place only when complete and fsynced. */
+ * read-only mmap and fully verified before use; written by filter_writer.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -108,34 +107,6 @@ uint64_t br_filter_file_size(const br_filter_file *f);
 bool br_filter_file_fault(const void *addr);
 /* True once a fault was handled in this file's mapping. Any thread. */
 bool br_filter_file_damaged(const br_filter_file *f);
-
-/* ---- writing ---- */
-
-typedef struct br_filter_writer br_filter_writer;
-
-/* Create a temporary file beside path (same directory, so the final rename is
- * atomic) and position it at the payload. */
-int br_filter_writer_new(const char *path, br_filter_writer **out, br_error *err);
-/* Discards the temporary file unless committed. */
-void br_filter_writer_free(br_filter_writer *w);
-BR_DEFINE_FREEP(br_filter_writer, br_filter_writer_free)
-
-/* Append payload bytes. */
-int br_filter_writer_write(br_filter_writer *w, const void *buf, size_t len, br_error *err);
-/* Append zero bytes until the file offset is a multiple of align. */
-int br_filter_writer_align(br_filter_writer *w, size_t align, br_error *err);
-/* Current file offset (where the next byte goes). */
-uint64_t br_filter_writer_offset(const br_filter_writer *w);
-/* The temporary file's name (for a check of the complete file before the
- * commit renames it). */
-const char *br_filter_writer_tmp_path(const br_filter_writer *w);
-/* Flush what is buffered to the temporary file. */
-int br_filter_writer_flush(br_filter_writer *w, br_error *err);
-/* Fill the header's offsets, sizes and checksums from what was written, write
- * it, fsync, rename into place and fsync the directory. hdr's version,
- * header_size, payload_offset, payload_size and checksums are set here: the
- * version is 2 for a delta (role) or a layered file (algorithm), else 1. */
-int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error *err);
 
 /* A filter file inside another one's mapping (a layer of a layered file,
  * filter_delta.h): bytes [offset, offset + len) of parent, whose body

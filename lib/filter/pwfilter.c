@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "filter_writer.h"
 #include "pwfilter_int.h"
 
 /* params block of the container header (docs/filter-format.md). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "filter_writer.h"
 #include "url_expr.h"
 #include "urlfilter_int.h"
 

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "filter_file.h"
+#include "filter_writer.h"
 #include "hash.h"
 #include "testutil.h"
 

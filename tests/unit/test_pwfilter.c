@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "filter_writer.h"
 #include "hash.h"
 #include "keyset.h"
 #include "pwfilter.h"
