@@ -14,9 +14,7 @@
 #include "br_assert.h"
 #include "resolver_int.h"
 
-static void rs_log(br_resolver *r, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void rs_log(br_resolver *r, int level, const char *fmt, ...)
+void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
 {
     if (!r->log)
         return;
@@ -68,7 +66,7 @@ void br_rs_flight_insert(br_resolver *r, flight *f)
     r->st.pending_fetches++;
 }
 
-static void flight_unlink(br_resolver *r, flight *f)
+void br_rs_flight_unlink(br_resolver *r, flight *f)
 {
     for (flight **pp = &r->buckets[bucket_of(f->partition, f->kind, f->prefix20)]; *pp;
          pp = &(*pp)->hnext) {
@@ -98,7 +96,7 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
 }
 
 /* A waiter holds a full hash: wiped before it is freed. */
-static void waiter_free(waiter *w)
+void br_rs_waiter_free(waiter *w)
 {
     OPENSSL_cleanse(w->hash, sizeof(w->hash));
     free(w);
@@ -112,14 +110,9 @@ void br_rs_flight_free(flight *f)
         waiter *w = f->head;
         f->head = w->next;
         f->r->st.pending_lookups--;
-        waiter_free(w);
+        br_rs_waiter_free(w);
     }
     free(f);
-}
-
-static void flight_freep(flight **f)
-{
-    br_rs_flight_free(*f);
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -156,7 +149,7 @@ void br_rs_count_unknown(br_resolver *r, const char *reason)
         r->st.unknown_error++;
 }
 
-static void set_unknown(br_resolve_result *res, const char *reason)
+void br_rs_set_unknown(br_resolve_result *res, const char *reason)
 {
     memset(res, 0, sizeof(*res));
     res->status = BR_RESOLVE_UNKNOWN;
@@ -164,7 +157,7 @@ static void set_unknown(br_resolve_result *res, const char *reason)
 }
 
 /* Fill res from a cache lookup result in state FRESH or STALE. */
-static void set_from_cache(br_resolve_result *res, const br_range_cache_result *cr)
+void br_rs_set_from_cache(br_resolve_result *res, const br_range_cache_result *cr)
 {
     memset(res, 0, sizeof(*res));
     res->from_cache = true;
@@ -190,14 +183,14 @@ void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kin
         if (rc < 0) {
             r->st.cache_errors++;
         } else if (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE) {
-            set_from_cache(res, &cr);
+            br_rs_set_from_cache(res, &cr);
             return;
         }
     }
-    set_unknown(res, reason);
+    br_rs_set_unknown(res, reason);
 }
 
-static void schedule_flush(br_resolver *r)
+void br_rs_schedule_flush(br_resolver *r)
 {
     if (!evtimer_pending(r->flush_ev, NULL)) {
         struct timeval tv = {.tv_sec = r->flush_ms / 1000,
@@ -222,234 +215,9 @@ int br_resolver_flush(br_resolver *r)
     r->st.flushes++;
     if (rc < 0) {
         r->st.cache_errors++;
-        rs_log(r, LOG_WARNING, "range cache flush failed: %s", strerror(-rc));
+        br_rs_log(r, LOG_WARNING, "range cache flush failed: %s", strerror(-rc));
     }
     return rc;
-}
-
-static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
-{
-    int64_t ttl = r->ttl_s;
-    if (max_age >= 0 && max_age < ttl)
-        ttl = max_age;
-    return now + ttl;
-}
-
-static const char *reason_of(br_upstream_status s);
-
-/* Answer a list of waiters of (partition, kind) with a stored entry within
- * max_stale (allow_stale) or UNKNOWN reason, and free them. */
-static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t partition,
-                                         br_range_kind kind, const char *reason, bool allow_stale)
-{
-    while (list) {
-        waiter *w = list;
-        list = w->next;
-        r->st.pending_lookups--;
-        if (w->rcb) {
-            br_rs_range_after_failure(r, partition, kind, w, reason, allow_stale);
-            waiter_free(w);
-            continue;
-        }
-        br_resolve_result res;
-        if (allow_stale)
-            br_rs_answer_after_failure(r, partition, kind, w->hash, reason, &res);
-        else
-            set_unknown(&res, reason);
-        br_rs_count_answer(r, &res);
-        w->cb(w->ctx, &res);
-        waiter_free(w);
-    }
-}
-
-/* Answer every waiter of f (already out of the table). */
-static void answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale)
-{
-    waiter *list = f->head;
-    f->head = NULL;
-    f->tail = &f->head;
-    answer_list_unknown_or_stale(r, list, f->partition, f->kind, reason, allow_stale);
-}
-
-/* A fetch on the interactive lane that ended by its deadline: its
- * interactive lookups are answered, its bulk ones wait on (the fetch is sent
- * again on the bulk lane, before the answers, whose callbacks may look the
- * same range up again). True when f was sent again (it is no longer the
- * caller's). */
-static bool deadline_failure_keeps_bulk(br_resolver *r, flight *f, br_upstream_status s)
-{
-    if (f->lane != BR_LANE_INTERACTIVE ||
-        (s != BR_UPSTREAM_TIMEOUT && s != BR_UPSTREAM_RATE_LIMITED))
-        return false;
-    bool bulk = false;
-    for (waiter *w = f->head; w && !bulk; w = w->next)
-        bulk = w->lane == BR_LANE_BULK;
-    if (!bulk)
-        return false;
-    uint32_t partition = f->partition;
-    br_range_kind kind = f->kind;
-    int rc;
-    waiter *inter = br_rs_flight_keep_bulk(r, f, &rc);
-    if (rc < 0)
-        answer_all_unknown_or_stale(r, f, br_rs_send_failure_reason(rc), true);
-    answer_list_unknown_or_stale(r, inter, partition, kind, reason_of(s), true);
-    return rc == 0;
-}
-
-static void answer_all_from_value(br_resolver *r, flight *f, const br_range_answer *fresh)
-{
-    const uint8_t *value = fresh->value;
-    size_t len = fresh->len;
-    while (f->head) {
-        waiter *w = f->head;
-        f->head = w->next;
-        r->st.pending_lookups--;
-        if (w->rcb) {
-            br_rs_range_from_value(r, w, fresh);
-            waiter_free(w);
-            continue;
-        }
-        br_resolve_result res;
-        memset(&res, 0, sizeof(res));
-        int found = br_range_lookup(f->kind, value, len, w->hash, &res.count, res.category);
-        if (br_fails_assert(found >= 0)) { /* a stored value came from br_range_parse */
-            set_unknown(&res, BR_REASON_ERROR);
-        } else {
-            res.status = found ? BR_RESOLVE_FOUND : BR_RESOLVE_NOT_FOUND;
-            if (!found) {
-                res.count = 0;
-                res.category[0] = '\0';
-            }
-        }
-        br_rs_count_answer(r, &res);
-        w->cb(w->ctx, &res);
-        waiter_free(w);
-    }
-}
-
-static void answer_all_from_cache(br_resolver *r, flight *f)
-{
-    while (f->head) {
-        waiter *w = f->head;
-        f->head = w->next;
-        r->st.pending_lookups--;
-        if (w->rcb) {
-            br_rs_range_from_cache(r, f->partition, f->kind, w);
-            waiter_free(w);
-            continue;
-        }
-        br_resolve_result res;
-        br_range_cache_result cr;
-        int rc = br_range_cache_lookup(r->cache, f->partition, f->kind, w->hash, br_rs_now_s(r),
-                                       r->max_stale_s, &cr);
-        if (rc < 0)
-            r->st.cache_errors++;
-        if (rc == 0 && (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE))
-            set_from_cache(&res, &cr);
-        else
-            set_unknown(&res, BR_REASON_ERROR);
-        br_rs_count_answer(r, &res);
-        w->cb(w->ctx, &res);
-        waiter_free(w);
-    }
-}
-
-static const char *reason_of(br_upstream_status s)
-{
-    switch (s) {
-    case BR_UPSTREAM_TIMEOUT:
-        return BR_REASON_TIMEOUT;
-    case BR_UPSTREAM_RATE_LIMITED:
-        return BR_REASON_RATE_LIMITED;
-    case BR_UPSTREAM_UNAVAILABLE:
-        return BR_REASON_UNAVAILABLE;
-    case BR_UPSTREAM_CIRCUIT_OPEN:
-        return BR_REASON_CIRCUIT_OPEN;
-    case BR_UPSTREAM_CANCELLED:
-        return BR_REASON_SHUTTING_DOWN;
-    default:
-        return BR_REASON_ERROR;
-    }
-}
-
-void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
-{
-    _cleanup_(flight_freep) flight *f = ctx;
-    br_resolver *r = f->r;
-    flight_unlink(r, f);
-    f->ureq = NULL;
-    int64_t now = br_rs_now_s(r);
-
-    if (resp->status == BR_UPSTREAM_OK) {
-        _cleanup_free_ uint8_t *value = NULL;
-        size_t len = 0;
-        br_error err = {{0}};
-        int rc =
-            br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
-        if (rc < 0) {
-            r->st.parse_errors++;
-            rs_log(r, LOG_WARNING, "range response rejected: %s",
-                   err.text[0] ? err.text : strerror(-rc));
-            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
-            return;
-        }
-        br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
-                                 .expires_at = expiry(r, now, resp->max_age), .etag = resp->etag,
-                                 .last_modified = resp->last_modified};
-        if (r->cache) {
-            rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
-                                    fresh.expires_at, resp->etag, resp->last_modified);
-            if (rc < 0) {
-                r->st.cache_errors++;
-                rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
-            }
-            schedule_flush(r);
-        }
-        answer_all_from_value(r, f, &fresh);
-        return;
-    }
-
-    if (resp->status == BR_UPSTREAM_NOT_MODIFIED) {
-        r->st.not_modified++;
-        if (!r->cache || !f->conditional) {
-            rs_log(r, LOG_WARNING, "upstream answered 304 to an unconditional request");
-            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
-            return;
-        }
-        int rc = br_range_cache_touch(
-            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
-            resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
-        if (rc == -ENOENT && r->up[f->kind]) {
-            /* Evicted between the lookup and the 304: nothing to extend,
-             * so ask again without validators (once: the refetch is not
-             * conditional, so it cannot end here again). */
-            f->conditional = false;
-            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
-                                       br_rs_fetch_done, f, &f->ureq) == 0) {
-                r->st.fetches++;
-                br_rs_flight_insert(r, f);
-                f = NULL;
-                return;
-            }
-        }
-        if (rc < 0) {
-            r->st.cache_errors++;
-            rs_log(r, LOG_INFO, "range cache touch after 304 failed: %s", strerror(-rc));
-            answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
-            return;
-        }
-        schedule_flush(r);
-        answer_all_from_cache(r, f);
-        return;
-    }
-
-    if (deadline_failure_keeps_bulk(r, f, resp->status)) {
-        f = NULL;
-        return;
-    }
-    answer_all_unknown_or_stale(r, f, reason_of(resp->status),
-                                resp->status != BR_UPSTREAM_CANCELLED);
 }
 
 int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
@@ -463,7 +231,7 @@ int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind k
     if (lane == BR_LANE_BULK)
         r->st.bulk_lookups++;
     if (r->closing) {
-        set_unknown(res, BR_REASON_SHUTTING_DOWN);
+        br_rs_set_unknown(res, BR_REASON_SHUTTING_DOWN);
         br_rs_count_answer(r, res);
         return 1;
     }
@@ -477,7 +245,7 @@ int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind k
             cr.state = BR_RANGE_CACHE_MISS;
         }
         if (cr.state == BR_RANGE_CACHE_FRESH) {
-            set_from_cache(res, &cr);
+            br_rs_set_from_cache(res, &cr);
             r->st.cache_fresh++;
             br_rs_count_answer(r, res);
             return 1;
@@ -623,7 +391,7 @@ void br_resolver_free(br_resolver *r)
         while (br_fails_assert(r->buckets[b] == NULL)) {
             flight *f = r->buckets[b];
             r->buckets[b] = f->hnext;
-            answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);
+            br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_SHUTTING_DOWN, false);
             br_rs_flight_free(f);
         }
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal to the resolver (its contract is resolver.h): the state its files
  * share. resolver.c has the API, the flights table and the answers;
- * resolver_burst.c sends a real fetch and its decoys (and a fetch again on
+ * resolver_fetch.c what the end of a fetch answers; resolver_burst.c sends a real fetch and its decoys (and a fetch again on
  * the bulk lane). Only these files include this header. */
 #pragma once
 
@@ -82,6 +82,22 @@ void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
 bool br_rs_kind_ok(br_range_kind kind);
 /* Count an UNKNOWN answer's reason. */
 void br_rs_count_unknown(br_resolver *r, const char *reason);
+/* resolver_fetch.c: answer every waiter of f (already out of the table)
+ * with UNKNOWN reason, or (allow_stale) a stored entry within max_stale. */
+void br_rs_answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
+                                        bool allow_stale);
+/* Pass a message to cfg->log, if any. */
+void br_rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Out of the table (it stays allocated). */
+void br_rs_flight_unlink(br_resolver *r, flight *f);
+/* Free a waiter, its full hash wiped first. */
+void br_rs_waiter_free(waiter *w);
+/* Flush the cache's pending batch after flush_ms, unless already due. */
+void br_rs_schedule_flush(br_resolver *r);
+/* res: UNKNOWN with this reason. */
+void br_rs_set_unknown(br_resolve_result *res, const char *reason);
+/* res from a cache lookup result in state FRESH or STALE. */
+void br_rs_set_from_cache(br_resolve_result *res, const br_range_cache_result *cr);
 
 /* ---- resolver_burst.c ---- */
 
