@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "filter_set.h"
 #include "urlfilter_int.h"
 
 const br_filter_header *br_urlfilter_file_header(const br_urlfilter *uf)
@@ -28,9 +29,7 @@ size_t br_urlfilter_members(const br_urlfilter *uf)
 int br_urlfilter_attach(br_urlfilter *uf, br_urlfilter *delta, br_error *err)
 {
     const br_filter_header *dh = br_urlfilter_file_header(delta);
-    int r = br_filter_delta_check(&uf->set_hdr, &uf->names, dh, err);
-    if (r == 0 && delta->next)
-        r = br_error_set(err, -EINVAL, "a set cannot be a delta");
+    int r = br_filter_set_admit(&uf->set_hdr, &uf->names, dh, delta->next != NULL, err);
     if (r == 0 && !uf->set_bitmap) {
         uf->set_bitmap = malloc(BR_URLFILTER_BITMAP_BYTES);
         if (uf->set_bitmap)
@@ -55,44 +54,12 @@ int br_urlfilter_attach(br_urlfilter *uf, br_urlfilter *delta, br_error *err)
     return 0;
 }
 
+BR_FILTER_SET_OPS(br_urlfilter, set_ops);
+
 int br_urlfilter_from_layers(br_filter_file *file, br_urlfilter **out, br_error *err)
 {
-    br_filter_file **views = NULL;
-    size_t n = 0;
-    int r = br_filter_layers_open(file, &views, &n, err);
-    if (r < 0) {
-        br_filter_file_free(file);
-        return r;
-    }
-    br_urlfilter *head = NULL;
-    for (size_t i = 0; i < n; i++) {
-        br_urlfilter *uf = NULL;
-        br_filter_file *v = BR_TAKE_PTR(views[i]);
-        r = br_urlfilter_from_file(v, &uf, err);
-        if (r == 0 && i > 0)
-            r = br_urlfilter_attach(head, BR_TAKE_PTR(uf), err);
-        else if (r == 0)
-            head = BR_TAKE_PTR(uf);
-        if (r < 0) {
-            br_error_prefix(err, r, "layer %zu", i);
-            break;
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        br_filter_file_free(views[i]);
-    free(views);
-    if (r == 0) {
-        /* The set answers for the container (its generation, build time,
-         * keys) and may be named by the container's body as well. */
-        head->set_hdr = *br_filter_file_header(file);
-        r = br_filter_names_add(&head->names, head->set_hdr.body_sha256);
-    }
-    if (r < 0) {
-        br_urlfilter_free(head);
-        br_filter_file_free(file);
-        return r;
-    }
-    head->outer = file;
-    *out = head;
-    return 0;
+    void *set = NULL;
+    int r = br_filter_set_from_layers(file, &set_ops, &set, err);
+    *out = set;
+    return r;
 }
