@@ -178,21 +178,26 @@ static int set_str(char **dst, const char *value)
     return 0;
 }
 
+/* Keep a list as written (off) and parsed (items, taken: off2, its count
+ * n: off3), replacing what was there. */
+static int keep_list(breachd_config *c, const bd_conf_key *k, const char *v, void *items, size_t n)
+{
+    if (set_str(FIELD(c, k->off, char *), v) < 0) {
+        free(items);
+        return -ENOMEM;
+    }
+    free(*FIELD(c, k->off2, void *));
+    *FIELD(c, k->off2, void *) = items;
+    *FIELD(c, k->off3, size_t) = n;
+    return 0;
+}
+
 static int set_id_list(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)
 {
     uint32_t *ids;
     size_t n;
     int rc = bd_conf_parse_id_list(v, k->type == BD_CONF_GROUPS, &ids, &n, err);
-    if (rc < 0)
-        return rc;
-    if (set_str(FIELD(c, k->off, char *), v) < 0) {
-        free(ids);
-        return -ENOMEM;
-    }
-    free(*FIELD(c, k->off2, uint32_t *));
-    *FIELD(c, k->off2, uint32_t *) = ids;
-    *FIELD(c, k->off3, size_t) = n;
-    return 0;
+    return rc < 0 ? rc : keep_list(c, k, v, ids, n);
 }
 
 /* A list kept as written (off) and parsed (off2, count off3). */
@@ -203,16 +208,7 @@ static int set_parsed_list(breachd_config *c, const bd_conf_key *k, const char *
     int rc = k->type == BD_CONF_LISTEN_LIST
                  ? bd_conf_parse_listen_list(v, (breachd_listen **)&items, &n, err)
                  : bd_conf_parse_networks(v, (breachd_network **)&items, &n, err);
-    if (rc < 0)
-        return rc;
-    if (set_str(FIELD(c, k->off, char *), v) < 0) {
-        free(items);
-        return -ENOMEM;
-    }
-    free(*FIELD(c, k->off2, void *));
-    *FIELD(c, k->off2, void *) = items;
-    *FIELD(c, k->off3, size_t) = n;
-    return 0;
+    return rc < 0 ? rc : keep_list(c, k, v, items, n);
 }
 
 /* A string checked by its type, then kept. */

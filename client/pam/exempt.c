@@ -32,41 +32,26 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-/* The user's primary group through getpwnam_r: 0, or -errno (-ENOENT: no
- * such user). */
-static int primary_gid(const char *user, gid_t *gid)
+/* A gid through NSS: of the group named name (group), else of the user
+ * named name's primary group. 0, or -errno (-ENOENT: no such user or
+ * group). */
+static int nss_gid(const char *name, bool group, gid_t *gid)
 {
-    struct passwd pw, *res = NULL;
     for (size_t size = 4096; size <= NSS_BUF_MAX; size *= 2) {
         char *buf = malloc(size);
         if (!buf)
             return -ENOMEM;
-        int r = getpwnam_r(user, &pw, buf, size, &res);
-        if (r == 0 && res)
-            *gid = pw.pw_gid;
+        struct passwd pw, *pw_res = NULL;
+        struct group gr, *gr_res = NULL;
+        int r = group ? getgrnam_r(name, &gr, buf, size, &gr_res)
+                      : getpwnam_r(name, &pw, buf, size, &pw_res);
+        bool found = group ? gr_res != NULL : pw_res != NULL;
+        if (r == 0 && found)
+            *gid = group ? gr.gr_gid : pw.pw_gid;
         free(buf);
         if (r == ERANGE)
             continue;
-        return r ? -r : res ? 0 : -ENOENT;
-    }
-    return -ERANGE;
-}
-
-/* A group's gid through getgrnam_r: 0, or -errno (-ENOENT: no such group). */
-static int group_gid(const char *name, gid_t *gid)
-{
-    struct group gr, *res = NULL;
-    for (size_t size = 4096; size <= NSS_BUF_MAX; size *= 2) {
-        char *buf = malloc(size);
-        if (!buf)
-            return -ENOMEM;
-        int r = getgrnam_r(name, &gr, buf, size, &res);
-        if (r == 0 && res)
-            *gid = gr.gr_gid;
-        free(buf);
-        if (r == ERANGE)
-            continue;
-        return r ? -r : res ? 0 : -ENOENT;
+        return r ? -r : found ? 0 : -ENOENT;
     }
     return -ERANGE;
 }
@@ -75,7 +60,7 @@ static int group_gid(const char *name, gid_t *gid)
 static int user_groups(const char *user, gid_t **out, int *count)
 {
     gid_t primary = 0;
-    int r = primary_gid(user, &primary);
+    int r = nss_gid(user, false, &primary);
     if (r < 0)
         return r;
     int n = 64;
@@ -106,7 +91,7 @@ static bool member_of_any(pam_handle_t *pamh, const char *list, const gid_t *gid
             memcpy(name, p, len);
             name[len] = '\0';
             gid_t gid;
-            int r = group_gid(name, &gid);
+            int r = nss_gid(name, true, &gid);
             if (r < 0)
                 pam_syslog(pamh, LOG_WARNING, "group %s: %s", name,
                            r == -ENOENT ? "no such group" : strerror(-r));
