@@ -91,6 +91,32 @@ int br_rc_rtxn_renew(br_range_cache *c)
     return rc;
 }
 
+int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *len, bool *in_txn)
+{
+    *in_txn = false;
+    pend *p = br_rc_pend_find(c, rkey);
+    if (p && p->val) {
+        *val = p->val;
+        *len = p->len;
+        return 1;
+    }
+    int rc = br_rc_rtxn_renew(c);
+    if (rc)
+        return br_rc_errno(rc);
+    uint8_t kb[RKEY_LEN];
+    rkey_store(kb, rkey);
+    MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
+    rc = mdb_get(c->rtxn, c->dbi_ranges, &k, &v);
+    if (rc) {
+        rtxn_reset(c);
+        return rc == MDB_NOTFOUND ? 0 : br_rc_errno(rc);
+    }
+    *val = v.mv_data;
+    *len = v.mv_size;
+    *in_txn = true;
+    return 1;
+}
+
 int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn)
 {
     int rc = mdb_txn_begin(c->env, NULL, 0, txn);
@@ -284,31 +310,17 @@ int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind k
     res->etag[0] = res->last_modified[0] = '\0';
 
     rkey_t rkey = rkey_of(partition, kind, br_range_prefix20(full_hash));
-    pend *p = br_rc_pend_find(c, rkey);
-    if (p && p->val) {
-        int rc = answer(kind, p->val, p->len, full_hash, now, max_stale, res);
-        if (rc < 0)
-            res->state = BR_RANGE_CACHE_MISS;
+    const uint8_t *val;
+    size_t len;
+    bool in_txn;
+    int rc = br_rc_value_of(c, rkey, &val, &len, &in_txn);
+    if (rc <= 0)
         return rc;
-    }
-
-    int rc = br_rc_rtxn_renew(c);
-    if (rc)
-        return br_rc_errno(rc);
-    uint8_t kb[RKEY_LEN];
-    rkey_store(kb, rkey);
-    MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
-    rc = mdb_get(c->rtxn, c->dbi_ranges, &k, &v);
-    if (rc == MDB_SUCCESS) {
-        rc = answer(kind, v.mv_data, v.mv_size, full_hash, now, max_stale, res);
-        if (rc < 0)
-            res->state = BR_RANGE_CACHE_MISS;
-    } else if (rc == MDB_NOTFOUND) {
-        rc = 0;
-    } else {
-        rc = br_rc_errno(rc);
-    }
-    rtxn_reset(c);
+    rc = answer(kind, val, len, full_hash, now, max_stale, res);
+    if (rc < 0)
+        res->state = BR_RANGE_CACHE_MISS;
+    if (in_txn)
+        rtxn_reset(c);
     return rc;
 }
 
@@ -355,30 +367,13 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
     rkey_t rkey = rkey_of(partition, kind, prefix20);
     const uint8_t *old;
     size_t old_len;
-    bool from_txn = false;
-    pend *p = br_rc_pend_find(c, rkey);
-    if (p && p->val) {
-        old = p->val;
-        old_len = p->len;
-    } else {
-        int rc = br_rc_rtxn_renew(c);
-        if (rc)
-            return br_rc_errno(rc);
-        uint8_t kb[RKEY_LEN];
-        rkey_store(kb, rkey);
-        MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
-        rc = mdb_get(c->rtxn, c->dbi_ranges, &k, &v);
-        if (rc) {
-            rtxn_reset(c);
-            return br_rc_errno(rc);
-        }
-        old = v.mv_data;
-        old_len = v.mv_size;
-        from_txn = true;
-    }
+    bool from_txn;
+    int rc = br_rc_value_of(c, rkey, &old, &old_len, &from_txn);
+    if (rc <= 0)
+        return rc == 0 ? -ENOENT : rc;
 
     entry_view ev;
-    int rc = br_rc_entry_parse(old, old_len, &ev);
+    rc = br_rc_entry_parse(old, old_len, &ev);
     if (rc == 0 && br_range_validate(kind, ev.rs, ev.rs_len, NULL) < 0)
         rc = -EINVAL;
     uint8_t *nv = NULL;

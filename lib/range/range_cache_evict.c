@@ -45,13 +45,10 @@ static int apply_pending(br_range_cache *c, MDB_txn *txn)
     return 0;
 }
 
-static int write_pending(br_range_cache *c)
+/* End a write transaction: abort it after an error (rc, returned), else
+ * commit it (and count the commit). */
+static int end_txn(br_range_cache *c, MDB_txn *txn, int rc)
 {
-    MDB_txn *txn;
-    int rc = br_rc_wtxn_begin(c, &txn);
-    if (rc)
-        return rc;
-    rc = apply_pending(c, txn);
     if (rc) {
         mdb_txn_abort(txn);
         return rc;
@@ -60,6 +57,15 @@ static int write_pending(br_range_cache *c)
     if (rc == 0)
         c->commits++;
     return rc;
+}
+
+static int write_pending(br_range_cache *c)
+{
+    MDB_txn *txn;
+    int rc = br_rc_wtxn_begin(c, &txn);
+    if (rc)
+        return rc;
+    return end_txn(c, txn, apply_pending(c, txn));
 }
 
 /* A tiny commit: advances the transaction id so that the pages freed by the
@@ -78,15 +84,7 @@ static int bump(br_range_cache *c)
         count = br_load_le64(v.mv_data);
     br_store_le64(n, count + 1);
     v = (MDB_val){.mv_size = 8, .mv_data = n};
-    rc = mdb_put(txn, c->dbi_meta, &k, &v, 0);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    rc = mdb_txn_commit(txn);
-    if (rc == 0)
-        c->commits++;
-    return rc;
+    return end_txn(c, txn, mdb_put(txn, c->dbi_meta, &k, &v, 0));
 }
 
 /* The entry an age key (a) names, deleted if the key is really its own (an

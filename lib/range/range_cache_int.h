@@ -50,6 +50,11 @@ struct br_range_cache {
 int br_rc_errno(int rc);
 /* Renew (or begin) c->rtxn, adopting a map grown by another process. */
 int br_rc_rtxn_renew(br_range_cache *c);
+/* rkey's value as the cache has it: the pending batch's, else the stored
+ * one, read in c->rtxn (renewed; *in_txn: the caller resets it once done
+ * with *val). 1 with *val and *len, 0 when there is none, or a negative
+ * errno. */
+int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *len, bool *in_txn);
 /* Begin a write transaction, adopting a map grown by another process. */
 int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn);
 

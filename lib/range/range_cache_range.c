@@ -45,25 +45,18 @@ int br_range_cache_lookup_range(br_range_cache *c, uint32_t partition, br_range_
     if (!c || !cb || !br_range_hash_len(kind) || br_range_hash_len(kind) > 32 || prefix20 > 0xFFFFF)
         return -EINVAL;
     rkey_t rkey = rkey_of(partition, kind, prefix20);
-    pend *p = br_rc_pend_find(c, rkey);
-    if (p && p->val)
-        return give(kind, p->val, p->len, now, max_stale, cb, ctx);
-
-    int rc = br_rc_rtxn_renew(c);
-    if (rc)
-        return br_rc_errno(rc);
-    uint8_t kb[RKEY_LEN];
-    rkey_store(kb, rkey);
-    MDB_val k = {.mv_size = RKEY_LEN, .mv_data = kb}, v;
-    rc = mdb_get(c->rtxn, c->dbi_ranges, &k, &v);
-    if (rc == MDB_SUCCESS) {
-        rc = give(kind, v.mv_data, v.mv_size, now, max_stale, cb, ctx);
-    } else if (rc == MDB_NOTFOUND) {
+    const uint8_t *val;
+    size_t len;
+    bool in_txn;
+    int rc = br_rc_value_of(c, rkey, &val, &len, &in_txn);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
         br_range_cache_range miss = {.state = BR_RANGE_CACHE_MISS};
-        rc = cb(ctx, &miss);
-    } else {
-        rc = br_rc_errno(rc);
+        return cb(ctx, &miss);
     }
-    rtxn_reset(c);
+    rc = give(kind, val, len, now, max_stale, cb, ctx);
+    if (in_txn)
+        rtxn_reset(c);
     return rc;
 }
