@@ -21,66 +21,26 @@
 #include "urlfilter.h"
 #include "util.h"
 
+static int set_open_failed(const char *cmd, int r, const br_error *err)
+{
+    ctl_err("%s: %s", cmd, err->text[0] ? err->text : strerror(-r));
+    return EXIT_ERROR;
+}
+
 int fleet_pw_set_open(const char *cmd, const char *const *paths, size_t n, br_pwfilter **out,
                       uint8_t last_body[32])
 {
     br_error err = {{0}};
-    br_pwfilter *set = NULL;
-    for (size_t i = 0; i < n; i++) {
-        br_pwfilter *pf = NULL;
-        int r = br_pwfilter_open(paths[i], &pf, &err);
-        if (r == 0 && i == 0 && br_pwfilter_file_header(pf)->role != BR_ROLE_FULL)
-            r = br_error_set(&err, -EINVAL, "%s: a delta, not a full filter: name its base first",
-                             paths[i]);
-        if (r == 0 && last_body)
-            memcpy(last_body, br_pwfilter_file_header(pf)->body_sha256, 32);
-        if (r == 0 && i > 0) {
-            r = br_pwfilter_attach(set, BR_TAKE_PTR(pf), &err);
-            if (r < 0)
-                br_error_prefix(&err, r, "%s", paths[i]);
-        } else if (r == 0) {
-            set = BR_TAKE_PTR(pf);
-        }
-        br_pwfilter_free(pf);
-        if (r < 0) {
-            br_pwfilter_free(set);
-            ctl_err("%s: %s", cmd, err.text[0] ? err.text : strerror(-r));
-            return EXIT_ERROR;
-        }
-    }
-    *out = set;
-    return 0;
+    int r = br_pwfilter_open_set(paths, n, out, last_body, &err);
+    return r < 0 ? set_open_failed(cmd, r, &err) : 0;
 }
 
 int fleet_url_set_open(const char *cmd, const char *const *paths, size_t n, br_urlfilter **out,
                        uint8_t last_body[32])
 {
     br_error err = {{0}};
-    br_urlfilter *set = NULL;
-    for (size_t i = 0; i < n; i++) {
-        br_urlfilter *uf = NULL;
-        int r = br_urlfilter_open(paths[i], &uf, &err);
-        if (r == 0 && i == 0 && br_urlfilter_file_header(uf)->role != BR_ROLE_FULL)
-            r = br_error_set(&err, -EINVAL, "%s: a delta, not a full filter: name its base first",
-                             paths[i]);
-        if (r == 0 && last_body)
-            memcpy(last_body, br_urlfilter_file_header(uf)->body_sha256, 32);
-        if (r == 0 && i > 0) {
-            r = br_urlfilter_attach(set, BR_TAKE_PTR(uf), &err);
-            if (r < 0)
-                br_error_prefix(&err, r, "%s", paths[i]);
-        } else if (r == 0) {
-            set = BR_TAKE_PTR(uf);
-        }
-        br_urlfilter_free(uf);
-        if (r < 0) {
-            br_urlfilter_free(set);
-            ctl_err("%s: %s", cmd, err.text[0] ? err.text : strerror(-r));
-            return EXIT_ERROR;
-        }
-    }
-    *out = set;
-    return 0;
+    int r = br_urlfilter_open_set(paths, n, out, last_body, &err);
+    return r < 0 ? set_open_failed(cmd, r, &err) : 0;
 }
 
 /* ---- merge ---- */

@@ -2,6 +2,7 @@
 /* The set loaders' shared steps (filter_set.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "filter_set.h"
 
@@ -66,5 +67,52 @@ int br_filter_set_from_layers(br_filter_file *file, const br_filter_set_ops *ops
     }
     *outer = file;
     *out = head;
+    return 0;
+}
+
+/* One file of a set being opened (the index-th) into *f. */
+static int open_member(const char *path, size_t index, const br_filter_set_ops *ops, void **f,
+                       uint8_t last_body[32], br_error *err)
+{
+    br_filter_file *file = NULL;
+    int r = br_filter_file_open(path, &file, err);
+    if (r < 0)
+        return r;
+    r = ops->from_file(file, f, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "%s", path);
+    const br_filter_header *h = ops->file_header(*f);
+    if (index == 0 && h->role != BR_ROLE_FULL)
+        return br_error_set(err, -EINVAL, "%s: a delta, not a full filter: name its base first",
+                            path);
+    if (last_body)
+        memcpy(last_body, h->body_sha256, 32);
+    return 0;
+}
+
+int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops,
+                       void **out, uint8_t last_body[32], br_error *err)
+{
+    void *set = NULL;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        void *f = NULL;
+        r = open_member(paths[i], i, ops, &f, last_body, err);
+        if (r == 0 && i > 0) {
+            r = ops->attach(set, BR_TAKE_PTR(f), err);
+            if (r < 0)
+                br_error_prefix(err, r, "%s", paths[i]);
+        } else if (r == 0) {
+            set = BR_TAKE_PTR(f);
+        }
+        if (f)
+            ops->free(f);
+    }
+    if (r < 0) {
+        if (set)
+            ops->free(set);
+        return r;
+    }
+    *out = set;
     return 0;
 }

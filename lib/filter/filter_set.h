@@ -20,10 +20,13 @@ typedef struct br_filter_set_ops {
     void (*parts)(void *f, br_filter_header **set_hdr, br_filter_names **names,
                   br_filter_file ***outer);
     void (*free)(void *f);
+    /* f's own header (of its file, or of the layered file it came from). */
+    const br_filter_header *(*file_header)(const void *f);
 } br_filter_set_ops;
 
 /* Defines NAME, the br_filter_set_ops of filter type T (br_pwfilter,
- * br_urlfilter: with T##_from_file, T##_attach, T##_free and the members
+ * br_urlfilter: with T##_from_file, T##_attach, T##_free, T##_file_header
+ * and the members
  * set_hdr, names and outer), and its functions, static. */
 #define BR_FILTER_SET_OPS(T, NAME)                                                           \
     static int NAME##_from_file(br_filter_file *file, void **out, br_error *err)             \
@@ -49,8 +52,12 @@ typedef struct br_filter_set_ops {
     {                                                                                        \
         T##_free(f);                                                                         \
     }                                                                                        \
+    static const br_filter_header *NAME##_file_header(const void *f)                         \
+    {                                                                                        \
+        return T##_file_header(f);                                                           \
+    }                                                                                        \
     static const br_filter_set_ops NAME = {NAME##_from_file, NAME##_attach, NAME##_parts,    \
-                                           NAME##_free}
+                                           NAME##_free, NAME##_file_header}
 
 /* Whether a member whose own header is dh may join the set (header set_hdr,
  * names): a delta of it (br_filter_delta_check), and not itself a set
@@ -64,3 +71,9 @@ int br_filter_set_admit(const br_filter_header *set_hdr, const br_filter_names *
  * container's body as well. */
 int br_filter_set_from_layers(br_filter_file *file, const br_filter_set_ops *ops, void **out,
                               br_error *err);
+
+/* Open paths[0..n) as one set (pwfilter.h, urlfilter.h: _open_set): a full
+ * filter, then deltas attached in order. last_body (may be NULL): the body
+ * SHA-256 of paths[n-1]. Errors name the file. */
+int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops,
+                       void **out, uint8_t last_body[32], br_error *err);

@@ -85,6 +85,12 @@ const br_filter_header *br_pwfilter_file_header(const br_pwfilter *pf);
  * (br_filter_delta_check says why not). From then on a key is maybe when
  * any member says so, and the set is damaged when any file is. */
 int br_pwfilter_attach(br_pwfilter *pf, br_pwfilter *delta, br_error *err);
+/* Open paths[0..n) as one set: a full filter, then deltas each naming a
+ * file before it, attached in order. last_body (may be NULL): the body
+ * SHA-256 of paths[n-1], what a new delta of the set names. Errors name
+ * the file. */
+int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, uint8_t last_body[32],
+                   br_error *err);
 /* Files in the set (a layered file counts its layers). */
 size_t br_pwfilter_members(const br_pwfilter *pf);
 /* Whether the set may be named as the base of a delta with this body. */

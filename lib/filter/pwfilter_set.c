@@ -52,3 +52,12 @@ int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_error *e
     *out = set;
     return r;
 }
+
+int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, uint8_t last_body[32],
+                       br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_open(paths, n, &set_ops, &set, last_body, err);
+    *out = set;
+    return r;
+}

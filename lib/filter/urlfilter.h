@@ -69,6 +69,12 @@ const br_filter_header *br_urlfilter_file_header(const br_urlfilter *uf);
  * domain label count are those of the whole set. A layered file opens as
  * the set of its layers. */
 int br_urlfilter_attach(br_urlfilter *uf, br_urlfilter *delta, br_error *err);
+/* Open paths[0..n) as one set: a full filter, then deltas each naming a
+ * file before it, attached in order. last_body (may be NULL): the body
+ * SHA-256 of paths[n-1], what a new delta of the set names. Errors name
+ * the file. */
+int br_urlfilter_open_set(const char *const *paths, size_t n, br_urlfilter **out,
+                          uint8_t last_body[32], br_error *err);
 /* Files in the set (a layered file counts its layers). */
 size_t br_urlfilter_members(const br_urlfilter *uf);
 /* Whether the set may be named as the base of a delta with this body. */

@@ -63,3 +63,12 @@ int br_urlfilter_from_layers(br_filter_file *file, br_urlfilter **out, br_error 
     *out = set;
     return r;
 }
+
+int br_urlfilter_open_set(const char *const *paths, size_t n, br_urlfilter **out,
+                          uint8_t last_body[32], br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_open(paths, n, &set_ops, &set, last_body, err);
+    *out = set;
+    return r;
+}
