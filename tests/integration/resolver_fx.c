@@ -56,3 +56,17 @@ void assert_unknown(const br_resolve_result *res, const char *reason)
         fail_msg("expected UNKNOWN %s, got status %d", reason, res->status);
     assert_string_equal(res->reason, reason);
 }
+
+br_resolver_stats fx_rs_stats(fx *x)
+{
+    br_resolver_stats st;
+    br_resolver_get_stats(x->r, &st);
+    return st;
+}
+
+br_upstream_stats fx_up_stats(fx *x)
+{
+    br_upstream_stats us;
+    br_upstream_get_stats(br_resolver_upstream(x->r, PW), &us);
+    return us;
+}

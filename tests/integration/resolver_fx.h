@@ -31,3 +31,6 @@ void fx_config_common(fx *x);
 void fx_open_cache(fx *x, const char *tag, size_t cache_bytes);
 void fx_close(fx *x); /* frees all of it, removes the temp dir */
 void assert_unknown(const br_resolve_result *res, const char *reason);
+/* The resolver's figures, and its password upstream's. */
+br_resolver_stats fx_rs_stats(fx *x);
+br_upstream_stats fx_up_stats(fx *x);

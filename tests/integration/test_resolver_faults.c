@@ -56,8 +56,7 @@ static void fault_case(const char *mode, const char *reason, size_t min_requests
     size_t seen = rt_fault_count(&g_fault, mode, p);
     if (seen < min_requests || seen > max_requests)
         fail_msg("%s: %zu requests, expected %zu..%zu", mode, seen, min_requests, max_requests);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.unknown, 1);
     assert_int_equal(st.pending_fetches, 0);
     assert_int_equal(st.pending_lookups, 0);
@@ -137,8 +136,7 @@ static void test_refused(void **s)
     hash_of(fresh_prefix(), S42, h);
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
     assert_unknown(&res, BR_REASON_UNAVAILABLE);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_true(us.transfers >= 2);
     assert_int_equal(us.retries, us.transfers - 1);
     assert_int_equal(us.err_unavailable, 1);
@@ -161,8 +159,7 @@ static void test_retry_then_found(void **s)
     assert_int_equal(res.status, BR_RESOLVE_FOUND);
     assert_int_equal(res.count, 42);
     assert_int_equal(rt_fault_count(&g_fault, "flaky", p), 2);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.retries, 1);
     assert_int_equal(us.ok, 1);
     assert_true(rt_cache_has(x.cache, PW, p));
@@ -191,8 +188,7 @@ static void test_coalesced_failure(void **s)
         assert_unknown(&a[i].res, BR_REASON_ERROR);
     }
     assert_int_equal(rt_fault_count(&g_fault, "garbage", p), 1);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.fetches, 1);
     assert_int_equal(st.coalesced, N - 1);
     assert_int_equal(st.parse_errors, 1);

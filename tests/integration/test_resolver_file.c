@@ -47,8 +47,7 @@ static void test_file_counts(void **s)
     fx_open(&x);
     for (int i = 0; i < N_PREFIX; i++)
         check_range(&x, &ranges[i]);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.fetches, N_PREFIX);
     fx_close(&x);
 }
@@ -63,8 +62,7 @@ static void test_file_missing_not_cached(void **s)
     rt_hash_with_prefix(PW, P_MISSING, 1, h);
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);
     assert_unknown(&res, BR_REASON_ERROR);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.transfers, 1);
     assert_int_equal(us.err_http, 1);
     assert_int_equal(rt_cache_entries(x.cache), 0);
@@ -97,8 +95,7 @@ static void test_file_too_large(void **s)
     fx_open(&x);
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[P_CRLF_PADDED].e[0].hash);
     assert_unknown(&res, BR_REASON_ERROR);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.err_too_large, 1);
     assert_int_equal(rt_cache_entries(x.cache), 0);
     fx_close(&x);
@@ -120,8 +117,7 @@ static void test_file_coalescing_and_stale(void **s)
         assert_int_equal(a[i].calls, 1);
         assert_int_equal(a[i].res.count, rg->e[(size_t)i % rg->n].count);
     }
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.transfers, 1);
 
     /* the file disappears: stale answers within max_stale */
@@ -156,8 +152,7 @@ static void test_file_batched_writes(void **s)
     assert_int_equal(u.pending, 0);
     if (u.commits > 2)
         fail_msg("%d puts took %llu commits", N_PREFIX, (unsigned long long)u.commits);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_true(st.flushes <= 2);
     fx_close(&x);
 }

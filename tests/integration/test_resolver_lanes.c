@@ -47,13 +47,6 @@ static size_t answered(const rt_ans *a, size_t n)
     return k;
 }
 
-static br_upstream_stats up_stats(fx *x)
-{
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x->r, PW), &us);
-    return us;
-}
-
 /* At 10/s (5/s for bulk) eight lookups take longer than the 300 ms
  * deadline: on the bulk lane all of them are answered, on the interactive
  * lane the later ones time out. */
@@ -81,7 +74,7 @@ static void test_bulk_waits_past_deadline(void **s)
         }
         if (lane == BULK) {
             assert_int_equal(found, N);
-            br_upstream_stats us = up_stats(&x);
+            br_upstream_stats us = fx_up_stats(&x);
             assert_int_equal(us.bulk_fetches, N);
             assert_int_equal(us.err_timeout, 0);
             assert_int_equal(us.bulk_queued, 0);
@@ -118,7 +111,7 @@ static void test_interactive_first(void **s)
     size_t done = answered(bulk, N);
     if (done > 8)
         fail_msg("the interactive lookup was answered after %zu of %d bulk ones", done, N);
-    assert_true(up_stats(&x).bulk_queued >= N - 8);
+    assert_true(fx_up_stats(&x).bulk_queued >= N - 8);
     assert_int_equal(rt_fault_count(&g_fault, "ok", pi), 1);
     assert_true(rt_wait(x.base, bulk, N, 10000));
     for (int i = 0; i < N; i++)
@@ -141,13 +134,13 @@ static void test_bulk_slots(void **s)
     for (int i = 0; i < N; i++)
         assert_int_equal(lookup(&x, 0, fresh_prefix(), BULK, &a[i]), 0);
     rt_run_for(x.base, 200);
-    br_upstream_stats us = up_stats(&x);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.inflight, 2);
     assert_int_equal(us.bulk_inflight, 2);
     assert_int_equal(us.bulk_queued, N - 2);
     assert_int_equal(lookup(&x, 0, fresh_prefix(), INTER, &inter), 0);
     rt_run_for(x.base, 200);
-    us = up_stats(&x);
+    us = fx_up_stats(&x);
     assert_int_equal(us.inflight, 3);
     assert_int_equal(us.bulk_inflight, 2);
     assert_int_equal(us.queued, 0);
@@ -185,10 +178,9 @@ static void test_promote(void **s)
     if (done > 5)
         fail_msg("the promoted fetch went after %zu of %d bulk ones", done, N);
     assert_int_equal(rt_fault_count(&g_fault, "ok", p), 1);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.promoted, 1);
-    assert_int_equal(up_stats(&x).promoted, 1);
+    assert_int_equal(fx_up_stats(&x).promoted, 1);
     assert_true(rt_wait(x.base, bulk, N, 10000));
     fx_close(&x);
 }
@@ -216,8 +208,7 @@ static void test_bulk_outlives_interactive_deadline(void **s)
     assert_int_equal(bulk.res.status, BR_RESOLVE_FOUND);
     assert_int_equal(bulk.res.count, 42);
     assert_int_equal(rt_fault_count(&g_fault, "slowfirst", p), 2);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.bulk_resent, 1);
     assert_int_equal(st.unknown_timeout, 1);
     fx_close(&x);
@@ -261,8 +252,7 @@ static void test_lookup_again_from_callback(void **s)
     assert_int_equal(bulk.res.status, BR_RESOLVE_FOUND);
     assert_int_equal(c.again.res.status, BR_RESOLVE_FOUND);
     assert_int_equal(rt_fault_count(&g_fault, "slowfirst", c.prefix), 2);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.bulk_resent, 1);
     assert_int_equal(st.promoted, 1);
     fx_close(&x);
@@ -290,8 +280,7 @@ static void test_partitions(void **s)
     assert_int_equal(b1.calls, 0);
     assert_true(rt_wait(x.base, &b1, 1, 10000));
     assert_int_equal(rt_fault_count(&g_fault, "ok", p), 2);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.promoted, 0);
     assert_int_equal(st.coalesced, 0);
     assert_true(rt_wait(x.base, bulk, N, 10000));

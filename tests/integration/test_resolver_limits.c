@@ -96,8 +96,7 @@ static void test_breaker(void **s)
     br_upstream_get_stats(up, &us);
     assert_int_equal(us.breaker_trips, 2);
     assert_true(us.refused_circuit >= 2);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.unknown_circuit, 2);
     assert_int_equal(st.stale_answers, 1);
     fx_close(&x);
@@ -159,8 +158,7 @@ static void test_rate_and_inflight(void **s)
     /* 2 tokens at once, then 20 per second: the last starts after ~0.5 s */
     if (took < 0.45)
         fail_msg("12 fetches at 20/s burst 2 took only %.3f s", took);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_true(us.queued_max >= N - 2);
     assert_int_equal(us.queued, 0);
     assert_int_equal(us.inflight, 0);
@@ -185,8 +183,7 @@ static void test_queued_until_deadline(void **s)
     assert_int_equal(rt_resolve(x.r, PW, h1, &a[0]), 0);
     assert_int_equal(rt_resolve(x.r, PW, h2, &a[1]), 0);
     rt_run_for(x.base, 100);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.inflight, 1);
     assert_int_equal(us.queued, 1);
     assert_true(rt_wait(x.base, a, 2, 3000));

@@ -35,6 +35,14 @@ static char *http_template(const rt_nginx *n)
     return rt_fmt("%s://127.0.0.1:%d/range/{prefix}", n->tls ? "https" : "http", n->port);
 }
 
+/* x set up (fx_init) for the range server n. */
+static void fx_init_at(fx *x, const rt_nginx *n)
+{
+    char *t = http_template(n);
+    fx_init(x, t);
+    free(t);
+}
+
 static char *range_uri(uint32_t p)
 {
     char hex[6];
@@ -48,9 +56,7 @@ static void test_counts_and_padding(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     fx_open(&x);
     for (int i = 0; i < N_PREFIX; i++)
         if (i != P_COALESCE && i != P_STALE)
@@ -67,8 +73,7 @@ static void test_counts_and_padding(void **s)
         assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1);
         free(uri);
     }
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.fetches, 4);
     assert_int_equal(st.unknown, 0);
     fx_close(&x);
@@ -78,9 +83,7 @@ static void test_404_and_500_not_cached(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     fx_open(&x);
     uint8_t h[20];
     rt_hash_with_prefix(PW, P_MISSING, 1, h);
@@ -110,9 +113,7 @@ static void test_etag_revalidation(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     x.cfg.ttl_s = 1; /* tiny ttl; the test clock moves past it */
     fx_open(&x);
     const rt_range *rg = &ranges[P_NO_FINAL];
@@ -145,8 +146,7 @@ static void test_etag_revalidation(void **s)
     }
     rt_free_lines(lines, count);
     assert_true(saw304);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.not_modified, 1);
     assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, rg->e[0].hash, x.clock.now, 0, &cr), 0);
     assert_int_equal(cr.state, BR_RANGE_CACHE_FRESH);
@@ -180,9 +180,7 @@ static void test_coalescing(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     fx_open(&x);
     const rt_range *rg = &ranges[P_COALESCE];
     enum { N = 100 };
@@ -208,8 +206,7 @@ static void test_coalescing(void **s)
     char *uri = range_uri(rg->prefix);
     assert_int_equal(rt_access_count(&g_nginx, uri, 1), 1);
     free(uri);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.fetches, 1);
     assert_int_equal(st.coalesced, N - 1);
     fx_close(&x);
@@ -219,9 +216,7 @@ static void test_stale_when_upstream_fails(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     x.cfg.max_stale_s = 1000;
     fx_open(&x);
     const rt_range *rg = &ranges[P_STALE];
@@ -248,9 +243,7 @@ static void test_connection_reuse(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     fx_open(&x);
     size_t before = rt_access_count(&g_nginx, NULL, 0);
     for (int i = 0; i < N_PREFIX; i++) {
@@ -279,9 +272,7 @@ static void test_url_kind(void **s)
 {
     (void)s;
     fx x;
-    char *t = http_template(&g_nginx);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &g_nginx);
     x.cfg.url_upstream = x.tmpl;
     x.cfg.password_upstream = NULL;
     fx_open(&x);
@@ -334,9 +325,7 @@ static void test_https_http2(void **s)
     }
 
     fx x;
-    char *t = http_template(&tls);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &tls);
     x.cfg.upstream.ca_file = tls.cert;
     fx_open(&x);
     rt_ans a[N_PREFIX];
@@ -364,14 +353,11 @@ static void test_https_http2(void **s)
     fx_close(&x);
 
     /* without the CA: verification fails, nothing is answered from it */
-    t = http_template(&tls);
-    fx_init(&x, t);
-    free(t);
+    fx_init_at(&x, &tls);
     fx_open(&x);
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, ranges[0].e[0].hash);
     assert_unknown(&res, BR_REASON_UNAVAILABLE);
-    br_upstream_stats us;
-    br_upstream_get_stats(br_resolver_upstream(x.r, PW), &us);
+    br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.transfers, 1); /* a certificate problem is not retried */
     fx_close(&x);
 

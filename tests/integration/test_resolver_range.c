@@ -141,8 +141,7 @@ static void test_range_bodies(void **s)
         assert_false(r.stale);
         ans_free(&r);
     }
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.range_lookups, 2 * N_PREFIX);
     assert_int_equal(st.lookups, 0);
     assert_int_equal(st.fetches, N_PREFIX);
@@ -173,8 +172,7 @@ static void test_range_partitions(void **s)
     assert_body(&r1, rg);
     assert_body(&r2, rg);
     assert_body(&other, rg);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.fetches, 2); /* partition 7 once, partition 8 once */
     assert_int_equal(st.coalesced, 2);
     ans_free(&r1);
@@ -234,8 +232,7 @@ static void test_range_failures(void **s)
     ans_free(&r);
     assert_false(rt_cache_has(x.cache, PW, P_MISSING));
 
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.stale_answers, 1);
     assert_int_equal(st.unknown_error, 2);
     fx_close(&x);

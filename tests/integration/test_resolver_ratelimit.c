@@ -207,8 +207,7 @@ static void test_pause_past_deadline(void **s)
     assert_int_equal(us.err_rate_limited, 3);
     assert_int_equal(us.err_timeout, 0);
     assert_int_equal(us.breaker, BR_BREAKER_CLOSED);
-    br_resolver_stats rs;
-    br_resolver_get_stats(x.r, &rs);
+    br_resolver_stats rs = fx_rs_stats(&x);
     assert_int_equal(rs.unknown_rate_limited, 2);
     assert_int_equal(rs.unknown_timeout, 0);
     fx_close(&x);

@@ -165,8 +165,7 @@ static void test_decoys(void **s)
     assert_int_equal(rt_cache_entries(x.cache), 4); /* decoys are cached too */
     for (int i = 0; i < 4; i++)
         assert_true(rt_cache_has(x.cache, PW, first[i]));
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.decoys, 3);
     assert_int_equal(st.fetches, 1);
 
@@ -251,8 +250,7 @@ static void test_partitions(void **s)
     assert_int_equal(rt_resolve_in(x.r, 1, PW, h, &a[0]), 0);
     assert_int_equal(rt_resolve_in(x.r, 1, PW, h, &a[1]), 0);
     assert_int_equal(rt_resolve_in(x.r, 2, PW, h, &a[2]), 0);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.coalesced, 1);
     assert_int_equal(st.fetches, 2);
     assert_true(rt_wait(x.base, a, 3, 10000));

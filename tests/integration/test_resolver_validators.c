@@ -60,8 +60,7 @@ static void validators_case(const char *mode, bool etag)
     assert_true(res.from_cache);
     assert_false(res.stale);
     assert_int_equal(rt_fault_count(&g_fault, mode, p), 2);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.revalidations, 1);
     assert_int_equal(st.not_modified, 1);
     assert_int_equal(br_range_cache_lookup(x.cache, 0, PW, h, x.clock.now, 0, &cr), 0);
@@ -154,8 +153,7 @@ static void test_stale_if_error(void **s)
     res = rt_resolve_wait(x.base, x.r, PW, h);
     assert_int_equal(res.status, BR_RESOLVE_FOUND);
     assert_false(res.stale);
-    br_resolver_stats st;
-    br_resolver_get_stats(x.r, &st);
+    br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.stale_answers, 2);
     fx_close(&x);
 }
