@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `breachctl download` end to end: a real breachctl process against
  * nginx on 127.0.0.1 serving a generated mirror of 4096 prefixes (1024 under
- * ASan), and against the fault server. Everything lives in a temp dir.
+ * ASan). Everything lives in a temp dir.
  *
  *  full          full run: byte-for-byte equal to the mirror, nothing else in
  *                DIR but the index and the lock, all 200, no Add-Padding, our
@@ -13,10 +13,9 @@
  *                report; once restored, a re-run asks only for those
  *  kill_resume   kill -9 mid-run (nginx rate-limited), then a re-run:
  *                completes, byte-for-byte equal, no temp files, resumed
- *  chaos         5xx, resets and closes on first tries: complete and exact
- *  badsome       prefixes that always 503 or serve garbage: exit 2, report
- *  outage        the upstream is down at the start, then up: completes
- *  locked        a second run on a locked DIR: exit 2 */
+ *  locked        a second run on a locked DIR: exit 2
+ *
+ * Against the fault server: test_download_faults.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +35,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "download_fx.h"
 #include "hash.h"
 #include "rtest.h"
 #include "util.h"
@@ -49,80 +49,10 @@
 
 static char *root, *mirror;
 static rt_nginx ngx;
-static rt_fault fault;
 static char *tmpl; /* http://127.0.0.1:PORT/range/{prefix} */
 static char range_arg[16];
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-typedef struct run_out {
-    int status; /* exit status, or 128 + signal */
-    char *out, *err;
-} run_out;
-
-static void run_free(run_out *r)
-{
-    free(r->out);
-    free(r->err);
-    memset(r, 0, sizeof(*r));
-}
-
-static pid_t spawn_ctl(char **args, const char *tag)
-{
-    char *outp = rt_fmt("%s/%s.out", root, tag), *errp = rt_fmt("%s/%s.err", root, tag);
-    char *argv[32];
-    size_t n = 0;
-    argv[n++] = BREACHCTL;
-    argv[n++] = "download";
-    for (size_t i = 0; args[i]; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int nul = open("/dev/null", O_RDONLY);
-        dup2(nul, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    free(outp);
-    free(errp);
-    return pid;
-}
-
-static run_out wait_ctl(pid_t pid, const char *tag)
-{
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    run_out r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
-    char *outp = rt_fmt("%s/%s.out", root, tag), *errp = rt_fmt("%s/%s.err", root, tag);
-    r.out = rt_read_file(outp, NULL);
-    r.err = rt_read_file(errp, NULL);
-    free(outp);
-    free(errp);
-    return r;
-}
-
-static run_out ctl(const char *tag, ...)
-{
-    char *args[24];
-    size_t n = 0;
-    va_list ap;
-    va_start(ap, tag);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 23)
-        args[n++] = (char *)a;
-    va_end(ap);
-    args[n] = NULL;
-    run_out r = wait_ctl(spawn_ctl(args, tag), tag);
-    fprintf(stderr, "[%s] exit %d\n  stdout: %s  stderr: %s", tag, r.status, r.out ? r.out : "",
-            r.err && *r.err ? r.err : "-\n");
-    return r;
-}
 
 static int run_cmd(char *const argv[])
 {
@@ -229,10 +159,7 @@ static int group_setup(void **state)
     rt_nginx_start(&ngx, ndir, false);
     tmpl = rt_fmt("http://127.0.0.1:%d/range/{prefix}", ngx.port);
     snprintf(range_arg, sizeof(range_arg), "00000-%s", LAST_HEX);
-    char *fdir = rt_fmt("%s/fault", root);
-    mkdir(fdir, 0755);
-    rt_fault_start(&fault, FAULTSERVER, fdir);
-    free(fdir);
+    dl_fx_set_root(root);
     free(ndir);
     free(www);
     return 0;
@@ -242,7 +169,6 @@ static int group_teardown(void **state)
 {
     (void)state;
     rt_nginx_stop(&ngx);
-    rt_fault_stop(&fault);
     if (!getenv("KEEP_TMP"))
         rt_rmrf(root);
     free(root);
@@ -542,94 +468,6 @@ static void test_kill_resume(void **state)
     free(dir);
 }
 
-static const char ok_body[] = "00000000000000000000000000000000001:42\r\n"
-                              "ABCDEF0123456789ABCDEF0123456789ABC:7\r\n"
-                              "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:0\r\n";
-
-static void check_ok_files(const char *dir, uint32_t first, uint32_t last, uint32_t skip_mod)
-{
-    for (uint32_t p = first; p <= last; p++) {
-        char *path = rt_fmt("%s/%05X.txt", dir, p);
-        size_t len;
-        char *d = rt_read_file(path, &len);
-        if (skip_mod && (p % 64 == 5 || p % 64 == 6)) {
-            assert_null(d);
-        } else {
-            assert_non_null(d);
-            assert_int_equal(len, strlen(ok_body));
-            assert_memory_equal(d, ok_body, len);
-        }
-        free(d);
-        free(path);
-    }
-}
-
-static void test_chaos(void **state)
-{
-    (void)state;
-    char *dir = rt_fmt("%s/d4", root);
-    char *t = rt_fmt("http://127.0.0.1:%d/chaos/{prefix}", fault.port);
-    run_out r = ctl("chaos", "--out", dir, "--upstream", t, "--range", "00100-001FF",
-                    "--parallel", "16", NULL);
-    assert_int_equal(r.status, 0);
-    check_ok_files(dir, 0x100, 0x1FF, 0);
-    size_t total = rt_fault_count(&fault, "chaos", 0x100000);
-    fprintf(stderr, "  chaos: %zu requests for 256 prefixes\n", total);
-    assert_true(total >= 256 + 256 * 3 / 4 + 256 / 8);
-    /* never padding, always our User-Agent */
-    char *logp = rt_fmt("%s/requests.log", fault.dir);
-    char *log = rt_read_file(logp, NULL);
-    assert_null(strstr(log, "padding=true"));
-    for (char *save = NULL, *l = strtok_r(log, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-        if (!strncmp(l, "chaos ", 6))
-            assert_non_null(strstr(l, "ua=breachd/" BREACHD_VERSION));
-    free(log);
-    free(logp);
-    run_free(&r);
-    free(t);
-    free(dir);
-}
-
-static void test_badsome(void **state)
-{
-    (void)state;
-    char *dir = rt_fmt("%s/d5", root);
-    char *t = rt_fmt("http://127.0.0.1:%d/badsome/{prefix}", fault.port);
-    run_out r = ctl("badsome", "--out", dir, "--upstream", t, "--range", "00000-000FF", NULL);
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(
-        r.err, "breachctl: download: 8 of 256 prefixes missing: 00005 (failed: HTTP 503), "
-               "00006 (failed: malformed body), 00045 (failed: HTTP 503), 00046 (failed: "
-               "malformed body), 00085 (failed: HTTP 503), 00086 (failed: malformed body), "
-               "000C5 (failed: HTTP 503), 000C6 (failed: malformed body)\n"));
-    check_ok_files(dir, 0, 0xFF, 1);
-    /* bounded: 3 fetches of 3 attempts for a 503, 3 fetches for a bad body */
-    assert_int_equal(rt_fault_count(&fault, "badsome", 0x005), 9);
-    assert_int_equal(rt_fault_count(&fault, "badsome", 0x006), 3);
-    run_free(&r);
-    free(t);
-    free(dir);
-}
-
-static void test_outage(void **state)
-{
-    (void)state;
-    char *dir = rt_fmt("%s/d6", root);
-    char *t = rt_fmt("http://127.0.0.1:%d/sw/{prefix}", fault.port);
-    rt_fault_set_down(&fault, true);
-    char *args[] = {"--out", dir, "--upstream", t, "--range", "00000-0003F", NULL};
-    pid_t pid = spawn_ctl(args, "outage");
-    usleep(1500000);
-    rt_fault_set_down(&fault, false);
-    run_out r = wait_ctl(pid, "outage");
-    fprintf(stderr, "[outage] exit %d\n  stdout: %s  stderr: %s", r.status, r.out, r.err);
-    assert_int_equal(r.status, 0);
-    check_ok_files(dir, 0, 0x3F, 0);
-    run_free(&r);
-    free(t);
-    free(dir);
-}
-
 static void test_locked(void **state)
 {
     (void)state;
@@ -652,9 +490,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full),    cmocka_unit_test(test_changed),
         cmocka_unit_test(test_force),   cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_kill_resume), cmocka_unit_test(test_chaos),
-        cmocka_unit_test(test_badsome), cmocka_unit_test(test_outage),
-        cmocka_unit_test(test_locked),
+        cmocka_unit_test(test_kill_resume), cmocka_unit_test(test_locked),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
