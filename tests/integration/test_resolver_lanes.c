@@ -39,6 +39,13 @@ static int lookup(fx *x, uint32_t partition, uint32_t prefix, br_lane lane, rt_a
     return rc;
 }
 
+/* n lookups in partition, each of a new prefix, on lane: all waiting. */
+static void lookup_fresh(fx *x, uint32_t partition, br_lane lane, rt_ans *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(lookup(x, partition, fresh_prefix(), lane, &a[i]), 0);
+}
+
 static size_t answered(const rt_ans *a, size_t n)
 {
     size_t k = 0;
@@ -62,8 +69,7 @@ static void test_bulk_waits_past_deadline(void **s)
         x.cfg.upstream.burst = 1;
         fx_open(&x);
         rt_ans a[N];
-        for (int i = 0; i < N; i++)
-            assert_int_equal(lookup(&x, 0, fresh_prefix(), (br_lane)lane, &a[i]), 0);
+        lookup_fresh(&x, 0, (br_lane)lane, a, N);
         assert_true(rt_wait(x.base, a, N, 10000));
         size_t found = 0, timeouts = 0;
         for (int i = 0; i < N; i++) {
@@ -101,8 +107,7 @@ static void test_interactive_first(void **s)
     x.cfg.upstream.timeout_ms = 5000;
     fx_open(&x);
     rt_ans bulk[N], inter;
-    for (int i = 0; i < N; i++)
-        assert_int_equal(lookup(&x, 0, fresh_prefix(), BULK, &bulk[i]), 0);
+    lookup_fresh(&x, 0, BULK, bulk, N);
     rt_run_for(x.base, 100);
     uint32_t pi = fresh_prefix();
     assert_int_equal(lookup(&x, 0, pi, INTER, &inter), 0);
@@ -131,8 +136,7 @@ static void test_bulk_slots(void **s)
     x.cfg.upstream.timeout_ms = 5000;
     fx_open(&x);
     rt_ans a[N], inter;
-    for (int i = 0; i < N; i++)
-        assert_int_equal(lookup(&x, 0, fresh_prefix(), BULK, &a[i]), 0);
+    lookup_fresh(&x, 0, BULK, a, N);
     rt_run_for(x.base, 200);
     br_upstream_stats us = fx_up_stats(&x);
     assert_int_equal(us.inflight, 2);
@@ -163,8 +167,7 @@ static void test_promote(void **s)
     x.cfg.upstream.timeout_ms = 3000;
     fx_open(&x);
     rt_ans bulk[N], target, inter;
-    for (int i = 0; i < N; i++)
-        assert_int_equal(lookup(&x, 0, fresh_prefix(), BULK, &bulk[i]), 0);
+    lookup_fresh(&x, 0, BULK, bulk, N);
     uint32_t p = fresh_prefix();
     assert_int_equal(lookup(&x, 0, p, BULK, &target), 0);
     rt_run_for(x.base, 50);
@@ -270,8 +273,7 @@ static void test_partitions(void **s)
     fx_open(&x);
     enum { N = 10 };
     rt_ans bulk[N], b1, i2;
-    for (int i = 0; i < N; i++)
-        assert_int_equal(lookup(&x, 1, fresh_prefix(), BULK, &bulk[i]), 0);
+    lookup_fresh(&x, 1, BULK, bulk, N);
     uint32_t p = fresh_prefix();
     assert_int_equal(lookup(&x, 1, p, BULK, &b1), 0);
     assert_int_equal(lookup(&x, 2, p, INTER, &i2), 0);
