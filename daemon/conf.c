@@ -38,16 +38,6 @@
 
 #define MAX_RAW_LINE 16384
 
-static int set_str(char **dst, const char *value)
-{
-    char *s = strdup(value);
-    if (!s)
-        return -ENOMEM;
-    free(*dst);
-    *dst = s;
-    return 0;
-}
-
 /* ---- the parse ----------------------------------------------------------------- */
 
 typedef struct parse_state {
@@ -297,7 +287,7 @@ int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, 
     int rc = breachd_config_defaults(&c);
     if (rc < 0)
         return br_error_set(err, rc, "%s: out of memory", name);
-    if (set_str(&c->path, name) < 0)
+    if (bd_conf_set_str(&c->path, name) < 0)
         return br_error_set(err, -ENOMEM, "%s: out of memory", name);
 
     _cleanup_free_ unsigned *seen = calloc(bd_conf_n_keys, sizeof(*seen));

@@ -111,6 +111,9 @@ static inline void rstrip_blanks(char *s)
  * false: no digit, or over UINT64_MAX. */
 bool bd_conf_take_u64(const char **p, uint64_t *out);
 
+/* *dst = a copy of value (the old one freed): 0 or -ENOMEM (conf_schema.c). */
+int bd_conf_set_str(char **dst, const char *value);
+
 /* A value as it may appear in a message: quoted, cut after 80 bytes. */
 void bd_conf_quote_value(char *buf, size_t len, const char *value);
 

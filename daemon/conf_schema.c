@@ -168,7 +168,7 @@ void bd_conf_sections_text(char *buf, size_t len)
 #define FIELD(c, off, type) ((type *)(void *)((char *)(c) + (off)))
 #define CFIELD(c, off, type) ((const type *)(const void *)((const char *)(c) + (off)))
 
-static int set_str(char **dst, const char *value)
+int bd_conf_set_str(char **dst, const char *value)
 {
     char *s = strdup(value);
     if (!s)
@@ -182,7 +182,7 @@ static int set_str(char **dst, const char *value)
  * n: off3), replacing what was there. */
 static int keep_list(breachd_config *c, const bd_conf_key *k, const char *v, void *items, size_t n)
 {
-    if (set_str(FIELD(c, k->off, char *), v) < 0) {
+    if (bd_conf_set_str(FIELD(c, k->off, char *), v) < 0) {
         free(items);
         return -ENOMEM;
     }
@@ -239,7 +239,7 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
         rc = br_error_set(err, -EINVAL, "internal error: [%s] %s is not a string", k->section,
                           k->name);
     }
-    return rc < 0 ? rc : set_str(FIELD(c, k->off, char *), v);
+    return rc < 0 ? rc : bd_conf_set_str(FIELD(c, k->off, char *), v);
 }
 
 int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_error *err)

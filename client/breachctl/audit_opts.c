@@ -58,18 +58,6 @@ static bool opt_kind(const char *cmd, const char *arg, void *dst)
     return false;
 }
 
-static bool opt_timeout(const char *cmd, const char *arg, void *dst)
-{
-    char *end;
-    long v = strtol(arg, &end, 10);
-    if (*end || v < 1 || v > 3600000) {
-        ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", cmd, arg);
-        return false;
-    }
-    *(int *)dst = (int)v;
-    return true;
-}
-
 int audit_parse_opts(int argc, char **argv, audit_opts *o, ctl_globals *g, int *first)
 {
     const char *sock = NULL;
@@ -78,7 +66,7 @@ int audit_parse_opts(int argc, char **argv, audit_opts *o, ctl_globals *g, int *
         CTL_FN("kind", &o->ntlm, opt_kind),
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
         CTL_FLAG("machines", &o->machines),
-        CTL_FN("timeout", &o->timeout_ms, opt_timeout),
+        CTL_FN("timeout", &o->timeout_ms, ctl_opt_timeout_ms),
         CTL_STR("socket", &sock),
         CTL_HELP,
     };

@@ -47,9 +47,11 @@ void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The filter commands' shared options, as option-table parsers
  * (ctl_opts.h): false after an error naming CMD and the option.
  * --generation: a decimal number into *(uint64_t *)dst; --source: shorter
- * than the header's source field, into *(const char **)dst. */
+ * than the header's source field, into *(const char **)dst; --timeout:
+ * milliseconds, 1 to 3600000, into *(int *)dst. */
 bool ctl_opt_generation(const char *cmd, const char *arg, void *dst);
 bool ctl_opt_source(const char *cmd, const char *arg, void *dst);
+bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst);
 
 /* "label              HEX" (uppercase) on stdout: the info commands' hashes. */
 void ctl_print_hex(const char *label, const uint8_t *d, size_t len);

@@ -331,18 +331,6 @@ static void check_usage_out(FILE *out)
           out);
 }
 
-static bool opt_timeout(const char *cmd, const char *arg, void *dst)
-{
-    char *end;
-    long v = strtol(arg, &end, 10);
-    if (*end || v < 1 || v > 3600000) {
-        ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", cmd, arg);
-        return false;
-    }
-    *(int *)dst = (int)v;
-    return true;
-}
-
 /* The index of the first argument; -1 after an error, -2 when --help was
  * answered. */
 static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **g, ctl_globals *own)
@@ -351,7 +339,7 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     const ctl_opt opts[] = {
         {.name = "quiet", .short_name = 'q', .type = CTL_OPT_FLAG, .dst = &o->quiet},
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
-        CTL_FN("timeout", &o->timeout_ms, opt_timeout),
+        CTL_FN("timeout", &o->timeout_ms, ctl_opt_timeout_ms),
         CTL_STR("socket", &sock),
         CTL_HELP,
         CTL_FLAG("bulk", &o->bulk), /* checks only */

@@ -55,6 +55,18 @@ bool ctl_opt_generation(const char *cmd, const char *arg, void *dst)
     return false;
 }
 
+bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*end || v < 1 || v > 3600000) {
+        ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", cmd, arg);
+        return false;
+    }
+    *(int *)dst = (int)v;
+    return true;
+}
+
 bool ctl_opt_source(const char *cmd, const char *arg, void *dst)
 {
     if (strlen(arg) >= BR_FILTER_SOURCE_SIZE) {
