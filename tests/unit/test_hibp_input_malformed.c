@@ -133,7 +133,8 @@ static void test_long_hash_lines(void **state)
     br_input_stats st = {0};
 
     /* 2000 hex digits on line 3 */
-    size_t len = (size_t)sprintf(buf, "%s%s", G1, G2);
+    size_t len = sizeof(G1 G2) - 1;
+    memcpy(buf, G1 G2, len);
     memset(buf + len, 'A', 2000);
     len += 2000;
     memcpy(buf + len, ":1\n", 3);
