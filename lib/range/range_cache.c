@@ -406,6 +406,11 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
     return maybe_autoflush(c);
 }
 
+size_t br_range_cache_pending(const br_range_cache *c)
+{
+    return c ? c->n_live : 0;
+}
+
 /* ---- walk --------------------------------------------------------------------- */
 
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx)

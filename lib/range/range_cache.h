@@ -194,6 +194,10 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
  * are then dropped). */
 int br_range_cache_flush(br_range_cache *c);
 
+/* The number of puts and touches waiting for a flush: a flush that returns 0
+ * with some pending has committed them. */
+size_t br_range_cache_pending(const br_range_cache *c);
+
 /* Purge: delete every committed entry whose expires_at lies more than
  * max_stale (< 0 counts as 0) before now, i.e. every entry a lookup would
  * find EXPIRED, with its validators. The daemon calls it periodically, so

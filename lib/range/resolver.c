@@ -14,9 +14,7 @@
 #include "br_assert.h"
 #include "resolver_int.h"
 
-static void rs_log(br_resolver *r, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void rs_log(br_resolver *r, int level, const char *fmt, ...)
+void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
 {
     if (!r->log)
         return;
@@ -213,20 +211,6 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     br_resolver_flush(arg);
 }
 
-int br_resolver_flush(br_resolver *r)
-{
-    if (!r->cache)
-        return 0;
-    evtimer_del(r->flush_ev);
-    int rc = br_range_cache_flush(r->cache);
-    r->st.flushes++;
-    if (rc < 0) {
-        r->st.cache_errors++;
-        rs_log(r, LOG_WARNING, "range cache flush failed: %s", strerror(-rc));
-    }
-    return rc;
-}
-
 static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
 {
     int64_t ttl = r->ttl_s;
@@ -389,7 +373,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
         if (rc < 0) {
             r->st.parse_errors++;
-            rs_log(r, LOG_WARNING, "range response rejected: %s",
+            br_rs_log(r, LOG_WARNING, "range response rejected: %s",
                    err.text[0] ? err.text : strerror(-rc));
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
@@ -400,10 +384,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
                                     fresh.expires_at, resp->etag, resp->last_modified);
-            if (rc < 0) {
-                r->st.cache_errors++;
-                rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
-            }
+            if (rc < 0)
+                br_rs_cache_write_failed(r, rc, "put");
             schedule_flush(r);
         }
         answer_all_from_value(r, f, &fresh);
@@ -413,7 +395,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     if (resp->status == BR_UPSTREAM_NOT_MODIFIED) {
         r->st.not_modified++;
         if (!r->cache || !f->conditional) {
-            rs_log(r, LOG_WARNING, "upstream answered 304 to an unconditional request");
+            br_rs_log(r, LOG_WARNING, "upstream answered 304 to an unconditional request");
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
         }
@@ -434,8 +416,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             }
         }
         if (rc < 0) {
-            r->st.cache_errors++;
-            rs_log(r, LOG_INFO, "range cache touch after 304 failed: %s", strerror(-rc));
+            br_rs_cache_write_failed(r, rc, "touch after a 304");
             answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
             return;
         }
