@@ -21,6 +21,10 @@ Rows (ROWS, below):
   only: it mounts), then the filler removed;
 - cache_files_deleted: data.mdb and lock.mdb unlinked while breachd runs,
   then a restart;
+- cache_file_truncated: data.mdb truncated in place while mapped (a copy
+  over the live file): the SIGBUS is survived, the cache set aside, checks
+  go on uncached; RELOAD reopens it once the files are removed, a start on
+  a truncated file is refused naming the fix;
 - filter_renamed_then_reload: a new generation renamed over the mapped
   filter, then RELOAD and SIGHUP; a truncated file renamed over it, then
   RELOAD and SIGHUP: refused, the old filter serves;
@@ -389,6 +393,50 @@ def cache_files_deleted(ctx):
     eq(rig.audit(), 40, "from the cache alone: the ranges asked since the restart")
 
 
+def cache_file_truncated(ctx):
+    # ttl 30s, max_stale 0: the housekeeping tick (a tenth of the horizon)
+    # reports the damage within 3 s.
+    rig = Rig(ctx, cache={"ttl": "30s", "max_stale": "0s"})
+    rig.start()
+    rig.check(MIRROR.hashes(0, 20), what="before the fault")
+    rig.on_disk(20)
+    data = os.path.join(rig.cache, "data.mdb")
+    # The mistake: a copy over the live file (cp truncates it in place).
+    # Its two meta pages stay: they point past the new end.
+    os.truncate(data, 8192)
+    rig.check(MIRROR.hashes(0, 40), what="truncated")  # uncached, from the upstream
+    check(rig.d.proc.poll() is None, "breachd died: exit %r" % rig.d.proc.poll())
+    rig.serving()
+    wait_for(lambda: "truncated or rewritten in place" in rig.d.log(), 20 * dtest.SLOW,
+             "the damage in the log")
+    eq(rig.d.log().count("truncated or rewritten in place"), 1, "damage logged once")
+    # A reload reopens the cache: refused while the file is the truncated
+    # one, the old state serving on; taken once the files are removed.
+    ans = rig.reload("r1")
+    check(re.fullmatch(r"r1 ERR reload-failed .*data\.mdb.*remove.*", ans), "reload: %r" % ans)
+    rig.check(MIRROR.hashes(40, 45), what="after the refused reload")
+    for n in ("data.mdb", "lock.mdb"):
+        os.unlink(os.path.join(rig.cache, n))
+    eq(rig.reload("r2"), "r2 RELOADED", "reload with the files removed")
+    eq(rig.stats()["cache_entries"], 0, "entries in the new cache")
+    rig.check(MIRROR.hashes(0, 10) + MIRROR.hashes(50, 60), what="after the reload")
+    rig.on_disk(20)
+    rig.stop()
+    # A start on a truncated cache is refused, naming the path and the fix.
+    shutil.copyfile(data, ctx.path("data.mdb.bak"))
+    os.truncate(data, 8192)
+    d = rig.start(wait=False)
+    eq(d.proc.wait(timeout=60 * dtest.SLOW), 1, "exit status on a truncated cache")
+    check(rig.cache in d.log() and "remove data.mdb and lock.mdb" in d.log(),
+          "the refusal names the path and the fix:\n" + d.log())
+    shutil.copyfile(ctx.path("data.mdb.bak"), data)
+    rig.start()
+    rig.check(MIRROR.hashes(60, 65), what="restarted")
+    rig.serving()
+    rig.stop()
+    eq(rig.audit(), 50, "from the cache alone: the ranges asked since the second reload")
+
+
 def replace(ctx, data_or_path, live):
     """A new file written beside live, then renamed over it."""
     tmp = live + ".tmp"
@@ -480,6 +528,7 @@ ROWS = [
     (cache_map_full, "LMDB map full: max_size 1M, 160 ranges and one over half the map", False),
     (cache_fs_full, "filesystem full: the cache on a 3 MiB tmpfs filled by a filler", True),
     (cache_files_deleted, "data.mdb and lock.mdb unlinked while running, then a restart", False),
+    (cache_file_truncated, "data.mdb truncated in place while mapped; reload, restart", False),
     (filter_renamed_then_reload, "a new filter renamed over the mapped one; broken ones", False),
     (filter_truncated_in_place, "the mapped filter truncated in place (diskfx.py)", False),
 ]
