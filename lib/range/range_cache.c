@@ -208,6 +208,12 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     if ((rc = mdb_env_set_maxdbs(c->env, 4)) || (rc = mdb_env_set_mapsize(c->env, (size_t)max_size)))
         return mdb_fail(err, rc, "configuring");
     rc = mdb_env_open(c->env, path, MDB_NOTLS | MDB_NOMETASYNC, 0600);
+    if (rc == EACCES || rc == EROFS)
+        return br_error_set(err, -rc,
+                            "range cache: opening %s: %s; fix: the directory, data.mdb and lock.mdb must "
+                            "be readable and writable by this process's user, on a file system mounted "
+                            "read-write",
+                            path, mdb_strerror(rc));
     if (rc)
         return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
     char lock_path[4096];

@@ -18,7 +18,8 @@ Rows (ROWS, below):
 - cache_map_full: [cache] max_size = 1M (the smallest) and many distinct
   ranges of HIBP's size, one of them larger than half the map;
 - cache_fs_full: the cache on a 3 MiB tmpfs filled by a filler file (root
-  only: it mounts), then the filler removed;
+  only: it mounts), then the filler removed; a restart on a full
+  filesystem; a start on it remounted read-only;
 - cache_files_deleted: data.mdb and lock.mdb unlinked while breachd runs,
   then a restart;
 - cache_file_truncated: data.mdb truncated in place while mapped (a copy
@@ -269,8 +270,8 @@ def cache_dir_unwritable(ctx):
         d = rig.start(wait=False)
         rc = d.proc.wait(timeout=60 * dtest.SLOW)
         check(rc != 0, "breachd started on a read-only cache")
-        check(rig.cache in d.log() and "ermission denied" in d.log(),
-              "the refusal names the path and the error:\n" + d.log())
+        check(rig.cache in d.log() and "ermission denied" in d.log() and "fix: " in d.log(),
+              "the refusal names the path, the error and the fix:\n" + d.log())
     finally:
         os.chmod(rig.cache, 0o700)
         for f in files:
@@ -359,6 +360,19 @@ def cache_fs_full(ctx):
         check(ctx.daemons[1].log().count("No space left on device") <= 1, "failures logged")
         right = rig.audit()
         check(right >= 80, "from the cache alone: %d (ranges 0-19 and 60-79 at least)" % right)
+        # The filesystem remounted read-only (possible once no file is open
+        # for writing): a start is refused, naming the path and the fix.
+        r = subprocess.run(["mount", "-o", "remount,ro", mnt], capture_output=True, text=True)
+        check(r.returncode == 0, "remount ro: " + r.stderr)
+        d = rig.start(wait=False)
+        eq(d.proc.wait(timeout=60 * dtest.SLOW), 1, "exit status on a read-only cache")
+        check(rig.cache in d.log() and "Read-only file system; fix: " in d.log(),
+              "the refusal names the path, the error and the fix:\n" + d.log())
+        r = subprocess.run(["mount", "-o", "remount,rw", mnt], capture_output=True, text=True)
+        check(r.returncode == 0, "remount rw: " + r.stderr)
+        rig.start()
+        rig.check(MIRROR.hashes(0, 20) + MIRROR.hashes(60, 80), what="read-write again")
+        rig.stop()
     finally:
         for d in ctx.daemons:
             d.stop()
