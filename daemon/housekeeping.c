@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Process hygiene, the SIGBUS handler for truncated filters and the purge
- * timer; see housekeeping.h. */
+/* Process hygiene, the SIGBUS handler for truncated filters and cache files,
+ * and the purge timer; see housekeeping.h. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

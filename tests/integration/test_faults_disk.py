@@ -5,7 +5,8 @@ one row per fault, each through a real breachd whose upstream is a real
 nginx serving a range mirror on 127.0.0.1. Every row asserts that the
 answers during the fault are right or `UNKNOWN <reason>`, that the daemon
 answers PING and right checks once the fault is cleared, that it exits 0 on
-SIGTERM, that no log line holds a hash or prefix that was asked, and, for
+SIGTERM, that no log line holds a hash or prefix that was asked (the rows
+on Rig), and, for
 the cache rows, that nothing wrong was cached: the cache, read whole by
 mdb_dump, is consistent, and a daemon started on it with no upstream answers
 every hash asked during the row right or UNKNOWN (what it answers comes
