@@ -139,7 +139,8 @@ class Rig:
         return self.d
 
     def ask(self, hashes, d=None):
-        """Ask every hash, pipelined on one connection: {hash: answer}."""
+        """Ask every hash, pipelined on one connection, 64 at a time: yields
+        (hash, answer without its id)."""
         d = d or self.d
         cl = d.client(timeout=60 * dtest.SLOW)
         ids = {}
@@ -155,6 +156,21 @@ class Rig:
                     qid, ans = ln.split(" ", 1)
                     got[ids.pop(qid)] = ans
                 yield from got.items()
+        finally:
+            cl.close()
+
+    def ask_one(self, req):
+        """One request (without its id) on a connection of its own: the
+        answer without its id."""
+        cl = self.d.client(timeout=60 * dtest.SLOW)
+        try:
+            self.n += 1
+            if req.startswith("PW "):
+                self.asked.add(req[3:])
+            qid = "o%d" % self.n
+            ans = cl.ask("%s %s" % (qid, req))
+            check(ans.startswith(qid + " "), "answer %r" % ans)
+            return ans[len(qid) + 1:]
         finally:
             cl.close()
 
@@ -520,22 +536,6 @@ def filter_truncated_in_place(ctx):
                                          lambda prefix: prefix not in mirrored)
     d.stop_ok()
 
-
-def _ask_one(self, req):
-    cl = self.d.client(timeout=60 * dtest.SLOW)
-    try:
-        self.n += 1
-        if req.startswith("PW "):
-            self.asked.add(req[3:])
-        qid = "o%d" % self.n
-        ans = cl.ask("%s %s" % (qid, req))
-        check(ans.startswith(qid + " "), "answer %r" % ans)
-        return ans[len(qid) + 1:]
-    finally:
-        cl.close()
-
-
-Rig.ask_one = _ask_one
 
 # name, the fault, root only (skipped by name otherwise)
 ROWS = [
