@@ -28,8 +28,8 @@ Rows (ROWS, below):
   go on uncached; RELOAD reopens it once the files are removed, a start on
   a truncated file is refused naming the fix;
 - filter_renamed_then_reload: a new generation renamed over the mapped
-  filter, then RELOAD and SIGHUP; a truncated file renamed over it, then
-  RELOAD and SIGHUP: refused, the old filter serves;
+  filter, then RELOAD and SIGHUP; a truncated file renamed over it (or the
+  file deleted), then RELOAD and SIGHUP: refused, the old filter serves;
 - filter_truncated_in_place: the live filter truncated under the daemon
   (the row of test_hygiene.py, shared through diskfx.py).
 """
@@ -514,6 +514,12 @@ def filter_renamed_then_reload(ctx):
         eq(rig.stats()["filter_generation"], 2, "generation after a refused reload")
         eq(rig.ask_one("PW " + c.password), "CLEAN", "generation 2 still answers")
         rig.check(keys[:10], what="after a refused reload")
+    # The filter deleted: refused the same way, the mapped one serving.
+    os.unlink(live)
+    ans = rig.reload("gone")
+    check(re.fullmatch(r"gone ERR reload-failed .*filter.*", ans), "refused: %r" % ans)
+    eq(rig.ask_one("PW " + c.password), "CLEAN", "generation 2 still answers")
+    replace(ctx, good[:len(good) // 3], live)
     before = rig.stats()["reload_failures"]
     d.send_signal(signal.SIGHUP)
     wait_for(lambda: rig.stats()["reload_failures"] == before + 1, 30 * dtest.SLOW,
