@@ -70,11 +70,11 @@ static int find_map(dev_t dev, ino_t ino, uintptr_t *start, size_t *len)
         unsigned long lo, hi, off, inode;
         unsigned maj, min;
         char perms[8];
-        if (!was_start ||
-            sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj, &min, &inode) != 7)
+        if (!was_start || sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj,
+                                 &min, &inode) != 7)
             continue;
-        if (inode == (unsigned long)ino && makedev(maj, min) == dev && off == 0 && perms[3] == 's' &&
-            hi > lo) {
+        if (inode == (unsigned long)ino && makedev(maj, min) == dev && off == 0 &&
+            perms[3] == 's' && hi > lo) {
             *start = (uintptr_t)lo;
             *len = (size_t)(hi - lo);
             rc = 0;
@@ -117,8 +117,8 @@ bool br_range_cache_fault(const void *addr)
         br_range_cache *c = atomic_load(&guards[i].owner);
         /* Zero pages, writable (LMDB writes its lock file's mapping); mmap
          * is a plain system call: async-signal-safe. */
-        void *p = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                       -1, 0);
+        void *p = mmap((void *)start, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
         if (p == MAP_FAILED)
             return false;
         if (c)
