@@ -4,6 +4,7 @@
  * open / close, lookup, put, touch and the walk. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -68,7 +69,7 @@ static int mdb_fail(br_error *err, int rc, const char *what)
 int br_rc_set_mapsize(br_range_cache *c, uint64_t size)
 {
     int rc = mdb_env_set_mapsize(c->env, (size_t)size);
-    br_rc_guard_update(c, NULL);
+    br_rc_guard_update(c, false);
     return rc;
 }
 
@@ -216,9 +217,8 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
                             path, mdb_strerror(rc));
     if (rc)
         return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
-    char lock_path[4096];
-    if (snprintf(lock_path, sizeof(lock_path), "%s/lock.mdb", path) < (int)sizeof(lock_path))
-        br_rc_guard_update(c, lock_path);
+    c->dir = realpath(path, NULL);
+    br_rc_guard_update(c, true);
     int dead = 0;
     rc = mdb_reader_check(c->env, &dead);
     if (rc)
@@ -258,6 +258,7 @@ void br_range_cache_free(br_range_cache *c)
     }
     br_rc_pend_clear(c);
     free(c->slots);
+    free(c->dir);
     OPENSSL_cleanse(c->secret, sizeof(c->secret));
     free(c);
 }

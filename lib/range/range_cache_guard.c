@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -54,50 +55,64 @@ static void slot_clear(int *slot)
     *slot = -1;
 }
 
-/* The shared mapping of the file (dev, ino) from offset 0, as
- * /proc/self/maps lists it: 0 or -ENOENT. */
-static int find_map(dev_t dev, ino_t ino, uintptr_t *start, size_t *len)
+/* The shared mapping from offset 0 of the file (dev, ino), as
+ * /proc/self/maps lists it; failing that (an overlay file system may list
+ * the backing file's device), of the file whose path is path (NULL: none).
+ * 0 or -ENOENT. */
+static int find_map(dev_t dev, ino_t ino, const char *path, uintptr_t *start, size_t *len)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         return -errno;
-    char line[512];
+    char line[4096 + 256];
     int rc = -ENOENT;
-    bool line_start = true;
-    while (rc < 0 && fgets(line, sizeof(line), f)) {
+    bool line_start = true, by_path = false;
+    while (fgets(line, sizeof(line), f)) {
         bool was_start = line_start;
-        line_start = strchr(line, '\n') != NULL; /* a long path is read in pieces */
+        line_start = strchr(line, '\n') != NULL; /* a longer line is read in pieces */
         unsigned long lo, hi, off, inode;
         unsigned maj, min;
         char perms[8];
-        if (!was_start || sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj,
-                                 &min, &inode) != 7)
+        int end = 0;
+        if (!was_start || sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj,
+                                 &min, &inode, &end) != 7)
             continue;
-        if (inode == (unsigned long)ino && makedev(maj, min) == dev && off == 0 &&
-            perms[3] == 's' && hi > lo) {
+        if (off != 0 || perms[3] != 's' || hi <= lo)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        bool same_file = inode == (unsigned long)ino && makedev(maj, min) == dev;
+        if (same_file || (path && !by_path && strcmp(line + end, path) == 0)) {
             *start = (uintptr_t)lo;
             *len = (size_t)(hi - lo);
             rc = 0;
+            by_path = !same_file;
+            if (same_file)
+                break;
         }
     }
     fclose(f);
     return rc;
 }
 
-void br_rc_guard_update(br_range_cache *c, const char *lock_path)
+void br_rc_guard_update(br_range_cache *c, bool with_lock)
 {
+    static const char *const names[2] = {"data.mdb", "lock.mdb"};
     int fd;
     struct stat st;
-    uintptr_t start;
-    size_t len;
-    if (mdb_env_get_fd(c->env, &fd) == 0 && fstat(fd, &st) == 0 &&
-        find_map(st.st_dev, st.st_ino, &start, &len) == 0)
-        slot_set(c, &c->guard_data, start, len);
-    else
-        slot_clear(&c->guard_data);
-    /* The lock file's mapping lives as long as the environment. */
-    if (lock_path && stat(lock_path, &st) == 0 && find_map(st.st_dev, st.st_ino, &start, &len) == 0)
-        slot_set(c, &c->guard_lock, start, len);
+    for (int i = 0; i < (with_lock ? 2 : 1); i++) {
+        char path[4096];
+        bool have_path =
+            c->dir && snprintf(path, sizeof(path), "%s/%s", c->dir, names[i]) < (int)sizeof(path);
+        bool have_st = i == 0 ? mdb_env_get_fd(c->env, &fd) == 0 && fstat(fd, &st) == 0
+                              : have_path && stat(path, &st) == 0;
+        uintptr_t start;
+        size_t len;
+        int *slot = i == 0 ? &c->guard_data : &c->guard_lock;
+        if (have_st && find_map(st.st_dev, st.st_ino, have_path ? path : NULL, &start, &len) == 0)
+            slot_set(c, slot, start, len);
+        else
+            slot_clear(slot);
+    }
 }
 
 void br_rc_guard_remove(br_range_cache *c)

@@ -46,6 +46,7 @@ struct br_range_cache {
     uint8_t secret[BR_RANGE_CACHE_SECRET_LEN]; /* meta "secret" */
     atomic_int damaged;         /* set by br_range_cache_fault() */
     int guard_data, guard_lock; /* slots of range_cache_guard.c, -1 when none */
+    char *dir;                  /* the directory's real path, for the guard; may be NULL */
 };
 
 /* ---- errors and transactions (range_cache.c) ------------------------------ */
@@ -73,9 +74,9 @@ int br_rc_check_files(const char *path, br_error *err);
 
 /* ---- mappings guarded against truncation (range_cache_guard.c) ------------ */
 
-/* (Re)register the data file's mapping, and the lock file's when lock_path
- * is given (at open: it never moves). Unguarded when not found. */
-void br_rc_guard_update(br_range_cache *c, const char *lock_path);
+/* (Re)register the data file's mapping, and the lock file's with with_lock
+ * (at open: it never moves). Unguarded when not found. */
+void br_rc_guard_update(br_range_cache *c, bool with_lock);
 void br_rc_guard_remove(br_range_cache *c);
 
 static inline bool br_rc_damaged(const br_range_cache *c)
