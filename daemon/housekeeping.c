@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Process hygiene, the SIGBUS handler for truncated filters and the purge
- * timer; see housekeeping.h. */
+/* Process hygiene, the SIGBUS handler for truncated filters and cache files,
+ * and the purge timer; see housekeeping.h. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,15 +13,17 @@
 #include "filter_file.h"
 #include "housekeeping.h"
 #include "log.h"
+#include "range_cache.h"
 
 /* ---- at start ------------------------------------------------------------------- */
 
 static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 {
     (void)uctx;
-    /* A fault in a filter mapping (si_code > 0: raised by the kernel for
-     * this access) is repaired and the read resumes on zero pages. */
-    if (si->si_code > 0 && br_filter_file_fault(si->si_addr))
+    /* A fault in a filter's or the range cache's mapping (si_code > 0:
+     * raised by the kernel for this access) is repaired and the read resumes
+     * on zero pages. */
+    if (si->si_code > 0 && (br_filter_file_fault(si->si_addr) || br_range_cache_fault(si->si_addr)))
         return;
     /* Anything else gets the default action: for a fault, the faulting
      * instruction runs again and raises it; a sent signal is raised again. */
@@ -60,7 +62,7 @@ struct bd_housekeeping {
     bd_server *srv;
     struct event *ev;
     /* The damaged filters already reported (compared by address only). */
-    const void *told_pw, *told_url, *told_nt;
+    const void *told_pw, *told_url, *told_nt, *told_cache;
 };
 
 /* A tenth of the horizon, between 1 s and a minute: an entry is gone at
@@ -81,8 +83,8 @@ static void schedule(bd_housekeeping *hk)
 static void purge(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
-    if (!st->cache || !st->cache->cache)
-        return;
+    if (!st->cache || !st->cache->cache || br_range_cache_damaged(st->cache->cache))
+        return; /* damaged: nothing can be read or deleted (report_damage says so) */
     uint64_t n = 0;
     int rc = br_range_cache_purge(st->cache->cache, (int64_t)time(NULL), st->cfg->cache.max_stale_s, &n);
     if (rc < 0)
@@ -95,6 +97,13 @@ static void purge(bd_housekeeping *hk)
 static void report_damage(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
+    if (st->cache && hk->told_cache != st->cache->cache && br_range_cache_damaged(st->cache->cache)) {
+        hk->told_cache = st->cache->cache;
+        bd_log(LOG_ERR,
+               "range cache %s: data.mdb or lock.mdb was truncated or rewritten in place while in use: "
+               "checks go on without the cache, from the upstream; remove both files and reload",
+               st->cache->path);
+    }
     if (st->pwfilter && hk->told_pw != st->pwfilter && br_pwfilter_damaged(st->pwfilter)) {
         hk->told_pw = st->pwfilter;
         bd_log(LOG_ERR,

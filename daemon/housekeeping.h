@@ -4,8 +4,10 @@
  *    access by other processes of the same user (PR_SET_DUMPABLE 0);
  *  - a SIGBUS handler for filter files truncated in place while mapped
  *    (filter_file.h): the fault is survived, the filter answers "maybe";
+ *    and for the range cache's files (range_cache.h): the cache is set
+ *    aside, checks go on uncached;
  *  - a periodic timer that purges range-cache entries past ttl + max_stale
- *    and logs, once per filter, that a filter was found damaged.
+ *    and logs, once per filter or cache, that it was found damaged.
  * Loop thread only (the signal handler: any thread). */
 #pragma once
 

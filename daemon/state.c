@@ -171,7 +171,10 @@ static void cache_unref(bd_cache *c)
 
 static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **out, br_error *err)
 {
-    if (old && old->cache && strcmp(old->cache->path, cfg->cache.path) == 0) {
+    /* The open cache is kept, unless it was damaged (range_cache.h,
+     * "Truncation while mapped"): then a reload opens the path again. */
+    if (old && old->cache && strcmp(old->cache->path, cfg->cache.path) == 0 &&
+        !br_range_cache_damaged(old->cache->cache)) {
         old->cache->refs++;
         *out = old->cache;
         return 0;

@@ -4,6 +4,7 @@
  * open / close, lookup, put, touch and the walk. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -65,13 +66,22 @@ static int mdb_fail(br_error *err, int rc, const char *what)
 
 /* ---- read transaction ---------------------------------------------------- */
 
+int br_rc_set_mapsize(br_range_cache *c, uint64_t size)
+{
+    int rc = mdb_env_set_mapsize(c->env, (size_t)size);
+    br_rc_guard_update(c, false);
+    return rc;
+}
+
 int br_rc_rtxn_renew(br_range_cache *c)
 {
     int rc;
+    if (br_rc_damaged(c))
+        return EIO;
     if (!c->rtxn) {
         rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &c->rtxn);
         if (rc == MDB_MAP_RESIZED) {
-            mdb_env_set_mapsize(c->env, 0);
+            br_rc_set_mapsize(c, 0);
             rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &c->rtxn);
         }
         if (rc != MDB_SUCCESS)
@@ -83,7 +93,7 @@ int br_rc_rtxn_renew(br_range_cache *c)
         /* Another process grew the map: adopt its size. */
         mdb_txn_abort(c->rtxn);
         c->rtxn = NULL;
-        mdb_env_set_mapsize(c->env, 0);
+        br_rc_set_mapsize(c, 0);
         rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &c->rtxn);
         if (rc != MDB_SUCCESS)
             c->rtxn = NULL;
@@ -119,13 +129,15 @@ int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *
 
 int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn)
 {
+    if (br_rc_damaged(c))
+        return EIO;
     int rc = mdb_txn_begin(c->env, NULL, 0, txn);
     if (rc == MDB_MAP_RESIZED) {
         if (c->rtxn) {
             mdb_txn_abort(c->rtxn);
             c->rtxn = NULL;
         }
-        mdb_env_set_mapsize(c->env, 0);
+        br_rc_set_mapsize(c, 0);
         rc = mdb_txn_begin(c->env, NULL, 0, txn);
     }
     return rc;
@@ -210,6 +222,7 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     _cleanup_(br_range_cache_freep) br_range_cache *c = calloc(1, sizeof(*c));
     if (!c)
         return br_error_set(err, -ENOMEM, "range cache: out of memory");
+    c->guard_data = c->guard_lock = -1;
     c->max_size = max_size;
     c->headroom = BR_MAX((uint64_t)64 << 10, max_size / 32 / psize * psize);
     c->pending_bytes_max = BR_MIN(max_size / 8, PENDING_BYTES_CAP);
@@ -222,8 +235,16 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     if ((rc = mdb_env_set_maxdbs(c->env, 4)) || (rc = mdb_env_set_mapsize(c->env, (size_t)max_size)))
         return mdb_fail(err, rc, "configuring");
     rc = mdb_env_open(c->env, path, MDB_NOTLS | MDB_NOMETASYNC, 0600);
+    if (rc == EACCES || rc == EROFS)
+        return br_error_set(err, -rc,
+                            "range cache: opening %s: %s; fix: the directory, data.mdb and lock.mdb must "
+                            "be readable and writable by this process's user, on a file system mounted "
+                            "read-write",
+                            path, mdb_strerror(rc));
     if (rc)
         return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
+    c->dir = realpath(path, NULL);
+    br_rc_guard_update(c, true);
     int dead = 0;
     rc = mdb_reader_check(c->env, &dead);
     if (rc)
@@ -234,12 +255,16 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
         return mdb_fail(err, rc, "stat");
     c->psize = es.ms_psize;
     rc = setup_dbs(c, err);
+    if (rc == 0 && (rc = br_rc_rtxn_renew(c)) != 0)
+        rc = mdb_fail(err, rc, "read transaction");
+    rtxn_reset(c);
+    if (br_rc_damaged(c))
+        return br_error_set(err, -EBADMSG,
+                            "range cache: %s: data.mdb is shorter than what it holds (truncated or "
+                            "rewritten in place?); fix: remove data.mdb and lock.mdb (it is only a cache)",
+                            path);
     if (rc < 0)
         return br_error_prefix(err, rc, "%s", path);
-    rc = br_rc_rtxn_renew(c);
-    if (rc)
-        return mdb_fail(err, rc, "read transaction");
-    rtxn_reset(c);
 
     *out = BR_TAKE_PTR(c);
     return 0;
@@ -250,14 +275,16 @@ void br_range_cache_free(br_range_cache *c)
     if (!c)
         return;
     if (c->env) {
-        if (c->n_live)
+        if (c->n_live && !br_rc_damaged(c))
             (void)br_range_cache_flush(c);
         if (c->rtxn)
             mdb_txn_abort(c->rtxn);
+        br_rc_guard_remove(c);
         mdb_env_close(c->env);
     }
     br_rc_pend_clear(c);
     free(c->slots);
+    free(c->dir);
     OPENSSL_cleanse(c->secret, sizeof(c->secret));
     free(c);
 }
@@ -303,6 +330,8 @@ int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind k
     if (!c || !full_hash || !res || !br_range_hash_len(kind))
         return -EINVAL;
     res->state = BR_RANGE_CACHE_MISS;
+    if (br_rc_damaged(c))
+        return -EIO;
     res->found = false;
     res->count = 0;
     res->category[0] = '\0';
@@ -347,6 +376,8 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
 {
     if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF || br_range_validate(kind, value, len, NULL) < 0)
         return -EINVAL;
+    if (br_rc_damaged(c))
+        return -EIO;
     size_t el = validator_len(etag), ll = validator_len(last_modified);
     uint8_t *v;
     size_t vlen;
@@ -364,6 +395,8 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
 {
     if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF)
         return -EINVAL;
+    if (br_rc_damaged(c))
+        return -EIO;
     rkey_t rkey = rkey_of(partition, kind, prefix20);
     const uint8_t *old;
     size_t old_len;
@@ -401,12 +434,19 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
     return maybe_autoflush(c);
 }
 
+size_t br_range_cache_pending(const br_range_cache *c)
+{
+    return c ? c->n_live : 0;
+}
+
 /* ---- walk --------------------------------------------------------------------- */
 
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx)
 {
     if (!c || !cb)
         return -EINVAL;
+    if (br_rc_damaged(c))
+        return -EIO;
     MDB_txn *txn;
     MDB_cursor *cur;
     int rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);

@@ -85,6 +85,21 @@
  * TTL policy is the caller's: expires_at is stored as given; max_stale is a
  * lookup and purge parameter.
  *
+ * Truncation while mapped: LMDB reads data.mdb and lock.mdb through shared
+ * mappings; a read past the end of a file truncated or rewritten in place
+ * under the running process (a copy over the live file, say) raises SIGBUS.
+ * As for filter files (filter_file.h), the program's SIGBUS handler
+ * (SA_SIGINFO) calls br_range_cache_fault(si_addr): when the address lies in
+ * a mapping of an open cache, that mapping becomes zero pages, the cache is
+ * marked damaged and the call returns true (the read resumes on zeros, which
+ * LMDB and the entry checks see as corrupt); otherwise it returns false and
+ * the handler lets the default action happen. From then on every call of
+ * the damaged cache fails with -EIO without reaching LMDB (pending writes
+ * are dropped); only br_range_cache_free() is left to do. An open that
+ * faults so is refused (-EBADMSG, naming the fix: remove data.mdb and
+ * lock.mdb). The mappings are found in /proc/self/maps (by the files' device
+ * and inode); one that is not found is not guarded.
+ *
  * A handle is used by one thread at a time and must not cross a fork(). */
 #pragma once
 
@@ -194,6 +209,10 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
  * are then dropped). */
 int br_range_cache_flush(br_range_cache *c);
 
+/* The number of puts and touches waiting for a flush: a flush that returns 0
+ * with some pending has committed them. */
+size_t br_range_cache_pending(const br_range_cache *c);
+
 /* Purge: delete every committed entry whose expires_at lies more than
  * max_stale (< 0 counts as 0) before now, i.e. every entry a lookup would
  * find EXPIRED, with its validators. The daemon calls it periodically, so
@@ -219,6 +238,13 @@ typedef int (*br_range_cache_entry_cb)(void *ctx, uint32_t partition, br_range_k
                                        int64_t fetched_at, int64_t expires_at, const uint8_t *value,
                                        size_t len);
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx);
+
+/* The SIGBUS handler's hook (above, "Truncation while mapped"):
+ * async-signal-safe, any thread. True when addr was in a cache's mapping
+ * (now zero pages, the cache damaged). */
+bool br_range_cache_fault(const void *addr);
+/* True once a fault was handled in one of the cache's mappings. Any thread. */
+bool br_range_cache_damaged(const br_range_cache *c);
 
 /* The cache's secret: BR_RANGE_CACHE_SECRET_LEN random bytes stored in the
  * cache ("meta"), made when the cache is created and kept as long as its

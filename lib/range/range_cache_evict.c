@@ -182,7 +182,7 @@ static int set_mapsize(br_range_cache *c, uint64_t size)
         mdb_txn_abort(c->rtxn);
         c->rtxn = NULL;
     }
-    return mdb_env_set_mapsize(c->env, (size_t)size);
+    return br_rc_set_mapsize(c, size);
 }
 
 /* One eviction commit of up to k entries, smaller if the map is too full
@@ -365,6 +365,10 @@ int br_range_cache_flush(br_range_cache *c)
 {
     if (!c)
         return -EINVAL;
+    if (br_rc_damaged(c)) {
+        br_rc_pend_clear(c);
+        return -EIO;
+    }
     if (c->n_live == 0) {
         br_rc_pend_clear(c);
         return 0;

@@ -3,11 +3,13 @@
  * files share. range_cache.c has the API (open, lookup, put, touch, walk) and
  * the transactions; range_cache_value.c the entry encoding and the pending
  * table; range_cache_evict.c the flush, eviction, purge and space accounting;
- * range_cache_files.c the checks of the files' owners and modes. These
+ * range_cache_files.c the checks of the files' owners and modes;
+ * range_cache_guard.c the mappings guarded against truncation. These
  * files are the only ones that include this header, and so lmdb.h. */
 #pragma once
 
 #include <lmdb.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +44,9 @@ struct br_range_cache {
     uint64_t pending_bytes, pending_bytes_max;
     uint64_t evicted, commits;
     uint8_t secret[BR_RANGE_CACHE_SECRET_LEN]; /* meta "secret" */
+    atomic_int damaged;         /* set by br_range_cache_fault() */
+    int guard_data, guard_lock; /* slots of range_cache_guard.c, -1 when none */
+    char *dir;                  /* the directory's real path, for the guard; may be NULL */
 };
 
 /* ---- errors and transactions (range_cache.c) ------------------------------ */
@@ -58,6 +63,9 @@ int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *
 /* Begin a write transaction, adopting a map grown by another process. */
 int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn);
 
+/* mdb_env_set_mapsize, then the guard moved to the new mapping. */
+int br_rc_set_mapsize(br_range_cache *c, uint64_t size);
+
 static inline void rtxn_reset(br_range_cache *c)
 {
     if (c->rtxn)
@@ -68,6 +76,18 @@ static inline void rtxn_reset(br_range_cache *c)
  * not symbolic links (range_cache_files.c). 0 or a negative errno with the
  * path and the fix in err. */
 int br_rc_check_files(const char *path, br_error *err);
+
+/* ---- mappings guarded against truncation (range_cache_guard.c) ------------ */
+
+/* (Re)register the data file's mapping, and the lock file's with with_lock
+ * (at open: it never moves). Unguarded when not found. */
+void br_rc_guard_update(br_range_cache *c, bool with_lock);
+void br_rc_guard_remove(br_range_cache *c);
+
+static inline bool br_rc_damaged(const br_range_cache *c)
+{
+    return atomic_load(&((br_range_cache *)c)->damaged) != 0;
+}
 
 /* ---- keys ---------------------------------------------------------------- */
 

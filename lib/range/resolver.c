@@ -206,20 +206,6 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     br_resolver_flush(arg);
 }
 
-int br_resolver_flush(br_resolver *r)
-{
-    if (!r->cache)
-        return 0;
-    evtimer_del(r->flush_ev);
-    int rc = br_range_cache_flush(r->cache);
-    r->st.flushes++;
-    if (rc < 0) {
-        r->st.cache_errors++;
-        br_rs_log(r, LOG_WARNING, "range cache flush failed: %s", strerror(-rc));
-    }
-    return rc;
-}
-
 int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind kind,
                              const uint8_t *full_hash, br_lane lane, br_resolve_cb cb, void *ctx,
                              br_resolve_result *res)

@@ -73,6 +73,13 @@
  *
  * Logging: never the prefix, the hash, a URL or a header value.
  *
+ * Cache writes: a range is answered from what the upstream sent whether or
+ * not the cache stores it. A failing put, touch or flush (a full disk, a
+ * read-only or broken cache) is counted in cache_errors at each failure but
+ * logged only when writes start failing or fail with another error, then
+ * once when a flush commits again; a range too large for the cache (over
+ * half its size) is logged once per resolver.
+ *
  * Threading: the event_base's thread only. Callbacks run from the event loop
  * and may call br_resolver_resolve(), not br_resolver_free(). */
 #pragma once

@@ -189,10 +189,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
                                     fresh.expires_at, resp->etag, resp->last_modified);
-            if (rc < 0) {
-                r->st.cache_errors++;
-                br_rs_log(r, LOG_WARNING, "range cache put failed: %s", strerror(-rc));
-            }
+            if (rc < 0)
+                br_rs_cache_write_failed(r, rc, "put");
             br_rs_schedule_flush(r);
         }
         answer_all_from_value(r, f, &fresh);
@@ -223,8 +221,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             }
         }
         if (rc < 0) {
-            r->st.cache_errors++;
-            br_rs_log(r, LOG_INFO, "range cache touch after 304 failed: %s", strerror(-rc));
+            br_rs_cache_write_failed(r, rc, "touch after a 304");
             br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
             return;
         }

@@ -59,9 +59,18 @@ struct br_resolver {
     struct event *flush_ev;
     flight *buckets[FLIGHT_BUCKETS];
     br_resolver_stats st;
+    /* Cache write failures (resolver_cache.c): the errno of the failure that
+     * was logged while writes fail (0 while they succeed), the failures
+     * since, and whether an oversized range was told. */
+    int cache_failing;
+    uint64_t cache_failures;
+    bool told_oversized;
 };
 
 /* ---- resolver.c ---- */
+
+/* Through cfg->log, when set. Never a prefix, a hash or a URL. */
+void br_rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The wall clock (cfg->clock or time()). */
 int64_t br_rs_now_s(br_resolver *r);
@@ -86,8 +95,6 @@ void br_rs_count_unknown(br_resolver *r, const char *reason);
  * with UNKNOWN reason, or (allow_stale) a stored entry within max_stale. */
 void br_rs_answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
                                         bool allow_stale);
-/* Pass a message to cfg->log, if any. */
-void br_rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Out of the table (it stays allocated). */
 void br_rs_flight_unlink(br_resolver *r, flight *f);
 /* Free a waiter, its full hash wiped first. */
@@ -130,3 +137,10 @@ void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answ
 /* From the cache, after a 304 touched the entry. */
 void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
                             const waiter *w);
+
+/* ---- resolver_cache.c ---- */
+
+/* A cache put, touch or flush (what) failed with rc: counted in cache_errors;
+ * logged when writes start failing or fail with another error, and an
+ * oversized range (-EFBIG) once, never at each failure. */
+void br_rs_cache_write_failed(br_resolver *r, int rc, const char *what);

@@ -25,30 +25,10 @@ import signal
 import subprocess
 import time
 
+import diskfx
 import dtest
+from diskfx import mdb_records
 from dtest import check, eq, test, wait_for
-
-
-def mdb_records(cache_dir):
-    """{database name: number of records} of every named database, read with
-    mdb_dump -a (what someone with the disk sees)."""
-    tool = shutil.which("mdb_dump")
-    if not tool:
-        raise dtest.Skip("mdb_dump is missing (Debian package lmdb-utils)")
-    r = subprocess.run([tool, "-a", cache_dir], capture_output=True, text=True, timeout=30)
-    check(r.returncode == 0, "mdb_dump: " + r.stderr)
-    out, name, in_data = {}, None, False
-    for line in r.stdout.splitlines():
-        if line.startswith("database="):
-            name = line.split("=", 1)[1]
-            out[name] = 0
-        elif line == "HEADER=END":
-            in_data = True
-        elif line == "DATA=END":
-            in_data = False
-        elif in_data and line.startswith(" "):
-            out[name] = out.get(name, 0) + 1
-    return {k: v // 2 for k, v in out.items()}  # a key line and a value line each
 
 
 @test
@@ -239,39 +219,9 @@ def request_lines_wiped(ctx):
 @test
 def filter_truncated_in_place(ctx):
     c = dtest.corpus()
-    live = ctx.path("live.bfuse")
-    shutil.copyfile(c.filter, live)
     mirrored = {h[:5] for h in c.mirrored}
-    conf = ctx.config(passwords={"filter": live,
-                                 "upstream": "file://%s/{prefix}.txt" % c.mirror},
-                      cache={"ttl": "1s", "max_stale": "1s"})
-    d = ctx.daemon(conf)
-    cl = d.client()
-    rng = random.Random(77)
-    says = dtest.filter_says(ctx, c.filter, [c.absent(rng) for _ in range(300)])
-    # Hashes the filter answers "no" for, in prefixes the mirror does not
-    # have: only the filter can call them CLEAN.
-    clean = [h for h, maybe in says.items() if not maybe and h[:5] not in mirrored][:50]
-    check(len(clean) >= 20, "not enough test hashes")
-    for i, h in enumerate(clean[:5]):
-        eq(cl.ask("a%d PW %s" % (i, h)), "a%d CLEAN" % i, "before the truncation")
-    # The operator's mistake: rewriting the live file in place.
-    os.truncate(live, 4096)
-    for i, h in enumerate(clean):
-        ans = cl.ask("b%d PW %s" % (i, h))
-        check(d.proc.poll() is None, "breachd died: exit %r" % d.proc.poll())
-        check(ans.startswith("b%d UNKNOWN " % i), "a damaged filter answered %r" % ans)
-    eq(cl.ask("pw PW %s" % c.password), "pw PWNED %d" % c.counts[c.password], "via the range API")
-    eq(cl.ask("p PING"), "p PONG", "still serving")
-    wait_for(lambda: "truncated or rewritten in place" in d.log(), 15, "the damage in the log")
-    check(d.log().count("truncated or rewritten in place") == 1, "logged once")
-    # The supported way: a good file renamed over the path, then RELOAD.
-    shutil.copyfile(c.filter, live + ".new")
-    os.rename(live + ".new", live)
-    eq(cl.ask("r RELOAD", timeout=60), "r RELOADED", "reload")
-    for i, h in enumerate(clean[:5]):
-        eq(cl.ask("c%d PW %s" % (i, h)), "c%d CLEAN" % i, "after the reload")
-    cl.close()
+    d = diskfx.filter_truncated_in_place(ctx, "file://%s/{prefix}.txt" % c.mirror,
+                                         lambda prefix: prefix not in mirrored)
     d.stop_ok()
 
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The range cache's retention and files (range_cache.h): the purge of entries
- * past ttl + max_stale, and the refusal of cache files that another user
- * owns or may write, or that are symbolic links. Real LMDB in temp dirs. */
+ * past ttl + max_stale, the refusal of cache files that another user
+ * owns or may write, or that are symbolic links, and files truncated in place
+ * while mapped. Real LMDB in temp dirs. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -259,6 +261,89 @@ static void test_refuses_other_owner(void **state)
     free(lock);
 }
 
+/* ---- truncation while mapped ----------------------------------------------- */
+
+static void on_sigbus(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    if (si->si_code > 0 && br_range_cache_fault(si->si_addr))
+        return;
+    signal(sig, SIG_DFL);
+}
+
+static void sigbus_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGBUS, &sa, NULL), 0);
+}
+
+/* A cache of 300 entries whose file is then truncated to what (data.mdb to
+ * its two meta pages, or lock.mdb to nothing): lookups do not crash, the
+ * cache is damaged and every call fails with -EIO; a new open of the
+ * truncated data.mdb is refused naming the fix, and works once the files
+ * are removed. */
+static void truncated_case(fixture *f, const char *name, off_t size)
+{
+    br_range_cache *c = open_ok(f->cache);
+    for (uint32_t p = 0; p < 300; p++)
+        put_one(c, p * 3001, 1000, 2000);
+    assert_int_equal(br_range_cache_flush(c), 0);
+    char *file = tu_path("%s/%s", f->cache, name);
+    assert_int_equal(truncate(file, size), 0);
+    for (uint32_t p = 0; p < 300; p++) {
+        uint8_t h[BR_SHA1_LEN];
+        hash_of(p * 3001, h);
+        br_range_cache_result r;
+        int rc = br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r);
+        assert_true(rc < 0 || (r.state == BR_RANGE_CACHE_FRESH && r.found && r.count == 12) ||
+                    r.state == BR_RANGE_CACHE_MISS);
+    }
+    assert_true(br_range_cache_damaged(c));
+    uint8_t h[BR_SHA1_LEN];
+    hash_of(3001, h);
+    br_range_cache_result r;
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), -EIO);
+    assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
+    static const uint8_t empty_rs[16] = {'B', 'R', 'S', 1, BR_RANGE_PASSWORD_SHA1, 18, 4, 0};
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, empty_rs, sizeof(empty_rs), 1, 2, NULL,
+                                        NULL),
+                     -EIO);
+    assert_int_equal(br_range_cache_flush(c), -EIO);
+    br_range_cache_usage u;
+    assert_int_equal(br_range_cache_stats(c, &u), -EIO);
+    assert_int_equal(br_range_cache_purge(c, 5000, 0, NULL), -EIO);
+    br_range_cache_free(c);
+    if (size > 0) {
+        br_range_cache *c2 = NULL;
+        br_error err = {{0}};
+        assert_int_equal(br_range_cache_open(f->cache, 4 << 20, &c2, &err), -EBADMSG);
+        assert_null(c2);
+        assert_non_null(strstr(err.text, "remove data.mdb and lock.mdb"));
+    }
+    assert_int_equal(unlink(file), 0);
+    char *other = tu_path("%s/%s", f->cache, strcmp(name, "data.mdb") == 0 ? "lock.mdb" : "data.mdb");
+    assert_int_equal(unlink(other), 0);
+    c = open_ok(f->cache);
+    assert_false(br_range_cache_damaged(c));
+    assert_int_equal(entries(c), 0);
+    br_range_cache_free(c);
+    free(other);
+    free(file);
+}
+
+static void test_truncated_while_mapped(void **state)
+{
+    fixture *f = *state;
+    sigbus_handler();
+    truncated_case(f, "data.mdb", 8192);
+    truncated_case(f, "lock.mdb", 0);
+    signal(SIGBUS, SIG_DFL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refuses_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_writable_by_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_other_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_while_mapped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
