@@ -22,6 +22,7 @@
 
 typedef struct build_spec {
     unsigned fp_bits;
+    unsigned arity; /* 0: the default */
     unsigned threads;
     size_t mem_keys;      /* 0: default (no spill for these sizes) */
     uint64_t shard_target; /* 0: default */
@@ -48,6 +49,7 @@ static void build_file(const char *dir, const char *path, const uint64_t *keys, 
         assert_true(br_keyset_spilled(ks));
     br_pwfilter_build_opts o = {
         .fp_bits = spec->fp_bits,
+        .arity = spec->arity,
         .threads = spec->threads,
         .generation = 3,
         .source = "unit",
@@ -101,6 +103,38 @@ static void test_sizes(void **state)
             assert_false(br_pwfilter_contains_key(pf, 12345));
         br_pwfilter_free(pf);
         free(keys);
+    }
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* Arity 3, 4 and the default (4) at tiny sizes and on both sides of the
+ * sizes where the shard count doubles, every key added twice (shards are
+ * sized by the keys added, duplicates included: with shard_target 1000,
+ * n = 500 is one shard, 501 two, 1001 four, 2001 eight). */
+static void test_arity_shard_boundaries(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 100, 500, 501, 1000, 1001, 2000, 2001};
+    static const unsigned arities[] = {0, 3, 4};
+    char *dir = tu_mkdtemp();
+    char *path = tu_path("%s/f", dir);
+    for (size_t a = 0; a < BR_ARRAY_SIZE(arities); a++) {
+        for (size_t s = 0; s < BR_ARRAY_SIZE(sizes); s++) {
+            size_t n = sizes[s];
+            uint64_t *keys = random_keys(2 * n, n * 31 + a);
+            memcpy(keys + n, keys, n * sizeof(*keys)); /* duplicates */
+            build_spec spec = {.fp_bits = 16, .arity = arities[a], .shard_target = 1000};
+            build_file(dir, path, keys, 2 * n, &spec);
+            br_pwfilter *pf = open_ok(path);
+            assert_int_equal(br_pwfilter_header(pf)->key_count, n);
+            assert_int_equal(br_pwfilter_arity(pf), arities[a] ? arities[a] : 4);
+            assert_int_equal(br_pwfilter_shard_count(pf), 1u << br_pwfilter_shard_bits(2 * n, 1000));
+            check_no_false_negatives(pf, keys, n);
+            br_pwfilter_free(pf);
+            free(keys);
+        }
     }
     free(path);
     tu_rmrf(dir);
@@ -301,6 +335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort_unique),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_arity_shard_boundaries),
         cmocka_unit_test(test_sharded_fpr),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_every_byte_and_length),
