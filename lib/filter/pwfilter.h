@@ -19,7 +19,7 @@
 
 /* Arity when the caller gives none: 4-wise. Above ~600k keys a shard then
  * costs 1.075 slots per key (17.2 bits at 16-bit fingerprints) against
- * 3-wise's 1.125 (18.0); docs/filter-format.md, "Layout". */
+ * 3-wise's 1.125 (18.0); docs/filter-format.md, "Size per key". */
 #define BR_PWFILTER_ARITY_DEFAULT 4
 
 /* Shards hold at most this many keys on average (the last bit of sizing). */
