@@ -365,7 +365,12 @@ size_t br_keys_sort_unique(uint64_t *keys, size_t n)
 {
     if (n < 2)
         return n;
-    if (!radix_sort(keys, n))
+    /* Keys read from a corpus sorted by hash (HIBP's files are) arrive in
+     * order: one pass finds that and saves the sort. */
+    size_t inv = 1;
+    while (inv < n && keys[inv - 1] <= keys[inv])
+        inv++;
+    if (inv < n && !radix_sort(keys, n))
         qsort(keys, n, sizeof(uint64_t), key_cmp); /* slower, but needs no memory */
     size_t w = 1;
     for (size_t i = 1; i < n; i++)

@@ -246,7 +246,7 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
 int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char *path,
                       br_pwfilter_build_stats *stats, br_error *err)
 {
-    unsigned arity = o->arity ? o->arity : 3;
+    unsigned arity = o->arity ? o->arity : BR_PWFILTER_ARITY_DEFAULT;
     unsigned fp_bits = o->fp_bits ? o->fp_bits : 16;
     if ((arity != 3 && arity != 4) || (fp_bits != 8 && fp_bits != 16 && fp_bits != 32))
         return br_error_set(err, -EINVAL, "unsupported arity %u or fingerprint bits %u", arity,

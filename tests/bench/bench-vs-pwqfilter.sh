@@ -4,7 +4,7 @@
 # the same keys in the same run: file size, build time and peak RSS, and
 # end-to-end lookup rate over the same 1M-hash files.
 #
-#   breachctl filter build --kind password-sha1 --input - --output F [--fp-bits 32]
+#   breachctl filter build --kind password-sha1 --input - --output F [--fp-bits 32 | --arity 3]
 #   pwqfilter --create=CAP --pre-hashed --output=P        (CAP = N * 1.03)
 #   breachctl filter query F < QUERIES > /dev/null
 #   pwqfilter --lookup --filter=P < QUERIES > /dev/null
@@ -56,7 +56,10 @@ build() {
     [ "${variant#unsorted}" = "$variant" ] || mode=shuffled
     t0=$(now)
     if [ "$tool" = breachctl ]; then
-        case $variant in *32-bit*) extra=(--fp-bits 32) ;; esac
+        case $variant in
+        *32-bit*) extra=(--fp-bits 32) ;;
+        *3-wise*) extra=(--arity 3) ;;
+        esac
         "$GEN" "$mode" "$n" |
             "$GNUTIME" -v -o "$tv" "$BREACHCTL" filter build --kind password-sha1 --input - \
                 --output "$out" --tmpdir "$SCRATCH" "${extra[@]}" 2>"$SCRATCH/build.log" || {
@@ -79,7 +82,7 @@ build() {
     echo "| $n | $tool | $variant | $B_SIZE | $(calc "$B_SIZE * 8 / $n" 2) | $B_WALL | $(calc "$B_WALL * 1e9 / $n") | $B_CPU | $(calc "$B_CPU * 1e9 / $n") | $(tv_rss_mib "$tv") |"
 }
 
-declare -A size_b size_p wall_b wall_p cpu_b cpu_p wallu_b wallu_p
+declare -A size_b size_p wall_b wall_p cpu_b cpu_p wallu_b wallu_p size_3 wall_3
 echo "## Build (same keys, piped from gen_hibp; wall = pipeline, CPU and RSS = the tool alone)"
 echo
 echo "| keys | tool | variant | file bytes | bits/key | wall s | ns/key | CPU s | CPU ns/key | peak RSS MiB |"
@@ -88,6 +91,9 @@ for s in "${sizes[@]}"; do
     n=$(to_count "$s")
     build breachctl "16-bit (default)" "$n" "$SCRATCH/b$n.brf"
     size_b[$n]=$B_SIZE wall_b[$n]=$B_WALL cpu_b[$n]=$B_CPU
+    build breachctl "16-bit, 3-wise (the default before 2026-12-01)" "$n" "$SCRATCH/b3.brf"
+    size_3[$n]=$B_SIZE wall_3[$n]=$B_WALL
+    rm -f "$SCRATCH/b3.brf"
     build breachctl "32-bit" "$n" "$SCRATCH/b32.brf"
     rm -f "$SCRATCH/b32.brf"
     build pwqfilter "default" "$n" "$SCRATCH/p$n.pwq"
@@ -138,15 +144,15 @@ echo
 
 echo "## Ratios pwqfilter / breachctl (16-bit), same run (> 1: breachctl smaller or faster)"
 echo
-echo "| keys | file size | build wall (sorted) | build CPU (sorted) | build wall (unsorted) | lookup wall present | lookup wall absent | lookup ns/op present (net) | lookup ns/op absent (net) |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| keys | file size | build wall (sorted) | build CPU (sorted) | build wall (unsorted) | lookup wall present | lookup wall absent | lookup ns/op present (net) | lookup ns/op absent (net) | file size, 3-wise | build wall, 3-wise |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${sizes[@]}"; do
     n=$(to_count "$s")
     read -r bp ba bnp bna <<<"${look_b[$n]}"
     read -r pp pa pnp pna <<<"${look_p[$n]}"
     unsorted=-
     [ -z "${wallu_b[$n]:-}" ] || unsorted=$(calc "${wallu_p[$n]} / ${wallu_b[$n]}" 2)
-    echo "| $n | $(calc "${size_p[$n]} / ${size_b[$n]}" 2) | $(calc "${wall_p[$n]} / ${wall_b[$n]}" 2) | $(calc "${cpu_p[$n]} / (${cpu_b[$n]} > 0 ? ${cpu_b[$n]} : 0.01)" 2) | $unsorted | $(calc "$pp / $bp" 2) | $(calc "$pa / $ba" 2) | $(calc "$pnp / $bnp" 2) | $(calc "$pna / $bna" 2) |"
+    echo "| $n | $(calc "${size_p[$n]} / ${size_b[$n]}" 2) | $(calc "${wall_p[$n]} / ${wall_b[$n]}" 2) | $(calc "${cpu_p[$n]} / (${cpu_b[$n]} > 0 ? ${cpu_b[$n]} : 0.01)" 2) | $unsorted | $(calc "$pp / $bp" 2) | $(calc "$pa / $ba" 2) | $(calc "$pnp / $bnp" 2) | $(calc "$pna / $bna" 2) | $(calc "${size_p[$n]} / ${size_3[$n]}" 2) | $(calc "${wall_p[$n]} / ${wall_3[$n]}" 2) |"
 done
 
 if [ $inproc = 1 ]; then

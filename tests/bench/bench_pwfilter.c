@@ -2,7 +2,7 @@
 /* Sharded password filter benchmark: for each N on the command line
  * (default 1M and 10M; suffixes K, M, G), generate N random 64-bit keys
  * (splitmix64), build a filter file in a temporary directory through
- * br_keyset + br_pwfilter_build (default threads, 16-bit, 3-wise), open it
+ * br_keyset + br_pwfilter_build (default threads, 16-bit, default arity or -a), open it
  * with br_pwfilter_open and report:
  *
  *   bits/key    fingerprint bytes and whole-file bytes, times 8, over N
@@ -45,6 +45,7 @@ typedef struct opts {
     size_t q;          /* queries per kind (present, absent) */
     size_t f;          /* absent keys for the FPR */
     unsigned threads;  /* 0: every online CPU */
+    unsigned arity;    /* 0: the library's default */
     size_t single_max; /* 1-thread build for N up to this */
     const char *tmp;
 } opts;
@@ -83,7 +84,7 @@ static unsigned online_cpus(void)
 }
 
 /* Build keys[0..n) into path; wall and CPU ns spent in total, and in adding. */
-static int build_file(const uint64_t *keys, size_t n, unsigned threads, const char *tmp,
+static int build_file(const uint64_t *keys, size_t n, unsigned threads, unsigned arity, const char *tmp,
                       const char *path, br_pwfilter_build_stats *bs, uint64_t *add_ns,
                       uint64_t *wall_ns, double *cpu_ns)
 {
@@ -95,7 +96,8 @@ static int build_file(const uint64_t *keys, size_t n, unsigned threads, const ch
     for (size_t i = 0; r >= 0 && i < n; i++)
         r = br_keyset_add(ks, keys[i], &err);
     uint64_t t1 = br_now_ns();
-    br_pwfilter_build_opts o = {.threads = threads, .build_time = 0, .source = "bench_pwfilter"};
+    br_pwfilter_build_opts o = {
+        .threads = threads, .arity = arity, .build_time = 0, .source = "bench_pwfilter"};
     if (r >= 0)
         r = br_pwfilter_build(ks, &o, path, bs, &err);
     uint64_t t2 = br_now_ns();
@@ -186,7 +188,7 @@ static int run_one(size_t n, const opts *o, row *rw)
     br_pwfilter_build_stats bs = {0};
     uint64_t add_ns, wall_ns;
     double cpu;
-    if (build_file(keys, n, o->threads, o->tmp, path, &bs, &add_ns, &wall_ns, &cpu) < 0)
+    if (build_file(keys, n, o->threads, o->arity, o->tmp, path, &bs, &add_ns, &wall_ns, &cpu) < 0)
         goto done;
     unsigned thr = o->threads ? o->threads : online_cpus();
     rw->threads_used = BR_MIN(thr, bs.shards);
@@ -197,7 +199,7 @@ static int run_one(size_t n, const opts *o, row *rw)
     rw->cpu_ns = cpu / (double)n;
     if (n <= o->single_max && rw->threads_used > 1) {
         br_pwfilter_build_stats bs1 = {0};
-        if (build_file(keys, n, 1, o->tmp, path1, &bs1, &add_ns, &wall_ns, &cpu) < 0)
+        if (build_file(keys, n, 1, o->arity, o->tmp, path1, &bs1, &add_ns, &wall_ns, &cpu) < 0)
             goto done;
         rw->build1_ns = (double)wall_ns / (double)n;
         unlink(path1);
@@ -311,7 +313,7 @@ static bool parse_count(const char *s, size_t *out)
 
 static void usage(void)
 {
-    fprintf(stderr, "Usage: bench_pwfilter [-q QUERIES] [-f FPR_QUERIES] [-t THREADS] "
+    fprintf(stderr, "Usage: bench_pwfilter [-q QUERIES] [-f FPR_QUERIES] [-t THREADS] [-a 3|4] "
                     "[--single-max N] [N...]\n"
                     "  N: keys, e.g. 1M 10M 100M (default 1M 10M)\n");
 }
@@ -324,7 +326,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         size_t v;
-        if ((!strcmp(a, "-q") || !strcmp(a, "-f") || !strcmp(a, "-t") ||
+        if ((!strcmp(a, "-q") || !strcmp(a, "-f") || !strcmp(a, "-t") || !strcmp(a, "-a") ||
              !strcmp(a, "--single-max")) && i + 1 < argc) {
             if (!parse_count(argv[++i], &v)) {
                 usage();
@@ -336,6 +338,12 @@ int main(int argc, char **argv)
                 o.f = v;
             else if (a[1] == 't')
                 o.threads = (unsigned)v;
+            else if (a[1] == 'a' && (v == 3 || v == 4))
+                o.arity = (unsigned)v;
+            else if (a[1] == 'a') {
+                usage();
+                return 2;
+            }
             else
                 o.single_max = v;
         } else if (parse_count(a, &v) && nsizes < MAX_SIZES) {
@@ -353,9 +361,9 @@ int main(int argc, char **argv)
     if (!o.tmp || !*o.tmp)
         o.tmp = "/var/tmp";
 
-    printf("bench_pwfilter: 3-wise, 16-bit, %u online CPUs, %zu present + %zu absent queries "
+    printf("bench_pwfilter: %s, 16-bit, %u online CPUs, %zu present + %zu absent queries "
            "(best of 3; latency: the first %zu of each, chained), FPR over %zu absent keys\n",
-           online_cpus(), o.q, o.q, BR_MIN(o.q, (size_t)1 << 20), o.f);
+           o.arity == 3 ? "3-wise" : o.arity == 4 ? "4-wise" : "default arity", online_cpus(), o.q, o.q, BR_MIN(o.q, (size_t)1 << 20), o.f);
     printf("build = br_keyset_add of all keys + br_pwfilter_build (partition, sort, "
            "construct, write, fsync, rename)\n\n");
     printf("| keys | shards | thr | bits/key fp | bits/key file | build ns/key wall | "

@@ -134,7 +134,7 @@ unset SOURCE_DATE_EPOCH
 # --- info
 expect 0 "info" "$ctl" filter info "$tmp/a.bfuse"
 contains "$tmp/out" "password-sha1" "info kind"
-contains "$tmp/out" "binary-fuse, 3-wise, 16-bit fingerprints" "info algorithm"
+contains "$tmp/out" "binary-fuse, 4-wise, 16-bit fingerprints" "info algorithm (4-wise by default)"
 contains "$tmp/out" "keys:              2" "info keys"
 expect 0 "fp8 arity 4" "$ctl" filter build --kind password-sha1 --output "$tmp/e.bfuse" \
   --input "$tmp/single.txt" --fp-bits 8 --arity 4 --generation 7 --source "test source"
@@ -142,6 +142,10 @@ expect 0 "info 2" "$ctl" filter info "$tmp/e.bfuse"
 contains "$tmp/out" "4-wise, 8-bit" "info fp8"
 contains "$tmp/out" "generation:        7" "info generation"
 contains "$tmp/out" "test source" "info source"
+expect 0 "arity 3" "$ctl" filter build --kind password-sha1 --output "$tmp/e3.bfuse" \
+  --input "$tmp/single.txt" --arity 3
+expect 0 "info arity 3" "$ctl" filter info "$tmp/e3.bfuse"
+contains "$tmp/out" "binary-fuse, 3-wise, 16-bit fingerprints" "info arity 3"
 
 # --- verify: intact, flipped byte, truncated, not a filter
 expect 0 "verify intact" "$ctl" filter verify "$tmp/a.bfuse"

@@ -149,6 +149,25 @@ static void test_bits_per_key(void **state)
     assert_true(8.0 * (double)br_bfuse_bytes(&f) / 1e6 <= 9.25);
 }
 
+/* The default password filter is 4-wise because of this: at 16-bit
+ * fingerprints it stays at or under 17.3 bits/key for every shard size from
+ * 1M keys up (a sharded filter's shards hold 2M..4.2M keys) and at or under
+ * 17.6 from 300k keys, where 3-wise never goes below 18. */
+static void test_bits_per_key_4wise(void **state)
+{
+    (void)state;
+    for (double x = 300000; x <= (double)BR_BFUSE_MAX_KEYS; x *= 1.0007) {
+        size_t n = (size_t)x;
+        br_bfuse f4, f3;
+        assert_int_equal(br_bfuse_layout(&f4, 4, 16, n), 0);
+        assert_int_equal(br_bfuse_layout(&f3, 3, 16, n), 0);
+        double b4 = 8.0 * (double)br_bfuse_bytes(&f4) / (double)n;
+        double b3 = 8.0 * (double)br_bfuse_bytes(&f3) / (double)n;
+        if (b4 > (n >= 1000000 ? 17.3 : 17.6) || b3 < 18.0)
+            fail_msg("%zu keys: %.3f bits/key 4-wise, %.3f 3-wise", n, b4, b3);
+    }
+}
+
 /* ---- membership ------------------------------------------------------ */
 
 static void check_no_false_negatives(unsigned arity, unsigned fp_bits, size_t n, uint64_t stream)
@@ -579,6 +598,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_bits_per_key),
+        cmocka_unit_test(test_bits_per_key_4wise),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_no_false_negatives_sizes),
         cmocka_unit_test(test_no_false_negatives_combos),

@@ -23,6 +23,7 @@
 
 typedef struct build_spec {
     unsigned fp_bits;
+    unsigned arity; /* 0: the default */
     unsigned threads;
     size_t mem_keys;      /* 0: default (no spill for these sizes) */
     uint64_t shard_target; /* 0: default */
@@ -49,6 +50,7 @@ static void build_file(const char *dir, const char *path, const uint64_t *keys, 
         assert_true(br_keyset_spilled(ks));
     br_pwfilter_build_opts o = {
         .fp_bits = spec->fp_bits,
+        .arity = spec->arity,
         .threads = spec->threads,
         .generation = 3,
         .source = "unit",
@@ -102,6 +104,38 @@ static void test_sizes(void **state)
             assert_false(br_pwfilter_contains_key(pf, 12345));
         br_pwfilter_free(pf);
         free(keys);
+    }
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* Arity 3, 4 and the default (4) at tiny sizes and on both sides of the
+ * sizes where the shard count doubles, every key added twice (shards are
+ * sized by the keys added, duplicates included: with shard_target 1000,
+ * n = 500 is one shard, 501 two, 1001 four, 2001 eight). */
+static void test_arity_shard_boundaries(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 100, 500, 501, 1000, 1001, 2000, 2001};
+    static const unsigned arities[] = {0, 3, 4};
+    char *dir = tu_mkdtemp();
+    char *path = tu_path("%s/f", dir);
+    for (size_t a = 0; a < BR_ARRAY_SIZE(arities); a++) {
+        for (size_t s = 0; s < BR_ARRAY_SIZE(sizes); s++) {
+            size_t n = sizes[s];
+            uint64_t *keys = random_keys(2 * n, n * 31 + a);
+            memcpy(keys + n, keys, n * sizeof(*keys)); /* duplicates */
+            build_spec spec = {.fp_bits = 16, .arity = arities[a], .shard_target = 1000};
+            build_file(dir, path, keys, 2 * n, &spec);
+            br_pwfilter *pf = open_ok(path);
+            assert_int_equal(br_pwfilter_header(pf)->key_count, n);
+            assert_int_equal(br_pwfilter_arity(pf), arities[a] ? arities[a] : 4);
+            assert_int_equal(br_pwfilter_shard_count(pf), 1u << br_pwfilter_shard_bits(2 * n, 1000));
+            check_no_false_negatives(pf, keys, n);
+            br_pwfilter_free(pf);
+            free(keys);
+        }
     }
     free(path);
     tu_rmrf(dir);
@@ -263,6 +297,65 @@ static void test_fixtures(void **state)
     check_fixture("password-sha1-v1-fp8.bfuse", "password-sha1-v1.keys", 8);
     check_fixture("password-sha1-v1-fp16.bfuse", "password-sha1-v1.keys", 16);
     check_fixture("password-sha1-v1-fp16-sharded.bfuse", "password-sha1-v1.keys", 16);
+    check_fixture("password-sha1-v1-fp16-4wise.bfuse", "password-sha1-v1.keys", 16);
+}
+
+/* Build the fixture keys as data/fixtures/make-fixtures did and compare the
+ * file byte for byte with the golden one. */
+static void rebuild_fixture(const char *filter, unsigned arity, uint64_t shard_target, const char *source)
+{
+    char *kpath = tu_path("%s/password-sha1-v1.keys", FIXTURES_DIR);
+    char *fpath = tu_path("%s/%s", FIXTURES_DIR, filter);
+    char *dir = tu_mkdtemp();
+    char *out = tu_path("%s/f", dir);
+    br_keyset *ks = NULL;
+    br_error err = {{0}};
+    assert_int_equal(br_keyset_new(dir, 0, &ks, &err), 0);
+    FILE *f = fopen(kpath, "r");
+    assert_non_null(f);
+    char line[128];
+    while (fgets(line, sizeof(line), f)) {
+        uint8_t sha1[BR_SHA1_LEN];
+        assert_true(br_hex_decode(line, BR_SHA1_LEN, sha1));
+        assert_int_equal(br_keyset_add(ks, br_load_be64(sha1), &err), 0);
+    }
+    fclose(f);
+    br_pwfilter_build_opts o = {
+        .arity = arity,
+        .generation = 1,
+        .source = source,
+        .build_time = 1764460800,
+        .shard_target = shard_target,
+    };
+    if (br_pwfilter_build(ks, &o, out, NULL, &err) < 0)
+        fail_msg("build: %s", err.text);
+    br_keyset_free(ks);
+    size_t la, lb;
+    uint8_t *a = tu_read_file(out, &la), *b = tu_read_file(fpath, &lb);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(la, lb);
+    if (memcmp(a, b, la) != 0)
+        fail_msg("%s: a rebuild gives other bytes", filter);
+    free(a);
+    free(b);
+    free(out);
+    tu_rmrf(dir);
+    free(dir);
+    free(fpath);
+    free(kpath);
+}
+
+/* The 3-wise build (the default until 2026-12-01) still makes the golden
+ * 3-wise files; the default makes the 4-wise one. */
+static void test_fixture_rebuild(void **state)
+{
+    (void)state;
+    rebuild_fixture("password-sha1-v1-fp16.bfuse", 3, 0, "breachd golden fixture, format v1, 1000 keys");
+    rebuild_fixture("password-sha1-v1-fp16-sharded.bfuse", 3, 64,
+                    "breachd golden fixture, format v1, 1000 keys, 16 shards");
+    rebuild_fixture("password-sha1-v1-fp16-4wise.bfuse", 0, 64,
+                    "breachd golden fixture, format v1, 4-wise, 1000 keys, 16 shards");
 }
 
 static void test_refuses_other_algorithms(void **state)
@@ -295,6 +388,16 @@ static void test_sort_unique(void **state)
     uint64_t want[] = {0, 1, 3, 5, UINT64_C(1) << 63, UINT64_MAX};
     assert_int_equal(n, BR_ARRAY_SIZE(want));
     assert_memory_equal(k, want, sizeof(want));
+    /* already in order (the sort is skipped), with duplicates */
+    uint64_t sorted[] = {0, 0, 1, 3, 3, 3, 5, UINT64_C(1) << 63, UINT64_MAX, UINT64_MAX};
+    n = br_keys_sort_unique(sorted, BR_ARRAY_SIZE(sorted));
+    assert_int_equal(n, BR_ARRAY_SIZE(want));
+    assert_memory_equal(sorted, want, sizeof(want));
+    /* in order but for the last key */
+    uint64_t late[] = {1, 3, 5, UINT64_C(1) << 63, UINT64_MAX, 0, 3};
+    n = br_keys_sort_unique(late, BR_ARRAY_SIZE(late));
+    assert_int_equal(n, BR_ARRAY_SIZE(want));
+    assert_memory_equal(late, want, sizeof(want));
 }
 
 int main(void)
@@ -302,10 +405,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort_unique),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_arity_shard_boundaries),
         cmocka_unit_test(test_sharded_fpr),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_every_byte_and_length),
         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_fixture_rebuild),
         cmocka_unit_test(test_refuses_other_algorithms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
