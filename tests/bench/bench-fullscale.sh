@@ -27,7 +27,8 @@
 #        "default 4"), BUILD (default build-bench, release), TMPDIR (scratch:
 #        ~17 GB of spill plus the 4.7 GB filter at the default N),
 #        SINGLE (single checks per cold/warm run, default 20000),
-#        DURATION (throughput seconds, default 10), CONNS (50), DEPTH (16).
+#        DURATION (throughput seconds, default 10), CONNS (50), DEPTH (16),
+#        SERVE (default 1; 0: the builds only).
 set -euo pipefail
 # shellcheck source=tests/bench/bench-common.sh
 . "$(dirname "$0")/bench-common.sh"
@@ -99,6 +100,10 @@ done
 echo
 
 # --- serving ---
+if [ "${SERVE:-1}" = 0 ]; then
+    machine_line
+    exit 0
+fi
 sock=$SCRATCH/breachd.sock
 cat >"$SCRATCH/breachd.conf" <<EOF
 [daemon]
