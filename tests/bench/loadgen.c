@@ -46,7 +46,13 @@
  *          p50_us=... p90_us=... p99_us=... p999_us=... max_us=... clean=...
  *          pwned=... unknown=... err=... maybes=... daemon_cpu_pct=...
  *          daemon_ns_per_req=... loadgen_cpu_pct=... daemon_runq_pct=...
- *          loadgen_runq_pct=...          (-1: not available)
+ *          loadgen_runq_pct=... other=...   (-1: not available; other: PONG
+ *          and STATS answers of --mix)
+ *
+ * --mix PW,URL,PING,STATS: each request's verb drawn with these weights
+ * (URL needs --urls); --hashes FILE: PW requests take FILE's hashes in turn,
+ * e.g. hashes the filter holds, so that their answers go through the range
+ * cache. For soaks (tests/bench/bench-soak.sh).
  *
  * Files: loadgen.c (options, the modes, setting up and timing a run),
  * loadgen_conn.c (random hashes, connections, the worker threads' epoll
@@ -94,6 +100,43 @@ static void on_signal(int sig)
 /* --urls: the URLs, and the longest request line they make. */
 char **g_urls;
 size_t g_n_urls, g_req_max = REQ_MAX;
+
+char **g_hashes;
+size_t g_n_hashes;
+unsigned g_mix[MIX_KINDS], g_mix_sum;
+
+static int load_hashes(const char *path)
+{
+    size_t longest;
+    if (bench_read_lines("loadgen", path, &g_hashes, &g_n_hashes, &longest) < 0)
+        return -1;
+    for (size_t i = 0; i < g_n_hashes; i++)
+        if (strlen(g_hashes[i]) < 40) {
+            fprintf(stderr, "loadgen: %s:%zu: not a 40-hex hash\n", path, i + 1);
+            return -1;
+        }
+    return 0;
+}
+
+/* "PW,URL,PING,STATS" weights, e.g. 60,30,9,1. */
+static bool parse_mix(const char *s)
+{
+    unsigned k = 0;
+    g_mix_sum = 0;
+    while (k < MIX_KINDS) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || v > 1000000)
+            return false;
+        g_mix[k++] = (unsigned)v;
+        g_mix_sum += (unsigned)v;
+        if (*end != ',')
+            return !*end && k == MIX_KINDS && g_mix_sum > 0;
+        s = end + 1;
+    }
+    return false;
+}
 
 static int load_urls(const char *path)
 {
@@ -233,6 +276,8 @@ static void usage(FILE *f)
             "  -t, --threads T        threads, one epoll loop each (default 1)\n"
             "      --absent FILTER    send only hashes that FILTER says definitely-no to\n"
             "      --urls FILE        send \"URL <url>\" with the URLs of FILE (one a line) in turn\n"
+            "      --hashes FILE      PW requests take the 40-hex hashes of FILE in turn (not random ones)\n"
+            "      --mix W,W,W,W      mixed load: weights of PW, URL (needs --urls), PING and STATS\n"
             "      --seed S           random seed (default 2026)\n"
             "      --no-stats         do not read the daemon's STATS before and after\n"
             "      --idle             open the connections, PING each, then hold them idle\n"
@@ -265,7 +310,7 @@ static bool parse_secs(const char *s, double *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_ABSENT = 256, O_SEED, O_NO_STATS, O_IDLE, O_READY, O_URLS };
+    enum { O_ABSENT = 256, O_SEED, O_NO_STATS, O_IDLE, O_READY, O_URLS, O_HASHES, O_MIX };
     static const struct option lo[] = {
         {"socket", required_argument, NULL, 's'},      {"connections", required_argument, NULL, 'c'},
         {"depth", required_argument, NULL, 'P'},       {"duration", required_argument, NULL, 'd'},
@@ -274,7 +319,8 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},     {"no-stats", no_argument, NULL, O_NO_STATS},
         {"idle", no_argument, NULL, O_IDLE},           {"ready-file", required_argument, NULL, O_READY},
         {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
-        {"urls", required_argument, NULL, O_URLS},
+        {"urls", required_argument, NULL, O_URLS},     {"hashes", required_argument, NULL, O_HASHES},
+        {"mix", required_argument, NULL, O_MIX},
         {0},
     };
     opt.socket = getenv("BREACHD_SOCKET");
@@ -329,6 +375,12 @@ int main(int argc, char **argv)
         case O_URLS:
             opt.urls_path = optarg;
             break;
+        case O_HASHES:
+            opt.hashes_path = optarg;
+            break;
+        case O_MIX:
+            ok = parse_mix(optarg);
+            break;
         case 'q':
             opt.quiet = true;
             break;
@@ -367,6 +419,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "loadgen: --urls and --absent exclude each other\n");
         return 2;
     }
+    if (g_mix_sum && g_mix[MIX_URL] && !g_urls) {
+        fprintf(stderr, "loadgen: --mix with URL requests needs --urls\n");
+        return 2;
+    }
+    if (opt.hashes_path && (opt.absent_path || load_hashes(opt.hashes_path) < 0)) {
+        if (opt.absent_path)
+            fprintf(stderr, "loadgen: --hashes and --absent exclude each other\n");
+        return 2;
+    }
     br_pwfilter *pf = NULL;
     if (opt.absent_path) {
         br_error err = {{0}};
@@ -386,5 +447,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < g_n_urls; i++)
         free(g_urls[i]);
     free(g_urls);
+    for (size_t i = 0; i < g_n_hashes; i++)
+        free(g_hashes[i]);
+    free(g_hashes);
     return rc;
 }

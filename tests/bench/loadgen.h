@@ -83,6 +83,14 @@ int make_pool(const br_pwfilter *pf, uint64_t seed);
 extern char **g_urls;
 extern size_t g_n_urls, g_req_max;
 
+/* --hashes: PW hashes (40 hex) taken in turn instead of random ones. */
+extern char **g_hashes;
+extern size_t g_n_hashes;
+
+/* --mix: weights of PW, URL, PING and STATS requests (sum > 0: mixed load). */
+enum { MIX_PW, MIX_URL, MIX_PING, MIX_STATS, MIX_KINDS };
+extern unsigned g_mix[MIX_KINDS], g_mix_sum;
+
 /* ---- options and shared state (loadgen.c) ---- */
 
 typedef struct loadgen_opts {
@@ -92,7 +100,7 @@ typedef struct loadgen_opts {
     uint64_t requests; /* 0: run for duration */
     uint64_t seed;
     bool quiet, idle, stats;
-    const char *absent_path, *ready_file, *urls_path;
+    const char *absent_path, *ready_file, *urls_path, *hashes_path;
 } loadgen_opts;
 extern loadgen_opts opt;
 
@@ -126,9 +134,11 @@ typedef struct worker {
     rng r;
     uint64_t quota, issued; /* -n: requests this worker sends */
     size_t next_url;        /* --urls: the next URL this worker sends */
+    size_t next_hash;       /* --hashes: the next hash this worker sends */
     uint64_t outstanding;
     hist h;
     uint64_t answered, clean, pwned, unknown, err;
+    uint64_t other; /* --mix: PONG and STATS answers */
 } worker;
 
 int connect_unix(const char *path, bool nonblock);

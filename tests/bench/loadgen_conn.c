@@ -150,10 +150,30 @@ static void conn_fill(worker *w, conn *c, uint64_t now)
                 return; /* cannot happen: out_cap holds every slot */
         }
         unsigned slot = c->free_slots[--c->n_free];
-        if (g_urls) {
-            const char *u = g_urls[w->next_url];
-            w->next_url = w->next_url + 1 == g_n_urls ? 0 : w->next_url + 1;
-            c->out_len += (size_t)sprintf(c->out + c->out_len, "%u URL %s\n", slot, u);
+        unsigned kind = g_urls ? MIX_URL : MIX_PW;
+        if (g_mix_sum) {
+            unsigned x = (unsigned)(rng_next(&w->r) % g_mix_sum);
+            for (kind = 0; x >= g_mix[kind]; kind++)
+                x -= g_mix[kind];
+        }
+        if (kind != MIX_PW) {
+            char *o = c->out + c->out_len;
+            if (kind == MIX_URL) {
+                const char *u = g_urls[w->next_url];
+                w->next_url = w->next_url + 1 == g_n_urls ? 0 : w->next_url + 1;
+                c->out_len += (size_t)sprintf(o, "%u URL %s\n", slot, u);
+            } else {
+                c->out_len += (size_t)sprintf(o, "%u %s\n", slot, kind == MIX_PING ? "PING" : "STATS");
+            }
+            c->sent[slot] = now ? now : 1;
+            w->issued++;
+            w->outstanding++;
+            continue;
+        }
+        if (g_hashes) {
+            const char *hx = g_hashes[w->next_hash];
+            w->next_hash = w->next_hash + 1 == g_n_hashes ? 0 : w->next_hash + 1;
+            c->out_len += (size_t)sprintf(c->out + c->out_len, "%u PW %.40s\n", slot, hx);
             c->sent[slot] = now ? now : 1;
             w->issued++;
             w->outstanding++;
@@ -240,6 +260,8 @@ static int conn_answer(worker *w, conn *c, const char *line, size_t len, uint64_
             w->pwned++;
         else if (st_len >= 7 && memcmp(st, "UNKNOWN", 7) == 0)
             w->unknown++;
+        else if ((st_len >= 4 && memcmp(st, "PONG", 4) == 0) || (st_len >= 6 && memcmp(st, "STATS ", 6) == 0))
+            w->other++;
         else
             w->err++;
     }

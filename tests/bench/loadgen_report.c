@@ -166,7 +166,7 @@ int report(const worker *ws, unsigned nthreads, const measure *m)
     hist *h = calloc(1, sizeof(hist));
     if (!h)
         return -1;
-    uint64_t answered = 0, clean = 0, pwned = 0, unknown = 0, err = 0, issued = 0;
+    uint64_t answered = 0, clean = 0, pwned = 0, unknown = 0, err = 0, issued = 0, other = 0;
     for (unsigned t = 0; t < T; t++) {
         h_merge(h, &ws[t].h);
         answered += ws[t].answered;
@@ -174,6 +174,7 @@ int report(const worker *ws, unsigned nthreads, const measure *m)
         pwned += ws[t].pwned;
         unknown += ws[t].unknown;
         err += ws[t].err;
+        other += ws[t].other;
         issued += ws[t].issued;
     }
     double secs = opt.requests ? (double)(t1 - t0) / 1e9 : opt.duration;
@@ -231,10 +232,10 @@ int report(const worker *ws, unsigned nthreads, const measure *m)
     printf("RESULT conns=%u depth=%u threads=%u seconds=%.3f answered=%" PRIu64 " rps=%.0f p50_us=%.1f "
            "p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f clean=%" PRIu64 " pwned=%" PRIu64
            " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64 " daemon_cpu_pct=%.0f daemon_ns_per_req=%.0f"
-           " loadgen_cpu_pct=%.0f daemon_runq_pct=%.0f loadgen_runq_pct=%.0f\n",
+           " loadgen_cpu_pct=%.0f daemon_runq_pct=%.0f loadgen_runq_pct=%.0f other=%" PRIu64 "\n",
            opt.conns, opt.depth, T, secs, answered, rps, p50, p90, p99, p999, (double)h->max / 1e3, clean,
            pwned, unknown, err, maybes, dcpu >= 0 ? 100 * dcpu / secs : -1, dns, 100 * lcpu / secs,
-           dwait >= 0 ? 100 * dwait / secs : -1, lwait >= 0 ? 100 * lwait / secs : -1);
+           dwait >= 0 ? 100 * dwait / secs : -1, lwait >= 0 ? 100 * lwait / secs : -1, other);
     free(h);
     return 0;
 }
