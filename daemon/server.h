@@ -63,6 +63,10 @@ typedef struct bd_server {
     int reload_result;
     br_error reload_err;
     bd_waiter *reload_waiters;
+    /* Asked for while a reload ran (it may have read the files already):
+     * one more reload follows, and these requests get its result. */
+    bool reload_again;
+    bd_waiter *reload_next_waiters;
 
     struct bd_metrics *metrics;
     char metrics_addr[64]; /* "host:port" being served, "" = none */

@@ -1,0 +1,641 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The process fault matrix (tests/README.md, "Fault matrix"): breachd
+killed, reloaded and stopped at bad moments, against a real nginx mirror
+and a real LMDB cache. Each row of FAULTS ends with correct answers or
+UNKNOWN: nothing wrong cached, no crash, no leak, and a daemon that serves
+afterwards.
+
+- sigkill_cache_writes: SIGKILL while range answers are being committed to
+  LMDB (the kill waits until /proc/PID/syscall shows a write or sync of the
+  cache's data file, when it can read it), 20 times on one cache; then
+  mdb_stat / mdb_dump read it, every answer it holds equals the mirror's,
+  and the daemon serves.
+- sigkill_reload: SIGKILL while a SIGHUP reload of a new filter generation
+  runs (the reload thread alive in /proc/PID/task, or at a random offset
+  after the signal), 20 times; each restart serves the generation on disk.
+- sighup_storm: 100 SIGHUPs within a second while clients check and new
+  generations are installed; the daemon stays up, every answer is right
+  or UNKNOWN, it ends on the newest generation, and no descriptor, filter
+  mapping or memory is left behind.
+- sigterm_full_load: connections pipelining PW (filter hits, range hits,
+  filter no's) and PING, some reading slowly; SIGTERM: each connection
+  receives whole lines only, each the answer to one of its requests, then
+  EOF; breachd exits 0.
+"""
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, eq  # noqa: E402
+
+# ---- the mirror ------------------------------------------------------------
+
+
+class Mirror:
+    """Per-prefix range files (sorted SUFFIX:COUNT lines, each prefix its own
+    suffixes) served by nginx; truth() is what a correct answer says."""
+
+    def __init__(self, ctx, n_prefixes, per_range, seed):
+        rng = random.Random(seed)
+        self.dir = ctx.path("mirror")
+        os.makedirs(self.dir)
+        picked = set()
+        while len(picked) < n_prefixes:
+            picked.add("%05X" % rng.getrandbits(20))
+        self.prefixes = sorted(picked)
+        rng.shuffle(self.prefixes)
+        self.hit = {}  # prefix -> (hash, count) of one entry
+        for p in self.prefixes:
+            lines = []
+            for i in range(per_range):
+                h = dtest.sha1hex("%s/%d" % (p, i))
+                lines.append((h[5:], 1 + int(h[:4], 16) % 9999))
+            lines.sort()
+            with open(os.path.join(self.dir, p + ".txt"), "w", newline="") as f:
+                f.write("".join("%s:%d\r\n" % sc for sc in lines))
+            s, c = lines[len(lines) // 2]
+            self.hit[p] = (p + s, c)
+        self.port = ctx.nginx(self.dir)
+        self.upstream = "http://127.0.0.1:%d/range/{prefix}" % self.port
+
+    def absent(self, p):
+        """A hash of prefix p that its range does not hold."""
+        return p + "0" * 35
+
+    def checks(self, prefixes):
+        """[(hash, the answer's status text)]: a hit and a miss per prefix."""
+        out = []
+        for p in prefixes:
+            h, c = self.hit[p]
+            out.append((h, "PWNED %d" % c))
+            out.append((self.absent(p), "CLEAN"))
+        return out
+
+
+def daemon_conf(ctx, m, filt=None, **sections):
+    pw = {"upstream": m.upstream}
+    if filt:
+        pw["filter"] = filt
+    sections.setdefault("upstream", {}).update({"rate": 100000, "max_inflight": 64,
+                                                "timeout": "30s"})
+    sections.setdefault("limits", {}).setdefault("max_inflight", 65536)
+    return ctx.config(passwords=pw, **sections)
+
+
+def ask_all(d, checks, tag, allow_unknown=False, timeout=60):
+    """Pipeline checks [(hash, want)] on one connection; fail on any answer
+    but want (or UNKNOWN when allowed). Returns how many were UNKNOWN."""
+    cl = d.client(timeout=timeout)
+    cl.send("".join("%s%d PW %s\n" % (tag, i, h) for i, (h, _) in enumerate(checks)))
+    unknown = 0
+    seen = set()
+    for ln in cl.lines(len(checks)):
+        rid, ans = ln.split(" ", 1)
+        i = int(rid[len(tag):])
+        check(i not in seen, "answered twice: %r" % ln)
+        seen.add(i)
+        if allow_unknown and ans.startswith("UNKNOWN "):
+            unknown += 1
+            continue
+        eq(ans, checks[i][1], "answer to %s (%s)" % (rid, checks[i][0][:5]))
+    cl.close()
+    return unknown
+
+
+def replace_file(src, dst):
+    shutil.copyfile(src, dst + ".new")
+    os.replace(dst + ".new", dst)
+
+
+# ---- watching the daemon through /proc and strace ---------------------------
+
+# Where a commit of the cache can be cut (range_cache.h, "Durability"): in
+# mdb_txn_commit, lseek + writev per run of dirty pages, fdatasync, then
+# pwrite64 of the meta page; each of the cache's data file only (-P), the
+# n-th call of that one system call (strace counts them one by one).
+COMMIT_POINTS = [("lseek", 6), ("writev", 6), ("fdatasync", 3), ("pwrite64", 3)]
+# Where a reload can be cut: the thread's start, the config read, the
+# filter's header check, open and map (n-th call per thread), the new
+# state's resolver on the loop thread.
+RELOAD_POINTS = [("clone3", 1), ("openat", 1), ("openat", 2), ("openat", 3), ("pread64", 1),
+                 ("madvise", 1), ("socketpair", 1)]
+
+
+def inject(ctx, pid, syscall, n, action, path=None):
+    """Attach strace to every thread of pid, to inject action ("signal=KILL",
+    "delay_enter=US") at the entry of the n-th call of syscall by a thread
+    (strace(1), -e inject; with path, only calls on that file). Returns the
+    strace process once attached, or None when it cannot (no strace, under
+    valgrind, ptrace refused)."""
+    tool = shutil.which("strace")
+    if not tool or dtest.WRAPPER:
+        return None
+    argv = [tool, "-qq", "-f", "-o", "/dev/null", "-e", "trace=" + syscall,
+            "-e", "inject=%s:%s:when=%d" % (syscall, action, n)]
+    if path:
+        argv += ["-P", path]
+    p = ctx.spawn(argv + ["-p", str(pid)], stderr=subprocess.DEVNULL)
+
+    def attached():
+        with open("/proc/%d/status" % pid) as f:
+            return any(ln.startswith("TracerPid:") and ln.split()[1] != "0" for ln in f)
+    dtest.wait_for(lambda: attached() or p.poll() is not None, 20 * dtest.SLOW, "strace")
+    if p.poll() is not None:
+        return None
+    return p
+
+
+def kill_at_syscall(ctx, pid, syscall, n, path=None):
+    return inject(ctx, pid, syscall, n, "signal=KILL", path)
+
+
+def traced_stop(pid):
+    """True when a thread of pid is stopped by its tracer."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "t":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def n_threads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return 0
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def fd_links(pid):
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return sorted(out)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def filter_mappings(pid, directory):
+    """The filter files under directory that pid maps (a replaced one as
+    "PATH (deleted)")."""
+    out = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for ln in f:
+            parts = ln.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith(directory) and ".bfuse" in parts[5]:
+                out.add(parts[5].strip())
+    return sorted(out)
+
+
+def mdb_check(cache):
+    """mdb_stat and mdb_dump read the cache; the number of records of its
+    'ranges' database (None without lmdb-utils)."""
+    stat, dump = shutil.which("mdb_stat"), shutil.which("mdb_dump")
+    if not stat or not dump:
+        print("    (lmdb-utils not installed: mdb_stat / mdb_dump checks not run)")
+        return None
+    r = subprocess.run([stat, "-a", "-e", "-f", "-r", cache], capture_output=True, text=True,
+                       timeout=60)
+    eq(r.returncode, 0, "mdb_stat: %s" % r.stderr)
+    r = subprocess.run([dump, "-s", "ranges", cache], capture_output=True, text=True, timeout=60)
+    eq(r.returncode, 0, "mdb_dump: %s" % r.stderr)
+    body = r.stdout.split("HEADER=END\n", 1)
+    check(len(body) == 2 and body[1].endswith("DATA=END\n"), "mdb_dump output is cut short")
+    rows = [ln for ln in body[1].splitlines() if ln.startswith(" ")]
+    eq(len(rows) % 2, 0, "mdb_dump: a key without a value")
+    return len(rows) // 2
+
+
+# ---- rows --------------------------------------------------------------------
+
+def sigkill_cache_writes(ctx, rounds):
+    per_round = 60 if dtest.is_slow() else 100
+    m = Mirror(ctx, per_round * rounds, 300, seed=101)
+    conf = daemon_conf(ctx, m)
+    cache = ctx.path("cache")
+    data_file = os.path.join(cache, "data.mdb")
+    rng = random.Random(5150)
+    mid_write = 0
+    for r in range(rounds):
+        d = ctx.daemon(conf)  # opens the cache the previous round's kill left
+        # The kill: at a random commit system call (strace), else at a
+        # random moment.
+        call, most = rng.choice(COMMIT_POINTS)
+        tracer = kill_at_syscall(ctx, d.pid, call, rng.randint(1, most), path=data_file)
+        part = m.prefixes[r * per_round:(r + 1) * per_round]
+        checks = m.checks(part)
+        cl = d.client(timeout=60)
+        cl.send("".join("c%d PW %s\n" % (i, h) for i, (h, _) in enumerate(checks)))
+        if tracer:
+            got = 0
+            while got < len(checks) and cl.line() is not None:
+                got += 1
+            killed = d.proc.poll() is not None or got < len(checks)
+        else:
+            time.sleep(rng.uniform(0.01, 0.3))
+            killed = False
+        if not killed:
+            check(d.proc.poll() is None, "breachd exited: %r" % d.proc.poll())
+            d.proc.send_signal(signal.SIGKILL)
+        eq(d.proc.wait(), -signal.SIGKILL, "round %d: how breachd ended" % r)
+        d.close_log()
+        cl.close()
+        if tracer:
+            tracer.wait()
+        mid_write += killed
+    print("    %d of %d kills landed inside a commit" % (mid_write, rounds))
+    if shutil.which("strace") and not dtest.WRAPPER:
+        check(mid_write >= rounds // 2, "too few kills inside a commit: %d" % mid_write)
+    records = mdb_check(cache)
+    all_checks = m.checks(m.prefixes)
+    # What the cache holds, alone: the upstream is a closed port.
+    dead = "http://127.0.0.1:%d/range/{prefix}" % dtest.free_port()
+    d = ctx.daemon(ctx.config(name="cache-only.conf", passwords={"upstream": dead},
+                              upstream={"rate": 100000, "timeout": "2s"},
+                              limits={"max_inflight": 65536}))
+    unknown = ask_all(d, all_checks, "o", allow_unknown=True)
+    from_cache = len(all_checks) - unknown
+    print("    %d of %d answers came from the cache (%s ranges stored)" % (
+        from_cache, len(all_checks), records))
+    check(from_cache > 0, "nothing was cached in %d rounds" % rounds)
+    if records is not None:
+        eq(from_cache, 2 * records, "answers from the cache, two for each stored range")
+    d.stop_ok()
+    # And with the mirror: everything, right.
+    d = ctx.daemon(conf)
+    ask_all(d, all_checks, "n")
+    eq(d.client().ask("p PING"), "p PONG")
+    d.stop_ok()
+    mdb_check(cache)
+
+
+def build_generations(ctx, m, gens, extra_keys):
+    """Filters of generations gens over the mirror's hits and extra_keys
+    random keys (to make loading take a moment): {generation: path}."""
+    inp = ctx.path("keys.txt")
+    rng = random.Random(77)
+    with open(inp, "w") as f:
+        for h, c in m.hit.values():
+            f.write("%s:%d\n" % (h, c))
+        for _ in range(extra_keys):
+            f.write("%040X:1\n" % rng.getrandbits(160))
+    return {g: ctx.build_filter(inp, ctx.path("g%d.bfuse" % g), generation=g) for g in gens}
+
+
+def filter_checks(ctx, m, filt, n):
+    """n prefixes' checks: hits (the filter's maybe, then the range) and
+    absent hashes (the filter's no or a false positive the range clears)."""
+    return m.checks(m.prefixes[:n])
+
+
+def sigkill_reload(ctx, rounds):
+    m = Mirror(ctx, 200, 50, seed=202)
+    extra = 100000 if dtest.is_slow() else 300000
+    gens = build_generations(ctx, m, range(2, rounds + 3), extra)
+    live = ctx.path("live.bfuse")
+    shutil.copyfile(gens[2], live)
+    conf = daemon_conf(ctx, m, filt=live)
+    checks = filter_checks(ctx, m, live, 60)
+    rng = random.Random(99)
+    during = 0
+    for r in range(rounds):
+        gen = r + 3
+        d = ctx.daemon(conf)
+        eq(d.stats()["filter_generation"], gen - 1, "round %d: the generation on disk" % r)
+        ask_all(d, checks[r * 4 % len(checks):][:20], "a%d." % r)
+        replace_file(gens[gen], live)
+        call, n = rng.choice(RELOAD_POINTS)
+        tracer = kill_at_syscall(ctx, d.pid, call, n)
+        d.send_signal(signal.SIGHUP)
+        if tracer:
+            # Killed inside the reload, or done with it (RELOADING then
+            # READY in the log) when the point was not reached.
+            dtest.wait_for(lambda: d.proc.poll() is not None or "reloaded " in d.log(),
+                           30 * dtest.SLOW, "the reload or the kill")
+            killed = d.proc.poll() is not None
+        else:
+            time.sleep(rng.uniform(0, 0.02))
+            killed = False
+        if not killed:
+            d.proc.send_signal(signal.SIGKILL)
+        eq(d.proc.wait(), -signal.SIGKILL, "round %d: how breachd ended" % r)
+        d.close_log()
+        if tracer:
+            tracer.wait()
+        during += killed
+    print("    %d of %d kills landed inside the reload" % (during, rounds))
+    if shutil.which("strace") and not dtest.WRAPPER:
+        check(during >= rounds // 2, "too few kills inside a reload: %d" % during)
+    d = ctx.daemon(conf)
+    eq(d.stats()["filter_generation"], rounds + 2, "the generation on disk after the last kill")
+    ask_all(d, checks, "z")
+    d.stop_ok()
+
+
+class Checker(threading.Thread):
+    """A client checking in a loop until stopped; every answer must be the
+    expected one or UNKNOWN."""
+
+    def __init__(self, d, checks, tag):
+        super().__init__(daemon=True)
+        self.cl = d.client(timeout=60)
+        self.checks, self.tag = checks, tag
+        self.stop = threading.Event()
+        self.done = 0
+        self.unknown = 0
+        self.error = None
+
+    def run(self):
+        try:
+            i = 0
+            while not self.stop.is_set():
+                batch = [self.checks[(i + k) % len(self.checks)] for k in range(20)]
+                self.cl.send("".join("%s%d PW %s\n" % (self.tag, k, h)
+                                     for k, (h, _) in enumerate(batch)))
+                for ln in self.cl.lines(len(batch)):
+                    rid, ans = ln.split(" ", 1)
+                    want = batch[int(rid[len(self.tag):])][1]
+                    if ans.startswith("UNKNOWN "):
+                        self.unknown += 1
+                    elif ans != want:
+                        raise AssertionError("%s: %r, want %r" % (rid, ans, want))
+                    self.done += 1
+                i += 20
+        except BaseException as e:  # noqa: B902 - reported by finish()
+            self.error = e
+
+    def finish(self):
+        self.stop.set()
+        self.join(60 * dtest.SLOW)
+        self.cl.close()
+        if self.error:
+            raise AssertionError("checker %s: %r" % (self.tag, self.error))
+        check(not self.is_alive(), "checker %s hangs" % self.tag)
+        check(self.done > 0, "checker %s made no check" % self.tag)
+
+
+def settle(d, want_gen):
+    """Wait until no reload runs and the generation is want_gen; STATS."""
+    def done():
+        st = d.stats()
+        return st if st["filter_generation"] == want_gen else None
+    st = dtest.wait_for(done, 15 * dtest.SLOW, "generation %d" % want_gen, step=0.1)
+    # Old states go once their last request is answered: wait for one more
+    # loop turn of quiet.
+    time.sleep(0.2)
+    return st
+
+
+def storm(d, gens, live, first, n_signals, per_gen):
+    """n_signals SIGHUPs in one second, a new generation installed every
+    per_gen of them; returns the last generation installed."""
+    gen = first
+    t0 = time.monotonic()
+    for i in range(n_signals):
+        if i % per_gen == 0 and gen + 1 in gens:
+            gen += 1
+            replace_file(gens[gen], live)
+        d.send_signal(signal.SIGHUP)
+        time.sleep(max(0.0, t0 + (i + 1) / n_signals - time.monotonic()))
+    return gen
+
+
+def sighup_storm(ctx, n_signals):
+    m = Mirror(ctx, 200, 50, seed=303)
+    extra = 100000 if dtest.is_slow() else 300000
+    gens = build_generations(ctx, m, range(2, 26), extra)
+    live = ctx.path("live.bfuse")
+    shutil.copyfile(gens[2], live)
+    d = ctx.daemon(daemon_conf(ctx, m, filt=live))
+    checks = filter_checks(ctx, m, live, 200)
+    # A first storm: what a reload allocates once (arenas, libcurl) is there.
+    gen = storm(d, gens, live, 2, 20, 10)
+    settle(d, gen)
+    fds0, rss0 = fd_count(d.pid), rss_kib(d.pid)
+    maps0 = filter_mappings(d.pid, ctx.dir)
+    eq(maps0, [live], "mapped filters before the storm")
+    workers = [Checker(d, checks, "w%d." % i) for i in range(3)]
+    for w in workers:
+        w.start()
+    dtest.wait_for(lambda: all(w.done > 0 for w in workers), 30 * dtest.SLOW, "checks")
+    gen = storm(d, gens, live, gen, n_signals, 10)
+    check(d.proc.poll() is None, "breachd died in the storm: %r" % d.proc.poll())
+    # The last generation arrives while a reload runs: the reload thread is
+    # held (strace) after it has mapped the file it read, the file is
+    # replaced and SIGHUP sent; the daemon must still end on the new one.
+    gen += 1
+    tracer = inject(ctx, d.pid, "close", 2, "delay_enter=1000000", path=live)
+    d.send_signal(signal.SIGHUP)
+    if tracer:
+        dtest.wait_for(lambda: traced_stop(d.pid), 20 * dtest.SLOW, "the reload thread held")
+    replace_file(gens[gen], live)
+    d.send_signal(signal.SIGHUP)
+    st = settle(d, gen)
+    if tracer:
+        tracer.terminate()
+        tracer.wait()
+    for w in workers:
+        w.finish()
+    check(d.proc.poll() is None, "breachd died: %r" % d.proc.poll())
+    st = d.stats()
+    print("    %d reloads for %d SIGHUPs; %d checks, %d UNKNOWN" % (
+        st["reloads"], n_signals + 22, sum(w.done for w in workers),
+        sum(w.unknown for w in workers)))
+    eq(st["reload_failures"], 0, "reload failures")
+    eq(st["internal_errors"], 0, "internal errors")
+    eq(filter_mappings(d.pid, ctx.dir), [live], "mapped filters after the storm")
+    # The checkers' connections close as the daemon reads their EOF.
+    try:
+        dtest.wait_for(lambda: fd_count(d.pid) <= fds0, 10 * dtest.SLOW, "descriptors")
+    except AssertionError:
+        raise AssertionError("descriptors: %d before the storm, after: %r" % (
+            fds0, fd_links(d.pid)))
+    fds1, rss1 = fd_count(d.pid), rss_kib(d.pid)
+    print("    fds %d -> %d, VmRSS %d -> %d KiB" % (fds0, fds1, rss0, rss1))
+    eq(fds1, fds0, "descriptors after the storm")
+    if not dtest.is_slow():  # ASan's quarantine holds freed memory
+        check(rss1 - rss0 < 8 * 1024, "VmRSS grew by %d KiB" % (rss1 - rss0))
+    ask_all(d, checks, "f")
+    d.stop_ok()
+
+
+class LoadClient(threading.Thread):
+    """One connection pipelining a mix of requests: a sender thread (this
+    one) and a reader that keeps every byte. slow: reads 4 KiB every 200 ms
+    until the daemon has exited (its answers pile up in the daemon)."""
+
+    def __init__(self, d, mix, tag, slow=False):
+        super().__init__(daemon=True)
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(d.sock)
+        self.mix, self.tag, self.slow = mix, tag, slow
+        self.sent = {}  # id -> index in mix
+        self.data = bytearray()
+        self.stop = threading.Event()
+        self.closed = threading.Event()
+        self.may_read = threading.Event()
+        if not slow:
+            self.may_read.set()
+        self.n = 0
+        self.error = None
+        self.reset = False
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        try:
+            while True:
+                if not self.may_read.is_set():  # a slow reader: 4 KiB now and then
+                    self.may_read.wait(0.2)
+                b = self.s.recv(65536 if self.may_read.is_set() else 4096)
+                if not b:
+                    break
+                self.data += b
+        except ConnectionResetError:
+            # Closed with requests of ours unread (never accepted): after
+            # the data, a reset instead of EOF, as the kernel does.
+            self.reset = True
+        except OSError as e:
+            self.error = e
+        self.closed.set()
+
+    def answered(self):
+        return self.data.count(b"\n")
+
+    def run(self):
+        i = 0
+        try:
+            while not self.closed.is_set() and not self.stop.is_set():
+                lines = []
+                for _ in range(25):
+                    rid = "%s%d" % (self.tag, i)
+                    self.sent[rid] = i % len(self.mix)
+                    lines.append("%s %s\n" % (rid, self.mix[i % len(self.mix)][0]))
+                    i += 1
+                self.s.sendall("".join(lines).encode())
+                self.n = i
+                if not self.slow and b" ERR shutting-down " in self.data[-4096:]:
+                    break  # what a client does when told (a slow one sees it late)
+                while not self.slow and i - self.answered() > 400 and not self.closed.is_set():
+                    time.sleep(0.001)  # a window of requests in flight
+        except OSError:
+            pass  # the daemon closed the connection
+
+    def verify(self):
+        """Whole lines, each a right answer to one request of ours, then EOF."""
+        check(self.closed.is_set(), "%s: no EOF" % self.tag)
+        check(self.error is None, "%s: %r" % (self.tag, self.error))
+        data = bytes(self.data)
+        check(not data or data.endswith(b"\n"),
+              "%s: a half line before EOF: %r" % (self.tag, data[-80:]))
+        seen = set()
+        counts = {}
+        for ln in data.decode().split("\n")[:-1]:
+            rid, ans = ln.split(" ", 1)
+            check(rid in self.sent, "%s: an answer to no request of ours: %r" % (self.tag, ln))
+            check(rid not in seen, "%s: answered twice: %r" % (self.tag, ln))
+            seen.add(rid)
+            want = self.mix[self.sent[rid]][1]
+            if ans.startswith("ERR shutting-down ") or ans.startswith("UNKNOWN "):
+                k = ans.split(" ", 2)[0] + " " + ans.split(" ", 2)[1]
+                counts[k] = counts.get(k, 0) + 1
+                continue
+            check(re.fullmatch(want, ans), "%s: %r, want %r" % (self.tag, ln, want))
+            counts["ok"] = counts.get("ok", 0) + 1
+        return counts
+
+
+def sigterm_full_load(ctx, n_conns):
+    m = Mirror(ctx, 400, 50, seed=404)
+    gens = build_generations(ctx, m, [2], 1000)
+    # The slow readers' answers pile up (up to max_unread, 1M) and hold the
+    # drain until its timeout.
+    d = ctx.daemon(daemon_conf(ctx, m, filt=gens[2], limits={
+        "drain_timeout": "5s"}))
+    says = dtest.filter_says(ctx, gens[2], [m.absent(p) for p in m.prefixes])
+    no = [p for p in m.prefixes if not says[m.absent(p)]]
+    mix = [("PING", "PONG")]
+    for k, p in enumerate(m.prefixes):
+        h, c = m.hit[p]
+        mix.append(("PW " + h, "PWNED %d" % c))  # a filter hit, then its range
+        mix.append(("PW " + m.absent(p), "CLEAN"))  # mostly the filter's no
+        if k % 8 == 0:
+            mix.append(("PING", "PONG"))
+    random.Random(4).shuffle(mix)
+    check(len(no) > 300, "the filter says maybe too often")
+    clients = [LoadClient(d, mix[k * 37:] + mix[:k * 37], "c%d." % k, slow=k < 2)
+               for k in range(n_conns)]
+    for c in clients:
+        c.start()
+    fast = clients[2:]
+    dtest.wait_for(lambda: all(c.answered() >= 200 for c in fast), 60 * dtest.SLOW,
+                   "every connection under load")
+    eq(d.stats()["internal_errors"], 0, "internal errors")
+    d.send_signal(signal.SIGTERM)
+    rc = d.proc.wait(timeout=60 * dtest.SLOW)
+    d.close_log()
+    for c in clients:
+        c.may_read.set()
+    for c in clients:
+        c.join(30)
+        c.reader.join(30)
+        c.s.close()
+    eq(rc, 0, "exit status")
+    total = {}
+    for c in clients:
+        for k, v in c.verify().items():
+            total[k] = total.get(k, 0) + v
+    for c in clients[:3]:
+        print("    %s: %d sent, %d bytes received" % (c.tag, c.n, len(c.data)))
+    print("    %d connections, %d requests sent, answers: %r" % (
+        n_conns, sum(c.n for c in clients), total))
+    check(not os.path.exists(d.sock), "the socket file is left behind")
+    check(total.get("ok", 0) > 0, "no answer before the stop")
+
+
+# name, function, repetitions (normal build, slow builds: ASan or valgrind)
+FAULTS = [
+    ("sigkill_cache_writes", sigkill_cache_writes, 20, 10),
+    ("sigkill_reload", sigkill_reload, 20, 10),
+    ("sighup_storm", sighup_storm, 100, 100),
+    ("sigterm_full_load", sigterm_full_load, 12, 8),
+]
+
+
+def _row(name, fn, reps, slow_reps):
+    def run(ctx):
+        fn(ctx, slow_reps if dtest.is_slow() else reps)
+    run.__name__ = name
+    return run
+
+
+for _f in FAULTS:
+    dtest.test(_row(*_f))
+
+if __name__ == "__main__":
+    dtest.main()
