@@ -84,6 +84,7 @@ struct bd_conn {
     bool eof;        /* the peer closed its side: answer, then close */
     bool closing;    /* close once the output is written */
     bool paused;     /* not reading: too many unread responses */
+    struct evbuffer *backlog; /* answers not yet in the output (conn_out.c) */
     uint32_t inflight;
     br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
     uid_t uid;

@@ -252,7 +252,7 @@ void bd_server_fini(bd_server *srv)
     reload_answer_list(srv->reload_next_waiters, -ECANCELED, "breachd is stopping");
     srv->reload_next_waiters = NULL;
     for (bd_conn *c = srv->conns; c; c = c->next)
-        bd_conn_flush_now(c);
+        bd_conn_out_flush_now(c);
     while (srv->conns)
         bd_conn_close(srv->conns);
     if (srv->listener)
