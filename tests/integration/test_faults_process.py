@@ -17,8 +17,8 @@ daemon that serves afterwards.
   generations are installed, then SIGHUP and RELOAD during a held reload;
   the daemon stays up, every answer is right or UNKNOWN, it ends on the
   newest generation, and no descriptor, filter mapping or memory is left.
-- sigterm_full_load: connections pipelining PW (filter hits, range hits,
-  filter no's) and PING, two reading slowly; SIGTERM: each connection
+- sigterm_full_load: connections pipelining PW (filter hits resolved by
+  range, filter no's), URL (listed, unlisted) and PING, two reading slowly; SIGTERM: each connection
   receives whole lines only, each the answer to one of its requests, then
   EOF; breachd exits 0.
 
@@ -46,7 +46,7 @@ class Mirror:
     """Per-prefix range files (sorted SUFFIX:COUNT lines, each prefix its own
     suffixes) served by nginx; truth() is what a correct answer says."""
 
-    def __init__(self, ctx, n_prefixes, per_range, seed):
+    def __init__(self, ctx, n_prefixes, per_range, seed, url_dir=None):
         rng = random.Random(seed)
         self.dir = ctx.path("mirror")
         os.makedirs(self.dir)
@@ -66,8 +66,13 @@ class Mirror:
                 f.write("".join("%s:%d\r\n" % sc for sc in lines))
             s, c = lines[len(lines) // 2]
             self.hit[p] = (p + s, c)
-        self.port = ctx.nginx(self.dir)
+        # url_dir: a URL range mirror, served at /url/PREFIX.
+        loc = "location /range/ { alias %s/; try_files $uri.txt =404; }" % self.dir
+        if url_dir:
+            loc += " location /url/ { alias %s/; try_files $uri.txt =404; }" % url_dir
+        self.port = ctx.nginx(self.dir, location=loc)
         self.upstream = "http://127.0.0.1:%d/range/{prefix}" % self.port
+        self.url_upstream = "http://127.0.0.1:%d/url/{prefix}" % self.port
 
     def absent(self, p):
         """A hash of prefix p that its range does not hold."""
@@ -592,17 +597,35 @@ class LoadClient(threading.Thread):
                 counts[k] = counts.get(k, 0) + 1
                 continue
             check(re.fullmatch(want, ans), "%s: %r, want %r" % (self.tag, ln, want))
-            counts["ok"] = counts.get("ok", 0) + 1
+            k = ans.split(" ", 1)[0]
+            counts[k] = counts.get(k, 0) + 1
         return counts
 
 
+def url_filter(ctx, n):
+    """A URL filter of n listed URLs (category phishing) and its range
+    mirror: (filter, mirror directory, [(request, answer pattern)])."""
+    feed, filt, mirror = ctx.path("urls.txt"), ctx.path("urls.bbf"), ctx.path("urlmirror")
+    with open(feed, "w") as f:
+        f.write("".join("http://listed%d.example/p/\n" % i for i in range(n)))
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
+                  mirror, "--generation", "1", "--input", "%s=phishing" % feed)
+    mix = [("URL http://listed%d.example/p/x" % i, r"BLOCKED phishing listed%d\.example/p/" % i)
+           for i in range(n)]
+    # Unlisted: the filter's no, or a false positive its range clears
+    # (UNKNOWN where the prefix has no range file: nginx's 404).
+    mix += [("URL http://unlisted%d.example/" % i, "SAFE") for i in range(n)]
+    return filt, mirror, mix
+
+
 def sigterm_full_load(ctx, n_conns):
-    m = Mirror(ctx, 400, 50, seed=404)
+    ufilt, umirror, umix = url_filter(ctx, 50)
+    m = Mirror(ctx, 400, 50, seed=404, url_dir=umirror)
     gens = build_generations(ctx, m, [2], 1000)
     # The slow readers' answers pile up (up to max_unread, 1M) and hold the
     # drain until its timeout.
-    d = ctx.daemon(daemon_conf(ctx, m, filt=gens[2], limits={
-        "drain_timeout": "5s"}))
+    d = ctx.daemon(daemon_conf(ctx, m, filt=gens[2], limits={"drain_timeout": "5s"},
+                               urls={"filter": ufilt, "upstream": m.url_upstream}))
     says = dtest.filter_says(ctx, gens[2], [m.absent(p) for p in m.prefixes])
     no = [p for p in m.prefixes if not says[m.absent(p)]]
     mix = [("PING", "PONG")]
@@ -612,6 +635,7 @@ def sigterm_full_load(ctx, n_conns):
         mix.append(("PW " + m.absent(p), "CLEAN"))  # mostly the filter's no
         if k % 8 == 0:
             mix.append(("PING", "PONG"))
+    mix += umix
     random.Random(4).shuffle(mix)
     check(len(no) > 300, "the filter says maybe too often")
     clients = [LoadClient(d, mix[k * 37:] + mix[:k * 37], "c%d." % k, slow=k < 2)
@@ -641,7 +665,8 @@ def sigterm_full_load(ctx, n_conns):
     print("    %d connections, %d requests sent, answers: %r" % (
         n_conns, sum(c.n for c in clients), total))
     check(not os.path.exists(d.sock), "the socket file is left behind")
-    check(total.get("ok", 0) > 0, "no answer before the stop")
+    for k in ("PONG", "PWNED", "CLEAN", "BLOCKED", "SAFE"):
+        check(total.get(k, 0) > 0, "no %s answer before the stop" % k)
 
 
 # name, function, repetitions (normal build, slow builds: ASan or valgrind)
