@@ -142,16 +142,27 @@ def quiet(proc, log):
     return proc.poll() is not None
 
 
-def traced_stop(pid):
-    """True when a thread of pid is stopped by its tracer."""
+def _held_threads(pid):
+    held = set()
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "t":
-                    return True
+                if int(tid) != pid and f.read().rsplit(")", 1)[1].split()[0] == "t":
+                    held.add(tid)
         except OSError:
             pass
-    return False
+    return held
+
+
+def thread_held(pid):
+    """True when a thread of pid other than the main one is held by its
+    tracer (a delay_enter of inject()): stopped now and still 50 ms later,
+    longer than the stop of any system call strace only looks at."""
+    held = _held_threads(pid)
+    if not held:
+        return False
+    time.sleep(0.05)
+    return bool(held & _held_threads(pid))
 
 
 def descriptors(pid):

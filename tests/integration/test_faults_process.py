@@ -39,7 +39,7 @@ import dtest  # noqa: E402
 from dtest import check, eq  # noqa: E402
 from procfx import (Mirror, ask_all, build_generations, daemon_conf,  # noqa: E402
                     filter_mappings, inject, kill_at_syscall, mdb_check, no_clients, quiet,
-                    replace_file, rss_kib, traced_stop)
+                    replace_file, rss_kib, thread_held)
 
 # Where a commit of the cache can be cut: LMDB's mdb_txn_commit makes an
 # lseek + writev per run of dirty pages, an fdatasync, then a pwrite64 of the
@@ -261,7 +261,7 @@ def sighup_storm(ctx, n_signals):
     tracer = inject(ctx, d.pid, "close", 2, "delay_enter=1000000", path=live)
     d.send_signal(signal.SIGHUP)
     if tracer:
-        dtest.wait_for(lambda: traced_stop(d.pid), 20 * dtest.SLOW, "the reload thread held")
+        dtest.wait_for(lambda: thread_held(d.pid), 20 * dtest.SLOW, "the reload thread held")
     replace_file(gens[gen], live)
     d.send_signal(signal.SIGHUP)
     rl = d.client(timeout=60)
