@@ -20,7 +20,7 @@ from dtest import check, eq
 
 class Mirror:
     """Per-prefix range files (sorted SUFFIX:COUNT lines, each prefix its own
-    suffixes) served by nginx; truth() is what a correct answer says."""
+    suffixes) served by nginx; checks() says what the right answers are."""
 
     def __init__(self, ctx, n_prefixes, per_range, seed, url_dir=None):
         rng = random.Random(seed)
