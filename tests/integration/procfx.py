@@ -216,9 +216,20 @@ def filter_mappings(pid, directory):
     return sorted(out)
 
 
+def _mdb_records(dump, cache, db):
+    r = subprocess.run([dump, "-s", db, cache], capture_output=True, text=True, timeout=60)
+    eq(r.returncode, 0, "mdb_dump -s %s: %s" % (db, r.stderr))
+    body = r.stdout.split("HEADER=END\n", 1)
+    check(len(body) == 2 and body[1].endswith("DATA=END\n"), "mdb_dump output is cut short")
+    rows = [ln for ln in body[1].splitlines() if ln.startswith(" ")]
+    eq(len(rows) % 2, 0, "mdb_dump -s %s: a key without a value" % db)
+    return len(rows) // 2
+
+
 def mdb_check(cache):
-    """mdb_stat and mdb_dump read the cache; the number of records of its
-    'ranges' database (None without lmdb-utils)."""
+    """mdb_stat and mdb_dump read the cache, and its eviction index ("age")
+    has one record per range; the number of ranges (None without
+    lmdb-utils)."""
     stat, dump = shutil.which("mdb_stat"), shutil.which("mdb_dump")
     if not stat or not dump:
         print("    (lmdb-utils not installed: mdb_stat / mdb_dump checks not run)")
@@ -226,13 +237,9 @@ def mdb_check(cache):
     r = subprocess.run([stat, "-a", "-e", "-f", "-r", cache], capture_output=True, text=True,
                        timeout=60)
     eq(r.returncode, 0, "mdb_stat: %s" % r.stderr)
-    r = subprocess.run([dump, "-s", "ranges", cache], capture_output=True, text=True, timeout=60)
-    eq(r.returncode, 0, "mdb_dump: %s" % r.stderr)
-    body = r.stdout.split("HEADER=END\n", 1)
-    check(len(body) == 2 and body[1].endswith("DATA=END\n"), "mdb_dump output is cut short")
-    rows = [ln for ln in body[1].splitlines() if ln.startswith(" ")]
-    eq(len(rows) % 2, 0, "mdb_dump: a key without a value")
-    return len(rows) // 2
+    ranges = _mdb_records(dump, cache, "ranges")
+    eq(_mdb_records(dump, cache, "age"), ranges, "records of the age index, one per range")
+    return ranges
 
 
 def build_generations(ctx, m, gens, extra_keys):

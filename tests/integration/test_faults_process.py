@@ -18,9 +18,11 @@ daemon that serves afterwards.
   the daemon stays up, every answer is right or UNKNOWN, it ends on the
   newest generation, and no descriptor, filter mapping or memory is left.
 - sigterm_full_load: connections pipelining PW (filter hits resolved by
-  range, filter no's), URL (listed, unlisted) and PING, two reading slowly; SIGTERM: each connection
-  receives whole lines only, each the answer to one of its requests, then
-  EOF; breachd exits 0.
+  range, filter no's), URL (listed, unlisted) and PING, two reading slowly;
+  SIGTERM: each connection receives whole lines only, each the answer to
+  one of its requests, then EOF; breachd exits 0 (at its drain timeout).
+- sigterm_full_load_readers: the same with every connection reading: the
+  drain ends before its timeout.
 
 Without strace (or under valgrind) the kills come at random moments.
 """
@@ -398,7 +400,7 @@ def url_filter(ctx, n):
     return filt, mirror, mix
 
 
-def sigterm_full_load(ctx, n_conns):
+def sigterm_full_load(ctx, n_conns, n_slow=2):
     ufilt, umirror, umix = url_filter(ctx, 50)
     m = Mirror(ctx, 400, 50, seed=404, url_dir=umirror)
     gens = build_generations(ctx, m, [2], 1000)
@@ -418,11 +420,11 @@ def sigterm_full_load(ctx, n_conns):
     mix += umix
     random.Random(4).shuffle(mix)
     check(len(no) > 300, "the filter says maybe too often")
-    clients = [LoadClient(d, mix[k * 37:] + mix[:k * 37], "c%d." % k, slow=k < 2)
+    clients = [LoadClient(d, mix[k * 37:] + mix[:k * 37], "c%d." % k, slow=k < n_slow)
                for k in range(n_conns)]
     for c in clients:
         c.start()
-    fast = clients[2:]
+    fast = clients[n_slow:]
     dtest.wait_for(lambda: all(c.answered() >= 200 for c in fast), 60 * dtest.SLOW,
                    "every connection under load")
     eq(d.stats()["internal_errors"], 0, "internal errors")
@@ -440,13 +442,15 @@ def sigterm_full_load(ctx, n_conns):
     for c in clients:
         for k, v in c.verify().items():
             total[k] = total.get(k, 0) + v
-    for c in clients[:3]:
-        print("    %s: %d sent, %d bytes received" % (c.tag, c.n, len(c.data)))
+    for c in clients[:n_slow]:
+        print("    %s (slow): %d sent, %d bytes received" % (c.tag, c.n, len(c.data)))
     print("    %d connections, %d requests sent, answers: %r" % (
         n_conns, sum(c.n for c in clients), total))
     check(not os.path.exists(d.sock), "the socket file is left behind")
     for k in ("PONG", "PWNED", "CLEAN", "BLOCKED", "SAFE"):
         check(total.get(k, 0) > 0, "no %s answer before the stop" % k)
+    if not n_slow:  # clients that read: the drain ends before its timeout
+        check("(drain timeout)" not in d.log(), "the drain ran into its timeout")
 
 
 # name, function, repetitions (normal build, slow builds: ASan or valgrind)
@@ -455,6 +459,7 @@ FAULTS = [
     ("sigkill_reload", sigkill_reload, 20, 10),
     ("sighup_storm", sighup_storm, 100, 100),
     ("sigterm_full_load", sigterm_full_load, 12, 8),
+    ("sigterm_full_load_readers", lambda ctx, n: sigterm_full_load(ctx, n, n_slow=0), 12, 8),
 ]
 
 
