@@ -241,6 +241,25 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     return bd_http_apply(srv, err);
 }
 
+/* Stopping: SIGHUP, SIGTERM and SIGINT change nothing from here to the exit
+ * (breachd(8), SIGNALS). Freeing their events gives them back their default
+ * action, which would kill the process in its last steps (exit status
+ * "killed by SIGHUP"): blocked first, then ignored. */
+static void signals_off(bd_server *srv)
+{
+    static const int sigs[3] = {SIGHUP, SIGTERM, SIGINT};
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < 3; i++)
+        sigaddset(&set, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    for (int i = 0; i < 4; i++)
+        if (srv->signals[i])
+            event_free(srv->signals[i]);
+    for (int i = 0; i < 3; i++)
+        signal(sigs[i], SIG_IGN);
+}
+
 void bd_server_fini(bd_server *srv)
 {
     if (srv->reloading) {
@@ -263,9 +282,7 @@ void bd_server_fini(bd_server *srv)
     }
     bd_metrics_stop(srv->metrics);
     bd_http_free(srv->http);
-    for (int i = 0; i < 4; i++)
-        if (srv->signals[i])
-            event_free(srv->signals[i]);
+    signals_off(srv);
     if (srv->reload_ev)
         event_free(srv->reload_ev);
     if (srv->drain_timer)

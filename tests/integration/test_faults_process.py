@@ -23,6 +23,8 @@ daemon that serves afterwards.
   one of its requests, then EOF; breachd exits 0 (at its drain timeout).
 - sigterm_full_load_readers: the same with every connection reading: the
   drain ends before its timeout.
+- sighup_through_stop: SIGHUPs without a pause from SIGTERM to the exit:
+  the exit status stays 0.
 
 Without strace (or under valgrind) the kills come at random moments.
 """
@@ -453,6 +455,39 @@ def sigterm_full_load(ctx, n_conns, n_slow=2):
         check("(drain timeout)" not in d.log(), "the drain ran into its timeout")
 
 
+def sighup_through_stop(ctx, rounds):
+    """SIGHUPs without a pause from SIGTERM until the process is gone: a
+    stopping daemon exits 0, whatever signal comes last."""
+    m = Mirror(ctx, 100, 50, seed=505)
+    gens = build_generations(ctx, m, [2, 3], 1000)
+    live = ctx.path("live.bfuse")
+    shutil.copyfile(gens[2], live)
+    conf = daemon_conf(ctx, m, filt=live)
+    checks = m.checks(m.prefixes)
+    sent = 0
+    for r in range(rounds):
+        d = ctx.daemon(conf)
+        w = Checker(d, checks, "w.")
+        w.start()
+        dtest.wait_for(lambda: w.done > 0, 30 * dtest.SLOW, "checks")
+        replace_file(gens[3 - r % 2], live)
+        d.send_signal(signal.SIGTERM)
+        while d.proc.poll() is None:
+            try:
+                os.kill(d.pid, signal.SIGHUP)  # the pid is ours until we reap it
+                sent += 1
+            except ProcessLookupError:
+                break
+        rc = d.proc.wait()
+        d.close_log()
+        w.stop.set()
+        w.join(30)
+        w.cl.close()
+        eq(rc, 0, "round %d: exit status (-1: killed by a SIGHUP)" % r)
+        check("stopped" in d.log(), "round %d: no 'stopped' in the log" % r)
+    print("    %d SIGHUPs sent through %d stops" % (sent, rounds))
+
+
 # name, function, repetitions (normal build, slow builds: ASan or valgrind)
 FAULTS = [
     ("sigkill_cache_writes", sigkill_cache_writes, 20, 10),
@@ -460,6 +495,7 @@ FAULTS = [
     ("sighup_storm", sighup_storm, 100, 100),
     ("sigterm_full_load", sigterm_full_load, 12, 8),
     ("sigterm_full_load_readers", lambda ctx, n: sigterm_full_load(ctx, n, n_slow=0), 12, 8),
+    ("sighup_through_stop", sighup_through_stop, 5, 3),
 ]
 
 
