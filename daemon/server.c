@@ -52,22 +52,9 @@ void bd_maybe_finish_drain(bd_server *srv)
     if (!srv->draining || srv->inflight > 0 || bd_http_unsent(srv->http) > 0)
         return;
     for (bd_conn *c = srv->conns; c; c = c->next)
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+        if (bd_conn_out_unsent(c) > 0)
             return;
     event_base_loopexit(srv->base, NULL);
-}
-
-/* At exit: write what is still buffered for c, as far as the socket takes it
- * without blocking (answers made by the final shutdown, refusals). */
-void bd_conn_flush_now(bd_conn *c)
-{
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    evutil_socket_t fd = bufferevent_getfd(c->bev);
-    /* A bufferevent keeps the front of its output frozen (only it drains
-     * it); the bufferevent is freed right after this. */
-    evbuffer_unfreeze(out, 1);
-    while (fd >= 0 && evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0) {
-    }
 }
 
 /* Wipe the first len bytes of an input buffer, then drain them: a request
@@ -102,6 +89,7 @@ void bd_conn_close(bd_conn *c)
     wipe_drain(in, evbuffer_get_length(in));
     bufferevent_free(c->bev);
     c->bev = NULL;
+    bd_conn_out_fini(c);
     event_free(c->idle);
     c->idle = NULL;
     conn_unref(c);
@@ -112,14 +100,14 @@ static void conn_maybe_close(bd_conn *c)
 {
     if (!c->open)
         return;
-    bool owed = c->inflight > 0 || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0;
+    bool owed = c->inflight > 0 || bd_conn_out_unsent(c) > 0;
     if ((c->closing || c->eof) && !owed)
         bd_conn_close(c);
 }
 
 static void conn_check_pressure(bd_conn *c)
 {
-    size_t unread = evbuffer_get_length(bufferevent_get_output(c->bev));
+    size_t unread = bd_conn_out_unsent(c);
     if (!c->paused && unread > c->srv->limits.max_unread) {
         c->paused = true;
         bufferevent_disable(c->bev, EV_READ);
@@ -145,7 +133,7 @@ void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
         return;
     size_t len = idl + 1 + ((size_t)n < room ? (size_t)n : room - 1);
     line[len++] = '\n';
-    evbuffer_add(bufferevent_get_output(c->bev), line, len);
+    bd_conn_out_add(c, line, len);
     conn_check_pressure(c);
 }
 
@@ -163,7 +151,7 @@ void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
     line[idl] = ' ';
     memcpy(line + idl + 1, text, tl);
     line[idl + 1 + tl] = '\n';
-    evbuffer_add(bufferevent_get_output(c->bev), line, idl + tl + 2);
+    bd_conn_out_add(c, line, idl + tl + 2);
     conn_check_pressure(c);
 }
 
@@ -311,7 +299,8 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
     bd_conn *c = arg;
     bd_server *srv = c->srv;
     c->refs++;
-    if (c->paused && evbuffer_get_length(bufferevent_get_output(c->bev)) <= c->srv->limits.max_unread / 2) {
+    bd_conn_out_refill(c); /* the output is written out: the next lines */
+    if (c->paused && bd_conn_out_unsent(c) <= c->srv->limits.max_unread / 2) {
         c->paused = false;
         if (!c->eof && !c->closing)
             bufferevent_enable(c->bev, EV_READ);
@@ -350,7 +339,7 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
         /* Answers still unwritten (one may have been made in this very loop
          * iteration): close once they are written, unless the peer has not
          * read them for a whole idle period already. */
-        bool unwritten = evbuffer_get_length(bufferevent_get_output(c->bev)) > 0;
+        bool unwritten = bd_conn_out_unsent(c) > 0;
         if (!unwritten || c->closing) {
             bd_log(LOG_DEBUG, "closing an idle connection (uid %u)", (unsigned)c->uid);
             bd_conn_close(c);
@@ -404,6 +393,12 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     srv->conns = c;
     srv->n_conns++;
     srv->counters.connections_total++;
+    if (bd_conn_out_init(c) < 0) {
+        bd_log(LOG_ERR, "out of memory accepting a connection");
+        srv->counters.connections_refused++;
+        bd_conn_close(c);
+        return;
+    }
     bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     struct timeval tv = {srv->limits.idle_timeout_ms / 1000, (srv->limits.idle_timeout_ms % 1000) * 1000};

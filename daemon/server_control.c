@@ -60,10 +60,8 @@ static void *reload_thread_main(void *arg)
     return NULL;
 }
 
-static void reload_answer(bd_server *srv, int r, const char *why)
+static void reload_answer_list(bd_waiter *w, int r, const char *why)
 {
-    bd_waiter *w = srv->reload_waiters;
-    srv->reload_waiters = NULL;
     while (w) {
         bd_waiter *next = w->next;
         if (r >= 0)
@@ -73,6 +71,27 @@ static void reload_answer(bd_server *srv, int r, const char *why)
         bd_waiter_free(w);
         w = next;
     }
+}
+
+static void reload_answer(bd_server *srv, int r, const char *why)
+{
+    bd_waiter *w = srv->reload_waiters;
+    srv->reload_waiters = NULL;
+    reload_answer_list(w, r, why);
+}
+
+static void reload_start(bd_server *srv);
+
+/* A reload asked for while the last one ran starts now, for the files as
+ * they are now (the last one may have read them before they changed). */
+static void reload_follow_up(bd_server *srv)
+{
+    if (!srv->reload_again)
+        return;
+    srv->reload_again = false;
+    srv->reload_waiters = srv->reload_next_waiters;
+    srv->reload_next_waiters = NULL;
+    reload_start(srv);
 }
 
 static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
@@ -96,6 +115,7 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
                srv->reload_err.text);
         bd_notify("READY=1\nSTATUS=reload failed: %s", srv->reload_err.text);
         reload_answer(srv, r, srv->reload_err.text);
+        reload_follow_up(srv);
         return;
     }
     if (!srv->socket_activated && strcmp(next->cfg->daemon.socket, srv->state->cfg->daemon.socket))
@@ -114,17 +134,31 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     bd_state_log_filters(next);
     bd_notify("READY=1\nSTATUS=serving (reloaded)");
     reload_answer(srv, 0, NULL);
+    reload_follow_up(srv);
 }
 
 void bd_server_reload(bd_server *srv, bd_waiter *waiter)
 {
-    /* A request arriving during a reload joins it and gets its result. */
+    /* During a reload, SIGHUP or RELOAD asks for one more after it (however
+     * many arrive meanwhile), and a request gets that one's result
+     * (docs/protocol.md, RELOAD). */
+    if (srv->reloading) {
+        srv->reload_again = true;
+        if (waiter) {
+            waiter->next = srv->reload_next_waiters;
+            srv->reload_next_waiters = waiter;
+        }
+        return;
+    }
     if (waiter) {
         waiter->next = srv->reload_waiters;
         srv->reload_waiters = waiter;
     }
-    if (srv->reloading)
-        return;
+    reload_start(srv);
+}
+
+static void reload_start(bd_server *srv)
+{
     srv->reloading = true;
     bd_notify("RELOADING=1\nSTATUS=reloading");
     bd_log(LOG_INFO, "reloading %s", srv->config_path);
@@ -208,6 +242,25 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     return bd_http_apply(srv, err);
 }
 
+/* Stopping: SIGHUP, SIGTERM and SIGINT change nothing from here to the exit
+ * (breachd(8), SIGNALS). Freeing their events gives them back their default
+ * action, which would kill the process in its last steps (exit status
+ * "killed by SIGHUP"): blocked first, then ignored. */
+static void signals_off(bd_server *srv)
+{
+    static const int sigs[3] = {SIGHUP, SIGTERM, SIGINT};
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < 3; i++)
+        sigaddset(&set, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    for (int i = 0; i < 4; i++)
+        if (srv->signals[i])
+            event_free(srv->signals[i]);
+    for (int i = 0; i < 3; i++)
+        signal(sigs[i], SIG_IGN);
+}
+
 void bd_server_fini(bd_server *srv)
 {
     if (srv->reloading) {
@@ -216,8 +269,10 @@ void bd_server_fini(bd_server *srv)
         srv->reloading = false;
     }
     reload_answer(srv, -ECANCELED, "breachd is stopping");
+    reload_answer_list(srv->reload_next_waiters, -ECANCELED, "breachd is stopping");
+    srv->reload_next_waiters = NULL;
     for (bd_conn *c = srv->conns; c; c = c->next)
-        bd_conn_flush_now(c);
+        bd_conn_out_flush_now(c);
     while (srv->conns)
         bd_conn_close(srv->conns);
     if (srv->listener)
@@ -228,9 +283,7 @@ void bd_server_fini(bd_server *srv)
     }
     bd_metrics_stop(srv->metrics);
     bd_http_free(srv->http);
-    for (int i = 0; i < 4; i++)
-        if (srv->signals[i])
-            event_free(srv->signals[i]);
+    signals_off(srv);
     if (srv->reload_ev)
         event_free(srv->reload_ev);
     if (srv->drain_timer)

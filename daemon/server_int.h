@@ -6,6 +6,17 @@
 
 /* Exit the loop once draining and nothing is owed to any client. */
 void bd_maybe_finish_drain(bd_server *srv);
-/* Write what is buffered for c now (at exit, outside the loop). */
-void bd_conn_flush_now(bd_conn *c);
 void bd_conn_close(bd_conn *c);
+
+/* conn_out.c: a connection's answers, written out whole lines at a time. */
+#define BD_OUT_CHUNK 16384 /* the most the output holds: one write */
+int bd_conn_out_init(bd_conn *c);
+void bd_conn_out_fini(bd_conn *c);
+/* Add one answer line (LF included). */
+void bd_conn_out_add(bd_conn *c, const char *line, size_t len);
+/* Answer bytes not yet written. */
+size_t bd_conn_out_unsent(const bd_conn *c);
+/* After the output was written: the next whole lines into it. */
+bool bd_conn_out_refill(bd_conn *c);
+/* Write what the socket takes now (at exit, outside the loop). */
+void bd_conn_out_flush_now(bd_conn *c);

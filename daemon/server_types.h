@@ -14,6 +14,7 @@
 #include "state.h"
 
 struct bufferevent;
+struct evbuffer;
 struct event;
 struct event_base;
 struct evconnlistener;
@@ -62,6 +63,10 @@ typedef struct bd_server {
     int reload_result;
     br_error reload_err;
     bd_waiter *reload_waiters;
+    /* Asked for while a reload ran (it may have read the files already):
+     * one more reload follows, and these requests get its result. */
+    bool reload_again;
+    bd_waiter *reload_next_waiters;
 
     struct bd_metrics *metrics;
     char metrics_addr[64]; /* "host:port" being served, "" = none */
@@ -79,6 +84,7 @@ struct bd_conn {
     bool eof;        /* the peer closed its side: answer, then close */
     bool closing;    /* close once the output is written */
     bool paused;     /* not reading: too many unread responses */
+    struct evbuffer *backlog; /* answers not yet in the output (conn_out.c) */
     uint32_t inflight;
     br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
     uid_t uid;
