@@ -44,6 +44,9 @@ typedef struct bd_server {
     bool socket_activated;
     char *socket_path; /* the path we created (unlinked at exit); NULL if activated */
     struct evconnlistener *listener;
+    struct event *accept_timer; /* ends a pause of accepting (out of descriptors) */
+    bool accept_paused;
+    int64_t accept_logged_at; /* when a pause was last logged (seconds, CLOCK_MONOTONIC) */
     bd_conn *conns;
     uint32_t n_conns;
     uint64_t inflight; /* requests waiting for an answer, all connections */

@@ -234,6 +234,8 @@ void bd_server_fini(bd_server *srv)
         event_free(srv->reload_ev);
     if (srv->drain_timer)
         event_free(srv->drain_timer);
+    if (srv->accept_timer)
+        event_free(srv->accept_timer);
     for (int i = 0; i < 2; i++)
         if (srv->reload_pipe[i] >= 0)
             close(srv->reload_pipe[i]);

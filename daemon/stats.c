@@ -51,6 +51,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "connections", srv->n_conns);
     U64(o, "connections_total", k->connections_total);
     U64(o, "connections_refused", k->connections_refused);
+    U64(o, "accept_pauses", k->accept_pauses);
     U64(o, "requests_in_flight", srv->inflight);
     uint64_t total = 0;
     for (int v = 0; v < BR_VERB_COUNT_; v++)

@@ -251,7 +251,7 @@ def slowloris_main(argv):
     stalled_since = [None] * n_pipe
     t0 = time.monotonic()
     ready_at = None
-    tick = t0
+    slot = 0  # every 10 ms, the slow clients of one of 100 slots send: spread over the second
     while True:
         now = time.monotonic()
         if ready_at is None and all(s is not None and now - s > 0.5 for s in stalled_since):
@@ -264,24 +264,24 @@ def slowloris_main(argv):
         if now - t0 > 120:
             print(json.dumps({"error": "pipeliners never stalled", "piped": piped}))
             return 1
-        for j, s in enumerate(pipe):
-            try:
-                k = s.send(chunk)
-                piped[j] += k
-                if k:
-                    stalled_since[j] = None
-            except BlockingIOError:
-                if stalled_since[j] is None:
-                    stalled_since[j] = now
-        if now >= tick:
-            tick += 1.0
-            for i, s in enumerate(slow):
-                b = scripts[i][pos[i] % len(scripts[i]):][:1]
+        if slot % 10 == 0:
+            for j, s in enumerate(pipe):
                 try:
-                    pos[i] += s.send(b)
+                    k = s.send(chunk)
+                    piped[j] += k
+                    if k:
+                        stalled_since[j] = None
                 except BlockingIOError:
-                    pass
-        time.sleep(0.05)
+                    if stalled_since[j] is None:
+                        stalled_since[j] = now
+        for i in range(slot % 100, n_slow, 100):
+            b = scripts[i][pos[i] % len(scripts[i]):][:1]
+            try:
+                pos[i] += slow[i].send(b)
+            except BlockingIOError:
+                pass
+        slot += 1
+        time.sleep(max(0.0, t0 + slot * 0.01 - time.monotonic()))
     out = {"slow_bytes": sum(pos), "piped_bytes": sum(piped),
            "loaded_s": time.monotonic() - ready_at}
     for s in slow + pipe:
@@ -353,16 +353,22 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
     mem0 = mem_kib(d.pid)
     ready = ctx.path("slowloris.ready")
     drv = ctx.spawn([sys.executable, os.path.abspath(__file__), "slowloris", d.sock, str(n_slow),
-                     str(n_pipe), str(seconds), ready], stdout=subprocess.PIPE)
+                     str(n_pipe), str(seconds), ready], stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT)
     dtest.wait_for(lambda: os.path.exists(ready) or drv.poll() is not None, timeout=120 * dtest.SLOW,
                    what="the slowloris clients")
-    check(drv.poll() is None, "the slowloris driver exited early: %r" % drv.stdout.read())
+    if drv.poll() is not None:
+        raise AssertionError("the slowloris driver exited early: %r" % drv.stdout.read())
     with open(ready) as f:
         setup = json.load(f)
     st = d.stats()
     conns_loaded = st["connections"]
     pr.run(loaded, until=lambda: drv.poll() is not None)
-    out = json.loads(drv.stdout.read())
+    text = drv.stdout.read()
+    drv.wait()
+    check(drv.returncode == 0, "the slowloris driver failed (%d): %s" % (drv.returncode,
+                                                                        text[-2000:]))
+    out = json.loads(text)
     mem1 = mem_kib(d.pid)
     pr.run(after, n=max(1, n_unloaded // 2))
     pr.close()

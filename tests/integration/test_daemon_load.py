@@ -132,5 +132,188 @@ def ten_thousand_connections(ctx):
     d.stop_ok()
 
 
+@test
+def slowloris(ctx):
+    nofile = loadfx.raise_nofile()
+    if nofile < 2000:
+        raise dtest.Skip("RLIMIT_NOFILE hard limit %d < 2000" % nofile)
+    d, fig, loaded = loadfx.slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0,
+                                      report=lambda t: print("    " + t))
+    # No timed assert on the ratio (shared machines); what a blocked loop
+    # would break: every answer came (checked by the prober), none took 2 s.
+    bound = 2.0 * dtest.SLOW
+    check(fig["loaded_max_ms"] < 1e3 * bound, "a well-behaved check waited %.0f ms under "
+          "slowloris load" % fig["loaded_max_ms"])
+    check(len(loaded) >= 100, "only %d well-behaved checks under load" % len(loaded))
+    check(fig["conns_loaded"] >= 1000 + 10 + 1, "only %d connections under load"
+          % fig["conns_loaded"])
+    # The pipeliners were stopped by max_unread (1M), not served without
+    # bound: each sent at most what the daemon answers within it plus the
+    # socket buffers.
+    ctl = d.client()
+    st = quiet(d, ctl)
+    eq(st["internal_errors"], 0, "internal_errors")
+    ctl.close()
+    d.stop_ok()
+
+
+HIT = "00000000000000000000000000000000001"  # in every faultserver range: count 42
+N_LEAVERS = 10000
+ROUND = 1000
+
+
+def leave_round(d, first, prefix_of):
+    """ROUND clients, numbered from first, each pipelining a PING, two PW
+    checks waiting on slow ranges, another PING and half a request, then
+    leaving without reading (mostly) by one of five ways."""
+    socks = loadfx.connect_many(d.sock, ROUND, deadline_s=60 * dtest.SLOW)
+    pay = []
+    for j, s in enumerate(socks):
+        k = first + j
+        pa, pb = prefix_of(k)
+        pay.append((s, ("a%d PING\nb%d PW %05X%s\nc%d PW %05XABCDEF0123456789ABCDEF0123456789ABC\n"
+                        "d%d PING\ne%d PW 0123" % (k, k, pa, HIT, k, pb, k, k)).encode()))
+    loadfx.send_all_nb(pay)
+    for j, s in enumerate(socks):
+        way = (first + j) % 5
+        if way == 1:  # a reset: SO_LINGER 0
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif way == 2:  # answers unread in the socket: the daemon gets ECONNRESET
+            s.setblocking(True)
+            s.settimeout(10 * dtest.SLOW)
+            s.recv(1)
+        elif way == 3:  # half-close: the daemon sees EOF with answers owed
+            s.shutdown(socket.SHUT_WR)
+        elif way == 4:  # leave before the daemon has even read the requests
+            pass
+        s.close()
+
+
+@test
+def disconnect_mid_pipeline(ctx):
+    loadfx.raise_nofile()
+    port = ctx.faultserver()
+    # The fault server's "limit" mode with "0 0 MS": the ok body after MS
+    # milliseconds, for every request (tests/integration/faultserver.c).
+    with open(ctx.path("fault", "limit"), "w") as f:
+        f.write("0 0 800\n")
+    conf = ctx.config(daemon={"log_level": "notice"},
+                      passwords={"filter": "",
+                                 "upstream": "http://127.0.0.1:%d/limit/{prefix}" % port},
+                      upstream={"rate": "1000", "max_inflight": "64", "timeout": "20s"},
+                      cache={"partition": "none"},
+                      limits={"max_connections": str(ROUND * 4)})
+    d = ctx.daemon(conf)
+    ctl = d.client(timeout=30)
+    rng = random.Random(5)
+    # Clients in groups of 100 share their two prefixes: a group is sent in
+    # far less than the 0.8 s the fault server takes, so its checks wait on
+    # the group's two range fetches while it leaves.
+    groups = rng.sample(range(1 << 20), 2 * (N_LEAVERS + 3 * ROUND) // 100 + 2)
+
+    def prefix_of(k):
+        return groups[2 * (k // 100)], groups[2 * (k // 100) + 1]
+
+    # Rounds of 1,000, each waited for (its answers all made), so that every
+    # round holds the same at its peak; the warm-up rounds bring malloc's
+    # arenas and libevent's tables to that size.
+    pending_seen = 0
+    for r in range(3):
+        leave_round(d, r * ROUND, prefix_of)
+        pending_seen = max(pending_seen, ctl.stats()["requests_in_flight"])
+        st = quiet(d, ctl)
+    fd0 = loadfx.fds(d.pid)
+    m0 = loadfx.mem_kib(d.pid)
+    fetches0 = st["upstream_fetches"]
+    t0 = time.monotonic()
+    for r in range(N_LEAVERS // ROUND):
+        leave_round(d, (3 + r) * ROUND, prefix_of)
+        pending_seen = max(pending_seen, ctl.stats()["requests_in_flight"])
+        st = quiet(d, ctl)
+        if os.environ.get("LOAD_DEBUG"):
+            print("    round %d: %s" % (r, loadfx.mem_kib(d.pid)))
+    took = time.monotonic() - t0
+    st = quiet(d, ctl)
+    fd1 = loadfx.fds(d.pid)
+    m1 = loadfx.mem_kib(d.pid)
+    print("    %d clients left mid-pipeline in %.1f s (%d range fetches; up to %d checks "
+          "pending at once)" % (N_LEAVERS, took, st["upstream_fetches"] - fetches0, pending_seen))
+    print("    " + loadfx.mem_line("after the warm-up (%d clients)" % (3 * ROUND), m0))
+    print("    " + loadfx.mem_line("after %d more" % N_LEAVERS, m1))
+    print("    descriptors %s -> %s" % (fd0, fd1))
+    check(pending_seen > 0, "no check was ever seen pending")
+    eq(st["pw_unknown"], 0, "pw_unknown (every range fetch succeeded)")
+    eq(st["internal_errors"], 0, "internal_errors")
+    eq((fd1["unix"], fd1["other"]), (fd0["unix"], fd0["other"]),
+       "Unix sockets and other descriptors")
+    # The leak bound: each leaving client had a bd_conn, a bufferevent with
+    # its buffers and idle timer, and two waiters (about 2 KiB together, 1.97
+    # KiB per connection in ten_thousand_connections). Keeping even a tenth
+    # of that per client would add 2 MiB over 10,000; what is allowed is
+    # 1 MiB of allocator noise (4 MiB under ASan, whose quarantine holds
+    # freed blocks for a while).
+    bound = 4096 if dtest.is_slow() else 1024
+    check(m1["RssAnon"] - m0["RssAnon"] <= bound, "anonymous memory grew by %d KiB over %d "
+          "clients leaving (bound %d KiB)" % (m1["RssAnon"] - m0["RssAnon"], N_LEAVERS, bound))
+    # Still answering right.
+    cl = d.client(timeout=30)
+    pa, pb = rng.sample(range(1 << 20), 2)
+    cl.send("x PING\ny PW %05X%s\nz PW %05XABCDEF0123456789ABCDEF0123456789ABD\n" % (pa, HIT, pb))
+    eq(sorted(cl.lines(3)), ["x PONG", "y PWNED 42", "z CLEAN"], "answers after the leavers")
+    cl.close()
+    ctl.close()
+    d.stop_ok()
+
+
+@test
+def out_of_descriptors(ctx):
+    """More clients than the daemon has descriptors for: accept fails with
+    EMFILE while the listening socket stays readable. The daemon pauses
+    accepting (STATS accept_pauses) instead of retrying in a tight loop that
+    fills its log, and serves the waiting clients once descriptors free."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = 160
+    conf = ctx.config(limits={"max_connections": "1000"})
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))  # breachd inherits it
+    try:
+        d = ctx.daemon(conf)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    ctl = d.client()
+    socks = []
+    end = time.monotonic() + 10 * dtest.SLOW
+    while len(socks) < limit + 80 and time.monotonic() < end:  # into the backlog
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        if s.connect_ex(d.sock) == 0:
+            socks.append(s)
+        else:  # EAGAIN: the backlog is full for now
+            s.close()
+            time.sleep(0.01)
+    check(len(socks) > limit, "only %d connections made" % len(socks))
+    dtest.wait_for(lambda: "accept:" in d.log(), timeout=10 * dtest.SLOW,
+                   what="accept to fail")
+    time.sleep(1.0)  # what a spinning accept would fill the log with meanwhile
+    st = ctl.stats()
+    spins = d.log().count("accept:")
+    print("    %d clients, open-file limit %d: %d connections held, %s accept pauses, "
+          "%d log lines" % (len(socks), limit, st["connections"], st.get("accept_pauses"), spins))
+    check(spins <= 3, "%d 'accept:' lines in the log: accept spins" % spins)
+    check(st["accept_pauses"] >= 1, "accept_pauses %d" % st["accept_pauses"])
+    # Free descriptors: the clients still in the backlog are served.
+    keep = socks[-60:]
+    for s in socks[:-60]:
+        s.close()
+    loadfx.send_all_nb([(s, b"k%d PING\n" % i) for i, s in enumerate(keep)])
+    got = loadfx.read_lines_nb(keep, [1] * len(keep), deadline_s=30 * dtest.SLOW)
+    eq(got, [["k%d PONG" % i] for i in range(len(keep))], "answers once descriptors freed")
+    for s in keep:
+        s.close()
+    quiet(d, ctl)
+    ctl.close()
+    d.stop_ok()
+
+
 if __name__ == "__main__":
     dtest.main()
