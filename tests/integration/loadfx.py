@@ -78,6 +78,18 @@ def fds(pid):
     return out
 
 
+def cpu_ns(pid):
+    """(CPU time, run-queue wait) of pid's main thread in ns: what it ran and
+    how long it was ready to run while other work held the cores
+    (/proc/PID/schedstat); (-1, -1) when not available."""
+    try:
+        with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+            run, wait = f.read().split()[:2]
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return -1, -1
+
+
 def mem_line(what, m):
     return "%s: VmRSS %d KiB, VmHWM %d KiB, RssAnon %d KiB" % (what, m["VmRSS"], m["VmHWM"],
                                                               m["RssAnon"])
@@ -349,7 +361,9 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
     pr = Prober(d, checks)
     pr.run([], n=30)
     before, loaded, after = [], [], []
+    c0, t0 = cpu_ns(d.pid), time.monotonic()
     pr.run(before, n=n_unloaded)
+    c1, t1 = cpu_ns(d.pid), time.monotonic()
     mem0 = mem_kib(d.pid)
     ready = ctx.path("slowloris.ready")
     drv = ctx.spawn([sys.executable, os.path.abspath(__file__), "slowloris", d.sock, str(n_slow),
@@ -363,7 +377,9 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
         setup = json.load(f)
     st = d.stats()
     conns_loaded = st["connections"]
+    c2, t2 = cpu_ns(d.pid), time.monotonic()
     pr.run(loaded, until=lambda: drv.poll() is not None)
+    c3, t3 = cpu_ns(d.pid), time.monotonic()
     text = drv.stdout.read()
     drv.wait()
     check(drv.returncode == 0, "the slowloris driver failed (%d): %s" % (drv.returncode,
@@ -385,12 +401,21 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
            "rss_before_kib": mem0["VmRSS"], "rss_loaded_kib": mem1["VmRSS"],
            "hwm_kib": mem1["VmHWM"]}
     fig["p99_ratio"] = fig["loaded_p99_ms"] / fig["unloaded_p99_ms"]
+    # The daemon's loop thread, in ms per second of each phase: CPU, and
+    # waiting for a core (the machine's other work).
+    for name, a, b, ta, tb in (("unloaded", c0, c1, t0, t1), ("loaded", c2, c3, t2, t3)):
+        ok = a[0] >= 0 and b[0] >= 0
+        fig[name + "_cpu_ms_s"] = (b[0] - a[0]) / 1e6 / (tb - ta) if ok else -1
+        fig[name + "_runq_ms_s"] = (b[1] - a[1]) / 1e6 / (tb - ta) if ok else -1
     report("slowloris: %(slow)d byte-a-second clients and %(pipe)d pipeliners (%(piped_mib).1f MiB "
            "sent before the daemon stopped reading them), %(conns_loaded)d connections, "
            "%(loaded_s).1f s loaded" % fig)
     report("well-behaved: unloaded p50 %(unloaded_p50_ms).3f ms p99 %(unloaded_p99_ms).3f ms "
            "(n=%(unloaded_n)d); loaded p50 %(loaded_p50_ms).3f ms p99 %(loaded_p99_ms).3f ms "
            "max %(loaded_max_ms).3f ms (n=%(loaded_n)d); p99 ratio %(p99_ratio).2f" % fig)
+    report("daemon loop thread, ms per s: CPU %(unloaded_cpu_ms_s).1f unloaded, "
+           "%(loaded_cpu_ms_s).1f loaded; waiting for a core %(unloaded_runq_ms_s).1f unloaded, "
+           "%(loaded_runq_ms_s).1f loaded" % fig)
     report("daemon RSS %(rss_before_kib)d KiB before, %(rss_loaded_kib)d KiB loaded, VmHWM "
            "%(hwm_kib)d KiB" % fig)
     return d, fig, loaded

@@ -250,11 +250,17 @@ def disconnect_mid_pipeline(ctx):
     # its buffers and idle timer, and two waiters (about 2 KiB together, 1.97
     # KiB per connection in ten_thousand_connections). Keeping even a tenth
     # of that per client would add 2 MiB over 10,000; what is allowed is
-    # 1 MiB of allocator noise (4 MiB under ASan, whose quarantine holds
-    # freed blocks for a while).
-    bound = 4096 if dtest.is_slow() else 1024
-    check(m1["RssAnon"] - m0["RssAnon"] <= bound, "anonymous memory grew by %d KiB over %d "
-          "clients leaving (bound %d KiB)" % (m1["RssAnon"] - m0["RssAnon"], N_LEAVERS, bound))
+    # 1 MiB of allocator noise. Under ASan (whose quarantine keeps up to
+    # 256 MiB of freed blocks poisoned, to catch a use after free) and
+    # valgrind the figure means nothing: there LeakSanitizer / memcheck
+    # check at exit, and stop_ok() fails on their report.
+    bound = 1024
+    grew = m1["RssAnon"] - m0["RssAnon"]
+    if dtest.is_slow():
+        print("    (under a sanitizer or valgrind: growth %d KiB not checked)" % grew)
+    else:
+        check(grew <= bound, "anonymous memory grew by %d KiB over %d clients leaving "
+              "(bound %d KiB)" % (grew, N_LEAVERS, bound))
     # Still answering right.
     cl = d.client(timeout=30)
     pa, pb = rng.sample(range(1 << 20), 2)
