@@ -239,13 +239,22 @@ class Corpus:
 # ---- slowloris ---------------------------------------------------------------
 
 def slowloris_main(argv):
-    """The driver: python3 loadfx.py slowloris SOCKET N_SLOW N_PIPE SECONDS
-    READY_FILE. N_SLOW clients send their request lines one byte a second;
-    N_PIPE clients pipeline PINGs until the daemon stops reading them; none
-    reads a reply. READY_FILE is written (JSON) once every client is
-    connected and every pipeliner is stalled; after SECONDS more, the
-    driver prints its figures as JSON and exits, closing everything."""
-    path, n_slow, n_pipe, seconds, ready = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), argv[4]
+    """The driver: python3 loadfx.py slowloris SOCKET N_SLOW N_PIPE
+    READY_FILE. N_SLOW clients send their request lines one byte a second
+    each (spread over the second: 1% of them every 10 ms); N_PIPE clients
+    pipeline PINGs until the daemon stops reading them; none reads a reply.
+    READY_FILE is written (JSON) once every client is connected and every
+    pipeliner is stalled. The slow clients send only while active: SIGUSR1
+    starts them, SIGUSR2 pauses them (the connections stay open and the
+    driver keeps waking as often, so that a paused window differs from a
+    loaded one only by the daemon's work). SIGTERM: print the figures as
+    JSON, close everything, exit."""
+    import signal
+    path, n_slow, n_pipe, ready = argv[0], int(argv[1]), int(argv[2]), argv[3]
+    state = {"active": False, "done": False}
+    signal.signal(signal.SIGUSR1, lambda *a: state.update(active=True))
+    signal.signal(signal.SIGUSR2, lambda *a: state.update(active=False))
+    signal.signal(signal.SIGTERM, lambda *a: state.update(done=True))
     raise_nofile()
     slow = connect_many(path, n_slow)
     pipe = connect_many(path, n_pipe, sndbuf=65536)
@@ -262,18 +271,18 @@ def slowloris_main(argv):
     piped = [0] * n_pipe
     stalled_since = [None] * n_pipe
     t0 = time.monotonic()
-    ready_at = None
-    slot = 0  # every 10 ms, the slow clients of one of 100 slots send: spread over the second
-    while True:
+    is_ready = False
+    active_s = 0.0
+    slot = 0
+    next_t = t0
+    while not state["done"]:
         now = time.monotonic()
-        if ready_at is None and all(s is not None and now - s > 0.5 for s in stalled_since):
-            ready_at = now
+        if not is_ready and all(s is not None and now - s > 0.5 for s in stalled_since):
+            is_ready = True
             with open(ready + ".tmp", "w") as f:
                 json.dump({"setup_s": now - t0, "piped_bytes": piped}, f)
             os.replace(ready + ".tmp", ready)
-        if ready_at is not None and now - ready_at > seconds:
-            break
-        if now - t0 > 120:
+        if not is_ready and now - t0 > 120:
             print(json.dumps({"error": "pipeliners never stalled", "piped": piped}))
             return 1
         if slot % 10 == 0:
@@ -286,16 +295,20 @@ def slowloris_main(argv):
                 except BlockingIOError:
                     if stalled_since[j] is None:
                         stalled_since[j] = now
+        active = state["active"]
         for i in range(slot % 100, n_slow, 100):
-            b = scripts[i][pos[i] % len(scripts[i]):][:1]
+            if not active:
+                break
             try:
-                pos[i] += slow[i].send(b)
+                pos[i] += slow[i].send(scripts[i][pos[i] % len(scripts[i]):][:1])
             except BlockingIOError:
                 pass
         slot += 1
-        time.sleep(max(0.0, t0 + slot * 0.01 - time.monotonic()))
-    out = {"slow_bytes": sum(pos), "piped_bytes": sum(piped),
-           "loaded_s": time.monotonic() - ready_at}
+        next_t = max(next_t + 0.01, time.monotonic() - 0.05)  # no catching up in bursts
+        time.sleep(max(0.0, next_t - time.monotonic()))
+        if active:
+            active_s += time.monotonic() - now
+    out = {"slow_bytes": sum(pos), "piped_bytes": sum(piped), "active_s": active_s}
     for s in slow + pipe:
         s.close()
     print(json.dumps(out), flush=True)
@@ -334,12 +347,18 @@ class Prober:
         self.cl.close()
 
 
-def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=print):
+def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, window=2.0, n_unloaded=600,
+              report=print):
     """The scenario: a daemon on a filter and an nginx mirror; a
     well-behaved client's PING, PW (filter no) and PW (cached range) checks
-    timed alone, then while the driver holds n_slow slowloris clients and
-    n_pipe pipeliners that never read, then alone again. Asserts every
-    well-behaved answer; returns the figures (latencies in ms)."""
+    timed alone ("unloaded"), then while the driver holds n_slow slowloris
+    clients and n_pipe pipeliners that never read, in alternating windows:
+    the slow clients sending ("loaded", seconds in all) and paused ("held":
+    the same connections open, nothing sent), so that the machine's other
+    work falls on both alike; then alone again. Asserts every well-behaved
+    answer; returns the daemon, the figures (latencies in ms) and the
+    loaded samples (s)."""
+    import signal
     import dtest
     from dtest import check
     raise_nofile()
@@ -360,59 +379,80 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
                    ("PW %s" % present[i % 20], "PWNED %d" % c.counts[present[i % 20]])]
     pr = Prober(d, checks)
     pr.run([], n=30)
-    before, loaded, after = [], [], []
-    c0, t0 = cpu_ns(d.pid), time.monotonic()
-    pr.run(before, n=n_unloaded)
-    c1, t1 = cpu_ns(d.pid), time.monotonic()
+    before, loaded, held, after = [], [], [], []
+    cpu = {"unloaded": [0, 0, 0.0], "loaded": [0, 0, 0.0]}  # run ns, wait ns, seconds
+
+    def timed(phase, fn):
+        a, t = cpu_ns(d.pid), time.monotonic()
+        fn()
+        b = cpu_ns(d.pid)
+        f = cpu[phase]
+        f[0] += b[0] - a[0]
+        f[1] += b[1] - a[1]
+        f[2] += time.monotonic() - t
+
+    timed("unloaded", lambda: pr.run(before, n=n_unloaded))
     mem0 = mem_kib(d.pid)
     ready = ctx.path("slowloris.ready")
     drv = ctx.spawn([sys.executable, os.path.abspath(__file__), "slowloris", d.sock, str(n_slow),
-                     str(n_pipe), str(seconds), ready], stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT)
-    dtest.wait_for(lambda: os.path.exists(ready) or drv.poll() is not None, timeout=120 * dtest.SLOW,
-                   what="the slowloris clients")
-    if drv.poll() is not None:
-        raise AssertionError("the slowloris driver exited early: %r" % drv.stdout.read())
-    with open(ready) as f:
-        setup = json.load(f)
-    st = d.stats()
-    conns_loaded = st["connections"]
-    c2, t2 = cpu_ns(d.pid), time.monotonic()
-    pr.run(loaded, until=lambda: drv.poll() is not None)
-    c3, t3 = cpu_ns(d.pid), time.monotonic()
-    text = drv.stdout.read()
-    drv.wait()
+                     str(n_pipe), ready], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        dtest.wait_for(lambda: os.path.exists(ready) or drv.poll() is not None,
+                       timeout=120 * dtest.SLOW, what="the slowloris clients")
+        if drv.poll() is not None:
+            raise AssertionError("the slowloris driver exited early: %r" % drv.stdout.read())
+        with open(ready) as f:
+            setup = json.load(f)
+        conns_loaded = d.stats()["connections"]
+        for w in range(2 * max(1, int(round(seconds / window)))):
+            on = w % 2 == 0
+            drv.send_signal(signal.SIGUSR1 if on else signal.SIGUSR2)
+            end = time.monotonic() + window
+            timed("loaded" if on else "unloaded",
+                  lambda: pr.run(loaded if on else held, until=lambda: time.monotonic() > end))
+        mem1 = mem_kib(d.pid)
+        drv.send_signal(signal.SIGTERM)
+        text = drv.stdout.read()
+        drv.wait()
+    finally:
+        if drv.poll() is None:
+            drv.kill()
     check(drv.returncode == 0, "the slowloris driver failed (%d): %s" % (drv.returncode,
                                                                         text[-2000:]))
     out = json.loads(text)
-    mem1 = mem_kib(d.pid)
     pr.run(after, n=max(1, n_unloaded // 2))
     pr.close()
     base = before + after
     fig = {"slow": n_slow, "pipe": n_pipe, "conns_loaded": conns_loaded,
-           "setup_s": setup["setup_s"], "loaded_s": out["loaded_s"],
+           "setup_s": setup["setup_s"], "loaded_s": out["active_s"],
            "slow_bytes": out["slow_bytes"], "piped_mib": out["piped_bytes"] / 2**20,
-           "unloaded_n": len(base), "loaded_n": len(loaded),
+           "piped_max_kib": max(setup["piped_bytes"] or [0]) / 1024,
+           "unloaded_n": len(base), "held_n": len(held), "loaded_n": len(loaded),
            "unloaded_p50_ms": 1e3 * percentile(base, 0.5),
            "unloaded_p99_ms": 1e3 * percentile(base, 0.99),
+           "held_p50_ms": 1e3 * percentile(held, 0.5),
+           "held_p99_ms": 1e3 * percentile(held, 0.99),
            "loaded_p50_ms": 1e3 * percentile(loaded, 0.5),
            "loaded_p99_ms": 1e3 * percentile(loaded, 0.99),
            "loaded_max_ms": 1e3 * max(loaded) if loaded else float("nan"),
            "rss_before_kib": mem0["VmRSS"], "rss_loaded_kib": mem1["VmRSS"],
            "hwm_kib": mem1["VmHWM"]}
     fig["p99_ratio"] = fig["loaded_p99_ms"] / fig["unloaded_p99_ms"]
-    # The daemon's loop thread, in ms per second of each phase: CPU, and
-    # waiting for a core (the machine's other work).
-    for name, a, b, ta, tb in (("unloaded", c0, c1, t0, t1), ("loaded", c2, c3, t2, t3)):
-        ok = a[0] >= 0 and b[0] >= 0
-        fig[name + "_cpu_ms_s"] = (b[0] - a[0]) / 1e6 / (tb - ta) if ok else -1
-        fig[name + "_runq_ms_s"] = (b[1] - a[1]) / 1e6 / (tb - ta) if ok else -1
+    fig["p99_ratio_held"] = fig["loaded_p99_ms"] / fig["held_p99_ms"]
+    # The daemon's loop thread, in ms per second: CPU, and waiting for a
+    # core (the machine's other work); "unloaded" here: alone and held.
+    for name, (run, wait, secs) in cpu.items():
+        ok = secs > 0 and cpu_ns(d.pid)[0] >= 0
+        fig[name + "_cpu_ms_s"] = run / 1e6 / secs if ok else -1
+        fig[name + "_runq_ms_s"] = wait / 1e6 / secs if ok else -1
     report("slowloris: %(slow)d byte-a-second clients and %(pipe)d pipeliners (%(piped_mib).1f MiB "
            "sent before the daemon stopped reading them), %(conns_loaded)d connections, "
-           "%(loaded_s).1f s loaded" % fig)
+           "%(loaded_s).1f s loaded, %(slow_bytes)d bytes trickled" % fig)
     report("well-behaved: unloaded p50 %(unloaded_p50_ms).3f ms p99 %(unloaded_p99_ms).3f ms "
-           "(n=%(unloaded_n)d); loaded p50 %(loaded_p50_ms).3f ms p99 %(loaded_p99_ms).3f ms "
-           "max %(loaded_max_ms).3f ms (n=%(loaded_n)d); p99 ratio %(p99_ratio).2f" % fig)
+           "(n=%(unloaded_n)d); held open, quiet: p50 %(held_p50_ms).3f ms p99 %(held_p99_ms).3f "
+           "ms (n=%(held_n)d); loaded p50 %(loaded_p50_ms).3f ms p99 %(loaded_p99_ms).3f ms "
+           "max %(loaded_max_ms).3f ms (n=%(loaded_n)d); p99 ratio %(p99_ratio).2f (to held: "
+           "%(p99_ratio_held).2f)" % fig)
     report("daemon loop thread, ms per s: CPU %(unloaded_cpu_ms_s).1f unloaded, "
            "%(loaded_cpu_ms_s).1f loaded; waiting for a core %(unloaded_runq_ms_s).1f unloaded, "
            "%(loaded_runq_ms_s).1f loaded" % fig)
@@ -424,4 +464,4 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, n_unloaded=600, report=
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "slowloris":
         sys.exit(slowloris_main(sys.argv[2:]))
-    sys.exit("usage: loadfx.py slowloris SOCKET N_SLOW N_PIPE SECONDS READY_FILE")
+    sys.exit("usage: loadfx.py slowloris SOCKET N_SLOW N_PIPE READY_FILE")
