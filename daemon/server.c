@@ -36,8 +36,6 @@ void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 
 /* ---- connections ---- */
 
-static void accept_resume(bd_server *srv);
-
 /* noinline: GCC 12 at -O3 sees a false use-after-free through the callers' refs. */
 __attribute__((noinline)) static void conn_unref(bd_conn *c)
 {
@@ -106,7 +104,7 @@ void bd_conn_close(bd_conn *c)
     event_free(c->idle);
     c->idle = NULL;
     conn_unref(c);
-    accept_resume(srv); /* a descriptor is free again */
+    bd_accept_pause_resume(&srv->accept); /* a descriptor is free again */
 }
 
 /* Close when nothing more is owed to the peer. */
@@ -443,58 +441,6 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
 }
 
-/* Out of descriptors (or memory) at accept: the listening socket stays
- * readable, so the listener would try again at once, spinning the loop and
- * the log until a descriptor frees. Accepting pauses for BD_ACCEPT_PAUSE_MS
- * instead, or until a connection closes; new clients wait in the backlog
- * meanwhile (docs/protocol.md "Limits"). */
-#define BD_ACCEPT_PAUSE_MS 100
-
-static void accept_resume(bd_server *srv)
-{
-    if (!srv->accept_paused)
-        return;
-    srv->accept_paused = false;
-    evtimer_del(srv->accept_timer);
-    /* A draining daemon on a systemd socket no longer accepts. */
-    if (srv->listener && !(srv->draining && srv->socket_activated))
-        evconnlistener_enable(srv->listener);
-}
-
-static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    accept_resume(arg);
-}
-
-static void accept_error_cb(struct evconnlistener *l, void *arg)
-{
-    bd_server *srv = arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM) {
-        bd_log(LOG_WARNING, "accept: %s", evutil_socket_error_to_string(e));
-        return;
-    }
-    if (!srv->accept_timer)
-        srv->accept_timer = evtimer_new(srv->base, accept_resume_cb, srv);
-    srv->counters.accept_pauses++;
-    int64_t now = (int64_t)(br_now_ns() / 1000000000u);
-    if (srv->accept_logged_at == 0 || now - srv->accept_logged_at >= 60) {
-        srv->accept_logged_at = now;
-        bd_log(LOG_WARNING, "accept: %s: accepting paused for %d ms at a time (%llu pauses so "
-                            "far, logged at most once a minute; %u connections open)",
-               evutil_socket_error_to_string(e), BD_ACCEPT_PAUSE_MS,
-               (unsigned long long)srv->counters.accept_pauses, (unsigned)srv->n_conns);
-    }
-    if (!srv->accept_timer)
-        return; /* out of memory: the next error tries again */
-    srv->accept_paused = true;
-    evconnlistener_disable(l);
-    struct timeval tv = {0, BD_ACCEPT_PAUSE_MS * 1000};
-    evtimer_add(srv->accept_timer, &tv);
-}
-
 /* ---- the listening socket ---- */
 
 /* Create the socket at path with mode, replacing a stale socket file safely:
@@ -568,7 +514,7 @@ int bd_server_listen(bd_server *srv, br_error *err)
         close(fd);
         return br_error_set(err, -ENOMEM, "cannot listen");
     }
-    evconnlistener_set_error_cb(srv->listener, accept_error_cb);
+    bd_accept_pause_init(&srv->accept, srv->listener, &srv->counters.accept_pauses, "socket");
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "accept_pause.h"
 #include "protocol.h"
 #include "state.h"
 #include "stats.h"
@@ -44,9 +45,7 @@ typedef struct bd_server {
     bool socket_activated;
     char *socket_path; /* the path we created (unlinked at exit); NULL if activated */
     struct evconnlistener *listener;
-    struct event *accept_timer; /* ends a pause of accepting (out of descriptors) */
-    bool accept_paused;
-    int64_t accept_logged_at; /* when a pause was last logged (seconds, CLOCK_MONOTONIC) */
+    bd_accept_pause accept; /* the listener's pauses when out of descriptors */
     bd_conn *conns;
     uint32_t n_conns;
     uint64_t inflight; /* requests waiting for an answer, all connections */

@@ -160,7 +160,7 @@ void bd_server_drain(bd_server *srv)
      * left in the backlog until exit). A systemd socket stops being
      * accepted from: what queues there is for the next instance. */
     if (srv->listener && srv->socket_activated)
-        evconnlistener_disable(srv->listener);
+        bd_accept_pause_stop(&srv->accept);
     struct timeval tv = {srv->limits.drain_timeout_ms / 1000,
                          (srv->limits.drain_timeout_ms % 1000) * 1000};
     evtimer_add(srv->drain_timer, &tv);
@@ -219,6 +219,7 @@ void bd_server_fini(bd_server *srv)
         bd_conn_flush_now(c);
     while (srv->conns)
         bd_conn_close(srv->conns);
+    bd_accept_pause_fini(&srv->accept);
     if (srv->listener)
         evconnlistener_free(srv->listener);
     if (srv->socket_path) {
@@ -234,8 +235,6 @@ void bd_server_fini(bd_server *srv)
         event_free(srv->reload_ev);
     if (srv->drain_timer)
         event_free(srv->drain_timer);
-    if (srv->accept_timer)
-        event_free(srv->accept_timer);
     for (int i = 0; i < 2; i++)
         if (srv->reload_pipe[i] >= 0)
             close(srv->reload_pipe[i]);
