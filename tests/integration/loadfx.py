@@ -14,12 +14,15 @@ import random
 import re
 import resource
 import selectors
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check  # noqa: E402
 
 
 def raise_nofile():
@@ -213,7 +216,6 @@ class Corpus:
     mirror of their ranges served by nginx."""
 
     def __init__(self, ctx, n=2000, seed=11):
-        import dtest
         rng = random.Random(seed)
         self.rng = rng
         self.counts = {}
@@ -249,7 +251,6 @@ def slowloris_main(argv):
     driver keeps waking as often, so that a paused window differs from a
     loaded one only by the daemon's work). SIGTERM: print the figures as
     JSON, close everything, exit."""
-    import signal
     path, n_slow, n_pipe, ready = argv[0], int(argv[1]), int(argv[2]), argv[3]
     state = {"active": False, "done": False}
     signal.signal(signal.SIGUSR1, lambda *a: state.update(active=True))
@@ -320,7 +321,6 @@ class Prober:
     each timed from its send to its answer; every answer checked."""
 
     def __init__(self, d, checks, gap=0.005):
-        import dtest
         self.cl = dtest.Client(d.sock, timeout=30)
         self.checks = checks  # [(request without id, answer without id)]
         self.gap = gap
@@ -358,9 +358,6 @@ def slowloris(ctx, n_slow=1000, n_pipe=10, seconds=12.0, window=2.0, n_unloaded=
     work falls on both alike; then alone again. Asserts every well-behaved
     answer; returns the daemon, the figures (latencies in ms) and the
     loaded samples (s)."""
-    import signal
-    import dtest
-    from dtest import check
     raise_nofile()
     c = Corpus(ctx)
     conf = ctx.config(daemon={"log_level": "notice"},

@@ -30,6 +30,7 @@ breachd.conf(5) [limits]).
 import os
 import random
 import re
+import resource
 import socket
 import struct
 import sys
@@ -236,8 +237,6 @@ def disconnect_mid_pipeline(ctx):
         leave_round(d, (3 + r) * ROUND, prefix_of)
         pending_seen = max(pending_seen, ctl.stats()["requests_in_flight"])
         st = quiet(d, ctl)
-        if os.environ.get("LOAD_DEBUG"):
-            print("    round %d: %s" % (r, loadfx.mem_kib(d.pid)))
     took = time.monotonic() - t0
     st = quiet(d, ctl)
     fd1 = loadfx.fds(d.pid)
@@ -298,7 +297,6 @@ def out_of_descriptors(ctx):
     the listening sockets stay readable. The daemon pauses accepting (STATS
     accept_pauses) instead of retrying in a tight loop that fills its log,
     and serves the waiting clients once descriptors free."""
-    import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = 160
     port = dtest.free_port()
