@@ -368,10 +368,13 @@ static int bind_one(bd_http *h, const breachd_config *cfg, const breachd_listen 
                     br_error *err)
 {
     if (l->family != AF_UNIX) {
-        if (!evhttp_bind_socket_with_handle(h->evh, l->host, l->port))
+        struct evhttp_bound_socket *b = evhttp_bind_socket_with_handle(h->evh, l->host, l->port);
+        if (!b)
             return br_error_set(err, -EADDRNOTAVAIL, "[http] listen %s%s%s:%u: cannot listen",
                                 l->family == AF_INET6 ? "[" : "", l->host,
                                 l->family == AF_INET6 ? "]" : "", l->port);
+        bd_accept_pause_init(&h->pauses[i], evhttp_bound_socket_get_listener(b),
+                             &h->srv->counters.accept_pauses, "[http] listen");
         return 0;
     }
     if (!strcmp(l->path, cfg->daemon.socket))
@@ -379,11 +382,14 @@ static int bind_one(bd_http *h, const breachd_config *cfg, const breachd_listen 
     int fd = unix_listen(l->path, err);
     if (fd < 0)
         return fd;
-    if (!evhttp_accept_socket_with_handle(h->evh, fd)) {
+    struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(h->evh, fd);
+    if (!b) {
         close(fd);
         unlink(l->path);
         return br_error_set(err, -ENOMEM, "[http] listen %s: cannot accept", l->path);
     }
+    bd_accept_pause_init(&h->pauses[i], evhttp_bound_socket_get_listener(b),
+                         &h->srv->counters.accept_pauses, "[http] listen");
     h->unix_paths[i] = strdup(l->path);
     return 0;
 }
@@ -441,6 +447,8 @@ void bd_http_free(bd_http *h)
         j->prev = j->next = NULL;
         h->srv->inflight--;
     }
+    for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)
+        bd_accept_pause_fini(&h->pauses[i]);
     if (h->evh)
         evhttp_free(h->evh);
     for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)

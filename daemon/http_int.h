@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "accept_pause.h"
 #include "http.h"
 #include "range.h"
 #include "resolver.h"
@@ -113,6 +114,7 @@ struct bd_http {
     struct evhttp *evh;
     char *listen;                         /* the [http] listen it serves */
     char *unix_paths[BD_HTTP_MAX_LISTEN]; /* sockets it created (unlinked at stop) */
+    bd_accept_pause pauses[BD_HTTP_MAX_LISTEN]; /* its listeners out of descriptors */
     bd_rate_table *rate;
     bd_http_job *jobs;
     uint32_t n_jobs;

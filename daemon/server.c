@@ -93,6 +93,7 @@ void bd_conn_close(bd_conn *c)
     event_free(c->idle);
     c->idle = NULL;
     conn_unref(c);
+    bd_accept_pause_resume(&srv->accept); /* a descriptor is free again */
 }
 
 /* Close when nothing more is owed to the peer. */
@@ -436,15 +437,6 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
 }
 
-static void accept_error_cb(struct evconnlistener *l, void *arg)
-{
-    (void)l;
-    (void)arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    /* EMFILE and friends: log and go on; the listener retries. */
-    bd_log(LOG_WARNING, "accept: %s", evutil_socket_error_to_string(e));
-}
-
 /* ---- the listening socket ---- */
 
 /* Create the socket at path with mode, replacing a stale socket file safely:
@@ -518,7 +510,7 @@ int bd_server_listen(bd_server *srv, br_error *err)
         close(fd);
         return br_error_set(err, -ENOMEM, "cannot listen");
     }
-    evconnlistener_set_error_cb(srv->listener, accept_error_cb);
+    bd_accept_pause_init(&srv->accept, srv->listener, &srv->counters.accept_pauses, "socket");
     return 0;
 }
 

@@ -195,7 +195,7 @@ void bd_server_drain(bd_server *srv)
      * left in the backlog until exit). A systemd socket stops being
      * accepted from: what queues there is for the next instance. */
     if (srv->listener && srv->socket_activated)
-        evconnlistener_disable(srv->listener);
+        bd_accept_pause_stop(&srv->accept);
     struct timeval tv = {srv->limits.drain_timeout_ms / 1000,
                          (srv->limits.drain_timeout_ms % 1000) * 1000};
     evtimer_add(srv->drain_timer, &tv);
@@ -275,6 +275,7 @@ void bd_server_fini(bd_server *srv)
         bd_conn_out_flush_now(c);
     while (srv->conns)
         bd_conn_close(srv->conns);
+    bd_accept_pause_fini(&srv->accept);
     if (srv->listener)
         evconnlistener_free(srv->listener);
     if (srv->socket_path) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "accept_pause.h"
 #include "counters.h"
 #include "protocol.h"
 #include "state.h"
@@ -44,6 +45,7 @@ typedef struct bd_server {
     bool socket_activated;
     char *socket_path; /* the path we created (unlinked at exit); NULL if activated */
     struct evconnlistener *listener;
+    bd_accept_pause accept; /* the listener's pauses when out of descriptors */
     bd_conn *conns;
     uint32_t n_conns;
     uint64_t inflight; /* requests waiting for an answer, all connections */

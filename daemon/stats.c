@@ -179,6 +179,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "connections", srv->n_conns);
     U64(o, "connections_total", k->connections_total);
     U64(o, "connections_refused", k->connections_refused);
+    U64(o, "accept_pauses", k->accept_pauses);
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);
@@ -211,6 +212,7 @@ size_t bd_stats_render(bd_server *srv, char *buf, size_t size)
 struct bd_metrics {
     struct evhttp *http;
     bd_server *srv;
+    bd_accept_pause pause; /* its listener out of descriptors */
 };
 
 static void metrics_cb(struct evhttp_request *req, void *arg)
@@ -251,10 +253,14 @@ int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, 
         return -ENOMEM;
     m->srv = srv;
     m->http = evhttp_new(base);
-    if (!m->http || evhttp_bind_socket(m->http, host, port) < 0) {
+    struct evhttp_bound_socket *b = m->http ? evhttp_bind_socket_with_handle(m->http, host, port)
+                                            : NULL;
+    if (!b) {
         bd_metrics_stop(m);
         return -EADDRNOTAVAIL;
     }
+    bd_accept_pause_init(&m->pause, evhttp_bound_socket_get_listener(b),
+                         &srv->counters.accept_pauses, "metrics_listen");
     evhttp_set_cb(m->http, "/metrics", metrics_cb, m);
     evhttp_set_gencb(m->http, not_found_cb, NULL);
     evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
@@ -266,6 +272,7 @@ void bd_metrics_stop(bd_metrics *m)
 {
     if (!m)
         return;
+    bd_accept_pause_fini(&m->pause);
     if (m->http)
         evhttp_free(m->http);
     free(m);
