@@ -29,6 +29,7 @@
 # Usage: tests/bench/bench-squid.sh
 # Env:   BUILD (default build-squid-bench, configured --buildtype=release
 #        when absent), N_URLS (300k), N_LIST (200k), CONC (64), REPS (3),
+#        BREACHD, HELPER (other binaries, e.g. a baseline build's),
 #        BENCH_NO_BUILD=1, TMPDIR (scratch, default /var/tmp).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,9 +40,9 @@ N_URLS=$(to_count "${N_URLS:-300k}")
 N_LIST=$(to_count "${N_LIST:-200k}")
 CONC=${CONC:-64}
 REPS=${REPS:-3}
-BREACHD=$BUILD/daemon/breachd
+BREACHD=${BREACHD:-$BUILD/daemon/breachd}
 BREACHCTL=$BUILD/client/breachctl/breachctl
-HELPER=$BUILD/client/squid/breachd-squid-helper
+HELPER=${HELPER:-$BUILD/client/squid/breachd-squid-helper}
 BENCH_URL=$BUILD/tests/bench/bench_url
 FEED=$BUILD/tests/bench/helperfeed
 
