@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <openssl/evp.h>
 
@@ -87,6 +88,25 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
     pthread_once(&fetch_once, fetch_mds);
     const EVP_MD *md = fetched_sha256 ? fetched_sha256 : EVP_sha256();
     return EVP_Digest(buf, len, out, NULL, md, NULL) == 1 ? 0 : -EIO;
+}
+
+int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
+{
+    pthread_once(&fetch_once, fetch_mds);
+    const EVP_MD *md = fetched_sha256 ? fetched_sha256 : EVP_sha256();
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        /* The digest is set once; later inits reuse it (no fetch, no
+         * reference taken per string). */
+        if (EVP_DigestInit_ex2(ctx, i == 0 ? md : NULL, NULL) != 1 ||
+            EVP_DigestUpdate(ctx, s[i], strlen(s[i])) != 1 || EVP_DigestFinal_ex(ctx, out[i], NULL) != 1)
+            r = -EIO;
+    }
+    EVP_MD_CTX_free(ctx);
+    return r;
 }
 
 #define HX(c)                                                                                      \

@@ -238,15 +238,18 @@ static bool folded_holds(const uint8_t *b, size_t n)
     return false;
 }
 
+/* The bytes br_url_may_hold_email stops at: 1 for '@', '%', controls and
+ * bytes >= 0x7f, 2 for ':' (the end of a "mailto:"). */
+static const uint8_t may_hold_stop[256] = {
+    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
+};
+
 bool br_url_may_hold_email(const char *s, size_t n)
 {
     const uint8_t *b = (const uint8_t *)s;
     for (size_t i = 0; i < n; i++) {
-        uint8_t c = b[i];
-        if (c == '@' || c == '%' || c < 0x20 || c >= 0x7f)
-            return true;
-        /* "mailto:" needs its ':' */
-        if (c == ':' && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0)
+        uint8_t stop = may_hold_stop[b[i]];
+        if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
             return true;
     }
     return false;
@@ -288,6 +291,10 @@ static bool folded_is_email(const uint8_t *b, size_t n)
 
 bool br_url_is_email(const char *s, size_t n)
 {
+    /* Without '@', "mailto:", escapes and non-ASCII, folding changes
+     * nothing and neither form can be there. */
+    if (!br_url_may_hold_email(s, n))
+        return false;
     bbuf f = {0};
     if (fold(s, n, &f) < 0)
         return true;
