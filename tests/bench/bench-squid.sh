@@ -104,8 +104,8 @@ EOF
 "$SG" -c "$SCRATCH/sg/squidGuard.conf" -C all >/dev/null 2>&1
 sed 's|$| 127.0.0.1/- - GET myip=127.0.0.1 myport=3128|' "$stream" >"$SCRATCH/sg-in.txt"
 head -1 "$SCRATCH/sg-in.txt" >"$SCRATCH/sg-one.txt"
-grep -m1 'stream:' "$SCRATCH/emit.log" || true
-echo "Data: $(wc -l <"$data/list-domains.txt") domains, $(wc -l <"$stream") URLs ($(grep -o '[0-9]* under the list' "$SCRATCH/emit.log"))."
+grep -o "mean URL length [0-9.]* bytes" "$SCRATCH/emit.log" || true
+echo "Data: $(wc -l <"$data/list-domains.txt") domains, $(wc -l <"$stream") URLs ($(grep -o "stream.txt ([0-9]* URLs, [0-9]* under the list" "$SCRATCH/emit.log" | sed "s/.*, //") )."
 echo
 
 # ---- 3: breachd ----
