@@ -21,14 +21,16 @@
 #      less its start-up (the same command on one line);
 #    - helperfeed -c CONC (Squid's concurrency=CONC: channel IDs 0..CONC-1,
 #      at most CONC outstanding) into breachd-squid-helper; lines/s from
-#      its first answer to its last; and helperfeed -c 0 (the whole stream
-#      at once, IDs counting up: the helper's own upper bound).
+#      its first answer to its last; the same at -c CONC2; and helperfeed
+#      -c 0 (the whole stream at once, IDs counting up: the helper's own
+#      upper bound).
 # 5. Verdicts of every run compared line by line with squidGuard's, and the
 #    same-run ratios.
 #
 # Usage: tests/bench/bench-squid.sh
 # Env:   BUILD (default build-squid-bench, configured --buildtype=release
-#        when absent), N_URLS (300k), N_LIST (200k), CONC (64), REPS (3),
+#        when absent), N_URLS (300k), N_LIST (200k), CONC (64), CONC2 (256:
+#        a second concurrency, 0 to skip), REPS (3),
 #        BREACHD, HELPER (other binaries, e.g. a baseline build's),
 #        BENCH_NO_BUILD=1, TMPDIR (scratch, default /var/tmp).
 set -euo pipefail
@@ -39,6 +41,7 @@ BUILD=${BUILD:-$ROOT/build-squid-bench}
 N_URLS=$(to_count "${N_URLS:-300k}")
 N_LIST=$(to_count "${N_LIST:-200k}")
 CONC=${CONC:-64}
+CONC2=${CONC2:-256}
 REPS=${REPS:-3}
 BREACHD=${BREACHD:-$BUILD/daemon/breachd}
 BREACHCTL=$BUILD/client/breachctl/breachctl
@@ -170,8 +173,8 @@ PY
 cold=$(feed_helper "$CONC" "$SCRATCH/v-cold.txt")
 echo "Cold pass (fills the range cache, not compared): $(field urls_per_s "$cold") lines/s, $(field blocked "$cold") blocked."
 echo
-echo "| rep | squidGuard lines/s (net of start-up) | squidGuard CPU ns/line | helper c=$CONC lines/s | ratio | helper open loop lines/s | ratio | helper CPU ns/line | breachd CPU ns/line | verdicts c=$CONC vs squidGuard | open loop vs squidGuard |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+echo "| rep | squidGuard lines/s (net of start-up) | squidGuard CPU ns/line | helper c=$CONC lines/s | ratio | helper c=$CONC2 lines/s | ratio | helper open loop lines/s | ratio | helper CPU ns/line (c=$CONC) | breachd CPU ns/line (c=$CONC) | verdicts c=$CONC, c=$CONC2, open loop vs squidGuard |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 ratios=()
 for rep in $(seq "$REPS"); do
     read -r sg0 _ <<<"$(run_sg "$SCRATCH/sg-one.txt" /dev/null)"
@@ -180,11 +183,18 @@ for rep in $(seq "$REPS"); do
     sg_lps=$(calc "$N_URLS / ($sgs - $sg0)" 0)
     h=$(feed_helper "$CONC" "$SCRATCH/v-h.txt")
     o=$(feed_helper 0 "$SCRATCH/v-o.txt")
+    h2_lps=- r2=- v2=-
+    if [ "$CONC2" != 0 ]; then
+        h2=$(feed_helper "$CONC2" "$SCRATCH/v-h2.txt")
+        h2_lps=$(field urls_per_s "$h2")
+        r2=$(calc "$h2_lps / $sg_lps" 2)
+        v2=$(cmp_verdicts "$SCRATCH/v-h2.txt" "$SCRATCH/v-sg.txt")
+    fi
     h_lps=$(field urls_per_s "$h")
     o_lps=$(field urls_per_s "$o")
     r=$(calc "$h_lps / $sg_lps" 2)
     ratios+=("$r")
-    echo "| $rep | $sg_lps | $(calc "$sgcpu * 1e9 / $N_URLS" 0) | $h_lps | **$r** | $o_lps | $(calc "$o_lps / $sg_lps" 2) | $(calc "$(field child_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(calc "$(field daemon_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(cmp_verdicts "$SCRATCH/v-h.txt" "$SCRATCH/v-sg.txt") | $(cmp_verdicts "$SCRATCH/v-o.txt" "$SCRATCH/v-sg.txt") |"
+    echo "| $rep | $sg_lps | $(calc "$sgcpu * 1e9 / $N_URLS" 0) | $h_lps | **$r** | $h2_lps | $r2 | $o_lps | $(calc "$o_lps / $sg_lps" 2) | $(calc "$(field child_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(calc "$(field daemon_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(cmp_verdicts "$SCRATCH/v-h.txt" "$SCRATCH/v-sg.txt"); $v2; $(cmp_verdicts "$SCRATCH/v-o.txt" "$SCRATCH/v-sg.txt") |"
 done
 kill -TERM "$dpid"
 wait "$dpid" || echo "note: breachd exited $?"
