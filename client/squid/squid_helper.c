@@ -33,6 +33,7 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "squid_out.h"
 #include "squid_request.h"
 #include "url_secret.h"
 #include "util.h"
@@ -84,42 +85,6 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Answers to Squid, written together before the helper waits again
- * (out_flush): one write for a batch of answers, not one each. */
-static struct {
-    char buf[1 << 16];
-    size_t len;
-} sq_out;
-
-/* Write every buffered answer; stdout may be non-blocking (Squid may hand
- * one socket as stdin and stdout), so a full pipe is waited for. */
-static void out_flush(void)
-{
-    size_t off = 0;
-    while (off < sq_out.len) {
-        ssize_t w = write(STDOUT_FILENO, sq_out.buf + off, sq_out.len - off);
-        if (w > 0) {
-            off += (size_t)w;
-        } else if (w < 0 && errno == EAGAIN) {
-            struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
-            poll(&p, 1, 1000);
-        } else if (w < 0 && errno == EINTR) {
-            continue;
-        } else {
-            break; /* Squid is gone: stdin's EOF ends the helper */
-        }
-    }
-    sq_out.len = 0;
-}
-
-static void out_add(const char *s, size_t n)
-{
-    if (n > sizeof(sq_out.buf) - sq_out.len)
-        out_flush();
-    memcpy(sq_out.buf + sq_out.len, s, n);
-    sq_out.len += n;
 }
 
 /* text is at most an answer line (answer()): it fits the buffer. */
