@@ -16,6 +16,7 @@
 #include "server.h"
 #include "stats.h"
 #include "url_check.h"
+#include "url_prep.h"
 
 const char *bd_conn_admit(const bd_conn *c)
 {
@@ -236,7 +237,9 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
     }
     probe_batch(c, BR_VERB_PW, req, ok, n, hint);
     probe_batch(c, BR_VERB_NT, req, ok, n, hint);
+    bd_url_prepare_batch(c, req, ok, n);
     for (size_t i = 0; i < n; i++)
         dispatch_one(c, &req[i], ok[i], &e[i], hint[i]);
+    bd_url_prep_release();
     OPENSSL_cleanse(req, sizeof(req[0]) * n);
 }

@@ -20,6 +20,7 @@
 #include "url_expr.h"
 #include "url_secret.h"
 #include "url_check.h"
+#include "url_prep.h"
 
 typedef struct url_job {
     bd_waiter *w;
@@ -123,33 +124,23 @@ static void lookup_done(void *ctx, const br_resolve_result *res)
         job_finish(j);
 }
 
-/* The job of a URL request: its lookup expressions free of e-mail
- * addresses (url_secret.h; docs/protocol.md: those holding one are dropped
- * before they are hashed, and their text goes nowhere). NULL after the
- * request was answered (ERR, or UNKNOWN without a usable filter). */
-static url_job *url_job_new(bd_conn *c, const br_request *req)
+/* Answer a request whose URL could not be looked up: ERR (refused by
+ * canonicalization, secret-class), UNKNOWN without a usable filter, ERR busy.
+ * False when it goes on to the filter. */
+static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
-    url_job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
-        return NULL;
-    }
-    br_error err = {{0}};
-    unsigned labels = st->urlfilter ? br_urlfilter_lookup_labels(st->urlfilter)
-                                    : BR_URL_SB_HOST_COMPONENTS;
-    int r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &j->exprs, NULL, &err);
-    if (r < 0) {
-        free(j);
-        if (r == -EPERM)
+    if (p->r < 0) {
+        if (p->r == -EPERM)
             bd_conn_reply_error(c, req->id, BR_PERR_SECRET_CLASS,
                                 "e-mail addresses are never looked up");
-        else if (r == -ENOMEM)
+        else if (p->r == -ENOMEM)
             bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
         else /* the reasons of br_url_canonicalize never contain the URL */
-            bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST, err.text[0] ? err.text : "invalid URL");
-        return NULL;
+            bd_conn_reply_error(c, req->id, BR_PERR_BAD_REQUEST,
+                                p->err.text[0] ? p->err.text : "invalid URL");
+        return true;
     }
     const char *unknown = NULL;
     if (!st->urlfilter)
@@ -157,65 +148,45 @@ static url_job *url_job_new(bd_conn *c, const br_request *req)
     else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
              bd_state_url_filter_stale(st, (int64_t)time(NULL)))
         unknown = "UNKNOWN filter-stale";
-    const char *busy = unknown ? NULL : bd_conn_admit(c);
-    if (unknown || busy) {
-        br_url_exprs_clear(&j->exprs);
-        free(j);
-        if (!unknown) {
-            bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
-            return NULL;
-        }
+    if (unknown) {
         srv->counters.url_unknown++;
-        bd_conn_reply(c, req->id, "%s", unknown);
-        return NULL;
+        bd_conn_reply_text(c, req->id, unknown);
+        return true;
     }
-    return j;
+    const char *busy = bd_conn_admit(c);
+    if (busy) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
+        return true;
+    }
+    return false;
 }
 
-void bd_url_check(bd_conn *c, const br_request *req)
+/* The range lookups of a URL with maybes: a job that answers once all are
+ * in. Takes p's expressions. */
+static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p, int64_t now)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
-    bd_counters *k = &srv->counters;
-    url_job *j = url_job_new(c, req);
-    if (!j)
-        return;
-    int r;
-    j->best = -1;
-
-    uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
-    bool maybe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
-    size_t n = j->exprs.n, n_maybe = 0;
-    int64_t now = (int64_t)time(NULL);
-    for (size_t i = 0; i < n; i++)
-        br_url_expr_hash(j->exprs.expr[i], keys[i]);
-    probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])keys, n, maybe, now);
-    for (size_t i = 0; i < n; i++)
-        n_maybe += maybe[i];
-    if (n_maybe == 0) {
-        k->url_filter_no++;
-        k->url_safe++;
-        bd_conn_reply(c, req->id, "SAFE");
-        br_url_exprs_clear(&j->exprs);
+    url_job *j = calloc(1, sizeof(*j));
+    bd_waiter *w = j ? bd_waiter_new(c, req) : NULL;
+    if (!w) {
         free(j);
-        return;
-    }
-    k->url_filter_maybe++;
-    j->w = bd_waiter_new(c, req);
-    if (!j->w) {
-        br_url_exprs_clear(&j->exprs);
-        free(j);
+        br_url_exprs_clear(&p->exprs);
         bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
         return;
     }
+    j->w = w;
+    j->best = -1;
+    j->exprs = p->exprs;
+    p->exprs.n = 0;
     /* One reference for this loop, so that answers made synchronously
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;
     uint32_t part = bd_state_partition(st, c->uid);
-    for (size_t i = 0; i < n; i++) {
-        if (!maybe[i])
+    for (size_t i = 0; i < j->exprs.n; i++) {
+        if (!p->maybe[i])
             continue;
-        expire_older_range(st, part, keys[i], now);
+        expire_older_range(st, part, p->keys[i], now);
         url_lookup *l = malloc(sizeof(*l));
         br_resolve_result res;
         if (!l) {
@@ -224,8 +195,8 @@ void bd_url_check(bd_conn *c, const br_request *req)
         }
         l->job = j;
         l->index = (int)i;
-        r = br_resolver_resolve_lane(st->resolver, part, BR_RANGE_URL_SHA256, keys[i], c->lane,
-                                     lookup_done, l, &res);
+        int r = br_resolver_resolve_lane(st->resolver, part, BR_RANGE_URL_SHA256, p->keys[i], c->lane,
+                                         lookup_done, l, &res);
         if (r == 0) {
             j->pending++;
             continue;
@@ -238,7 +209,47 @@ void bd_url_check(bd_conn *c, const br_request *req)
         }
         job_take(j, (int)i, &res);
     }
-    OPENSSL_cleanse(keys, sizeof(keys));
     if (--j->pending == 0)
         job_finish(j);
+}
+
+void bd_url_check(bd_conn *c, const br_request *req)
+{
+    bd_server *srv = c->srv;
+    bd_state *st = srv->state;
+    bd_counters *k = &srv->counters;
+    uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
+    bool maybe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
+    bd_url_prep local;
+    /* Prepared with the batch (url_prep.h), or here alone. */
+    bd_url_prep *p = bd_url_prep_take(req);
+    if (p && p->st != st) {
+        br_url_exprs_clear(&p->exprs);
+        p = NULL;
+    }
+    if (!p) {
+        p = &local;
+        bd_url_prep_one(st, req, p, keys, maybe);
+    }
+    size_t n = p->exprs.n, n_maybe = 0;
+    if (url_refused(c, req, p)) {
+        br_url_exprs_clear(&p->exprs);
+        OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
+        return;
+    }
+    int64_t now = (int64_t)time(NULL);
+    if (!p->probed)
+        probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])p->keys, n, p->maybe, now);
+    for (size_t i = 0; i < n; i++)
+        n_maybe += p->maybe[i];
+    if (n_maybe == 0) {
+        k->url_filter_no++;
+        k->url_safe++;
+        bd_conn_reply_text(c, req->id, "SAFE");
+        br_url_exprs_clear(&p->exprs);
+    } else {
+        k->url_filter_maybe++;
+        url_resolve(c, req, p, now);
+    }
+    OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
 }

@@ -9,7 +9,10 @@
  * with up to --max-inflight requests pipelined, and answers with the channel
  * ID, possibly out of order: "OK message=... tag=<category>" when blocked
  * (the ACL matches), "ERR" when safe, "BH message=..." when breachd could not
- * answer. It flushes after every reply and reconnects to a restarted daemon,
+ * answer. Work goes in batches: the request lines of one read from Squid go
+ * to breachd in one write, and the answers of one read from breachd go back
+ * to Squid in one write, before the helper waits again
+ * (breachd-squid-helper(8)). It reconnects to a restarted daemon,
  * resending what was in flight, so no request is lost; while requests wait
  * it retries the connection every 100 ms. A request not answered within
  * --timeout (default 10 s) of its arrival, because breachd is down or does
@@ -30,6 +33,7 @@
 #include "client.h"
 #include "config.h"
 #include "protocol.h"
+#include "squid_out.h"
 #include "squid_request.h"
 #include "url_secret.h"
 #include "util.h"
@@ -37,9 +41,10 @@
 typedef struct req {
     struct req *next;
     char channel[SQUID_CHANNEL_SIZE]; /* "" without concurrency */
-    char *url;
     uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
     uint64_t deadline_ms; /* give up (BH) after this */
+    size_t url_len;
+    char url[]; /* NUL-terminated */
 } req;
 
 /* Reconnecting: exponential backoff from 50 ms to RECONNECT_MAX_MS while
@@ -63,12 +68,13 @@ typedef struct helper {
     uint64_t last_attempt; /* ms: the last connect() or disconnection */
     unsigned backoff_ms;
     req *queue, **queue_tail; /* not sent yet, in arrival order */
-    req *sent;                /* sent, waiting for their answer */
+    req *sent, **sent_tail;   /* sent, waiting for their answer, in sending order */
     unsigned inflight;
     char out[1 << 16];
     size_t out_len;
     char in[2 * (BR_PROTO_MAX_LINE + 2)];
     size_t in_len;
+    uint64_t now; /* ms, taken once per turn of the loop (run) */
     bool warned_down;
     bool warned_slow;     /* logged an unanswered request (once per connection) */
     uint64_t last_expire; /* ms: the last expire() pass */
@@ -81,18 +87,20 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* text is at most an answer line (answer()): it fits the buffer. */
 static void reply(const req *r, const char *text)
 {
-    if (r->channel[0])
-        printf("%s %s\n", r->channel, text);
-    else
-        printf("%s\n", text);
-    fflush(stdout);
+    size_t cl = strlen(r->channel);
+    if (cl) {
+        out_add(r->channel, cl);
+        out_add(" ", 1);
+    }
+    out_add(text, strlen(text));
+    out_add("\n", 1);
 }
 
 static void req_free(req *r)
 {
-    free(r->url);
     free(r);
 }
 
@@ -132,6 +140,10 @@ static void answer(helper *h, req *r, const br_answer *a)
     /* Values are at most the daemon's line (8 KiB), each byte escaped at
      * most once: room for the longest. */
     static char line[2 * BR_PROTO_MAX_LINE + 128];
+    if (a->kind == BR_ANSWER_SAFE) {
+        reply(r, "ERR");
+        return;
+    }
     line[0] = '\0';
     bool unknown_like = a->kind == BR_ANSWER_UNKNOWN ||
                         (a->kind == BR_ANSWER_ERROR && strncmp(a->detail, "secret-class", 12) == 0);
@@ -179,18 +191,16 @@ static void disconnect(helper *h)
     h->out_len = 0;
     h->in_len = 0;
     /* Everything in flight goes back to the front of the queue, in order. */
-    req *back = NULL, **tail = &back;
-    while (h->sent) {
-        req *r = h->sent;
-        h->sent = r->next;
-        r->id = 0;
-        *tail = r;
-        tail = &r->next;
+    if (h->sent) {
+        for (req *r = h->sent; r; r = r->next)
+            r->id = 0;
+        *h->sent_tail = h->queue;
+        if (!h->queue)
+            h->queue_tail = h->sent_tail;
+        h->queue = h->sent;
+        h->sent = NULL;
+        h->sent_tail = &h->sent;
     }
-    *tail = h->queue;
-    if (!h->queue)
-        h->queue_tail = tail;
-    h->queue = back;
     h->inflight = 0;
     h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, RECONNECT_MAX_MS) : 50;
     h->last_attempt = now_ms();
@@ -233,37 +243,62 @@ static void busy_reconnect(helper *h)
         h->reconnect_at = h->last_attempt + RECONNECT_BUSY_MS;
 }
 
+/* id in decimal into buf (at least 20 bytes); its length. */
+static size_t u64_dec(uint64_t id, char *buf)
+{
+    char t[20];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + id % 10);
+        id /= 10;
+    } while (id);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = t[n - 1 - i];
+    return n;
+}
+
+/* Take r (at *pp) out of the sent list. */
+static void sent_unlink(helper *h, req **pp)
+{
+    req *r = *pp;
+    *pp = r->next;
+    if (h->sent_tail == &r->next)
+        h->sent_tail = pp;
+    h->inflight--;
+}
+
 /* Move queued requests into the output buffer while there is room. */
 static void send_queued(helper *h)
 {
     while (h->fd >= 0 && h->queue && h->inflight < h->max_inflight) {
         req *r = h->queue;
-        char line[BR_PROTO_MAX_LINE + 32];
-        uint64_t id = ++h->next_id;
-        int n = snprintf(line, sizeof(line), "%llu URL %s\n", (unsigned long long)id, r->url);
+        char idbuf[24];
+        uint64_t id = h->next_id + 1;
+        size_t il = u64_dec(id, idbuf);
+        size_t n = il + 5 + r->url_len + 1; /* "ID URL <url>\n" */
         /* A line over the protocol's limit would be refused (line-too-long);
          * breachd takes no URL that long anyway: not checked. */
-        if (n >= 0 && (size_t)n - 1 <= BR_PROTO_MAX_LINE && (size_t)n > sizeof(h->out) - h->out_len) {
-            h->next_id--;
+        if (n - 1 <= BR_PROTO_MAX_LINE && n > sizeof(h->out) - h->out_len)
             return; /* the buffer is full: later */
-        }
-        if (n < 0 || (size_t)n - 1 > BR_PROTO_MAX_LINE) {
-            h->next_id--;
-            h->queue = r->next;
-            if (!h->queue)
-                h->queue_tail = &h->queue;
+        h->queue = r->next;
+        if (!h->queue)
+            h->queue_tail = &h->queue;
+        if (n - 1 > BR_PROTO_MAX_LINE) {
             reply(r, "ERR message=\"not checked: URL too long\"");
             req_free(r);
             continue;
         }
-        memcpy(h->out + h->out_len, line, (size_t)n);
-        h->out_len += (size_t)n;
-        h->queue = r->next;
-        if (!h->queue)
-            h->queue_tail = &h->queue;
+        char *o = h->out + h->out_len;
+        memcpy(o, idbuf, il);
+        memcpy(o + il, " URL ", 5);
+        memcpy(o + il + 5, r->url, r->url_len);
+        o[n - 1] = '\n';
+        h->out_len += n;
+        h->next_id = id;
         r->id = id;
-        r->next = h->sent;
-        h->sent = r;
+        r->next = NULL;
+        *h->sent_tail = r;
+        h->sent_tail = &r->next;
         h->inflight++;
     }
 }
@@ -281,11 +316,11 @@ static void on_daemon_line(helper *h, const char *line, size_t len)
         return;
     }
     uint64_t n = strtoull(id, NULL, 10);
+    /* Answers mostly come in sending order: the first is the usual one. */
     for (req **pp = &h->sent; *pp; pp = &(*pp)->next) {
         if ((*pp)->id == n) {
             req *r = *pp;
-            *pp = r->next;
-            h->inflight--;
+            sent_unlink(h, pp);
             answer(h, r, &a);
             req_free(r);
             return;
@@ -337,32 +372,33 @@ static void daemon_io(helper *h, short revents)
 static void on_squid_line(void *ctx, char *line)
 {
     helper *h = ctx;
-    req *r = calloc(1, sizeof(*r));
-    if (!r) {
-        puts("BH message=\"out of memory\"");
-        fflush(stdout);
-        return;
-    }
     squid_request q;
     squid_request_parse(line, &q);
+    req *r = malloc(sizeof(*r) + q.url_len + 1);
+    if (!r) {
+        req nomem = {0};
+        memcpy(nomem.channel, q.channel, sizeof(nomem.channel));
+        reply(&nomem, "BH message=\"out of memory\"");
+        return;
+    }
+    memset(r, 0, sizeof(*r));
     memcpy(r->channel, q.channel, sizeof(r->channel));
     if (q.url_len == 0) {
         reply(r, "BH message=\"no URL in the request\"");
         free(r);
         return;
     }
-    r->url = strndup(q.url, q.url_len);
-    r->deadline_ms = now_ms() + (uint64_t)h->timeout_ms;
-    if (!r->url) {
-        reply(r, "BH message=\"out of memory\"");
-        free(r);
-        return;
-    }
+    memcpy(r->url, q.url, q.url_len);
+    r->url[q.url_len] = '\0';
+    r->url_len = q.url_len;
+    r->deadline_ms = h->now + (uint64_t)h->timeout_ms;
     /* A URL whose every lookup expression holds an e-mail address
-     * (url_secret.h) is answered here, as breachd would, and not sent. */
+     * (url_secret.h) is answered here, as breachd would, and not sent. A
+     * URL that cannot hold one needs no canonicalization to tell. */
     br_url_exprs ex = {0};
-    if (br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
-        -EPERM) {
+    if (br_url_may_hold_email(r->url, r->url_len) &&
+        br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
+            -EPERM) {
         static br_answer a = {.kind = BR_ANSWER_ERROR};
         snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
         answer(h, r, &a);
@@ -412,8 +448,7 @@ static void expire(helper *h)
             pp = &r->next;
             continue;
         }
-        *pp = r->next;
-        h->inflight--;
+        sent_unlink(h, pp);
         if (!h->warned_slow)
             fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n", h->timeout_ms);
         h->warned_slow = true;
@@ -505,6 +540,7 @@ static void read_squid(helper *h, squid_in *in)
 static void run(helper *h)
 {
     static squid_in in; /* a line's worth of buffer: not on the stack */
+    h->now = now_ms();
     fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
     while (!in.eof || h->queue || h->sent) {
         busy_reconnect(h);
@@ -523,25 +559,30 @@ static void run(helper *h)
         if (h->inflight >= h->max_inflight && h->queue)
             p[0].fd = -1;
         busy_reconnect(h);
+        /* The answers of this turn, in one write, before waiting. */
+        out_flush();
         /* Wake up for reconnecting, and every EXPIRE_EVERY_MS while
          * requests wait for an answer. */
         int wait = h->fd < 0 ? (int)BR_MAX((int64_t)h->reconnect_at - (int64_t)now_ms(), 1)
                              : h->sent || h->queue ? EXPIRE_EVERY_MS : 1000;
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
+        h->now = now_ms();
         if (p[0].revents & (POLLIN | POLLHUP))
             read_squid(h, &in);
         if (h->fd >= 0 && p[1].revents)
             daemon_io(h, p[1].revents);
-        if (h->fd < 0 || now_ms() - h->last_expire >= EXPIRE_EVERY_MS)
+        if (h->fd < 0 || h->now - h->last_expire >= EXPIRE_EVERY_MS)
             expire(h);
     }
+    out_flush();
 }
 
 int main(int argc, char **argv)
 {
     helper h = {.fd = -1, .max_inflight = 256, .timeout_ms = 10000};
     h.queue_tail = &h.queue;
+    h.sent_tail = &h.sent;
     h.socket_path = getenv("BREACHD_SOCKET");
     if (!h.socket_path || !*h.socket_path)
         h.socket_path = BREACHD_DEFAULT_SOCKET;

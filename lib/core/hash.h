@@ -22,6 +22,9 @@ int br_hasher_digest(br_hasher *h, const void *buf, size_t len, uint8_t *out);
 /* One-shot helpers. */
 int br_sha1(const void *buf, size_t len, uint8_t out[BR_SHA1_LEN]);
 int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN]);
+/* The SHA-256 of each of n NUL-terminated strings (without the NUL) into
+ * out[i], with one context for all: a URL's lookup expressions. */
+int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN]);
 
 /* Value of one hex digit (any case), or -1. */
 static inline int br_hexval(unsigned char c)

@@ -238,17 +238,29 @@ static bool folded_holds(const uint8_t *b, size_t n)
     return false;
 }
 
+/* The bytes br_url_may_hold_email stops at: 1 for '@', '%', controls and
+ * bytes >= 0x7f, 2 for ':' (the end of a "mailto:"). */
+static const uint8_t may_hold_stop[256] = {
+    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
+};
+
+bool br_url_may_hold_email(const char *s, size_t n)
+{
+    const uint8_t *b = (const uint8_t *)s;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t stop = may_hold_stop[b[i]];
+        if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
+            return true;
+    }
+    return false;
+}
+
 bool br_url_holds_email(const char *s, size_t n)
 {
     /* Fast path: an ASCII string with no '@', '%' or "mailto:" cannot
      * fold into one that holds an address. */
-    if (!memchr(s, '@', n) && !memchr(s, '%', n) && all_ascii((const uint8_t *)s, n)) {
-        bool m = false;
-        for (size_t i = 0; i + 7 <= n && !m; i++)
-            m = (s[i] == 'm' || s[i] == 'M') && strncasecmp(s + i, "mailto:", 7) == 0;
-        if (!m)
-            return false;
-    }
+    if (!br_url_may_hold_email(s, n))
+        return false;
     bbuf f = {0};
     if (fold(s, n, &f) < 0)
         return true;
@@ -279,6 +291,10 @@ static bool folded_is_email(const uint8_t *b, size_t n)
 
 bool br_url_is_email(const char *s, size_t n)
 {
+    /* Without '@', "mailto:", escapes and non-ASCII, folding changes
+     * nothing and neither form can be there. */
+    if (!br_url_may_hold_email(s, n))
+        return false;
     bbuf f = {0};
     if (fold(s, n, &f) < 0)
         return true;
@@ -319,11 +335,16 @@ int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
     if (r < 0)
         return r;
     r = br_url_expressions_labels(canon, host_labels, out, err);
-    OPENSSL_cleanse(canon, strlen(canon));
+    size_t canon_len = strlen(canon);
+    /* The expressions are pieces of canon (a host suffix, then a path
+     * prefix starting with '/', then the query): none holds an address
+     * when canon cannot hold one, and each is checked alone otherwise. */
+    bool check = br_url_may_hold_email(canon, canon_len);
+    OPENSSL_cleanse(canon, canon_len);
     free(canon);
     if (r < 0)
         return r;
-    size_t d = br_url_exprs_drop_email(out);
+    size_t d = check ? br_url_exprs_drop_email(out) : 0;
     if (dropped)
         *dropped = d;
     if (out->n == 0)

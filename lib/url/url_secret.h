@@ -56,6 +56,15 @@
 /* True when s (n bytes, any bytes) holds an e-mail address anywhere. */
 bool br_url_holds_email(const char *s, size_t n);
 
+/* False only when s (n bytes) cannot hold an e-mail address, nor become
+ * one through canonicalization (br_url_canonicalize) or lookup
+ * expressions: ASCII without '@', '%', control bytes (which
+ * canonicalization removes, joining what was around them) and "mailto:"
+ * in any case. True says "check": br_url_holds_email decides. One pass,
+ * no allocation: the fast path of the Squid helper's secret-class check and
+ * of br_url_lookup_expressions. */
+bool br_url_may_hold_email(const char *s, size_t n);
+
 /* True when s IS secret-class as a whole: after folding and trimming bytes
  * <= 0x20 at both ends, it starts with "mailto:" (any case), or it is a bare
  * address: LOCAL@DOMAIN as above with none of ':' '/' '?' '#' before the

@@ -3,6 +3,7 @@
  *
  *   bench_url [N_URLS [N_LIST]]             default 1M URLs, 1M-entry list
  *   bench_url --emit DIR [N_URLS [N_LIST]]  write the same data as files
+ *   bench_url --emit-squid DIR [N_URLS [N_LIST]]  the Squid comparison's data
  *
  * Generates, deterministically (fixed seeds), a blocklist of N_LIST entries
  * (70% domains such as "vorlatim-sekora.com", 30% URL entries such as
@@ -27,6 +28,10 @@
  * with at least one "maybe" and the generated hits among them (every hit
  * must be a maybe: no false negative).
  *
+ * --emit-squid DIR [N_URLS [N_LIST]] (default 300k, 200k) writes the Squid
+ * comparison's data instead (bench-squid.sh): N_LIST domains and a stream
+ * with 10% of its URLs on a listed domain (bench_url_gen.h).
+ *
  * --emit DIR writes DIR/list-domains.txt (one domain a line: a breachctl
  * "domains" feed and a squidGuard domainlist), DIR/list-urls.txt
  * ("host/path" lines: a breachctl URL feed and a squidGuard urllist) and
@@ -41,13 +46,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench_url_gen.h"
 #include "error.h"
 #include "hash.h"
 #include "url_canon.h"
 #include "url_expr.h"
 #include "urlfilter.h"
 #include "util.h"
+
+#include "bench_url_gen.h"
 
 /* ---- the filter ---- */
 
@@ -224,24 +230,29 @@ static size_t parse_count(const char *s)
 int main(int argc, char **argv)
 {
     const char *emit_dir = NULL;
+    bool squid = false;
     int a = 1;
-    if (a < argc && strcmp(argv[a], "--emit") == 0) {
+    if (a < argc && (strcmp(argv[a], "--emit") == 0 || strcmp(argv[a], "--emit-squid") == 0)) {
         if (a + 1 >= argc) {
-            fprintf(stderr, "usage: bench_url [--emit DIR] [N_URLS [N_LIST]]\n");
+            fprintf(stderr, "usage: bench_url [--emit|--emit-squid DIR] [N_URLS [N_LIST]]\n");
             return 2;
         }
+        squid = strcmp(argv[a], "--emit-squid") == 0;
         emit_dir = argv[a + 1];
         a += 2;
     }
-    size_t n_urls = a < argc ? parse_count(argv[a++]) : 1000000;
-    size_t n_list = a < argc ? parse_count(argv[a++]) : 1000000;
+    size_t n_urls = a < argc ? parse_count(argv[a++]) : squid ? 300000 : 1000000;
+    size_t n_list = a < argc ? parse_count(argv[a++]) : squid ? 200000 : 1000000;
     if (n_list < 10) {
         fprintf(stderr, "bench_url: N_LIST must be at least 10\n");
         return 2;
     }
     data d = {0};
     uint64_t t0 = br_now_ns();
-    gen(&d, n_urls, n_list);
+    if (squid)
+        gen_squid(&d, n_urls, n_list);
+    else
+        gen(&d, n_urls, n_list);
     printf("generated %zu URLs (%zu under the list) and a %zu-entry list (%zu domains, %zu URLs) in %.1f s\n",
            d.stream.n, d.hits, d.domains.n + d.urls.n, d.domains.n, d.urls.n, (double)(br_now_ns() - t0) / 1e9);
     size_t bytes = 0;

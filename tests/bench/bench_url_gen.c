@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_url's data (bench_url_gen.h): the blocklist and the URL stream,
- * generated deterministically, and --emit's files. */
+/* bench_url's data: a generated blocklist and URL stream (bench_url_gen.h). */
 #include <errno.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "bench_url_gen.h"
 #include "util.h"
-
-/* ---- generation ---- */
 
 static uint64_t g_rng;
 
@@ -184,10 +179,12 @@ static void shout(sbuf *b, size_t from, size_t to)
             b->p[i] = (char)(b->p[i] - 32);
 }
 
+
 const char *str_at(const strs *s, size_t i)
 {
     return s->buf + s->off[i];
 }
+
 
 static void strs_from(strs *s, sbuf *b, size_t *offs, size_t n)
 {
@@ -271,6 +268,51 @@ void gen(data *d, size_t n_urls, size_t n_list)
     strs_from(&d->stream, &s, offs, n_urls);
 }
 
+/* The Squid comparison's data: n_list domains (a tenth with a subdomain
+ * label) and n_urls URLs, a tenth of them on a listed domain (a third of
+ * those as is, the others under "www.", "m." or "cdn."), with a path and
+ * sometimes a query; the rest random hosts with paths, as gen makes them. */
+void gen_squid(data *d, size_t n_urls, size_t n_list)
+{
+    static const char *const front[] = {"www.", "m.", "cdn."};
+    sbuf b = {0}, s = {0};
+    size_t *offs = malloc(n_list * sizeof(size_t));
+    g_rng = 0x7371756964;
+    for (size_t i = 0; i < n_list; i++) {
+        offs[i] = b.len;
+        if (chance(10)) {
+            word(&b, 1, 3);
+            sb_puts(&b, ".");
+        }
+        domain(&b);
+        sb_add(&b, "", 1);
+    }
+    strs_from(&d->domains, &b, offs, n_list);
+    d->urls = (strs){.buf = NULL, .off = NULL, .n = 0};
+    offs = malloc(n_urls * sizeof(size_t));
+    d->is_hit = calloc(n_urls, 1);
+    d->hits = 0;
+    for (size_t i = 0; i < n_urls; i++) {
+        offs[i] = s.len;
+        sb_puts(&s, chance(60) ? "https://" : "http://");
+        if (chance(10)) {
+            unsigned f = (unsigned)rnd(6);
+            if (f < 3)
+                sb_puts(&s, front[f]);
+            sb_puts(&s, str_at(&d->domains, rnd(n_list)));
+            d->is_hit[i] = true;
+        } else {
+            host(&s);
+        }
+        path(&s, 4);
+        if (chance(20))
+            query(&s);
+        d->hits += d->is_hit[i];
+        sb_add(&s, "", 1);
+    }
+    strs_from(&d->stream, &s, offs, n_urls);
+}
+
 int emit(const data *d, const char *dir)
 {
     if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
@@ -302,3 +344,4 @@ int emit(const data *d, const char *dir)
            dir, d->domains.n, d->urls.n, d->stream.n, d->hits);
     return 0;
 }
+

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_url's data (bench_url_gen.c): a blocklist of domains and URL
- * entries and a stream of URLs, 1% of them under the list (bench_url.c
- * describes them). */
+/* bench_url's data, deterministic (fixed seeds): see bench_url.c for the
+ * 1M-entry list and stream, and gen_squid below for the Squid comparison
+ * (tests/bench/README.md, "URL checks and the Squid helper"). */
 #pragma once
 
 #include <stdbool.h>
@@ -13,8 +13,6 @@ typedef struct strs {
     size_t n;
 } strs;
 
-const char *str_at(const strs *s, size_t i);
-
 typedef struct data {
     strs domains, urls; /* the list: "domain", "host/path" */
     strs stream;        /* URLs */
@@ -23,8 +21,12 @@ typedef struct data {
     bool check; /* count listed URLs and false positives (after the timed runs) */
 } data;
 
-/* Generate n_urls URLs and an n_list-entry list into d (fixed seeds). */
+const char *str_at(const strs *s, size_t i);
+/* n_list entries (70% domains, 30% URL entries) and n_urls URLs, 1% under
+ * the list. */
 void gen(data *d, size_t n_urls, size_t n_list);
-/* Write d as DIR/list-domains.txt, list-urls.txt and stream.txt. 0 or an
- * exit status. */
+/* The Squid comparison: n_list domains, n_urls URLs of which 10% on a
+ * listed domain (some with "www.", "m." or "cdn." in front). */
+void gen_squid(data *d, size_t n_urls, size_t n_list);
+/* Write DIR/list-domains.txt, DIR/list-urls.txt and DIR/stream.txt. */
 int emit(const data *d, const char *dir);

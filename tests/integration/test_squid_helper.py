@@ -226,6 +226,51 @@ def usage_errors(ctx):
     check(r.returncode == 0 and r.stdout.startswith("breachd-squid-helper "), r.stdout)
 
 
+@test
+def batches_with_secret_class(ctx):
+    """Many requests in one write go to breachd in batches and come back in
+    batches: every answer on its own channel, across the daemon's batches of
+    32 lines; secret-class URLs inside a batch are answered by the helper
+    and never sent, a URL holding an address only in its query is checked
+    through its other expressions."""
+    filt, mirror = url_filter(ctx)
+    d = daemon(ctx, "file", filt, "file://%s/{prefix}.txt" % mirror)
+    h = Helper(ctx, d.sock, "--max-inflight", "200")
+    secret = ["mailto:alice@example.com", "alice%40example.com", "ALICE@EXAMPLE.COM",
+              "alice\uff20example.com"]
+    kinds = []
+    for i in range(300):
+        k = i % 7
+        if k == 0:
+            kinds.append(("http://blocked.test/%d" % i, 'OK message="blocked: malware" tag=malware'))
+        elif k == 1:
+            kinds.append((secret[(i // 7) % len(secret)], "secret"))
+        elif k == 2:
+            kinds.append(("http://www.blocked.test/?to=bob@example.com&i=%d" % i,
+                          'OK message="blocked: malware" tag=malware'))
+        elif k == 3:
+            kinds.append(("http://phish.test/login.html", 'OK message="blocked: phishing" tag=phishing'))
+        else:
+            kinds.append(("https://good%d.test/a/b.html?q=%d" % (i, i), "ERR"))
+    h.send("".join("%d %s -\n" % (i, u) for i, (u, _) in enumerate(kinds)))
+    got = {}
+    for ln in h.read(len(kinds), timeout=60):
+        cid, rest = ln.split(" ", 1)
+        check(cid not in got, "two answers on channel %s" % cid)
+        got[cid] = rest
+    for i, (u, want) in enumerate(kinds):
+        if want == "secret":
+            check(re.fullmatch(r'ERR message="not checked: secret-class[^"]*"', got[str(i)]),
+                  "%s: %r" % (u, got[str(i)]))
+        else:
+            eq(got[str(i)], want, u)
+    eq(h.close(), 0, "exit status at EOF")
+    st = d.stats()
+    # the helper answered the secret-class URLs itself: breachd never saw one
+    eq(st["errors_secret_class"], 0, "errors_secret_class")
+    eq(st["url_blocked"] + st["url_safe"], len([k for k in kinds if k[1] != "secret"]), "URLs checked")
+
+
 def _setup():
     global HELPER
     HELPER = os.path.abspath(dtest.ARGS.helper)

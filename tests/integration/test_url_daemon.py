@@ -713,5 +713,52 @@ def reload_new_generation(ctx):
     check_private(ctx, [d], ["http://new-threat.example/x/y", "http://%s/" % a, "http://%s/" % b])
 
 
+@test
+def pipelined_batches(ctx):
+    """Lines pipelined in one write are taken in batches (32 lines) whose
+    URLs are prepared and probed together: every answer carries its id and
+    is the one the URL gets alone, across batch boundaries, with other
+    verbs, secret-class and bad URLs inside a batch."""
+    s = urlset()
+    d = url_daemon(ctx, s.filter, "file://%s/{prefix}.txt" % s.mirror)
+    cl = d.client()
+    pool = [(u, "BLOCKED %s %s" % v) for u, v in BLOCKED.items()] + [(u, "SAFE") for u in SAFE]
+    pool += [(u, "secret") for u in SECRET] + [(u, "bad") for u in BAD]
+    # an address in the query only: checked through the other expressions
+    pool.append(("http://malware.example/share?to=alice@example.com", "BLOCKED malware malware.example/"))
+    lines, want = [], {}
+    for i in range(130):
+        rid = "b%d" % i
+        if i % 17 == 5:
+            lines.append("%s PING" % rid)
+            want[rid] = "PONG"
+            continue
+        u, w = pool[(i * 7) % len(pool)]
+        lines.append("%s URL %s" % (rid, u))
+        want[rid] = w
+    st0 = cl.stats()
+    cl.send("".join(ln + "\n" for ln in lines))
+    got = {}
+    for ln in cl.lines(len(lines), timeout=30):
+        rid, rest = ln.split(" ", 1)
+        check(rid in want and rid not in got, "unexpected or repeated answer %r" % ln)
+        got[rid] = rest
+    for rid, w in want.items():
+        if w == "secret":
+            check(got[rid].startswith("ERR secret-class "), "%s: %r" % (rid, got[rid]))
+        elif w == "bad":
+            check(got[rid].startswith("ERR bad-request "), "%s: %r" % (rid, got[rid]))
+        else:
+            eq(got[rid], w, rid)
+    st1 = cl.stats()
+    eq(st1["url_blocked"] - st0["url_blocked"], sum(w.startswith("BLOCKED") for w in want.values()),
+       "url_blocked")
+    eq(st1["url_safe"] - st0["url_safe"], sum(w == "SAFE" for w in want.values()), "url_safe")
+    eq(st1["errors_secret_class"] - st0["errors_secret_class"],
+       sum(w == "secret" for w in want.values()), "errors_secret_class")
+    cl.close()
+    d.stop_ok()
+
+
 if __name__ == "__main__":
     dtest.main()
