@@ -24,6 +24,7 @@ whose resolver asks only that DNS server. BREACHD_FAULT_ROWS=a,b runs only
 the rows whose names contain a or b.
 """
 import os
+import signal
 import socket
 import sys
 import threading
@@ -70,7 +71,7 @@ class Rx:
         cache = {"path": self.ctx.path("cache"), "max_size": "16M"}
         cache.update(up.pop("cache", {}))
         return self.ctx.config(passwords={"filter": S["universe"].filter, "upstream": upstream},
-                               upstream=up, cache=cache, limits={"drain_timeout": "2s"})
+                               upstream=up, cache=cache, limits={"drain_timeout": "1s"})
 
     def start(self, upstream, prefix=None):
         conf = self.conf(upstream)
@@ -100,7 +101,7 @@ class Rx:
         all_right(h, self.ask(h), "to a fresh check after the fault")
         eq(self.d.stats()["internal_errors"], 0, "internal_errors")
         self.d.stop_ok()
-        log = self.d.log()
+        log = "".join(d.log() for d in self.ctx.daemons)
         for h in set(self.seen):
             check(h[5:] not in log, "the log names a hash of %s" % h[:5])
             # a prefix of digits only might be part of a number (a pid, a time)
@@ -352,6 +353,42 @@ def run_dns(rx):
     rx.finish()
 
 
+def run_dns_silent(rx):
+    """The DNS server never answers (a dead resolver, a firewall dropping
+    port 53) and the resolver would wait 30 s for it: the check still ends
+    UNKNOWN timeout at its deadline ([upstream] timeout = 1s), a PING is
+    answered meanwhile and a second check ends the same way (libcurl must
+    not make the event loop wait for the stuck name lookup); then the DNS
+    server answers and the same checks are fetched and answered right."""
+    dns = fx.FakeDns()
+    rx.ctx.closers.append(dns.close)
+    dns.mode = "drop"
+    prefix = fx.private_resolver_argv(rx.ctx, dns.addr, "timeout:30 attempts:1")
+    d = rx.start(S["mirror"].url("plain", host=fx.NAME), prefix=prefix)
+    U, hashes, answers = S["universe"], [], []
+    st0 = d.stats()
+    for _ in range(2):
+        h = hashes_of(U.take(1))[:1]
+        before = len(dns.queries)
+        cl, other = d.client(timeout=15 * dtest.SLOW), d.client(timeout=15 * dtest.SLOW)
+        cl.send("1 PW %s\n" % h[0])
+        wait_for(lambda: len(dns.queries) > before, 10 * dtest.SLOW, "the name lookup")
+        try:
+            answers.append(cl.line().split(" ", 1)[1])
+            eq(other.ask("p PING"), "p PONG", "PING while the lookup hangs")
+        except dtest.Timeout as e:
+            raise AssertionError("breachd stopped answering while a name lookup hangs: %s" % e)
+        cl.close()
+        other.close()
+        hashes += h
+        rx.seen += h
+    check_fault_answers(rx, hashes, answers)
+    check_nothing_cached(rx, st0, d.stats(), len(hashes))
+    dns.mode = "answer"
+    check_recovered(rx, hashes, mirror_fetched)
+    rx.finish()
+
+
 def run_storm(rx):
     """Many checks in new prefixes at once, every range query answered 502:
     the breaker opens; the storm ends; after the cool-down (30 s) its trial
@@ -377,6 +414,38 @@ def run_storm(rx):
     check_recovered(rx, hashes, fs_fetched(state))
     eq(d.stats()["circuit"], "closed", "circuit after the storm")
     rx.notes.append("%d requests answered 502 (the breaker stopped the rest)" % n502)
+    rx.finish()
+
+
+def run_hang_sigterm(rx):
+    """SIGTERM while checks wait on an upstream that never answers: they are
+    answered UNKNOWN shutting-down after [limits] drain_timeout, breachd
+    exits 0 and closes its upstream connections; a new breachd on the same
+    cache fetches the same checks afresh (nothing was cached)."""
+    port, state, proc = rx.ctx.faultserver_proc()
+    control(state, "switch", "hang")
+    d = rx.start("http://127.0.0.1:%d/switch/{prefix}" % port)
+    hashes = hashes_of(S["universe"].take(rx.row.n))
+    rx.seen += hashes
+    cl = d.client(timeout=30 * dtest.SLOW)
+    cl.send("".join("%d PW %s\n" % (i, h) for i, h in enumerate(hashes)))
+    seen = wait_for(lambda: tcp_conns(d.pid, port), 20 * dtest.SLOW, "connections to the upstream")
+    d.send_signal(signal.SIGTERM)
+    answers = [None] * len(hashes)
+    for ln in cl.lines(len(hashes)):
+        rid, a = ln.split(" ", 1)
+        answers[int(rid)] = a
+    cl.close()
+    check_fault_answers(rx, hashes, answers)
+    rx.d.stop_ok()
+    wait_for(lambda: tcp_conns(proc.pid, port, local=True) == 0, 10 * dtest.SLOW,
+             "the upstream's side of the connections closed")
+    control(state, "switch", "ok")
+    rx.start("http://127.0.0.1:%d/switch/{prefix}" % port)
+    eq(rx.d.stats()["cache_entries"], 0, "cache_entries after the restart")
+    check_recovered(rx, hashes, fs_fetched(state))
+    rx.notes.append("%d upstream connections open at SIGTERM; exit 0; a new breachd fetched all"
+                    % seen)
     rx.finish()
 
 
@@ -454,6 +523,8 @@ def run_flapping(rx):
 ROWS = [
     Row("dns", "host name does not resolve (SERVFAIL, NXDOMAIN, no DNS server)", run=run_dns,
         answers=[UNAVAILABLE], retried=True),
+    Row("dns-silent", "the DNS server never answers (the lookup would take 30 s)",
+        run=run_dns_silent, answers=[TIMEOUT], keys={"timeout": "1s"}),
     Row("refused", "connection refused", setup_refused, [UNAVAILABLE], retried=True),
     Row("tls-selfsigned", "TLS: self-signed certificate", setup_tls("selfsigned"), [UNAVAILABLE],
         retried=False),
@@ -480,6 +551,8 @@ ROWS = [
         keys={"timeout": "2s"}, hangs=True),
     Row("hang-backlog", "listens, never accepts", setup_backlog, [TIMEOUT],
         keys={"timeout": "2s"}, hangs=True),
+    Row("hang-sigterm", "never answers, and breachd is stopped meanwhile", run=run_hang_sigterm,
+        answers=["UNKNOWN shutting-down"], keys={"timeout": "30s"}),
 ]
 
 

@@ -260,7 +260,8 @@ NAME = "range.breachd-fault.invalid"  # RFC 2606: never a real name
 class FakeDns:
     """A DNS server on UDP ADDR:53, ADDR a random 127/8 address (all of
     127/8 is the loopback). mode: "servfail", "nxdomain" or "answer" (NAME
-    A 127.0.0.1; AAAA: no data; other names NXDOMAIN). queries: (name, qtype)
+    A 127.0.0.1; AAAA: no data; other names NXDOMAIN) or "drop" (never
+    answers: a dead resolver, a firewall). queries: (name, qtype)
     of every query received. close() stops it: then nothing listens there and
     a query is refused by the kernel at once (ICMP port unreachable)."""
 
@@ -311,7 +312,7 @@ class FakeDns:
             except OSError:
                 return
             reply = self._answer(data)
-            if reply:
+            if reply and self.mode != "drop":
                 self.sock.sendto(reply, peer)
 
     def _answer(self, q):
@@ -342,7 +343,7 @@ NS_SCRIPT = ('mount --bind "$1" /etc/resolv.conf && mount --bind "$2" /etc/nsswi
              'shift 4 && exec "$@"')
 
 
-def private_resolver_argv(ctx, dns_addr):
+def private_resolver_argv(ctx, dns_addr, options="timeout:1 attempts:1"):
     """The command prefix that runs a program in a private mount namespace
     where /etc/resolv.conf names only dns_addr, /etc/nsswitch.conf resolves
     host names by files and DNS only (no systemd-resolved, mDNS or other
@@ -353,7 +354,7 @@ def private_resolver_argv(ctx, dns_addr):
     (not root, no unshare)."""
     d = ctx.path("resolver")
     os.makedirs(d, exist_ok=True)
-    files = {"resolv.conf": "nameserver %s\noptions timeout:1 attempts:1\n" % dns_addr,
+    files = {"resolv.conf": "nameserver %s\noptions %s\n" % (dns_addr, options),
              "nsswitch.conf": "hosts: files dns\n",
              "hosts": "127.0.0.1 localhost\n::1 localhost\n"}
     for name, text in files.items():
