@@ -110,28 +110,6 @@ class Rx:
 
 # ---- the row kinds -------------------------------------------------------------------------
 
-def fs_requests(state, mode, prefixes):
-    """requests.log lines of the fault server in mode for one of prefixes."""
-    try:
-        with open(os.path.join(state, "requests.log")) as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return []
-    return [ln for ln in lines if ln.split()[0] == mode and ln.split()[1] in prefixes]
-
-
-def control(state, name, text=None):
-    """Write (or, text None, remove) a control file of the fault server."""
-    path = os.path.join(state, name)
-    if text is None:
-        if os.path.exists(path):
-            os.unlink(path)
-        return
-    with open(path + ".tmp", "w") as f:
-        f.write(text + "\n")
-    os.replace(path + ".tmp", path)
-
-
 def check_fault_answers(rx, hashes, answers):
     allowed = rx.row.answers
     for h, a in zip(hashes, answers):
@@ -168,59 +146,28 @@ def all_right(hashes, answers, when):
     return True
 
 
-def tcp_conns(pid, port, local=False):
-    """pid's TCP sockets whose remote (local=True: local) port is port."""
-    inodes = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(link[8:-1])
-    n = 0
-    for table in ("tcp", "tcp6"):
-        try:
-            with open("/proc/%d/net/%s" % (pid, table)) as f:
-                rows = f.read().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for r in rows:
-            cols = r.split()
-            addr = cols[1] if local else cols[2]
-            if cols[9] in inodes and int(addr.split(":")[1], 16) == port and cols[3] != "0A":
-                n += 1
-    return n
-
-
 def ask_while_hanging(rx, hashes, port, server=None):
     """Ask while the upstream hangs: the daemon's connections to port are
     seen open, and all closed once the checks have their answers (and the
     server's, given (pid, port), too); its descriptors go back to where they
     were."""
     d = rx.d
-    base_fds = wait_for(lambda: settled_fds(d.pid), 10, "breachd's descriptors to settle")
+    base_fds = wait_for(lambda: fx.settled_fds(d.pid), 10, "breachd's descriptors to settle")
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("a", rx.ask(hashes)))
     t.start()
-    seen = wait_for(lambda: tcp_conns(d.pid, port), 20 * dtest.SLOW, "connections to the upstream")
+    seen = wait_for(lambda: fx.tcp_conns(d.pid, port), 20 * dtest.SLOW,
+                    "connections to the upstream")
     t.join()
     check("a" in out, "the checks got no answers")
-    wait_for(lambda: tcp_conns(d.pid, port) == 0, 10 * dtest.SLOW, "connections closed")
+    wait_for(lambda: fx.tcp_conns(d.pid, port) == 0, 10 * dtest.SLOW, "connections closed")
     if server:
-        wait_for(lambda: tcp_conns(server[0], server[1], local=True) == 0, 10 * dtest.SLOW,
+        wait_for(lambda: fx.tcp_conns(server[0], server[1], local=True) == 0, 10 * dtest.SLOW,
                  "the upstream's side of the connections closed")
     wait_for(lambda: fx.fd_count(d.pid) <= base_fds, 10 * dtest.SLOW, "descriptors released")
     rx.notes.append("%d upstream connections open while hanging, 0 after; fds %d -> %d"
                     % (seen, base_fds, fx.fd_count(d.pid)))
     return out["a"]
-
-
-def settled_fds(pid):
-    """The descriptor count once it is the same twice 100 ms apart."""
-    a = fx.fd_count(pid)
-    time.sleep(0.1)
-    return a if fx.fd_count(pid) == a else None
 
 
 def run_standard(rx):
@@ -248,16 +195,16 @@ def mirror_fetched(prefixes):
 
 
 def fs_fetched(state):
-    return lambda prefixes: [ln.split()[1] for ln in fs_requests(state, "ok", prefixes)]
+    return lambda prefixes: [ln.split()[1] for ln in fx.fs_requests(state, "ok", prefixes)]
 
 
 def setup_refused(rx):
     port, state, proc = rx.ctx.faultserver_proc()
-    control(state, "refuse", "")
+    fx.control(state, "refuse", "")
     wait_for(lambda: not can_connect(port), 10, "the fault server to stop listening")
 
     def clear():
-        control(state, "refuse")
+        fx.control(state, "refuse")
         wait_for(lambda: can_connect(port), 10, "the fault server to listen again")
     return ("http://127.0.0.1:%d/switch/{prefix}" % port, clear, fs_fetched(state), port, None)
 
@@ -281,11 +228,12 @@ def setup_redirect(mode):
     def setup(rx):
         port, state, proc = rx.ctx.faultserver_proc()
         m = S["mirror"]
-        control(state, "location", m.url("plain"))  # a working mirror
+        fx.control(state, "location", m.url("plain"))  # a working mirror
 
         def clear():
             prefixes = {h[:5] for h in rx.seen}
-            eq(len(fs_requests(state, mode, prefixes)), len(prefixes), "one %s per prefix" % mode)
+            eq(len(fx.fs_requests(state, mode, prefixes)), len(prefixes),
+               "one %s per prefix" % mode)
             rx.reload(m.url("plain"))
         return ("http://127.0.0.1:%d/%s/{prefix}" % (port, mode), clear, mirror_fetched, port,
                 None)
@@ -295,13 +243,14 @@ def setup_redirect(mode):
 def setup_hang(tls):
     def setup(rx):
         port, state, proc = rx.ctx.faultserver_proc()
-        control(state, "switch", "hang")
+        fx.control(state, "switch", "hang")
         m = S["mirror"]
         if tls:  # the TLS handshake never ends: the server waits for a request line
             return ("https://127.0.0.1:%d/switch/{prefix}" % port,
                     lambda: rx.reload(m.url("good")), mirror_fetched, port, (proc.pid, port))
         return ("http://127.0.0.1:%d/switch/{prefix}" % port,
-                lambda: control(state, "switch", "ok"), fs_fetched(state), port, (proc.pid, port))
+                lambda: fx.control(state, "switch", "ok"), fs_fetched(state), port,
+                (proc.pid, port))
     return setup
 
 
@@ -394,7 +343,7 @@ def run_storm(rx):
     the breaker opens; the storm ends; after the cool-down (30 s) its trial
     closes it and every check is fetched and answered right."""
     port, state, proc = rx.ctx.faultserver_proc()
-    control(state, "switch", "badgateway")
+    fx.control(state, "switch", "badgateway")
     d = rx.start("http://127.0.0.1:%d/switch/{prefix}" % port)
     prefixes = S["universe"].take(rx.row.n)
     hashes = hashes_of(prefixes)
@@ -406,8 +355,8 @@ def run_storm(rx):
     check_nothing_cached(rx, st0, st1, len(hashes))
     check(st1["upstream_breaker_trips"] >= 1, "the breaker did not trip")
     eq(st1["circuit"], "open", "circuit during the storm")
-    n502 = len(fs_requests(state, "badgateway", set(prefixes)))
-    control(state, "switch", "ok")
+    n502 = len(fx.fs_requests(state, "badgateway", set(prefixes)))
+    fx.control(state, "switch", "ok")
     probe = hashes[:1]
     wait_for(lambda: rx.ask(probe) == [expect(probe[0])], 60 * dtest.SLOW,
              "the circuit to close after its cool-down", step=1.0)
@@ -423,13 +372,14 @@ def run_hang_sigterm(rx):
     exits 0 and closes its upstream connections; a new breachd on the same
     cache fetches the same checks afresh (nothing was cached)."""
     port, state, proc = rx.ctx.faultserver_proc()
-    control(state, "switch", "hang")
+    fx.control(state, "switch", "hang")
     d = rx.start("http://127.0.0.1:%d/switch/{prefix}" % port)
     hashes = hashes_of(S["universe"].take(rx.row.n))
     rx.seen += hashes
     cl = d.client(timeout=30 * dtest.SLOW)
     cl.send("".join("%d PW %s\n" % (i, h) for i, h in enumerate(hashes)))
-    seen = wait_for(lambda: tcp_conns(d.pid, port), 20 * dtest.SLOW, "connections to the upstream")
+    seen = wait_for(lambda: fx.tcp_conns(d.pid, port), 20 * dtest.SLOW,
+                    "connections to the upstream")
     d.send_signal(signal.SIGTERM)
     answers = [None] * len(hashes)
     for ln in cl.lines(len(hashes)):
@@ -438,9 +388,9 @@ def run_hang_sigterm(rx):
     cl.close()
     check_fault_answers(rx, hashes, answers)
     rx.d.stop_ok()
-    wait_for(lambda: tcp_conns(proc.pid, port, local=True) == 0, 10 * dtest.SLOW,
+    wait_for(lambda: fx.tcp_conns(proc.pid, port, local=True) == 0, 10 * dtest.SLOW,
              "the upstream's side of the connections closed")
-    control(state, "switch", "ok")
+    fx.control(state, "switch", "ok")
     rx.start("http://127.0.0.1:%d/switch/{prefix}" % port)
     eq(rx.d.stats()["cache_entries"], 0, "cache_entries after the restart")
     check_recovered(rx, hashes, fs_fetched(state))
@@ -455,13 +405,13 @@ def flapper(state, downs, stop, flips):
     while not stop.is_set():
         down = downs[i % len(downs)]
         if down == "refuse":
-            control(state, "refuse", "")
+            fx.control(state, "refuse", "")
         else:
-            control(state, "switch", down)
+            fx.control(state, "switch", down)
         flips.append(down)
         stop.wait(0.1)
-        control(state, "refuse")
-        control(state, "switch", "ok")
+        fx.control(state, "refuse")
+        fx.control(state, "switch", "ok")
         stop.wait(0.1)
         i += 1
 
@@ -498,8 +448,8 @@ def run_flapping(rx):
     finally:
         stop.set()
         t.join()
-    control(state, "refuse")
-    control(state, "switch", "ok")
+    fx.control(state, "refuse")
+    fx.control(state, "switch", "ok")
     with open(os.path.join(state, "requests.log")) as f:
         met = {ln.split()[0] for ln in f} - {"ok"}
     check(len(met) >= 2, "the load met only these faults: %r" % sorted(met))

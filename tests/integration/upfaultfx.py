@@ -162,8 +162,8 @@ class Certs:
         self._leaf("wronghost", "DNS:mirror.example.org", now - day, now + 3 * day)
         self._leaf("expired", "IP:127.0.0.1", now - 30 * day, now - day)
         _openssl("req", "-x509", *self.EC, "-subj", "/CN=127.0.0.1", "-addext",
-                 "subjectAltName=IP:127.0.0.1", "-days", "3", "-keyout", self.path("selfsigned.key"),
-                 "-out", self.path("selfsigned.pem"))
+                 "subjectAltName=IP:127.0.0.1", "-days", "3",
+                 "-keyout", self.path("selfsigned.key"), "-out", self.path("selfsigned.pem"))
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -428,6 +428,62 @@ def ask_all(d, hashes, conns=1, timeout=60):
 
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def settled_fds(pid):
+    """The descriptor count once it is the same twice 100 ms apart."""
+    a = fd_count(pid)
+    time.sleep(0.1)
+    return a if fd_count(pid) == a else None
+
+
+def tcp_conns(pid, port, local=False):
+    """pid's TCP sockets whose remote (local=True: local) port is port."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    n = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            with open("/proc/%d/net/%s" % (pid, table)) as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for r in rows:
+            cols = r.split()
+            addr = cols[1] if local else cols[2]
+            if cols[9] in inodes and int(addr.split(":")[1], 16) == port and cols[3] != "0A":
+                n += 1
+    return n
+
+
+# ---- the fault server's files -------------------------------------------------------------
+
+def fs_requests(state, mode, prefixes):
+    """requests.log lines of the fault server in mode for one of prefixes."""
+    try:
+        with open(os.path.join(state, "requests.log")) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [ln for ln in lines if ln.split()[0] == mode and ln.split()[1] in prefixes]
+
+
+def control(state, name, text=None):
+    """Write (or, text None, remove) a control file of the fault server."""
+    path = os.path.join(state, name)
+    if text is None:
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    with open(path + ".tmp", "w") as f:
+        f.write(text + "\n")
+    os.replace(path + ".tmp", path)
 
 
 def tally(answers):
