@@ -24,6 +24,7 @@ whose resolver asks only that DNS server. BREACHD_FAULT_ROWS=a,b runs only
 the rows whose names contain a or b.
 """
 import os
+import re
 import signal
 import socket
 import sys
@@ -49,11 +50,12 @@ class Row:
     connections are counted); run: a row of its own kind instead."""
 
     def __init__(self, name, fault, setup=None, answers=(), retried=None, keys=None,
-                 hangs=False, prefixes=3, run=None, downs=(), breaker_closed=False):
+                 hangs=False, prefixes=3, run=None, downs=(), breaker_closed=False, nt=False):
         self.name, self.fault, self.setup, self.answers = name, fault, setup, set(answers)
         self.retried, self.keys, self.hangs, self.n, self.run = retried, keys or {}, hangs, \
             prefixes, run
         self.downs, self.breaker_closed = downs, breaker_closed  # flapping rows
+        self.nt = nt  # NT checks too, [ntlm] upstream at /ntlm/ of the same server
 
 
 class Rx:
@@ -70,8 +72,10 @@ class Rx:
         up.update(keys or {})
         cache = {"path": self.ctx.path("cache"), "max_size": "16M"}
         cache.update(up.pop("cache", {}))
+        nt = upstream.replace("/range/", "/ntlm/") if self.row.nt else ""
         return self.ctx.config(passwords={"filter": S["universe"].filter, "upstream": upstream},
-                               upstream=up, cache=cache, limits={"drain_timeout": "1s"})
+                               ntlm={"upstream": nt}, upstream=up, cache=cache,
+                               limits={"drain_timeout": "1s"})
 
     def start(self, upstream, prefix=None):
         conf = self.conf(upstream)
@@ -118,8 +122,10 @@ def check_fault_answers(rx, hashes, answers):
     rx.fault_answers = tally(answers)
 
 
-def check_nothing_cached(rx, st0, st1, n_unknown):
-    eq(st1["pw_unknown"] - st0["pw_unknown"], n_unknown, "pw_unknown")
+def check_nothing_cached(rx, st0, st1, hashes):
+    n_nt = sum(1 for h in hashes if len(h) == 32)
+    eq(st1["pw_unknown"] - st0["pw_unknown"], len(hashes) - n_nt, "pw_unknown")
+    eq(st1["nt_unknown"] - st0["nt_unknown"], n_nt, "nt_unknown")
     eq(st1["cache_entries"], 0, "cache_entries during the fault")
     eq(st1["internal_errors"], 0, "internal_errors")
     retries = st1["upstream_retries"] - st0["upstream_retries"]
@@ -180,10 +186,12 @@ def run_standard(rx):
     fp = U.take_fp()
     if fp:
         hashes.append(fp)
+    if row.nt:
+        hashes += fx.nt_hashes_of(U.take(1))
     st0 = d.stats()
     answers = ask_while_hanging(rx, hashes, port, server) if row.hangs else rx.ask(hashes)
     check_fault_answers(rx, hashes, answers)
-    check_nothing_cached(rx, st0, d.stats(), len(hashes))
+    check_nothing_cached(rx, st0, d.stats(), hashes)
     eq(S["mirror"].requests_for({h[:5] for h in hashes}), [], "mirror requests during the fault")
     clear()
     check_recovered(rx, hashes, fetched)
@@ -191,7 +199,8 @@ def run_standard(rx):
 
 
 def mirror_fetched(prefixes):
-    return [ln.split("/range/")[1][:5] for ln in S["mirror"].requests_for(prefixes)]
+    return [re.search(r"/(?:range|ntlm)/([0-9A-F]{5}) ", ln).group(1)
+            for ln in S["mirror"].requests_for(prefixes)]
 
 
 def fs_fetched(state):
@@ -284,14 +293,14 @@ def run_dns(rx):
             dns.close()
         dns.mode = mode
         before = len(dns.queries)
-        h = hashes_of(U.take(n))
+        h = hashes_of(U.take(n)) + (fx.nt_hashes_of(U.take(1)) if mode == "servfail" else [])
         answers += rx.ask(h)
         hashes += h
         if mode != "gone":
             check(any(q == (fx.NAME, 1) for q in dns.queries[before:]),
                   "%s: no A query for %s reached the DNS server" % (mode, fx.NAME))
     check_fault_answers(rx, hashes, answers)
-    check_nothing_cached(rx, st0, d.stats(), len(hashes))
+    check_nothing_cached(rx, st0, d.stats(), hashes)
     eq(S["mirror"].requests_for({h[:5] for h in hashes}), [], "mirror requests during the fault")
     names = sorted({q[0] for q in dns.queries})
     check(all(n.startswith(fx.NAME) for n in names), "other names asked: %r" % names)
@@ -332,7 +341,7 @@ def run_dns_silent(rx):
         hashes += h
         rx.seen += h
     check_fault_answers(rx, hashes, answers)
-    check_nothing_cached(rx, st0, d.stats(), len(hashes))
+    check_nothing_cached(rx, st0, d.stats(), hashes)
     dns.mode = "answer"
     check_recovered(rx, hashes, mirror_fetched)
     rx.finish()
@@ -352,7 +361,7 @@ def run_storm(rx):
     check_fault_answers(rx, hashes, answers)
     check(ERROR in answers and CIRCUIT in answers, "no upstream-error or no circuit-open")
     st1 = d.stats()
-    check_nothing_cached(rx, st0, st1, len(hashes))
+    check_nothing_cached(rx, st0, st1, hashes)
     check(st1["upstream_breaker_trips"] >= 1, "the breaker did not trip")
     eq(st1["circuit"], "open", "circuit during the storm")
     n502 = len(fx.fs_requests(state, "badgateway", set(prefixes)))
@@ -472,16 +481,16 @@ def run_flapping(rx):
 
 ROWS = [
     Row("dns", "host name does not resolve (SERVFAIL, NXDOMAIN, no DNS server)", run=run_dns,
-        answers=[UNAVAILABLE], retried=True),
+        answers=[UNAVAILABLE], retried=True, nt=True),
     Row("dns-silent", "the DNS server never answers (the lookup would take 30 s)",
         run=run_dns_silent, answers=[TIMEOUT], keys={"timeout": "1s"}),
     Row("refused", "connection refused", setup_refused, [UNAVAILABLE], retried=True),
     Row("tls-selfsigned", "TLS: self-signed certificate", setup_tls("selfsigned"), [UNAVAILABLE],
-        retried=False),
+        retried=False, nt=True),
     Row("tls-wronghost", "TLS: certificate for another host name", setup_tls("wronghost"),
-        [UNAVAILABLE], retried=False),
+        [UNAVAILABLE], retried=False, nt=True),
     Row("tls-expired", "TLS: expired certificate", setup_tls("expired"), [UNAVAILABLE],
-        retried=False),
+        retried=False, nt=True),
     Row("redirect-301", "301 to a working mirror", setup_redirect("r301"), [ERROR], retried=False),
     Row("redirect-302", "302 to a working mirror", setup_redirect("r302"), [ERROR], retried=False),
     Row("redirect-307", "307 to a working mirror", setup_redirect("r307"), [ERROR], retried=False),

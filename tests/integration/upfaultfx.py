@@ -24,10 +24,14 @@ from dtest import check
 SUF42 = "0" * 34 + "1"
 SUF7 = "ABCDEF0123456789ABCDEF0123456789ABC"
 BODY = "%s:42\r\n%s:7\r\n" % (SUF42, SUF7)
+NT_SUF42 = "0" * 26 + "1"  # the NT hash ranges ([ntlm]): P + 0...01 seen 42 times
+NT_BODY = "%s:42\r\n" % NT_SUF42
 
 
 def expect(h):
-    """The correct answer to PW h in the universe."""
+    """The correct answer to PW h (40 hex digits) or NT h (32) in the universe."""
+    if len(h) == 32:
+        return "PWNED 42" if h[5:] == NT_SUF42 else "CLEAN"
     return {SUF42: "PWNED 42", SUF7: "PWNED 7"}.get(h[5:], "CLEAN")
 
 
@@ -104,6 +108,12 @@ class Universe:
 def hashes_of(prefixes):
     """Both corpus hashes of each prefix (coalesced into one fetch each)."""
     return [p + s for p in prefixes for s in (SUF42, SUF7)]
+
+
+def nt_hashes_of(prefixes):
+    """Two NT hashes of each prefix, one in its range, one not (no NT
+    filter: both go to the [ntlm] upstream)."""
+    return [p + s for p in prefixes for s in (NT_SUF42, "F" * 27)]
 
 
 # ---- certificates --------------------------------------------------------------------------
@@ -201,12 +211,14 @@ SERVER = """    server {
         listen 127.0.0.1:%(port)d%(ssl)s;
         %(certs)s
         location /range/ { root %(www)s; try_files /range.txt =404; }
+        location /ntlm/ { root %(www)s; try_files /ntlm.txt =404; }
     }
 """
 
 
 class Mirror:
-    """nginx serving BODY for every prefix at /range/PREFIX: over plain HTTP
+    """nginx serving BODY for every prefix at /range/PREFIX (and NT_BODY at
+    /ntlm/PREFIX): over plain HTTP
     (port["plain"]) and over TLS with each leaf of certs (port[leaf])."""
 
     NAMES = ("plain", "good", "wronghost", "expired", "selfsigned")
@@ -220,6 +232,8 @@ class Mirror:
         os.makedirs(www)
         with open(os.path.join(www, "range.txt"), "w", newline="") as f:
             f.write(BODY)
+        with open(os.path.join(www, "ntlm.txt"), "w", newline="") as f:
+            f.write(NT_BODY)
         self.access_log = os.path.join(self.dir, "access.log")
         for _ in range(5):  # a port taken between free_port() and nginx
             self.port = {n: dtest.free_port() for n in self.NAMES}
@@ -247,7 +261,7 @@ class Mirror:
 
     def requests_for(self, prefixes):
         """Access log lines that ask for one of prefixes."""
-        want = ["/range/%s " % p for p in prefixes]
+        want = ["/%s/%s " % (k, p) for p in prefixes for k in ("range", "ntlm")]
         with open(self.access_log) as f:
             return [ln for ln in f if any(w in ln for w in want)]
 
@@ -397,7 +411,7 @@ class PrefixedDaemon(dtest.Daemon):
 # ---- asking, counting ------------------------------------------------------------------------
 
 def ask_all(d, hashes, conns=1, timeout=60):
-    """Send PW for every hash, pipelined over conns connections at once;
+    """Send PW (NT for an NT hash) for every hash, pipelined over conns connections at once;
     returns the answers (without ids) in the order of hashes."""
     out = [None] * len(hashes)
     errors = []
@@ -406,7 +420,8 @@ def ask_all(d, hashes, conns=1, timeout=60):
         try:
             cl = d.client(timeout=timeout * dtest.SLOW)
             try:
-                cl.send("".join("%d PW %s\n" % (i, hashes[i]) for i in part))
+                cl.send("".join("%d %s %s\n" % (i, "NT" if len(hashes[i]) == 32 else "PW",
+                                                  hashes[i]) for i in part))
                 for ln in cl.lines(len(part)):
                     rid, ans = ln.split(" ", 1)
                     out[int(rid)] = ans
