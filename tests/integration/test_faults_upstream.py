@@ -5,9 +5,11 @@
 that does not resolve, a refused connection, TLS certificates that are
 self-signed, for another host or expired, redirects, a storm of 502s, an
 upstream flapping up and down under load, upstreams that accept and never
-answer). Each row runs its own breachd over the same filter, with [upstream]
-aimed at the faulty upstream, and checks that every PW check whose filter
-answer is "maybe" is answered correctly or UNKNOWN with the reason
+answer, a DNS server that never answers, SIGTERM while the upstream hangs).
+Each row runs its own breachd over the same filter, with [passwords]
+upstream (and [ntlm] upstream in the DNS and TLS rows) aimed at the faulty
+upstream, and checks that every PW check whose filter answer is "maybe"
+(and every NT check: no NT filter) is answered correctly or UNKNOWN with the reason
 docs/upstream.md and breachd.conf(5) give, that nothing was cached
 (STATS cache_entries, and after the fault clears the same checks are
 fetched again from the real mirror and answered correctly), that the daemon
@@ -15,11 +17,11 @@ logs no prefix or hash, still answers PING and a fresh check, and exits 0 on
 SIGTERM (under ASan: no leak). The rows that hang also count the daemon's
 connections to the upstream and its descriptors.
 
-Rows run in parallel threads (the 502 storm waits out the circuit breaker's
-30 s cool-down); the fixtures are upfaultfx.py: a filter over a known
-universe, an nginx mirror (plain and TLS), the test CA, a DNS server on a
-loopback address. Nothing leaves the host: the upstreams are on 127.0.0.1,
-and the one row with a host name runs breachd in a private mount namespace
+Rows run in parallel threads, four at a time (the 502 storm waits out the
+circuit breaker's 30 s cool-down); the fixtures are upfaultfx.py: a filter
+over a known universe, an nginx mirror (plain and TLS), the test CA, a DNS
+server on a loopback address. Nothing leaves the host: the upstreams are on 127.0.0.1,
+and the rows with a host name run breachd in a private mount namespace
 whose resolver asks only that DNS server. BREACHD_FAULT_ROWS=a,b runs only
 the rows whose names contain a or b.
 """
@@ -44,10 +46,13 @@ UNAVAILABLE, ERROR, TIMEOUT, CIRCUIT = ("UNKNOWN upstream-unavailable", "UNKNOWN
 
 
 class Row:
-    """One fault: how to make it (setup(rx) -> (upstream URL, clear)), the
-    answers allowed while it lasts, whether a failed range query is retried
-    (None: not checked), [upstream] keys, and whether the row hangs (then its
-    connections are counted); run: a row of its own kind instead."""
+    """One fault: how to make it (setup(rx) -> (upstream URL template, clear()
+    that ends the fault, fetched(prefixes) -> the prefixes the real upstream
+    was asked for, the upstream's port, (pid, port) of a server whose side of
+    the connections is counted or None)), the answers allowed while it lasts,
+    whether a failed range query is retried (None: not checked), [upstream]
+    keys, whether the row hangs (then its connections are counted), how many
+    prefixes it asks; run: a row of its own kind instead of the standard one."""
 
     def __init__(self, name, fault, setup=None, answers=(), retried=None, keys=None,
                  hangs=False, prefixes=3, run=None, downs=(), breaker_closed=False, nt=False):
