@@ -322,7 +322,8 @@ def run_dns_silent(rx):
     UNKNOWN timeout at its deadline ([upstream] timeout = 1s), a PING is
     answered meanwhile and a second check ends the same way (libcurl must
     not make the event loop wait for the stuck name lookup); then the DNS
-    server answers and the same checks are fetched and answered right."""
+    server answers, the stuck lookups end without leaving a thread or a
+    descriptor, and the same checks are fetched and answered right."""
     dns = fx.FakeDns()
     rx.ctx.closers.append(dns.close)
     dns.mode = "drop"
@@ -330,6 +331,8 @@ def run_dns_silent(rx):
     d = rx.start(S["mirror"].url("plain", host=fx.NAME), prefix=prefix)
     U, hashes, answers = S["universe"], [], []
     st0 = d.stats()
+    base_fds = wait_for(lambda: fx.settled_fds(d.pid), 10, "breachd's descriptors to settle")
+    base_tasks = tasks(d.pid)
     for _ in range(2):
         h = hashes_of(U.take(1))[:1]
         before = len(dns.queries)
@@ -347,9 +350,20 @@ def run_dns_silent(rx):
         rx.seen += h
     check_fault_answers(rx, hashes, answers)
     check_nothing_cached(rx, st0, d.stats(), hashes)
-    dns.mode = "answer"
+    # the two lookups still wait for the DNS server, on threads of their own;
+    # answered, they end, and leave no thread or descriptor behind
+    check(tasks(d.pid) >= base_tasks + 1, "no lookup left waiting")
+    dns.answer_held()
+    wait_for(lambda: tasks(d.pid) <= base_tasks, 20 * dtest.SLOW, "the lookup threads to end")
+    wait_for(lambda: fx.fd_count(d.pid) <= base_fds, 20 * dtest.SLOW, "descriptors released")
+    rx.notes.append("threads %d, %d once the stuck lookups ended; fds %d -> %d"
+                    % (base_tasks, tasks(d.pid), base_fds, fx.fd_count(d.pid)))
     check_recovered(rx, hashes, mirror_fetched)
     rx.finish()
+
+
+def tasks(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
 
 
 def run_storm(rx):

@@ -285,7 +285,7 @@ class FakeDns:
             self.addr = "127.%d.%d.%d" % (rng.randint(64, 250), rng.randint(1, 250),
                                           rng.randint(2, 250))
             self.mode = "servfail"
-            self.queries = []
+            self.queries, self.held = [], []
             try:
                 self._open()
                 break
@@ -326,10 +326,22 @@ class FakeDns:
             except OSError:
                 return
             reply = self._answer(data)
-            if reply and self.mode != "drop":
+            if self.mode == "drop":
+                self.held.append((data, peer))
+            elif reply:
                 self.sock.sendto(reply, peer)
 
-    def _answer(self, q):
+    def answer_held(self):
+        """Mode "answer", and the queries dropped so far answered now (the
+        lookups still waiting for them end)."""
+        self.mode = "answer"
+        held, self.held = self.held, []
+        for data, peer in held:
+            reply = self._answer(data, record=False)
+            if reply:
+                self.sock.sendto(reply, peer)
+
+    def _answer(self, q, record=True):
         if len(q) < 17:
             return None
         qid, flags = struct.unpack(">HH", q[:4])
@@ -341,7 +353,8 @@ class FakeDns:
             return None
         qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
         name = ".".join(labels).lower()
-        self.queries.append((name, qtype))
+        if record:
+            self.queries.append((name, qtype))
         rcode, answer = {"servfail": 2, "nxdomain": 3}.get(self.mode, 0), b""
         if self.mode == "answer" and name != NAME:
             rcode = 3
