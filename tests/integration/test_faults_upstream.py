@@ -416,7 +416,9 @@ def run_hang_sigterm(rx):
         answers[int(rid)] = a
     cl.close()
     check_fault_answers(rx, hashes, answers)
-    rx.d.stop_ok()
+    rc = d.proc.wait(timeout=30 * dtest.SLOW)  # the one SIGTERM: no second one
+    d.close_log()
+    eq(rc, 0, "breachd's exit status after SIGTERM")
     wait_for(lambda: fx.tcp_conns(proc.pid, port, local=True) == 0, 10 * dtest.SLOW,
              "the upstream's side of the connections closed")
     fx.control(state, "switch", "ok")
