@@ -120,6 +120,15 @@ static CURLcode easy_set_constant(br_upstream *up, CURL *e)
 #else
     SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
 #endif
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* A name lookup still running when its transfer ends (the deadline
+     * passed, a DNS server that never answers) is left to finish on its
+     * own thread: without this libcurl joins that thread, and the daemon's
+     * one event loop stops until the system resolver gives up, up to tens
+     * of seconds (CURLOPT_QUICK_EXIT(3); docs/upstream.md, "What is an
+     * error, and what is cached"). */
+    SET(CURLOPT_QUICK_EXIT, 1L);
+#endif
     if (up->is_https)
         SET(CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on an HTTP/2 connection being set up */
     if (up->proxy)

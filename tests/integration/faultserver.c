@@ -44,10 +44,24 @@
  *              N=1: P%4==0 503, P%4==1 reset as above, P%4==2 close, P%4==3 ok;
  *              N=2: P%8==0 500, else ok; N>=3: ok
  *   badsome    P%64==5: always 503; P%64==6: always the garbage body; else ok
+ *   badgateway 502
+ *   hang       reads the request and never answers: waits until the client
+ *              closes the connection
+ *   r301 r302 r307 r308
+ *              that redirect, to STATEDIR/location (its first line, with
+ *              "{prefix}" replaced by the prefix) or else to /ok/PREFIX
+ *   switch     serves as the mode named in STATEDIR/switch (its first word;
+ *              "ok" without the file), logged under that mode
+ *
+ * While STATEDIR/refuse exists the server is down: its listening socket is
+ * closed (connections are refused) within about 20 ms, and a request on a
+ * connection accepted before is answered by a reset. When the file goes, it
+ * listens again on the same port.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -99,6 +113,63 @@ static bool respond(int fd, int status, const char *reason, const char *extra, c
                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n",
                      status, reason, len, extra ? extra : "");
     return send_all(fd, head, (size_t)n) && (len == 0 || send_all(fd, body, len));
+}
+
+static bool state_file_exists(const char *name)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* The first line of STATEDIR/name into out ("" without the file). */
+static void state_file_line(const char *name, char *out, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)cap, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+static void reset_connection(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+/* Mode "hang": never answer; wait until the client goes away. */
+static bool hang(int fd)
+{
+    char sink[4096];
+    for (;;) {
+        ssize_t n = recv(fd, sink, sizeof(sink), 0);
+        if (n == 0 || (n < 0 && errno != EINTR))
+            return false;
+    }
+}
+
+/* Modes r301 ... r308: a redirect to STATEDIR/location or /ok/PREFIX. */
+static bool redirect(int fd, const char *mode, const char *prefix)
+{
+    char tmpl[1024], extra[1400];
+    state_file_line("location", tmpl, sizeof(tmpl));
+    if (!tmpl[0])
+        snprintf(tmpl, sizeof(tmpl), "/ok/{prefix}");
+    char *at = strstr(tmpl, "{prefix}");
+    if (at)
+        snprintf(extra, sizeof(extra), "Location: %.*s%s%s\r\n", (int)(at - tmpl), tmpl, prefix,
+                 at + 8);
+    else
+        snprintf(extra, sizeof(extra), "Location: %s\r\n", tmpl);
+    int status = atoi(mode + 1);
+    return respond(fd, status, "Redirect", extra, "moved\n", 6);
 }
 
 static void header_value(const char *req, const char *name, char *out, size_t cap)
@@ -215,6 +286,16 @@ static bool serve(int fd, const char *req)
         respond(fd, 400, "Bad Request", NULL, "", 0);
         return false;
     }
+    if (state_file_exists("refuse")) { /* down: a connection from before is reset */
+        reset_connection(fd);
+        return false;
+    }
+    if (!strcmp(mode, "switch")) {
+        char now[64];
+        state_file_line("switch", now, sizeof(now));
+        if (sscanf(now, "%31s", mode) != 1)
+            snprintf(mode, sizeof(mode), "ok");
+    }
     if (proxied) {
         char tagged[48];
         snprintf(tagged, sizeof(tagged), "proxied-%s", mode);
@@ -276,8 +357,7 @@ static bool serve(int fd, const char *req)
         send_all(fd, head, strlen(head));
         send_all(fd, body, 100 < blen ? 100 : blen);
         usleep(20000);
-        struct linger lg = {.l_onoff = 1, .l_linger = 0};
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        reset_connection(fd);
         return false;
     }
     if (!strcmp(mode, "badlen")) {
@@ -325,6 +405,13 @@ static bool serve(int fd, const char *req)
     }
     if (!strcmp(mode, "empty"))
         return respond(fd, 200, "OK", NULL, "", 0);
+    if (!strcmp(mode, "badgateway"))
+        return respond(fd, 502, "Bad Gateway", NULL, "bad gateway\n", 12);
+    if (!strcmp(mode, "hang"))
+        return hang(fd);
+    if (!strcmp(mode, "r301") || !strcmp(mode, "r302") || !strcmp(mode, "r307") ||
+        !strcmp(mode, "r308"))
+        return redirect(fd, mode, prefix);
     if (!strcmp(mode, "notfound"))
         return respond(fd, 404, "Not Found", NULL, "not found\n", 10);
     if (!strcmp(mode, "fail"))
@@ -390,8 +477,7 @@ static bool serve(int fd, const char *req)
             const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 4000\r\n\r\n";
             send_all(fd, head, strlen(head));
             send_all(fd, body, 20);
-            struct linger lg = {.l_onoff = 1, .l_linger = 0};
-            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            reset_connection(fd);
             return false;
         }
         if (n == 1 && p % 4 == 2)
@@ -435,6 +521,27 @@ out:
     return NULL;
 }
 
+/* A listening socket on 127.0.0.1:port (0: a free one, reported in *port);
+ * -1 on failure. */
+static int listen_on(int *port)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (ls < 0)
+        return -1;
+    int one = 1;
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof(a);
+    if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 128) < 0 ||
+        getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+        close(ls);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return ls;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -444,24 +551,31 @@ int main(int argc, char **argv)
     state_dir = argv[1];
     signal(SIGPIPE, SIG_IGN);
 
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof(a);
-    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 128) < 0 ||
-        getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
+    int port = 0;
+    int ls = listen_on(&port);
+    if (ls < 0) {
         perror("faultserver: listen");
         return 1;
     }
-    printf("%d\n", ntohs(a.sin_port));
+    printf("%d\n", port);
     fflush(stdout);
 
     for (;;) {
+        /* STATEDIR/refuse: down (nothing listens) until it goes */
+        bool refuse = state_file_exists("refuse");
+        if (refuse && ls >= 0) {
+            close(ls);
+            ls = -1;
+        } else if (!refuse && ls < 0) {
+            ls = listen_on(&port); /* may fail for a while: tried again below */
+        }
+        struct pollfd pfd = {.fd = ls, .events = POLLIN};
+        int n = poll(&pfd, ls >= 0 ? 1 : 0, 20);
+        if (n <= 0 || ls < 0)
+            continue;
         int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
+            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
                 continue;
             perror("faultserver: accept");
             return 1;

@@ -292,7 +292,13 @@ def sighup_storm(ctx, n_signals):
     print("    descriptors %r -> %r, VmRSS %d -> %d KiB" % (
         {k: v for k, v in fds0.items() if k != "files"},
         {k: v for k, v in fds1.items() if k != "files"}, rss0, rss1))
-    eq(fds1, fds0, "descriptors after the storm")
+    # Upstream connections are the live resolver's keep-alive pool: how many
+    # are still open depends on timing (under valgrind, some are), but a
+    # leak per reload would leave one for each of the 100+ reloads.
+    eq({k: v for k, v in fds1.items() if k != "tcp"},
+       {k: v for k, v in fds0.items() if k != "tcp"}, "descriptors after the storm")
+    check(fds1["tcp"] <= fds0["tcp"] + 16,
+          "upstream connections after the storm: %d, before %d" % (fds1["tcp"], fds0["tcp"]))
     if not dtest.is_slow():  # ASan's quarantine holds freed memory
         check(rss1 - rss0 < 8 * 1024, "VmRSS grew by %d KiB" % (rss1 - rss0))
     ask_all(d, checks, "f")

@@ -204,7 +204,7 @@ static void test_decoys(void **s)
 }
 
 /* The real request's place in its burst is random: over 40 fresh prefixes
- * with 3 decoys it is not always the same (all in one place: 4^-39). */
+ * with 3 decoys it is not always the same (all in one place: 4^-29 at most). */
 static void test_decoy_order(void **s)
 {
     (void)s;
@@ -212,7 +212,7 @@ static void test_decoy_order(void **s)
     fx_config(&x, "ok");
     x.cfg.decoys = 3;
     fx_open(&x);
-    unsigned seen[4] = {0};
+    unsigned seen[4] = {0}, full = 0;
     for (int k = 0; k < 40; k++) {
         uint32_t p = fresh_prefix(), got[8];
         bool cond[8];
@@ -222,7 +222,14 @@ static void test_decoy_order(void **s)
         assert_int_equal(rt_resolve_wait(x.base, x.r, PW, h).status, BR_RESOLVE_FOUND);
         rt_run_for(x.base, 50);
         size_t n = log_requests(l0, got, cond, 8);
-        assert_int_equal(n, 4);
+        /* A prefix already cached and fresh is not sent again, decoy or
+         * real (docs/upstream.md "Decoys"): when one of this burst's is one
+         * of the earlier bursts' (about one run in a hundred), the burst is
+         * short. Only whole bursts tell the real request's place. */
+        assert_true(n <= 4);
+        if (n < 4)
+            continue;
+        full++;
         for (unsigned i = 0; i < 4; i++)
             if (got[i] == p)
                 seen[i]++;
@@ -231,6 +238,7 @@ static void test_decoy_order(void **s)
     for (int i = 0; i < 4; i++)
         places += seen[i] > 0;
     assert_true(places >= 2);
+    assert_true(full >= 30);
     fx_close(&x);
 }
 
