@@ -11,7 +11,10 @@ rate-limited for interactive checks, bulk ones wait; STATS and metrics);
 and the scenario of lanefx.py at CI size: 2,000 bulk checks in distinct
 prefixes at rate = 100 against an nginx mirror, while interactive checks in
 new prefixes keep their p99 within 2x of their unloaded p99 and never answer
-UNKNOWN (the 20,000-account run at rate = 50: tests/bench/bench_lane.py).
+UNKNOWN; and the same with `breachctl audit` as the bulk client: 2,000
+accounts of a pwdump file at rate = 400, next to interactive PW and NT
+checks in new prefixes, every answer right and none UNKNOWN (the
+20,000-account runs at rate = 50: tests/bench/bench_lane.py).
 """
 import os
 import subprocess
@@ -220,6 +223,16 @@ def rate_limited(ctx):
 def bulk_does_not_slow_interactive(ctx):
     lanefx.run(ctx, n_bulk=2000, rate=100, pace=20, n_unloaded=150,
                report=lambda s: print("  " + s, flush=True))
+
+
+@test
+def audit_next_to_interactive(ctx):
+    """breachctl audit on the bulk lane it asks for (200 ranges a second,
+    half of rate = 400) while interactive PW checks (their own upstream)
+    and NT checks (the audit's upstream) in new prefixes go one at a time;
+    latencies are reported, not asserted."""
+    lanefx.run_audit(ctx, n_accounts=2000, rate=400, pace=20, n_unloaded=40, assert_p99=False,
+                     report=lambda s: print("  " + s, flush=True))
 
 
 if __name__ == "__main__":
