@@ -164,11 +164,14 @@ class Prober:
     SHA-1, NT for an NT hash. Each latency goes into the samples list and
     into by_verb[VERB] (when the caller passes the dict)."""
 
-    def __init__(self, daemon, checks, pace):
+    def __init__(self, daemon, checks, pace, keep_going=False):
         self.cl = daemon.client(timeout=30)
         self.checks = iter(checks)
         self.gap = 1.0 / pace
         self.n = 0
+        self.keep_going = keep_going  # count wrong answers (verify()) instead of failing at once
+        self.unknown = {}  # verb: UNKNOWN answers
+        self.wrong = []  # (request id, answer, wanted)
 
     def probe(self, samples, by_verb=None):
         h, want = next(self.checks)
@@ -178,7 +181,12 @@ class Prober:
         t0 = time.monotonic()
         ans = self.cl.ask("%s %s %s" % (rid, verb, h))
         dt = time.monotonic() - t0
-        eq(ans, "%s %s" % (rid, want), "interactive %s check" % verb)
+        if ans != "%s %s" % (rid, want):
+            if not self.keep_going:
+                eq(ans, "%s %s" % (rid, want), "interactive %s check" % verb)
+            self.wrong.append((rid, ans, want))
+            if ans.startswith(rid + " UNKNOWN"):
+                self.unknown[verb] = self.unknown.get(verb, 0) + 1
         samples.append(dt)
         if by_verb is not None:
             by_verb.setdefault(verb, []).append(dt)
@@ -187,6 +195,10 @@ class Prober:
     def run(self, samples, n=None, until=None, by_verb=None):
         while (n is None or len(samples) < n) and (until is None or not until()):
             self.probe(samples, by_verb)
+
+    def verify(self):
+        check(not self.wrong, "%d interactive answers wrong (UNKNOWN: %r), the first %r"
+              % (len(self.wrong), self.unknown, self.wrong[:5]))
 
 
 class Audit(threading.Thread):
@@ -214,14 +226,17 @@ class Audit(threading.Thread):
     def seconds(self):
         return self.t1 - self.t0
 
+    def lines(self):
+        with open(self.out) as f:
+            return f.read().splitlines()
+
     def verify(self, want):
         """Every line of the report as wanted (no UNKNOWN), exit status 1
         (pwned and empty accounts), nothing on standard error (so the bulk
         lane was accepted); returns the summary line."""
         if self.error:
             raise self.error
-        with open(self.out) as f:
-            got = f.read().splitlines()
+        got = self.lines()
         with open(self.err) as f:
             err = f.read()
         unknown = sum(1 for ln in got if " UNKNOWN " in ln or ln.endswith(" UNKNOWN"))
@@ -309,7 +324,7 @@ def run(ctx, n_bulk, rate, pace, n_unloaded, slack_s=0.020, report=print):
 
 
 def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=0.020,
-              report=print):
+              report=print, log_level="notice"):
     """The scenario with breachctl audit as the bulk client: n_accounts
     accounts (one in 40 with the empty password, the others each in a range
     of its own) plus machine accounts and accounts without an NT hash;
@@ -319,10 +334,11 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     report every account right, none UNKNOWN, exit status 1; no interactive
     check answers UNKNOWN or wrong; no faster than bulk_share allows; with
     assert_p99, the loaded p99 of the PW checks within 2x the unloaded one
-    (plus slack_s)."""
+    (plus slack_s). Wrong interactive answers are counted, reported and
+    fail the run at its end."""
     m = Mirror(ctx)
     conf = ctx.config(
-        daemon={"log_level": "notice"},
+        daemon={"log_level": log_level},
         passwords={"filter": "", "upstream": "http://127.0.0.1:%d/range/{prefix}" % m.port},
         ntlm={"filter": "", "upstream": "http://127.0.0.1:%d/range/{prefix}?mode=ntlm" % m.port},
         upstream={"rate": str(rate)})
@@ -341,8 +357,7 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     probe_checks = [c for pair in zip(pw_probe, nt_probe) for c in pair]
     path = ctx.path("accounts.pwdump")
     want = m.audit_file(path, n_accounts, prefixes)
-    n_acc = n_accounts
-    prober = Prober(d, probe_checks, pace)
+    prober = Prober(d, probe_checks, pace, keep_going=True)
 
     before, loaded, after = [], [], []
     vb_before, vb_loaded, vb_after = {}, {}, {}
@@ -353,32 +368,25 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     cold.start()
     prober.run(loaded, until=lambda: not cold.is_alive(), by_verb=vb_loaded)
     cold.join()
-    summary = cold.verify(want)
     st1 = d.stats()
     prober.run(after, n=max(2, n_unloaded // 2), by_verb=vb_after)
-
-    warm = Audit(ctx, d, path, "warm", timeout=600)
+    warm = Audit(ctx, d, path, "warm", timeout=600)  # the same accounts: every range cached
     warm.start()
     warm.join()
-    eq(warm.verify(want), summary, "summary of the warm audit")
-
     st = d.stats()
-    eq(st["pw_unknown"], 0, "pw_unknown")
-    eq(st["nt_unknown"], 0, "nt_unknown")
-    eq(st["bulk_queue_depth"], 0, "bulk_queue_depth")
-    eq(st["upstream_promoted"], 0, "upstream_promoted (no prefix is shared)")
-    eq(st["upstream_rate_limited"], 0, "upstream_rate_limited")
-    eq(st1["nt_upstream_fetches"] - st0["nt_upstream_fetches"],
-       n_fetch + len(vb_loaded.get("NT", ())), "NT range fetches during the audit")
     prober.cl.close()
     d.stop_ok()
 
-    base = before + after
+    # the figures first, then the checks
+    got = cold.lines()
     fig = {
-        "accounts": n_acc, "fetches": n_fetch, "rate": rate, "audit_seconds": cold.seconds(),
-        "audit_per_s": n_acc / cold.seconds(), "warm_seconds": warm.seconds(),
-        "warm_per_s": n_acc / warm.seconds(), "audit_rc": cold.rc, "summary": summary,
-        "unknown_audit": 0, "unknown_interactive": 0,
+        "accounts": n_accounts, "fetches": n_fetch, "rate": rate,
+        "audit_seconds": cold.seconds(), "audit_per_s": n_accounts / cold.seconds(),
+        "warm_seconds": warm.seconds(), "warm_per_s": n_accounts / warm.seconds(),
+        "audit_rc": cold.rc, "summary": got[-1] if got else "",
+        "audit_unknown": sum(1 for ln in got if " UNKNOWN" in ln and not ln.startswith("summary")),
+        "pw_unknown": prober.unknown.get("PW", 0), "nt_unknown": prober.unknown.get("NT", 0),
+        "interactive_wrong": len(prober.wrong),
     }
     for verb in ("PW", "NT"):
         b = vb_before.get(verb, []) + vb_after.get(verb, [])
@@ -393,17 +401,30 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
             v + "_loaded_max_ms": 1e3 * max(ld) if ld else float("nan"),
         })
         fig[v + "_p99_ratio"] = fig[v + "_loaded_p99_ms"] / fig[v + "_unloaded_p99_ms"]
+    report("interactive answers wrong: %d (UNKNOWN: PW %d, NT %d)%s" % (
+        len(prober.wrong), fig["pw_unknown"], fig["nt_unknown"],
+        "".join("; %s %s, want %s" % w for w in prober.wrong[:10])))
     report("audit: %(accounts)d accounts (%(fetches)d ranges) at rate=%(rate)d in "
-           "%(audit_seconds).1f s = %(audit_per_s).1f accounts/s (cold cache), exit %(audit_rc)d; "
+           "%(audit_seconds).1f s = %(audit_per_s).1f accounts/s (cold cache), exit %(audit_rc)s; "
            "warm: %(warm_seconds).2f s = %(warm_per_s).0f accounts/s" % fig)
-    report("audit: " + summary)
+    report("audit: %(audit_unknown)d UNKNOWN; %(summary)s" % fig)
     for v in ("pw", "nt"):
         report(("interactive %s: unloaded p50 %%(%s_unloaded_p50_ms).2f ms p99 "
                 "%%(%s_unloaded_p99_ms).2f ms (n=%%(%s_unloaded_n)d); during the audit p50 "
                 "%%(%s_loaded_p50_ms).2f ms p99 %%(%s_loaded_p99_ms).2f ms max "
                 "%%(%s_loaded_max_ms).2f ms (n=%%(%s_loaded_n)d); p99 ratio %%(%s_p99_ratio).2f; "
-                "0 UNKNOWN") % ((v.upper(),) + (v,) * 8) % fig)
+                "%%(%s_unknown)d UNKNOWN") % ((v.upper(),) + (v,) * 9) % fig)
 
+    summary = cold.verify(want)
+    prober.verify()
+    eq(warm.verify(want), summary, "summary of the warm audit")
+    eq(st["pw_unknown"], 0, "pw_unknown")
+    eq(st["nt_unknown"], 0, "nt_unknown")
+    eq(st["bulk_queue_depth"], 0, "bulk_queue_depth")
+    eq(st["upstream_promoted"], 0, "upstream_promoted (no prefix is shared)")
+    eq(st["upstream_rate_limited"], 0, "upstream_rate_limited")
+    eq(st1["nt_upstream_fetches"] - st0["nt_upstream_fetches"],
+       n_fetch + len(vb_loaded.get("NT", ())), "NT range fetches during the audit")
     burst = min(16, rate)
     floor_s = (n_fetch - burst * 0.5) / (rate * 0.5)
     check(cold.seconds() >= 0.9 * floor_s, "the audit took %.1f s, under its share's %.1f s"
