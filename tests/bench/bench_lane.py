@@ -52,7 +52,8 @@ def figures(fig):
 @dtest.test
 def audit_next_to_interactive(ctx):
     figures(lanefx.run_audit(ctx, n_accounts=N_BULK, rate=RATE, pace=10, n_unloaded=600,
-                             report=lambda s: print(s, flush=True), log_level="info"))
+                             report=lambda s: print(s, flush=True), log_level="info",
+                             control=True))
 
 
 @dtest.test

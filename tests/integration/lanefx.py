@@ -21,6 +21,7 @@ itself (docs/audit.md). The interactive checks alternate PW (the SHA-1
 upstream) and NT (the audit's own upstream, where the lanes share the rate
 and the slots) in new prefixes.
 """
+import json
 import os
 import random
 import subprocess
@@ -47,7 +48,7 @@ def percentile(xs, q):
 
 
 class Mirror:
-    def __init__(self, ctx, seed=2026):
+    def __init__(self, ctx, seed=2026, name="mirror", nginx_name="nginx"):
         rng = random.Random(seed)
         self.counts = {}  # SHA-1 suffix (35 hex digits): count
         while len(self.counts) < SUFFIXES:
@@ -55,14 +56,14 @@ class Mirror:
         self.nt_counts = {}  # NT hash suffix (27 hex digits): count
         while len(self.nt_counts) < SUFFIXES:
             self.nt_counts["%027X" % rng.getrandbits(108)] = rng.randint(1, 100000)
-        d = ctx.path("mirror")
+        d = ctx.path(name)
         os.makedirs(d, exist_ok=True)
-        for name, counts in (("range.txt", self.counts), ("rangentlm.txt", self.nt_counts)):
-            with open(os.path.join(d, name), "w", newline="") as f:
+        for fn, counts in (("range.txt", self.counts), ("rangentlm.txt", self.nt_counts)):
+            with open(os.path.join(d, fn), "w", newline="") as f:
                 f.write("".join("%s:%d\r\n" % kv for kv in counts.items()))
         # /range/P: range.txt; /range/P?mode=ntlm: rangentlm.txt
-        self.port = ctx.nginx(d, location="location /range/ { root %s; "
-                              "try_files /range$arg_mode.txt =404; }" % d)
+        self.port = dtest.nginx(ctx, nginx_name, "location /range/ { root %s; "
+                                "try_files /range$arg_mode.txt =404; }" % d)
         self.suffixes = sorted(self.counts)
         self.nt_suffixes = sorted(self.nt_counts)
         self.rng = rng
@@ -172,6 +173,7 @@ class Prober:
         self.keep_going = keep_going  # count wrong answers (verify()) instead of failing at once
         self.unknown = {}  # verb: UNKNOWN answers
         self.wrong = []  # (request id, answer, wanted)
+        self.log = []  # (start, verb, seconds), start in time.monotonic()
 
     def probe(self, samples, by_verb=None):
         h, want = next(self.checks)
@@ -188,6 +190,7 @@ class Prober:
             if ans.startswith(rid + " UNKNOWN"):
                 self.unknown[verb] = self.unknown.get(verb, 0) + 1
         samples.append(dt)
+        self.log.append((t0, verb, dt))
         if by_verb is not None:
             by_verb.setdefault(verb, []).append(dt)
         time.sleep(max(0.0, self.gap - dt))
@@ -324,7 +327,7 @@ def run(ctx, n_bulk, rate, pace, n_unloaded, slack_s=0.020, report=print):
 
 
 def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=0.020,
-              report=print, log_level="notice"):
+              report=print, log_level="notice", control=False):
     """The scenario with breachctl audit as the bulk client: n_accounts
     accounts (one in 40 with the empty password, the others each in a range
     of its own) plus machine accounts and accounts without an NT hash;
@@ -335,7 +338,12 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     check answers UNKNOWN or wrong; no faster than bulk_share allows; with
     assert_p99, the loaded p99 of the PW checks within 2x the unloaded one
     (plus slack_s). Wrong interactive answers are counted, reported and
-    fail the run at its end."""
+    fail the run at its end.
+
+    control: a second, idle breachd with its own nginx, probed the same way
+    at the same time as the audit runs: the machine's own noise in the same
+    minutes (reported, not asserted). Every probe's start and latency go to
+    ctx's probes.json."""
     m = Mirror(ctx)
     conf = ctx.config(
         daemon={"log_level": log_level},
@@ -364,10 +372,36 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     prober.run([], n=6)  # warm up: nginx's keep-alive connections, the cache's first writes
     prober.run(before, n=n_unloaded, by_verb=vb_before)
     st0 = d.stats()
+    ctl_prober, ctl_samples, vb_ctl, ctl_thread = None, [], {}, None
+    if control:
+        cm = Mirror(ctx, seed=2027, name="mirror-control", nginx_name="nginx-control")
+        cconf = ctx.config(
+            name="control.conf", socket_path=ctx.path("control.sock"),
+            daemon={"log_level": log_level},
+            passwords={"filter": "", "upstream": "http://127.0.0.1:%d/range/{prefix}" % cm.port},
+            ntlm={"filter": "",
+                  "upstream": "http://127.0.0.1:%d/range/{prefix}?mode=ntlm" % cm.port},
+            cache={"path": ctx.path("control-cache")}, upstream={"rate": str(rate)})
+        cd = ctx.daemon(cconf)
+        crng = random.Random(18)
+        n_c = int(pace * n_fetch / (rate * 0.5) * 3 * dtest.SLOW) + 200
+        cchecks = [c for pair in zip(cm.hashes(crng.sample(range(1 << 20), n_c)),
+                                     cm.hashes(crng.sample(range(1 << 20), n_c), nt=True))
+                   for c in pair]
+        ctl_prober = Prober(cd, cchecks, pace, keep_going=True)
+        ctl_prober.run([], n=6)
     cold = Audit(ctx, d, path, "cold", timeout=n_fetch / (rate * 0.5) * 3 + 120)
     cold.start()
+    if control:
+        ctl_thread = threading.Thread(target=ctl_prober.run, args=(ctl_samples,), daemon=True,
+                                      kwargs={"until": lambda: not cold.is_alive(),
+                                              "by_verb": vb_ctl})
+        ctl_thread.start()
     prober.run(loaded, until=lambda: not cold.is_alive(), by_verb=vb_loaded)
     cold.join()
+    if ctl_thread:
+        ctl_thread.join()
+        ctl_prober.cl.close()
     st1 = d.stats()
     prober.run(after, n=max(2, n_unloaded // 2), by_verb=vb_after)
     warm = Audit(ctx, d, path, "warm", timeout=600)  # the same accounts: every range cached
@@ -376,6 +410,10 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
     st = d.stats()
     prober.cl.close()
     d.stop_ok()
+
+    with open(ctx.path("probes.json"), "w") as f:
+        json.dump({"audit": [cold.t0, cold.t1], "probes": prober.log,
+                   "control": ctl_prober.log if control else []}, f)
 
     # the figures first, then the checks
     got = cold.lines()
@@ -401,6 +439,20 @@ def run_audit(ctx, n_accounts, rate, pace, n_unloaded, assert_p99=True, slack_s=
             v + "_loaded_max_ms": 1e3 * max(ld) if ld else float("nan"),
         })
         fig[v + "_p99_ratio"] = fig[v + "_loaded_p99_ms"] / fig[v + "_unloaded_p99_ms"]
+    if control:
+        for verb in ("PW", "NT"):
+            c = vb_ctl.get(verb, [])
+            v = "control_" + verb.lower()
+            fig.update({v + "_n": len(c), v + "_p50_ms": 1e3 * percentile(c, 0.5),
+                        v + "_p99_ms": 1e3 * percentile(c, 0.99),
+                        v + "_max_ms": 1e3 * max(c) if c else float("nan"),
+                        v + "_unknown": ctl_prober.unknown.get(verb, 0)})
+            fig[verb.lower() + "_p99_ratio_control"] = (fig[verb.lower() + "_loaded_p99_ms"]
+                                                        / fig[v + "_p99_ms"])
+            report(("control %s (an idle breachd, the same minutes): p50 %%(%s_p50_ms).2f ms "
+                    "p99 %%(%s_p99_ms).2f ms max %%(%s_max_ms).2f ms (n=%%(%s_n)d), "
+                    "%%(%s_unknown)d UNKNOWN; during the audit / control p99 %%(%s)0.2f")
+                   % (verb, v, v, v, v, v, verb.lower() + "_p99_ratio_control") % fig)
     report("interactive answers wrong: %d (UNKNOWN: PW %d, NT %d)%s" % (
         len(prober.wrong), fig["pw_unknown"], fig["nt_unknown"],
         "".join("; %s %s, want %s" % w for w in prober.wrong[:10])))
