@@ -10,9 +10,9 @@
 
 #include <event2/event.h>
 
-#include "filter_file.h"
 #include "housekeeping.h"
 #include "log.h"
+#include "map_guard.h"
 #include "range_cache.h"
 
 /* ---- at start ------------------------------------------------------------------- */
@@ -23,7 +23,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uctx)
     /* A fault in a filter's or the range cache's mapping (si_code > 0:
      * raised by the kernel for this access) is repaired and the read resumes
      * on zero pages. */
-    if (si->si_code > 0 && (br_filter_file_fault(si->si_addr) || br_range_cache_fault(si->si_addr)))
+    if (si->si_code > 0 && br_map_guard_fault(si->si_addr))
         return;
     /* Anything else gets the default action: for a fault, the faulting
      * instruction runs again and raises it; a sent signal is raised again. */

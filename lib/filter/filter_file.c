@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "filter_file.h"
+#include "map_guard.h"
 #include "hash.h"
 #include "util.h"
 
@@ -292,70 +293,26 @@ struct br_filter_file {
     uint64_t size;
     br_filter_header hdr;
     atomic_int damaged; /* set by br_filter_file_fault() */
-    int guard;          /* slot in guards[], -1 when none */
+    int guard;          /* its map_guard.h slot, -1 when none */
     const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
 };
 
-/* ---- mappings guarded against truncation (filter_file.h) ---- */
-
-/* The mappings a SIGBUS may be about. A slot is claimed by its owner (CAS
- * from NULL), then len, then start are published; the fault handler reads
- * start first, so a slot it sees in use is complete. Lock-free atomics only:
- * the handler may run in any thread, at any instruction. */
-#define GUARD_SLOTS 64
-typedef struct guard_slot {
-    _Atomic(br_filter_file *) owner;
-    atomic_size_t len;
-    atomic_uintptr_t start; /* 0: not in use */
-} guard_slot;
-static guard_slot guards[GUARD_SLOTS];
+/* ---- mappings guarded against truncation (filter_file.h, map_guard.h) ---- */
 
 static void guard_add(br_filter_file *f)
 {
-    f->guard = -1;
-    for (int i = 0; i < GUARD_SLOTS; i++) {
-        br_filter_file *none = NULL;
-        if (atomic_compare_exchange_strong(&guards[i].owner, &none, f)) {
-            atomic_store(&guards[i].len, (size_t)f->size);
-            atomic_store(&guards[i].start, (uintptr_t)f->map);
-            f->guard = i;
-            return;
-        }
-    }
-    /* All slots taken (not with the daemon's few filters): unguarded. */
+    f->guard = br_map_guard_set(-1, &f->damaged, (uintptr_t)f->map, (size_t)f->size, PROT_READ);
 }
 
 static void guard_remove(br_filter_file *f)
 {
-    if (f->guard < 0)
-        return;
-    guard_slot *g = &guards[f->guard];
-    atomic_store(&g->start, 0);
-    atomic_store(&g->len, 0);
-    atomic_store(&g->owner, NULL);
+    br_map_guard_clear(f->guard);
     f->guard = -1;
 }
 
 bool br_filter_file_fault(const void *addr)
 {
-    uintptr_t a = (uintptr_t)addr;
-    for (int i = 0; i < GUARD_SLOTS; i++) {
-        uintptr_t start = atomic_load(&guards[i].start);
-        size_t len = atomic_load(&guards[i].len);
-        if (!start || a - start >= len)
-            continue;
-        br_filter_file *f = atomic_load(&guards[i].owner);
-        /* The whole mapping becomes zero pages: no probe faults again, and
-         * the flag makes every probe answer "maybe". mmap is a plain system
-         * call: async-signal-safe. */
-        void *p = mmap((void *)start, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-        if (p == MAP_FAILED)
-            return false;
-        if (f)
-            atomic_store(&f->damaged, 1);
-        return true;
-    }
-    return false;
+    return br_map_guard_fault(addr);
 }
 
 bool br_filter_file_damaged(const br_filter_file *f)

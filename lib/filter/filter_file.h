@@ -103,7 +103,9 @@ uint64_t br_filter_file_size(const br_filter_file *f);
  * any thread. Every open filter file is registered from
  * br_filter_file_open() until br_filter_file_free(). A file damaged while
  * it is being verified is refused. Probes of a damaged filter answer
- * "maybe" (pwfilter.h, urlfilter.h), never a wrong "no". */
+ * "maybe" (pwfilter.h, urlfilter.h), never a wrong "no". The guard table
+ * (map_guard.h) is shared with the range cache's mappings: this is
+ * br_map_guard_fault(), and handles a fault in either. */
 bool br_filter_file_fault(const void *addr);
 /* True once a fault was handled in this file's mapping. Any thread. */
 bool br_filter_file_damaged(const br_filter_file *f);

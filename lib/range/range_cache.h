@@ -240,8 +240,10 @@ typedef int (*br_range_cache_entry_cb)(void *ctx, uint32_t partition, br_range_k
 int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx);
 
 /* The SIGBUS handler's hook (above, "Truncation while mapped"):
- * async-signal-safe, any thread. True when addr was in a cache's mapping
- * (now zero pages, the cache damaged). */
+ * async-signal-safe, any thread. True when addr was in a guarded mapping
+ * (now zero pages, its owner damaged). The guard table (map_guard.h) is
+ * shared with the filter files: this is br_map_guard_fault(), and a handler
+ * calls one of the two. */
 bool br_range_cache_fault(const void *addr);
 /* True once a fault was handled in one of the cache's mappings. Any thread. */
 bool br_range_cache_damaged(const br_range_cache *c);
