@@ -111,3 +111,35 @@ print(next(o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "bui
 machine_line() {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), load $(cut -d' ' -f1-3 /proc/loadavg), build $BUILD ($(buildtype))"
 }
+
+# make_scratch, and background processes stopped at exit: add each with
+# pids+=("$pid"); at exit each gets SIGTERM and is waited for, then the
+# scratch directory is removed. Also raises the open-file limit to 4096.
+make_scratch_and_pids() {
+    make_scratch
+    pids=()
+    trap stop_pids EXIT
+    [ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+}
+stop_pids() {
+    local p
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$SCRATCH"
+}
+
+# start_breachd CONF LOG SOCKET: breachd in the foreground of a background
+# job ($dpid, in pids), once it answers a PING through loadgen ($LOADGEN);
+# its log on failure.
+start_breachd() {
+    "$BREACHD" --config "$1" --foreground 2>"$2" &
+    dpid=$!
+    pids+=("$dpid")
+    for _ in $(seq 600); do
+        "$LOADGEN" -s "$3" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && return 0
+        kill -0 "$dpid" 2>/dev/null || { cat "$2" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "breachd did not answer on $3" >&2
+    exit 1
+}

@@ -56,18 +56,9 @@ fi
 for p in "$BREACHD" "$BREACHCTL" "$GEN" "$LOADGEN"; do
     [ -x "$p" ] || { echo "bench-daemon: $p is missing: build $BUILD first" >&2; exit 1; }
 done
-SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# breachd needs a descriptor per connection (1,000 idle ones + a few).
-[ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+make_scratch_and_pids
+# (make_scratch_and_pids raised the open-file limit: breachd needs a
+# descriptor per connection, 1,000 idle ones + a few.)
 
 machine_line
 echo "# $(nproc) CPUs shared by breachd (one event-loop thread), loadgen ($LOADGEN_THREADS thread(s)) and whatever else runs on the machine"

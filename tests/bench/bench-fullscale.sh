@@ -45,16 +45,7 @@ LOADGEN=$BUILD/tests/bench/loadgen
 need_pkg "$GNUTIME" time
 ensure_build
 build_targets daemon/breachd tests/bench/loadgen
-make_scratch
-pids=()
-stop_all() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$SCRATCH"
-}
-trap stop_all EXIT
-[ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+make_scratch_and_pids
 
 machine_line
 echo "# gen_hibp hibp $N | breachctl filter build --kind password-sha1 --input - --tmpdir SPILL [--arity A]"
@@ -117,14 +108,7 @@ upstream =
 path = $SCRATCH/cache
 EOF
 t0=$(now)
-"$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
-dpid=$!
-pids+=("$dpid")
-for _ in $(seq 3000); do
-    "$LOADGEN" -s "$sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && break
-    kill -0 "$dpid" 2>/dev/null || { cat "$SCRATCH/breachd.log" >&2; exit 1; }
-    sleep 0.1
-done
+start_breachd "$SCRATCH/breachd.conf" "$SCRATCH/breachd.log" "$sock"
 echo "breachd ready in $(elapsed "$t0" "$(now)") s on $(basename "$serve_filter") ($(file_size "$serve_filter") bytes)"
 
 rss() { # PID FILE -> "total filter anon" in KiB

@@ -42,16 +42,7 @@ BENCH_URL=$BUILD/tests/bench/bench_url
 
 ensure_build
 build_targets daemon/breachd tests/bench/loadgen tests/bench/bench_url
-make_scratch
-pids=()
-stop_all() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$SCRATCH"
-}
-trap stop_all EXIT
-[ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+make_scratch_and_pids
 
 machine_line
 echo "# TOTAL=$TOTAL MIX=$MIX (PW,URL,PING,STATS) CONNS=$CONNS DEPTH=$DEPTH KEYS=$KEYS"
@@ -100,7 +91,7 @@ sample() { # PID T0 -> one table row
 
 # phase NAME TTL REQUESTS WARM(0|1)
 phase() {
-    local name=$1 ttl=$2 n=$3 warm=$4 sock=$SCRATCH/breachd-$1.sock dpid lpid t0 res
+    local name=$1 ttl=$2 n=$3 warm=$4 sock=$SCRATCH/breachd-$1.sock lpid t0 res
     cat >"$SCRATCH/breachd-$name.conf" <<EOF
 [daemon]
 socket = $sock
@@ -122,14 +113,7 @@ max_inflight = 64
 [limits]
 max_connections = 4096
 EOF
-    "$BREACHD" --config "$SCRATCH/breachd-$name.conf" --foreground 2>"$SCRATCH/breachd-$name.log" &
-    dpid=$!
-    pids+=("$dpid")
-    for _ in $(seq 300); do
-        "$LOADGEN" -s "$sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && break
-        kill -0 "$dpid" 2>/dev/null || { cat "$SCRATCH/breachd-$name.log" >&2; exit 1; }
-        sleep 0.1
-    done
+    start_breachd "$SCRATCH/breachd-$name.conf" "$SCRATCH/breachd-$name.log" "$sock"
     if [ "$warm" = 1 ]; then
         "$LOADGEN" -s "$sock" -c "$CONNS" -P "$DEPTH" -n 1000000 --hashes "$SCRATCH/hashes.txt" \
             --mix 1,0,0,0 -q >/dev/null
