@@ -77,6 +77,27 @@ def wait_for(pred, timeout=10.0, what="condition", step=0.02):
         time.sleep(step)
 
 
+def percentile(xs, q):
+    """The q-quantile (0..1) of xs, nearest rank (NaN when xs is empty)."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = max(0, min(len(s) - 1, int(round(q * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def fd_links(pid):
+    """{descriptor: what it points at} of pid's open descriptors (those that
+    close while being read are left out)."""
+    out = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out[fd] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+    return out
+
+
 def sha1hex(s):
     if isinstance(s, str):
         s = s.encode()

@@ -38,13 +38,7 @@ NO_PW = "NO PASSWORD*********************"
 SUFFIXES = 64  # lines in the mirror's range body
 
 
-def percentile(xs, q):
-    """The q-quantile (0..1) of xs, nearest rank."""
-    s = sorted(xs)
-    if not s:
-        return float("nan")
-    k = max(0, min(len(s) - 1, int(round(q * len(s) + 0.5)) - 1))
-    return s[k]
+percentile = dtest.percentile
 
 
 class Mirror:

@@ -98,13 +98,7 @@ def mem_line(what, m):
                                                               m["RssAnon"])
 
 
-def percentile(xs, q):
-    """The q-quantile (0..1) of xs, nearest rank."""
-    s = sorted(xs)
-    if not s:
-        return float("nan")
-    k = max(0, min(len(s) - 1, int(round(q * len(s) + 0.5)) - 1))
-    return s[k]
+percentile = dtest.percentile
 
 
 # ---- many connections --------------------------------------------------------

@@ -177,11 +177,7 @@ def descriptors(pid):
             listening = int(parts[3], 16) & 0x10000
             unix[parts[6]] = "listener" if listening else "clients" if len(parts) > 7 else "pairs"
     out = {"files": [], "pairs": 0, "clients": 0, "listener": 0, "tcp": 0}
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
+    for link in dtest.fd_links(pid).values():
         if link.startswith("socket:["):
             out[unix.get(link[8:-1], "tcp")] += 1
         else:

@@ -467,14 +467,7 @@ def settled_fds(pid):
 
 def tcp_conns(pid, port, local=False):
     """pid's TCP sockets whose remote (local=True: local) port is port."""
-    inodes = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(link[8:-1])
+    inodes = {link[8:-1] for link in dtest.fd_links(pid).values() if link.startswith("socket:[")}
     n = 0
     for table in ("tcp", "tcp6"):
         try:
