@@ -269,26 +269,30 @@ class Ctx:
 
 
 NGINX = "/usr/sbin/nginx"
-NGINX_CONF = """daemon off;
+NGINX_HEAD = """daemon off;
 master_process off;
 worker_processes 1;
 pid %(dir)s/nginx.pid;
 error_log %(dir)s/error.log warn;
-events { worker_connections 256; }
+events { worker_connections %(connections)d; }
 http {
-    access_log %(dir)s/access.log;
+%(head)s    access_log %(dir)s/access.log%(log_format)s;
     client_body_temp_path %(dir)s/tmp/body;
     proxy_temp_path %(dir)s/tmp/proxy;
     fastcgi_temp_path %(dir)s/tmp/fastcgi;
     uwsgi_temp_path %(dir)s/tmp/uwsgi;
     scgi_temp_path %(dir)s/tmp/scgi;
     default_type text/plain;
-    server {
-        listen 127.0.0.1:%(port)d;
-        %(server)s
-    }
-}
 """
+
+
+def nginx_conf(dirname, servers, connections=256, head="", log_format=""):
+    """The nginx.conf of a private nginx (no daemon, one worker; its pid,
+    logs and temp files under dirname): servers are the http block's server
+    blocks, head lines before access_log (a log_format), log_format the
+    access log's format name."""
+    return NGINX_HEAD % dict(dir=dirname, connections=connections, head=head,
+                             log_format=" " + log_format if log_format else "") + servers + "}\n"
 
 
 def nginx(ctx, name, server):
@@ -304,7 +308,8 @@ def nginx(ctx, name, server):
     for attempt in range(5):  # a port taken between free_port() and nginx
         port = free_port()
         with open(conf, "w") as f:
-            f.write(NGINX_CONF % dict(dir=d, port=port, server=server))
+            f.write(nginx_conf(d, "    server {\n        listen 127.0.0.1:%d;\n        %s\n    }\n"
+                               % (port, server)))
         p = ctx.spawn([NGINX, "-p", d, "-e", d + "/error.log", "-c", conf],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if wait_port(port, p, 5):

@@ -37,32 +37,18 @@ from dtest import check, eq, test  # noqa: E402
 DECOYS = 3
 TTL = 2  # seconds: short, so that repeats are revalidated
 
-NGINX_CONF = """daemon off;
-master_process off;
-worker_processes 1;
-pid %(dir)s/nginx.pid;
-error_log %(dir)s/error.log warn;
-events { worker_connections 256; }
-http {
-    log_format probe '$request_method $request_uri $status inm=[$http_if_none_match] '
+LOG_FORMAT = """    log_format probe '$request_method $request_uri $status inm=[$http_if_none_match] '
                      'ims=[$http_if_modified_since] pad=[$http_add_padding] '
                      'ua=[$http_user_agent] accept=[$http_accept] '
                      'enc=[$http_accept_encoding] args=[$args]';
-    access_log %(dir)s/access.log probe;
-    client_body_temp_path %(dir)s/tmp/body;
-    proxy_temp_path %(dir)s/tmp/proxy;
-    fastcgi_temp_path %(dir)s/tmp/fastcgi;
-    uwsgi_temp_path %(dir)s/tmp/uwsgi;
-    scgi_temp_path %(dir)s/tmp/scgi;
-    default_type text/plain;
-    server {
+"""
+SERVER = """    server {
         listen 127.0.0.1:%(port)d;
         location ~ "^/range/([0-9A-F]{5})$" {
             root %(mirror)s;
             try_files /$1.txt %(fallback)s;
         }
     }
-}
 """
 
 LINE = re.compile(r"^(\S+) (\S+) (\d{3}) inm=\[(.*?)\] ims=\[(.*?)\] pad=\[(.*?)\] ua=\[(.*?)\] "
@@ -78,7 +64,8 @@ def start_nginx(ctx, mirror, fallback):
         port = dtest.free_port()
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF % dict(dir=d, port=port, mirror=mirror, fallback=fallback))
+            f.write(dtest.nginx_conf(d, SERVER % dict(port=port, mirror=mirror, fallback=fallback),
+                                     head=LOG_FORMAT, log_format="probe"))
         p = ctx.spawn(["/usr/sbin/nginx", "-p", d, "-e", d + "/error.log", "-c", conf],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         end = time.monotonic() + 5

@@ -190,23 +190,6 @@ class Certs:
 
 # ---- the mirror: one nginx, a plain port and a TLS port per certificate ----------------------
 
-NGINX_CONF = """daemon off;
-master_process off;
-worker_processes 1;
-pid %(dir)s/nginx.pid;
-error_log %(dir)s/error.log warn;
-events { worker_connections 512; }
-http {
-    access_log %(dir)s/access.log;
-    client_body_temp_path %(dir)s/tmp/body;
-    proxy_temp_path %(dir)s/tmp/proxy;
-    fastcgi_temp_path %(dir)s/tmp/fastcgi;
-    uwsgi_temp_path %(dir)s/tmp/uwsgi;
-    scgi_temp_path %(dir)s/tmp/scgi;
-    default_type text/plain;
-%(servers)s
-}
-"""
 SERVER = """    server {
         listen 127.0.0.1:%(port)d%(ssl)s;
         %(certs)s
@@ -246,7 +229,7 @@ class Mirror:
                         certs.path(n + ".pem"), certs.path(n + ".key")) if tls else "")
             conf = os.path.join(self.dir, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(NGINX_CONF % dict(dir=self.dir, servers=servers))
+                f.write(dtest.nginx_conf(self.dir, servers, connections=512))
             p = ctx.spawn([dtest.NGINX, "-p", self.dir, "-e", self.dir + "/error.log", "-c", conf],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if all(dtest.wait_port(self.port[n], p, 5) for n in self.NAMES):
