@@ -158,6 +158,30 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
         put(o, "circuit", "%s", br_breaker_state_name(pw->breaker));
 }
 
+/* The [ntlm] upstream's figures beyond the four nt_upstream_* of
+ * render_upstream, named as the SHA-1 ones with nt_ in front
+ * (docs/protocol.md "STATS"); all 0 without an [ntlm] upstream. */
+static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_only)
+{
+    const br_upstream_stats *nt = &t->nt_upstream;
+    U64(o, "nt_upstream_transfers", nt->transfers);
+    U64(o, "nt_upstream_retries", nt->retries);
+    U64(o, "nt_upstream_timeouts", nt->err_timeout);
+    U64(o, "nt_upstream_breaker_trips", nt->breaker_trips);
+    put(o, "nt_upstream_rate_effective", "%.6g", nt->rate_effective);
+    U64(o, "nt_upstream_rate_limited", nt->rate_limited);
+    U64(o, "nt_upstream_rate_decreases", nt->rate_decreases);
+    U64(o, "nt_upstream_pauses", nt->pauses);
+    U64(o, "nt_upstream_paused_ms", nt->paused_ms);
+    U64(o, "nt_upstream_pause_left_ms", nt->pause_left_ms);
+    U64(o, "nt_upstream_bulk_queued", nt->bulk_queued);
+    U64(o, "nt_upstream_bulk_in_flight", nt->bulk_inflight);
+    if (numeric_only)
+        U64(o, "nt_circuit_state", nt->breaker);
+    else
+        put(o, "nt_circuit", "%s", br_breaker_state_name(nt->breaker));
+}
+
 static void render_http(const bd_counters *k, render_out *o)
 {
     U64(o, "http_requests", k->http_requests);
@@ -193,6 +217,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
     render_upstream(srv, &t, o, numeric_only);
+    render_nt_upstream(&t, o, numeric_only);
     render_http(k, o);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
