@@ -138,6 +138,7 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
     U64(o, "upstream_queued", pw->queued);
     U64(o, "upstream_decoys", t->resolver.decoys);
     U64(o, "upstream_breaker_trips", pw->breaker_trips);
+    U64(o, "upstream_circuit_refused", pw->refused_circuit + pw->err_circuit);
     U64(o, "nt_upstream_fetches", nt->fetches);
     U64(o, "nt_upstream_errors", upstream_errors(nt));
     U64(o, "nt_upstream_in_flight", nt->inflight);
@@ -168,6 +169,7 @@ static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_o
     U64(o, "nt_upstream_retries", nt->retries);
     U64(o, "nt_upstream_timeouts", nt->err_timeout);
     U64(o, "nt_upstream_breaker_trips", nt->breaker_trips);
+    U64(o, "nt_upstream_circuit_refused", nt->refused_circuit + nt->err_circuit);
     put(o, "nt_upstream_rate_effective", "%.6g", nt->rate_effective);
     U64(o, "nt_upstream_rate_limited", nt->rate_limited);
     U64(o, "nt_upstream_rate_decreases", nt->rate_decreases);
