@@ -73,6 +73,19 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->paused_ms += b->paused_ms;
 }
 
+/* The figures of "now" (not added up): the current state's only. */
+static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
+{
+    a->inflight = b->inflight;
+    a->queued = b->queued;
+    a->backoff = b->backoff;
+    a->breaker = b->breaker;
+    a->bulk_queued = b->bulk_queued;
+    a->bulk_inflight = b->bulk_inflight;
+    a->rate_effective = b->rate_effective;
+    a->pause_left_ms = b->pause_left_ms;
+}
+
 static void state_figures(bd_state *s, bd_totals *t);
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -117,18 +130,10 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
         add_upstream(&t->pw_upstream, &one.pw_upstream);
         add_upstream(&t->nt_upstream, &one.nt_upstream);
         if (s == current) {
-            t->nt_upstream.inflight = one.nt_upstream.inflight;
-            t->nt_upstream.queued = one.nt_upstream.queued;
             t->resolver.pending_fetches = one.resolver.pending_fetches;
             t->resolver.pending_lookups = one.resolver.pending_lookups;
-            t->pw_upstream.inflight = one.pw_upstream.inflight;
-            t->pw_upstream.queued = one.pw_upstream.queued;
-            t->pw_upstream.backoff = one.pw_upstream.backoff;
-            t->pw_upstream.breaker = one.pw_upstream.breaker;
-            t->pw_upstream.bulk_queued = one.pw_upstream.bulk_queued;
-            t->pw_upstream.bulk_inflight = one.pw_upstream.bulk_inflight;
-            t->pw_upstream.rate_effective = one.pw_upstream.rate_effective;
-            t->pw_upstream.pause_left_ms = one.pw_upstream.pause_left_ms;
+            upstream_gauges(&t->pw_upstream, &one.pw_upstream);
+            upstream_gauges(&t->nt_upstream, &one.nt_upstream);
         }
     }
 }

@@ -138,6 +138,7 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
     U64(o, "upstream_queued", pw->queued);
     U64(o, "upstream_decoys", t->resolver.decoys);
     U64(o, "upstream_breaker_trips", pw->breaker_trips);
+    U64(o, "upstream_circuit_refused", pw->refused_circuit + pw->err_circuit);
     U64(o, "nt_upstream_fetches", nt->fetches);
     U64(o, "nt_upstream_errors", upstream_errors(nt));
     U64(o, "nt_upstream_in_flight", nt->inflight);
@@ -156,6 +157,31 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
         U64(o, "circuit_state", pw->breaker);
     else
         put(o, "circuit", "%s", br_breaker_state_name(pw->breaker));
+}
+
+/* The [ntlm] upstream's figures beyond the four nt_upstream_* of
+ * render_upstream, named as the SHA-1 ones with nt_ in front
+ * (docs/protocol.md "STATS"); all 0 without an [ntlm] upstream. */
+static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_only)
+{
+    const br_upstream_stats *nt = &t->nt_upstream;
+    U64(o, "nt_upstream_transfers", nt->transfers);
+    U64(o, "nt_upstream_retries", nt->retries);
+    U64(o, "nt_upstream_timeouts", nt->err_timeout);
+    U64(o, "nt_upstream_breaker_trips", nt->breaker_trips);
+    U64(o, "nt_upstream_circuit_refused", nt->refused_circuit + nt->err_circuit);
+    put(o, "nt_upstream_rate_effective", "%.6g", nt->rate_effective);
+    U64(o, "nt_upstream_rate_limited", nt->rate_limited);
+    U64(o, "nt_upstream_rate_decreases", nt->rate_decreases);
+    U64(o, "nt_upstream_pauses", nt->pauses);
+    U64(o, "nt_upstream_paused_ms", nt->paused_ms);
+    U64(o, "nt_upstream_pause_left_ms", nt->pause_left_ms);
+    U64(o, "nt_upstream_bulk_queued", nt->bulk_queued);
+    U64(o, "nt_upstream_bulk_in_flight", nt->bulk_inflight);
+    if (numeric_only)
+        U64(o, "nt_circuit_state", nt->breaker);
+    else
+        put(o, "nt_circuit", "%s", br_breaker_state_name(nt->breaker));
 }
 
 static void render_http(const bd_counters *k, render_out *o)
@@ -193,6 +219,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
     render_upstream(srv, &t, o, numeric_only);
+    render_nt_upstream(&t, o, numeric_only);
     render_http(k, o);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);

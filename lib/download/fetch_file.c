@@ -161,6 +161,15 @@ static void set_options(CURL *c, const br_fetch_opts *o, xfer *x)
     long stall = (long)((o->stall_timeout_ms ? o->stall_timeout_ms : 60000) + 999) / 1000;
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* A name lookup still running when the connect timeout ends the
+     * transfer (a DNS server that never answers) is left to finish on its
+     * own thread: without this the cleanup joins that thread, and the
+     * command waits past its timeout until the system resolver gives up
+     * (CURLOPT_QUICK_EXIT(3); docs/upstream.md, "What is an error, and
+     * what is cached"). */
+    curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);
+#endif
     if (o->max_bytes)
         curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
     if (o->ca_file)

@@ -197,6 +197,7 @@ static void count_outcome(br_upstream *up, br_upstream_status status)
         break;
     case BR_UPSTREAM_CIRCUIT_OPEN:
         up->st.err_circuit++;
+        up->refused_now++;
         break;
     case BR_UPSTREAM_CANCELLED:
         up->st.cancelled++;
@@ -229,8 +230,11 @@ void up_finish(req *r, br_upstream_status status)
         snprintf(r->last_error, sizeof(r->last_error), "cancelled");
     if (status == BR_UPSTREAM_TIMEOUT && !r->last_error[0])
         snprintf(r->last_error, sizeof(r->last_error), "deadline passed");
+    /* One ended by the circuit is counted, not logged: the breaker logs
+     * once when it opens and once when it closes (docs/upstream.md "Rate
+     * and back-off"). */
     if (status != BR_UPSTREAM_OK && status != BR_UPSTREAM_NOT_MODIFIED &&
-        status != BR_UPSTREAM_CANCELLED)
+        status != BR_UPSTREAM_CANCELLED && status != BR_UPSTREAM_CIRCUIT_OPEN)
         up_log(up, LOG_INFO, "upstream fetch failed: %s (%s, %u attempt%s)",
                br_upstream_status_name(status), r->last_error[0] ? r->last_error : "-", r->attempts,
                r->attempts == 1 ? "" : "s");
@@ -345,6 +349,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     bool trial = false;
     if (bs == BR_BREAKER_OPEN || (bs == BR_BREAKER_HALF_OPEN && up->trial_running)) {
         up->st.refused_circuit++;
+        up->refused_now++;
         return -EHOSTDOWN;
     }
     if (bs == BR_BREAKER_HALF_OPEN)

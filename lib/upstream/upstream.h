@@ -83,7 +83,10 @@
  * the single trial (one attempt, no retry) while further fetches are refused;
  * its success closes the circuit, its failure opens it for another cool-down.
  * Transfers already running when the circuit opened finish normally and do
- * not move the breaker.
+ * not move the breaker. Through the log callback: a warning when the circuit
+ * opens from closed, a notice when it closes (how long it was open, the
+ * fetches refused or ended since); a request it ends is not logged, nor at
+ * more than debug level its half-open turns and re-openings.
  *
  * Privacy: log messages and error texts never hold the URL, the prefix or a
  * header value.

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Upstream fetcher: the circuit breaker (its rules are in upstream.h). A
  * request's final outcome moves it (up_breaker_record, from up_finish); a trip
- * ends every request not yet on the wire. */
+ * ends every request not yet on the wire. An outage is logged in two lines:
+ * when the circuit opens (warning) and when it closes (notice, with how long
+ * it was open and the fetches it refused); its cool-downs, trials and
+ * re-openings in between only at debug level (docs/upstream.md "Rate and
+ * back-off"). */
 #include <stdio.h>
 #include <syslog.h>
 
@@ -12,7 +16,7 @@ br_breaker_state up_breaker_now(br_upstream *up, uint64_t now)
     if (up->breaker == BR_BREAKER_OPEN && now >= up->open_until_ns) {
         up->breaker = BR_BREAKER_HALF_OPEN;
         up->trial_running = false;
-        up_log(up, LOG_NOTICE, "upstream circuit half-open: sending a trial request");
+        up_log(up, LOG_DEBUG, "upstream circuit half-open: sending a trial request");
     }
     return up->breaker;
 }
@@ -37,13 +41,19 @@ static bool counts_as_failure(br_upstream_status s, long http)
 
 static void breaker_trip(br_upstream *up, uint64_t now)
 {
+    bool again = up->breaker == BR_BREAKER_HALF_OPEN; /* the trial failed */
     up->breaker = BR_BREAKER_OPEN;
     up->open_until_ns = now + up->breaker_cooldown_ns;
     up->trial_running = false;
     up->st.breaker_trips++;
-    up_log(up, LOG_WARNING,
-           "upstream circuit open after %u consecutive failures, cool-down %llu ms",
-           up->consecutive_failures, (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
+    if (!again) {
+        up->opened_ns = now;
+        up->refused_now = 0;
+    }
+    up_log(up, again ? LOG_DEBUG : LOG_WARNING,
+           "upstream circuit open%s after %u consecutive failures, cool-down %llu ms",
+           again ? " again" : "", up->consecutive_failures,
+           (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
 
     /* Everything not yet on the wire ends now, bulk requests too. Collect
      * first: the callbacks may call br_upstream_fetch() (refused, so the
@@ -95,7 +105,12 @@ void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
         } else {
             up->breaker = BR_BREAKER_CLOSED;
             up->consecutive_failures = 0;
-            up_log(up, LOG_NOTICE, "upstream circuit closed: the trial request succeeded");
+            up_log(up, LOG_NOTICE,
+                   "upstream circuit closed: the trial request succeeded after %llu s open, "
+                   "%llu fetches refused",
+                   (unsigned long long)((now - up->opened_ns) / 1000000000u),
+                   (unsigned long long)up->refused_now);
+            up->refused_now = 0;
         }
         return;
     }

@@ -126,6 +126,8 @@ struct br_upstream {
     br_breaker_state breaker;
     uint32_t consecutive_failures;
     uint64_t open_until_ns;
+    uint64_t opened_ns;        /* when it opened from closed */
+    uint64_t refused_now;      /* fetches refused or ended by it since then */
     bool trial_running;
 
     uint64_t rng;

@@ -7,7 +7,10 @@ error against a daemon that does not know it; [upstream] bulk_queue bounds
 the bulk checks waiting (ERR busy past it) in place of [limits]
 max_inflight; bulk checks outlive [upstream] timeout where interactive ones
 answer UNKNOWN timeout; a 429 with Retry-After through the daemon (UNKNOWN
-rate-limited for interactive checks, bulk ones wait; STATS and metrics);
+rate-limited for interactive checks, bulk ones wait; STATS and metrics),
+and the same from the [ntlm] upstream (its nt_upstream_* figures move, the
+SHA-1 ones do not); an upstream answering 502 opens the circuit, logged in
+one line, not one per refused check, and one more when it closes;
 and the scenario of lanefx.py at CI size: 2,000 bulk checks in distinct
 prefixes at rate = 100 against an nginx mirror, while interactive checks in
 new prefixes never answer UNKNOWN or wrong (their p99s, unloaded and
@@ -217,6 +220,105 @@ def rate_limited(ctx):
                 "breachd_upstream_paused_ms 2000", "breachd_bulk_queue_depth 0"):
         check(key in body, "metrics lack %r" % key)
     check("Retry-After" in d.log() and "429" in d.log(), "no notice of the pause in the log")
+
+
+@test
+def nt_rate_limited(ctx):
+    """The [ntlm] upstream answers 429 with Retry-After: 5, the SHA-1 one
+    answers: the nt_upstream_* rate, pause and bulk figures move in STATS
+    and the metrics, the SHA-1 ones do not."""
+    mport = dtest.free_port()
+    port = ctx.faultserver()
+    conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/ok/{prefix}" % port},
+                      ntlm={"upstream": "http://127.0.0.1:%d/limit/{prefix}" % port},
+                      upstream={"timeout": "500ms", "rate": "40"},
+                      daemon={"metrics_listen": "127.0.0.1:%d" % mport})
+    d = ctx.daemon(conf)
+    with open(ctx.path("fault", "limit"), "w") as f:
+        f.write("429 1\nRetry-After: 5\n")
+    cl = d.client(timeout=20)
+    bl = d.client(timeout=20)
+    eq(bl.ask("l LANE bulk"), "l OK")
+    eq(cl.ask("i1 NT %05X%s" % (0x52000, "0" * 27)), "i1 UNKNOWN rate-limited")
+    eq(cl.ask("i2 PW %s" % sha_in(0x52001)), "i2 PWNED 42", "SHA-1 while NTLM is paused")
+    bl.send("b1 NT %05X%s\n" % (0x52002, "0" * 27))
+    st = dtest.wait_for(lambda: (lambda s: s["nt_upstream_bulk_queued"] == 1 and s)(d.stats()),
+                        10, "the bulk NT check queued behind the pause")
+    eq(st["nt_upstream_pauses"], 1, "nt_upstream_pauses")
+    eq(st["nt_upstream_paused_ms"], 5000, "nt_upstream_paused_ms")
+    eq(st["nt_upstream_rate_limited"], 1, "nt_upstream_rate_limited")
+    eq(st["nt_upstream_rate_decreases"], 1, "nt_upstream_rate_decreases")
+    check(0 < st["nt_upstream_pause_left_ms"] <= 5000,
+          "pause left %r" % st["nt_upstream_pause_left_ms"])
+    rate = float(st["nt_upstream_rate_effective"])
+    check(20 <= rate < 21, "NTLM effective rate %r after a 429 at 40/s" % rate)
+    eq(st["nt_upstream_bulk_in_flight"], 0, "nt_upstream_bulk_in_flight")
+    eq(st["nt_circuit"], "closed", "nt_circuit")
+    eq(st["nt_unknown"], 1, "nt_unknown")
+    for key in ("upstream_pauses", "upstream_paused_ms", "upstream_pause_left_ms",
+                "upstream_rate_limited", "upstream_rate_decreases", "upstream_bulk_queued",
+                "upstream_bulk_in_flight"):
+        eq(st[key], 0, key)
+    eq(float(st["upstream_rate_effective"]), 40.0, "the SHA-1 effective rate")
+    import urllib.request
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
+    for key in ("breachd_nt_upstream_pauses 1\n", "breachd_nt_upstream_paused_ms 5000\n",
+                "breachd_nt_upstream_rate_limited 1\n", "breachd_nt_upstream_bulk_queued 1\n",
+                "breachd_nt_upstream_rate_effective 20", "breachd_nt_circuit_state 0\n",
+                "breachd_upstream_pauses 0\n", "breachd_upstream_rate_effective 40\n"):
+        check(key in body, "metrics lack %r" % key)
+    line = bl.line(timeout=15)
+    check(line.startswith("b1 ") and "rate-limited" not in line, "the bulk NT check after the pause: %r" % line)
+    eq(d.stats()["nt_upstream_bulk_queued"], 0, "nt_upstream_bulk_queued after the pause")
+
+
+@test
+def circuit_open_log(ctx):
+    """Every range query answered 502 and 200 checks in new prefixes at
+    once, two range queries at a time: the circuit opens and ends the
+    queued ones, then 100 more checks are refused (UNKNOWN circuit-open),
+    all logged as one line when it opens, not one each; once the upstream
+    answers and the cool-down (30 s) is over, one line says it closed and
+    how many fetches it refused, the count STATS has too."""
+    d = fault_daemon(ctx, "switch", {"max_inflight": "2"})
+    state = ctx.path("fault")
+    with open(os.path.join(state, "switch"), "w") as f:
+        f.write("badgateway\n")
+    cl = d.client(timeout=60)
+    cl.send("".join("q%d PW %s\n" % (i, sha_in(0x53000 + i)) for i in range(200)))
+    got = list(answers_by_id(cl, 200, timeout=60).values())
+    check(set(got) <= {"UNKNOWN upstream-error", "UNKNOWN circuit-open"}, "answers %r" % set(got))
+    check(got.count("UNKNOWN circuit-open") >= 150,
+          "%d of 200 ended by the circuit" % got.count("UNKNOWN circuit-open"))
+    st0 = d.stats()
+    eq(st0["circuit"], "open", "circuit")
+    cl.send("".join("r%d PW %s\n" % (i, sha_in(0x54000 + i)) for i in range(100)))
+    got = answers_by_id(cl, 100)
+    eq(sorted(set(got.values())), ["UNKNOWN circuit-open"], "answers while open")
+    st1 = d.stats()
+    eq(st1["upstream_circuit_refused"] - st0["upstream_circuit_refused"], 100,
+       "upstream_circuit_refused")
+    eq(st1["pw_unknown"], 300, "pw_unknown")
+
+    def circuit_lines():
+        return [ln for ln in d.log().splitlines()
+                if "upstream circuit" in ln or "circuit-open" in ln]
+    check(len(circuit_lines()) == 1 and "upstream circuit open" in circuit_lines()[0],
+          "circuit lines in the log: %r" % circuit_lines())
+    with open(os.path.join(state, "switch"), "w") as f:
+        f.write("ok\n")
+    probe = sha_in(0x55000)
+    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", 90 * dtest.SLOW,
+                   "the circuit to close after its cool-down", step=1.0)
+    st2 = d.stats()
+    eq(st2["circuit"], "closed", "circuit")
+    lines = circuit_lines()
+    eq(len(lines), 2, "circuit lines in the log: %r" % lines)
+    # nothing was refused before it opened: the close line counts them all
+    check("upstream circuit closed" in lines[1] and
+          " %d fetches refused" % st2["upstream_circuit_refused"] in lines[1],
+          "the close line %r, upstream_circuit_refused=%d"
+          % (lines[1], st2["upstream_circuit_refused"]))
 
 
 @test

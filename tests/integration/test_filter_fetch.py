@@ -5,7 +5,10 @@ real breachd (docs/fleet.md): conditional GETs (304s in nginx's log),
 verified before install, PATH.prev kept, RELOAD; resumed downloads (Range,
 If-Range); every failure (tampered, foreign key, replayed old generation,
 404, publisher down, a set that does not chain, a delta the daemon refuses)
-leaves the installed files as they were; --config takes filter_url."""
+leaves the installed files as they were; --config takes filter_url; a DNS
+server that never answers fails the fetch at its timeout, not when the
+system resolver gives up (breachctl runs in a private mount namespace whose
+resolver is a DNS server on the loopback: no packet leaves the host)."""
 import os
 import shutil
 import subprocess
@@ -14,6 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 import fleetfx  # noqa: E402
+import upfaultfx  # noqa: E402
 from dtest import check, eq, test  # noqa: E402
 
 
@@ -276,6 +280,42 @@ def daemon_refusal_puts_the_old_file_back(ctx):
     eq(cl.stats()["filter_generation"], 2)
     cl.close()
     d.stop_ok()
+
+
+@test
+def silent_dns(ctx):
+    """The publisher's name is asked of a DNS server that never answers and
+    the resolver would wait 150 s (timeout:30 attempts:5): filter fetch
+    --timeout 1 fails with a timeout while the lookup still hangs (libcurl
+    leaves it to its thread, docs/upstream.md "What is an error, and what
+    is cached") and changes nothing."""
+    _, pub = fleetfx.keypair(ctx)
+    dns = upfaultfx.FakeDns()
+    dns.mode = "drop"
+    try:
+        prefix = upfaultfx.private_resolver_argv(ctx, dns.addr, "timeout:30 attempts:5")
+        os.mkdir(ctx.path("host"))
+        live = ctx.path("host", "passwords.bfuse")
+        url = "http://%s:9/passwords.bfuse" % upfaultfx.NAME
+        p = subprocess.Popen(prefix + [dtest.ARGS.breachctl, "filter", "fetch", "--url", url,
+                                       "--pubkey", pub, "--output", live, "--no-reload",
+                                       "--timeout", "1"],
+                             env=dtest.base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            out, err = p.communicate(timeout=60 * dtest.SLOW)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise AssertionError("filter fetch waited for the hung name lookup")
+        check(dns.queries and all(q[0] == upfaultfx.NAME for q in dns.queries),
+              "the lookup went to the loopback DNS server: %r" % dns.queries)
+        check(dns.held, "the DNS server answered nothing")
+        eq(p.returncode, 2, "filter fetch exit status; stderr %r" % err)
+        check("timed out" in err.lower() or "timeout" in err.lower(), err)
+        check(not os.path.exists(live), "nothing installed")
+    finally:
+        dns.close()
 
 
 if __name__ == "__main__":
