@@ -230,18 +230,6 @@ static void dispatch_taken(bd_conn *c, size_t n)
         OPENSSL_cleanse(batch_lines[i], batch_lens[i] + 1);
 }
 
-/* A full batch taken from the middle of the input: its answers go out now,
- * so that the peer reads and forwards them while the next batch is worked
- * on (a pipeline such as Squid's helper overlaps instead of alternating).
- * Not while draining (the drain's end is seen from conn_write_cb) nor when
- * paused (the loop below stops then anyway). */
-static void dispatch_full_batch(bd_conn *c)
-{
-    dispatch_taken(c, BD_BATCH);
-    if (c->open && !c->paused && !c->srv->draining)
-        bd_conn_out_write_early(c);
-}
-
 /* The complete lines of ordinary length at the front of the input's first
  * chunk, into the batch from *n on without a search of the buffer each;
  * how many bytes they took (drained by the caller). A line near the limit,
@@ -274,7 +262,7 @@ static void conn_process_input(bd_conn *c)
         if (took) {
             wipe_drain(in, took);
             if (n == BD_BATCH) {
-                dispatch_full_batch(c);
+                dispatch_taken(c, n);
                 n = 0;
             }
             continue;
@@ -318,7 +306,7 @@ static void conn_process_input(bd_conn *c)
         wipe_drain(in, len + 1);
         batch_lens[n++] = len;
         if (n == BD_BATCH) {
-            dispatch_full_batch(c);
+            dispatch_taken(c, n);
             n = 0;
         }
     }

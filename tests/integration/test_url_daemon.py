@@ -762,12 +762,11 @@ def pipelined_batches(ctx):
 
 
 @test
-def answers_go_out_between_batches(ctx):
-    """A long pipelined stream (many 32-line batches in each read) whose
-    answers breachd writes after each batch rather than after the whole
-    read, to a client that reads them in small pieces while it still sends:
+def long_stream_read_in_pieces(ctx):
+    """A long pipelined stream (many 32-line batches in each read) to a
+    client that reads the answers in small pieces while it still sends:
     every answer comes once, whole, with its id and the answer the URL gets
-    alone (the early writes meet a full socket, then the backlog)."""
+    alone (the output meets a full socket, then the backlog)."""
     s = urlset()
     d = url_daemon(ctx, s.filter, "file://%s/{prefix}.txt" % s.mirror)
     cl = d.client()
