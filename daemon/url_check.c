@@ -177,8 +177,9 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p, int64
     }
     j->w = w;
     j->best = -1;
-    j->exprs = p->exprs;
+    j->exprs = p->exprs; /* the block is j's now */
     p->exprs.n = 0;
+    p->exprs.block = NULL;
     /* One reference for this loop, so that answers made synchronously
      * cannot finish the job before every lookup is issued. */
     j->pending = 1;

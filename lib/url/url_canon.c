@@ -313,13 +313,17 @@ int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
     *out = NULL;
     if (len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "URL longer than %d bytes", BR_URL_MAX_LEN);
-    char *work = malloc(len + 1);
+    /* The work copy (unescaped in place): on the stack for the usual
+     * length, so a URL costs no allocation for it. */
+    char small[512];
+    char *work = len < sizeof(small) ? small : malloc(len + 1);
     if (!work)
         return br_error_set(err, -ENOMEM, "out of memory");
     if (len)
         memcpy(work, url, len);
     work[len] = '\0';
     int r = canonicalize(work, len, out, err);
-    free(work);
+    if (work != small)
+        free(work);
     return r;
 }

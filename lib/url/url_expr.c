@@ -87,17 +87,36 @@ static size_t components(span h)
     return c;
 }
 
-static int add_expr(br_url_exprs *out, span h, span p, br_error *err)
+/* The expression h + p at *at in out's block. */
+static void add_expr(br_url_exprs *out, char **at, span h, span p)
 {
-    char *e = malloc(h.n + p.n + 1);
-    if (!e) {
-        br_url_exprs_clear(out);
-        return br_error_set(err, -ENOMEM, "out of memory");
-    }
+    char *e = *at;
     memcpy(e, h.p, h.n);
     memcpy(e + h.n, p.p, p.n);
     e[h.n + p.n] = '\0';
     out->expr[out->n++] = e;
+    *at = e + h.n + p.n + 1;
+}
+
+/* Every host suffix times its paths (a suffix of more than five components,
+ * not the exact host, can only match a domain entry: "suffix/" alone), into
+ * one allocation: its size first, then the strings. */
+static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span *paths, size_t np,
+                     span root, br_error *err)
+{
+    bool domain_only[MAX_HOSTS];
+    size_t size = 0;
+    for (size_t h = 0; h < nh; h++) {
+        domain_only[h] = h > 0 && components(hosts[h]) > BR_URL_SB_HOST_COMPONENTS;
+        for (size_t p = 0; p < (domain_only[h] ? 1 : np); p++)
+            size += hosts[h].n + (domain_only[h] ? root : paths[p]).n + 1;
+    }
+    char *at = out->block = malloc(size);
+    if (!at)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    for (size_t h = 0; h < nh; h++)
+        for (size_t p = 0; p < (domain_only[h] ? 1 : np); p++)
+            add_expr(out, &at, hosts[h], domain_only[h] ? root : paths[p]);
     return 0;
 }
 
@@ -105,6 +124,7 @@ int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_ur
                               br_error *err)
 {
     out->n = 0;
+    out->block = NULL;
     const char *sep = strstr(canonical, "://");
     if (!sep || sep == canonical)
         return br_error_set(err, -EINVAL, "not a canonical URL (no scheme)");
@@ -142,16 +162,8 @@ int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_ur
     while (ns > 0)
         add_span(paths, &np, path, slash_end[--ns]);
 
-    /* A suffix of more than five components (not the exact host) can only
-     * match a domain entry: "suffix/" alone. */
     span root = {path, 1};
-    for (size_t h = 0; h < nh; h++) {
-        bool domain_only = h > 0 && components(hosts[h]) > BR_URL_SB_HOST_COMPONENTS;
-        for (size_t p = 0; p < (domain_only ? 1 : np); p++)
-            if (add_expr(out, hosts[h], domain_only ? root : paths[p], err) < 0)
-                return -ENOMEM;
-    }
-    return 0;
+    return add_exprs(out, hosts, nh, paths, np, root, err);
 }
 
 int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
@@ -161,8 +173,8 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
 
 void br_url_exprs_clear(br_url_exprs *e)
 {
-    for (size_t i = 0; i < e->n; i++)
-        free(e->expr[i]);
+    free(e->block);
+    e->block = NULL;
     e->n = 0;
 }
 

@@ -130,9 +130,10 @@ static int url_expression(const char *entry, size_t len, char **expr, br_error *
         return br_error_set(err, -EPERM, BR_FEED_SECRET_TEXT);
     if (r < 0)
         return r == -ENOMEM ? br_error_set(err, r, "out of memory") : r;
-    char *e = ex.expr[0];
-    ex.expr[0] = NULL;
+    char *e = strdup(ex.expr[0]);
     br_url_exprs_clear(&ex);
+    if (!e)
+        return br_error_set(err, -ENOMEM, "out of memory");
     const char *slash = strchr(e, '/');
     if (!slash || !canonical_host_ok(e, (size_t)(slash - e))) {
         free(e);

@@ -311,8 +311,7 @@ size_t br_url_exprs_drop_email(br_url_exprs *e)
     for (size_t i = 0; i < e->n; i++) {
         char *x = e->expr[i];
         if (br_url_holds_email(x, strlen(x))) {
-            OPENSSL_cleanse(x, strlen(x));
-            free(x);
+            OPENSSL_cleanse(x, strlen(x)); /* its room in e->block stays until the clear */
             dropped++;
         } else {
             e->expr[o++] = x;
@@ -328,6 +327,7 @@ int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
                               br_url_exprs *out, size_t *dropped, br_error *err)
 {
     out->n = 0;
+    out->block = NULL;
     if (dropped)
         *dropped = 0;
     char *canon = NULL;

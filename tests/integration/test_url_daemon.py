@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -756,6 +757,44 @@ def pipelined_batches(ctx):
     eq(st1["url_safe"] - st0["url_safe"], sum(w == "SAFE" for w in want.values()), "url_safe")
     eq(st1["errors_secret_class"] - st0["errors_secret_class"],
        sum(w == "secret" for w in want.values()), "errors_secret_class")
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def long_stream_read_in_pieces(ctx):
+    """A long pipelined stream (many 32-line batches in each read) to a
+    client that reads the answers in small pieces while it still sends:
+    every answer comes once, whole, with its id and the answer the URL gets
+    alone (the output meets a full socket, then the backlog)."""
+    s = urlset()
+    d = url_daemon(ctx, s.filter, "file://%s/{prefix}.txt" % s.mirror)
+    cl = d.client()
+    pool = [(u, "BLOCKED %s %s" % v) for u, v in BLOCKED.items()] + [(u, "SAFE") for u in SAFE]
+    lines, want = [], {}
+    for i in range(6000):
+        u, w = pool[(i * 7) % len(pool)]
+        rid = "e%d" % i
+        lines.append("%s URL %s\n" % (rid, u))
+        want[rid] = w
+    data = "".join(lines).encode()
+    sender = threading.Thread(target=cl.s.sendall, args=(data,))
+    sender.start()
+    got, buf = {}, b""
+    cl.s.settimeout(30)
+    while len(got) < len(want):
+        chunk = cl.s.recv(700)  # small reads: the daemon meets a full socket
+        check(chunk, "EOF after %d of %d answers" % (len(got), len(want)))
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        for ln in done:
+            rid, rest = ln.decode().split(" ", 1)
+            check(rid in want and rid not in got, "unexpected or repeated answer %r" % ln)
+            eq(rest, want[rid], rid)
+            got[rid] = rest
+    sender.join()
+    eq(buf, b"", "bytes after the last answer")
+    eq(cl.ask("z PING"), "z PONG")
     cl.close()
     d.stop_ok()
 
