@@ -143,3 +143,14 @@ start_breachd() {
     echo "breachd did not answer on $3" >&2
     exit 1
 }
+
+# rss PID FILE: PID's resident memory in KiB, "TOTAL FILE ANON": all of it,
+# the part that maps FILE (a filter), and anonymous + shared memory.
+rss() {
+    local total filter anon
+    total=$(awk '/^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup")
+    filter=$(awk -v f="$2" '/^[0-9a-f]+-[0-9a-f]+ / { m = ($NF == f) } m && /^Rss:/ { s += $2 }
+        END { print s + 0 }' "/proc/$1/smaps")
+    anon=$(awk '/^RssAnon:/ { a = $2 } /^RssShmem:/ { s = $2 } END { print a + s }' "/proc/$1/status")
+    echo "$total $filter $anon"
+}

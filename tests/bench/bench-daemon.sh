@@ -95,15 +95,7 @@ for _ in $(seq 200); do
     sleep 0.1
 done
 
-# rss PID FILE: "total filter anon" RSS in KiB (filter = the Rss of FILE's mappings)
-rss() {
-    local total filter anon
-    total=$(awk '/^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup")
-    filter=$(awk -v f="$2" '/^[0-9a-f]+-[0-9a-f]+ / { m = ($NF == f) } m && /^Rss:/ { s += $2 }
-        END { print s + 0 }' "/proc/$1/smaps")
-    anon=$(awk '/^RssAnon:/ { a = $2 } /^RssShmem:/ { s = $2 } END { print a + s }' "/proc/$1/status")
-    echo "$total $filter $anon"
-}
+# (rss PID FILE is in bench-common.sh)
 rss_rows=()
 rss_row() { # LABEL
     local r

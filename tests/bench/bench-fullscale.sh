@@ -111,14 +111,6 @@ t0=$(now)
 start_breachd "$SCRATCH/breachd.conf" "$SCRATCH/breachd.log" "$sock"
 echo "breachd ready in $(elapsed "$t0" "$(now)") s on $(basename "$serve_filter") ($(file_size "$serve_filter") bytes)"
 
-rss() { # PID FILE -> "total filter anon" in KiB
-    local total filter anon
-    total=$(awk '/^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup")
-    filter=$(awk -v f="$2" '/^[0-9a-f]+-[0-9a-f]+ / { m = ($NF == f) } m && /^Rss:/ { s += $2 }
-        END { print s + 0 }' "/proc/$1/smaps")
-    anon=$(awk '/^RssAnon:/ { a = $2 } /^RssShmem:/ { s = $2 } END { print a + s }' "/proc/$1/status")
-    echo "$total $filter $anon"
-}
 drop_cache() { # PID FILE: FILE's pages out of PID's mapping and the page cache
     # posix_fadvise(DONTNEED) leaves pages that a process maps; breachd maps
     # the filter, so its mappings of FILE are paged out first with

@@ -49,16 +49,7 @@ need_pkg wrk wrk
 need_pkg curl curl
 [ -x /usr/sbin/nginx ] || need_pkg nginx nginx-light
 
-SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_scratch_and_pids
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() {

@@ -64,16 +64,7 @@ done
 need_pkg squidGuard squidguard
 SG=$(command -v squidGuard)
 
-SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_scratch_and_pids
 
 field() { # field NAME "RESULT ..." -> value
     tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k { print $2 }'
