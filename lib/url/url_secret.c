@@ -14,6 +14,7 @@
 #include "hash.h"
 #include "url_canon.h"
 #include "url_secret.h"
+#include "url_secret_int.h"
 
 #define FOLD_ROUNDS 8
 #define LITERAL_MAX 64
@@ -238,35 +239,60 @@ static bool folded_holds(const uint8_t *b, size_t n)
     return false;
 }
 
-/* The bytes br_url_may_hold_email stops at: 1 for '@', '%', controls and
- * bytes >= 0x7f, 2 for ':' (the end of a "mailto:"). */
+/* The bytes br_url_may_hold_email stops at, once decoded: 1 for '@', '%',
+ * controls and bytes >= 0x7f, 2 for ':' (the end of a "mailto:"). */
 static const uint8_t may_hold_stop[256] = {
     [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
 
+/* "mailto", as the last six decoded bytes with 0x20 set in each (which
+ * lowercases the ASCII letters and maps no other byte to one). */
+#define MAILTO_TAIL 0x6d61696c746full
+
+/* One left-to-right pass that decodes each %XX escape as folding's first
+ * round does (decode_all). When no decoded byte is a stop byte ('%' among
+ * them, so that a second round would change nothing, and none >= 0x80, so
+ * that NFKC has nothing to do), the decoded text is the folded text, and it
+ * holds no '@' and no "mailto:": no address, before or after
+ * canonicalization (which removes only controls, the fragment, userinfo
+ * and the port, and joins the expressions' pieces with '/'). A '%' that
+ * starts no escape may start one once decoding brings hex digits next to
+ * it: a stop too. */
 bool br_url_may_hold_email(const char *s, size_t n)
 {
     const uint8_t *b = (const uint8_t *)s;
+    uint64_t tail = 0;
     for (size_t i = 0; i < n; i++) {
-        uint8_t stop = may_hold_stop[b[i]];
-        if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
+        uint8_t c = b[i];
+        if (c == '%') {
+            int hi, lo;
+            if (i + 2 >= n || (hi = br_hexval(b[i + 1])) < 0 || (lo = br_hexval(b[i + 2])) < 0)
+                return true;
+            c = (uint8_t)(hi * 16 + lo);
+            i += 2;
+        }
+        uint8_t stop = may_hold_stop[c];
+        if (stop == 1 || (stop == 2 && tail == MAILTO_TAIL))
             return true;
+        tail = (tail << 8 | (uint8_t)(c | 0x20)) & 0xffffffffffffull;
     }
     return false;
 }
 
-bool br_url_holds_email(const char *s, size_t n)
+bool br_url_holds_email_folded(const char *s, size_t n)
 {
-    /* Fast path: an ASCII string with no '@', '%' or "mailto:" cannot
-     * fold into one that holds an address. */
-    if (!br_url_may_hold_email(s, n))
-        return false;
     bbuf f = {0};
     if (fold(s, n, &f) < 0)
         return true;
     bool r = folded_holds(f.p, f.len);
     bb_wipe(&f);
     return r;
+}
+
+bool br_url_holds_email(const char *s, size_t n)
+{
+    /* Fast path: what cannot fold into an address is not folded. */
+    return br_url_may_hold_email(s, n) && br_url_holds_email_folded(s, n);
 }
 
 static bool folded_is_email(const uint8_t *b, size_t n)
@@ -289,18 +315,20 @@ static bool folded_is_email(const uint8_t *b, size_t n)
     return domain_at(b, (size_t)(at - b) + 1, n);
 }
 
-bool br_url_is_email(const char *s, size_t n)
+bool br_url_is_email_folded(const char *s, size_t n)
 {
-    /* Without '@', "mailto:", escapes and non-ASCII, folding changes
-     * nothing and neither form can be there. */
-    if (!br_url_may_hold_email(s, n))
-        return false;
     bbuf f = {0};
     if (fold(s, n, &f) < 0)
         return true;
     bool r = folded_is_email(f.p, f.len);
     bb_wipe(&f);
     return r;
+}
+
+bool br_url_is_email(const char *s, size_t n)
+{
+    /* Fast path: what cannot fold into an address is not folded. */
+    return br_url_may_hold_email(s, n) && br_url_is_email_folded(s, n);
 }
 
 /* ---- lookup expressions ---- */

@@ -58,11 +58,13 @@ bool br_url_holds_email(const char *s, size_t n);
 
 /* False only when s (n bytes) cannot hold an e-mail address, nor become
  * one through canonicalization (br_url_canonicalize) or lookup
- * expressions: ASCII without '@', '%', control bytes (which
- * canonicalization removes, joining what was around them) and "mailto:"
- * in any case. True says "check": br_url_holds_email decides. One pass,
- * no allocation: the fast path of the Squid helper's secret-class check and
- * of br_url_lookup_expressions. */
+ * expressions: once each %XX escape is decoded (one pass), ASCII without
+ * '@', '%', control bytes (which canonicalization removes, joining what
+ * was around them) and "mailto:" in any case; a '%' that starts no escape
+ * counts as a '%'. So "?q=a%20b%2Fc" needs no folding, "%2540" does. True
+ * says "check": br_url_holds_email decides. One pass, no allocation: the
+ * fast path of every check here, of the Squid helper's secret-class check
+ * and of br_url_lookup_expressions. */
 bool br_url_may_hold_email(const char *s, size_t n);
 
 /* True when s IS secret-class as a whole: after folding and trimming bytes

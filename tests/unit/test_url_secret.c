@@ -17,7 +17,9 @@
 #include "protocol.h"
 #include "testutil.h"
 #include "url_expr.h"
+#include "url_canon.h"
 #include "url_secret.h"
+#include "url_secret_int.h"
 #include "util.h"
 
 #define TABLE TEST_DATA_DIR "/secret_spellings.txt"
@@ -279,10 +281,14 @@ static void test_may_hold_email(void **state)
     static const char *const no[] = {
         "http://www.example.com/a/b.html?q=1&r=2", "https://cdn.example.net:8443/x", "example.org",
         "http://mail.example/to:x", "http://h/mailto", "MAILTO", "",
+        /* escapes that decode to harmless bytes need no folding */
+        "http://h/?q=a%20b%2Fc&d=%3D%3f", "http://h/p%41th", "http://h/%6dailto",
     };
     static const char *const yes[] = {
         "alice@example.com", "mailto:alice", "MailTo:bob", "http://h/?to=alice%40example.com",
         "alice\xef\xbc\xa0" "example.com", "mail\tto:x", "http://h/\x7f", "http://h/%2540",
+        "http://h/?to=x%25", "http://h/%", "http://h/%4", "http://h/%%34%30", "%6Dailto%3Aalice",
+        "http://h/%6D%41ILTO:x", "http://h/%E2%80%A8", "http://h/%09", "http://h/%7F",
     };
     for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
         if (br_url_may_hold_email(no[i], strlen(no[i])))
@@ -294,6 +300,64 @@ static void test_may_hold_email(void **state)
      * canonicalization: flagged, and the URL is refused as an address. */
     br_url_exprs ex = {0};
     assert_int_equal(br_url_lookup_expressions("mail\tto:alice", 13, 5, &ex, NULL, NULL), -EPERM);
+}
+
+/* No derived text of s (its canonical form, that form's lookup
+ * expressions) holds an address: checked with folding every time. */
+static void assert_nothing_derived(const char *s, size_t n)
+{
+    if (br_url_holds_email_folded(s, n) || br_url_is_email_folded(s, n))
+        fail_msg("may_hold_email said no, folding finds an address: %.*s", (int)n, s);
+    char *canon = NULL;
+    if (br_url_canonicalize(s, n, &canon, NULL) < 0)
+        return;
+    if (br_url_holds_email_folded(canon, strlen(canon)))
+        fail_msg("may_hold_email said no, the canonical form holds an address: %s", canon);
+    br_url_exprs ex = {0};
+    if (br_url_expressions(canon, &ex, NULL) == 0)
+        for (size_t i = 0; i < ex.n; i++)
+            if (br_url_holds_email_folded(ex.expr[i], strlen(ex.expr[i])))
+                fail_msg("may_hold_email said no, an expression holds an address: %s", ex.expr[i]);
+    br_url_exprs_clear(&ex);
+    free(canon);
+}
+
+/* The fast path against folding, over random strings built from the pieces
+ * that matter (escapes of '@', '%' and ':', "mailto" in parts and cases,
+ * controls, fullwidth '@'): wherever it says "cannot hold", folding agrees,
+ * for the string and what canonicalization derives from it. */
+static void test_may_hold_email_random(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {
+        "%",  "%4",  "%40", "%25", "%2540", "%6D", "%6d", "%41", "mailto", "MaIlTo", "mail", "to",
+        ":",  "%3A", "%3a", "@",   "a",     "b",   ".",   "/",   "?",      "=",      "\t",  "x.com",
+        "%20", "%2F", "\xef\xbc\xa0", "%EF%BC%A0", "http://", "[", "]", "0", "1", "#", "%23",
+        "%%", "e", "%65", "%34", "%30",
+    };
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    size_t no = 0;
+    for (int iter = 0; iter < 200000; iter++) {
+        char buf[128];
+        size_t n = 0;
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int parts = 1 + (int)((seed >> 33) % 10);
+        for (int k = 0; k < parts; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = pieces[(seed >> 33) % BR_ARRAY_SIZE(pieces)];
+            size_t pl = strlen(p);
+            if (n + pl >= sizeof(buf))
+                break;
+            memcpy(buf + n, p, pl);
+            n += pl;
+        }
+        if (br_url_may_hold_email(buf, n))
+            continue;
+        no++;
+        assert_nothing_derived(buf, n);
+    }
+    /* The generator reaches the fast path's "no" often enough to mean it. */
+    assert_true(no > 10000);
 }
 
 static void test_is_email(void **state)
@@ -319,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_independent_of_address),
         cmocka_unit_test(test_fold_edges),
         cmocka_unit_test(test_may_hold_email),
+        cmocka_unit_test(test_may_hold_email_random),
         cmocka_unit_test(test_is_email),
     };
     return cmocka_run_group_tests(tests, load_table, free_table);
