@@ -74,6 +74,29 @@ bool bd_conn_out_refill(bd_conn *c)
     return true;
 }
 
+/* The bufferevent's own write, done now rather than on its next turn of the
+ * loop: the same evbuffer_write_atmost of at most BD_OUT_CHUNK bytes of whole
+ * lines, with the front of the output unfrozen around it as libevent does.
+ * A write error is left for the bufferevent to meet and report. When this
+ * leaves the output empty, the bufferevent's next write turn finds nothing
+ * and does not call conn_write_cb: hence the refill here. */
+void bd_conn_out_write_early(bd_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd < 0)
+        return;
+    for (;;) {
+        if (evbuffer_get_length(out) == 0 && !bd_conn_out_refill(c))
+            return;
+        evbuffer_unfreeze(out, 1);
+        int w = evbuffer_write_atmost(out, fd, BD_OUT_CHUNK);
+        evbuffer_freeze(out, 1);
+        if (w <= 0 || evbuffer_get_length(out) > 0)
+            return; /* the socket is full (or failing): the loop goes on */
+    }
+}
+
 /* At exit: write what the socket takes now without blocking, whole lines
  * only: the output, then the backlog a chunk at a time. */
 void bd_conn_out_flush_now(bd_conn *c)

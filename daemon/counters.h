@@ -18,6 +18,7 @@ typedef struct bd_counters {
     uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
     uint64_t connections_total, connections_refused;
     uint64_t accept_pauses; /* accepting paused: out of descriptors or memory */
+    uint64_t writes_early;  /* answers written between the batches of one read (server.c) */
     uint64_t reloads, reload_failures;
     /* the range endpoint (http.h): requests, and their answers by kind */
     uint64_t http_requests, http_ok, http_not_modified, http_bad_requests, http_forbidden,

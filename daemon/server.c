@@ -230,6 +230,25 @@ static void dispatch_taken(bd_conn *c, size_t n)
         OPENSSL_cleanse(batch_lines[i], batch_lens[i] + 1);
 }
 
+/* A full batch taken from the middle of one read: its answers, and those
+ * before it, go out now when this is the 1st, 2nd, 4th, 8th ... batch of
+ * the read, so that the peer (a Squid helper forwarding them, a client
+ * sending more as answers come) works while the next batches are worked
+ * on, instead of waiting for the whole read: the pipeline overlaps instead
+ * of alternating. Doubling groups keep a long read at a few writes (and a
+ * few wake-ups of the peer), not one per batch. Not while draining (the
+ * drain's end is seen from conn_write_cb) nor when paused (the loop below
+ * stops then anyway). */
+static void dispatch_full_batch(bd_conn *c, unsigned *batches)
+{
+    dispatch_taken(c, BD_BATCH);
+    unsigned b = ++*batches;
+    if ((b & (b - 1)) == 0 && c->open && !c->paused && !c->srv->draining) {
+        c->srv->counters.writes_early++;
+        bd_conn_out_write_early(c);
+    }
+}
+
 /* The complete lines of ordinary length at the front of the input's first
  * chunk, into the batch from *n on without a search of the buffer each;
  * how many bytes they took (drained by the caller). A line near the limit,
@@ -257,12 +276,13 @@ static void conn_process_input(bd_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
     size_t n = 0;
+    unsigned batches = 0; /* full batches of this read */
     while (c->open && !c->paused) {
         size_t took = take_lines_fast(c, in, &n);
         if (took) {
             wipe_drain(in, took);
             if (n == BD_BATCH) {
-                dispatch_taken(c, n);
+                dispatch_full_batch(c, &batches);
                 n = 0;
             }
             continue;
@@ -306,7 +326,7 @@ static void conn_process_input(bd_conn *c)
         wipe_drain(in, len + 1);
         batch_lens[n++] = len;
         if (n == BD_BATCH) {
-            dispatch_taken(c, n);
+            dispatch_full_batch(c, &batches);
             n = 0;
         }
     }

@@ -18,5 +18,9 @@ void bd_conn_out_add(bd_conn *c, const char *line, size_t len);
 size_t bd_conn_out_unsent(const bd_conn *c);
 /* After the output was written: the next whole lines into it. */
 bool bd_conn_out_refill(bd_conn *c);
+/* Between two batches of one read: write the answers so far now, whole
+ * lines, as far as the socket takes them without blocking, so that the peer
+ * reads them while the next batch is worked on. */
+void bd_conn_out_write_early(bd_conn *c);
 /* Write what the socket takes now (at exit, outside the loop). */
 void bd_conn_out_flush_now(bd_conn *c);

@@ -206,6 +206,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "connections_total", k->connections_total);
     U64(o, "connections_refused", k->connections_refused);
     U64(o, "accept_pauses", k->accept_pauses);
+    U64(o, "writes_early", k->writes_early);
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);

@@ -766,10 +766,13 @@ def long_stream_read_in_pieces(ctx):
     """A long pipelined stream (many 32-line batches in each read) to a
     client that reads the answers in small pieces while it still sends:
     every answer comes once, whole, with its id and the answer the URL gets
-    alone (the output meets a full socket, then the backlog)."""
+    alone (the output meets a full socket, then the backlog). Reads of
+    several batches write their first answers before the later batches are
+    worked on (writes_early counts those writes)."""
     s = urlset()
     d = url_daemon(ctx, s.filter, "file://%s/{prefix}.txt" % s.mirror)
     cl = d.client()
+    early0 = cl.stats()["writes_early"]
     pool = [(u, "BLOCKED %s %s" % v) for u, v in BLOCKED.items()] + [(u, "SAFE") for u in SAFE]
     lines, want = [], {}
     for i in range(6000):
@@ -795,6 +798,8 @@ def long_stream_read_in_pieces(ctx):
     sender.join()
     eq(buf, b"", "bytes after the last answer")
     eq(cl.ask("z PING"), "z PONG")
+    early = cl.stats()["writes_early"] - early0
+    check(early > 0, "no answers written between the batches of a read (writes_early %d)" % early)
     cl.close()
     d.stop_ok()
 
