@@ -248,6 +248,9 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
         resolver_config(s->cfg, &rc);
         /* URL decoys are drawn from the prefixes the URL filter lists. */
         rc.url_decoy_bitmap = s->urlfilter ? br_urlfilter_prefix_bitmap(s->urlfilter) : NULL;
+        /* Ranges cached before this filter was built may predate its
+         * entries: revalidated (a 304 re-stamps them), not trusted. */
+        rc.url_fresh_after = s->urlfilter ? br_urlfilter_header(s->urlfilter)->build_time : 0;
         r = br_resolver_new(base, &rc, s->cache->cache, &s->resolver, err);
     }
     if (r < 0) {

@@ -67,28 +67,6 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
     }
 }
 
-/* A range stored at or before the URL filter's build time may predate
- * entries that this filter, and the mirror written with it, hold: feeds
- * change hourly and "breachctl filter add" writes a new generation, but a
- * cached range would hide its new entries until its TTL (7 days by default)
- * ran out. Such a fresh entry is marked expired, so that the resolver
- * revalidates it with a conditional request (a 304 when the mirror file did
- * not change; the 304 re-stamps it) and, if the upstream fails, still
- * answers from it as a stale entry within max_stale. */
-static void expire_older_range(bd_state *st, uint32_t part, const uint8_t key[BR_SHA256_LEN], int64_t now)
-{
-    if (!st->cache || !st->cache->cache)
-        return;
-    int64_t built = br_urlfilter_header(st->urlfilter)->build_time;
-    br_range_cache_result cr;
-    if (br_range_cache_lookup(st->cache->cache, part, BR_RANGE_URL_SHA256, key, now, 0, &cr) < 0 ||
-        cr.state != BR_RANGE_CACHE_FRESH || cr.fetched_at > built)
-        return;
-    br_range_cache_touch(st->cache->cache, part, BR_RANGE_URL_SHA256, br_urlfilter_prefix_of(key),
-                         cr.fetched_at, now, NULL, NULL);
-    OPENSSL_cleanse(&cr, sizeof(cr));
-}
-
 /* Which expressions may be listed (maybe[i]), by the URL filter. A filter
  * past max_filter_age is still used ([urls] when_stale = filter: a warning
  * at most once an hour) or bypassed (when_stale = upstream: every
@@ -163,7 +141,7 @@ static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
 
 /* The range lookups of a URL with maybes: a job that answers once all are
  * in. Takes p's expressions. */
-static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p, int64_t now)
+static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
@@ -187,7 +165,6 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p, int64
     for (size_t i = 0; i < j->exprs.n; i++) {
         if (!p->maybe[i])
             continue;
-        expire_older_range(st, part, p->keys[i], now);
         url_lookup *l = malloc(sizeof(*l));
         br_resolve_result res;
         if (!l) {
@@ -250,7 +227,7 @@ void bd_url_check(bd_conn *c, const br_request *req)
         br_url_exprs_clear(&p->exprs);
     } else {
         k->url_filter_maybe++;
-        url_resolve(c, req, p, now);
+        url_resolve(c, req, p);
     }
     OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
 }

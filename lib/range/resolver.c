@@ -184,6 +184,7 @@ void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kin
             r->st.cache_errors++;
         } else if (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE) {
             br_rs_set_from_cache(res, &cr);
+            res->stale |= cr.state == BR_RANGE_CACHE_FRESH && cr.fetched_at <= r->fresh_after[kind];
             return;
         }
     }
@@ -230,6 +231,9 @@ int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind k
             r->st.cache_errors++;
             cr.state = BR_RANGE_CACHE_MISS;
         }
+        /* Older than the filter that asked: revalidated (resolver.h). */
+        if (cr.state == BR_RANGE_CACHE_FRESH && cr.fetched_at <= r->fresh_after[kind])
+            cr.state = BR_RANGE_CACHE_EXPIRED;
         if (cr.state == BR_RANGE_CACHE_FRESH) {
             br_rs_set_from_cache(res, &cr);
             r->st.cache_fresh++;
@@ -297,6 +301,7 @@ static int decoy_setup(br_resolver *r, const br_resolver_config *cfg, br_range_c
     } else if (getrandom(r->decoy_key, BR_DECOY_KEY_LEN, 0) != BR_DECOY_KEY_LEN) {
         return -EIO;
     }
+    r->fresh_after[BR_RANGE_URL_SHA256] = cfg->url_fresh_after;
     if (cfg->url_decoy_bitmap) {
         r->decoy_bitmap[BR_RANGE_URL_SHA256] = cfg->url_decoy_bitmap;
         r->decoy_pop[BR_RANGE_URL_SHA256] = br_decoy_population(cfg->url_decoy_bitmap);

@@ -21,7 +21,8 @@
  *
  * Flow:
  *  1. cache lookup in the partition. A fresh entry answers synchronously
- *     (return value 1).
+ *     (return value 1); a URL range fetched at or before url_fresh_after is
+ *     not fresh.
  *  2. otherwise the (partition, kind, prefix) is fetched: conditionally
  *     (If-None-Match / If-Modified-Since with the stored validators) when an
  *     entry, even an expired one, is stored. Coalescing: while a fetch of
@@ -141,6 +142,12 @@ typedef struct br_resolver_config {
      * is bit p mod 8 of byte p / 8, as br_urlfilter_prefix_bitmap()),
      * borrowed, must outlive the resolver. NULL: every prefix. */
     const uint8_t *url_decoy_bitmap;
+    /* A stored URL range fetched at or before this time (clock below, s)
+     * is not fresh for br_resolver_resolve*(): it may predate entries of a
+     * URL filter built then (and of the mirror written with it), so it is
+     * revalidated as an expired entry is, and answers as a stale one (within
+     * max_stale) when the upstream fails. 0: none. */
+    int64_t url_fresh_after;
     uint32_t flush_interval_ms; /* cache write batching; 0: 5 */
     br_log_fn log;              /* NULL: silent (also used for the upstreams) */
     void *log_ctx;

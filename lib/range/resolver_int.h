@@ -49,6 +49,7 @@ struct br_resolver {
     uint8_t decoy_key[BR_DECOY_KEY_LEN];
     const uint8_t *decoy_bitmap[BR_RANGE_KIND_MAX + 1]; /* by kind; NULL: every prefix */
     uint32_t decoy_pop[BR_RANGE_KIND_MAX + 1];
+    int64_t fresh_after[BR_RANGE_KIND_MAX + 1]; /* by kind: br_resolver_config.url_fresh_after */
     uint32_t flush_ms;
     size_t max_body;
     br_log_fn log;

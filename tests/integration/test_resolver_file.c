@@ -2,7 +2,8 @@
 /* The resolver reading a generated HIBP-style mirror through file:// (no
  * server): every body style's counts, padding and absent hashes; missing,
  * empty, garbage and oversized files are errors and not cached; coalescing
- * and stale answers when a file disappears; batched cache writes. The same
+ * and stale answers when a file disappears; batched cache writes; URL
+ * ranges older than url_fresh_after revalidated. The same
  * mirror over nginx is test_resolver_nginx.c; the fixture (mirror, a
  * resolver per test) is mirror_fx.c. */
 #include <errno.h>
@@ -157,6 +158,55 @@ static void test_file_batched_writes(void **s)
     fx_close(&x);
 }
 
+/* A URL range stored at or before url_fresh_after (the URL filter's build
+ * time in breachd) is not fresh: the next lookup fetches it again, after
+ * which it is; when the upstream fails, it answers, stale. */
+static void test_file_url_fresh_after(void **s)
+{
+    (void)s;
+    fx x;
+    fx_init_file(&x);
+    x.cfg.url_upstream = x.tmpl;
+    x.cfg.password_upstream = NULL;
+    fx_open(&x);
+    const uint8_t *h = url_range.e[0].hash;
+    assert_int_equal(rt_resolve_wait(x.base, x.r, URLK, h).status, BR_RESOLVE_FOUND);
+    rt_ans a;
+    assert_int_equal(rt_resolve(x.r, URLK, h, &a), 1); /* fresh */
+
+    /* A filter built in the second the range was fetched. */
+    br_resolver_free(x.r);
+    x.cfg.url_fresh_after = x.clock.now;
+    x.clock.now += 5;
+    assert_int_equal(br_resolver_new(x.base, &x.cfg, x.cache, &x.r, NULL), 0);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(rt_resolve(x.r, URLK, h, &a), 0); /* not fresh: fetched */
+    assert_true(rt_wait(x.base, &a, 1, 10000));
+    assert_int_equal(a.res.status, BR_RESOLVE_FOUND);
+    assert_false(a.res.stale);
+    assert_int_equal(fx_rs_stats(&x).fetches, 1);
+    assert_int_equal(rt_resolve(x.r, URLK, h, &a), 1); /* fetched after it: fresh */
+    assert_int_equal(fx_rs_stats(&x).fetches, 1);
+
+    /* A newer filter, and the file gone: the stored range answers, stale. */
+    br_resolver_free(x.r);
+    x.cfg.url_fresh_after = x.clock.now;
+    x.clock.now += 5;
+    assert_int_equal(br_resolver_new(x.base, &x.cfg, x.cache, &x.r, NULL), 0);
+    char *path = rt_fmt("%s/range/%05X.txt", g_www, URL_PREFIX);
+    char *hidden = rt_fmt("%s.hidden", path);
+    assert_int_equal(rename(path, hidden), 0);
+    br_resolve_result res = rt_resolve_wait(x.base, x.r, URLK, h);
+    assert_int_equal(rename(hidden, path), 0);
+    assert_int_equal(res.status, BR_RESOLVE_FOUND);
+    assert_true(res.from_cache);
+    assert_true(res.stale);
+    assert_int_equal(fx_rs_stats(&x).stale_answers, 1);
+    free(path);
+    free(hidden);
+    fx_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_file_too_large),
         cmocka_unit_test(test_file_coalescing_and_stale),
         cmocka_unit_test(test_file_batched_writes),
+        cmocka_unit_test(test_file_url_fresh_after),
     };
     return cmocka_run_group_tests(tests, mirror_setup_files, mirror_teardown);
 }
