@@ -211,6 +211,16 @@ const char *br_answer_kind_name(br_answer_kind k)
     return k <= BR_ANSWER_OTHER ? names[k] : "?";
 }
 
+/* dst (size bytes) = the first n bytes of src, up to a NUL, cut to fit:
+ * snprintf's "%.*s" without its format parsing (an answer line is parsed
+ * for every check the Squid helper forwards). */
+static void copy_field(char *dst, size_t size, const char *src, size_t n)
+{
+    n = strnlen(src, n < size - 1 ? n : size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 void br_answer_parse(const char *s, size_t len, br_answer *a)
 {
     memset(a, 0, offsetof(br_answer, detail) + 1);
@@ -235,7 +245,7 @@ void br_answer_parse(const char *s, size_t len, br_answer *a)
         a->kind = BR_ANSWER_BLOCKED;
         const char *sp2 = memchr(rest, ' ', rlen);
         size_t clen = sp2 ? (size_t)(sp2 - rest) : rlen;
-        snprintf(a->category, sizeof(a->category), "%.*s", (int)clen, rest);
+        copy_field(a->category, sizeof(a->category), rest, clen);
         if (sp2) {
             rest = sp2 + 1;
             rlen = (size_t)(s + len - rest);
@@ -254,7 +264,7 @@ void br_answer_parse(const char *s, size_t len, br_answer *a)
 #undef IS
     if (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_PWNED || a->kind == BR_ANSWER_SAFE)
         rlen = 0;
-    snprintf(a->detail, sizeof(a->detail), "%.*s", (int)rlen, rest);
+    copy_field(a->detail, sizeof(a->detail), rest, rlen);
 }
 
 int br_answer_parse_line(const char *line, size_t len, char id[BR_PROTO_MAX_ID + 1], br_answer *a)
