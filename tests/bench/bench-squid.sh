@@ -23,7 +23,9 @@
 #      at most CONC outstanding) into breachd-squid-helper; lines/s from
 #      its first answer to its last; the same at -c CONC2; and helperfeed
 #      -c 0 (the whole stream at once, IDs counting up: the helper's own
-#      upper bound).
+#      upper bound). CPU per line of the helper, breachd and helperfeed
+#      (the stand-in for Squid: its share of the two cores is ours, not
+#      squidGuard's, whose stream is a file).
 # 5. Verdicts of every run compared line by line with squidGuard's, and the
 #    same-run ratios.
 #
@@ -165,8 +167,8 @@ PY
 cold=$(feed_helper "$CONC" "$SCRATCH/v-cold.txt")
 echo "Cold pass (fills the range cache, not compared): $(field urls_per_s "$cold") lines/s, $(field blocked "$cold") blocked."
 echo
-echo "| rep | squidGuard lines/s (net of start-up) | squidGuard CPU ns/line | helper c=$CONC lines/s | ratio | helper c=$CONC2 lines/s | ratio | helper open loop lines/s | ratio | helper CPU ns/line (c=$CONC) | breachd CPU ns/line (c=$CONC) | verdicts c=$CONC, c=$CONC2, open loop vs squidGuard |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+echo "| rep | squidGuard lines/s (net of start-up) | squidGuard CPU ns/line | helper c=$CONC lines/s | ratio | helper c=$CONC2 lines/s | ratio | helper open loop lines/s | ratio | helper CPU ns/line (c=$CONC) | breachd CPU ns/line (c=$CONC) | feeder CPU ns/line (c=$CONC) | verdicts c=$CONC, c=$CONC2, open loop vs squidGuard |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 ratios=() ratios2=()
 for rep in $(seq "$REPS"); do
     read -r sg0 _ <<<"$(run_sg "$SCRATCH/sg-one.txt" /dev/null)"
@@ -187,7 +189,7 @@ for rep in $(seq "$REPS"); do
     o_lps=$(field urls_per_s "$o")
     r=$(calc "$h_lps / $sg_lps" 2)
     ratios+=("$r")
-    echo "| $rep | $sg_lps | $(calc "$sgcpu * 1e9 / $N_URLS" 0) | $h_lps | **$r** | $h2_lps | $r2 | $o_lps | $(calc "$o_lps / $sg_lps" 2) | $(calc "$(field child_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(calc "$(field daemon_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(cmp_verdicts "$SCRATCH/v-h.txt" "$SCRATCH/v-sg.txt"); $v2; $(cmp_verdicts "$SCRATCH/v-o.txt" "$SCRATCH/v-sg.txt") |"
+    echo "| $rep | $sg_lps | $(calc "$sgcpu * 1e9 / $N_URLS" 0) | $h_lps | **$r** | $h2_lps | $r2 | $o_lps | $(calc "$o_lps / $sg_lps" 2) | $(calc "$(field child_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(calc "$(field daemon_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(calc "$(field feeder_cpu_s "$h") * 1e9 / $N_URLS" 0) | $(cmp_verdicts "$SCRATCH/v-h.txt" "$SCRATCH/v-sg.txt"); $v2; $(cmp_verdicts "$SCRATCH/v-o.txt" "$SCRATCH/v-sg.txt") |"
 done
 kill -TERM "$dpid"
 wait "$dpid" || echo "note: breachd exited $?"
