@@ -60,53 +60,6 @@ static size_t unescape_fixpoint(char *s, size_t n)
     return o;
 }
 
-/* ---- step 6: path ---- */
-
-/* Resolve "." and ".." segments ("/./" -> "/", "/x/../" -> "/"; also at
- * the end: "/x/.." -> "/"), then collapse runs of slashes. p starts with '/'. */
-static void canon_path(sbuf *out, const char *p, size_t n)
-{
-    /* Segment boundaries of the output, to pop on "..". */
-    size_t base = out->len;
-    size_t i = 1; /* past the leading '/' */
-    sb_addc(out, '/');
-    while (i <= n) {
-        size_t j = i;
-        while (j < n && p[j] != '/')
-            j++;
-        size_t sl = j - i;
-        bool last = j >= n;
-        if (sl == 1 && p[i] == '.') {
-            /* "/./": nothing; the output already ends in '/'. */
-        } else if (sl == 2 && p[i] == '.' && p[i + 1] == '.') {
-            /* Remove the preceding segment (which may be empty). */
-            if (out->len > base + 1 && !out->oom) {
-                size_t k = out->len - 1; /* the '/' ending the previous segment */
-                while (k > base && out->p[k - 1] != '/')
-                    k--;
-                out->len = k;
-                out->p[k] = '\0';
-            }
-        } else {
-            sb_add(out, p + i, sl);
-            if (!last)
-                sb_addc(out, '/');
-        }
-        i = j + 1;
-    }
-    if (out->oom)
-        return;
-    /* Collapse runs of slashes. */
-    size_t o = base;
-    for (size_t k = base; k < out->len; k++) {
-        if (out->p[k] == '/' && o > base && out->p[o - 1] == '/')
-            continue;
-        out->p[o++] = out->p[k];
-    }
-    out->len = o;
-    out->p[o] = '\0';
-}
-
 /* ---- step 7 ---- */
 
 static void escape_into(sbuf *out, const char *s, size_t n)
@@ -127,6 +80,55 @@ static void escape_into(sbuf *out, const char *s, size_t n)
     }
     out->len = (size_t)(o - out->p);
     out->p[out->len] = '\0';
+}
+
+/* ---- step 6: path ---- */
+
+/* Resolve "." and ".." segments ("/./" -> "/", "/x/../" -> "/"; also at
+ * the end: "/x/.." -> "/"), then collapse runs of slashes. p starts with '/'.
+ * The segments are appended already escaped (step 7): escaping maps each
+ * byte on its own and never makes or takes a '/', so resolving the escaped
+ * segments is resolving the segments, escaped. */
+static void canon_path(sbuf *out, const char *p, size_t n)
+{
+    /* Segment boundaries of the output, to pop on "..". */
+    size_t base = out->len;
+    size_t i = 1; /* past the leading '/' */
+    sb_addc(out, '/');
+    while (i <= n) {
+        const char *slash = memchr(p + i, '/', n - i);
+        size_t j = slash ? (size_t)(slash - p) : n;
+        size_t sl = j - i;
+        bool last = j >= n;
+        if (sl == 1 && p[i] == '.') {
+            /* "/./": nothing; the output already ends in '/'. */
+        } else if (sl == 2 && p[i] == '.' && p[i + 1] == '.') {
+            /* Remove the preceding segment (which may be empty). */
+            if (out->len > base + 1 && !out->oom) {
+                size_t k = out->len - 1; /* the '/' ending the previous segment */
+                while (k > base && out->p[k - 1] != '/')
+                    k--;
+                out->len = k;
+                out->p[k] = '\0';
+            }
+        } else {
+            escape_into(out, p + i, sl);
+            if (!last)
+                sb_addc(out, '/');
+        }
+        i = j + 1;
+    }
+    if (out->oom)
+        return;
+    /* Collapse runs of slashes. */
+    size_t o = base;
+    for (size_t k = base; k < out->len; k++) {
+        if (out->p[k] == '/' && o > base && out->p[o - 1] == '/')
+            continue;
+        out->p[o++] = out->p[k];
+    }
+    out->len = o;
+    out->p[o] = '\0';
 }
 
 /* ---- the whole ---- */
@@ -236,33 +238,55 @@ static int split_authority(const char *s, size_t n, size_t i, size_t *host, size
     return 0;
 }
 
-/* Step 7: scheme://host/path[?query], escaped, into *out: 0, -ENOMEM, or
- * -EINVAL when too long. */
-static int assemble(const char *scheme, const sbuf *host, const sbuf *path, const char *query,
-                    size_t query_len, char **out, br_error *err)
+/* Steps 4 to 7 on s[0..n) (controls stripped, no fragment, unescaped):
+ * scheme://host/path[?query], escaped, appended to out. check_host: s may
+ * hold an address that the userinfo split does not see (a fullwidth or
+ * small '@', U+FF20 or U+FE6B, in the host); false when s has no byte that
+ * br_url_may_hold_email stops at, so that no part of it can hold one. */
+static int canon_parts(const char *s, size_t n, bool check_host, sbuf *out, br_error *err)
 {
-    sbuf res = {0};
-    sb_add(&res, scheme, strlen(scheme));
-    sb_add(&res, "://", 3);
-    escape_into(&res, host->p, host->len);
-    escape_into(&res, path->p, path->len);
-    if (query) {
-        sb_addc(&res, '?');
-        escape_into(&res, query, query_len);
+    const char *scheme;
+    size_t i = 0, a = 0, he = 0, ae = 0;
+    int r = split_scheme(s, n, &scheme, &i, err);
+    if (r < 0 || (r = split_authority(s, n, i, &a, &he, &ae, err)) < 0)
+        return r;
+    if (check_host && br_url_holds_email(s + a, he - a))
+        return br_error_set(err, -EPERM, SECRET_TEXT);
+    /* 5: the host, on the stack unless it is longer than a valid one. */
+    char host_room[BR_URL_MAX_HOST + 3];
+    sbuf host;
+    sb_init_on(&host, host_room, sizeof(host_room));
+    r = br_canon_host(&host, s + a, he - a, err);
+    if (r < 0) {
+        sb_wipe(&host);
+        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
     }
-    if (res.oom || host->oom || path->oom) {
-        sb_free(&res);
+    /* 6 and 7: path and query, escaped. */
+    sb_add(out, scheme, strlen(scheme));
+    sb_add(out, "://", 3);
+    escape_into(out, host.p, host.len);
+    bool oom = host.oom;
+    sb_wipe(&host);
+    const char *q = memchr(s + ae, '?', n - ae);
+    size_t pe = q ? (size_t)(q - s) : n;
+    if (pe > ae)
+        canon_path(out, s + ae, pe - ae);
+    else
+        sb_addc(out, '/');
+    if (q) {
+        sb_addc(out, '?');
+        escape_into(out, q + 1, n - pe - 1);
+    }
+    if (out->oom || oom)
         return br_error_set(err, -ENOMEM, "out of memory");
-    }
-    if (res.len > BR_URL_MAX_LEN) {
-        sb_free(&res);
+    if (out->len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "canonical URL longer than %d bytes", BR_URL_MAX_LEN);
-    }
-    *out = res.p;
     return 0;
 }
 
-static int canonicalize(char *s, size_t n, char **result, br_error *err)
+/* Steps 1 to 3 on a copy of the input (work, NUL-terminated), then the
+ * rest. */
+static int canon_work(char *s, size_t n, sbuf *out, br_error *err)
 {
     strip_controls(&s, &n);
     if (n == 0)
@@ -277,44 +301,30 @@ static int canonicalize(char *s, size_t n, char **result, br_error *err)
         return br_error_set(err, -EPERM, SECRET_TEXT);
     /* 3: unescape until stable. */
     n = unescape_fixpoint(s, n);
-    /* 4: scheme, authority, path and query. */
-    const char *scheme;
-    size_t i = 0, a = 0, he = 0, ae = 0;
-    int r = split_scheme(s, n, &scheme, &i, err);
-    if (r < 0 || (r = split_authority(s, n, i, &a, &he, &ae, err)) < 0)
-        return r;
-    /* An address the userinfo split did not see: a fullwidth or small '@'
-     * (U+FF20, U+FE6B) in the host. */
-    if (br_url_holds_email(s + a, he - a))
-        return br_error_set(err, -EPERM, SECRET_TEXT);
-    /* 5: the host. */
-    sbuf host = {0}, path = {0};
-    r = br_canon_host(&host, s + a, he - a, err);
-    if (r < 0) {
-        sb_free(&host);
-        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
-    }
-    /* 6: path and query. */
-    const char *q = memchr(s + ae, '?', n - ae);
-    size_t pe = q ? (size_t)(q - s) : n;
-    if (pe > ae)
-        canon_path(&path, s + ae, pe - ae);
-    else
-        sb_addc(&path, '/');
-    /* 7: assemble and escape. */
-    r = assemble(scheme, &host, &path, q ? q + 1 : NULL, q ? n - pe - 1 : 0, result, err);
-    sb_free(&host);
-    sb_free(&path);
-    return r;
+    return canon_parts(s, n, true, out, err);
 }
 
-int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
+int br_url_canon_into(sbuf *out, const char *url, size_t len, br_error *err)
 {
-    *out = NULL;
     if (len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "URL longer than %d bytes", BR_URL_MAX_LEN);
+    if (!br_url_may_hold_email(url, len)) {
+        /* No control byte, '%', '@', non-ASCII byte nor "mailto:": step 1
+         * only trims spaces, step 3 decodes nothing, and neither the input
+         * nor any part of it can hold an address (br_url_is_email and
+         * br_url_holds_email are false), so the input is used as it is. */
+        size_t b = 0, n = len;
+        while (b < n && url[b] == ' ')
+            b++;
+        while (n > b && url[n - 1] == ' ')
+            n--;
+        if (n == b)
+            return br_error_set(err, -EINVAL, "empty URL");
+        const char *hash = memchr(url + b, '#', n - b);
+        return canon_parts(url + b, hash ? (size_t)(hash - url) - b : n - b, false, out, err);
+    }
     /* The work copy (unescaped in place): on the stack for the usual
-     * length, so a URL costs no allocation for it. */
+     * length, so a URL costs no allocation for it; wiped after. */
     char small[512];
     char *work = len < sizeof(small) ? small : malloc(len + 1);
     if (!work)
@@ -322,8 +332,32 @@ int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
     if (len)
         memcpy(work, url, len);
     work[len] = '\0';
-    int r = canonicalize(work, len, out, err);
+    int r = canon_work(work, len, out, err);
+    OPENSSL_cleanse(work, len + 1);
     if (work != small)
         free(work);
+    return r;
+}
+
+int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
+{
+    *out = NULL;
+    char room[BR_URL_CANON_ROOM];
+    sbuf res;
+    sb_init_on(&res, room, sizeof(room));
+    int r = br_url_canon_into(&res, url, len, err);
+    if (r == 0 && res.p != room) {
+        /* Outgrew the stack: the heap copy is the result. */
+        *out = res.p;
+        return 0;
+    }
+    if (r == 0) {
+        *out = malloc(res.len + 1);
+        if (*out)
+            memcpy(*out, res.p, res.len + 1);
+        else
+            r = br_error_set(err, -ENOMEM, "out of memory");
+    }
+    sb_wipe(&res);
     return r;
 }

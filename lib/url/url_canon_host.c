@@ -229,19 +229,9 @@ static int ipv6_host(sbuf *host, const char *s, size_t n, br_error *err)
     return 0;
 }
 
-int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
+/* IDN: the labels of h[0..n) with non-ASCII bytes to A-labels, into idn. */
+static int idn_host(sbuf *idn, const char *h, size_t n, br_error *err)
 {
-    if (n > 0 && h[0] == '[') {
-        if (n < 2 || h[n - 1] != ']')
-            return br_error_set(err, -EINVAL, "invalid IPv6 address");
-        return ipv6_host(out, h + 1, n - 2, err);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
-            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
-
-    /* IDN: labels with non-ASCII bytes to A-labels. */
-    sbuf idn = {0};
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && h[i] != '.')
@@ -251,36 +241,69 @@ int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
             if ((unsigned char)h[j] >= 0x80)
                 ascii = false;
         if (ascii) {
-            sb_add(&idn, h + start, i - start);
+            sb_add(idn, h + start, i - start);
         } else {
-            int r = idn_label(&idn, h + start, i - start, err);
-            if (r < 0) {
-                sb_free(&idn);
+            int r = idn_label(idn, h + start, i - start, err);
+            if (r < 0)
                 return r;
-            }
         }
         if (i < n)
-            sb_addc(&idn, '.');
+            sb_addc(idn, '.');
         start = i + 1;
     }
-    if (idn.oom) {
-        sb_free(&idn);
-        return -ENOMEM;
+    return idn->oom ? -ENOMEM : 0;
+}
+
+/* Strip leading and trailing dots, collapse runs of dots, lowercase: p[0..n)
+ * appended to out. */
+static void fold_dots(sbuf *out, const char *p, size_t n)
+{
+    if (!sb_reserve(out, n))
+        return;
+    size_t hs = out->len, o = hs;
+    char *d = out->p;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '.' && (o == hs || d[o - 1] == '.'))
+            continue;
+        d[o++] = ascii_lower(p[i]);
+    }
+    if (o > hs && d[o - 1] == '.')
+        o--;
+    d[o] = '\0';
+    out->len = o;
+}
+
+int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
+{
+    if (n > 0 && h[0] == '[') {
+        if (n < 2 || h[n - 1] != ']')
+            return br_error_set(err, -EINVAL, "invalid IPv6 address");
+        return ipv6_host(out, h + 1, n - 2, err);
+    }
+    bool ascii = true;
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
+            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
+        ascii &= (unsigned char)h[i] < 0x80;
     }
 
-    /* Strip leading and trailing dots, collapse runs of dots, lowercase. */
     size_t hs = out->len;
-    const char *p = idn.p ? idn.p : "";
-    for (size_t i = 0; i < idn.len; i++) {
-        if (p[i] == '.' && (out->len == hs || out->p[out->len - 1] == '.'))
-            continue;
-        sb_addc(out, ascii_lower(p[i]));
+    if (ascii) {
+        /* Every label is ASCII: IDN would copy h as it is. */
+        fold_dots(out, h, n);
+    } else {
+        char idn_room[BR_URL_MAX_HOST + 3];
+        sbuf idn;
+        sb_init_on(&idn, idn_room, sizeof(idn_room));
+        int r = idn_host(&idn, h, n, err);
+        if (r == 0)
+            fold_dots(out, idn.p, idn.len);
+        sb_wipe(&idn);
+        if (r < 0)
+            return r;
     }
-    sb_free(&idn);
     if (out->oom)
         return -ENOMEM;
-    if (out->len > hs && out->p[out->len - 1] == '.')
-        out->p[--out->len] = '\0';
     size_t hn = out->len - hs;
     if (hn == 0)
         return br_error_set(err, -EINVAL, "no host");

@@ -13,6 +13,7 @@
 
 #include "hash.h"
 #include "url_canon.h"
+#include "url_canon_int.h"
 #include "url_secret.h"
 
 #define FOLD_ROUNDS 8
@@ -244,13 +245,37 @@ static const uint8_t may_hold_stop[256] = {
     [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
 
+#define BYTES(c) (0x0101010101010101ull * (uint8_t)(c))
+#define HAS_BELOW(w, c) (((w) - BYTES(c)) & ~(w) & BYTES(0x80))
+
+/* Nonzero when one of the 8 bytes of w may be one that
+ * br_url_may_hold_email stops at (< 0x20, >= 0x7f, '@', '%', ':'); zero
+ * only when none is. Each test is exact for "some byte" (a borrow or carry
+ * can only flag more bytes next to a byte that is flagged anyway). */
+static inline uint64_t may_stop8(uint64_t w)
+{
+    return HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
+           HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1) |
+           HAS_BELOW(w ^ BYTES(':'), 1);
+}
+
 bool br_url_may_hold_email(const char *s, size_t n)
 {
     const uint8_t *b = (const uint8_t *)s;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t stop = may_hold_stop[b[i]];
-        if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
-            return true;
+    size_t i = 0;
+    while (i < n) {
+        /* Eight bytes at a time while none may stop; the table decides
+         * the eight that may. */
+        uint64_t w;
+        if (n - i >= 8 && (memcpy(&w, b + i, 8), !may_stop8(w))) {
+            i += 8;
+            continue;
+        }
+        for (size_t e = n - i >= 8 ? i + 8 : n; i < e; i++) {
+            uint8_t stop = may_hold_stop[b[i]];
+            if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
+                return true;
+        }
     }
     return false;
 }
@@ -330,18 +355,21 @@ int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
     out->block = NULL;
     if (dropped)
         *dropped = 0;
-    char *canon = NULL;
-    int r = br_url_canonicalize(url, len, &canon, err);
-    if (r < 0)
+    /* The canonical URL on the stack for the usual length; wiped after. */
+    char room[BR_URL_CANON_ROOM];
+    sbuf canon;
+    sb_init_on(&canon, room, sizeof(room));
+    int r = br_url_canon_into(&canon, url, len, err);
+    if (r < 0) {
+        sb_wipe(&canon);
         return r;
-    r = br_url_expressions_labels(canon, host_labels, out, err);
-    size_t canon_len = strlen(canon);
+    }
+    r = br_url_expressions_labels(canon.p, host_labels, out, err);
     /* The expressions are pieces of canon (a host suffix, then a path
      * prefix starting with '/', then the query): none holds an address
      * when canon cannot hold one, and each is checked alone otherwise. */
-    bool check = br_url_may_hold_email(canon, canon_len);
-    OPENSSL_cleanse(canon, canon_len);
-    free(canon);
+    bool check = br_url_may_hold_email(canon.p, canon.len);
+    sb_wipe(&canon);
     if (r < 0)
         return r;
     size_t d = check ? br_url_exprs_drop_email(out) : 0;
