@@ -245,40 +245,80 @@ static const uint8_t may_hold_stop[256] = {
     [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
 
-#define BYTES(c) (0x0101010101010101ull * (uint8_t)(c))
-#define HAS_BELOW(w, c) (((w) - BYTES(c)) & ~(w) & BYTES(0x80))
-
-/* Nonzero when one of the 8 bytes of w may be one that
- * br_url_may_hold_email stops at (< 0x20, >= 0x7f, '@', '%', ':'); zero
- * only when none is. Each test is exact for "some byte" (a borrow or carry
- * can only flag more bytes next to a byte that is flagged anyway). */
-static inline uint64_t may_stop8(uint64_t w)
+static bool mailto_before(const char *s, size_t i)
 {
-    return HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
-           HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1) |
-           HAS_BELOW(w ^ BYTES(':'), 1);
+    return i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0;
 }
 
-bool br_url_may_hold_email(const char *s, size_t n)
+/* The table's answer for s[i..n). */
+static bool may_hold_from(const char *s, size_t i, size_t n)
 {
-    const uint8_t *b = (const uint8_t *)s;
-    size_t i = 0;
-    while (i < n) {
-        /* Eight bytes at a time while none may stop; the table decides
-         * the eight that may. */
-        uint64_t w;
-        if (n - i >= 8 && (memcpy(&w, b + i, 8), !may_stop8(w))) {
-            i += 8;
-            continue;
-        }
-        for (size_t e = n - i >= 8 ? i + 8 : n; i < e; i++) {
-            uint8_t stop = may_hold_stop[b[i]];
-            if (stop == 1 || (stop == 2 && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0))
-                return true;
-        }
+    for (; i < n; i++) {
+        uint8_t stop = may_hold_stop[(uint8_t)s[i]];
+        if (stop == 1 || (stop == 2 && mailto_before(s, i)))
+            return true;
     }
     return false;
 }
+
+/* The blocks below hand a block with a byte the table stops at (1) to
+ * may_hold_from with the rest of the string, and check each ':' of the
+ * others themselves: a URL has one after its scheme. A last block that
+ * would pass the end is taken ending at the end (overlapping the one
+ * before: bytes seen twice give the same answer). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+#define BLOCK 16
+
+bool br_url_may_hold_email(const char *s, size_t n)
+{
+    if (n < BLOCK)
+        return may_hold_from(s, 0, n);
+    const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), at = _mm_set1_epi8('@'),
+                  pct = _mm_set1_epi8('%'), colon = _mm_set1_epi8(':');
+    for (size_t i = 0;; i += BLOCK) {
+        if (i + BLOCK > n)
+            i = n - BLOCK;
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        /* Signed: bytes >= 0x80 are below 0x20 too. */
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v, at), _mm_cmpeq_epi8(v, pct)));
+        if (_mm_movemask_epi8(stop))
+            return may_hold_from(s, i, n);
+        for (unsigned c = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)); c; c &= c - 1)
+            if (mailto_before(s, i + (size_t)__builtin_ctz(c)))
+                return true;
+        if (i + BLOCK >= n)
+            return false;
+    }
+}
+#else
+#define BLOCK 8
+#define BYTES(c) (0x0101010101010101ull * (uint8_t)(c))
+/* Some byte of w below c (c <= 0x80): exact for "some byte" (a borrow only
+ * flags more bytes above one that is flagged anyway). */
+#define HAS_BELOW(w, c) (((w) - BYTES(c)) & ~(w) & BYTES(0x80))
+
+bool br_url_may_hold_email(const char *s, size_t n)
+{
+    if (n < BLOCK)
+        return may_hold_from(s, 0, n);
+    for (size_t i = 0;; i += BLOCK) {
+        if (i + BLOCK > n)
+            i = n - BLOCK;
+        uint64_t w;
+        memcpy(&w, s + i, BLOCK);
+        if (HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
+            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1))
+            return may_hold_from(s, i, n);
+        if (HAS_BELOW(w ^ BYTES(':'), 1) && may_hold_from(s, i, i + BLOCK))
+            return true;
+        if (i + BLOCK >= n)
+            return false;
+    }
+}
+#endif
 
 bool br_url_holds_email(const char *s, size_t n)
 {

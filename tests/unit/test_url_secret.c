@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -296,6 +297,64 @@ static void test_may_hold_email(void **state)
     assert_int_equal(br_url_lookup_expressions("mail\tto:alice", 13, 5, &ex, NULL, NULL), -EPERM);
 }
 
+/* The rule of br_url_may_hold_email, byte by byte (url_secret.h). */
+static bool may_hold_model(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f || c == '@' || c == '%')
+            return true;
+        if (c == ':' && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* br_url_may_hold_email looks at blocks of bytes (16 or 8, the last one
+ * overlapping the one before): every stop byte and its neighbours that are
+ * not, at every position of strings of every length up to 70, and
+ * "mailto:" across block boundaries, answer as the rule does. */
+static void test_may_hold_email_blocks(void **state)
+{
+    (void)state;
+    static const unsigned char bytes[] = {0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xbf,
+                                          0xff, '@', '?', 'A', '%', '$', '&', ':', ';', '9'};
+    char s[80];
+    for (size_t n = 0; n <= 70; n++) {
+        memset(s, 'a', n);
+        assert_false(br_url_may_hold_email(s, n));
+        for (size_t p = 0; p < n; p++) {
+            for (size_t b = 0; b < sizeof(bytes); b++) {
+                s[p] = (char)bytes[b];
+                if (br_url_may_hold_email(s, n) != may_hold_model(s, n))
+                    fail_msg("length %zu, byte 0x%02x at %zu", n, bytes[b], p);
+            }
+            s[p] = 'a';
+            if (p + 7 <= n) {
+                memcpy(s + p, (p & 1) ? "MailTo:" : "mailto:", 7);
+                assert_true(br_url_may_hold_email(s, n));
+                s[p + 5] = 'x';
+                assert_false(br_url_may_hold_email(s, n));
+                memset(s + p, 'a', 7);
+            }
+        }
+    }
+    /* Random strings over those bytes and the letters of "mailto". */
+    static const char alpha[] = "mailtoMAILTO:/.@%a\x01\x7f\x80 ";
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 20000; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % 70);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* Mostly letters, so that few strings stop early. */
+            s[i] = (x >> 8) % 8 ? "mailto./"[(x >> 16) % 8] : alpha[(x >> 24) % (sizeof(alpha) - 1)];
+        }
+        if (br_url_may_hold_email(s, n) != may_hold_model(s, n))
+            fail_msg("random string %d (length %zu)", round, n);
+    }
+}
+
 static void test_is_email(void **state)
 {
     (void)state;
@@ -319,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_independent_of_address),
         cmocka_unit_test(test_fold_edges),
         cmocka_unit_test(test_may_hold_email),
+        cmocka_unit_test(test_may_hold_email_blocks),
         cmocka_unit_test(test_is_email),
     };
     return cmocka_run_group_tests(tests, load_table, free_table);
