@@ -29,6 +29,10 @@
 #include <string.h>
 #include <strings.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
@@ -62,73 +66,115 @@ static size_t unescape_fixpoint(char *s, size_t n)
 
 /* ---- step 7 ---- */
 
-static void escape_into(sbuf *out, const char *s, size_t n)
+static size_t escape_byte(char *o, unsigned char c)
 {
     static const char hexd[] = "0123456789ABCDEF";
-    if (!sb_reserve(out, 3 * n))
-        return;
-    char *o = out->p + out->len;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7F || c == '#' || c == '%') {
-            *o++ = '%';
-            *o++ = hexd[c >> 4];
-            *o++ = hexd[c & 15];
+    if (c <= 0x20 || c >= 0x7F || c == '#' || c == '%') {
+        o[0] = '%';
+        o[1] = hexd[c >> 4];
+        o[2] = hexd[c & 15];
+        return 3;
+    }
+    o[0] = (char)c;
+    return 1;
+}
+
+/* s[0..n) escaped at d (room for 3n bytes); returns the bytes written. */
+static size_t escape_to(char *d, const char *s, size_t n)
+{
+    size_t o = 0, i = 0;
+#if defined(__SSE2__)
+    /* 16 bytes at a time while none is escaped. Signed compare: bytes >=
+     * 0x80 are below 0x21 too. */
+    const __m128i c21 = _mm_set1_epi8(0x21), c7f = _mm_set1_epi8(0x7f), hash = _mm_set1_epi8('#'),
+                  pct = _mm_set1_epi8('%');
+    while (n - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i esc = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c21), _mm_cmpeq_epi8(v, c7f)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, hash), _mm_cmpeq_epi8(v, pct)));
+        if (_mm_movemask_epi8(esc)) {
+            for (size_t e = i + 16; i < e; i++)
+                o += escape_byte(d + o, (unsigned char)s[i]);
         } else {
-            *o++ = (char)c;
+            _mm_storeu_si128((__m128i *)(void *)(d + o), v);
+            o += 16;
+            i += 16;
         }
     }
-    out->len = (size_t)(o - out->p);
+#endif
+    for (; i < n; i++)
+        o += escape_byte(d + o, (unsigned char)s[i]);
+    return o;
+}
+
+static void escape_into(sbuf *out, const char *s, size_t n)
+{
+    if (!sb_room(out, 3 * n))
+        return;
+    out->len += escape_to(out->p + out->len, s, n);
     out->p[out->len] = '\0';
+    sb_wrote(out);
 }
 
 /* ---- step 6: path ---- */
 
 /* Resolve "." and ".." segments ("/./" -> "/", "/x/../" -> "/"; also at
- * the end: "/x/.." -> "/"), then collapse runs of slashes. p starts with '/'.
- * The segments are appended already escaped (step 7): escaping maps each
- * byte on its own and never makes or takes a '/', so resolving the escaped
- * segments is resolving the segments, escaped. */
-static void canon_path(sbuf *out, const char *p, size_t n)
+ * the end: "/x/.." -> "/"), then collapse runs of slashes: d[base..end),
+ * starting with '/', in place (what is written never passes what is read);
+ * returns the new end. */
+static size_t resolve_path(char *d, size_t base, size_t end)
 {
-    /* Segment boundaries of the output, to pop on "..". */
-    size_t base = out->len;
-    size_t i = 1; /* past the leading '/' */
-    sb_addc(out, '/');
-    while (i <= n) {
-        const char *slash = memchr(p + i, '/', n - i);
-        size_t j = slash ? (size_t)(slash - p) : n;
+    size_t w = base + 1, i = base + 1; /* past the leading '/' */
+    while (i <= end) {
+        const char *slash = memchr(d + i, '/', end - i);
+        size_t j = slash ? (size_t)(slash - d) : end;
         size_t sl = j - i;
-        bool last = j >= n;
-        if (sl == 1 && p[i] == '.') {
+        if (sl == 1 && d[i] == '.') {
             /* "/./": nothing; the output already ends in '/'. */
-        } else if (sl == 2 && p[i] == '.' && p[i + 1] == '.') {
+        } else if (sl == 2 && d[i] == '.' && d[i + 1] == '.') {
             /* Remove the preceding segment (which may be empty). */
-            if (out->len > base + 1 && !out->oom) {
-                size_t k = out->len - 1; /* the '/' ending the previous segment */
-                while (k > base && out->p[k - 1] != '/')
+            if (w > base + 1) {
+                size_t k = w - 1; /* the '/' ending the previous segment */
+                while (k > base && d[k - 1] != '/')
                     k--;
-                out->len = k;
-                out->p[k] = '\0';
+                w = k;
             }
         } else {
-            escape_into(out, p + i, sl);
-            if (!last)
-                sb_addc(out, '/');
+            memmove(d + w, d + i, sl);
+            w += sl;
+            if (j < end)
+                d[w++] = '/';
         }
         i = j + 1;
     }
+    size_t o = base;
+    for (size_t k = base; k < w; k++) {
+        if (d[k] == '/' && o > base && d[o - 1] == '/')
+            continue;
+        d[o++] = d[k];
+    }
+    return o;
+}
+
+/* Step 6 and 7 of the path p[0..n) (starting with '/'), appended to out.
+ * It is escaped first: escaping maps each byte on its own and never makes
+ * or takes a '/' or a '.', so resolving the escaped path is escaping the
+ * resolved one. Only a segment starting with '.' and an empty one ("//")
+ * can change anything. */
+static void canon_path(sbuf *out, const char *p, size_t n)
+{
+    size_t base = out->len;
+    escape_into(out, p, n);
     if (out->oom)
         return;
-    /* Collapse runs of slashes. */
-    size_t o = base;
-    for (size_t k = base; k < out->len; k++) {
-        if (out->p[k] == '/' && o > base && out->p[o - 1] == '/')
-            continue;
-        out->p[o++] = out->p[k];
+    char *d = out->p;
+    for (size_t k = base; k + 1 < out->len; k++) {
+        if (d[k] == '/' && (d[k + 1] == '.' || d[k + 1] == '/')) {
+            out->len = resolve_path(d, base, out->len);
+            d[out->len] = '\0';
+            return;
+        }
     }
-    out->len = o;
-    out->p[o] = '\0';
 }
 
 /* ---- the whole ---- */

@@ -73,6 +73,23 @@ static inline bool sb_reserve(sbuf *b, size_t extra)
     return true;
 }
 
+/* Room for extra bytes and the NUL, without counting them as written: a
+ * caller that writes into p directly calls sb_wrote after. */
+static inline bool sb_room(sbuf *b, size_t extra)
+{
+    if (b->oom)
+        return false;
+    size_t need = b->len + extra + 1;
+    return need <= b->cap || sb_grow(b, need);
+}
+
+/* Bytes up to len and the NUL after it were written. */
+static inline void sb_wrote(sbuf *b)
+{
+    if (b->len + 1 > b->hw)
+        b->hw = b->len + 1;
+}
+
 static inline void sb_add(sbuf *b, const void *s, size_t n)
 {
     if (!sb_reserve(b, n))
