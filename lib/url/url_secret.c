@@ -404,7 +404,7 @@ int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
         sb_wipe(&canon);
         return r;
     }
-    r = br_url_expressions_labels(canon.p, host_labels, out, err);
+    r = br_url_exprs_of(canon.p, canon.len, host_labels, out, err);
     /* The expressions are pieces of canon (a host suffix, then a path
      * prefix starting with '/', then the query): none holds an address
      * when canon cannot hold one, and each is checked alone otherwise. */
