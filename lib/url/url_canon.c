@@ -222,8 +222,11 @@ static int split_scheme(const char *s, size_t n, const char **scheme, size_t *re
     if (k == n || s[k] != ':')
         return 0;
     const char *known = NULL;
-    for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]); m++)
-        if (strlen(schemes[m]) == k && strncasecmp(s, schemes[m], k) == 0)
+    char low[5];
+    for (size_t m = 0; m < k && m < sizeof(low); m++)
+        low[m] = ascii_lower(s[m]);
+    for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]) && k <= sizeof(low); m++)
+        if (strlen(schemes[m]) == k && memcmp(low, schemes[m], k) == 0)
             known = schemes[m];
     bool slashes = k + 2 < n && s[k + 1] == '/' && s[k + 2] == '/';
     size_t d = k + 1;
@@ -250,15 +253,17 @@ static int split_scheme(const char *s, size_t n, const char **scheme, size_t *re
 static int split_authority(const char *s, size_t n, size_t i, size_t *host, size_t *host_end,
                            size_t *end, br_error *err)
 {
-    size_t a = i;
-    while (i < n && s[i] != '/' && s[i] != '?')
-        i++;
-    size_t ae = i;
-    for (size_t k = ae; k > a; k--)
-        if (s[k - 1] == '@') {
-            a = k;
-            break;
+    /* One pass: the end, the last '@' and the last ':' after it. */
+    size_t a = i, last_colon = SIZE_MAX;
+    for (; i < n && s[i] != '/' && s[i] != '?'; i++) {
+        if (s[i] == '@') {
+            a = i + 1;
+            last_colon = SIZE_MAX;
+        } else if (s[i] == ':') {
+            last_colon = i;
         }
+    }
+    size_t ae = i;
     size_t he = ae, colon = ae;
     if (a < ae && s[a] == '[') {
         const char *rb = memchr(s + a, ']', ae - a);
@@ -268,12 +273,8 @@ static int split_authority(const char *s, size_t n, size_t i, size_t *host, size
         if (he < ae && s[he] != ':')
             return br_error_set(err, -EINVAL, "invalid IPv6 address");
         colon = he;
-    } else {
-        for (size_t k = ae; k > a; k--)
-            if (s[k - 1] == ':') {
-                colon = he = k - 1;
-                break;
-            }
+    } else if (last_colon != SIZE_MAX) {
+        colon = he = last_colon;
     }
     for (size_t d = colon + 1; d < ae; d++)
         if (!is_ascii_digit((unsigned char)s[d]))

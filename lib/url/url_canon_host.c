@@ -255,22 +255,58 @@ static int idn_host(sbuf *idn, const char *h, size_t n, br_error *err)
 }
 
 /* Strip leading and trailing dots, collapse runs of dots, lowercase: p[0..n)
- * appended to out. */
-static void fold_dots(sbuf *out, const char *p, size_t n)
+ * appended to out; *label gets the length of its longest label. With
+ * ascii_only, stops at the first byte that is ':', '[', ']' or >= 0x80 and
+ * returns false (out is then unchanged). */
+static bool fold_dots(sbuf *out, const char *p, size_t n, bool ascii_only, size_t *label)
 {
-    if (!sb_reserve(out, n))
-        return;
-    size_t hs = out->len, o = hs;
+    *label = 0;
+    if (!sb_room(out, n))
+        return true;
+    size_t hs = out->len, o = hs, cur = 0;
     char *d = out->p;
     for (size_t i = 0; i < n; i++) {
-        if (p[i] == '.' && (o == hs || d[o - 1] == '.'))
-            continue;
-        d[o++] = ascii_lower(p[i]);
+        unsigned char c = (unsigned char)p[i];
+        if (ascii_only && (c >= 0x80 || c == ':' || c == '[' || c == ']')) {
+            OPENSSL_cleanse(d + hs, o - hs);
+            return false;
+        }
+        if (c == '.') {
+            if (o == hs || d[o - 1] == '.')
+                continue;
+            if (cur > *label)
+                *label = cur;
+            cur = 0;
+        } else {
+            cur++;
+        }
+        d[o++] = ascii_lower((char)c);
     }
+    if (cur > *label)
+        *label = cur;
     if (o > hs && d[o - 1] == '.')
         o--;
     d[o] = '\0';
     out->len = o;
+    sb_wrote(out);
+    return true;
+}
+
+/* The host's bytes other than ASCII, and ':', '[' and ']' (refused): out
+ * gets the host, IDN labels as A-labels, its dots folded. */
+static int slow_host(sbuf *out, const char *h, size_t n, size_t *label, br_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
+            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
+    char idn_room[BR_URL_MAX_HOST + 3];
+    sbuf idn;
+    sb_init_on(&idn, idn_room, sizeof(idn_room));
+    int r = idn_host(&idn, h, n, err);
+    if (r == 0)
+        fold_dots(out, idn.p, idn.len, false, label);
+    sb_wipe(&idn);
+    return r;
 }
 
 int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
@@ -280,25 +316,11 @@ int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
             return br_error_set(err, -EINVAL, "invalid IPv6 address");
         return ipv6_host(out, h + 1, n - 2, err);
     }
-    bool ascii = true;
-    for (size_t i = 0; i < n; i++) {
-        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
-            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
-        ascii &= (unsigned char)h[i] < 0x80;
-    }
-
-    size_t hs = out->len;
-    if (ascii) {
-        /* Every label is ASCII: IDN would copy h as it is. */
-        fold_dots(out, h, n);
-    } else {
-        char idn_room[BR_URL_MAX_HOST + 3];
-        sbuf idn;
-        sb_init_on(&idn, idn_room, sizeof(idn_room));
-        int r = idn_host(&idn, h, n, err);
-        if (r == 0)
-            fold_dots(out, idn.p, idn.len);
-        sb_wipe(&idn);
+    /* Usually every byte is ASCII and none refused: IDN would copy h as it
+     * is, and its dots are folded straight into out. */
+    size_t hs = out->len, label = 0;
+    if (!fold_dots(out, h, n, true, &label)) {
+        int r = slow_host(out, h, n, &label, err);
         if (r < 0)
             return r;
     }
@@ -316,16 +338,7 @@ int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
     }
     if (hn > BR_URL_MAX_HOST)
         return br_error_set(err, -EINVAL, "host longer than %d bytes", BR_URL_MAX_HOST);
-    size_t label = 0;
-    for (size_t i = hs; i <= out->len; i++) {
-        if (i == out->len || out->p[i] == '.') {
-            if (label > BR_URL_MAX_LABEL)
-                return br_error_set(err, -EINVAL, "host label longer than %d bytes",
-                                    BR_URL_MAX_LABEL);
-            label = 0;
-        } else {
-            label++;
-        }
-    }
+    if (label > BR_URL_MAX_LABEL)
+        return br_error_set(err, -EINVAL, "host label longer than %d bytes", BR_URL_MAX_LABEL);
     return 0;
 }
