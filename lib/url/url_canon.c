@@ -66,10 +66,16 @@ static size_t unescape_fixpoint(char *s, size_t n)
 
 /* ---- step 7 ---- */
 
+static const char hexd[] = "0123456789ABCDEF";
+
+static bool must_escape(unsigned char c)
+{
+    return c <= 0x20 || c >= 0x7F || c == '#' || c == '%';
+}
+
 static size_t escape_byte(char *o, unsigned char c)
 {
-    static const char hexd[] = "0123456789ABCDEF";
-    if (c <= 0x20 || c >= 0x7F || c == '#' || c == '%') {
+    if (must_escape(c)) {
         o[0] = '%';
         o[1] = hexd[c >> 4];
         o[2] = hexd[c & 15];
@@ -113,6 +119,32 @@ static void escape_into(sbuf *out, const char *s, size_t n)
         return;
     out->len += escape_to(out->p + out->len, s, n);
     out->p[out->len] = '\0';
+    sb_wrote(out);
+}
+
+/* Escape out->p[from..out->len) where it is, from the end (what is written
+ * never passes what is read). */
+static void escape_tail(sbuf *out, size_t from)
+{
+    size_t e = 0;
+    for (size_t k = from; k < out->len; k++)
+        e += must_escape((unsigned char)out->p[k]);
+    if (e == 0 || !sb_room(out, 2 * e))
+        return;
+    char *d = out->p;
+    size_t r = out->len, w = out->len + 2 * e;
+    d[w] = '\0';
+    while (r > from) {
+        unsigned char c = (unsigned char)d[--r];
+        if (must_escape(c)) {
+            d[--w] = hexd[c & 15];
+            d[--w] = hexd[c >> 4];
+            d[--w] = '%';
+        } else {
+            d[--w] = (char)c;
+        }
+    }
+    out->len += 2 * e;
     sb_wrote(out);
 }
 
@@ -299,21 +331,15 @@ static int canon_parts(const char *s, size_t n, bool check_host, sbuf *out, br_e
         return r;
     if (check_host && br_url_holds_email(s + a, he - a))
         return br_error_set(err, -EPERM, SECRET_TEXT);
-    /* 5: the host, on the stack unless it is longer than a valid one. */
-    char host_room[BR_URL_MAX_HOST + 3];
-    sbuf host;
-    sb_init_on(&host, host_room, sizeof(host_room));
-    r = br_canon_host(&host, s + a, he - a, err);
-    if (r < 0) {
-        sb_wipe(&host);
-        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
-    }
-    /* 6 and 7: path and query, escaped. */
+    /* 5: the host, then escaped where it is (7). */
     sb_add(out, scheme, strlen(scheme));
     sb_add(out, "://", 3);
-    escape_into(out, host.p, host.len);
-    bool oom = host.oom;
-    sb_wipe(&host);
+    size_t hs = out->len;
+    r = br_canon_host(out, s + a, he - a, err);
+    if (r < 0)
+        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
+    escape_tail(out, hs);
+    /* 6 and 7: path and query, escaped. */
     const char *q = memchr(s + ae, '?', n - ae);
     size_t pe = q ? (size_t)(q - s) : n;
     if (pe > ae)
@@ -324,7 +350,7 @@ static int canon_parts(const char *s, size_t n, bool check_host, sbuf *out, br_e
         sb_addc(out, '?');
         escape_into(out, q + 1, n - pe - 1);
     }
-    if (out->oom || oom)
+    if (out->oom)
         return br_error_set(err, -ENOMEM, "out of memory");
     if (out->len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "canonical URL longer than %d bytes", BR_URL_MAX_LEN);

@@ -76,7 +76,8 @@ static size_t host_spans(const char *host, size_t host_len, size_t max_comps, sp
 }
 
 /* Every host suffix times its paths, into one allocation: its size first,
- * then the strings. */
+ * then the strings. A host suffix ends where the path starts, and a path
+ * span starts there: an expression is one piece of the canonical URL. */
 static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span *paths, size_t np,
                      span root, br_error *err)
 {
@@ -89,12 +90,11 @@ static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span
         return br_error_set(err, -ENOMEM, "out of memory");
     for (size_t h = 0; h < nh; h++) {
         for (size_t p = 0; p < (hosts[h].domain_only ? 1 : np); p++) {
-            span hs = hosts[h], ps = hs.domain_only ? root : paths[p];
-            memcpy(at, hs.p, hs.n);
-            memcpy(at + hs.n, ps.p, ps.n);
-            at[hs.n + ps.n] = '\0';
+            size_t n = hosts[h].n + (hosts[h].domain_only ? root : paths[p]).n;
+            memcpy(at, hosts[h].p, n);
+            at[n] = '\0';
             out->expr[out->n++] = at;
-            at += hs.n + ps.n + 1;
+            at += n + 1;
         }
     }
     return 0;
