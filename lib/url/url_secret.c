@@ -18,6 +18,7 @@
 
 #define FOLD_ROUNDS 8
 #define LITERAL_MAX 64
+#define FOLD_ROOM 512 /* a string this long is folded on the stack */
 
 /* ---- folding ---- */
 
@@ -54,10 +55,13 @@ static bool all_ascii(const uint8_t *b, size_t n)
     return true;
 }
 
-/* A growable byte buffer. */
+/* A growable byte buffer, on the heap or starting on a caller's array
+ * (stack: moved to the heap when it outgrows it). hw: the bytes ever
+ * written, what bb_wipe clears of a caller's array. */
 typedef struct bbuf {
     uint8_t *p;
-    size_t len, cap;
+    size_t len, cap, hw;
+    uint8_t *stack;
 } bbuf;
 
 static int bb_add(bbuf *b, const uint8_t *s, size_t n)
@@ -66,7 +70,16 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
         size_t cap = b->cap ? b->cap : 64;
         while (cap - b->len < n)
             cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
+        uint8_t *p;
+        if (b->p && b->p == b->stack) {
+            p = malloc(cap);
+            if (p) {
+                memcpy(p, b->p, b->len);
+                OPENSSL_cleanse(b->p, b->hw);
+            }
+        } else {
+            p = realloc(b->p, cap);
+        }
         if (!p)
             return -ENOMEM;
         b->p = p;
@@ -75,14 +88,17 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
     if (n)
         memcpy(b->p + b->len, s, n);
     b->len += n;
+    if (b->len > b->hw)
+        b->hw = b->len;
     return 0;
 }
 
 static void bb_wipe(bbuf *b)
 {
     if (b->p)
-        OPENSSL_cleanse(b->p, b->cap);
-    free(b->p);
+        OPENSSL_cleanse(b->p, b->p == b->stack ? b->hw : b->cap);
+    if (b->p != b->stack)
+        free(b->p);
     *b = (bbuf){0};
 }
 
@@ -130,10 +146,11 @@ static int nfkc_fold(const uint8_t *b, size_t n, bbuf *out)
 }
 
 /* The folded form of s (url_secret.h, "Folding") in *out, or -ENOMEM, or
- * -ELOOP when it still changes after FOLD_ROUNDS rounds. */
-static int fold(const char *s, size_t n, bbuf *out)
+ * -ELOOP when it still changes after FOLD_ROUNDS rounds. The first copy of
+ * s starts on room (cap bytes; ASCII folds there), *out may be there. */
+static int fold(const char *s, size_t n, bbuf *out, uint8_t *room, size_t cap)
 {
-    bbuf b = {0};
+    bbuf b = {.p = room, .cap = cap, .stack = room};
     if (bb_add(&b, (const uint8_t *)s, n) < 0)
         return -ENOMEM;
     for (int round = 0; round < FOLD_ROUNDS; round++) {
@@ -326,8 +343,9 @@ bool br_url_holds_email(const char *s, size_t n)
      * fold into one that holds an address. */
     if (!br_url_may_hold_email(s, n))
         return false;
-    bbuf f = {0};
-    if (fold(s, n, &f) < 0)
+    uint8_t room[FOLD_ROOM];
+    bbuf f;
+    if (fold(s, n, &f, room, sizeof(room)) < 0)
         return true;
     bool r = folded_holds(f.p, f.len);
     bb_wipe(&f);
@@ -360,8 +378,9 @@ bool br_url_is_email(const char *s, size_t n)
      * nothing and neither form can be there. */
     if (!br_url_may_hold_email(s, n))
         return false;
-    bbuf f = {0};
-    if (fold(s, n, &f) < 0)
+    uint8_t room[FOLD_ROOM];
+    bbuf f;
+    if (fold(s, n, &f, room, sizeof(room)) < 0)
         return true;
     bool r = folded_is_email(f.p, f.len);
     bb_wipe(&f);

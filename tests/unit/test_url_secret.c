@@ -297,6 +297,37 @@ static void test_may_hold_email(void **state)
     assert_int_equal(br_url_lookup_expressions("mail\tto:alice", 13, 5, &ex, NULL, NULL), -EPERM);
 }
 
+/* Folding starts on a 512-byte stack copy and moves to the heap for a
+ * longer string: lengths around it, ASCII (folded in the copy) and not
+ * (NFKC), with and without an address at the end. */
+static void test_fold_room(void **state)
+{
+    (void)state;
+    /* "alice@b.example" with an escaped or a fullwidth at; the same with
+     * an escaped or fullwidth solidus (no address). */
+    static const char *const with[] = {"alice%40b.example", "alice\xEF\xBC\xA0" "b.example"};
+    static const char *const without[] = {"alice%2Fb.example", "alice\xEF\xBC\x8F" "b.example"};
+    for (size_t k = 470; k <= 530; k++) {
+        for (size_t kind = 0; kind < 4; kind++) {
+            str t = {0};
+            const char *head = kind & 2 ? "p/" : "p%2F";
+            put(&t, head, strlen(head));
+            for (size_t i = 0; i < k; i++)
+                put(&t, "p", 1);
+            size_t base = t.len;
+            const char *tail = with[kind & 1];
+            put(&t, tail, strlen(tail));
+            assert_true(br_url_holds_email(t.p, t.len));
+            assert_false(br_url_is_email(t.p, t.len));
+            t.len = base;
+            tail = without[kind & 1];
+            put(&t, tail, strlen(tail));
+            assert_false(br_url_holds_email(t.p, t.len));
+            free(t.p);
+        }
+    }
+}
+
 /* The rule of br_url_may_hold_email, byte by byte (url_secret.h). */
 static bool may_hold_model(const char *s, size_t n)
 {
@@ -377,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_table_rows),
         cmocka_unit_test(test_independent_of_address),
         cmocka_unit_test(test_fold_edges),
+        cmocka_unit_test(test_fold_room),
         cmocka_unit_test(test_may_hold_email),
         cmocka_unit_test(test_may_hold_email_blocks),
         cmocka_unit_test(test_is_email),
