@@ -36,25 +36,23 @@ static inline void sb_init_on(sbuf *b, char *a, size_t n)
     a[0] = '\0';
 }
 
-/* Move to the heap (cap bytes at least): the array's bytes are wiped. */
+/* Move to a larger heap block (need bytes at least): the old one, the
+ * caller's array or a heap block, is wiped (and freed) after the copy. */
 static inline bool sb_grow(sbuf *b, size_t need)
 {
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap *= 2;
-    char *p;
-    if (b->p && b->p == b->stack) {
-        p = malloc(cap);
-        if (p) {
-            memcpy(p, b->p, b->hw);
-            OPENSSL_cleanse(b->p, b->hw);
-        }
-    } else {
-        p = realloc(b->p, cap);
-    }
+    char *p = malloc(cap);
     if (!p) {
         b->oom = true;
         return false;
+    }
+    if (b->p) {
+        memcpy(p, b->p, b->hw);
+        OPENSSL_cleanse(b->p, b->hw);
+        if (b->p != b->stack)
+            free(b->p);
     }
     b->p = p;
     b->cap = cap;
