@@ -232,12 +232,39 @@ static void test_exprs_of_length(void **state)
     br_url_exprs_clear(&b);
 }
 
+/* br_url_expressions_labels of a string that is not canonical, with more
+ * than 127 host labels: no more expressions than expr[] holds (a canonical
+ * host has at most 127 labels, and gets every suffix). */
+static void test_exprs_bound(void **state)
+{
+    (void)state;
+    str in = {0}, none = {0};
+    put(&in, "http://", 1);
+    put(&in, "a.", 140);
+    put(&in, "a/b/c/d/e?q", 1);
+    br_url_exprs ex = {0};
+    assert_int_equal(br_url_expressions_labels(in.p, BR_URL_MAX_HOST_LABELS, &ex, NULL), 0);
+    assert_int_equal(ex.n, BR_URL_MAX_LOOKUP_EXPRESSIONS);
+    assert_string_equal(ex.expr[ex.n - 1], "a.a/");
+    br_url_exprs_clear(&ex);
+    /* 127 labels: the exact host and all its 126 suffixes of 2 or more. */
+    reset(&in, &none);
+    put(&in, "http://", 1);
+    put(&in, "a.", 126);
+    put(&in, "a/", 1);
+    assert_int_equal(br_url_expressions_labels(in.p, 1000, &ex, NULL), 0);
+    assert_int_equal(ex.n, 126);
+    br_url_exprs_clear(&ex);
+    reset(&in, &none);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_result_room),     cmocka_unit_test(test_escape_growth),
         cmocka_unit_test(test_path_resolution), cmocka_unit_test(test_host_rooms),
         cmocka_unit_test(test_work_copy),       cmocka_unit_test(test_exprs_of_length),
+        cmocka_unit_test(test_exprs_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
