@@ -258,13 +258,62 @@ static void test_exprs_bound(void **state)
     reset(&in, &none);
 }
 
+/* Hosts of 14 to 48 bytes (16 at a time when nothing is to be folded):
+ * a dot, two dots, a leading or trailing dot, an upper case letter, a byte
+ * that sends the host to the IDN path, at every position; the expected
+ * host is lowercased with its dots stripped and collapsed. */
+static void test_host_blocks(void **state)
+{
+    (void)state;
+    static const char *const marks[] = {".", "..", "Q", "\303\274", "-", "_"};
+    for (size_t n = 14; n <= 48; n++) {
+        for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+            for (size_t at = 0; at + strlen(marks[m]) <= n; at++) {
+                char host[64];
+                memset(host, 'k', n);
+                host[n] = '\0';
+                host[n / 2] = '.'; /* two labels, under 64 bytes each */
+                memcpy(host + at, marks[m], strlen(marks[m]));
+                str in = {0}, want = {0};
+                put(&in, "http://", 1);
+                put(&in, host, 1);
+                put(&in, "/", 1);
+                /* The model: lowercase, no dot first, last or twice. */
+                char w[64];
+                size_t o = 0;
+                for (size_t i = 0; i < n; i++) {
+                    char c = host[i];
+                    if (c == '.' && (o == 0 || w[o - 1] == '.'))
+                        continue;
+                    w[o++] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+                }
+                if (o > 0 && w[o - 1] == '.')
+                    o--;
+                w[o] = '\0';
+                put(&want, "http://", 1);
+                put(&want, w, 1);
+                put(&want, "/", 1);
+                if (m == 3) { /* an IDN label: its A-label form */
+                    char *out = NULL;
+                    assert_int_equal(br_url_canonicalize(in.p, in.len, &out, NULL), 0);
+                    assert_non_null(strstr(out, "xn--"));
+                    free(out);
+                } else {
+                    check(&in, &want);
+                }
+                reset(&in, &want);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_result_room),     cmocka_unit_test(test_escape_growth),
         cmocka_unit_test(test_path_resolution), cmocka_unit_test(test_host_rooms),
         cmocka_unit_test(test_work_copy),       cmocka_unit_test(test_exprs_of_length),
-        cmocka_unit_test(test_exprs_bound),
+        cmocka_unit_test(test_exprs_bound),     cmocka_unit_test(test_host_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
