@@ -19,11 +19,14 @@ static bool batch_maybe[BD_BATCH * BR_URL_MAX_LOOKUP_EXPRESSIONS];
 void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
                      uint8_t (*keys)[BR_SHA256_LEN], bool *maybe)
 {
-    memset(p, 0, sizeof(*p));
+    /* Field by field: the expressions' arrays (most of *p) need no
+     * clearing, br_url_lookup_expressions sets their count. */
     p->req = req;
     p->st = st;
+    p->err.text[0] = '\0';
     p->keys = keys;
     p->maybe = maybe;
+    p->probed = p->taken = false;
     unsigned labels = st->urlfilter ? br_urlfilter_lookup_labels(st->urlfilter) : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);
     if (p->r == 0 && br_sha256_strings((const char *const *)p->exprs.expr, p->exprs.n, keys) < 0) {

@@ -395,17 +395,19 @@ static void on_squid_line(void *ctx, char *line)
     /* A URL whose every lookup expression holds an e-mail address
      * (url_secret.h) is answered here, as breachd would, and not sent. A
      * URL that cannot hold one needs no canonicalization to tell. */
-    br_url_exprs ex = {0};
-    if (br_url_may_hold_email(r->url, r->url_len) &&
-        br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL, NULL) ==
-            -EPERM) {
-        static br_answer a = {.kind = BR_ANSWER_ERROR};
-        snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
-        answer(h, r, &a);
-        req_free(r);
-        return;
+    if (br_url_may_hold_email(r->url, r->url_len)) {
+        br_url_exprs ex;
+        int rc = br_url_lookup_expressions(r->url, q.url_len, BR_URL_SB_HOST_COMPONENTS, &ex, NULL,
+                                           NULL);
+        br_url_exprs_clear(&ex);
+        if (rc == -EPERM) {
+            static br_answer a = {.kind = BR_ANSWER_ERROR};
+            snprintf(a.detail, sizeof(a.detail), "secret-class %s", SECRET_DETAIL);
+            answer(h, r, &a);
+            req_free(r);
+            return;
+        }
     }
-    br_url_exprs_clear(&ex);
     *h->queue_tail = r;
     h->queue_tail = &r->next;
 }

@@ -101,14 +101,18 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
  * are there; the EVP path below otherwise. */
 int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
 {
-    for (size_t i = 0; i < n; i++) {
-        SHA256_CTX c;
+    /* One context for all: SHA256_Final clears its data block, and each
+     * SHA256_Init overwrites the rest; the one wipe at the end takes what
+     * is left of the last string (its length, the state that is its
+     * digest). */
+    SHA256_CTX c;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++)
         if (SHA256_Init(&c) != 1 || SHA256_Update(&c, s[i], strlen(s[i])) != 1 ||
             SHA256_Final(out[i], &c) != 1)
-            return -EIO;
-        OPENSSL_cleanse(&c, sizeof(c));
-    }
-    return 0;
+            r = -EIO;
+    OPENSSL_cleanse(&c, sizeof(c));
+    return r;
 }
 #else
 int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])

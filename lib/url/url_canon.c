@@ -29,6 +29,10 @@
 #include <string.h>
 #include <strings.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
@@ -60,73 +64,149 @@ static size_t unescape_fixpoint(char *s, size_t n)
     return o;
 }
 
-/* ---- step 6: path ---- */
+/* ---- step 7 ---- */
 
-/* Resolve "." and ".." segments ("/./" -> "/", "/x/../" -> "/"; also at
- * the end: "/x/.." -> "/"), then collapse runs of slashes. p starts with '/'. */
-static void canon_path(sbuf *out, const char *p, size_t n)
+static const char hexd[] = "0123456789ABCDEF";
+
+static bool must_escape(unsigned char c)
 {
-    /* Segment boundaries of the output, to pop on "..". */
-    size_t base = out->len;
-    size_t i = 1; /* past the leading '/' */
-    sb_addc(out, '/');
-    while (i <= n) {
-        size_t j = i;
-        while (j < n && p[j] != '/')
-            j++;
-        size_t sl = j - i;
-        bool last = j >= n;
-        if (sl == 1 && p[i] == '.') {
-            /* "/./": nothing; the output already ends in '/'. */
-        } else if (sl == 2 && p[i] == '.' && p[i + 1] == '.') {
-            /* Remove the preceding segment (which may be empty). */
-            if (out->len > base + 1 && !out->oom) {
-                size_t k = out->len - 1; /* the '/' ending the previous segment */
-                while (k > base && out->p[k - 1] != '/')
-                    k--;
-                out->len = k;
-                out->p[k] = '\0';
-            }
-        } else {
-            sb_add(out, p + i, sl);
-            if (!last)
-                sb_addc(out, '/');
-        }
-        i = j + 1;
-    }
-    if (out->oom)
-        return;
-    /* Collapse runs of slashes. */
-    size_t o = base;
-    for (size_t k = base; k < out->len; k++) {
-        if (out->p[k] == '/' && o > base && out->p[o - 1] == '/')
-            continue;
-        out->p[o++] = out->p[k];
-    }
-    out->len = o;
-    out->p[o] = '\0';
+    return c <= 0x20 || c >= 0x7F || c == '#' || c == '%';
 }
 
-/* ---- step 7 ---- */
+static size_t escape_byte(char *o, unsigned char c)
+{
+    if (must_escape(c)) {
+        o[0] = '%';
+        o[1] = hexd[c >> 4];
+        o[2] = hexd[c & 15];
+        return 3;
+    }
+    o[0] = (char)c;
+    return 1;
+}
+
+/* s[0..n) escaped at d (room for 3n bytes); returns the bytes written. */
+static size_t escape_to(char *d, const char *s, size_t n)
+{
+    size_t o = 0, i = 0;
+#if defined(__SSE2__)
+    /* 16 bytes at a time while none is escaped. Signed compare: bytes >=
+     * 0x80 are below 0x21 too. */
+    const __m128i c21 = _mm_set1_epi8(0x21), c7f = _mm_set1_epi8(0x7f), hash = _mm_set1_epi8('#'),
+                  pct = _mm_set1_epi8('%');
+    while (n - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i esc = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c21), _mm_cmpeq_epi8(v, c7f)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, hash), _mm_cmpeq_epi8(v, pct)));
+        if (_mm_movemask_epi8(esc)) {
+            for (size_t e = i + 16; i < e; i++)
+                o += escape_byte(d + o, (unsigned char)s[i]);
+        } else {
+            _mm_storeu_si128((__m128i *)(void *)(d + o), v);
+            o += 16;
+            i += 16;
+        }
+    }
+#endif
+    for (; i < n; i++)
+        o += escape_byte(d + o, (unsigned char)s[i]);
+    return o;
+}
 
 static void escape_into(sbuf *out, const char *s, size_t n)
 {
-    static const char hexd[] = "0123456789ABCDEF";
-    if (!sb_reserve(out, 3 * n))
+    if (!sb_room(out, 3 * n))
         return;
-    char *o = out->p + out->len;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7F || c == '#' || c == '%') {
-            *o++ = '%';
-            *o++ = hexd[c >> 4];
-            *o++ = hexd[c & 15];
+    out->len += escape_to(out->p + out->len, s, n);
+    out->p[out->len] = '\0';
+    sb_wrote(out);
+}
+
+/* Escape out->p[from..out->len) where it is, from the end (what is written
+ * never passes what is read). */
+static void escape_tail(sbuf *out, size_t from)
+{
+    size_t e = 0;
+    for (size_t k = from; k < out->len; k++)
+        e += must_escape((unsigned char)out->p[k]);
+    if (e == 0 || !sb_room(out, 2 * e))
+        return;
+    char *d = out->p;
+    size_t r = out->len, w = out->len + 2 * e;
+    d[w] = '\0';
+    while (r > from) {
+        unsigned char c = (unsigned char)d[--r];
+        if (must_escape(c)) {
+            d[--w] = hexd[c & 15];
+            d[--w] = hexd[c >> 4];
+            d[--w] = '%';
         } else {
-            *o++ = (char)c;
+            d[--w] = (char)c;
         }
     }
-    out->len = (size_t)(o - out->p);
-    out->p[out->len] = '\0';
+    out->len += 2 * e;
+    sb_wrote(out);
+}
+
+/* ---- step 6: path ---- */
+
+/* Resolve "." and ".." segments ("/./" -> "/", "/x/../" -> "/"; also at
+ * the end: "/x/.." -> "/"), then collapse runs of slashes: d[base..end),
+ * starting with '/', in place (what is written never passes what is read);
+ * returns the new end. */
+static size_t resolve_path(char *d, size_t base, size_t end)
+{
+    size_t w = base + 1, i = base + 1; /* past the leading '/' */
+    while (i <= end) {
+        const char *slash = memchr(d + i, '/', end - i);
+        size_t j = slash ? (size_t)(slash - d) : end;
+        size_t sl = j - i;
+        if (sl == 1 && d[i] == '.') {
+            /* "/./": nothing; the output already ends in '/'. */
+        } else if (sl == 2 && d[i] == '.' && d[i + 1] == '.') {
+            /* Remove the preceding segment (which may be empty). */
+            if (w > base + 1) {
+                size_t k = w - 1; /* the '/' ending the previous segment */
+                while (k > base && d[k - 1] != '/')
+                    k--;
+                w = k;
+            }
+        } else {
+            memmove(d + w, d + i, sl);
+            w += sl;
+            if (j < end)
+                d[w++] = '/';
+        }
+        i = j + 1;
+    }
+    size_t o = base;
+    for (size_t k = base; k < w; k++) {
+        if (d[k] == '/' && o > base && d[o - 1] == '/')
+            continue;
+        d[o++] = d[k];
+    }
+    return o;
+}
+
+/* Step 6 and 7 of the path p[0..n) (starting with '/'), appended to out.
+ * It is escaped first: escaping maps each byte on its own and never makes
+ * or takes a '/' or a '.', so resolving the escaped path is escaping the
+ * resolved one. Only a segment starting with '.' and an empty one ("//")
+ * can change anything. */
+static void canon_path(sbuf *out, const char *p, size_t n)
+{
+    size_t base = out->len;
+    escape_into(out, p, n);
+    if (out->oom)
+        return;
+    char *d = out->p;
+    for (size_t k = base; k + 1 < out->len; k++) {
+        if (d[k] == '/' && (d[k + 1] == '.' || d[k + 1] == '/')) {
+            out->len = resolve_path(d, base, out->len);
+            d[out->len] = '\0';
+            return;
+        }
+    }
 }
 
 /* ---- the whole ---- */
@@ -174,8 +254,11 @@ static int split_scheme(const char *s, size_t n, const char **scheme, size_t *re
     if (k == n || s[k] != ':')
         return 0;
     const char *known = NULL;
-    for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]); m++)
-        if (strlen(schemes[m]) == k && strncasecmp(s, schemes[m], k) == 0)
+    char low[5];
+    for (size_t m = 0; m < k && m < sizeof(low); m++)
+        low[m] = ascii_lower(s[m]);
+    for (size_t m = 0; m < sizeof(schemes) / sizeof(schemes[0]) && k <= sizeof(low); m++)
+        if (strlen(schemes[m]) == k && memcmp(low, schemes[m], k) == 0)
             known = schemes[m];
     bool slashes = k + 2 < n && s[k + 1] == '/' && s[k + 2] == '/';
     size_t d = k + 1;
@@ -202,15 +285,17 @@ static int split_scheme(const char *s, size_t n, const char **scheme, size_t *re
 static int split_authority(const char *s, size_t n, size_t i, size_t *host, size_t *host_end,
                            size_t *end, br_error *err)
 {
-    size_t a = i;
-    while (i < n && s[i] != '/' && s[i] != '?')
-        i++;
-    size_t ae = i;
-    for (size_t k = ae; k > a; k--)
-        if (s[k - 1] == '@') {
-            a = k;
-            break;
+    /* One pass: the end, the last '@' and the last ':' after it. */
+    size_t a = i, last_colon = SIZE_MAX;
+    for (; i < n && s[i] != '/' && s[i] != '?'; i++) {
+        if (s[i] == '@') {
+            a = i + 1;
+            last_colon = SIZE_MAX;
+        } else if (s[i] == ':') {
+            last_colon = i;
         }
+    }
+    size_t ae = i;
     size_t he = ae, colon = ae;
     if (a < ae && s[a] == '[') {
         const char *rb = memchr(s + a, ']', ae - a);
@@ -220,12 +305,8 @@ static int split_authority(const char *s, size_t n, size_t i, size_t *host, size
         if (he < ae && s[he] != ':')
             return br_error_set(err, -EINVAL, "invalid IPv6 address");
         colon = he;
-    } else {
-        for (size_t k = ae; k > a; k--)
-            if (s[k - 1] == ':') {
-                colon = he = k - 1;
-                break;
-            }
+    } else if (last_colon != SIZE_MAX) {
+        colon = he = last_colon;
     }
     for (size_t d = colon + 1; d < ae; d++)
         if (!is_ascii_digit((unsigned char)s[d]))
@@ -236,33 +317,49 @@ static int split_authority(const char *s, size_t n, size_t i, size_t *host, size
     return 0;
 }
 
-/* Step 7: scheme://host/path[?query], escaped, into *out: 0, -ENOMEM, or
- * -EINVAL when too long. */
-static int assemble(const char *scheme, const sbuf *host, const sbuf *path, const char *query,
-                    size_t query_len, char **out, br_error *err)
+/* Steps 4 to 7 on s[0..n) (controls stripped, no fragment, unescaped):
+ * scheme://host/path[?query], escaped, appended to out. check_host: s may
+ * hold an address that the userinfo split does not see (a fullwidth or
+ * small '@', U+FF20 or U+FE6B, in the host); false when s has no byte that
+ * br_url_is_plain stops at, so that no part of it can hold one. */
+static int canon_parts(const char *s, size_t n, bool check_host, sbuf *out, br_error *err)
 {
-    sbuf res = {0};
-    sb_add(&res, scheme, strlen(scheme));
-    sb_add(&res, "://", 3);
-    escape_into(&res, host->p, host->len);
-    escape_into(&res, path->p, path->len);
-    if (query) {
-        sb_addc(&res, '?');
-        escape_into(&res, query, query_len);
+    const char *scheme;
+    size_t i = 0, a = 0, he = 0, ae = 0;
+    int r = split_scheme(s, n, &scheme, &i, err);
+    if (r < 0 || (r = split_authority(s, n, i, &a, &he, &ae, err)) < 0)
+        return r;
+    if (check_host && br_url_holds_email(s + a, he - a))
+        return br_error_set(err, -EPERM, SECRET_TEXT);
+    /* 5: the host, then escaped where it is (7). */
+    sb_add(out, scheme, strlen(scheme));
+    sb_add(out, "://", 3);
+    size_t hs = out->len;
+    r = br_canon_host(out, s + a, he - a, err);
+    if (r < 0)
+        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
+    escape_tail(out, hs);
+    /* 6 and 7: path and query, escaped. */
+    const char *q = memchr(s + ae, '?', n - ae);
+    size_t pe = q ? (size_t)(q - s) : n;
+    if (pe > ae)
+        canon_path(out, s + ae, pe - ae);
+    else
+        sb_addc(out, '/');
+    if (q) {
+        sb_addc(out, '?');
+        escape_into(out, q + 1, n - pe - 1);
     }
-    if (res.oom || host->oom || path->oom) {
-        sb_free(&res);
+    if (out->oom)
         return br_error_set(err, -ENOMEM, "out of memory");
-    }
-    if (res.len > BR_URL_MAX_LEN) {
-        sb_free(&res);
+    if (out->len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "canonical URL longer than %d bytes", BR_URL_MAX_LEN);
-    }
-    *out = res.p;
     return 0;
 }
 
-static int canonicalize(char *s, size_t n, char **result, br_error *err)
+/* Steps 1 to 3 on a copy of the input (work, NUL-terminated), then the
+ * rest. */
+static int canon_work(char *s, size_t n, sbuf *out, br_error *err)
 {
     strip_controls(&s, &n);
     if (n == 0)
@@ -277,44 +374,30 @@ static int canonicalize(char *s, size_t n, char **result, br_error *err)
         return br_error_set(err, -EPERM, SECRET_TEXT);
     /* 3: unescape until stable. */
     n = unescape_fixpoint(s, n);
-    /* 4: scheme, authority, path and query. */
-    const char *scheme;
-    size_t i = 0, a = 0, he = 0, ae = 0;
-    int r = split_scheme(s, n, &scheme, &i, err);
-    if (r < 0 || (r = split_authority(s, n, i, &a, &he, &ae, err)) < 0)
-        return r;
-    /* An address the userinfo split did not see: a fullwidth or small '@'
-     * (U+FF20, U+FE6B) in the host. */
-    if (br_url_holds_email(s + a, he - a))
-        return br_error_set(err, -EPERM, SECRET_TEXT);
-    /* 5: the host. */
-    sbuf host = {0}, path = {0};
-    r = br_canon_host(&host, s + a, he - a, err);
-    if (r < 0) {
-        sb_free(&host);
-        return r == -ENOMEM ? br_error_set(err, -ENOMEM, "out of memory") : r;
-    }
-    /* 6: path and query. */
-    const char *q = memchr(s + ae, '?', n - ae);
-    size_t pe = q ? (size_t)(q - s) : n;
-    if (pe > ae)
-        canon_path(&path, s + ae, pe - ae);
-    else
-        sb_addc(&path, '/');
-    /* 7: assemble and escape. */
-    r = assemble(scheme, &host, &path, q ? q + 1 : NULL, q ? n - pe - 1 : 0, result, err);
-    sb_free(&host);
-    sb_free(&path);
-    return r;
+    return canon_parts(s, n, true, out, err);
 }
 
-int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
+int br_url_canon_into(sbuf *out, const char *url, size_t len, br_error *err)
 {
-    *out = NULL;
     if (len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "URL longer than %d bytes", BR_URL_MAX_LEN);
+    if (br_url_is_plain(url, len)) {
+        /* No control byte, '%', '@', non-ASCII byte nor "mailto:": step 1
+         * only trims spaces, step 3 decodes nothing, and neither the input
+         * nor any part of it can hold an address (br_url_is_email and
+         * br_url_holds_email are false), so the input is used as it is. */
+        size_t b = 0, n = len;
+        while (b < n && url[b] == ' ')
+            b++;
+        while (n > b && url[n - 1] == ' ')
+            n--;
+        if (n == b)
+            return br_error_set(err, -EINVAL, "empty URL");
+        const char *hash = memchr(url + b, '#', n - b);
+        return canon_parts(url + b, hash ? (size_t)(hash - url) - b : n - b, false, out, err);
+    }
     /* The work copy (unescaped in place): on the stack for the usual
-     * length, so a URL costs no allocation for it. */
+     * length, so a URL costs no allocation for it; wiped after. */
     char small[512];
     char *work = len < sizeof(small) ? small : malloc(len + 1);
     if (!work)
@@ -322,8 +405,32 @@ int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
     if (len)
         memcpy(work, url, len);
     work[len] = '\0';
-    int r = canonicalize(work, len, out, err);
+    int r = canon_work(work, len, out, err);
+    OPENSSL_cleanse(work, len + 1);
     if (work != small)
         free(work);
+    return r;
+}
+
+int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
+{
+    *out = NULL;
+    char room[BR_URL_CANON_ROOM];
+    sbuf res;
+    sb_init_on(&res, room, sizeof(room));
+    int r = br_url_canon_into(&res, url, len, err);
+    if (r == 0 && res.p != room) {
+        /* Outgrew the stack: the heap copy is the result. */
+        *out = res.p;
+        return 0;
+    }
+    if (r == 0) {
+        *out = malloc(res.len + 1);
+        if (*out)
+            memcpy(*out, res.p, res.len + 1);
+        else
+            r = br_error_set(err, -ENOMEM, "out of memory");
+    }
+    sb_wipe(&res);
     return r;
 }

@@ -6,6 +6,9 @@
  * 64:ff9b::/96 become IPv4), lowercased; the length limits of url_canon.h.
  * Error texts never contain the URL. */
 #include <arpa/inet.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <errno.h>
 #include <idn2.h>
 #include <stdbool.h>
@@ -229,19 +232,9 @@ static int ipv6_host(sbuf *host, const char *s, size_t n, br_error *err)
     return 0;
 }
 
-int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
+/* IDN: the labels of h[0..n) with non-ASCII bytes to A-labels, into idn. */
+static int idn_host(sbuf *idn, const char *h, size_t n, br_error *err)
 {
-    if (n > 0 && h[0] == '[') {
-        if (n < 2 || h[n - 1] != ']')
-            return br_error_set(err, -EINVAL, "invalid IPv6 address");
-        return ipv6_host(out, h + 1, n - 2, err);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
-            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
-
-    /* IDN: labels with non-ASCII bytes to A-labels. */
-    sbuf idn = {0};
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && h[i] != '.')
@@ -251,36 +244,141 @@ int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
             if ((unsigned char)h[j] >= 0x80)
                 ascii = false;
         if (ascii) {
-            sb_add(&idn, h + start, i - start);
+            sb_add(idn, h + start, i - start);
         } else {
-            int r = idn_label(&idn, h + start, i - start, err);
-            if (r < 0) {
-                sb_free(&idn);
+            int r = idn_label(idn, h + start, i - start, err);
+            if (r < 0)
                 return r;
-            }
         }
         if (i < n)
-            sb_addc(&idn, '.');
+            sb_addc(idn, '.');
         start = i + 1;
     }
-    if (idn.oom) {
-        sb_free(&idn);
-        return -ENOMEM;
-    }
+    return idn->oom ? -ENOMEM : 0;
+}
 
-    /* Strip leading and trailing dots, collapse runs of dots, lowercase. */
-    size_t hs = out->len;
-    const char *p = idn.p ? idn.p : "";
-    for (size_t i = 0; i < idn.len; i++) {
-        if (p[i] == '.' && (out->len == hs || out->p[out->len - 1] == '.'))
-            continue;
-        sb_addc(out, ascii_lower(p[i]));
+/* Strip leading and trailing dots, collapse runs of dots, lowercase: p[0..n)
+ * appended to out; *label gets the length of its longest label. With
+ * ascii_only, stops at the first byte that is ':', '[', ']' or >= 0x80 and
+ * returns false (out is then unchanged). */
+static bool fold_dots(sbuf *out, const char *p, size_t n, bool ascii_only, size_t *label)
+{
+    *label = 0;
+    if (!sb_room(out, n))
+        return true;
+    size_t hs = out->len, o = hs, cur = 0;
+    char *d = out->p;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (ascii_only && (c >= 0x80 || c == ':' || c == '[' || c == ']')) {
+            OPENSSL_cleanse(d + hs, o - hs);
+            return false;
+        }
+        if (c == '.') {
+            if (o == hs || d[o - 1] == '.')
+                continue;
+            if (cur > *label)
+                *label = cur;
+            cur = 0;
+        } else {
+            cur++;
+        }
+        d[o++] = ascii_lower((char)c);
     }
-    sb_free(&idn);
+    if (cur > *label)
+        *label = cur;
+    if (o > hs && d[o - 1] == '.')
+        o--;
+    d[o] = '\0';
+    out->len = o;
+    sb_wrote(out);
+    return true;
+}
+
+#if defined(__SSE2__)
+/* fold_dots for the usual host, 16 bytes at a time: n >= 16, ASCII without
+ * ':', '[' or ']', no dot first or last, no two dots in a row (so nothing
+ * to strip or collapse): lowercased into out. False, with out unchanged,
+ * for any other host. */
+static bool fold_plain16(sbuf *out, const char *p, size_t n, size_t *label)
+{
+    if (n < 16 || p[0] == '.' || p[n - 1] == '.' || !sb_room(out, n))
+        return false;
+    char *d = out->p + out->len;
+    const __m128i colon = _mm_set1_epi8(':'), lb = _mm_set1_epi8('['), rb = _mm_set1_epi8(']'),
+                  dot = _mm_set1_epi8('.'), a1 = _mm_set1_epi8('A' - 1),
+                  z1 = _mm_set1_epi8('Z' + 1), x20 = _mm_set1_epi8(0x20);
+    size_t last = (size_t)-1, longest = 0; /* the last dot seen; -1: none */
+    bool prev_dot = false;
+    for (size_t i = 0, done = 0; done < n; i += 16) {
+        if (i + 16 > n)
+            i = n - 16; /* the last block overlaps the one before */
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i bad = _mm_or_si128(
+            _mm_or_si128(_mm_cmplt_epi8(v, _mm_setzero_si128()), _mm_cmpeq_epi8(v, colon)),
+            _mm_or_si128(_mm_cmpeq_epi8(v, lb), _mm_cmpeq_epi8(v, rb)));
+        unsigned dots = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot)) >> (done - i);
+        if (_mm_movemask_epi8(bad) || (dots & (dots >> 1)) || (prev_dot && (dots & 1))) {
+            OPENSSL_cleanse(d, done); /* what the blocks before wrote */
+            return false;
+        }
+        __m128i upper = _mm_and_si128(_mm_cmpgt_epi8(v, a1), _mm_cmplt_epi8(v, z1));
+        _mm_storeu_si128((__m128i *)(void *)(d + i), _mm_add_epi8(v, _mm_and_si128(upper, x20)));
+        for (unsigned m = dots; m; m &= m - 1) {
+            size_t at = done + (size_t)__builtin_ctz(m);
+            longest = at - last - 1 > longest ? at - last - 1 : longest;
+            last = at;
+        }
+        prev_dot = (dots >> (i + 15 - done)) & 1;
+        done = i + 16;
+    }
+    *label = n - last - 1 > longest ? n - last - 1 : longest;
+    out->len += n;
+    out->p[out->len] = '\0';
+    sb_wrote(out);
+    return true;
+}
+#endif
+
+/* The host's bytes other than ASCII, and ':', '[' and ']' (refused): out
+ * gets the host, IDN labels as A-labels, its dots folded. */
+static int slow_host(sbuf *out, const char *h, size_t n, size_t *label, br_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == ':' || h[i] == '[' || h[i] == ']')
+            return br_error_set(err, -EINVAL, "invalid character in host (':', '[' or ']')");
+    char idn_room[BR_URL_MAX_HOST + 3];
+    sbuf idn;
+    sb_init_on(&idn, idn_room, sizeof(idn_room));
+    int r = idn_host(&idn, h, n, err);
+    if (r == 0)
+        fold_dots(out, idn.p, idn.len, false, label);
+    sb_wipe(&idn);
+    return r;
+}
+
+int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
+{
+    if (n > 0 && h[0] == '[') {
+        if (n < 2 || h[n - 1] != ']')
+            return br_error_set(err, -EINVAL, "invalid IPv6 address");
+        return ipv6_host(out, h + 1, n - 2, err);
+    }
+    /* Usually every byte is ASCII and none refused: IDN would copy h as it
+     * is, and its dots are folded straight into out. */
+    size_t hs = out->len, label = 0;
+#if defined(__SSE2__)
+    if (fold_plain16(out, h, n, &label)) {
+        /* done */
+    } else
+#endif
+        if (!fold_dots(out, h, n, true, &label)) {
+        int r = slow_host(out, h, n, &label, err);
+        if (r < 0)
+            return r;
+    }
     if (out->oom)
         return -ENOMEM;
-    if (out->len > hs && out->p[out->len - 1] == '.')
-        out->p[--out->len] = '\0';
     size_t hn = out->len - hs;
     if (hn == 0)
         return br_error_set(err, -EINVAL, "no host");
@@ -293,16 +391,7 @@ int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err)
     }
     if (hn > BR_URL_MAX_HOST)
         return br_error_set(err, -EINVAL, "host longer than %d bytes", BR_URL_MAX_HOST);
-    size_t label = 0;
-    for (size_t i = hs; i <= out->len; i++) {
-        if (i == out->len || out->p[i] == '.') {
-            if (label > BR_URL_MAX_LABEL)
-                return br_error_set(err, -EINVAL, "host label longer than %d bytes",
-                                    BR_URL_MAX_LABEL);
-            label = 0;
-        } else {
-            label++;
-        }
-    }
+    if (label > BR_URL_MAX_LABEL)
+        return br_error_set(err, -EINVAL, "host label longer than %d bytes", BR_URL_MAX_LABEL);
     return 0;
 }

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "url_expr.h"
 
 #define MAX_HOSTS BR_URL_MAX_HOST_LABELS
@@ -39,111 +43,130 @@ static bool is_ip_host(const char *h, size_t n)
     return dots == 3 && digits > 0;
 }
 
+#if defined(__SSE2__)
+/* Bit k set when p[k] == c, for the 16 bytes at p. */
+static unsigned eq16(const char *p, char c)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)));
+}
+#endif
+
 typedef struct span {
     const char *p;
     size_t n;
+    bool domain_only; /* a host suffix of more than 5 components: "suffix/" alone */
 } span;
 
-static void add_span(span *a, size_t *na, const char *p, size_t n)
+static void add_span(span *a, size_t *na, span x)
 {
     for (size_t i = 0; i < *na; i++)
-        if (a[i].n == n && memcmp(a[i].p, p, n) == 0)
+        if (a[i].n == x.n && memcmp(a[i].p, x.p, x.n) == 0)
             return;
-    a[(*na)++] = (span){p, n};
+    a[(*na)++] = x;
 }
 
 /* Host suffixes: the exact host; then, unless it is an IP address, the
  * suffixes of the last max_comps components, longest first, down to two
- * components (never the bare top-level domain). */
+ * components (never the bare top-level domain). A suffix (not the exact
+ * host) of more than five components can only match a domain entry. */
 static size_t host_spans(const char *host, size_t host_len, size_t max_comps, span *hosts)
 {
     size_t nh = 0;
-    hosts[nh++] = (span){host, host_len};
+    hosts[nh++] = (span){host, host_len, false};
     if (is_ip_host(host, host_len))
         return nh;
-    size_t comps = 1;
-    for (size_t i = 0; i < host_len; i++)
-        comps += host[i] == '.';
-    size_t k = comps - 1 < max_comps ? comps - 1 : max_comps;
-    for (; k >= 2; k--) {
-        /* Start of the last k components. */
-        size_t seen = 0, start = host_len;
-        while (start > 0) {
-            if (host[start - 1] == '.' && ++seen == k)
-                break;
-            start--;
-        }
-        add_span(hosts, &nh, host + start, host_len - start);
+    /* start[c]: where the last c components start (past the c-th dot
+     * from the end), for c up to max_comps. */
+    size_t start[MAX_HOSTS + 1], comps = 1, i = host_len;
+#if defined(__SSE2__)
+    /* 16 bytes at a time from the end: the dots' bits, highest first. */
+    for (; i >= 16 && comps <= max_comps; i -= 16) {
+        unsigned m = eq16(host + i - 16, '.');
+        for (; m && comps <= max_comps; m &= ~(1u << (31 - __builtin_clz(m))))
+            start[comps++] = i - 16 + (size_t)(31 - __builtin_clz(m)) + 1;
     }
+#endif
+    for (; i > 0 && comps <= max_comps; i--)
+        if (host[i - 1] == '.')
+            start[comps++] = i;
+    for (size_t k = comps - 1; k >= 2; k--)
+        add_span(hosts, &nh,
+                 (span){host + start[k], host_len - start[k], k > BR_URL_SB_HOST_COMPONENTS});
     return nh;
 }
 
-/* How many components a host suffix has. */
-static size_t components(span h)
-{
-    size_t c = 1;
-    for (size_t i = 0; i < h.n; i++)
-        c += h.p[i] == '.';
-    return c;
-}
-
-/* The expression h + p at *at in out's block. */
-static void add_expr(br_url_exprs *out, char **at, span h, span p)
-{
-    char *e = *at;
-    memcpy(e, h.p, h.n);
-    memcpy(e + h.n, p.p, p.n);
-    e[h.n + p.n] = '\0';
-    out->expr[out->n++] = e;
-    *at = e + h.n + p.n + 1;
-}
-
-/* Every host suffix times its paths (a suffix of more than five components,
- * not the exact host, can only match a domain entry: "suffix/" alone), into
- * one allocation: its size first, then the strings. */
+/* Every host suffix times its paths, into one allocation: its size first,
+ * then the strings. A host suffix ends where the path starts, and a path
+ * span starts there: an expression is one piece of the canonical URL. */
 static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span *paths, size_t np,
                      span root, br_error *err)
 {
-    bool domain_only[MAX_HOSTS];
     size_t size = 0;
-    for (size_t h = 0; h < nh; h++) {
-        domain_only[h] = h > 0 && components(hosts[h]) > BR_URL_SB_HOST_COMPONENTS;
-        for (size_t p = 0; p < (domain_only[h] ? 1 : np); p++)
-            size += hosts[h].n + (domain_only[h] ? root : paths[p]).n + 1;
-    }
+    for (size_t h = 0; h < nh; h++)
+        for (size_t p = 0; p < (hosts[h].domain_only ? 1 : np); p++)
+            size += hosts[h].n + (hosts[h].domain_only ? root : paths[p]).n + 1;
     char *at = out->block = malloc(size);
     if (!at)
         return br_error_set(err, -ENOMEM, "out of memory");
-    for (size_t h = 0; h < nh; h++)
-        for (size_t p = 0; p < (domain_only[h] ? 1 : np); p++)
-            add_expr(out, &at, hosts[h], domain_only[h] ? root : paths[p]);
+    for (size_t h = 0; h < nh; h++) {
+        for (size_t p = 0; p < (hosts[h].domain_only ? 1 : np); p++) {
+            size_t n = hosts[h].n + (hosts[h].domain_only ? root : paths[p]).n;
+            memcpy(at, hosts[h].p, n);
+            at[n] = '\0';
+            out->expr[out->n++] = at;
+            at += n + 1;
+        }
+    }
     return 0;
 }
 
-int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
-                              br_error *err)
+/* Where the host starts in canonical[0..len) (past "scheme://"), or an
+ * error: the scheme is the ASCII letters, digits, '+', '-' and '.' before
+ * the first "://". */
+static int skip_scheme(const char *canonical, size_t len, size_t *host, br_error *err)
+{
+    size_t k = 0;
+    while (k < len && ((canonical[k] >= 'a' && canonical[k] <= 'z') ||
+                       (canonical[k] >= '0' && canonical[k] <= '9') || canonical[k] == '+' ||
+                       canonical[k] == '-' || canonical[k] == '.'))
+        k++;
+    if (k > 0 && len - k >= 3 && memcmp(canonical + k, "://", 3) == 0) {
+        *host = k + 3;
+        return 0;
+    }
+    /* No "://" right after a scheme: the first one is further on (and a
+     * byte that is not a scheme's before it), at the start, or nowhere. */
+    const char *sep = memmem(canonical, len, "://", 3);
+    if (!sep || sep == canonical)
+        return br_error_set(err, -EINVAL, "not a canonical URL (no scheme)");
+    return br_error_set(err, -EINVAL, "not a canonical URL (scheme)");
+}
+
+int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_url_exprs *out,
+                    br_error *err)
 {
     out->n = 0;
     out->block = NULL;
-    const char *sep = strstr(canonical, "://");
-    if (!sep || sep == canonical)
-        return br_error_set(err, -EINVAL, "not a canonical URL (no scheme)");
-    for (const char *p = canonical; p < sep; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' ||
-              *p == '.'))
-            return br_error_set(err, -EINVAL, "not a canonical URL (scheme)");
-    const char *host = sep + 3;
-    const char *path = strchr(host, '/');
+    size_t h = 0;
+    int r = skip_scheme(canonical, len, &h, err);
+    if (r < 0)
+        return r;
+    const char *host = canonical + h;
+    const char *path = memchr(host, '/', len - h);
     if (!path || path == host)
         return br_error_set(err, -EINVAL, "not a canonical URL (no host or no path)");
     size_t host_len = (size_t)(path - host);
-    size_t full_len = strlen(path);
-    const char *q = strchr(path, '?');
+    size_t full_len = len - h - host_len;
+    const char *q = memchr(path, '?', full_len);
     size_t path_len = q ? (size_t)(q - path) : full_len;
 
+    /* A canonical host has at most 127 labels, so at most 126 suffixes
+     * (never the bare TLD): a longer host that is not canonical gets no
+     * more, or its expressions would not fit in out->expr. */
     size_t max_comps = host_labels < BR_URL_SB_HOST_COMPONENTS ? BR_URL_SB_HOST_COMPONENTS
-                       : host_labels > BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS
-                                                              : host_labels;
+                       : host_labels >= BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS - 1
+                                                               : host_labels;
     span hosts[MAX_HOSTS];
     size_t nh = host_spans(host, host_len, max_comps, hosts);
 
@@ -152,18 +175,29 @@ int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_ur
      * first four slashes, longest first. */
     span paths[MAX_PATHS];
     size_t np = 0;
-    if (!(q && q[1] == '\0'))
-        add_span(paths, &np, path, full_len);
-    add_span(paths, &np, path, path_len);
-    size_t slash_end[MAX_PATH_PREFIXES], ns = 0;
-    for (size_t i = 0; i < path_len && ns < MAX_PATH_PREFIXES; i++)
+    if (!(q && path_len + 1 == full_len))
+        add_span(paths, &np, (span){path, full_len, false});
+    add_span(paths, &np, (span){path, path_len, false});
+    size_t slash_end[MAX_PATH_PREFIXES], ns = 0, i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= path_len && ns < MAX_PATH_PREFIXES; i += 16)
+        for (unsigned m = eq16(path + i, '/'); m && ns < MAX_PATH_PREFIXES; m &= m - 1)
+            slash_end[ns++] = i + (size_t)__builtin_ctz(m) + 1;
+#endif
+    for (; i < path_len && ns < MAX_PATH_PREFIXES; i++)
         if (path[i] == '/')
             slash_end[ns++] = i + 1;
     while (ns > 0)
-        add_span(paths, &np, path, slash_end[--ns]);
+        add_span(paths, &np, (span){path, slash_end[--ns], false});
 
-    span root = {path, 1};
+    span root = {path, 1, false};
     return add_exprs(out, hosts, nh, paths, np, root, err);
+}
+
+int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
+                              br_error *err)
+{
+    return br_url_exprs_of(canonical, strlen(canonical), host_labels, out, err);
 }
 
 int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)

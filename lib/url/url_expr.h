@@ -53,6 +53,10 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err);
  * filter's max_domain_labels (docs/filter-format.md). */
 int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
                               br_error *err);
+/* br_url_expressions_labels of canonical[0..len) (it need not be
+ * NUL-terminated; a NUL in it is a byte like others). */
+int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_url_exprs *out,
+                    br_error *err);
 /* Free the expressions; e->n becomes 0. */
 void br_url_exprs_clear(br_url_exprs *e);
 

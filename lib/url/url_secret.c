@@ -13,11 +13,13 @@
 
 #include "hash.h"
 #include "url_canon.h"
+#include "url_canon_int.h"
 #include "url_secret.h"
 #include "url_secret_int.h"
 
 #define FOLD_ROUNDS 8
 #define LITERAL_MAX 64
+#define FOLD_ROOM 512 /* a string this long is folded on the stack */
 
 /* ---- folding ---- */
 
@@ -54,10 +56,13 @@ static bool all_ascii(const uint8_t *b, size_t n)
     return true;
 }
 
-/* A growable byte buffer. */
+/* A growable byte buffer, on the heap or starting on a caller's array
+ * (stack: moved to the heap when it outgrows it). hw: the bytes ever
+ * written, what bb_wipe clears of a caller's array. */
 typedef struct bbuf {
     uint8_t *p;
-    size_t len, cap;
+    size_t len, cap, hw;
+    uint8_t *stack;
 } bbuf;
 
 static int bb_add(bbuf *b, const uint8_t *s, size_t n)
@@ -66,7 +71,16 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
         size_t cap = b->cap ? b->cap : 64;
         while (cap - b->len < n)
             cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
+        uint8_t *p;
+        if (b->p && b->p == b->stack) {
+            p = malloc(cap);
+            if (p) {
+                memcpy(p, b->p, b->len);
+                OPENSSL_cleanse(b->p, b->hw);
+            }
+        } else {
+            p = realloc(b->p, cap);
+        }
         if (!p)
             return -ENOMEM;
         b->p = p;
@@ -75,14 +89,17 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
     if (n)
         memcpy(b->p + b->len, s, n);
     b->len += n;
+    if (b->len > b->hw)
+        b->hw = b->len;
     return 0;
 }
 
 static void bb_wipe(bbuf *b)
 {
     if (b->p)
-        OPENSSL_cleanse(b->p, b->cap);
-    free(b->p);
+        OPENSSL_cleanse(b->p, b->p == b->stack ? b->hw : b->cap);
+    if (b->p != b->stack)
+        free(b->p);
     *b = (bbuf){0};
 }
 
@@ -130,10 +147,11 @@ static int nfkc_fold(const uint8_t *b, size_t n, bbuf *out)
 }
 
 /* The folded form of s (url_secret.h, "Folding") in *out, or -ENOMEM, or
- * -ELOOP when it still changes after FOLD_ROUNDS rounds. */
-static int fold(const char *s, size_t n, bbuf *out)
+ * -ELOOP when it still changes after FOLD_ROUNDS rounds. The first copy of
+ * s starts on room (cap bytes; ASCII folds there), *out may be there. */
+static int fold(const char *s, size_t n, bbuf *out, uint8_t *room, size_t cap)
 {
-    bbuf b = {0};
+    bbuf b = {.p = room, .cap = cap, .stack = room};
     if (bb_add(&b, (const uint8_t *)s, n) < 0)
         return -ENOMEM;
     for (int round = 0; round < FOLD_ROUNDS; round++) {
@@ -239,11 +257,92 @@ static bool folded_holds(const uint8_t *b, size_t n)
     return false;
 }
 
-/* The bytes br_url_may_hold_email stops at, once decoded: 1 for '@', '%',
- * controls and bytes >= 0x7f, 2 for ':' (the end of a "mailto:"). */
+/* The bytes br_url_is_plain stops at, and br_url_may_hold_email once
+ * decoded: 1 for '@', '%', controls and bytes >= 0x7f, 2 for ':' (the end
+ * of a "mailto:"). */
 static const uint8_t may_hold_stop[256] = {
     [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
+
+static bool mailto_before(const char *s, size_t i)
+{
+    return i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0;
+}
+
+/* The table's answer for s[i..n). */
+static bool may_hold_from(const char *s, size_t i, size_t n)
+{
+    for (; i < n; i++) {
+        uint8_t stop = may_hold_stop[(uint8_t)s[i]];
+        if (stop == 1 || (stop == 2 && mailto_before(s, i)))
+            return true;
+    }
+    return false;
+}
+
+/* The blocks below hand a block with a byte the table stops at (1) to
+ * may_hold_from with the rest of the string, and check each ':' of the
+ * others themselves: a URL has one after its scheme. A last block that
+ * would pass the end is taken ending at the end (overlapping the one
+ * before: bytes seen twice give the same answer). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+#define BLOCK 16
+
+static bool raw_may_hold(const char *s, size_t n)
+{
+    if (n < BLOCK)
+        return may_hold_from(s, 0, n);
+    const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), at = _mm_set1_epi8('@'),
+                  pct = _mm_set1_epi8('%'), colon = _mm_set1_epi8(':');
+    for (size_t i = 0;; i += BLOCK) {
+        if (i + BLOCK > n)
+            i = n - BLOCK;
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        /* Signed: bytes >= 0x80 are below 0x20 too. */
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v, at), _mm_cmpeq_epi8(v, pct)));
+        if (_mm_movemask_epi8(stop))
+            return may_hold_from(s, i, n);
+        for (unsigned c = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)); c; c &= c - 1)
+            if (mailto_before(s, i + (size_t)__builtin_ctz(c)))
+                return true;
+        if (i + BLOCK >= n)
+            return false;
+    }
+}
+#else
+#define BLOCK 8
+#define BYTES(c) (0x0101010101010101ull * (uint8_t)(c))
+/* Some byte of w below c (c <= 0x80): exact for "some byte" (a borrow only
+ * flags more bytes above one that is flagged anyway). */
+#define HAS_BELOW(w, c) (((w) - BYTES(c)) & ~(w) & BYTES(0x80))
+
+static bool raw_may_hold(const char *s, size_t n)
+{
+    if (n < BLOCK)
+        return may_hold_from(s, 0, n);
+    for (size_t i = 0;; i += BLOCK) {
+        if (i + BLOCK > n)
+            i = n - BLOCK;
+        uint64_t w;
+        memcpy(&w, s + i, BLOCK);
+        if (HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
+            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1))
+            return may_hold_from(s, i, n);
+        if (HAS_BELOW(w ^ BYTES(':'), 1) && may_hold_from(s, i, i + BLOCK))
+            return true;
+        if (i + BLOCK >= n)
+            return false;
+    }
+}
+#endif
+
+bool br_url_is_plain(const char *s, size_t n)
+{
+    return !raw_may_hold(s, n);
+}
 
 /* "mailto", as the last six decoded bytes with 0x20 set in each (which
  * lowercases the ASCII letters and maps no other byte to one). */
@@ -258,7 +357,7 @@ static const uint8_t may_hold_stop[256] = {
  * and the port, and joins the expressions' pieces with '/'). A '%' that
  * starts no escape may start one once decoding brings hex digits next to
  * it: a stop too. */
-bool br_url_may_hold_email(const char *s, size_t n)
+static bool decoded_may_hold(const char *s, size_t n)
 {
     const uint8_t *b = (const uint8_t *)s;
     uint64_t tail = 0;
@@ -279,10 +378,18 @@ bool br_url_may_hold_email(const char *s, size_t n)
     return false;
 }
 
+/* A plain string (the block scan above, the usual case) decodes to itself
+ * and holds no stop byte; the others are decoded. */
+bool br_url_may_hold_email(const char *s, size_t n)
+{
+    return raw_may_hold(s, n) && decoded_may_hold(s, n);
+}
+
 bool br_url_holds_email_folded(const char *s, size_t n)
 {
-    bbuf f = {0};
-    if (fold(s, n, &f) < 0)
+    uint8_t room[FOLD_ROOM];
+    bbuf f;
+    if (fold(s, n, &f, room, sizeof(room)) < 0)
         return true;
     bool r = folded_holds(f.p, f.len);
     bb_wipe(&f);
@@ -317,8 +424,9 @@ static bool folded_is_email(const uint8_t *b, size_t n)
 
 bool br_url_is_email_folded(const char *s, size_t n)
 {
-    bbuf f = {0};
-    if (fold(s, n, &f) < 0)
+    uint8_t room[FOLD_ROOM];
+    bbuf f;
+    if (fold(s, n, &f, room, sizeof(room)) < 0)
         return true;
     bool r = folded_is_email(f.p, f.len);
     bb_wipe(&f);
@@ -358,18 +466,21 @@ int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
     out->block = NULL;
     if (dropped)
         *dropped = 0;
-    char *canon = NULL;
-    int r = br_url_canonicalize(url, len, &canon, err);
-    if (r < 0)
+    /* The canonical URL on the stack for the usual length; wiped after. */
+    char room[BR_URL_CANON_ROOM];
+    sbuf canon;
+    sb_init_on(&canon, room, sizeof(room));
+    int r = br_url_canon_into(&canon, url, len, err);
+    if (r < 0) {
+        sb_wipe(&canon);
         return r;
-    r = br_url_expressions_labels(canon, host_labels, out, err);
-    size_t canon_len = strlen(canon);
+    }
+    r = br_url_exprs_of(canon.p, canon.len, host_labels, out, err);
     /* The expressions are pieces of canon (a host suffix, then a path
      * prefix starting with '/', then the query): none holds an address
      * when canon cannot hold one, and each is checked alone otherwise. */
-    bool check = br_url_may_hold_email(canon, canon_len);
-    OPENSSL_cleanse(canon, canon_len);
-    free(canon);
+    bool check = br_url_may_hold_email(canon.p, canon.len);
+    sb_wipe(&canon);
     if (r < 0)
         return r;
     size_t d = check ? br_url_exprs_drop_email(out) : 0;

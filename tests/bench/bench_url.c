@@ -20,10 +20,11 @@
  * mapped with br_urlfilter_open, as the daemon does. Then, over the whole
  * stream, single thread:
  *   canon   br_url_canonicalize
- *   +expr   ... and br_url_expressions
- *   +sha    ... and br_url_expr_hash of every expression
+ *   +expr   br_url_lookup_expressions (canonicalization, the expressions
+ *           with the filter's br_urlfilter_lookup_labels, the e-mail rule)
+ *   +sha    ... and br_sha256_strings over the expressions
  *   full    ... and br_urlfilter_maybe_batch: the daemon's per-URL work
- *           before any range query (daemon/url_check.c)
+ *           before any range query (daemon/url_prep.c, url_check.c)
  * (best of 5 runs) reported as ns/URL and URLs/s, with the mean expressions per URL, the URLs
  * with at least one "maybe" and the generated hits among them (every hit
  * must be a maybe: no false negative).
@@ -50,6 +51,7 @@
 #include "hash.h"
 #include "url_canon.h"
 #include "url_expr.h"
+#include "url_secret.h"
 #include "urlfilter.h"
 #include "util.h"
 
@@ -152,23 +154,23 @@ static result run(const data *d, const br_urlfilter *uf, int stage)
 {
     result r = {0};
     uint64_t sink = 0;
+    unsigned labels = br_urlfilter_lookup_labels(uf);
     uint64_t t0 = br_now_ns();
     for (size_t i = 0; i < d->stream.n; i++) {
         const char *u = str_at(&d->stream, i);
-        char *canon = NULL;
-        if (br_url_canonicalize(u, strlen(u), &canon, NULL) < 0) {
-            r.failed++;
-            continue;
-        }
         if (stage == STAGE_CANON) {
+            char *canon = NULL;
+            if (br_url_canonicalize(u, strlen(u), &canon, NULL) < 0) {
+                r.failed++;
+                continue;
+            }
             sink += (uint8_t)canon[0];
             free(canon);
             continue;
         }
+        /* What bd_url_prep_one does (daemon/url_prep.c). */
         br_url_exprs e;
-        int rc = br_url_expressions(canon, &e, NULL);
-        free(canon);
-        if (rc < 0) {
+        if (br_url_lookup_expressions(u, strlen(u), labels, &e, NULL, NULL) < 0) {
             r.failed++;
             continue;
         }
@@ -178,15 +180,14 @@ static result run(const data *d, const br_urlfilter *uf, int stage)
             br_url_exprs_clear(&e);
             continue;
         }
-        uint8_t keys[BR_URL_MAX_EXPRESSIONS][BR_SHA256_LEN];
-        for (size_t k = 0; k < e.n; k++)
-            br_url_expr_hash(e.expr[k], keys[k]);
+        uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
+        br_sha256_strings((const char *const *)e.expr, e.n, keys);
         if (stage == STAGE_SHA) {
             sink += keys[0][0];
             br_url_exprs_clear(&e);
             continue;
         }
-        bool maybe[BR_URL_MAX_EXPRESSIONS];
+        bool maybe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
         br_urlfilter_maybe_batch(uf, (const uint8_t(*)[BR_SHA256_LEN])keys, e.n, maybe);
         size_t m = 0;
         for (size_t k = 0; k < e.n; k++)

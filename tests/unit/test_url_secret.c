@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -360,6 +361,107 @@ static void test_may_hold_email_random(void **state)
     assert_true(no > 10000);
 }
 
+/* Folding starts on a 512-byte stack copy and moves to the heap for a
+ * longer string: lengths around it, ASCII (folded in the copy) and not
+ * (NFKC), with and without an address at the end. */
+static void test_fold_room(void **state)
+{
+    (void)state;
+    /* "alice@b.example" with an escaped or a fullwidth at; the same with
+     * an escaped or fullwidth solidus (no address). */
+    static const char *const with[] = {"alice%40b.example", "alice\357\274\240b.example"};
+    static const char *const without[] = {"alice%2Fb.example", "alice\357\274\217b.example"};
+    for (size_t k = 470; k <= 530; k++) {
+        for (size_t kind = 0; kind < 4; kind++) {
+            str t = {0};
+            const char *head = kind & 2 ? "p/" : "p%2F";
+            put(&t, head, strlen(head));
+            for (size_t i = 0; i < k; i++)
+                put(&t, "p", 1);
+            size_t base = t.len;
+            const char *tail = with[kind & 1];
+            put(&t, tail, strlen(tail));
+            assert_true(br_url_holds_email(t.p, t.len));
+            assert_false(br_url_is_email(t.p, t.len));
+            t.len = base;
+            tail = without[kind & 1];
+            put(&t, tail, strlen(tail));
+            assert_false(br_url_holds_email(t.p, t.len));
+            free(t.p);
+        }
+    }
+}
+
+/* The rule of br_url_is_plain, byte by byte (url_secret.h): true when s
+ * is not plain. */
+static bool not_plain_model(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f || c == '@' || c == '%')
+            return true;
+        if (c == ':' && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* br_url_is_plain looks at blocks of bytes (16 or 8, the last one
+ * overlapping the one before): every stop byte and its neighbours that are
+ * not, at every position of strings of every length up to 70, and
+ * "mailto:" across block boundaries, answer as the rule does; and a plain
+ * string never may hold an address. */
+static void check_plain(const char *s, size_t n, const char *what, size_t a, size_t b)
+{
+    bool plain = br_url_is_plain(s, n);
+    if (plain == not_plain_model(s, n))
+        fail_msg("%s: length %zu, %zu, %zu", what, n, a, b);
+    if (plain && br_url_may_hold_email(s, n))
+        fail_msg("%s: plain, and may hold an address: length %zu, %zu, %zu", what, n, a, b);
+}
+
+static void test_is_plain_blocks(void **state)
+{
+    (void)state;
+    static const unsigned char bytes[] = {0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f,
+                                          0x80, 0xbf, 0xff, '@',  '?',  'A',  '%',
+                                          '$',  '&',  ':',  ';',  '9'};
+    char s[80];
+    for (size_t n = 0; n <= 70; n++) {
+        memset(s, 'a', n);
+        assert_true(br_url_is_plain(s, n));
+        for (size_t p = 0; p < n; p++) {
+            for (size_t b = 0; b < sizeof(bytes); b++) {
+                s[p] = (char)bytes[b];
+                check_plain(s, n, "one byte", bytes[b], p);
+            }
+            s[p] = 'a';
+            if (p + 7 <= n) {
+                memcpy(s + p, (p & 1) ? "MailTo:" : "mailto:", 7);
+                assert_false(br_url_is_plain(s, n));
+                assert_true(br_url_may_hold_email(s, n));
+                s[p + 5] = 'x';
+                assert_true(br_url_is_plain(s, n));
+                memset(s + p, 'a', 7);
+            }
+        }
+    }
+    /* Random strings over those bytes and the letters of "mailto". */
+    static const char alpha[] = "mailtoMAILTO:/.@%a\x01\x7f\x80 ";
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 20000; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % 70);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* Mostly letters, so that few strings stop early. */
+            s[i] =
+                (x >> 8) % 8 ? "mailto./"[(x >> 16) % 8] : alpha[(x >> 24) % (sizeof(alpha) - 1)];
+        }
+        check_plain(s, n, "random string", (size_t)round, 0);
+    }
+}
+
 static void test_is_email(void **state)
 {
     (void)state;
@@ -382,8 +484,10 @@ int main(void)
         cmocka_unit_test(test_table_rows),
         cmocka_unit_test(test_independent_of_address),
         cmocka_unit_test(test_fold_edges),
+        cmocka_unit_test(test_fold_room),
         cmocka_unit_test(test_may_hold_email),
         cmocka_unit_test(test_may_hold_email_random),
+        cmocka_unit_test(test_is_plain_blocks),
         cmocka_unit_test(test_is_email),
     };
     return cmocka_run_group_tests(tests, load_table, free_table);
