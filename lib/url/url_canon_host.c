@@ -11,6 +11,7 @@
 #endif
 #include <errno.h>
 #include <idn2.h>
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,14 @@ static bool valid_utf8(const unsigned char *s, size_t n)
  * non-transitional mapping first; symbols that IDNA2008 disallows but UTS #46
  * allows (emoji domains, as browsers resolve them) are retried with
  * transitional processing. The result may only hold [a-z0-9._-]. */
+/* Free a string that held (part of) a host name, wiped first. */
+static void free_wiped(char *s)
+{
+    if (s)
+        OPENSSL_cleanse(s, strlen(s));
+    free(s);
+}
+
 static int idn_label(sbuf *host, const char *label, size_t n, br_error *err)
 {
     if (!valid_utf8((const unsigned char *)label, n)) {
@@ -78,18 +87,18 @@ static int idn_label(sbuf *host, const char *label, size_t n, br_error *err)
     int rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out,
                             IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
     if (rc == IDN2_DISALLOWED) {
-        free(out);
+        free_wiped(out);
         out = NULL;
         rc = idn2_lookup_u8((const uint8_t *)in, (uint8_t **)&out,
                             IDN2_TRANSITIONAL | IDN2_NFC_INPUT);
     }
-    free(in);
+    free_wiped(in);
     if (rc == IDN2_MALLOC) {
-        free(out);
+        free_wiped(out);
         return -ENOMEM;
     }
     if (rc != IDN2_OK || !out) {
-        free(out);
+        free_wiped(out);
         return br_error_set(err, -EINVAL, "invalid internationalized host name (%s)",
                             idn2_strerror(rc));
     }
@@ -97,13 +106,13 @@ static int idn_label(sbuf *host, const char *label, size_t n, br_error *err)
         char c = *p;
         if (!((c >= 'a' && c <= 'z') || is_ascii_digit((unsigned char)c) || c == '-' || c == '.' ||
               c == '_')) {
-            free(out);
+            free_wiped(out);
             return br_error_set(
                 err, -EINVAL, "invalid internationalized host name (maps to a reserved character)");
         }
     }
     sb_add(host, out, strlen(out));
-    free(out);
+    free_wiped(out);
     return 0;
 }
 

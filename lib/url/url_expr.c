@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -107,6 +109,7 @@ static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span
         for (size_t p = 0; p < (hosts[h].domain_only ? 1 : np); p++)
             size += hosts[h].n + (hosts[h].domain_only ? root : paths[p]).n + 1;
     char *at = out->block = malloc(size);
+    out->block_size = size;
     if (!at)
         return br_error_set(err, -ENOMEM, "out of memory");
     for (size_t h = 0; h < nh; h++) {
@@ -207,6 +210,9 @@ int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
 
 void br_url_exprs_clear(br_url_exprs *e)
 {
+    /* Pieces of a URL: not left in freed memory. */
+    if (e->block)
+        OPENSSL_cleanse(e->block, e->block_size);
     free(e->block);
     e->block = NULL;
     e->n = 0;

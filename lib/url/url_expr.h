@@ -27,7 +27,8 @@
 typedef struct br_url_exprs {
     size_t n;
     char *expr[BR_URL_MAX_LOOKUP_EXPRESSIONS]; /* most specific first, each in block */
-    char *block; /* every expression: one allocation per URL (br_url_exprs_clear frees it) */
+    char *block; /* every expression: one allocation per URL (br_url_exprs_clear wipes and frees it) */
+    size_t block_size;
 } br_url_exprs;
 
 /* The lookup expressions of a canonical URL (the output of

@@ -71,18 +71,17 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
         size_t cap = b->cap ? b->cap : 64;
         while (cap - b->len < n)
             cap *= 2;
-        uint8_t *p;
-        if (b->p && b->p == b->stack) {
-            p = malloc(cap);
-            if (p) {
-                memcpy(p, b->p, b->len);
-                OPENSSL_cleanse(b->p, b->hw);
-            }
-        } else {
-            p = realloc(b->p, cap);
-        }
+        /* A new block, the old one wiped: not realloc, which would leave
+         * the bytes behind in freed memory. */
+        uint8_t *p = malloc(cap);
         if (!p)
             return -ENOMEM;
+        if (b->p) {
+            memcpy(p, b->p, b->len);
+            OPENSSL_cleanse(b->p, b->p == b->stack ? b->hw : b->cap);
+            if (b->p != b->stack)
+                free(b->p);
+        }
         b->p = p;
         b->cap = cap;
     }
@@ -447,7 +446,7 @@ size_t br_url_exprs_drop_email(br_url_exprs *e)
     for (size_t i = 0; i < e->n; i++) {
         char *x = e->expr[i];
         if (br_url_holds_email(x, strlen(x))) {
-            OPENSSL_cleanse(x, strlen(x)); /* its room in e->block stays until the clear */
+            OPENSSL_cleanse(x, strlen(x)); /* wiped now, freed at the clear */
             dropped++;
         } else {
             e->expr[o++] = x;
