@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* breachctl filter build|add for url-sha256 filters: the feeds
  * (cmd_filter_url_feeds.c), the Bloom filter file (lib/filter/urlfilter.h)
- * and the range mirror (lib/url/url_mirror.h). info|verify|query:
+ * and the range mirror (url_mirror.h). info|verify|query:
  * cmd_filter_url_query.c. */
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,6 @@
 #include <strings.h>
 
 #include "protocol.h"
-#include "url_secret.h"
 
 static const char *const verb_names[BR_VERB_COUNT_] = {
     [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
@@ -183,11 +182,6 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
     if (!verb_takes_arg(req->verb))
         return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
     return parse_arg(line + ve + 1, len - ve - 1, req, e);
-}
-
-bool br_is_secret_class(const char *arg, size_t len)
-{
-    return br_url_is_email(arg, len);
 }
 
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text)

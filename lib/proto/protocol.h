@@ -67,16 +67,12 @@ const char *br_proto_err_name(br_proto_err e);
 
 /* Parse one line without its LF (a final CR is dropped here). On failure
  * returns false with *e set and req->id set to the line's id when it had a
- * valid one, else "-". A URL argument is not judged here (see
- * br_is_secret_class); a PW argument must be exactly 40 hex digits, an NT
- * argument exactly 32; a LANE argument "bulk" or "interactive". */
+ * valid one, else "-". A URL argument is not judged here (the daemon
+ * applies the e-mail rule of url_secret.h to its expressions); a PW
+ * argument must be exactly 40 hex digits, an NT argument exactly 32; a LANE
+ * argument "bulk" or "interactive". */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
-/* True when a URL argument is secret-class data as a whole: a mailto: URL or
- * a bare e-mail address, in any spelling (br_url_is_email, url_secret.h).
- * A URL that merely holds an address is checked through its expressions
- * free of it (br_url_lookup_expressions). */
-bool br_is_secret_class(const char *arg, size_t len);
 
 /* Format "ID ERR code text\n" into buf; returns the length (truncated to fit). */
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text);

@@ -24,7 +24,7 @@
  *     for PW, NT, URL and LANE, the decoded hash of a PW or NT, the lane of a
  *     LANE, and re-serialised (with and without CR, a PW also in lowercase
  *     hex) it parses to the same request;
- *   - br_is_secret_class of a URL argument: true for mailto: in any case,
+ *   - br_url_is_email (the e-mail rule) of a URL argument: true for mailto: in any case,
  *     false without an '@'. */
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "protocol.h"
+#include "url_secret.h"
 
 #define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_check.h"
@@ -282,12 +283,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(strlen(br_lane_name(req.lane)) == req.arg_len &&
                   memcmp(br_lane_name(req.lane), req.arg, req.arg_len) == 0);
         } else {
-            bool secret = br_is_secret_class(req.arg, req.arg_len);
+            bool secret = br_url_is_email(req.arg, req.arg_len);
             if (req.arg_len >= 7 && strncasecmp(req.arg, "mailto:", 7) == 0)
                 CHECK(secret);
             else if (!memchr(req.arg, '@', req.arg_len))
                 CHECK(!secret);
-            CHECK(br_is_secret_class(req.arg, req.arg_len) == secret);
+            CHECK(br_url_is_email(req.arg, req.arg_len) == secret);
         }
     } else {
         CHECK(req.arg == NULL && req.arg_len == 0);

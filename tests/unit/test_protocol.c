@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "protocol.h"
+#include "url_secret.h"
 
 #define PW40 "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
 
@@ -176,10 +177,10 @@ static void test_secret_class(void **state)
         "http://example.com/mailto:x@y.z",
     };
     for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
-        if (!br_is_secret_class(secret[i], strlen(secret[i])))
+        if (!br_url_is_email(secret[i], strlen(secret[i])))
             fail_msg("not refused: %s", secret[i]);
     for (size_t i = 0; i < sizeof(not_secret) / sizeof(not_secret[0]); i++)
-        if (br_is_secret_class(not_secret[i], strlen(not_secret[i])))
+        if (br_url_is_email(not_secret[i], strlen(not_secret[i])))
             fail_msg("refused: %s", not_secret[i]);
 }
 
