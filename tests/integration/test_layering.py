@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The layering of lib/ and the module map of docs/architecture.md, checked
+over the source tree:
+
+* lib/ folders include each other's headers only along the edges of
+  LAYERS below (the order of docs/architecture.md, "Module map"): the folder
+  graph is a DAG, and a new edge is a decision written down here and in the
+  document, not an accident;
+* every C source and header under lib/, daemon/ and client/ is named in
+  docs/architecture.md, by its name or by a pattern in backticks
+  (`conf*.c`, `cmd_*.c`); a header foo.h is named by its foo.c;
+* no function is over 80 lines (scripts/long-functions).
+
+    test_layering.py SOURCE_ROOT"""
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+
+# folder -> the lib folders it may include from (besides itself)
+LAYERS = {
+    "core": set(),
+    "url": {"core"},
+    "filter": {"core", "url"},
+    "upstream": {"core"},
+    "range": {"core", "upstream"},
+    "download": {"core", "range", "upstream"},
+    "proto": {"core"},
+    "audit": {"core"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def lib_edges(root):
+    libdir = os.path.join(root, "lib")
+    home = {}
+    for d in sorted(os.listdir(libdir)):
+        if os.path.isdir(os.path.join(libdir, d)):
+            for f in os.listdir(os.path.join(libdir, d)):
+                if f.endswith(".h"):
+                    home[f] = d
+    edges = {}
+    for d in sorted(set(home.values()) | set(LAYERS)):
+        path = os.path.join(libdir, d)
+        if not os.path.isdir(path):
+            continue
+        for f in sorted(os.listdir(path)):
+            if not f.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(path, f), encoding="utf-8") as fh:
+                text = fh.read()
+            for inc in INCLUDE.findall(text):
+                t = home.get(os.path.basename(inc))
+                if t and t != d:
+                    edges.setdefault((d, t), []).append("lib/%s/%s" % (d, f))
+    return edges
+
+
+def check_layers(root):
+    bad = 0
+    for (a, b), files in sorted(lib_edges(root).items()):
+        if a not in LAYERS:
+            print("FAIL: lib/%s is not in the layer table (test_layering.py, "
+                  "docs/architecture.md)" % a)
+            bad += 1
+        elif b not in LAYERS[a]:
+            print("FAIL: lib/%s includes lib/%s (%s): not a layer edge" % (a, b, ", ".join(files)))
+            bad += 1
+    # the table itself must be a DAG
+    seen, stack = set(), set()
+
+    def visit(n):
+        if n in stack:
+            return False
+        if n in seen:
+            return True
+        stack.add(n)
+        ok = all(visit(m) for m in LAYERS.get(n, ()))
+        stack.discard(n)
+        seen.add(n)
+        return ok
+
+    if not all(visit(n) for n in LAYERS):
+        print("FAIL: the layer table has a cycle")
+        bad += 1
+    return bad
+
+
+def check_module_map(root):
+    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    quoted = set()
+    for q in re.findall(r"`([^`]+)`", doc):
+        quoted.update(w.strip("(),.;:") for w in q.split())
+    names = {os.path.basename(q) for q in quoted}
+    patterns = [n for n in names if "*" in n]
+    bad = 0
+    for top in ("lib", "daemon", "client"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                # a header is named after its file (foo.h of foo.c)
+                alts = [f] + ([f[:-2] + ".c"] if f.endswith(".h") else [])
+                if any(a in names or any(fnmatch.fnmatch(a, p) for p in patterns) for a in alts):
+                    continue
+                print("FAIL: %s is not named in docs/architecture.md"
+                      % os.path.relpath(os.path.join(dirpath, f), root))
+                bad += 1
+    return bad
+
+
+def main():
+    root = sys.argv[1]
+    bad = check_layers(root) + check_module_map(root)
+    r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
+                        os.path.join(root, "lib"), os.path.join(root, "daemon"),
+                        os.path.join(root, "client")])
+    if r.returncode != 0:
+        print("FAIL: functions over 80 lines (above)")
+        bad += 1
+    print("layering: %d problems" % bad)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
