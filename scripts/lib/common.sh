@@ -11,6 +11,7 @@ BREACHD_PACKAGES=(
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
+  cracklib-runtime  # the dictionary of pam_pwquality in the packaged PAM stack: tests/package/
   squid curl  # tests/integration/test_squid.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
