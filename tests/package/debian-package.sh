@@ -44,6 +44,12 @@ fi
 
 step "dpkg-buildpackage -us -uc -b"
 start=$(date +%s)
+# Without parallel=N debhelper builds and runs the unit suite one job at a
+# time (MESON_TESTTHREADS=1); a builder that says nothing gets the cores.
+case " ${DEB_BUILD_OPTIONS:-} " in
+  *" parallel="*) ;;
+  *) export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$(nproc)" ;;
+esac
 if ! (cd "$tree" && dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
   tail -n 60 "$tmp/build.log"
   die "dpkg-buildpackage (the log's end is above)"
