@@ -26,10 +26,10 @@
 #include "ctl_io.h"
 #include "util.h"
 
-#define CHUNK 512         /* accounts answered and printed per round */
-#define WINDOW 128        /* requests in flight */
-#define BUSY_ROUNDS 8     /* ERR busy answers are asked again, this often at most */
-#define DETAIL 96         /* bytes kept of an UNKNOWN reason or an ERR text */
+#define CHUNK 512     /* accounts answered and printed per round */
+#define WINDOW 128    /* requests in flight */
+#define BUSY_ROUNDS 8 /* ERR busy answers are asked again, this often at most */
+#define DETAIL 96     /* bytes kept of an UNKNOWN reason or an ERR text */
 
 /* One distinct hash and the daemon's answer for it. */
 typedef struct verdict {
@@ -44,6 +44,7 @@ typedef struct account {
     char *name;
     uint32_t dist; /* its verdict; unused for an empty password */
     bool empty;
+    uint32_t history; /* 0: the current password; N + 1: NAME_historyN */
 } account;
 
 typedef struct audit {
@@ -55,7 +56,11 @@ typedef struct audit {
     size_t nv;
     uint32_t *order; /* account indexes sorted by (hash, index): the reuse groups */
     uint64_t machines, no_hash, skipped_lines;
+    uint64_t skipped[BR_AUDIT_SKIP_KINDS];
     uint64_t pwned, clean, unknown, empty, errors;
+    size_t n_current;                /* accounts before the old passwords */
+    uint64_t history, history_pwned; /* old passwords (secretsdump -history) */
+    br_audit_reader rd;
     br_client *c;
     bool failed;
     char why[256];
@@ -93,7 +98,7 @@ static int add_account(audit *a, const br_audit_account *ba)
     char *name = strndup(ba->name, ba->name_len);
     if (!name)
         return -ENOMEM;
-    a->acc[a->n] = (account){.name = name, .empty = ba->empty};
+    a->acc[a->n] = (account){.name = name, .empty = ba->empty, .history = ba->history};
     memcpy(a->hash[a->n], ba->hash, BR_SHA1_LEN);
     a->n++;
     return 0;
@@ -104,13 +109,14 @@ static int take_line(audit *a, const char *file, uint64_t lineno, const char *li
 {
     br_audit_account ba;
     const char *why;
-    int r = br_audit_parse_line(a->o->format, a->o->ntlm, line, len, &ba, &why);
+    int r = br_audit_read_line(&a->rd, line, len, &ba, &why);
     if (r < 0) {
         ctl_err("audit: %s:%" PRIu64 ": %s", file, lineno, why);
         return -1;
     }
     if (r == BR_AUDIT_LINE_SKIP) {
         a->skipped_lines++;
+        a->skipped[ba.skip]++;
     } else if (ba.machine && !a->o->machines) {
         a->machines++;
     } else if (r == BR_AUDIT_LINE_NO_HASH) {
@@ -136,6 +142,7 @@ static int read_input(audit *a, const char *path)
         return -1;
     }
     setvbuf(in, in_buf, _IOFBF, sizeof(in_buf));
+    br_audit_reader_init(&a->rd, a->o->format, a->o->ntlm);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -164,6 +171,48 @@ static int read_input(audit *a, const char *path)
         clearerr(in);
     OPENSSL_cleanse(in_buf, sizeof(in_buf));
     return rc;
+}
+
+/* The old passwords (secretsdump -history) after the accounts, each part in
+ * input order: they are reported apart. */
+static int history_last(audit *a)
+{
+    account *acc = calloc(a->cap ? a->cap : 1, sizeof(*acc));
+    uint8_t(*h)[BR_SHA1_LEN] = calloc(a->cap ? a->cap : 1, BR_SHA1_LEN);
+    if (!acc || !h) {
+        free(acc);
+        free(h);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (int old = 0; old < 2; old++)
+        for (size_t i = 0; i < a->n; i++)
+            if ((a->acc[i].history != 0) == (old != 0)) {
+                acc[k] = a->acc[i];
+                memcpy(h[k++], a->hash[i], BR_SHA1_LEN);
+            }
+    for (size_t i = 0; i < a->n; i++)
+        a->n_current += a->acc[i].history == 0;
+    OPENSSL_cleanse(a->hash, a->cap * BR_SHA1_LEN);
+    free(a->hash);
+    free(a->acc);
+    a->acc = acc;
+    a->hash = h;
+    return 0;
+}
+
+/* What was skipped of secretsdump's other sections, by kind, on stderr (the
+ * report's lines stay accounts). */
+static void tell_skipped(const audit *a, const char *file)
+{
+    char buf[256];
+    size_t n = 0;
+    for (int k = BR_AUDIT_SKIP_KERBEROS; k < BR_AUDIT_SKIP_KINDS; k++)
+        if (a->skipped[k] && n < sizeof(buf))
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s=%" PRIu64,
+                                  br_audit_skip_name((br_audit_skip)k), a->skipped[k]);
+    if (n)
+        ctl_err("audit: %s: skipped, not audited:%s", file, buf);
 }
 
 /* ---- distinct hashes and reuse groups ------------------------------------------- */
@@ -246,8 +295,8 @@ static void ask(audit *a, br_client_request *reqs, const uint32_t *idx, size_t n
         for (size_t i = 0; i < n; i++)
             if (a->v[idx[i]].kind == BR_ANSWER_NONE) {
                 pending[m] = idx[i];
-                reqs[m++] = (br_client_request){.kind = kind, .arg = a->v[idx[i]].hash,
-                                                .arg_len = hl};
+                reqs[m++] =
+                    (br_client_request){.kind = kind, .arg = a->v[idx[i]].hash, .arg_len = hl};
             }
         if (m == 0)
             return;
@@ -300,6 +349,14 @@ static void answer_chunk(audit *a, br_client_request *reqs, size_t first, size_t
 
 static void count_account(audit *a, const account *ac, const verdict *v)
 {
+    if (ac->history) {
+        a->history++;
+        if (!ac->empty && v->kind == BR_ANSWER_ERROR)
+            a->errors++;
+        else if (ac->empty || v->kind == BR_ANSWER_PWNED)
+            a->history_pwned++;
+        return;
+    }
     if (ac->empty)
         a->empty++;
     else if (v->kind == BR_ANSWER_PWNED)
@@ -318,6 +375,8 @@ static void print_account(const audit *a, const account *ac, const verdict *v)
     if (a->o->json) {
         fputs("{\"user\":", stdout);
         ctl_json_string(stdout, ac->name);
+        if (ac->history)
+            printf(",\"history\":%" PRIu32, ac->history - 1);
         printf(",\"status\":\"%s\"", status);
         if (!ac->empty && v->kind == BR_ANSWER_PWNED)
             printf(",\"count\":%" PRIu64, v->count);
@@ -328,7 +387,11 @@ static void print_account(const audit *a, const account *ac, const verdict *v)
         fputs("}\n", stdout);
         return;
     }
+    if (ac->history)
+        fputs("history: ", stdout);
     audit_print_name(stdout, ac->name);
+    if (ac->history)
+        printf(" %" PRIu32, ac->history - 1);
     if (ac->empty || v->kind == BR_ANSWER_CLEAN)
         printf(" %s\n", status);
     else if (v->kind == BR_ANSWER_PWNED)
@@ -340,24 +403,31 @@ static void print_account(const audit *a, const account *ac, const verdict *v)
 static void summary_text(const audit *a)
 {
     printf("summary: accounts=%zu pwned=%" PRIu64 " clean=%" PRIu64 " unknown=%" PRIu64
-           " empty=%" PRIu64 " errors=%" PRIu64 " machines_skipped=%" PRIu64 " no_hash=%" PRIu64
-           "\n",
-           a->n, a->pwned, a->clean, a->unknown, a->empty, a->errors, a->machines, a->no_hash);
+           " empty=%" PRIu64 " errors=%" PRIu64 " machines_skipped=%" PRIu64 " no_hash=%" PRIu64,
+           a->n_current, a->pwned, a->clean, a->unknown, a->empty, a->errors, a->machines,
+           a->no_hash);
+    if (a->history)
+        printf(" history=%" PRIu64 " history_pwned=%" PRIu64, a->history, a->history_pwned);
+    putchar('\n');
 }
 
 static void summary_json(const audit *a)
 {
     printf("{\"summary\":{\"accounts\":%zu,\"pwned\":%" PRIu64 ",\"clean\":%" PRIu64
            ",\"unknown\":%" PRIu64 ",\"empty\":%" PRIu64 ",\"errors\":%" PRIu64
-           ",\"machines_skipped\":%" PRIu64 ",\"no_hash\":%" PRIu64 "},\"shared\":[",
-           a->n, a->pwned, a->clean, a->unknown, a->empty, a->errors, a->machines, a->no_hash);
+           ",\"machines_skipped\":%" PRIu64 ",\"no_hash\":%" PRIu64,
+           a->n_current, a->pwned, a->clean, a->unknown, a->empty, a->errors, a->machines,
+           a->no_hash);
+    if (a->history)
+        printf(",\"history\":%" PRIu64 ",\"history_pwned\":%" PRIu64, a->history, a->history_pwned);
+    fputs("},\"shared\":[", stdout);
 }
 
 /* The accounts of one hash, a run of a->order, when it is shared. */
 static bool same_hash(const audit *a, size_t k)
 {
     const account *x = &a->acc[a->order[k - 1]], *y = &a->acc[a->order[k]];
-    return !x->empty && !y->empty && x->dist == y->dist;
+    return !x->empty && !y->empty && !x->history && !y->history && x->dist == y->dist;
 }
 
 static int by_first(const void *x, const void *y)
@@ -468,7 +538,7 @@ static int run(audit *a, const ctl_globals *g)
         ctl_err("audit: writing the report: %s", strerror(errno));
         return EXIT_ERROR;
     }
-    return a->errors ? EXIT_ERROR
+    return a->errors              ? EXIT_ERROR
            : a->pwned || a->empty ? EXIT_PWNED
            : a->unknown           ? EXIT_UNKNOWN
                                   : EXIT_CLEAN;
@@ -485,8 +555,14 @@ int cmd_audit(const ctl_globals *g0, int argc, char **argv)
     audit a = {.o = &o};
     const char *path = first < argc ? argv[first] : NULL;
     int rc = EXIT_ERROR;
-    if (read_input(&a, path) == 0) {
-        if (a.n == 0)
+    int rd = read_input(&a, path);
+    if (rd == 0 && history_last(&a) < 0) {
+        ctl_err("audit: out of memory");
+        rd = -1;
+    }
+    if (rd == 0) {
+        tell_skipped(&a, path && strcmp(path, "-") != 0 ? path : "<stdin>");
+        if (a.n_current == 0)
             ctl_err("audit: no account to audit in %s (%" PRIu64 " machine accounts skipped: "
                     "--machines audits them; %" PRIu64 " without an NT hash)",
                     path ? path : "<stdin>", a.machines, a.no_hash);

@@ -28,6 +28,17 @@ static const char *const format_names[] = {
     [BR_AUDIT_USER_HASH] = "user-hash",
 };
 
+static const char *const skip_names[] = {
+    [BR_AUDIT_SKIP_OTHER] = "other",         [BR_AUDIT_SKIP_KERBEROS] = "kerberos_keys",
+    [BR_AUDIT_SKIP_CLEARTEXT] = "cleartext", [BR_AUDIT_SKIP_DCC2] = "cached_dcc2",
+    [BR_AUDIT_SKIP_LSA] = "lsa_secrets",
+};
+
+const char *br_audit_skip_name(br_audit_skip k)
+{
+    return (size_t)k < BR_AUDIT_SKIP_KINDS ? skip_names[k] : "?";
+}
+
 const char *br_audit_format_name(br_audit_format f)
 {
     return (size_t)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
@@ -109,30 +120,82 @@ static bool noise(const char *s, size_t len)
     return len >= 10 && memcmp(s, "Impacket v", 10) == 0;
 }
 
-/* secretsdump's other lines about an account: its Kerberos keys and its
- * cleartext password. */
-static bool secretsdump_extra(const fields *fs)
+static bool hex_field(const field *f, size_t digits)
 {
-    if (fs->n < 2)
+    if (f->n != digits)
         return false;
+    for (size_t i = 0; i < f->n; i++)
+        if (!((f->p[i] >= '0' && f->p[i] <= '9') ||
+              ((f->p[i] | 0x20) >= 'a' && (f->p[i] | 0x20) <= 'f')))
+            return false;
+    return true;
+}
+
+/* A hex dump line of an LSA secret: blanks, then a 4-hex offset. */
+static bool hex_dump(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && s[i] == ' ')
+        i++;
+    return i > 0 && i + 4 <= len && hex_field(&(field){s + i, 4}, 4) &&
+           (i + 4 == len || s[i + 4] == ' ');
+}
+
+/* secretsdump's other lines about an account: its Kerberos keys, its
+ * cleartext password, a cached credential, an LSA secret; 0 for none. */
+static br_audit_skip secretsdump_extra(const char *s, size_t len, const fields *fs)
+{
+    if (hex_dump(s, len))
+        return BR_AUDIT_SKIP_LSA;
+    if (fs->n < 2)
+        return 0;
     const field *t = &fs->f[1];
     if (is(t, "CLEARTEXT"))
-        return true;
+        return BR_AUDIT_SKIP_CLEARTEXT;
+    if (starts(t, "$DCC2$") || starts(t, "$DCC$"))
+        return BR_AUDIT_SKIP_DCC2;
+    if (is(&fs->f[0], "dpapi_machinekey") || is(&fs->f[0], "dpapi_userkey") ||
+        is(&fs->f[0], "NL$KM") || is(t, "plain_password_hex"))
+        return BR_AUDIT_SKIP_LSA;
+    /* $MACHINE.ACC: NAME:LMHASH:NTHASH::: (no RID) */
+    if (fs->n >= 3 && hex_field(t, 32) && hex_field(&fs->f[2], 32))
+        return BR_AUDIT_SKIP_LSA;
     /* a key type by name, or by number when secretsdump has no name for it */
-    return fs->n == 3 && (starts(t, "aes") || starts(t, "des-") || starts(t, "dec-") ||
-                          starts(t, "rc4") || starts(t, "0x") || decimal(t));
+    if (fs->n == 3 && (starts(t, "aes") || starts(t, "des-") || starts(t, "dec-") ||
+                       starts(t, "rc4") || starts(t, "0x") || decimal(t)))
+        return BR_AUDIT_SKIP_KERBEROS;
+    return 0;
 }
 
 static br_audit_format detect(const fields *fs, const char *name, size_t name_len)
 {
     if (fs->n == 2)
         return BR_AUDIT_USER_HASH;
-    if (fs->n >= 6 && fs->f[4].n >= 2 && fs->f[4].p[0] == '[' && fs->f[4].p[fs->f[4].n - 1] == ']' &&
-        starts(&fs->f[5], "LCT-"))
+    if (fs->n >= 6 && fs->f[4].n >= 2 && fs->f[4].p[0] == '[' &&
+        fs->f[4].p[fs->f[4].n - 1] == ']' && starts(&fs->f[5], "LCT-"))
         return BR_AUDIT_PDBEDIT;
     if (fs->n >= 4 && decimal(&fs->f[1]))
         return memchr(name, '\\', name_len) ? BR_AUDIT_SECRETSDUMP : BR_AUDIT_PWDUMP;
     return BR_AUDIT_AUTO;
+}
+
+/* secretsdump -history: "NAME_historyN" is NAME's N-th old password. Returns
+ * N + 1 and cuts the suffix off *len, or 0. */
+static uint32_t history_suffix(const char *name, size_t *len)
+{
+    static const char tag[] = "_history";
+    size_t d = *len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    size_t digits = *len - d;
+    if (digits == 0 || digits > 4 || d <= sizeof(tag) - 1 ||
+        memcmp(name + d - (sizeof(tag) - 1), tag, sizeof(tag) - 1) != 0)
+        return 0;
+    uint32_t n = 0;
+    for (size_t i = d; i < *len; i++)
+        n = n * 10 + (uint32_t)(name[i] - '0');
+    *len = d - (sizeof(tag) - 1);
+    return n + 1;
 }
 
 static int fail(const char **why, const char *text)
@@ -152,8 +215,7 @@ static bool machine_name(const char *name, size_t len)
 }
 
 /* pwdump, secretsdump, pdbedit: fields 1..3 (and 4, 5 for pdbedit). */
-static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *acc,
-                     const char **why)
+static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *acc, const char **why)
 {
     if (fmt == BR_AUDIT_PDBEDIT) {
         if (fs->n < 6 || fs->f[4].n < 2 || fs->f[4].p[0] != '[' ||
@@ -190,12 +252,19 @@ int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t
         len--;
     if (noise(line, len))
         return BR_AUDIT_LINE_SKIP;
+    if ((fmt == BR_AUDIT_AUTO || fmt == BR_AUDIT_SECRETSDUMP) && hex_dump(line, len)) {
+        acc->skip = BR_AUDIT_SKIP_LSA;
+        return BR_AUDIT_LINE_SKIP;
+    }
     fields fs;
     split(line, len, &fs);
     if (fs.n < 2)
         return fail(why, "not an account line: no ':'");
-    if ((fmt == BR_AUDIT_AUTO || fmt == BR_AUDIT_SECRETSDUMP) && secretsdump_extra(&fs))
-        return BR_AUDIT_LINE_SKIP;
+    if (fmt == BR_AUDIT_AUTO || fmt == BR_AUDIT_SECRETSDUMP) {
+        acc->skip = secretsdump_extra(line, len, &fs);
+        if (acc->skip)
+            return BR_AUDIT_LINE_SKIP;
+    }
     acc->name = fs.f[0].p;
     acc->name_len = fs.f[0].n;
     if (acc->name_len == 0)
@@ -206,6 +275,8 @@ int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t
     acc->format = f;
     const char *bs = f == BR_AUDIT_USER_HASH ? NULL : memchr(acc->name, '\\', acc->name_len);
     const char *user = bs ? bs + 1 : acc->name;
+    if (f == BR_AUDIT_SECRETSDUMP || f == BR_AUDIT_PWDUMP)
+        acc->history = history_suffix(acc->name, &acc->name_len);
     acc->machine = machine_name(user, acc->name_len - (size_t)(user - acc->name));
     int rc;
     if (f == BR_AUDIT_USER_HASH) {
@@ -228,4 +299,40 @@ int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t
         acc->empty = memcmp(acc->hash, empty, BR_NT_LEN) == 0;
     }
     return rc;
+}
+
+/* ---- secretsdump's sections --------------------------------------------------- */
+
+enum { SEC_ACCOUNTS = 0, SEC_DCC2, SEC_LSA };
+
+void br_audit_reader_init(br_audit_reader *r, br_audit_format fmt, bool ntlm)
+{
+    *r = (br_audit_reader){.fmt = fmt, .ntlm = ntlm, .section = SEC_ACCOUNTS};
+}
+
+static bool holds(const char *s, size_t len, const char *word)
+{
+    size_t n = strlen(word);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(s + i, word, n) == 0)
+            return true;
+    return false;
+}
+
+int br_audit_read_line(br_audit_reader *r, const char *line, size_t len, br_audit_account *acc,
+                       const char **why)
+{
+    size_t n = len > 0 && line[len - 1] == '\r' ? len - 1 : len;
+    bool secretsdump = r->fmt == BR_AUDIT_AUTO || r->fmt == BR_AUDIT_SECRETSDUMP;
+    if (secretsdump && n >= 4 && memcmp(line, "[*] ", 4) == 0 && holds(line, n, "Dumping ")) {
+        r->section = holds(line, n, "LSA Secrets")           ? SEC_LSA
+                     : holds(line, n, "cached domain logon") ? SEC_DCC2
+                                                             : SEC_ACCOUNTS;
+    } else if (secretsdump && r->section != SEC_ACCOUNTS && n > 0 && !noise(line, n)) {
+        memset(acc, 0, sizeof(*acc));
+        *why = NULL;
+        acc->skip = r->section == SEC_LSA ? BR_AUDIT_SKIP_LSA : BR_AUDIT_SKIP_DCC2;
+        return BR_AUDIT_LINE_SKIP;
+    }
+    return br_audit_parse_line(r->fmt, r->ntlm, line, len, acc, why);
 }

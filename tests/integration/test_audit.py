@@ -427,5 +427,64 @@ def busy_and_gone(ctx):
     check("errors=%d" % len(errs) in lines[len(want)], lines[len(want)])
 
 
+@test
+def secretsdump_history_and_secrets(ctx):
+    """secretsdump -history with LSA secrets and cached credentials in the
+    same run: the sections' lines are skipped and counted by kind on stderr
+    (never quoted), the NT hashes after them audited; NAME_historyN lines are
+    old passwords of NAME, reported apart ("history: NAME N ..."), not
+    counted as accounts, in no shared group; DC01$_historyN is a machine's."""
+    f = fx()
+    d = start(ctx)
+    pw = list(f.count)
+    lsa_secret = "Service-Secret-5e1d"
+    lines = ["Impacket v0.11.0 - Copyright 2023 Fortra",
+             "[*] Dumping local SAM hashes (uid:rid:lmhash:nthash)",
+             "Administrator:500:%s:%s:::" % (LM_EMPTY, nthash(pw[0])),
+             "[*] Dumping cached domain logon information (domain/username:hash)",
+             "CONTOSO.LOCAL/alice:$DCC2$10240#alice#%s: (2024-01-02 10:11:12)" % ("ab" * 16),
+             "[*] Dumping LSA Secrets",
+             "[*] $MACHINE.ACC ",
+             "CONTOSO\\DC01$:aes256-cts-hmac-sha1-96:%s" % ("cd" * 32),
+             "CONTOSO\\DC01$:plain_password_hex:%s" % ("ef" * 20),
+             "CONTOSO\\DC01$:%s:%s:::" % (LM_EMPTY, nthash(pw[1])),
+             "[*] DPAPI_SYSTEM ",
+             "dpapi_machinekey:0x%s" % ("12" * 20),
+             "[*] _SC_MSSQLSERVER ",
+             "CONTOSO\\sqlsvc:%s" % lsa_secret,
+             "[*] NL$KM ",
+             " 0000   8B 2D 5E 8C 39 36 2A 8E  C1 8D DE 9D 41 6A 9F 5B   .-^.96*.....Aj.[",
+             "[*] Dumping Domain Credentials (domain\\uid:rid:lmhash:nthash)",
+             "CONTOSO\\alice:1103:%s:%s:::" % (LM_EMPTY, nthash(f.clean[0])),
+             "CONTOSO\\alice_history0:1103:%s:%s:::" % (LM_EMPTY, nthash(pw[2])),
+             "CONTOSO\\alice_history1:1103:%s:%s:::" % (LM_EMPTY, nthash(f.clean[0])),
+             "CONTOSO\\bob:1104:%s:%s:::" % (LM_EMPTY, nthash(pw[2])),
+             "CONTOSO\\DC01$:1000:%s:%s:::" % (LM_EMPTY, nthash(pw[3])),
+             "CONTOSO\\DC01$_history0:1000:%s:%s:::" % (LM_EMPTY, nthash(pw[4])),
+             "[*] Cleaning up..."]
+    path = write(ctx, "history.txt", lines)
+    r = audit(d, path)
+    eq(r.returncode, 1, "exit status (pwned accounts): " + r.stderr)
+    eq(r.stdout.splitlines(), [
+        "Administrator PWNED %d" % f.count[pw[0]],
+        "CONTOSO\\alice CLEAN",
+        "CONTOSO\\bob PWNED %d" % f.count[pw[2]],
+        "history: CONTOSO\\alice 0 PWNED %d" % f.count[pw[2]],
+        "history: CONTOSO\\alice 1 CLEAN",
+        "summary: accounts=3 pwned=2 clean=1 unknown=0 empty=0 errors=0 machines_skipped=2 "
+        "no_hash=0 history=2 history_pwned=1"], "the report")
+    eq(r.stderr.strip(), "breachctl: audit: %s: skipped, not audited: cached_dcc2=1 "
+       "lsa_secrets=6" % path, "the skipped lines by kind")
+    for s in [lsa_secret, "cd" * 32, "ef" * 20, "12" * 20] + [nthash(p) for p in pw[:5]]:
+        check(s not in r.stdout and s not in r.stderr, "%r printed" % s)
+    r = audit(d, "--json", path)
+    first = json.loads(r.stdout.splitlines()[3])
+    eq(first, {"user": "CONTOSO\\alice", "history": 0, "status": "PWNED",
+               "count": f.count[pw[2]]}, "history in JSON")
+    summary = json.loads(r.stdout.splitlines()[-1])["summary"]
+    eq((summary["accounts"], summary["history"], summary["history_pwned"]), (3, 2, 1), "summary")
+    d.stop_ok()
+
+
 if __name__ == "__main__":
     dtest.main()

@@ -32,7 +32,9 @@ typedef struct want {
     br_audit_format read_as;
     const char *hash; /* ACCOUNT: hex */
     bool machine, empty;
-    const char *why; /* -EINVAL */
+    const char *why;    /* -EINVAL */
+    uint32_t history;   /* ACCOUNT and NO_HASH: NAME_historyN is N + 1 */
+    br_audit_skip skip; /* SKIP */
 } want;
 
 static void check(const want *w, bool ntlm, size_t i)
@@ -46,8 +48,14 @@ static void check(const want *w, bool ntlm, size_t i)
         assert_string_equal(why, w->why);
         return;
     }
-    if (rc == BR_AUDIT_LINE_SKIP)
+    if (rc == BR_AUDIT_LINE_SKIP) {
+        if (a.skip != w->skip)
+            fail_msg("case %zu: skipped as %s, want %s", i, br_audit_skip_name(a.skip),
+                     br_audit_skip_name(w->skip));
         return;
+    }
+    if (a.history != w->history)
+        fail_msg("case %zu: history %u, want %u", i, a.history, w->history);
     if (a.name_len != strlen(w->name) || memcmp(a.name, w->name, a.name_len) != 0)
         fail_msg("case %zu: name '%.*s', want '%s'", i, (int)a.name_len, a.name, w->name);
     assert_int_equal(a.format, w->read_as);
@@ -79,17 +87,25 @@ static void test_formats(void **state)
          BR_AUDIT_PWDUMP, BR_NT_EMPTY_HEX, false, true},
         {"WS01$:1003:" LM_EMPTY ":" NT_PW ":::\r", A, ACC, "WS01$", BR_AUDIT_PWDUMP, NT_PW, true},
         /* secretsdump: DOMAIN\user, status and pwdLastSet suffixes, history */
-        {"CONTOSO\\alice:1103:" LM_EMPTY ":" NT_PW "::: (status=Enabled)", A, ACC,
-         "CONTOSO\\alice", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"CONTOSO\\alice:1103:" LM_EMPTY ":" NT_PW "::: (status=Enabled)", A, ACC, "CONTOSO\\alice",
+         BR_AUDIT_SECRETSDUMP, NT_PW},
         {"contoso.local\\bob:1104:" LM_EMPTY ":" NT_PW "::: (pwdLastSet=2024-01-02 10:11) "
          "(status=Disabled)",
          A, ACC, "contoso.local\\bob", BR_AUDIT_SECRETSDUMP, NT_PW},
-        {"contoso.local\\bob_history0:1104:" LM_EMPTY ":" NT_PW ":::", A, ACC,
-         "contoso.local\\bob_history0", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"contoso.local\\bob_history0:1104:" LM_EMPTY ":" NT_PW ":::", A, ACC, "contoso.local\\bob",
+         BR_AUDIT_SECRETSDUMP, NT_PW, .history = 1},
+        {"bob_history12:1104:" LM_EMPTY ":" NT_PW ":::", A, ACC, "bob", BR_AUDIT_PWDUMP, NT_PW,
+         .history = 13},
+        {"CONTOSO\\DC01$_history3:1000:" LM_EMPTY ":" NT_PW ":::", A, ACC, "CONTOSO\\DC01$",
+         BR_AUDIT_SECRETSDUMP, NT_PW, true, .history = 4},
+        /* not history: no digits, or the name is all suffix */
+        {"CONTOSO\\bob_history:1104:" LM_EMPTY ":" NT_PW ":::", A, ACC, "CONTOSO\\bob_history",
+         BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"_history1:1104:" LM_EMPTY ":" NT_PW ":::", A, ACC, "_history1", BR_AUDIT_PWDUMP, NT_PW},
         {"CONTOSO\\DC01$:1000:" LM_EMPTY ":" NT_PW ":::", A, ACC, "CONTOSO\\DC01$",
          BR_AUDIT_SECRETSDUMP, NT_PW, true},
-        {"Administrator:500:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_SECRETSDUMP, ACC,
-         "Administrator", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"Administrator:500:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_SECRETSDUMP, ACC, "Administrator",
+         BR_AUDIT_SECRETSDUMP, NT_PW},
         /* pdbedit -Lw */
         {"alice:1000:" XS ":" NT_PW ":[U          ]:LCT-5F3A2B1C:", A, ACC, "alice",
          BR_AUDIT_PDBEDIT, NT_PW},
@@ -124,10 +140,25 @@ static void test_skipped(void **state)
         {"[+] done", BR_AUDIT_PDBEDIT, S},
         {"CONTOSO\\alice:aes256-cts-hmac-sha1-96:00112233445566778899aabbccddeeff00112233445566778"
          "899aabbccddeeff",
-         BR_AUDIT_AUTO, S},
-        {"CONTOSO\\alice:des-cbc-md5:0011223344556677", BR_AUDIT_SECRETSDUMP, S},
-        {"CONTOSO\\alice:23:00112233445566778899aabbccddeeff", BR_AUDIT_AUTO, S},
-        {"CONTOSO\\alice:CLEARTEXT:Secret:With:Colons", BR_AUDIT_AUTO, S},
+         BR_AUDIT_AUTO, S, .skip = BR_AUDIT_SKIP_KERBEROS},
+        {"CONTOSO\\alice:des-cbc-md5:0011223344556677", BR_AUDIT_SECRETSDUMP, S,
+         .skip = BR_AUDIT_SKIP_KERBEROS},
+        {"CONTOSO\\alice:23:00112233445566778899aabbccddeeff", BR_AUDIT_AUTO, S,
+         .skip = BR_AUDIT_SKIP_KERBEROS},
+        {"CONTOSO\\alice:CLEARTEXT:Secret:With:Colons", BR_AUDIT_AUTO, S,
+         .skip = BR_AUDIT_SKIP_CLEARTEXT},
+        /* secretsdump's cached credentials and LSA secrets, outside their sections */
+        {"CONTOSO.LOCAL/alice:$DCC2$10240#alice#00112233445566778899aabbccddeeff: (2024-01-02 "
+         "10:11:12)",
+         BR_AUDIT_AUTO, S, .skip = BR_AUDIT_SKIP_DCC2},
+        {"CONTOSO\\DC01$:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_AUTO, S, .skip = BR_AUDIT_SKIP_LSA},
+        {"CONTOSO\\DC01$:plain_password_hex:0011aabb", BR_AUDIT_SECRETSDUMP, S,
+         .skip = BR_AUDIT_SKIP_LSA},
+        {"dpapi_machinekey:0x00112233445566778899aabbccddeeff00112233", BR_AUDIT_AUTO, S,
+         .skip = BR_AUDIT_SKIP_LSA},
+        {"NL$KM:00112233445566778899aabbccddeeff", BR_AUDIT_AUTO, S, .skip = BR_AUDIT_SKIP_LSA},
+        {" 0000   8B 2D 5E 8C 39 36 2A 8E  C1 8D DE 9D 41 6A 9F 5B   .-^.96*.....Aj.[",
+         BR_AUDIT_AUTO, S, .skip = BR_AUDIT_SKIP_LSA},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check(&cases[i], true, i);
@@ -183,6 +214,55 @@ static void test_errors(void **state)
         check(&cases[i], true, i);
 }
 
+/* secretsdump run with LSA secrets and cached credentials: the sections'
+ * lines are skipped and counted by kind, the NT hashes around them read. */
+static void test_sections(void **state)
+{
+    (void)state;
+    static const char *const out[] = {
+        "Impacket v0.11.0 - Copyright 2023 Fortra",
+        "[*] Target system bootKey: 0x0123456789abcdef0123456789abcdef",
+        "[*] Dumping local SAM hashes (uid:rid:lmhash:nthash)",
+        "Administrator:500:" LM_EMPTY ":" NT_PW ":::",
+        "[*] Dumping cached domain logon information (domain/username:hash)",
+        "CONTOSO.LOCAL/alice:$DCC2$10240#alice#00112233445566778899aabbccddeeff",
+        "CONTOSO.LOCAL/bob:odd-cached-line",
+        "[*] Dumping LSA Secrets",
+        "[*] $MACHINE.ACC ",
+        "CONTOSO\\WS01$:aes256-cts-hmac-sha1-96:00112233445566778899aabbccddeeff",
+        "CONTOSO\\WS01$:" LM_EMPTY ":" NT_PW ":::",
+        "[*] _SC_MSSQLSERVER ",
+        "CONTOSO\\sqlsvc:Summer2024!",
+        "[*] NL$KM ",
+        " 0000   8B 2D 5E 8C 39 36 2A 8E  C1 8D DE 9D 41 6A 9F 5B   .-^.96*.....Aj.[",
+        "[*] Dumping Domain Credentials (domain\\uid:rid:lmhash:nthash)",
+        "CONTOSO\\carol:1105:" LM_EMPTY ":" NT_PW ":::",
+        "CONTOSO\\carol_history0:1105:" LM_EMPTY ":" NT_PW ":::",
+        "[*] Cleaning up...",
+    };
+    br_audit_reader r;
+    br_audit_reader_init(&r, BR_AUDIT_AUTO, true);
+    unsigned accounts = 0, history = 0, kinds[BR_AUDIT_SKIP_KINDS] = {0};
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        br_audit_account a;
+        const char *why = NULL;
+        int rc = br_audit_read_line(&r, out[i], strlen(out[i]), &a, &why);
+        if (rc < 0)
+            fail_msg("line %zu refused: %s", i + 1, why);
+        if (rc == BR_AUDIT_LINE_SKIP)
+            kinds[a.skip]++;
+        else if (a.history)
+            history++;
+        else
+            accounts++;
+    }
+    assert_int_equal(accounts, 2);
+    assert_int_equal(history, 1);
+    assert_int_equal(kinds[BR_AUDIT_SKIP_DCC2], 2);
+    assert_int_equal(kinds[BR_AUDIT_SKIP_LSA], 4);
+    assert_int_equal(kinds[BR_AUDIT_SKIP_KERBEROS], 0);
+}
+
 static void test_format_names(void **state)
 {
     (void)state;
@@ -200,9 +280,9 @@ static void test_format_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formats),    cmocka_unit_test(test_skipped),
-        cmocka_unit_test(test_sha1_kind),  cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_formats),   cmocka_unit_test(test_skipped),
+        cmocka_unit_test(test_sha1_kind), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_sections),  cmocka_unit_test(test_format_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
