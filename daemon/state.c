@@ -356,7 +356,8 @@ bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
 
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 {
-    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP)
+    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP ||
+        (uint32_t)uid == BD_PARTITION_CANARY)
         return BR_RESOLVER_PARTITION_SHARED;
     return (uint32_t)uid;
 }
