@@ -71,6 +71,7 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->rate_decreases += b->rate_decreases;
     a->pauses += b->pauses;
     a->paused_ms += b->paused_ms;
+    a->breaker_open_ms += b->breaker_open_ms;
 }
 
 /* The figures of "now" (not added up): the current state's only. */

@@ -328,6 +328,8 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
+    U64(o, "upstream_breaker_open_ms", t.pw_upstream.breaker_open_ms);
+    U64(o, "nt_upstream_breaker_open_ms", t.nt_upstream.breaker_open_ms);
     render_unknown(k, o);
     render_damage(st, o);
     render_canary(k, o, numeric_only);

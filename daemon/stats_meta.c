@@ -69,6 +69,8 @@ static const meta metas[] = {
     C("upstream_decoys", "decoy fetches sent"),
     C("upstream_breaker_trips", "times the circuit breaker opened"),
     C("upstream_circuit_refused", "fetches the open circuit refused or ended"),
+    C("upstream_breaker_open_ms", "time the circuit breaker was open or half-open"),
+    C("upstream_breaker_open_seconds", "time the circuit breaker was open or half-open"),
     G("upstream_rate_effective", "transfers per second allowed now"),
     C("upstream_rate_limited", "429 answers, and 503 with Retry-After"),
     C("upstream_rate_decreases", "halvings of the effective rate"),

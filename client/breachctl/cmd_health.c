@@ -216,6 +216,8 @@ static void check_daemon(health *h, uint64_t warn, uint64_t crit)
                                            "nt_unknown", "url_unknown", "pw_filter_bypassed"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(counters); i++)
         perf(h, "%s=%lluc", counters[i], (unsigned long long)num_of(h, counters[i]));
+    perf(h, "upstream_breaker_open=%.3fs",
+         (double)num_of(h, "upstream_breaker_open_ms") / 1000.0);
 }
 
 /* Connect and read STATS into h->stats (owned by a). H_OK or the state of
