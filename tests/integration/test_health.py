@@ -24,6 +24,10 @@ mirror of the demo corpus (which holds the canary's key, the SHA-1 of
   health_unknown_and_down: STATS forbidden (not in admin_users or
                       stats_users): UNKNOWN (exit 3); no daemon: CRITICAL
                       (exit 2).
+  nt_canary:          [ntlm] upstream only: passes with the key in the
+                      range, fails upstream-missing-key without it.
+  url_canary:         a URL filter whose feed lists the test page: through
+                      the range API once; without it: a pass at the filter.
   canary_off:         canary = 0: canary=off, interval 0.
   alert_rules:        data/prometheus/breachd-alerts.yml passes promtool
                       check rules (skipped without promtool).
@@ -186,6 +190,70 @@ def health_unknown_and_down(ctx):
     r = health(ctx, d)
     eq(r.returncode, 2, "health, daemon stopped (%s)" % r.stdout)
     check(r.stdout.startswith("BREACHD CRITICAL - breachd does not answer"), r.stdout)
+
+
+NT_CANARY = "8846F7EAEE8FB117AD06BDD830B7586C"  # the NT hash of "password"
+
+
+@test
+def nt_canary(ctx):
+    """[ntlm] with only an upstream (file://): the NT canary passes when the
+    range holds its key, and fails upstream-missing-key when it does not."""
+    mirror = ctx.path("ntlm")
+    os.makedirs(mirror)
+    with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
+        f.write("%s:1000\r\n" % NT_CANARY[5:])
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      ntlm={"upstream": "file://%s/{prefix}.txt" % mirror})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["nt_canary_runs"] >= 2, 30 * dtest.SLOW, "NT canary runs")
+    st = d.stats()
+    eq((st["nt_canary"], st["canary"], st["url_canary"]), ("ok", "off", "off"), "canaries")
+    eq((st["requests_nt"], st["nt_pwned"]), (0, 0), "the NT counters users see")
+    d.stop_ok()
+    with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
+        f.write("%s:1000\r\n" % ("0" * 27))
+    shutil.rmtree(ctx.path("cache"))
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["nt_canary_failures"] >= 1, 30 * dtest.SLOW, "an NT failure")
+    eq(d.stats()["nt_canary_reason"], "upstream-missing-key", "nt_canary_reason")
+    check("canary: the NT check" in d.log() and "upstream-missing-key" in d.log(), d.log())
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health (%s)" % r.stdout)
+    check("NT canary failed: upstream-missing-key" in r.stdout, r.stdout)
+    d.stop_ok()
+
+
+@test
+def url_canary(ctx):
+    """A URL filter whose feed lists the canary's test page: the URL canary
+    goes through the filter and the range API once (then the cache); a
+    filter without it passes at the filter."""
+    feed = ctx.path("feed.txt")
+    with open(feed, "w") as f:
+        f.write("http://testsafebrowsing.appspot.com/s/malware.html\nhttp://bad.test/\n")
+    filt, ranges = ctx.path("urls.bbf"), ctx.path("ranges")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
+                  ranges, "--input", feed + "=malware")
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      urls={"filter": filt, "upstream": "file://%s/{prefix}.txt" % ranges})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["url_canary_runs"] >= 3, 30 * dtest.SLOW, "URL canary runs")
+    st = d.stats()
+    eq((st["url_canary"], st["url_canary_failures"]), ("ok", 0), "url_canary")
+    eq(st["cache_misses"], 1, "range fetches of three runs")
+    eq((st["requests_url"], st["url_blocked"], st["url_unknown"]), (0, 0, 0), "URL counters")
+    d.stop_ok()
+    with open(feed, "w") as f:
+        f.write("http://bad.test/\n")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
+                  ranges, "--input", feed + "=malware")
+    shutil.rmtree(ctx.path("cache"))
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["url_canary_runs"] >= 2, 30 * dtest.SLOW, "URL canary runs")
+    st = d.stats()
+    eq((st["url_canary"], st["cache_misses"]), ("ok", 0), "a filter's no is a pass")
+    d.stop_ok()
 
 
 @test
