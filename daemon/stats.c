@@ -43,8 +43,8 @@ static void put(render_out *o, const char *key, const char *fmt, ...)
     if (o->len + 1 >= o->size)
         return;
     int n = o->prom ? prom_head(o, key)
-                    : snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s",
-                               o->len ? o->sep : "", o->prefix, key, o->eq);
+                    : snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
+                               o->prefix, key, o->eq);
     if (n < 0 || (size_t)n >= o->size - o->len) {
         o->len = o->size - 1;
         return;
@@ -217,8 +217,15 @@ static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_o
 
 /* UNKNOWN answers by reason: unknown_REASON (docs/operations.md). */
 static const char *const unknown_names[BD_UNK_COUNT_] = {
-    "upstream-unavailable", "upstream-error", "timeout", "rate-limited", "circuit-open",
-    "shutting-down", "filter-unavailable", "filter-stale", "other",
+    "upstream-unavailable",
+    "upstream-error",
+    "timeout",
+    "rate-limited",
+    "circuit-open",
+    "shutting-down",
+    "filter-unavailable",
+    "filter-stale",
+    "other",
 };
 
 bd_unknown_reason bd_unknown_reason_of(const char *reason)

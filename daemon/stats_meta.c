@@ -13,10 +13,10 @@ typedef struct meta {
     const char *help;
 } meta;
 
+/* clang-format off */
 #define C(k, h) {k, true, h}
 #define G(k, h) {k, false, h}
 
-/* clang-format off */
 static const meta metas[] = {
     G("uptime_seconds", "seconds since breachd started"),
     G("connections", "open client connections"),

@@ -28,8 +28,7 @@ typedef struct health {
 } health;
 
 static const ctl_usage health_usage[] = {
-    {"health",
-     "[--warning-age DURATION] [--critical-age DURATION] [--timeout MS] [--socket PATH]",
+    {"health", "[--warning-age DURATION] [--critical-age DURATION] [--timeout MS] [--socket PATH]",
      "One line for monitoring systems (Nagios, Icinga, monitoring-plugins): BREACHD OK, "
      "WARNING, CRITICAL or UNKNOWN, what is wrong, and performance data after '|'. Checks the "
      "daemon answers, filter ages (defaults 30d warning, 60d critical) and damage, the last "
@@ -45,8 +44,7 @@ void cmd_health_summary(FILE *out)
 static void usage(FILE *out)
 {
     ctl_usage_command(out, health_usage, BR_ARRAY_SIZE(health_usage), "health");
-    fputs("DURATION: a whole number with a unit s, m, h or d (bare: seconds); 0: no limit.\n",
-          out);
+    fputs("DURATION: a whole number with a unit s, m, h or d (bare: seconds); 0: no limit.\n", out);
 }
 
 /* A duration in seconds: N[s|m|h|d]. */
@@ -55,8 +53,12 @@ static bool opt_age(const char *cmd, const char *arg, void *dst)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(arg, &end, 10);
-    uint64_t mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
-                           : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+    uint64_t mul = !*end               ? 1
+                   : !strcmp(end, "s") ? 1
+                   : !strcmp(end, "m") ? 60
+                   : !strcmp(end, "h") ? 3600
+                   : !strcmp(end, "d") ? 86400
+                                       : 0;
     if (errno || end == arg || *arg == '-' || !mul || v > UINT64_MAX / 86400) {
         ctl_err("%s: '%s': expected a duration such as 30d, 12h or 3600s", cmd, arg);
         return false;
@@ -173,14 +175,14 @@ static void check_canary(health *h, const char *prefix, const char *what, int64_
     snprintf(key, sizeof(key), "%scanary_failures", prefix);
     perf(h, "%scanary_failures=%lluc", prefix, (unsigned long long)num_of(h, key));
     size_t il = strlen(h->info);
-    snprintf(h->info + il, sizeof(h->info) - il, "%s%s canary %s %llus ago", il ? ", " : "",
-             what, st, (unsigned long long)ago);
+    snprintf(h->info + il, sizeof(h->info) - il, "%s%s canary %s %llus ago", il ? ", " : "", what,
+             st, (unsigned long long)ago);
     if (!strcmp(st, "failed")) {
         snprintf(key, sizeof(key), "%scanary_reason", prefix);
         if (!value_of(h, key, reason, sizeof(reason)))
             snprintf(reason, sizeof(reason), "?");
-        problem(h, !strcmp(reason, "stale-answer") ? H_WARNING : H_CRITICAL,
-                "%s canary failed: %s", what, reason);
+        problem(h, !strcmp(reason, "stale-answer") ? H_WARNING : H_CRITICAL, "%s canary failed: %s",
+                what, reason);
     }
     /* Three periods and the longest a lookup may take: not running. */
     uint64_t interval_s = num_of(h, "canary_interval_ms") / 1000;
@@ -213,11 +215,10 @@ static void check_daemon(health *h, uint64_t warn, uint64_t crit)
         problem(h, H_WARNING, "%llu internal errors (see the log)",
                 (unsigned long long)num_of(h, "internal_errors"));
     static const char *const counters[] = {"cache_errors", "upstream_errors", "pw_unknown",
-                                           "nt_unknown", "url_unknown", "pw_filter_bypassed"};
+                                           "nt_unknown",   "url_unknown",     "pw_filter_bypassed"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(counters); i++)
         perf(h, "%s=%lluc", counters[i], (unsigned long long)num_of(h, counters[i]));
-    perf(h, "upstream_breaker_open=%.3fs",
-         (double)num_of(h, "upstream_breaker_open_ms") / 1000.0);
+    perf(h, "upstream_breaker_open=%.3fs", (double)num_of(h, "upstream_breaker_open_ms") / 1000.0);
 }
 
 /* Connect and read STATS into h->stats (owned by a). H_OK or the state of
@@ -233,8 +234,10 @@ static int read_stats(health *h, const char *sock, int timeout_ms, br_answer *a)
     }
     if (a->kind == BR_ANSWER_ERROR) {
         bool forbidden = strncmp(a->detail, "forbidden", 9) == 0;
-        problem(h, H_UNKNOWN, "%s%s", forbidden ? "cannot read STATS (add this user to "
-                                                  "stats_users): " : "STATS: ",
+        problem(h, H_UNKNOWN, "%s%s",
+                forbidden ? "cannot read STATS (add this user to "
+                            "stats_users): "
+                          : "STATS: ",
                 a->detail);
         return h->state;
     }
@@ -276,7 +279,9 @@ int cmd_health(const ctl_globals *g, int argc, char **argv)
         check_daemon(h, warn, crit);
     int state = h->state;
     printf("BREACHD %s - %s%s%s\n", state_names[state],
-           h->problems[0] ? h->problems : h->info[0] ? h->info : "breachd answers",
+           h->problems[0] ? h->problems
+           : h->info[0]   ? h->info
+                          : "breachd answers",
            h->perf[0] ? " | " : "", h->perf);
     free(h);
     free(a);
