@@ -11,6 +11,7 @@ mirror of the demo corpus (which holds the canary's key, the SHA-1 of
                       users see did not move; a user's check of the same
                       hash is fetched again (the canary's partition is its
                       own); health says OK, exit 0, with performance data.
+  canary_decoys:      decoys = 2: one fetch and two decoys for many runs.
   canary_upstream_down: the upstream refuses connections: a warning in the
                       log within a few periods, canary=failed, health
                       CRITICAL (exit 2); user checks answered UNKNOWN are
@@ -97,6 +98,23 @@ def canary_passes(ctx):
     check(" | filter_age=" in r.stdout and "canary_failures=0c" in r.stdout,
           "health performance data %r" % r.stdout)
     check("password canary ok" in r.stdout, "health text %r" % r.stdout)
+    d.stop_ok()
+
+
+@test
+def canary_decoys(ctx):
+    """[upstream] decoys = 2: the canary's one fetch goes with two decoys,
+    like a user's, and nothing more for later runs."""
+    c = dtest.corpus()
+    conf = ctx.config(daemon={"canary": "200ms"}, upstream={"decoys": "2"},
+                      passwords={"filter": c.filter, "upstream": mirror_upstream(ctx, c)})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["canary_runs"] >= 4, 30 * dtest.SLOW, "four canary runs")
+    eq(d.stats()["canary"], "ok", "canary")
+    with open(ctx.path("nginx", "access.log")) as f:
+        lines = [ln for ln in f if "/range/" in ln]
+    eq(len(lines), 3, "range requests: the canary's and two decoys (%r)" % lines)
+    eq(canary_requests(ctx), 1, "the canary's range")
     d.stop_ok()
 
 
