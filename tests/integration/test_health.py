@@ -22,6 +22,8 @@ mirror of the demo corpus (which holds the canary's key, the SHA-1 of
   health_filter_age:  a filter built 3 days ago: OK by default, WARNING
                       (exit 1) past --warning-age 1d, CRITICAL (exit 2) past
                       --critical-age 2d.
+  stale_filter_logged: a filter past max_filter_age: one warning in the log,
+                      pw_filter_bypassed, health WARNING.
   health_unknown_and_down: STATS forbidden (not in admin_users or
                       stats_users): UNKNOWN (exit 3); no daemon: CRITICAL
                       (exit 2).
@@ -194,6 +196,33 @@ def health_filter_age(ctx):
     check(r.stdout.startswith("BREACHD CRITICAL - "), r.stdout)
     r = health(ctx, d, "--warning-age", "soon")
     eq((r.returncode, r.stdout.split(" - ")[0]), (3, "BREACHD UNKNOWN"), "a bad age")
+    d.stop_ok()
+
+
+@test
+def stale_filter_logged(ctx):
+    """A password filter past max_filter_age is bypassed: said once in the
+    log (the housekeeping tick, 1 s with this ttl), counted per check, and a
+    health WARNING."""
+    c = dtest.corpus()
+    filt = ctx.build_filter(c.txt, ctx.path("old.bfuse"), epoch=str(int(time.time()) - 3 * 86400))
+    conf = ctx.config(daemon={"canary": "0"}, cache={"ttl": "5s", "max_stale": "5s"},
+                      passwords={"filter": filt, "upstream": mirror_upstream(ctx, c),
+                                 "max_filter_age": "2d"})
+    d = ctx.daemon(conf)
+    wait_for(lambda: "past [passwords] max_filter_age" in d.log(), 30 * dtest.SLOW,
+             "the stale filter's warning")
+    cl = d.client()
+    h = c.present(1)[0]
+    eq(cl.ask("1 PW " + h), "1 PWNED %d" % c.counts[h], "a check")
+    cl.close()
+    st = d.stats()
+    eq((st["filter_stale"], st["pw_filter_bypassed"]), (1, 1), "stale and bypassed")
+    r = health(ctx, d)
+    eq(r.returncode, 1, "health (%s)" % r.stdout)
+    check("password filter past max_filter_age" in r.stdout, r.stdout)
+    wait_for(lambda: d.stats()["uptime_seconds"] >= 3, 30 * dtest.SLOW, "more ticks")
+    eq(d.log().count("past [passwords] max_filter_age"), 1, "warnings for one stale filter")
     d.stop_ok()
 
 
