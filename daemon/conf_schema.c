@@ -42,6 +42,8 @@ const bd_conf_key bd_conf_keys[] = {
     {"daemon", "metrics_listen", BD_CONF_LISTEN, 0, F(daemon.metrics_listen),
      F(daemon.metrics_host), F(daemon.metrics_port), 0, 0, NULL,
      "", "loopback HOST:PORT for Prometheus text at /metrics; empty: off"},
+    {"daemon", "canary", BD_CONF_MILLIS, 0, F(daemon.canary_ms), 0, 0, 0, DAY * 1000, NULL,
+     "5m", "end-to-end self-check of public breached keys this often; 0: off"},
 
     {"limits", "max_connections", BD_CONF_UINT, 0, F(limits.max_connections), 0, 0,
      1, 1u << 20, NULL, "1024", "open connections; past it a new one gets ERR busy"},

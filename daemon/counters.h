@@ -3,9 +3,37 @@
  * verbs and the range endpoint, rendered by stats.c. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "protocol.h"
+
+/* The reasons of an UNKNOWN answer, counted apart (docs/operations.md):
+ * the resolver's (BR_REASON_* in resolver.h), the URL filter's, and any
+ * other. */
+typedef enum bd_unknown_reason {
+    BD_UNK_UPSTREAM_UNAVAILABLE,
+    BD_UNK_UPSTREAM_ERROR,
+    BD_UNK_TIMEOUT,
+    BD_UNK_RATE_LIMITED,
+    BD_UNK_CIRCUIT_OPEN,
+    BD_UNK_SHUTTING_DOWN,
+    BD_UNK_FILTER_UNAVAILABLE,
+    BD_UNK_FILTER_STALE,
+    BD_UNK_OTHER,
+    BD_UNK_COUNT_
+} bd_unknown_reason;
+
+/* The canary of one kind (canary.h): its last outcome. */
+typedef struct bd_canary_figures {
+    uint64_t runs, failures;
+    int64_t last_time;  /* wall clock, s; 0: not run yet */
+    bool configured;    /* this kind is checked at all */
+    bool ok;            /* the last run passed */
+    const char *reason; /* the last failure's reason (static), NULL after a pass */
+} bd_canary_figures;
+
+enum { BD_CANARY_PW, BD_CANARY_NT, BD_CANARY_URL, BD_CANARY_KINDS_ };
 
 typedef struct bd_counters {
     uint64_t requests[BR_VERB_COUNT_];
@@ -23,4 +51,14 @@ typedef struct bd_counters {
     /* the range endpoint (http.h): requests, and their answers by kind */
     uint64_t http_requests, http_ok, http_not_modified, http_bad_requests, http_forbidden,
         http_rate_limited, http_unavailable;
+    /* UNKNOWN answers of PW, NT and URL by reason (bd_unknown_reason) */
+    uint64_t unknown_by_reason[BD_UNK_COUNT_];
+    /* the canary (canary.h): its interval (0: off) and each kind's outcome */
+    uint64_t canary_interval_ms;
+    bd_canary_figures canary[BD_CANARY_KINDS_];
 } bd_counters;
+
+/* The counter index of an UNKNOWN reason string. */
+bd_unknown_reason bd_unknown_reason_of(const char *reason);
+/* Its name in STATS ("upstream_unavailable", ...). */
+const char *bd_unknown_reason_name(bd_unknown_reason r);

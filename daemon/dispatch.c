@@ -69,11 +69,13 @@ static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve
         (*kd.clean)++; /* a filter false positive */
         bd_conn_reply_text(c, id, "CLEAN");
         break;
-    default:
+    default: {
+        const char *reason = br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason;
         (*kd.unknown)++;
-        bd_conn_reply(c, id, "UNKNOWN %s",
-                      br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason);
+        c->srv->counters.unknown_by_reason[bd_unknown_reason_of(reason)]++;
+        bd_conn_reply(c, id, "UNKNOWN %s", reason);
         break;
+    }
     }
 }
 
@@ -178,7 +180,7 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
             bd_conn_reply_error(c, req->id, BR_PERR_FORBIDDEN, "STATS is for admin_users and stats_users");
             break;
         }
-        char buf[4096];
+        char buf[BR_PROTO_MAX_LINE - 64]; /* the line: "ID STATS " and this */
         bd_stats_render(srv, buf, sizeof(buf));
         bd_conn_reply(c, req->id, "STATS %s", buf);
         break;

@@ -63,6 +63,8 @@ struct bd_housekeeping {
     struct event *ev;
     /* The damaged filters already reported (compared by address only). */
     const void *told_pw, *told_url, *told_nt, *told_cache;
+    /* The filters already reported past their max_filter_age. */
+    const void *stale_pw, *stale_nt, *stale_url;
 };
 
 /* A tenth of the horizon, between 1 s and a minute: an entry is gone at
@@ -127,8 +129,38 @@ static void report_damage(bd_housekeeping *hk)
     }
 }
 
+/* A filter past max_filter_age, once per filter: the bypass (passwords) or
+ * [urls] when_stale is no longer silent (docs/operations.md). */
+static void report_stale(bd_housekeeping *hk)
+{
+    bd_state *st = hk->srv->state;
+    int64_t now = (int64_t)time(NULL);
+    if (st->pwfilter && hk->stale_pw != st->pwfilter && bd_state_pw_filter_stale(st, now)) {
+        hk->stale_pw = st->pwfilter;
+        bd_log(LOG_WARNING,
+               "password filter %s is past [passwords] max_filter_age: it is bypassed, every "
+               "password check goes to the range API; install a fresh filter and reload",
+               st->cfg->passwords.filter);
+    }
+    if (st->ntfilter && hk->stale_nt != st->ntfilter && bd_state_nt_filter_stale(st, now)) {
+        hk->stale_nt = st->ntfilter;
+        bd_log(LOG_WARNING,
+               "NTLM filter %s is past [ntlm] max_filter_age: it is bypassed, every NT check "
+               "goes to the range API; install a fresh filter and reload",
+               st->cfg->ntlm.filter);
+    }
+    if (st->urlfilter && hk->stale_url != st->urlfilter && bd_state_url_filter_stale(st, now)) {
+        hk->stale_url = st->urlfilter;
+        bd_log(LOG_WARNING,
+               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale; "
+               "install a fresh filter and reload",
+               st->cfg->urls.filter);
+    }
+}
+
 void bd_housekeeping_run(bd_housekeeping *hk)
 {
+    report_stale(hk);
     report_damage(hk);
     purge(hk);
 }

@@ -7,7 +7,8 @@
  *    and for the range cache's files (range_cache.h): the cache is set
  *    aside, checks go on uncached;
  *  - a periodic timer that purges range-cache entries past ttl + max_stale
- *    and logs, once per filter or cache, that it was found damaged.
+ *    and logs, once per filter or cache, that it was found damaged, and
+ *    once per filter that it is past its max_filter_age.
  * Loop thread only (the signal handler: any thread). */
 #pragma once
 

@@ -13,6 +13,7 @@
 
 #include "br_assert.h"
 #include "config.h"
+#include "canary.h"
 #include "housekeeping.h"
 #include "log.h"
 #include "notify.h"
@@ -189,10 +190,14 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_housekeeping *hk = bd_housekeeping_new(srv);
     if (!hk)
         bd_log(LOG_WARNING, "no housekeeping timer (out of memory): the cache is not purged");
+    bd_canary *canary = bd_canary_new(srv);
+    if (!canary)
+        bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();
     bd_server_fini(srv);

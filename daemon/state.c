@@ -71,6 +71,7 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->rate_decreases += b->rate_decreases;
     a->pauses += b->pauses;
     a->paused_ms += b->paused_ms;
+    a->breaker_open_ms += b->breaker_open_ms;
 }
 
 /* The figures of "now" (not added up): the current state's only. */
@@ -356,7 +357,8 @@ bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
 
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 {
-    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP)
+    if (s->cfg->cache.partition == BREACHD_PARTITION_NONE || (uint32_t)uid == BD_PARTITION_HTTP ||
+        (uint32_t)uid == BD_PARTITION_CANARY)
         return BR_RESOLVER_PARTITION_SHARED;
     return (uint32_t)uid;
 }

@@ -88,4 +88,6 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid);
  * with partition = uid the one uid equal to it, 4294967294, is given
  * BR_RESOLVER_PARTITION_SHARED instead, which no other uid can have. */
 #define BD_PARTITION_HTTP (UINT32_MAX - 1)
+/* The canary's (canary.h): given to no peer either, in the same way. */
+#define BD_PARTITION_CANARY (UINT32_MAX - 2)
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now);

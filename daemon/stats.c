@@ -12,6 +12,7 @@
 #include "br_assert.h"
 #include "server.h"
 #include "stats.h"
+#include "stats_meta.h"
 
 typedef struct render_out {
     char *buf;
@@ -19,15 +20,31 @@ typedef struct render_out {
     const char *prefix; /* before every key */
     const char *eq;     /* between key and value */
     const char *sep;    /* between pairs */
+    bool prom;          /* Prometheus: # HELP and # TYPE lines, counters named _total */
 } render_out;
+
+/* The start of one Prometheus sample: its # HELP and # TYPE lines and its
+ * name (docs/protocol.md "STATS"). */
+static int prom_head(render_out *o, const char *key)
+{
+    char help[160];
+    bool counter = bd_stats_meta(key, help, sizeof(help));
+    size_t kl = strlen(key);
+    const char *sfx = counter && !(kl >= 6 && strcmp(key + kl - 6, "_total") == 0) ? "_total" : "";
+    return snprintf(o->buf + o->len, o->size - o->len,
+                    "%s# HELP %s%s%s %s\n# TYPE %s%s%s %s\n%s%s%s%s", o->len ? o->sep : "",
+                    o->prefix, key, sfx, help, o->prefix, key, sfx, counter ? "counter" : "gauge",
+                    o->prefix, key, sfx, o->eq);
+}
 
 static void put(render_out *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void put(render_out *o, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
         return;
-    int n = snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
-                     o->prefix, key, o->eq);
+    int n = o->prom ? prom_head(o, key)
+                    : snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
+                               o->prefix, key, o->eq);
     if (n < 0 || (size_t)n >= o->size - o->len) {
         o->len = o->size - 1;
         return;
@@ -40,7 +57,21 @@ static void put(render_out *o, const char *key, const char *fmt, ...)
     o->len = n < 0 || (size_t)n >= o->size - o->len ? o->size - 1 : o->len + (size_t)n;
 }
 
-#define U64(o, key, v) put(o, key, "%llu", (unsigned long long)(v))
+/* A whole number; in Prometheus text a KEY_ms figure is KEY_seconds (the
+ * format's base unit). */
+static void put_u64(render_out *o, const char *key, uint64_t v)
+{
+    size_t kl = strlen(key);
+    if (!o->prom || kl < 3 || kl > 60 || strcmp(key + kl - 3, "_ms") != 0) {
+        put(o, key, "%llu", (unsigned long long)v);
+        return;
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s_seconds", (int)(kl - 3), key);
+    put(o, name, "%llu.%03u", (unsigned long long)(v / 1000), (unsigned)(v % 1000));
+}
+
+#define U64(o, key, v) put_u64(o, key, (uint64_t)(v))
 
 /* requests_total, then requests_VERB and errors_CODE, lowercase. */
 static void render_requests(const bd_counters *k, render_out *o)
@@ -184,6 +215,85 @@ static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_o
         put(o, "nt_circuit", "%s", br_breaker_state_name(nt->breaker));
 }
 
+/* UNKNOWN answers by reason: unknown_REASON (docs/operations.md). */
+static const char *const unknown_names[BD_UNK_COUNT_] = {
+    "upstream-unavailable",
+    "upstream-error",
+    "timeout",
+    "rate-limited",
+    "circuit-open",
+    "shutting-down",
+    "filter-unavailable",
+    "filter-stale",
+    "other",
+};
+
+bd_unknown_reason bd_unknown_reason_of(const char *reason)
+{
+    for (int r = 0; r < BD_UNK_OTHER; r++)
+        if (reason && strcmp(reason, unknown_names[r]) == 0)
+            return (bd_unknown_reason)r;
+    return BD_UNK_OTHER;
+}
+
+const char *bd_unknown_reason_name(bd_unknown_reason r)
+{
+    return r >= 0 && r < BD_UNK_COUNT_ ? unknown_names[r] : "other";
+}
+
+static void render_unknown(const bd_counters *k, render_out *o)
+{
+    char key[64];
+    for (int r = 0; r < BD_UNK_COUNT_; r++) {
+        snprintf(key, sizeof(key), "unknown_%s", unknown_names[r]);
+        for (char *p = key; *p; p++)
+            *p = *p == '-' ? '_' : *p;
+        U64(o, key, k->unknown_by_reason[r]);
+    }
+}
+
+/* Filters and the cache found truncated or rewritten in place (then
+ * bypassed: every check goes to the range API). */
+static void render_damage(const bd_state *st, render_out *o)
+{
+    U64(o, "filter_damaged", st->pwfilter && br_pwfilter_damaged(st->pwfilter));
+    U64(o, "nt_filter_damaged", st->ntfilter && br_pwfilter_damaged(st->ntfilter));
+    U64(o, "url_filter_damaged", st->urlfilter && br_urlfilter_damaged(st->urlfilter));
+    U64(o, "cache_damaged",
+        st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
+}
+
+/* The canary (canary.h) of each kind: PREFIXcanary=ok|failed|pending|off and
+ * PREFIXcanary_reason (STATS only), _ok, _last_time, _runs, _failures. */
+static void render_canary(const bd_counters *k, render_out *o, bool numeric_only)
+{
+    static const char *const prefixes[BD_CANARY_KINDS_] = {"", "nt_", "url_"};
+    U64(o, "canary_interval_ms", k->canary_interval_ms);
+    char key[64];
+    for (int i = 0; i < BD_CANARY_KINDS_; i++) {
+        const bd_canary_figures *f = &k->canary[i];
+        const char *p = prefixes[i];
+        if (!numeric_only) {
+            snprintf(key, sizeof(key), "%scanary", p);
+            put(o, key, "%s",
+                !f->configured || !k->canary_interval_ms ? "off"
+                : !f->runs                               ? "pending"
+                : f->ok                                  ? "ok"
+                                                         : "failed");
+            snprintf(key, sizeof(key), "%scanary_reason", p);
+            put(o, key, "%s", f->runs && !f->ok && f->reason ? f->reason : "none");
+        }
+        snprintf(key, sizeof(key), "%scanary_ok", p);
+        U64(o, key, f->runs && f->ok);
+        snprintf(key, sizeof(key), "%scanary_last_time", p);
+        U64(o, key, f->last_time > 0 ? (uint64_t)f->last_time : 0);
+        snprintf(key, sizeof(key), "%scanary_runs", p);
+        U64(o, key, f->runs);
+        snprintf(key, sizeof(key), "%scanary_failures", p);
+        U64(o, key, f->failures);
+    }
+}
+
 static void render_http(const bd_counters *k, render_out *o)
 {
     U64(o, "http_requests", k->http_requests);
@@ -225,6 +335,11 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
+    U64(o, "upstream_breaker_open_ms", t.pw_upstream.breaker_open_ms);
+    U64(o, "nt_upstream_breaker_open_ms", t.nt_upstream.breaker_open_ms);
+    render_unknown(k, o);
+    render_damage(st, o);
+    render_canary(k, o, numeric_only);
 }
 
 size_t bd_stats_render(bd_server *srv, char *buf, size_t size)
@@ -250,21 +365,25 @@ static void metrics_cb(struct evhttp_request *req, void *arg)
         evhttp_send_error(req, 405, "GET only");
         return;
     }
-    char body[8192];
-    render_out o = {.buf = body, .size = sizeof(body), .prefix = "breachd_", .eq = " ", .sep = "\n"};
-    body[0] = '\0';
-    render(m->srv, &o, true);
-    struct evbuffer *b = evbuffer_new();
+    size_t size = 64 * 1024; /* about 3 times what the figures take */
+    char *body = malloc(size);
+    struct evbuffer *b = body ? evbuffer_new() : NULL;
     if (!b) {
+        free(body);
         evhttp_send_error(req, 500, NULL);
         return;
     }
+    render_out o = {
+        .buf = body, .size = size, .prefix = "breachd_", .eq = " ", .sep = "\n", .prom = true};
+    body[0] = '\0';
+    render(m->srv, &o, true);
     evbuffer_add(b, body, o.len);
     evbuffer_add(b, "\n", 1);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
+    free(body);
 }
 
 static void not_found_cb(struct evhttp_request *req, void *arg)

@@ -45,6 +45,7 @@ static void job_finish(url_job *j)
         bd_conn_reply(c, j->w->id, "BLOCKED %s %s", j->category, j->exprs.expr[j->best]);
     } else if (j->unknown) {
         k->url_unknown++;
+        k->unknown_by_reason[bd_unknown_reason_of(j->unknown)]++;
         bd_conn_reply(c, j->w->id, "UNKNOWN %s", j->unknown);
     } else {
         k->url_safe++;
@@ -128,6 +129,7 @@ static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
         unknown = "UNKNOWN filter-stale";
     if (unknown) {
         srv->counters.url_unknown++;
+        srv->counters.unknown_by_reason[bd_unknown_reason_of(unknown + strlen("UNKNOWN "))]++;
         bd_conn_reply_text(c, req->id, unknown);
         return true;
     }

@@ -37,6 +37,9 @@ void cmd_audit_summary(FILE *out);
 /* key generate: Ed25519 key pairs for signed filters (cmd_key.c). */
 int cmd_key(const ctl_globals *g, int argc, char **argv);
 void cmd_key_summary(FILE *out);
+/* health: one monitoring-plugins status line from STATS (cmd_health.c). */
+int cmd_health(const ctl_globals *g, int argc, char **argv);
+void cmd_health_summary(FILE *out);
 
 /* A decimal number 0..max, nothing else (no sign, no blanks). */
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);

@@ -32,6 +32,7 @@ static const struct {
     {"download", cmd_download},
     {"audit", cmd_audit},
     {"key", cmd_key},
+    {"health", cmd_health},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -112,6 +113,8 @@ static void usage(FILE *out)
     cmd_audit_summary(out);
     fputs("\nSigning keys (filter sign, filter fetch):\n", out);
     cmd_key_summary(out);
+    fputs("\nMonitoring:\n", out);
+    cmd_health_summary(out);
     fprintf(out,
             "\nOptions:\n"
             "  --socket PATH   daemon socket, also taken after the command (default\n"

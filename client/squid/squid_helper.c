@@ -78,7 +78,29 @@ typedef struct helper {
     bool warned_down;
     bool warned_slow;     /* logged an unanswered request (once per connection) */
     uint64_t last_expire; /* ms: the last expire() pass */
+    /* URLs let through unchecked (--on-unknown=allow) not yet reported, the
+     * last one's reason, and when the last report went out (ms, 0: never). */
+    uint64_t unchecked, unchecked_told_at;
+    char unchecked_why[64];
 } helper;
+
+/* At most one line a minute on stderr (Squid's cache.log) for the URLs let
+ * through unchecked: how many and the last reason, never a URL
+ * (docs/operations.md). */
+#define UNCHECKED_EVERY_MS 60000u
+
+static void tell_unchecked(helper *h, bool now)
+{
+    if (!h->unchecked ||
+        (!now && h->unchecked_told_at && h->now - h->unchecked_told_at < UNCHECKED_EVERY_MS))
+        return;
+    fprintf(stderr,
+            "breachd-squid-helper: %llu URL(s) allowed unchecked (--on-unknown=allow): breachd "
+            "could not tell (last: %s)\n",
+            (unsigned long long)h->unchecked, h->unchecked_why);
+    h->unchecked = 0;
+    h->unchecked_told_at = h->now ? h->now : 1;
+}
 
 static uint64_t now_ms(void)
 {
@@ -163,6 +185,11 @@ static void answer(helper *h, req *r, const br_answer *a)
              * be checked), follow --on-unknown; one that is not a URL is
              * not blocked by this ACL. */
             bool block = unknown_like && h->unknown_blocks;
+            if (unknown_like && !block) { /* the reason or error code, no URL */
+                h->unchecked++;
+                snprintf(h->unchecked_why, sizeof(h->unchecked_why), "%.*s",
+                         (int)strcspn(a->detail, " "), a->detail);
+            }
             snprintf(line, sizeof(line), "%s", block ? "OK" : "ERR");
             kv_append(line, sizeof(line), "message",
                       a->kind == BR_ANSWER_UNKNOWN ? "unknown: " : "not checked: ", a->detail);
@@ -576,8 +603,10 @@ static void run(helper *h)
             daemon_io(h, p[1].revents);
         if (h->fd < 0 || h->now - h->last_expire >= EXPIRE_EVERY_MS)
             expire(h);
+        tell_unchecked(h, false);
     }
     out_flush();
+    tell_unchecked(h, true);
 }
 
 int main(int argc, char **argv)

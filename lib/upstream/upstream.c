@@ -424,6 +424,9 @@ void br_upstream_get_stats(br_upstream *up, br_upstream_stats *st)
     up_rate_update(up, now);
     *st = up->st;
     st->breaker = up_breaker_now(up, now);
+    st->breaker_open_ms =
+        (up->open_total_ns + (st->breaker != BR_BREAKER_CLOSED ? now - up->opened_ns : 0)) /
+        1000000u;
     st->rate_effective = up->rate;
     st->pause_left_ms = now < up->pause_until_ns ? (up->pause_until_ns - now) / 1000000u : 0;
 }

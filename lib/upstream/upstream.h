@@ -201,6 +201,7 @@ typedef struct br_upstream_stats {
     uint64_t err_http, err_timeout, err_unavailable, err_too_large, err_circuit, cancelled;
     uint64_t refused_circuit; /* fetches refused with -EHOSTDOWN */
     uint64_t breaker_trips;
+    uint64_t breaker_open_ms; /* time not closed (open or half-open), this outage included */
     uint64_t body_bytes; /* decoded body bytes received */
     uint32_t inflight;   /* transfers running now */
     uint32_t queued;     /* interactive fetches waiting for a slot or a token */

@@ -105,6 +105,7 @@ void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
         } else {
             up->breaker = BR_BREAKER_CLOSED;
             up->consecutive_failures = 0;
+            up->open_total_ns += now - up->opened_ns;
             up_log(up, LOG_NOTICE,
                    "upstream circuit closed: the trial request succeeded after %llu s open, "
                    "%llu fetches refused",

@@ -47,6 +47,7 @@ COMMANDS = [
     ("url-expressions", "URL CANONICALIZATION"),
     ("download", "DOWNLOADING THE CORPUS"),
     ("audit", "AUDITING ACCOUNTS"),
+    ("health", "HEALTH CHECKS"),
 ]
 GLOBAL_SECTION = "OPTIONS"  # breachctl(1): the options before the command
 
@@ -180,8 +181,12 @@ def every_command_answers_help(ctx):
 def unknown_option_refused_with_usage(ctx):
     for cmd, _ in COMMANDS + [("", None)]:
         r = ctl(*(cmd.split() + ["--no-such-option"]))
-        eq(r.returncode, 2, "breachctl %s --no-such-option: exit status" % cmd)
-        eq(r.stdout, "", "breachctl %s --no-such-option: stdout" % cmd)
+        if cmd == "health":  # the monitoring-plugins convention: UNKNOWN, one status line
+            eq((r.returncode, r.stdout.split(" - ")[0]), (3, "BREACHD UNKNOWN"),
+               "breachctl health --no-such-option: exit status and stdout")
+        else:
+            eq(r.returncode, 2, "breachctl %s --no-such-option: exit status" % cmd)
+            eq(r.stdout, "", "breachctl %s --no-such-option: stdout" % cmd)
         check("no-such-option" in r.stderr and "Usage: breachctl" in r.stderr,
               "breachctl %s --no-such-option: stderr should name it and show the usage: %r"
               % (cmd, r.stderr[:300]))

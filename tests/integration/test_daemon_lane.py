@@ -217,8 +217,8 @@ def rate_limited(ctx):
     eq(bl.line(timeout=5), "b1 PWNED 42", "the bulk check after the pause")
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
-    for key in ("breachd_upstream_rate_effective ", "breachd_upstream_pauses 1",
-                "breachd_upstream_paused_ms 2000", "breachd_bulk_queue_depth 0"):
+    for key in ("breachd_upstream_rate_effective ", "breachd_upstream_pauses_total 1",
+                "breachd_upstream_paused_seconds_total 2.000", "breachd_bulk_queue_depth 0"):
         check(key in body, "metrics lack %r" % key)
     check("Retry-After" in d.log() and "429" in d.log(), "no notice of the pause in the log")
 
@@ -263,10 +263,11 @@ def nt_rate_limited(ctx):
     eq(float(st["upstream_rate_effective"]), 40.0, "the SHA-1 effective rate")
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
-    for key in ("breachd_nt_upstream_pauses 1\n", "breachd_nt_upstream_paused_ms 5000\n",
-                "breachd_nt_upstream_rate_limited 1\n", "breachd_nt_upstream_bulk_queued 1\n",
+    for key in ("breachd_nt_upstream_pauses_total 1\n",
+                "breachd_nt_upstream_paused_seconds_total 5.000\n",
+                "breachd_nt_upstream_rate_limited_total 1\n", "breachd_nt_upstream_bulk_queued 1\n",
                 "breachd_nt_upstream_rate_effective 20", "breachd_nt_circuit_state 0\n",
-                "breachd_upstream_pauses 0\n", "breachd_upstream_rate_effective 40\n"):
+                "breachd_upstream_pauses_total 0\n", "breachd_upstream_rate_effective 40\n"):
         check(key in body, "metrics lack %r" % key)
     line = bl.line(timeout=15)
     check(line.startswith("b1 ") and "rate-limited" not in line, "the bulk NT check after the pause: %r" % line)

@@ -234,6 +234,10 @@ def stale_filter_bypassed(ctx):
     d.stop_ok()
 
 
+def lines_text(lines):
+    return "\n".join(lines) + "\n"
+
+
 @test
 def metrics_endpoint(ctx):
     port = dtest.free_port()
@@ -253,16 +257,28 @@ def metrics_endpoint(ctx):
     eq(status, 200, "GET /metrics")
     check(ctype.startswith("text/plain"), "Content-Type %r" % ctype)
     m = dict(ln.split(" ", 1) for ln in body.splitlines() if ln and not ln.startswith("#"))
-    check(int(m["breachd_requests_ping"]) >= 2, "breachd_requests_ping %r" % m.get(
-        "breachd_requests_ping"))
-    for key in ("breachd_uptime_seconds", "breachd_filter_loaded", "breachd_cache_hits",
-                "breachd_upstream_fetches", "breachd_circuit_state", "breachd_connections"):
+    check(int(m["breachd_requests_ping_total"]) >= 2, "breachd_requests_ping_total %r" % m.get(
+        "breachd_requests_ping_total"))
+    for key in ("breachd_uptime_seconds", "breachd_filter_loaded", "breachd_cache_hits_total",
+                "breachd_upstream_fetches_total", "breachd_circuit_state", "breachd_connections"):
         check(key in m, "no %s in /metrics" % key)
+    # The exposition format: every sample has its # HELP and # TYPE, counters
+    # end in _total, and promtool (when installed) finds nothing to say.
+    lines = body.splitlines()
+    for name in m:
+        check("# HELP %s " % name in lines_text(lines), "no # HELP for %s" % name)
+        typ = [ln.split()[3] for ln in lines if ln.startswith("# TYPE %s " % name)]
+        eq(len(typ), 1, "# TYPE lines of %s" % name)
+        check(typ[0] == "gauge" or name.endswith("_total"), "counter %s without _total" % name)
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                           text=True, timeout=60)
+        eq((r.returncode, r.stdout + r.stderr), (0, ""), "promtool check metrics")
     eq(get("/other")[0], 404, "another path")
     check(get("/metrics", "POST")[0] in (405, 501), "POST is refused")
     # The figures are STATS's.
     st = cl.stats()
-    eq(int(get("/metrics")[2].split("breachd_requests_stats ")[1].split()[0]),
+    eq(int(get("/metrics")[2].split("\nbreachd_requests_stats_total ")[1].split()[0]),
        st["requests_stats"], "requests_stats")
     cl.close()
     d.stop_ok()

@@ -311,6 +311,10 @@ def generic_formats(ctx):
                 (f.lost[0], f.clean[0]), d.sock)
     eq(r.rc, 0, "unknown accepted: %r" % r)
     check("line 1 (dave): accepted unchecked" in r.err, "says so: %r" % r)
+    r = generic(["--format=chpasswd", "--on-unknown=accept", "--quiet"], "dave:%s\nerin:%s\n" %
+                (f.lost[0], f.clean[0]), d.sock)
+    eq((r.rc, r.err), (0, "check-password: 1 of 2 password(s) accepted unchecked "
+                          "(on-unknown=accept: 1, on-error=accept: 0)\n"), "--quiet fail-open")
     r = generic(["--format=chpasswd"], "dave:%s\nerin:%s\n" % (f.lost[0], f.clean[0]), d.sock)
     eq(r.rc, 3, "unknown refused")
     # newusers: the password is the second field.
@@ -385,6 +389,10 @@ def generic_daemon_down(ctx):
                 missing)
     eq(r.rc, 0, "--on-error=accept: %r" % r)
     check(missing in r.err, "breachctl's error is still shown: %r" % r)
+    # What went through unchecked is said even with --quiet (docs/operations.md).
+    check("check-password: 1 of 1 password(s) accepted unchecked (on-unknown=accept: 0, "
+          "on-error=accept: 1)" in r.err, "the fail-open is not silent under --quiet: %r" % r)
+    check(f.clean[0] not in r.err, "the password in the message")
     r = generic(["--bogus"], "x\n", missing)
     eq(r.rc, 2, "bad option")
 

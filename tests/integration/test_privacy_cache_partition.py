@@ -257,10 +257,10 @@ def metrics_are_aggregate(ctx):
 
     def scrape():
         text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read()
-        lines = [ln for ln in text.decode().split("\n") if ln]
+        lines = [ln for ln in text.decode().split("\n") if ln and not ln.startswith("# ")]
         check(len(lines) > 20, "metrics: %r" % text[:200])
         for ln in lines:
-            check(re.fullmatch(r"breachd_[a-z0-9_]+ [0-9]+", ln),
+            check(re.fullmatch(r"breachd_[a-z0-9_]+ [0-9]+(\.[0-9]+)?", ln),
                   "a metrics line that is not one aggregate number: %r" % ln)
         return {ln.split(" ")[0] for ln in lines}
 

@@ -96,6 +96,12 @@ static void test_breaker(void **s)
     br_upstream_get_stats(up, &us);
     assert_int_equal(us.breaker_trips, 2);
     assert_true(us.refused_circuit >= 2);
+    /* open or half-open for two cool-downs at least, and no longer counting */
+    assert_true(us.breaker_open_ms >= 600);
+    rt_run_for(x.base, 50);
+    br_upstream_stats us2;
+    br_upstream_get_stats(up, &us2);
+    assert_int_equal(us2.breaker_open_ms, us.breaker_open_ms);
     br_resolver_stats st = fx_rs_stats(&x);
     assert_int_equal(st.unknown_circuit, 2);
     assert_int_equal(st.stale_answers, 1);

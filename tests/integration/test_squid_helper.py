@@ -168,6 +168,14 @@ def unknown_and_out_of_order(ctx):
     eq(block.read(1, 15), ['1 OK message="unknown: upstream-error" tag=unknown'], "--on-unknown=block")
     eq(allow.close(), 0)
     eq(block.close(), 0)
+    # The URL let through unchecked is said in Squid's cache.log (stderr),
+    # without the URL; the blocking helper has nothing to say.
+    with open(ctx.path("helper.err")) as f:
+        err = f.read()
+    eq([ln for ln in err.splitlines() if "unchecked" in ln],
+       ["breachd-squid-helper: 1 URL(s) allowed unchecked (--on-unknown=allow): breachd could "
+        "not tell (last: upstream-error)"], "the fail-open in the helper's log")
+    check("slow.test" not in err, "the URL in the helper's log: %r" % err)
 
 
 @test

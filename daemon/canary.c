@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* The canary: fixed public keys checked end to end; see canary.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "canary.h"
+#include "hash.h"
+#include "log.h"
+#include "url_expr.h"
+
+/* While the canary is off, how often a reload that turns it on is noticed. */
+#define OFF_RECHECK_MS 10000
+/* A failure that goes on is logged again at most this often (a new reason
+ * at once). */
+#define RELOG_S 3600
+
+/* Failures found before the resolver. */
+#define R_FILTER_MISSING "filter-missing-key"
+#define R_FILTER_DAMAGED "filter-damaged"
+#define R_UPSTREAM_MISSING "upstream-missing-key"
+#define R_STALE "stale-answer"
+#define R_ERROR "error"
+
+typedef struct probe probe;
+
+struct bd_canary {
+    bd_server *srv;
+    struct event *ev;
+    probe *pending[BD_CANARY_KINDS_]; /* a lookup not answered yet */
+    int64_t logged_at[BD_CANARY_KINDS_];
+    const char *logged_reason[BD_CANARY_KINDS_];
+};
+
+/* One lookup; outlives the canary when it is freed first (cn = NULL). */
+struct probe {
+    bd_canary *cn;
+    int kind; /* BD_CANARY_* */
+    bd_state *state;
+};
+
+static const char *const kind_names[] = {"password", "NT", "URL"};
+
+static const char *explain(const char *reason)
+{
+    if (!strcmp(reason, R_FILTER_MISSING))
+        return "the filter answers \"definitely not\" for a key every breach corpus holds: it is "
+               "damaged or not built from a full corpus, and its CLEAN answers cannot be trusted";
+    if (!strcmp(reason, R_FILTER_DAMAGED))
+        return "the filter was truncated or rewritten in place; install a good file by rename "
+               "and reload";
+    if (!strcmp(reason, R_UPSTREAM_MISSING))
+        return "the range API's answer lacks a key every breach corpus holds: the mirror is "
+               "incomplete or wrong";
+    if (!strcmp(reason, R_STALE))
+        return "the range API failed and the answer came from an expired cache entry";
+    return "checks the filter cannot answer get UNKNOWN answers";
+}
+
+/* Record the outcome of kind (reason NULL: passed) and log a change. */
+static void record(bd_canary *cn, int kind, const char *reason)
+{
+    bd_canary_figures *f = &cn->srv->counters.canary[kind];
+    int64_t now = (int64_t)time(NULL);
+    bool was_failing = f->runs && !f->ok;
+    f->runs++;
+    f->last_time = now;
+    f->ok = reason == NULL;
+    f->reason = reason;
+    if (!reason) {
+        if (was_failing)
+            bd_log(LOG_NOTICE, "canary: the %s check passes again", kind_names[kind]);
+        cn->logged_reason[kind] = NULL;
+        return;
+    }
+    f->failures++;
+    if (cn->logged_reason[kind] == reason && now - cn->logged_at[kind] < RELOG_S)
+        return;
+    cn->logged_reason[kind] = reason;
+    cn->logged_at[kind] = now;
+    bd_log(LOG_WARNING,
+           "canary: the %s check of a public breached key (breachd.conf(5) canary) failed: %s: %s",
+           kind_names[kind], reason, explain(reason));
+}
+
+static const char *reason_of(int kind, const br_resolve_result *res)
+{
+    if (res->status == BR_RESOLVE_UNKNOWN)
+        return res->reason ? res->reason : R_ERROR;
+    if (res->stale)
+        return R_STALE;
+    if (res->status == BR_RESOLVE_NOT_FOUND && kind != BD_CANARY_URL)
+        return R_UPSTREAM_MISSING;
+    return NULL; /* found; for URLs, absent too (a Bloom false positive) */
+}
+
+static void probe_done(probe *p, const br_resolve_result *res)
+{
+    if (p->cn) {
+        p->cn->pending[p->kind] = NULL;
+        record(p->cn, p->kind, reason_of(p->kind, res));
+    }
+    bd_state_unref(p->state);
+    free(p);
+}
+
+static void probe_cb(void *ctx, const br_resolve_result *res)
+{
+    probe_done(ctx, res);
+}
+
+/* The range lookup of key in the canary's partition. */
+static void resolve(bd_canary *cn, int kind, br_range_kind rk, const uint8_t *key)
+{
+    bd_state *st = cn->srv->state;
+    probe *p = calloc(1, sizeof(*p));
+    if (!p) {
+        record(cn, kind, R_ERROR);
+        return;
+    }
+    *p = (probe){.cn = cn, .kind = kind, .state = bd_state_ref(st)};
+    br_resolve_result res;
+    int r = br_resolver_resolve(st->resolver, BD_PARTITION_CANARY, rk, key, probe_cb, p, &res);
+    if (r == 0) {
+        cn->pending[kind] = p;
+        return;
+    }
+    if (r < 0) {
+        memset(&res, 0, sizeof(res));
+        res.status = BR_RESOLVE_UNKNOWN;
+        res.reason = R_ERROR;
+    }
+    probe_done(p, &res);
+}
+
+/* PW or NT: the filter (unless stale: bypassed, as for a client), then the
+ * range lookup. */
+static void run_password(bd_canary *cn, int kind)
+{
+    const bd_state *st = cn->srv->state;
+    bool nt = kind == BD_CANARY_NT;
+    const br_pwfilter *filter = nt ? st->ntfilter : st->pwfilter;
+    const char *upstream = nt ? st->cfg->ntlm.upstream : st->cfg->passwords.upstream;
+    bd_canary_figures *f = &cn->srv->counters.canary[kind];
+    f->configured = filter || (upstream && *upstream);
+    if (!f->configured || cn->pending[kind])
+        return;
+    uint8_t key[BR_SHA1_LEN];
+    const char *hex = nt ? BD_CANARY_NT_HEX : BD_CANARY_SHA1_HEX;
+    if (!br_hex_decode(hex, strlen(hex) / 2, key)) {
+        record(cn, kind, R_ERROR);
+        return;
+    }
+    int64_t now = (int64_t)time(NULL);
+    bool stale = nt ? bd_state_nt_filter_stale(st, now) : bd_state_pw_filter_stale(st, now);
+    if (filter && br_pwfilter_damaged(filter)) {
+        record(cn, kind, R_FILTER_DAMAGED);
+        return;
+    }
+    if (filter && !stale && !br_pwfilter_maybe(filter, key)) {
+        record(cn, kind, R_FILTER_MISSING);
+        return;
+    }
+    resolve(cn, kind, nt ? BR_RANGE_PASSWORD_NTLM : BR_RANGE_PASSWORD_SHA1, key);
+}
+
+/* URL: the test expression through the URL filter, then (on a maybe) the
+ * range lookup. The filter's "no" is a pass: feeds do not list it. */
+static void run_url(bd_canary *cn)
+{
+    const bd_state *st = cn->srv->state;
+    bd_canary_figures *f = &cn->srv->counters.canary[BD_CANARY_URL];
+    f->configured = st->urlfilter != NULL;
+    if (!f->configured || cn->pending[BD_CANARY_URL])
+        return;
+    if (br_urlfilter_damaged(st->urlfilter)) {
+        record(cn, BD_CANARY_URL, R_FILTER_DAMAGED);
+        return;
+    }
+    uint8_t key[BR_SHA256_LEN];
+    if (br_url_expr_hash(BD_CANARY_URL_EXPR, key) < 0) {
+        record(cn, BD_CANARY_URL, R_ERROR);
+        return;
+    }
+    if (!br_urlfilter_maybe(st->urlfilter, key)) {
+        record(cn, BD_CANARY_URL, NULL);
+        return;
+    }
+    resolve(cn, BD_CANARY_URL, BR_RANGE_URL_SHA256, key);
+}
+
+static void schedule(bd_canary *cn)
+{
+    uint32_t ms = cn->srv->state->cfg->daemon.canary_ms;
+    cn->srv->counters.canary_interval_ms = ms;
+    if (!ms)
+        ms = OFF_RECHECK_MS;
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(cn->ev, &tv);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_canary *cn = arg;
+    if (cn->srv->state->cfg->daemon.canary_ms && !cn->srv->draining) {
+        run_password(cn, BD_CANARY_PW);
+        run_password(cn, BD_CANARY_NT);
+        run_url(cn);
+    }
+    schedule(cn);
+}
+
+bd_canary *bd_canary_new(bd_server *srv)
+{
+    bd_canary *cn = calloc(1, sizeof(*cn));
+    if (!cn)
+        return NULL;
+    cn->srv = srv;
+    cn->ev = evtimer_new(srv->base, tick_cb, cn);
+    if (!cn->ev) {
+        free(cn);
+        return NULL;
+    }
+    schedule(cn);
+    return cn;
+}
+
+void bd_canary_free(bd_canary *cn)
+{
+    if (!cn)
+        return;
+    for (int k = 0; k < BD_CANARY_KINDS_; k++)
+        if (cn->pending[k])
+            cn->pending[k]->cn = NULL;
+    event_free(cn->ev);
+    free(cn);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* The canary (breachd.conf(5) [daemon] canary, docs/operations.md): every
+ * interval, breachd checks fixed, public breached keys end to end, the way a
+ * client's check goes (filter, resolver, cache, upstream), and records the
+ * outcome in its counters (counters.h: STATS canary_*, the metrics) and a
+ * warning in the log when it fails:
+ *  - passwords: the SHA-1 of "password" (5BAA61E4...), when [passwords] has a
+ *    filter or an upstream;
+ *  - NT hashes: the NT hash of "password" (8846F7EA...), when [ntlm] has one;
+ *  - URLs: the expression of a public test URL, when a URL filter is loaded.
+ * Its lookups have a resolver partition of their own (BD_PARTITION_CANARY):
+ * no peer's cache entries, waits or figures are touched, and the answer
+ * counters users see (pw_*, requests_*) do not count it; the cache and
+ * upstream figures do (as any fetch, decoys included).
+ * Loop thread only. */
+#pragma once
+
+#include "server.h"
+
+/* The SHA-1 of "password" and its NT hash: in every breach corpus. */
+#define BD_CANARY_SHA1_HEX "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
+#define BD_CANARY_NT_HEX "8846F7EAEE8FB117AD06BDD830B7586C"
+/* The URL canary's lookup expression: Google's public Safe Browsing test
+ * page. Blocklists do not hold it, so a filter's "no" is a pass; a feed that
+ * lists it makes the canary go through the URL range API too. */
+#define BD_CANARY_URL_EXPR "testsafebrowsing.appspot.com/s/malware.html"
+
+typedef struct bd_canary bd_canary;
+
+/* Start the timer on srv's loop; it follows srv->state (and the interval)
+ * across reloads. The first run is one interval after the start. NULL on
+ * out-of-memory. */
+bd_canary *bd_canary_new(bd_server *srv);
+/* Lookups still pending finish on their own (their outcome is dropped). */
+void bd_canary_free(bd_canary *cn);

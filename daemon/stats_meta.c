@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* What each figure of STATS is, for the Prometheus text format's # HELP and
+ * # TYPE lines (stats.c): a counter (named with _total there) or a gauge,
+ * and one line of help. docs/protocol.md "STATS" describes the keys. */
+#include <stdio.h>
+#include <string.h>
+
+#include "stats_meta.h"
+
+typedef struct meta {
+    const char *key; /* a trailing '*' matches any rest */
+    bool counter;
+    const char *help;
+} meta;
+
+/* clang-format off */
+#define C(k, h) {k, true, h}
+#define G(k, h) {k, false, h}
+
+static const meta metas[] = {
+    G("uptime_seconds", "seconds since breachd started"),
+    G("connections", "open client connections"),
+    C("connections_total", "client connections accepted"),
+    C("connections_refused", "connections refused (max_connections, allowed_users)"),
+    C("accept_pauses", "times accepting paused: out of descriptors or memory"),
+    C("writes_early", "answers written between the batches of one read"),
+    G("requests_in_flight", "requests waiting for an answer"),
+    C("requests_total", "requests, every verb"),
+    C("requests_*", "requests of this verb"),
+    C("errors_*", "ERR answers of this code"),
+    C("pw_clean", "CLEAN answers"),
+    C("pw_pwned", "PWNED answers"),
+    C("pw_unknown", "UNKNOWN answers"),
+    C("pw_filter_no", "checks the filter answered definitely not"),
+    C("pw_filter_maybe", "checks the filter answered maybe (then a range lookup)"),
+    C("pw_filter_bypassed", "checks that bypassed a stale filter (then a range lookup)"),
+    C("safe", "SAFE answers"),
+    C("blocked", "BLOCKED answers"),
+    C("unknown", "UNKNOWN answers"),
+    G("filter_loaded", "1 when the filter is loaded"),
+    G("filter_generation", "the loaded filter's generation"),
+    G("filter_keys", "the loaded filter's key count"),
+    G("filter_age_seconds", "seconds since the loaded filter was built"),
+    G("filter_stale", "1 when the filter is past max_filter_age (bypassed)"),
+    G("filter_damaged", "1 when the filter was found truncated or rewritten in place"),
+    C("filter_no", "checks the filter answered definitely not"),
+    C("filter_maybe", "checks the filter answered maybe"),
+    C("filter_bypassed", "checks that bypassed a stale filter"),
+    C("cache_hits", "lookups answered from a fresh cache entry"),
+    C("cache_misses", "range fetches started"),
+    C("cache_stale_answers", "answers from an expired entry after an upstream failure"),
+    C("cache_revalidations", "conditional range fetches"),
+    C("cache_not_modified", "304 answers to them"),
+    C("cache_errors", "failed cache reads and writes"),
+    G("cache_entries", "entries in the range cache"),
+    G("cache_bytes", "bytes the range cache uses"),
+    G("cache_max_bytes", "the range cache's max_size"),
+    C("cache_evicted", "entries evicted for room"),
+    G("cache_damaged", "1 when the cache files were found truncated or rewritten in place"),
+    C("lookups_coalesced", "lookups that joined a pending fetch"),
+    C("upstream_fetches", "range fetches asked of the upstream"),
+    C("upstream_transfers", "HTTP transfers started"),
+    C("upstream_retries", "transfers after the first of a fetch"),
+    C("upstream_errors", "fetches that failed"),
+    C("upstream_timeouts", "fetches that timed out"),
+    C("upstream_parse_errors", "range bodies rejected"),
+    G("upstream_in_flight", "transfers running"),
+    G("upstream_queued", "fetches waiting for a slot or a token"),
+    C("upstream_decoys", "decoy fetches sent"),
+    C("upstream_breaker_trips", "times the circuit breaker opened"),
+    C("upstream_circuit_refused", "fetches the open circuit refused or ended"),
+    C("upstream_breaker_open_ms", "time the circuit breaker was open or half-open"),
+    C("upstream_breaker_open_seconds", "time the circuit breaker was open or half-open"),
+    G("upstream_rate_effective", "transfers per second allowed now"),
+    C("upstream_rate_limited", "429 answers, and 503 with Retry-After"),
+    C("upstream_rate_decreases", "halvings of the effective rate"),
+    C("upstream_pauses", "pauses a Retry-After started"),
+    C("upstream_paused_ms", "milliseconds paused by Retry-After"),
+    G("upstream_pause_left_ms", "milliseconds left of the pause now"),
+    C("upstream_paused_seconds", "time paused by Retry-After"),
+    G("upstream_pause_left_seconds", "time left of the pause now"),
+    G("bulk_queue_depth", "bulk-lane checks waiting"),
+    G("upstream_bulk_queued", "bulk-lane fetches waiting"),
+    G("upstream_bulk_in_flight", "bulk-lane transfers running"),
+    C("upstream_promoted", "bulk fetches promoted by an interactive check"),
+    G("circuit_state", "the circuit breaker: 0 closed, 1 open, 2 half-open"),
+    C("http_requests", "range endpoint requests"),
+    C("http_ok", "range endpoint 200 answers"),
+    C("http_not_modified", "range endpoint 304 answers"),
+    C("http_bad_requests", "range endpoint 400 answers"),
+    C("http_forbidden", "range endpoint 403 answers"),
+    C("http_rate_limited", "range endpoint 429 answers"),
+    C("http_unavailable", "range endpoint 503 answers"),
+    C("reloads", "reloads that succeeded"),
+    C("reload_failures", "reloads that failed"),
+    C("internal_errors", "internal checks that failed (a bug to report)"),
+    C("unknown_*", "UNKNOWN answers (PW, NT, URL) of this reason"),
+    G("canary_interval_ms", "the canary's interval; 0: off"),
+    G("canary_interval_seconds", "the canary's interval; 0: off"),
+    G("canary_ok", "1 when the last canary run passed"),
+    G("canary_last_time", "Unix time of the last canary run; 0: none yet"),
+    C("canary_runs", "canary runs"),
+    C("canary_failures", "canary runs that failed"),
+};
+/* clang-format on */
+
+static const meta *find(const char *key)
+{
+    for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
+        const char *k = metas[i].key;
+        size_t n = strlen(k);
+        if (k[n - 1] == '*' ? strncmp(key, k, n - 1) == 0 : strcmp(key, k) == 0)
+            return &metas[i];
+    }
+    return NULL;
+}
+
+bool bd_stats_meta(const char *key, char *help, size_t size)
+{
+    static const struct {
+        const char *prefix, *what;
+    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "}, {"url_", "URLs ([urls]): "}};
+    const meta *m = find(key);
+    const char *what = "";
+    for (size_t i = 0; !m && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        size_t n = strlen(kinds[i].prefix);
+        if (strncmp(key, kinds[i].prefix, n) == 0 && (m = find(key + n)) != NULL)
+            what = kinds[i].what;
+    }
+    if (!m) {
+        snprintf(help, size, "the STATS key %s (docs/protocol.md)", key);
+        return false;
+    }
+    snprintf(help, size, "%s%s", what, m->help);
+    return m->counter;
+}

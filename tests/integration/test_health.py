@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Operations (docs/operations.md): the canary, breachctl health, and the
+UNKNOWN answers counted by reason, through a real breachd and a real nginx
+mirror of the demo corpus (which holds the canary's key, the SHA-1 of
+"password").
+
+  canary_passes:      canary = 200ms over the full filter and the mirror:
+                      STATS canary=ok; the canary's range was fetched once
+                      for many runs (the cache, ttl); the answer counters
+                      users see did not move; a user's check of the same
+                      hash is fetched again (the canary's partition is its
+                      own); health says OK, exit 0, with performance data.
+  canary_decoys:      decoys = 2: one fetch and two decoys for many runs.
+  canary_upstream_down: the upstream refuses connections: a warning in the
+                      log within a few periods, canary=failed, health
+                      CRITICAL (exit 2); user checks answered UNKNOWN are
+                      counted by reason (unknown_*), and a URL check with no
+                      URL filter as filter_unavailable.
+  canary_filter_missing_key: a filter built without the canary's key:
+                      canary_reason=filter-missing-key, logged, CRITICAL.
+  health_filter_age:  a filter built 3 days ago: OK by default, WARNING
+                      (exit 1) past --warning-age 1d, CRITICAL (exit 2) past
+                      --critical-age 2d.
+  stale_filter_logged: a filter past max_filter_age: one warning in the log,
+                      pw_filter_bypassed, health WARNING.
+  health_unknown_and_down: STATS forbidden (not in admin_users or
+                      stats_users): UNKNOWN (exit 3); no daemon: CRITICAL
+                      (exit 2).
+  nt_canary:          [ntlm] upstream only: passes with the key in the
+                      range, fails upstream-missing-key without it.
+  url_canary:         a URL filter whose feed lists the test page: through
+                      the range API once; without it: a pass at the filter.
+  canary_off:         canary = 0: canary=off, interval 0.
+  alert_rules:        data/prometheus/breachd-alerts.yml passes promtool
+                      check rules (skipped without promtool).
+"""
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, eq, test, wait_for  # noqa: E402
+
+CANARY = dtest.sha1hex("password")  # 5BAA61E4..., in every corpus
+
+
+def daemon(ctx, filt, upstream, **daemon_keys):
+    keys = {"canary": "200ms"}
+    keys.update(daemon_keys)
+    conf = ctx.config(daemon=keys, passwords={"filter": filt, "upstream": upstream})
+    return ctx.daemon(conf)
+
+
+def mirror_upstream(ctx, c):
+    return "http://127.0.0.1:%d/range/{prefix}" % ctx.nginx(c.mirror)
+
+
+def health(ctx, d, *args):
+    return ctx.breachctl("--socket", d.sock if d else ctx.path("none.sock"), "health", *args,
+                         check_rc=False)
+
+
+def canary_requests(ctx):
+    path = ctx.path("nginx", "access.log")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum("/range/%s " % CANARY[:5] in ln for ln in f)
+
+
+@test
+def canary_passes(ctx):
+    c = dtest.corpus()
+    d = daemon(ctx, c.filter, mirror_upstream(ctx, c))
+    wait_for(lambda: d.stats()["canary_runs"] >= 5, 30 * dtest.SLOW, "five canary runs")
+    st = d.stats()
+    eq((st["canary"], st["canary_reason"], st["canary_ok"]), ("ok", "none", 1), "canary")
+    eq(st["canary_failures"], 0, "canary_failures")
+    check(abs(st["canary_last_time"] - time.time()) < 60, "canary_last_time %r" % st)
+    eq((st["nt_canary"], st["url_canary"]), ("off", "off"), "no [ntlm] and no URL filter")
+    # Through the cache: one fetch for every run (ttl 7d).
+    eq(canary_requests(ctx), 1, "upstream requests of the canary's range")
+    # Not a user's request: the counters users see did not move.
+    for key in ("requests_pw", "pw_pwned", "pw_clean", "pw_unknown", "pw_filter_maybe"):
+        eq(st[key], 0, key)
+    # Its partition is its own: a user's check of the same hash is fetched.
+    cl = d.client()
+    eq(cl.ask("1 PW " + CANARY), "1 PWNED %d" % c.counts[CANARY], "a user's check")
+    cl.close()
+    eq(canary_requests(ctx), 2, "upstream requests after a user's check")
+    r = health(ctx, d)
+    eq(r.returncode, 0, "health exit status (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD OK - ") and r.stdout.count("\n") == 1,
+          "health line %r" % r.stdout)
+    check(" | filter_age=" in r.stdout and "canary_failures=0c" in r.stdout,
+          "health performance data %r" % r.stdout)
+    check("password canary ok" in r.stdout, "health text %r" % r.stdout)
+    d.stop_ok()
+
+
+@test
+def canary_decoys(ctx):
+    """[upstream] decoys = 2: the canary's one fetch goes with two decoys,
+    like a user's, and nothing more for later runs."""
+    c = dtest.corpus()
+    conf = ctx.config(daemon={"canary": "200ms"}, upstream={"decoys": "2"},
+                      passwords={"filter": c.filter, "upstream": mirror_upstream(ctx, c)})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["canary_runs"] >= 4, 30 * dtest.SLOW, "four canary runs")
+    eq(d.stats()["canary"], "ok", "canary")
+    with open(ctx.path("nginx", "access.log")) as f:
+        lines = [ln for ln in f if "/range/" in ln]
+    eq(len(lines), 3, "range requests: the canary's and two decoys (%r)" % lines)
+    eq(canary_requests(ctx), 1, "the canary's range")
+    d.stop_ok()
+
+
+@test
+def canary_upstream_down(ctx):
+    c = dtest.corpus()
+    dead = "http://127.0.0.1:%d/range/{prefix}" % dtest.free_port()  # nobody listens
+    d = daemon(ctx, c.filter, dead)
+    wait_for(lambda: "canary: the password check" in d.log(), 30 * dtest.SLOW,
+             "the canary's warning in the log")
+    line = [ln for ln in d.log().splitlines() if "canary: the password check" in ln][0]
+    check("warning" in line and "failed" in line, "the canary's log line %r" % line)
+    check(CANARY not in d.log() and CANARY[:5] not in d.log(), "the log names the hash")
+    st = d.stats()
+    eq(st["canary"], "failed", "canary")
+    check(st["canary_reason"] in ("upstream-unavailable", "circuit-open"),
+          "canary_reason %r" % st["canary_reason"])
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health exit status (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD CRITICAL - ") and "password canary failed" in r.stdout,
+          "health line %r" % r.stdout)
+    # UNKNOWN answers by reason: users' checks of hashes the filter holds.
+    cl = d.client()
+    hashes = c.present(3)
+    reasons = collections.Counter()
+    for i, h in enumerate(hashes):
+        ans = cl.ask("%d PW %s" % (i, h))
+        check(ans.startswith("%d UNKNOWN " % i), "answer %r" % ans)
+        reasons[ans.split()[2]] += 1
+    eq(cl.ask("u URL http://example.com/"), "u UNKNOWN filter-unavailable", "a URL check")
+    reasons["filter-unavailable"] += 1
+    cl.close()
+    st = d.stats()
+    for reason, n in reasons.items():
+        eq(st["unknown_" + reason.replace("-", "_")], n, "unknown_" + reason)
+    eq(sum(v for k, v in st.items() if k.startswith("unknown_")), sum(reasons.values()),
+       "every UNKNOWN counted once")
+    d.stop_ok()
+
+
+@test
+def canary_filter_missing_key(ctx):
+    c = dtest.corpus()
+    inp = ctx.path("without-canary.txt")
+    with open(c.txt) as f, open(inp, "w") as out:
+        out.writelines(ln for ln in f if not ln.startswith(CANARY))
+    filt = ctx.build_filter(inp, ctx.path("without-canary.bfuse"))
+    check(not dtest.filter_says(ctx, filt, [CANARY])[CANARY], "the filter still says maybe")
+    d = daemon(ctx, filt, mirror_upstream(ctx, c))
+    wait_for(lambda: "filter-missing-key" in d.log(), 30 * dtest.SLOW, "the canary's warning")
+    st = d.stats()
+    eq((st["canary"], st["canary_reason"]), ("failed", "filter-missing-key"), "canary")
+    eq(canary_requests(ctx), 0, "the canary stopped at the filter")
+    # Logged once for a reason that stays.
+    wait_for(lambda: d.stats()["canary_failures"] >= 3, 30 * dtest.SLOW, "more runs")
+    eq(d.log().count("filter-missing-key"), 1, "warnings for one lasting failure")
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health exit status (%s)" % r.stdout)
+    check("password canary failed: filter-missing-key" in r.stdout, "health line %r" % r.stdout)
+    d.stop_ok()
+
+
+@test
+def health_filter_age(ctx):
+    c = dtest.corpus()
+    filt = ctx.build_filter(c.txt, ctx.path("old.bfuse"), epoch=str(int(time.time()) - 3 * 86400))
+    d = daemon(ctx, filt, mirror_upstream(ctx, c), canary="0")
+    r = health(ctx, d)
+    eq(r.returncode, 0, "health, default ages (%s)" % r.stdout)
+    check("password filter 3d old" in r.stdout, "health line %r" % r.stdout)
+    r = health(ctx, d, "--warning-age", "1d")
+    eq(r.returncode, 1, "health --warning-age 1d (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD WARNING - password filter 3d old"), r.stdout)
+    check("filter_age=%d" % 0 not in r.stdout and ";86400;" in r.stdout, r.stdout)
+    r = health(ctx, d, "--warning-age", "1d", "--critical-age", "48h")
+    eq(r.returncode, 2, "health --critical-age 48h (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD CRITICAL - "), r.stdout)
+    r = health(ctx, d, "--warning-age", "soon")
+    eq((r.returncode, r.stdout.split(" - ")[0]), (3, "BREACHD UNKNOWN"), "a bad age")
+    d.stop_ok()
+
+
+@test
+def stale_filter_logged(ctx):
+    """A password filter past max_filter_age is bypassed: said once in the
+    log (the housekeeping tick, 1 s with this ttl), counted per check, and a
+    health WARNING."""
+    c = dtest.corpus()
+    filt = ctx.build_filter(c.txt, ctx.path("old.bfuse"), epoch=str(int(time.time()) - 3 * 86400))
+    conf = ctx.config(daemon={"canary": "0"}, cache={"ttl": "5s", "max_stale": "5s"},
+                      passwords={"filter": filt, "upstream": mirror_upstream(ctx, c),
+                                 "max_filter_age": "2d"})
+    d = ctx.daemon(conf)
+    wait_for(lambda: "past [passwords] max_filter_age" in d.log(), 30 * dtest.SLOW,
+             "the stale filter's warning")
+    cl = d.client()
+    h = c.present(1)[0]
+    eq(cl.ask("1 PW " + h), "1 PWNED %d" % c.counts[h], "a check")
+    cl.close()
+    st = d.stats()
+    eq((st["filter_stale"], st["pw_filter_bypassed"]), (1, 1), "stale and bypassed")
+    r = health(ctx, d)
+    eq(r.returncode, 1, "health (%s)" % r.stdout)
+    check("password filter past max_filter_age" in r.stdout, r.stdout)
+    wait_for(lambda: d.stats()["uptime_seconds"] >= 3, 30 * dtest.SLOW, "more ticks")
+    eq(d.log().count("past [passwords] max_filter_age"), 1, "warnings for one stale filter")
+    d.stop_ok()
+
+
+@test
+def health_unknown_and_down(ctx):
+    conf = ctx.config(daemon={"admin_users": "nobody", "stats_users": ""})
+    d = ctx.daemon(conf)
+    r = health(ctx, d)
+    eq(r.returncode, 3, "health without STATS (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD UNKNOWN - cannot read STATS"), r.stdout)
+    d.stop_ok()
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health, daemon stopped (%s)" % r.stdout)
+    check(r.stdout.startswith("BREACHD CRITICAL - breachd does not answer"), r.stdout)
+
+
+NT_CANARY = "8846F7EAEE8FB117AD06BDD830B7586C"  # the NT hash of "password"
+
+
+@test
+def nt_canary(ctx):
+    """[ntlm] with only an upstream (file://): the NT canary passes when the
+    range holds its key, and fails upstream-missing-key when it does not."""
+    mirror = ctx.path("ntlm")
+    os.makedirs(mirror)
+    with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
+        f.write("%s:1000\r\n" % NT_CANARY[5:])
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      ntlm={"upstream": "file://%s/{prefix}.txt" % mirror})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["nt_canary_runs"] >= 2, 30 * dtest.SLOW, "NT canary runs")
+    st = d.stats()
+    eq((st["nt_canary"], st["canary"], st["url_canary"]), ("ok", "off", "off"), "canaries")
+    eq((st["requests_nt"], st["nt_pwned"]), (0, 0), "the NT counters users see")
+    d.stop_ok()
+    with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
+        f.write("%s:1000\r\n" % ("0" * 27))
+    shutil.rmtree(ctx.path("cache"))
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["nt_canary_failures"] >= 1, 30 * dtest.SLOW, "an NT failure")
+    eq(d.stats()["nt_canary_reason"], "upstream-missing-key", "nt_canary_reason")
+    check("canary: the NT check" in d.log() and "upstream-missing-key" in d.log(), d.log())
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health (%s)" % r.stdout)
+    check("NT canary failed: upstream-missing-key" in r.stdout, r.stdout)
+    d.stop_ok()
+
+
+@test
+def url_canary(ctx):
+    """A URL filter whose feed lists the canary's test page: the URL canary
+    goes through the filter and the range API once (then the cache); a
+    filter without it passes at the filter."""
+    feed = ctx.path("feed.txt")
+    with open(feed, "w") as f:
+        f.write("http://testsafebrowsing.appspot.com/s/malware.html\nhttp://bad.test/\n")
+    filt, ranges = ctx.path("urls.bbf"), ctx.path("ranges")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
+                  ranges, "--input", feed + "=malware")
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      urls={"filter": filt, "upstream": "file://%s/{prefix}.txt" % ranges})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["url_canary_runs"] >= 3, 30 * dtest.SLOW, "URL canary runs")
+    st = d.stats()
+    eq((st["url_canary"], st["url_canary_failures"]), ("ok", 0), "url_canary")
+    # Fetched (the filter said maybe), then from the cache: no fetch for
+    # later runs. (A range fetched in the second the filter was built is
+    # revalidated: url_fresh_after, docs/architecture.md.)
+    check(st["cache_misses"] >= 1, "no range fetch: %r" % st["cache_misses"])
+    wait_for(lambda: d.stats()["url_filter_age_seconds"] >= 2, 30 * dtest.SLOW, "a later second")
+    runs = d.stats()["url_canary_runs"]
+    wait_for(lambda: d.stats()["url_canary_runs"] >= runs + 1, 30 * dtest.SLOW, "one more run")
+    fetched = d.stats()["cache_misses"]
+    wait_for(lambda: d.stats()["url_canary_runs"] >= runs + 4, 30 * dtest.SLOW, "more runs")
+    eq(d.stats()["cache_misses"], fetched, "range fetches of later runs")
+    eq((st["requests_url"], st["url_blocked"], st["url_unknown"]), (0, 0, 0), "URL counters")
+    d.stop_ok()
+    with open(feed, "w") as f:
+        f.write("http://bad.test/\n")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
+                  ranges, "--input", feed + "=malware")
+    shutil.rmtree(ctx.path("cache"))
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["url_canary_runs"] >= 2, 30 * dtest.SLOW, "URL canary runs")
+    st = d.stats()
+    eq((st["url_canary"], st["cache_misses"]), ("ok", 0), "a filter's no is a pass")
+    d.stop_ok()
+
+
+@test
+def canary_off(ctx):
+    d = ctx.daemon(ctx.config(daemon={"canary": "0"}))
+    st = d.stats()
+    eq((st["canary"], st["canary_interval_ms"], st["canary_runs"]), ("off", 0, 0), "canary off")
+    eq(health(ctx, d).returncode, 0, "health")
+    d.stop_ok()
+
+
+@test
+def alert_rules(ctx):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        raise dtest.Skip("no promtool (Debian package prometheus)")
+    rules = os.path.join(dtest.ARGS.source_root, "data", "prometheus", "breachd-alerts.yml")
+    r = subprocess.run([promtool, "check", "rules", rules], capture_output=True, text=True,
+                       timeout=60)
+    eq(r.returncode, 0, "promtool check rules: %s%s" % (r.stdout, r.stderr))
+
+
+if __name__ == "__main__":
+    dtest.main()
