@@ -23,4 +23,7 @@ typedef struct bd_counters {
     /* the range endpoint (http.h): requests, and their answers by kind */
     uint64_t http_requests, http_ok, http_not_modified, http_bad_requests, http_forbidden,
         http_rate_limited, http_unavailable;
+    /* connections closed at accept past [http] max_connections(_per_client),
+     * and closed at [http] header_timeout */
+    uint64_t http_connections_refused, http_header_timeouts;
 } bd_counters;
