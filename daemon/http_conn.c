@@ -132,7 +132,11 @@ static void input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
     bd_http_conn *c = arg;
     if (info->n_added == 0 || c->bad_bytes)
         return;
-    struct evbuffer_ptr p = evbuffer_search(buf, "", 1, NULL);
+    /* the bytes read come after those already seen (a read only adds) */
+    struct evbuffer_ptr from;
+    bool tail = info->n_deleted == 0 &&
+                evbuffer_ptr_set(buf, &from, info->orig_size, EVBUFFER_PTR_SET) == 0;
+    struct evbuffer_ptr p = evbuffer_search(buf, "", 1, tail ? &from : NULL);
     if (p.pos >= 0)
         c->bad_bytes = true;
 }

@@ -248,6 +248,19 @@ def malformed_headers_get_400(ctx):
         "blank before the colon (Host)": "X-Other : 1\r\n",
         "NUL in a header value": "X-Other: a\x00b\r\n",
     }
+    # a NUL in a head sent in pieces, after bytes already read
+    s = socket.create_connection(("127.0.0.1", port), timeout=10 * dtest.SLOW)
+    s.sendall((good + "X-Other: abc").encode())
+    time.sleep(0.2)
+    s.sendall(b"d\x00e\r\n\r\n")
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    eq(one_response(got)[0], 400, "a NUL in the second piece of a head")
     for what, extra in cases.items():
         # pipelined after it: a request that must not be answered
         data = (good + extra + "\r\n" + good + "\r\n").encode()
