@@ -6,6 +6,7 @@ docs/privacy.md "An HTTP client of the range endpoint"):
   partition:  a second client address asks the prefixes a first one asked:
               each is fetched from the upstream again (STATS
               upstream_fetches), not served from the first client's entry;
+              a client keeps its partition across a restart;
   trickle:    hundreds of connections from one address, each trickling a
               header a byte at a time under a lowered RLIMIT_NOFILE: the
               Unix socket and a well-behaved HTTP client still get answers,
@@ -63,6 +64,29 @@ def cache_partition_per_client(ctx):
         for p in m.present:
             eq(get(port, "/range/" + p, source=src)[0], 200)
     eq(httpfx.upstream_fetches(d), 20)
+    d.stop_ok()
+
+
+@test
+def partition_kept_across_restarts(ctx):
+    """A client's partition is keyed with the cache's secret: after a
+    restart its entries answer it again, and still nobody else."""
+    if not can_bind("127.0.0.2"):
+        raise dtest.Skip("no 127.0.0.2 on this host")
+    m = httpfx.Mirror(ctx.path("mirror"), n_prefixes=3)
+    cache = {"path": ctx.path("cache")}
+    d, port = httpfx.start(ctx, m, cache=cache)
+    for p in m.present:
+        eq(get(port, "/range/" + p)[0], 200)
+    eq(httpfx.upstream_fetches(d), 3)
+    d.stop_ok()
+    d, port = httpfx.start(ctx, m, cache=cache)
+    for p in m.present:
+        eq(get(port, "/range/" + p)[0], 200)
+    eq(httpfx.upstream_fetches(d), 0, "the client's entries after a restart")
+    for p in m.present:
+        eq(get(port, "/range/" + p, source="127.0.0.2")[0], 200)
+    eq(httpfx.upstream_fetches(d), 3, "another client after a restart")
     d.stop_ok()
 
 
