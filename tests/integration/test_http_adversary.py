@@ -11,7 +11,8 @@ docs/privacy.md "An HTTP client of the range endpoint"):
               header a byte at a time under a lowered RLIMIT_NOFILE: the
               Unix socket and a well-behaved HTTP client still get answers,
               the surplus connections are closed at once and the held ones
-              at the header deadline;
+              at the header deadline, which also bounds a trickled body and
+              a kept-alive connection's wait for its next request;
   framing:    duplicate Content-Length, "+0", a blank before the colon and a
               NUL in a header value get 400 and a closed connection; the
               answer to a CONNECT is framed (Content-Length) and ends its
@@ -213,6 +214,53 @@ def total_cap_and_descriptor_reserve(ctx):
     # the cap frees with the connections
     dtest.wait_for(lambda: get(port, "/range/" + m.present[0])[0] == 200,
                    timeout=10 * dtest.SLOW, what="an answer once the tricklers left")
+    d.stop_ok()
+
+
+def closed_within(s, seconds, trickle=None):
+    """Whether the server closes s within seconds, sending trickle one
+    byte every 0.2 s meanwhile (when given)."""
+    s.settimeout(0.2)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if s.recv(65536) == b"":
+                return True
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            return True
+        if trickle:
+            try:
+                s.send(trickle)
+            except OSError:
+                return True
+    return False
+
+
+@test
+def deadline_covers_body_and_idle_keepalive(ctx):
+    """header_timeout bounds a whole request, a body trickled after a
+    quick head included, and the wait for a kept-alive connection's next
+    request; idle_timeout (per read) is far longer here."""
+    m = httpfx.Mirror(ctx.path("mirror"), n_prefixes=2)
+    d, port = httpfx.start(ctx, m, http={"header_timeout": "1s"},
+                           limits={"idle_timeout": "60s"})
+    p = m.present[0]
+    body = socket.create_connection(("127.0.0.1", port), timeout=10)
+    body.sendall(b"POST /range/%s HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n"
+                 % p.encode())
+    check(closed_within(body, 20 * dtest.SLOW, trickle=b"x"), "a trickled body stays open")
+    body.close()
+    idle = socket.create_connection(("127.0.0.1", port), timeout=10)
+    idle.sendall(b"GET /range/%s HTTP/1.1\r\nHost: t\r\n\r\n" % p.encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += idle.recv(65536)
+    check(got.startswith(b"HTTP/1.1 200 "), got[:80])
+    check(closed_within(idle, 20 * dtest.SLOW), "an idle kept-alive connection stays open")
+    idle.close()
+    eq(d.stats()["http_header_timeouts"], 2)
     d.stop_ok()
 
 
