@@ -156,7 +156,7 @@ typedef struct breachd_config {
         uint32_t ipv6_prefix; /* an IPv6 client is its network of this many bits */
         uint32_t max_connections;            /* in total (at most half RLIMIT_NOFILE) */
         uint32_t max_connections_per_client; /* per client (Unix socket peers: no cap) */
-        uint32_t header_timeout_ms; /* a request's head must be in within this */
+        uint32_t header_timeout_ms; /* a whole request must be in within this */
         int access_log;  /* 0 (no, default) or 1: one log line per request */
     } http;
 } breachd_config;

@@ -137,7 +137,7 @@ const bd_conf_key bd_conf_keys[] = {
      F(http.max_connections_per_client), 0, 0, 1, 1u << 20, NULL,
      "64", "open connections of one client; past either cap one is closed at once"},
     {"http", "header_timeout", BD_CONF_MILLIS, 0, F(http.header_timeout_ms), 0, 0, 100,
-     3600 * 1000, NULL, "10s", "a request's line and headers must arrive within this"},
+     3600 * 1000, NULL, "10s", "a whole request (line, headers, body) must arrive within this"},
     {"http", "access_log", BD_CONF_CHOICE, 0, F(http.access_log), 0, 0, 0, 0, &bd_conf_yes_no,
      "no", "yes: log each request with its prefix (the clients' secret); no"},
 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The range endpoint's connections (http_int.h; breachd.conf(5) [http]
  * max_connections, max_connections_per_client, header_timeout): each one
- * is admitted or closed at once, then given a deadline for each request's
- * line and headers.
+ * is admitted or closed at once, then given a deadline for each whole
+ * request (line, headers, body).
  *
  * libevent 2.1's evhttp accepts by itself and tells nothing of a new
  * connection until a whole request is in. Its bufferevent callback

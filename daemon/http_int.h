@@ -120,9 +120,9 @@ typedef struct bd_http_conn bd_http_conn;
 /* Watch h->evh's connections: past [http] max_connections (at most half
  * RLIMIT_NOFILE) or max_connections_per_client a new connection is closed
  * at once (http_connections_refused); an admitted one is closed when a
- * request's line and headers are not all in within header_timeout of its
- * start (of the connection, or of the previous answer written:
- * http_header_timeouts). 0 or -ENOMEM. */
+ * whole request (line, headers, body) is not in within header_timeout of
+ * the connection's start or of the previous answer written
+ * (http_header_timeouts). 0 or -ENOMEM. */
 int bd_http_conns_init(bd_http *h);
 /* After evhttp_free (which closes the admitted ones). */
 void bd_http_conns_fini(bd_http *h);
