@@ -153,7 +153,11 @@ typedef struct breachd_config {
         char *allowed_networks_text;       /* as written */
         breachd_network *allowed_networks; /* parsed */
         size_t n_allowed_networks;
-        uint32_t rate;   /* requests per second per client address; 0 = no limit */
+        uint32_t rate;   /* requests per second per client; 0 = no limit */
+        uint32_t ipv6_prefix; /* an IPv6 client is its network of this many bits */
+        uint32_t max_connections;            /* in total (at most half RLIMIT_NOFILE) */
+        uint32_t max_connections_per_client; /* per client (Unix socket peers: no cap) */
+        uint32_t header_timeout_ms; /* a whole request must be in within this */
         int access_log;  /* 0 (no, default) or 1: one log line per request */
     } http;
 } breachd_config;

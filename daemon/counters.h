@@ -56,6 +56,9 @@ typedef struct bd_counters {
     /* the canary (canary.h): its interval (0: off) and each kind's outcome */
     uint64_t canary_interval_ms;
     bd_canary_figures canary[BD_CANARY_KINDS_];
+    /* connections closed at accept past [http] max_connections(_per_client),
+     * and closed at [http] header_timeout */
+    uint64_t http_connections_refused, http_header_timeouts;
 } bd_counters;
 
 /* The counter index of an UNKNOWN reason string. */

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,11 +22,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
 
 #include "http_int.h"
 #include "log.h"
 #include "server.h"
 #include "server_int.h"
+#include "state.h"
 
 #define MAX_HEADERS_SIZE 16384
 #define MAX_BODY_SIZE 4096
@@ -113,49 +117,6 @@ static void count_status(bd_http *h, int code)
         k->http_bad_requests++;
 }
 
-/* An answer made while draining: the drain waits until it is written (or
- * its connection gone). It is sent with Connection: close, so its
- * connection ends right after it and the close callback always comes. */
-typedef struct drain_reply {
-    bd_http *h;
-    bool done;
-} drain_reply;
-
-static void drain_reply_end(drain_reply *d)
-{
-    if (d->done)
-        return;
-    d->done = true;
-    d->h->unsent--;
-    if (!d->h->closing)
-        bd_maybe_finish_drain(d->h->srv);
-}
-
-static void drain_reply_complete(struct evhttp_request *req, void *arg)
-{
-    (void)req;
-    drain_reply_end(arg);
-}
-
-static void drain_reply_closed(struct evhttp_connection *con, void *arg)
-{
-    (void)con;
-    drain_reply_end(arg);
-    free(arg);
-}
-
-static void track_drain_reply(bd_http *h, struct evhttp_request *req)
-{
-    struct evhttp_connection *con = evhttp_request_get_connection(req);
-    drain_reply *d = con ? calloc(1, sizeof(*d)) : NULL;
-    if (!d)
-        return; /* no connection: nothing to write; no memory: not waited for */
-    d->h = h;
-    h->unsent++;
-    evhttp_request_set_on_complete_cb(req, drain_reply_complete, d);
-    evhttp_connection_set_closecb(con, drain_reply_closed, d);
-}
-
 uint32_t bd_http_unsent(const bd_http *h)
 {
     return h ? h->unsent : 0;
@@ -168,16 +129,25 @@ void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char 
     size_t len = body ? evbuffer_get_length(body) : 0;
     access_log(h, req, code, len);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    bd_http_conn *c = bd_http_conn_of(h, req);
     if (h->srv->draining) {
+        /* its connection ends right after it: the drain waits for it */
         evhttp_add_header(out, "Connection", "close");
-        track_drain_reply(h, req);
+        if (c)
+            bd_http_conn_drain_wait(c);
     }
-    if (body && evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
-        /* evhttp would send the body after the headers of a HEAD answer */
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if ((body && cmd == EVHTTP_REQ_HEAD) || cmd == EVHTTP_REQ_CONNECT) {
+        /* evhttp gives neither a length, and would send a HEAD answer's
+         * body after its headers; a CONNECT's connection it keeps open
+         * whatever Connection says */
         char n[32];
         snprintf(n, sizeof(n), "%zu", len);
         evhttp_add_header(out, "Content-Length", n);
-        body = NULL;
+        if (cmd == EVHTTP_REQ_HEAD)
+            body = NULL;
+        else if (c)
+            bd_http_conn_close_after(c);
     }
     evhttp_send_reply(req, code, reason, body);
 }
@@ -257,6 +227,7 @@ static bool rate_limited(bd_http *h, struct evhttp_request *req, const struct so
     uint32_t rate = h->srv->state->cfg->http.rate;
     if (rate == 0 || !sa || sa->sa_family == AF_UNIX)
         return false;
+    bd_rate_set_ipv6_prefix(h->rate, h->srv->state->cfg->http.ipv6_prefix);
     uint32_t wait_ms = bd_rate_take(h->rate, sa, rate, now_ms());
     if (wait_ms == 0)
         return false;
@@ -294,6 +265,35 @@ static void tune_connection(struct evhttp_request *req, const struct sockaddr *s
     }
 }
 
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* A head RFC 9112 says to refuse with 400 and to close the connection on:
+ * a field name that is not a token (a blank before the colon), more than
+ * one Content-Length or one that is not digits alone, a NUL byte (the
+ * parser would have cut a value at it). */
+static bool bad_head(struct evhttp_request *req, const bd_http_conn *c)
+{
+    if (c && bd_http_conn_bad_bytes(c))
+        return true;
+    unsigned n_length = 0;
+    const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    for (const struct evkeyval *e = in->tqh_first; e; e = e->next.tqe_next) {
+        if (!e->key[0])
+            return true;
+        for (const char *p = e->key; *p; p++)
+            if (!is_tchar((unsigned char)*p))
+                return true;
+        if (!strcasecmp(e->key, "Content-Length") &&
+            (++n_length > 1 || !e->value[0] || strspn(e->value, "0123456789") != strlen(e->value)))
+            return true;
+    }
+    return false;
+}
+
 static void request_cb(struct evhttp_request *req, void *arg)
 {
     bd_http *h = arg;
@@ -301,6 +301,16 @@ static void request_cb(struct evhttp_request *req, void *arg)
     srv->counters.http_requests++;
     const struct sockaddr *sa = peer_of(req);
     tune_connection(req, sa);
+    bd_http_conn *c = bd_http_conn_of(h, req);
+    if (c)
+        bd_http_conn_request(c, req);
+    if (bad_head(req, c)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        if (c)
+            bd_http_conn_close_after(c);
+        bd_http_reply_text(h, req, 400, "Bad Request", "Malformed request head");
+        return;
+    }
     if (!breachd_config_http_allowed(srv->state->cfg, sa)) {
         bd_http_reply_text(h, req, 403, "Forbidden", "Forbidden");
         return;
@@ -408,6 +418,13 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
     }
+    if (bd_http_conns_init(h) < 0 ||
+        getrandom(h->part_secret, sizeof(h->part_secret), 0) != (ssize_t)sizeof(h->part_secret)) {
+        bd_http_free(h);
+        return br_error_set(err, -ENOMEM, "[http]: out of memory");
+    }
+    if (srv->state->cache && srv->state->cache->cache) /* the same partitions after a restart */
+        br_range_cache_secret(srv->state->cache->cache, h->part_secret);
     evhttp_set_gencb(h->evh, request_cb, h);
     evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS |
                                            EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
@@ -451,6 +468,8 @@ void bd_http_free(bd_http *h)
         bd_accept_pause_fini(&h->pauses[i]);
     if (h->evh)
         evhttp_free(h->evh);
+    bd_http_conns_fini(h);
+    OPENSSL_cleanse(h->part_secret, sizeof(h->part_secret));
     for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)
         if (h->unix_paths[i]) {
             unlink(h->unix_paths[i]);

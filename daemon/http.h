@@ -2,13 +2,17 @@
 /* The HIBP-compatible range endpoint ([http] in breachd.conf(5);
  * docs/upstream.md "Serving the range API"): libevent's evhttp on the
  * daemon's loop, answering GET /range/{prefix}[?mode=ntlm] from the
- * resolver of the current state in the HTTP clients' own cache partition
- * (BD_PARTITION_HTTP, state.h).
+ * resolver of the current state, each client (an address, an IPv6 network
+ * of [http] ipv6_prefix bits) in a cache partition of its own
+ * (http_range.c; a Unix socket listener's clients in BD_PARTITION_HTTP,
+ * state.h).
  *
- * Order of the checks of a request: 403 outside allowed_networks, 429 past
- * the client address's rate, then the route (404), the method (405), the
- * prefix (400), and the answer (200, 304, or 5xx when the range cannot be
- * had). Nothing is logged per request unless access_log = yes. */
+ * Order of the checks of a request: 400 for a malformed head (and the
+ * connection ends), 403 outside allowed_networks, 429 past the client's
+ * rate, then the route (404), the method (405), the prefix (400), and the
+ * answer (200, 304, or 5xx when the range cannot be had). Connections are
+ * capped and each request has a deadline (http_conn.c). Nothing is logged
+ * per request unless access_log = yes. */
 #pragma once
 
 #include <stdbool.h>

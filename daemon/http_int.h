@@ -2,9 +2,11 @@
 /* Internal to the range endpoint (its contract is http.h): what its files
  * share. http.c: listeners, the request gate (networks, rate, route,
  * method), the pending requests and the access log; http_range.c: the
- * /range/ answers; http_body.c: bodies, padding, validators and the
- * conditional checks; http_encode.c: Accept-Encoding, gzip and brotli;
- * http_rate.c: the per-address token buckets. */
+ * /range/ answers and the clients' cache partitions; http_body.c: bodies,
+ * padding, validators and the conditional checks; http_encode.c:
+ * Accept-Encoding, gzip and brotli; http_rate.c: the clients (addresses,
+ * IPv6 networks) and their token buckets; http_conn.c: the connection caps
+ * and the header deadline. */
 #pragma once
 
 #include <stdbool.h>
@@ -17,6 +19,7 @@
 #include "range.h"
 #include "resolver.h"
 
+struct event;
 struct evhttp;
 struct evhttp_request;
 struct evhttp_bound_socket;
@@ -28,13 +31,27 @@ struct bd_state;
 
 /* ---- http_rate.c ---- */
 
+/* [http] ipv6_prefix's default: an IPv6 client is its /64 (what one host
+ * or one customer usually gets; it can take any address in it). */
+#define BD_HTTP_DEFAULT_IPV6_PREFIX 64
+
+/* The client a peer address counts as, for the rate, the connection caps
+ * and the cache partitions: an IPv4 address (IPv4-mapped), or the first
+ * v6_bits bits of an IPv6 address, the rest zero, in key. false for other
+ * families (Unix sockets). */
+bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16]);
+
 typedef struct bd_rate_table bd_rate_table;
+/* A table with ipv6_prefix at its default. */
 bd_rate_table *bd_rate_new(void);
 void bd_rate_free(bd_rate_table *t);
-/* Take a token from addr's bucket (rate per second, as deep as one second's
- * worth) at now_ms. 0: allowed; else the milliseconds until the next token.
- * A full table (a flood of new addresses) lets new addresses through
- * untracked rather than refusing them. */
+/* Count IPv6 clients by their first bits bits (0..128); a change empties
+ * the table. */
+void bd_rate_set_ipv6_prefix(bd_rate_table *t, unsigned bits);
+/* Take a token from the bucket of sa's client (rate per second, as deep as
+ * one second's worth) at now_ms. 0: allowed; else the milliseconds until
+ * the next token. When the table is full of busy clients (a flood of new
+ * addresses), the clients it cannot track share one overflow bucket. */
 uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate, uint64_t now_ms);
 /* Addresses tracked now. */
 size_t bd_rate_size(const bd_rate_table *t);
@@ -96,6 +113,33 @@ bool bd_http_inm_matches(const char *inm, const char *core);
 /* Seconds since the epoch of an HTTP date (IMF-fixdate), -1 if not one. */
 int64_t bd_http_parse_date(const char *s);
 
+/* ---- http_conn.c ---- */
+
+/* One admitted connection of the endpoint. */
+typedef struct bd_http_conn bd_http_conn;
+/* Watch h->evh's connections: past [http] max_connections (at most half
+ * RLIMIT_NOFILE) or max_connections_per_client a new connection is closed
+ * at once (http_connections_refused); an admitted one is closed when a
+ * whole request (line, headers, body) is not in within header_timeout of
+ * the connection's start or of the previous answer written
+ * (http_header_timeouts). 0 or -ENOMEM. */
+int bd_http_conns_init(bd_http *h);
+/* After evhttp_free (which closes the admitted ones). */
+void bd_http_conns_fini(bd_http *h);
+/* The connection of req; NULL when it is gone or was not tracked. */
+bd_http_conn *bd_http_conn_of(bd_http *h, struct evhttp_request *req);
+/* req came in whole on c: its deadline ends; the next starts once req's
+ * answer is written. */
+void bd_http_conn_request(bd_http_conn *c, struct evhttp_request *req);
+/* A NUL byte came in on c. */
+bool bd_http_conn_bad_bytes(const bd_http_conn *c);
+/* End c once the answer being made is written, before any next request is
+ * read (evhttp keeps a CONNECT's connection open whatever it says). */
+void bd_http_conn_close_after(bd_http_conn *c);
+/* An answer made while draining on c: h->unsent counts it until it is
+ * written or c is gone. */
+void bd_http_conn_drain_wait(bd_http_conn *c);
+
 /* ---- http.c ---- */
 
 /* A request waiting for its range. */
@@ -107,6 +151,7 @@ struct bd_http_job {
     bd_http_job *prev, *next;
     br_range_kind kind;
     uint32_t prefix20;
+    uint32_t partition; /* the client's (http_range.c) */
 };
 
 struct bd_http {
@@ -116,6 +161,10 @@ struct bd_http {
     char *unix_paths[BD_HTTP_MAX_LISTEN]; /* sockets it created (unlinked at stop) */
     bd_accept_pause pauses[BD_HTTP_MAX_LISTEN]; /* its listeners out of descriptors */
     bd_rate_table *rate;
+    bd_http_conn *conns, *fresh; /* admitted; accepted, to be admitted */
+    uint32_t n_conns;            /* admitted */
+    struct event *admit_ev;
+    uint8_t part_secret[32]; /* keys the clients' cache partitions */
     bd_http_job *jobs;
     uint32_t n_jobs;
     uint32_t unsent; /* answers made while draining, not yet written */

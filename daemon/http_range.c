@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* GET /range/{prefix}[?mode=ntlm]: HIBP's answers (docs/upstream.md
  * "Serving the range API") from the resolver of the request's state, in the
- * HTTP clients' partition. */
+ * client's own cache partition. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
 
 #include "hash.h"
 #include "http_int.h"
@@ -193,6 +194,36 @@ static void range_cb(void *ctx, const br_range_answer *a)
     bd_http_job_free(j);
 }
 
+/* ---- the client's partition ---- */
+
+/* The cache partition of req's client (docs/privacy.md "An HTTP client of
+ * the range endpoint"): each client (an IPv4 address, an IPv6 network of
+ * [http] ipv6_prefix bits) has its own, so that no client is answered from,
+ * waits on or is sped up by another's entry or fetch. Its number is a keyed
+ * hash of the client into the upper half of the numbers (uids are below
+ * 2^31 on any usual system), BD_PARTITION_HTTP and
+ * BR_RESOLVER_PARTITION_SHARED left out; the key is the cache's secret, so
+ * a client keeps its partition across restarts. Clients of a Unix socket
+ * listener share BD_PARTITION_HTTP. */
+static uint32_t client_partition(const bd_http *h, struct evhttp_request *req)
+{
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    const struct sockaddr *sa = con ? evhttp_connection_get_addr(con) : NULL;
+    uint8_t in[sizeof(h->part_secret) + 16], md[BR_SHA256_LEN];
+    if (!sa || !bd_http_client_key(sa, h->srv->state->cfg->http.ipv6_prefix,
+                                   in + sizeof(h->part_secret)))
+        return BD_PARTITION_HTTP;
+    memcpy(in, h->part_secret, sizeof(h->part_secret));
+    int rc = br_sha256(in, sizeof(in), md);
+    OPENSSL_cleanse(in, sizeof(in));
+    if (rc < 0)
+        return BD_PARTITION_HTTP;
+    uint32_t p;
+    memcpy(&p, md, sizeof(p));
+    p |= UINT32_C(0x80000000);
+    return p >= BD_PARTITION_HTTP ? p - 2 : p;
+}
+
 /* ---- the request ---- */
 
 void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
@@ -218,7 +249,8 @@ void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
     }
     j->kind = kind;
     j->prefix20 = br_range_prefix20(bytes);
-    int rc = br_resolver_resolve_range(j->state->resolver, BD_PARTITION_HTTP, kind, j->prefix20,
+    j->partition = client_partition(h, req);
+    int rc = br_resolver_resolve_range(j->state->resolver, j->partition, kind, j->prefix20,
                                        range_cb, j);
     if (rc < 0) {
         /* no callback: answer here */

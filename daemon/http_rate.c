@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* [http] rate: a token bucket per client address (http_int.h), in an
- * open-addressing table keyed with a per-process random seed. Idle buckets
- * (refilled to full) carry no information and are dropped when the table
- * fills up; the table grows up to MAX_SLOTS. */
+/* [http] rate: a token bucket per client (http_int.h: an IPv4 address or
+ * an IPv6 network of [http] ipv6_prefix bits), in an open-addressing table
+ * keyed with a per-process random seed. Idle buckets (refilled to full)
+ * carry no information and are dropped when the table fills up; the table
+ * grows up to MAX_SLOTS. When it is full of busy clients, the clients it
+ * cannot track share one overflow bucket: a flood of new addresses is
+ * limited together, never let through. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -13,6 +16,10 @@
 
 #define MIN_SLOTS 1024
 #define MAX_SLOTS (1u << 17)
+/* After a full table failed to make room, new clients go to the overflow
+ * bucket for this long before the table is swept again (a sweep walks every
+ * slot: not once per request of a flood). */
+#define FULL_RETRY_MS 100
 
 typedef struct bucket {
     uint8_t addr[16]; /* IPv6, or IPv4-mapped */
@@ -25,6 +32,9 @@ struct bd_rate_table {
     bucket *slots;
     size_t n_slots, n_used;
     uint64_t seed;
+    unsigned v6_bits;    /* [http] ipv6_prefix */
+    bucket overflow;     /* the clients a full table cannot track */
+    uint64_t full_until; /* no sweep before this (ms), after a failed one */
 };
 
 bd_rate_table *bd_rate_new(void)
@@ -39,7 +49,18 @@ bd_rate_table *bd_rate_new(void)
         return NULL;
     }
     t->n_slots = MIN_SLOTS;
+    t->v6_bits = BD_HTTP_DEFAULT_IPV6_PREFIX;
     return t;
+}
+
+void bd_rate_set_ipv6_prefix(bd_rate_table *t, unsigned bits)
+{
+    if (t && bits <= 128 && bits != t->v6_bits) {
+        /* the keys change: start afresh (a reload, rarely) */
+        memset(t->slots, 0, t->n_slots * sizeof(*t->slots));
+        t->n_used = 0;
+        t->v6_bits = bits;
+    }
 }
 
 void bd_rate_free(bd_rate_table *t)
@@ -55,15 +76,19 @@ size_t bd_rate_size(const bd_rate_table *t)
     return t->n_used;
 }
 
-/* The address as 16 bytes (IPv4 mapped); false for other families. */
-static bool addr_key(const struct sockaddr *sa, uint8_t key[16])
+bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16])
 {
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
     if (sa->sa_family == AF_INET6) {
-        memcpy(key, ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr, 16);
+        const uint8_t *a = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+        memcpy(key, a, 16);
+        if (!memcmp(a, mapped, 12))
+            return true; /* an IPv4 client: its address */
+        for (unsigned b = v6_bits < 128 ? v6_bits : 128; b < 128; b++)
+            key[b / 8] &= (uint8_t) ~(0x80 >> (b % 8));
         return true;
     }
     if (sa->sa_family == AF_INET) {
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
         memcpy(key, mapped, 12);
         memcpy(key + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
         return true;
@@ -127,27 +152,51 @@ static bool make_room(bd_rate_table *t, uint32_t rate, uint64_t now_ms)
 {
     if (t->n_used + 1 <= t->n_slots / 4 * 3)
         return true;
-    if (rebuild(t, t->n_slots, rate, now_ms) < 0)
+    if (now_ms < t->full_until)
         return false;
-    if (t->n_used + 1 <= t->n_slots / 2)
-        return true;
-    if (t->n_slots < MAX_SLOTS && rebuild(t, t->n_slots * 2, rate, now_ms) == 0)
-        return true;
-    return t->n_used + 1 <= t->n_slots / 4 * 3;
+    bool ok = false;
+    if (rebuild(t, t->n_slots, rate, now_ms) == 0) {
+        ok = t->n_used + 1 <= t->n_slots / 2 ||
+             (t->n_slots < MAX_SLOTS && rebuild(t, t->n_slots * 2, rate, now_ms) == 0) ||
+             t->n_used + 1 <= t->n_slots / 4 * 3;
+    }
+    if (!ok)
+        t->full_until = now_ms + FULL_RETRY_MS;
+    return ok;
+}
+
+/* Take a token from b at now_ms: 0, or the milliseconds until one. */
+static uint32_t take_from(bucket *b, uint32_t rate, uint64_t now_ms)
+{
+    double tokens = refilled(b, rate, now_ms);
+    b->last_ms = now_ms;
+    if (tokens >= 1.0) {
+        b->tokens = tokens - 1.0;
+        return 0;
+    }
+    b->tokens = tokens;
+    return (uint32_t)((1.0 - tokens) * 1000.0 / rate) + 1;
 }
 
 uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate, uint64_t now_ms)
 {
     uint8_t key[16];
-    if (!t || !sa || rate == 0 || !addr_key(sa, key))
+    if (!t || !sa || rate == 0 || !bd_http_client_key(sa, t->v6_bits, key))
         return 0;
     size_t s = slot_of(t, key);
     while (t->slots[s].used && memcmp(t->slots[s].addr, key, 16) != 0)
         s = (s + 1) & (t->n_slots - 1);
     bucket *b = &t->slots[s];
     if (!b->used) {
-        if (!make_room(t, rate, now_ms))
-            return 0; /* untracked: see http_int.h */
+        if (!make_room(t, rate, now_ms)) {
+            /* untracked: the overflow bucket (see http_int.h) */
+            if (!t->overflow.used) {
+                t->overflow.used = true;
+                t->overflow.tokens = rate;
+                t->overflow.last_ms = now_ms;
+            }
+            return take_from(&t->overflow, rate, now_ms);
+        }
         s = slot_of(t, key);
         while (t->slots[s].used)
             s = (s + 1) & (t->n_slots - 1);
@@ -158,13 +207,5 @@ uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate
         b->last_ms = now_ms;
         t->n_used++;
     }
-    double tokens = refilled(b, rate, now_ms);
-    b->last_ms = now_ms;
-    if (tokens >= 1.0) {
-        b->tokens = tokens - 1.0;
-        return 0;
-    }
-    b->tokens = tokens;
-    uint32_t wait = (uint32_t)((1.0 - tokens) * 1000.0 / rate) + 1;
-    return wait;
+    return take_from(b, rate, now_ms);
 }

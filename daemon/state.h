@@ -83,8 +83,11 @@ bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);
 bool bd_state_nt_filter_stale(const bd_state *s, int64_t now);
 /* The resolver partition of a peer's lookups ([cache] partition). */
 uint32_t bd_state_partition(const bd_state *s, uid_t uid);
-/* The resolver partition of the range endpoint's clients (breachd.conf(5)
- * [http]): theirs alone, whatever [cache] partition says. No peer has it:
+/* The resolver partition of the range endpoint's clients on a Unix socket
+ * listener (breachd.conf(5) [http]; a TCP client has one of its own, a
+ * keyed hash of its address in the upper half of the numbers, below this
+ * one: http_range.c): theirs alone, whatever [cache] partition says. No
+ * peer has it:
  * with partition = uid the one uid equal to it, 4294967294, is given
  * BR_RESOLVER_PARTITION_SHARED instead, which no other uid can have. */
 #define BD_PARTITION_HTTP (UINT32_MAX - 1)

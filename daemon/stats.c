@@ -303,6 +303,8 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_forbidden", k->http_forbidden);
     U64(o, "http_rate_limited", k->http_rate_limited);
     U64(o, "http_unavailable", k->http_unavailable);
+    U64(o, "http_connections_refused", k->http_connections_refused);
+    U64(o, "http_header_timeouts", k->http_header_timeouts);
 }
 
 /* Every figure, in the order the STATS line has always had. */

@@ -139,6 +139,8 @@ max_inflight = 64
 [http]
 listen = 127.0.0.1:$BDPORT
 rate = 0
+max_connections = 4096
+max_connections_per_client = 4096
 EOF
 "$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
 BDPID=$!

@@ -10,7 +10,7 @@
              addresses unaffected;
   logs:      no prefix in the daemon's log at the default settings; one
              line per request with access_log = yes;
-  partition: HTTP clients share a cache partition of their own: a range an
+  partition: an HTTP client has a cache partition of its own: a range an
              HTTP client fetched is fetched again for a local user's check
              and the other way round, with [cache] partition = uid or none;
   sockets:   a Unix socket listener (mode 0660), a listen changed by a

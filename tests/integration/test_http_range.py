@@ -321,7 +321,8 @@ def brotli_built():
 @test
 def concurrent_clients(ctx):
     m = mirror(ctx)
-    d, port = httpfx.start(ctx, m)
+    # 200 clients from one address: past the default per-client cap (64)
+    d, port = httpfx.start(ctx, m, http={"max_connections_per_client": "256"})
     base = "http://127.0.0.1:%d" % port
     n = 200
     barrier = threading.Barrier(n)

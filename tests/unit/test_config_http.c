@@ -122,6 +122,32 @@ static bool allowed(const breachd_config *c, struct sockaddr_storage ss)
     return breachd_config_http_allowed(c, (const struct sockaddr *)&ss);
 }
 
+/* The client and connection keys: defaults, values, bounds. */
+static void test_client_keys(void **state)
+{
+    (void)state;
+    breachd_config *c = load_ok("[http]\n");
+    assert_int_equal(c->http.ipv6_prefix, 64);
+    assert_int_equal(c->http.max_connections, 1024);
+    assert_int_equal(c->http.max_connections_per_client, 64);
+    assert_int_equal(c->http.header_timeout_ms, 10000);
+    breachd_config_free(c);
+    c = load_ok("[http]\nipv6_prefix = 128\nmax_connections = 10\n"
+                "max_connections_per_client = 2\nheader_timeout = 1500ms\n");
+    assert_int_equal(c->http.ipv6_prefix, 128);
+    assert_int_equal(c->http.max_connections, 10);
+    assert_int_equal(c->http.max_connections_per_client, 2);
+    assert_int_equal(c->http.header_timeout_ms, 1500);
+    breachd_config_free(c);
+    expect_error("[http]\nipv6_prefix = 129\n",
+                 NAME ":2: [http] ipv6_prefix: \"129\" is out of range (0 .. 128)");
+    expect_error("[http]\nmax_connections_per_client = 0\n",
+                 NAME ":2: [http] max_connections_per_client: \"0\" is out of range "
+                      "(1 .. 1048576)");
+    expect_error("[http]\nheader_timeout = 50ms\n",
+                 NAME ":2: [http] header_timeout: \"50ms\" is out of range (100ms .. 3600s)");
+}
+
 static void test_allowed(void **state)
 {
     (void)state;
@@ -164,10 +190,9 @@ static void test_allowed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_listen),
-        cmocka_unit_test(test_listen_errors),
-        cmocka_unit_test(test_networks_errors),
-        cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_listen),          cmocka_unit_test(test_listen_errors),
+        cmocka_unit_test(test_networks_errors), cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_client_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,7 +139,7 @@ static size_t example_keys(doc_key *out, size_t cap)
         snprintf(k->section, sizeof(k->section), "%s", section);
         const char *eq = strchr(line, '=');
         assert_non_null(eq);
-        sscanf(line, "%63[a-z_]", k->name);
+        sscanf(line, "%63[a-z0-9_]", k->name);
         for (eq++; *eq == ' '; eq++) {
         }
         snprintf(k->def, sizeof(k->def), "%s", eq);
