@@ -5,6 +5,7 @@
 # Debian 12 packages the build, the tests and the demo need.
 BREACHD_PACKAGES=(
   build-essential meson ninja-build pkg-config python3
+  ccache  # meson compiles through it when present: the README path, the demo and repeated runs
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
   libbrotli-dev  # brotli answers of the range endpoint (daemon/http_encode.c)
