@@ -11,6 +11,7 @@
 #include "filter_file.h"
 
 #include "log.h"
+#include "offline.h"
 #include "state.h"
 #include "state_filters.h"
 
@@ -203,9 +204,9 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
 static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 {
     memset(rc, 0, sizeof(*rc));
-    rc->password_upstream = cfg->passwords.upstream;
-    rc->url_upstream = cfg->urls.upstream;
-    rc->ntlm_upstream = cfg->ntlm.upstream;
+    rc->password_upstream = bd_upstream_template(cfg->passwords.upstream);
+    rc->url_upstream = bd_upstream_template(cfg->urls.upstream);
+    rc->ntlm_upstream = bd_upstream_template(cfg->ntlm.upstream);
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;

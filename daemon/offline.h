@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Offline filters and `upstream = none` in the daemon (breachd.conf(5),
+ * docs/privacy.md): which sections have no range API, and what
+ * --check-config says about a configuration that leans on one it lacks. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "state.h"
+
+/* The `upstream` value that means: no range API at all. */
+#define BD_UPSTREAM_NONE "none"
+bool bd_upstream_none(const char *tmpl);
+
+/* The range-API template to hand the resolver: NULL for none. */
+const char *bd_upstream_template(const char *tmpl);
+
+typedef void (*bd_warn_fn)(void *ctx, const char *text);
+
+/* The configuration against its filters: [http] serves range bodies, so it
+ * needs a [passwords] upstream (an error, -EINVAL with err); a section with
+ * upstream = none and a filter that is not offline answers every maybe
+ * UNKNOWN no-upstream (a warning through warn). */
+int bd_offline_check(const bd_state_files *f, bd_warn_fn warn, void *ctx, br_error *err);
