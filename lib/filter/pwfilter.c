@@ -181,7 +181,9 @@ static unsigned build_threads(const br_pwfilter_build_opts *o, const br_keyset *
     unsigned threads = o->threads ? o->threads : online_cpus();
     threads = BR_MIN(threads, shards);
     uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
-    uint64_t per_thread = BR_PWFILTER_BYTES_PER_KEY * BR_MAX(br_keyset_max_shard_keys(ks), 1);
+    uint64_t per_key = o->counts || o->categories ? BR_PWFILTER_BYTES_PER_KEY_OFFLINE
+                                                  : BR_PWFILTER_BYTES_PER_KEY;
+    uint64_t per_thread = per_key * BR_MAX(br_keyset_max_shard_keys(ks), 1);
     return (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
 }
 

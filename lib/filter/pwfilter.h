@@ -32,6 +32,9 @@
 /* Bytes a thread holds per key of its shard (measured: key copy 8, build
  * arrays ~22, fingerprints ~2.3, rounded up). */
 #define BR_PWFILTER_BYTES_PER_KEY 34
+/* An offline build: the (key, count) pair 16, codes and their slot XORs 2,
+ * build arrays ~22, 32-bit slots ~4.3, rounded up. */
+#define BR_PWFILTER_BYTES_PER_KEY_OFFLINE 46
 
 typedef void (*br_shard_progress_cb)(void *ctx, uint32_t shards_done, uint32_t shards_total);
 
@@ -154,6 +157,11 @@ bool br_pwfilter_offline(const br_pwfilter *pf);
  * offline, -EIO for a damaged one (filter_file.h): never a wrong "no".
  * Any thread; the set's mapping is read only. */
 int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_t *count);
+/* Throughput mode for many keys (hash-prefix64 keys, br_hash_key64): counts[i]
+ * the count of keys[i], 0 when not in the set; slots are prefetched ahead,
+ * so that the cache misses of many lookups overlap. 0, -ENOTSUP or -EIO
+ * (damaged: no count may be trusted) as above. */
+int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint64_t *counts);
 /* The same for a url-sha256 offline set and a SHA-256 of an expression: 1
  * and *category (a name in the file, valid while pf is), 0 when not in it. */
 int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],

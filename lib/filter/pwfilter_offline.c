@@ -181,3 +181,44 @@ int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
     *category = br_category_name(&m->offline->cats, code);
     return 1;
 }
+
+/* One member's codes for the keys still 0, their slots prefetched a block
+ * ahead so that the cache misses of a block overlap. */
+static void member_codes(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint8_t *codes,
+                         const br_pwfilter **members)
+{
+    enum { BLOCK = 16 };
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t k = BR_MIN((size_t)BLOCK, n - i);
+        for (size_t j = 0; j < k; j++)
+            if (!codes[i + j])
+                br_bfuse_prefetch(shard_of(pf, keys[i + j]), keys[i + j]);
+        for (size_t j = 0; j < k; j++) {
+            if (codes[i + j])
+                continue;
+            uint8_t c = br_bfuse_code(shard_of(pf, keys[i + j]), keys[i + j]);
+            if (c && pf->offline->code_kind == BR_CODES_CATEGORIES && c > pf->offline->cats.count)
+                c = 0;
+            codes[i + j] = c;
+            members[i + j] = pf;
+        }
+    }
+}
+
+int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint64_t *counts)
+{
+    if (!pf->offline || pf->offline->code_kind != BR_CODES_COUNTS)
+        return -ENOTSUP;
+    enum { CHUNK = 256 };
+    uint8_t codes[CHUNK];
+    const br_pwfilter *members[CHUNK];
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = BR_MIN((size_t)CHUNK, n - i);
+        memset(codes, 0, k);
+        for (const br_pwfilter *m = pf; m; m = m->next)
+            member_codes(m, keys + i, k, codes, members);
+        for (size_t j = 0; j < k; j++)
+            counts[i + j] = codes[j] ? br_count_of_code(&members[j]->offline->counts, codes[j]) : 0;
+    }
+    return br_pwfilter_damaged(pf) ? -EIO : 0;
+}
