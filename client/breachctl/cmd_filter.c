@@ -40,9 +40,12 @@ static const ctl_usage filter_usage[] = {
      "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
-     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...",
+     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...\n"
+     "          [--offline]",
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
-     "a delta, and the mirror of the whole set). FORMAT: "
+     "a delta, and the mirror of the whole set). --offline: each expression keeps "
+     "its category and a hit is answered on the host (no mirror; at most 255 "
+     "categories). FORMAT: "
      BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
      "; the first --input listing an expression sets its category."},
     {"filter build",
@@ -136,13 +139,24 @@ static int filter_info(const char *path, bool force)
                8.0 * (double)size / (double)h->key_count);
     const br_pwo *off = br_pwfilter_offline_info(pf);
     if (off) {
-        printf("%-18s offline: hits are answered on the host, with their count\n", "mode:");
-        printf("%-18s 24-bit fingerprint and 8-bit count code in 32-bit slots\n", "slots:");
+        bool cats = off->code_kind == BR_CODES_CATEGORIES;
+        printf("%-18s offline: hits are answered on the host, with their %s\n", "mode:",
+               cats ? "category" : "count");
+        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n", "slots:",
+               cats ? "category" : "count");
         printf("%-18s about 1 in %.0f (2^-24) per absent key\n", "false positives:",
                ldexp(1.0, 24));
-        printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
-               "10%% below, never above); largest %" PRIu64 "\n",
-               "counts:", BR_COUNT_EXACT_MAX, off->ratio_ppm / 1e6, off->counts.bound[256] - 1);
+        if (off->code_kind == BR_CODES_CATEGORIES) {
+            printf("%-18s %u:", "categories:", off->cats.count);
+            for (unsigned i = 0; i < off->cats.count; i++)
+                printf(" %s", off->cats.names[i]);
+            printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
+                   off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
+        } else {
+            printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
+                   "10%% below, never above); largest %" PRIu64 "\n",
+                   "counts:", BR_COUNT_EXACT_MAX, off->ratio_ppm / 1e6, off->counts.bound[256] - 1);
+        }
         if (off->min_count > 1)
             printf("%-18s keys seen at least %" PRIu64 " times\n", "min count:", off->min_count);
     } else {
@@ -365,6 +379,8 @@ static int sub_query(int argc, char **argv)
     }
     const char *path = argv[first];
     int nkeys = argc - first - 1;
+    if (url_offline_file(path))
+        return url_offline_query(path, nkeys, argv + first + 1, by_url);
     if (url_filter_file(path))
         return url_filter_query(path, nkeys, argv + first + 1, by_url);
     if (by_url) {

@@ -166,6 +166,9 @@ int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t 
  * and *category (a name in the file, valid while pf is), 0 when not in it. */
 int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
                                 const char **category);
+/* A url-sha256 offline set: the largest max_domain_labels of its members
+ * (lookups take host suffixes of up to max(5, this) labels). */
+unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
 /* The code of a key in the set: the first member that holds it; 0: none. */
 uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member);
 /* An offline member's description for `filter info`: the code kind, the

@@ -222,3 +222,12 @@ int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t 
     }
     return br_pwfilter_damaged(pf) ? -EIO : 0;
 }
+
+unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf)
+{
+    unsigned m = 0;
+    for (; pf; pf = pf->next)
+        if (pf->offline)
+            m = BR_MAX(m, pf->offline->max_domain_labels);
+    return m;
+}

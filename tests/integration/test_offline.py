@@ -3,8 +3,10 @@
 """Offline password filters end to end with real processes: breachctl
 filter build --offline (counts kept, bad input refused by file and line,
 truncated and flipped files refused, deltas never mixing offline and range
-filters), filter info and query, and breachd answering every PW and NT
-check of an offline filter on the host: a real nginx mirror with every
+filters), filter info and query, offline URL filters of every feed format
+(a category per expression, more than 255 categories refused by feed), and
+breachd answering every PW, NT and URL check of an offline filter on the
+host: a real nginx mirror with every
 range stands by as the upstream (decoys on), and its access log and STATS
 show that nothing was fetched or cached. `upstream = none`: UNKNOWN
 no-upstream for a range filter's maybe, and what --check-config says about
@@ -18,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
+import feedfx  # noqa: E402
 from ntfx import nthash, write_ntlm_range  # noqa: E402
 
 COUNTS = [1, 2, 7, 99, 100, 101, 150, 1000, 123456, 37000000]
@@ -182,7 +185,13 @@ def upstream_none(ctx):
     range_filt = ctx.build_filter(inp, ctx.path("range.bfuse"))
     off = ctx.path("off.bfuse")
     build(ctx, inp, off)
-    conf = ctx.config(passwords={"filter": range_filt, "upstream": "none"})
+    feed = ctx.path("feed.txt")
+    with open(feed, "w") as f:
+        f.write("blocked.example\n")
+    url_filt = ctx.path("urls.bbf")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", feed, "--output", url_filt)
+    conf = ctx.config(passwords={"filter": range_filt, "upstream": "none"},
+                      urls={"filter": url_filt, "upstream": "none"})
     r = subprocess.run(dtest.breachd_argv("--config", conf, "--check-config"),
                        capture_output=True, text=True, timeout=60)
     eq(r.returncode, 0, "check-config exit: " + r.stderr)
@@ -192,6 +201,8 @@ def upstream_none(ctx):
     c = d.client()
     h = sorted(entries)[0]
     eq(c.ask("a PW " + h), "a UNKNOWN no-upstream", "a maybe without upstream")
+    eq(c.ask("b URL http://blocked.example/x"), "b UNKNOWN no-upstream", "a URL maybe")
+    eq(c.ask("c URL http://other.example/x"), "c SAFE", "a URL no")
     c.close()
     d.stop_ok()
     # offline: no warning, every answer local
@@ -211,6 +222,90 @@ def upstream_none(ctx):
                        capture_output=True, text=True, timeout=60)
     check(r.returncode != 0 and "[http]" in r.stderr and "upstream = none" in r.stderr,
           "http conflict: " + r.stderr)
+
+
+def url_feeds(ctx):
+    """Every feed format of feedfx.py, each under its category."""
+    fxs = feedfx.write_all(ctx.path("feeds"))
+    args = []
+    for fx in fxs:
+        args += ["--input", "%s=%s" % (fx.path, fx.category)]
+        check(not fx.column or fx.fmt == "csv", fx.name)
+    return fxs, args
+
+
+def build_urls(ctx, out, fxs):
+    """One offline filter per feed (formats differ in their options), and
+    the blocked URLs of all: {url: (category, expression)}."""
+    blocked, safe, outs = {}, [], []
+    for i, fx in enumerate(fxs):
+        o = "%s.%d" % (out, i)
+        r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
+                          "%s=%s" % (fx.path, fx.category), "--output", o, "--skip-bad",
+                          "--max-bad", "1", *fx.format_args(), check_rc=False)
+        eq(r.returncode, 0, "%s: %s" % (fx.name, r.stderr))
+        outs.append((o, fx))
+    return outs
+
+
+@test
+def url_offline_every_format(ctx):
+    fxs, _ = url_feeds(ctx)
+    for o, fx in build_urls(ctx, ctx.path("u.off"), fxs):
+        info = ctx.breachctl("filter", "info", o).stdout
+        check("offline" in info and fx.category in info, "%s: %s" % (fx.name, info))
+        urls = list(fx.blocked) + list(fx.safe)
+        out = ctx.breachctl("filter", "query", o, "--url", *urls).stdout.strip().split("\n")
+        eq(len(out), len(urls), fx.name)
+        for u, line in zip(urls, out):
+            if u in fx.blocked:
+                cat, expr = fx.blocked[u]
+                eq(line, "blocked %s %s" % (cat, expr), "%s: %s" % (fx.name, u))
+            else:
+                eq(line, "no", "%s: %s" % (fx.name, u))
+    # one category more than the code holds: refused, naming the feed
+    f = ctx.path("one.txt")
+    with open(f, "w") as out:
+        out.write("http://one.example/x\n")
+    args = []
+    for i in range(256):
+        args += ["--input", "%s=c%d" % (f if i < 255 else ctx.path("last.txt"), i)]
+    with open(ctx.path("last.txt"), "w") as out:
+        out.write("http://last.example/\n")
+    r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output",
+                      ctx.path("m.off"), *args, check_rc=False)
+    check(r.returncode == 2 and "last.txt" in r.stderr and "255 categories" in r.stderr,
+          r.stderr)
+
+
+@test
+def daemon_answers_urls_locally(ctx):
+    fxs, _ = url_feeds(ctx)
+    fx = [f for f in fxs if f.blocked and f.safe][0]
+    (o, _), = build_urls(ctx, ctx.path("u.off"), [fx])
+    mirror = ctx.path("mirror")
+    os.makedirs(mirror)
+    port = ctx.nginx(mirror)
+    conf = ctx.config(urls={"filter": o, "upstream": "http://127.0.0.1:%d/range/{prefix}" % port},
+                      upstream={"decoys": "4"})
+    d = ctx.daemon(conf)
+    c = d.client()
+    urls = list(fx.blocked) + list(fx.safe)
+    for i, u in enumerate(urls):
+        c.send("u%d URL %s\n" % (i, u))
+    answers = dict(ln.split(" ", 1) for ln in c.lines(len(urls)))
+    for i, u in enumerate(urls):
+        if u in fx.blocked:
+            eq(answers["u%d" % i], "BLOCKED %s %s" % fx.blocked[u], u)
+        else:
+            eq(answers["u%d" % i], "SAFE", u)
+    st = d.stats()
+    for k in ("upstream_fetches", "upstream_transfers", "upstream_decoys", "cache_entries"):
+        eq(st.get(k, 0), 0, "STATS " + k)
+    c.close()
+    d.stop_ok()
+    log = ctx.path("nginx", "access.log")
+    eq(open(log).read() if os.path.exists(log) else "", "", "nginx access log")
 
 
 if __name__ == "__main__":

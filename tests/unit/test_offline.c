@@ -4,7 +4,7 @@
  * fit refused), coded binary fuse filters (every member's code, the measured
  * false-positive rate), counted key sets spilled or not giving the same
  * file, the lookup API, sets never mixing offline and range files, damaged
- * files refused, and the golden offline fixture of data/fixtures/. */
+ * files refused, and the golden offline fixtures of data/fixtures/. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 #include "offline_codes.h"
 #include "pwfilter.h"
 #include "testutil.h"
+#include "url_expr.h"
 #include "util.h"
 
 static void assert_count_ok(uint64_t got, uint64_t true_count)
@@ -259,6 +260,44 @@ static void test_fixture(void **state)
     free(ipath);
 }
 
+static void check_url(const br_pwfilter *pf, const char *expr, const char *want)
+{
+    uint8_t key[BR_SHA256_LEN];
+    const char *cat = NULL;
+    assert_int_equal(br_url_expr_hash(expr, key), 0);
+    int r = br_pwfilter_lookup_category(pf, key, &cat);
+    if (want ? r != 1 || strcmp(cat, want) : r != 0)
+        fail_msg("%s: %d %s, expected %s", expr, r, r > 0 ? cat : "", want ? want : "none");
+}
+
+/* The offline URL fixture: every entry of the two feeds with its category. */
+static void test_url_fixture(void **state)
+{
+    (void)state;
+    char *fpath = tu_path("%s/url-sha256-v2-offline.bfuse", FIXTURES_DIR);
+    br_pwfilter *pf = open_ok(fpath);
+    assert_true(br_pwfilter_offline(pf));
+    assert_int_equal(br_pwfilter_header(pf)->kind, BR_KIND_URL_SHA256);
+    assert_int_equal(br_pwfilter_header(pf)->key_count, 1050);
+    uint64_t count;
+    assert_int_equal(br_pwfilter_lookup_count(pf, (const uint8_t *)"01234567", &count), -ENOTSUP);
+    char expr[128];
+    for (int i = 0; i < 1000; i++) {
+        if (i % 2 == 0)
+            snprintf(expr, sizeof(expr), "breachd-fixture-%d.example/", i);
+        else
+            snprintf(expr, sizeof(expr), "breachd-fixture-%d.example/p/%d?q", i, i);
+        check_url(pf, expr, "malware");
+    }
+    for (int i = 0; i < 50; i++) {
+        snprintf(expr, sizeof(expr), "breachd-fixture-delta-%d.example/d", i);
+        check_url(pf, expr, "phishing");
+    }
+    check_url(pf, "breachd-fixture-1.example/", NULL);
+    br_pwfilter_free(pf);
+    free(fpath);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_bfuse_coded),
         cmocka_unit_test(test_pwfilter_offline),
         cmocka_unit_test(test_fixture),
+        cmocka_unit_test(test_url_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
