@@ -83,8 +83,9 @@ static int check_url_member(const breachd_config *cfg, const br_sign_key *key, c
         return r;
     const br_filter_header *h = br_filter_file_header(f);
     if (h->kind != BR_KIND_URL_SHA256)
-        r = br_error_set(err, -EINVAL, "%s: kind %s, but breachd answers URL with url-sha256 filters only",
-                         path, br_filter_kind_name(h->kind) ? br_filter_kind_name(h->kind) : "?");
+        r = br_error_set(err, -EINVAL,
+                         "%s: kind %s, but breachd answers URL with url-sha256 filters only", path,
+                         br_filter_kind_name(h->kind) ? br_filter_kind_name(h->kind) : "?");
     else if (key && (r = br_filter_sig_verify(key, path, h, err)) < 0)
         br_error_prefix(err, r, "%s: refused, its signature does not verify against [urls] pubkey",
                         path);

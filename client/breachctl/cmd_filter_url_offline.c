@@ -124,7 +124,8 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
         return 0;
     }
     br_url_exprs ex = {0};
-    unsigned labels = BR_MAX(br_pwfilter_max_domain_labels(pf), (unsigned)BR_URL_SB_HOST_COMPONENTS);
+    unsigned labels =
+        BR_MAX(br_pwfilter_max_domain_labels(pf), (unsigned)BR_URL_SB_HOST_COMPONENTS);
     if ((r = br_url_lookup_expressions(s, len, labels, &ex, NULL, err)) < 0)
         return r;
     for (size_t i = 0; i < ex.n; i++) { /* most specific first */

@@ -146,9 +146,11 @@ int br_category_table_decode(const uint8_t *raw, unsigned count, br_category_tab
         size_t len = strnlen((const char *)e, BR_CATEGORY_ENTRY_BYTES);
         for (size_t j = len; j < BR_CATEGORY_ENTRY_BYTES; j++)
             if (e[j])
-                return br_error_set(err, -EINVAL, "category table: entry %u is not NUL-padded", i + 1);
+                return br_error_set(err, -EINVAL, "category table: entry %u is not NUL-padded",
+                                    i + 1);
         if (!category_name_ok((const char *)e, len))
-            return br_error_set(err, -EINVAL, "category table: entry %u is not a category name", i + 1);
+            return br_error_set(err, -EINVAL, "category table: entry %u is not a category name",
+                                i + 1);
         memcpy(t->names[i], e, len);
         for (unsigned k = 0; k < i; k++)
             if (!strcmp(t->names[k], t->names[i]))

@@ -44,7 +44,8 @@ uint64_t br_count_of_code(const br_count_codes *t, uint8_t code);
 void br_count_codes_encode(const br_count_codes *t, uint8_t raw[BR_COUNT_TABLE_BYTES]);
 /* Decode and check: bound[101] = 101, increasing, each step at most 10%
  * (or +1). -EINVAL with the reason in err. */
-int br_count_codes_decode(const uint8_t raw[BR_COUNT_TABLE_BYTES], br_count_codes *t, br_error *err);
+int br_count_codes_decode(const uint8_t raw[BR_COUNT_TABLE_BYTES], br_count_codes *t,
+                          br_error *err);
 
 #define BR_CATEGORY_MAX 255
 #define BR_CATEGORY_NAME_MAX 32

@@ -75,8 +75,8 @@ static int read_codes(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *er
     if (x->code_kind == BR_CODES_COUNTS && ncodes != 255)
         return br_error_set(err, -EINVAL, "param code_count: %u, expected 255", ncodes);
     if (x->code_kind == BR_CODES_CATEGORIES && (ncodes == 0 || ncodes > BR_CATEGORY_MAX))
-        return br_error_set(err, -EINVAL, "param code_count: %u categories, expected 1..%d",
-                            ncodes, BR_CATEGORY_MAX);
+        return br_error_set(err, -EINVAL, "param code_count: %u categories, expected 1..%d", ncodes,
+                            BR_CATEGORY_MAX);
     if (off != h->payload_offset || size != want || size > br_filter_file_size(pf->file) - off)
         return br_error_set(err, -EINVAL, "param code_table_offset/size %llu/%llu out of range",
                             (unsigned long long)off, (unsigned long long)size);

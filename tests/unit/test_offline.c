@@ -145,8 +145,12 @@ static void build_counted(const char *dir, const char *path, size_t n, size_t me
         assert_true(br_keyset_spilled(ks));
     br_count_codes t;
     assert_int_equal(br_count_codes_make(max, &t), 0);
-    br_pwfilter_build_opts o = {.generation = 1, .source = "unit", .build_time = 1764892800,
-                                .shard_target = shard_target, .counts = &t, .min_count = min_count};
+    br_pwfilter_build_opts o = {.generation = 1,
+                                .source = "unit",
+                                .build_time = 1764892800,
+                                .shard_target = shard_target,
+                                .counts = &t,
+                                .min_count = min_count};
     if (br_pwfilter_build(ks, &o, path, NULL, &err) < 0)
         fail_msg("build: %s", err.text);
     br_keyset_free(ks);
@@ -197,8 +201,9 @@ static void test_pwfilter_offline(void **state)
     br_error err = {{0}};
     assert_int_equal(br_keyset_new(dir, 0, &ks, &err), 0);
     assert_int_equal(br_keyset_add(ks, 42, &err), 0);
-    br_pwfilter_build_opts o = {.generation = 2, .build_time = 1, .base_body_sha256 =
-                                    br_pwfilter_file_header(pf)->body_sha256};
+    br_pwfilter_build_opts o = {.generation = 2,
+                                .build_time = 1,
+                                .base_body_sha256 = br_pwfilter_file_header(pf)->body_sha256};
     char *c = tu_path("%s/c", dir);
     assert_int_equal(br_pwfilter_build(ks, &o, c, NULL, &err), 0);
     br_keyset_free(ks);
@@ -301,10 +306,8 @@ static void test_url_fixture(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_codes),
-        cmocka_unit_test(test_bfuse_coded),
-        cmocka_unit_test(test_pwfilter_offline),
-        cmocka_unit_test(test_fixture),
+        cmocka_unit_test(test_count_codes),      cmocka_unit_test(test_bfuse_coded),
+        cmocka_unit_test(test_pwfilter_offline), cmocka_unit_test(test_fixture),
         cmocka_unit_test(test_url_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
