@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
 import feedfx  # noqa: E402
+import fleetfx  # noqa: E402
 from ntfx import nthash, write_ntlm_range  # noqa: E402
 
 COUNTS = [1, 2, 7, 99, 100, 101, 150, 1000, 123456, 37000000]
@@ -222,6 +223,53 @@ def upstream_none(ctx):
                        capture_output=True, text=True, timeout=60)
     check(r.returncode != 0 and "[http]" in r.stderr and "upstream = none" in r.stderr,
           "http conflict: " + r.stderr)
+
+
+@test
+def fleet_signed_delta_merge(ctx):
+    """An offline base and a 1% delta, signed: breachd (with a pubkey)
+    answers both files' keys with their counts; a bad reload keeps the old
+    set; the two merge into one layered file that answers the same."""
+    sec, pub = fleetfx.keypair(ctx)
+    base_entries = corpus(2000)
+    grown = dict(base_entries)
+    grown.update({sha1hex("grown-%d" % i): 100 + i for i in range(20)})
+    base = ctx.path("base.off")
+    build(ctx, write_corpus(ctx.path("base.txt"), base_entries), base, "--generation", "1")
+    delta = ctx.path("delta.off")
+    build(ctx, write_corpus(ctx.path("grown.txt"), grown), delta, "--base", base)
+    for f in (base, delta):
+        ctx.breachctl("filter", "sign", "--key", sec, f)
+        ctx.breachctl("filter", "verify", "--pubkey", pub, f)
+    info = ctx.breachctl("filter", "info", delta).stdout
+    check("keys:              20\n" in info and "offline" in info, "the delta holds the 20 new keys")
+    conf = ctx.config(passwords={"filter": "%s, %s" % (base, delta), "upstream": "none",
+                                 "pubkey": pub})
+    d = ctx.daemon(conf)
+    c = d.client()
+    new = sha1hex("grown-7")
+    eq(c.ask("a PW " + new), "a PWNED 107", "a key of the delta")
+    old = sorted(base_entries)[3]
+    check(count_ok(int(c.ask("b PW " + old).split()[2]), base_entries[old]), "a key of the base")
+    # a flipped delta: the reload is refused, the old set keeps serving
+    data = bytearray(open(delta, "rb").read())
+    data[5000] ^= 1
+    with open(delta + ".new", "wb") as f:
+        f.write(data)
+    os.replace(delta + ".new", delta)
+    r = c.ask("r RELOAD")
+    check(r.startswith("r ERR reload-failed") and "delta.off" in r, r)
+    eq(c.ask("c PW " + new), "c PWNED 107", "after the refused reload")
+    c.close()
+    d.stop_ok()
+    # merged: one layered file, the same answers
+    delta2 = ctx.path("delta2.off")
+    build(ctx, ctx.path("grown.txt"), delta2, "--base", base)
+    merged = ctx.path("merged.off")
+    ctx.breachctl("filter", "build", "--merge", base, delta2, "--output", merged)
+    out = ctx.breachctl("filter", "query", merged, new, old).stdout.split("\n")
+    eq(out[0], "pwned 107", "merged: delta key")
+    check(out[1].startswith("pwned "), "merged: base key")
 
 
 def url_feeds(ctx):
