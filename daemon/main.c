@@ -16,16 +16,8 @@
 #include "housekeeping.h"
 #include "log.h"
 #include "notify.h"
-#include "offline.h"
 #include "server.h"
 #include "startup.h"
-
-/* A doubtful configuration: said at start and by --check-config. */
-static void check_warn(void *ctx, const char *text)
-{
-    (void)ctx;
-    bd_log(LOG_WARNING, "%s", text);
-}
 
 static void usage(FILE *out)
 {
@@ -240,11 +232,6 @@ int main(int argc, char **argv)
         return 1;
     }
     bd_log_set_level(files.cfg->daemon.log_level);
-    if ((r = bd_offline_check(&files, check_warn, NULL, &err)) < 0) {
-        bd_log(LOG_ERR, "%s", err.text);
-        bd_state_files_clear(&files);
-        return 1;
-    }
     if (a.check_only) {
         printf("%s: OK\n", a.config_path);
         bd_state_files_clear(&files);

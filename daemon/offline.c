@@ -8,6 +8,7 @@
 #include "conf.h"
 #include "filter_file.h"
 #include "filter_sign.h"
+#include "log.h"
 #include "offline.h"
 #include "url_expr.h"
 
@@ -21,34 +22,35 @@ const char *bd_upstream_template(const char *tmpl)
     return bd_upstream_none(tmpl) ? NULL : tmpl;
 }
 
-static void warn_section(const char *section, const char *filter, const br_pwfilter *pf,
-                         bd_warn_fn warn, void *ctx)
+static void warn_section(const char *section, const char *filter, const br_pwfilter *pf)
 {
-    char text[512];
     if (pf && br_pwfilter_offline(pf))
         return;
-    snprintf(text, sizeof(text),
-             "[%s] upstream = none with %s: every check the filter cannot answer (every "
-             "breached password, and about 1 clean one in 65536) gets UNKNOWN no-upstream; "
-             "build the filter with `breachctl filter build --offline` or name an upstream",
-             section, filter[0] ? "a filter that is not offline" : "no filter");
-    warn(ctx, text);
+    bd_log(LOG_WARNING,
+           "[%s] upstream = none with %s: every check the filter cannot answer (every "
+           "breached password, and about 1 clean one in 65536) gets UNKNOWN no-upstream; "
+           "build the filter with `breachctl filter build --offline` or name an upstream",
+           section, filter[0] ? "a filter that is not offline" : "no filter");
 }
 
-int bd_offline_check(const bd_state_files *f, bd_warn_fn warn, void *ctx, br_error *err)
+int bd_offline_check_config(const breachd_config *c, br_error *err)
 {
-    const breachd_config *c = f->cfg;
     if (c->http.listen[0] && bd_upstream_none(c->passwords.upstream))
         return br_error_set(err, -EINVAL,
                             "%s: [http] listen = %s serves range bodies from the [passwords] "
                             "upstream, but [passwords] upstream = none: name an upstream or "
                             "leave [http] listen empty",
                             c->path, c->http.listen);
-    if (bd_upstream_none(c->passwords.upstream))
-        warn_section("passwords", c->passwords.filter, f->pwfilter, warn, ctx);
-    if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])
-        warn_section("ntlm", c->ntlm.filter, f->ntfilter, warn, ctx);
     return 0;
+}
+
+void bd_offline_warn(const bd_state_files *f)
+{
+    const breachd_config *c = f->cfg;
+    if (bd_upstream_none(c->passwords.upstream))
+        warn_section("passwords", c->passwords.filter, f->pwfilter);
+    if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])
+        warn_section("ntlm", c->ntlm.filter, f->ntfilter);
 }
 
 /* ---- an offline [urls] filter ---- */

@@ -16,13 +16,14 @@ bool bd_upstream_none(const char *tmpl);
 /* The range-API template to hand the resolver: NULL for none. */
 const char *bd_upstream_template(const char *tmpl);
 
-typedef void (*bd_warn_fn)(void *ctx, const char *text);
-
-/* The configuration against its filters: [http] serves range bodies, so it
- * needs a [passwords] upstream (an error, -EINVAL with err); a section with
- * upstream = none and a filter that is not offline answers every maybe
- * UNKNOWN no-upstream (a warning through warn). */
-int bd_offline_check(const bd_state_files *f, bd_warn_fn warn, void *ctx, br_error *err);
+/* [http] serves range bodies, so it needs a [passwords] upstream: -EINVAL
+ * with err naming the conflict. At every load (start, reload,
+ * --check-config). */
+int bd_offline_check_config(const breachd_config *cfg, br_error *err);
+/* A section with upstream = none and a filter that is not offline answers
+ * every maybe UNKNOWN no-upstream: a warning in the log (and on stderr for
+ * --check-config). */
+void bd_offline_warn(const bd_state_files *f);
 
 /* [urls] filter names an offline filter (its first file's header says so). */
 bool bd_offline_urls_configured(const breachd_config *cfg);

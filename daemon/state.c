@@ -148,6 +148,8 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
     if (r >= 0)
         r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+    if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
+        r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
         r = bd_offline_urls_configured(out->cfg)
                 ? bd_offline_load_urls(out->cfg, &out->urloffline, err)
@@ -156,6 +158,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         bd_state_files_clear(out);
         return r;
     }
+    bd_offline_warn(out);
     return 0;
 }
 

@@ -123,8 +123,9 @@ static int filter_info(const char *path, bool force)
     printf("%-18s %s\n", "file:", path);
     printf("%-18s %u\n", "format version:", h->version);
     printf("%-18s %s\n", "kind:", br_filter_kind_name(h->kind));
-    printf("%-18s %s, %u-wise, %u-bit fingerprints\n", "algorithm:",
-           br_filter_algorithm_name(h->algorithm), br_pwfilter_arity(pf), br_pwfilter_fp_bits(pf));
+    printf("%-18s %s, %u-wise, %u-bit %s\n", "algorithm:", br_filter_algorithm_name(h->algorithm),
+           br_pwfilter_arity(pf), br_pwfilter_fp_bits(pf),
+           br_pwfilter_offline(pf) ? "slots" : "fingerprints");
     printf("%-18s %s v%u\n", "key encoding:", br_key_encoding_name(h->key_encoding),
            h->key_encoding_version);
     printf("%-18s %" PRIu64 "\n", "generation:", h->generation);
