@@ -117,9 +117,12 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
     const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
     bool stale;
     br_pwfilter *filter = filter_of(st, req->verb, &stale);
-    if (filter && !stale && br_pwfilter_offline(filter) && pw_offline(c, req, filter, hash))
-        return;
-    if (filter && !br_pwfilter_offline(filter)) {
+    if (filter && br_pwfilter_offline(filter)) {
+        if (stale) /* past max_filter_age: on to the range API, as any filter */
+            (*kd.filter_bypassed)++;
+        else if (pw_offline(c, req, filter, hash))
+            return;
+    } else if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
         } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) {
