@@ -11,6 +11,7 @@
 #include "filter_file.h"
 
 #include "log.h"
+#include "offline.h"
 #include "state.h"
 #include "state_filters.h"
 
@@ -148,12 +149,17 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
     if (r >= 0)
         r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+    if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
+        r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
-        r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
+        r = bd_offline_urls_configured(out->cfg)
+                ? bd_offline_load_urls(out->cfg, &out->urloffline, err)
+                : bd_filters_load_urls(out->cfg, &out->urlfilter, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
     }
+    bd_offline_warn(out);
     return 0;
 }
 
@@ -162,6 +168,7 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->pwfilter);
     br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
+    br_pwfilter_free(f->urloffline);
     breachd_config_free(f->cfg);
     memset(f, 0, sizeof(*f));
 }
@@ -204,9 +211,9 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
 static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 {
     memset(rc, 0, sizeof(*rc));
-    rc->password_upstream = cfg->passwords.upstream;
-    rc->url_upstream = cfg->urls.upstream;
-    rc->ntlm_upstream = cfg->ntlm.upstream;
+    rc->password_upstream = bd_upstream_template(cfg->passwords.upstream);
+    rc->url_upstream = bd_upstream_template(cfg->urls.upstream);
+    rc->ntlm_upstream = bd_upstream_template(cfg->ntlm.upstream);
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;
@@ -237,6 +244,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
+    s->urloffline = files->urloffline;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
     int r = 0;
@@ -281,6 +289,7 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->pwfilter);
     br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
+    br_pwfilter_free(s->urloffline);
     breachd_config_free(s->cfg);
     free(s);
 }
@@ -365,6 +374,8 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
 {
+    if (s->urloffline)
+        return now - br_pwfilter_header(s->urloffline)->build_time > s->cfg->urls.max_filter_age_s;
     if (!s->urlfilter)
         return false;
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
@@ -389,6 +400,9 @@ void bd_state_log_filters(const bd_state *s)
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    "every NT check goes to the range API");
+    if (s->urloffline)
+        log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
+                   "it blocks no URL");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");

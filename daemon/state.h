@@ -34,6 +34,9 @@ typedef struct bd_state {
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
     br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
+    /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
+     * hits answered on the host; urlfilter is then NULL. */
+    br_pwfilter *urloffline;
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;     /* wall clock, seconds */
@@ -45,6 +48,7 @@ typedef struct bd_state_files {
     br_pwfilter *pwfilter;
     br_pwfilter *ntfilter;
     br_urlfilter *urlfilter;
+    br_pwfilter *urloffline;
 } bd_state_files;
 
 /* Read the config and open and verify every filter it names. Thread-safe. */

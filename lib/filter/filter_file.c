@@ -83,6 +83,8 @@ const char *br_filter_algorithm_name(uint32_t algorithm)
         return "blocked-bloom";
     case BR_ALGO_LAYERS:
         return "layers";
+    case BR_ALGO_FUSE_OFFLINE:
+        return "binary-fuse-offline";
     }
     return NULL;
 }
@@ -148,8 +150,9 @@ static int decode_v1_tail(const uint8_t *raw, br_filter_header *h, br_error *err
     if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
         return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
                             OFF_RESERVED, OFF_BODY_SHA256 - 1);
-    if (h->algorithm == BR_ALGO_LAYERS)
-        return br_error_set(err, -EINVAL, "field algorithm: layers needs format version 2");
+    if (h->algorithm == BR_ALGO_LAYERS || h->algorithm == BR_ALGO_FUSE_OFFLINE)
+        return br_error_set(err, -EINVAL, "field algorithm: %s needs format version 2",
+                            br_filter_algorithm_name(h->algorithm));
     h->role = BR_ROLE_FULL;
     return 0;
 }

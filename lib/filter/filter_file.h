@@ -34,6 +34,9 @@ typedef enum br_filter_algorithm {
     /* Container v2: complete filter files of one kind, the first a full
      * filter and each later one a delta of an earlier one (filter_delta.h). */
     BR_ALGO_LAYERS = 3,
+    /* Container v2: a sharded binary fuse filter with 32-bit slots holding
+     * a 24-bit fingerprint and an 8-bit code per key (offline_codes.h). */
+    BR_ALGO_FUSE_OFFLINE = 4,
 } br_filter_algorithm;
 
 /* Container v2: what a file is to the files around it. */
