@@ -172,6 +172,10 @@ def breached_refused_clean_accepted(ctx):
     check(rc == 0, out)
     # the refused ones did not take: the last clean one is in force
     check(s.ldap("/usr/bin/ldapwhoami", ALICE, clean2).returncode == 0, "bind with new password")
+    # the rootdn is above every ppolicy rule, this one included
+    # (slapo-ppolicy(5)): docs/directories.md says so
+    r = s.ldap(LDAPPASSWD, ROOTDN, ROOTPW, "-s", "letmein", ALICE)
+    check(r.returncode == 0, r.stdout + r.stderr)
     dirfx.no_password_in([s.out], [OLD, clean, clean2, "letmein"])
 
 
