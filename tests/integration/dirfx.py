@@ -48,15 +48,16 @@ def clean_password(tag="clean"):
     return "%s-%016x-Qz" % (tag, random.SystemRandom().getrandbits(64))
 
 
-def breachd(ctx, sock=None):
+def breachd(ctx, sock=None, **sections):
     """A real breachd on sock (default: the test's breachd.sock): the
-    fixture's filter, its mirror behind nginx on 127.0.0.1."""
+    fixture's filter, its mirror behind nginx on 127.0.0.1; sections: more
+    of its config (ctx.config)."""
     f = fx()
     port = ctx.nginx(f.mirror)
     conf = ctx.config(socket_path=sock,
                       passwords={"filter": f.filter,
                                  "upstream": "http://127.0.0.1:%d/range/{prefix}" % port},
-                      upstream={"rate": 100000})
+                      upstream={"rate": 100000}, **sections)
     return ctx.daemon(conf)
 
 

@@ -20,6 +20,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dirfx  # noqa: E402
 import dtest  # noqa: E402
+import fleetfx  # noqa: E402
+import ntfx  # noqa: E402
 from dtest import check, test  # noqa: E402
 
 SAMBA_TOOL = "/usr/bin/samba-tool"
@@ -76,6 +78,25 @@ class Dc:
     def setpassword(self, user, password):
         return self.tool("user", "setpassword", user, "--newpassword=" + password)
 
+    def must_change(self, user):
+        """Whether user must change the password at the next logon
+        (pwdLastSet 0: pdbedit shows "Password last set: 0")."""
+        r = subprocess.run(["pdbedit", "-s", self.conf, "-v", user], capture_output=True,
+                           text=True, timeout=60, env=dtest.base_env())
+        check(r.returncode == 0, r.stdout + r.stderr)
+        last = [ln for ln in r.stdout.splitlines() if ln.startswith("Password last set:")]
+        check(len(last) == 1, r.stdout)
+        return last[0].split(":", 1)[1].strip() == "0"
+
+    def audit(self, *args):
+        hook = os.path.join(dtest.ARGS.source_root, "data", "hooks", "samba-audit")
+        r = subprocess.run([hook, "--smb-conf=" + self.conf] + list(args), capture_output=True,
+                           text=True, timeout=120,
+                           env=dtest.base_env({"BREACHCTL": dtest.ARGS.breachctl}),
+                           preexec_fn=dtest._die_with_parent)
+        self.outputs.append(r.stdout + r.stderr)
+        return r.returncode, r.stdout + r.stderr
+
     def no_leak(self, passwords):
         for out in self.outputs:
             for p in passwords:
@@ -122,6 +143,45 @@ def breachd_down_on_error(ctx):
         check(rc != 0 and REFUSED in out, out)
     finally:
         d.stop()
+
+
+@test
+def audit_marks_accounts_breached_by_a_delta(ctx):
+    """samba-audit --expire: a password that enters the NTLM corpus by a
+    delta filter marks its account at the next run, the others stay."""
+    carol_pw, dave_pw = dirfx.clean_password("carol"), dirfx.clean_password("dave")
+    known = {ntfx.nthash(p): n for p, n in dirfx.KNOWN.items()}
+    base = fleetfx.build(ctx, ctx.path("nt-base.bfuse"), known, 1, kind="password-ntlm")
+    mirror = ctx.path("nt-mirror")
+    ntfx.write_ntlm_range(mirror, known)
+    d = dirfx.breachd(ctx, ntlm={"filter": base, "upstream": "file://%s/{prefix}.txt" % mirror})
+    dc = Dc(ctx, "--socket=" + d.sock)
+    for name, pw in (("carol", carol_pw), ("dave", dave_pw)):
+        rc, out = dc.add(name, pw)
+        check(rc == 0, out)
+    # before: neither is breached, nothing marked
+    rc, out = dc.audit("--socket=" + d.sock, "--expire")
+    check("carol" not in out and "dave" not in out, out)
+    check("summary: accounts=" in out, out)
+    check(not dc.must_change("carol") and not dc.must_change("dave"), "marked too early")
+    # carol's password enters the corpus: a delta, its range, a RELOAD
+    delta = fleetfx.build(ctx, ctx.path("nt-delta.bfuse"), {ntfx.nthash(carol_pw): 42}, 2,
+                          base=[base], kind="password-ntlm")
+    ntfx.write_ntlm_range(mirror, dict(known, **{ntfx.nthash(carol_pw): 42}))
+    conf = ctx.config(passwords={"filter": dirfx.fx().filter, "upstream": ""},
+                      ntlm={"filter": "%s, %s" % (base, delta),
+                            "upstream": "file://%s/{prefix}.txt" % mirror})
+    check(conf == d.conf, "the same config file")
+    ctx.breachctl("--socket", d.sock, "reload")
+    rc, out = dc.audit("--socket=" + d.sock)  # a report only
+    check(rc == 1 and "breached: carol (seen 42 times in data breaches)" in out, out)
+    check(not dc.must_change("carol"), "marked without --expire")
+    rc, out = dc.audit("--socket=" + d.sock, "--expire")
+    check(rc == 1, out)
+    check("marked carol: must change password at next logon (seen 42 times" in out, out)
+    check("dave" not in out, out)
+    check(dc.must_change("carol") and not dc.must_change("dave"), "carol alone marked")
+    dc.no_leak([carol_pw, dave_pw, ntfx.nthash(carol_pw), ntfx.nthash(dave_pw)])
 
 
 if __name__ == "__main__":
