@@ -106,7 +106,7 @@ def wait_listen(port, proc, timeout=20):
             return True
         except OSError:
             return False
-    dtest.wait_for(up, timeout=timeout, what="port %d" % port)
+    dtest.wait_for(up, timeout=timeout * dtest.SLOW, what="port %d" % port)
 
 
 class Lines:
@@ -134,7 +134,7 @@ def wait_for_text(path, text, timeout=10):
             return False
         with open(path, errors="replace") as f:
             return text in f.read()
-    dtest.wait_for(has, timeout=timeout, what="%r in %s" % (text, path))
+    dtest.wait_for(has, timeout=timeout * dtest.SLOW, what="%r in %s" % (text, path))
 
 
 def server_env(extra=None):

@@ -73,7 +73,8 @@ class Realm:
         os.mkdir(self.dir)
         self.ports = {"kdc": dtest.free_port(), "kadmind": dtest.free_port(),
                       "kpasswd": dtest.free_port()}
-        opts = dict(socket=ctx.path("breachd.sock"))
+        # the module's default timeout (2 s), stretched for slow runs (valgrind)
+        opts = dict(socket=ctx.path("breachd.sock"), timeout="%ds" % (2 * dtest.SLOW))
         opts.update(options)
         v = dict(self.ports, realm=REALM, dir=self.dir, module=dtest.ARGS.module,
                  options="".join("  %s = %s\n" % kv for kv in opts.items()))

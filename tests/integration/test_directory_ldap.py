@@ -103,7 +103,7 @@ class Slapd:
             self.proc = ctx.spawn([SLAPD, "-f", self.path("slapd.conf"), "-h", self.url,
                                    "-d", "256"], env=dirfx.server_env(), stdout=log,
                                   stderr=subprocess.STDOUT)
-        dtest.wait_for(self.ready, timeout=20, what="slapd on " + self.url)
+        dtest.wait_for(self.ready, timeout=20 * dtest.SLOW, what="slapd on " + self.url)
         with open(self.path("base.ldif"), "w") as f:
             f.write(BASE_LDIF % v)
         r = self.ldap(LDAPADD, ROOTDN, ROOTPW, "-f", self.path("base.ldif"))
@@ -159,7 +159,7 @@ def violation(rc, out, text):
 @test
 def breached_refused_clean_accepted(ctx):
     dirfx.breachd(ctx)
-    s = Slapd(ctx, "socket=%s" % ctx.path("breachd.sock"))
+    s = Slapd(ctx, "socket=%s timeout=%ds" % (ctx.path("breachd.sock"), 2 * dtest.SLOW))
     rc, out = s.passwd(OLD, "password")
     check(violation(rc, out, "has been seen 3,861,493 times in data breaches"), out)
     rc, out = s.modify(OLD, "letmein")
@@ -182,7 +182,8 @@ def breached_refused_clean_accepted(ctx):
 @test
 def min_count_and_options(ctx):
     dirfx.breachd(ctx)
-    s = Slapd(ctx, "socket=%s min_count=10 timeout=1500ms" % ctx.path("breachd.sock"))
+    s = Slapd(ctx, "socket=%s min_count=10 timeout=%dms" % (ctx.path("breachd.sock"),
+                                                          1500 * dtest.SLOW))
     rc, out = s.passwd(OLD, "rarely-seen")
     check(rc == 0, out)
     rc, out = s.passwd("rarely-seen", "Summer2024!")
