@@ -73,6 +73,29 @@ def garbage_breachd(path, with_id=True):
     return FakeDaemon(path, handler)
 
 
+def recording_breachd(path, answer="CLEAN"):
+    """A socket that answers every request with answer and keeps the
+    request lines it got (.lines), to see what crosses the socket."""
+    lines = []
+
+    def handler(n, rid, rest, conn):
+        lines.append(rest)
+        conn.sendall(("%s %s\n" % (rid, answer)).encode())
+    d = FakeDaemon(path, handler)
+    d.lines = lines
+    return d
+
+
+def unknown_breachd(ctx):
+    """A real breachd whose range API is down (a closed port): a password
+    the filter cannot rule out is answered UNKNOWN."""
+    f = fx()
+    conf = ctx.config(passwords={"filter": f.filter,
+                                 "upstream": "http://127.0.0.1:%d/range/{prefix}" % dtest.free_port()},
+                      upstream={"rate": 100000, "timeout": "2s"})
+    return ctx.daemon(conf)
+
+
 def mute_breachd(path):
     """A socket that accepts and reads but never answers."""
     return FakeDaemon(path, lambda n, rid, rest, conn: None)

@@ -214,6 +214,26 @@ def on_error_when_breachd_is_down_or_broken(ctx):
 
 
 @test
+def on_unknown_and_what_crosses_the_socket(ctx):
+    dirfx.unknown_breachd(ctx)
+    realm = Realm(ctx, timeout="%ds" % (5 * dtest.SLOW))
+    realm.add("alice")
+    out = realm.kadmin("cpw -pw letmein alice")  # a maybe; the range API is down
+    check("could not be checked" in out and "changed" not in out, out)
+    check("breachd could not resolve a check" in realm.log(), realm.log())
+    ctx.daemons[0].stop_ok()
+    # a breachd that records what it gets: one PW line, the SHA-1 alone
+    d = dirfx.recording_breachd(ctx.path("breachd.sock"))
+    try:
+        new = dirfx.clean_password()
+        out = realm.kadmin("cpw -pw %s alice" % new)
+        check("changed" in out, out)
+    finally:
+        d.stop()
+    check([ln.upper() for ln in d.lines] == ["PW " + dirfx.sha1hex(new)], "sent %r" % d.lines)
+
+
+@test
 def bad_option_refuses_and_says_which(ctx):
     dirfx.breachd(ctx)
     realm = Realm(ctx, on_error="maybe")

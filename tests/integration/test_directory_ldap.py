@@ -224,5 +224,38 @@ def on_error_when_breachd_is_down_or_broken(ctx):
     dirfx.no_password_in([s.out], [OLD, clean])
 
 
+@test
+def on_unknown_when_the_range_api_is_down(ctx):
+    dirfx.unknown_breachd(ctx)
+    sock = ctx.path("breachd.sock")
+    s = Slapd(ctx, "socket=%s timeout=%ds" % (sock, 5 * dtest.SLOW))
+    # "letmein" is a maybe of the filter; its range cannot be fetched
+    rc, out = s.passwd(OLD, "letmein")
+    check(violation(rc, out, "could not be checked against known data breaches"), out)
+    check("breachd could not resolve a check" in s.log(), s.log())
+    s.set_arg("socket=%s timeout=%ds on_unknown=allow" % (sock, 5 * dtest.SLOW))
+    rc, out = s.passwd(OLD, "letmein")
+    check(rc == 0, out)
+    check("accepted (on_unknown=allow)" in s.log(), s.log())
+    dirfx.no_password_in([s.out], [OLD, "letmein"])
+
+
+@test
+def only_the_sha1_crosses_the_socket(ctx):
+    sock = ctx.path("breachd.sock")
+    d = dirfx.recording_breachd(sock)
+    try:
+        s = Slapd(ctx, "socket=%s" % sock)
+        new = dirfx.clean_password("Crosses \u00e9")
+        rc, out = s.passwd(OLD, new)
+        check(rc == 0, out)
+    finally:
+        d.stop()
+    eq = [ln for ln in d.lines if ln.startswith("PW ")]
+    check(len(eq) == 1 and len(d.lines) == 1, "requests: %r" % d.lines)
+    check(eq[0][3:].upper() == dirfx.sha1hex(new), "sent %r" % eq[0])
+    check(new not in "".join(d.lines), "the password crossed the socket")
+
+
 if __name__ == "__main__":
     dtest.main(options=dirfx.OPTIONS, setup=setup)
