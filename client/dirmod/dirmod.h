@@ -58,6 +58,7 @@ typedef struct dm_answer {
 
 typedef struct dm_result {
     bool accept;
+    bool breached;                /* refused because breachd found it (not an error or unknown) */
     char message[DM_MESSAGE_MAX]; /* refused: what the user sees */
     char log[DM_LOG_MAX];         /* an error or unknown: one log line; else empty */
 } dm_result;

@@ -133,6 +133,7 @@ void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
         return;
     case DM_PWNED:
         r->accept = a->count < o->min_count;
+        r->breached = !r->accept;
         dm_seen_times(a->count, seen, sizeof(seen));
         snprintf(r->message, sizeof(r->message),
                  "Password rejected: it has been seen %s in data breaches", seen);

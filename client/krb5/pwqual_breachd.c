@@ -8,9 +8,13 @@
  *
  * and read its options from the profile's [appdefaults] breachd = { ... }
  * (per realm too, krb5_appdefault_string's rules) when the module is
- * opened. A refusal is KADM5_PASS_Q_GENERIC with an extended message,
- * which kadmin shows and kadmind sends to kpasswd as the result string.
- * An error or unknown answer is also one line in kadmind's log. */
+ * opened. A breached password is refused with KADM5_PASS_Q_DICT (a
+ * dictionary of known passwords, which is what the corpus is), a password
+ * that could not be checked with KADM5_PASS_Q_GENERIC, each with the
+ * module's message as the extended message: kadmin.local shows it;
+ * kadmind's kpasswd service and kadmin RPC (MIT 1.20) send only the
+ * code's own text (docs/directories.md). An error or unknown answer is
+ * also one line in kadmind's log. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -96,8 +100,9 @@ static krb5_error_code breachd_check(krb5_context ctx, krb5_pwqual_moddata d, co
         log_line(r.log);
     if (r.accept)
         return 0;
-    krb5_set_error_message(ctx, KADM5_PASS_Q_GENERIC, "%s", r.message);
-    return KADM5_PASS_Q_GENERIC;
+    krb5_error_code code = r.breached ? KADM5_PASS_Q_DICT : KADM5_PASS_Q_GENERIC;
+    krb5_set_error_message(ctx, code, "%s", r.message);
+    return code;
 }
 
 static void breachd_close(krb5_context ctx, krb5_pwqual_moddata d)

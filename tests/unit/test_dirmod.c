@@ -188,6 +188,7 @@ static void test_decide(void **state)
     assert_string_equal(r.log, "");
     decide(DM_PWNED, 3861493, "", &o, &r);
     assert_false(r.accept);
+    assert_true(r.breached);
     assert_string_equal(r.message,
                         "Password rejected: it has been seen 3,861,493 times in data breaches");
     assert_string_equal(r.log, ""); /* a refusal is no error: the server logs it its way */
@@ -197,12 +198,14 @@ static void test_decide(void **state)
     o.min_count = 10;
     decide(DM_PWNED, 9, "", &o, &r);
     assert_true(r.accept);
+    assert_false(r.breached);
     decide(DM_PWNED, 10, "", &o, &r);
     assert_false(r.accept);
     assert_non_null(strstr(r.message, "seen 10 times"));
     /* unknown and error: the policy decides; one log line, never the count */
     decide(DM_UNKNOWN, 0, "upstream-down", &o, &r);
     assert_false(r.accept);
+    assert_false(r.breached);
     assert_non_null(strstr(r.message, "could not be checked"));
     assert_non_null(strstr(r.log, "upstream-down"));
     assert_non_null(strstr(r.log, "refused"));
