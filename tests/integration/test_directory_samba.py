@@ -10,7 +10,8 @@ adds users and sets passwords with samba-tool working on the DC's
 sam.ldb directly (-H .../private/sam.ldb -s smb.conf). Samba runs the
 script in that mode too, exactly as the running DC does (its password
 checks are in the database layer both use). breachd is real (dirfx.py).
-Skips (77) when samba-tool or Samba's provisioning data is missing."""
+Skips (77) when samba-tool or Samba's provisioning data is missing, or
+when not run as root (provisioning sets the sysvol's NT ACLs)."""
 import os
 import re
 import subprocess
@@ -34,6 +35,9 @@ DC = {}
 
 def setup():
     dirfx.need(SAMBA_TOOL)
+    if os.getuid() != 0:
+        # provisioning writes the sysvol's NT ACLs (security.* xattrs)
+        raise dtest.Skip("Samba AD provisioning needs root")
     if not os.path.isdir(AD_SCHEMA):
         raise dtest.Skip("Samba's provisioning data is missing (install samba-ad-provision)")
     d = os.path.join(dtest.ROOT, "dc")
