@@ -97,13 +97,16 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
     if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
-        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) {
+        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
+                   bd_state_pw_intact(st, filter)) {
             (*kd.filter_no)++;
             (*kd.clean)++;
             bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
             (*kd.filter_maybe)++;
+            if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
+                (void)bd_state_pw_intact(st, filter);
         }
     }
     const char *busy = bd_conn_admit(c);

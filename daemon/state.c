@@ -144,11 +144,11 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
+    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, &out->filter_ids, err);
     if (r >= 0)
-        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
     if (r >= 0)
-        r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
+        r = bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -162,6 +162,7 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
     breachd_config_free(f->cfg);
+    bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
 }
 
@@ -222,10 +223,11 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
                  bd_state **out, br_error *err)
 {
-    bd_state *s = calloc(1, sizeof(*s));
+    int r = bd_filters_check_order(&files->filter_ids, old ? &old->filter_ids : NULL, err);
+    bd_state *s = r < 0 ? NULL : calloc(1, sizeof(*s));
     if (!s) {
         bd_state_files_clear(files);
-        return -ENOMEM;
+        return r < 0 ? r : -ENOMEM;
     }
     s->refs = 1;
     s->next = live_states;
@@ -236,9 +238,9 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
+    s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
-    int r = 0;
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
     if (r >= 0)
@@ -281,6 +283,7 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
     breachd_config_free(s->cfg);
+    bd_filter_ids_clear(&s->filter_ids);
     free(s);
 }
 
@@ -390,4 +393,58 @@ void bd_state_log_filters(const bd_state *s)
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");
+}
+
+static void tell_damage(const char *what, const char *verb, const char *paths)
+{
+    bd_log(LOG_ERR,
+           "%s filter %s was truncated or rewritten in place while in use: every %s "
+           "check now goes to the range API; install a good file by rename and reload",
+           what, paths, verb);
+}
+
+bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
+{
+    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
+    if (!bad)
+        return true;
+    bool nt = f == s->ntfilter;
+    bool *told = nt ? &s->told_nt : &s->told_pw;
+    if (!*told) {
+        *told = true;
+        tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
+                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter);
+    }
+    return false;
+}
+
+bool bd_state_url_intact(bd_state *s)
+{
+    if (!s->urlfilter ||
+        (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)))
+        return true;
+    if (!s->told_url) {
+        s->told_url = true;
+        tell_damage("URL", "URL", s->cfg->urls.filter);
+    }
+    return false;
+}
+
+void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
+{
+    bool any_no = false;
+    for (size_t i = 0; i < n && !any_no; i++)
+        any_no = !maybe[i];
+    if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_url_intact(s))
+        for (size_t i = 0; i < n; i++)
+            maybe[i] = true;
+}
+
+void bd_state_check_filters(bd_state *s)
+{
+    if (s->pwfilter)
+        (void)bd_state_pw_intact(s, s->pwfilter);
+    if (s->ntfilter)
+        (void)bd_state_pw_intact(s, s->ntfilter);
+    (void)bd_state_url_intact(s);
 }

@@ -90,6 +90,7 @@ static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_
         }
     }
     br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
+    bd_state_url_recheck(st, maybe, n);
 }
 
 static void lookup_done(void *ctx, const br_resolve_result *res)

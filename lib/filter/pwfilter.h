@@ -124,3 +124,6 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
 /* True once the file was found truncated under its mapping (filter_file.h):
  * reload a good file. Any thread. */
 bool br_pwfilter_damaged(const br_pwfilter *pf);
+/* br_filter_file_changed() of every file of the set: true when one was
+ * rewritten in place since it was opened; the set is damaged from then on. */
+bool br_pwfilter_changed(const br_pwfilter *pf);
