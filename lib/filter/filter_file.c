@@ -336,8 +336,13 @@ bool br_filter_file_changed(const br_filter_file *f)
         return br_filter_file_changed(f->parent);
     struct stat now;
     br_filter_file *mf = (br_filter_file *)f;
+    /* A rename over the path or a new hard link changes the link count and
+     * with it the ctime, but not a byte: the ctime counts only while the
+     * link count is the one of the open (then it also catches a write whose
+     * mtime was set back, and a chmod or chown). */
     if (fstat(f->fd, &now) == 0 && now.st_size == f->st.st_size &&
-        same_time(&now.st_mtim, &f->st.st_mtim) && same_time(&now.st_ctim, &f->st.st_ctim))
+        same_time(&now.st_mtim, &f->st.st_mtim) &&
+        (now.st_nlink != f->st.st_nlink || same_time(&now.st_ctim, &f->st.st_ctim)))
         return false;
     atomic_store(&mf->damaged, 1); /* probes answer "maybe" from now on */
     return true;

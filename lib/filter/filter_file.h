@@ -114,11 +114,13 @@ bool br_filter_file_damaged(const br_filter_file *f);
 /* ---- rewriting in place ----
  * A file rewritten in place (`cp` over it, `dd conv=notrunc`: the same
  * inode) changes the mapped bytes without a fault. The file stays open:
- * this fstats it and compares size, mtime and ctime with the open's. On a
- * difference the file is marked damaged (probes answer "maybe", as after
- * a truncation) and true is returned. A write updates both times before
- * its bytes reach the page cache, so a probe that read changed bytes is
- * followed by a call that returns true. Any thread. */
+ * this fstats it and compares size, mtime and ctime (the ctime only while
+ * the link count is unchanged: a rename over the path, the supported way
+ * to replace a filter, changes the old inode's ctime) with the open's. On
+ * a difference the file is marked damaged (probes answer "maybe", as
+ * after a truncation) and true is returned. A write updates the times
+ * before its bytes reach the page cache, so a probe that read changed
+ * bytes is followed by a call that returns true. Any thread. */
 bool br_filter_file_changed(const br_filter_file *f);
 
 /* Owner and mode of the file as opened: 0 when it belongs to root (or to
