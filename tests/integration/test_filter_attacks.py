@@ -132,9 +132,19 @@ def fetch_never_follows_planted_links(ctx):
     st = os.lstat(live)
     check(stat.S_ISREG(st.st_mode), "the installed filter is a regular file")
     eq(fleetfx.file_sha(live), fleetfx.file_sha(g1), "installed")
+
+
+@test
+def fetch_never_installs_a_planted_part(ctx):
+    """A .part planted by another user, mode 0666: not continued, not
+    installed (it would stay the planter's, writable by all)."""
     if os.geteuid() != 0:
-        return
-    # A .part planted by another user, mode 0666: not continued, not installed.
+        raise dtest.Skip("needs root (chown)")
+    sec, pub = fleetfx.keypair(ctx)
+    root = ctx.path("www")
+    ng = fleetfx.publisher(ctx, root)
+    g1 = fleetfx.build(ctx, ctx.path("g1.bfuse"), fleetfx.passwords("l", 500), 1, sign=sec)
+    fleetfx.publish(g1, root, "p.bfuse")
     os.mkdir(ctx.path("host2"))
     live2 = ctx.path("host2", "p.bfuse")
     with open(live2 + ".part", "wb") as f:
@@ -227,6 +237,39 @@ def filter_rewritten_in_place(ctx):
             wrong.append(ans)
     eq(wrong[:5], [], "%d of %d answers wrong after the rewrite" % (len(wrong), len(probe)))
     check("rewritten in place" in d.log(), "logged at the first check, not at a later tick")
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def url_filter_rewritten_in_place(ctx):
+    """The same with a URL filter: its listed URLs stay BLOCKED (from the
+    URL range mirror), none turns SAFE."""
+    def build(name, urls):
+        feed = ctx.path(name + ".txt")
+        with open(feed, "w") as f:
+            f.write("\n".join(urls) + "\n")
+        out = ctx.path(name + ".bbf")
+        ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", feed + "=malware",
+                      "--output", out, "--ranges-dir", ctx.path(name + "-ranges"),
+                      "--generation", "1")
+        return out
+    listed = ["http://bad%d.example/p" % i for i in range(200)]
+    a = build("a", listed)
+    b = build("b", ["http://other%d.example/q" % i for i in range(200)])
+    os.mkdir(ctx.path("host"))
+    live = ctx.path("host", "urls.bbf")
+    fleetfx.install(a, live)
+    d = ctx.daemon(ctx.config(urls=dict(
+        filter=live, upstream="file://%s/{prefix}.txt" % ctx.path("a-ranges"))))
+    cl = d.client(timeout=30)
+    eq(cl.ask("x URL " + listed[0]), "x BLOCKED malware " + listed[0][7:], "before")
+    with open(b, "rb") as src, open(live, "r+b") as dst:
+        dst.write(src.read())
+    wrong = [u for i, u in enumerate(listed[:100])
+             if cl.ask("u%d URL %s" % (i, u)) != "u%d BLOCKED malware %s" % (i, u[7:])]
+    eq(wrong[:3], [], "%d of 100 listed URLs not BLOCKED after the rewrite" % len(wrong))
+    check("URL filter %s was truncated or rewritten in place" % live in d.log(), "logged")
     cl.close()
     d.stop_ok()
 
