@@ -234,6 +234,7 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
     int hint[BD_BATCH];
     if (n == 0 || br_fails_assert(n <= BD_BATCH))
         return;
+    bd_state_batch_begin();
     for (size_t i = 0; i < n; i++) {
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;

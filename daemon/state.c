@@ -403,12 +403,32 @@ static void tell_damage(const char *what, const char *verb, const char *paths)
            what, paths, verb);
 }
 
+/* br_now_ns() at the start of the batch being dispatched. */
+static uint64_t batch_now;
+
+void bd_state_batch_begin(void)
+{
+    batch_now = br_now_ns();
+}
+
+/* Found intact at *ok, less than BD_INTACT_RECHECK_NS ago. */
+static bool recently_intact(const uint64_t *ok, uint64_t now)
+{
+    return *ok && now - *ok < BD_INTACT_RECHECK_NS;
+}
+
 bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
 {
-    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
-    if (!bad)
-        return true;
     bool nt = f == s->ntfilter;
+    uint64_t *ok = nt ? &s->nt_ok : &s->pw_ok;
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (recently_intact(ok, now) && !br_pwfilter_damaged(f))
+        return true;
+    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
+    if (!bad) {
+        *ok = now;
+        return true;
+    }
     bool *told = nt ? &s->told_nt : &s->told_pw;
     if (!*told) {
         *told = true;
@@ -420,9 +440,13 @@ bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
 
 bool bd_state_url_intact(bd_state *s)
 {
-    if (!s->urlfilter ||
-        (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)))
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (!s->urlfilter || (recently_intact(&s->url_ok, now) && !br_urlfilter_damaged(s->urlfilter)))
         return true;
+    if (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)) {
+        s->url_ok = now;
+        return true;
+    }
     if (!s->told_url) {
         s->told_url = true;
         tell_damage("URL", "URL", s->cfg->urls.filter);
@@ -442,6 +466,8 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
 
 void bd_state_check_filters(bd_state *s)
 {
+    s->pw_ok = s->nt_ok = s->url_ok = 0; /* fstat now */
+    batch_now = br_now_ns();
     if (s->pwfilter)
         (void)bd_state_pw_intact(s, s->pwfilter);
     if (s->ntfilter)

@@ -40,6 +40,7 @@ typedef struct bd_state {
     int64_t loaded_at;     /* wall clock, seconds */
     bd_filter_ids filter_ids; /* what each filter path held when loaded */
     bool told_pw, told_nt, told_url; /* its damage was logged */
+    uint64_t pw_ok, nt_ok, url_ok;   /* when (br_now_ns) each was last found intact */
 } bd_state;
 
 /* The parts a worker thread can build without the event loop. */
@@ -81,7 +82,13 @@ void bd_state_totals(const bd_state *current, bd_totals *t);
 /* Whether a filter's "no" may be answered: false when a file of the set
  * was rewritten in place since it was loaded (br_pwfilter_changed) or
  * truncated under its mapping; then the set answers "maybe" until a
- * reload, and the first time this is logged at once. Loop thread. */
+ * reload, and the first time this is logged at once. The files are
+ * fstat'ed at a "no" unless they were found intact less than
+ * BD_INTACT_RECHECK_NS ago: an fstat costs about as much as the rest of a
+ * pipelined request. Loop thread. */
+#define BD_INTACT_RECHECK_NS 100000 /* 100 us */
+/* The clock of those checks, read once per batch of requests. */
+void bd_state_batch_begin(void);
 bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f);
 bool bd_state_url_intact(bd_state *s);
 /* After a probe of the URL filter: when it said "no" to any of maybe[0..n)
