@@ -610,4 +610,7 @@ def run(options=None, setup=None, teardown=None, new_ctx=Ctx, prefix="breachd-dt
 
 def main(**kw):
     """run(**kw), then exit with its status."""
+    # Files the tests copy into place are then 0644 whatever the caller's
+    # umask: breachd refuses a filter that group or others may write.
+    os.umask(0o022)
     sys.exit(run(**kw))
