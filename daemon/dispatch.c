@@ -122,18 +122,21 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
     if (filter && br_pwfilter_offline(filter)) {
         if (stale) /* past max_filter_age: on to the range API, as any filter */
             (*kd.filter_bypassed)++;
-        else if (pw_offline(c, req, filter, hash))
-            return;
+        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash))
+            return; /* a file changed under its mapping answers nothing: on upstream */
     } else if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
-        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) {
+        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
+                   bd_state_pw_intact(st, filter)) {
             (*kd.filter_no)++;
             (*kd.clean)++;
             bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
             (*kd.filter_maybe)++;
+            if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
+                (void)bd_state_pw_intact(st, filter);
         }
     }
     if (bd_upstream_none(req->verb == BR_VERB_NT ? st->cfg->ntlm.upstream
@@ -267,6 +270,7 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
     int hint[BD_BATCH];
     if (n == 0 || br_fails_assert(n <= BD_BATCH))
         return;
+    bd_state_batch_begin();
     for (size_t i = 0; i < n; i++) {
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;

@@ -7,7 +7,6 @@
 
 #include "conf.h"
 #include "filter_file.h"
-#include "filter_sign.h"
 #include "log.h"
 #include "offline.h"
 #include "url_expr.h"
@@ -73,63 +72,6 @@ bool bd_offline_urls_configured(const breachd_config *cfg)
     }
     breachd_config_list_free(paths, n);
     return offline;
-}
-
-/* The kind, and with a pubkey each file's signature. */
-static int check_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
-                            br_error *err)
-{
-    br_filter_file *f = NULL;
-    int r = br_filter_file_open(path, &f, err);
-    if (r < 0)
-        return r;
-    const br_filter_header *h = br_filter_file_header(f);
-    if (h->kind != BR_KIND_URL_SHA256)
-        r = br_error_set(err, -EINVAL,
-                         "%s: kind %s, but breachd answers URL with url-sha256 filters only", path,
-                         br_filter_kind_name(h->kind) ? br_filter_kind_name(h->kind) : "?");
-    else if (key && (r = br_filter_sig_verify(key, path, h, err)) < 0)
-        br_error_prefix(err, r, "%s: refused, its signature does not verify against [urls] pubkey",
-                        path);
-    br_filter_file_free(f);
-    (void)cfg;
-    return r;
-}
-
-static int load_urls(const breachd_config *cfg, char **paths, size_t n, br_pwfilter **out,
-                     br_error *err)
-{
-    br_sign_key *key = NULL;
-    int r = cfg->urls.pubkey[0] ? br_sign_key_load_public(cfg->urls.pubkey, &key, err) : 0;
-    for (size_t i = 0; r >= 0 && i < n; i++)
-        r = check_url_member(cfg, key, paths[i], err);
-    br_sign_key_free(key);
-    if (r >= 0)
-        r = br_pwfilter_open_set((const char *const *)paths, n, out, NULL, err);
-    if (r >= 0 && !br_pwfilter_offline(*out)) {
-        br_pwfilter_free(*out);
-        *out = NULL;
-        r = br_error_set(err, -EINVAL, "%s: not an offline filter", paths[0]);
-    }
-    return r;
-}
-
-int bd_offline_load_urls(const breachd_config *cfg, br_pwfilter **out, br_error *err)
-{
-    *out = NULL;
-    char **paths;
-    size_t n;
-    if (breachd_config_list_split(cfg->urls.filter, &paths, &n) < 0)
-        return -ENOMEM;
-    int r = load_urls(cfg, paths, n, out, err);
-    breachd_config_list_free(paths, n);
-    if (r < 0) {
-        unsigned line = breachd_config_key_line(cfg, "urls", "filter");
-        if (line)
-            return br_error_prefix(err, r, "%s:%u: [urls] filter", cfg->path, line);
-        return br_error_prefix(err, r, "[urls] filter");
-    }
-    return 0;
 }
 
 unsigned bd_offline_url_labels(const br_pwfilter *pf)

@@ -27,9 +27,6 @@ void bd_offline_warn(const bd_state_files *f);
 
 /* [urls] filter names an offline filter (its first file's header says so). */
 bool bd_offline_urls_configured(const breachd_config *cfg);
-/* Open the offline [urls] filter set: each file's kind and, with [urls]
- * pubkey, signature; errors name the config line and the file. */
-int bd_offline_load_urls(const breachd_config *cfg, br_pwfilter **out, br_error *err);
 /* Host suffixes of up to this many labels are looked up (filter-format.md,
  * "Long domains"). */
 unsigned bd_offline_url_labels(const br_pwfilter *pf);

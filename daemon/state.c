@@ -146,15 +146,15 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
+    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, &out->filter_ids, err);
     if (r >= 0)
-        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
     if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
         r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
         r = bd_offline_urls_configured(out->cfg)
-                ? bd_offline_load_urls(out->cfg, &out->urloffline, err)
-                : bd_filters_load_urls(out->cfg, &out->urlfilter, err);
+                ? bd_filters_load_urls_offline(out->cfg, &out->urloffline, &out->filter_ids, err)
+                : bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
@@ -170,6 +170,7 @@ void bd_state_files_clear(bd_state_files *f)
     br_urlfilter_free(f->urlfilter);
     br_pwfilter_free(f->urloffline);
     breachd_config_free(f->cfg);
+    bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
 }
 
@@ -230,10 +231,11 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
                  bd_state **out, br_error *err)
 {
-    bd_state *s = calloc(1, sizeof(*s));
+    int r = bd_filters_check_order(&files->filter_ids, old ? &old->filter_ids : NULL, err);
+    bd_state *s = r < 0 ? NULL : calloc(1, sizeof(*s));
     if (!s) {
         bd_state_files_clear(files);
-        return -ENOMEM;
+        return r < 0 ? r : -ENOMEM;
     }
     s->refs = 1;
     s->next = live_states;
@@ -245,9 +247,9 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
     s->urloffline = files->urloffline;
+    s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
-    int r = 0;
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
     if (r >= 0)
@@ -291,6 +293,7 @@ static void state_free(bd_state *s)
     br_urlfilter_free(s->urlfilter);
     br_pwfilter_free(s->urloffline);
     breachd_config_free(s->cfg);
+    bd_filter_ids_clear(&s->filter_ids);
     free(s);
 }
 
@@ -406,4 +409,102 @@ void bd_state_log_filters(const bd_state *s)
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");
+}
+
+static void tell_damage(const char *what, const char *verb, const char *paths)
+{
+    bd_log(LOG_ERR,
+           "%s filter %s was truncated or rewritten in place while in use: every %s "
+           "check now goes to the range API; install a good file by rename and reload",
+           what, paths, verb);
+}
+
+/* br_now_ns() at the start of the batch being dispatched. */
+static uint64_t batch_now;
+
+void bd_state_batch_begin(void)
+{
+    batch_now = br_now_ns();
+}
+
+/* Found intact at *ok, less than BD_INTACT_RECHECK_NS ago. */
+static bool recently_intact(const uint64_t *ok, uint64_t now)
+{
+    return *ok && now - *ok < BD_INTACT_RECHECK_NS;
+}
+
+bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
+{
+    bool nt = f == s->ntfilter;
+    uint64_t *ok = nt ? &s->nt_ok : &s->pw_ok;
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (recently_intact(ok, now) && !br_pwfilter_damaged(f))
+        return true;
+    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
+    if (!bad) {
+        *ok = now;
+        return true;
+    }
+    bool *told = nt ? &s->told_nt : &s->told_pw;
+    if (!*told) {
+        *told = true;
+        tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
+                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter);
+    }
+    return false;
+}
+
+/* An offline [urls] set: the same checks over its files. */
+static bool url_offline_intact(bd_state *s, uint64_t now)
+{
+    if (recently_intact(&s->url_ok, now) && !br_pwfilter_damaged(s->urloffline))
+        return true;
+    if (!br_pwfilter_changed(s->urloffline) && !br_pwfilter_damaged(s->urloffline)) {
+        s->url_ok = now;
+        return true;
+    }
+    if (!s->told_url) {
+        s->told_url = true;
+        tell_damage("URL", "URL", s->cfg->urls.filter);
+    }
+    return false;
+}
+
+bool bd_state_url_intact(bd_state *s)
+{
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (s->urloffline)
+        return url_offline_intact(s, now);
+    if (!s->urlfilter || (recently_intact(&s->url_ok, now) && !br_urlfilter_damaged(s->urlfilter)))
+        return true;
+    if (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)) {
+        s->url_ok = now;
+        return true;
+    }
+    if (!s->told_url) {
+        s->told_url = true;
+        tell_damage("URL", "URL", s->cfg->urls.filter);
+    }
+    return false;
+}
+
+void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
+{
+    bool any_no = false;
+    for (size_t i = 0; i < n && !any_no; i++)
+        any_no = !maybe[i];
+    if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_url_intact(s))
+        for (size_t i = 0; i < n; i++)
+            maybe[i] = true;
+}
+
+void bd_state_check_filters(bd_state *s)
+{
+    s->pw_ok = s->nt_ok = s->url_ok = 0; /* fstat now */
+    batch_now = br_now_ns();
+    if (s->pwfilter)
+        (void)bd_state_pw_intact(s, s->pwfilter);
+    if (s->ntfilter)
+        (void)bd_state_pw_intact(s, s->ntfilter);
+    (void)bd_state_url_intact(s);
 }

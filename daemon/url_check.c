@@ -92,6 +92,7 @@ static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_
         }
     }
     br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
+    bd_state_url_recheck(st, maybe, n);
 }
 
 static void lookup_done(void *ctx, const br_resolve_result *res)
@@ -210,6 +211,8 @@ static bool url_offline(bd_conn *c, const br_request *req, bd_url_prep *p, int64
         k->url_filter_bypassed++;
         return false;
     }
+    if (!bd_state_url_intact(st)) /* changed under its mapping: every expression a maybe */
+        return false;
     for (size_t i = 0; i < p->exprs.n; i++) { /* most specific first */
         const char *category = NULL;
         int r = br_pwfilter_lookup_category(st->urloffline, p->keys[i], &category);

@@ -58,6 +58,7 @@ void bd_url_prepare_batch(const bd_conn *c, const br_request *req, const bool *o
     }
     br_urlfilter_maybe_batch(st->urlfilter, (const uint8_t(*)[BR_SHA256_LEN])batch_keys, n_keys,
                              batch_maybe);
+    bd_state_url_recheck(srv->state, batch_maybe, n_keys);
     for (size_t i = 0; i < n_preps; i++)
         preps[i].probed = preps[i].r == 0;
 }

@@ -271,9 +271,10 @@ int pw_filter_build(int argc, char **argv)
         }
         a.base = base;
         a.b.base_body_sha256 = a.base_body;
-        if (a.b.generation == 0)
-            a.b.generation = br_pwfilter_header(base)->generation + 1;
     }
+    uint64_t dflt = ctl_generation_after(base ? br_pwfilter_header(base)->generation : 0);
+    if (ctl_generation_for("filter build", a.output, dflt, &a.b.generation) < 0)
+        return EXIT_ERROR;
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;

@@ -204,6 +204,9 @@ static int save_build(const char *cmd, const url_build *a, br_urlfilter_draft *d
                       const br_feedset *fs, uint64_t *bytes)
 {
     br_error err = {{0}};
+    uint64_t generation = a->generation;
+    if (ctl_generation_for(cmd, a->output, ctl_generation_after(0), &generation) < 0)
+        return EXIT_ERROR;
     _cleanup_(br_mirror_freep) br_mirror *m = NULL;
     if (a->ranges && br_mirror_prepare_full(a->ranges, fs, &m, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
@@ -213,7 +216,7 @@ static int save_build(const char *cmd, const url_build *a, br_urlfilter_draft *d
     if (!a->source)
         default_source(defsrc, sizeof(defsrc), &a->f);
     br_urlfilter_save_opts so = {
-        .generation = a->generation,
+        .generation = generation,
         .source = a->source ? a->source : defsrc,
         .build_time = -1,
         .before_commit = commit_mirror,

@@ -526,6 +526,14 @@ bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
     return false;
 }
 
+bool br_pwfilter_changed(const br_pwfilter *pf)
+{
+    bool changed = false;
+    for (; pf; pf = pf->next)
+        changed |= br_filter_file_changed(pf->file);
+    return changed;
+}
+
 bool br_pwfilter_damaged(const br_pwfilter *pf)
 {
     for (; pf; pf = pf->next)

@@ -177,3 +177,6 @@ const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);
 /* True once the file was found truncated under its mapping (filter_file.h):
  * reload a good file. Any thread. */
 bool br_pwfilter_damaged(const br_pwfilter *pf);
+/* br_filter_file_changed() of every file of the set: true when one was
+ * rewritten in place since it was opened; the set is damaged from then on. */
+bool br_pwfilter_changed(const br_pwfilter *pf);
