@@ -16,12 +16,15 @@ static void flight_freep(flight **f)
     br_rs_flight_free(*f);
 }
 
-static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
+/* Every member of a burst (the real fetch and its decoys) expires at the
+ * same time, when the burst was sent plus the configured ttl: the
+ * upstream's Cache-Control max-age is not obeyed, since a max-age of its
+ * own for one member would make that member come back alone
+ * (docs/upstream.md "Decoys"). */
+static int64_t expiry(br_resolver *r, const flight *f, int64_t now)
 {
-    int64_t ttl = r->ttl_s;
-    if (max_age >= 0 && max_age < ttl)
-        ttl = max_age;
-    return now + ttl;
+    int64_t at = f->burst_at > 0 && f->burst_at <= now ? f->burst_at : now;
+    return at + r->ttl_s;
 }
 
 static const char *reason_of(br_upstream_status s);
@@ -184,7 +187,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
-                                 .expires_at = expiry(r, now, resp->max_age), .etag = resp->etag,
+                                 .expires_at = expiry(r, f, now), .etag = resp->etag,
                                  .last_modified = resp->last_modified};
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
@@ -205,7 +208,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         int rc = br_range_cache_touch(
-            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
+            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, f, now),
             resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
         if (rc == -ENOENT && r->up[f->kind]) {
             /* Evicted between the lookup and the 304: nothing to extend,
@@ -230,6 +233,11 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
+    if ((resp->status == BR_UPSTREAM_TIMEOUT || resp->status == BR_UPSTREAM_RATE_LIMITED) &&
+        br_rs_decoy_rebulk(r, f)) {
+        f = NULL;
+        return;
+    }
     if (deadline_failure_keeps_bulk(r, f, resp->status)) {
         f = NULL;
         return;

@@ -35,6 +35,8 @@ struct flight {
     br_range_kind kind;
     uint32_t prefix20;
     bool conditional;
+    bool rebulk;           /* a decoy to send again on the bulk lane if its deadline ends it */
+    int64_t burst_at;      /* when its burst was sent: the expiry every member shares */
     br_lane lane;          /* of its upstream request */
     br_upstream_req *ureq; /* that request, while it is pending */
     waiter *head, **tail;
@@ -125,6 +127,14 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
 waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
 /* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
 const char *br_rs_send_failure_reason(int rc);
+/* f (out of the table, no waiters) is a decoy marked rebulk that ended by
+ * its interactive deadline: sent again on the bulk lane, as the burst it
+ * belongs to was. True when f is in flight again (no longer the caller's). */
+bool br_rs_decoy_rebulk(br_resolver *r, flight *f);
+/* The cache's state of (partition, kind, prefix) as a lookup would see it
+ * (a URL range older than the URL filter is expired). */
+void br_rs_cache_peek(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                      br_range_cache_result *cr);
 
 /* ---- resolver_range.c: the waiters of whole-range lookups ----
  * A range waiter holds its prefix in the first bytes of its hash
