@@ -220,20 +220,27 @@ static int burst_send(br_resolver *r, flight *f, const br_range_cache_result *cr
     return rc;
 }
 
-static int resend_bulk(br_resolver *r, flight *f)
+int br_rs_resend(br_resolver *r, flight *f)
 {
     br_range_cache_result cr;
     br_rs_cache_peek(r, f->partition, f->kind, f->prefix20, &cr);
-    f->lane = BR_LANE_BULK;
     int rc = burst_send(r, f, &cr);
     if (rc < 0)
         return rc;
     r->st.fetches++;
-    r->st.bulk_resent++;
     if (f->conditional)
         r->st.revalidations++;
     br_rs_flight_insert(r, f);
     return 0;
+}
+
+static int resend_bulk(br_resolver *r, flight *f)
+{
+    f->lane = BR_LANE_BULK;
+    int rc = br_rs_resend(r, f);
+    if (rc == 0)
+        r->st.bulk_resent++;
+    return rc;
 }
 
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,

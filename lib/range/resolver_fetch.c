@@ -212,13 +212,10 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
         if (rc == -ENOENT && r->up[f->kind]) {
             /* Evicted between the lookup and the 304: nothing to extend,
-             * so ask again without validators (once: the refetch is not
-             * conditional, so it cannot end here again). */
-            f->conditional = false;
-            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
-                                       br_rs_fetch_done, f, &f->ureq) == 0) {
-                r->st.fetches++;
-                br_rs_flight_insert(r, f);
+             * so ask again, with its decoys as any fetch (without
+             * validators now that the entry is gone, so it cannot end
+             * here again). */
+            if (br_rs_resend(r, f) == 0) {
                 f = NULL;
                 return;
             }

@@ -125,6 +125,10 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
  * is in flight again; or br_upstream_fetch_lane's negative errno, and f
  * still holds its bulk waiters. */
 waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
+/* Send f (out of the table, holding its waiters) again with its decoys, as
+ * a lookup would now (conditional by the cache's state). 0: f is in flight;
+ * or br_upstream_fetch_lane's negative errno, and f is still the caller's. */
+int br_rs_resend(br_resolver *r, flight *f);
 /* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
 const char *br_rs_send_failure_reason(int rc);
 /* f (out of the table, no waiters) is a decoy marked rebulk that ended by

@@ -45,8 +45,9 @@ static bool counts_as_failure(br_upstream_status s, long http)
 
 void br_upstream_trial_burst(br_upstream *up, uint32_t n)
 {
+    /* One trial at a time: a burst that comes while one runs is refused. */
     if (up)
-        up->trial_burst = n;
+        up->trial_burst = up->trials_running ? 0 : n;
 }
 
 /* The trial is over (the circuit closed or opened again): the requests that
