@@ -13,7 +13,8 @@
  *   - a bulk lookup's fetch sent again after the interactive deadline (sent
  *     again with its decoys);
  *   - a URL feed update that changes the decoy population and makes the
- *     stored ranges older than the filter (the burst goes out alike). */
+ *     stored ranges older than the filter (the burst goes out alike).
+ * And the circuit's changes of state are all in the log, without a prefix. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -240,6 +242,75 @@ static void test_bulk_resend_has_decoys(void **s)
     fx_close(&x);
 }
 
+/* The log lines of the circuit, with their levels. */
+typedef struct logcap {
+    int n;
+    int level[16];
+    char line[16][256];
+} logcap;
+
+static void cap_log(void *ctx, int level, const char *msg)
+{
+    logcap *c = ctx;
+    if (!strstr(msg, "circuit") || c->n >= 16)
+        return;
+    c->level[c->n] = level;
+    snprintf(c->line[c->n], sizeof(c->line[0]), "%s", msg);
+    c->n++;
+}
+
+static void expect_line(const logcap *c, int i, int level, const char *text)
+{
+    if (i >= c->n)
+        fail_msg("log line %d missing (want \"%s\")", i, text);
+    if (c->level[i] != level || !strstr(c->line[i], text))
+        fail_msg("log line %d: level %d \"%s\", want level %d \"%s\"", i, c->level[i], c->line[i],
+                 level, text);
+}
+
+/* Every change of the circuit's state is in the log, none with a prefix:
+ * opened (warning), half-open for its trial, opened again after a failed
+ * trial, half-open, closed (notices). */
+static void test_breaker_log(void **s)
+{
+    (void)s;
+    fx x;
+    logcap cap = {0};
+    fx_config(&x, "sw");
+    x.cfg.log = cap_log;
+    x.cfg.log_ctx = &cap;
+    x.cfg.decoys = DECOYS;
+    x.cfg.upstream.breaker_threshold = 1;
+    x.cfg.upstream.breaker_cooldown_ms = 200;
+    x.cfg.upstream.max_attempts = 1;
+    fx_open(&x);
+    set_down(true);
+    uint32_t p[3];
+    uint8_t h[20];
+    for (int i = 0; i < 3; i++) {
+        p[i] = fresh_prefix();
+        hash_of(p[i], S42, h);
+        if (i == 2)
+            set_down(false);
+        rt_resolve_wait(x.base, x.r, PW, h);
+        rt_run_for(x.base, 300); /* past the cool-down */
+    }
+    assert_int_equal(br_upstream_breaker(br_resolver_upstream(x.r, PW)), BR_BREAKER_CLOSED);
+    expect_line(&cap, 0, LOG_WARNING, "upstream circuit open after");
+    expect_line(&cap, 1, LOG_NOTICE, "upstream circuit half-open");
+    expect_line(&cap, 2, LOG_NOTICE, "upstream circuit open again");
+    expect_line(&cap, 3, LOG_NOTICE, "upstream circuit half-open");
+    expect_line(&cap, 4, LOG_NOTICE, "upstream circuit closed");
+    assert_int_equal(cap.n, 5);
+    for (int i = 0; i < cap.n; i++)
+        for (int k = 0; k < 3; k++) {
+            char hex[8];
+            snprintf(hex, sizeof(hex), "%05X", p[k]);
+            assert_null(strstr(cap.line[i], hex));
+        }
+    fx_close(&x);
+}
+
 static void set_bit(uint8_t *bm, uint32_t p)
 {
     bm[p >> 3] |= (uint8_t)(1u << (p & 7));
@@ -308,9 +379,8 @@ static void test_url_feed_update(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_max_age_cannot_split),
-        cmocka_unit_test(test_trial_is_a_burst),
-        cmocka_unit_test(test_bulk_resend_has_decoys),
+        cmocka_unit_test(test_max_age_cannot_split),   cmocka_unit_test(test_trial_is_a_burst),
+        cmocka_unit_test(test_bulk_resend_has_decoys), cmocka_unit_test(test_breaker_log),
         cmocka_unit_test(test_url_feed_update),
     };
     return cmocka_run_group_tests(tests, fault_group_setup, fault_group_teardown);
