@@ -211,8 +211,10 @@ static int burst_send(br_resolver *r, flight *f, const br_range_cache_result *cr
             rc = flight_send(r, f, &m[i].cr);
         else if (m[i].send)
             send_decoy(r, f, order[i], &m[i].cr);
-        else if (m[i].pending && !m[i].pending->head && m[i].pending->lane != f->lane)
+        else if (m[i].pending && !m[i].pending->head && m[i].pending->lane != f->lane) {
             m[i].pending->rebulk = true;
+            m[i].pending->burst_at = f->burst_at; /* one expiry with this burst */
+        }
     }
     br_upstream_trial_burst(up, 0);
     OPENSSL_cleanse(order, sizeof(order));
