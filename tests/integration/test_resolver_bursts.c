@@ -150,7 +150,9 @@ static void test_max_age_cannot_split(void **s)
     assert_not_singled_out(&r, p, "after the ttl");
     assert_int_equal(r.n, DECOYS + 1);
     assert_true(r.cond[0]);
-    unlink(rt_fmt("%s/short", g_fault_dir));
+    char *path = rt_fmt("%s/short", g_fault_dir);
+    unlink(path);
+    free(path);
     fx_close(&x);
 }
 
