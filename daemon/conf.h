@@ -132,6 +132,7 @@ typedef struct breachd_config {
         int64_t max_stale_s; /* 0 = never answer from an expired entry
                               * (br_resolver_config wants -1 for that) */
         int partition;       /* BREACHD_PARTITION_UID (default) or _NONE */
+        uint32_t partition_share_pct; /* the most of max_size one partition takes, 1 .. 100 */
     } cache;
 
     struct {

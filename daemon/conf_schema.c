@@ -103,6 +103,8 @@ const bd_conf_key bd_conf_keys[] = {
      "30d", "how long past its freshness an answer may serve when the upstream fails"},
     {"cache", "partition", BD_CONF_CHOICE, 0, F(cache.partition), 0, 0, 0, 0,
      &bd_conf_partition, "uid", "uid: each peer user its own entries and fetches; none: shared"},
+    {"cache", "partition_share", BD_CONF_PERCENT, 0, F(cache.partition_share_pct), 0, 0, 1, 100,
+     NULL, "25%", "the most of max_size one partition's entries may take"},
 
     {"upstream", "timeout", BD_CONF_MILLIS, 0, F(upstream.timeout_ms), 0, 0, 100, 300000, NULL,
      "5s", "deadline of one range query, retries included"},

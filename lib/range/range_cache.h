@@ -23,8 +23,13 @@
  * Partitions: every entry belongs to a partition, an opaque 32-bit number
  * chosen by the caller (the daemon uses the peer's uid, see breachd.conf(5)
  * [cache] partition). Lookups, puts and touches name the partition and never
- * see another partition's entry. The size bound and the eviction order are
- * global: partitions share the space.
+ * see another partition's entry. The size bound is global; with a
+ * partition share (br_range_cache_set_partition_share) each partition's
+ * entries take at most that share of max_size, and a flush that would put
+ * a partition past it deletes that partition's own oldest entries first
+ * (range_cache_quota.c), so that one partition's writes do not evict
+ * another's while the partitions together fit (the global eviction below
+ * still runs when they do not).
  *
  * Cache entry layout, version 1 (little-endian, no alignment assumed):
  *   off     size  field
@@ -154,6 +159,10 @@ typedef struct br_range_cache_usage {
 int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **out, br_error *err);
 /* Flush what is pending (errors ignored), then close. NULL is fine. */
 void br_range_cache_free(br_range_cache *c);
+/* The most of max_size one partition's entries (their stored bytes) may
+ * take, in percent: 1 .. 100 (100, the default: no bound but max_size).
+ * 0, or -EINVAL. */
+int br_range_cache_set_partition_share(br_range_cache *c, unsigned pct);
 BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
 
 /* Look full_hash (br_range_hash_len(kind) bytes) up in a partition: its

@@ -98,6 +98,7 @@ void check_defaults(const breachd_config *c)
     assert_int_equal(c->cache.ttl_s, 7 * 86400);
     assert_int_equal(c->cache.max_stale_s, 30 * 86400);
     assert_int_equal(c->cache.partition, BREACHD_PARTITION_UID);
+    assert_int_equal(c->cache.partition_share_pct, 25);
     assert_int_equal(c->upstream.timeout_ms, 5000);
     assert_int_equal(c->upstream.max_inflight, 16);
     assert_int_equal(c->upstream.rate, 50);
@@ -147,6 +148,7 @@ const char full_config[] = "[daemon]\n"
                            "ttl = 90m\n"
                            "max_stale = 0\n"
                            "partition = none\n"
+                           "partition_share = 60%\n"
                            "[upstream]\n"
                            "timeout = 2500ms\n"
                            "max_inflight = 1024\n"
@@ -200,6 +202,7 @@ void check_full(const breachd_config *c)
     assert_int_equal(c->cache.ttl_s, 90 * 60);
     assert_int_equal(c->cache.max_stale_s, 0);
     assert_int_equal(c->cache.partition, BREACHD_PARTITION_NONE);
+    assert_int_equal(c->cache.partition_share_pct, 60);
     assert_int_equal(c->upstream.timeout_ms, 2500);
     assert_int_equal(c->upstream.max_inflight, 1024);
     assert_int_equal(c->upstream.rate, 100000);
