@@ -36,12 +36,16 @@
  *   0       4     magic 'B' 'R' 'C' 0x01
  *   4       1     E, ETag length (0 = none)
  *   5       1     L, Last-Modified length (0 = none)
- *   6       2     flags, 0
+ *   6       2     flags: bit 0, a decoy list follows Last-Modified; the
+ *                 other bits 0
  *   8       8     fetched_at, i64 seconds since the epoch
  *   16      8     expires_at, i64 seconds since the epoch
  *   24      E     ETag bytes (as received, quotes included)
  *   24+E    L     Last-Modified bytes
- *   24+E+L  ...   the range set, to the end of the value
+ *   with flag 0:  1 byte N (<= BR_RANGE_CACHE_MAX_DECOYS), then N decoy
+ *                 prefixes of 3 bytes (20 bits, big-endian): the decoys
+ *                 the range was last fetched with (br_range_cache_set_decoys)
+ *   then    ...   the range set, to the end of the value
  * Lookups binary-search the range set in place in the mapped page: the value
  * is never copied.
  *
@@ -120,6 +124,7 @@
 #define BR_RANGE_CACHE_PENDING_MAX 1024
 #define BR_RANGE_CACHE_MIN_SIZE ((uint64_t)256 << 10)
 #define BR_RANGE_CACHE_SECRET_LEN 32
+#define BR_RANGE_CACHE_MAX_DECOYS 16
 
 typedef struct br_range_cache br_range_cache;
 
@@ -138,6 +143,8 @@ typedef struct br_range_cache_result {
     int64_t fetched_at, expires_at;           /* not MISS */
     char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1];          /* "" when none */
     char last_modified[BR_RANGE_CACHE_VALIDATOR_MAX + 1]; /* "" when none */
+    uint32_t decoys[BR_RANGE_CACHE_MAX_DECOYS]; /* not MISS: the stored decoy list */
+    unsigned n_decoys;                          /* 0 when none is stored */
 } br_range_cache_result;
 
 typedef struct br_range_cache_usage {
@@ -210,6 +217,14 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
  * for eviction. 0, -ENOENT when nothing is stored, or an error as for put. */
 int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
                          int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified);
+
+/* The decoys (prefixes, n <= BR_RANGE_CACHE_MAX_DECOYS) the stored range
+ * of (partition, kind, prefix20) was fetched with, kept with it so that its
+ * next burst can send the same ones (docs/upstream.md "Decoys"). A put or a
+ * touch keeps the stored list. 0, -ENOENT when nothing is stored, or an
+ * error as for put. */
+int br_range_cache_set_decoys(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, const uint32_t *decoys, unsigned n);
 
 /* Commit every pending put in one write transaction (no-op when none);
  * evicting first, when room is short, takes a few more small commits.

@@ -154,6 +154,8 @@ typedef struct entry_view {
     int64_t fetched_at, expires_at;
     const uint8_t *etag, *lm;
     size_t etag_len, lm_len;
+    const uint8_t *decoys; /* n_decoys prefixes of 3 bytes; NULL when none */
+    size_t n_decoys;
     const uint8_t *rs;
     size_t rs_len;
 } entry_view;
@@ -164,6 +166,12 @@ int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev);
 int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int64_t expires_at,
                       const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
                       size_t *out_len);
+/* The same with a decoy list (decoys: n prefixes of 3 bytes, as an
+ * entry_view holds them; NULL: the flag off). */
+int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_at,
+                             int64_t expires_at, const void *etag, size_t etag_len, const void *lm,
+                             size_t lm_len, const uint8_t *decoys, size_t n, uint8_t **out,
+                             size_t *out_len);
 
 /* ---- the partition share (range_cache_quota.c) ----------------------------- */
 

@@ -59,7 +59,11 @@
  * conditionally when an entry is stored; its answer is cached, touched and
  * expired like any other, and nobody waits for it. The real request and its
  * decoys go out in one burst, in a random order (getrandom()). They count
- * against the rate and in-flight limits. A burst stays whole: its members
+ * against the rate and in-flight limits. A real fetch's decoys are stored
+ * with its range (br_range_cache_set_decoys) and reused by its next burst
+ * while they are in the population, the keyed draw making up the number
+ * (so a URL feed update replaces only the decoys that left the feed). A
+ * burst stays whole: its members
  * share one expiry; they go all conditional, or all unconditional when one
  * of them has no stored validators; a half-open circuit's trial is a whole
  * burst (br_upstream_trial_burst); a fetch sent again on the bulk lane goes

@@ -4,6 +4,7 @@
  * the bulk lane for the bulk lookups of an interactive fetch that ended by
  * its deadline (docs/upstream.md "Lanes"). */
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include <openssl/crypto.h>
@@ -154,17 +155,56 @@ waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc)
     return inter;
 }
 
-/* The members of f's burst, f's own place included, in a random order
- * (Fisher-Yates); returns how many. None besides f while the circuit is
- * open (nothing would go out). */
-static int burst_order(br_resolver *r, const flight *f, br_breaker_state bs, uint32_t *order)
+static bool in_population(const br_resolver *r, br_range_kind kind, uint32_t p)
+{
+    const uint8_t *bm = r->decoy_bitmap[kind];
+    return p < BR_DECOY_PREFIXES && (!bm || ((bm[p >> 3] >> (p & 7)) & 1));
+}
+
+static bool taken(const uint32_t *v, int n, uint32_t p)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == p)
+            return true;
+    return false;
+}
+
+/* f's decoys: the ones stored with its range (cr) that are still in the
+ * population, so that a feed update changes none of them but those that
+ * left it; then, to make up the number, the keyed draw (decoys.h). Kept in
+ * f for the cache. None while the circuit is open (nothing would go out). */
+static int pick_decoys(br_resolver *r, flight *f, br_breaker_state bs,
+                       const br_range_cache_result *cr, uint32_t *out)
 {
     int nd = 0;
-    if (r->decoys && bs != BR_BREAKER_OPEN) {
-        nd = br_decoy_pick(r->decoy_key, f->kind, f->prefix20, r->decoy_bitmap[f->kind],
-                           r->decoy_pop[f->kind], r->decoys, order);
-        nd = BR_MAX(nd, 0);
+    if (!r->decoys || bs == BR_BREAKER_OPEN)
+        return 0;
+    for (unsigned i = 0; cr->state != BR_RANGE_CACHE_MISS && i < cr->n_decoys; i++) {
+        uint32_t d = cr->decoys[i];
+        if (nd < (int)r->decoys && d != f->prefix20 && in_population(r, f->kind, d) &&
+            !taken(out, nd, d))
+            out[nd++] = d;
     }
+    if (nd < (int)r->decoys) {
+        uint32_t cand[BR_RESOLVER_MAX_DECOYS];
+        int m = br_decoy_pick(r->decoy_key, f->kind, f->prefix20, r->decoy_bitmap[f->kind],
+                              r->decoy_pop[f->kind], r->decoys, cand);
+        for (int j = 0; j < m && nd < (int)r->decoys; j++)
+            if (!taken(out, nd, cand[j]))
+                out[nd++] = cand[j];
+        OPENSSL_cleanse(cand, sizeof(cand));
+    }
+    f->n_decoys = (uint8_t)nd;
+    memcpy(f->decoys, out, (size_t)nd * sizeof(out[0]));
+    return nd;
+}
+
+/* The members of f's burst, f's own place included, in a random order
+ * (Fisher-Yates); returns how many. */
+static int burst_order(br_resolver *r, flight *f, br_breaker_state bs,
+                       const br_range_cache_result *cr, uint32_t *order)
+{
+    int nd = pick_decoys(r, f, bs, cr, order);
     order[nd] = f->prefix20;
     for (uint32_t i = (uint32_t)nd; i > 0; i--) {
         uint32_t j = random_below(i + 1), t = order[i];
@@ -188,7 +228,8 @@ static int burst_send(br_resolver *r, flight *f, const br_range_cache_result *cr
     br_breaker_state bs = br_upstream_breaker(up);
     uint32_t order[BR_RESOLVER_MAX_DECOYS + 1];
     member m[BR_RESOLVER_MAX_DECOYS + 1];
-    int n = burst_order(r, f, bs, order), sending = 0, rc = -EIO;
+    f->real = true;
+    int n = burst_order(r, f, bs, cr, order), sending = 0, rc = -EIO;
     bool alike = true;
     for (int i = 0; i < n; i++) {
         if (order[i] == f->prefix20) {

@@ -29,6 +29,18 @@ static int64_t expiry(br_resolver *r, const flight *f, int64_t now)
 
 static const char *reason_of(br_upstream_status s);
 
+_Static_assert(BR_RESOLVER_MAX_DECOYS <= BR_RANGE_CACHE_MAX_DECOYS, "a decoy list fits an entry");
+
+/* A real fetch's decoys, stored with its range so that its next burst sends
+ * the same ones (docs/upstream.md "Decoys"). */
+static int keep_decoys(br_resolver *r, const flight *f)
+{
+    if (!f->real || !r->decoys)
+        return 0;
+    return br_range_cache_set_decoys(r->cache, f->partition, f->kind, f->prefix20, f->decoys,
+                                     f->n_decoys);
+}
+
 /* Answer a list of waiters of (partition, kind) with a stored entry within
  * max_stale (allow_stale) or UNKNOWN reason, and free them. */
 static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t partition,
@@ -192,6 +204,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         if (r->cache) {
             rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
                                     fresh.expires_at, resp->etag, resp->last_modified);
+            if (rc >= 0)
+                rc = keep_decoys(r, f);
             if (rc < 0)
                 br_rs_cache_write_failed(r, rc, "put");
             br_rs_schedule_flush(r);
@@ -220,6 +234,8 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
                 return;
             }
         }
+        if (rc >= 0)
+            rc = keep_decoys(r, f);
         if (rc < 0) {
             br_rs_cache_write_failed(r, rc, "touch after a 304");
             br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);

@@ -36,6 +36,9 @@ struct flight {
     uint32_t prefix20;
     bool conditional;
     bool rebulk;           /* a decoy to send again on the bulk lane if its deadline ends it */
+    bool real;             /* a real fetch (not a decoy): its decoy list is stored with it */
+    uint8_t n_decoys;      /* the decoys sent with it (a real fetch) */
+    uint32_t decoys[BR_RESOLVER_MAX_DECOYS];
     int64_t burst_at;      /* when its burst was sent: the expiry every member shares */
     br_lane lane;          /* of its upstream request */
     br_upstream_req *ureq; /* that request, while it is pending */

@@ -360,6 +360,7 @@ static void test_url_feed_update(void **s)
     reqs r;
     log_from(l0, &r);
     assert_int_equal(r.n, DECOYS + 1);
+    rt_run_for(x.base, 100); /* the decoy list reaches the cache */
 
     x.clock.now += 10;
     x.cfg.url_decoy_bitmap = bm2;
@@ -370,9 +371,15 @@ static void test_url_feed_update(void **s)
     assert_int_equal(rt_resolve_wait(x.base, x.r, BR_RANGE_URL_SHA256, h).status,
                      BR_RESOLVE_NOT_FOUND);
     rt_run_for(x.base, 200);
-    log_from(l1, &r);
-    assert_not_singled_out(&r, p, "after the feed update");
-    assert_int_equal(r.n, DECOYS + 1);
+    reqs again;
+    log_from(l1, &again);
+    assert_not_singled_out(&again, p, "after the feed update");
+    assert_int_equal(again.n, DECOYS + 1);
+    /* The same decoys (stored with the range, still in the population):
+     * the bursts' intersection does not narrow to the real prefix. */
+    for (size_t i = 0; i < again.n; i++)
+        if (!has(&r, again.prefix[i]))
+            fail_msg("after the feed update, %05X joined the burst of %05X", again.prefix[i], p);
     fx_close(&x);
     free(bm1);
     free(bm2);
