@@ -177,6 +177,35 @@ static const char *reason_of(br_upstream_status s)
     }
 }
 
+/* A 200: the body parsed, cached (with f's decoys) and answered. */
+static void fetch_ok(br_resolver *r, flight *f, const br_upstream_response *resp, int64_t now)
+{
+    _cleanup_free_ uint8_t *value = NULL;
+    size_t len = 0;
+    br_error err = {{0}};
+    int rc = br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
+    if (rc < 0) {
+        r->st.parse_errors++;
+        br_rs_log(r, LOG_WARNING, "range response rejected: %s",
+                  err.text[0] ? err.text : strerror(-rc));
+        br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
+        return;
+    }
+    br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
+                             .expires_at = expiry(r, f, now), .etag = resp->etag,
+                             .last_modified = resp->last_modified};
+    if (r->cache) {
+        rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
+                                fresh.expires_at, resp->etag, resp->last_modified);
+        if (rc >= 0)
+            rc = keep_decoys(r, f);
+        if (rc < 0)
+            br_rs_cache_write_failed(r, rc, "put");
+        br_rs_schedule_flush(r);
+    }
+    answer_all_from_value(r, f, &fresh);
+}
+
 void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
 {
     _cleanup_(flight_freep) flight *f = ctx;
@@ -186,31 +215,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
-        _cleanup_free_ uint8_t *value = NULL;
-        size_t len = 0;
-        br_error err = {{0}};
-        int rc =
-            br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
-        if (rc < 0) {
-            r->st.parse_errors++;
-            br_rs_log(r, LOG_WARNING, "range response rejected: %s",
-                   err.text[0] ? err.text : strerror(-rc));
-            br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
-            return;
-        }
-        br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
-                                 .expires_at = expiry(r, f, now), .etag = resp->etag,
-                                 .last_modified = resp->last_modified};
-        if (r->cache) {
-            rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
-                                    fresh.expires_at, resp->etag, resp->last_modified);
-            if (rc >= 0)
-                rc = keep_decoys(r, f);
-            if (rc < 0)
-                br_rs_cache_write_failed(r, rc, "put");
-            br_rs_schedule_flush(r);
-        }
-        answer_all_from_value(r, f, &fresh);
+        fetch_ok(r, f, resp, now);
         return;
     }
 
