@@ -183,6 +183,13 @@ static void cache_unref(bd_cache *c)
     free(c);
 }
 
+/* [cache] partition_share (0, a config built by hand: no bound but max_size). */
+static void set_share(const breachd_config *cfg, br_range_cache *c)
+{
+    unsigned pct = cfg->cache.partition_share_pct;
+    (void)br_range_cache_set_partition_share(c, pct ? pct : 100);
+}
+
 static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **out, br_error *err)
 {
     /* The open cache is kept, unless it was damaged (range_cache.h,
@@ -191,6 +198,7 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
         !br_range_cache_damaged(old->cache->cache)) {
         old->cache->refs++;
         *out = old->cache;
+        set_share(cfg, old->cache->cache); /* a reload may change it */
         return 0;
     }
     bd_cache *c = calloc(1, sizeof(*c));
@@ -204,6 +212,7 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
         free(c);
         return br_error_prefix(err, r, "[cache] path");
     }
+    set_share(cfg, c->cache);
     c->refs = 1;
     *out = c;
     return 0;
@@ -221,6 +230,7 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
     rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
+    rc->upstream.breaker_cooldown_ms = cfg->upstream.breaker_cooldown_ms;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;
