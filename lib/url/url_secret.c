@@ -257,10 +257,12 @@ static bool folded_holds(const uint8_t *b, size_t n)
 }
 
 /* The bytes br_url_is_plain stops at, and br_url_may_hold_email once
- * decoded: 1 for '@', '%', controls and bytes >= 0x7f, 2 for ':' (the end
- * of a "mailto:"). */
+ * decoded: 1 for '@', '%', '\', controls and bytes >= 0x7f, 2 for ':' (the
+ * end of a "mailto:"). A '\' holds no address, but canonicalization turns
+ * it into '/' (and drops what the authority then holds before an '@'):
+ * not plain, and "check" is always a safe answer. */
 static const uint8_t may_hold_stop[256] = {
-    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
+    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, ['\\'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
 
 static bool mailto_before(const char *s, size_t i)
@@ -294,7 +296,8 @@ static bool raw_may_hold(const char *s, size_t n)
     if (n < BLOCK)
         return may_hold_from(s, 0, n);
     const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), at = _mm_set1_epi8('@'),
-                  pct = _mm_set1_epi8('%'), colon = _mm_set1_epi8(':');
+                  pct = _mm_set1_epi8('%'), bsl = _mm_set1_epi8('\\'),
+                  colon = _mm_set1_epi8(':');
     for (size_t i = 0;; i += BLOCK) {
         if (i + BLOCK > n)
             i = n - BLOCK;
@@ -302,6 +305,7 @@ static bool raw_may_hold(const char *s, size_t n)
         /* Signed: bytes >= 0x80 are below 0x20 too. */
         __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
                                     _mm_or_si128(_mm_cmpeq_epi8(v, at), _mm_cmpeq_epi8(v, pct)));
+        stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, bsl));
         if (_mm_movemask_epi8(stop))
             return may_hold_from(s, i, n);
         for (unsigned c = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)); c; c &= c - 1)
@@ -328,7 +332,8 @@ static bool raw_may_hold(const char *s, size_t n)
         uint64_t w;
         memcpy(&w, s + i, BLOCK);
         if (HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
-            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1))
+            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1) |
+            HAS_BELOW(w ^ BYTES('\\'), 1))
             return may_hold_from(s, i, n);
         if (HAS_BELOW(w ^ BYTES(':'), 1) && may_hold_from(s, i, i + BLOCK))
             return true;

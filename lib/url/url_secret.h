@@ -56,10 +56,10 @@
 /* True when s (n bytes, any bytes) holds an e-mail address anywhere. */
 bool br_url_holds_email(const char *s, size_t n);
 
-/* True when s (n bytes) is printable ASCII without '%', '@' and "mailto:"
- * in any case: nothing in it decodes, folds or holds an address, and
- * canonicalization's first steps (controls out, escapes decoded) leave it
- * as it is. 16 bytes at a time where SSE2 is there. */
+/* True when s (n bytes) is printable ASCII without '%', '@', '\' and
+ * "mailto:" in any case: nothing in it decodes, folds or holds an address,
+ * and canonicalization's first steps (controls out, '\' to '/', userinfo
+ * out, escapes decoded) leave it as it is. 16 bytes at a time where SSE2 is there. */
 bool br_url_is_plain(const char *s, size_t n);
 
 /* False only when s (n bytes) cannot hold an e-mail address, nor become
