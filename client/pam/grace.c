@@ -98,9 +98,9 @@ static bool parse_line(const char *line, size_t len, size_t *ulen, int64_t *day)
     return valid_user(line, *ulen) && parse_day(sp + 1, day);
 }
 
-/* The directory of the state: root's (or the effective user's), not a
- * symlink's target checked by name but the directory opened, reachable by
- * its owner only. A missing one is made (mode 0700) when add. */
+/* The directory of the state, opened: root's (or the effective user's) and
+ * reachable by its owner only, checked on what was opened (fstat), not by
+ * name. A missing one is made (mode 0700) when add. */
 static int open_dir(const char *dir, bool add, const char **what)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
