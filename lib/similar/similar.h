@@ -9,7 +9,9 @@
  *   1. cores: the password, then with its leading run of digits and symbols
  *      taken off (at most 8 bytes) and, for each of those two, with 1..8
  *      trailing digits or symbols taken off, all of them, and a trailing
- *      run of one repeated character cut to one;
+ *      run of one repeated character cut to one; a core that is cut keeps
+ *      at least half of the password's bytes (a trailing repeat counted
+ *      once), so that a random password does not shrink to a short word;
  *   2. forms of each core: as is, lowercase, Capitalised, and the lowercase
  *      and Capitalised forms with look-alike characters read back as the
  *      letters they stand for (@ 4 -> a, 0 -> o, 1 ! | -> i or l, 3 -> e,
@@ -19,9 +21,11 @@
  *   4. undoing word mangling on the stripped lowercase bases: reversed,
  *      a doubled or mirrored word halved, plural and -ed/-ing/-er endings;
  *   5. edit distance one (a byte deleted, two neighbours swapped, a letter
- *      changed or inserted) from the stripped lowercase base and its
- *      de-substituted form, when they are BR_SIMILAR_ED1_MIN ..
- *      BR_SIMILAR_ED1_MAX bytes long.
+ *      changed or inserted) from the stripped lowercase base, read with its
+ *      look-alikes as letters when it has any, when it is
+ *      BR_SIMILAR_ED1_MIN .. BR_SIMILAR_ED1_MAX bytes long and its letters
+ *      were cased as people type (all lower, all upper, one capital first
+ *      or last).
  * Variants shorter than BR_SIMILAR_MIN_LEN or longer than BR_SIMILAR_MAX_LEN
  * bytes are not made. Variants are deduplicated by their bytes, and the
  * password itself is never one of them. Generation stops at
@@ -39,10 +43,13 @@
 #include "hash.h"
 #include "nthash.h"
 
-/* The hard bound on the variants of one password. */
-#define BR_SIMILAR_MAX 2048
-/* Variants are 4..64 bytes long. */
-#define BR_SIMILAR_MIN_LEN 4
+/* The hard bound on the variants of one password. Each variant looked up
+ * in a filter is one chance of a false positive: with an offline filter's
+ * 2^-24 per lookup, a password is refused by chance with a probability of
+ * at most 1024 * 2^-24 = 0.006%. */
+#define BR_SIMILAR_MAX 1024
+/* Variants are 3..64 bytes long. */
+#define BR_SIMILAR_MIN_LEN 3
 #define BR_SIMILAR_MAX_LEN 64
 /* Combinations of look-alike readings tried per core. */
 #define BR_SIMILAR_LEET 8

@@ -162,11 +162,11 @@ static size_t repeat_run(const uint8_t *q, size_t m)
 
 /* Step 3 for one core: its trailing symbols off, and if it then ends with
  * a digit, that digit changed (lowercase). */
-static void emit_last_digit(br_similar *s, const uint8_t *q, size_t m)
+static void emit_last_digit(br_similar *s, const uint8_t *q, size_t m, size_t min)
 {
     while (m > 0 && is_strip(q[m - 1]) && !is_digit(q[m - 1]))
         m--;
-    if (m < BR_SIMILAR_MIN_LEN || m > MAXL || !is_digit(q[m - 1]))
+    if (m < BR_MAX(min, (size_t)BR_SIMILAR_MIN_LEN) || m > MAXL || !is_digit(q[m - 1]))
         return;
     uint8_t buf[MAXL];
     lower_copy(buf, q, m);
@@ -177,22 +177,30 @@ static void emit_last_digit(br_similar *s, const uint8_t *q, size_t m)
     OPENSSL_cleanse(buf, sizeof(buf));
 }
 
-/* Step 1 for the password without its first `lead` bytes: the cores and
- * their forms. Returns the length of the stripped head (the base). */
-static size_t emit_cores(br_similar *s, const uint8_t *q, size_t m)
+/* A core that is shorter than `min` bytes is not used (see sim_generate). */
+static void emit_core(br_similar *s, const uint8_t *q, size_t m, size_t min)
+{
+    if (m >= min)
+        emit_forms(s, q, m);
+}
+
+/* Step 1 for the password without its first `lead` bytes (whole: lead is
+ * 0): the cores and their forms. Returns the length of the stripped head
+ * (the base). */
+static size_t emit_cores(br_similar *s, const uint8_t *q, size_t m, bool whole, size_t min)
 {
     size_t t = tail_run(q, m);
-    emit_forms(s, q, m);
+    emit_core(s, q, m, whole ? 0 : min);
     for (size_t k = 1; k <= BR_MIN(t, (size_t)STRIP_MAX); k++)
-        emit_forms(s, q, m - k);
+        emit_core(s, q, m - k, min);
     if (t > STRIP_MAX)
-        emit_forms(s, q, m - t);
+        emit_core(s, q, m - t, min);
     size_t r = repeat_run(q, m);
     if (r >= 2)
-        emit_forms(s, q, m - r + 1);
+        emit_core(s, q, m - r + 1, min);
     size_t h = m - t, rh = repeat_run(q, h);
     if (t > 0 && rh >= 2)
-        emit_forms(s, q, h - rh + 1);
+        emit_core(s, q, h - rh + 1, min);
     return h;
 }
 
@@ -215,10 +223,10 @@ static void emit_unended(br_similar *s, const uint8_t *b, size_t h)
         size_t r = h - el;
         memcpy(buf, b, r);
         memcpy(buf + r, endings[i].was, wl);
-        sim_emit(s, buf, r + wl);
+        emit_lower_cap(s, buf, r + wl);
         /* stopped -> stopp -> stop */
         if (wl == 0 && r >= 2 && buf[r - 1] == buf[r - 2])
-            sim_emit(s, buf, r - 1);
+            emit_lower_cap(s, buf, r - 1);
     }
     OPENSSL_cleanse(buf, sizeof(buf));
 }
@@ -231,7 +239,7 @@ static void emit_unmangled(br_similar *s, const uint8_t *b, size_t h)
     uint8_t buf[MAXL] = {0};
     for (size_t i = 0; i < h; i++)
         buf[i] = b[h - 1 - i];
-    sim_emit(s, buf, h);
+    emit_lower_cap(s, buf, h);
     OPENSSL_cleanse(buf, sizeof(buf));
     size_t half = h / 2;
     if (h % 2 == 0) {
@@ -285,39 +293,72 @@ static void emit_ed1(br_similar *s, const uint8_t *b, size_t h)
 struct bases {
     uint8_t plain[MAXL], read[MAXL];
     size_t len;
-    bool has_read;
+    bool has_read, typed_case;
 };
 
-static void make_bases(struct bases *b, const uint8_t *q, size_t h)
+/* Letters cased as people type a word: all lower, all upper, or a capital
+ * first (or last: John's "freD"). A random mix ("SbnGLE") is not a tweak
+ * of a popular password, and the edit-distance step would find a word
+ * near it ("single") in any large list. */
+static bool typed_case(const uint8_t *q, size_t h)
 {
-    b->len = h <= MAXL ? h : 0;
+    size_t up = 0, low = 0, first = h, last = h;
+    for (size_t i = 0; i < h; i++) {
+        if (!is_alpha(q[i]))
+            continue;
+        if (first == h)
+            first = i;
+        last = i;
+        if (q[i] >= 'a')
+            low++;
+        else
+            up++;
+    }
+    return up == 0 || low == 0 || (up == 1 && (q[first] < 'a' || q[last] < 'a'));
+}
+
+static void make_bases(struct bases *b, const uint8_t *q, size_t h, size_t min)
+{
+    b->len = h <= MAXL && h >= min ? h : 0;
     lower_copy(b->plain, q, b->len);
     deleet(b->read, q, b->len, 0, false);
     b->has_read = memcmp(b->plain, b->read, b->len) != 0;
+    b->typed_case = typed_case(q, b->len);
+}
+
+/* What is taken off the ends keeps at least half of the password (its
+ * trailing repeats counted once): "Summer2024!!!" keeps "summer", but a
+ * random "7#&qlx%$!2@9" does not shrink to a 3-letter word that a large
+ * filter of popular passwords would hold. */
+static size_t core_min(const uint8_t *p, size_t n)
+{
+    size_t eff = n - (n > 0 ? repeat_run(p, n) - 1 : 0);
+    return BR_MAX((eff + 1) / 2, (size_t)BR_SIMILAR_MIN_LEN);
 }
 
 void sim_generate(br_similar *s, const uint8_t *p, size_t n)
 {
-    size_t lead = 0;
+    size_t lead = 0, min = core_min(p, n);
     while (lead < n && is_strip(p[lead]))
         lead++;
     size_t leads[2] = {0, lead}, nleads = (lead > 0 && lead <= STRIP_MAX && lead < n) ? 2 : 1;
     struct bases b[2];
     for (size_t i = 0; i < nleads; i++) {
-        size_t h = emit_cores(s, p + leads[i], n - leads[i]);
-        make_bases(&b[i], p + leads[i], h);
+        size_t h = emit_cores(s, p + leads[i], n - leads[i], i == 0, min);
+        make_bases(&b[i], p + leads[i], h, min);
     }
     for (size_t i = 0; i < nleads; i++)
-        emit_last_digit(s, p + leads[i], n - leads[i]);
+        emit_last_digit(s, p + leads[i], n - leads[i], min);
     for (size_t i = 0; i < nleads; i++) {
         emit_unmangled(s, b[i].plain, b[i].len);
         if (b[i].has_read)
             emit_unmangled(s, b[i].read, b[i].len);
     }
-    /* Edit distance one from the most stripped base only. */
+    /* Edit distance one from the most stripped base only, read with its
+     * look-alikes as letters when it has any: each of its up to 900
+     * variants is one more chance of a filter's false positive. */
     struct bases *last = &b[nleads - 1];
-    emit_ed1(s, last->plain, last->len);
-    if (last->has_read)
-        emit_ed1(s, last->read, last->len);
+    if (last->typed_case)
+        emit_ed1(s, last->has_read ? last->read : last->plain, last->len);
     OPENSSL_cleanse(b, sizeof(b));
 }

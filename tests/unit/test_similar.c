@@ -114,6 +114,28 @@ static void test_tweaks_share_bases(void **state)
     br_similar_free(sim);
 }
 
+/* Edit distance one only from a base cased as people type: a random mix of
+ * cases is no tweak, and any large list holds a word one edit from it. */
+static void test_ed1_typed_case(void **state)
+{
+    (void)state;
+    br_similar *sim = new_sim(BR_SIMILAR_SHA1);
+    static const struct {
+        const char *pw;
+        bool near;
+    } ex[] = {
+        {"sbngle", true},  {"SBNGLE", true},  {"Sbngle", true},    {"sbnglE", true},
+        {"SbnGLE", false}, {"sBnGle", false}, {"!5sbngle1", true}, {"!5SbnGLE1", false},
+    };
+    for (size_t i = 0; i < BR_ARRAY_SIZE(ex); i++) {
+        struct seen *s = variants_of(sim, ex[i].pw, strlen(ex[i].pw));
+        if (has(s, "single") != ex[i].near)
+            fail_msg("%s: \"single\" %s", ex[i].pw, ex[i].near ? "missing" : "made");
+        free(s);
+    }
+    br_similar_free(sim);
+}
+
 static void test_hashes_and_exact(void **state)
 {
     (void)state;
@@ -182,7 +204,7 @@ static void test_bound(void **state)
         check_bound(sim, buf, len);
     }
     /* The worst case reaches the bound exactly and stops there. */
-    const char *worst = "1!1!1!1!b1ll1b1ll1b1ll1b1!1!1!1!1";
+    const char *worst = "|||0bi1|s!al$al$!abb1!1!1!1";
     struct seen *s = variants_of(sim, worst, strlen(worst));
     assert_int_equal(s->n, BR_SIMILAR_MAX);
     free(s);
@@ -268,13 +290,10 @@ static void test_wiped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_issue_examples),
-        cmocka_unit_test(test_tweaks_share_bases),
-        cmocka_unit_test(test_hashes_and_exact),
-        cmocka_unit_test(test_bound),
-        cmocka_unit_test(test_nul_and_invalid_utf8),
-        cmocka_unit_test(test_nt_lined_up),
-        cmocka_unit_test(test_wiped),
+        cmocka_unit_test(test_issue_examples), cmocka_unit_test(test_tweaks_share_bases),
+        cmocka_unit_test(test_ed1_typed_case), cmocka_unit_test(test_hashes_and_exact),
+        cmocka_unit_test(test_bound),          cmocka_unit_test(test_nul_and_invalid_utf8),
+        cmocka_unit_test(test_nt_lined_up),    cmocka_unit_test(test_wiped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
