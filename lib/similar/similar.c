@@ -32,7 +32,8 @@ br_similar *br_similar_new(unsigned flags, br_error *err)
             return NULL;
         }
     }
-    s->arena = malloc(ARENA_SIZE);
+    /* Zero from the start, and wiped back to zero after every call. */
+    s->arena = calloc(1, ARENA_SIZE);
     s->slots = calloc(SIM_SLOTS, sizeof(*s->slots));
     if (!s->arena || !s->slots) {
         br_similar_free(s);

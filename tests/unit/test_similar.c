@@ -282,6 +282,8 @@ static void test_wiped(void **state)
     size_t size = (size_t)(BR_SIMILAR_MAX + 1) * BR_SIMILAR_MAX_LEN;
     assert_null(memmem(sim->arena, size, "ebracorn", 8));
     assert_null(memmem(sim->arena, size, "EBRACORN", 8));
+    for (size_t i = 0; i < size; i++)
+        assert_int_equal(sim->arena[i], 0);
     for (size_t i = 0; i < SIM_SLOTS; i++)
         assert_true(sim->slots[i].off == 0 && sim->slots[i].hash == 0);
     br_similar_free(sim);
