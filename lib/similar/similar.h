@@ -15,7 +15,8 @@
  *   2. forms of each core: as is, lowercase, Capitalised, and the lowercase
  *      and Capitalised forms with look-alike characters read back as the
  *      letters they stand for (@ 4 -> a, 0 -> o, 1 ! | -> i or l, 3 -> e,
- *      $ 5 -> s, 7 + -> t, 8 -> b, 9 -> g, ( -> c), at most
+ *      $ 5 -> s, 7 + -> t, 8 -> b, 6 -> b or g, 9 -> g or q, ( < { -> c,
+ *      % -> x), at most
  *      BR_SIMILAR_LEET combinations per core;
  *   3. the last digit of the password changed (0..9), lowercase;
  *   4. undoing word mangling on the stripped lowercase bases: reversed,

@@ -67,10 +67,16 @@ static const char *leet_of(uint8_t c)
         return "t";
     case '8':
         return "b";
+    case '6':
+        return "bg";
     case '9':
-        return "g";
+        return "gq";
     case '(':
+    case '<':
+    case '{':
         return "c";
+    case '%':
+        return "x";
     default:
         return NULL;
     }

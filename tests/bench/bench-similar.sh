@@ -7,7 +7,9 @@
 #    corpus is made from (data/demo/make-corpus), comment lines dropped.
 # 2. An independent tweak generator: John the Ripper's wordlist rules
 #    (`john --wordlist=BASE --rules --stdout`, Debian's john 1.9.0, the
-#    [List.Rules:Wordlist] section of /etc/john/john.conf) over that list.
+#    [List.Rules:Wordlist] section of /etc/john/john.conf) over that list;
+#    and a second one: hashcat-data's best64.rule and leetspeak.rule applied
+#    by hashcat_rules.py (hashcat's rule functions in Python).
 # 3. bench_similar with an exact in-memory set of the list's SHA-1s standing
 #    in for the offline filter of popular passwords (a filter adds false
 #    positives of at most 2^-24 per key: the rates carry over): the share of
@@ -22,7 +24,7 @@
 #
 #   tests/bench/bench-similar.sh [PASSPHRASES [RANDOM12]]   (default 100000 100000)
 #
-# Needs john and wamerican (installed when missing); about 1 minute on a
+# Needs john, hashcat-data and wamerican (installed when missing); about 1 minute on a
 # quiet 2-core machine. BUILD (build-bench), BENCH_NO_BUILD=1 (use the
 # binary as it is: `meson test --benchmark`).
 set -euo pipefail
@@ -34,6 +36,7 @@ RANDOM12=$(to_count "${2:-100000}")
 need_pkg john john
 [ -r /usr/share/john/password.lst ] || need_pkg /usr/share/john/password.lst john-data
 [ -r /usr/share/dict/words ] || need_pkg /usr/share/dict/words wamerican
+[ -r /usr/share/hashcat/rules/best64.rule ] || need_pkg /usr/share/hashcat/rules/best64.rule hashcat-data
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
     if [ ! -f "$BUILD/build.ninja" ]; then
         meson setup "$BUILD" "$ROOT" --buildtype=release >/dev/null
@@ -50,6 +53,13 @@ echo "== base $(wc -l <"$SCRATCH/base.lst") passwords, john --rules: $(wc -l <"$
 "$BENCH" --base "$SCRATCH/base.lst" --tweaks "$SCRATCH/tweaks.txt" \
     --words /usr/share/dict/words --passphrases "$PASSPHRASES" --random12 "$RANDOM12" \
     --adversarial 20000
+echo "== hashcat-data's best64.rule and leetspeak.rule over the same list (hashcat_rules.py)"
+for rules in best64 leetspeak; do
+    python3 "$ROOT/tests/bench/hashcat_rules.py" "$SCRATCH/base.lst" \
+        "/usr/share/hashcat/rules/$rules.rule" >"$SCRATCH/$rules.txt"
+    echo "-- $rules.rule"
+    "$BENCH" --base "$SCRATCH/base.lst" --tweaks "$SCRATCH/$rules.txt"
+done
 echo "== the same, passphrases joined with '-', seed 7"
 "$BENCH" --base "$SCRATCH/base.lst" --words /usr/share/dict/words \
     --passphrases "$PASSPHRASES" --sep - --seed 7
