@@ -29,6 +29,7 @@ LAYERS = {
     "download": {"core", "range", "upstream"},
     "proto": {"core"},
     "audit": {"core"},
+    "similar": {"core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
