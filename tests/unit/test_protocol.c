@@ -168,12 +168,18 @@ static void test_secret_class(void **state)
 {
     (void)state;
     static const char *secret[] = {
-        "mailto:alice@example.com", "MAILTO:bob@example.org", "mailto:", "alice@example.com",
-        "a.b+tag@sub.example.co.uk", "alice@example.com/", "x@y.z?subject=hi",
+        "mailto:alice@example.com", "MAILTO:bob@example.org",    "mailto:",
+        "alice@example.com",        "a.b+tag@sub.example.co.uk", "alice@example.com/",
+        "x@y.z?subject=hi",         "alice@localhost", /* a single-label domain is an address too */
     };
     static const char *not_secret[] = {
-        "http://example.com/", "http://user@example.com/", "https://a.b/c@d.e",
-        "example.com/@x.y", "@example.com", "alice@localhost", "ftp://x@y.z/", "alice@",
+        "http://example.com/",
+        "http://user@example.com/",
+        "https://a.b/c@d.e",
+        "example.com/@x.y",
+        "@example.com",
+        "ftp://x@y.z/",
+        "alice@",
         "http://example.com/mailto:x@y.z",
     };
     for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
@@ -244,9 +250,9 @@ static void test_answers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
-        cmocka_unit_test(test_format_error),   cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_valid),        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_line_length),  cmocka_unit_test(test_secret_class),
+        cmocka_unit_test(test_format_error), cmocka_unit_test(test_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
