@@ -3,9 +3,9 @@
 """Blocklist input formats end to end.
 
 The fixtures of feedfx.py (AdBlock, dnsmasq, unbound, RPZ, URLhaus CSV,
-PhishTank CSV and JSON, generic CSV by column name and number; each with a
-BOM, CRLF, comments, blank lines, mixed case, its tricky lines and one
-malformed line) go through `breachctl filter build|add --kind url-sha256`:
+PhishTank CSV and JSON, generic CSV by column name and number, wildcard
+domains; each with a BOM, CRLF, comments, blank lines, mixed case, its
+tricky lines and one malformed line) go through `breachctl filter build|add --kind url-sha256`:
 
   errors:    each malformed line stops a build with FILE:LINE and the reason,
              exit 2, and the old output file is kept;
@@ -90,8 +90,8 @@ def formats_detected_and_skips_reported(ctx):
         check(head in r.stderr, "%s: want %r in %r" % (fx.name, head, r.stderr))
         check("1 bad skipped" in r.stderr, "%s: bad count in %r" % (fx.name, r.stderr))
         for kind, n in fx.skipped.items():
-            check("%d %s" % (n, kind) in r.stderr, "%s: want '%d %s' in %r" % (fx.name, n, kind,
-                                                                             r.stderr))
+            check("%d %s (first at %s:" % (n, kind, fx.path) in r.stderr,
+                  "%s: want '%d %s (first at FILE:LINE)' in %r" % (fx.name, n, kind, r.stderr))
         # the same with the format named
         r2 = build(ctx, out, [(fx.path, fx.category)], "--skip-bad", "--max-bad", "1",
                    *fx.format_args())
@@ -107,7 +107,7 @@ def undetectable_and_hints(ctx):
     eq(r.returncode, 2, "undetectable CSV: " + r.stderr)
     check("%s: cannot tell the format of this feed (tried " % csv.path in r.stderr, r.stderr)
     check("--format: auto, urls, hosts, domains, adblock, dnsmasq, unbound, rpz, urlhaus, "
-          "phishtank or csv" in r.stderr, r.stderr)
+          "phishtank, csv, wildcard" in r.stderr, r.stderr)
     check(not os.path.exists(ctx.path("x.bbf")), "output written for an undetectable feed")
     # a CSV read as a URL list: the hint names CSV, not hosts
     r = build(ctx, ctx.path("x.bbf"), [(fx["urlhaus.csv"].path, "malware")], "--format", "urls")
