@@ -39,6 +39,9 @@ typedef struct fmt_def {
      * every other line FITS. */
     fmt_vote (*votes)(const char *s, size_t n);
     bool unanimous;
+    /* A comment mark no other format has ('!'): a sample with such comment
+     * lines is this format when one line votes YES or every line FITS. */
+    char comment;
     const char *tried; /* in "cannot tell ... (tried ...)" */
 } fmt_def;
 
@@ -80,7 +83,9 @@ static fmt_vote yes_if(bool b)
 
 static fmt_vote adblock_votes(const char *s, size_t n)
 {
-    return yes_if(br_fmt_starts(s, n, "||") || br_fmt_starts(s, n, "@@"));
+    if (br_fmt_starts(s, n, "||") || br_fmt_starts(s, n, "@@"))
+        return VOTE_YES;
+    return br_fmt_is_plain_hostname(s, n) ? VOTE_FITS : VOTE_NO;
 }
 
 static fmt_vote dnsmasq_votes(const char *s, size_t n)
@@ -124,19 +129,46 @@ static fmt_vote wildcard_votes(const char *s, size_t n)
 }
 
 static const fmt_def defs[] = {
-    {BR_FEED_PHISHTANK, PARSE_CSV, NULL, phishtank_marks, NULL, false, "phishtank (JSON or CSV)"},
-    {BR_FEED_ADBLOCK, PARSE_LINE, br_fmt_adblock_line, adblock_marks, adblock_votes, false,
-     "adblock"},
-    {BR_FEED_URLHAUS, PARSE_CSV, NULL, urlhaus_marks, NULL, false, "urlhaus"},
-    {BR_FEED_DNSMASQ, PARSE_LINE, br_fmt_dnsmasq_line, NULL, dnsmasq_votes, false, "dnsmasq"},
-    {BR_FEED_UNBOUND, PARSE_LINE, br_fmt_unbound_line, NULL, unbound_votes, false, "unbound"},
-    {BR_FEED_RPZ, PARSE_RAW, br_fmt_rpz_line, rpz_marks, rpz_votes, false, "rpz"},
-    {BR_FEED_WILDCARD, PARSE_RAW, br_fmt_wildcard_line, NULL, wildcard_votes, true, "wildcard"},
-    {BR_FEED_CSV, PARSE_CSV, NULL, NULL, NULL, false, NULL}, /* never guessed: no column */
-    /* url_feed_read.c's detection, after these */
-    {BR_FEED_HOSTS, PARSE_PLAIN, NULL, NULL, NULL, false, "hosts"},
-    {BR_FEED_DOMAINS, PARSE_PLAIN, NULL, NULL, NULL, false, "domains"},
-    {BR_FEED_URLS, PARSE_PLAIN, NULL, NULL, NULL, false, "urls"},
+    {.format = BR_FEED_PHISHTANK,
+     .parse = PARSE_CSV,
+     .marks = phishtank_marks,
+     .tried = "phishtank (JSON or CSV)"},
+    {.format = BR_FEED_ADBLOCK,
+     .parse = PARSE_LINE,
+     .line = br_fmt_adblock_line,
+     .marks = adblock_marks,
+     .votes = adblock_votes,
+     .comment = '!',
+     .tried = "adblock"},
+    {.format = BR_FEED_URLHAUS, .parse = PARSE_CSV, .marks = urlhaus_marks, .tried = "urlhaus"},
+    {.format = BR_FEED_DNSMASQ,
+     .parse = PARSE_LINE,
+     .line = br_fmt_dnsmasq_line,
+     .votes = dnsmasq_votes,
+     .tried = "dnsmasq"},
+    {.format = BR_FEED_UNBOUND,
+     .parse = PARSE_LINE,
+     .line = br_fmt_unbound_line,
+     .votes = unbound_votes,
+     .tried = "unbound"},
+    {.format = BR_FEED_RPZ,
+     .parse = PARSE_RAW,
+     .line = br_fmt_rpz_line,
+     .marks = rpz_marks,
+     .votes = rpz_votes,
+     .tried = "rpz"},
+    {.format = BR_FEED_WILDCARD,
+     .parse = PARSE_RAW,
+     .line = br_fmt_wildcard_line,
+     .votes = wildcard_votes,
+     .unanimous = true,
+     .tried = "wildcard"},
+    /* never guessed: it needs --column */
+    {.format = BR_FEED_CSV, .parse = PARSE_CSV},
+    /* url_feed_read.c's own rules and detection, after these */
+    {.format = BR_FEED_HOSTS, .parse = PARSE_PLAIN, .tried = "hosts"},
+    {.format = BR_FEED_DOMAINS, .parse = PARSE_PLAIN, .tried = "domains"},
+    {.format = BR_FEED_URLS, .parse = PARSE_PLAIN, .tried = "urls"},
 };
 _Static_assert(BR_ARRAY_SIZE(defs) == BR_FEED_FORMAT_COUNT - 1, "one row per format");
 
@@ -233,9 +265,24 @@ void br_fmt_finish(br_fmt_state *st, br_fmt_result *res)
 
 /* ---- detection ---- */
 
+/* The format the sample's votes give, in the table's order. */
+static br_feed_format decide(size_t sample, const size_t *yes, const size_t *fits,
+                             const size_t *commented)
+{
+    for (size_t k = 0; sample > 0 && k < BR_ARRAY_SIZE(defs); k++) {
+        bool all = yes[k] + fits[k] == sample;
+        if (commented[k] > 0 && (yes[k] > 0 || all))
+            return defs[k].format;
+        if (defs[k].unanimous ? yes[k] > 0 && all : 2 * yes[k] > sample)
+            return defs[k].format;
+    }
+    return BR_FEED_AUTO;
+}
+
 br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_t n, bool *json)
 {
     size_t sample = 0, yes[BR_ARRAY_SIZE(defs)] = {0}, fits[BR_ARRAY_SIZE(defs)] = {0};
+    size_t commented[BR_ARRAY_SIZE(defs)] = {0};
     bool first = true;
     *json = false;
     for (size_t i = 0; i < n; i++) {
@@ -247,8 +294,11 @@ br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_
         for (size_t k = 0; k < BR_ARRAY_SIZE(defs); k++)
             if (defs[k].marks && defs[k].marks(s, len, first, json))
                 return defs[k].format;
-        if (s[0] == '#' || s[0] == '!' || s[0] == ';')
+        if (s[0] == '#' || s[0] == '!' || s[0] == ';') {
+            for (size_t k = 0; k < BR_ARRAY_SIZE(defs); k++)
+                commented[k] += defs[k].comment && s[0] == defs[k].comment;
             continue;
+        }
         first = false;
         sample++;
         for (size_t k = 0; k < BR_ARRAY_SIZE(defs); k++) {
@@ -257,9 +307,5 @@ br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_
             fits[k] += v == VOTE_FITS;
         }
     }
-    for (size_t k = 0; sample > 0 && k < BR_ARRAY_SIZE(defs); k++) {
-        if (defs[k].unanimous ? yes[k] > 0 && yes[k] + fits[k] == sample : 2 * yes[k] > sample)
-            return defs[k].format;
-    }
-    return BR_FEED_AUTO;
+    return decide(sample, yes, fits, commented);
 }

@@ -120,6 +120,9 @@ void br_fmt_unbound_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result 
 void br_fmt_rpz_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
 void br_fmt_wildcard_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
 
+/* A line uBlock Origin reads as `||s^`: a plain hostname ([A-Za-z0-9_.-]
+ * with a dot, a letter or digit first, a letter last). */
+bool br_fmt_is_plain_hostname(const char *s, size_t n);
 bool br_fmt_is_blank(char c);
 bool br_fmt_is_alnum(char c); /* ASCII letter or digit */
 /* s starts with prefix, ignoring ASCII case. */

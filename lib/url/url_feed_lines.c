@@ -154,7 +154,7 @@ bool br_fmt_is_alnum(char c)
     return is_letter(c) || (c >= '0' && c <= '9');
 }
 
-static bool is_plain_hostname(const char *s, size_t n)
+bool br_fmt_is_plain_hostname(const char *s, size_t n)
 {
     if (n < 3 || !br_fmt_is_alnum(s[0]) || !is_letter(s[n - 1]) || !memchr(s, '.', n))
         return false;
@@ -175,7 +175,7 @@ void br_fmt_adblock_line(br_fmt_zone *st, const char *s, size_t n, br_fmt_result
         return skip(res, BR_FEED_SKIP_EXCEPTION);
     if (is_cosmetic(s, n))
         return skip(res, BR_FEED_SKIP_RULE);
-    if (is_plain_hostname(s, n))
+    if (br_fmt_is_plain_hostname(s, n))
         return entry(res, s, n); /* as `||s^` */
     if (!br_fmt_starts(s, n, "||"))
         return skip(res, BR_FEED_SKIP_RULE); /* |anchor|, /regex/, substrings */

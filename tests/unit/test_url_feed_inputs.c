@@ -188,8 +188,9 @@ static void test_lines(void **state)
     }
 }
 
-/* Detection: a `!` header means AdBlock whatever the rules below look like;
- * wildcard lines are the wildcard format only when every entry line is a
+/* Detection: a `!` header means AdBlock whatever the rules below look like,
+ * and so do `!` comments further down when a rule is `||`-style or every
+ * one a plain hostname; wildcard lines are the wildcard format only when every entry line is a
  * wildcard or a bare domain. */
 static void test_detect(void **state)
 {
@@ -200,6 +201,10 @@ static void test_detect(void **state)
     } d[] = {
         {"! Title: x\nexample.com\nb.example", BR_FEED_ADBLOCK},
         {"! Title: x\nhttp://a.example/x\nhttp://b.example/y", BR_FEED_ADBLOCK},
+        /* '!' comments further down, with one || rule or only plain hostnames */
+        {"example.com\nfoo.example\n! section\n||x.example^", BR_FEED_ADBLOCK},
+        {"example.com\n! section\nb.example", BR_FEED_ADBLOCK},
+        {"http://a.example/x\n! note", BR_FEED_AUTO},
         {"*.a.example\n*.b.example\nc.example", BR_FEED_WILDCARD},
         {"# c\n*.a.example", BR_FEED_WILDCARD},
         {"a.example\nb.example", BR_FEED_AUTO},
