@@ -18,6 +18,8 @@ tricky lines and one malformed line) go through `breachctl filter build|add --ki
   empty:     0 entries or more than --max-bad bad lines fail (exit 2, old
              output kept), --allow-empty builds an empty filter, which the
              daemon loads with a warning.
+  docs:      every --format value (one list, url_feed.h) has its row in
+             breachctl(1) INPUT FORMATS and README.md, and a fixture.
 
 Standard library only; the harness is dtest.py.
 """
@@ -207,6 +209,30 @@ def no_silent_empty_filters(ctx):
     eq(d.client().ask("e1 URL http://kept.example/"), "e1 SAFE", "empty filter answer")
     d.stop_ok()
     check("[urls] filter %s holds 0 keys" % empty in d.log(), "no warning: " + d.log())
+
+
+@test
+def every_format_documented(ctx):
+    """The --format values come from one list (url_feed.h); each is a row of
+    breachctl(1)'s INPUT FORMATS table and of README.md's, and has a
+    fixture here (but auto)."""
+    r = build(ctx, ctx.path("x.bbf"), [(ctx.path("none"), "malware")], "--format", "nope")
+    eq(r.returncode, 2, "--format nope: " + r.stderr)
+    listed = r.stderr.split("expected ", 1)[1].strip()
+    names = [n.strip() for n in listed.split(",")]
+    check(len(names) >= 12 and names[0] == "auto" and "wildcard" in names, listed)
+    root = dtest.ARGS.source_root
+    with open(os.path.join(root, "docs", "breachctl.1")) as f:
+        man = f.read()
+    table = man.split('.SH "INPUT FORMATS"', 1)[1].split(".TE", 1)[0]
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    fixture_formats = {fx.fmt for fx in feedfx.FIXTURES}
+    for n in names[1:]:
+        check("\n%s\tT{" % n in table, "%s: no row in breachctl(1) INPUT FORMATS" % n)
+        check("| `%s` |" % n in readme, "%s: no row in README.md's format table" % n)
+        check(n in fixture_formats or n in ("urls", "hosts", "domains"),
+              "%s: no fixture in feedfx.py" % n)
 
 
 if __name__ == "__main__":
