@@ -18,7 +18,9 @@
  * or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
  * skipped, and so are lines under min_count. A malformed line stops the read with "FILE:LINE: what is
  * wrong" and -EINVAL; corrupt or truncated gzip or bzip2 data with "FILE:
- * not valid gzip|bzip2 data after line N (reason)". Path "-" is stdin.
+ * not valid gzip|bzip2 data after line N (reason)"; bzip2 data on a pipe
+ * with "NAME: bzip2 data cannot be read from a pipe: ...". Path "-" is
+ * stdin.
  *
  * Line rules (the LF and then one CR are removed first):
  *  - hash files: a UTF-8 byte order mark (EF BB BF) at the start of any line

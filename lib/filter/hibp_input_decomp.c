@@ -6,10 +6,10 @@
  *
  * bzip2 is told by its magic ("BZh" and a block size digit) at the start of
  * a seekable input, peeked at with pread() so the bytes stay unread; a pipe
- * cannot be peeked at, so bzip2 data is read from files only (`bzcat FILE |`
- * for a pipe). Concatenated bzip2 streams (pbzip2, `cat a.bz2 b.bz2`) are
- * read as one; anything after the last stream, or a stream cut short, is an
- * error like corrupt data. */
+ * cannot be peeked at, so bzip2 data is read from files only: on a pipe it
+ * is refused as such (`bzcat FILE |` then). Concatenated bzip2 streams (pbzip2, `cat a.bz2 b.bz2`)
+ * are read as one; anything after the last stream, or a stream cut short, is an error like corrupt
+ * data. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,7 +31,8 @@
 
 struct br_input_src {
     const char *name;
-    gzFile gz; /* zlib: gzip, or data passed through */
+    gzFile gz;    /* zlib: gzip, or data passed through */
+    bool started; /* the first bytes were read */
     /* bzip2 */
     int fd;
     bz_stream bz;
@@ -46,14 +47,18 @@ static int io_error(br_error *err, int errnum, const char *name)
     return br_error_set(err, -errnum, "%s: %s", name, strerror(errnum));
 }
 
+static bool bzip2_magic(const uint8_t *m, size_t n)
+{
+    return n >= 4 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9';
+}
+
 /* "BZh1".."BZh9" at the current offset of a seekable fd. */
 static bool is_bzip2(int fd)
 {
     off_t at = lseek(fd, 0, SEEK_CUR);
     unsigned char m[4];
-    if (at < 0 || pread(fd, m, sizeof(m), at) != (ssize_t)sizeof(m))
-        return false;
-    return m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9';
+    return at >= 0 && pread(fd, m, sizeof(m), at) == (ssize_t)sizeof(m) &&
+           bzip2_magic(m, sizeof(m));
 }
 
 static int open_gz(br_input_src *s, int fd, br_error *err)
@@ -89,11 +94,20 @@ int br_input_src_open(int fd, const char *name, br_input_src **out, br_error *er
 }
 
 /* One gzread() into buf: the byte count, 0 at the end, or a negative errno
- * with err set (a read error, or gzip data that is corrupt or cut short). */
+ * with err set (a read error, or gzip data that is corrupt or cut short;
+ * bzip2 data passed through from a pipe, which could not be peeked at). */
 static int gz_read(br_input_src *s, uint8_t *buf, size_t size, uint64_t line, br_error *err)
 {
     for (;;) {
         int n = gzread(s->gz, buf, (unsigned)BR_MIN(size, (size_t)INT_MAX));
+        if (n > 0 && !s->started) {
+            s->started = true;
+            if (gzdirect(s->gz) && bzip2_magic(buf, (size_t)n))
+                return br_error_set(err, -EINVAL,
+                                    "%s: bzip2 data cannot be read from a pipe: give its file "
+                                    "name, or decompress it with bzcat",
+                                    s->name);
+        }
         int zerr;
         const char *msg = gzerror(s->gz, &zerr);
         /* A stream cut short ends with 0 bytes and Z_BUF_ERROR. */

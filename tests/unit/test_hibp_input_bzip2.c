@@ -143,12 +143,46 @@ static void test_bad_bzip2(void **state)
     expect_error(p, ":2: character 1 is not a hex digit");
 }
 
+/* bzip2 data on a pipe (standard input) cannot be told before zlib reads
+ * it: it is refused as such, not as a malformed first line. */
+static void test_pipe(void **state)
+{
+    (void)state;
+    char p[512];
+    tpath(p, sizeof(p), "pipe.bz2");
+    write_bz2(p, GOLDEN_TEXT, false);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    char data[4096];
+    size_t len = fread(data, 1, sizeof(data), f);
+    fclose(f);
+    assert_true(len > 0 && len < sizeof(data));
+    int fds[2], saved = dup(STDIN_FILENO);
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], data, len), (ssize_t)len); /* fits the pipe's buffer */
+    close(fds[1]);
+    assert_int_equal(dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+    close(fds[0]);
+    collected c = {0};
+    br_input_stats st = {0};
+    br_error err;
+    int rc = run("-", NULL, &c, &st, &err);
+    assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+    close(saved);
+    assert_int_equal(rc, -EINVAL);
+    assert_string_equal(err.text, "<stdin>: bzip2 data cannot be read from a pipe: give its file "
+                                  "name, or decompress it with bzcat");
+    assert_int_equal(c.n, 0);
+    collected_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_file),
         cmocka_unit_test(test_tree),
         cmocka_unit_test(test_bad_bzip2),
+        cmocka_unit_test(test_pipe),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
