@@ -14,7 +14,7 @@
 /* ---- the table of formats ---- */
 
 typedef enum fmt_parse {
-    PARSE_NONE = 0, /* no row */
+    PARSE_NONE = 0, /* unset: the format cannot be read */
     PARSE_PLAIN,    /* urls, hosts, domains: url_feed_read.c's own rules */
     PARSE_LINE,     /* line() on each line trimmed of blanks */
     PARSE_RAW,      /* line() on each line as it is (rpz: the owner column) */
@@ -183,7 +183,7 @@ static const fmt_def *def_of(br_feed_format f)
 br_fmt_reader br_fmt_reader_of(br_feed_format f)
 {
     const fmt_def *d = def_of(f);
-    if (!d)
+    if (!d || d->parse == PARSE_NONE)
         return BR_FMT_READER_NONE;
     return d->parse == PARSE_PLAIN ? BR_FMT_READER_PLAIN : BR_FMT_READER_LINES;
 }
@@ -200,6 +200,7 @@ void br_fmt_tried(char *out, size_t size)
 }
 
 /* ---- the parser state ---- */
+
 struct br_fmt_state {
     const fmt_def *def; /* the format's row */
     br_csv *csv;
