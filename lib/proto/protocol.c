@@ -128,7 +128,7 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
     if (alen == 0 || arg[0] == ' ')
         return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
     bool ok = false;
-    switch (verbs[req->verb].arg) {
+    switch (br_verb_arg_kind(req->verb)) {
     case BR_ARG_SHA1:
         ok = alen == 2 * BR_SHA1_LEN && br_hex_decode(arg, BR_SHA1_LEN, req->sha1);
         break;
@@ -180,7 +180,7 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
     size_t ve;
     if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
         return false;
-    bool takes_arg = verbs[req->verb].arg != BR_ARG_NONE;
+    bool takes_arg = br_verb_arg_kind(req->verb) != BR_ARG_NONE;
     if (ve == len) {
         if (takes_arg)
             return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].missing);
