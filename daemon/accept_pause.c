@@ -8,7 +8,7 @@
 
 #include "accept_pause.h"
 #include "log.h"
-#include "util.h"
+#include "core/util.h"
 
 /* The error callback gets the listener's argument, which belongs to its
  * owner (libevent's evhttp for the HTTP listeners): the pause of a listener

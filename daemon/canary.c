@@ -7,9 +7,9 @@
 #include <event2/event.h>
 
 #include "canary.h"
-#include "hash.h"
+#include "core/hash.h"
 #include "log.h"
-#include "url_expr.h"
+#include "url/url_expr.h"
 
 /* While the canary is off, how often a reload that turns it on is noticed. */
 #define OFF_RECHECK_MS 10000

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "conf_int.h"
 
 #define MAX_RAW_LINE 16384

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "conf_int.h"
 #include "config.h"
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "server_types.h"
 
 struct evbuffer;

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "protocol.h"
+#include "proto/protocol.h"
 
 /* The reasons of an UNKNOWN answer, counted apart (docs/operations.md):
  * the resolver's (BR_REASON_* in resolver.h), the URL filter's, and any

@@ -9,7 +9,7 @@
 
 #include <openssl/crypto.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "config.h"
 #include "conn.h"
 #include "dispatch.h"

@@ -12,8 +12,8 @@
 
 #include "housekeeping.h"
 #include "log.h"
-#include "map_guard.h"
-#include "range_cache.h"
+#include "core/map_guard.h"
+#include "range/range_cache.h"
 
 /* ---- at start ------------------------------------------------------------------- */
 

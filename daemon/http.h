@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 
 struct bd_server;
 typedef struct bd_http bd_http;

@@ -11,9 +11,9 @@
 
 #include <event2/buffer.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "http_int.h"
-#include "range_format.h"
+#include "range/range_format.h"
 
 /* HIBP pads to a random total of 800 to 999 lines, and adds 10 to 209
  * random lines to a range that already holds about that many or more

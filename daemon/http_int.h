@@ -16,8 +16,8 @@
 
 #include "accept_pause.h"
 #include "http.h"
-#include "range.h"
-#include "resolver.h"
+#include "range/range.h"
+#include "range/resolver.h"
 
 struct event;
 struct evhttp;

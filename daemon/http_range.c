@@ -15,10 +15,10 @@
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "http_int.h"
 #include "log.h"
-#include "range_format.h"
+#include "range/range_format.h"
 #include "server_types.h"
 
 /* The request's range kind by its mode, as HIBP reads it: exactly

@@ -11,7 +11,7 @@
 
 #include <event2/event.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "config.h"
 #include "canary.h"
 #include "housekeeping.h"

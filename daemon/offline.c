@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include "conf.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "log.h"
 #include "offline.h"
-#include "url_expr.h"
+#include "url/url_expr.h"
 
 bool bd_upstream_none(const char *tmpl)
 {

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "state.h"
 
 /* The `upstream` value that means: no range API at all. */

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "server_types.h"
 
 /* Answer a PW or NT request (now, or later from the loop). hint: the

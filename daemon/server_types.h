@@ -12,7 +12,7 @@
 
 #include "accept_pause.h"
 #include "counters.h"
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "state.h"
 
 struct bufferevent;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "startup.h"
-#include "util.h"
+#include "core/util.h"
 
 int bd_absolute_path(const char *path, char **out, br_error *err)
 {

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* path as an absolute path: itself when it starts with '/', else joined to
  * the current directory (symbolic links are kept, so a reload follows a

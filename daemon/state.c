@@ -8,7 +8,7 @@
 
 #include <event2/event.h>
 
-#include "filter_file.h"
+#include "filter/filter_file.h"
 
 #include "log.h"
 #include "offline.h"

@@ -13,11 +13,11 @@
 #include <sys/types.h>
 
 #include "conf.h"
-#include "error.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "core/error.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "state_filters.h"
 
 struct event_base;

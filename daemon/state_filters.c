@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "filter_file.h"
-#include "filter_sign.h"
-#include "hash.h"
+#include "filter/filter_file.h"
+#include "filter/filter_sign.h"
+#include "core/hash.h"
 #include "log.h"
 #include "state_filters.h"
 

@@ -7,9 +7,9 @@
 #pragma once
 
 #include "conf.h"
-#include "error.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
+#include "core/error.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
 
 /* What one configured file held when it was loaded. */
 typedef struct bd_filter_id {

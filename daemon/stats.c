@@ -9,7 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "server_types.h"
 #include "stats.h"
 #include "stats_meta.h"

@@ -13,13 +13,13 @@
 
 #include <openssl/crypto.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "conn.h"
 #include "log.h"
 #include "offline.h"
-#include "url_canon.h"
-#include "url_expr.h"
-#include "url_secret.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
 #include "url_check.h"
 #include "url_prep.h"
 

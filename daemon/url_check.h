@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "server_types.h"
 
 /* Answer a URL request (now, or later from the loop). */

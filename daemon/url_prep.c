@@ -8,7 +8,7 @@
 
 #include "offline.h"
 #include "url_prep.h"
-#include "url_secret.h"
+#include "url/url_secret.h"
 
 /* The loop has one thread: one batch at a time. */
 static bd_url_prep preps[BD_BATCH];

@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "protocol.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "proto/protocol.h"
 #include "server_types.h"
-#include "url_expr.h"
+#include "url/url_expr.h"
 
 typedef struct bd_url_prep {
     const br_request *req; /* the request it was made for */

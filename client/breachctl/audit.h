@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "audit_input.h"
+#include "audit/audit_input.h"
 #include "breachctl.h"
 
 /* No answer and nothing sent for this long: the daemon is stuck. A bulk

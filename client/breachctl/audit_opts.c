@@ -5,8 +5,8 @@
 
 #include "audit.h"
 #include "ctl_opts.h"
-#include "filter_file.h"
-#include "util.h"
+#include "filter/filter_file.h"
+#include "core/util.h"
 
 static const ctl_usage audit_usage[] = {
     {"audit",

@@ -20,11 +20,11 @@
 #include <openssl/crypto.h>
 
 #include "audit.h"
-#include "audit_input.h"
+#include "audit/audit_input.h"
 #include "breachctl.h"
-#include "client.h"
+#include "proto/client.h"
 #include "ctl_io.h"
-#include "util.h"
+#include "core/util.h"
 
 #define CHUNK 512     /* accounts answered and printed per round */
 #define WINDOW 128    /* requests in flight */

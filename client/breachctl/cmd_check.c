@@ -16,10 +16,10 @@
 #include "ctl_io.h"
 #include "ctl_opts.h"
 #include "ctl_tty.h"
-#include "client.h"
-#include "hash.h"
-#include "url_secret.h"
-#include "util.h"
+#include "proto/client.h"
+#include "core/hash.h"
+#include "url/url_secret.h"
+#include "core/util.h"
 
 #define CHUNK 256 /* requests per pipelined batch */
 

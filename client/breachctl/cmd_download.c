@@ -18,8 +18,8 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "download.h"
-#include "util.h"
+#include "download/download.h"
+#include "core/util.h"
 
 #define RATE_WINDOW 20 /* progress samples kept for the recent rate (about 5 s) */
 

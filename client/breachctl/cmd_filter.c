@@ -13,15 +13,15 @@
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter_build.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_info.h"
 #include "filter_url.h"
-#include "hash.h"
-#include "hibp_input.h"
-#include "pwfilter.h"
-#include "url_feed.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
+#include "filter/pwfilter.h"
+#include "url/url_feed.h"
+#include "core/util.h"
 
 static const ctl_usage filter_usage[] = {
     {"filter build",

@@ -13,15 +13,15 @@
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter_build.h"
-#include "filter_delta.h"
-#include "filter_file.h"
+#include "filter/filter_delta.h"
+#include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
-#include "hash.h"
-#include "hibp_input.h"
-#include "keyset.h"
-#include "pwfilter.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
+#include "filter/keyset.h"
+#include "filter/pwfilter.h"
+#include "core/util.h"
 
 #define MAX_INPUTS 4096
 

@@ -12,14 +12,14 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "filter_delta.h"
-#include "filter_file.h"
+#include "filter/filter_delta.h"
+#include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
-#include "hash.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 static int set_open_failed(const char *cmd, int r, const br_error *err)
 {

@@ -13,16 +13,16 @@
 #include <unistd.h>
 
 #include "breachctl.h"
-#include "client.h"
+#include "proto/client.h"
 #include "conf.h"
 #include "ctl_opts.h"
 #include "fetch.h"
-#include "fetch_file.h"
-#include "filter_delta.h"
+#include "download/fetch_file.h"
+#include "filter/filter_delta.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
-#include "filter_sign.h"
-#include "util.h"
+#include "filter/filter_sign.h"
+#include "core/util.h"
 
 #define RELOAD_TIMEOUT_MS 600000 /* a reload verifies every filter: GiBs */
 

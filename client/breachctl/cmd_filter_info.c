@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "breachctl.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "filter_info.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 #define LABEL "unverified %-21s "
 #define PLAIN "%-32s "

@@ -9,14 +9,14 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
-#include "filter_sign.h"
-#include "hash.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/filter_sign.h"
+#include "core/hash.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 int fleet_open_verified(const char *path, br_filter_header *h, br_error *err)
 {

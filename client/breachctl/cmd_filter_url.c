@@ -13,16 +13,16 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "filter_delta.h"
-#include "filter_file.h"
+#include "filter/filter_delta.h"
+#include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
 #include "filter_url_feeds.h"
-#include "hash.h"
-#include "url_feed.h"
+#include "core/hash.h"
+#include "url/url_feed.h"
 #include "url_mirror.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 bool url_filter_kind_requested(int argc, char **argv)
 {

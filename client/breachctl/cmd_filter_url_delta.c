@@ -14,10 +14,10 @@
 #include "breachctl.h"
 #include "filter_fleet.h"
 #include "filter_url_feeds.h"
-#include "url_feed.h"
+#include "url/url_feed.h"
 #include "url_mirror.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 typedef struct delta_mirror {
     br_mirror *m;

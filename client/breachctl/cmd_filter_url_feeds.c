@@ -10,7 +10,7 @@
 
 #include "breachctl.h"
 #include "filter_url_feeds.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_BAD_SHOWN 10
 

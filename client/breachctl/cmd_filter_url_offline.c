@@ -11,16 +11,16 @@
 #include <unistd.h>
 
 #include "breachctl.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "filter_url.h"
-#include "hash.h"
-#include "keyset.h"
-#include "offline_codes.h"
-#include "pwfilter.h"
-#include "url_expr.h"
-#include "url_feed.h"
-#include "url_secret.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/keyset.h"
+#include "filter/offline_codes.h"
+#include "filter/pwfilter.h"
+#include "url/url_expr.h"
+#include "url/url_feed.h"
+#include "url/url_secret.h"
+#include "core/util.h"
 
 bool url_offline_file(const char *path)
 {

@@ -8,14 +8,14 @@
 #include <time.h>
 
 #include "breachctl.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "filter_info.h"
 #include "filter_url.h"
-#include "hash.h"
-#include "url_expr.h"
-#include "url_secret.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "core/hash.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 /* ---- info / verify / query ---- */
 

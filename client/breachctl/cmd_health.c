@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include "breachctl.h"
-#include "client.h"
+#include "proto/client.h"
 #include "ctl_opts.h"
-#include "util.h"
+#include "core/util.h"
 
 enum { H_OK, H_WARNING, H_CRITICAL, H_UNKNOWN };
 static const char *const state_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};

@@ -8,9 +8,9 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "filter_sign.h"
-#include "hash.h"
-#include "util.h"
+#include "filter/filter_sign.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 static const ctl_usage key_usage[] = {
     {"key generate", "--secret FILE --public FILE",

@@ -19,11 +19,11 @@
 
 #include "breachctl.h"
 #include "ctl_opts.h"
-#include "hash.h"
-#include "url_canon.h"
-#include "url_expr.h"
-#include "url_secret.h"
-#include "util.h"
+#include "core/hash.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
+#include "core/util.h"
 
 typedef struct url_opts {
     const char *cmd;

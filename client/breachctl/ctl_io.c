@@ -6,7 +6,7 @@
 #include <openssl/crypto.h>
 
 #include "ctl_io.h"
-#include "util.h"
+#include "core/util.h"
 
 ssize_t ctl_read_line_wiped(FILE *in, char **buf, size_t *cap)
 {

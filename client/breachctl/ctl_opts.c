@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "breachctl.h"
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "ctl_opts.h"
 
 #define MAX_OPTS 32

@@ -19,9 +19,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "fetch_file.h"
-#include "filter_file.h"
+#include "core/error.h"
+#include "download/fetch_file.h"
+#include "filter/filter_file.h"
 
 typedef struct fetch_state {
     char url[2048];          /* where PATH came from */

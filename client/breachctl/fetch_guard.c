@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "fetch.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 int fetch_dir_check(const char *path, br_error *err)
 {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fetch.h"
-#include "util.h"
+#include "core/util.h"
 
 #define STATE_MAGIC "breachctl-fetch-state 1"
 

@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "filter_file.h"
-#include "filter_sign.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
+#include "core/error.h"
+#include "filter/filter_file.h"
+#include "filter/filter_sign.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
 
 struct feeds;
 struct ctl_globals;

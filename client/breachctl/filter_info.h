@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* Reports why path was refused (r, err from opening it) on stderr; with
  * force, also prints on stdout what its header says, each value marked

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "url_feed.h"
+#include "url/url_feed.h"
 
 /* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
 bool url_filter_kind_requested(int argc, char **argv);

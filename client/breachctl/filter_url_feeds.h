@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "ctl_opts.h"
-#include "url_feed.h"
+#include "url/url_feed.h"
 
 #define MAX_INPUTS 4096
 _Static_assert(MAX_INPUTS == 4096, "FEED_OPTS' message names the bound");

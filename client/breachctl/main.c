@@ -10,13 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "breachctl.h"
 #include "config.h"
 #include "ctl_opts.h"
-#include "filter_file.h"
-#include "hash.h"
-#include "util.h"
+#include "filter/filter_file.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 static const struct {
     const char *name;

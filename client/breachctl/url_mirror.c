@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hash.h"
-#include "range.h"
+#include "core/hash.h"
+#include "range/range.h"
 #include "url_mirror.h"
-#include "urlfilter.h"
+#include "filter/urlfilter.h"
 
 #define SUFFIX_HEX 59
 #define FSYNC_EACH_MAX 256 /* more pending files than this: one syncfs instead */

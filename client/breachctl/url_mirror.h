@@ -26,9 +26,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "url_feed.h"
-#include "util.h"
+#include "core/error.h"
+#include "url/url_feed.h"
+#include "core/util.h"
 
 #define BR_MIRROR_EMPTY "empty.txt"
 

@@ -12,7 +12,7 @@
 
 #include <openssl/crypto.h>
 
-#include "client.h"
+#include "proto/client.h"
 #include "dirmod.h"
 
 /* Text from breachd or the client library, for a log line: printable

@@ -9,7 +9,7 @@
 
 #include <openssl/crypto.h>
 
-#include "client.h"
+#include "proto/client.h"
 #include "pam_breachd.h"
 
 /* Copy text that came from the daemon or the client library into out for a

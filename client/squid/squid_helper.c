@@ -30,13 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "proto/client.h"
 #include "config.h"
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "squid_out.h"
 #include "squid_request.h"
-#include "url_secret.h"
-#include "util.h"
+#include "url/url_secret.h"
+#include "core/util.h"
 
 typedef struct req {
     struct req *next;

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol.h"
+#include "proto/protocol.h"
 
 /* The read buffer: a line that does not fit (LF included) is too long for
  * any URL breachd takes. */

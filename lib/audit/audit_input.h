@@ -52,8 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "nthash.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 
 typedef enum br_audit_format {
     BR_AUDIT_AUTO = 0,

@@ -25,8 +25,8 @@
 #include <event2/event.h>
 
 #include "download_int.h"
-#include "range.h"
-#include "util.h"
+#include "range/range.h"
+#include "core/util.h"
 
 #define TICK_MS 20
 #define BACKLOG_JOBS 16384

@@ -41,8 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "upstream.h"
+#include "core/error.h"
+#include "upstream/upstream.h"
 
 #define BR_DOWNLOAD_DEFAULT_UPSTREAM "https://api.pwnedpasswords.com/range/{prefix}"
 #define BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm"

@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "download_int.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 #define INDEX_TMP BR_DOWNLOAD_INDEX_NAME ".tmp"
 #define SESSION_TMP BR_DOWNLOAD_SESSION_NAME ".tmp"

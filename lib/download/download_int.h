@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "download.h"
-#include "error.h"
-#include "upstream.h"
+#include "core/error.h"
+#include "upstream/upstream.h"
 
 #define DL_NPREFIX (UINT32_C(1) << 20)
 #define DL_HASH_LEN 16 /* SHA-256 of a file, first 16 bytes */

@@ -18,9 +18,9 @@
 #include <event2/event.h>
 
 #include "download_int.h"
-#include "hash.h"
-#include "range.h"
-#include "util.h"
+#include "core/hash.h"
+#include "range/range.h"
+#include "core/util.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "download_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #define OUT_BUF (1u << 20)
 

@@ -35,8 +35,8 @@
 #include <unistd.h>
 
 #include "download_int.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 #define SESSION_SAVE_NS 1000000000u
 #define DL_PUSH_BATCH 256

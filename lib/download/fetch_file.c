@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "fetch_file.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef struct xfer {
     CURL *curl;

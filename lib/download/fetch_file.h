@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* What identifies one version of a remote file. */
 typedef struct br_fetch_validators {

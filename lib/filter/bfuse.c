@@ -38,8 +38,8 @@
 #include <string.h>
 
 #include "bfuse.h"
-#include "br_assert.h"
-#include "util.h"
+#include "core/br_assert.h"
+#include "core/util.h"
 
 #define BFUSE_MAX_SEGMENT_LOG 18
 #define BFUSE_MAX_ATTEMPTS 100

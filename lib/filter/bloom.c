@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "bloom.h"
-#include "util.h"
+#include "core/util.h"
 
 bool br_bloom_insert(uint8_t *blocks, uint64_t block_count, unsigned k,
                      const uint8_t key[BR_BLOOM_KEY_LEN])

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 
 #define BR_BLOOM_BLOCK_BYTES 64
 #define BR_BLOOM_BLOCK_BITS 512

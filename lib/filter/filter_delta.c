@@ -8,8 +8,8 @@
 
 #include "filter_delta.h"
 #include "filter_writer.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 /* params of algorithm layers. */
 enum {

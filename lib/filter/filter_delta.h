@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "filter_file.h"
 
 /* Layers in a layered file at most. */

@@ -10,9 +10,9 @@
 #include <openssl/evp.h>
 
 #include "filter_file.h"
-#include "map_guard.h"
-#include "hash.h"
-#include "util.h"
+#include "core/map_guard.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 /* Byte offsets of the v1 header fields (docs/filter-format.md). */
 enum {

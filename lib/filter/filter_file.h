@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/util.h"
 
 #define BR_FILTER_MAGIC "BRCHFLTR"
 /* The newest container version this build reads. Writers write the lowest

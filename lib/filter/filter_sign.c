@@ -16,7 +16,7 @@
 #include <openssl/pem.h>
 
 #include "filter_sign.h"
-#include "hash.h"
+#include "core/hash.h"
 
 /* Byte offsets in a .sig file. */
 enum {

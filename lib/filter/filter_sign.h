@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "filter_file.h"
-#include "util.h"
+#include "core/util.h"
 
 #define BR_SIG_MAGIC "BRCHSIG1"
 #define BR_SIG_VERSION 1

@@ -8,7 +8,7 @@
 #include <openssl/evp.h>
 
 #include "filter_writer.h"
-#include "util.h"
+#include "core/util.h"
 
 #define WBUF_SIZE (1u << 20)
 

@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "filter_file.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef struct br_filter_writer br_filter_writer;
 

@@ -20,11 +20,11 @@
 
 #include <openssl/crypto.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "filter_file.h"
 #include "hibp_input.h"
 #include "hibp_input_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #define READ_CHUNK (1u << 20)     /* bytes asked for per read() */
 #define PROGRESS_STEP (64u << 10) /* report progress about this often */

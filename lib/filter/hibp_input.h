@@ -43,9 +43,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "nthash.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 
 /* Longest line accepted, without its LF and CR. */
 #define BR_INPUT_MAX_HASH_LINE 1024

@@ -24,7 +24,7 @@
 #include <zlib.h>
 
 #include "hibp_input_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #define GZ_BUFFER (128u << 10) /* zlib's input buffer */
 #define BZ_IN (128u << 10)     /* compressed bytes read() at a time */

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "hibp_input_int.h"
-#include "util.h"
+#include "core/util.h"
 
 #define PREFIX_HEX 5
 

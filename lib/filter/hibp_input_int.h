@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "core/error.h"
 
 #define BR_PREFIX_MAX_DEPTH 8
 

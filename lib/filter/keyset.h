@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/util.h"
 
 typedef struct br_keyset br_keyset;
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "offline_codes.h"
-#include "util.h"
+#include "core/util.h"
 
 #define RATIO_ONE (UINT64_C(1) << 32)
 /* 1.1 in 32.32 fixed point, rounded down. */

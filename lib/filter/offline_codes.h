@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* What the codes of a file stand for (its code_kind param). */
 enum { BR_CODES_COUNTS = 1, BR_CODES_CATEGORIES = 2 };

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 #include "bfuse.h"
-#include "error.h"
+#include "core/error.h"
 #include "filter_file.h"
-#include "hash.h"
+#include "core/hash.h"
 #include "keyset.h"
 #include "offline_codes.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "filter_writer.h"
-#include "url_expr.h"
+#include "url/url_expr.h"
 #include "urlfilter_int.h"
 
 /* params block of the container header. */

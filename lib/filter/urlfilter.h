@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 #include "bloom.h"
-#include "error.h"
+#include "core/error.h"
 #include "filter_file.h"
-#include "hash.h"
-#include "util.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 #define BR_URLFILTER_PREFIX_BITS 20
 #define BR_URLFILTER_PREFIXES (UINT32_C(1) << BR_URLFILTER_PREFIX_BITS)

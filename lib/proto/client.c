@@ -14,7 +14,7 @@
 
 #include <openssl/crypto.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "client.h"
 #include "protocol.h"
 

@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "lane.h"
-#include "nthash.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/lane.h"
+#include "core/nthash.h"
 #include "protocol.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef enum br_request_kind {
     BR_REQ_SHA1,  /* arg: 20 raw bytes */

@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "nthash.h"
-#include "lane.h"
+#include "core/hash.h"
+#include "core/nthash.h"
+#include "core/lane.h"
 
 #define BR_PROTO_VERSION 1
 #define BR_PROTO_MAX_LINE 8192 /* bytes, without the LF */

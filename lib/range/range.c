@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "nthash.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 #include "range.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_SUFFIX_BYTES 30 /* SHA-256: 32 - 2 */
 #define NTLM_SUFFIX_HEX 27  /* an NT hash (32 hex) minus the prefix */

@@ -70,7 +70,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* Same numbers as the filter kinds of filter_file.h; stored in range sets and
  * cache keys, so they never change. */

@@ -116,9 +116,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "range.h"
-#include "util.h"
+#include "core/util.h"
 
 #define BR_RANGE_CACHE_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are not stored */
 #define BR_RANGE_CACHE_PENDING_MAX 1024

@@ -4,7 +4,7 @@
  * it first, and the space accounting that STATS reports too. */
 #include <errno.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "range_cache_int.h"
 
 /* ---- flush and eviction ------------------------------------------------------ */

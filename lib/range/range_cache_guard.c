@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "map_guard.h"
+#include "core/map_guard.h"
 #include "range_cache_int.h"
 
 /* The shared mapping from offset 0 of the file (dev, ino), as

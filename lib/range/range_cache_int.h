@@ -17,7 +17,7 @@
 
 #include "range.h"
 #include "range_cache.h"
-#include "util.h"
+#include "core/util.h"
 
 #define RKEY_LEN 8
 #define AGEKEY_LEN (8 + RKEY_LEN)

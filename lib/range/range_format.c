@@ -8,7 +8,7 @@
 #endif
 
 #include "range_format.h"
-#include "util.h"
+#include "core/util.h"
 
 #define COUNT_WIDTH 4 /* a count value: u32 little-endian */
 #define COUNT_DIGITS_MAX 10

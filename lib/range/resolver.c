@@ -11,7 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "decoys.h"
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "resolver_int.h"
 
 void br_rs_log(br_resolver *r, int level, const char *fmt, ...)

@@ -98,11 +98,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "range.h"
 #include "range_cache.h"
-#include "upstream.h"
-#include "util.h"
+#include "upstream/upstream.h"
+#include "core/util.h"
 
 struct event_base;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "resolver_int.h"
 
 static void flight_freep(flight **f)

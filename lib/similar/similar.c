@@ -7,7 +7,7 @@
 
 #include <openssl/crypto.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 #include "similar_int.h"
 
 #define ARENA_SIZE ((size_t)(BR_SIMILAR_MAX + 1) * BR_SIMILAR_MAX_LEN)

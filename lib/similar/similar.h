@@ -40,9 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "nthash.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 
 /* The hard bound on the variants of one password. Each variant looked up
  * in a filter is one chance of a false positive: with an offline filter's

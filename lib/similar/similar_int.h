@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "similar.h"
-#include "util.h"
+#include "core/util.h"
 
 /* Open addressing over the variants made so far (and the password). */
 #define SIM_SLOTS 8192

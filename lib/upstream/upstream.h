@@ -102,9 +102,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "lane.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/lane.h"
+#include "core/util.h"
 
 struct event_base;
 

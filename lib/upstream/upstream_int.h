@@ -19,7 +19,7 @@
 #include <event2/event.h>
 
 #include "upstream.h"
-#include "util.h"
+#include "core/util.h"
 
 #define PREFIX_TOKEN "{prefix}"
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "core/error.h"
 
 #define BR_URL_CANON_VERSION 1
 #define BR_URL_MAX_LEN 8192        /* longer input is refused */

@@ -13,8 +13,8 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
-#include "hash.h"
+#include "core/error.h"
+#include "core/hash.h"
 
 /* A growable byte string. It may start on a caller's array (sb_init_on:
  * no allocation while it fits) and moves to the heap when it outgrows it.

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
+#include "core/error.h"
+#include "core/hash.h"
 
 #define BR_URL_MAX_EXPRESSIONS 30 /* Safe Browsing: 5 hosts times 6 paths */
 /* Host suffixes of up to 5 components, as Safe Browsing forms them; a URL

@@ -58,9 +58,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 #define BR_FEED_DEFAULT_CATEGORY "malware"
 #define BR_FEED_CATEGORY_MAX 32

@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #include "url_feed_formats.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_FIELDS 256
 #define MAX_RECORD (64u << 10)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "url_feed_formats.h"
-#include "util.h"
+#include "core/util.h"
 
 /* ---- the table of formats ---- */
 

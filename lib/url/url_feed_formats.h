@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "url_feed.h"
 
 #define BR_FMT_MAX_ENTRIES 32

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
+#include "core/error.h"
+#include "core/hash.h"
 #include "url_feed.h"
 
 /* An IPv4 address in dotted-quad form or an IPv6 address (an "%zone"

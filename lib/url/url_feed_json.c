@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 
 #include "url_feed_formats.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef struct walk {
     const char *name;

@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "url_feed_formats.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_TOKENS 16
 

@@ -11,7 +11,7 @@
 #include <unistr.h>
 #include <uninorm.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"

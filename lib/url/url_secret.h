@@ -54,7 +54,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "url_expr.h"
 
 #define BR_URL_SECRET_TEXT "secret-class data (e-mail address) is never indexed"

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "keyset.h"
-#include "pwfilter.h"
-#include "util.h"
+#include "filter/keyset.h"
+#include "filter/pwfilter.h"
+#include "core/util.h"
 
 #define QUERIES ((size_t)4 << 20)
 #define MAX_ROUNDS 101

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bfuse.h"
-#include "util.h"
+#include "filter/bfuse.h"
+#include "core/util.h"
 
 static double ns_per(uint64_t t0, uint64_t t1, size_t n)
 {

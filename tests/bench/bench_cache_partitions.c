@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "range.h"
-#include "range_cache.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 #include "rtest.h"
 
 #define A_PART 1000

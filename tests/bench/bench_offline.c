@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "hash.h"
-#include "pwfilter.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/pwfilter.h"
+#include "core/util.h"
 
 static void warm(const br_pwfilter *pf, uint64_t n)
 {

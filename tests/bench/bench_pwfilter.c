@@ -35,9 +35,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "keyset.h"
-#include "pwfilter.h"
-#include "util.h"
+#include "filter/keyset.h"
+#include "filter/pwfilter.h"
+#include "core/util.h"
 
 #define MAX_SIZES 16
 

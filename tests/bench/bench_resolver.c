@@ -17,8 +17,8 @@
 
 #include <event2/event.h>
 
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 #define PW BR_RANGE_PASSWORD_SHA1

@@ -38,9 +38,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "hash.h"
-#include "similar.h"
-#include "util.h"
+#include "core/hash.h"
+#include "similar/similar.h"
+#include "core/util.h"
 
 struct set {
     uint8_t (*h)[BR_SHA1_LEN];

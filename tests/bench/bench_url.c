@@ -47,13 +47,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "hash.h"
-#include "url_canon.h"
-#include "url_expr.h"
-#include "url_secret.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 #include "bench_url_gen.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "bench_url_gen.h"
-#include "util.h"
+#include "core/util.h"
 
 static uint64_t g_rng;
 

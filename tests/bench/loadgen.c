@@ -76,10 +76,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "bench_lines.h"
 #include "loadgen.h"
-#include "pwfilter.h"
+#include "filter/pwfilter.h"
 
 /* ---- options and shared state ---- */
 

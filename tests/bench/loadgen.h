@@ -15,7 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "pwfilter.h"
+#include "filter/pwfilter.h"
 
 #define IN_CAP 65536
 #define REQ_MAX 64 /* "ID PW <40 hex>\n" with an id of at most 5 digits */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "loadgen.h"
-#include "pwfilter.h"
+#include "filter/pwfilter.h"
 
 /* ---- random hashes ---- */
 

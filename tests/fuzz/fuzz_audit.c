@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "audit_input.h"
+#include "audit/audit_input.h"
 
 #define FUZZ_NAME "fuzz_audit"
 #include "fuzz_check.h"

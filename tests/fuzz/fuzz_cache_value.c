@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "range.h"
-#include "range_cache.h"
-#include "range_cache_int.h"
+#include "range/range.h"
+#include "range/range_cache.h"
+#include "range/range_cache_int.h"
 
 #define FUZZ_NAME "fuzz_cache_value"
 #include "fuzz_check.h"

@@ -30,8 +30,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "client.h"
-#include "protocol.h"
+#include "proto/client.h"
+#include "proto/protocol.h"
 
 #define FUZZ_NAME "fuzz_client"
 #include "fuzz_check.h"

@@ -45,7 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "download_int.h"
+#include "download/download_int.h"
 
 static void dir_remove(void);
 

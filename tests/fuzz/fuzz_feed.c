@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "url_feed.h"
-#include "url_secret.h"
+#include "url/url_feed.h"
+#include "url/url_secret.h"
 
 #define FUZZ_NAME "fuzz_feed"
 #include "fuzz_check.h"

@@ -29,12 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfuse.h"
-#include "bloom.h"
-#include "filter_file.h"
-#include "hash.h"
-#include "pwfilter.h"
-#include "urlfilter.h"
+#include "filter/bfuse.h"
+#include "filter/bloom.h"
+#include "filter/filter_file.h"
+#include "core/hash.h"
+#include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
 
 #define FUZZ_NAME "fuzz_filter"
 #include "fuzz_check.h"

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfuse.h"
-#include "bloom.h"
-#include "filter_file.h"
-#include "hash.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/bfuse.h"
+#include "filter/bloom.h"
+#include "filter/filter_file.h"
+#include "core/hash.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 enum { FZ_BUILT_PASSWORD = 1, FZ_BUILT_URL = 2 };
 #define FZ_MAX_SHARD_BITS 3

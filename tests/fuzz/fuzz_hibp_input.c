@@ -33,9 +33,9 @@
 #include <bzlib.h>
 #include <zlib.h>
 
-#include "hash.h"
-#include "hibp_input.h"
-#include "util.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
+#include "core/util.h"
 
 #define FUZZ_NAME "fuzz_hibp_input"
 #include "fuzz_check.h"

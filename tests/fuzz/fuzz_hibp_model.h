@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 
 #define FZ_MAX_FILES 4
 

@@ -35,8 +35,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol.h"
-#include "url_secret.h"
+#include "proto/protocol.h"
+#include "url/url_secret.h"
 
 #define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_check.h"

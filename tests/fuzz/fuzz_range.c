@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "range.h"
+#include "core/error.h"
+#include "range/range.h"
 
 #define FUZZ_NAME "fuzz_range"
 #include "fuzz_check.h"

@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "nthash.h"
-#include "similar.h"
-#include "similar_int.h"
+#include "core/hash.h"
+#include "core/nthash.h"
+#include "similar/similar.h"
+#include "similar/similar_int.h"
 
 #define FUZZ_NAME "fuzz_similar"
 #include "fuzz_check.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "squid_request.h"
-#include "util.h"
+#include "core/util.h"
 
 #define FUZZ_NAME "fuzz_squid"
 #include "fuzz_check.h"

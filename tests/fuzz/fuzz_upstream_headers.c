@@ -30,7 +30,7 @@
 
 #include <curl/curl.h>
 
-#include "upstream_int.h"
+#include "upstream/upstream_int.h"
 
 #define FUZZ_NAME "fuzz_upstream_headers"
 #include "fuzz_check.h"

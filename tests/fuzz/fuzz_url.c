@@ -21,9 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "url_canon.h"
-#include "url_expr.h"
-#include "url_secret.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
 
 #define FUZZ_NAME "fuzz_url"
 #include "fuzz_check.h"

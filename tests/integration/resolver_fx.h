@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 #define PW BR_RANGE_PASSWORD_SHA1

@@ -19,10 +19,10 @@
 
 #include <event2/event.h>
 
-#include "range_cache.h"
+#include "range/range_cache.h"
 #include "rtest.h"
 #include "rtest_int.h"
-#include "util.h"
+#include "core/util.h"
 
 
 /* ---- files and processes ------------------------------------------------------- */

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "range.h"
-#include "resolver.h"
+#include "range/range.h"
+#include "range/resolver.h"
 
 struct event_base;
 

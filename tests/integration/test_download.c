@@ -36,9 +36,9 @@
 
 #include "config.h"
 #include "download_fx.h"
-#include "hash.h"
+#include "core/hash.h"
 #include "rtest.h"
-#include "util.h"
+#include "core/util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NPREFIX 1024

@@ -16,6 +16,10 @@ over the source tree:
 * every C source and header under lib/, daemon/ and client/ is named in
   docs/architecture.md, by its name or by a pattern in backticks
   (`conf*.c`, `cmd_*.c`); a header foo.h is named by its foo.c;
+* across lib/ folders headers are included by path ("range/range.h");
+* each lib/ folder's outside libraries (FOLDER_ext_deps in its
+  meson.build), the headers its files include and docs/architecture.md's
+  table agree;
 * no function is over 80 lines (scripts/long-functions).
 
     test_layering.py SOURCE_ROOT"""
@@ -203,9 +207,80 @@ def check_module_map(root):
     return bad
 
 
+# an outside library: the header prefixes that use it
+EXT_HEADERS = {
+    "crypto": ("openssl/",), "thread": ("pthread.h",), "idn2": ("idn2.h",),
+    "unistring": ("uninorm.h", "unistr.h", "unicase.h", "uniconv.h"), "jsonc": ("json-c/",),
+    "zlib": ("zlib.h",), "bz2": ("bzlib.h",), "m": ("math.h",), "libcurl": ("curl/",),
+    "libevent": ("event2/",), "lmdb": ("lmdb.h",),
+}
+SYS_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+
+
+def check_includes_by_path(root):
+    """Across lib/ folders a header is included by its path ("range/range.h"),
+    as the include directory is lib/ itself."""
+    libdir = os.path.join(root, "lib")
+    home = {}
+    for d in os.listdir(libdir):
+        if os.path.isdir(os.path.join(libdir, d)):
+            for f in os.listdir(os.path.join(libdir, d)):
+                if f.endswith(".h"):
+                    home[f] = d
+    bad = 0
+    for top in ("lib", "daemon", "client", "tests"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    text = fh.read()
+                for inc in INCLUDE.findall(text):
+                    d = home.get(inc)
+                    if d and not os.path.exists(os.path.join(dirpath, inc)):
+                        print('FAIL: %s includes "%s": write "%s/%s"'
+                              % (os.path.relpath(os.path.join(dirpath, f), root), inc, d, inc))
+                        bad += 1
+    return bad
+
+
+def check_ext_deps(root):
+    """Each lib/ folder's FOLDER_ext_deps (its meson.build), the headers its
+    files include and docs/architecture.md's table name the same libraries."""
+    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    bad = 0
+    for d in sorted(LAYERS):
+        folder = os.path.join(root, "lib", d)
+        with open(os.path.join(folder, "meson.build"), encoding="utf-8") as fh:
+            m = re.search(r"^%s_ext_deps = \[([^\]]*)\]" % d, fh.read(), re.M)
+        declared = set(re.findall(r"(\w+)_dep", m.group(1))) if m else None
+        used = set()
+        for f in os.listdir(folder):
+            if f.endswith((".c", ".h")):
+                with open(os.path.join(folder, f), encoding="utf-8") as fh:
+                    for h in SYS_INCLUDE.findall(fh.read()):
+                        used |= {k for k, v in EXT_HEADERS.items() if h.startswith(v)}
+        row = re.search(r"^\| `lib/%s/` \| ([^|]*)\|" % d, doc, re.M)
+        documented = {w.strip() for w in row.group(1).split(",")} if row else None
+        if declared is None:
+            print("FAIL: lib/%s/meson.build declares no %s_ext_deps" % (d, d))
+            bad += 1
+        elif declared != used:
+            print("FAIL: lib/%s declares %s but its files use %s"
+                  % (d, sorted(declared), sorted(used)))
+            bad += 1
+        if documented is None or documented != used:
+            print("FAIL: docs/architecture.md's row for lib/%s/ says %s, the files use %s"
+                  % (d, sorted(documented or []), sorted(used)))
+            bad += 1
+    return bad
+
+
 def main():
     root = sys.argv[1]
     bad = check_layers(root) + check_daemon_layers(root) + check_module_map(root)
+    bad += check_includes_by_path(root) + check_ext_deps(root)
     r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
                         os.path.join(root, "lib"), os.path.join(root, "daemon"),
                         os.path.join(root, "client")])

@@ -29,10 +29,10 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "decoys.h"
+#include "range/decoys.h"
 #include "fault_fx.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 #define DECOYS 3

@@ -25,8 +25,8 @@
 
 #include "config.h"
 #include "fault_fx.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 /* ---- one test per misbehaviour ------------------------------------------------------- */

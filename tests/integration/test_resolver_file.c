@@ -25,8 +25,8 @@
 
 #include "config.h"
 #include "mirror_fx.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 /* The fixture's defaults with the mirror read through file://. */

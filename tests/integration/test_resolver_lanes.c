@@ -21,7 +21,7 @@
 #include <event2/event.h>
 
 #include "fault_fx.h"
-#include "resolver.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 #define BULK BR_LANE_BULK

@@ -21,8 +21,8 @@
 
 #include "config.h"
 #include "fault_fx.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 /* ---- circuit breaker -------------------------------------------------------------------- */

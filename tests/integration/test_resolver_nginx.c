@@ -26,8 +26,8 @@
 
 #include "config.h"
 #include "mirror_fx.h"
-#include "range_cache.h"
-#include "resolver.h"
+#include "range/range_cache.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 static char *http_template(const rt_nginx *n)

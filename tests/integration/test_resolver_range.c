@@ -20,8 +20,8 @@
 #include <event2/event.h>
 
 #include "mirror_fx.h"
-#include "range_format.h"
-#include "resolver.h"
+#include "range/range_format.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 typedef struct range_ans {

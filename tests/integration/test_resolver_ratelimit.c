@@ -26,7 +26,7 @@
 #include <event2/event.h>
 
 #include "fault_fx.h"
-#include "resolver.h"
+#include "range/resolver.h"
 #include "rtest.h"
 
 /* What the fault server answers next (see faultserver.c, mode "limit"). */

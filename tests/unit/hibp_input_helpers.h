@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 
 #define H_PASSWORD "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8" /* SHA-1("password") */
 #define H_123456 "7C4A8D09CA3762AF61E59520943DC26494F8941B"   /* SHA-1("123456") */

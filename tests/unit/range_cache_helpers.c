@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "range_cache_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

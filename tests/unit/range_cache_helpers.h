@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "range.h"
-#include "range_cache.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 
 typedef struct fixture {
     char dir[64];   /* mkdtemp directory */

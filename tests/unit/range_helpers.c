@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "range_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 void sb_add(sbuf *b, const char *s, size_t n)
 {

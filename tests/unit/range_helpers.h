@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "range.h"
+#include "core/hash.h"
+#include "range/range.h"
 
 #define NREAL 400
 #define NPAD 150

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "audit_input.h"
-#include "hash.h"
-#include "nthash.h"
+#include "audit/audit_input.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 
 /* The case tables leave the fields a case does not need out. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

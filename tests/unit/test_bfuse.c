@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfuse.h"
-#include "util.h"
+#include "filter/bfuse.h"
+#include "core/util.h"
 
 /* Keys are consecutive outputs of one splitmix64 stream: the output is a
  * bijection of the state and the state steps by an odd constant, so all

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "bloom.h"
-#include "hash.h"
-#include "util.h"
+#include "filter/bloom.h"
+#include "core/hash.h"
+#include "core/util.h"
 
 static void random_key(uint64_t *state, uint8_t k[32])
 {

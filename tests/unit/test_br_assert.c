@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "br_assert.h"
+#include "core/br_assert.h"
 
 static int hook_calls;
 static char hook_expr[64], hook_func[64];

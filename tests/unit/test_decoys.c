@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "decoys.h"
+#include "range/decoys.h"
 
 static const uint8_t key1[BR_DECOY_KEY_LEN] = {1, 2, 3};
 static const uint8_t key2[BR_DECOY_KEY_LEN] = {9, 9, 9};

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "download_int.h"
+#include "download/download_int.h"
 #include "testutil.h"
 
 static const char *body_of(uint32_t p, char *buf, size_t cap, int variant)

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "fetch_file.h"
+#include "download/fetch_file.h"
 #include "testutil.h"
 
 #define SOURCE_SIZE (8u << 20)

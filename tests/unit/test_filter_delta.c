@@ -14,14 +14,14 @@
 
 #include <cmocka.h>
 
-#include "filter_delta.h"
-#include "filter_file.h"
-#include "hash.h"
-#include "keyset.h"
-#include "pwfilter.h"
+#include "filter/filter_delta.h"
+#include "filter/filter_file.h"
+#include "core/hash.h"
+#include "filter/keyset.h"
+#include "filter/pwfilter.h"
 #include "testutil.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 typedef struct fx {
     char *dir;

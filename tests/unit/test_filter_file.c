@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "filter_file.h"
-#include "filter_writer.h"
-#include "hash.h"
+#include "filter/filter_file.h"
+#include "filter/filter_writer.h"
+#include "core/hash.h"
 #include "testutil.h"
 
 /* Write a container with a small payload; returns its path. */

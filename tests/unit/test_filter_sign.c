@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "filter_file.h"
-#include "filter_sign.h"
-#include "hash.h"
+#include "filter/filter_file.h"
+#include "filter/filter_sign.h"
+#include "core/hash.h"
 #include "testutil.h"
 
 typedef struct fx {

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 
 static void test_sha1_known(void **state)
 {

@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 static void test_io_errors(void **state)
 {

@@ -18,9 +18,9 @@
 #include <bzlib.h>
 #include <cmocka.h>
 
-#include "hibp_input.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 /* text bzip2-compressed into path; with two, as two streams. */
 static void write_bz2(const char *path, const char *text, bool two)

@@ -21,10 +21,10 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 #define NPREFIX 24
 #define PER_PREFIX 40

@@ -13,10 +13,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 /* ---- malformed lines ---- */
 

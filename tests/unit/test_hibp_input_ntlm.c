@@ -20,13 +20,13 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "filter_file.h"
-#include "hash.h"
-#include "hibp_input.h"
+#include "filter/filter_file.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "nthash.h"
-#include "pwfilter.h"
-#include "util.h"
+#include "core/nthash.h"
+#include "filter/pwfilter.h"
+#include "core/util.h"
 
 #define NPREFIX 16
 #define PER_PREFIX 30

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "hibp_input.h"
+#include "core/hash.h"
+#include "filter/hibp_input.h"
 #include "hibp_input_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 #define NO_PREFIX_FILES                                                                      \
     ": no prefix files (XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, XXXXX.txt.bz2, XXXXX.bz2 or XXXXX, also " \

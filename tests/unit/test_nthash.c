@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "nthash.h"
+#include "core/hash.h"
+#include "core/nthash.h"
 
 static void hex_of(const uint8_t d[BR_NT_LEN], char out[2 * BR_NT_LEN + 1])
 {

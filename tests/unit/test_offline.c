@@ -16,14 +16,14 @@
 
 #include <cmocka.h>
 
-#include "bfuse.h"
-#include "hash.h"
-#include "keyset.h"
-#include "offline_codes.h"
-#include "pwfilter.h"
+#include "filter/bfuse.h"
+#include "core/hash.h"
+#include "filter/keyset.h"
+#include "filter/offline_codes.h"
+#include "filter/pwfilter.h"
 #include "testutil.h"
-#include "url_expr.h"
-#include "util.h"
+#include "url/url_expr.h"
+#include "core/util.h"
 
 static void assert_count_ok(uint64_t got, uint64_t true_count)
 {

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "protocol.h"
-#include "url_secret.h"
+#include "proto/protocol.h"
+#include "url/url_secret.h"
 
 #define PW40 "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
 

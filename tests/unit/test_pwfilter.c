@@ -14,12 +14,12 @@
 
 #include <cmocka.h>
 
-#include "filter_writer.h"
-#include "hash.h"
-#include "keyset.h"
-#include "pwfilter.h"
+#include "filter/filter_writer.h"
+#include "core/hash.h"
+#include "filter/keyset.h"
+#include "filter/pwfilter.h"
 #include "testutil.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef struct build_spec {
     unsigned fp_bits;

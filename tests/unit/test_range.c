@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
+#include "core/hash.h"
+#include "range/range.h"
 #include "range_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 static void test_prefix_helpers(void **state)
 {

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
-#include "range_cache.h"
+#include "core/hash.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 #include "testutil.h"
 
 typedef struct fixture {

@@ -19,11 +19,11 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
-#include "range_cache.h"
+#include "core/hash.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 #include "range_cache_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 static void test_eviction(void **state)
 {

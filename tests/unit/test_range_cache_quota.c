@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
-#include "range_cache.h"
+#include "core/hash.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 #include "range_cache_helpers.h"
 
 #define A_PART 1000

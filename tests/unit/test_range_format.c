@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "range.h"
-#include "range_format.h"
-#include "util.h"
+#include "range/range.h"
+#include "range/range_format.h"
+#include "core/util.h"
 
 static uint8_t *parse(br_range_kind kind, const char *body, size_t *len)
 {

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "nthash.h"
-#include "range.h"
-#include "range_cache.h"
+#include "core/hash.h"
+#include "core/nthash.h"
+#include "range/range.h"
+#include "range/range_cache.h"
 #include "testutil.h"
 
 /* NT("password") = 8846F7EAEE8FB117AD06BDD830B7586C: prefix 8846F. */

@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
+#include "core/hash.h"
+#include "range/range.h"
 #include "range_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 /* Copy into an exactly sized heap buffer so that ASan sees any overread. */
 static int lookup_exact(br_range_kind kind, const uint8_t *v, size_t len, const uint8_t *h, uint32_t *c, char *cat)

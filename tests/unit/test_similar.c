@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "nthash.h"
-#include "similar.h"
-#include "similar_int.h"
+#include "core/hash.h"
+#include "core/nthash.h"
+#include "similar/similar.h"
+#include "similar/similar_int.h"
 
 struct seen {
     char v[BR_SIMILAR_MAX][BR_SIMILAR_MAX_LEN + 1];

@@ -16,11 +16,11 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "testutil.h"
-#include "url_canon.h"
+#include "url/url_canon.h"
 #include "url_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 /* ---- the documentation's examples ---- */
 

@@ -19,10 +19,10 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "url_canon.h"
-#include "url_canon_int.h"
-#include "url_expr.h"
-#include "url_secret.h"
+#include "url/url_canon.h"
+#include "url/url_canon_int.h"
+#include "url/url_expr.h"
+#include "url/url_secret.h"
 
 /* A growable test string. */
 typedef struct str {

@@ -15,12 +15,12 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "testutil.h"
-#include "url_canon.h"
-#include "url_expr.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
 #include "url_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 static void test_own_expressions(void **state)
 {

@@ -14,11 +14,11 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "testutil.h"
-#include "url_expr.h"
-#include "url_feed.h"
-#include "util.h"
+#include "url/url_expr.h"
+#include "url/url_feed.h"
+#include "core/util.h"
 
 static char *g_dir;
 

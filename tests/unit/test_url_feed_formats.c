@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "url_feed.h"
-#include "url_feed_formats.h"
-#include "util.h"
+#include "url/url_feed.h"
+#include "url/url_feed_formats.h"
+#include "core/util.h"
 
 typedef struct line_case {
     br_feed_format format;

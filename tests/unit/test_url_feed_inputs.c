@@ -19,10 +19,10 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "url_expr.h"
-#include "url_feed.h"
-#include "url_feed_formats.h"
-#include "util.h"
+#include "url/url_expr.h"
+#include "url/url_feed.h"
+#include "url/url_feed_formats.h"
+#include "core/util.h"
 
 typedef struct golden {
     const char *name;

@@ -19,13 +19,13 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "range.h"
+#include "core/hash.h"
+#include "range/range.h"
 #include "testutil.h"
-#include "url_feed.h"
+#include "url/url_feed.h"
 #include "url_mirror.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 static const char *const cats[] = {"malware", "phishing", "ads"};
 

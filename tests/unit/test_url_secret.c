@@ -15,13 +15,13 @@
 
 #include <cmocka.h>
 
-#include "protocol.h"
+#include "proto/protocol.h"
 #include "testutil.h"
-#include "url_expr.h"
-#include "url_canon.h"
-#include "url_secret.h"
-#include "url_secret_int.h"
-#include "util.h"
+#include "url/url_expr.h"
+#include "url/url_canon.h"
+#include "url/url_secret.h"
+#include "url/url_secret_int.h"
+#include "core/util.h"
 
 #define TABLE TEST_DATA_DIR "/secret_spellings.txt"
 #define MAX_ROWS 256

@@ -20,12 +20,12 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "testutil.h"
-#include "url_canon.h"
-#include "url_expr.h"
-#include "urlfilter.h"
-#include "util.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
+#include "filter/urlfilter.h"
+#include "core/util.h"
 
 #define BUILD_TIME 1764460800
 

@@ -9,10 +9,10 @@
 
 #include <cmocka.h>
 
-#include "url_canon.h"
-#include "url_expr.h"
+#include "url/url_canon.h"
+#include "url/url_expr.h"
 #include "url_helpers.h"
-#include "util.h"
+#include "core/util.h"
 
 void check_canon_table(const canon_case *t, size_t n)
 {
