@@ -47,8 +47,8 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "error.h"
-#include "util.h"
+#include "core/error.h"
+#include "core/util.h"
 
 /* BREACHD_CONFIG_PATH: SYSCONFDIR/breachd/breachd.conf, from the build (config.h). */
 
