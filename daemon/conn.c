@@ -9,10 +9,10 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <openssl/crypto.h>
 
 #include "conn.h"
 #include "conn_out.h"
+#include "core/util.h"
 
 /* noinline: GCC 12 at -O3 sees a false use-after-free through the callers' refs. */
 __attribute__((noinline)) void bd_conn_unref(bd_conn *c)
@@ -43,7 +43,7 @@ void bd_wipe_drain(struct evbuffer *in, size_t len)
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
             break;
         size_t k = BR_MIN(v.iov_len, len);
-        OPENSSL_cleanse(v.iov_base, k);
+        br_wipe(v.iov_base, k);
         evbuffer_drain(in, k);
         len -= k;
     }

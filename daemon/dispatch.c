@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "config.h"
@@ -17,6 +16,7 @@
 #include "stats.h"
 #include "url_check.h"
 #include "url_prep.h"
+#include "core/util.h"
 
 /* Who may use a verb (breachd.conf(5), [daemon] admin_users, stats_users);
  * every peer allowed to connect may use the others. */
@@ -176,5 +176,5 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
     for (int v = 0; v < BR_VERB_COUNT_; v++)
         if (verbs[v].release)
             verbs[v].release();
-    OPENSSL_cleanse(req, sizeof(req[0]) * n);
+    br_wipe(req, sizeof(req[0]) * n);
 }

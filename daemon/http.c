@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,12 +21,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <openssl/crypto.h>
 
 #include "conn.h"
 #include "http_int.h"
 #include "log.h"
 #include "state.h"
+#include "core/random.h"
+#include "core/util.h"
 
 #define MAX_HEADERS_SIZE 16384
 #define MAX_BODY_SIZE 4096
@@ -413,7 +413,7 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
     }
     if (bd_http_conns_init(h) < 0 ||
-        getrandom(h->part_secret, sizeof(h->part_secret), 0) != (ssize_t)sizeof(h->part_secret)) {
+        br_random_bytes(h->part_secret, sizeof(h->part_secret)) < 0) {
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
     }
@@ -463,7 +463,7 @@ void bd_http_free(bd_http *h)
     if (h->evh)
         evhttp_free(h->evh);
     bd_http_conns_fini(h);
-    OPENSSL_cleanse(h->part_secret, sizeof(h->part_secret));
+    br_wipe(h->part_secret, sizeof(h->part_secret));
     for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)
         if (h->unix_paths[i]) {
             unlink(h->unix_paths[i]);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -14,6 +13,7 @@
 #include "core/hash.h"
 #include "http_int.h"
 #include "range/range_format.h"
+#include "core/random.h"
 
 /* HIBP pads to a random total of 800 to 999 lines, and adds 10 to 209
  * random lines to a range that already holds about that many or more
@@ -26,22 +26,28 @@ size_t bd_http_pad_count(uint32_t n, uint32_t r)
     return to_total > appended ? to_total : appended;
 }
 
-/* Padding digits: a xorshift generator seeded from getrandom() once per
- * process. They need not be unpredictable (the lines say count 0); their
- * number is drawn with getrandom() by the caller. */
-static uint64_t pad_state;
+/* Padding digits, from the one source of randomness (core/random.h)
+ * through a buffer refilled 4 KiB at a time (the loop's thread only): one
+ * getrandom call for some hundred padding lines. Their number is drawn by
+ * the caller. */
+static uint8_t pad_pool[4096];
+static size_t pad_left;
 
 static void pad_random(uint8_t *out, size_t len)
 {
-    if (!pad_state &&
-        (getrandom(&pad_state, sizeof(pad_state), 0) != (ssize_t)sizeof(pad_state) || !pad_state))
-        pad_state = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)time(NULL);
-    for (size_t i = 0; i < len; i += 8) {
-        pad_state ^= pad_state << 13;
-        pad_state ^= pad_state >> 7;
-        pad_state ^= pad_state << 17;
-        uint64_t x = pad_state * UINT64_C(0x2545F4914F6CDD1D);
-        memcpy(out + i, &x, len - i < 8 ? len - i : 8);
+    while (len > 0) {
+        if (pad_left == 0) {
+            if (br_random_bytes(pad_pool, sizeof(pad_pool)) < 0) {
+                memset(out, 0, len); /* count-0 lines of zeros: still ignored */
+                return;
+            }
+            pad_left = sizeof(pad_pool);
+        }
+        size_t n = len < pad_left ? len : pad_left;
+        memcpy(out, pad_pool + sizeof(pad_pool) - pad_left, n);
+        pad_left -= n;
+        out += n;
+        len -= n;
     }
 }
 

@@ -7,19 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <openssl/crypto.h>
 
 #include "core/hash.h"
 #include "http_int.h"
 #include "log.h"
 #include "range/range_format.h"
 #include "server_types.h"
+#include "core/random.h"
+#include "core/util.h"
 
 /* The request's range kind by its mode, as HIBP reads it: exactly
  * "mode=ntlm" selects NT hashes ([ntlm] upstream), anything else SHA-1. */
@@ -129,7 +129,7 @@ static int make_body(const bd_http_job *j, const br_range_answer *a, bool pad, b
     if (pad) {
         uint32_t n = 0, r = 0;
         br_range_format_size(j->kind, a->value, a->len, &n, NULL);
-        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        if (br_random_bytes(&r, sizeof(r)) < 0)
             return -EIO;
         n_pad = bd_http_pad_count(n, r);
     }
@@ -215,7 +215,7 @@ static uint32_t client_partition(const bd_http *h, struct evhttp_request *req)
         return BD_PARTITION_HTTP;
     memcpy(in, h->part_secret, sizeof(h->part_secret));
     int rc = br_sha256(in, sizeof(in), md);
-    OPENSSL_cleanse(in, sizeof(in));
+    br_wipe(in, sizeof(in));
     if (rc < 0)
         return BD_PARTITION_HTTP;
     uint32_t p;

@@ -10,9 +10,9 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "http_int.h"
+#include "core/random.h"
 
 #define MIN_SLOTS 1024
 #define MAX_SLOTS (1u << 17)
@@ -43,7 +43,7 @@ bd_rate_table *bd_rate_new(void)
     if (!t)
         return NULL;
     t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
-    if (!t->slots || getrandom(&t->seed, sizeof(t->seed), 0) != (ssize_t)sizeof(t->seed)) {
+    if (!t->slots || br_random_bytes(&t->seed, sizeof(t->seed)) < 0) {
         free(t->slots);
         free(t);
         return NULL;

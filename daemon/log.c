@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/log_line.h"
 #include "log.h"
 
 static int log_level = LOG_INFO;
@@ -72,7 +73,7 @@ static void emit(int level, const char *msg)
         return;
     }
     /* One write per line so lines from concurrent writers never interleave. */
-    char line[1024];
+    char line[BR_LOG_LINE_MAX + 64];
     int n = journal ? snprintf(line, sizeof(line), "<%d>%s\n", level, msg)
                     : snprintf(line, sizeof(line), "breachd: %s: %s\n", level_name(level), msg);
     if (n < 0)
@@ -89,12 +90,10 @@ void bd_log(int level, const char *fmt, ...)
 {
     if (!bd_log_enabled(level))
         return;
-    char msg[900];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    br_vlogf(bd_log_sink, NULL, level, fmt, ap); /* cut where lib/'s lines are */
     va_end(ap);
-    emit(level, msg);
 }
 
 void bd_log_assert(const char *expr, const char *file, int line, const char *func)

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "conn.h"
 #include "offline.h"
 #include "pw_check.h"
+#include "core/util.h"
 
 /* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
 typedef struct pw_kind {
@@ -175,5 +175,5 @@ void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const 
         for (size_t j = 0; j < nk; j++)
             hint[key_of[j]] = maybe[j];
     }
-    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
+    br_wipe(keys, sizeof(keys[0]) * nk);
 }

@@ -16,7 +16,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <openssl/crypto.h>
 
 #include "conn.h"
 #include "conn_out.h"
@@ -25,6 +24,7 @@
 #include "notify.h"
 #include "server.h"
 #include "startup.h"
+#include "core/util.h"
 
 void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 {
@@ -56,7 +56,7 @@ static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
             break;
         }
     }
-    OPENSSL_cleanse(head, sizeof(head)); /* may hold the start of an argument */
+    br_wipe(head, sizeof(head)); /* may hold the start of an argument */
 }
 
 /* Complete lines taken from a connection for one dispatch: the loop has one
@@ -71,7 +71,7 @@ static void dispatch_taken(bd_conn *c, size_t n)
     bd_dispatch_batch(c, batch_lines, batch_lens, n);
     /* A request line may hold a hash: don't leave it in memory. */
     for (size_t i = 0; i < n; i++)
-        OPENSSL_cleanse(batch_lines[i], batch_lens[i] + 1);
+        br_wipe(batch_lines[i], batch_lens[i] + 1);
 }
 
 /* A full batch taken from the middle of one read: its answers, and those

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "conn.h"
@@ -22,6 +21,7 @@
 #include "url/url_secret.h"
 #include "url_check.h"
 #include "url_prep.h"
+#include "core/util.h"
 
 typedef struct url_job {
     bd_waiter *w;
@@ -254,12 +254,12 @@ void bd_url_check(bd_conn *c, const br_request *req)
     size_t n = p->exprs.n, n_maybe = 0;
     if (url_refused(c, req, p)) {
         br_url_exprs_clear(&p->exprs);
-        OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
+        br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
     int64_t now = (int64_t)time(NULL);
     if (st->urloffline && url_offline(c, req, p, now)) {
-        OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
+        br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
     if (!p->probed && !st->urloffline) /* offline: maybe[] all set above */
@@ -280,5 +280,5 @@ void bd_url_check(bd_conn *c, const br_request *req)
         k->url_filter_maybe++;
         url_resolve(c, req, p);
     }
-    OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
+    br_wipe(p->keys, n * sizeof(p->keys[0]));
 }

@@ -4,11 +4,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
 
 #include "offline.h"
 #include "url_prep.h"
 #include "url/url_secret.h"
+#include "core/util.h"
 
 /* The loop has one thread: one batch at a time. */
 static bd_url_prep preps[BD_BATCH];
@@ -80,6 +80,6 @@ void bd_url_prep_release(void)
     for (size_t i = 0; i < n_preps; i++)
         if (!preps[i].taken)
             br_url_exprs_clear(&preps[i].exprs);
-    OPENSSL_cleanse(batch_keys, n_keys * sizeof(batch_keys[0]));
+    br_wipe(batch_keys, n_keys * sizeof(batch_keys[0]));
     n_preps = next_prep = n_keys = 0;
 }

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 
 #include "audit.h"
 #include "audit/audit_input.h"
@@ -89,7 +88,7 @@ static int add_account(audit *a, const br_audit_account *ba)
             return -ENOMEM;
         if (a->hash) {
             memcpy(nh, a->hash, a->n * BR_SHA1_LEN);
-            OPENSSL_cleanse(a->hash, a->cap * BR_SHA1_LEN);
+            br_wipe(a->hash, a->cap * BR_SHA1_LEN);
             free(a->hash);
         }
         a->hash = nh;
@@ -125,7 +124,7 @@ static int take_line(audit *a, const char *file, uint64_t lineno, const char *li
         ctl_err("audit: out of memory");
         r = -1;
     }
-    OPENSSL_cleanse(&ba, sizeof(ba));
+    br_wipe(&ba, sizeof(ba));
     return r < 0 ? -1 : 0;
 }
 
@@ -150,7 +149,7 @@ static int read_input(audit *a, const char *path)
     int rc = 0;
     while ((len = ctl_read_line_wiped(in, &line, &cap)) >= 0) {
         rc = take_line(a, file, ++lineno, line, (size_t)len);
-        OPENSSL_cleanse(line, cap);
+        br_wipe(line, cap);
         if (rc < 0)
             break;
     }
@@ -162,14 +161,14 @@ static int read_input(audit *a, const char *path)
         rc = -1;
     }
     if (line) {
-        OPENSSL_cleanse(line, cap);
+        br_wipe(line, cap);
         free(line);
     }
     if (!is_stdin)
         fclose(in);
     else
         clearerr(in);
-    OPENSSL_cleanse(in_buf, sizeof(in_buf));
+    br_wipe(in_buf, sizeof(in_buf));
     return rc;
 }
 
@@ -193,7 +192,7 @@ static int history_last(audit *a)
             }
     for (size_t i = 0; i < a->n; i++)
         a->n_current += a->acc[i].history == 0;
-    OPENSSL_cleanse(a->hash, a->cap * BR_SHA1_LEN);
+    br_wipe(a->hash, a->cap * BR_SHA1_LEN);
     free(a->hash);
     free(a->acc);
     a->acc = acc;
@@ -245,7 +244,7 @@ static int plan(audit *a)
             memcpy(a->v[a->nv++].hash, a->hash[i], BR_SHA1_LEN);
         a->acc[i].dist = (uint32_t)(a->nv - 1);
     }
-    OPENSSL_cleanse(a->hash, a->cap * BR_SHA1_LEN);
+    br_wipe(a->hash, a->cap * BR_SHA1_LEN);
     free(a->hash);
     a->hash = NULL;
     return 0;
@@ -489,10 +488,10 @@ static void audit_free(audit *a)
         free(a->acc[i].name);
     free(a->acc);
     if (a->hash)
-        OPENSSL_cleanse(a->hash, a->cap * BR_SHA1_LEN);
+        br_wipe(a->hash, a->cap * BR_SHA1_LEN);
     free(a->hash);
     if (a->v)
-        OPENSSL_cleanse(a->v, a->nv * sizeof(*a->v));
+        br_wipe(a->v, a->nv * sizeof(*a->v));
     free(a->v);
     free(a->order);
     br_client_free(a->c);
@@ -531,7 +530,7 @@ static int run(audit *a, const ctl_globals *g)
         audit_progress_show(&prog, i + n);
     }
     audit_progress_done(&prog);
-    OPENSSL_cleanse(reqs, CHUNK * sizeof(*reqs));
+    br_wipe(reqs, CHUNK * sizeof(*reqs));
     free(reqs);
     print_summary(a);
     if (fflush(stdout) != 0) {

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 
 #include "breachctl.h"
 #include "ctl_io.h"
@@ -225,7 +224,7 @@ static void chunk_done(stdin_kind kind, br_client_request *reqs, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         char *u = (char *)reqs[i].arg;
-        OPENSSL_cleanse(u, reqs[i].arg_len);
+        br_wipe(u, reqs[i].arg_len);
         free(u);
     }
 }
@@ -244,7 +243,7 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     bool oom = failed < 0;
     while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
         failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
-        OPENSSL_cleanse(line, cap);
+        br_wipe(line, cap);
         oom = failed < 0;
         if (oom)
             break;
@@ -263,12 +262,12 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
         chunk_done(kind, reqs, n);
     done += n;
     if (line) {
-        OPENSSL_cleanse(line, cap);
+        br_wipe(line, cap);
         free(line);
     }
     if (hashes)
-        OPENSSL_cleanse(hashes, CHUNK * BR_SHA1_LEN);
-    OPENSSL_cleanse(stdin_buf, sizeof(stdin_buf));
+        br_wipe(hashes, CHUNK * BR_SHA1_LEN);
+    br_wipe(stdin_buf, sizeof(stdin_buf));
     free(hashes);
     free(reqs);
     if (oom && failed < 0 && failed != -ENOMEM) {
@@ -390,7 +389,7 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     char pw[1024];
     ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
-        OPENSSL_cleanse(pw, sizeof(pw));
+        br_wipe(pw, sizeof(pw));
         if (len == -ENODATA || len == -ENOMSG)
             ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
         else if (len == -EMSGSIZE)
@@ -404,13 +403,13 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     br_client_free(c);
     c = NULL;
     if (connect_or_fail(g, o, &c)) {
-        OPENSSL_cleanse(pw, sizeof(pw));
+        br_wipe(pw, sizeof(pw));
         return EXIT_ERROR;
     }
     br_answer a;
     int r = o->ntlm ? br_client_check_password_nt(c, pw, (size_t)len, &a, &err)
                     : br_client_check_password(c, pw, (size_t)len, &a, &err);
-    OPENSSL_cleanse(pw, sizeof(pw));
+    br_wipe(pw, sizeof(pw));
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;
@@ -454,7 +453,7 @@ static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd
     for (int i = 0; i < nargs; i += CHUNK)
         run_chunk(&s, reqs + i, (size_t)BR_MIN(CHUNK, nargs - i), (size_t)i + 1, o, &st);
     free(reqs);
-    OPENSSL_cleanse(hashes, (size_t)nargs * BR_SHA1_LEN);
+    br_wipe(hashes, (size_t)nargs * BR_SHA1_LEN);
     free(hashes);
     return status_of(&st);
 }

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "ctl_io.h"
 #include "core/util.h"
@@ -19,7 +18,7 @@ ssize_t ctl_read_line_wiped(FILE *in, char **buf, size_t *cap)
                 return -2;
             if (*buf) {
                 memcpy(nb, *buf, len);
-                OPENSSL_cleanse(*buf, *cap);
+                br_wipe(*buf, *cap);
                 free(*buf);
             }
             *buf = nb;

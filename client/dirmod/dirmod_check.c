@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "proto/client.h"
 #include "dirmod.h"
+#include "core/util.h"
 
 /* Text from breachd or the client library, for a log line: printable
  * ASCII only, and a run of 16 or more hex digits (a hash or part of one,
@@ -103,7 +103,7 @@ void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *ou
         snprintf(out->reason, sizeof(out->reason), "unexpected answer %s %s",
                  br_answer_kind_name(a.kind), a.kind == BR_ANSWER_ERROR ? code : "");
     }
-    OPENSSL_cleanse(&a, sizeof(a));
+    br_wipe(&a, sizeof(a));
 }
 
 void dm_seen_times(uint64_t count, char *buf, size_t size)
@@ -159,5 +159,5 @@ void dm_check(const dm_options *o, const char *password, size_t len, dm_result *
     dm_answer a;
     dm_ask(o, password, len, &a);
     dm_decide(o, &a, r);
-    OPENSSL_cleanse(&a, sizeof(a));
+    br_wipe(&a, sizeof(a));
 }

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "proto/client.h"
 #include "pam_breachd.h"
+#include "core/util.h"
 
 /* Copy text that came from the daemon or the client library into out for a
  * message: printable ASCII only, and any run of 16 or more hex digits (a
@@ -115,7 +115,7 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
     } else {
         unexpected(&a, out);
     }
-    OPENSSL_cleanse(&a, sizeof(a));
+    br_wipe(&a, sizeof(a));
 }
 
 void pb_apply_min_count(const pb_options *o, pb_outcome *res)

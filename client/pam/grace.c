@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 #include <security/pam_ext.h>
 
 #include "pam_breachd.h"
+#include "core/random.h"
 
 #define STATE_MAX (16u << 20)
 #define LOCK_WAIT_MS 2000
@@ -189,7 +189,7 @@ static int write_state(int dirfd, const char *base, const char *buf, size_t len,
 {
     unsigned char rnd[8];
     char tmp[NAME_MAX + 1];
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+    if (br_random_bytes(rnd, sizeof(rnd)) < 0)
         return *what = "no random bytes", -EIO;
     int n = snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x", base, rnd[0],
                      rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);

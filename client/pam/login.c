@@ -18,6 +18,7 @@
  * could not be checked is let through unless on_error / on_unknown say
  * deny: a login must not fail because the daemon is down. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -26,9 +27,9 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
-#include <openssl/crypto.h>
 
 #include "pam_breachd.h"
+#include "core/util.h"
 
 #define LOGIN_KEY "pam_breachd_login"
 
@@ -43,7 +44,7 @@ static void free_login_data(pam_handle_t *pamh, void *data, int status)
     (void)pamh;
     (void)status;
     login_data *d = data;
-    OPENSSL_cleanse(d, sizeof(*d) + d->ulen + 1);
+    br_wipe(d, sizeof(*d) + d->ulen + 1);
     free(d);
 }
 
@@ -211,6 +212,6 @@ PAM_EXTERN int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const c
     pb_outcome res = d->res;
     pb_apply_min_count(&o, &res);
     int r = act(pamh, &o, &res, user, flags);
-    OPENSSL_cleanse(&res, sizeof(res));
+    br_wipe(&res, sizeof(res));
     return r;
 }

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "audit_input.h"
+#include "core/util.h"
 
 #define MAX_FIELDS 8 /* fields looked at; a line may have more */
 #define NO_PASSWORD "NO PASSWORD"
@@ -233,7 +233,7 @@ static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *ac
     const field *lm = &fs->f[2], *nt = &fs->f[3];
     uint8_t ignored[BR_NT_LEN];
     bool lm_ok = no_hash(lm, fmt) || decode_hash(lm, BR_NT_LEN, ignored);
-    OPENSSL_cleanse(ignored, sizeof(ignored));
+    br_wipe(ignored, sizeof(ignored));
     if (!lm_ok)
         return fail(why, "the LM hash (field 3) is not 32 hex digits");
     if (no_hash(nt, fmt))

@@ -11,6 +11,7 @@
 #include <openssl/sha.h>
 
 #include "hash.h"
+#include "util.h"
 
 struct br_hasher {
     EVP_MD_CTX *ctx;
@@ -111,7 +112,7 @@ int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_L
         if (SHA256_Init(&c) != 1 || SHA256_Update(&c, s[i], strlen(s[i])) != 1 ||
             SHA256_Final(out[i], &c) != 1)
             r = -EIO;
-    OPENSSL_cleanse(&c, sizeof(c));
+    br_wipe(&c, sizeof(c));
     return r;
 }
 #else

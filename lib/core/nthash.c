@@ -12,6 +12,7 @@
 #include <openssl/provider.h>
 
 #include "nthash.h"
+#include "util.h"
 
 #define CHUNK 512 /* bytes of UTF-16LE hashed at a time */
 
@@ -183,7 +184,7 @@ static int nt_digest(EVP_MD_CTX *ctx, const void *password, size_t len, uint8_t 
     }
     if (rc == 0 && EVP_DigestFinal_ex(ctx, out, NULL) != 1)
         rc = -EIO;
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
     return rc;
 }
 

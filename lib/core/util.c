@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "error.h"
 #include "util.h"
 
@@ -69,4 +71,9 @@ int br_error_prefix(br_error *err, int code, const char *fmt, ...)
         err->text[sizeof(err->text) - 1] = '\0';
     }
     return code;
+}
+
+void br_wipe(void *p, size_t n)
+{
+    OPENSSL_cleanse(p, n);
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define BR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define br_likely(x) __builtin_expect(!!(x), 1)
@@ -96,3 +98,7 @@ int br_write_all(int fd, const void *buf, size_t len);
 int64_t br_build_time_now(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t br_now_ns(void);
+/* Wipe n bytes at p (a password, a hash, a URL) so that the compiler cannot
+ * drop the stores as dead: the one wipe every file uses (OPENSSL_cleanse
+ * underneath). */
+void br_wipe(void *p, size_t n);

@@ -27,6 +27,7 @@
 #include "download_int.h"
 #include "range/range.h"
 #include "core/util.h"
+#include "core/log_line.h"
 
 #define TICK_MS 20
 #define BACKLOG_JOBS 16384
@@ -37,14 +38,10 @@
 
 void dl_run_log(dl_run *r, int level, const char *fmt, ...)
 {
-    if (!r->o->log)
-        return;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    br_vlogf(r->o->log, r->o->log_ctx, level, fmt, ap);
     va_end(ap);
-    r->o->log(r->o->log_ctx, level, msg);
 }
 
 static void heap_push(dl_run *r, uint32_t prefix, uint64_t due)

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "core/hash.h"
 #include "range/range.h"
 #include "core/util.h"
+#include "core/random.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -232,7 +232,7 @@ static void run_init(dl_run *r, const br_download_opts *o, const char *tmpl)
     r->next = r->first;
     r->ix.jfd = -1;
     r->is_file = strncasecmp(tmpl, "file://", 7) == 0;
-    if (getrandom(&r->rng, sizeof(r->rng), GRND_NONBLOCK) != (ssize_t)sizeof(r->rng))
+    if (br_random_bytes(&r->rng, sizeof(r->rng)) < 0)
         r->rng = br_now_ns();
 }
 

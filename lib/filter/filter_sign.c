@@ -17,6 +17,7 @@
 
 #include "filter_sign.h"
 #include "core/hash.h"
+#include "core/util.h"
 
 /* Byte offsets in a .sig file. */
 enum {
@@ -147,7 +148,7 @@ int br_sign_key_save(const br_sign_key *key, const char *secret_path, const char
             unlink(secret_path);
     }
     if (sec)
-        OPENSSL_cleanse(sec, sec_len);
+        br_wipe(sec, sec_len);
     free(sec);
     free(pub);
     return r;

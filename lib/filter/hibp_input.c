@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "filter_file.h"
@@ -298,7 +297,7 @@ static int plain_line(reader *r, file_ctx *f, const uint8_t *p, size_t len)
         return br_error_set(r->err, rc, "%s:%" PRIu64 ": %s failed", f->name, f->line,
                             r->nt ? "the NT hash (MD4)" : "SHA-1");
     rc = deliver(r, f, key);
-    OPENSSL_cleanse(key, sizeof(key));
+    br_wipe(key, sizeof(key));
     return rc;
 }
 
@@ -374,11 +373,11 @@ static int read_stream(reader *r, file_ctx *f, int fd)
             break;
         }
         if (plaintext)
-            OPENSSL_cleanse(buf, done);
+            br_wipe(buf, done);
         if (done > 0 && tail > 0) {
             memmove(buf, p, tail);
             if (plaintext) /* the part of the old copy that was not overwritten */
-                OPENSSL_cleanse(buf + BR_MAX(done, tail), done + tail - BR_MAX(done, tail));
+                br_wipe(buf + BR_MAX(done, tail), done + tail - BR_MAX(done, tail));
         }
         have = tail;
         progress(r, false);
@@ -386,7 +385,7 @@ static int read_stream(reader *r, file_ctx *f, int fd)
     br_input_src_close(src);
     r->st.lines += f->line;
     if (plaintext)
-        OPENSSL_cleanse(buf, r->buf_size);
+        br_wipe(buf, r->buf_size);
     return rc;
 }
 

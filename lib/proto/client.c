@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "client.h"
 #include "protocol.h"
+#include "core/util.h"
 
 struct br_client {
     int fd;
@@ -40,7 +40,7 @@ void br_client_free(br_client *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
-    OPENSSL_cleanse(c->rbuf, sizeof(c->rbuf));
+    br_wipe(c->rbuf, sizeof(c->rbuf));
     free(c->path);
     free(c);
 }
@@ -169,7 +169,7 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
         char hex[2 * BR_SHA1_LEN + 1];
         br_hex_encode_upper(q->arg, nt ? BR_NT_LEN : BR_SHA1_LEN, hex);
         n = snprintf(buf, size, "%" PRIu64 " %s %s\n", i, nt ? "NT" : "PW", hex);
-        OPENSSL_cleanse(hex, sizeof(hex));
+        br_wipe(hex, sizeof(hex));
         break;
     }
     case BR_REQ_URL:
@@ -234,7 +234,7 @@ static int take_lines(br_client *c, br_client_request *reqs, uint64_t base, size
         }
     }
     memmove(c->rbuf, c->rbuf + start, c->rlen - start);
-    OPENSSL_cleanse(c->rbuf + c->rlen - start, start);
+    br_wipe(c->rbuf + c->rlen - start, start);
     c->rlen -= start;
     return r < 0 ? r : got;
 }
@@ -381,7 +381,7 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
         if (r == 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
             r = receive_some(&b, err);
     }
-    OPENSSL_cleanse(b.out, sizeof(b.out));
+    br_wipe(b.out, sizeof(b.out));
     return r;
 }
 
@@ -389,7 +389,7 @@ static int one(br_client *c, br_client_request *q, br_answer *a, br_error *err)
 {
     int r = br_client_batch(c, q, 1, 1, err);
     *a = q->answer;
-    OPENSSL_cleanse(q, sizeof(*q));
+    br_wipe(q, sizeof(*q));
     if (r == 0 && a->kind == BR_ANSWER_NONE)
         r = br_error_set(err, -EPROTO, "no answer");
     return r;
@@ -408,7 +408,7 @@ int br_client_check_password(br_client *c, const void *password, size_t len, br_
     if (r < 0)
         return br_error_set(err, r, "SHA-1 failed");
     r = br_client_check_sha1(c, sha1, a, err);
-    OPENSSL_cleanse(sha1, sizeof(sha1));
+    br_wipe(sha1, sizeof(sha1));
     return r;
 }
 
@@ -440,7 +440,7 @@ int br_client_check_password_nt(br_client *c, const void *password, size_t len, 
     if (r < 0)
         return br_error_set(err, r, "NT hash failed");
     r = br_client_check_nt(c, nt, a, err);
-    OPENSSL_cleanse(nt, sizeof(nt));
+    br_wipe(nt, sizeof(nt));
     return r;
 }
 

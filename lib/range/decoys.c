@@ -4,10 +4,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "decoys.h"
+#include "core/util.h"
 
 #define CHUNK 1024                      /* keystream bytes per round: 256 candidates */
 #define MAX_CANDIDATES (UINT32_C(1) << 23) /* bound for tiny populations */
@@ -75,7 +75,7 @@ int br_decoy_pick(const uint8_t key[BR_DECOY_KEY_LEN], br_range_kind kind, uint3
     }
     rc = got;
 out:
-    OPENSSL_cleanse(ks, sizeof(ks));
+    br_wipe(ks, sizeof(ks));
     EVP_CIPHER_CTX_free(ctx);
     return rc;
 }

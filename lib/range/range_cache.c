@@ -5,13 +5,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <openssl/crypto.h>
 
 #include "range_cache_int.h"
+#include "core/random.h"
+#include "core/util.h"
 
 #define CACHE_FORMAT 2
 #define PENDING_BYTES_CAP ((uint64_t)64 << 20)
@@ -158,7 +158,7 @@ static int secret_get(br_range_cache *c, MDB_txn *txn, bool renew)
     }
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
         return rc;
-    if (getrandom(c->secret, BR_RANGE_CACHE_SECRET_LEN, 0) != BR_RANGE_CACHE_SECRET_LEN)
+    if (br_random_bytes(c->secret, BR_RANGE_CACHE_SECRET_LEN) < 0)
         return -EIO;
     v = (MDB_val){.mv_size = BR_RANGE_CACHE_SECRET_LEN, .mv_data = c->secret};
     return mdb_put(txn, c->dbi_meta, &k, &v, 0);
@@ -285,7 +285,7 @@ void br_range_cache_free(br_range_cache *c)
     br_rc_pend_clear(c);
     free(c->slots);
     free(c->dir);
-    OPENSSL_cleanse(c->secret, sizeof(c->secret));
+    br_wipe(c->secret, sizeof(c->secret));
     free(c);
 }
 

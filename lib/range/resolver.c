@@ -3,27 +3,24 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <sys/random.h>
 #include <syslog.h>
 #include <time.h>
 
 #include <event2/event.h>
-#include <openssl/crypto.h>
 
 #include "decoys.h"
 #include "core/br_assert.h"
 #include "resolver_int.h"
+#include "core/log_line.h"
+#include "core/random.h"
+#include "core/util.h"
 
 void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
 {
-    if (!r->log)
-        return;
-    char msg[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    br_vlogf(r->log, r->log_ctx, level, fmt, ap);
     va_end(ap);
-    r->log(r->log_ctx, level, msg);
 }
 
 int64_t br_rs_now_s(br_resolver *r)
@@ -98,7 +95,7 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
 /* A waiter holds a full hash: wiped before it is freed. */
 void br_rs_waiter_free(waiter *w)
 {
-    OPENSSL_cleanse(w->hash, sizeof(w->hash));
+    br_wipe(w->hash, sizeof(w->hash));
     free(w);
 }
 
@@ -297,8 +294,8 @@ static int decoy_setup(br_resolver *r, const br_resolver_config *cfg, br_range_c
         uint8_t secret[BR_RANGE_CACHE_SECRET_LEN];
         br_range_cache_secret(cache, secret);
         memcpy(r->decoy_key, secret, BR_DECOY_KEY_LEN);
-        OPENSSL_cleanse(secret, sizeof(secret));
-    } else if (getrandom(r->decoy_key, BR_DECOY_KEY_LEN, 0) != BR_DECOY_KEY_LEN) {
+        br_wipe(secret, sizeof(secret));
+    } else if (br_random_bytes(r->decoy_key, BR_DECOY_KEY_LEN) < 0) {
         return -EIO;
     }
     r->fresh_after[BR_RANGE_URL_SHA256] = cfg->url_fresh_after;
@@ -388,7 +385,7 @@ void br_resolver_free(br_resolver *r)
     }
     if (r->flush_ev)
         event_free(r->flush_ev);
-    OPENSSL_cleanse(r->decoy_key, sizeof(r->decoy_key));
+    br_wipe(r->decoy_key, sizeof(r->decoy_key));
     free(r);
 }
 

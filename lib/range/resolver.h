@@ -58,7 +58,7 @@
  * would be: not at all while its entry is fresh or a fetch of it is pending,
  * conditionally when an entry is stored; its answer is cached, touched and
  * expired like any other, and nobody waits for it. The real request and its
- * decoys go out in one burst, in a random order (getrandom()). They count
+ * decoys go out in one burst, in a random order (core/random.h). They count
  * against the rate and in-flight limits. A real fetch's decoys are stored
  * with its range (br_range_cache_set_decoys) and reused by its next burst
  * while they are in the population, the keyed draw making up the number

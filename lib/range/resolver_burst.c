@@ -5,11 +5,11 @@
  * its deadline (docs/upstream.md "Lanes"). */
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
-#include <openssl/crypto.h>
 
 #include "resolver_int.h"
+#include "core/random.h"
+#include "core/util.h"
 
 flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
                          br_lane lane)
@@ -112,13 +112,6 @@ bool br_rs_decoy_rebulk(br_resolver *r, flight *f)
     return true;
 }
 
-static uint32_t random_below(uint32_t n)
-{
-    uint32_t x = 0;
-    if (n <= 1 || getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
-        return 0;
-    return x % n;
-}
 
 const char *br_rs_send_failure_reason(int rc)
 {
@@ -192,7 +185,7 @@ static int pick_decoys(br_resolver *r, flight *f, br_breaker_state bs,
         for (int j = 0; j < m && nd < (int)r->decoys; j++)
             if (!taken(out, nd, cand[j]))
                 out[nd++] = cand[j];
-        OPENSSL_cleanse(cand, sizeof(cand));
+        br_wipe(cand, sizeof(cand));
     }
     f->n_decoys = (uint8_t)nd;
     memcpy(f->decoys, out, (size_t)nd * sizeof(out[0]));
@@ -207,7 +200,7 @@ static int burst_order(br_resolver *r, flight *f, br_breaker_state bs,
     int nd = pick_decoys(r, f, bs, cr, order);
     order[nd] = f->prefix20;
     for (uint32_t i = (uint32_t)nd; i > 0; i--) {
-        uint32_t j = random_below(i + 1), t = order[i];
+        uint32_t j = br_random_below(i + 1), t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
@@ -258,8 +251,8 @@ static int burst_send(br_resolver *r, flight *f, const br_range_cache_result *cr
         }
     }
     br_upstream_trial_burst(up, 0);
-    OPENSSL_cleanse(order, sizeof(order));
-    OPENSSL_cleanse(m, sizeof(m));
+    br_wipe(order, sizeof(order));
+    br_wipe(m, sizeof(m));
     return rc;
 }
 

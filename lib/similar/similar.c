@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "core/br_assert.h"
 #include "similar_int.h"
+#include "core/util.h"
 
 #define ARENA_SIZE ((size_t)(BR_SIMILAR_MAX + 1) * BR_SIMILAR_MAX_LEN)
 
@@ -50,7 +50,7 @@ void br_similar_free(br_similar *s)
     br_nt_hasher_free(s->nt_hasher);
     free(s->arena); /* wiped at the end of every call */
     free(s->slots);
-    OPENSSL_cleanse(s, sizeof(*s));
+    br_wipe(s, sizeof(*s));
     free(s);
 }
 
@@ -102,7 +102,7 @@ static void hash_one(br_similar *s, const uint8_t *v, size_t len)
         }
         bool same = memcmp(nt, s->exact_nt, BR_NT_LEN) == 0;
         memcpy(s->nt[s->n], nt, BR_NT_LEN);
-        OPENSSL_cleanse(nt, sizeof(nt));
+        br_wipe(nt, sizeof(nt));
         if (same)
             return; /* the password itself, as Windows reads it */
     }
@@ -148,9 +148,9 @@ static int run(br_similar *s, const void *password, size_t len)
         table_insert(s, p, len);
     if (!s->done)
         sim_generate(s, p, len);
-    OPENSSL_cleanse(s->arena, s->arena_used);
-    OPENSSL_cleanse(s->slots, SIM_SLOTS * sizeof(*s->slots));
-    OPENSSL_cleanse(s->exact_nt, sizeof(s->exact_nt));
+    br_wipe(s->arena, s->arena_used);
+    br_wipe(s->slots, SIM_SLOTS * sizeof(*s->slots));
+    br_wipe(s->exact_nt, sizeof(s->exact_nt));
     s->arena_used = 0;
     return s->rc < 0 ? s->rc : (int)s->n;
 }
@@ -167,9 +167,9 @@ int br_similar_hashes(br_similar *s, const void *password, size_t len, uint8_t (
     int rc = run(s, password, len);
     if (rc < 0) {
         if (sha1)
-            OPENSSL_cleanse(sha1, s->cap * BR_SHA1_LEN);
+            br_wipe(sha1, s->cap * BR_SHA1_LEN);
         if (nt)
-            OPENSSL_cleanse(nt, s->cap * BR_NT_LEN);
+            br_wipe(nt, s->cap * BR_NT_LEN);
     }
     s->sha1 = NULL;
     s->nt = NULL;

@@ -43,6 +43,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/nthash.h"
+#include "core/util.h"
 
 /* The hard bound on the variants of one password. Each variant looked up
  * in a filter is one chance of a false positive: with an offline filter's

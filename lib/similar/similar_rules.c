@@ -6,9 +6,9 @@
  * are kept as they are. */
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "similar_int.h"
+#include "core/util.h"
 
 #define MAXL BR_SIMILAR_MAX_LEN
 /* At most this many leading or trailing digits and symbols are taken off
@@ -133,7 +133,7 @@ static void emit_leet(br_similar *s, const uint8_t *c, size_t n)
     }
     deleet(buf, c, n, 0, true);
     sim_emit(s, buf, n);
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
 }
 
 /* Step 2: the forms of one core. */
@@ -145,7 +145,7 @@ static void emit_forms(br_similar *s, const uint8_t *c, size_t n)
     sim_emit(s, c, n);
     lower_copy(buf, c, n);
     emit_lower_cap(s, buf, n);
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
     emit_leet(s, c, n);
 }
 
@@ -180,7 +180,7 @@ static void emit_last_digit(br_similar *s, const uint8_t *q, size_t m, size_t mi
         buf[m - 1] = d;
         sim_emit(s, buf, m);
     }
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
 }
 
 /* A core that is shorter than `min` bytes is not used (see sim_generate). */
@@ -234,7 +234,7 @@ static void emit_unended(br_similar *s, const uint8_t *b, size_t h)
         if (wl == 0 && r >= 2 && buf[r - 1] == buf[r - 2])
             emit_lower_cap(s, buf, r - 1);
     }
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
 }
 
 /* Step 4 on a lowercase base b[0..h): reversed, halved, endings undone. */
@@ -246,7 +246,7 @@ static void emit_unmangled(br_similar *s, const uint8_t *b, size_t h)
     for (size_t i = 0; i < h; i++)
         buf[i] = b[h - 1 - i];
     emit_lower_cap(s, buf, h);
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
     size_t half = h / 2;
     if (h % 2 == 0) {
         bool twice = memcmp(b, b + half, half) == 0, mirrored = true;
@@ -292,7 +292,7 @@ static void emit_ed1(br_similar *s, const uint8_t *b, size_t h)
             sim_emit(s, buf, h + 1);
         }
     }
-    OPENSSL_cleanse(buf, sizeof(buf));
+    br_wipe(buf, sizeof(buf));
 }
 
 /* The lowercase base of one lead and its first look-alike reading. */
@@ -366,5 +366,5 @@ void sim_generate(br_similar *s, const uint8_t *p, size_t n)
     struct bases *last = &b[nleads - 1];
     if (last->typed_case)
         emit_ed1(s, last->has_read ? last->read : last->plain, last->len);
-    OPENSSL_cleanse(b, sizeof(b));
+    br_wipe(b, sizeof(b));
 }

@@ -20,19 +20,16 @@
 #include <syslog.h>
 
 #include "upstream_int.h"
+#include "core/log_line.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
 
 void up_log(br_upstream *up, int level, const char *fmt, ...)
 {
-    if (!up->log)
-        return;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    br_vlogf(up->log, up->log_ctx, level, fmt, ap);
     va_end(ap);
-    up->log(up->log_ctx, level, msg);
 }
 
 const char *br_upstream_status_name(br_upstream_status s)

@@ -105,12 +105,13 @@
 #include "core/error.h"
 #include "core/lane.h"
 #include "core/util.h"
+#include "core/log_line.h"
 
 struct event_base;
 
 /* A log sink: level is a syslog priority (LOG_ERR .. LOG_DEBUG), msg one line
  * without a newline. Used by the upstream and the resolver. */
-typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
+/* br_log_fn: core/log_line.h */
 
 #define BR_UPSTREAM_DEFAULT_TIMEOUT_MS 5000
 #define BR_UPSTREAM_DEFAULT_MAX_INFLIGHT 16

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "upstream_int.h"
+#include "core/random.h"
 
 static double round_up(double x)
 {
@@ -102,7 +102,7 @@ static int take_settings(br_upstream *up, const br_upstream_config *cfg, br_erro
         return br_error_set(err, -ENOMEM, "upstream: out of memory");
     if (cfg->ca_file && *cfg->ca_file && !(up->ca_file = strdup(cfg->ca_file)))
         return br_error_set(err, -ENOMEM, "upstream: out of memory");
-    if (getrandom(&up->rng, sizeof(up->rng), GRND_NONBLOCK) != (ssize_t)sizeof(up->rng))
+    if (br_random_bytes(&up->rng, sizeof(up->rng)) < 0)
         up->rng = br_now_ns() ^ (uint64_t)(uintptr_t)up;
     up->tokens_at_ns = up->rate_at_ns = br_now_ns();
     return 0;

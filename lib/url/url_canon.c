@@ -42,6 +42,7 @@
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
+#include "core/util.h"
 
 #define SECRET_TEXT BR_URL_SECRET_TEXT
 
@@ -447,7 +448,7 @@ int br_url_canon_into(sbuf *out, const char *url, size_t len, br_error *err)
         memcpy(work, url, len);
     work[len] = '\0';
     int r = canon_work(work, len, out, err);
-    OPENSSL_cleanse(work, len + 1);
+    br_wipe(work, len + 1);
     if (work != small)
         free(work);
     return r;

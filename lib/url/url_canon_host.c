@@ -11,7 +11,6 @@
 #endif
 #include <errno.h>
 #include <idn2.h>
-#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 
 #include "url_canon.h"
 #include "url_canon_int.h"
+#include "core/util.h"
 
 static bool valid_utf8(const unsigned char *s, size_t n)
 {
@@ -68,7 +68,7 @@ static bool valid_utf8(const unsigned char *s, size_t n)
 static void free_wiped(char *s)
 {
     if (s)
-        OPENSSL_cleanse(s, strlen(s));
+        br_wipe(s, strlen(s));
     free(s);
 }
 
@@ -280,7 +280,7 @@ static bool fold_dots(sbuf *out, const char *p, size_t n, bool ascii_only, size_
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         if (ascii_only && (c >= 0x80 || c == ':' || c == '[' || c == ']')) {
-            OPENSSL_cleanse(d + hs, o - hs);
+            br_wipe(d + hs, o - hs);
             return false;
         }
         if (c == '.') {
@@ -328,7 +328,7 @@ static bool fold_plain16(sbuf *out, const char *p, size_t n, size_t *label)
             _mm_or_si128(_mm_cmpeq_epi8(v, lb), _mm_cmpeq_epi8(v, rb)));
         unsigned dots = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot)) >> (done - i);
         if (_mm_movemask_epi8(bad) || (dots & (dots >> 1)) || (prev_dot && (dots & 1))) {
-            OPENSSL_cleanse(d, done); /* what the blocks before wrote */
+            br_wipe(d, done); /* what the blocks before wrote */
             return false;
         }
         __m128i upper = _mm_and_si128(_mm_cmpgt_epi8(v, a1), _mm_cmplt_epi8(v, z1));

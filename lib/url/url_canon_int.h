@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/util.h"
 
 /* A growable byte string. It may start on a caller's array (sb_init_on:
  * no allocation while it fits) and moves to the heap when it outgrows it.
@@ -50,7 +50,7 @@ static inline bool sb_grow(sbuf *b, size_t need)
     }
     if (b->p) {
         memcpy(p, b->p, b->hw);
-        OPENSSL_cleanse(b->p, b->hw);
+        br_wipe(b->p, b->hw);
         if (b->p != b->stack)
             free(b->p);
     }
@@ -107,7 +107,7 @@ static inline void sb_addc(sbuf *b, char c)
 static inline void sb_wipe(sbuf *b)
 {
     if (b->p)
-        OPENSSL_cleanse(b->p, b->hw);
+        br_wipe(b->p, b->hw);
     if (b->p != b->stack)
         free(b->p);
     *b = (sbuf){0};

@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include "url_expr.h"
+#include "core/util.h"
 
 #define MAX_HOSTS BR_URL_MAX_HOST_LABELS
 #define MAX_PATHS 6
@@ -212,7 +212,7 @@ void br_url_exprs_clear(br_url_exprs *e)
 {
     /* Pieces of a URL: not left in freed memory. */
     if (e->block)
-        OPENSSL_cleanse(e->block, e->block_size);
+        br_wipe(e->block, e->block_size);
     free(e->block);
     e->block = NULL;
     e->n = 0;

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
 #include <unistr.h>
 #include <uninorm.h>
 
@@ -16,6 +15,7 @@
 #include "url_canon_int.h"
 #include "url_secret.h"
 #include "url_secret_int.h"
+#include "core/util.h"
 
 #define FOLD_ROUNDS 8
 #define LITERAL_MAX 64
@@ -120,7 +120,7 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
             return -ENOMEM;
         if (b->p) {
             memcpy(p, b->p, b->len);
-            OPENSSL_cleanse(b->p, b->p == b->stack ? b->hw : b->cap);
+            br_wipe(b->p, b->p == b->stack ? b->hw : b->cap);
             if (b->p != b->stack)
                 free(b->p);
         }
@@ -138,7 +138,7 @@ static int bb_add(bbuf *b, const uint8_t *s, size_t n)
 static void bb_wipe(bbuf *b)
 {
     if (b->p)
-        OPENSSL_cleanse(b->p, b->p == b->stack ? b->hw : b->cap);
+        br_wipe(b->p, b->p == b->stack ? b->hw : b->cap);
     if (b->p != b->stack)
         free(b->p);
     *b = (bbuf){0};
@@ -154,7 +154,7 @@ static int nfkc_append(const uint8_t *s, size_t n, bbuf *out)
     if (!r)
         return -ENOMEM;
     int ret = bb_add(out, r, len);
-    OPENSSL_cleanse(r, len);
+    br_wipe(r, len);
     free(r);
     return ret;
 }
@@ -518,7 +518,7 @@ size_t br_url_exprs_drop_email(br_url_exprs *e)
     for (size_t i = 0; i < e->n; i++) {
         char *x = e->expr[i];
         if (br_url_holds_email(x, strlen(x))) {
-            OPENSSL_cleanse(x, strlen(x)); /* wiped now, freed at the clear */
+            br_wipe(x, strlen(x)); /* wiped now, freed at the clear */
             dropped++;
         } else {
             e->expr[o++] = x;
