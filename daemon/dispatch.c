@@ -16,6 +16,7 @@
 #include "log.h"
 #include "offline.h"
 #include "server.h"
+#include "similar_verb.h"
 #include "stats.h"
 #include "url_check.h"
 #include "url_prep.h"
@@ -224,6 +225,9 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
     }
     case BR_VERB_RELOAD:
         handle_reload(c, req);
+        break;
+    case BR_VERB_SIMILAR:
+        bd_similar_check(c, req);
         break;
     case BR_VERB_LANE:
         c->lane = req->lane; /* for the requests read after this one */

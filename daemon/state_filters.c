@@ -289,6 +289,23 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
     return load_pw_section(cfg, &sec, out, ids, err);
 }
 
+int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                            br_error *err)
+{
+    const pw_section sec = {"passwords", "SIMILAR", cfg->passwords.similar_filter,
+                            cfg->passwords.pubkey, BR_KIND_PASSWORD_SHA1};
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    if (r == 0 && *out && !br_pwfilter_offline(*out)) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+        r = filter_error(cfg, "passwords",
+                         br_error_set(err, -EINVAL, "similar_filter %s: not an offline filter",
+                                      cfg->passwords.similar_filter),
+                         err);
+    }
+    return r;
+}
+
 int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
                                  bd_filter_ids *ids, br_error *err)
 {

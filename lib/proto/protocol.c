@@ -13,7 +13,7 @@ static const char *const verb_names[BR_VERB_COUNT_] = {
     [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
     [BR_VERB_URL] = "URL",     [BR_VERB_STATS] = "STATS",     [BR_VERB_RELOAD] = "RELOAD",
     [BR_VERB_NT] = "NT",
-    [BR_VERB_LANE] = "LANE",
+    [BR_VERB_LANE] = "LANE",   [BR_VERB_SIMILAR] = "SIMILAR",
 };
 
 static const char *const err_names[BR_PERR_COUNT_] = {
@@ -55,7 +55,8 @@ static bool fail(br_proto_error *e, br_proto_err code, const char *text)
 /* Verbs that take no argument, and the one-argument ones. */
 static bool verb_takes_arg(br_verb v)
 {
-    return v == BR_VERB_PW || v == BR_VERB_URL || v == BR_VERB_NT || v == BR_VERB_LANE;
+    return v == BR_VERB_PW || v == BR_VERB_URL || v == BR_VERB_NT || v == BR_VERB_LANE ||
+           v == BR_VERB_SIMILAR;
 }
 
 static const char *missing_arg_text(br_verb v)
@@ -67,6 +68,8 @@ static const char *missing_arg_text(br_verb v)
         return "NT needs an NT hash (32 hex digits)";
     case BR_VERB_LANE:
         return "LANE needs bulk or interactive";
+    case BR_VERB_SIMILAR:
+        return "SIMILAR needs sha1 or nt and hashes";
     default:
         return "URL needs a URL";
     }
@@ -121,7 +124,7 @@ static bool parse_verb(const char *line, size_t vs, size_t len, br_verb *verb, s
             return true;
         }
     }
-    return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE");
+    return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE SIMILAR");
 }
 
 /* The argument of req->verb (arg[0..alen), after its one space). */
@@ -138,6 +141,8 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
     } else if (req->verb == BR_VERB_LANE) {
         if (!parse_lane(arg, alen, &req->lane))
             return fail(e, BR_PERR_BAD_REQUEST, "LANE takes bulk or interactive");
+    } else if (req->verb == BR_VERB_SIMILAR) {
+        /* read by its handler: br_similar_request_parse */
     } else if (memchr(arg, ' ', alen)) {
         return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
     }

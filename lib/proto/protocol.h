@@ -29,6 +29,7 @@ typedef enum br_verb {
     BR_VERB_RELOAD,
     BR_VERB_NT,
     BR_VERB_LANE,
+    BR_VERB_SIMILAR, /* protocol_similar.h */
     BR_VERB_COUNT_,
 } br_verb;
 
@@ -70,7 +71,8 @@ const char *br_proto_err_name(br_proto_err e);
  * valid one, else "-". A URL argument is not judged here (the daemon
  * applies the e-mail rule of url_secret.h to its expressions); a PW
  * argument must be exactly 40 hex digits, an NT argument exactly 32; a LANE
- * argument "bulk" or "interactive". */
+ * argument "bulk" or "interactive". A SIMILAR argument is only taken
+ * (arg, arg_len): br_similar_request_parse (protocol_similar.h) reads it. */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
 
