@@ -415,6 +415,9 @@ void bd_state_log_filters(const bd_state *s)
                    br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->simfilter)
+        log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
+                   br_pwfilter_header(s->simfilter), "SIMILAR finds nothing");
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    "every NT check goes to the range API");

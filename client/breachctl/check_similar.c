@@ -26,30 +26,22 @@ bool ctl_opt_similar(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-/* Whether the daemon answers SIMILAR of this kind: one request for a hash
- * that no password has (all zeros). */
-static bool probe(ctl_similar *s, br_client *c)
+/* The daemon cannot answer SIMILAR (no offline filter, an older daemon):
+ * said once when --similar was given, and not asked again. */
+static void give_up(ctl_similar *s, const char *reason)
 {
-    uint8_t zero[BR_SHA1_LEN] = {0};
-    br_similar_answer a;
-    br_error err = {{0}};
-    if (br_client_check_similar(c, s->nt, zero, 1, &a, &err) < 0) {
-        if (s->mode != CTL_SIMILAR_DEFAULT)
-            ctl_err("password: similar passwords not checked: %s", err.text);
-        return false;
-    }
-    if (a.unknown && s->mode != CTL_SIMILAR_DEFAULT)
-        ctl_err("password: similar passwords not checked: breachd answered %s%s", a.reason,
-                strcmp(a.reason, "unknown-verb") == 0 ? " (an older breachd)"
-                : strcmp(a.reason, "no-similar-filter") == 0
+    if (s->mode != CTL_SIMILAR_DEFAULT)
+        ctl_err("password: similar passwords not checked: breachd answered %s%s", reason,
+                strcmp(reason, "unknown-verb") == 0 ? " (an older breachd)"
+                : strcmp(reason, "no-similar-filter") == 0
                     ? " (no offline filter: [passwords] similar_filter, breachd.conf(5))"
                     : "");
-    return !a.unknown;
+    ctl_similar_close(s);
 }
 
-bool ctl_similar_open(ctl_similar *s, br_client *c)
+bool ctl_similar_open(ctl_similar *s)
 {
-    if (s->mode == CTL_SIMILAR_OFF || !probe(s, c))
+    if (s->mode == CTL_SIMILAR_OFF)
         return false;
     br_error err = {{0}};
     s->sim = br_similar_new(s->nt ? BR_SIMILAR_NT : BR_SIMILAR_SHA1, &err);
@@ -85,6 +77,8 @@ int ctl_similar_apply(ctl_similar *s, br_client *c, const void *pw, size_t len, 
     br_similar_answer sa;
     int r = br_client_check_similar(c, s->nt, (const uint8_t *)s->hash, (size_t)n, &sa, err);
     OPENSSL_cleanse(s->hash, BR_SIMILAR_MAX * sizeof(*s->hash));
+    if (r == 0 && sa.unknown)
+        give_up(s, sa.reason);
     if (r == 0 && sa.similar && sa.count >= s->min_count) {
         memset(a, 0, sizeof(*a));
         a->kind = BR_ANSWER_OTHER;

@@ -32,15 +32,16 @@ typedef struct ctl_similar {
     uint8_t (*hash)[BR_SHA1_LEN]; /* BR_SIMILAR_MAX hashes, wiped after each password */
 } ctl_similar;
 
-/* Ready s on connection c: false when the check is off (mode off, or the
- * daemon has no offline filter for it or does not know SIMILAR: said on
- * stderr when --similar was given). */
-bool ctl_similar_open(ctl_similar *s, br_client *c);
+/* Ready s: false when the check is off or cannot be made (out of memory,
+ * no MD4 for --ntlm: said on stderr). */
+bool ctl_similar_open(ctl_similar *s);
 void ctl_similar_close(ctl_similar *s);
 
 /* After a's exact answer (CLEAN or UNKNOWN) of the password pw: when a
  * variant hits at >= min_count, a becomes BR_ANSWER_OTHER "SIMILAR" with
- * the count. 0, or a failure of the exchange with err set. */
+ * the count. A daemon that cannot answer (UNKNOWN no-similar-filter, ERR
+ * unknown-verb) closes s: said once on stderr when --similar was given,
+ * never asked again. 0, or a failure of the exchange with err set. */
 int ctl_similar_apply(ctl_similar *s, br_client *c, const void *pw, size_t len, br_answer *a,
                       br_error *err);
 

@@ -449,8 +449,11 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
      * types a password. */
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
-    bool similar = ctl_similar_open(&o->similar, c);
-    if (!isatty(STDIN_FILENO)) {
+    /* On standard input the check, which takes one password at a time,
+     * runs only when --similar asks for it. */
+    bool tty = isatty(STDIN_FILENO);
+    bool similar = (tty || o->similar.mode != CTL_SIMILAR_DEFAULT) && ctl_similar_open(&o->similar);
+    if (!tty) {
         session s = {.c = c};
         int rc = similar ? check_stdin_similar(&s, o, &st)
                          : check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD,

@@ -11,10 +11,14 @@ the daemon's debug log holds none of the hashes. Bad requests (too many
 hashes, wrong lengths) are refused without echoing a hash. breachctl
 password --similar=reject|warn|off and --similar-min-count. Standard
 library only; dtest.py is the harness."""
+import errno
 import os
+import pty
 import random
+import select
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
@@ -220,11 +224,13 @@ def breachctl_similar(ctx):
     lines = r.stdout.splitlines()
     counts_ok(similar_of(lines[:6]), [3000000, 50000, 2500, 1200, "CLEAN", "CLEAN"], "reject")
     check(lines[6].startswith("PWNED "), "exact: " + lines[6])
-    # warn (the default): printed, exit status by the exact check only
-    for args in ((), ("--similar=warn",)):
-        r = password(ctx, d, tweaks[:2] + strong, *args)
-        eq(r.returncode, 0, "warn %s" % (args,))
-        counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "warn")
+    # warn: printed, exit status by the exact check only
+    r = password(ctx, d, tweaks[:2] + strong, "--similar=warn")
+    eq(r.returncode, 0, "warn")
+    counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "warn")
+    # on standard input without --similar: the exact checks only, pipelined
+    r = password(ctx, d, tweaks[:2] + strong)
+    eq((r.returncode, r.stdout.splitlines()), (0, ["CLEAN"] * 4), "stdin default")
     # min count: monkey (2500) and dragon (1200) are below 3000
     r = password(ctx, d, tweaks, "--similar=reject", "--similar-min-count", "3000")
     counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "min")
@@ -246,6 +252,53 @@ def breachctl_similar(ctx):
     check("no-similar-filter" in r.stderr, r.stderr)
     r = password(ctx, d, tweaks[:1])
     eq(r.stderr, "", "the default says nothing")
+    d.stop_ok()
+
+
+def typed(sock, password, *args):
+    """breachctl password on a pty (a typed password): (output, status)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.execve(dtest.ARGS.breachctl, [dtest.ARGS.breachctl, "--socket", sock, "password"] +
+                      list(args), dtest.base_env())
+        finally:
+            os._exit(127)
+    out, end, sent = b"", time.monotonic() + 30, False
+    try:
+        while True:
+            r, _, _ = select.select([fd], [], [], max(0, end - time.monotonic()))
+            check(r, "pty: timed out: %r" % out)
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError as e:
+                if e.errno != errno.EIO:
+                    raise
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not sent and b"Password: " in out:
+                os.write(fd, (password + "\n").encode())
+                sent = True
+    finally:
+        _, st = os.waitpid(pid, 0)
+        os.close(fd)
+    return out.decode(errors="replace"), os.WEXITSTATUS(st)
+
+
+@test
+def typed_password_default_warn(ctx):
+    """A typed password gets similar=warn without --similar."""
+    entries = corpus(100)
+    off = offline_filter(ctx, entries, "sim.bfuse", "--min-count", "100")
+    d = ctx.daemon(ctx.config(passwords={"filter": off, "upstream": "none"}))
+    out, st = typed(d.sock, "Summer2025!")
+    check(st == 0 and "SIMILAR " in out, "default warn: %d %r" % (st, out))
+    out, st = typed(d.sock, "Summer2025!", "--similar=reject")
+    check(st == 1 and "SIMILAR " in out, "reject: %d %r" % (st, out))
+    out, st = typed(d.sock, "Summer2025!", "--similar=off")
+    check(st == 0 and "CLEAN" in out and "SIMILAR" not in out, "off: %d %r" % (st, out))
     d.stop_ok()
 
 
