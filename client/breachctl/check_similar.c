@@ -27,10 +27,10 @@ bool ctl_opt_similar(const char *cmd, const char *arg, void *dst)
 }
 
 /* The daemon cannot answer SIMILAR (no offline filter, an older daemon):
- * said once when --similar was given, and not asked again. */
+ * said once under --similar=reject, and not asked again. */
 static void give_up(ctl_similar *s, const char *reason)
 {
-    if (s->mode != CTL_SIMILAR_DEFAULT)
+    if (s->mode == CTL_SIMILAR_REJECT)
         ctl_err("password: similar passwords not checked: breachd answered %s%s", reason,
                 strcmp(reason, "unknown-verb") == 0 ? " (an older breachd)"
                 : strcmp(reason, "no-similar-filter") == 0

@@ -40,7 +40,7 @@ void ctl_similar_close(ctl_similar *s);
 /* After a's exact answer (CLEAN or UNKNOWN) of the password pw: when a
  * variant hits at >= min_count, a becomes BR_ANSWER_OTHER "SIMILAR" with
  * the count. A daemon that cannot answer (UNKNOWN no-similar-filter, ERR
- * unknown-verb) closes s: said once on stderr when --similar was given,
+ * unknown-verb) closes s: said once on stderr under --similar=reject,
  * never asked again. 0, or a failure of the exchange with err set. */
 int ctl_similar_apply(ctl_similar *s, br_client *c, const void *pw, size_t len, br_answer *a,
                       br_error *err);
