@@ -40,7 +40,8 @@
 #define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_check.h"
 
-static const char *const verbs[] = {"PING", "VERSION", "PW", "URL", "STATS", "RELOAD", "NT", "LANE"};
+static const char *const verbs[] = {"PING",   "VERSION", "PW", "URL",    "STATS",
+                                    "RELOAD", "NT",      "LANE", "SIMILAR"};
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 static bool id_char(unsigned char c)
@@ -89,7 +90,7 @@ static void ref_parse(const char *s, size_t len, ref *r)
     if (r->verb < 0 || len > BR_PROTO_MAX_LINE)
         return;
     bool takes_arg = r->verb == BR_VERB_PW || r->verb == BR_VERB_URL || r->verb == BR_VERB_NT ||
-                     r->verb == BR_VERB_LANE;
+                     r->verb == BR_VERB_LANE || r->verb == BR_VERB_SIMILAR;
     if (!takes_arg) {
         r->accept = vl == rest;
         return;
@@ -122,8 +123,12 @@ static void ref_parse(const char *s, size_t len, ref *r)
                     (al == 11 && memcmp(a, "interactive", 11) == 0);
         return;
     }
+    /* SIMILAR: taken as it is (its handler reads it), spaces included */
+    bool similar = r->verb == BR_VERB_SIMILAR;
+    if (similar && a[0] == ' ')
+        return;
     for (size_t i = 0; i < al; i++)
-        if (a[i] == ' ' || ctl((unsigned char)a[i]))
+        if ((a[i] == ' ' && !similar) || ctl((unsigned char)a[i]))
             return;
     r->accept = true;
 }

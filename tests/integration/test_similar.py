@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
+from ntfx import nthash  # noqa: E402
 
 POPULAR = {"password": 3000000, "summer": 50000, "monkey": 2500, "dragon": 1200,
            "sunshine": 150, "letmein": 80}
@@ -300,6 +301,45 @@ def typed_password_default_warn(ctx):
     out, st = typed(d.sock, "Summer2025!", "--similar=off")
     check(st == 0 and "CLEAN" in out and "SIMILAR" not in out, "off: %d %r" % (st, out))
     d.stop_ok()
+
+
+@test
+def ntlm_and_bad_input(ctx):
+    """NT variants against an offline [ntlm] filter; passwords of any bytes
+    and length through breachctl --similar: an answer for each, the bound
+    holds, nothing leaks."""
+    entries = corpus(200)
+    off = offline_filter(ctx, entries, "sim.bfuse", "--min-count", "100")
+    nt_in = write_corpus(ctx.path("nt.txt"), {nthash(p): c for p, c in POPULAR.items()})
+    nt_off = ctx.path("nt.bfuse")
+    ctx.breachctl("filter", "build", "--kind", "password-ntlm", "--offline", "--input", nt_in,
+                  "--output", nt_off)
+    conf = ctx.config(passwords={"filter": off, "upstream": "none"},
+                      ntlm={"filter": nt_off, "upstream": "none"},
+                      daemon={"log_level": "debug"})
+    d = ctx.daemon(conf)
+    c = d.client()
+    a = c.ask("n SIMILAR nt %s,%s" % ("0" * 32, nthash("summer"))).split()
+    check(a[1] == "SIMILAR" and near(int(a[2]), 50000) and a[3] == "1", "nt: %r" % a)
+    c.close()
+    r = password(ctx, d, ["Summer2025!", "xQ7#mZ2!vR9p"], "--ntlm", "--similar=reject")
+    eq(r.returncode, 1, "ntlm reject: " + r.stderr)
+    counts_ok(similar_of(r.stdout.splitlines()), [50000, "CLEAN"], "ntlm")
+    # any bytes, any length: 4 KiB, 64 KiB of look-alikes, invalid UTF-8
+    odd = ["a" * 4096, "1!|" * 20000, "\udcff\udcfepass\udc80word", "P@ss\x7fw0rd", ""]
+    data = "".join(p + "\n" for p in odd).encode("utf-8", "surrogateescape")
+    r = subprocess.run([dtest.ARGS.breachctl, "--socket", d.sock, "password", "--similar=reject"],
+                       input=data, capture_output=True, timeout=60, env=dtest.base_env())
+    lines = r.stdout.decode().splitlines()
+    eq(len(lines), len(odd), "one answer per input: %r %r" % (lines, r.stderr))
+    check(lines[3].startswith("SIMILAR "), "P@ss\\x7fw0rd: %r" % lines[3])
+    st = d.stats()
+    check(st["similar_hashes"] <= 1024 * (len(odd) + 2) + 2, "the bound: %d" % st["similar_hashes"])
+    d.stop_ok()
+    log = d.log()
+    for p in POPULAR:
+        for h in (sha1hex(p), nthash(p)):
+            check(h[:16] not in log.upper(), "a hash in the log")
 
 
 if __name__ == "__main__":
