@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "protocol.h"
+#include "protocol_similar.h"
 #include "url_secret.h"
 
 #define FUZZ_NAME "fuzz_protocol"
@@ -270,12 +271,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(strcmp(vn, verbs[r.verb]) == 0);
     CHECK(memcmp(line + r.id_len + 1, vn, strlen(vn)) == 0);
     if (req.verb == BR_VERB_PW || req.verb == BR_VERB_URL || req.verb == BR_VERB_NT ||
-        req.verb == BR_VERB_LANE) {
+        req.verb == BR_VERB_LANE || req.verb == BR_VERB_SIMILAR) {
         CHECK(req.arg != NULL && req.arg_len >= 1);
         CHECK(req.arg >= line && req.arg + req.arg_len <= line + r.len);
         CHECK(req.arg == line + r.id_len + 1 + strlen(vn) + 1);
         CHECK(req.arg + req.arg_len == line + r.len);
-        CHECK(memchr(req.arg, ' ', req.arg_len) == NULL);
+        CHECK(req.verb == BR_VERB_SIMILAR ? req.arg[0] != ' '
+                                          : memchr(req.arg, ' ', req.arg_len) == NULL);
         for (size_t i = 0; i < req.arg_len; i++)
             CHECK(!ctl((unsigned char)req.arg[i]));
         if (req.verb == BR_VERB_PW) {
@@ -287,6 +289,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (req.verb == BR_VERB_LANE) {
             CHECK(strlen(br_lane_name(req.lane)) == req.arg_len &&
                   memcmp(br_lane_name(req.lane), req.arg, req.arg_len) == 0);
+        } else if (req.verb == BR_VERB_SIMILAR) {
+            /* the handler's parser: never reads past the argument */
+            br_similar_request q;
+            br_proto_error qe;
+            if (!br_similar_request_parse(req.arg, req.arg_len, &q, &qe))
+                CHECK(qe.code == BR_PERR_BAD_REQUEST && qe.text && strlen(qe.text) < 100);
+            else
+                CHECK(q.n >= 1 && q.n <= BR_SIMILAR_PER_REQUEST);
         } else {
             bool secret = br_url_is_email(req.arg, req.arg_len);
             if (req.arg_len >= 7 && strncasecmp(req.arg, "mailto:", 7) == 0)
