@@ -123,8 +123,9 @@ bool bd_stats_meta(const char *key, char *help, size_t size)
 {
     static const struct {
         const char *prefix, *what;
-    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "}, {"url_", "URLs ([urls]): "},
-                   {"similar_", "similar passwords ([passwords] similar_filter): "}};
+    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "},
+                 {"url_", "URLs ([urls]): "},
+                 {"similar_", "similar passwords ([passwords] similar_filter): "}};
     const meta *m = find(key);
     const char *what = "";
     for (size_t i = 0; !m && i < sizeof(kinds) / sizeof(kinds[0]); i++) {

@@ -52,8 +52,7 @@ static void report(const check_opts *o, size_t idx, const br_answer *a, status_a
     if (ctl_similar_answer(a)) {
         st->hit = st->hit || o->similar.mode == CTL_SIMILAR_REJECT;
         if (o->json && !o->quiet)
-            printf("{\"input\":%zu,\"status\":\"SIMILAR\",\"count\":%" PRIu64 "}\n", idx,
-                   a->count);
+            printf("{\"input\":%zu,\"status\":\"SIMILAR\",\"count\":%" PRIu64 "}\n", idx, a->count);
         else if (!o->quiet)
             printf("SIMILAR %" PRIu64 "\n", a->count);
         return;
@@ -422,7 +421,7 @@ static int check_stdin_similar(session *s, check_opts *o, status_acc *st)
     }
     OPENSSL_cleanse(stdin_buf, sizeof(stdin_buf));
     if (len == -2 || read_error || idx == 0) {
-        ctl_err("password: %s", len == -2 ? "out of memory"
+        ctl_err("password: %s", len == -2    ? "out of memory"
                                 : read_error ? "reading standard input failed"
                                              : "no password on standard input (one per line)");
         st->error = true;
@@ -455,9 +454,9 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
     bool similar = (tty || o->similar.mode != CTL_SIMILAR_DEFAULT) && ctl_similar_open(&o->similar);
     if (!tty) {
         session s = {.c = c};
-        int rc = similar ? check_stdin_similar(&s, o, &st)
-                         : check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD,
-                                       "password");
+        int rc = similar
+                     ? check_stdin_similar(&s, o, &st)
+                     : check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
         ctl_similar_close(&o->similar);
         return rc;
     }

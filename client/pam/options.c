@@ -186,8 +186,7 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
                    o->similar == PB_SIMILAR_REJECT ? "reject"
                    : o->similar == PB_SIMILAR_WARN ? "warn"
                                                    : "off",
-                   o->similar_min_count,
-                   o->state, o->skip_users ? o->skip_users : "",
+                   o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
                    o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
                    o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
                    o->use_authtok ? " use_authtok" : "");

@@ -72,11 +72,11 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
 
 /* The answer to a password's variants (docs/similar.md). */
 typedef struct br_similar_answer {
-    bool similar;      /* one variant is in the offline filter of popular passwords */
-    uint64_t count;    /* then: the highest count among the hits */
-    unsigned hits;     /* then: how many variants hit */
-    bool unknown;      /* no answer: no offline filter, an older daemon, ... */
-    char reason[64];   /* then why: "no-similar-filter", "unknown-verb", ... */
+    bool similar;    /* one variant is in the offline filter of popular passwords */
+    uint64_t count;  /* then: the highest count among the hits */
+    unsigned hits;   /* then: how many variants hit */
+    bool unknown;    /* no answer: no offline filter, an older daemon, ... */
+    char reason[64]; /* then why: "no-similar-filter", "unknown-verb", ... */
 } br_similar_answer;
 
 /* The variants' hashes (n raw SHA-1s, or NT hashes when nt, back to back:

@@ -124,7 +124,8 @@ static bool parse_verb(const char *line, size_t vs, size_t len, br_verb *verb, s
             return true;
         }
     }
-    return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE SIMILAR");
+    return fail(e, BR_PERR_UNKNOWN_VERB,
+                "verbs are PING VERSION PW NT URL STATS RELOAD LANE SIMILAR");
 }
 
 /* The argument of req->verb (arg[0..alen), after its one space). */
