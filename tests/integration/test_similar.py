@@ -202,7 +202,42 @@ def filter_choice_and_refusals(ctx):
     conf = ctx.config("c.conf", passwords={"similar_filter": range_filt, "upstream": "none"})
     r = subprocess.run(dtest.breachd_argv("--config", conf, "--check-config"),
                        capture_output=True, text=True, timeout=60)
-    check(r.returncode != 0 and "not an offline filter" in r.stderr, r.stderr)
+    check(r.returncode != 0 and "[passwords] similar_filter: " in r.stderr and
+          "not an offline filter" in r.stderr, r.stderr)
+
+
+def check_config(conf):
+    return subprocess.run(dtest.breachd_argv("--config", conf, "--check-config"),
+                          capture_output=True, text=True, timeout=60)
+
+
+@test
+def similar_filter_checked_like_the_others(ctx):
+    """[passwords] pubkey: an unsigned similar_filter is refused, a signed one
+    loads; a file another user owns is refused (as root)."""
+    entries = corpus(100)
+    sim = offline_filter(ctx, entries, "sim.bfuse")
+    sec, pub = ctx.path("s.key"), ctx.path("p.pub")
+    ctx.breachctl("key", "generate", "--secret", sec, "--public", pub)
+    conf = ctx.config("signed.conf", passwords={"similar_filter": sim, "pubkey": pub,
+                                                "upstream": "none"})
+    r = check_config(conf)
+    check(r.returncode != 0 and "[passwords] similar_filter: " in r.stderr and
+          "signed.conf:" in r.stderr and "sim.bfuse has no signature" in r.stderr,
+          "unsigned: %r" % r.stderr)
+    ctx.breachctl("filter", "sign", "--key", sec, sim)
+    r = check_config(conf)
+    eq(r.returncode, 0, "signed: " + r.stderr)
+    d = ctx.daemon(conf)
+    eq(d.stats()["similar_filter_loaded"], 1, "loaded")
+    d.stop_ok()
+    if os.getuid() == 0:
+        other = offline_filter(ctx, entries, "other.bfuse")
+        os.chown(other, 65534, 65534)
+        conf = ctx.config("owner.conf", passwords={"similar_filter": other, "upstream": "none"})
+        r = check_config(conf)
+        check(r.returncode != 0 and "other.bfuse" in r.stderr and "similar_filter" in r.stderr,
+              "not root's: %r" % r.stderr)
 
 
 def password(ctx, d, pws, *args):
