@@ -107,6 +107,7 @@ typedef struct breachd_config {
         char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
+        char *similar_filter;     /* offline filter of SIMILAR; "" = filter if offline */
     } passwords;
 
     struct {                      /* NT hashes (the NT verb), like passwords */

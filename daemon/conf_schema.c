@@ -67,6 +67,9 @@ const bd_conf_key bd_conf_keys[] = {
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+    {"passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(passwords.similar_filter),
+     0, 0, 0, PATH_MAX - 1, NULL, "",
+     "offline filter of popular passwords for SIMILAR; empty: filter when it is offline"},
 
     {"ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",

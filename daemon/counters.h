@@ -44,6 +44,8 @@ typedef struct bd_counters {
     uint64_t nt_filter_no, nt_filter_maybe, nt_filter_bypassed;
     uint64_t url_safe, url_blocked, url_unknown;
     uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
+    /* SIMILAR (similar.h): answers by kind, and the hashes looked up */
+    uint64_t similar_hits, similar_clean, similar_unknown, similar_hashes;
     uint64_t connections_total, connections_refused;
     uint64_t accept_pauses; /* accepting paused: out of descriptors or memory */
     uint64_t writes_early;  /* answers written between the batches of one read (server.c) */

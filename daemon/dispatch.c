@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "dispatch.h"
 #include "pw_check.h"
+#include "similar_verb.h"
 #include "stats.h"
 #include "url_check.h"
 #include "url_prep.h"
@@ -40,6 +41,12 @@ typedef struct verb_def {
     /* NULL, or: after the batch, drop what prepare kept. */
     void (*release)(void);
 } verb_def;
+
+static void handle_similar(bd_conn *c, const br_request *req, int hint)
+{
+    (void)hint;
+    bd_similar_check(c, req);
+}
 
 static void handle_ping(bd_conn *c, const br_request *req, int hint)
 {
@@ -106,6 +113,7 @@ static void handle_lane(bd_conn *c, const br_request *req, int hint)
 #define VERB_STATS {.handle = handle_stats, .access = FOR_STATS_USERS}
 #define VERB_RELOAD {.handle = handle_reload, .access = FOR_ADMIN_USERS}
 #define VERB_LANE {.handle = handle_lane}
+#define VERB_SIMILAR {.handle = handle_similar}
 /* clang-format on */
 
 static const verb_def verbs[BR_VERB_COUNT_] = {

@@ -149,6 +149,8 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     r = bd_filters_load_passwords(out->cfg, &out->pwfilter, &out->filter_ids, err);
     if (r >= 0)
         r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
+    if (r >= 0)
+        r = bd_filters_load_similar(out->cfg, &out->simfilter, &out->filter_ids, err);
     if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
         r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
@@ -167,6 +169,7 @@ void bd_state_files_clear(bd_state_files *f)
 {
     br_pwfilter_free(f->pwfilter);
     br_pwfilter_free(f->ntfilter);
+    br_pwfilter_free(f->simfilter);
     br_urlfilter_free(f->urlfilter);
     br_pwfilter_free(f->urloffline);
     breachd_config_free(f->cfg);
@@ -255,6 +258,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->cfg = files->cfg;
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
+    s->simfilter = files->simfilter;
     s->urlfilter = files->urlfilter;
     s->urloffline = files->urloffline;
     s->filter_ids = files->filter_ids;
@@ -300,6 +304,7 @@ static void state_free(bd_state *s)
     cache_unref(s->cache);
     br_pwfilter_free(s->pwfilter);
     br_pwfilter_free(s->ntfilter);
+    br_pwfilter_free(s->simfilter);
     br_urlfilter_free(s->urlfilter);
     br_pwfilter_free(s->urloffline);
     breachd_config_free(s->cfg);
@@ -410,6 +415,9 @@ void bd_state_log_filters(const bd_state *s)
                    br_pwfilter_header(s->pwfilter), "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    if (s->simfilter)
+        log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
+                   br_pwfilter_header(s->simfilter), "SIMILAR finds nothing");
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    "every NT check goes to the range API");

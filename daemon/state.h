@@ -34,6 +34,7 @@ typedef struct bd_state {
     breachd_config *cfg;
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
     br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
+    br_pwfilter *simfilter; /* [passwords] similar_filter (offline); NULL: none */
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
     /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
      * hits answered on the host; urlfilter is then NULL. */
@@ -51,6 +52,7 @@ typedef struct bd_state_files {
     breachd_config *cfg;
     br_pwfilter *pwfilter;
     br_pwfilter *ntfilter;
+    br_pwfilter *simfilter;
     br_urlfilter *urlfilter;
     br_pwfilter *urloffline;
     bd_filter_ids filter_ids;

@@ -289,6 +289,44 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
     return load_pw_section(cfg, &sec, out, ids, err);
 }
 
+/* load_pw_section's errors name "[passwords] filter" and its line: name
+ * similar_filter and its line instead, and how to build one. */
+static int similar_error(const breachd_config *cfg, int r, br_error *err)
+{
+    static const char tag[] = "[passwords] filter", hint[] = "; build one with";
+    const char *p = strstr(err->text, tag);
+    if (!p)
+        return r;
+    char rest[sizeof(err->text)];
+    snprintf(rest, sizeof(rest), "%s", p + strlen(tag));
+    char *h = strstr(rest, hint);
+    if (h)
+        snprintf(h, sizeof(rest) - (size_t)(h - rest),
+                 "; build one with `breachctl filter build --offline --min-count N` "
+                 "(docs/similar.md), or leave [passwords] similar_filter empty");
+    unsigned line = breachd_config_key_line(cfg, "passwords", "similar_filter");
+    if (line)
+        return br_error_set(err, r, "%s:%u: [passwords] similar_filter%s", cfg->path, line, rest);
+    return br_error_set(err, r, "[passwords] similar_filter%s", rest);
+}
+
+int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                            br_error *err)
+{
+    const pw_section sec = {"passwords", "SIMILAR", cfg->passwords.similar_filter,
+                            cfg->passwords.pubkey, BR_KIND_PASSWORD_SHA1};
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    if (r == 0 && *out && !br_pwfilter_offline(*out)) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+        r = filter_error(cfg, "passwords",
+                         br_error_set(err, -EINVAL, "%s: not an offline filter",
+                                      cfg->passwords.similar_filter),
+                         err);
+    }
+    return r < 0 ? similar_error(cfg, r, err) : r;
+}
+
 int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
                                  bd_filter_ids *ids, br_error *err)
 {

@@ -44,6 +44,10 @@ int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_f
 /* [ntlm] filter (password-ntlm, the NT verb), the same way. */
 int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                          br_error *err);
+/* [passwords] similar_filter (the SIMILAR verb), the same way with
+ * [passwords] pubkey; a set that is not offline is refused. */
+int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                            br_error *err);
 /* [urls] filter, the same way. */
 int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filter_ids *ids,
                          br_error *err);

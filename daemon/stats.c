@@ -115,6 +115,10 @@ static void render_answers(const bd_counters *k, render_out *o)
     U64(o, "url_filter_no", k->url_filter_no);
     U64(o, "url_filter_maybe", k->url_filter_maybe);
     U64(o, "url_filter_bypassed", k->url_filter_bypassed);
+    U64(o, "similar_hits", k->similar_hits);
+    U64(o, "similar_clean", k->similar_clean);
+    U64(o, "similar_unknown", k->similar_unknown);
+    U64(o, "similar_hashes", k->similar_hashes);
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
@@ -326,6 +330,8 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                   bd_state_pw_filter_stale(st, now));
     render_filter(o, "nt_", st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL, now,
                   bd_state_nt_filter_stale(st, now));
+    render_filter(o, "similar_", st->simfilter ? br_pwfilter_header(st->simfilter) : NULL, now,
+                  false);
     render_filter(o, "url_",
                   st->urloffline  ? br_pwfilter_header(st->urloffline)
                   : st->urlfilter ? br_urlfilter_header(st->urlfilter)

@@ -34,6 +34,10 @@ static const meta metas[] = {
     C("pw_filter_no", "checks the filter answered definitely not"),
     C("pw_filter_maybe", "checks the filter answered maybe (then a range lookup)"),
     C("pw_filter_bypassed", "checks that bypassed a stale filter (then a range lookup)"),
+    C("similar_hits", "SIMILAR answers: a variant is a popular password"),
+    C("similar_clean", "CLEAN answers to SIMILAR"),
+    C("similar_unknown", "UNKNOWN answers to SIMILAR (no offline filter, damaged)"),
+    C("similar_hashes", "variant hashes looked up by SIMILAR"),
     C("safe", "SAFE answers"),
     C("blocked", "BLOCKED answers"),
     C("unknown", "UNKNOWN answers"),
@@ -119,7 +123,9 @@ bool bd_stats_meta(const char *key, char *help, size_t size)
 {
     static const struct {
         const char *prefix, *what;
-    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "}, {"url_", "URLs ([urls]): "}};
+    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "},
+                 {"url_", "URLs ([urls]): "},
+                 {"similar_", "similar passwords ([passwords] similar_filter): "}};
     const meta *m = find(key);
     const char *what = "";
     for (size_t i = 0; !m && i < sizeof(kinds) / sizeof(kinds[0]); i++) {

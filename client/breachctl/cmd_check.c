@@ -12,6 +12,7 @@
 
 
 #include "breachctl.h"
+#include "check_similar.h"
 #include "ctl_io.h"
 #include "ctl_opts.h"
 #include "ctl_tty.h"
@@ -31,6 +32,7 @@ typedef struct check_opts {
     bool ntlm; /* password: NT hashes, the NT verb ([ntlm]) */
     bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
+    ctl_similar similar; /* password: --similar, --similar-min-count */
 } check_opts;
 
 /* The rule for several inputs (breachctl(1), EXIT STATUS): the first that applies of 2, 1, 3, 0. */
@@ -46,6 +48,14 @@ static int status_of(const status_acc *s)
 /* Print one answer (input number idx, 1-based) and fold it into the status. */
 static void report(const check_opts *o, size_t idx, const br_answer *a, status_acc *st)
 {
+    if (ctl_similar_answer(a)) {
+        st->hit = st->hit || o->similar.mode == CTL_SIMILAR_REJECT;
+        if (o->json && !o->quiet)
+            printf("{\"input\":%zu,\"status\":\"SIMILAR\",\"count\":%" PRIu64 "}\n", idx, a->count);
+        else if (!o->quiet)
+            printf("SIMILAR %" PRIu64 "\n", a->count);
+        return;
+    }
     switch (a->kind) {
     case BR_ANSWER_PWNED:
     case BR_ANSWER_BLOCKED:
@@ -297,9 +307,13 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 #define LANE_OPT " [--bulk]"
 
 static const ctl_usage check_usage[] = {
-    {"password", CHECK_OPTS LANE_OPT " [--ntlm]",
+    {"password",
+     CHECK_OPTS LANE_OPT " [--ntlm]\n"
+     "    [--similar=reject|warn|off] [--similar-min-count N]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
-     "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus)."},
+     "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus). "
+     "--similar: also small changes of popular passwords (SIMILAR <count>; "
+     "reject: exit status 1; default warn)."},
     {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
      "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
      "line on standard input."},
@@ -342,19 +356,25 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_STR("socket", &sock),
         CTL_HELP,
         CTL_FLAG("bulk", &o->bulk), /* checks only */
-        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last row */
+        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last three rows */
+        CTL_FN("similar", &o->similar.mode, ctl_opt_similar),
+        CTL_UINT("similar-min-count", &o->similar.min_count, 1, UINT32_MAX,
+                 "a count from 1 to 4294967295"),
     };
     int first;
     usage_of = argv[0];
     bool password = strcmp(argv[0], "password") == 0;
     bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
                  !strcmp(argv[0], "url");
-    size_t n = BR_ARRAY_SIZE(opts) - !password - !check;
+    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 3) - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
         return r > 0 ? -2 : -1;
     if (!o->timeout_ms)
         o->timeout_ms = o->bulk ? BULK_TIMEOUT_MS : TIMEOUT_MS;
+    if (!o->similar.min_count)
+        o->similar.min_count = CTL_SIMILAR_MIN_COUNT;
+    o->similar.nt = o->ntlm;
     if (sock) {
         *own = **g;
         own->socket_path = sock;
@@ -363,8 +383,53 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     return first;
 }
 
+/* password --similar with a daemon that answers it: one password at a
+ * time, its exact check and then its variants (check_similar.h). */
+static int check_stdin_similar(session *s, check_opts *o, status_acc *st)
+{
+    setvbuf(stdin, stdin_buf, _IOFBF, sizeof(stdin_buf));
+    char *line = NULL;
+    size_t cap = 0, idx = 0;
+    ssize_t len;
+    br_error err = {{0}};
+    while ((len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
+        br_answer a;
+        memset(&a, 0, sizeof(a));
+        int r = s->failed ? -EPIPE
+                : o->ntlm ? br_client_check_password_nt(s->c, line, (size_t)len, &a, &err)
+                          : br_client_check_password(s->c, line, (size_t)len, &a, &err);
+        if (r == 0)
+            r = ctl_similar_apply(&o->similar, s->c, line, (size_t)len, &a, &err);
+        br_wipe(line, cap);
+        if (r < 0 && !s->failed) {
+            s->failed = true;
+            snprintf(s->why, sizeof(s->why), "%s", err.text);
+            ctl_err("%s", err.text);
+        }
+        if (r < 0) {
+            a.kind = BR_ANSWER_ERROR;
+            snprintf(a.detail, sizeof(a.detail), "%s", s->why);
+        }
+        report(o, ++idx, &a, st);
+        fflush(stdout);
+    }
+    bool read_error = len == -1 && ferror(stdin);
+    if (line) {
+        br_wipe(line, cap);
+        free(line);
+    }
+    br_wipe(stdin_buf, sizeof(stdin_buf));
+    if (len == -2 || read_error || idx == 0) {
+        ctl_err("password: %s", len == -2    ? "out of memory"
+                                : read_error ? "reading standard input failed"
+                                             : "no password on standard input (one per line)");
+        st->error = true;
+    }
+    return status_of(st);
+}
+
 /* password: from the terminal (no echo) or one per line on stdin. */
-static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
+static int check_password(const ctl_globals *g, check_opts *o, int nargs)
 {
     _cleanup_(br_client_freep) br_client *c = NULL;
     status_acc st = {0};
@@ -382,14 +447,23 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
      * types a password. */
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
-    if (!isatty(STDIN_FILENO)) {
+    /* On standard input the check, which takes one password at a time,
+     * runs only when --similar asks for it. */
+    bool tty = isatty(STDIN_FILENO);
+    bool similar = (tty || o->similar.mode != CTL_SIMILAR_DEFAULT) && ctl_similar_open(&o->similar);
+    if (!tty) {
         session s = {.c = c};
-        return check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
+        int rc = similar
+                     ? check_stdin_similar(&s, o, &st)
+                     : check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
+        ctl_similar_close(&o->similar);
+        return rc;
     }
     char pw[1024];
     ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
         br_wipe(pw, sizeof(pw));
+        ctl_similar_close(&o->similar);
         if (len == -ENODATA || len == -ENOMSG)
             ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
         else if (len == -EMSGSIZE)
@@ -404,12 +478,16 @@ static int check_password(const ctl_globals *g, const check_opts *o, int nargs)
     c = NULL;
     if (connect_or_fail(g, o, &c)) {
         br_wipe(pw, sizeof(pw));
+        ctl_similar_close(&o->similar);
         return EXIT_ERROR;
     }
     br_answer a;
     int r = o->ntlm ? br_client_check_password_nt(c, pw, (size_t)len, &a, &err)
                     : br_client_check_password(c, pw, (size_t)len, &a, &err);
+    if (r == 0)
+        r = ctl_similar_apply(&o->similar, c, pw, (size_t)len, &a, &err);
     br_wipe(pw, sizeof(pw));
+    ctl_similar_close(&o->similar);
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;

@@ -21,16 +21,23 @@
 
 typedef enum dm_policy { DM_REJECT, DM_ALLOW } dm_policy;
 
+/* similar=: a small change of a popular breached password (docs/similar.md)
+ * refused, accepted with a log line, or not asked about. */
+typedef enum dm_similar { DM_SIMILAR_WARN, DM_SIMILAR_REJECT, DM_SIMILAR_OFF } dm_similar;
+#define DM_DEFAULT_SIMILAR_MIN_COUNT 1000
+
 typedef struct dm_options {
     char socket[DM_SOCKET_MAX];
-    uint64_t min_count;   /* a PWNED answer below it is accepted */
-    dm_policy on_error;   /* breachd unreachable, timed out, garbage, ERR */
-    dm_policy on_unknown; /* UNKNOWN: a maybe that could not be resolved */
-    int timeout_ms;       /* the whole exchange, connect included */
+    uint64_t min_count;         /* a PWNED answer below it is accepted */
+    dm_policy on_error;         /* breachd unreachable, timed out, garbage, ERR */
+    dm_policy on_unknown;       /* UNKNOWN: a maybe that could not be resolved */
+    int timeout_ms;             /* the whole exchange, connect included */
+    dm_similar similar;         /* after an accepted exact check */
+    uint64_t similar_min_count; /* a variant counts from this many sightings */
 } dm_options;
 
 /* The defaults: the compiled-in socket, min_count 1, on_error and
- * on_unknown reject, timeout 2 s. */
+ * on_unknown reject, timeout 2 s, similar warn, similar_min_count 1000. */
 void dm_options_init(dm_options *o);
 
 /* Set one option from its name and value (not NUL-terminated): 0, or
@@ -38,7 +45,7 @@ void dm_options_init(dm_options *o);
  * option; unknown names are errors. Values: socket an absolute path;
  * min_count 1..2^63; on_error / on_unknown allow or reject (deny is taken
  * for reject); timeout milliseconds (N or Nms) or seconds (Ns), 1 ms to
- * 60 s. */
+ * 60 s; similar reject, warn or off; similar_min_count 1..2^63. */
 int dm_option_set(dm_options *o, const char *key, size_t key_len, const char *val, size_t val_len,
                   char *err, size_t err_size);
 
@@ -54,6 +61,8 @@ typedef struct dm_answer {
     dm_kind kind;
     uint64_t count;   /* DM_PWNED */
     char reason[200]; /* DM_UNKNOWN, DM_ERROR: printable, no hex runs */
+    bool similar;     /* a variant was seen similar_count times (dm_ask_similar) */
+    uint64_t similar_count;
 } dm_answer;
 
 typedef struct dm_result {
@@ -70,7 +79,14 @@ void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r);
  * fails: a failure is a DM_ERROR answer with its reason. */
 void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *a);
 
-/* dm_ask then dm_decide. */
+/* After an exact answer that o accepts (DM_CLEAN, DM_PWNED below
+ * min_count), with similar= not off: the password's variants
+ * (lib/similar/) asked with SIMILAR (only their SHA-1s are sent, wiped
+ * after); a hit of at least similar_min_count sets a->similar and
+ * a->similar_count. A check that cannot be made leaves a as it is. */
+void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_answer *a);
+
+/* dm_ask, dm_ask_similar, then dm_decide. */
 void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r);
 
 /* "once" / "9,545,824 times", for "it has been seen ... in data breaches". */

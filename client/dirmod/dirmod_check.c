@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
 #include "proto/client.h"
 #include "dirmod.h"
 #include "core/util.h"
+#include "similar/similar.h"
 
 /* Text from breachd or the client library, for a log line: printable
  * ASCII only, and a run of 16 or more hex digits (a hash or part of one,
@@ -106,6 +108,30 @@ void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *ou
     br_wipe(&a, sizeof(a));
 }
 
+void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_answer *a)
+{
+    bool accepted = a->kind == DM_CLEAN || (a->kind == DM_PWNED && a->count < o->min_count);
+    if (!accepted || o->similar == DM_SIMILAR_OFF)
+        return;
+    br_error err = {{0}};
+    br_similar_answer sa = {0};
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    br_similar *sim = br_similar_new(BR_SIMILAR_SHA1, &err);
+    uint8_t(*h)[BR_SHA1_LEN] = calloc(BR_SIMILAR_MAX, BR_SHA1_LEN);
+    int n = !sim || !h ? -ENOMEM : br_similar_hashes(sim, password, len, h, NULL, BR_SIMILAR_MAX);
+    if (n >= 0 && br_client_connect(o->socket, o->timeout_ms, &c, &err) == 0 &&
+        br_client_check_similar(c, false, (const uint8_t *)h, (size_t)n, &sa, &err) == 0 &&
+        sa.similar && sa.count >= o->similar_min_count) {
+        a->similar = true;
+        a->similar_count = sa.count;
+    }
+    if (h)
+        br_wipe(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
+    free(h);
+    br_similar_free(sim);
+    br_wipe(&sa, sizeof(sa));
+}
+
 void dm_seen_times(uint64_t count, char *buf, size_t size)
 {
     char digits[24], grouped[32];
@@ -123,6 +149,25 @@ void dm_seen_times(uint64_t count, char *buf, size_t size)
         snprintf(buf, size, "%s times", grouped);
 }
 
+/* An accepted password that is a small change of a popular breached one:
+ * refused (similar=reject) or logged (warn). The user sees which kind of
+ * thing matched, never the password; the log line holds no count. */
+static void decide_similar(const dm_options *o, const dm_answer *a, dm_result *r)
+{
+    char seen[40];
+    if (!a->similar || o->similar == DM_SIMILAR_OFF)
+        return;
+    r->accept = o->similar != DM_SIMILAR_REJECT;
+    r->breached = !r->accept;
+    dm_seen_times(a->similar_count, seen, sizeof(seen));
+    snprintf(r->message, sizeof(r->message),
+             "Password rejected: it is a small change of a password seen %s in data breaches",
+             seen);
+    snprintf(r->log, sizeof(r->log),
+             "a new password is a small change of a popular breached password: %s",
+             r->accept ? "accepted (similar=warn)" : "refused (similar=reject)");
+}
+
 void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
 {
     char seen[40];
@@ -130,9 +175,14 @@ void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
     switch (a->kind) {
     case DM_CLEAN:
         r->accept = true;
+        decide_similar(o, a, r);
         return;
     case DM_PWNED:
         r->accept = a->count < o->min_count;
+        if (r->accept) {
+            decide_similar(o, a, r);
+            return;
+        }
         r->breached = !r->accept;
         dm_seen_times(a->count, seen, sizeof(seen));
         snprintf(r->message, sizeof(r->message),
@@ -158,6 +208,7 @@ void dm_check(const dm_options *o, const char *password, size_t len, dm_result *
 {
     dm_answer a;
     dm_ask(o, password, len, &a);
+    dm_ask_similar(o, password, len, &a);
     dm_decide(o, &a, r);
     br_wipe(&a, sizeof(a));
 }

@@ -18,6 +18,8 @@ void dm_options_init(dm_options *o)
     o->on_error = DM_REJECT;
     o->on_unknown = DM_REJECT;
     o->timeout_ms = DM_DEFAULT_TIMEOUT_MS;
+    o->similar = DM_SIMILAR_WARN;
+    o->similar_min_count = DM_DEFAULT_SIMILAR_MIN_COUNT;
 }
 
 static bool eq(const char *s, size_t len, const char *lit)
@@ -80,6 +82,24 @@ static bool set_on_unknown(dm_options *o, const char *v, size_t len)
     return parse_policy(v, len, &o->on_unknown);
 }
 
+static bool set_similar(dm_options *o, const char *v, size_t len)
+{
+    if (eq(v, len, "reject"))
+        o->similar = DM_SIMILAR_REJECT;
+    else if (eq(v, len, "warn"))
+        o->similar = DM_SIMILAR_WARN;
+    else if (eq(v, len, "off"))
+        o->similar = DM_SIMILAR_OFF;
+    else
+        return false;
+    return true;
+}
+
+static bool set_similar_min_count(dm_options *o, const char *v, size_t len)
+{
+    return parse_u64(v, len, 1, INT64_MAX, &o->similar_min_count);
+}
+
 /* N or Nms: milliseconds; Ns: seconds. */
 static bool set_timeout(dm_options *o, const char *v, size_t len)
 {
@@ -104,6 +124,8 @@ static const struct dm_option_row {
     {"on_error", set_on_error, "allow or reject"},
     {"on_unknown", set_on_unknown, "allow or reject"},
     {"timeout", set_timeout, "milliseconds (N, Nms) or seconds (Ns), at most 60s"},
+    {"similar", set_similar, "reject, warn or off"},
+    {"similar_min_count", set_similar_min_count, "a count from 1"},
 };
 
 /* Option text for messages: printable ASCII, cut at 40 bytes. */

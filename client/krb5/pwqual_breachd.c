@@ -50,7 +50,8 @@ static void log_line(const char *line)
 
 static void read_options(krb5_context ctx, krb5_pwqual_moddata d)
 {
-    static const char *const names[] = {"socket", "min_count", "on_error", "on_unknown", "timeout"};
+    static const char *const names[] = {"socket",  "min_count", "on_error",         "on_unknown",
+                                        "timeout", "similar",   "similar_min_count"};
     char *realm = NULL;
     krb5_data rd = {0};
     if (krb5_get_default_realm(ctx, &realm) == 0) {

@@ -32,6 +32,8 @@
 /* Is res a refusal under the options? */
 static bool refuses(const pb_options *o, const pb_outcome *res)
 {
+    if (res->v == PB_ACCEPT && res->similar)
+        return o->similar == PB_SIMILAR_REJECT;
     switch (res->v) {
     case PB_PWNED:
         return true;
@@ -56,7 +58,13 @@ static void log_outcome(pam_handle_t *pamh, const pb_options *o, const pb_outcom
                                   : "not enforced for root: accepted with a warning";
     switch (res->v) {
     case PB_ACCEPT:
-        if (o->debug)
+        if (res->similar)
+            pam_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
+                       "user %s: new password %s: it is a small change of a popular breached "
+                       "password (similar=%s)",
+                       user, refused ? what : "accepted with a warning",
+                       o->similar == PB_SIMILAR_REJECT ? "reject" : "warn");
+        else if (o->debug)
             pam_syslog(pamh, LOG_DEBUG, "user %s: new password accepted: %s", user,
                        res->count ? "in known breaches, but fewer times than min_count"
                                   : "not in known breaches");
@@ -148,15 +156,21 @@ static int check_new(pam_handle_t *pamh, const pb_options *o, const char *tok, b
     pb_outcome res;
     pb_ask(o, tok, &res);
     pb_apply_min_count(o, &res);
+    if (res.v == PB_ACCEPT && o->similar != PB_SIMILAR_OFF)
+        pb_ask_similar(pamh, o, tok, &res);
     bool refused = refuses(o, &res);
     log_outcome(pamh, o, &res, refused, enforced);
-    if (res.v == PB_ACCEPT && user)
+    if (res.v == PB_ACCEPT && !refused && user)
         clear_grace_later(pamh, o, user);
     else /* an earlier try's password is not the one set */
         pam_set_data(pamh, CLEAR_KEY, NULL, NULL);
+    char msg[256];
+    if (res.similar && !refused) { /* similar=warn */
+        pb_refusal_message(&res, msg, sizeof(msg));
+        pam_info(pamh, "Warning: %s", msg + strlen("BAD PASSWORD: "));
+    }
     if (!refused || o->audit)
         return PAM_SUCCESS;
-    char msg[256];
     pb_refusal_message(&res, msg, sizeof(msg));
     pam_error(pamh, "%s", msg);
     if (!enforced)

@@ -51,6 +51,13 @@ static void seen(uint64_t count, char *buf, size_t size)
 void pb_refusal_message(const pb_outcome *res, char *buf, size_t size)
 {
     char s[48];
+    if (res->v == PB_ACCEPT && res->similar) {
+        /* which kind of thing matched, never the matched password */
+        seen(res->similar_count, s, sizeof(s));
+        snprintf(buf, size, "BAD PASSWORD: it is a small change of a password %s in data breaches",
+                 s);
+        return;
+    }
     switch (res->v) {
     case PB_PWNED:
         seen(res->count, s, sizeof(s));

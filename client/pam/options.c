@@ -75,6 +75,19 @@ static bool parse_action(const char *s, pb_options *o)
     return true;
 }
 
+static bool parse_similar(const char *s, pb_similar *out)
+{
+    if (strcmp(s, "reject") == 0)
+        *out = PB_SIMILAR_REJECT;
+    else if (strcmp(s, "warn") == 0)
+        *out = PB_SIMILAR_WARN;
+    else if (strcmp(s, "off") == 0)
+        *out = PB_SIMILAR_OFF;
+    else
+        return false;
+    return true;
+}
+
 /* A comma list of names: no empty name, no space or control character. */
 static bool parse_list(const char *s, const char **out)
 {
@@ -111,6 +124,10 @@ static bool parse_one(const char *a, pb_options *o, bool *unknown)
         return parse_u64(v, 1, PB_MAX_TIMEOUT_MS, &n) ? (o->timeout_ms = (int)n, true) : false;
     else if ((v = opt_value(a, "min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->min_count = n, true) : false;
+    else if ((v = opt_value(a, "similar")))
+        return parse_similar(v, &o->similar);
+    else if ((v = opt_value(a, "similar_min_count")))
+        return parse_u64(v, 1, UINT64_MAX, &n) ? (o->similar_min_count = n, true) : false;
     else if ((v = opt_value(a, "retry")))
         return parse_u64(v, 0, 100, &n) ? (o->retry = n < 1 ? 1 : (int)n, true) : false;
     else if ((v = opt_value(a, "on_unknown")))
@@ -147,6 +164,8 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         .retry = 1,
         .action = PB_FORCE,
         .state = PB_DEFAULT_STATE,
+        .similar = PB_SIMILAR_WARN,
+        .similar_min_count = PB_DEFAULT_SIMILAR_MIN_COUNT,
     };
     for (int i = 0; i < argc; i++) {
         bool unknown = false;
@@ -160,11 +179,14 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         char act[32];
         pam_syslog(pamh, LOG_DEBUG,
                    "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s "
-                   "retry=%d login_action=%s state=%s skip_users=%s skip_groups=%s "
-                   "only_groups=%s%s%s%s",
+                   "retry=%d login_action=%s similar=%s similar_min_count=%" PRIu64
+                   " state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
                    o->socket, o->timeout_ms, o->min_count, pb_policy_name(o->on_unknown),
                    pb_policy_name(o->on_error), o->retry, pb_action_name(o, act, sizeof(act)),
-                   o->state, o->skip_users ? o->skip_users : "",
+                   o->similar == PB_SIMILAR_REJECT ? "reject"
+                   : o->similar == PB_SIMILAR_WARN ? "warn"
+                                                   : "off",
+                   o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
                    o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
                    o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
                    o->use_authtok ? " use_authtok" : "");

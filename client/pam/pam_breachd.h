@@ -2,6 +2,7 @@
 /* pam_breachd.so's internals, shared by its files (pam_breachd(8)):
  *   options.c    the module arguments, per stage
  *   check.c      one question to breachd (client.h), its outcome
+ *   similar.c    the similarity question at change time (lib/similar/)
  *   messages.c   what the user sees, the user name for log lines
  *   exempt.c     skip_users, skip_groups, only_groups (groups through NSS)
  *   grace.c      the grace state file of login_action=grace=N
@@ -30,6 +31,11 @@ typedef enum pb_policy { PB_DENY, PB_ALLOW } pb_policy;
 
 typedef enum pb_action { PB_FORCE, PB_WARN, PB_GRACE } pb_action;
 
+/* similar= at change time (docs/similar.md): a small change of a popular
+ * breached password refused, accepted with a warning, or not checked. */
+typedef enum pb_similar { PB_SIMILAR_WARN, PB_SIMILAR_REJECT, PB_SIMILAR_OFF } pb_similar;
+#define PB_DEFAULT_SIMILAR_MIN_COUNT 1000
+
 typedef struct pb_options {
     const char *socket;
     int timeout_ms;
@@ -39,6 +45,8 @@ typedef struct pb_options {
     int retry;
     pb_action action;
     int grace_days;
+    pb_similar similar;
+    uint64_t similar_min_count;
     const char *state;       /* the grace state file */
     const char *skip_users;  /* comma lists, or NULL */
     const char *skip_groups;
@@ -69,12 +77,24 @@ typedef struct pb_outcome {
     uint64_t count;
     char reason[96];  /* for the user: UNKNOWN reason, or a short error reason */
     char detail[256]; /* for the log: sanitized library error or ERR code */
+    /* PB_ACCEPT at change time: a small change of a password seen
+     * similar_count times (at least similar_min_count), pb_ask_similar */
+    bool similar;
+    uint64_t similar_count;
 } pb_outcome;
 
 /* Ask breachd about password (hashed by the client library; PING when
  * NULL), all within o->timeout_ms. A PWNED answer is PB_PWNED whatever
  * its count: see pb_apply_min_count. */
 void pb_ask(const pb_options *o, const char *password, pb_outcome *out);
+/* After an accepted new password: its variants (lib/similar/) hashed and
+ * asked with SIMILAR within o->timeout_ms; a hit of at least
+ * o->similar_min_count sets res->similar and res->similar_count. A check
+ * that cannot be made leaves res as it is and is logged at debug level
+ * only (the exact check passed; similar= is best effort). Never logs the
+ * password, a variant, a hash or the count. */
+void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *password,
+                    pb_outcome *res);
 /* PB_PWNED below o->min_count becomes PB_ACCEPT (the count stays). */
 void pb_apply_min_count(const pb_options *o, pb_outcome *res);
 
@@ -87,7 +107,8 @@ const char *pb_user_name(pam_handle_t *pamh, pb_user_buf *b);
 
 /* 9545824 -> "9,545,824". */
 void pb_group_thousands(uint64_t count, char *buf, size_t size);
-/* The message for a refused new password (change stage). */
+/* The message for a refused new password (change stage); for one accepted
+ * under similar=warn with res->similar, the warning. */
 void pb_refusal_message(const pb_outcome *res, char *buf, size_t size);
 /* The message at login for a password that failed the check (PWNED, or
  * unchecked under deny): days_left < 0: it must be changed now; 0: a

@@ -17,6 +17,7 @@
 #include "client.h"
 #include "protocol.h"
 #include "core/util.h"
+#include "protocol_similar.h"
 
 struct br_client {
     int fd;
@@ -171,6 +172,14 @@ static int format_request(const br_client_request *q, uint64_t i, char *buf, siz
         n = snprintf(buf, size, "%" PRIu64 " %s %s\n", i, nt ? "NT" : "PW", hex);
         br_wipe(hex, sizeof(hex));
         break;
+    }
+    case BR_REQ_SIMILAR_SHA1:
+    case BR_REQ_SIMILAR_NT: {
+        size_t hlen = q->kind == BR_REQ_SIMILAR_NT ? BR_NT_LEN : BR_SHA1_LEN;
+        if (q->arg_len % hlen != 0)
+            return -EINVAL;
+        return br_similar_request_format(buf, size, i, q->kind == BR_REQ_SIMILAR_NT, q->arg,
+                                         q->arg_len / hlen, len);
     }
     case BR_REQ_URL:
     case BR_REQ_RAW: {
@@ -472,4 +481,50 @@ int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
                             c->path, br_lane_name(lane));
     return br_error_set(err, -EPROTO, "%s: LANE %s answered %.*s", c->path, br_lane_name(lane), 100,
                         a.detail);
+}
+
+/* One SIMILAR answer folded into *a (br_client_check_similar). */
+static void fold_similar(const br_answer *ans, br_similar_answer *a)
+{
+    uint64_t count;
+    unsigned hits;
+    if (ans->kind == BR_ANSWER_OTHER && br_similar_answer_parse(ans->detail, &count, &hits)) {
+        a->similar = true;
+        a->count = BR_MAX(a->count, count);
+        a->hits += hits;
+    } else if (ans->kind != BR_ANSWER_CLEAN && !a->unknown) {
+        a->unknown = true;
+        /* the reason, or the ERR code: never more than its first word */
+        size_t w = strcspn(ans->detail, " ");
+        snprintf(a->reason, sizeof(a->reason), "%.*s", (int)BR_MIN(w, sizeof(a->reason) - 1),
+                 ans->kind == BR_ANSWER_UNKNOWN || ans->kind == BR_ANSWER_ERROR ? ans->detail
+                                                                                 : "bad-answer");
+    }
+}
+
+int br_client_check_similar(br_client *c, bool nt, const uint8_t *hashes, size_t n,
+                            br_similar_answer *a, br_error *err)
+{
+    memset(a, 0, sizeof(*a));
+    size_t hlen = nt ? BR_NT_LEN : BR_SHA1_LEN;
+    size_t nreq = (n + BR_SIMILAR_PER_REQUEST - 1) / BR_SIMILAR_PER_REQUEST;
+    if (nreq == 0)
+        return 0;
+    br_client_request *q = calloc(nreq, sizeof(*q));
+    if (!q)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < nreq; i++) {
+        size_t k = BR_MIN(BR_SIMILAR_PER_REQUEST, n - i * BR_SIMILAR_PER_REQUEST);
+        q[i] = (br_client_request){.kind = nt ? BR_REQ_SIMILAR_NT : BR_REQ_SIMILAR_SHA1,
+                                   .arg = hashes + i * BR_SIMILAR_PER_REQUEST * hlen,
+                                   .arg_len = k * hlen};
+    }
+    int r = br_client_batch(c, q, nreq, nreq, err);
+    for (size_t i = 0; r == 0 && i < nreq; i++)
+        fold_similar(&q[i].answer, a);
+    if (a->similar)
+        a->unknown = false, a->reason[0] = '\0';
+    br_wipe(q, nreq * sizeof(*q));
+    free(q);
+    return r;
 }

@@ -23,6 +23,8 @@ typedef enum br_request_kind {
     BR_REQ_URL,   /* arg: the URL text */
     BR_REQ_NT,    /* arg: 16 raw bytes, an NT hash (the NT verb) */
     BR_REQ_RAW,   /* arg: a verb with its argument, e.g. "PING", "STATS" */
+    BR_REQ_SIMILAR_SHA1, /* arg: 1..128 raw SHA-1s, back to back (protocol_similar.h) */
+    BR_REQ_SIMILAR_NT,   /* arg: 1..128 raw NT hashes, back to back */
 } br_request_kind;
 
 typedef struct br_client_request {
@@ -67,6 +69,25 @@ int br_client_check_password_nt(br_client *c, const void *password, size_t len, 
                                 br_error *err);
 int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err);
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
+
+/* The answer to a password's variants (docs/similar.md). */
+typedef struct br_similar_answer {
+    bool similar;    /* one variant is in the offline filter of popular passwords */
+    uint64_t count;  /* then: the highest count among the hits */
+    unsigned hits;   /* then: how many variants hit */
+    bool unknown;    /* no answer: no offline filter, an older daemon, ... */
+    char reason[64]; /* then why: "no-similar-filter", "unknown-verb", ... */
+} br_similar_answer;
+
+/* The variants' hashes (n raw SHA-1s, or NT hashes when nt, back to back:
+ * br_similar_hashes of lib/similar/) sent as ceil(n / 128) SIMILAR
+ * requests pipelined, their answers folded into *a: similar with the
+ * highest count when any hit, else unknown when any could not be answered
+ * (an older daemon's ERR unknown-verb gives reason "unknown-verb"), else
+ * clean. n = 0 is clean without a request. 0, or a failure of the
+ * exchange as br_client_batch. The caller wipes hashes. */
+int br_client_check_similar(br_client *c, bool nt, const uint8_t *hashes, size_t n,
+                            br_similar_answer *a, br_error *err);
 
 /* Put the rest of this connection on lane (sends "LANE bulk" or "LANE
  * interactive", docs/protocol.md): 0; -EOPNOTSUPP with err set when the

@@ -141,6 +141,9 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
     case BR_ARG_URL:
         ok = !memchr(arg, ' ', alen);
         break;
+    case BR_ARG_SIMILAR: /* the kind here; the hashes read by br_similar_request_parse */
+        ok = (alen > 5 && memcmp(arg, "sha1 ", 5) == 0) || (alen > 3 && memcmp(arg, "nt ", 3) == 0);
+        break;
     case BR_ARG_NONE:
     case BR_ARG_COUNT_:
         break; /* not reached: br_request_parse refuses an argument first */

@@ -36,7 +36,9 @@
     X(STATS, NONE, NULL, NULL)                                                                     \
     X(RELOAD, NONE, NULL, NULL)                                                                    \
     X(NT, NT, "NT needs an NT hash (32 hex digits)", "NT takes an NT hash of 32 hex digits")       \
-    X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")
+    X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")         \
+    X(SIMILAR, SIMILAR, "SIMILAR needs sha1 or nt and hashes",                               \
+      "SIMILAR takes sha1 or nt and 1 to 128 hashes")
 
 /* clang-format off */
 typedef enum br_verb {
@@ -55,6 +57,7 @@ typedef enum br_verb_arg {
     BR_ARG_NT,   /* 32 hex digits, any case: req->nt */
     BR_ARG_URL,  /* 1+ bytes without a space: req->arg (judged by the daemon) */
     BR_ARG_LANE, /* "bulk" or "interactive": req->lane */
+    BR_ARG_SIMILAR, /* "sha1 " or "nt " and more: req->arg (protocol_similar.h reads it) */
     BR_ARG_COUNT_,
 } br_verb_arg;
 
@@ -98,7 +101,8 @@ const char *br_proto_err_name(br_proto_err e);
  * valid one, else "-". A URL argument is not judged here (the daemon
  * applies the e-mail rule of url_secret.h to its expressions); a PW
  * argument must be exactly 40 hex digits, an NT argument exactly 32; a LANE
- * argument "bulk" or "interactive". */
+ * argument "bulk" or "interactive". A SIMILAR argument is only taken
+ * (arg, arg_len): br_similar_request_parse (protocol_similar.h) reads it. */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
 

@@ -37,6 +37,7 @@
 
 #include "proto/protocol.h"
 #include "url/url_secret.h"
+#include "proto/protocol_similar.h"
 
 #define FUZZ_NAME "fuzz_protocol"
 #include "fuzz_check.h"
@@ -127,9 +128,14 @@ static void ref_parse(const char *s, size_t len, ref *r)
                     (al == 11 && memcmp(a, "interactive", 11) == 0);
         return;
     }
-    CHECK(kind == BR_ARG_URL); /* a kind this model does not know yet */
+    /* SIMILAR: taken as it is (its handler reads it), spaces included */
+    bool similar = kind == BR_ARG_SIMILAR;
+    CHECK(similar || kind == BR_ARG_URL); /* a kind this model does not know yet */
+    if (similar &&
+        !((al > 5 && memcmp(a, "sha1 ", 5) == 0) || (al > 3 && memcmp(a, "nt ", 3) == 0)))
+        return;
     for (size_t i = 0; i < al; i++)
-        if (a[i] == ' ' || ctl((unsigned char)a[i]))
+        if ((a[i] == ' ' && !similar) || ctl((unsigned char)a[i]))
             return;
     r->accept = true;
 }
@@ -275,7 +281,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(req.arg >= line && req.arg + req.arg_len <= line + r.len);
         CHECK(req.arg == line + r.id_len + 1 + strlen(vn) + 1);
         CHECK(req.arg + req.arg_len == line + r.len);
-        CHECK(memchr(req.arg, ' ', req.arg_len) == NULL);
+        CHECK(req.verb == BR_VERB_SIMILAR ? req.arg[0] != ' '
+                                          : memchr(req.arg, ' ', req.arg_len) == NULL);
         for (size_t i = 0; i < req.arg_len; i++)
             CHECK(!ctl((unsigned char)req.arg[i]));
         if (kind == BR_ARG_SHA1) {
@@ -287,6 +294,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (kind == BR_ARG_LANE) {
             CHECK(strlen(br_lane_name(req.lane)) == req.arg_len &&
                   memcmp(br_lane_name(req.lane), req.arg, req.arg_len) == 0);
+        } else if (req.verb == BR_VERB_SIMILAR) {
+            /* the handler's parser: never reads past the argument */
+            br_similar_request q;
+            br_proto_error qe;
+            if (!br_similar_request_parse(req.arg, req.arg_len, &q, &qe))
+                CHECK(qe.code == BR_PERR_BAD_REQUEST && qe.text && strlen(qe.text) < 100);
+            else
+                CHECK(q.n >= 1 && q.n <= BR_SIMILAR_PER_REQUEST);
         } else {
             bool secret = br_url_is_email(req.arg, req.arg_len);
             if (req.arg_len >= 7 && strncasecmp(req.arg, "mailto:", 7) == 0)

@@ -35,6 +35,12 @@ class Fixture:
                             "--input", corpus, "--output", self.filter, "--fp-bits", "32"],
                            env=dtest.base_env(), capture_output=True, text=True, timeout=60)
         check(r.returncode == 0, "filter build: " + r.stderr)
+        # the offline filter of popular passwords that answers SIMILAR
+        self.similar = os.path.join(d, "similar.bfuse")
+        r = subprocess.run([dtest.ARGS.breachctl, "filter", "build", "--kind", "password-sha1",
+                            "--offline", "--input", corpus, "--output", self.similar],
+                           env=dtest.base_env(), capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, "filter build --offline: " + r.stderr)
 
 
 def fx():
@@ -48,15 +54,17 @@ def clean_password(tag="clean"):
     return "%s-%016x-Qz" % (tag, random.SystemRandom().getrandbits(64))
 
 
-def breachd(ctx, sock=None, **sections):
+def breachd(ctx, sock=None, similar=False, **sections):
     """A real breachd on sock (default: the test's breachd.sock): the
-    fixture's filter, its mirror behind nginx on 127.0.0.1; sections: more
-    of its config (ctx.config)."""
+    fixture's filter, its mirror behind nginx on 127.0.0.1; similar: with
+    the fixture's offline similar_filter; sections: more of its config
+    (ctx.config)."""
     f = fx()
     port = ctx.nginx(f.mirror)
     conf = ctx.config(socket_path=sock,
                       passwords={"filter": f.filter,
-                                 "upstream": "http://127.0.0.1:%d/range/{prefix}" % port},
+                                 "upstream": "http://127.0.0.1:%d/range/{prefix}" % port,
+                                 "similar_filter": f.similar if similar else ""},
                       upstream={"rate": 100000}, **sections)
     return ctx.daemon(conf)
 
@@ -84,6 +92,26 @@ def recording_breachd(path, answer="CLEAN"):
     d = FakeDaemon(path, handler)
     d.lines = lines
     return d
+
+
+def only_hashes_sent(lines, password):
+    """The requests of one check: PW <its SHA-1>, then SIMILAR sha1 requests
+    (similar=warn, the default) of 1 to 128 hashes of its variants each,
+    never the password or its own SHA-1 among them. Returns a failure
+    message, or None."""
+    if not lines or lines[0].upper() != "PW " + sha1hex(password):
+        return "the first request is not PW of its SHA-1: %r" % lines[:1]
+    for ln in lines[1:]:
+        parts = ln.split(" ")
+        hashes = parts[2].split(",") if len(parts) == 3 else []
+        if parts[:2] != ["SIMILAR", "sha1"] or not 1 <= len(hashes) <= 128 or any(
+                len(h) != 40 or h.strip("0123456789ABCDEFabcdef") for h in hashes):
+            return "not a SIMILAR request of SHA-1s: %r" % ln[:120]
+        if sha1hex(password) in (h.upper() for h in hashes):
+            return "the password's own SHA-1 among its variants"
+    if password in "".join(lines):
+        return "the password crossed the socket"
+    return None
 
 
 def unknown_breachd(ctx):

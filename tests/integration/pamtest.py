@@ -52,7 +52,7 @@ SYSLOG = []      # every pam_syslog line seen, for the leak check
 SECRETS = set()  # every password typed, for the leak check
 DAEMONS = []     # breachd processes to stop
 # Set by setup(): tools, corpus {SHA1: count}, filter file, daemons.
-TOOLS = CORPUS = FILTER = GOOD = NOMIRROR = None
+TOOLS = CORPUS = FILTER = GOOD = NOMIRROR = SIMILAR = None
 FAKES = {}
 PAMTESTER_TIMEOUT_S = int(os.environ.get("PAMTESTER_TIMEOUT_S", "60"))
 dtest.TEST_TIMEOUT_S = 120
@@ -97,10 +97,11 @@ class Daemon(dtest.Daemon):
     filt, the file:// mirror mirror, its socket mode (0666: the
     user_enforced tests reach it as another user). Stopped by teardown()."""
 
-    def __init__(self, name, filt, mirror, mode="0666"):
+    def __init__(self, name, filt, mirror, mode="0666", similar=""):
         ctx = dtest.Ctx(name)
         conf = ctx.config(daemon={"socket_mode": mode},
-                          passwords={"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror})
+                          passwords={"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror,
+                                     "similar_filter": similar})
         super().__init__(ctx, conf)
         ctx.daemons.append(self)
         DAEMONS.append(self)
@@ -278,7 +279,7 @@ def clean_password():
 # ---- runner ------------------------------------------------------------------
 
 def setup():
-    global ROOT, ARGS, TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES
+    global ROOT, ARGS, TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES, SIMILAR
     ROOT = dtest.ROOT
     ARGS = dtest.ARGS
     ARGS.module = os.path.abspath(ARGS.module)
@@ -303,6 +304,12 @@ def setup():
                         "--input", os.path.join(d, "corpus.txt"), "--output", FILTER,
                         "--generation", "1"], capture_output=True, text=True, timeout=120)
     check(r.returncode == 0, "filter build: " + r.stderr)
+    # the offline filter of popular passwords for similar= (docs/similar.md)
+    simfilter = os.path.join(d, "similar.bfuse")
+    r = subprocess.run([ARGS.breachctl, "filter", "build", "--kind", "password-sha1", "--offline",
+                        "--min-count", "2", "--input", os.path.join(d, "corpus.txt"), "--output",
+                        simfilter], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "filter build --offline: " + r.stderr)
     # Everything under ROOT must be reachable by the unprivileged user of
     # user_enforced.
     for dirpath, dirnames, _ in os.walk(ROOT):
@@ -311,6 +318,7 @@ def setup():
     empty = os.path.join(ROOT, "empty-mirror")
     os.makedirs(empty)
     NOMIRROR = Daemon("nomirror", FILTER, empty)
+    SIMILAR = Daemon("similar", FILTER, os.path.join(d, "mirror"), similar=simfilter)
     FAKES = {m: fake_daemon("fake-" + m, m) for m in ("err", "close", "hang")}
     ENV.update({
         "LD_PRELOAD": ":".join(([ARGS.preload] if ARGS.preload else []) +

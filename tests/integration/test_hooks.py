@@ -18,6 +18,7 @@ Standard library only; dtest.py is the harness.
 """
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -197,6 +198,51 @@ def samba_clean_and_pwned(ctx):
     check("unknown argument" in r.err, "message %r" % r)
     st = d.stats()
     eq(st["pw_pwned"], 5, "pwned answers")
+    d.stop_ok()
+
+
+def start_similar(ctx):
+    """breachd with an offline similar_filter of the fixture's corpus."""
+    f = fx()
+    corpus = ctx.path("corpus.txt")
+    with open(corpus, "w") as out:
+        for p, n in KNOWN.items():
+            out.write("%s:%d\n" % (sha1hex(p), n))
+    sim = ctx.path("similar.bfuse")
+    ctx.breachctl("filter", "build", "--kind", "password-sha1", "--offline", "--input", corpus,
+                  "--output", sim)
+    conf = ctx.config(passwords={"filter": f.filter, "similar_filter": sim,
+                                 "upstream": "file://%s/{prefix}.txt" % f.mirror})
+    return ctx.daemon(conf)
+
+
+SMALL = re.compile(r"it is a small change of a password seen 1,[12][0-9]{2} times in data "
+                   r"breaches")  # Summer2024!: 1,234, an offline count at most 10% below
+
+
+@test
+def similar_in_both_hooks(ctx):
+    f = fx()
+    d = start_similar(ctx)
+    tweak = "Summer2024!!"  # not in the corpus: Summer2024! with a repeat
+    r = samba(f.samba + " --similar=reject", tweak, d.sock)
+    check(r.rc == 1 and SMALL.search(r.err) and "new password refused" in r.err, "%r" % r)
+    r = samba(f.samba, tweak, d.sock)  # warn, the default
+    check(r.rc == 0 and SMALL.search(r.err) and "accepted with a warning" in r.err, "%r" % r)
+    r = samba(f.samba + " --similar=off", tweak, d.sock)
+    eq((r.rc, r.err), (0, ""), "off: %r" % r)
+    r = samba(f.samba + " --similar=reject --similar-min-count=2000", tweak, d.sock)
+    eq((r.rc, r.err), (0, ""), "min count: %r" % r)
+    r = samba(f.samba + " --similar=maybe", tweak, d.sock)
+    eq(r.rc, 2, "bad value: %r" % r)
+    batch = "alice:%s\nbob:%s\n" % (tweak, f.clean[0])
+    r = generic(["--format=chpasswd", "--similar=reject"], batch, d.sock)
+    check(r.rc == 1 and re.search(r"line 1 \(alice\): refused: " + SMALL.pattern, r.err) and
+          "bob" not in r.err, "%r" % r)
+    r = generic(["--format=chpasswd"], batch, d.sock)
+    check(r.rc == 0 and re.search(r"line 1 \(alice\): accepted with a warning: " + SMALL.pattern,
+                                  r.err), "%r" % r)
+    no_leak(r, [tweak, f.clean[0], "Summer2024!"])
     d.stop_ok()
 
 

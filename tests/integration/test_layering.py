@@ -51,9 +51,10 @@ DAEMON_LAYERS = {
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
     # the verbs: the table, then each verb's handler
-    "dispatch": {"pw_check", "url_check", "url_prep", "stats", "conn", "server_types", "state",
-                 "conf"},
+    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "stats", "conn",
+                 "server_types", "state", "conf"},
     "pw_check": {"conn", "stats", "server_types", "state", "log"},
+    "similar_verb": {"conn", "server_types", "state"},
     "url_check": {"url_prep", "conn", "stats", "server_types", "state", "log"},
     "url_prep": {"server_types", "state"},
     # the range endpoint, the figures, the timers

@@ -6,6 +6,8 @@ and observed, is pamtest.py): breached passwords refused and clean ones
 accepted and passed on in PAM_AUTHTOK, retype and retry, use_authtok,
 breachd down or failing (on_error=deny/allow), timeouts, UNKNOWN answers
 (on_unknown=deny/allow), audit, min_count, root and users, bad options,
+similar=reject|warn|off and similar_min_count against a breachd with an
+offline filter of popular passwords (and one without),
 the documented stack with the real pam_pwquality, the login stages
 (test_pam_login.py, imported here), and, over every test before it, no
 password, hash or breach count in the logs.
@@ -280,6 +282,59 @@ def bad_options(ctx):
                 "bad value ignored, keeping the default: retry=x",
                 "bad value ignored, keeping the default: socket=rel"):
         check(has_log(r, re.escape(opt)), "%r logged: %r" % (opt, r))
+
+
+SIMILAR_MSG = (r"it is a small change of a password seen [0-9,]+ times in data breaches")
+TWEAK = "LetMeIn!!2027"  # a small change of letmein, not itself in the corpus
+
+
+def similar_setup(ctx, opts):
+    check(sha1hex(TWEAK) not in pt.CORPUS, "the tweak is in the demo corpus")
+    ctx.service(ENF + " " + opts, pt.SIMILAR.sock)
+
+
+@test
+def similar_reject(ctx):
+    similar_setup(ctx, "similar=reject")
+    r = ctx.chauthtok([ctx.old, TWEAK, TWEAK])
+    check(r.rc != 0 and re.search("BAD PASSWORD: " + SIMILAR_MSG, r.conv), "refused: %r" % r)
+    expect_refused(ctx, r, "BAD PASSWORD: it is a small change")
+    check(TWEAK not in r.conv and "letmein" not in r.conv.lower(),
+          "the message names no password: %r" % r)
+    check(has_log(r, r"user alice: new password refused: it is a small change of a popular "
+                     r"breached password \(similar=reject\)"), "logged: %r" % r)
+    check(not any(re.search(r"[0-9]{3}", ln) for ln in r.syslog if "small change" in ln),
+          "no count in the log: %r" % r)
+
+
+@test
+def similar_warn(ctx):
+    # warn, the default: accepted, the user warned
+    similar_setup(ctx, "")
+    r = ctx.chauthtok([ctx.old, TWEAK, TWEAK, TWEAK, TWEAK])
+    expect_ok(ctx, r, TWEAK)
+    check(re.search("Warning: " + SIMILAR_MSG, r.conv), "warned: %r" % r)
+    check(has_log(r, r"new password accepted with a warning: it is a small change"),
+          "logged: %r" % r)
+
+
+@test
+def similar_off_and_min_count(ctx):
+    for opts in ("similar=off", "similar=reject similar_min_count=1000000000000"):
+        similar_setup(ctx, opts)
+        r = ctx.chauthtok([ctx.old, TWEAK, TWEAK, TWEAK, TWEAK])
+        expect_ok(ctx, r, TWEAK)
+        check("small change" not in r.conv, "%s: no message: %r" % (opts, r))
+    # a daemon without the offline filter: the exact check only
+    ctx.service(ENF + " similar=reject debug", pt.GOOD.sock)
+    r = ctx.chauthtok([ctx.old, TWEAK, TWEAK, TWEAK, TWEAK])
+    expect_ok(ctx, r, TWEAK)
+    check(has_log(r, "similar passwords: not checked: breachd has no offline filter"),
+          "logged: %r" % r)
+    # the exact check still comes first
+    similar_setup(ctx, "similar=reject")
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    expect_refused(ctx, r, breach_msg("letmein"))
 
 
 @test

@@ -222,6 +222,47 @@ static void test_decide(void **state)
     assert_non_null(strstr(r.log, "accepted (on_error=allow)"));
 }
 
+/* similar=: decided after an accepted exact check only. */
+static void test_decide_similar(void **state)
+{
+    (void)state;
+    dm_options o;
+    dm_result r;
+    dm_options_init(&o);
+    assert_int_equal(o.similar, DM_SIMILAR_WARN);
+    assert_int_equal(o.similar_min_count, 1000);
+    char err[200];
+    const char *words = "similar=reject similar_min_count=5";
+    assert_int_equal(dm_options_parse_words(&o, words, strlen(words), err, sizeof(err)), 0);
+    assert_int_equal(o.similar, DM_SIMILAR_REJECT);
+    assert_int_equal(o.similar_min_count, 5);
+    assert_int_equal(dm_options_parse_words(&o, "similar=maybe", 13, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "reject, warn or off"));
+    dm_answer a = {.kind = DM_CLEAN, .similar = true, .similar_count = 1234567};
+    dm_decide(&o, &a, &r);
+    assert_false(r.accept);
+    assert_true(r.breached);
+    assert_string_equal(r.message, "Password rejected: it is a small change of a password seen "
+                                   "1,234,567 times in data breaches");
+    assert_null(strstr(r.log, "1,234,567")); /* the log line holds no count */
+    assert_non_null(strstr(r.log, "refused (similar=reject)"));
+    o.similar = DM_SIMILAR_WARN;
+    dm_decide(&o, &a, &r);
+    assert_true(r.accept);
+    assert_non_null(strstr(r.log, "accepted (similar=warn)"));
+    o.similar = DM_SIMILAR_OFF;
+    dm_decide(&o, &a, &r);
+    assert_true(r.accept);
+    assert_string_equal(r.log, "");
+    /* an exact hit stays an exact refusal */
+    o.similar = DM_SIMILAR_REJECT;
+    a.kind = DM_PWNED;
+    a.count = 7;
+    dm_decide(&o, &a, &r);
+    assert_false(r.accept);
+    assert_non_null(strstr(r.message, "has been seen 7 times"));
+}
+
 static void test_seen_times(void **state)
 {
     (void)state;
@@ -343,7 +384,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_good_values),
         cmocka_unit_test(test_bad_values),   cmocka_unit_test(test_words),
         cmocka_unit_test(test_decide),       cmocka_unit_test(test_seen_times),
-        cmocka_unit_test(test_ask_failures),
+        cmocka_unit_test(test_ask_failures), cmocka_unit_test(test_decide_similar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
