@@ -65,5 +65,3 @@ typedef struct bd_counters {
 
 /* The counter index of an UNKNOWN reason string. */
 bd_unknown_reason bd_unknown_reason_of(const char *reason);
-/* Its name in STATS ("upstream_unavailable", ...). */
-const char *bd_unknown_reason_name(bd_unknown_reason r);

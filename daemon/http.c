@@ -201,11 +201,6 @@ void bd_http_job_free(bd_http_job *j)
         bd_maybe_finish_drain(h->srv);
 }
 
-uint32_t bd_http_pending(const bd_http *h)
-{
-    return h ? h->n_jobs : 0;
-}
-
 /* ---- the gate ---- */
 
 static uint64_t now_ms(void)

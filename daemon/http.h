@@ -32,6 +32,3 @@ int bd_http_apply(struct bd_server *srv, br_error *err);
 /* Stop listening and close every connection. NULL is fine. */
 void bd_http_free(bd_http *h);
 
-/* Requests waiting for a range (they count in the server's in-flight
- * figure too, so that a drain waits for them). */
-uint32_t bd_http_pending(const bd_http *h);

@@ -240,11 +240,6 @@ bd_unknown_reason bd_unknown_reason_of(const char *reason)
     return BD_UNK_OTHER;
 }
 
-const char *bd_unknown_reason_name(bd_unknown_reason r)
-{
-    return r >= 0 && r < BD_UNK_COUNT_ ? unknown_names[r] : "other";
-}
-
 static void render_unknown(const bd_counters *k, render_out *o)
 {
     char key[64];

@@ -12,11 +12,3 @@ void br_vlogf(br_log_fn log, void *ctx, int level, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     log(ctx, level, msg);
 }
-
-void br_logf(br_log_fn log, void *ctx, int level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    br_vlogf(log, ctx, level, fmt, ap);
-    va_end(ap);
-}

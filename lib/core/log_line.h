@@ -12,8 +12,6 @@
 
 typedef void (*br_log_fn)(void *ctx, int level, const char *msg);
 
-/* Format fmt and hand the line to log; nothing when log is NULL. */
-void br_logf(br_log_fn log, void *ctx, int level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Format fmt with ap and hand the line to log; nothing when log is NULL. */
 void br_vlogf(br_log_fn log, void *ctx, int level, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));

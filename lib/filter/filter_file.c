@@ -296,7 +296,7 @@ struct br_filter_file {
     uint8_t *map;
     uint64_t size;
     br_filter_header hdr;
-    atomic_int damaged; /* set by br_filter_file_fault() */
+    atomic_int damaged; /* set by br_map_guard_fault() */
     int guard;          /* its map_guard.h slot, -1 when none */
     const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
     int fd;             /* kept open: br_filter_file_changed() fstats it; -1 for a view */
@@ -314,11 +314,6 @@ static void guard_remove(br_filter_file *f)
 {
     br_map_guard_clear(f->guard);
     f->guard = -1;
-}
-
-bool br_filter_file_fault(const void *addr)
-{
-    return br_map_guard_fault(addr);
 }
 
 bool br_filter_file_damaged(const br_filter_file *f)

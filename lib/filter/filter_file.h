@@ -98,8 +98,8 @@ uint64_t br_filter_file_size(const br_filter_file *f);
  * A filter file must be replaced by rename (a new inode), never rewritten or
  * truncated in place (docs/filter-format.md). If it is truncated anyway,
  * reading a page past the new end raises SIGBUS. The program's SIGBUS
- * handler (SA_SIGINFO) calls br_filter_file_fault(si_addr): when the address
- * lies in the mapping of an open filter file, that whole mapping is replaced
+ * handler (SA_SIGINFO) calls br_map_guard_fault(si_addr) (map_guard.h):
+ * when the address lies in the mapping of an open filter file, that whole mapping is replaced
  * with zero pages, the file is marked damaged and the call returns true (the
  * faulting read then resumes and reads zeros); otherwise it returns false
  * and the handler must let the default action happen. Async-signal-safe,
@@ -107,9 +107,8 @@ uint64_t br_filter_file_size(const br_filter_file *f);
  * br_filter_file_open() until br_filter_file_free(). A file damaged while
  * it is being verified is refused. Probes of a damaged filter answer
  * "maybe" (pwfilter.h, urlfilter.h), never a wrong "no". The guard table
- * (map_guard.h) is shared with the range cache's mappings: this is
- * br_map_guard_fault(), and handles a fault in either. */
-bool br_filter_file_fault(const void *addr);
+ * (map_guard.h) is shared with the range cache's mappings: the one handler
+ * call covers a fault in either. */
 /* True once a fault was handled in this file's mapping, or a change was
  * noticed by br_filter_file_changed(). Any thread. */
 bool br_filter_file_damaged(const br_filter_file *f);

@@ -124,16 +124,6 @@ uint64_t br_filter_writer_offset(const br_filter_writer *w)
     return w->offset;
 }
 
-const char *br_filter_writer_tmp_path(const br_filter_writer *w)
-{
-    return w->tmp_path;
-}
-
-int br_filter_writer_flush(br_filter_writer *w, br_error *err)
-{
-    return writer_flush(w, err);
-}
-
 static int fsync_dir_of(const char *path)
 {
     _cleanup_free_ char *copy = strdup(path);

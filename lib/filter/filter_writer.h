@@ -26,11 +26,6 @@ int br_filter_writer_write(br_filter_writer *w, const void *buf, size_t len, br_
 int br_filter_writer_align(br_filter_writer *w, size_t align, br_error *err);
 /* Current file offset (where the next byte goes). */
 uint64_t br_filter_writer_offset(const br_filter_writer *w);
-/* The temporary file's name (for a check of the complete file before the
- * commit renames it). */
-const char *br_filter_writer_tmp_path(const br_filter_writer *w);
-/* Flush what is buffered to the temporary file. */
-int br_filter_writer_flush(br_filter_writer *w, br_error *err);
 /* Fill the header's offsets, sizes and checksums from what was written, write
  * it, fsync, rename into place and fsync the directory. hdr's version,
  * header_size, payload_offset, payload_size and checksums are set here: the

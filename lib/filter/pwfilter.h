@@ -122,8 +122,6 @@ int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, 
                    br_error *err);
 /* Files in the set (a layered file counts its layers). */
 size_t br_pwfilter_members(const br_pwfilter *pf);
-/* Whether the set may be named as the base of a delta with this body. */
-bool br_pwfilter_names(const br_pwfilter *pf, const uint8_t body_sha256[32]);
 unsigned br_pwfilter_arity(const br_pwfilter *pf);
 unsigned br_pwfilter_fp_bits(const br_pwfilter *pf);
 uint32_t br_pwfilter_shard_count(const br_pwfilter *pf);

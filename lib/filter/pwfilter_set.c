@@ -12,11 +12,6 @@ const br_filter_header *br_pwfilter_file_header(const br_pwfilter *pf)
     return pf->outer ? br_filter_file_header(pf->outer) : br_filter_file_header(pf->file);
 }
 
-bool br_pwfilter_names(const br_pwfilter *pf, const uint8_t body_sha256[32])
-{
-    return br_filter_names_has(&pf->names, body_sha256);
-}
-
 size_t br_pwfilter_members(const br_pwfilter *pf)
 {
     size_t n = 0;

@@ -390,12 +390,6 @@ bool br_urlfilter_draft_add(br_urlfilter_draft *d, const uint8_t key[BR_SHA256_L
     return fresh;
 }
 
-bool br_urlfilter_draft_maybe(const br_urlfilter_draft *d, const uint8_t key[BR_SHA256_LEN])
-{
-    br_bloom b = {.blocks = d->blocks, .block_count = d->block_count, .k = d->k};
-    return br_prefix_bitmap_test(d->bitmap, br_urlfilter_prefix_of(key)) && br_bloom_contains(&b, key);
-}
-
 void br_urlfilter_draft_note_domain_labels(br_urlfilter_draft *d, unsigned labels)
 {
     labels = BR_MIN(labels, (unsigned)BR_URL_MAX_HOST_LABELS);

@@ -77,8 +77,6 @@ int br_urlfilter_open_set(const char *const *paths, size_t n, br_urlfilter **out
                           uint8_t last_body[32], br_error *err);
 /* Files in the set (a layered file counts its layers). */
 size_t br_urlfilter_members(const br_urlfilter *uf);
-/* Whether the set may be named as the base of a delta with this body. */
-bool br_urlfilter_names(const br_urlfilter *uf, const uint8_t body_sha256[32]);
 
 /* Whether at least one entry's SHA-256 starts with this 20-bit prefix (in
  * any file of the set). */
@@ -147,7 +145,6 @@ void br_urlfilter_draft_note_domain_labels(br_urlfilter_draft *d, unsigned label
  * deduplicated set), so it is counted even when it was a false positive;
  * otherwise it is counted only when it set a new bit. */
 bool br_urlfilter_draft_add(br_urlfilter_draft *d, const uint8_t key[BR_SHA256_LEN], bool distinct);
-bool br_urlfilter_draft_maybe(const br_urlfilter_draft *d, const uint8_t key[BR_SHA256_LEN]);
 uint64_t br_urlfilter_draft_keys(const br_urlfilter_draft *d);
 const uint8_t *br_urlfilter_draft_bitmap(const br_urlfilter_draft *d);
 unsigned br_urlfilter_draft_k(const br_urlfilter_draft *d);

@@ -13,11 +13,6 @@ const br_filter_header *br_urlfilter_file_header(const br_urlfilter *uf)
     return uf->outer ? br_filter_file_header(uf->outer) : br_filter_file_header(uf->file);
 }
 
-bool br_urlfilter_names(const br_urlfilter *uf, const uint8_t body_sha256[32])
-{
-    return br_filter_names_has(&uf->names, body_sha256);
-}
-
 size_t br_urlfilter_members(const br_urlfilter *uf)
 {
     size_t n = 0;

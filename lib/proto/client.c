@@ -453,12 +453,6 @@ int br_client_check_password_nt(br_client *c, const void *password, size_t len, 
     return r;
 }
 
-int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err)
-{
-    br_client_request q = {.kind = BR_REQ_URL, .arg = url, .arg_len = strlen(url)};
-    return one(c, &q, a, err);
-}
-
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err)
 {
     br_client_request q = {.kind = BR_REQ_RAW, .arg = verb, .arg_len = strlen(verb)};

@@ -67,7 +67,6 @@ int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answe
 int br_client_check_nt(br_client *c, const uint8_t nt[BR_NT_LEN], br_answer *a, br_error *err);
 int br_client_check_password_nt(br_client *c, const void *password, size_t len, br_answer *a,
                                 br_error *err);
-int br_client_check_url(br_client *c, const char *url, br_answer *a, br_error *err);
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
 
 /* The answer to a password's variants (docs/similar.md). */
