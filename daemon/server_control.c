@@ -38,9 +38,12 @@ static void metrics_apply(bd_server *srv)
     srv->metrics_addr[0] = '\0';
     if (!want[0])
         return;
-    if (bd_metrics_start(srv->base, srv, cfg->daemon.metrics_host, cfg->daemon.metrics_port,
-                         &srv->metrics) < 0) {
-        bd_log(LOG_ERR, "metrics_listen %s: cannot listen", cfg->daemon.metrics_listen);
+    int r = bd_metrics_start(srv->base, srv, cfg->daemon.metrics_host, cfg->daemon.metrics_port,
+                             &srv->metrics);
+    if (r < 0) {
+        const char *name = strerrorname_np(-r);
+        bd_log(LOG_ERR, "metrics_listen %s: cannot listen: %s (%s)", cfg->daemon.metrics_listen,
+               strerror(-r), name ? name : "?");
         return;
     }
     snprintf(srv->metrics_addr, sizeof(srv->metrics_addr), "%s", want);
