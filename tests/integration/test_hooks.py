@@ -164,7 +164,8 @@ def seen(n):
 def help_pages(ctx):
     # Both hooks answer --help (and -h) alike, as breachctl does: the usage
     # line and the whole page on standard output, exit status 0; an unknown
-    # option is the usage line on standard error, exit status 2.
+    # option is the usage line on standard error, exit status 2. Samba's
+    # hook given --help with a password on standard input refuses it.
     hooks = os.path.join(dtest.ARGS.source_root, "data", "hooks")
     for name in ("check-password", "samba-check-password"):
         path = os.path.join(hooks, name)
@@ -179,6 +180,11 @@ def help_pages(ctx):
                 check(r.stdout.count(word) >= 1, "%s --help lacks %s:\n%s" % (name, word, r.stdout))
             check(len(r.stdout.splitlines()) >= 20, "%s --help is no full page" % name)
             check("SPDX" not in r.stdout and "set -u" not in r.stdout, r.stdout)
+        if name == "samba-check-password":
+            # --help in smb.conf, Samba writing the password: refused, not accepted
+            r = samba(path + " --help", "letmein", sock=None)
+            eq(r.rc, 2, r)
+            check("refused" in r.err, r)
         r = subprocess.run([path, "--no-such-option"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=30, env=hook_env())
         eq(r.returncode, 2, name)
