@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The README's commands, in order, on a fresh copy of the tree: scripts/demo,
-# build/ configured as scripts/test leaves it (for /usr/local), the install
+# The README's commands, in order, on a fresh copy of the tree: scripts/demo
+# (its NTLM audit and its short STATS summary checked), build/ configured as scripts/test leaves it (for /usr/local), the install
 # (the README's own line, meson setup build-install --prefix=/usr, ninja,
 # install into a DESTDIR: it must land in /usr all the same), the README's
 # trial with the demo's data (its sed line on a copy of the example
@@ -56,6 +56,16 @@ mkdir "$tree"
 step "scripts/demo"
 (cd "$tree" && scripts/demo) >"$tmp/demo.log" 2>&1 || { tail -n 40 "$tmp/demo.log"; fail "scripts/demo"; }
 [ -f "$tree/build-demo/demo/passwords.bfuse" ] || fail "the demo made no filter"
+[ -f "$tree/build-demo/demo/ntlm.bfuse" ] || fail "the demo made no NTLM filter"
+# its audit: NT hashes from breachctl password --print-hash --ntlm, checked
+for want in "alice PWNED " "bob PWNED " "Guest EMPTY" "shared: carol, dave" \
+  "summary: accounts=6 pwned=2 clean=3 unknown=0 empty=1 errors=0 machines_skipped=1"; do
+  grep -qF "  $want" "$tmp/demo.log" || fail "the demo's audit printed no '$want'"
+done
+# its STATS: a few explained counters, not the wall of all of them
+n=$(sed -n '/STATS: what explains/,/==> stopping/p' "$tmp/demo.log" | wc -l)
+[ "$n" -le 14 ] || fail "the demo's STATS part is $n lines"
+grep -q 'counters in all' "$tmp/demo.log" || fail "the demo does not say how to see every counter"
 [ ! -e "$tree/build" ] || fail "the demo configured build/, which the install needs"
 
 step "build/ configured as scripts/test leaves it (meson's default prefix, /usr/local)"
