@@ -128,6 +128,9 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     bd_limits_from_config(&srv->limits, next->cfg);
     bd_state_unref(old); /* in-flight requests keep it until they are answered */
     bd_log_set_level(next->cfg->daemon.log_level);
+    br_error lerr = {{0}};
+    if (bd_log_to_file(next->cfg->daemon.log_file, &lerr) < 0) /* reopened: logrotate */
+        bd_log(LOG_ERR, "%s: log lines go where they went before", lerr.text);
     metrics_apply(srv);
     br_error herr = {{0}};
     if (bd_http_apply(srv, &herr) < 0)
