@@ -37,8 +37,14 @@ cleanup() {
   fi
   # The breachd system user is the host's; it goes only if this test made it.
   if [ "$had_user" = no ] && getent passwd breachd >/dev/null; then
-    userdel breachd 2>/dev/null || echo "readme-path: could not remove the breachd user it created" >&2
-    getent group breachd >/dev/null && groupdel breachd 2>/dev/null || true
+    if userdel breachd 2>/dev/null; then
+      echo "readme-path: removed the breachd user it created"
+    else
+      echo "readme-path: could not remove the breachd user it created (userdel breachd)" >&2
+    fi
+    if getent group breachd >/dev/null; then groupdel breachd 2>/dev/null || true; fi
+  elif [ "$had_user" = yes ]; then
+    echo "readme-path: the breachd user was there before this test: kept"
   fi
   rm -rf "$tmp"
 }
