@@ -111,6 +111,7 @@ static void render_answers(const bd_counters *k, render_out *o)
     U64(o, "nt_filter_bypassed", k->nt_filter_bypassed);
     U64(o, "url_safe", k->url_safe);
     U64(o, "url_blocked", k->url_blocked);
+    U64(o, "url_allowed", k->url_allowed);
     U64(o, "url_unknown", k->url_unknown);
     U64(o, "url_filter_no", k->url_filter_no);
     U64(o, "url_filter_maybe", k->url_filter_maybe);

@@ -36,6 +36,7 @@ static const meta metas[] = {
     C("pw_filter_bypassed", "checks that bypassed a stale filter (then a range lookup)"),
     C("safe", "SAFE answers"),
     C("blocked", "BLOCKED answers"),
+    C("allowed", "SAFE answers because an allow entry matched (counted in safe too)"),
     C("unknown", "UNKNOWN answers"),
     G("filter_loaded", "1 when the filter is loaded"),
     G("filter_generation", "the loaded filter's generation"),

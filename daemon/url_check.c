@@ -3,7 +3,9 @@
  * filter with each, and resolve the maybes with range queries (one per
  * expression, coalesced and cached like passwords). The answer is BLOCKED
  * with the most specific expression found, else UNKNOWN if any maybe could
- * not be resolved, else SAFE. Expressions holding an e-mail address are
+ * not be resolved, else SAFE; an expression found in the category "allow"
+ * (an allow-list, BD_URL_ALLOW_CATEGORY) makes it SAFE whatever else is
+ * found. Expressions holding an e-mail address are
  * dropped first (url_secret.h); a URL left with none is ERR secret-class.
  * Neither the URL nor its host is logged. */
 #include <errno.h>
@@ -27,6 +29,7 @@ typedef struct url_job {
     unsigned pending;  /* lookups not answered yet */
     int best;          /* index of the most specific expression found, -1 */
     const char *unknown; /* reason of an unresolved maybe, NULL */
+    bool allowed;        /* an expression is listed as BD_URL_ALLOW_CATEGORY */
     char category[BR_RANGE_CATEGORY_MAX + 1];
     br_url_exprs exprs;
 } url_job;
@@ -40,7 +43,11 @@ static void job_finish(url_job *j)
 {
     bd_conn *c = j->w->conn;
     bd_counters *k = &c->srv->counters;
-    if (j->best >= 0) {
+    if (j->allowed) {
+        k->url_allowed++;
+        k->url_safe++;
+        bd_conn_reply(c, j->w->id, "SAFE");
+    } else if (j->best >= 0) {
         k->url_blocked++;
         bd_conn_reply(c, j->w->id, "BLOCKED %s %s", j->category, j->exprs.expr[j->best]);
     } else if (j->unknown) {
@@ -59,6 +66,10 @@ static void job_finish(url_job *j)
 static void job_take(url_job *j, int index, const br_resolve_result *res)
 {
     if (res->status == BR_RESOLVE_FOUND) {
+        if (strcmp(res->category, BD_URL_ALLOW_CATEGORY) == 0) {
+            j->allowed = true; /* overrides every blocklist, whatever is more specific */
+            return;
+        }
         if (j->best < 0 || index < j->best) {
             j->best = index;
             memcpy(j->category, res->category, sizeof(j->category));

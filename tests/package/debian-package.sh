@@ -143,10 +143,12 @@ for p in breachd breachd-login; do
     grep -q "^$field: ." "$tmp/x-libpam-breachd/usr/share/pam-configs/$p" || fail "profile $p has no $field:"
   done
 done
-# pam_breachd(8) quotes both profiles as shipped.
+# pam_breachd(8) quotes both profiles as shipped (a file, not a pipe into
+# grep -q: under pipefail a sed killed by SIGPIPE would fail the check).
+sed 's/\\-/-/g' "$tree/docs/pam_breachd.8" >"$tmp/pam_breachd.8.txt"
 for p in breachd breachd-login; do
   while IFS= read -r l; do
-    sed 's/\\-/-/g' "$tree/docs/pam_breachd.8" | grep -qxF "$l" || fail "pam_breachd(8) does not quote '$l' of profile $p"
+    grep -qxF "$l" "$tmp/pam_breachd.8.txt" || fail "pam_breachd(8) does not quote '$l' of profile $p"
   done <"$tmp/x-libpam-breachd/usr/share/pam-configs/$p"
 done
 login=$tmp/x-libpam-breachd/usr/share/pam-configs/breachd-login
