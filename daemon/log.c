@@ -106,7 +106,8 @@ static void emit_file(int level, const char *msg)
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
-    if (!localtime_r(&ts.tv_sec, &tm) || !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", &tm))
+    if (!localtime_r(&ts.tv_sec, &tm) ||
+        !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", &tm))
         snprintf(stamp, sizeof(stamp), "%lld", (long long)ts.tv_sec);
     int n = snprintf(line, sizeof(line), "%s breachd[%d]: %s: %s\n", stamp, (int)getpid(),
                      level_name(level), msg);

@@ -43,7 +43,8 @@ static int from_tty(bool ntlm)
     int r = len > 0 ? print_one(ntlm, pw, (size_t)len) : (int)len;
     OPENSSL_cleanse(pw, sizeof(pw));
     if (len == -ENODATA || len == -ENOMSG)
-        ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not hashed)" : "");
+        ctl_err("password: no password given%s",
+                len == -ENOMSG ? " (an empty one is not hashed)" : "");
     else if (len == -EMSGSIZE)
         ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
     else if (len < 0)
