@@ -65,11 +65,6 @@ int bd_log_to_file(const char *path, br_error *err)
     return 0;
 }
 
-bool bd_log_to_file_active(void)
-{
-    return log_fd >= 0;
-}
-
 void bd_log_set_level(int level)
 {
     log_level = level;

@@ -22,8 +22,6 @@ void bd_log_to_syslog(void);
  * reopens path in place of the old file (for logrotate); "" keeps the
  * current destination. 0, or a negative errno with err set. */
 int bd_log_to_file(const char *path, br_error *err);
-/* Whether lines go to a file (then the daemon keeps it, not /dev/null). */
-bool bd_log_to_file_active(void);
 bool bd_log_enabled(int level);
 void bd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A br_assert_hook_fn (br_assert.h): logs a failed internal check at error

@@ -160,6 +160,8 @@ init=$tmp/x-breachd/etc/init.d/breachd
 [ -x "$init" ] && sh -n "$init" || fail "/etc/init.d/breachd: not an executable shell script"
 grep -q '^### BEGIN INIT INFO' "$init" || fail "/etc/init.d/breachd has no LSB header"
 grep -q 'update-rc.d breachd defaults' "$ctl/breachd/postinst" || fail "postinst does not register the init script"
+grep -q 'invoke-rc.d --skip-systemd-native breachd' "$ctl/breachd/postinst" ||
+  fail "postinst does not start the daemon through the init script where systemd is not PID 1"
 for s in "$ctl"/*/preinst "$ctl"/*/postinst "$ctl"/*/prerm "$ctl"/*/postrm; do
   [ -e "$s" ] || continue
   sh -n "$s" || fail "$s: shell syntax"
