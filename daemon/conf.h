@@ -134,6 +134,7 @@ typedef struct breachd_config {
         int64_t max_stale_s; /* 0 = never answer from an expired entry
                               * (br_resolver_config wants -1 for that) */
         int partition;       /* BREACHD_PARTITION_UID (default) or _NONE */
+        uint32_t partition_share_pct; /* the most of max_size one partition takes, 1 .. 100 */
     } cache;
 
     struct {
@@ -145,6 +146,7 @@ typedef struct breachd_config {
         uint32_t decoys; /* 0 .. 16 */
         uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
         uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
+        uint32_t breaker_cooldown_ms; /* an open circuit waits this long before its trial */
     } upstream;
 
     struct {

@@ -107,6 +107,8 @@ const bd_conf_key bd_conf_keys[] = {
      "30d", "how long past its freshness an answer may serve when the upstream fails"},
     {"cache", "partition", BD_CONF_CHOICE, 0, F(cache.partition), 0, 0, 0, 0,
      &bd_conf_partition, "uid", "uid: each peer user its own entries and fetches; none: shared"},
+    {"cache", "partition_share", BD_CONF_PERCENT, 0, F(cache.partition_share_pct), 0, 0, 1, 100,
+     NULL, "25%", "the most of max_size one partition's entries may take"},
 
     {"upstream", "timeout", BD_CONF_MILLIS, 0, F(upstream.timeout_ms), 0, 0, 100, 300000, NULL,
      "5s", "deadline of one range query, retries included"},
@@ -124,6 +126,8 @@ const bd_conf_key bd_conf_keys[] = {
      "100000", "LANE bulk checks waiting at most; past it ERR busy"},
     {"upstream", "bulk_share", BD_CONF_PERCENT, 0, F(upstream.bulk_share_pct), 0, 0, 1, 100, NULL,
      "50%", "the bulk lane's share of rate and max_inflight"},
+    {"upstream", "breaker_cooldown", BD_CONF_MILLIS, 0, F(upstream.breaker_cooldown_ms), 0, 0, 100,
+     3600000, NULL, "30s", "an open circuit waits this long before its (decoyed) trial"},
 
     {"http", "listen", BD_CONF_LISTEN_LIST, 0, F(http.listen), F(http.listens),
      F(http.n_listens), 0, 0, NULL,

@@ -387,7 +387,7 @@ int bd_conf_check_url_template(const char *v, br_error *err)
 {
     char q[100];
     bd_conf_quote_value(q, sizeof(q), v);
-    if (!*v)
+    if (!*v || strcmp(v, "none") == 0) /* none: no range API (breachd.conf(5)) */
         return 0;
     if (strlen(v) > MAX_URL)
         return br_error_set(err, -EINVAL, "URL template is too long (at most %d bytes)", MAX_URL);

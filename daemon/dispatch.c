@@ -3,6 +3,7 @@
  * cache hit) are written at once, even while a slower upstream answer for an
  * earlier request on the same connection is pending: responses carry ids and
  * may come out of order. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "log.h"
+#include "offline.h"
 #include "server.h"
 #include "stats.h"
 #include "url_check.h"
@@ -86,6 +88,27 @@ static void pw_resolved(void *ctx, const br_resolve_result *res)
     bd_waiter_free(w);
 }
 
+/* An offline filter answers on the host: no range query, decoy or cache
+ * entry (docs/privacy.md). false: it cannot (a damaged file), go on. */
+static bool pw_offline(bd_conn *c, const br_request *req, const br_pwfilter *filter,
+                       const uint8_t *hash)
+{
+    pw_kind kd = kind_of(&c->srv->counters, req->verb);
+    uint64_t count = 0;
+    int r = br_pwfilter_lookup_count(filter, hash, &count);
+    if (r < 0)
+        return false;
+    if (r == 0) {
+        (*kd.filter_no)++;
+        (*kd.clean)++;
+        bd_conn_reply_text(c, req->id, "CLEAN");
+        return true;
+    }
+    (*kd.pwned)++;
+    bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
+    return true;
+}
+
 /* PW and NT. hint: the filter's answer when the batch already probed it (0
  * no, 1 maybe), or -1 to probe here. */
 static void handle_pw(bd_conn *c, br_request *req, int hint)
@@ -96,17 +119,31 @@ static void handle_pw(bd_conn *c, br_request *req, int hint)
     const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
     bool stale;
     br_pwfilter *filter = filter_of(st, req->verb, &stale);
-    if (filter) {
+    if (filter && br_pwfilter_offline(filter)) {
+        if (stale) /* past max_filter_age: on to the range API, as any filter */
+            (*kd.filter_bypassed)++;
+        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash))
+            return; /* a file changed under its mapping answers nothing: on upstream */
+    } else if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
-        } else if (hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) {
+        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
+                   bd_state_pw_intact(st, filter)) {
             (*kd.filter_no)++;
             (*kd.clean)++;
             bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
             (*kd.filter_maybe)++;
+            if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
+                (void)bd_state_pw_intact(st, filter);
         }
+    }
+    if (bd_upstream_none(req->verb == BR_VERB_NT ? st->cfg->ntlm.upstream
+                                                 : st->cfg->passwords.upstream)) {
+        (*kd.unknown)++;
+        bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
+        return;
     }
     const char *busy = bd_conn_admit(c);
     if (busy) {
@@ -207,7 +244,7 @@ static void probe_batch(bd_conn *c, br_verb verb, const br_request *req, const b
 {
     bool stale;
     br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
-    if (!filter || stale || c->srv->draining)
+    if (!filter || stale || c->srv->draining || br_pwfilter_offline(filter))
         return;
     uint64_t keys[BD_BATCH];
     size_t key_of[BD_BATCH], nk = 0;
@@ -233,6 +270,7 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
     int hint[BD_BATCH];
     if (n == 0 || br_fails_assert(n <= BD_BATCH))
         return;
+    bd_state_batch_begin();
     for (size_t i = 0; i < n; i++) {
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;

@@ -61,8 +61,8 @@ int bd_hygiene_init(void)
 struct bd_housekeeping {
     bd_server *srv;
     struct event *ev;
-    /* The damaged filters already reported (compared by address only). */
-    const void *told_pw, *told_url, *told_nt, *told_cache;
+    /* The damaged cache already reported (compared by address only). */
+    const void *told_cache; /* the filters' reports: bd_state_check_filters */
     /* The filters already reported past their max_filter_age. */
     const void *stale_pw, *stale_nt, *stale_url;
 };
@@ -106,27 +106,7 @@ static void report_damage(bd_housekeeping *hk)
                "checks go on without the cache, from the upstream; remove both files and reload",
                st->cache->path);
     }
-    if (st->pwfilter && hk->told_pw != st->pwfilter && br_pwfilter_damaged(st->pwfilter)) {
-        hk->told_pw = st->pwfilter;
-        bd_log(LOG_ERR,
-               "password filter %s was truncated or rewritten in place while in use: every password "
-               "check now goes to the range API; install a good file by rename and reload",
-               st->cfg->passwords.filter);
-    }
-    if (st->ntfilter && hk->told_nt != st->ntfilter && br_pwfilter_damaged(st->ntfilter)) {
-        hk->told_nt = st->ntfilter;
-        bd_log(LOG_ERR,
-               "NTLM filter %s was truncated or rewritten in place while in use: every NT check "
-               "now goes to the range API; install a good file by rename and reload",
-               st->cfg->ntlm.filter);
-    }
-    if (st->urlfilter && hk->told_url != st->urlfilter && br_urlfilter_damaged(st->urlfilter)) {
-        hk->told_url = st->urlfilter;
-        bd_log(LOG_ERR,
-               "URL filter %s was truncated or rewritten in place while in use: every URL check now "
-               "goes to the range API; install a good file by rename and reload",
-               st->cfg->urls.filter);
-    }
+    bd_state_check_filters(st);
 }
 
 /* A filter past max_filter_age, once per filter: the bypass (passwords) or

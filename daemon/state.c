@@ -11,6 +11,7 @@
 #include "filter_file.h"
 
 #include "log.h"
+#include "offline.h"
 #include "state.h"
 #include "state_filters.h"
 
@@ -145,15 +146,20 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, err);
+    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, &out->filter_ids, err);
     if (r >= 0)
-        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, err);
+        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
+    if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
+        r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
-        r = bd_filters_load_urls(out->cfg, &out->urlfilter, err);
+        r = bd_offline_urls_configured(out->cfg)
+                ? bd_filters_load_urls_offline(out->cfg, &out->urloffline, &out->filter_ids, err)
+                : bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
     }
+    bd_offline_warn(out);
     return 0;
 }
 
@@ -162,7 +168,9 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->pwfilter);
     br_pwfilter_free(f->ntfilter);
     br_urlfilter_free(f->urlfilter);
+    br_pwfilter_free(f->urloffline);
     breachd_config_free(f->cfg);
+    bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
 }
 
@@ -175,6 +183,13 @@ static void cache_unref(bd_cache *c)
     free(c);
 }
 
+/* [cache] partition_share (0, a config built by hand: no bound but max_size). */
+static void set_share(const breachd_config *cfg, br_range_cache *c)
+{
+    unsigned pct = cfg->cache.partition_share_pct;
+    (void)br_range_cache_set_partition_share(c, pct ? pct : 100);
+}
+
 static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **out, br_error *err)
 {
     /* The open cache is kept, unless it was damaged (range_cache.h,
@@ -183,6 +198,7 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
         !br_range_cache_damaged(old->cache->cache)) {
         old->cache->refs++;
         *out = old->cache;
+        set_share(cfg, old->cache->cache); /* a reload may change it */
         return 0;
     }
     bd_cache *c = calloc(1, sizeof(*c));
@@ -196,6 +212,7 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
         free(c);
         return br_error_prefix(err, r, "[cache] path");
     }
+    set_share(cfg, c->cache);
     c->refs = 1;
     *out = c;
     return 0;
@@ -204,15 +221,16 @@ static int cache_get(const breachd_config *cfg, const bd_state *old, bd_cache **
 static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 {
     memset(rc, 0, sizeof(*rc));
-    rc->password_upstream = cfg->passwords.upstream;
-    rc->url_upstream = cfg->urls.upstream;
-    rc->ntlm_upstream = cfg->ntlm.upstream;
+    rc->password_upstream = bd_upstream_template(cfg->passwords.upstream);
+    rc->url_upstream = bd_upstream_template(cfg->urls.upstream);
+    rc->ntlm_upstream = bd_upstream_template(cfg->ntlm.upstream);
     rc->upstream.timeout_ms = cfg->upstream.timeout_ms;
     rc->upstream.max_inflight = cfg->upstream.max_inflight;
     rc->upstream.rate = cfg->upstream.rate;
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
     rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
+    rc->upstream.breaker_cooldown_ms = cfg->upstream.breaker_cooldown_ms;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;
     rc->max_stale_s = cfg->cache.max_stale_s > 0 ? cfg->cache.max_stale_s : -1;
@@ -223,10 +241,11 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
 int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
                  bd_state **out, br_error *err)
 {
-    bd_state *s = calloc(1, sizeof(*s));
+    int r = bd_filters_check_order(&files->filter_ids, old ? &old->filter_ids : NULL, err);
+    bd_state *s = r < 0 ? NULL : calloc(1, sizeof(*s));
     if (!s) {
         bd_state_files_clear(files);
-        return -ENOMEM;
+        return r < 0 ? r : -ENOMEM;
     }
     s->refs = 1;
     s->next = live_states;
@@ -237,9 +256,10 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
     s->urlfilter = files->urlfilter;
+    s->urloffline = files->urloffline;
+    s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
-    int r = 0;
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
     if (r >= 0)
@@ -281,7 +301,9 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->pwfilter);
     br_pwfilter_free(s->ntfilter);
     br_urlfilter_free(s->urlfilter);
+    br_pwfilter_free(s->urloffline);
     breachd_config_free(s->cfg);
+    bd_filter_ids_clear(&s->filter_ids);
     free(s);
 }
 
@@ -365,6 +387,8 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid)
 
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
 {
+    if (s->urloffline)
+        return now - br_pwfilter_header(s->urloffline)->build_time > s->cfg->urls.max_filter_age_s;
     if (!s->urlfilter)
         return false;
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
@@ -389,7 +413,108 @@ void bd_state_log_filters(const bd_state *s)
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    "every NT check goes to the range API");
+    if (s->urloffline)
+        log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
+                   "it blocks no URL");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    "it blocks no URL");
+}
+
+static void tell_damage(const char *what, const char *verb, const char *paths)
+{
+    bd_log(LOG_ERR,
+           "%s filter %s was truncated or rewritten in place while in use: every %s "
+           "check now goes to the range API; install a good file by rename and reload",
+           what, paths, verb);
+}
+
+/* br_now_ns() at the start of the batch being dispatched. */
+static uint64_t batch_now;
+
+void bd_state_batch_begin(void)
+{
+    batch_now = br_now_ns();
+}
+
+/* Found intact at *ok, less than BD_INTACT_RECHECK_NS ago. */
+static bool recently_intact(const uint64_t *ok, uint64_t now)
+{
+    return *ok && now - *ok < BD_INTACT_RECHECK_NS;
+}
+
+bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
+{
+    bool nt = f == s->ntfilter;
+    uint64_t *ok = nt ? &s->nt_ok : &s->pw_ok;
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (recently_intact(ok, now) && !br_pwfilter_damaged(f))
+        return true;
+    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
+    if (!bad) {
+        *ok = now;
+        return true;
+    }
+    bool *told = nt ? &s->told_nt : &s->told_pw;
+    if (!*told) {
+        *told = true;
+        tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
+                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter);
+    }
+    return false;
+}
+
+/* An offline [urls] set: the same checks over its files. */
+static bool url_offline_intact(bd_state *s, uint64_t now)
+{
+    if (recently_intact(&s->url_ok, now) && !br_pwfilter_damaged(s->urloffline))
+        return true;
+    if (!br_pwfilter_changed(s->urloffline) && !br_pwfilter_damaged(s->urloffline)) {
+        s->url_ok = now;
+        return true;
+    }
+    if (!s->told_url) {
+        s->told_url = true;
+        tell_damage("URL", "URL", s->cfg->urls.filter);
+    }
+    return false;
+}
+
+bool bd_state_url_intact(bd_state *s)
+{
+    uint64_t now = batch_now ? batch_now : br_now_ns();
+    if (s->urloffline)
+        return url_offline_intact(s, now);
+    if (!s->urlfilter || (recently_intact(&s->url_ok, now) && !br_urlfilter_damaged(s->urlfilter)))
+        return true;
+    if (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)) {
+        s->url_ok = now;
+        return true;
+    }
+    if (!s->told_url) {
+        s->told_url = true;
+        tell_damage("URL", "URL", s->cfg->urls.filter);
+    }
+    return false;
+}
+
+void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
+{
+    bool any_no = false;
+    for (size_t i = 0; i < n && !any_no; i++)
+        any_no = !maybe[i];
+    if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_url_intact(s))
+        for (size_t i = 0; i < n; i++)
+            maybe[i] = true;
+}
+
+void bd_state_check_filters(bd_state *s)
+{
+    s->pw_ok = s->nt_ok = s->url_ok = 0; /* fstat now */
+    batch_now = br_now_ns();
+    if (s->pwfilter)
+        (void)bd_state_pw_intact(s, s->pwfilter);
+    if (s->ntfilter)
+        (void)bd_state_pw_intact(s, s->ntfilter);
+    (void)bd_state_url_intact(s);
 }

@@ -18,6 +18,7 @@
 #include "urlfilter.h"
 #include "range_cache.h"
 #include "resolver.h"
+#include "state_filters.h"
 
 struct event_base;
 
@@ -34,9 +35,15 @@ typedef struct bd_state {
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
     br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
+    /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
+     * hits answered on the host; urlfilter is then NULL. */
+    br_pwfilter *urloffline;
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;     /* wall clock, seconds */
+    bd_filter_ids filter_ids; /* what each filter path held when loaded */
+    bool told_pw, told_nt, told_url; /* its damage was logged */
+    uint64_t pw_ok, nt_ok, url_ok;   /* when (br_now_ns) each was last found intact */
 } bd_state;
 
 /* The parts a worker thread can build without the event loop. */
@@ -45,6 +52,8 @@ typedef struct bd_state_files {
     br_pwfilter *pwfilter;
     br_pwfilter *ntfilter;
     br_urlfilter *urlfilter;
+    br_pwfilter *urloffline;
+    bd_filter_ids filter_ids;
 } bd_state_files;
 
 /* Read the config and open and verify every filter it names. Thread-safe. */
@@ -52,7 +61,9 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 void bd_state_files_clear(bd_state_files *f);
 
 /* Finish a state on the loop thread: cache (shared with old when it has the
- * same path) and resolver. Takes the files over (also on failure). */
+ * same path) and resolver. Takes the files over (also on failure). A file
+ * older than the one old serves from the same path is refused
+ * (bd_filters_check_order). */
 int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state *old,
                  bd_state **out, br_error *err);
 
@@ -71,6 +82,25 @@ typedef struct bd_totals {
     br_upstream_stats nt_upstream; /* the [ntlm] range API */
 } bd_totals;
 void bd_state_totals(const bd_state *current, bd_totals *t);
+
+/* Whether a filter's "no" may be answered: false when a file of the set
+ * was rewritten in place since it was loaded (br_pwfilter_changed) or
+ * truncated under its mapping; then the set answers "maybe" until a
+ * reload, and the first time this is logged at once. The files are
+ * fstat'ed at a "no" unless they were found intact less than
+ * BD_INTACT_RECHECK_NS ago: an fstat costs about as much as the rest of a
+ * pipelined request. Loop thread. */
+#define BD_INTACT_RECHECK_NS 100000 /* 100 us */
+/* The clock of those checks, read once per batch of requests. */
+void bd_state_batch_begin(void);
+bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f);
+bool bd_state_url_intact(bd_state *s);
+/* After a probe of the URL filter: when it said "no" to any of maybe[0..n)
+ * and is not intact, every answer becomes "maybe". */
+void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n);
+/* The same check of every filter of s, logging each damaged one once: the
+ * housekeeping tick's. */
+void bd_state_check_filters(bd_state *s);
 
 /* Log what the state serves, at start and after each reload: each filter's
  * generation and key count, a warning for a filter with no key. */

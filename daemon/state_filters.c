@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "filter_file.h"
 #include "filter_sign.h"
+#include "hash.h"
 #include "log.h"
 #include "state_filters.h"
 
@@ -114,16 +116,114 @@ static int attach_error(const char *path, int r, br_error *err)
     return br_error_prefix(err, r, "%s: refused", path);
 }
 
+/* The uid whose files are trusted besides root's: none, unless the
+ * development switch of breachd(8), ENVIRONMENT, is set. */
+static long also_trusted_uid(void)
+{
+    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS");
+    return v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+}
+
+/* PATH.rollback, written by `breachctl filter rollback` (docs/fleet.md):
+ * true when it holds the header SHA-256 of h, and belongs to root (or the
+ * trusted uid) with no group or world write bit. */
+static bool rollback_marked(const char *path, const br_filter_header *h)
+{
+    char mark[4096];
+    if (snprintf(mark, sizeof(mark), "%s.rollback", path) >= (int)sizeof(mark))
+        return false;
+    _cleanup_close_ int fd = open(mark, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+        return false;
+    long also = also_trusted_uid();
+    if (st.st_uid != 0 && (also < 0 || st.st_uid != (uid_t)also))
+        return false;
+    char text[80];
+    ssize_t n = pread(fd, text, sizeof(text), 0);
+    uint8_t sum[32];
+    return n >= 64 && br_hex_decode(text, 32, sum) && memcmp(sum, h->header_sha256, 32) == 0;
+}
+
+/* Remember what path holds, for bd_filters_check_order. */
+static int note_id(bd_filter_ids *ids, const char *section, const char *path,
+                   const br_filter_header *h)
+{
+    if (!ids)
+        return 0;
+    bd_filter_id *v = realloc(ids->v, (ids->n + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    ids->v = v;
+    bd_filter_id *id = &v[ids->n];
+    memset(id, 0, sizeof(*id));
+    id->path = strdup(path);
+    if (!id->path)
+        return -ENOMEM;
+    ids->n++;
+    snprintf(id->section, sizeof(id->section), "%s", section);
+    id->generation = h->generation;
+    memcpy(id->header_sha256, h->header_sha256, 32);
+    id->rollback = rollback_marked(path, h);
+    return 0;
+}
+
+void bd_filter_ids_clear(bd_filter_ids *ids)
+{
+    for (size_t i = 0; i < ids->n; i++)
+        free(ids->v[i].path);
+    free(ids->v);
+    ids->v = NULL;
+    ids->n = 0;
+}
+
+int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before, br_error *err)
+{
+    for (size_t i = 0; before && i < now->n; i++) {
+        const bd_filter_id *a = &now->v[i];
+        for (size_t j = 0; j < before->n; j++) {
+            const bd_filter_id *b = &before->v[j];
+            if (strcmp(a->path, b->path) != 0 || strcmp(a->section, b->section) != 0)
+                continue;
+            bool same = memcmp(a->header_sha256, b->header_sha256, 32) == 0;
+            if (!same && a->generation <= b->generation && !a->rollback)
+                return br_error_set(err, -EINVAL,
+                                    "[%s] filter %s: refused, generation %llu is not newer than "
+                                    "the generation %llu breachd serves from it (an old file "
+                                    "served again?); to go back on purpose use `breachctl filter "
+                                    "rollback %s`",
+                                    a->section, a->path, (unsigned long long)a->generation,
+                                    (unsigned long long)b->generation, a->path);
+        }
+    }
+    return 0;
+}
+
+/* Open path's container, refused unless root owns it and no one else may
+ * write it (breachd(8), "Files"). */
+static int open_owned(const breachd_config *cfg, const char *section, const char *path,
+                      br_filter_file **out, br_error *err)
+{
+    int r = br_filter_file_open(path, out, err);
+    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(), err)) < 0) {
+        br_filter_file_free(*out);
+        *out = NULL;
+    }
+    return r < 0 ? filter_error(cfg, section, r, err) : 0;
+}
+
 static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
                           const br_sign_key *key, const char *path, size_t index,
-                          br_pwfilter **out, br_error *err)
+                          br_pwfilter **out, bd_filter_ids *ids, br_error *err)
 {
     int r = check_kind_first(sec, path, err);
     if (r < 0)
         return r;
-    r = br_pwfilter_open(path, out, err);
-    if (r < 0)
-        return filter_error(cfg, sec->name, r, err);
+    br_filter_file *file = NULL;
+    if ((r = open_owned(cfg, sec->name, path, &file, err)) < 0)
+        return r;
+    if ((r = br_pwfilter_from_file(file, out, err)) < 0)
+        return filter_error(cfg, sec->name, br_error_prefix(err, r, "%s", path), err);
     const br_filter_header *h = br_pwfilter_file_header(*out);
     if (h->kind != sec->kind)
         r = wrong_kind(sec, path, h->kind, err);
@@ -131,6 +231,8 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
         r = check_signature(cfg, sec->name, key, path, h, err);
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, sec->name, r, err);
+    if (r == 0)
+        r = note_id(ids, sec->name, path, h);
     if (r < 0) {
         br_pwfilter_free(*out);
         *out = NULL;
@@ -139,7 +241,7 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
 }
 
 static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_pwfilter **out,
-                           br_error *err)
+                           bd_filter_ids *ids, br_error *err)
 {
     *out = NULL;
     if (!sec->list[0])
@@ -155,7 +257,7 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
     _cleanup_(br_pwfilter_freep) br_pwfilter *set = NULL;
     for (size_t i = 0; i < n && r == 0; i++) {
         br_pwfilter *pf = NULL;
-        r = open_pw_member(cfg, sec, key, paths[i], i, &pf, err);
+        r = open_pw_member(cfg, sec, key, paths[i], i, &pf, ids, err);
         if (r == 0 && i == 0)
             set = pf;
         else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
@@ -171,30 +273,53 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
     return 0;
 }
 
-int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                              br_error *err)
 {
     const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
                             BR_KIND_PASSWORD_SHA1};
-    return load_pw_section(cfg, &sec, out, err);
+    return load_pw_section(cfg, &sec, out, ids, err);
 }
 
-int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, br_error *err)
+int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                         br_error *err)
 {
     const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
                             BR_KIND_PASSWORD_NTLM};
-    return load_pw_section(cfg, &sec, out, err);
+    return load_pw_section(cfg, &sec, out, ids, err);
+}
+
+int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
+                                 bd_filter_ids *ids, br_error *err)
+{
+    const pw_section sec = {"urls", "URL", cfg->urls.filter, cfg->urls.pubkey,
+                            BR_KIND_URL_SHA256};
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    if (r == 0 && *out && !br_pwfilter_offline(*out)) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+        r = filter_error(cfg, "urls",
+                         br_error_set(err, -EINVAL, "%s: not an offline filter", cfg->urls.filter),
+                         err);
+    }
+    return r;
 }
 
 static int open_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
-                           size_t index, br_urlfilter **out, br_error *err)
+                           size_t index, br_urlfilter **out, bd_filter_ids *ids, br_error *err)
 {
-    int r = br_urlfilter_open(path, out, err);
+    br_filter_file *file = NULL;
+    int r = open_owned(cfg, "urls", path, &file, err);
     if (r < 0)
-        return filter_error(cfg, "urls", r, err);
+        return r;
+    if ((r = br_urlfilter_from_file(file, out, err)) < 0)
+        return filter_error(cfg, "urls", br_error_prefix(err, r, "%s", path), err);
     const br_filter_header *h = br_urlfilter_file_header(*out);
     r = check_signature(cfg, "urls", key, path, h, err);
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, "urls", r, err);
+    if (r == 0)
+        r = note_id(ids, "urls", path, h);
     if (r < 0) {
         br_urlfilter_free(*out);
         *out = NULL;
@@ -202,7 +327,8 @@ static int open_url_member(const breachd_config *cfg, const br_sign_key *key, co
     return r;
 }
 
-int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err)
+int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filter_ids *ids,
+                         br_error *err)
 {
     *out = NULL;
     if (!cfg->urls.filter[0])
@@ -218,7 +344,7 @@ int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error
     _cleanup_(br_urlfilter_freep) br_urlfilter *set = NULL;
     for (size_t i = 0; i < n && r == 0; i++) {
         br_urlfilter *uf = NULL;
-        r = open_url_member(cfg, key, paths[i], i, &uf, err);
+        r = open_url_member(cfg, key, paths[i], i, &uf, ids, err);
         if (r == 0 && i == 0)
             set = uf;
         else if (r == 0 && (r = br_urlfilter_attach(set, uf, err)) < 0)

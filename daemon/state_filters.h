@@ -11,10 +11,44 @@
 #include "pwfilter.h"
 #include "urlfilter.h"
 
-/* [passwords] filter, or *out = NULL when none is configured. 0, or a
- * negative errno with err naming the config line, the file and the reason. */
-int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, br_error *err);
+/* What one configured file held when it was loaded. */
+typedef struct bd_filter_id {
+    char *path;
+    char section[16];
+    uint64_t generation;
+    uint8_t header_sha256[32];
+    bool rollback; /* PATH.rollback names this very file (breachctl filter rollback) */
+} bd_filter_id;
+
+typedef struct bd_filter_ids {
+    bd_filter_id *v;
+    size_t n;
+} bd_filter_ids;
+
+void bd_filter_ids_clear(bd_filter_ids *ids);
+
+/* A reload must not take an older file than the one it replaces: each
+ * path of now that before (the serving state's; NULL at start) also had
+ * must hold the same file (a reload of unchanged files) or a higher
+ * generation, unless `breachctl filter rollback` marked it (PATH.rollback,
+ * docs/fleet.md). 0, or -EINVAL with err naming the path and both
+ * generations. */
+int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before, br_error *err);
+
+/* [passwords] filter, or *out = NULL when none is configured. Every file
+ * must belong to root and be writable by no one else (breachd(8),
+ * "Files"). 0, or a negative errno with err naming the config line, the
+ * file and the reason. Each file loaded is added to ids (may be NULL). */
+int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                              br_error *err);
 /* [ntlm] filter (password-ntlm, the NT verb), the same way. */
-int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, br_error *err);
+int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                         br_error *err);
 /* [urls] filter, the same way. */
-int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, br_error *err);
+int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filter_ids *ids,
+                         br_error *err);
+/* [urls] filter when it is an offline set (offline.h), the same way: owner,
+ * kind, signature, base and deltas, generation; a set that is not offline
+ * is refused. */
+int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
+                                 bd_filter_ids *ids, br_error *err);

@@ -327,7 +327,11 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                   bd_state_pw_filter_stale(st, now));
     render_filter(o, "nt_", st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL, now,
                   bd_state_nt_filter_stale(st, now));
-    render_filter(o, "url_", st->urlfilter ? br_urlfilter_header(st->urlfilter) : NULL, now,
+    render_filter(o, "url_",
+                  st->urloffline  ? br_pwfilter_header(st->urloffline)
+                  : st->urlfilter ? br_urlfilter_header(st->urlfilter)
+                                  : NULL,
+                  now,
                   bd_state_url_filter_stale(st, now));
     bd_totals t;
     bd_state_totals(st, &t);

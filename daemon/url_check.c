@@ -17,6 +17,7 @@
 
 #include "br_assert.h"
 #include "log.h"
+#include "offline.h"
 #include "server.h"
 #include "url_canon.h"
 #include "url_expr.h"
@@ -102,6 +103,7 @@ static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_
         }
     }
     br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
+    bd_state_url_recheck(st, maybe, n);
 }
 
 static void lookup_done(void *ctx, const br_resolve_result *res)
@@ -133,7 +135,7 @@ static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
         return true;
     }
     const char *unknown = NULL;
-    if (!st->urlfilter)
+    if (!st->urlfilter && !st->urloffline)
         unknown = "UNKNOWN filter-unavailable";
     else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
              bd_state_url_filter_stale(st, (int64_t)time(NULL)))
@@ -204,6 +206,58 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
         job_finish(j);
 }
 
+/* An offline [urls] filter answers on the host: the most specific
+ * expression it holds, BLOCKED with its category, or SAFE (also when an
+ * expression is in the allow category); no range query,
+ * decoy or cache entry (docs/privacy.md). false: it cannot (a damaged
+ * file, or stale with when_stale = upstream): every expression goes on to
+ * the range API as a maybe. */
+static bool url_offline(bd_conn *c, const br_request *req, bd_url_prep *p, int64_t now)
+{
+    bd_state *st = c->srv->state;
+    bd_counters *k = &c->srv->counters;
+    bool stale = bd_state_url_filter_stale(st, now);
+    for (size_t i = 0; i < p->exprs.n; i++)
+        p->maybe[i] = true;
+    if (stale && st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM) {
+        k->url_filter_bypassed++;
+        return false;
+    }
+    if (!bd_state_url_intact(st)) /* changed under its mapping: every expression a maybe */
+        return false;
+    const char *best_category = NULL;
+    size_t best = 0;
+    bool found = false, allowed = false;
+    for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
+        const char *category = NULL;
+        int r = br_pwfilter_lookup_category(st->urloffline, p->keys[i], &category);
+        if (r < 0)
+            return false;
+        if (r > 0 && strcmp(category, BD_URL_ALLOW_CATEGORY) == 0)
+            allowed = true; /* an allow-list entry overrides every blocklist */
+        else if (r > 0 && !best_category) {
+            best_category = category;
+            best = i;
+        }
+        found = found || r > 0;
+    }
+    if (found)
+        k->url_filter_maybe++;
+    else
+        k->url_filter_no++;
+    if (best_category && !allowed) {
+        k->url_blocked++;
+        bd_conn_reply(c, req->id, "BLOCKED %s %s", best_category, p->exprs.expr[best]);
+        br_url_exprs_clear(&p->exprs);
+        return true;
+    }
+    k->url_allowed += allowed;
+    k->url_safe++;
+    bd_conn_reply_text(c, req->id, "SAFE");
+    br_url_exprs_clear(&p->exprs);
+    return true;
+}
+
 void bd_url_check(bd_conn *c, const br_request *req)
 {
     bd_server *srv = c->srv;
@@ -229,7 +283,11 @@ void bd_url_check(bd_conn *c, const br_request *req)
         return;
     }
     int64_t now = (int64_t)time(NULL);
-    if (!p->probed)
+    if (st->urloffline && url_offline(c, req, p, now)) {
+        OPENSSL_cleanse(p->keys, n * sizeof(p->keys[0]));
+        return;
+    }
+    if (!p->probed && !st->urloffline) /* offline: maybe[] all set above */
         probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])p->keys, n, p->maybe, now);
     for (size_t i = 0; i < n; i++)
         n_maybe += p->maybe[i];
@@ -237,6 +295,11 @@ void bd_url_check(bd_conn *c, const br_request *req)
         k->url_filter_no++;
         k->url_safe++;
         bd_conn_reply_text(c, req->id, "SAFE");
+        br_url_exprs_clear(&p->exprs);
+    } else if (bd_upstream_none(st->cfg->urls.upstream)) {
+        k->url_filter_maybe++;
+        k->url_unknown++;
+        bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
         br_url_exprs_clear(&p->exprs);
     } else {
         k->url_filter_maybe++;

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "dispatch.h"
+#include "offline.h"
 #include "url_prep.h"
 #include "url_secret.h"
 
@@ -27,7 +28,9 @@ void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
     p->keys = keys;
     p->maybe = maybe;
     p->probed = p->taken = false;
-    unsigned labels = st->urlfilter ? br_urlfilter_lookup_labels(st->urlfilter) : BR_URL_SB_HOST_COMPONENTS;
+    unsigned labels = st->urlfilter     ? br_urlfilter_lookup_labels(st->urlfilter)
+                      : st->urloffline ? bd_offline_url_labels(st->urloffline)
+                                       : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);
     if (p->r == 0 && br_sha256_strings((const char *const *)p->exprs.expr, p->exprs.n, keys) < 0) {
         br_url_exprs_clear(&p->exprs);
@@ -55,6 +58,7 @@ void bd_url_prepare_batch(const bd_conn *c, const br_request *req, const bool *o
     }
     br_urlfilter_maybe_batch(st->urlfilter, (const uint8_t(*)[BR_SHA256_LEN])batch_keys, n_keys,
                              batch_maybe);
+    bd_state_url_recheck(srv->state, batch_maybe, n_keys);
     for (size_t i = 0; i < n_preps; i++)
         preps[i].probed = preps[i].r == 0;
 }

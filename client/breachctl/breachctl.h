@@ -53,6 +53,16 @@ void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * than the header's source field, into *(const char **)dst; --timeout:
  * milliseconds, 1 to 3600000, into *(int *)dst. */
 bool ctl_opt_generation(const char *cmd, const char *arg, void *dst);
+
+/* The generation of a filter about to be written to output (docs/fleet.md,
+ * "Generations"): *gen given (--generation, not 0) must be above the
+ * generation of the filter output holds now, if any; 0 becomes dflt, or
+ * the output's generation + 1 when that is higher. 0, or -1 after an error
+ * naming cmd was printed. */
+int ctl_generation_for(const char *cmd, const char *output, uint64_t dflt, uint64_t *gen);
+/* The default generation of a new filter: the build time in seconds
+ * (SOURCE_DATE_EPOCH when set), or above + 1 when that is higher. */
+uint64_t ctl_generation_after(uint64_t above);
 bool ctl_opt_source(const char *cmd, const char *arg, void *dst);
 bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst);
 

@@ -28,19 +28,24 @@ static const ctl_usage filter_usage[] = {
      "--kind password-sha1|password-ntlm --output FILE --input PATH...\n"
      "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
      "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
-     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...",
+     "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...\n"
+     "          [--offline]",
      "A password filter from HIBP-format corpora (a single file, a per-prefix "
      "directory, a hash list) or, with --plaintext, from passwords one per line. "
      "With --base: a delta of the keys OLD (and the deltas after it) does not "
-     "answer maybe for."},
+     "answer maybe for. --offline: each key keeps its count and a hit is answered "
+     "on the host (24-bit fingerprints; counted input only)."},
     {"filter build",
      "--kind url-sha256 --output FILE\n"
      "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
-     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...",
+     "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...\n"
+     "          [--offline]",
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
-     "a delta, and the mirror of the whole set). FORMAT: "
+     "a delta, and the mirror of the whole set). --offline: each expression keeps "
+     "its category and a hit is answered on the host (no mirror; at most 255 "
+     "categories). FORMAT: "
      BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
      "; the first --input listing an expression sets its category."},
     {"filter build",
@@ -73,7 +78,8 @@ static const ctl_usage filter_usage[] = {
      "Puts PATH.prev back as PATH, then sends RELOAD."},
     {"filter query", "FILE [KEY...]",
      "Offline lookup: maybe or no per KEY (40-hex SHA-1 or 64-hex SHA-256); "
-     "without KEY, one per line on standard input."},
+     "without KEY, one per line on standard input. An offline filter answers "
+     "no or pwned COUNT."},
     {"filter query", "FILE --url [URL...]", "The same for URLs, against a url-sha256 filter."},
 };
 
@@ -117,8 +123,9 @@ static int filter_info(const char *path, bool force)
     printf("%-18s %s\n", "file:", path);
     printf("%-18s %u\n", "format version:", h->version);
     printf("%-18s %s\n", "kind:", br_filter_kind_name(h->kind));
-    printf("%-18s %s, %u-wise, %u-bit fingerprints\n", "algorithm:",
-           br_filter_algorithm_name(h->algorithm), br_pwfilter_arity(pf), br_pwfilter_fp_bits(pf));
+    printf("%-18s %s, %u-wise, %u-bit %s\n", "algorithm:", br_filter_algorithm_name(h->algorithm),
+           br_pwfilter_arity(pf), br_pwfilter_fp_bits(pf),
+           br_pwfilter_offline(pf) ? "slots" : "fingerprints");
     printf("%-18s %s v%u\n", "key encoding:", br_key_encoding_name(h->key_encoding),
            h->key_encoding_version);
     printf("%-18s %" PRIu64 "\n", "generation:", h->generation);
@@ -131,8 +138,33 @@ static int filter_info(const char *path, bool force)
         printf("%-18s %.2f in fingerprints, %.2f with headers\n", "bits per key:",
                8.0 * (double)br_pwfilter_fingerprint_bytes(pf) / (double)h->key_count,
                8.0 * (double)size / (double)h->key_count);
-    printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
-           ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
+    const br_pwo *off = br_pwfilter_offline_info(pf);
+    if (off) {
+        bool cats = off->code_kind == BR_CODES_CATEGORIES;
+        printf("%-18s offline: hits are answered on the host, with their %s\n", "mode:",
+               cats ? "category" : "count");
+        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n", "slots:",
+               cats ? "category" : "count");
+        printf("%-18s about 1 in %.0f (2^-24) per absent key\n", "false positives:",
+               ldexp(1.0, 24));
+        if (off->code_kind == BR_CODES_CATEGORIES) {
+            printf("%-18s %u:", "categories:", off->cats.count);
+            for (unsigned i = 0; i < off->cats.count; i++)
+                printf(" %s", off->cats.names[i]);
+            printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
+                   off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
+        } else {
+            printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
+                   "10%% below, never above); largest %" PRIu64 "\n",
+                   "counts:", BR_COUNT_EXACT_MAX, off->ratio_ppm / 1e6, off->counts.bound[256] - 1);
+        }
+        if (off->min_count > 1)
+            printf("%-18s keys seen at least %" PRIu64 " times\n", "min count:", off->min_count);
+    } else {
+        printf("%-18s range: a maybe is resolved by a range query\n", "mode:");
+        printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
+               ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
+    }
     printf("%-18s additions: a delta (filter build --base); removals: a rebuild\n", "updates:");
     ctl_print_hex("body sha256:", h->body_sha256, 32);
     ctl_print_hex("header sha256:", h->header_sha256, 32);
@@ -161,11 +193,57 @@ static bool parse_key(const char *s, size_t len, size_t hash_len, uint64_t *key)
     return true;
 }
 
+/* An offline filter's answer: "no" or the hit with its count. */
+static int offline_answer(const br_pwfilter *pf, const char *s, size_t len, size_t hash_len)
+{
+    uint8_t hash[BR_SHA1_LEN];
+    if (len != 2 * hash_len || !br_hex_decode(s, hash_len, hash))
+        return -EINVAL;
+    uint64_t count = 0;
+    int r = br_pwfilter_lookup_count(pf, hash, &count);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        puts("no");
+    else
+        printf("pwned %" PRIu64 "\n", count);
+    return 0;
+}
+
+static int offline_query(const br_pwfilter *pf, int nkeys, char **keys, size_t hash_len,
+                         const char *want)
+{
+    for (int i = 0; i < nkeys; i++)
+        if (offline_answer(pf, keys[i], strlen(keys[i]), hash_len) < 0) {
+            ctl_err("filter query: key %d is not %s", i + 1, want);
+            return EXIT_ERROR;
+        }
+    if (nkeys > 0)
+        return 0;
+    _cleanup_free_ char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    for (uint64_t lineno = 1; (len = getline(&line, &cap, stdin)) >= 0; lineno++) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (offline_answer(pf, line, (size_t)len, hash_len) < 0) {
+            ctl_err("filter query: stdin:%" PRIu64 ": not %s", lineno, want);
+            return EXIT_ERROR;
+        }
+    }
+    return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
+}
+
 static int filter_query(const char *path, int nkeys, char **keys)
 {
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
     if (open_filter(path, &pf))
         return EXIT_ERROR;
+    if (br_pwfilter_offline(pf)) {
+        bool ntk = br_pwfilter_header(pf)->kind == BR_KIND_PASSWORD_NTLM;
+        return offline_query(pf, nkeys, keys, ntk ? BR_NT_LEN : BR_SHA1_LEN,
+                             ntk ? "a 32-hex NT hash" : "a 40-hex SHA-1");
+    }
     bool nt = br_pwfilter_header(pf)->kind == BR_KIND_PASSWORD_NTLM;
     size_t hash_len = nt ? BR_NT_LEN : BR_SHA1_LEN;
     const char *want = nt ? "a 32-hex NT hash" : "a 40-hex SHA-1";
@@ -302,6 +380,8 @@ static int sub_query(int argc, char **argv)
     }
     const char *path = argv[first];
     int nkeys = argc - first - 1;
+    if (url_offline_file(path))
+        return url_offline_query(path, nkeys, argv + first + 1, by_url);
     if (url_filter_file(path))
         return url_filter_query(path, nkeys, argv + first + 1, by_url);
     if (by_url) {

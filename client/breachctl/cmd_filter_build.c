@@ -69,6 +69,7 @@ typedef struct build_sink {
     br_error *err;
     const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
     uint64_t in_base;
+    uint64_t max_count; /* --offline: the largest count read */
 } build_sink;
 
 /* Both password kinds key by the first 8 bytes of the hash (hash-prefix64). */
@@ -81,6 +82,19 @@ static int add_key(void *ctx, const uint8_t *hash)
         return 0;
     }
     return br_keyset_add(s->ks, key, s->err);
+}
+
+/* --offline: each key with its count (the reader checked it fits). */
+static int add_key_counted(void *ctx, const uint8_t *hash, uint64_t count)
+{
+    build_sink *s = ctx;
+    uint64_t key = br_hash_key64(hash);
+    if (s->base && br_pwfilter_contains_key(s->base, key)) {
+        s->in_base++;
+        return 0;
+    }
+    s->max_count = BR_MAX(s->max_count, count);
+    return br_keyset_add_counted(s->ks, key, count, s->err);
 }
 
 static void build_usage(FILE *out)
@@ -105,6 +119,8 @@ typedef struct build_args {
     br_pwfilter *base;
     uint8_t base_body[32];
     uint64_t in_base;
+    bool offline;
+    br_count_codes counts;
 } build_args;
 
 static bool opt_fp_bits(const char *cmd, const char *arg, void *dst)
@@ -145,6 +161,7 @@ static int parse_build(int argc, char **argv, build_args *a)
         CTL_LIST("input", a->inputs, &a->n_inputs, MAX_INPUTS,
                  "more than " STR(MAX_INPUTS) " --input options"),
         CTL_FLAG("plaintext", &a->in.plaintext),
+        CTL_FLAG("offline", &a->offline),
         CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
         CTL_FN("generation", &a->b.generation, ctl_opt_generation),
         CTL_FN("source", &a->source, ctl_opt_source),
@@ -188,6 +205,12 @@ static int parse_build(int argc, char **argv, build_args *a)
     }
     a->b.kind = kind;
     a->in.kind = kind;
+    if (a->offline) {
+        a->in.need_counts = true;
+        a->in.max_count = br_count_codes_limit();
+        a->in.count_cb = add_key_counted;
+        a->b.min_count = a->in.min_count;
+    }
     return 0;
 }
 
@@ -212,6 +235,12 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_before += st->bytes - before;
     }
     a->in_base = sink.in_base;
+    if (a->offline && br_count_codes_make(sink.max_count, &a->counts) < 0) {
+        ctl_err("filter build: the largest count %" PRIu64 " does not fit the count code",
+                sink.max_count); /* the reader refused such a line already */
+        return -1;
+    }
+    a->b.counts = a->offline ? &a->counts : NULL;
     if (st->keys == 0 && !a->allow_empty) {
         if (prog->tty)
             fputs("\r\033[K", stderr);
@@ -233,11 +262,19 @@ int pw_filter_build(int argc, char **argv)
     if (a.n_bases) {
         if (fleet_pw_set_open("filter build --base", a.bases, a.n_bases, &base, a.base_body))
             return EXIT_ERROR;
+        if (br_pwfilter_offline(base) != a.offline) {
+            ctl_err("filter build --base %s: %s filter; a delta is built %s like its base "
+                    "(%s --offline)",
+                    a.bases[a.n_bases - 1], a.offline ? "not an offline" : "an offline",
+                    a.offline ? "not offline" : "offline", a.offline ? "drop" : "add");
+            return EXIT_ERROR;
+        }
         a.base = base;
         a.b.base_body_sha256 = a.base_body;
-        if (a.b.generation == 0)
-            a.b.generation = br_pwfilter_header(base)->generation + 1;
     }
+    uint64_t dflt = ctl_generation_after(base ? br_pwfilter_header(base)->generation : 0);
+    if (ctl_generation_for("filter build", a.output, dflt, &a.b.generation) < 0)
+        return EXIT_ERROR;
 
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;

@@ -141,11 +141,16 @@ int filter_merge_cmd(int argc, char **argv)
                 br_filter_kind_name(kind));
         return EXIT_ERROR;
     }
+    /* A merge answers as the set: by default it keeps the set's generation
+     * (it replaces the base, which was older), unless output holds that
+     * generation already. */
+    if (ctl_generation_for(cmd, output, set_hdr.generation, &generation) < 0)
+        return EXIT_ERROR;
     char defsrc[BR_FILTER_SOURCE_SIZE];
     snprintf(defsrc, sizeof(defsrc), "merge of %zu files, generations up to %" PRIu64, n,
              set_hdr.generation);
     br_filter_layers_opts o = {
-        .generation = generation ? generation : set_hdr.generation,
+        .generation = generation,
         .source = source ? source : defsrc,
         .build_time = -1,
     };

@@ -35,6 +35,7 @@ typedef struct item {
     bool installed;
     br_fetch_validators file_got, sig_got;
     br_filter_header hdr;
+    fetch_head head; /* what the download's header must say */
     bool resumed;
     uint64_t resumed_at, bytes;
 } item;
@@ -82,10 +83,16 @@ static int fetch_sig(item *it, const fetch_opts *fo, br_error *err)
     return 0;
 }
 
+static int read_header(const char *path, br_filter_header *h);
+
 /* Download what changed of one filter. A failure keeps a partial body and
- * its validators for the next run, and never touches PATH. */
-static int fetch_item(item *it, const fetch_opts *fo, br_error *err)
+ * its validators for the next run (not when its header was refused), and
+ * never touches PATH. */
+static int fetch_item(item *it, const fetch_opts *fo, uint32_t kind, br_error *err)
 {
+    int r = fetch_dir_check(it->path, err);
+    if (r < 0)
+        return r;
     fetch_state_load(it->path, &it->st);
     if (strcmp(it->st.url, it->url) != 0) {
         /* Another source: nothing is known about its versions. */
@@ -95,18 +102,26 @@ static int fetch_item(item *it, const fetch_opts *fo, br_error *err)
     }
     struct stat st;
     it->have_file = stat(it->path, &st) == 0 && S_ISREG(st.st_mode);
-    bool partial = stat(it->part, &st) == 0 && st.st_size > 0;
+    it->head.kind = kind;
+    it->head.have_old = it->have_file && read_header(it->path, &it->head.old) == 0;
+    bool partial = lstat(it->part, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
     it->resumed_at = partial ? (uint64_t)st.st_size : 0;
     br_fetch_opts o = {.url = it->url, .have = it->have_file ? &it->st.file : NULL,
                        .partial = partial ? &it->st.part : NULL, .ca_file = fo->ca_file,
                        .connect_timeout_ms = (uint32_t)fo->connect_ms,
-                       .stall_timeout_ms = (uint32_t)fo->stall_ms};
+                       .stall_timeout_ms = (uint32_t)fo->stall_ms,
+                       .check_head = fetch_head_check, .check_ctx = &it->head,
+                       .head_len = BR_FILTER_HEADER_SIZE};
     br_fetch_result res;
-    int r = br_fetch_file(it->part, &o, &res, err);
+    r = br_fetch_file(it->part, &o, &res, err);
     if (r < 0) {
-        /* Resume next time, if the server named this version. */
-        if (stat(it->part, &st) == 0 && st.st_size == 0)
+        /* Resume next time, if the server named this version and its
+         * header was not refused. */
+        if (r == -EINVAL || r == -EFBIG || (lstat(it->part, &st) == 0 && st.st_size == 0)) {
             unlink(it->part);
+            memset(&res.got, 0, sizeof(res.got));
+            res.got.last_modified = -1;
+        }
         it->st.part = res.got;
         br_error ignored;
         fetch_state_save(it->path, &it->st, &ignored);
@@ -166,19 +181,14 @@ static int verify_item(const section *s, item *it, const br_sign_key *key, br_er
         r = br_filter_sig_check(key, &it->hdr, sig, len, err);
     if (r < 0)
         return br_error_prefix(err, r, "signature");
-    if (it->new_file && it->have_file) {
+    if (it->new_file && it->head.have_old) {
         /* The installed file's header is enough (and reads 512 bytes, not
          * the whole filter). */
-        br_filter_header old;
-        if (read_header(it->path, &old) == 0) {
-            if (old.generation > it->hdr.generation)
-                return br_error_set(err, -EINVAL,
-                                    "generation %" PRIu64 " is older than the installed %" PRIu64
-                                    " (an old file served again?)",
-                                    it->hdr.generation, old.generation);
-            if (memcmp(old.header_sha256, it->hdr.header_sha256, 32) == 0)
-                it->new_file = false; /* the same file: nothing to install */
-        }
+        r = fetch_generation_check(&it->head.old, &it->hdr, err);
+        if (r < 0)
+            return r;
+        if (r == 1)
+            it->new_file = false; /* the same file: nothing to install */
     }
     return 0;
 }
@@ -263,7 +273,7 @@ static int fetch_section(section *s, const fetch_opts *fo)
     int status = 0;
     for (size_t i = 0; i < s->n && !status; i++) {
         item *it = &s->items[i];
-        if (fetch_item(it, fo, &err) < 0 || verify_item(s, it, key, &err) < 0)
+        if (fetch_item(it, fo, s->kind, &err) < 0 || verify_item(s, it, key, &err) < 0)
             status = fail(it, &err, "failed");
     }
     if (!status)
@@ -561,7 +571,7 @@ int filter_rollback_cmd(const ctl_globals *g, int argc, char **argv)
         return EXIT_ERROR;
     }
     br_error err = {{0}};
-    if (fetch_rollback(argv[first], &err) < 0) {
+    if (fetch_rollback(argv[first], &err) < 0 || fetch_rollback_mark(argv[first], &err) < 0) {
         ctl_err("filter rollback: %s", err.text);
         return EXIT_ERROR;
     }

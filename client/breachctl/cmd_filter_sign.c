@@ -46,6 +46,31 @@ void fleet_key_id_hex(const br_sign_key *key, char hex[2 * BR_KEY_ID_LEN + 1])
     br_hex_encode_upper(id, BR_KEY_ID_LEN, hex);
 }
 
+/* The signature path.sig holds now, when it is of another file: that file
+ * had a generation, and the new one must be above it (docs/fleet.md,
+ * "Generations"). */
+static int sign_order(const char *path, const br_filter_header *h, br_error *err)
+{
+    _cleanup_free_ char *sp = br_filter_sig_path(path);
+    if (!sp)
+        return -ENOMEM;
+    uint8_t raw[BR_SIG_SIZE + 1];
+    FILE *f = fopen(sp, "re");
+    if (!f)
+        return 0;
+    size_t len = fread(raw, 1, sizeof(raw), f);
+    fclose(f);
+    br_filter_sig old;
+    if (br_filter_sig_decode(raw, len, &old, NULL) < 0 ||
+        memcmp(old.header_sha256, h->header_sha256, 32) == 0 || old.generation < h->generation)
+        return 0;
+    return br_error_set(err, -EINVAL,
+                        "%s is generation %" PRIu64 ", but %s signed generation %" PRIu64
+                        " of another file: every filter a publisher signs needs a new, higher "
+                        "generation (rebuild with --generation above %" PRIu64 ")",
+                        path, h->generation, sp, old.generation, old.generation);
+}
+
 static void sign_usage(FILE *out)
 {
     filter_usage_of(out, "filter sign");
@@ -76,6 +101,8 @@ int filter_sign_cmd(int argc, char **argv)
     r = br_sign_key_load_secret(keyfile, &key, &err);
     if (r == 0)
         r = fleet_open_verified(path, &h, &err);
+    if (r == 0)
+        r = sign_order(path, &h, &err);
     if (r == 0)
         r = br_filter_sign(key, &h, sig, &err);
     if (r == 0)

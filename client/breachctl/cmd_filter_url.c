@@ -87,6 +87,7 @@ typedef struct url_build {
     uint64_t capacity, generation;
     const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
     size_t n_bases;
+    bool offline; /* --offline: cmd_filter_url_offline.c */
 } url_build;
 
 static bool opt_fpr(const char *cmd, const char *arg, void *dst)
@@ -128,6 +129,7 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         CTL_FN("generation", &a->generation, ctl_opt_generation),
         CTL_FN("source", &a->source, ctl_opt_source),
         CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
+        CTL_FLAG("offline", &a->offline),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -142,6 +144,12 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
     if (!a->kind || strcmp(a->kind, "url-sha256") != 0 || !a->output || a->f.n == 0) {
         ctl_err("%s: --kind url-sha256, --output and at least one --input are required", cmd);
         build_usage(stderr);
+        return -1;
+    }
+    if (a->offline && (a->ranges || a->n_bases)) {
+        ctl_err("%s: --offline: %s", cmd,
+                a->ranges ? "an offline filter answers on the host and needs no --ranges-dir"
+                          : "--base is not supported for offline URL filters yet: rebuild in full");
         return -1;
     }
     return check_feed_options(cmd, &a->f) ? -1 : 0;
@@ -196,6 +204,9 @@ static int save_build(const char *cmd, const url_build *a, br_urlfilter_draft *d
                       const br_feedset *fs, uint64_t *bytes)
 {
     br_error err = {{0}};
+    uint64_t generation = a->generation;
+    if (ctl_generation_for(cmd, a->output, ctl_generation_after(0), &generation) < 0)
+        return EXIT_ERROR;
     _cleanup_(br_mirror_freep) br_mirror *m = NULL;
     if (a->ranges && br_mirror_prepare_full(a->ranges, fs, &m, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
@@ -205,7 +216,7 @@ static int save_build(const char *cmd, const url_build *a, br_urlfilter_draft *d
     if (!a->source)
         default_source(defsrc, sizeof(defsrc), &a->f);
     br_urlfilter_save_opts so = {
-        .generation = a->generation,
+        .generation = generation,
         .source = a->source ? a->source : defsrc,
         .build_time = -1,
         .before_commit = commit_mirror,
@@ -246,6 +257,15 @@ int url_filter_build(int argc, char **argv)
     int status = read_feeds(cmd, &a.f, &fs, &fst, &bad);
     if (status)
         return status;
+    if (a.offline) {
+        char defsrc[BR_FILTER_SOURCE_SIZE];
+        if (!a.source)
+            default_source(defsrc, sizeof(defsrc), &a.f);
+        url_offline_args oa = {.fs = fs, .inputs = a.f.args, .n_inputs = a.f.n,
+                               .output = a.output, .source = a.source ? a.source : defsrc,
+                               .generation = a.generation};
+        return url_offline_build(cmd, &oa);
+    }
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
     if (new_draft(cmd, fs, a.capacity, a.fpr, &d) || save_build(cmd, &a, d, fs, &bytes))
         return EXIT_ERROR;

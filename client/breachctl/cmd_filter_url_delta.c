@@ -127,6 +127,10 @@ int url_filter_build_delta(const char *cmd, feeds *f, const url_delta_args *a)
         return EXIT_ERROR;
 
     br_error err = {{0}};
+    uint64_t generation = a->generation;
+    uint64_t dflt = ctl_generation_after(br_urlfilter_header(base)->generation);
+    if (ctl_generation_for(cmd, a->output, dflt, &generation) < 0)
+        return EXIT_ERROR;
     delta_mirror dm = {0};
     if (a->ranges && br_mirror_prepare_full(a->ranges, fs, &dm.m, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
@@ -135,7 +139,7 @@ int url_filter_build_delta(const char *cmd, feeds *f, const url_delta_args *a)
     char defsrc[BR_FILTER_SOURCE_SIZE];
     snprintf(defsrc, sizeof(defsrc), "delta of %s", a->bases[a->n_bases - 1]);
     br_urlfilter_save_opts so = {
-        .generation = a->generation ? a->generation : br_urlfilter_header(base)->generation + 1,
+        .generation = generation,
         .source = a->source ? a->source : defsrc,
         .build_time = -1,
         .before_commit = commit_mirror,

@@ -43,9 +43,13 @@ void fetch_state_load(const char *path, fetch_state *st)
     unset(&st->sig);
     unset(&st->part);
     _cleanup_free_ char *sp = fetch_path(path, ".fetch");
-    FILE *f = sp ? fopen(sp, "re") : NULL;
-    if (!f)
+    int fd = sp ? open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     char line[2304];
     bool ok = fgets(line, sizeof(line), f) && strncmp(line, STATE_MAGIC "\n", sizeof(STATE_MAGIC)) == 0;
     while (ok && fgets(line, sizeof(line), f)) {
@@ -79,6 +83,20 @@ static void put(FILE *f, const char *what, const br_fetch_validators *v)
         fprintf(f, "%s.mtime %" PRId64 "\n", what, v->last_modified);
 }
 
+int fetch_create(const char *path, br_error *err)
+{
+    if (unlink(path) < 0 && errno != ENOENT)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 || fchmod(fd, 0644) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return br_error_set(err, -e, "%s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
 static int fsync_dir(const char *path)
 {
     _cleanup_free_ char *copy = strdup(path);
@@ -96,9 +114,14 @@ int fetch_state_save(const char *path, const fetch_state *st, br_error *err)
     _cleanup_free_ char *tmp = fetch_path(path, ".fetch.tmp");
     if (!sp || !tmp)
         return -ENOMEM;
-    FILE *f = fopen(tmp, "we");
-    if (!f)
+    int fd = fetch_create(tmp, err);
+    if (fd < 0)
+        return fd;
+    FILE *f = fdopen(fd, "we");
+    if (!f) {
+        close(fd);
         return br_error_set(err, -errno, "%s: %s", tmp, strerror(errno));
+    }
     fprintf(f, STATE_MAGIC "\nurl %s\n", st->url);
     put(f, "file", &st->file);
     put(f, "sig", &st->sig);
@@ -164,6 +187,8 @@ int fetch_install(const char *path, bool file, bool sig_new, br_error *err)
     }
     if (r == 0 && sig_new)
         r = move(sig_tmp, sig, err);
+    if (r == 0 && file)
+        fetch_rollback_unmark(path);
     int d = fsync_dir(path);
     if (r == 0 && d < 0)
         r = br_error_set(err, d, "%s: fsync of its directory: %s", path, strerror(-d));

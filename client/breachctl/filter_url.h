@@ -4,7 +4,11 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "url_feed.h"
 
 /* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
 bool url_filter_kind_requested(int argc, char **argv);
@@ -21,3 +25,19 @@ int url_filter_info(const char *path, bool force);
 int url_filter_verify(const char *path);
 /* keys: 64-hex SHA-256 keys, or URLs with by_url; none: read stdin. */
 int url_filter_query(const char *path, int nkeys, char **keys, bool by_url);
+
+/* ---- offline URL filters (cmd_filter_url_offline.c) ---- */
+typedef struct url_offline_args {
+    const br_feedset *fs; /* finished */
+    const char *const *inputs; /* the --input arguments, for messages */
+    size_t n_inputs;
+    const char *output, *source;
+    uint64_t generation;
+} url_offline_args;
+/* True when path's header decodes and names an offline url-sha256 filter. */
+bool url_offline_file(const char *path);
+/* The filter of the feeds: 0, or EXIT_ERROR after a message (more than 255
+ * categories names the --input). */
+int url_offline_build(const char *cmd, const url_offline_args *a);
+/* "no" or "blocked CATEGORY[ EXPRESSION]" per key or URL. */
+int url_offline_query(const char *path, int nkeys, char **keys, bool by_url);

@@ -2,10 +2,13 @@
 /* breachctl: client and admin tool. This file parses the global options and
  * dispatches to one cmd_*() per command. */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "br_assert.h"
 #include "breachctl.h"
@@ -54,6 +57,44 @@ bool ctl_opt_generation(const char *cmd, const char *arg, void *dst)
         return true;
     ctl_err("%s: --generation '%s': not a whole number", cmd, arg);
     return false;
+}
+
+uint64_t ctl_generation_after(uint64_t above)
+{
+    uint64_t now = (uint64_t)BR_MAX(br_build_time_now(), (int64_t)1);
+    return above >= now ? (above == UINT64_MAX ? above : above + 1) : now;
+}
+
+int ctl_generation_for(const char *cmd, const char *output, uint64_t dflt, uint64_t *gen)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    br_filter_header old;
+    bool have = false;
+    int fd = open(output, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        have = pread(fd, raw, sizeof(raw), 0) == (ssize_t)sizeof(raw) &&
+               br_filter_header_decode(raw, sizeof(raw), &old, NULL) == 0;
+        close(fd);
+    }
+    if (*gen) {
+        if (have && *gen <= old.generation) {
+            ctl_err("%s: --generation %" PRIu64 " is not above generation %" PRIu64 " of %s, "
+                    "which the new file replaces: every filter a publisher signs needs a new, "
+                    "higher generation (docs/fleet.md, \"Generations\")",
+                    cmd, *gen, old.generation, output);
+            return -1;
+        }
+        return 0;
+    }
+    if (have && old.generation >= dflt) {
+        if (old.generation == UINT64_MAX) {
+            ctl_err("%s: generation overflow", cmd);
+            return -1;
+        }
+        dflt = old.generation + 1;
+    }
+    *gen = dflt;
+    return 0;
 }
 
 bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst)

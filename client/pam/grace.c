@@ -3,14 +3,20 @@
  * one "user YYYY-MM-DD" line per user whose password failed the check at
  * login, the UTC day it first did; no hash, no count, nothing else.
  *
- * The file is root's, mode 0600, and replaced whole: a new file beside it
- * (random name, O_EXCL, never through a symlink), fsync, renameat, fsync of
- * the directory. A lock on the directory (flock) serializes concurrent
- * logins. The directory may belong to another user (/var/lib/breachd
- * belongs to the daemon's): nothing here follows a symlink or writes into
- * a file it did not just create, and a state file that is not a regular
- * file with one link, owned by root or the effective user and writable by
- * nobody else, is refused. */
+ * The file is root's, mode 0600, in a directory that is root's and reachable
+ * by root only (mode 0700; made when missing): no other user can read the
+ * state, or open the directory to take its lock. It is replaced whole: a new
+ * file beside it (random name, O_EXCL, never through a symlink), fsync,
+ * renameat, fsync of the directory. A lock on the directory (flock)
+ * serializes concurrent logins. A state file that is not a regular file
+ * with one link, owned by root or the effective user and writable by nobody
+ * else, is refused, as is a directory reachable by others.
+ *
+ * No fault of the state restarts a grace period: a lock still held after 2 s
+ * (by root: nobody else can take it) leaves the file as it is and counts
+ * from the day it holds (read without the lock: the file is only ever
+ * renamed into place); a state that cannot be used counts the period as
+ * over. Either is logged with what happened. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -90,6 +96,32 @@ static bool parse_line(const char *line, size_t len, size_t *ulen, int64_t *day)
         return false;
     *ulen = (size_t)(sp - line);
     return valid_user(line, *ulen) && parse_day(sp + 1, day);
+}
+
+/* The directory of the state, opened: root's (or the effective user's) and
+ * reachable by its owner only, checked on what was opened (fstat), not by
+ * name. A missing one is made (mode 0700) when add. */
+static int open_dir(const char *dir, bool add, const char **what)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && add) {
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+            return *what = "cannot make its directory", -errno;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return *what = "cannot open its directory", -errno;
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0)
+        r = -errno, *what = "cannot stat its directory";
+    else if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 077))
+        r = -EPERM, *what = "its directory must be root's and reachable by root only (mode 0700)";
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
 }
 
 static int lock_dir(int dirfd)
@@ -187,6 +219,7 @@ typedef struct grace_op {
     size_t ulen;
     bool add;      /* first_seen: add the user's line when missing */
     int64_t today; /* for add */
+    bool locked;   /* the lock is held: the file may be written */
     bool found;
     int64_t first; /* the day of the user's line, when found */
 } grace_op;
@@ -218,7 +251,8 @@ static size_t filter_lines(pam_handle_t *pamh, const char *in, size_t len, char 
     return o;
 }
 
-/* Under the lock: read, find the user's line, write back when it changes. */
+/* Under the lock: read, find the user's line, write back when it changes.
+ * Without it (op->locked false): read and find only. */
 static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op,
                   const char **what)
 {
@@ -234,8 +268,9 @@ static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op,
     }
     size_t o = filter_lines(pamh, in ? in : "", len, out, op);
     r = 0;
-    if (op->found && op->add) {
-        ; /* unchanged */
+    if ((op->found && op->add) || !op->locked) {
+        if (!op->found && op->add)
+            op->first = op->today; /* a first day, not written down yet */
     } else if (op->add) {
         char d[DATE_LEN + 1];
         day_text(op->today, d);
@@ -250,7 +285,26 @@ static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op,
     return r;
 }
 
-static int grace_run(pam_handle_t *pamh, const char *path, grace_op *op)
+/* The lock, or after LOCK_WAIT_MS the state read as it is (1, logged). */
+static int lock_or_read(pam_handle_t *pamh, const char *path, int dirfd, const char *base,
+                        grace_op *op, const char **what)
+{
+    int r = lock_dir(dirfd);
+    if (r == 0) {
+        op->locked = true;
+        return update(pamh, dirfd, base, op, what);
+    }
+    if (r != -EWOULDBLOCK)
+        return *what = "cannot lock its directory", r;
+    if ((r = update(pamh, dirfd, base, op, what)) < 0)
+        return r;
+    pam_syslog(pamh, LOG_WARNING, "grace state %s: locked by another process for %d s: "
+               "read without the lock, not updated", path, LOCK_WAIT_MS / 1000);
+    return 1;
+}
+
+/* 0 done, 1 read but not updated (locked), -errno (logged with then). */
+static int grace_run(pam_handle_t *pamh, const char *path, grace_op *op, const char *then)
 {
     const char *what = NULL;
     char dir[PATH_MAX];
@@ -263,20 +317,15 @@ static int grace_run(pam_handle_t *pamh, const char *path, grace_op *op)
         r = -EINVAL, what = "not a file path";
     if (r == 0) {
         snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-        dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dirfd < 0 && errno == ENOENT && !op->add)
+        dirfd = open_dir(dir, op->add, &what);
+        if (dirfd == -ENOENT && !op->add)
             return 0; /* no directory, no line to remove */
-        if (dirfd < 0)
-            r = -errno, what = "cannot open its directory";
-        else if ((r = lock_dir(dirfd)) < 0)
-            what = "cannot lock its directory";
-        else
-            r = update(pamh, dirfd, slash + 1, op, &what);
+        r = dirfd < 0 ? dirfd : lock_or_read(pamh, path, dirfd, slash + 1, op, &what);
     }
     if (dirfd >= 0)
         close(dirfd); /* and the lock */
     if (r < 0)
-        pam_syslog(pamh, LOG_ERR, "grace state %s: %s: %s", path, what, strerror(-r));
+        pam_syslog(pamh, LOG_ERR, "grace state %s: %s: %s: %s", path, what, strerror(-r), then);
     return r;
 }
 
@@ -284,15 +333,17 @@ int pb_grace_first_seen(pam_handle_t *pamh, const char *path, const char *user, 
                         int64_t *first)
 {
     grace_op op = {.user = user, .add = true, .today = today};
-    int r = grace_run(pamh, path, &op);
-    if (r == 0)
+    int r = grace_run(pamh, path, &op, "the grace period counts as over until this is fixed");
+    if (r >= 0)
         *first = op.first;
-    return r;
+    return r < 0 ? r : 0;
 }
 
 int pb_grace_forget(pam_handle_t *pamh, const char *path, const char *user)
 {
     grace_op op = {.user = user};
-    int r = grace_run(pamh, path, &op);
+    int r = grace_run(pamh, path, &op, "the user's line stays");
+    if (r == 1 && op.found)
+        return -EWOULDBLOCK; /* found, not removed */
     return r < 0 ? r : op.found;
 }

@@ -98,8 +98,8 @@ PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const cha
 }
 
 /* Days of grace left for user: > 0, or -1 when it is over. A state file that
- * cannot be used (logged) leaves the full period, so a login is warned, not
- * refused, for a fault of the host. */
+ * cannot be used (logged) counts as over: a fault of the state, which only
+ * root can reach, never gives a breached password its period back. */
 static int grace_left(pam_handle_t *pamh, const pb_options *o, const char *user)
 {
     if (o->grace_days == 0)
@@ -107,7 +107,7 @@ static int grace_left(pam_handle_t *pamh, const pb_options *o, const char *user)
     int64_t now = pb_now();
     int64_t today = now / 86400 - (now % 86400 < 0), first;
     if (pb_grace_first_seen(pamh, o->state, user, today, &first) < 0)
-        return o->grace_days;
+        return -1;
     int64_t left = o->grace_days - (today - first);
     return left <= 0 ? -1 : left > o->grace_days ? o->grace_days : (int)left;
 }

@@ -20,7 +20,7 @@
 #define PB_DEFAULT_TIMEOUT_MS 3000
 #define PB_MAX_TIMEOUT_MS 600000
 #define PB_MAX_GRACE_DAYS 3650
-#define PB_DEFAULT_STATE "/var/lib/breachd/pam-grace"
+#define PB_DEFAULT_STATE "/var/lib/pam_breachd/grace"
 
 /* The stage decides the defaults: a change refuses what it cannot check,
  * a login lets it through (pam_breachd(8), FAILURES AT LOGIN). */
@@ -101,8 +101,9 @@ void pb_login_message(const pb_outcome *res, int days_left, char *buf, size_t si
 bool pb_exempt(pam_handle_t *pamh, const pb_options *o, const char *user);
 
 /* The grace state file: "user YYYY-MM-DD" lines (the first breached login,
- * UTC), nothing else. The day of the user's line, adding one with today
- * when there is none: 0, or -errno with the reason logged. */
+ * UTC), nothing else, in a directory reachable by root only. The day of the
+ * user's line, adding one with today when there is none (not written when
+ * the state stays locked: logged): 0, or -errno with the reason logged. */
 int pb_grace_first_seen(pam_handle_t *pamh, const char *path, const char *user, int64_t today,
                         int64_t *first);
 /* Remove the user's line if there is one: 1 removed, 0 none, -errno. */

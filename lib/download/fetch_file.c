@@ -24,6 +24,9 @@ typedef struct xfer {
     bool decided;    /* the first body byte chose between append and rewrite */
     bool resumed;
     uint64_t received, max;
+    const br_fetch_opts *o;
+    bool head_done; /* o->check_head was called */
+    uint64_t limit; /* the whole file's size check_head allows; 0: none */
     br_fetch_validators got;
     bool range_ok; /* a Content-Range that starts at offset */
     int fail;      /* our own failure in a callback: -errno */
@@ -86,15 +89,42 @@ static int decide(xfer *x)
     return 0;
 }
 
+/* Once the file's first o->head_len bytes are there (received now or kept
+ * from the partial body): o->check_head may stop the transfer or bound it. */
+static int check_head(xfer *x)
+{
+    const br_fetch_opts *o = x->o;
+    x->head_done = true;
+    uint8_t *head = malloc(o->head_len);
+    if (!head)
+        return -ENOMEM;
+    int r = -EIO;
+    if (pread(x->fd, head, o->head_len, 0) == (ssize_t)o->head_len)
+        r = o->check_head(o->check_ctx, head, o->head_len, &x->limit, x->reason,
+                          sizeof(x->reason));
+    else
+        snprintf(x->reason, sizeof(x->reason), "reading back its first bytes: %s",
+                 strerror(errno));
+    free(head);
+    return r;
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
 {
     xfer *x = ctx;
     size_t len = size * n;
     if (!x->decided && (x->fail = decide(x)) < 0)
         return 0;
+    uint64_t at = (x->resumed ? x->offset : 0) + x->received; /* bytes in the file */
     if (x->max && x->received + len > x->max) {
         x->fail = -EFBIG;
         snprintf(x->reason, sizeof(x->reason), "larger than %" PRIu64 " bytes", x->max);
+        return 0;
+    }
+    if (x->limit && at + len > x->limit) {
+        x->fail = -EFBIG;
+        snprintf(x->reason, sizeof(x->reason),
+                 "more than the %" PRIu64 " bytes its header declares: stopped there", x->limit);
         return 0;
     }
     int r = br_write_all(x->fd, buf, len);
@@ -104,6 +134,16 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
         return 0;
     }
     x->received += len;
+    if (x->o->check_head && !x->head_done && at + len >= x->o->head_len) {
+        if ((r = check_head(x)) < 0 || (x->limit && at + len > x->limit)) {
+            x->fail = r < 0 ? r : -EFBIG;
+            if (r == 0)
+                snprintf(x->reason, sizeof(x->reason),
+                         "more than the %" PRIu64 " bytes its header declares: stopped there",
+                         x->limit);
+            return 0;
+        }
+    }
     return len;
 }
 
@@ -203,7 +243,7 @@ static int transfer(int fd, const br_fetch_opts *o, bool resume, br_fetch_result
     if (!c)
         return br_error_set(err, -ENOMEM, "%s: libcurl: out of memory", o->url);
     struct stat st;
-    xfer x = {.curl = c, .fd = fd, .max = o->max_bytes};
+    xfer x = {.curl = c, .fd = fd, .max = o->max_bytes, .o = o};
     x.offset = resume && fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
     x.got.last_modified = -1;
     set_options(c, o, &x);
@@ -236,20 +276,50 @@ static int transfer(int fd, const br_fetch_opts *o, bool resume, br_fetch_result
     return r;
 }
 
+/* The output file, never through a link planted in its directory: a
+ * partial body is continued only when it is a regular file of this uid with
+ * one name that no one else may write; anything else at path (a symbolic
+ * link, another user's file) is removed and path created anew, O_EXCL. */
+static int open_output(const char *path, bool partial, br_error *err)
+{
+    if (partial) {
+        int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+            st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+            fcntl(fd, F_SETFL, 0) == 0)
+            return fd;
+        if (fd >= 0)
+            close(fd);
+    }
+    for (int tries = 0; tries < 2; tries++) {
+        if (unlink(path) < 0 && errno != ENOENT)
+            return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 && fchmod(fd, 0644) == 0)
+            return fd;
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        if (e != EEXIST)
+            return br_error_set(err, -e, "%s: %s", path, strerror(e));
+    }
+    return br_error_set(err, -EEXIST, "%s: created again by someone else at once", path);
+}
+
 int br_fetch_file(const char *path, const br_fetch_opts *o, br_fetch_result *res, br_error *err)
 {
     memset(res, 0, sizeof(*res));
     res->got.last_modified = -1;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return br_error_set(err, -EIO, "libcurl: initialization failed");
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        int r = br_error_set(err, -errno, "%s: %s", path, strerror(errno));
-        curl_global_cleanup();
-        return r;
-    }
     bool resume = o->partial && !is_file_url(o->url) &&
                   (o->partial->etag[0] || o->partial->last_modified >= 0);
+    int fd = open_output(path, resume, err);
+    if (fd < 0) {
+        curl_global_cleanup();
+        return fd;
+    }
     bool refused = false;
     int r = transfer(fd, o, resume, res, &refused, err);
     if (r < 0 && resume && refused)

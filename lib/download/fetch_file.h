@@ -30,6 +30,16 @@ typedef struct br_fetch_opts {
     uint32_t stall_timeout_ms;   /* no byte for this long fails the transfer; 0: 60 s */
     uint64_t max_bytes;          /* a longer body fails the transfer; 0: no limit */
     const char *ca_file;         /* NULL: the system store */
+    /* Called once, as soon as the output file holds its first head_len
+     * bytes (received now, or kept from the partial body), with a copy of
+     * them: 0 to go on, with *limit set to the size the whole file may
+     * have (0: any); or a negative errno to stop the transfer at once, the
+     * reason written into reason. A body that goes past *limit fails with
+     * -EFBIG as soon as the byte past it arrives. NULL: no check. */
+    int (*check_head)(void *ctx, const uint8_t *head, size_t len, uint64_t *limit, char *reason,
+                      size_t reason_len);
+    void *check_ctx;
+    size_t head_len;
 } br_fetch_opts;
 
 typedef enum br_fetch_status {
@@ -46,7 +56,11 @@ typedef struct br_fetch_result {
     long http_code;          /* 0 for file:// */
 } br_fetch_result;
 
-/* Fetch opts->url into path (created mode 0644 when missing). A full answer
+/* Fetch opts->url into path. path is opened without following a symbolic
+ * link: a partial body (opts->partial) is continued only when path is a
+ * regular file of this uid with a single name and no group or world write
+ * bit; otherwise whatever is at path is removed and path is created anew
+ * (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0644 whatever the umask). A full answer
  * replaces path's content; a resumed one (206) appends to it; "not
  * modified" leaves it alone. On failure (-EIO, -ETIMEDOUT, -EFBIG, -ENOENT
  * for a 404, -errno) err names the URL and the reason, and path keeps what

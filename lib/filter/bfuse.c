@@ -230,6 +230,8 @@ int br_bfuse_check(const br_bfuse *f)
 
 typedef struct bfuse_work {
     uint64_t *hashes; /* n: hashes ordered by the segment of h0 */
+    uint8_t *codes;   /* coded builds, n: the code of hashes[i] */
+    uint8_t *cxor;    /* coded builds, array_length: XOR of the codes mapped to a slot */
     uint64_t *sxor;   /* array_length: XOR of the hashes mapped to a slot */
     uint8_t *count;   /* array_length: number of hashes mapped to a slot */
     uint32_t *order;  /* array_length: peel order from the front, stack from the back */
@@ -239,15 +241,18 @@ typedef struct bfuse_work {
 static void bfuse_work_free(bfuse_work *w)
 {
     free(w->hashes);
+    free(w->codes);
+    free(w->cxor);
     free(w->sxor);
     free(w->count);
     free(w->order);
     free(w->bucket);
 }
 
-/* Fill w->hashes with the hashes of keys in order of segment. */
-static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, size_t n, uint64_t seed,
-                              bfuse_work *w)
+/* Fill w->hashes with the hashes of keys in order of segment (and
+ * w->codes with their codes when codes is given). */
+static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, const uint8_t *codes,
+                              size_t n, uint64_t seed, bfuse_work *w)
 {
     uint32_t nseg = g->scl >> g->shift;
     uint32_t *b = w->bucket;
@@ -262,23 +267,51 @@ static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, size_t 
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t h = bfuse_mix(keys[i] + seed);
-        w->hashes[b[bfuse_mulhi(h, g->scl) >> g->shift]++] = h;
+        uint32_t at = b[bfuse_mulhi(h, g->scl) >> g->shift]++;
+        w->hashes[at] = h;
+        if (codes)
+            w->codes[at] = codes[i];
+    }
+}
+
+/* Assign in reverse peel order: each slot is still 0 when its key comes,
+ * so XOR-ing over all the key's slots gives the value to store. */
+static inline __attribute__((always_inline)) void bfuse_assign(const bfuse_geom *g, unsigned arity,
+                                                               unsigned fpb, bool coded, size_t peeled,
+                                                               uint32_t m, const bfuse_work *w,
+                                                               uint8_t *out)
+{
+    uint32_t p[4];
+    memset(out, 0, (size_t)m * fpb);
+    for (size_t k = peeled; k-- > 0;) {
+        uint32_t q = w->order[k];
+        uint64_t h = w->sxor[q];
+        bfuse_positions(g, h, arity, p);
+        /* coded: the slots XOR to the fingerprint's top 24 bits and the code */
+        uint32_t v = coded ? (bfuse_fp(h) & ~UINT32_C(0xff)) | w->cxor[q] : bfuse_fp(h);
+        for (unsigned j = 0; j < arity; j++)
+            v ^= bfuse_load(out, p[j], fpb);
+        bfuse_store(out, q, v & bfuse_fp_mask(fpb), fpb);
     }
 }
 
 /* One construction attempt with one seed: true when every key peeled. */
 static inline __attribute__((always_inline)) bool bfuse_try(const bfuse_geom *g, unsigned arity, unsigned fpb,
-                                                            const uint64_t *keys, size_t n, uint32_t m,
-                                                            uint64_t seed, bfuse_work *w, uint8_t *out)
+                                                            const uint64_t *keys, const uint8_t *codes,
+                                                            size_t n, uint32_t m, uint64_t seed,
+                                                            bfuse_work *w, uint8_t *out)
 {
     uint64_t *sxor = w->sxor;
     uint8_t *count = w->count;
+    uint8_t *cxor = w->cxor;
     uint32_t *order = w->order;
     uint32_t p[4];
 
-    bfuse_sort_hashes(g, keys, n, seed, w);
+    bfuse_sort_hashes(g, keys, codes, n, seed, w);
     memset(sxor, 0, (size_t)m * sizeof(*sxor));
     memset(count, 0, (size_t)m);
+    if (codes)
+        memset(cxor, 0, (size_t)m);
 
     unsigned overflow = 0;
     for (size_t i = 0; i < n; i++) {
@@ -289,6 +322,8 @@ static inline __attribute__((always_inline)) bool bfuse_try(const bfuse_geom *g,
             overflow |= c; /* bit 8 set once a count passes 255 (duplicates) */
             count[p[j]] = (uint8_t)c;
             sxor[p[j]] ^= h;
+            if (codes)
+                cxor[p[j]] ^= w->codes[i];
         }
     }
     if (overflow & 0x100u)
@@ -310,41 +345,40 @@ static inline __attribute__((always_inline)) bool bfuse_try(const bfuse_geom *g,
             if (count[q] != 1)
                 continue;
             uint64_t h = sxor[q];
+            uint8_t code = codes ? cxor[q] : 0;
             bfuse_positions(g, h, arity, p);
             for (unsigned j = 0; j < arity; j++) {
                 uint32_t r = p[j];
                 sxor[r] ^= h;
+                if (codes)
+                    cxor[r] ^= code;
                 if (--count[r] == 1)
                     order[--top] = r;
             }
             sxor[q] = h; /* count[q] is now 0 */
+            if (codes)
+                cxor[q] = code;
             order[peeled++] = q;
         }
     }
     if (peeled != n)
         return false;
 
-    /* Assign in reverse peel order: each slot is still 0 when its key comes,
-     * so XOR-ing over all the key's slots gives the value to store. */
-    memset(out, 0, (size_t)m * fpb);
-    for (size_t k = peeled; k-- > 0;) {
-        uint32_t q = order[k];
-        uint64_t h = sxor[q];
-        bfuse_positions(g, h, arity, p);
-        uint32_t v = bfuse_fp(h);
-        for (unsigned j = 0; j < arity; j++)
-            v ^= bfuse_load(out, p[j], fpb);
-        bfuse_store(out, q, v & bfuse_fp_mask(fpb), fpb);
-    }
+    bfuse_assign(g, arity, fpb, codes != NULL, peeled, m, w, out);
     return true;
 }
 
-static bool bfuse_try_any(const bfuse_geom *g, unsigned arity, unsigned fpb, const uint64_t *keys, size_t n,
-                          uint32_t m, uint64_t seed, bfuse_work *w, uint8_t *out)
+static bool bfuse_try_any(const bfuse_geom *g, unsigned arity, unsigned fpb, const uint64_t *keys,
+                          const uint8_t *codes, size_t n, uint32_t m, uint64_t seed, bfuse_work *w,
+                          uint8_t *out)
 {
+    if (codes && arity == 3)
+        return bfuse_try(g, 3, 4, keys, codes, n, m, seed, w, out);
+    if (codes)
+        return bfuse_try(g, 4, 4, keys, codes, n, m, seed, w, out);
 #define BFUSE_TRY(A, B)                                                                            \
     if (arity == (A) && fpb == (B))                                                                \
-        return bfuse_try(g, A, B, keys, n, m, seed, w, out);
+        return bfuse_try(g, A, B, keys, NULL, n, m, seed, w, out);
     BFUSE_TRY(3, 1)
     BFUSE_TRY(3, 2)
     BFUSE_TRY(3, 4)
@@ -385,7 +419,8 @@ static void bfuse_attempt_geom(const br_bfuse *f, unsigned attempt, bfuse_geom *
     bfuse_geom_of(&h, g);
 }
 
-int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, void *fp_out)
+static int bfuse_build(br_bfuse *f, uint64_t *keys, const uint8_t *codes, size_t n,
+                       uint64_t seed_base, void *fp_out)
 {
     int r = br_bfuse_check(f);
     if (r < 0)
@@ -413,12 +448,14 @@ int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, vo
     w.bucket = malloc((nseg + f->arity) * sizeof(*w.bucket));
     if (!w.hashes || !w.sxor || !w.count || !w.order || !w.bucket)
         return -ENOMEM;
+    if (codes && (!(w.codes = malloc(n)) || !(w.cxor = malloc(m))))
+        return -ENOMEM;
 
     for (unsigned attempt = 0; attempt < BFUSE_MAX_ATTEMPTS; attempt++) {
         uint64_t seed = br_splitmix64(&state);
         bfuse_geom g;
         bfuse_attempt_geom(f, attempt, &g);
-        if (bfuse_try_any(&g, f->arity, fpb, keys, n, m, seed, &w, fp_out)) {
+        if (bfuse_try_any(&g, f->arity, fpb, keys, codes, n, m, seed, &w, fp_out)) {
             f->seed = seed;
             f->segment_length = g.seglen;
             f->segment_count_length = g.scl;
@@ -427,10 +464,28 @@ int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, vo
         }
         /* Distinct keys rarely fail even once; equal keys always fail, so
          * look for them the first time instead of trying 100 seeds. */
-        if (attempt == 0 && bfuse_has_duplicates(keys, n))
+        if (attempt == 0 && !codes && bfuse_has_duplicates(keys, n))
             return -EDEADLK;
     }
     return -EDEADLK;
+}
+
+int br_bfuse_build(br_bfuse *f, uint64_t *keys, size_t n, uint64_t seed_base, void *fp_out)
+{
+    return bfuse_build(f, keys, NULL, n, seed_base, fp_out);
+}
+
+int br_bfuse_build_coded(br_bfuse *f, const uint64_t *keys, const uint8_t *codes, size_t n,
+                         uint64_t seed_base, void *fp_out)
+{
+    if (f->fp_bits != 32 || (n && !codes))
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (codes[i] == 0 || (i && keys[i] <= keys[i - 1]))
+            return -EINVAL;
+    /* not reordered: the keys are sorted and distinct, and only a
+     * duplicate search (not needed here) would sort them */
+    return bfuse_build(f, (uint64_t *)keys, codes, n, seed_base, fp_out);
 }
 
 /* ---- queries --------------------------------------------------------- */
@@ -534,4 +589,27 @@ void br_bfuse_contains_batch(const br_bfuse *f, const uint64_t *keys, size_t n, 
         else
             bfuse_batch(f, &g, 4, 4, keys, n, out);
     }
+}
+
+/* ---- coded lookups (fp_bits 32) --------------------------------------- */
+
+static inline __attribute__((always_inline)) uint8_t bfuse_code_of(const uint8_t *a, const uint32_t p[4],
+                                                                   unsigned arity, uint64_t h)
+{
+    uint32_t v = bfuse_fp(h) & ~UINT32_C(0xff);
+    for (unsigned j = 0; j < arity; j++)
+        v ^= bfuse_load(a, p[j], 4);
+    return (v >> 8) == 0 ? (uint8_t)v : 0;
+}
+
+uint8_t br_bfuse_code(const br_bfuse *f, uint64_t key)
+{
+    if (f->array_length == 0 || f->fp_bits != 32)
+        return 0;
+    bfuse_geom g;
+    bfuse_geom_of(f, &g);
+    uint32_t p[4];
+    uint64_t h = bfuse_mix(key + f->seed);
+    bfuse_positions(&g, h, f->arity, p);
+    return bfuse_code_of(f->fingerprints, p, f->arity, h);
 }

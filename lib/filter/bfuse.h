@@ -66,3 +66,19 @@ void br_bfuse_prefetch(const br_bfuse *f, uint64_t key);
 /* out[i] = br_bfuse_contains(f, keys[i]), with the memory accesses of a batch
  * issued ahead (prefetch) so that throughput is not bound by latency. */
 void br_bfuse_contains_batch(const br_bfuse *f, const uint64_t *keys, size_t n, bool *out);
+
+/* ---- coded filters: a filter and a retrieval structure in one ----
+ * With 32-bit slots, each key carries an 8-bit code (1..255): the XOR of
+ * its slots is (the top 24 bits of its fingerprint) | code. A lookup
+ * answers the code of a member, or 0 for a key whose 24 fingerprint bits
+ * do not match (a non-member matches with probability 2^-24, and then
+ * reads a code that may be 0 too; docs/filter-format.md, "Algorithm 4").
+ *
+ * Build after br_bfuse_layout(f, arity, 32, n): keys sorted ascending and
+ * distinct (not reordered), codes[i] the code of keys[i], each 1..255;
+ * -EINVAL otherwise. The same seeds and bytes-for-a-key-set rule as
+ * br_bfuse_build(); working memory 2 bytes per key more. */
+int br_bfuse_build_coded(br_bfuse *f, const uint64_t *keys, const uint8_t *codes, size_t n,
+                         uint64_t seed_base, void *fp_out);
+/* The code of key, 0: not a member. f built coded or checked with fp_bits 32. */
+uint8_t br_bfuse_code(const br_bfuse *f, uint64_t key);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -83,6 +84,8 @@ const char *br_filter_algorithm_name(uint32_t algorithm)
         return "blocked-bloom";
     case BR_ALGO_LAYERS:
         return "layers";
+    case BR_ALGO_FUSE_OFFLINE:
+        return "binary-fuse-offline";
     }
     return NULL;
 }
@@ -148,8 +151,9 @@ static int decode_v1_tail(const uint8_t *raw, br_filter_header *h, br_error *err
     if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
         return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
                             OFF_RESERVED, OFF_BODY_SHA256 - 1);
-    if (h->algorithm == BR_ALGO_LAYERS)
-        return br_error_set(err, -EINVAL, "field algorithm: layers needs format version 2");
+    if (h->algorithm == BR_ALGO_LAYERS || h->algorithm == BR_ALGO_FUSE_OFFLINE)
+        return br_error_set(err, -EINVAL, "field algorithm: %s needs format version 2",
+                            br_filter_algorithm_name(h->algorithm));
     h->role = BR_ROLE_FULL;
     return 0;
 }
@@ -295,6 +299,8 @@ struct br_filter_file {
     atomic_int damaged; /* set by br_filter_file_fault() */
     int guard;          /* its map_guard.h slot, -1 when none */
     const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
+    int fd;             /* kept open: br_filter_file_changed() fstats it; -1 for a view */
+    struct stat st;     /* the file as it was opened */
 };
 
 /* ---- mappings guarded against truncation (filter_file.h, map_guard.h) ---- */
@@ -322,6 +328,47 @@ bool br_filter_file_damaged(const br_filter_file *f)
     return atomic_load(&((br_filter_file *)f)->damaged) != 0;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+bool br_filter_file_changed(const br_filter_file *f)
+{
+    if (f->parent)
+        return br_filter_file_changed(f->parent);
+    struct stat now;
+    br_filter_file *mf = (br_filter_file *)f;
+    /* A rename over the path or a new hard link changes the link count and
+     * with it the ctime, but not a byte: the ctime counts only while the
+     * link count is the one of the open (then it also catches a write whose
+     * mtime was set back, and a chmod or chown). */
+    if (fstat(f->fd, &now) == 0 && now.st_size == f->st.st_size &&
+        same_time(&now.st_mtim, &f->st.st_mtim) &&
+        (now.st_nlink != f->st.st_nlink || same_time(&now.st_ctim, &f->st.st_ctim)))
+        return false;
+    atomic_store(&mf->damaged, 1); /* probes answer "maybe" from now on */
+    return true;
+}
+
+int br_filter_file_check_owner(const br_filter_file *f, const char *path, long also_uid,
+                               br_error *err)
+{
+    if (f->parent)
+        return br_filter_file_check_owner(f->parent, path, also_uid, err);
+    const struct stat *st = &f->st;
+    if (st->st_uid != 0 && (also_uid < 0 || st->st_uid != (uid_t)also_uid))
+        return br_error_set(err, -EPERM,
+                            "%s belongs to uid %u: a filter must belong to root, so that only "
+                            "root can rewrite it; fix: chown root %s",
+                            path, (unsigned)st->st_uid, path);
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
+        return br_error_set(err, -EPERM,
+                            "%s is group- or world-writable (mode %04o); fix: chmod go-w %s", path,
+                            (unsigned)(st->st_mode & 07777), path);
+    return 0;
+}
+
 void br_filter_file_free(br_filter_file *f)
 {
     if (!f)
@@ -333,6 +380,8 @@ void br_filter_file_free(br_filter_file *f)
     guard_remove(f);
     if (f->map)
         munmap(f->map, f->size);
+    if (f->fd >= 0)
+        close(f->fd);
     free(f);
 }
 
@@ -378,6 +427,7 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     if (!f)
         return -ENOMEM;
     f->guard = -1;
+    f->fd = -1;
     f->size = (uint64_t)st.st_size;
     void *map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
@@ -401,6 +451,9 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
         return br_error_set(err, -EINVAL, "%s: body checksum mismatch (file corrupted)", path);
     /* Lookups are random probes: don't let readahead drag in neighbours. */
     (void)madvise(f->map, f->size, MADV_RANDOM);
+    f->st = st;
+    f->fd = fd;
+    fd = -1;
     *out = BR_TAKE_PTR(f);
     return 0;
 }
@@ -415,6 +468,7 @@ int br_filter_file_view(const br_filter_file *parent, uint64_t offset, uint64_t 
     if (!f)
         return -ENOMEM;
     f->guard = -1;
+    f->fd = -1;
     f->parent = parent;
     f->map = parent->map + offset;
     f->size = len;

@@ -34,6 +34,9 @@ typedef enum br_filter_algorithm {
     /* Container v2: complete filter files of one kind, the first a full
      * filter and each later one a delta of an earlier one (filter_delta.h). */
     BR_ALGO_LAYERS = 3,
+    /* Container v2: a sharded binary fuse filter with 32-bit slots holding
+     * a 24-bit fingerprint and an 8-bit code per key (offline_codes.h). */
+    BR_ALGO_FUSE_OFFLINE = 4,
 } br_filter_algorithm;
 
 /* Container v2: what a file is to the files around it. */
@@ -107,8 +110,27 @@ uint64_t br_filter_file_size(const br_filter_file *f);
  * (map_guard.h) is shared with the range cache's mappings: this is
  * br_map_guard_fault(), and handles a fault in either. */
 bool br_filter_file_fault(const void *addr);
-/* True once a fault was handled in this file's mapping. Any thread. */
+/* True once a fault was handled in this file's mapping, or a change was
+ * noticed by br_filter_file_changed(). Any thread. */
 bool br_filter_file_damaged(const br_filter_file *f);
+
+/* ---- rewriting in place ----
+ * A file rewritten in place (`cp` over it, `dd conv=notrunc`: the same
+ * inode) changes the mapped bytes without a fault. The file stays open:
+ * this fstats it and compares size, mtime and ctime (the ctime only while
+ * the link count is unchanged: a rename over the path, the supported way
+ * to replace a filter, changes the old inode's ctime) with the open's. On
+ * a difference the file is marked damaged (probes answer "maybe", as
+ * after a truncation) and true is returned. A write updates the times
+ * before its bytes reach the page cache, so a probe that read changed
+ * bytes is followed by a call that returns true. Any thread. */
+bool br_filter_file_changed(const br_filter_file *f);
+
+/* Owner and mode of the file as opened: 0 when it belongs to root (or to
+ * also_uid, when >= 0) and neither group nor others may write it; else
+ * -EPERM with err naming path, the owner or mode, and the fix. */
+int br_filter_file_check_owner(const br_filter_file *f, const char *path, long also_uid,
+                               br_error *err);
 
 /* A filter file inside another one's mapping (a layer of a layered file,
  * filter_delta.h): bytes [offset, offset + len) of parent, whose body

@@ -150,7 +150,10 @@ int br_filter_writer_commit(br_filter_writer *w, br_filter_header *hdr, br_error
     int r = writer_flush(w, err);
     if (r < 0)
         return r;
-    hdr->version = hdr->role != BR_ROLE_FULL || hdr->algorithm == BR_ALGO_LAYERS ? 2 : 1;
+    hdr->version = hdr->role != BR_ROLE_FULL || hdr->algorithm == BR_ALGO_LAYERS ||
+                           hdr->algorithm == BR_ALGO_FUSE_OFFLINE
+                       ? 2
+                       : 1;
     hdr->header_size = BR_FILTER_HEADER_SIZE;
     hdr->payload_offset = BR_FILTER_PAYLOAD_ALIGN;
     hdr->payload_size = w->offset - BR_FILTER_PAYLOAD_ALIGN;

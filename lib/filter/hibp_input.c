@@ -50,6 +50,7 @@ typedef struct reader {
     br_hasher *hasher;    /* plaintext only, password-sha1 */
     br_nt_hasher *nt;     /* plaintext only, password-ntlm */
     uint64_t min_count;   /* 0 and 1: every counted line with count >= 1 */
+    uint64_t count;       /* the current line's count (0: a line without one) */
     size_t max_line;      /* without the LF and the CR */
     uint64_t done, total; /* progress */
     uint64_t last_progress;
@@ -126,6 +127,10 @@ static int cb_stopped(reader *r, const file_ctx *f, int rc)
 static inline int deliver(reader *r, const file_ctx *f, const uint8_t *key)
 {
     r->st.keys++;
+    if (r->opts->count_cb) {
+        int rc = r->opts->count_cb(r->cb_ctx, key, r->count);
+        return br_unlikely(rc != 0) ? cb_stopped(r, f, rc) : 0;
+    }
     if (!r->cb)
         return 0;
     int rc = r->cb(r->cb_ctx, key);
@@ -145,7 +150,15 @@ static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *k
         r->st.skipped_min++;
         return 0;
     }
-    return deliver(r, f, key);
+    if (br_unlikely(r->opts->max_count && count > r->opts->max_count))
+        return line_error(r, f,
+                          "the count %" PRIu64 " does not fit an offline filter's count code "
+                          "(at most %" PRIu64 ")",
+                          count, r->opts->max_count);
+    r->count = count;
+    int rc = deliver(r, f, key);
+    r->count = 0;
+    return rc;
 }
 
 /* Constant lengths, so that each decode is unrolled. */
@@ -206,6 +219,9 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
 
     if (f->mode == MODE_UNKNOWN) {
         f->mode = counted ? MODE_COUNTED : MODE_PLAIN;
+        if (!counted && r->opts->need_counts)
+            return line_error(r, f, "a plain hash list has no counts, and an offline filter "
+                                    "keeps each key's count");
         if (!counted && r->min_count > 1)
             return line_error(r, f,
                               "a plain hash list has no counts, so the minimum count %" PRIu64
@@ -547,6 +563,11 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
     if (opts->kind != 0 && opts->kind != BR_KIND_PASSWORD_SHA1 && !ntlm)
         return br_error_set(err, -EINVAL, "%s: kind %s is not a password kind", path,
                             br_filter_kind_name(opts->kind) ? br_filter_kind_name(opts->kind) : "?");
+    if (opts->plaintext && opts->need_counts)
+        return br_error_set(err, -EINVAL,
+                            "%s: plaintext input has no counts, and an offline filter keeps each "
+                            "key's count",
+                            strcmp(path, "-") == 0 ? "<stdin>" : path);
     if (opts->plaintext && opts->min_count > 1)
         return br_error_set(err, -EINVAL,
                             "%s: plaintext input has no counts, so the minimum count %" PRIu64

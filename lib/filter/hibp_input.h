@@ -52,6 +52,8 @@
  * read and is returned (err then says "FILE:LINE: " and strerror of a
  * negative code). */
 typedef int (*br_key_cb)(void *ctx, const uint8_t *hash);
+/* The same with the line's count (0 for a line without one). */
+typedef int (*br_key_count_cb)(void *ctx, const uint8_t *hash, uint64_t count);
 
 /* Called now and then (about every 64 KiB to 1 MiB of input) while reading,
  * and once at the end of a successful read with bytes_done of this call;
@@ -62,6 +64,13 @@ typedef struct br_input_opts {
     uint32_t kind;      /* BR_KIND_PASSWORD_SHA1 (also 0) or BR_KIND_PASSWORD_NTLM (filter_file.h) */
     bool plaintext;     /* lines are passwords, not hashes */
     uint64_t min_count; /* keep lines with count >= min_count (0 and 1 mean: all counted ones) */
+    /* An offline filter's build: every input must have counts (a plain list
+     * or plaintext is an error), a count over max_count (0: no limit) is a
+     * "FILE:LINE:" error, and count_cb (when set) gets each key instead of
+     * cb, with cb's ctx. */
+    bool need_counts;
+    uint64_t max_count;
+    br_key_count_cb count_cb;
     br_progress_cb progress;
     void *progress_ctx;
 } br_input_opts;

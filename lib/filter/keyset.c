@@ -14,7 +14,10 @@
 
 struct br_keyset {
     uint64_t count;
-    size_t mem_budget;
+    size_t mem_budget; /* in words */
+    /* Words per entry: 1 (a key), or 2 (a key and its count, counted mode:
+     * br_keyset_add_counted). Every length below is in words. */
+    unsigned words;
     /* In-memory mode. */
     uint64_t *mem;
     size_t mem_len, mem_cap;
@@ -69,6 +72,7 @@ int br_keyset_new(const char *tmpdir, size_t mem_keys, br_keyset **out, br_error
     if (!ks->tmpdir)
         return -ENOMEM;
     ks->mem_budget = mem_keys ? mem_keys : DEFAULT_MEM_KEYS;
+    ks->words = 1;
     *out = BR_TAKE_PTR(ks);
     return 0;
 }
@@ -101,10 +105,12 @@ static int spill_flush_bucket(br_keyset *ks, unsigned b, br_error *err)
     return 0;
 }
 
-static int spill_put(br_keyset *ks, uint64_t key, br_error *err)
+/* One entry: its key, then (counted mode) its count. */
+static int spill_put(br_keyset *ks, const uint64_t *e, br_error *err)
 {
-    unsigned b = (unsigned)(key >> (64 - SPILL_BITS));
-    ks->spill_buf[(size_t)b * SPILL_BUF_KEYS + ks->spill_fill[b]++] = key;
+    unsigned b = (unsigned)(e[0] >> (64 - SPILL_BITS));
+    for (unsigned w = 0; w < ks->words; w++)
+        ks->spill_buf[(size_t)b * SPILL_BUF_KEYS + ks->spill_fill[b]++] = e[w];
     return ks->spill_fill[b] == SPILL_BUF_KEYS ? spill_flush_bucket(ks, b, err) : 0;
 }
 
@@ -126,8 +132,8 @@ static int start_spill(br_keyset *ks, br_error *err)
     ks->spill_buf = malloc((size_t)SPILL_BUCKETS * SPILL_BUF_KEYS * sizeof(uint64_t));
     if (!ks->spill_buf)
         return -ENOMEM;
-    for (size_t i = 0; i < ks->mem_len; i++) {
-        int r = spill_put(ks, ks->mem[i], err);
+    for (size_t i = 0; i < ks->mem_len; i += ks->words) {
+        int r = spill_put(ks, ks->mem + i, err);
         if (r < 0)
             return r;
     }
@@ -137,19 +143,19 @@ static int start_spill(br_keyset *ks, br_error *err)
     return 0;
 }
 
-int br_keyset_add(br_keyset *ks, uint64_t key, br_error *err)
+static int add_entry(br_keyset *ks, const uint64_t *e, br_error *err)
 {
     if (ks->finished)
         return -EBUSY;
     ks->count++;
     if (ks->spill_dir)
-        return spill_put(ks, key, err);
+        return spill_put(ks, e, err);
     if (ks->mem_len == ks->mem_cap) {
         if (ks->mem_cap >= ks->mem_budget) {
             int r = start_spill(ks, err);
             if (r < 0)
                 return r;
-            return spill_put(ks, key, err);
+            return spill_put(ks, e, err);
         }
         size_t cap = ks->mem_cap ? ks->mem_cap * 2 : 4096;
         if (cap > ks->mem_budget)
@@ -160,8 +166,33 @@ int br_keyset_add(br_keyset *ks, uint64_t key, br_error *err)
         ks->mem = m;
         ks->mem_cap = cap;
     }
-    ks->mem[ks->mem_len++] = key;
+    for (unsigned w = 0; w < ks->words; w++)
+        ks->mem[ks->mem_len++] = e[w];
     return 0;
+}
+
+int br_keyset_add(br_keyset *ks, uint64_t key, br_error *err)
+{
+    if (ks->words != 1)
+        return -EINVAL;
+    return add_entry(ks, &key, err);
+}
+
+int br_keyset_add_counted(br_keyset *ks, uint64_t key, uint64_t count, br_error *err)
+{
+    if (ks->words == 1 && ks->count == 0) {
+        ks->words = 2;
+        ks->mem_budget &= ~(size_t)1; /* whole entries */
+    }
+    if (ks->words != 2)
+        return -EINVAL;
+    const uint64_t e[2] = {key, count};
+    return add_entry(ks, e, err);
+}
+
+bool br_keyset_counted(const br_keyset *ks)
+{
+    return ks->words == 2;
 }
 
 static inline uint32_t shard_of(uint64_t key, unsigned bits)
@@ -180,22 +211,28 @@ static int partition_memory(br_keyset *ks)
         free(next);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < ks->mem_len; i++)
-        start[shard_of(ks->mem[i], ks->shard_bits) + 1]++;
+    const unsigned wd = ks->words;
+    for (size_t i = 0; i < ks->mem_len; i += wd)
+        start[shard_of(ks->mem[i], ks->shard_bits) + 1] += wd;
     for (uint32_t s = 0; s < shards; s++)
         start[s + 1] += start[s];
     memcpy(next, start, shards * sizeof(size_t));
     for (uint32_t s = 0; s < shards; s++) {
         while (next[s] < start[s + 1]) {
-            uint64_t k = ks->mem[next[s]];
-            uint32_t d = shard_of(k, ks->shard_bits);
+            uint64_t *e = ks->mem + next[s];
+            uint32_t d = shard_of(e[0], ks->shard_bits);
             if (d == s) {
-                next[s]++;
+                next[s] += wd;
                 continue;
             }
-            /* Swap k into its own shard; what comes back is examined next. */
-            ks->mem[next[s]] = ks->mem[next[d]];
-            ks->mem[next[d]++] = k;
+            /* Swap the entry into its own shard; what comes back is examined next. */
+            uint64_t *o = ks->mem + next[d];
+            for (unsigned w = 0; w < wd; w++) {
+                uint64_t t = e[w];
+                e[w] = o[w];
+                o[w] = t;
+            }
+            next[d] += wd;
         }
     }
     free(next);
@@ -238,7 +275,7 @@ uint64_t br_keyset_max_shard_keys(const br_keyset *ks)
             /* A bucket holds several shards: assume the worst, the whole bucket. */
             n = ks->spill_len[i >> (ks->shard_bits - SPILL_BITS)];
         }
-        max = BR_MAX(max, n);
+        max = BR_MAX(max, n / ks->words);
     }
     return max;
 }
@@ -264,12 +301,13 @@ static int read_bucket(br_keyset *ks, unsigned b, uint32_t shard, bool keep_all,
         }
         if (got == 0)
             break;
-        if (got % (ssize_t)sizeof(uint64_t))
+        if (got % (ssize_t)(sizeof(uint64_t) * ks->words))
             return br_error_set(err, -EIO, "%s: short read", p);
         size_t cnt = (size_t)got / sizeof(uint64_t);
-        for (size_t i = 0; i < cnt; i++)
+        for (size_t i = 0; i < cnt; i += ks->words)
             if (keep_all || shard_of(buf[i], ks->shard_bits) == shard)
-                dst[(*n)++] = buf[i];
+                for (unsigned w = 0; w < ks->words; w++)
+                    dst[(*n)++] = buf[i + w];
     }
     return 0;
 }
@@ -288,7 +326,7 @@ int br_keyset_shard(br_keyset *ks, uint32_t shard, uint64_t **keys, size_t *n, b
         if (hi > lo)
             memcpy(k, ks->mem + lo, (hi - lo) * sizeof(uint64_t));
         *keys = k;
-        *n = br_keys_sort_unique(k, hi - lo);
+        *n = ks->words == 2 ? br_pairs_sort_unique(k, (hi - lo) / 2) : br_keys_sort_unique(k, hi - lo);
         return 0;
     }
     /* Which bucket files hold this shard, and how many keys could they give. */
@@ -313,7 +351,7 @@ int br_keyset_shard(br_keyset *ks, uint32_t shard, uint64_t **keys, size_t *n, b
         if (r < 0)
             return r;
     }
-    *n = br_keys_sort_unique(k, got);
+    *n = ks->words == 2 ? br_pairs_sort_unique(k, got / 2) : br_keys_sort_unique(k, got);
     *keys = BR_TAKE_PTR(k);
     return 0;
 }
@@ -376,5 +414,35 @@ size_t br_keys_sort_unique(uint64_t *keys, size_t n)
     for (size_t i = 1; i < n; i++)
         if (keys[i] != keys[w - 1])
             keys[w++] = keys[i];
+    return w;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+size_t br_pairs_sort_unique(uint64_t *pairs, size_t n)
+{
+    if (n < 2)
+        return n;
+    size_t inv = 1; /* a corpus sorted by hash arrives in order */
+    while (inv < n && pairs[2 * (inv - 1)] <= pairs[2 * inv])
+        inv++;
+    if (inv < n)
+        qsort(pairs, n, 2 * sizeof(uint64_t), pair_cmp);
+    size_t w = 1;
+    for (size_t i = 1; i < n; i++) {
+        if (pairs[2 * i] == pairs[2 * (w - 1)]) {
+            pairs[2 * w - 1] = BR_MAX(pairs[2 * w - 1], pairs[2 * i + 1]);
+            continue;
+        }
+        pairs[2 * w] = pairs[2 * i];
+        pairs[2 * w + 1] = pairs[2 * i + 1];
+        w++;
+    }
     return w;
 }

@@ -22,6 +22,12 @@ void br_keyset_free(br_keyset *ks);
 BR_DEFINE_FREEP(br_keyset, br_keyset_free)
 
 int br_keyset_add(br_keyset *ks, uint64_t key, br_error *err);
+/* Counted mode (an offline filter's build): each key with its count, twice
+ * the memory per key. The first add decides the mode; mixing is -EINVAL.
+ * br_keyset_shard then gives pairs (key, count), sorted by key, one per
+ * key: a key added twice keeps its largest count. */
+int br_keyset_add_counted(br_keyset *ks, uint64_t key, uint64_t count, br_error *err);
+bool br_keyset_counted(const br_keyset *ks);
 /* Keys added so far, duplicates included. */
 uint64_t br_keyset_count(const br_keyset *ks);
 bool br_keyset_spilled(const br_keyset *ks);
@@ -34,8 +40,12 @@ int br_keyset_finish(br_keyset *ks, unsigned shard_bits, br_error *err);
 uint64_t br_keyset_max_shard_keys(const br_keyset *ks);
 
 /* The keys of one shard, sorted and deduplicated, in a malloc'd array that the
- * caller frees. Safe to call from several threads for different shards. */
+ * caller frees (counted mode: *n pairs, 2 * *n words). Safe to call from
+ * several threads for different shards. */
 int br_keyset_shard(br_keyset *ks, uint32_t shard, uint64_t **keys, size_t *n, br_error *err);
 
+/* n pairs (key, count): sort by key, one per key with its largest count;
+ * returns the new number of pairs. */
+size_t br_pairs_sort_unique(uint64_t *pairs, size_t n);
 /* Sort ascending (LSD radix) and drop duplicates in place; returns the new count. */
 size_t br_keys_sort_unique(uint64_t *keys, size_t n);

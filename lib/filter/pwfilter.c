@@ -48,6 +48,7 @@ typedef struct shard_result {
 
 typedef struct build_ctx {
     br_keyset *ks;
+    const br_pwfilter_build_opts *o;
     unsigned arity, fp_bits;
     uint32_t shards;
     pthread_mutex_t mu;
@@ -67,6 +68,17 @@ static int build_one(build_ctx *c, uint32_t i, br_error *err)
     int r = br_keyset_shard(c->ks, i, &keys, &n, err);
     if (r < 0)
         return r;
+    _cleanup_free_ uint8_t *codes = NULL;
+    if (c->o->counts || c->o->categories) {
+        /* pairs (key, count) into keys (in place, first half) and codes */
+        codes = malloc(BR_MAX(n, (size_t)1));
+        r = codes ? br_pwo_split(c->o, keys, n, keys, codes) : -ENOMEM;
+        if (r < 0) {
+            free(keys);
+            return br_error_set(err, r, "shard %u: %s", i,
+                                r == -ENOMEM ? "out of memory" : "a key's code is out of range");
+        }
+    }
     shard_result *s = &c->res[i];
     r = br_bfuse_layout(&s->f, c->arity, c->fp_bits, n);
     if (r < 0) {
@@ -79,7 +91,8 @@ static int build_one(build_ctx *c, uint32_t i, br_error *err)
         free(keys);
         return br_error_set(err, -ENOMEM, "shard %u: out of memory", i);
     }
-    r = br_bfuse_build(&s->f, keys, n, SEED_BASE ^ i, s->fp);
+    r = codes ? br_bfuse_build_coded(&s->f, keys, codes, n, SEED_BASE ^ i, s->fp)
+              : br_bfuse_build(&s->f, keys, n, SEED_BASE ^ i, s->fp);
     free(keys);
     if (r < 0)
         return br_error_set(err, r, "shard %u: filter construction failed: %s", i, strerror(-r));
@@ -168,7 +181,9 @@ static unsigned build_threads(const br_pwfilter_build_opts *o, const br_keyset *
     unsigned threads = o->threads ? o->threads : online_cpus();
     threads = BR_MIN(threads, shards);
     uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
-    uint64_t per_thread = BR_PWFILTER_BYTES_PER_KEY * BR_MAX(br_keyset_max_shard_keys(ks), 1);
+    uint64_t per_key = o->counts || o->categories ? BR_PWFILTER_BYTES_PER_KEY_OFFLINE
+                                                  : BR_PWFILTER_BYTES_PER_KEY;
+    uint64_t per_thread = per_key * BR_MAX(br_keyset_max_shard_keys(ks), 1);
     return (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
 }
 
@@ -221,12 +236,20 @@ static int write_table(const build_ctx *c, br_filter_writer *w, const uint64_t *
 
 static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
                         const build_ctx *c, unsigned shard_bits, uint64_t table_offset,
-                        uint64_t keys)
+                        uint64_t keys, uint64_t codes_offset)
 {
     hdr->kind = o->kind ? o->kind : BR_KIND_PASSWORD_SHA1;
     hdr->algorithm = BR_ALGO_BINARY_FUSE;
     hdr->key_encoding = BR_KEYENC_HASH_PREFIX64;
     hdr->key_encoding_version = 1;
+    if (o->counts || o->categories) {
+        hdr->algorithm = BR_ALGO_FUSE_OFFLINE;
+        br_pwo_header(o, hdr->params, codes_offset);
+        if (hdr->kind == BR_KIND_URL_SHA256) {
+            hdr->key_encoding = BR_KEYENC_URL_EXPR_SHA256;
+            hdr->key_encoding_version = 2;
+        }
+    }
     hdr->generation = o->generation;
     hdr->build_time = o->build_time >= 0 ? o->build_time : br_build_time_now();
     hdr->key_count = keys;
@@ -247,7 +270,10 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
                       br_pwfilter_build_stats *stats, br_error *err)
 {
     unsigned arity = o->arity ? o->arity : BR_PWFILTER_ARITY_DEFAULT;
-    unsigned fp_bits = o->fp_bits ? o->fp_bits : 16;
+    bool offline = o->counts || o->categories;
+    unsigned fp_bits = offline ? 32 : o->fp_bits ? o->fp_bits : 16;
+    if (offline != br_keyset_counted(ks) && br_keyset_count(ks) > 0)
+        return br_error_set(err, -EINVAL, "an offline build needs a counted key set, and only it");
     if ((arity != 3 && arity != 4) || (fp_bits != 8 && fp_bits != 16 && fp_bits != 32))
         return br_error_set(err, -EINVAL, "unsupported arity %u or fingerprint bits %u", arity,
                             fp_bits);
@@ -262,8 +288,12 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     if (r < 0)
         return r;
 
+    uint64_t codes_offset = 0;
+    if (offline && (r = br_pwo_write_codes(o, w, &codes_offset, err)) < 0)
+        return r;
     build_ctx c = {
         .ks = ks,
+        .o = o,
         .arity = arity,
         .fp_bits = fp_bits,
         .shards = UINT32_C(1) << shard_bits,
@@ -291,7 +321,7 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
         return r;
 
     br_filter_header hdr = {0};
-    fill_header(&hdr, o, &c, shard_bits, table_offset, st.keys);
+    fill_header(&hdr, o, &c, shard_bits, table_offset, st.keys, codes_offset);
     st.file_bytes = br_filter_writer_offset(w);
     r = br_filter_writer_commit(w, &hdr, err);
     if (r < 0)
@@ -310,6 +340,7 @@ void br_pwfilter_free(br_pwfilter *pf)
         br_filter_file *outer = pf->outer;
         br_filter_file_free(pf->file);
         free(pf->shards);
+        free(pf->offline);
         br_filter_names_fini(&pf->names);
         free(pf);
         pf = next;
@@ -370,10 +401,12 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     pf->set_hdr = *h;
     if (br_filter_names_add(&pf->names, h->body_sha256) < 0)
         return -ENOMEM;
-    if (h->algorithm != BR_ALGO_BINARY_FUSE)
+    bool offline = h->algorithm == BR_ALGO_FUSE_OFFLINE;
+    if (h->algorithm != BR_ALGO_BINARY_FUSE && !offline)
         return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse",
                             br_filter_algorithm_name(h->algorithm));
-    if (h->key_encoding != BR_KEYENC_HASH_PREFIX64)
+    if (h->key_encoding != BR_KEYENC_HASH_PREFIX64 &&
+        !(offline && h->kind == BR_KIND_URL_SHA256 && h->key_encoding == BR_KEYENC_URL_EXPR_SHA256))
         return br_error_set(err, -EINVAL, "field key_encoding: %s, expected hash-prefix64",
                             br_key_encoding_name(h->key_encoding));
     const uint8_t *p = h->params;
@@ -393,9 +426,16 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     if (p[3] != 0 || br_load_le32(p + P_ENTRY_SIZE) != ENTRY_SIZE)
         return br_error_set(err, -EINVAL, "param shard_entry_size: %u, expected %d",
                             br_load_le32(p + P_ENTRY_SIZE), ENTRY_SIZE);
-    for (size_t i = P_END; i < BR_FILTER_PARAMS_SIZE; i++)
+    for (size_t i = P_END; i < BR_FILTER_PARAMS_SIZE && !offline; i++)
         if (p[i])
             return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
+    if (offline) {
+        if (pf->fp_bits != 32)
+            return br_error_set(err, -EINVAL, "param slot_bits: %u, expected 32", pf->fp_bits);
+        int r = br_pwo_read(pf, err);
+        if (r < 0)
+            return r;
+    }
     uint64_t size = br_filter_file_size(file);
     uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE;
     if (table_offset < h->payload_offset || table_offset > size || size - table_offset != table_bytes)
@@ -473,6 +513,8 @@ static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
  * the handler set the flag before the probe went on. */
 bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key)
 {
+    if (pf->offline)
+        return br_bfuse_code(shard_for(pf, key), key) != 0 || br_filter_file_damaged(pf->file);
     return br_bfuse_contains(shard_for(pf, key), key) || br_filter_file_damaged(pf->file);
 }
 
@@ -482,6 +524,14 @@ bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
         if (br_pwfilter_member_contains(pf, key))
             return true;
     return false;
+}
+
+bool br_pwfilter_changed(const br_pwfilter *pf)
+{
+    bool changed = false;
+    for (; pf; pf = pf->next)
+        changed |= br_filter_file_changed(pf->file);
+    return changed;
 }
 
 bool br_pwfilter_damaged(const br_pwfilter *pf)
@@ -507,6 +557,11 @@ static void rest_of_set(const br_pwfilter *pf, const uint64_t *keys, size_t n, b
 
 void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
 {
+    if (pf->offline) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = br_pwfilter_contains_key(pf, keys[i]);
+        return;
+    }
     if (pf->shard_count == 1) {
         br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
         rest_of_set(pf, keys, n, out);

@@ -16,6 +16,7 @@
 #include "filter_file.h"
 #include "hash.h"
 #include "keyset.h"
+#include "offline_codes.h"
 
 /* Arity when the caller gives none: 4-wise. Above ~600k keys a shard then
  * costs 1.075 slots per key (17.2 bits at 16-bit fingerprints) against
@@ -31,6 +32,9 @@
 /* Bytes a thread holds per key of its shard (measured: key copy 8, build
  * arrays ~22, fingerprints ~2.3, rounded up). */
 #define BR_PWFILTER_BYTES_PER_KEY 34
+/* An offline build: the (key, count) pair 16, codes and their slot XORs 2,
+ * build arrays ~22, 32-bit slots ~4.3, rounded up. */
+#define BR_PWFILTER_BYTES_PER_KEY_OFFLINE 46
 
 typedef void (*br_shard_progress_cb)(void *ctx, uint32_t shards_done, uint32_t shards_total);
 
@@ -50,6 +54,14 @@ typedef struct br_pwfilter_build_opts {
      * the caller leaves out of ks the keys that filter answers maybe for.
      * NULL: a full filter. */
     const uint8_t *base_body_sha256;
+    /* An offline filter (algorithm binary-fuse-offline, docs/filter-format.md):
+     * ks is counted (keyset.h) and each key gets a code. Passwords: counts
+     * set, the pairs hold counts. URLs (kind url-sha256): categories set,
+     * the pairs hold category codes (1..255). fp_bits is then 32. */
+    const br_count_codes *counts;
+    const br_category_table *categories;
+    uint64_t min_count;         /* informative: what --min-count kept */
+    unsigned max_domain_labels; /* URLs: as in blocked-bloom's params */
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
@@ -67,6 +79,18 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *opts, const c
                       br_pwfilter_build_stats *stats, br_error *err);
 
 typedef struct br_pwfilter br_pwfilter;
+
+/* An offline member's code table (NULL members: not offline). */
+typedef struct br_pwo {
+    uint8_t code_kind; /* BR_CODES_COUNTS or BR_CODES_CATEGORIES */
+    unsigned max_domain_labels;
+    uint64_t min_count;
+    uint32_t ratio_ppm;
+    uint64_t codes_end; /* file offset where the code table ends */
+    br_count_codes counts;
+    br_category_table cats;
+} br_pwo;
+
 
 /* Open and fully verify a filter file of algorithm binary-fuse: the container
  * checks, then every parameter and shard-table entry. A layered file
@@ -121,6 +145,38 @@ static inline bool br_pwfilter_maybe(const br_pwfilter *pf, const uint8_t *hash)
 }
 /* Throughput mode: out[i] for keys[i], with memory accesses issued ahead. */
 void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out);
+/* ---- offline filters (algorithm binary-fuse-offline) ----
+ * Every member of an offline set is offline (br_pwfilter_attach refuses a
+ * mix). A hit is answered from the file itself: nothing needs to leave the
+ * host. */
+bool br_pwfilter_offline(const br_pwfilter *pf);
+/* Look a hash of the set's kind (a SHA-1, an NT hash) up in an offline
+ * set: 1 and *count (exact up to 100, never above the true count, less
+ * than 10% below it beyond), 0 when not in the set (false positives: at
+ * most 2^-24 per clean query and member). -ENOTSUP for a set that is not
+ * offline, -EIO for a damaged one (filter_file.h): never a wrong "no".
+ * Any thread; the set's mapping is read only. */
+int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_t *count);
+/* Throughput mode for many keys (hash-prefix64 keys, br_hash_key64): counts[i]
+ * the count of keys[i], 0 when not in the set; slots are prefetched ahead,
+ * so that the cache misses of many lookups overlap. 0, -ENOTSUP or -EIO
+ * (damaged: no count may be trusted) as above. */
+int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint64_t *counts);
+/* The same for a url-sha256 offline set and a SHA-256 of an expression: 1
+ * and *category (a name in the file, valid while pf is), 0 when not in it. */
+int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
+                                const char **category);
+/* A url-sha256 offline set: the largest max_domain_labels of its members
+ * (lookups take host suffixes of up to max(5, this) labels). */
+unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
+/* The code of a key in the set: the first member that holds it; 0: none. */
+uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member);
+/* An offline member's description for `filter info`: the code kind, the
+ * count ratio (ppm), --min-count, categories. NULL when not offline. */
+const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);
 /* True once the file was found truncated under its mapping (filter_file.h):
  * reload a good file. Any thread. */
 bool br_pwfilter_damaged(const br_pwfilter *pf);
+/* br_filter_file_changed() of every file of the set: true when one was
+ * rewritten in place since it was opened; the set is damaged from then on. */
+bool br_pwfilter_changed(const br_pwfilter *pf);

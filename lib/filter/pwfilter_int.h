@@ -4,7 +4,32 @@
 #pragma once
 
 #include "filter_delta.h"
+#include "filter_writer.h"
+#include "offline_codes.h"
 #include "pwfilter.h"
+
+/* Params of both binary-fuse algorithms (docs/filter-format.md). */
+enum {
+    BR_PWP_ARITY = 0,
+    BR_PWP_FP_BITS = 1,
+    BR_PWP_SHARD_BITS = 2,
+    BR_PWP_SHARD_COUNT = 4,
+    BR_PWP_TABLE_OFFSET = 8,
+    BR_PWP_ENTRY_SIZE = 16,
+    BR_PWP_END = 20, /* binary-fuse: zero from here on */
+    /* binary-fuse-offline only */
+    BR_PWP_OFF_FP_BITS = 20,
+    BR_PWP_OFF_CODE_BITS = 21,
+    BR_PWP_OFF_CODE_KIND = 22,
+    BR_PWP_OFF_DOMAIN_LABELS = 23,
+    BR_PWP_OFF_CODE_COUNT = 24,
+    BR_PWP_OFF_RATIO_PPM = 28,
+    BR_PWP_OFF_CODES_OFFSET = 32,
+    BR_PWP_OFF_CODES_SIZE = 40,
+    BR_PWP_OFF_MIN_COUNT = 48,
+    BR_PWP_OFF_END = 56,
+};
+
 
 struct br_pwfilter {
     br_filter_file *file;
@@ -18,7 +43,19 @@ struct br_pwfilter {
     br_filter_header set_hdr;
     br_filter_names names;
     br_filter_file *outer; /* a layered file: the container of the members' views */
+    br_pwo *offline;       /* algorithm binary-fuse-offline: its codes; else NULL */
 };
+
+/* pwfilter_offline.c: read an offline member's params and code table (the
+ * generic params were read already); write them. */
+int br_pwo_read(br_pwfilter *pf, br_error *err);
+void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
+/* The code table of o, written at the writer's offset; *offset its start. */
+int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w,
+                       uint64_t *offset, br_error *err);
+/* Counted pairs (key, count or category code) into keys[] and codes[]. */
+int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
+                 uint8_t *codes);
 
 /* This member alone (no delta). */
 bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key);

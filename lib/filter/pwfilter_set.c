@@ -29,6 +29,12 @@ int br_pwfilter_attach(br_pwfilter *pf, br_pwfilter *delta, br_error *err)
 {
     const br_filter_header *dh = br_pwfilter_file_header(delta);
     int r = br_filter_set_admit(&pf->set_hdr, &pf->names, dh, delta->next != NULL, err);
+    if (r == 0 && !pf->offline != !delta->offline)
+        r = br_error_set(err, -EINVAL,
+                         "a delta built %s of a base built %s: an offline set holds offline "
+                         "files only (rebuild the delta %s --offline)",
+                         delta->offline ? "offline" : "not offline",
+                         pf->offline ? "offline" : "not offline", pf->offline ? "with" : "without");
     if (r == 0)
         r = br_filter_names_add(&pf->names, dh->body_sha256);
     if (r < 0) {

@@ -211,6 +211,14 @@ bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
            br_urlfilter_damaged(uf);
 }
 
+bool br_urlfilter_changed(const br_urlfilter *uf)
+{
+    bool changed = false;
+    for (; uf; uf = uf->next)
+        changed |= br_filter_file_changed(uf->file);
+    return changed;
+}
+
 bool br_urlfilter_damaged(const br_urlfilter *uf)
 {
     for (; uf; uf = uf->next)

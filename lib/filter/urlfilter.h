@@ -104,6 +104,8 @@ void br_urlfilter_maybe_batch(const br_urlfilter *uf, const uint8_t (*keys)[BR_S
  * from then on br_urlfilter_maybe() and br_urlfilter_prefix_has_entries()
  * answer true for every key, and the bitmap reads as zeros. Any thread. */
 bool br_urlfilter_damaged(const br_urlfilter *uf);
+/* br_filter_file_changed() of every file of the set (pwfilter.h). */
+bool br_urlfilter_changed(const br_urlfilter *uf);
 
 typedef struct br_urlfilter_info {
     unsigned k;

@@ -19,7 +19,9 @@
  * serves only the prefixes that hold entries. Candidates come from an
  * AES-128-CTR keystream (OpenSSL) keyed with the secret, its IV naming the
  * kind and the real prefix; a candidate outside the population is skipped,
- * so a prefix leaving or joining the population changes no other decoy.
+ * so a prefix leaving the population changes no other decoy (one joining
+ * it may take a later decoy's place: the resolver keeps a range's decoys
+ * with its cache entry and reuses them, resolver.h).
  *
  * Threads: any; no state. */
 #pragma once

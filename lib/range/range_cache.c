@@ -308,6 +308,11 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
     res->etag[ev.etag_len] = '\0';
     memcpy(res->last_modified, ev.lm, ev.lm_len);
     res->last_modified[ev.lm_len] = '\0';
+    res->n_decoys = (unsigned)ev.n_decoys;
+    for (size_t i = 0; i < ev.n_decoys; i++) {
+        const uint8_t *d = ev.decoys + 3 * i;
+        res->decoys[i] = ((uint32_t)d[0] << 16 | (uint32_t)d[1] << 8 | d[2]) & 0xFFFFF;
+    }
 
     res->state = br_rc_state_at(now, ev.expires_at, max_stale);
 
@@ -337,6 +342,7 @@ int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind k
     res->category[0] = '\0';
     res->fetched_at = res->expires_at = 0;
     res->etag[0] = res->last_modified[0] = '\0';
+    res->n_decoys = 0;
 
     rkey_t rkey = rkey_of(partition, kind, br_range_prefix20(full_hash));
     const uint8_t *val;
@@ -370,6 +376,26 @@ static size_t validator_len(const char *s)
     return n > BR_RANGE_CACHE_VALIDATOR_MAX ? 0 : n;
 }
 
+/* The decoy list stored for rkey (pending or committed), copied to out (3
+ * bytes each, *n of them); false when none is. */
+static bool stored_decoys(br_range_cache *c, rkey_t rkey, uint8_t *out, size_t *n)
+{
+    const uint8_t *old;
+    size_t old_len;
+    bool in_txn = false, got = false;
+    entry_view ev;
+    *n = 0;
+    if (br_rc_value_of(c, rkey, &old, &old_len, &in_txn) > 0 &&
+        br_rc_entry_parse(old, old_len, &ev) == 0 && ev.decoys) {
+        *n = ev.n_decoys;
+        memcpy(out, ev.decoys, 3 * ev.n_decoys);
+        got = true;
+    }
+    if (in_txn)
+        rtxn_reset(c);
+    return got;
+}
+
 int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
                        const uint8_t *value, size_t len, int64_t fetched_at, int64_t expires_at,
                        const char *etag, const char *last_modified)
@@ -379,9 +405,11 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
     if (br_rc_damaged(c))
         return -EIO;
     size_t el = validator_len(etag), ll = validator_len(last_modified);
-    uint8_t *v;
-    size_t vlen;
-    int rc = br_rc_entry_build(value, len, fetched_at, expires_at, etag, el, last_modified, ll, &v, &vlen);
+    uint8_t *v, kept[1 + 3 * BR_RANGE_CACHE_MAX_DECOYS];
+    size_t vlen, n_kept = 0;
+    bool has_kept = stored_decoys(c, rkey_of(partition, kind, prefix20), kept, &n_kept);
+    int rc = br_rc_entry_build_decoys(value, len, fetched_at, expires_at, etag, el, last_modified,
+                                      ll, has_kept ? kept : NULL, n_kept, &v, &vlen);
     if (rc < 0)
         return rc;
     rc = br_rc_pend_put(c, rkey_of(partition, kind, prefix20), v, vlen);
@@ -422,7 +450,8 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
             lm = last_modified;
             ll = validator_len(last_modified);
         }
-        rc = br_rc_entry_build(ev.rs, ev.rs_len, fetched_at, expires_at, et, el, lm, ll, &nv, &nlen);
+        rc = br_rc_entry_build_decoys(ev.rs, ev.rs_len, fetched_at, expires_at, et, el, lm, ll,
+                                      ev.decoys, ev.n_decoys, &nv, &nlen);
     }
     if (from_txn)
         rtxn_reset(c);
@@ -432,6 +461,42 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
     if (rc < 0)
         return rc;
     return maybe_autoflush(c);
+}
+
+int br_range_cache_set_decoys(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, const uint32_t *decoys, unsigned n)
+{
+    if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF || n > BR_RANGE_CACHE_MAX_DECOYS ||
+        (n && !decoys))
+        return -EINVAL;
+    if (br_rc_damaged(c))
+        return -EIO;
+    uint8_t list[3 * BR_RANGE_CACHE_MAX_DECOYS];
+    for (unsigned i = 0; i < n; i++) {
+        list[3 * i] = (uint8_t)(decoys[i] >> 16 & 0x0F);
+        list[3 * i + 1] = (uint8_t)(decoys[i] >> 8);
+        list[3 * i + 2] = (uint8_t)decoys[i];
+    }
+    rkey_t rkey = rkey_of(partition, kind, prefix20);
+    const uint8_t *old;
+    size_t old_len;
+    bool from_txn;
+    int rc = br_rc_value_of(c, rkey, &old, &old_len, &from_txn);
+    if (rc <= 0)
+        return rc == 0 ? -ENOENT : rc;
+    entry_view ev;
+    uint8_t *nv = NULL;
+    size_t nlen = 0;
+    rc = br_rc_entry_parse(old, old_len, &ev);
+    if (rc == 0)
+        rc = br_rc_entry_build_decoys(ev.rs, ev.rs_len, ev.fetched_at, ev.expires_at, ev.etag,
+                                      ev.etag_len, ev.lm, ev.lm_len, list, n, &nv, &nlen);
+    if (from_txn)
+        rtxn_reset(c);
+    if (rc < 0)
+        return rc;
+    rc = br_rc_pend_put(c, rkey, nv, nlen);
+    return rc < 0 ? rc : maybe_autoflush(c);
 }
 
 size_t br_range_cache_pending(const br_range_cache *c)

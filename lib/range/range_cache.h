@@ -23,20 +23,29 @@
  * Partitions: every entry belongs to a partition, an opaque 32-bit number
  * chosen by the caller (the daemon uses the peer's uid, see breachd.conf(5)
  * [cache] partition). Lookups, puts and touches name the partition and never
- * see another partition's entry. The size bound and the eviction order are
- * global: partitions share the space.
+ * see another partition's entry. The size bound is global; with a
+ * partition share (br_range_cache_set_partition_share) each partition's
+ * entries take at most that share of max_size, and a flush that would put
+ * a partition past it deletes that partition's own oldest entries first
+ * (range_cache_quota.c), so that one partition's writes do not evict
+ * another's while the partitions together fit (the global eviction below
+ * still runs when they do not).
  *
  * Cache entry layout, version 1 (little-endian, no alignment assumed):
  *   off     size  field
  *   0       4     magic 'B' 'R' 'C' 0x01
  *   4       1     E, ETag length (0 = none)
  *   5       1     L, Last-Modified length (0 = none)
- *   6       2     flags, 0
+ *   6       2     flags: bit 0, a decoy list follows Last-Modified; the
+ *                 other bits 0
  *   8       8     fetched_at, i64 seconds since the epoch
  *   16      8     expires_at, i64 seconds since the epoch
  *   24      E     ETag bytes (as received, quotes included)
  *   24+E    L     Last-Modified bytes
- *   24+E+L  ...   the range set, to the end of the value
+ *   with flag 0:  1 byte N (<= BR_RANGE_CACHE_MAX_DECOYS), then N decoy
+ *                 prefixes of 3 bytes (20 bits, big-endian): the decoys
+ *                 the range was last fetched with (br_range_cache_set_decoys)
+ *   then    ...   the range set, to the end of the value
  * Lookups binary-search the range set in place in the mapped page: the value
  * is never copied.
  *
@@ -115,6 +124,7 @@
 #define BR_RANGE_CACHE_PENDING_MAX 1024
 #define BR_RANGE_CACHE_MIN_SIZE ((uint64_t)256 << 10)
 #define BR_RANGE_CACHE_SECRET_LEN 32
+#define BR_RANGE_CACHE_MAX_DECOYS 16
 
 typedef struct br_range_cache br_range_cache;
 
@@ -133,6 +143,8 @@ typedef struct br_range_cache_result {
     int64_t fetched_at, expires_at;           /* not MISS */
     char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1];          /* "" when none */
     char last_modified[BR_RANGE_CACHE_VALIDATOR_MAX + 1]; /* "" when none */
+    uint32_t decoys[BR_RANGE_CACHE_MAX_DECOYS]; /* not MISS: the stored decoy list */
+    unsigned n_decoys;                          /* 0 when none is stored */
 } br_range_cache_result;
 
 typedef struct br_range_cache_usage {
@@ -154,6 +166,10 @@ typedef struct br_range_cache_usage {
 int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **out, br_error *err);
 /* Flush what is pending (errors ignored), then close. NULL is fine. */
 void br_range_cache_free(br_range_cache *c);
+/* The most of max_size one partition's entries (their stored bytes) may
+ * take, in percent: 1 .. 100 (100, the default: no bound but max_size).
+ * 0, or -EINVAL. */
+int br_range_cache_set_partition_share(br_range_cache *c, unsigned pct);
 BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
 
 /* Look full_hash (br_range_hash_len(kind) bytes) up in a partition: its
@@ -201,6 +217,14 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
  * for eviction. 0, -ENOENT when nothing is stored, or an error as for put. */
 int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
                          int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified);
+
+/* The decoys (prefixes, n <= BR_RANGE_CACHE_MAX_DECOYS) the stored range
+ * of (partition, kind, prefix20) was fetched with, kept with it so that its
+ * next burst can send the same ones (docs/upstream.md "Decoys"). A put or a
+ * touch keeps the stored list. 0, -ENOENT when nothing is stored, or an
+ * error as for put. */
+int br_range_cache_set_decoys(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, const uint32_t *decoys, unsigned n);
 
 /* Commit every pending put in one write transaction (no-op when none);
  * evicting first, when room is short, takes a few more small commits.

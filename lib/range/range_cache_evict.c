@@ -62,10 +62,17 @@ static int end_txn(br_range_cache *c, MDB_txn *txn, int rc)
 static int write_pending(br_range_cache *c)
 {
     MDB_txn *txn;
+    size_t quota_done = 0;
     int rc = br_rc_wtxn_begin(c, &txn);
     if (rc)
         return rc;
-    return end_txn(c, txn, apply_pending(c, txn));
+    rc = br_rc_quota_apply(c, txn, &quota_done);
+    rc = end_txn(c, txn, rc ? rc : apply_pending(c, txn));
+    if (rc == 0)
+        c->evicted += quota_done;
+    else
+        br_rc_quota_forget(c); /* its deletes were undone */
+    return rc;
 }
 
 /* A tiny commit: advances the transaction id so that the pages freed by the

@@ -3,7 +3,8 @@
  * files share. range_cache.c has the API (open, lookup, put, touch, walk) and
  * the transactions; range_cache_value.c the entry encoding and the pending
  * table; range_cache_evict.c the flush, eviction, purge and space accounting;
- * range_cache_files.c the checks of the files' owners and modes;
+ * range_cache_quota.c the partition share; range_cache_files.c the checks
+ * of the files' owners and modes;
  * range_cache_guard.c the mappings guarded against truncation. These
  * files are the only ones that include this header, and so lmdb.h. */
 #pragma once
@@ -37,6 +38,14 @@ struct br_range_cache {
     MDB_dbi dbi_ranges, dbi_age, dbi_meta;
     MDB_txn *rtxn; /* read txn, reset between uses; NULL while the map is resized */
     uint64_t max_size;
+    uint64_t partition_quota; /* bytes of entries per partition; 0: none */
+    /* Upper bounds of partitions' stored bytes, from their last measure
+     * (range_cache_quota.c): a partition whose bound fits is not measured. */
+    struct {
+        uint32_t partition;
+        bool used;
+        uint64_t bytes;
+    } share_memo[32];
     uint64_t headroom;
     uint64_t psize;
     pend *slots;
@@ -145,6 +154,8 @@ typedef struct entry_view {
     int64_t fetched_at, expires_at;
     const uint8_t *etag, *lm;
     size_t etag_len, lm_len;
+    const uint8_t *decoys; /* n_decoys prefixes of 3 bytes; NULL when none */
+    size_t n_decoys;
     const uint8_t *rs;
     size_t rs_len;
 } entry_view;
@@ -155,6 +166,21 @@ int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev);
 int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int64_t expires_at,
                       const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
                       size_t *out_len);
+/* The same with a decoy list (decoys: n prefixes of 3 bytes, as an
+ * entry_view holds them; NULL: the flag off). */
+int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_at,
+                             int64_t expires_at, const void *etag, size_t etag_len, const void *lm,
+                             size_t lm_len, const uint8_t *decoys, size_t n, uint8_t **out,
+                             size_t *out_len);
+
+/* ---- the partition share (range_cache_quota.c) ----------------------------- */
+
+/* In txn, before the pending batch is applied: each partition the batch
+ * writes to loses its own oldest entries until it fits in partition_quota
+ * with the batch (*done counts them). An LMDB code, or ENOMEM. */
+int br_rc_quota_apply(br_range_cache *c, MDB_txn *txn, size_t *done);
+/* Forget the measures (after a transaction that applied them was aborted). */
+void br_rc_quota_forget(br_range_cache *c);
 
 pend *br_rc_pend_find(br_range_cache *c, rkey_t rkey);
 void br_rc_pend_clear(br_range_cache *c);

@@ -10,6 +10,7 @@
 #define ENTRY_MAGIC_2 'C'
 #define ENTRY_VERSION 1
 #define ENTRY_HEADER 24
+#define ENTRY_DECOYS 0x0001 /* flags: a decoy list follows Last-Modified */
 
 /* ---- entries ------------------------------------------------------------- */
 
@@ -28,6 +29,17 @@ int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev)
     ev->lm = ev->etag + ev->etag_len;
     ev->rs = ev->lm + ev->lm_len;
     ev->rs_len = len - ENTRY_HEADER - ev->etag_len - ev->lm_len;
+    ev->decoys = NULL;
+    ev->n_decoys = 0;
+    if (br_load_le16(v + 6) & ENTRY_DECOYS) {
+        if (ev->rs_len < 1 || ev->rs[0] > BR_RANGE_CACHE_MAX_DECOYS ||
+            1 + 3 * (size_t)ev->rs[0] > ev->rs_len)
+            return -EINVAL;
+        ev->n_decoys = ev->rs[0];
+        ev->decoys = ev->rs + 1;
+        ev->rs += 1 + 3 * ev->n_decoys;
+        ev->rs_len -= 1 + 3 * ev->n_decoys;
+    }
     return 0;
 }
 
@@ -35,7 +47,19 @@ int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int6
                       const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
                       size_t *out_len)
 {
-    size_t total = ENTRY_HEADER + etag_len + lm_len + rs_len;
+    return br_rc_entry_build_decoys(rs, rs_len, fetched_at, expires_at, etag, etag_len, lm, lm_len,
+                                    NULL, 0, out, out_len);
+}
+
+int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_at,
+                             int64_t expires_at, const void *etag, size_t etag_len, const void *lm,
+                             size_t lm_len, const uint8_t *decoys, size_t n, uint8_t **out,
+                             size_t *out_len)
+{
+    if (n > BR_RANGE_CACHE_MAX_DECOYS)
+        return -EINVAL;
+    size_t list = decoys ? 1 + 3 * n : 0;
+    size_t total = ENTRY_HEADER + etag_len + lm_len + list + rs_len;
     uint8_t *v = malloc(total);
     if (!v)
         return -ENOMEM;
@@ -45,14 +69,21 @@ int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int6
     v[3] = ENTRY_VERSION;
     v[4] = (uint8_t)etag_len;
     v[5] = (uint8_t)lm_len;
-    br_store_le16(v + 6, 0);
+    br_store_le16(v + 6, decoys ? ENTRY_DECOYS : 0);
     br_store_le64(v + 8, (uint64_t)fetched_at);
     br_store_le64(v + 16, (uint64_t)expires_at);
     if (etag_len)
         memcpy(v + ENTRY_HEADER, etag, etag_len);
     if (lm_len)
         memcpy(v + ENTRY_HEADER + etag_len, lm, lm_len);
-    memcpy(v + ENTRY_HEADER + etag_len + lm_len, rs, rs_len);
+    uint8_t *p = v + ENTRY_HEADER + etag_len + lm_len;
+    if (decoys) {
+        *p++ = (uint8_t)n;
+        if (n)
+            memcpy(p, decoys, 3 * n);
+        p += 3 * n;
+    }
+    memcpy(p, rs, rs_len);
     *out = v;
     *out_len = total;
     return 0;

@@ -30,8 +30,9 @@
  *     partition in that prefix joins it; one fetch answers all of them, in
  *     the order they came.
  *  3. 200: the body is parsed (br_range_parse); success -> cache put with
- *     expires_at = now + min(Cache-Control max-age, ttl) (ttl when there is
- *     no max-age), then the answers. 304: br_range_cache_touch extends the
+ *     expires_at = (when its burst was sent) + ttl, the same for every
+ *     member of the burst whatever Cache-Control max-age says (see
+ *     Decoys), then the answers. 304: br_range_cache_touch extends the
  *     stored entry by the same rule (and takes new validators if any), then
  *     the answers come from it.
  *  4. any failure (no answer, non-200/304 status, malformed or empty or
@@ -50,7 +51,7 @@
  * UNKNOWN upstream-unavailable.
  *
  * Decoys (decoys = N > 0; docs/upstream.md "Decoys"): with each real fetch
- * (circuit closed) go N decoy prefixes, chosen by decoys.h from the kind's
+ * (circuit closed or half-open) go N decoy prefixes, chosen by decoys.h from the kind's
  * population (every prefix; for URLs, when url_decoy_bitmap is set, the
  * prefixes the URL filter lists as holding entries) with the cache's secret.
  * A decoy is fetched exactly as a lookup of its prefix in the same partition
@@ -58,7 +59,16 @@
  * conditionally when an entry is stored; its answer is cached, touched and
  * expired like any other, and nobody waits for it. The real request and its
  * decoys go out in one burst, in a random order (getrandom()). They count
- * against the rate and in-flight limits.
+ * against the rate and in-flight limits. A real fetch's decoys are stored
+ * with its range (br_range_cache_set_decoys) and reused by its next burst
+ * while they are in the population, the keyed draw making up the number
+ * (so a URL feed update replaces only the decoys that left the feed). A
+ * burst stays whole: its members
+ * share one expiry; they go all conditional, or all unconditional when one
+ * of them has no stored validators; a half-open circuit's trial is a whole
+ * burst (br_upstream_trial_burst); a fetch sent again on the bulk lane goes
+ * with its decoys (one still pending on the interactive lane follows when
+ * its deadline ends it).
  *
  * Lanes (docs/upstream.md "Lanes"): a lookup is interactive
  * (br_resolver_resolve) or bulk (br_resolver_resolve_lane). A bulk lookup's
@@ -135,7 +145,7 @@ typedef struct br_resolver_config {
     const char *url_upstream;      /* URL template, NULL or "": none */
     const char *ntlm_upstream;     /* NT hashes (BR_RANGE_PASSWORD_NTLM); NULL or "": none */
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
-    int64_t ttl_s;                 /* cap on max-age; <= 0: 7 d */
+    int64_t ttl_s;                 /* every range's freshness; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
     uint32_t decoys; /* decoy prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
     /* The URL kind's decoy population: a bitmap of the 2^20 prefixes (bit p

@@ -16,15 +16,30 @@ static void flight_freep(flight **f)
     br_rs_flight_free(*f);
 }
 
-static int64_t expiry(br_resolver *r, int64_t now, int64_t max_age)
+/* Every member of a burst (the real fetch and its decoys) expires at the
+ * same time, when the burst was sent plus the configured ttl: the
+ * upstream's Cache-Control max-age is not obeyed, since a max-age of its
+ * own for one member would make that member come back alone
+ * (docs/upstream.md "Decoys"). */
+static int64_t expiry(br_resolver *r, const flight *f, int64_t now)
 {
-    int64_t ttl = r->ttl_s;
-    if (max_age >= 0 && max_age < ttl)
-        ttl = max_age;
-    return now + ttl;
+    int64_t at = f->burst_at > 0 && f->burst_at <= now ? f->burst_at : now;
+    return at + r->ttl_s;
 }
 
 static const char *reason_of(br_upstream_status s);
+
+_Static_assert(BR_RESOLVER_MAX_DECOYS <= BR_RANGE_CACHE_MAX_DECOYS, "a decoy list fits an entry");
+
+/* A real fetch's decoys, stored with its range so that its next burst sends
+ * the same ones (docs/upstream.md "Decoys"). */
+static int keep_decoys(br_resolver *r, const flight *f)
+{
+    if (!f->real || !r->decoys)
+        return 0;
+    return br_range_cache_set_decoys(r->cache, f->partition, f->kind, f->prefix20, f->decoys,
+                                     f->n_decoys);
+}
 
 /* Answer a list of waiters of (partition, kind) with a stored entry within
  * max_stale (allow_stale) or UNKNOWN reason, and free them. */
@@ -162,6 +177,35 @@ static const char *reason_of(br_upstream_status s)
     }
 }
 
+/* A 200: the body parsed, cached (with f's decoys) and answered. */
+static void fetch_ok(br_resolver *r, flight *f, const br_upstream_response *resp, int64_t now)
+{
+    _cleanup_free_ uint8_t *value = NULL;
+    size_t len = 0;
+    br_error err = {{0}};
+    int rc = br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
+    if (rc < 0) {
+        r->st.parse_errors++;
+        br_rs_log(r, LOG_WARNING, "range response rejected: %s",
+                  err.text[0] ? err.text : strerror(-rc));
+        br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
+        return;
+    }
+    br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
+                             .expires_at = expiry(r, f, now), .etag = resp->etag,
+                             .last_modified = resp->last_modified};
+    if (r->cache) {
+        rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
+                                fresh.expires_at, resp->etag, resp->last_modified);
+        if (rc >= 0)
+            rc = keep_decoys(r, f);
+        if (rc < 0)
+            br_rs_cache_write_failed(r, rc, "put");
+        br_rs_schedule_flush(r);
+    }
+    answer_all_from_value(r, f, &fresh);
+}
+
 void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
 {
     _cleanup_(flight_freep) flight *f = ctx;
@@ -171,29 +215,7 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
     int64_t now = br_rs_now_s(r);
 
     if (resp->status == BR_UPSTREAM_OK) {
-        _cleanup_free_ uint8_t *value = NULL;
-        size_t len = 0;
-        br_error err = {{0}};
-        int rc =
-            br_range_parse(f->kind, resp->body, resp->body_len, r->max_body, &value, &len, &err);
-        if (rc < 0) {
-            r->st.parse_errors++;
-            br_rs_log(r, LOG_WARNING, "range response rejected: %s",
-                   err.text[0] ? err.text : strerror(-rc));
-            br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
-            return;
-        }
-        br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
-                                 .expires_at = expiry(r, now, resp->max_age), .etag = resp->etag,
-                                 .last_modified = resp->last_modified};
-        if (r->cache) {
-            rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
-                                    fresh.expires_at, resp->etag, resp->last_modified);
-            if (rc < 0)
-                br_rs_cache_write_failed(r, rc, "put");
-            br_rs_schedule_flush(r);
-        }
-        answer_all_from_value(r, f, &fresh);
+        fetch_ok(r, f, resp, now);
         return;
     }
 
@@ -205,21 +227,20 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
             return;
         }
         int rc = br_range_cache_touch(
-            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, now, resp->max_age),
+            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, f, now),
             resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
         if (rc == -ENOENT && r->up[f->kind]) {
             /* Evicted between the lookup and the 304: nothing to extend,
-             * so ask again without validators (once: the refetch is not
-             * conditional, so it cannot end here again). */
-            f->conditional = false;
-            if (br_upstream_fetch_lane(r->up[f->kind], f->prefix20, NULL, NULL, f->lane,
-                                       br_rs_fetch_done, f, &f->ureq) == 0) {
-                r->st.fetches++;
-                br_rs_flight_insert(r, f);
+             * so ask again, with its decoys as any fetch (without
+             * validators now that the entry is gone, so it cannot end
+             * here again). */
+            if (br_rs_resend(r, f) == 0) {
                 f = NULL;
                 return;
             }
         }
+        if (rc >= 0)
+            rc = keep_decoys(r, f);
         if (rc < 0) {
             br_rs_cache_write_failed(r, rc, "touch after a 304");
             br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, false);
@@ -230,6 +251,11 @@ void br_rs_fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
 
+    if ((resp->status == BR_UPSTREAM_TIMEOUT || resp->status == BR_UPSTREAM_RATE_LIMITED) &&
+        br_rs_decoy_rebulk(r, f)) {
+        f = NULL;
+        return;
+    }
     if (deadline_failure_keeps_bulk(r, f, resp->status)) {
         f = NULL;
         return;

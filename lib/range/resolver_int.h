@@ -35,6 +35,11 @@ struct flight {
     br_range_kind kind;
     uint32_t prefix20;
     bool conditional;
+    bool rebulk;           /* a decoy to send again on the bulk lane if its deadline ends it */
+    bool real;             /* a real fetch (not a decoy): its decoy list is stored with it */
+    uint8_t n_decoys;      /* the decoys sent with it (a real fetch) */
+    uint32_t decoys[BR_RESOLVER_MAX_DECOYS];
+    int64_t burst_at;      /* when its burst was sent: the expiry every member shares */
     br_lane lane;          /* of its upstream request */
     br_upstream_req *ureq; /* that request, while it is pending */
     waiter *head, **tail;
@@ -123,8 +128,20 @@ int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr
  * is in flight again; or br_upstream_fetch_lane's negative errno, and f
  * still holds its bulk waiters. */
 waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
+/* Send f (out of the table, holding its waiters) again with its decoys, as
+ * a lookup would now (conditional by the cache's state). 0: f is in flight;
+ * or br_upstream_fetch_lane's negative errno, and f is still the caller's. */
+int br_rs_resend(br_resolver *r, flight *f);
 /* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
 const char *br_rs_send_failure_reason(int rc);
+/* f (out of the table, no waiters) is a decoy marked rebulk that ended by
+ * its interactive deadline: sent again on the bulk lane, as the burst it
+ * belongs to was. True when f is in flight again (no longer the caller's). */
+bool br_rs_decoy_rebulk(br_resolver *r, flight *f);
+/* The cache's state of (partition, kind, prefix) as a lookup would see it
+ * (a URL range older than the URL filter is expired). */
+void br_rs_cache_peek(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                      br_range_cache_result *cr);
 
 /* ---- resolver_range.c: the waiters of whole-range lookups ----
  * A range waiter holds its prefix in the first bytes of its hash

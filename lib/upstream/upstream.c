@@ -347,7 +347,8 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     uint64_t now = br_now_ns();
     br_breaker_state bs = up_breaker_now(up, now);
     bool trial = false;
-    if (bs == BR_BREAKER_OPEN || (bs == BR_BREAKER_HALF_OPEN && up->trial_running)) {
+    if (bs == BR_BREAKER_OPEN ||
+        (bs == BR_BREAKER_HALF_OPEN && up->trials_running && !up->trial_burst)) {
         up->st.refused_circuit++;
         up->refused_now++;
         return -EHOSTDOWN;
@@ -375,7 +376,9 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
         return -ENOMEM;
 
     if (trial)
-        up->trial_running = true;
+        up->trials_running++;
+    if (up->trial_burst)
+        up->trial_burst--;
     all_link(up, r);
     up_queue_push(up, r, false);
     up->st.fetches++;

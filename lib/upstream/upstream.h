@@ -80,13 +80,16 @@
  * breaker_cooldown_ms: queued and backing-off requests end with
  * BR_UPSTREAM_CIRCUIT_OPEN, and br_upstream_fetch() refuses at once with
  * -EHOSTDOWN. After the cool-down the circuit is half-open: the next fetch is
- * the single trial (one attempt, no retry) while further fetches are refused;
- * its success closes the circuit, its failure opens it for another cool-down.
+ * the single trial (one attempt, no retry), or the next burst
+ * (br_upstream_trial_burst), while further fetches are refused; its success
+ * closes the circuit, its failure opens it for another cool-down.
  * Transfers already running when the circuit opened finish normally and do
- * not move the breaker. Through the log callback: a warning when the circuit
- * opens from closed, a notice when it closes (how long it was open, the
- * fetches refused or ended since); a request it ends is not logged, nor at
- * more than debug level its half-open turns and re-openings.
+ * not move the breaker. Through the log callback, every change of state: a
+ * warning when the circuit opens from closed, a notice when it turns
+ * half-open (noticed at the first fetch or breaker read after the
+ * cool-down), when a failed trial opens it again, and when it closes (how
+ * long it was open, the fetches refused or ended since); a request it ends
+ * is not logged.
  *
  * Privacy: log messages and error texts never hold the URL, the prefix or a
  * header value.
@@ -249,6 +252,13 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
 /* Make a pending bulk fetch interactive (see "Lanes"); nothing for an
  * interactive one. */
 void br_upstream_promote(br_upstream *up, br_upstream_req *h);
+
+/* The next n fetches are one burst (a real fetch and its decoys,
+ * docs/upstream.md "Decoys"): while the circuit is half-open they are its
+ * trial together, so that the trial looks like any burst (each one attempt;
+ * the first final outcome decides, as for a single trial). 0 ends the
+ * allowance; the caller sets it before the burst and ends it after. */
+void br_upstream_trial_burst(br_upstream *up, uint32_t n);
 
 /* The breaker state now (an open circuit whose cool-down is over reads
  * HALF_OPEN). */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Upstream fetcher: the circuit breaker (its rules are in upstream.h). A
  * request's final outcome moves it (up_breaker_record, from up_finish); a trip
- * ends every request not yet on the wire. An outage is logged in two lines:
- * when the circuit opens (warning) and when it closes (notice, with how long
- * it was open and the fetches it refused); its cool-downs, trials and
- * re-openings in between only at debug level (docs/upstream.md "Rate and
- * back-off"). */
+ * ends every request not yet on the wire. Every change of state is logged,
+ * so that an outage can be followed in the log (docs/upstream.md "Rate and
+ * back-off"): the circuit opening (warning), turning half-open for its trial
+ * and opening again after a failed trial (notice), closing (notice, with how
+ * long it was open and the fetches it refused). */
 #include <stdio.h>
 #include <syslog.h>
 
@@ -15,8 +15,12 @@ br_breaker_state up_breaker_now(br_upstream *up, uint64_t now)
 {
     if (up->breaker == BR_BREAKER_OPEN && now >= up->open_until_ns) {
         up->breaker = BR_BREAKER_HALF_OPEN;
-        up->trial_running = false;
-        up_log(up, LOG_DEBUG, "upstream circuit half-open: sending a trial request");
+        up->trials_running = 0;
+        up->trial_burst = 0;
+        up_log(up, LOG_NOTICE,
+               "upstream circuit half-open after %llu s: the next fetch (with its decoys) is "
+               "the trial",
+               (unsigned long long)((now - up->opened_ns) / 1000000000u));
     }
     return up->breaker;
 }
@@ -39,18 +43,35 @@ static bool counts_as_failure(br_upstream_status s, long http)
     }
 }
 
+void br_upstream_trial_burst(br_upstream *up, uint32_t n)
+{
+    /* One trial at a time: a burst that comes while one runs is refused. */
+    if (up)
+        up->trial_burst = up->trials_running ? 0 : n;
+}
+
+/* The trial is over (the circuit closed or opened again): the requests that
+ * were part of it are ordinary ones from now on. */
+static void end_trials(br_upstream *up)
+{
+    up->trials_running = 0;
+    up->trial_burst = 0;
+    for (req *r = up->all; r; r = r->next)
+        r->trial = false;
+}
+
 static void breaker_trip(br_upstream *up, uint64_t now)
 {
     bool again = up->breaker == BR_BREAKER_HALF_OPEN; /* the trial failed */
     up->breaker = BR_BREAKER_OPEN;
     up->open_until_ns = now + up->breaker_cooldown_ns;
-    up->trial_running = false;
+    end_trials(up);
     up->st.breaker_trips++;
     if (!again) {
         up->opened_ns = now;
         up->refused_now = 0;
     }
-    up_log(up, again ? LOG_DEBUG : LOG_WARNING,
+    up_log(up, again ? LOG_NOTICE : LOG_WARNING,
            "upstream circuit open%s after %u consecutive failures, cool-down %llu ms",
            again ? " again" : "", up->consecutive_failures,
            (unsigned long long)(up->breaker_cooldown_ns / 1000000u));
@@ -79,15 +100,15 @@ static void breaker_trip(br_upstream *up, uint64_t now)
 void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
 {
     if (s == BR_UPSTREAM_CANCELLED || s == BR_UPSTREAM_CIRCUIT_OPEN) {
-        if (r->trial)
-            up->trial_running = false;
+        if (r->trial && up->trials_running)
+            up->trials_running--;
         return;
     }
     if (r->attempts == 0) {
         /* never sent (its deadline passed in the queue): no evidence; a
          * trial's turn goes to the next fetch */
-        if (r->trial)
-            up->trial_running = false;
+        if (r->trial && up->trials_running)
+            up->trials_running--;
         return;
     }
     uint64_t now = br_now_ns();
@@ -98,7 +119,7 @@ void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
     if (bs == BR_BREAKER_HALF_OPEN) {
         if (!r->trial)
             return;
-        up->trial_running = false;
+        up->trials_running--;
         if (failed) {
             up->consecutive_failures++;
             breaker_trip(up, now);
@@ -106,6 +127,7 @@ void up_breaker_record(br_upstream *up, req *r, br_upstream_status s)
             up->breaker = BR_BREAKER_CLOSED;
             up->consecutive_failures = 0;
             up->open_total_ns += now - up->opened_ns;
+            end_trials(up);
             up_log(up, LOG_NOTICE,
                    "upstream circuit closed: the trial request succeeded after %llu s open, "
                    "%llu fetches refused",

@@ -128,8 +128,9 @@ struct br_upstream {
     uint64_t open_until_ns;
     uint64_t opened_ns;        /* when it opened from closed */
     uint64_t refused_now;      /* fetches refused or ended by it since then */
-    uint64_t open_total_ns;    /* the outages that ended (open to closed), added up */
-    bool trial_running;
+    uint64_t open_total_ns;  /* the outages that ended (open to closed), added up */
+    uint32_t trials_running; /* requests of the half-open circuit's trial */
+    uint32_t trial_burst;    /* fetches still allowed into it (br_upstream_trial_burst) */
 
     uint64_t rng;
     br_upstream_stats st;

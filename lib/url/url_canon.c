@@ -7,7 +7,13 @@
  *      characters are trimmed, as the documented example "  http://...  "
  *      requires);
  *   2. drop the fragment (from the first '#');
- *   3. percent-unescape repeatedly until no escape is left;
+ *      (as browsers parse these special schemes, the WHATWG URL standard:
+ *      '\' before the query is '/', and the userinfo, up to the last '@'
+ *      before the first '/' or '?', is dropped before anything is
+ *      unescaped, so that "http://x%2F@host/" is host's, as browsers
+ *      visit it; docs/filter-format.md, "URL canonicalization")
+ *   3. percent-unescape repeatedly until no escape is left (then '\'
+ *      before the query is '/' again: "%5C" is one too);
  *   4. split scheme, authority, path and query; no scheme means http://;
  *      userinfo and port are dropped;
  *   5. host: IDN labels to punycode (libidn2), leading/trailing dots
@@ -357,6 +363,36 @@ static int canon_parts(const char *s, size_t n, bool check_host, sbuf *out, br_e
     return 0;
 }
 
+/* '\' is '/' in s[0..n) up to the first '?': the WHATWG URL standard's
+ * rule for the special schemes, which are all the schemes accepted here. */
+static void backslashes_to_slashes(char *s, size_t n)
+{
+    char *q = memchr(s, '?', n);
+    char *e = q ? q : s + n;
+    for (char *b = memchr(s, '\\', (size_t)(e - s)); b; b = memchr(b, '\\', (size_t)(e - b)))
+        *b++ = '/';
+}
+
+/* The userinfo as browsers split it, before anything is unescaped: up to
+ * the last '@' of the authority, which ends at the first '/' or '?' (the
+ * '\' are '/' already). An escaped '/', '?' or '@' in it stays userinfo.
+ * Removed from s (what is left behind is wiped with the work copy). */
+static void drop_raw_userinfo(char *s, size_t *n)
+{
+    const char *scheme;
+    size_t i, at = SIZE_MAX, k;
+    br_error ignored;
+    if (split_scheme(s, *n, &scheme, &i, &ignored) < 0)
+        return; /* refused again, with the reason, by canon_parts */
+    for (k = i; k < *n && s[k] != '/' && s[k] != '?'; k++)
+        if (s[k] == '@')
+            at = k;
+    if (at == SIZE_MAX || at + 1 == k)
+        return; /* none, or no host after it: "no host" in canon_parts */
+    memmove(s + i, s + at + 1, *n - at - 1);
+    *n -= at + 1 - i;
+}
+
 /* Steps 1 to 3 on a copy of the input (work, NUL-terminated), then the
  * rest. */
 static int canon_work(char *s, size_t n, sbuf *out, br_error *err)
@@ -372,8 +408,12 @@ static int canon_work(char *s, size_t n, sbuf *out, br_error *err)
      * (url_secret.h folds escapes and NFKC itself). */
     if (br_url_is_email(s, n))
         return br_error_set(err, -EPERM, SECRET_TEXT);
+    /* The authority as browsers see it. */
+    backslashes_to_slashes(s, n);
+    drop_raw_userinfo(s, &n);
     /* 3: unescape until stable. */
     n = unescape_fixpoint(s, n);
+    backslashes_to_slashes(s, n);
     return canon_parts(s, n, true, out, err);
 }
 
@@ -382,8 +422,9 @@ int br_url_canon_into(sbuf *out, const char *url, size_t len, br_error *err)
     if (len > BR_URL_MAX_LEN)
         return br_error_set(err, -EINVAL, "URL longer than %d bytes", BR_URL_MAX_LEN);
     if (br_url_is_plain(url, len)) {
-        /* No control byte, '%', '@', non-ASCII byte nor "mailto:": step 1
-         * only trims spaces, step 3 decodes nothing, and neither the input
+        /* No control byte, '%', '@', '\', non-ASCII byte nor "mailto:":
+         * step 1 only trims spaces, step 3 decodes nothing, no userinfo or
+         * '\' is there to drop or turn into '/', and neither the input
          * nor any part of it can hold an address (br_url_is_email and
          * br_url_holds_email are false), so the input is used as it is. */
         size_t b = 0, n = len;

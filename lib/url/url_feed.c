@@ -239,7 +239,9 @@ int br_feedset_category_index(br_feedset *fs, const char *category, uint8_t *idx
         }
     }
     if (fs->ncats == BR_FEED_MAX_CATEGORIES)
-        return br_error_set(err, -E2BIG, "more than %d categories", BR_FEED_MAX_CATEGORIES);
+        return br_error_set(err, -E2BIG,
+                            "category %s is one more than the %d categories a filter's code holds",
+                            category, BR_FEED_MAX_CATEGORIES);
     snprintf(fs->cats[fs->ncats], sizeof(fs->cats[0]), "%s", category);
     *idx = (uint8_t)fs->ncats++;
     return 0;

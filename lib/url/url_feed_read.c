@@ -496,8 +496,8 @@ int br_feedset_read(br_feedset *fs, const char *path, const char *category,
     reader rd = {.fs = fs, .o = opts ? opts : &defaults, .err = err};
     int r = br_feedset_category_index(fs, category ? category : BR_FEED_DEFAULT_CATEGORY, &rd.cat,
                                       err);
-    if (r < 0)
-        return r;
+    if (r < 0) /* the feed that brought one category too many, by name */
+        return br_error_prefix(err, r, "%s", strcmp(path, "-") == 0 ? "<stdin>" : path);
     bool is_stdin = strcmp(path, "-") == 0;
     rd.name = is_stdin ? "<stdin>" : path;
     FILE *in = is_stdin ? stdin : fopen(path, "re");

@@ -23,8 +23,45 @@
 
 /* ---- folding ---- */
 
-/* Percent-decode b[0..*n) in place until no escape is left; true when
- * anything changed. */
+/* "%uXXXX" (u in any case, four hex digits) at b[i..n): the code point,
+ * or -1. */
+static long u_escape_at(const uint8_t *b, size_t i, size_t n)
+{
+    if (n - i < 6 || (b[i + 1] != 'u' && b[i + 1] != 'U'))
+        return -1;
+    long v = 0;
+    for (size_t k = i + 2; k < i + 6; k++) {
+        int h = br_hexval(b[k]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/* The code point v (< 0x10000) as UTF-8 at o (surrogates too: they are
+ * not valid UTF-8, so NFKC leaves them as bytes); the bytes written. */
+static size_t put_utf8(uint8_t *o, long v)
+{
+    if (v < 0x80) {
+        o[0] = (uint8_t)v;
+        return 1;
+    }
+    if (v < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (v >> 6));
+        o[1] = (uint8_t)(0x80 | (v & 0x3F));
+        return 2;
+    }
+    o[0] = (uint8_t)(0xE0 | (v >> 12));
+    o[1] = (uint8_t)(0x80 | ((v >> 6) & 0x3F));
+    o[2] = (uint8_t)(0x80 | (v & 0x3F));
+    return 3;
+}
+
+/* Percent-decode b[0..*n) in place until no escape is left: %XX, and the
+ * %uXXXX of IIS and JavaScript's escape() (at most 3 bytes of UTF-8 for 6
+ * of input: the output never passes the input). True when anything
+ * changed. */
 static bool decode_all(uint8_t *b, size_t *n)
 {
     bool any = false;
@@ -33,10 +70,15 @@ static bool decode_all(uint8_t *b, size_t *n)
         size_t o = 0;
         for (size_t i = 0; i < *n; i++) {
             int hi, lo;
+            long u;
             if (b[i] == '%' && i + 2 < *n && (hi = br_hexval(b[i + 1])) >= 0 &&
                 (lo = br_hexval(b[i + 2])) >= 0) {
                 b[o++] = (uint8_t)(hi * 16 + lo);
                 i += 2;
+                changed = true;
+            } else if (b[i] == '%' && (u = u_escape_at(b, i, *n)) >= 0) {
+                o += put_utf8(b + o, u);
+                i += 5;
                 changed = true;
             } else {
                 b[o++] = b[i];
@@ -201,6 +243,22 @@ static bool is_label_char(uint8_t c)
     return is_alpha(c) || is_digit(c) || c >= 0x80 || c == '-' || c == '_';
 }
 
+/* Blanks and '@' may stand between the local part and the '@' that
+ * starts the domain ("alice @x.com", "alice@@x.com"; a no-break or
+ * ideographic space is a space once folded). */
+static bool is_before_at(uint8_t c)
+{
+    return c == ' ' || c == '\t' || c == '@';
+}
+
+/* A LOCAL ends before the '@' at b[i], past blanks and '@'. */
+static bool local_before(const uint8_t *b, size_t i)
+{
+    while (i > 0 && is_before_at(b[i - 1]))
+        i--;
+    return i > 0 && is_local_char(b[i - 1]);
+}
+
 /* "[" 1..64 of [0-9A-Za-z.:] "]" at b[i..n). */
 static bool address_literal_at(const uint8_t *b, size_t i, size_t n)
 {
@@ -211,8 +269,9 @@ static bool address_literal_at(const uint8_t *b, size_t i, size_t n)
     return k > i + 1 && k < n && b[k] == ']';
 }
 
-/* A DOMAIN (url_secret.h) starting at b[i]. */
-static bool domain_at(const uint8_t *b, size_t i, size_t n)
+/* A DOMAIN (url_secret.h) starting at b[i]; any_host: also one label, or
+ * labels without a letter (a whole string's "alice@corp", "a@3232235777"). */
+static bool domain_at(const uint8_t *b, size_t i, size_t n, bool any_host)
 {
     if (i < n && b[i] == '[')
         return address_literal_at(b, i, n);
@@ -236,6 +295,8 @@ static bool domain_at(const uint8_t *b, size_t i, size_t n)
         else
             break;
     }
+    if (any_host)
+        return labels >= 1;
     return labels >= 2 && (last_named || (dotted_quad && labels == 4));
 }
 
@@ -248,7 +309,7 @@ static bool mailto_at(const uint8_t *b, size_t i, size_t n)
 static bool folded_holds(const uint8_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (b[i] == '@' && i > 0 && is_local_char(b[i - 1]) && domain_at(b, i + 1, n))
+        if (b[i] == '@' && local_before(b, i) && domain_at(b, i + 1, n, false))
             return true;
         if ((b[i] == 'm' || b[i] == 'M') && mailto_at(b, i, n))
             return true;
@@ -257,10 +318,12 @@ static bool folded_holds(const uint8_t *b, size_t n)
 }
 
 /* The bytes br_url_is_plain stops at, and br_url_may_hold_email once
- * decoded: 1 for '@', '%', controls and bytes >= 0x7f, 2 for ':' (the end
- * of a "mailto:"). */
+ * decoded: 1 for '@', '%', '\', controls and bytes >= 0x7f, 2 for ':' (the
+ * end of a "mailto:"). A '\' holds no address, but canonicalization turns
+ * it into '/' (and drops what the authority then holds before an '@'):
+ * not plain, and "check" is always a safe answer. */
 static const uint8_t may_hold_stop[256] = {
-    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
+    [0 ... 0x1f] = 1, ['@'] = 1, ['%'] = 1, ['\\'] = 1, [':'] = 2, [0x7f ... 0xff] = 1,
 };
 
 static bool mailto_before(const char *s, size_t i)
@@ -294,7 +357,7 @@ static bool raw_may_hold(const char *s, size_t n)
     if (n < BLOCK)
         return may_hold_from(s, 0, n);
     const __m128i c20 = _mm_set1_epi8(0x20), c7f = _mm_set1_epi8(0x7f), at = _mm_set1_epi8('@'),
-                  pct = _mm_set1_epi8('%'), colon = _mm_set1_epi8(':');
+                  pct = _mm_set1_epi8('%'), bsl = _mm_set1_epi8('\\'), colon = _mm_set1_epi8(':');
     for (size_t i = 0;; i += BLOCK) {
         if (i + BLOCK > n)
             i = n - BLOCK;
@@ -302,6 +365,7 @@ static bool raw_may_hold(const char *s, size_t n)
         /* Signed: bytes >= 0x80 are below 0x20 too. */
         __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c20), _mm_cmpeq_epi8(v, c7f)),
                                     _mm_or_si128(_mm_cmpeq_epi8(v, at), _mm_cmpeq_epi8(v, pct)));
+        stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, bsl));
         if (_mm_movemask_epi8(stop))
             return may_hold_from(s, i, n);
         for (unsigned c = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)); c; c &= c - 1)
@@ -328,7 +392,8 @@ static bool raw_may_hold(const char *s, size_t n)
         uint64_t w;
         memcpy(&w, s + i, BLOCK);
         if (HAS_BELOW(w, 0x20) | (((w + BYTES(1)) | w) & BYTES(0x80)) |
-            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1))
+            HAS_BELOW(w ^ BYTES('@'), 1) | HAS_BELOW(w ^ BYTES('%'), 1) |
+            HAS_BELOW(w ^ BYTES('\\'), 1))
             return may_hold_from(s, i, n);
         if (HAS_BELOW(w ^ BYTES(':'), 1) && may_hold_from(s, i, i + BLOCK))
             return true;
@@ -384,23 +449,6 @@ bool br_url_may_hold_email(const char *s, size_t n)
     return raw_may_hold(s, n) && decoded_may_hold(s, n);
 }
 
-bool br_url_holds_email_folded(const char *s, size_t n)
-{
-    uint8_t room[FOLD_ROOM];
-    bbuf f;
-    if (fold(s, n, &f, room, sizeof(room)) < 0)
-        return true;
-    bool r = folded_holds(f.p, f.len);
-    bb_wipe(&f);
-    return r;
-}
-
-bool br_url_holds_email(const char *s, size_t n)
-{
-    /* Fast path: what cannot fold into an address is not folded. */
-    return br_url_may_hold_email(s, n) && br_url_holds_email_folded(s, n);
-}
-
 static bool folded_is_email(const uint8_t *b, size_t n)
 {
     if (n == 0)
@@ -413,12 +461,36 @@ static bool folded_is_email(const uint8_t *b, size_t n)
     if (n - i >= 7 && strncasecmp((const char *)b + i, "mailto:", 7) == 0)
         return true;
     const uint8_t *at = memchr(b + i, '@', n - i);
-    if (!at || at == b + i || !is_local_char(at[-1]))
+    if (!at || !local_before(b + i, (size_t)(at - (b + i))))
         return false;
     for (const uint8_t *p = b + i; p < at; p++)
         if (*p == ':' || *p == '/' || *p == '?' || *p == '#')
             return false;
-    return domain_at(b, (size_t)(at - b) + 1, n);
+    /* The domain starts after the last '@' of the blanks and '@' there. */
+    size_t d = (size_t)(at - b) + 1;
+    for (size_t k = d; k < n && is_before_at(b[k]); k++)
+        if (b[k] == '@')
+            d = k + 1;
+    return domain_at(b, d, n, true);
+}
+
+bool br_url_holds_email_folded(const char *s, size_t n)
+{
+    uint8_t room[FOLD_ROOM];
+    bbuf f;
+    if (fold(s, n, &f, room, sizeof(room)) < 0)
+        return true;
+    /* A whole string that is an address holds one (its domain may be one
+     * label: "alice@corp"). */
+    bool r = folded_holds(f.p, f.len) || folded_is_email(f.p, f.len);
+    bb_wipe(&f);
+    return r;
+}
+
+bool br_url_holds_email(const char *s, size_t n)
+{
+    /* Fast path: what cannot fold into an address is not folded. */
+    return br_url_may_hold_email(s, n) && br_url_holds_email_folded(s, n);
 }
 
 bool br_url_is_email_folded(const char *s, size_t n)

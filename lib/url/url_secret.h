@@ -7,8 +7,9 @@
  * states the same rule for users.
  *
  * Folding. Before it is judged, a string is folded:
- *   1. percent-decoded (%XX, two hex digits in any case) until no escape is
- *      left, so %40, %2540, %252540 ... are all '@';
+ *   1. percent-decoded (%XX, two hex digits in any case, and %uXXXX, u in
+ *      any case, into UTF-8) until no escape is left, so %40, %2540,
+ *      %252540, %u0040 ... are all '@';
  *   2. NFKC-normalized (libunistring's u8_normalize) wherever it is valid
  *      UTF-8 (bytes that are not are kept as they are), so the fullwidth
  *      commercial at U+FF20, the small commercial at U+FE6B, fullwidth
@@ -22,18 +23,24 @@
  *
  * What counts as an e-mail address, in the folded text:
  *   - LOCAL@DOMAIN, where
- *       LOCAL is at least one local character right before the '@': an
- *       ASCII letter or digit, any of . _ % + - ! $ ' * ^ ` { | } ~ " or a
- *       byte >= 0x80 (an internationalized local part). '/', '?', '#',
- *       '&', '=', ':', ';', ',', '@', blanks and controls are not, so
- *       "medium.com/@name" and "?to=@x.com" hold no address;
+ *       LOCAL is at least one local character before the '@', right before
+ *       it or before blanks (space, tab) and further '@' ("alice @x.com",
+ *       "alice@@x.com"): an ASCII letter or digit, any of
+ *       . _ % + - ! $ ' * ^ ` { | } ~ " or a byte >= 0x80 (an
+ *       internationalized local part). '/', '?', '#', '&', '=', ':', ';',
+ *       ',', '@', blanks and controls are not, so "medium.com/@name",
+ *       "/@@x.com" and "?to=@x.com" hold no address;
  *       DOMAIN, right after the '@', is a bracketed address literal
  *       ("[" then 1..64 of [0-9A-Za-z.:], then "]"), or two or more labels
  *       of [A-Za-z0-9_-] and bytes >= 0x80 joined by single dots whose last
  *       label holds a letter or a byte >= 0x80 (so "pkg@1.2.3" and
  *       "repo@master" are not addresses), or a dotted-quad IPv4 address;
  *   - "mailto:" followed by a local character ("mailto:carol" names a
- *     mailbox even without a domain).
+ *     mailbox even without a domain);
+ *   - the whole string, when it is a bare address (br_url_is_email), whose
+ *     DOMAIN may also be one label or a number there ("alice@corp",
+ *     "alice@3232235777"): inside a path or query such a domain is too
+ *     often a version or a branch ("vue@3", "repo@main").
  * A string holds an address when one appears anywhere in it: in userinfo,
  * host, path segments, query or fragment.
  *
@@ -56,10 +63,10 @@
 /* True when s (n bytes, any bytes) holds an e-mail address anywhere. */
 bool br_url_holds_email(const char *s, size_t n);
 
-/* True when s (n bytes) is printable ASCII without '%', '@' and "mailto:"
- * in any case: nothing in it decodes, folds or holds an address, and
- * canonicalization's first steps (controls out, escapes decoded) leave it
- * as it is. 16 bytes at a time where SSE2 is there. */
+/* True when s (n bytes) is printable ASCII without '%', '@', '\' and
+ * "mailto:" in any case: nothing in it decodes, folds or holds an address,
+ * and canonicalization's first steps (controls out, '\' to '/', userinfo
+ * out, escapes decoded) leave it as it is. 16 bytes at a time where SSE2 is there. */
 bool br_url_is_plain(const char *s, size_t n);
 
 /* False only when s (n bytes) cannot hold an e-mail address, nor become
@@ -76,7 +83,9 @@ bool br_url_may_hold_email(const char *s, size_t n);
 /* True when s IS secret-class as a whole: after folding and trimming bytes
  * <= 0x20 at both ends, it starts with "mailto:" (any case), or it is a bare
  * address: LOCAL@DOMAIN as above with none of ':' '/' '?' '#' before the
- * first '@' (whatever follows DOMAIN: "alice@example.com/x" is one too).
+ * first '@' (whatever follows DOMAIN: "alice@example.com/x" is one too),
+ * DOMAIN starting after any blanks and '@' that follow it, and here also
+ * one label or labels without a letter ("alice@corp", "alice@0xC0A80101").
  * Canonicalization refuses such input (-EPERM), and a feed entry of this
  * kind refuses the whole build. */
 bool br_url_is_email(const char *s, size_t n);

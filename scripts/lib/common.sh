@@ -5,6 +5,7 @@
 # Debian 12 packages the build, the tests and the demo need.
 BREACHD_PACKAGES=(
   build-essential meson ninja-build pkg-config python3
+  ccache  # meson compiles through it when present: the README path, the demo and repeated runs
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
   libbrotli-dev  # brotli answers of the range endpoint (daemon/http_encode.c)
@@ -16,6 +17,9 @@ BREACHD_PACKAGES=(
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
+  # directory servers (tests/integration/test_directory_*.py, suite directory)
+  krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
+  samba samba-ad-provision samba-vfs-modules python3-samba
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -77,6 +77,12 @@ static void check_parse(const uint8_t *v, size_t len)
     entry_view ev;
     int r = br_rc_entry_parse(v, len, &ev);
     bool want = len >= 24 && memcmp(v, "BRC\x01", 4) == 0 && (size_t)v[4] + v[5] <= len - 24;
+    size_t list = 0; /* flag bit 0: a decoy list after Last-Modified */
+    if (want && (br_load_le16(v + 6) & 1)) {
+        size_t off = 24 + (size_t)v[4] + v[5];
+        want = off < len && v[off] <= BR_RANGE_CACHE_MAX_DECOYS && off + 1 + 3 * (size_t)v[off] <= len;
+        list = want ? 1 + 3 * (size_t)v[off] : 0;
+    }
     CHECK((r == 0) == want);
     if (r < 0) {
         CHECK(r == -EINVAL);
@@ -84,13 +90,16 @@ static void check_parse(const uint8_t *v, size_t len)
     }
     CHECK(ev.etag == v + 24 && ev.etag_len == v[4]);
     CHECK(ev.lm == ev.etag + ev.etag_len && ev.lm_len == v[5]);
-    CHECK(ev.rs == ev.lm + ev.lm_len && ev.rs + ev.rs_len == v + len);
+    CHECK(ev.rs == ev.lm + ev.lm_len + list && ev.rs + ev.rs_len == v + len);
+    CHECK(list ? ev.decoys == ev.lm + ev.lm_len + 1 && ev.n_decoys == (list - 1) / 3
+               : !ev.decoys && ev.n_decoys == 0);
     CHECK(ev.fetched_at == (int64_t)br_load_le64(v + 8));
     CHECK(ev.expires_at == (int64_t)br_load_le64(v + 16));
     uint8_t *again;
     size_t again_len;
-    CHECK(br_rc_entry_build(ev.rs, ev.rs_len, ev.fetched_at, ev.expires_at, ev.etag, ev.etag_len,
-                            ev.lm, ev.lm_len, &again, &again_len) == 0);
+    CHECK(br_rc_entry_build_decoys(ev.rs, ev.rs_len, ev.fetched_at, ev.expires_at, ev.etag,
+                                   ev.etag_len, ev.lm, ev.lm_len, ev.decoys, ev.n_decoys, &again,
+                                   &again_len) == 0);
     CHECK(again_len == len && memcmp(again, v, 6) == 0 && memcmp(again + 8, v + 8, len - 8) == 0);
     free(again);
 }

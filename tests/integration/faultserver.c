@@ -18,6 +18,10 @@
  *   ok         200 with the ok body
  *   validators ok body + ETag "v1-P", Last-Modified, Cache-Control max-age=60;
  *              304 when If-None-Match matches
+ *   splitage   as validators, but max-age=1 for the prefix named in
+ *              STATEDIR/short (its first word; a hostile upstream splitting a
+ *              decoy burst)
+ *   uvalidators as validators, with an empty body (a URL range without entries)
  *   lmonly     ok body + Last-Modified only; 304 when If-Modified-Since matches
  *   delay      sleeps 3 s, then the ok body
  *   drip       announces the ok body, then sends it one byte every 100 ms
@@ -310,14 +314,19 @@ static bool serve(int fd, const char *req)
 
     if (!strcmp(mode, "ok"))
         return respond(fd, 200, "OK", NULL, body, blen);
-    if (!strcmp(mode, "validators")) {
-        char etag[64], inm[300], extra[512];
+    if (!strcmp(mode, "uvalidators"))
+        blen = 0;
+    if (!strcmp(mode, "validators") || !strcmp(mode, "splitage") || !strcmp(mode, "uvalidators")) {
+        char etag[64], inm[300], extra[512], shortp[64] = "";
         snprintf(etag, sizeof(etag), "\"v1-%s\"", prefix);
         header_value(req, "If-None-Match", inm, sizeof(inm));
+        if (!strcmp(mode, "splitage"))
+            state_file_line("short", shortp, sizeof(shortp));
+        int age = strncasecmp(shortp, prefix, 5) == 0 && strlen(prefix) == 5 ? 1 : 60;
         snprintf(extra, sizeof(extra),
                  "ETag: %s\r\nLast-Modified: " LAST_MODIFIED
-                 "\r\nCache-Control: public, max-age=60\r\n",
-                 etag);
+                 "\r\nCache-Control: public, max-age=%d\r\n",
+                 etag, age);
         if (!strcmp(inm, etag))
             return respond(fd, 304, "Not Modified", extra, "", 0);
         return respond(fd, 200, "OK", extra, body, blen);

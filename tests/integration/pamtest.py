@@ -166,7 +166,9 @@ class Ctx(dtest.Ctx):
             f.write("#!/bin/sh\nprintf '%%s' \"$PAM_AUTHTOK\" > '%s'\n" % self.record)
         os.chmod(self.recorder, 0o755)
         self.old = "old-Pa55word"
-        self.grace = os.path.join(self.dir, "grace")  # state= (grace state file)
+        # state= (the grace state file), in a directory reachable by root only
+        os.mkdir(os.path.join(self.dir, "state"), 0o700)
+        self.grace = os.path.join(self.dir, "state", "grace")
 
     def reset(self):
         """Before each run: alice's password is self.old, nothing recorded."""

@@ -56,7 +56,9 @@ fi
 grep -q '^ExecStart=/.*/breachctl filter fetch --config /.*/breachd/breachd.conf$' "$update" ||
   bad "breachd-update.service: ExecStart is not '<bindir>/breachctl filter fetch --config ...'"
 grep -q '^Type=oneshot$' "$update" || bad "breachd-update.service: not Type=oneshot"
-grep -q '^CapabilityBoundingSet=CAP_DAC_OVERRIDE$' "$update" || bad "breachd-update.service: capabilities"
+grep -q '^CapabilityBoundingSet=$' "$update" || bad "breachd-update.service: capabilities"
+# The filters' directory is root's (tmpfiles.d), never the service's.
+grep -q '^StateDirectory=' "$service" && bad "breachd.service: StateDirectory= would give /var/lib/breachd to breachd"
 grep -q '^NoNewPrivileges=yes$' "$update" || bad "breachd-update.service: NoNewPrivileges"
 grep -q '^ReadWritePaths=-/var/lib/breachd$' "$update" || bad "breachd-update.service: ReadWritePaths"
 grep -q '^OnCalendar=daily$' "$srcdir/breachd-update.timer" || bad "breachd-update.timer: not daily"
@@ -82,8 +84,9 @@ if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null && command -v 
   systemd-tmpfiles --root="$root" --create "$srcdir/tmpfiles.d/breachd.conf" >"$tmp/tmpfiles" 2>&1 ||
     { cat "$tmp/tmpfiles" >&2; bad "systemd-tmpfiles failed"; }
   # directory, the service setting that must agree with it
-  for pair in /var/lib/breachd:StateDirectoryMode /var/cache/breachd:CacheDirectoryMode \
-      /run/breachd:RuntimeDirectoryMode; do
+  got=$(stat -c '%a %u %g' "$root/var/lib/breachd" 2>/dev/null || echo missing)
+  [ "$got" = "755 0 0" ] || bad "/var/lib/breachd: got '$got', want mode 755 owner root:root"
+  for pair in /var/cache/breachd:CacheDirectoryMode /run/breachd:RuntimeDirectoryMode; do
     dir=${pair%%:*}
     key=${pair#*:}
     want_mode=$(sed -n "s/^$key=0*//p" "$service")

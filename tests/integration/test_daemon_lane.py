@@ -10,7 +10,8 @@ answer UNKNOWN timeout; a 429 with Retry-After through the daemon (UNKNOWN
 rate-limited for interactive checks, bulk ones wait; STATS and metrics),
 and the same from the [ntlm] upstream (its nt_upstream_* figures move, the
 SHA-1 ones do not); an upstream answering 502 opens the circuit, logged in
-one line, not one per refused check, and one more when it closes;
+one line, not one per refused check, one more when it turns half-open for
+its trial and one when it closes;
 and the scenario of lanefx.py at CI size: 2,000 bulk checks in distinct
 prefixes at rate = 400 (10 s of bulk at its 50% share) against an nginx
 mirror, while interactive checks in
@@ -280,9 +281,11 @@ def circuit_open_log(ctx):
     once, two range queries at a time: the circuit opens and ends the
     queued ones, then 100 more checks are refused (UNKNOWN circuit-open),
     all logged as one line when it opens, not one each; once the upstream
-    answers and the cool-down (30 s) is over, one line says it closed and
-    how many fetches it refused, the count STATS has too."""
-    d = fault_daemon(ctx, "switch", {"max_inflight": "2"})
+    answers and the cool-down ([upstream] breaker_cooldown, short here) is
+    over, one line says it turned half-open for its trial and one that it
+    closed and how many fetches it refused, the count STATS has too."""
+    cooldown = 3 * dtest.SLOW  # long enough for the checks refused while open
+    d = fault_daemon(ctx, "switch", {"max_inflight": "2", "breaker_cooldown": "%ds" % cooldown})
     state = ctx.path("fault")
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("badgateway\n")
@@ -310,17 +313,19 @@ def circuit_open_log(ctx):
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("ok\n")
     probe = sha_in(0x55000)
-    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", 90 * dtest.SLOW,
-                   "the circuit to close after its cool-down", step=1.0)
+    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", cooldown + 30 * dtest.SLOW,
+                   "the circuit to close after its cool-down", step=0.2)
     st2 = d.stats()
     eq(st2["circuit"], "closed", "circuit")
     lines = circuit_lines()
-    eq(len(lines), 2, "circuit lines in the log: %r" % lines)
+    eq(len(lines), 3, "circuit lines in the log: %r" % lines)
+    check("upstream circuit half-open" in lines[1] and "trial" in lines[1],
+          "the half-open line %r" % lines[1])
     # nothing was refused before it opened: the close line counts them all
-    check("upstream circuit closed" in lines[1] and
-          " %d fetches refused" % st2["upstream_circuit_refused"] in lines[1],
+    check("upstream circuit closed" in lines[2] and
+          " %d fetches refused" % st2["upstream_circuit_refused"] in lines[2],
           "the close line %r, upstream_circuit_refused=%d"
-          % (lines[1], st2["upstream_circuit_refused"]))
+          % (lines[2], st2["upstream_circuit_refused"]))
 
 
 @test

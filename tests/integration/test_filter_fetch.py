@@ -114,7 +114,7 @@ def failures_never_touch_the_installed_file(ctx):
     foreign = fleetfx.build(ctx, ctx.path("foreign.bfuse"), more, 3, sign=sec2)
     old = fleetfx.build(ctx, ctx.path("g1.bfuse"), keys, 1, sign=sec)
     cases = [(tampered, "body checksum mismatch"), (foreign, "signed by another key"),
-             (old, "generation 1 is older than the installed 2")]
+             (old, "generation 1 is not newer than the installed 2")]
     for src, reason in cases:
         fleetfx.publish(src, root, "p.bfuse")
         r = fleetfx.fetch(ctx, *args, check_rc=False)

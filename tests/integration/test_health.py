@@ -92,6 +92,8 @@ def canary_passes(ctx):
     cl = d.client()
     eq(cl.ask("1 PW " + CANARY), "1 PWNED %d" % c.counts[CANARY], "a user's check")
     cl.close()
+    # nginx writes its log line after the answer: wait for it, then count
+    wait_for(lambda: canary_requests(ctx) >= 2, 5 * dtest.SLOW, "the user's fetch in nginx's log")
     eq(canary_requests(ctx), 2, "upstream requests after a user's check")
     r = health(ctx, d)
     eq(r.returncode, 0, "health exit status (%s)" % r.stdout)

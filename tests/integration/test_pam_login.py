@@ -24,6 +24,7 @@ that reads BREACHD_PAM_TEST_NOW; the installed module is shown to ignore it.
 Standalone: same arguments as test_pam.py.
 """
 import datetime
+import fcntl
 import glob
 import os
 import re
@@ -121,6 +122,50 @@ def read_state(ctx):
 
 def day(t):
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
+NOBODY = 65534
+# Run as another user: open PATH, take flock(LOCK_EX) on it, say so, and hold
+# it until stdin closes; or say why not.
+LOCKER = r"""
+import fcntl, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError as e:
+    print("denied: " + e.strerror, flush=True)
+    sys.exit(0)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def lock_as(path, uid):
+    """A process of uid holding a lock on path: (process, "locked"), or
+    (None, "denied: why")."""
+    # The system's python: the test's may be in a home nobody cannot reach.
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    p = subprocess.Popen([py, "-c", LOCKER, path], user=uid, group=uid,
+                         extra_groups=[], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    said = p.stdout.readline().strip()
+    if said == "locked":
+        return p, said
+    p.wait(timeout=30)
+    return None, said
+
+
+def release(holders):
+    for p, _ in holders:
+        if p:
+            p.stdin.close()
+            p.wait(timeout=30)
+
+
+def write_state(path, text, mode=0o600):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
 
 
 def nss_env(ctx, groups):
@@ -311,17 +356,20 @@ def grace_cleared_at_change(ctx):
 @test
 def grace_state_safety(ctx):
     """The state file is used only when it is a regular root file nobody
-    else can write; else the error is logged and the login only warned
-    (the full period), and nothing is written through a symlink."""
+    else can write, in a directory reachable by root only; else the error is
+    logged and the grace period counts as over (a fault of the state never
+    gives the period back), and nothing is written through a symlink."""
     set_password(ctx, "letmein")
     login_service(ctx, acct="login_action=grace=2")
+    forced = "you must change it now"
     target = os.path.join(ctx.dir, "target")
     with open(target, "w") as f:
         f.write("keep\n")
     os.symlink(target, ctx.grace)
     r = login(ctx, "letmein")
-    expect_login(r, login_msg("letmein", "you must change it within 2 days"))
-    check(has_log(r, r"grace state .*: cannot open it"), "logged: %r" % r)
+    expect_forced(r, login_msg("letmein", forced))
+    check(has_log(r, r"grace state .*: cannot open it: .*: the grace period counts as over"),
+          "logged: %r" % r)
     with open(target) as f:
         check(f.read() == "keep\n", "the symlink's target is untouched")
     os.unlink(ctx.grace)
@@ -329,7 +377,7 @@ def grace_state_safety(ctx):
         f.write("alice 2000-01-01\n")
     os.chmod(ctx.grace, 0o666)
     r = login(ctx, "letmein")
-    expect_login(r, "you must change it within 2 days")
+    expect_forced(r, forced)
     check(has_log(r, r"grace state .*: owned by another user, or writable by others"),
           "logged: %r" % r)
     # Malformed lines are dropped (logged) when the file is next written.
@@ -337,14 +385,96 @@ def grace_state_safety(ctx):
     with open(ctx.grace, "w") as f:
         f.write("garbage\nbob 2026-02-30\ncarol 2026-01-05\n")
     r = login(ctx, "letmein")
+    expect_login(r, "you must change it within 2 days")
     check(read_state(ctx) == "carol 2026-01-05\nalice %s\n" % day(time.time()),
           "state %r" % read_state(ctx))
     check(has_log(r, r"grace state: 2 malformed line\(s\) dropped"), "logged: %r" % r)
-    # A missing directory: logged, warned.
-    login_service(ctx, acct="login_action=grace=2 state=%s/no-such-dir/grace" % ctx.dir)
+    # A directory that others can reach is refused.
+    os.chmod(os.path.dirname(ctx.grace), 0o755)
     r = login(ctx, "letmein")
-    expect_login(r, "you must change it within 2 days")
-    check(has_log(r, r"no-such-dir/grace: cannot open its directory"), "logged: %r" % r)
+    expect_forced(r, forced)
+    check(has_log(r, r"its directory must be root's and reachable by root only \(mode 0700\)"),
+          "logged: %r" % r)
+    os.chmod(os.path.dirname(ctx.grace), 0o700)
+    # A missing directory is made, root's and 0700; one whose parent is
+    # missing is logged.
+    login_service(ctx, acct="login_action=grace=2 state=%s/new-dir/grace" % ctx.dir)
+    expect_login(login(ctx, "letmein"), "you must change it within 2 days")
+    st = os.stat(os.path.join(ctx.dir, "new-dir"))
+    check(st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700,
+          "made %o" % st.st_mode)
+    login_service(ctx, acct="login_action=grace=2 state=%s/no-such-dir/sub/grace" % ctx.dir)
+    r = login(ctx, "letmein")
+    expect_forced(r, forced)
+    check(has_log(r, r"no-such-dir/sub/grace: cannot make its directory"), "logged: %r" % r)
+
+
+@test
+def grace_state_lock_attack(ctx):
+    """A local user must not be able to turn login_action=grace=N off. The
+    attack: hold the lock of the grace state (on its directory, and on the
+    file) as nobody, so that every login waits for it and then, the state
+    failing, got a full grace period again. The state's directory must be
+    root's, mode 0700 (nobody cannot open it, so cannot lock it), and a
+    state that is locked or unusable never restarts a period."""
+    if os.getuid() != 0:
+        raise Skip("the attacker runs as uid %d through setuid: root only" % NOBODY)
+    mod = testclock_module()
+    set_password(ctx, "letmein")
+    now = {"BREACHD_PAM_TEST_NOW": str(T0)}
+    over = "alice %s\n" % day(T0 - 10 * DAY)  # alice's 3 days ran out long ago
+    forced = login_msg("letmein", "you must change it now")
+    # The attack, on a state in a directory anyone can read (as the daemon's
+    # /var/lib/breachd is).
+    home = ctx.grace
+    opendir = os.path.join(ctx.dir, "open")
+    os.mkdir(opendir)
+    os.chmod(opendir, 0o755)
+    ctx.grace = os.path.join(opendir, "grace")
+    write_state(ctx.grace, over)
+    login_service(ctx, acct="login_action=grace=3", module=mod)
+    holders = [lock_as(p, NOBODY) for p in (opendir, ctx.grace)]
+    try:
+        r = login(ctx, "letmein", env=now)
+    finally:
+        release(holders)
+    expect_forced(r, forced)
+    check(read_state(ctx) == over, "the state is kept: %r" % read_state(ctx))
+    # The state's own directory (pamtest.Ctx makes it as breachd's packages
+    # would not: the module makes a missing one) is root's, 0700: nobody
+    # can take no lock there.
+    ctx.grace = home
+    sdir = os.path.dirname(ctx.grace)
+    st = os.stat(sdir)
+    check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o700, "state dir %o" % st.st_mode)
+    write_state(ctx.grace, over)
+    for p in (sdir, ctx.grace):
+        h = lock_as(p, NOBODY)
+        release([h])
+        check(h[1].startswith("denied"), "nobody locked %s: %r" % (p, h[1]))
+    # A lock held by root (a stuck login) keeps the last known count: the
+    # state is read without the lock, and left as it is.
+    login_service(ctx, acct="login_action=grace=3", module=mod)
+    fd = os.open(sdir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = login(ctx, "letmein", env=now)
+        expect_forced(r, forced)
+        check(has_log(r, r"grace state .*: locked by another process for 2 s: "
+                         r"read without the lock, not updated$"), "logged: %r" % r)
+        write_state(ctx.grace, "bob 2026-01-01\n")  # alice's first failed login
+        r = login(ctx, "letmein", env=now)
+        expect_login(r, login_msg("letmein", "you must change it within 3 days"))
+        check(read_state(ctx) == "bob 2026-01-01\n", "not written: %r" % read_state(ctx))
+    finally:
+        os.close(fd)
+    # A state that cannot be used never gives a full period back.
+    for mode, why in ((0o666, "owned by another user, or writable by others"),):
+        write_state(ctx.grace, over, mode)
+        r = login(ctx, "letmein", env=now)
+        expect_forced(r, forced)
+        check(has_log(r, "grace state .*: %s: .*: the grace period counts as over" % why),
+              "logged: %r" % r)
 
 
 # ---- the auth stage never decides ----------------------------------------------
@@ -470,7 +600,7 @@ def login_bad_options(ctx):
 def login_no_secrets_in_files(ctx):
     """Every grace state file holds only "user YYYY-MM-DD" lines, and neither
     they nor breachd's logs hold a password typed or its hash."""
-    files = [p for p in glob.glob(os.path.join(pt.ROOT, "t-*", "grace"))
+    files = [p for p in glob.glob(os.path.join(pt.ROOT, "t-*", "state", "grace"))
              if os.path.isfile(p) and not os.path.islink(p)]
     if not files and pt.ARGS.only:
         raise Skip("run with the grace tests")

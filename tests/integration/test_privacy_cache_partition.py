@@ -21,6 +21,10 @@ miss costs a measurable time and a hit does not.
               is answered.
   metrics:    the Prometheus text is aggregate counters only: one
               unlabelled number per line, no prefix of a checked hash.
+  eviction:   in a small cache (1 MiB, ranges of ~17 KB), B checks 60
+              prefixes after A checked 8: none of A's ranges is evicted
+              (A's repeats go to the upstream no more), since B's entries
+              stay within [cache] partition_share and B evicts its own.
 
 Root only (the second uid); skips otherwise. Standard library only; the
 harness is dtest.py (temp dirs, 127.0.0.1 only, every process stopped).
@@ -52,6 +56,7 @@ class SlowMirror:
         self.entries = {}  # prefix -> [suffix]
         self.requests = []  # prefixes, in arrival order
         self.delay = DELAY_S
+        self.filler = 0  # lines of count 1 added to every range (its size)
         self.lock = threading.Lock()
         mirror = self
 
@@ -69,6 +74,7 @@ class SlowMirror:
                     delay = mirror.delay
                 time.sleep(delay)
                 lines = ["%s:3" % s for s in mirror.entries.get(p, [])]
+                lines += ["F%034X:1" % i for i in range(mirror.filler)]
                 lines.append("0" * 34 + "1:0")  # padding, so the body is never empty
                 body = ("\r\n".join(lines) + "\r\n").encode()
                 self.send_response(200)
@@ -99,7 +105,7 @@ class SlowMirror:
 
 
 class Setup:
-    def __init__(self, ctx, **daemon_kv):
+    def __init__(self, ctx, cache=None, **daemon_kv):
         if os.geteuid() != 0:
             raise dtest.Skip("not root: cannot connect as a second uid")
         self.mirror = SlowMirror()
@@ -109,7 +115,7 @@ class Setup:
         os.chmod(ctx.dir, 0o711)
         daemon = {"socket_mode": "0666"}
         daemon.update(daemon_kv)
-        conf = ctx.config(daemon=daemon, passwords={
+        conf = ctx.config(daemon=daemon, cache=cache or {}, passwords={
             "filter": "", "upstream": "http://127.0.0.1:%d/range/{prefix}" % self.mirror.port})
         self.d = ctx.daemon(conf)
         self.used = set()
@@ -217,6 +223,32 @@ def no_coalescing_across_uids(ctx):
     eq(s.mirror.count(h[:5]), 2, "range requests for the prefix (B must not join A's fetch)")
     check(tb - ta >= 0.1, "B was answered %.0f ms after A: it rode on A's fetch" % (
         (tb - ta) * 1e3))
+    a.close()
+    b.close()
+    s.close()
+
+
+@test
+def eviction_does_not_count_another_uid(ctx):
+    s = Setup(ctx, cache={"max_size": "1M"})
+    s.mirror.delay = 0
+    s.mirror.filler = 800  # about 17 KB stored per range: 1 MiB holds about 45
+    a, b = s.client_a(), s.client_b()
+    eq(b.ask("w PING"), "w PONG", "uid B connected")
+    mine = [s.fresh_hash("a%d" % i) for i in range(8)]
+    for i, h in enumerate(mine):
+        eq(a.ask("a%d PW %s" % (i, h)), "a%d PWNED 3" % i, "A")
+    for i in range(60):
+        h = s.fresh_hash("b%d" % i)
+        eq(b.ask("b%d PW %s" % (i, h)), "b%d PWNED 3" % i, "B")
+    for i, h in enumerate(mine):
+        eq(a.ask("r%d PW %s" % (i, h)), "r%d PWNED 3" % i, "A again")
+    refetched = [h[:5] for h in mine if s.mirror.count(h[:5]) > 1]
+    st = a.stats()
+    print("    B's 60 ranges: %d evicted in all, %d of A's 8 refetched" % (
+        st["cache_evicted"], len(refetched)))
+    check(st["cache_evicted"] > 0, "nothing was evicted: the test did not fill the cache")
+    eq(refetched, [], "A's ranges evicted by B's checks")
     a.close()
     b.close()
     s.close()

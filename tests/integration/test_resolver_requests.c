@@ -150,6 +150,7 @@ static void test_decoys(void **s)
     fx x;
     fx_config(&x, "validators"); /* ETag, max-age=60, 304 on a match */
     x.cfg.decoys = 3;
+    x.cfg.ttl_s = 60;
     fx_open(&x);
     uint32_t p = fresh_prefix();
     uint8_t h[20];
@@ -174,7 +175,7 @@ static void test_decoys(void **s)
     assert_int_equal(rt_resolve(x.r, PW, h, &a), 1);
     assert_int_equal(log_lines(), l0 + 4);
 
-    /* Past max-age: the same four prefixes, every one conditional (304). */
+    /* Past the ttl: the same four prefixes, every one conditional (304). */
     x.clock.now += 120;
     size_t l1 = log_lines();
     br_resolve_result res = rt_resolve_wait(x.base, x.r, PW, h);

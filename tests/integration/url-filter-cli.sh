@@ -208,5 +208,19 @@ expect 2 "verify truncated" "$ctl" filter verify "$tmp/trunc"
 contains "$tmp/err" "truncated" "truncation reason"
 expect 2 "query damaged" "$ctl" filter query "$tmp/dmg" "$(key x)"
 
+# --- the host browsers visit: '\' ends the authority (WHATWG URL standard),
+# an escaped '/' or '\' before the '@' is userinfo. A feed listing
+# malware.test matches a URL that hides it before "\@example.com".
+bs='http://malware.test\@example.com/x'
+same "$("$ctl" url-canon "$bs")" "http://malware.test/@example.com/x" "url-canon: backslash ends the host"
+same "$("$ctl" url-canon 'http://malware.test%5C@example.com/')" "http://example.com/" "url-canon: escaped backslash is userinfo"
+"$ctl" url-expressions "$bs" >"$tmp/bs.exprs" || bad "url-expressions of $bs"
+contains "$tmp/bs.exprs" "malware.test/" "url-expressions: the host browsers visit"
+grep -q '^example\.com' "$tmp/bs.exprs" && bad "url-expressions: example.com is not visited" || ok
+printf 'malware.test\n' >"$tmp/bs.txt"
+expect 0 "build malware.test" "$ctl" filter build --kind url-sha256 --output "$tmp/bs.bbf" --input "$tmp/bs.txt" --format domains
+expect 0 "query malware.test/" "$ctl" filter query "$tmp/bs.bbf" "$(key malware.test/)"
+same "$(cat "$tmp/out")" "maybe" "the visited host's expression is in the filter"
+
 echo "url-filter-cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -60,7 +60,8 @@ arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 version=$(dpkg-parsechangelog -l "$tree/debian/changelog" -S Version)
 deb() { echo "$tmp/${1}_${version}_$arch.deb"; }
-for p in breachd libpam-breachd breachd-squid-helper; do
+pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd"
+for p in $pkgs; do
   [ -f "$(deb "$p")" ] || die "no $(basename "$(deb "$p")")"
 done
 
@@ -78,7 +79,7 @@ grep -v 'running with root privileges' "$tmp/lintian.log" || echo "(lintian: not
 
 step "file lists"
 list() { dpkg-deb -c "$(deb "$1")" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' | grep -v '^$' | sort; }
-for p in breachd libpam-breachd breachd-squid-helper; do list "$p" >"$tmp/$p.list"; done
+for p in $pkgs; do list "$p" >"$tmp/$p.list"; done
 expect() { # PACKAGE PATH...: each must be in the package
   local p=$1 f
   shift
@@ -98,20 +99,23 @@ expect libpam-breachd "/lib/$multiarch/security/pam_breachd.so" \
   /usr/share/man/man8/pam_breachd.8.gz
 expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
   /usr/share/man/man8/breachd-squid-helper.8.gz
+expect breachd /usr/share/man/man7/breachd-directories.7.gz
+expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
+expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
 # Every document the man pages name by path is there, uncompressed.
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
-allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/)'
-odd=$(for p in breachd libpam-breachd breachd-squid-helper; do
+allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
+odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"
 # Directories may be shared; files may not.
-dups=$(for p in breachd libpam-breachd breachd-squid-helper; do
+dups=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }'; done | sort | uniq -d)
 [ -z "$dups" ] || fail "files in two packages: $dups"
 grep -q '^/usr/lib/systemd' "$tmp/breachd.list" &&
   fail "units under /usr/lib/systemd: Debian 12's dh_installsystemd handles /lib/systemd/system only"
 grep -E '/(test_|fuzz_|bench_|faultserver)' "$tmp"/*.list && fail "a test program is packaged"
-bad_owner=$(for p in breachd libpam-breachd breachd-squid-helper; do
+bad_owner=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$2 != "root/root" { print $6 }'; done)
 [ -z "$bad_owner" ] || fail "not root/root: $bad_owner"
 

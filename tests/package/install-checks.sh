@@ -94,7 +94,7 @@ expect_dir() { # PATH MODE OWNER:GROUP
   [ "$(stat -c '%a %U:%G' "$1" 2>/dev/null)" = "$2 $3" ] ||
     fail "$1: $(stat -c '%a %U:%G' "$1" 2>&1), expected $2 $3"
 }
-expect_dir /var/lib/breachd 755 breachd:breachd
+expect_dir /var/lib/breachd 755 root:root
 expect_dir /var/cache/breachd 700 breachd:breachd
 expect_dir /run/breachd 755 breachd:breachd
 expect_dir /etc/breachd 755 root:root

@@ -98,6 +98,7 @@ void check_defaults(const breachd_config *c)
     assert_int_equal(c->cache.ttl_s, 7 * 86400);
     assert_int_equal(c->cache.max_stale_s, 30 * 86400);
     assert_int_equal(c->cache.partition, BREACHD_PARTITION_UID);
+    assert_int_equal(c->cache.partition_share_pct, 25);
     assert_int_equal(c->upstream.timeout_ms, 5000);
     assert_int_equal(c->upstream.max_inflight, 16);
     assert_int_equal(c->upstream.rate, 50);
@@ -106,6 +107,7 @@ void check_defaults(const breachd_config *c)
     assert_int_equal(c->upstream.decoys, 0);
     assert_int_equal(c->upstream.bulk_queue, 100000);
     assert_int_equal(c->upstream.bulk_share_pct, 50);
+    assert_int_equal(c->upstream.breaker_cooldown_ms, 30000);
     assert_string_equal(c->http.listen, "");
     assert_int_equal(c->http.n_listens, 0);
     assert_string_equal(c->http.allowed_networks_text, "127.0.0.0/8, ::1/128");
@@ -146,6 +148,7 @@ const char full_config[] = "[daemon]\n"
                            "ttl = 90m\n"
                            "max_stale = 0\n"
                            "partition = none\n"
+                           "partition_share = 60%\n"
                            "[upstream]\n"
                            "timeout = 2500ms\n"
                            "max_inflight = 1024\n"
@@ -155,6 +158,7 @@ const char full_config[] = "[daemon]\n"
                            "decoys = 16\n"
                            "bulk_queue = 7\n"
                            "bulk_share = 100%\n"
+                           "breaker_cooldown = 1500ms\n"
                            "[http]\n"
                            "listen = 10.0.0.5:8080, [::]:8443 ,/run/test/http.sock\n"
                            "allowed_networks = 10.0.0.0/8,fd00::/8, 192.0.2.7\n"
@@ -198,6 +202,7 @@ void check_full(const breachd_config *c)
     assert_int_equal(c->cache.ttl_s, 90 * 60);
     assert_int_equal(c->cache.max_stale_s, 0);
     assert_int_equal(c->cache.partition, BREACHD_PARTITION_NONE);
+    assert_int_equal(c->cache.partition_share_pct, 60);
     assert_int_equal(c->upstream.timeout_ms, 2500);
     assert_int_equal(c->upstream.max_inflight, 1024);
     assert_int_equal(c->upstream.rate, 100000);
@@ -206,6 +211,7 @@ void check_full(const breachd_config *c)
     assert_int_equal(c->upstream.decoys, 16);
     assert_int_equal(c->upstream.bulk_queue, 7);
     assert_int_equal(c->upstream.bulk_share_pct, 100);
+    assert_int_equal(c->upstream.breaker_cooldown_ms, 1500);
     assert_string_equal(c->http.listen, "10.0.0.5:8080, [::]:8443 ,/run/test/http.sock");
     assert_int_equal(c->http.n_listens, 3);
     assert_string_equal(c->http.listens[0].host, "10.0.0.5");

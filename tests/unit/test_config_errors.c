@@ -95,6 +95,12 @@ static void test_errors_values(void **state)
                  NAME ":2: [upstream] decoys: \"17\" is out of range (0 .. 16)");
     expect_error("[upstream]\ndecoys = -1\n",
                  NAME ":2: [upstream] decoys: bad number \"-1\": expected a whole number 0 .. 16");
+    expect_error("[cache]\npartition_share = 0%\n",
+                 NAME ":2: [cache] partition_share: \"0%\" is out of range (1% .. 100%)");
+    expect_error("[upstream]\nbreaker_cooldown = 99ms\n",
+                 NAME ":2: [upstream] breaker_cooldown: \"99ms\" is out of range (100ms .. 3600s)");
+    expect_error("[upstream]\nbreaker_cooldown = 2h\n",
+                 NAME ":2: [upstream] breaker_cooldown: \"2h\" is out of range (100ms .. 3600s)");
     expect_error("[upstream]\nbulk_queue = 0\n",
                  NAME ":2: [upstream] bulk_queue: \"0\" is out of range (1 .. 10000000)");
     expect_error("[upstream]\nbulk_share = 0%\n",

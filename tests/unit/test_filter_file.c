@@ -261,6 +261,64 @@ static void test_peek(void **state)
     free(dir);
 }
 
+/* A byte rewritten in place (same inode, same size, as `dd conv=notrunc`)
+ * is noticed before the next answer: the file reads as damaged. */
+static void test_rewritten_in_place(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "a.filter", 5000);
+    br_filter_file *f = NULL;
+    br_error err = {{0}};
+    assert_int_equal(br_filter_file_open(path, &f, &err), 0);
+    assert_false(br_filter_file_changed(f));
+    assert_false(br_filter_file_damaged(f));
+    /* The timestamps are coarse (a clock tick): wait for the next one. */
+    struct stat st0, st1;
+    assert_int_equal(stat(path, &st0), 0);
+    FILE *w = fopen(path, "r+b");
+    assert_non_null(w);
+    do {
+        assert_int_equal(fseek(w, 4096 + 10, SEEK_SET), 0);
+        assert_int_equal(fputc(0x55, w), 0x55);
+        assert_int_equal(fflush(w), 0);
+        assert_int_equal(stat(path, &st1), 0);
+    } while (st1.st_mtim.tv_sec == st0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
+    fclose(w);
+    assert_true(br_filter_file_changed(f));
+    assert_true(br_filter_file_damaged(f));
+    br_filter_file_free(f);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* Owner and mode: root's (or also_uid's), writable by no one else. */
+static void test_owner_check(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "a.filter", 100);
+    br_error err = {{0}};
+    long me = (long)geteuid();
+    for (int pass = 0; pass < 2; pass++) {
+        mode_t mode = pass ? 0664 : 0644;
+        assert_int_equal(chmod(path, mode), 0);
+        br_filter_file *f = NULL;
+        assert_int_equal(br_filter_file_open(path, &f, &err), 0);
+        int want = pass ? -EPERM : 0;
+        assert_int_equal(br_filter_file_check_owner(f, path, me, &err), want);
+        if (pass)
+            assert_non_null(strstr(err.text, "mode 0664"));
+        if (me != 0) /* not root's: refused unless also_uid names the owner */
+            assert_int_equal(br_filter_file_check_owner(f, path, -1, &err), -EPERM);
+        br_filter_file_free(f);
+    }
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 static void test_kind_names(void **state)
 {
     (void)state;
@@ -282,6 +340,8 @@ int main(void)
         cmocka_unit_test(test_field_checks),
         cmocka_unit_test(test_peek),
         cmocka_unit_test(test_kind_names),
+        cmocka_unit_test(test_rewritten_in_place),
+        cmocka_unit_test(test_owner_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,41 @@ static void test_expiry_and_stale(void **state)
     br_range_cache_free(c);
 }
 
+/* A decoy list kept with a range: set, read back by lookups, kept by a put
+ * and a touch of the range, through a flush and a reopen. */
+static void test_decoy_list(void **state)
+{
+    fixture *f = *state;
+    br_range_cache *c = open_cache(f, 4 << 20);
+    const uint32_t list[3] = {0xFFFFF, 0x00001, 0x12345};
+    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 3), -ENOENT);
+    put_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 100, 200, "\"a\"", "lm-a");
+    uint8_t h[BR_SHA1_LEN];
+    hash_for(7, h, sizeof(h));
+    br_range_cache_result r;
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 150, 0, &r), 0);
+    assert_int_equal(r.n_decoys, 0);
+    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 3), 0);
+    assert_int_equal(br_range_cache_flush(c), 0);
+    put_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 4, 5, 50, 300, 400, "\"b\"", NULL); /* a new range */
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 350, 450, NULL, NULL), 0);
+    assert_int_equal(br_range_cache_flush(c), 0);
+    br_range_cache_free(c);
+    c = open_cache(f, 4 << 20);
+    check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 4, 5, 50, 400, BR_RANGE_CACHE_FRESH);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 400, 0, &r), 0);
+    assert_string_equal(r.etag, "\"b\"");
+    assert_int_equal(r.n_decoys, 3);
+    assert_memory_equal(r.decoys, list, sizeof(list));
+    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, NULL, 0), 0);
+    assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 400, 0, &r), 0);
+    assert_int_equal(r.n_decoys, 0);
+    check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 4, 5, 50, 400, BR_RANGE_CACHE_FRESH);
+    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 17),
+                     -EINVAL);
+    br_range_cache_free(c);
+}
+
 static void test_touch(void **state)
 {
     fixture *f = *state;
@@ -306,6 +341,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_partitions_and_secret, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_expiry_and_stale, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_touch, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_decoy_list, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_batching, fixture_setup, fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

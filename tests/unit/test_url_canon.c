@@ -123,7 +123,6 @@ static void test_own_canonicalization(void **state)
         {"http://h/%00%7f%ff", 0, "http://h/%00%7F%FF"},
         {"http://h/\x7f", 0, "http://h/%7F"},
         {"http://h/a b", 0, "http://h/a%20b"},
-        {"http://h/a\\b", 0, "http://h/a\\b"},
         {"http://h/~a!$&'()*+,;=:@", 0, "http://h/~a!$&'()*+,;=:@"},
         {"http://h/%%41", 0, "http://h/%25A"},
         {"http://h/%2", 0, "http://h/%252"},
@@ -134,6 +133,36 @@ static void test_own_canonicalization(void **state)
         {"\x01http://h/\x02", 0, "http://h/"},
         {"http://h/a%09b", 0, "http://h/a%09b"},
         {"http://h/\0x", 12, "http://h/%00x"},
+    };
+    check_canon_table(t, BR_ARRAY_SIZE(t));
+}
+
+/* The host browsers visit (the WHATWG URL standard, for the special schemes
+ * http, https, ftp, ws and wss): '\\' is '/' before the query, so that it
+ * ends the authority; the userinfo ends at the last '@' before the first
+ * '/', '\\' or '?' as written, before anything is unescaped. */
+static void test_whatwg_authority(void **state)
+{
+    (void)state;
+    static const canon_case t[] = {
+        {"http://malware.test\\@example.com/", 0, "http://malware.test/@example.com/"},
+        {"https://malware.test\\@example.com/x", 0, "https://malware.test/@example.com/x"},
+        {"http://malware.test\\example.com/", 0, "http://malware.test/example.com/"},
+        {"http:\\\\example.com\\a\\b", 0, "http://example.com/a/b"},
+        {"http:/\\example.com/", 0, "http://example.com/"},
+        {"ws://h\\a", 0, "ws://h/a"},
+        {"http://h/a\\b", 0, "http://h/a/b"},
+        {"http://h/a\\..\\b", 0, "http://h/b"},
+        {"http://h/a%5Cb", 0, "http://h/a/b"},
+        {"http://h/a?b\\c", 0, "http://h/a?b\\c"},  /* the query keeps it */
+        {"http://h/a?b%5Cc", 0, "http://h/a?b\\c"},
+        {"http://h?\\@x.com", 0, "http://h/?\\@x.com"},
+        /* An escaped '/', '?' or '\\' is userinfo: the host is after the '@'. */
+        {"http://malware.test%5C@example.com/", 0, "http://example.com/"},
+        {"http://malware.test%2F@example.com/", 0, "http://example.com/"},
+        {"http://malware.test%3F@example.com/", 0, "http://example.com/"},
+        /* Tabs and newlines anywhere are removed, as browsers do. */
+        {"ht\ttp://ex\nam\rple.com/a\tb", 0, "http://example.com/ab"},
     };
     check_canon_table(t, BR_ARRAY_SIZE(t));
 }
@@ -153,6 +182,7 @@ static void test_rejections(void **state)
         {" \t\r\n ", 0, -EINVAL, "empty URL"},
         {"http://", 0, -EINVAL, "no host"},
         {"http:///", 0, -EINVAL, "no host"},
+        {"http://u:p\\@h/", 0, -EINVAL, "invalid port"}, /* host u, port "p" */
         {"http://.../a", 0, -EINVAL, "no host"},
         {"http://user@/a", 0, -EINVAL, "no host"},
         {"http://:80/", 0, -EINVAL, "no host"},
@@ -292,6 +322,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_canonicalization),
+        cmocka_unit_test(test_whatwg_authority),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_limits),
     };

@@ -48,6 +48,11 @@ static void test_own_expressions(void **state)
     /* A host that only looks numeric is a name. */
     static const char *const g[] = {"256.1.1.1/", "1.1.1/", "1.1/"};
     check_exprs("http://256.1.1.1/", g, BR_ARRAY_SIZE(g));
+    /* '\' ends the authority: the host browsers visit, never the one
+     * after the '@'. */
+    static const char *const bs[] = {"malware.test/@example.com/a", "malware.test/@example.com/",
+                                     "malware.test/"};
+    check_exprs("http://malware.test\\@example.com/a", bs, BR_ARRAY_SIZE(bs));
     /* The query's slashes make no prefixes; the maximum of 30. */
     const char *big = "http://a.b.c.d.e.f.g.h/1/2/3/4/5.html?x/y/z";
     br_error err;

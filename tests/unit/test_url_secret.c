@@ -261,10 +261,21 @@ static void test_fold_edges(void **state)
     assert_true(br_url_holds_email(nul, sizeof(nul) - 1));
     assert_false(br_url_holds_email("", 0));
     assert_false(br_url_is_email("", 0));
-    /* IPv4 after '@' counts only as a dotted quad. */
+    /* Inside a string, IPv4 after '@' counts only as a dotted quad; a
+     * whole string takes any host. */
     assert_true(br_url_holds_email("u@192.0.2.1", 11));
-    assert_false(br_url_holds_email("u@1.2.3", 7));
-    assert_false(br_url_holds_email("u@1.2.3.256", 11));
+    assert_false(br_url_holds_email("x/u@1.2.3", 9));
+    assert_false(br_url_holds_email("x/u@1.2.3.256", 13));
+    assert_true(br_url_holds_email("u@1.2.3", 7));
+    assert_true(br_url_holds_email("u@1.2.3.256", 11));
+    /* %uXXXX: every length of UTF-8, a surrogate kept as bytes, and one
+     * cut short. */
+    assert_true(br_url_holds_email("x/a%u0040b.example", 18));
+    assert_true(br_url_holds_email("x/a%uFF20b.example", 18));
+    assert_true(br_url_holds_email("x/a%u00e9@b.example", 19));
+    assert_false(br_url_holds_email("x/a%uD800b.example", 18));
+    assert_false(br_url_holds_email("x/a%u004b.example", 17));
+    assert_false(br_url_holds_email("x/a%u00", 7));
     /* NFKC expansion does not overflow: U+FDFA expands to 18 characters. */
     str big = {0};
     for (int i = 0; i < 2000; i++)
@@ -398,7 +409,7 @@ static bool not_plain_model(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f || c == '@' || c == '%')
+        if (c < 0x20 || c >= 0x7f || c == '@' || c == '%' || c == '\\')
             return true;
         if (c == ':' && i >= 6 && strncasecmp(s + i - 6, "mailto", 6) == 0)
             return true;
@@ -425,7 +436,8 @@ static void test_is_plain_blocks(void **state)
     (void)state;
     static const unsigned char bytes[] = {0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f,
                                           0x80, 0xbf, 0xff, '@',  '?',  'A',  '%',
-                                          '$',  '&',  ':',  ';',  '9'};
+                                          '$',  '&',  ':',  ';',  '9',  '\\', '[',
+                                          ']'};
     char s[80];
     for (size_t n = 0; n <= 70; n++) {
         memset(s, 'a', n);
@@ -447,7 +459,7 @@ static void test_is_plain_blocks(void **state)
         }
     }
     /* Random strings over those bytes and the letters of "mailto". */
-    static const char alpha[] = "mailtoMAILTO:/.@%a\x01\x7f\x80 ";
+    static const char alpha[] = "mailtoMAILTO:/.@%a\x01\x7f\x80 \\";
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (int round = 0; round < 20000; round++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -466,9 +478,10 @@ static void test_is_email(void **state)
 {
     (void)state;
     static const char *const yes[] = {"a@b.example", "  MAILTO:x", "mailto:", "a.b+c@d.example:1/",
-                                      "a%40b.example", "a\xEF\xBC\xA0" "b.example"};
+                                      "a%40b.example", "a\xEF\xBC\xA0" "b.example", "a@b",
+                                      "a@1.2.3", "a@b:8080/x", "a @ @b", "a%u0040b"};
     static const char *const no[] = {"http://a@b.example/", "x/a@b.example", "b.example/?a@c.d",
-                                     "@b.example", "a@b", "a@1.2.3"};
+                                     "@b.example", " @b", "a@", "a@/x", "a:p@b", "a/@b"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(yes); i++)
         if (!br_url_is_email(yes[i], strlen(yes[i])))
             fail_msg("is_email(%s) should be true", yes[i]);

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl filter build --kind url-sha256 --offline, and query of such a
+ * filter (filter_url.h): a category code per expression, so that a hit is
+ * answered "BLOCKED <category> <expression>" on the host. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "breachctl.h"
+#include "filter_file.h"
+#include "filter_url.h"
+#include "hash.h"
+#include "keyset.h"
+#include "offline_codes.h"
+#include "pwfilter.h"
+#include "url_expr.h"
+#include "url_feed.h"
+#include "url_secret.h"
+#include "util.h"
+
+bool url_offline_file(const char *path)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    if (fd < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return false;
+    br_filter_header h;
+    return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
+           h.algorithm == BR_ALGO_FUSE_OFFLINE && h.kind == BR_KIND_URL_SHA256;
+}
+
+/* The --input that brought the 256th category, for the refusal. */
+static const char *feed_of_category(const char *const *args, size_t n, const char *category)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *path = NULL, cat[BR_FEED_CATEGORY_MAX + 1];
+        br_error err = {{0}};
+        if (br_feed_split_arg(args[i], &path, cat, &err) < 0)
+            continue;
+        free(path);
+        if (!strcmp(cat, category))
+            return args[i];
+    }
+    return "?";
+}
+
+static int fill_categories(const char *cmd, const br_feedset *fs, const char *const *args,
+                           size_t n_args, br_category_table *t)
+{
+    unsigned n = br_feedset_category_count(fs);
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < n; i++) {
+        int code = br_category_code(t, br_feedset_category(fs, i));
+        if (code == -E2BIG) {
+            ctl_err("%s: --input %s: category %s is the %u-th; an offline filter's code holds "
+                    "at most %d categories",
+                    cmd, feed_of_category(args, n_args, br_feedset_category(fs, i)),
+                    br_feedset_category(fs, i), i + 1, BR_CATEGORY_MAX);
+            return EXIT_ERROR;
+        }
+        if (code != (int)i + 1) {
+            ctl_err("%s: category %u: not a category name", cmd, i + 1);
+            return EXIT_ERROR;
+        }
+    }
+    return 0;
+}
+
+int url_offline_build(const char *cmd, const url_offline_args *a)
+{
+    br_category_table *cats = calloc(1, sizeof(*cats));
+    if (!cats)
+        return EXIT_ERROR;
+    int status = fill_categories(cmd, a->fs, a->inputs, a->n_inputs, cats);
+    br_error err = {{0}};
+    br_keyset *ks = NULL;
+    if (!status && br_keyset_new(NULL, 0, &ks, &err) < 0)
+        status = EXIT_ERROR;
+    const br_feed_entry *e = br_feedset_entries(a->fs);
+    for (size_t i = 0; !status && i < br_feedset_count(a->fs); i++)
+        if (br_keyset_add_counted(ks, br_hash_key64(e[i].hash), e[i].category + 1u, &err) < 0)
+            status = EXIT_ERROR;
+    br_pwfilter_build_opts o = {
+        .kind = BR_KIND_URL_SHA256,
+        .generation = a->generation,
+        .source = a->source,
+        .build_time = -1,
+        .categories = cats,
+        .max_domain_labels = br_feedset_max_domain_labels(a->fs),
+    };
+    br_pwfilter_build_stats st = {0};
+    if (!status && br_pwfilter_build(ks, &o, a->output, &st, &err) < 0)
+        status = EXIT_ERROR;
+    if (status && err.text[0])
+        ctl_err("%s: %s", cmd, err.text);
+    else if (!status)
+        fprintf(stderr,
+                "wrote %s: %" PRIu64 " expressions, %u categories, offline (24-bit fingerprints, "
+                "a category code each), %.2f bits/key, %" PRIu64 " bytes\n",
+                a->output, st.keys, cats->count,
+                st.keys ? 8.0 * (double)st.fingerprint_bytes / (double)st.keys : 0.0,
+                st.file_bytes);
+    br_keyset_free(ks);
+    free(cats);
+    return status;
+}
+
+/* One query: "no", or "blocked CATEGORY[ EXPRESSION]". */
+static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by_url, br_error *err)
+{
+    const char *cat = NULL;
+    int r;
+    if (!by_url) {
+        uint8_t key[BR_SHA256_LEN];
+        if (len != 2 * BR_SHA256_LEN || !br_hex_decode(s, BR_SHA256_LEN, key))
+            return br_error_set(err, -EINVAL, "not a 64-hex SHA-256");
+        if ((r = br_pwfilter_lookup_category(pf, key, &cat)) < 0)
+            return br_error_set(err, r, "%s", strerror(-r));
+        r > 0 ? printf("blocked %s\n", cat) : puts("no");
+        return 0;
+    }
+    br_url_exprs ex = {0};
+    unsigned labels =
+        BR_MAX(br_pwfilter_max_domain_labels(pf), (unsigned)BR_URL_SB_HOST_COMPONENTS);
+    if ((r = br_url_lookup_expressions(s, len, labels, &ex, NULL, err)) < 0)
+        return r;
+    for (size_t i = 0; i < ex.n; i++) { /* most specific first */
+        uint8_t key[BR_SHA256_LEN];
+        r = br_url_expr_hash(ex.expr[i], key);
+        if (r >= 0)
+            r = br_pwfilter_lookup_category(pf, key, &cat);
+        if (r != 0) {
+            if (r > 0)
+                printf("blocked %s %s\n", cat, ex.expr[i]);
+            br_url_exprs_clear(&ex);
+            return r > 0 ? 0 : br_error_set(err, r, "%s", strerror(-r));
+        }
+    }
+    br_url_exprs_clear(&ex);
+    puts("no");
+    return 0;
+}
+
+int url_offline_query(const char *path, int nkeys, char **keys, bool by_url)
+{
+    _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
+    br_error err = {{0}};
+    if (br_pwfilter_open(path, &pf, &err) < 0) {
+        ctl_err("%s", err.text);
+        return EXIT_ERROR;
+    }
+    for (int i = 0; i < nkeys; i++)
+        if (offline_one(pf, keys[i], strlen(keys[i]), by_url, &err) < 0) {
+            fflush(stdout);
+            ctl_err("filter query: %s %d: %s", by_url ? "URL" : "key", i + 1, err.text);
+            return EXIT_ERROR;
+        }
+    if (nkeys > 0)
+        return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
+    _cleanup_free_ char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    for (uint64_t lineno = 1; (len = getline(&line, &cap, stdin)) >= 0; lineno++) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (offline_one(pf, line, (size_t)len, by_url, &err) < 0) {
+            fflush(stdout);
+            ctl_err("filter query: stdin:%" PRIu64 ": %s", lineno, err.text);
+            return EXIT_ERROR;
+        }
+    }
+    return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
+}

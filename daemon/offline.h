@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Offline filters and `upstream = none` in the daemon (breachd.conf(5),
+ * docs/privacy.md): which sections have no range API, and what
+ * --check-config says about a configuration that leans on one it lacks. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "state.h"
+
+/* The `upstream` value that means: no range API at all. */
+#define BD_UPSTREAM_NONE "none"
+bool bd_upstream_none(const char *tmpl);
+
+/* The range-API template to hand the resolver: NULL for none. */
+const char *bd_upstream_template(const char *tmpl);
+
+/* [http] serves range bodies, so it needs a [passwords] upstream: -EINVAL
+ * with err naming the conflict. At every load (start, reload,
+ * --check-config). */
+int bd_offline_check_config(const breachd_config *cfg, br_error *err);
+/* A section with upstream = none and a filter that is not offline answers
+ * every maybe UNKNOWN no-upstream: a warning in the log (and on stderr for
+ * --check-config). */
+void bd_offline_warn(const bd_state_files *f);
+
+/* [urls] filter names an offline filter (its first file's header says so). */
+bool bd_offline_urls_configured(const breachd_config *cfg);
+/* Host suffixes of up to this many labels are looked up (filter-format.md,
+ * "Long domains"). */
+unsigned bd_offline_url_labels(const br_pwfilter *pf);

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* Offline filter lookups (docs/filter-format.md, "Algorithm 4"): the
+ * measured false-positive rate and the time of one lookup.
+ *
+ *   bench_offline FILE QUERIES [SEED]
+ *
+ * FILE is an offline password filter (breachctl filter build --offline),
+ * or a range filter of the same keys for comparison (maybe-or-no lookups).
+ * QUERIES random SHA-1 hashes (absent from the filter but with probability
+ * keys / 2^64) are looked up one at a time with br_pwfilter_lookup_count,
+ * after a warm-up pass over the file; prints the hits (false positives),
+ * the rate against 2^-24, bits per key and ns per lookup. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "hash.h"
+#include "pwfilter.h"
+#include "util.h"
+
+static void warm(const br_pwfilter *pf, uint64_t n)
+{
+    uint64_t s = 1, count;
+    uint8_t h[BR_SHA1_LEN] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        br_store_le64(h, br_splitmix64(&s));
+        (void)br_pwfilter_lookup_count(pf, h, &count);
+    }
+}
+
+/* The same random queries against a range filter: maybe-or-no only. */
+static void range_lookups(const br_pwfilter *pf, uint64_t q, uint64_t seed)
+{
+    enum { BATCH = 1024 };
+    static uint64_t keys[BATCH];
+    static bool out[BATCH];
+    uint64_t s = seed, maybes = 0, t0 = br_now_ns();
+    for (uint64_t i = 0; i < q; i++)
+        maybes += br_pwfilter_contains_key(pf, br_splitmix64(&s));
+    uint64_t ns = br_now_ns() - t0;
+    s = seed;
+    t0 = br_now_ns();
+    for (uint64_t i = 0; i < q; i += BATCH) {
+        size_t k = (size_t)BR_MIN((uint64_t)BATCH, q - i);
+        for (size_t j = 0; j < k; j++)
+            keys[j] = br_splitmix64(&s);
+        br_pwfilter_contains_batch(pf, keys, k, out);
+    }
+    uint64_t ns_b = br_now_ns() - t0;
+    printf("range filter: keys %" PRIu64 ", %" PRIu64 " maybes in %" PRIu64 " queries\n",
+           br_pwfilter_header(pf)->key_count, maybes, q);
+    printf("lookup %.1f ns one at a time, %.1f ns in batches of %d\n", (double)ns / (double)q,
+           (double)ns_b / (double)q, BATCH);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_offline FILE QUERIES [SEED]\n");
+        return 2;
+    }
+    uint64_t q = strtoull(argv[2], NULL, 10), seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 25;
+    br_pwfilter *pf = NULL;
+    br_error err = {{0}};
+    if (br_pwfilter_open(argv[1], &pf, &err) < 0) {
+        fprintf(stderr, "bench_offline: %s: %s\n", argv[1], err.text);
+        return 2;
+    }
+    if (!br_pwfilter_offline(pf)) { /* a range filter of the same keys: the comparison */
+        range_lookups(pf, q, seed);
+        br_pwfilter_free(pf);
+        return 0;
+    }
+    uint64_t keys = br_pwfilter_header(pf)->key_count;
+    warm(pf, keys / 2 + 1000000);
+    uint8_t h[BR_SHA1_LEN] = {0};
+    uint64_t hits = 0, count = 0, sink = 0, t0 = br_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        br_store_le64(h, br_splitmix64(&seed));
+        if (br_pwfilter_lookup_count(pf, h, &count) > 0) {
+            hits++;
+            sink += count;
+        }
+    }
+    uint64_t ns = br_now_ns() - t0;
+    /* the same queries in batches of 1024 (prefetched) */
+    enum { BATCH = 1024 };
+    static uint64_t keys_b[BATCH], counts_b[BATCH];
+    uint64_t hits_b = 0, s3 = argc > 3 ? strtoull(argv[3], NULL, 10) : 25, t1 = br_now_ns();
+    for (uint64_t i = 0; i < q; i += BATCH) {
+        size_t k = (size_t)BR_MIN((uint64_t)BATCH, q - i);
+        for (size_t j = 0; j < k; j++) {
+            br_store_le64(h, br_splitmix64(&s3));
+            keys_b[j] = br_hash_key64(h);
+        }
+        if (br_pwfilter_count_batch(pf, keys_b, k, counts_b) < 0)
+            return 2;
+        for (size_t j = 0; j < k; j++)
+            hits_b += counts_b[j] != 0;
+    }
+    uint64_t ns_b = br_now_ns() - t1;
+    printf("keys %" PRIu64 "  bits/key %.2f (slots) %.2f (file)\n", keys,
+           8.0 * (double)br_pwfilter_fingerprint_bytes(pf) / (double)keys,
+           8.0 * (double)br_pwfilter_file_size(pf) / (double)keys);
+    printf("queries %" PRIu64 "  false positives %" PRIu64
+           "  rate %.3g (2^-24 = %.3g)  sum %" PRIu64 "\n",
+           q, hits, (double)hits / (double)q, 1.0 / 16777216.0, sink);
+    printf("lookup %.1f ns one at a time, %.1f ns in batches of %d (%" PRIu64 " hits)\n",
+           (double)ns / (double)q, (double)ns_b / (double)q, BATCH, hits_b);
+    br_pwfilter_free(pf);
+    return 0;
+}
