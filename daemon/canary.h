@@ -15,7 +15,7 @@
  * Loop thread only. */
 #pragma once
 
-#include "server.h"
+#include "server_types.h"
 
 /* The SHA-1 of "password" and its NT hash: in every breach corpus. */
 #define BD_CANARY_SHA1_HEX "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"

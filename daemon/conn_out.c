@@ -15,8 +15,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "server.h"
-#include "server_int.h"
+#include "conn_out.h"
 
 int bd_conn_out_init(bd_conn *c)
 {

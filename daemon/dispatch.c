@@ -1,189 +1,138 @@
 /* SPDX-License-Identifier: MIT */
-/* What each verb does. Local answers (a filter's "definitely not", a fresh
- * cache hit) are written at once, even while a slower upstream answer for an
- * earlier request on the same connection is pending: responses carry ids and
- * may come out of order. */
-#include <inttypes.h>
-#include <stdlib.h>
+/* What each verb does: the verb table, and a batch of request lines
+ * handed by server.c through it. Local answers (a filter's "definitely
+ * not", a fresh cache hit) are written at once, even while a slower
+ * upstream answer for an earlier request on the same connection is
+ * pending: responses carry ids and may come out of order. */
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <openssl/crypto.h>
 
 #include "br_assert.h"
 #include "config.h"
+#include "conn.h"
 #include "dispatch.h"
-#include "log.h"
-#include "offline.h"
-#include "server.h"
+#include "pw_check.h"
 #include "stats.h"
 #include "url_check.h"
 #include "url_prep.h"
 
-const char *bd_conn_admit(const bd_conn *c)
+/* Who may use a verb (breachd.conf(5), [daemon] admin_users, stats_users);
+ * every peer allowed to connect may use the others. */
+typedef enum verb_access {
+    FOR_ANYONE,
+    FOR_STATS_USERS, /* admin_users and stats_users */
+    FOR_ADMIN_USERS,
+} verb_access;
+
+/* How a verb is handled: one row per verb of BR_VERBS (protocol.h). */
+typedef struct verb_def {
+    /* Answer req, now or later from the loop, through conn.h. hint: what
+     * prepare left for req (PW, NT: the filter's answer), else -1. */
+    void (*handle)(bd_conn *c, const br_request *req, int hint);
+    verb_access access;
+    /* NULL, or: before a batch's requests are handled one by one, look at
+     * every request of this verb at once (ok[i]: req[i] parsed), so that
+     * their memory accesses overlap; may set hint[i]. */
+    void (*prepare)(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
+                    int *hint);
+    /* NULL, or: after the batch, drop what prepare kept. */
+    void (*release)(void);
+} verb_def;
+
+static void handle_ping(bd_conn *c, const br_request *req, int hint)
 {
-    const bd_server *srv = c->srv;
-    if (c->lane == BR_LANE_BULK)
-        return srv->bulk_pending >= srv->state->cfg->upstream.bulk_queue
-                   ? "the bulk queue is full ([upstream] bulk_queue)"
-                   : NULL;
-    return c->inflight >= srv->limits.max_inflight ? "too many requests in flight on this connection"
-                                                   : NULL;
+    (void)hint;
+    bd_conn_reply_text(c, req->id, "PONG");
 }
 
-/* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
-typedef struct pw_kind {
-    br_range_kind range;
-    uint64_t *clean, *pwned, *unknown, *filter_no, *filter_maybe, *filter_bypassed;
-} pw_kind;
-
-static pw_kind kind_of(bd_counters *k, br_verb verb)
+static void handle_version(bd_conn *c, const br_request *req, int hint)
 {
-    if (verb == BR_VERB_NT)
-        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean, &k->nt_pwned, &k->nt_unknown,
-                         &k->nt_filter_no, &k->nt_filter_maybe, &k->nt_filter_bypassed};
-    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean, &k->pw_pwned, &k->pw_unknown,
-                     &k->pw_filter_no, &k->pw_filter_maybe, &k->pw_filter_bypassed};
+    (void)hint;
+    bd_conn_reply(c, req->id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);
 }
 
-/* The filter of a PW or NT request, NULL when none; *stale when past its
- * max_filter_age (then bypassed). */
-static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
+static void handle_url(bd_conn *c, const br_request *req, int hint)
 {
-    int64_t now = (int64_t)time(NULL);
-    if (verb == BR_VERB_NT) {
-        *stale = bd_state_nt_filter_stale(st, now);
-        return st->ntfilter;
+    (void)hint;
+    bd_url_check(c, req);
+}
+
+static void prepare_url(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
+                        int *hint)
+{
+    (void)verb;
+    (void)hint;
+    bd_url_prepare_batch(c, req, ok, n);
+}
+
+/* Counters tell who looks what up when (a cache hit count moving after
+ * another user's check): STATS is not for every peer. */
+static void handle_stats(bd_conn *c, const br_request *req, int hint)
+{
+    (void)hint;
+    char buf[BR_PROTO_MAX_LINE - 64]; /* the line: "ID STATS " and this */
+    bd_stats_render(c->srv, buf, sizeof(buf));
+    bd_conn_reply(c, req->id, "STATS %s", buf);
+}
+
+static void handle_reload(bd_conn *c, const br_request *req, int hint)
+{
+    (void)hint;
+    bd_waiter *w = bd_waiter_new(c, req);
+    if (!w) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
+        return;
     }
-    *stale = bd_state_pw_filter_stale(st, now);
-    return st->pwfilter;
+    c->srv->reload(c->srv, w);
 }
 
-static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve_result *res)
+static void handle_lane(bd_conn *c, const br_request *req, int hint)
 {
-    pw_kind kd = kind_of(&c->srv->counters, verb);
-    switch (res->status) {
-    case BR_RESOLVE_FOUND:
-        (*kd.pwned)++;
-        bd_conn_reply(c, id, "PWNED %u", res->count);
-        break;
-    case BR_RESOLVE_NOT_FOUND:
-        (*kd.clean)++; /* a filter false positive */
-        bd_conn_reply_text(c, id, "CLEAN");
-        break;
-    default: {
-        const char *reason = br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason;
-        (*kd.unknown)++;
-        c->srv->counters.unknown_by_reason[bd_unknown_reason_of(reason)]++;
-        bd_conn_reply(c, id, "UNKNOWN %s", reason);
-        break;
-    }
-    }
+    (void)hint;
+    c->lane = req->lane; /* for the requests read after this one */
+    bd_conn_reply_text(c, req->id, "OK");
 }
 
-static void pw_resolved(void *ctx, const br_resolve_result *res)
-{
-    bd_waiter *w = ctx;
-    pw_answer(w->conn, w->id, w->verb, res);
-    bd_waiter_free(w);
-}
+/* The verb table. A verb of BR_VERBS without its VERB_ row here does not
+ * compile (VERB_<NAME> undeclared): no verb goes unhandled. */
+/* clang-format off */
+#define VERB_PING {.handle = handle_ping}
+#define VERB_VERSION {.handle = handle_version}
+#define VERB_PW {.handle = bd_pw_check, .prepare = bd_pw_prepare_batch}
+#define VERB_NT {.handle = bd_pw_check, .prepare = bd_pw_prepare_batch}
+#define VERB_URL {.handle = handle_url, .prepare = prepare_url, .release = bd_url_prep_release}
+#define VERB_STATS {.handle = handle_stats, .access = FOR_STATS_USERS}
+#define VERB_RELOAD {.handle = handle_reload, .access = FOR_ADMIN_USERS}
+#define VERB_LANE {.handle = handle_lane}
+/* clang-format on */
 
-/* An offline filter answers on the host: no range query, decoy or cache
- * entry (docs/privacy.md). false: it cannot (a damaged file), go on. */
-static bool pw_offline(bd_conn *c, const br_request *req, const br_pwfilter *filter,
-                       const uint8_t *hash)
+static const verb_def verbs[BR_VERB_COUNT_] = {
+#define VERB_ROW_(name, arg, missing, bad) [BR_VERB_##name] = VERB_##name,
+    BR_VERBS(VERB_ROW_)
+#undef VERB_ROW_
+};
+
+/* False, with ERR forbidden answered, when c's peer may not use verb. */
+static bool allowed(bd_conn *c, const br_request *req, verb_access access)
 {
-    pw_kind kd = kind_of(&c->srv->counters, req->verb);
-    uint64_t count = 0;
-    int r = br_pwfilter_lookup_count(filter, hash, &count);
-    if (r < 0)
-        return false;
-    if (r == 0) {
-        (*kd.filter_no)++;
-        (*kd.clean)++;
-        bd_conn_reply_text(c, req->id, "CLEAN");
+    const breachd_config *cfg = c->srv->state->cfg;
+    const char *who = NULL;
+    if (access == FOR_STATS_USERS && !breachd_config_may_stats(cfg, c->uid))
+        who = "admin_users and stats_users";
+    else if (access == FOR_ADMIN_USERS && !breachd_config_is_admin(cfg, c->uid))
+        who = "admin_users";
+    if (!who)
         return true;
-    }
-    (*kd.pwned)++;
-    bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
-    return true;
+    char text[96];
+    snprintf(text, sizeof(text), "%s is for %s", br_verb_name(req->verb), who);
+    bd_conn_reply_error(c, req->id, BR_PERR_FORBIDDEN, text);
+    return false;
 }
 
-/* PW and NT. hint: the filter's answer when the batch already probed it (0
- * no, 1 maybe), or -1 to probe here. */
-static void handle_pw(bd_conn *c, br_request *req, int hint)
-{
-    bd_server *srv = c->srv;
-    bd_state *st = srv->state;
-    pw_kind kd = kind_of(&srv->counters, req->verb);
-    const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
-    bool stale;
-    br_pwfilter *filter = filter_of(st, req->verb, &stale);
-    if (filter && br_pwfilter_offline(filter)) {
-        if (stale) /* past max_filter_age: on to the range API, as any filter */
-            (*kd.filter_bypassed)++;
-        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash))
-            return; /* a file changed under its mapping answers nothing: on upstream */
-    } else if (filter) {
-        if (hint < 0 && stale) {
-            (*kd.filter_bypassed)++;
-        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
-                   bd_state_pw_intact(st, filter)) {
-            (*kd.filter_no)++;
-            (*kd.clean)++;
-            bd_conn_reply_text(c, req->id, "CLEAN");
-            return;
-        } else {
-            (*kd.filter_maybe)++;
-            if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
-                (void)bd_state_pw_intact(st, filter);
-        }
-    }
-    if (bd_upstream_none(req->verb == BR_VERB_NT ? st->cfg->ntlm.upstream
-                                                 : st->cfg->passwords.upstream)) {
-        (*kd.unknown)++;
-        bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
-        return;
-    }
-    const char *busy = bd_conn_admit(c);
-    if (busy) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
-        return;
-    }
-    bd_waiter *w = bd_waiter_new(c, req);
-    if (!w) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
-        return;
-    }
-    br_resolve_result res;
-    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
-                                     c->lane, pw_resolved, w, &res);
-    if (r == 0)
-        return; /* answered later, from the loop */
-    if (r < 0) {
-        memset(&res, 0, sizeof(res));
-        res.status = BR_RESOLVE_UNKNOWN;
-        res.reason = BR_REASON_ERROR;
-    }
-    pw_answer(c, req->id, req->verb, &res);
-    bd_waiter_free(w);
-}
-
-static void handle_reload(bd_conn *c, br_request *req)
-{
-    if (!breachd_config_is_admin(c->srv->state->cfg, c->uid)) {
-        bd_conn_reply_error(c, req->id, BR_PERR_FORBIDDEN, "RELOAD is for admin_users");
-        return;
-    }
-    bd_waiter *w = bd_waiter_new(c, req);
-    if (!w) {
-        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
-        return;
-    }
-    bd_server_reload(c->srv, w);
-}
-
-static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_error *e, int hint)
+static void dispatch_one(bd_conn *c, const br_request *req, bool ok, const br_proto_error *e,
+                         int hint)
 {
     bd_server *srv = c->srv;
     if (ok)
@@ -196,70 +145,14 @@ static void dispatch_one(bd_conn *c, br_request *req, bool ok, const br_proto_er
         bd_conn_reply_error(c, req->id, e->code, e->text);
         return;
     }
-    switch (req->verb) {
-    case BR_VERB_PING:
-        bd_conn_reply_text(c, req->id, "PONG");
-        break;
-    case BR_VERB_VERSION:
-        bd_conn_reply(c, req->id, "VERSION breachd %s protocol %d", BREACHD_VERSION, BR_PROTO_VERSION);
-        break;
-    case BR_VERB_PW:
-    case BR_VERB_NT:
-        handle_pw(c, req, hint);
-        break;
-    case BR_VERB_URL:
-        bd_url_check(c, req);
-        break;
-    case BR_VERB_STATS: {
-        /* Counters tell who looks what up when (a cache hit count moving
-         * after another user's check): not for every peer. */
-        if (!breachd_config_may_stats(srv->state->cfg, c->uid)) {
-            bd_conn_reply_error(c, req->id, BR_PERR_FORBIDDEN, "STATS is for admin_users and stats_users");
-            break;
-        }
-        char buf[BR_PROTO_MAX_LINE - 64]; /* the line: "ID STATS " and this */
-        bd_stats_render(srv, buf, sizeof(buf));
-        bd_conn_reply(c, req->id, "STATS %s", buf);
-        break;
-    }
-    case BR_VERB_RELOAD:
-        handle_reload(c, req);
-        break;
-    case BR_VERB_LANE:
-        c->lane = req->lane; /* for the requests read after this one */
-        bd_conn_reply_text(c, req->id, "OK");
-        break;
-    default: /* the parser accepted a verb without a handler here */
-        (void)br_fails_assert(!"a verb without a handler");
+    const verb_def *v = &verbs[req->verb];
+    if (br_fails_assert(v->handle)) { /* a row left empty */
         bd_conn_reply_error(c, req->id, BR_PERR_UNKNOWN_VERB, "verb not handled");
-        break;
-    }
-}
-
-/* Probe the filter of verb (PW or NT) for every such request of the batch
- * at once, so that their cache misses overlap instead of being waited for
- * one by one: hint[i] = 0 (no) or 1 (maybe). */
-static void probe_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok,
-                        size_t n, int *hint)
-{
-    bool stale;
-    br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
-    if (!filter || stale || c->srv->draining || br_pwfilter_offline(filter))
         return;
-    uint64_t keys[BD_BATCH];
-    size_t key_of[BD_BATCH], nk = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ok[i] && req[i].verb == verb) {
-            key_of[nk] = i;
-            keys[nk++] = br_hash_key64(verb == BR_VERB_NT ? req[i].nt : req[i].sha1);
-        }
-    if (nk > 1) {
-        bool maybe[BD_BATCH];
-        br_pwfilter_contains_batch(filter, keys, nk, maybe);
-        for (size_t j = 0; j < nk; j++)
-            hint[key_of[j]] = maybe[j];
     }
-    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
+    if (v->access != FOR_ANYONE && !allowed(c, req, v->access))
+        return;
+    v->handle(c, req, hint);
 }
 
 void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n)
@@ -275,11 +168,13 @@ void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *len
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;
     }
-    probe_batch(c, BR_VERB_PW, req, ok, n, hint);
-    probe_batch(c, BR_VERB_NT, req, ok, n, hint);
-    bd_url_prepare_batch(c, req, ok, n);
+    for (int v = 0; v < BR_VERB_COUNT_; v++)
+        if (verbs[v].prepare)
+            verbs[v].prepare(c, (br_verb)v, req, ok, n, hint);
     for (size_t i = 0; i < n; i++)
         dispatch_one(c, &req[i], ok[i], &e[i], hint[i]);
-    bd_url_prep_release();
+    for (int v = 0; v < BR_VERB_COUNT_; v++)
+        if (verbs[v].release)
+            verbs[v].release();
     OPENSSL_cleanse(req, sizeof(req[0]) * n);
 }

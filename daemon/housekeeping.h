@@ -12,7 +12,7 @@
  * Loop thread only (the signal handler: any thread). */
 #pragma once
 
-#include "server.h"
+#include "server_types.h"
 
 /* PR_SET_DUMPABLE 0 and the SIGBUS handler. 0 or a negative errno. Call
  * before any filter is mapped or thread started. */

@@ -24,10 +24,9 @@
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
 
+#include "conn.h"
 #include "http_int.h"
 #include "log.h"
-#include "server.h"
-#include "server_int.h"
 #include "state.h"
 
 #define MAX_HEADERS_SIZE 16384
@@ -115,11 +114,6 @@ static void count_status(bd_http *h, int code)
         k->http_unavailable++;
     else
         k->http_bad_requests++;
-}
-
-uint32_t bd_http_unsent(const bd_http *h)
-{
-    return h ? h->unsent : 0;
 }
 
 void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char *reason,
@@ -480,6 +474,7 @@ void bd_http_free(bd_http *h)
             unlink(h->unix_paths[i]);
             free(h->unix_paths[i]);
         }
+    h->srv->http_unsent -= h->unsent; /* answers of connections gone with h */
     bd_rate_free(h->rate);
     free(h->listen);
     free(h);

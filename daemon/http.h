@@ -35,6 +35,3 @@ void bd_http_free(bd_http *h);
 /* Requests waiting for a range (they count in the server's in-flight
  * figure too, so that a drain waits for them). */
 uint32_t bd_http_pending(const bd_http *h);
-/* Answers made while draining that are not written yet: the drain ends
- * after them (bounded by the drain timeout, as for socket answers). */
-uint32_t bd_http_unsent(const bd_http *h);

@@ -22,7 +22,7 @@
 #include <event2/http.h>
 
 #include "http_int.h"
-#include "server_int.h"
+#include "conn.h"
 
 struct bd_http_conn {
     bd_http *h;
@@ -99,6 +99,7 @@ static void drain_end(bd_http_conn *c)
         return;
     c->drain_pending = false;
     c->h->unsent--;
+    c->h->srv->http_unsent--;
     if (!c->h->closing)
         bd_maybe_finish_drain(c->h->srv);
 }
@@ -275,4 +276,5 @@ void bd_http_conn_drain_wait(bd_http_conn *c)
         return;
     c->drain_pending = true;
     c->h->unsent++;
+    c->h->srv->http_unsent++;
 }

@@ -136,7 +136,8 @@ bool bd_http_conn_bad_bytes(const bd_http_conn *c);
 /* End c once the answer being made is written, before any next request is
  * read (evhttp keeps a CONNECT's connection open whatever it says). */
 void bd_http_conn_close_after(bd_http_conn *c);
-/* An answer made while draining on c: h->unsent counts it until it is
+/* An answer made while draining on c: h->unsent (and the server's
+ * http_unsent, which the drain's end looks at) count it until it is
  * written or c is gone. */
 void bd_http_conn_drain_wait(bd_http_conn *c);
 

@@ -19,7 +19,7 @@
 #include "http_int.h"
 #include "log.h"
 #include "range_format.h"
-#include "server.h"
+#include "server_types.h"
 
 /* The request's range kind by its mode, as HIBP reads it: exactly
  * "mode=ntlm" selects NT hashes ([ntlm] upstream), anything else SHA-1. */

@@ -18,13 +18,13 @@
 #include <event2/listener.h>
 #include <openssl/crypto.h>
 
+#include "conn.h"
+#include "conn_out.h"
 #include "dispatch.h"
-#include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
 #include "startup.h"
-#include "server_int.h"
 
 void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 {
@@ -36,162 +36,6 @@ void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 }
 
 /* ---- connections ---- */
-
-/* noinline: GCC 12 at -O3 sees a false use-after-free through the callers' refs. */
-__attribute__((noinline)) static void conn_unref(bd_conn *c)
-{
-    if (--c->refs > 0)
-        return;
-    free(c);
-}
-
-/* Draining ends once every request is answered and every answer written
- * (the drain timer bounds the wait for clients that do not read). */
-void bd_maybe_finish_drain(bd_server *srv)
-{
-    if (!srv->draining || srv->inflight > 0 || bd_http_unsent(srv->http) > 0)
-        return;
-    for (bd_conn *c = srv->conns; c; c = c->next)
-        if (bd_conn_out_unsent(c) > 0)
-            return;
-    event_base_loopexit(srv->base, NULL);
-}
-
-/* Wipe the first len bytes of an input buffer, then drain them: a request
- * line may hold a hash, and libevent frees or reuses its chunks unwiped. */
-static void wipe_drain(struct evbuffer *in, size_t len)
-{
-    while (len > 0) {
-        struct evbuffer_iovec v;
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-            break;
-        size_t k = BR_MIN(v.iov_len, len);
-        OPENSSL_cleanse(v.iov_base, k);
-        evbuffer_drain(in, k);
-        len -= k;
-    }
-}
-
-void bd_conn_close(bd_conn *c)
-{
-    if (!c->open)
-        return;
-    bd_server *srv = c->srv;
-    c->open = false;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    srv->n_conns--;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    wipe_drain(in, evbuffer_get_length(in));
-    bufferevent_free(c->bev);
-    c->bev = NULL;
-    bd_conn_out_fini(c);
-    event_free(c->idle);
-    c->idle = NULL;
-    conn_unref(c);
-    bd_accept_pause_resume(&srv->accept); /* a descriptor is free again */
-}
-
-/* Close when nothing more is owed to the peer. */
-static void conn_maybe_close(bd_conn *c)
-{
-    if (!c->open)
-        return;
-    bool owed = c->inflight > 0 || bd_conn_out_unsent(c) > 0;
-    if ((c->closing || c->eof) && !owed)
-        bd_conn_close(c);
-}
-
-static void conn_check_pressure(bd_conn *c)
-{
-    size_t unread = bd_conn_out_unsent(c);
-    if (!c->paused && unread > c->srv->limits.max_unread) {
-        c->paused = true;
-        bufferevent_disable(c->bev, EV_READ);
-    }
-}
-
-/* Every answer goes through here: the line is put together in one buffer
- * and added with one evbuffer_add (no second printf pass). */
-void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
-{
-    if (!c->open)
-        return;
-    char line[BR_PROTO_MAX_ID + 1 + BR_PROTO_MAX_LINE + 64];
-    size_t idl = strnlen(id, BR_PROTO_MAX_ID);
-    memcpy(line, id, idl);
-    line[idl] = ' ';
-    size_t room = sizeof(line) - idl - 2; /* for the text and its NUL; 1 byte kept for the LF */
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line + idl + 1, room, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    size_t len = idl + 1 + ((size_t)n < room ? (size_t)n : room - 1);
-    line[len++] = '\n';
-    bd_conn_out_add(c, line, len);
-    conn_check_pressure(c);
-}
-
-void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
-{
-    if (!c->open)
-        return;
-    char line[BR_PROTO_MAX_ID + 64];
-    size_t idl = strnlen(id, BR_PROTO_MAX_ID), tl = strlen(text);
-    if (tl > sizeof(line) - idl - 2) {
-        bd_conn_reply(c, id, "%s", text);
-        return;
-    }
-    memcpy(line, id, idl);
-    line[idl] = ' ';
-    memcpy(line + idl + 1, text, tl);
-    line[idl + 1 + tl] = '\n';
-    bd_conn_out_add(c, line, idl + tl + 2);
-    conn_check_pressure(c);
-}
-
-void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text)
-{
-    c->srv->counters.errors[code]++;
-    bd_conn_reply(c, id, "ERR %s %s", br_proto_err_name(code), text);
-}
-
-bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req)
-{
-    bd_waiter *w = calloc(1, sizeof(*w));
-    if (!w)
-        return NULL;
-    w->conn = c;
-    c->refs++;
-    c->inflight++;
-    c->srv->inflight++;
-    w->bulk = c->lane == BR_LANE_BULK;
-    c->srv->bulk_pending += w->bulk;
-    w->state = bd_state_ref(c->srv->state);
-    memcpy(w->id, req->id, sizeof(w->id));
-    w->verb = req->verb;
-    return w;
-}
-
-void bd_waiter_free(bd_waiter *w)
-{
-    bd_conn *c = w->conn;
-    bd_server *srv = c->srv;
-    c->inflight--;
-    srv->inflight--;
-    srv->bulk_pending -= w->bulk;
-    bd_state_unref(w->state);
-    free(w);
-    conn_maybe_close(c);
-    conn_unref(c);
-    bd_maybe_finish_drain(srv);
-}
 
 /* The id of an over-long line, when its start holds a usable one. */
 static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
@@ -280,7 +124,7 @@ static void conn_process_input(bd_conn *c)
     while (c->open && !c->paused) {
         size_t took = take_lines_fast(c, in, &n);
         if (took) {
-            wipe_drain(in, took);
+            bd_wipe_drain(in, took);
             if (n == BD_BATCH) {
                 dispatch_full_batch(c, &batches);
                 n = 0;
@@ -291,10 +135,10 @@ static void conn_process_input(bd_conn *c)
         size_t avail = evbuffer_get_length(in);
         if (c->discarding) {
             if (lf.pos < 0) {
-                wipe_drain(in, avail);
+                bd_wipe_drain(in, avail);
                 break;
             }
-            wipe_drain(in, (size_t)lf.pos + 1);
+            bd_wipe_drain(in, (size_t)lf.pos + 1);
             c->discarding = false;
             continue;
         }
@@ -323,7 +167,7 @@ static void conn_process_input(bd_conn *c)
             break; /* wait for the rest of the line */
         size_t len = (size_t)lf.pos;
         evbuffer_copyout(in, batch_lines[n], len + 1);
-        wipe_drain(in, len + 1);
+        bd_wipe_drain(in, len + 1);
         batch_lens[n++] = len;
         if (n == BD_BATCH) {
             dispatch_full_batch(c, &batches);
@@ -342,8 +186,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
     evtimer_add(c->idle, &tv);
     c->refs++; /* dispatch may close c */
     conn_process_input(c);
-    conn_maybe_close(c);
-    conn_unref(c);
+    bd_conn_maybe_close(c);
+    bd_conn_unref(c);
 }
 
 static void conn_write_cb(struct bufferevent *bev, void *arg)
@@ -359,8 +203,8 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
             bufferevent_enable(c->bev, EV_READ);
         conn_process_input(c);
     }
-    conn_maybe_close(c);
-    conn_unref(c);
+    bd_conn_maybe_close(c);
+    bd_conn_unref(c);
     bd_maybe_finish_drain(srv); /* this connection's answers are all written */
 }
 
@@ -377,9 +221,9 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
          * pipelining its requests), then close. */
         c->eof = true;
         conn_process_input(c);
-        conn_maybe_close(c);
+        bd_conn_maybe_close(c);
     }
-    conn_unref(c);
+    bd_conn_unref(c);
     bd_maybe_finish_drain(srv); /* a connection that had answers owed is gone */
 }
 

@@ -16,12 +16,13 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "conn.h"
+#include "conn_out.h"
 #include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
 #include "stats.h"
-#include "server_int.h"
 
 /* ---- metrics endpoint follows the config ---- */
 
@@ -228,6 +229,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     srv->config_path = strdup(config_path);
     srv->state = state;
     srv->started_at = (int64_t)time(NULL);
+    srv->reload = bd_server_reload;
     bd_limits_from_config(&srv->limits, state->cfg);
     if (!srv->config_path)
         return -ENOMEM;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The daemon's server, its connections and its waiters as data: what
- * server.h (the server's functions), dispatch.h (the verbs) and stats.h (the
- * figures) all need, so that none of them includes another. */
+ * server.h (the server's functions), conn.h (answering), dispatch.h (the
+ * verbs), http.h and stats.h (the figures) all need, so that none of them
+ * includes another. */
 #pragma once
 
 #include <pthread.h>
@@ -30,10 +31,21 @@ typedef struct bd_limits {
     uint32_t drain_timeout_ms; /* SIGTERM: wait for in-flight answers */
 } bd_limits;
 
+/* The request lines server.c frames and hands to dispatch.c at once: at
+ * most BD_BATCH lines, each in BD_LINE_BUF bytes (the longest line with its
+ * CR and its LF). */
+#define BD_BATCH 32
+#define BD_LINE_BUF (BR_PROTO_MAX_LINE + 2)
+
 typedef struct bd_conn bd_conn;
 typedef struct bd_waiter bd_waiter;
+typedef struct bd_server bd_server;
 
-typedef struct bd_server {
+/* Start a reload (server_control.c: SIGHUP with waiter NULL; the RELOAD
+ * verb with the request to answer). */
+typedef void bd_reload_fn(bd_server *srv, bd_waiter *waiter);
+
+struct bd_server {
     struct event_base *base;
     char *config_path;
     bd_state *state; /* the current state; requests hold their own reference */
@@ -73,7 +85,14 @@ typedef struct bd_server {
     struct bd_metrics *metrics;
     char metrics_addr[64]; /* "host:port" being served, "" = none */
     struct bd_http *http;  /* the range endpoint ([http] listen), NULL = off */
-} bd_server;
+    /* the range endpoint's answers made while draining, not yet written
+     * (http_conn.c): the drain ends after them, as after socket answers */
+    uint32_t http_unsent;
+
+    /* The one service of the server's own that a verb uses (RELOAD): set
+     * by bd_server_init, so that the verbs need not call server_control.c. */
+    bd_reload_fn *reload;
+};
 
 struct bd_conn {
     bd_server *srv;

@@ -10,7 +10,7 @@
 #include <event2/http.h>
 
 #include "br_assert.h"
-#include "server.h"
+#include "server_types.h"
 #include "stats.h"
 #include "stats_meta.h"
 

@@ -16,9 +16,9 @@
 #include <openssl/crypto.h>
 
 #include "br_assert.h"
+#include "conn.h"
 #include "log.h"
 #include "offline.h"
-#include "server.h"
 #include "url_canon.h"
 #include "url_expr.h"
 #include "url_secret.h"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include "server.h"
+#include "protocol.h"
+#include "server_types.h"
 
 /* The category of an allow-list: a URL with an expression listed in it is
  * SAFE even when a blocklist lists the URL too (docs/filter-format.md,

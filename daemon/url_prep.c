@@ -6,7 +6,6 @@
 
 #include <openssl/crypto.h>
 
-#include "dispatch.h"
 #include "offline.h"
 #include "url_prep.h"
 #include "url_secret.h"

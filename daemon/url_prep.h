@@ -14,7 +14,7 @@
 #include "error.h"
 #include "hash.h"
 #include "protocol.h"
-#include "server.h"
+#include "server_types.h"
 #include "url_expr.h"
 
 typedef struct bd_url_prep {

@@ -29,14 +29,16 @@ static void on_cut(void *ctx, const char *msg)
         fprintf(stderr, "breachctl: note: %s\n", msg);
 }
 
-/* ", skipped: 3 exception (@@), 1 with $options" for the kinds seen. */
-static void print_skipped(const br_feed_stats *st)
+/* ", skipped: 3 exception (@@) (first at FILE:7), 1 with $options (first at
+ * FILE:9)" for the kinds seen: where, never what (a rule may hold a secret). */
+static void print_skipped(const char *name, const br_feed_stats *st)
 {
     const char *sep = ", skipped: ";
     for (int k = 0; k < BR_FEED_SKIP_KINDS; k++) {
         if (!st->skipped[k])
             continue;
-        fprintf(stderr, "%s%" PRIu64 " %s", sep, st->skipped[k], br_feed_skip_name((br_feed_skip)k));
+        fprintf(stderr, "%s%" PRIu64 " %s (first at %s:%" PRIu64 ")", sep, st->skipped[k],
+                br_feed_skip_name((br_feed_skip)k), name, st->first_skipped[k]);
         sep = ", ";
     }
 }
@@ -96,7 +98,7 @@ int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fs
                 " blank or comment, %" PRIu64 " localhost-like ignored, %" PRIu64 " bad skipped",
                 name, br_feed_format_name(st.format), cats[i], st.entries, st.lines, st.comments,
                 st.ignored, st.bad);
-        print_skipped(&st);
+        print_skipped(name, &st);
         fputs(")\n", stderr);
         if (st.cut)
             fprintf(stderr,

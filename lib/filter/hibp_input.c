@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 
 #include <openssl/crypto.h>
-#include <zlib.h>
 
 #include "br_assert.h"
 #include "filter_file.h"
@@ -34,7 +33,6 @@
 #define COUNT_FAST_DIGITS 19 /* 10^19 - 1 < 2^64: no overflow check needed */
 #define KIND_HEX_DIFF (2 * (BR_SHA1_LEN - BR_NT_LEN)) /* a SHA-1 has 8 more hex digits */
 #define BOM_LEN 3                 /* EF BB BF */
-#define GZ_BUFFER (128u << 10)    /* zlib's input buffer */
 
 enum { MODE_UNKNOWN, MODE_COUNTED, MODE_PLAIN };
 
@@ -314,52 +312,8 @@ static void progress(reader *r, bool force)
     }
 }
 
-/* Open fd for reading through zlib: gzip data (one or more members) is
- * decompressed, anything else is passed through as it is. fd stays the
- * caller's. */
-static gzFile open_gz(reader *r, const file_ctx *f, int fd)
-{
-    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) {
-        io_error(r->err, errno, f->name);
-        return NULL;
-    }
-    gzFile g = gzdopen(dup_fd, "rb");
-    if (!g) {
-        close(dup_fd);
-        br_error_set(r->err, -ENOMEM, "%s: out of memory", f->name);
-        return NULL;
-    }
-    gzbuffer(g, GZ_BUFFER);
-    return g;
-}
-
-/* One gzread() into buf: the byte count, 0 at the end, or a negative errno
- * with err set (a read error, or gzip data that is corrupt or cut short). */
-static int gz_read_chunk(reader *r, const file_ctx *f, gzFile g, uint8_t *buf)
-{
-    for (;;) {
-        int n = gzread(g, buf, READ_CHUNK);
-        int zerr;
-        const char *msg = gzerror(g, &zerr);
-        /* A stream cut short ends with 0 bytes and Z_BUF_ERROR. */
-        if (n > 0 || (n == 0 && zerr == Z_OK))
-            return n;
-        if (zerr == Z_ERRNO && errno == EINTR) {
-            gzclearerr(g);
-            continue;
-        }
-        if (zerr == Z_ERRNO)
-            return io_error(r->err, errno, f->name);
-        if (zerr == Z_MEM_ERROR)
-            return br_error_set(r->err, -ENOMEM, "%s: out of memory", f->name);
-        return br_error_set(r->err, -EINVAL, "%s: not valid gzip data after line %" PRIu64 " (%s)",
-                            f->name, f->line, msg);
-    }
-}
-
-/* Read fd to its end (decompressing gzip), passing every line to the parser
- * of the input kind. */
+/* Read fd to its end (decompressing gzip or bzip2: hibp_input_decomp.c),
+ * passing every line to the parser of the input kind. */
 static int read_stream(reader *r, file_ctx *f, int fd)
 {
     const bool plaintext = r->opts->plaintext;
@@ -368,12 +322,13 @@ static int read_stream(reader *r, file_ctx *f, int fd)
     int rc = 0;
 
     r->st.files++;
-    gzFile g = open_gz(r, f, fd);
-    if (!g)
-        return -EIO;
+    br_input_src *src = NULL;
+    rc = br_input_src_open(fd, f->name, &src, r->err);
+    if (rc < 0)
+        return rc;
     int64_t raw_done = 0; /* compressed bytes consumed, for the progress */
     for (;;) {
-        int n = gz_read_chunk(r, f, g, buf + have);
+        int n = br_input_src_read(src, buf + have, READ_CHUNK, f->line, r->err);
         if (n < 0) {
             rc = n;
             break;
@@ -389,7 +344,7 @@ static int read_stream(reader *r, file_ctx *f, int fd)
             break;
         }
         r->st.bytes += (uint64_t)n;
-        int64_t raw = gzoffset(g); /* -1 on a pipe: count what was read */
+        int64_t raw = br_input_src_offset(src); /* -1 on a pipe: count what was read */
         if (raw < 0) {
             r->done += (uint64_t)n;
         } else if (raw > raw_done) {
@@ -428,7 +383,7 @@ static int read_stream(reader *r, file_ctx *f, int fd)
         have = tail;
         progress(r, false);
     }
-    gzclose_r(g);
+    br_input_src_close(src);
     r->st.lines += f->line;
     if (plaintext)
         OPENSSL_cleanse(buf, r->buf_size);

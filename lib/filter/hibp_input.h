@@ -4,19 +4,23 @@
  * hex digits of a SHA-1, SUFFIX = 35) or password-ntlm (HASH = 32 hex digits
  * of an NT hash, SUFFIX = 27):
  *  - a HIBP single file: lines HASH:COUNT;
- *  - a HIBP per-prefix directory: files XXXXX.txt, XXXXX.txt.gz or XXXXX.gz
- *    holding SUFFIX:COUNT, the prefix taken from the file name, found in
- *    the directory and its subdirectories (AB/CD/ABCDE.txt, ...; rules in
+ *  - a HIBP per-prefix directory: files XXXXX.txt, XXXXX.txt.gz, XXXXX.gz,
+ *    XXXXX.txt.bz2, XXXXX.bz2 or XXXXX holding SUFFIX:COUNT, the prefix
+ *    taken from the file name, found in the directory and its
+ *    subdirectories (AB/CD/ABCDE.txt, 5/B/A/5BAA6.bz2, ...; rules in
  *    hibp_input_int.h); other file names are ignored;
  *  - a plain list of HASHes, one per line;
  *  - with plaintext set, passwords, one per line, hashed with SHA-1 or to
  *    their NT hash (nthash.h: UTF-8 to UTF-16LE, then MD4).
- * Any file (also stdin) may be gzip-compressed: it is decompressed with zlib
- * while it is read, never as a whole. LF or CRLF, any hex case, any order.
- * Lines with count 0 (HIBP padding) are skipped, and so are lines under
- * min_count. A malformed line stops the read with "FILE:LINE: what is
- * wrong" and -EINVAL; corrupt or truncated gzip data with "FILE: not valid
- * gzip data after line N (zlib's reason)". Path "-" is stdin.
+ * Any file (also stdin) may be gzip-compressed, and any file that is not a
+ * pipe bzip2-compressed (one or more streams): it is decompressed with zlib
+ * or libbz2 while it is read, never as a whole (hibp_input_decomp.c). LF
+ * or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
+ * skipped, and so are lines under min_count. A malformed line stops the read with "FILE:LINE: what is
+ * wrong" and -EINVAL; corrupt or truncated gzip or bzip2 data with "FILE:
+ * not valid gzip|bzip2 data after line N (reason)"; bzip2 data on a pipe
+ * with "NAME: bzip2 data cannot be read from a pipe: ...". Path "-" is
+ * stdin.
  *
  * Line rules (the LF and then one CR are removed first):
  *  - hash files: a UTF-8 byte order mark (EF BB BF) at the start of any line

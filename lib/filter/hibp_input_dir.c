@@ -25,7 +25,10 @@ void br_input_join_path(char *out, size_t size, const char *dir, const char *nam
     snprintf(out, size, "%s%s%s", dir, sep, name);
 }
 
-/* "XXXXX.txt", "XXXXX.txt.gz" or "XXXXX.gz" with 5 hex digits of any case. */
+/* 5 hex digits of any case and one of the endings below: "XXXXX.txt",
+ * "XXXXX.gz", ..., and "XXXXX" alone (pwned-pw-download's tree). */
+static const char *const prefix_endings[] = {"", ".txt", ".txt.gz", ".gz", ".txt.bz2", ".bz2"};
+
 static bool parse_prefix_name(const char *name, uint32_t *prefix)
 {
     uint32_t v = 0;
@@ -36,10 +39,13 @@ static bool parse_prefix_name(const char *name, uint32_t *prefix)
         v = v << 4 | (uint32_t)d;
     }
     const char *ext = name + PREFIX_HEX;
-    if (strcmp(ext, ".txt") != 0 && strcmp(ext, ".txt.gz") != 0 && strcmp(ext, ".gz") != 0)
-        return false;
-    *prefix = v;
-    return true;
+    for (size_t i = 0; i < BR_ARRAY_SIZE(prefix_endings); i++) {
+        if (strcmp(ext, prefix_endings[i]) == 0) {
+            *prefix = v;
+            return true;
+        }
+    }
+    return false;
 }
 
 static int prefix_cmp(const void *a, const void *b)
@@ -157,8 +163,8 @@ int br_prefix_list_scan(int dfd, const char *path, br_prefix_list *l, br_error *
         return rc;
     if (l->n == 0)
         return br_error_set(err, -ENOENT,
-                            "%s: no prefix files (XXXXX.txt, XXXXX.txt.gz or XXXXX.gz, also in "
-                            "subdirectories)",
+                            "%s: no prefix files (XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, "
+                            "XXXXX.txt.bz2, XXXXX.bz2 or XXXXX, also in subdirectories)",
                             path);
     qsort(l->v, l->n, sizeof(*l->v), prefix_cmp);
     for (size_t i = 1; i < l->n; i++)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Inside the password-input readers (hibp_input.c): the listing of a
- * per-prefix directory tree (hibp_input_dir.c).
+ * per-prefix directory tree (hibp_input_dir.c) and the decompression layer
+ * (hibp_input_decomp.c).
  *
- * A prefix file is named XXXXX.txt, XXXXX.txt.gz or XXXXX.gz (5 hex digits
- * of any case, the suffix in lower case), anywhere under the directory:
+ * A prefix file is named XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, XXXXX.txt.bz2 or
+ * XXXXX.bz2 (5 hex digits of any case, the suffix in lower case), anywhere under the directory:
  * subdirectories are searched (AB/CD/ABCDE.txt, AB/ABCDE.gz, ...), up to
  * BR_PREFIX_MAX_DEPTH levels, skipping those whose name starts with '.'.
  * Other files are ignored and counted. One prefix under two names anywhere
@@ -43,3 +44,21 @@ static inline const char *br_prefix_list_path(const br_prefix_list *l, size_t i)
 void br_prefix_list_free(br_prefix_list *l);
 /* "dir/name" into out (cut when too long: the name is for messages). */
 void br_input_join_path(char *out, size_t size, const char *dir, const char *name);
+
+/* ---- decompression (hibp_input_decomp.c) ---- */
+
+/* An input being read: bzip2 data (told by its magic; seekable inputs only)
+ * through libbz2, anything else through zlib (gzip decompressed, other data
+ * as it is). */
+typedef struct br_input_src br_input_src;
+
+/* Open fd (it stays the caller's; name is for messages and must outlive
+ * the source): 0, or a negative errno with err set. */
+int br_input_src_open(int fd, const char *name, br_input_src **out, br_error *err);
+/* Up to size bytes into buf: how many, 0 at the end, or a negative errno
+ * with err set: a read error, or "NAME: not valid gzip|bzip2 data after
+ * line LINE (reason)" for data that is corrupt or cut short. */
+int br_input_src_read(br_input_src *s, uint8_t *buf, size_t size, uint64_t line, br_error *err);
+/* Compressed bytes consumed so far, or -1 when unknown (a gzip pipe). */
+int64_t br_input_src_offset(const br_input_src *s);
+void br_input_src_close(br_input_src *s);

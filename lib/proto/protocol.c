@@ -9,12 +9,24 @@
 
 #include "protocol.h"
 
-static const char *const verb_names[BR_VERB_COUNT_] = {
-    [BR_VERB_PING] = "PING",   [BR_VERB_VERSION] = "VERSION", [BR_VERB_PW] = "PW",
-    [BR_VERB_URL] = "URL",     [BR_VERB_STATS] = "STATS",     [BR_VERB_RELOAD] = "RELOAD",
-    [BR_VERB_NT] = "NT",
-    [BR_VERB_LANE] = "LANE",
+/* One row of BR_VERBS (protocol.h). */
+typedef struct verb_row {
+    const char *name;
+    br_verb_arg arg;
+    const char *missing; /* ERR bad-request text: no argument */
+    const char *bad;     /* ERR bad-request text: a malformed one */
+} verb_row;
+
+static const verb_row verbs[BR_VERB_COUNT_] = {
+#define VERB_ROW_(name, arg, missing, bad) [BR_VERB_##name] = {#name, BR_ARG_##arg, missing, bad},
+    BR_VERBS(VERB_ROW_)
+#undef VERB_ROW_
 };
+
+/* The text of ERR unknown-verb: every verb, in the table's order. */
+#define VERB_WORD_(name, arg, missing, bad) " " #name
+static const char unknown_verb_text[] = "verbs are" BR_VERBS(VERB_WORD_);
+#undef VERB_WORD_
 
 static const char *const err_names[BR_PERR_COUNT_] = {
     [BR_PERR_NONE] = "none",
@@ -31,7 +43,12 @@ static const char *const err_names[BR_PERR_COUNT_] = {
 
 const char *br_verb_name(br_verb v)
 {
-    return v < BR_VERB_COUNT_ ? verb_names[v] : "?";
+    return v < BR_VERB_COUNT_ ? verbs[v].name : "?";
+}
+
+br_verb_arg br_verb_arg_kind(br_verb v)
+{
+    return v < BR_VERB_COUNT_ ? verbs[v].arg : BR_ARG_NONE;
 }
 
 const char *br_proto_err_name(br_proto_err e)
@@ -50,26 +67,6 @@ static bool fail(br_proto_error *e, br_proto_err code, const char *text)
     e->code = code;
     e->text = text;
     return false;
-}
-
-/* Verbs that take no argument, and the one-argument ones. */
-static bool verb_takes_arg(br_verb v)
-{
-    return v == BR_VERB_PW || v == BR_VERB_URL || v == BR_VERB_NT || v == BR_VERB_LANE;
-}
-
-static const char *missing_arg_text(br_verb v)
-{
-    switch (v) {
-    case BR_VERB_PW:
-        return "PW needs a SHA-1 (40 hex digits)";
-    case BR_VERB_NT:
-        return "NT needs an NT hash (32 hex digits)";
-    case BR_VERB_LANE:
-        return "LANE needs bulk or interactive";
-    default:
-        return "URL needs a URL";
-    }
 }
 
 /* LANE's argument: the lane's name, exactly (case-sensitive, like verbs). */
@@ -115,32 +112,41 @@ static bool parse_verb(const char *line, size_t vs, size_t len, br_verb *verb, s
         return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
     size_t vlen = ve - vs;
     for (int v = 0; v < BR_VERB_COUNT_; v++) {
-        if (strlen(verb_names[v]) == vlen && memcmp(verb_names[v], line + vs, vlen) == 0) {
+        if (strlen(verbs[v].name) == vlen && memcmp(verbs[v].name, line + vs, vlen) == 0) {
             *verb = (br_verb)v;
             *end = ve;
             return true;
         }
     }
-    return fail(e, BR_PERR_UNKNOWN_VERB, "verbs are PING VERSION PW NT URL STATS RELOAD LANE");
+    return fail(e, BR_PERR_UNKNOWN_VERB, unknown_verb_text);
 }
 
-/* The argument of req->verb (arg[0..alen), after its one space). */
+/* The argument of req->verb (arg[0..alen), after its one space), by the
+ * rule of its kind. */
 static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_error *e)
 {
     if (alen == 0 || arg[0] == ' ')
         return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
-    if (req->verb == BR_VERB_PW) {
-        if (alen != 2 * BR_SHA1_LEN || !br_hex_decode(arg, BR_SHA1_LEN, req->sha1))
-            return fail(e, BR_PERR_BAD_REQUEST, "PW takes a SHA-1 of 40 hex digits");
-    } else if (req->verb == BR_VERB_NT) {
-        if (alen != 2 * BR_NT_LEN || !br_hex_decode(arg, BR_NT_LEN, req->nt))
-            return fail(e, BR_PERR_BAD_REQUEST, "NT takes an NT hash of 32 hex digits");
-    } else if (req->verb == BR_VERB_LANE) {
-        if (!parse_lane(arg, alen, &req->lane))
-            return fail(e, BR_PERR_BAD_REQUEST, "LANE takes bulk or interactive");
-    } else if (memchr(arg, ' ', alen)) {
-        return fail(e, BR_PERR_BAD_REQUEST, "a URL cannot contain a space (percent-encode it)");
+    bool ok = false;
+    switch (br_verb_arg_kind(req->verb)) {
+    case BR_ARG_SHA1:
+        ok = alen == 2 * BR_SHA1_LEN && br_hex_decode(arg, BR_SHA1_LEN, req->sha1);
+        break;
+    case BR_ARG_NT:
+        ok = alen == 2 * BR_NT_LEN && br_hex_decode(arg, BR_NT_LEN, req->nt);
+        break;
+    case BR_ARG_LANE:
+        ok = parse_lane(arg, alen, &req->lane);
+        break;
+    case BR_ARG_URL:
+        ok = !memchr(arg, ' ', alen);
+        break;
+    case BR_ARG_NONE:
+    case BR_ARG_COUNT_:
+        break; /* not reached: br_request_parse refuses an argument first */
     }
+    if (!ok)
+        return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].bad);
     req->arg = arg;
     req->arg_len = alen;
     return true;
@@ -174,12 +180,13 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
     size_t ve;
     if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
         return false;
+    bool takes_arg = br_verb_arg_kind(req->verb) != BR_ARG_NONE;
     if (ve == len) {
-        if (verb_takes_arg(req->verb))
-            return fail(e, BR_PERR_BAD_REQUEST, missing_arg_text(req->verb));
+        if (takes_arg)
+            return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].missing);
         return true;
     }
-    if (!verb_takes_arg(req->verb))
+    if (!takes_arg)
         return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
     return parse_arg(line + ve + 1, len - ve - 1, req, e);
 }

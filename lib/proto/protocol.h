@@ -20,17 +20,43 @@
 #define BR_PROTO_MAX_ID 16
 #define BR_PROTO_NO_ID "-"
 
+/* The verbs of docs/protocol.md, one row each, in the order of their
+ * br_verb values (and of the requests_VERB figures of STATS): the verb, the
+ * kind of its argument (br_verb_arg), and the texts of ERR bad-request when
+ * the argument is missing and when it is malformed (NULL for NONE). This is
+ * the only list of verbs: the enum below, the parser and its "verbs are"
+ * text, and the daemon's handler table (daemon/dispatch.c, which does not
+ * compile without a handler for every row) are made from it. Adding a verb:
+ * docs/architecture.md, "Adding a verb". */
+#define BR_VERBS(X)                                                                                \
+    X(PING, NONE, NULL, NULL)                                                                      \
+    X(VERSION, NONE, NULL, NULL)                                                                   \
+    X(PW, SHA1, "PW needs a SHA-1 (40 hex digits)", "PW takes a SHA-1 of 40 hex digits")           \
+    X(URL, URL, "URL needs a URL", "a URL cannot contain a space (percent-encode it)")             \
+    X(STATS, NONE, NULL, NULL)                                                                     \
+    X(RELOAD, NONE, NULL, NULL)                                                                    \
+    X(NT, NT, "NT needs an NT hash (32 hex digits)", "NT takes an NT hash of 32 hex digits")       \
+    X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")
+
+/* clang-format off */
 typedef enum br_verb {
-    BR_VERB_PING,
-    BR_VERB_VERSION,
-    BR_VERB_PW,
-    BR_VERB_URL,
-    BR_VERB_STATS,
-    BR_VERB_RELOAD,
-    BR_VERB_NT,
-    BR_VERB_LANE,
+#define BR_VERB_ENUM_(name, arg, missing, bad) BR_VERB_##name,
+    BR_VERBS(BR_VERB_ENUM_)
+#undef BR_VERB_ENUM_
     BR_VERB_COUNT_,
 } br_verb;
+/* clang-format on */
+
+/* The kinds of argument a verb takes: each is one rule of the parser
+ * (protocol.c, parse_arg), shared by every verb of that kind. */
+typedef enum br_verb_arg {
+    BR_ARG_NONE, /* no argument */
+    BR_ARG_SHA1, /* 40 hex digits, any case: req->sha1 */
+    BR_ARG_NT,   /* 32 hex digits, any case: req->nt */
+    BR_ARG_URL,  /* 1+ bytes without a space: req->arg (judged by the daemon) */
+    BR_ARG_LANE, /* "bulk" or "interactive": req->lane */
+    BR_ARG_COUNT_,
+} br_verb_arg;
 
 /* Error codes of `ERR <code> <text>`. */
 typedef enum br_proto_err {
@@ -63,6 +89,8 @@ typedef struct br_proto_error {
 } br_proto_error;
 
 const char *br_verb_name(br_verb v);
+/* The kind of v's argument (BR_ARG_NONE for a value out of range). */
+br_verb_arg br_verb_arg_kind(br_verb v);
 const char *br_proto_err_name(br_proto_err e);
 
 /* Parse one line without its LF (a final CR is dropped here). On failure

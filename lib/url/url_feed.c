@@ -16,31 +16,13 @@
 
 const char *br_feed_format_name(br_feed_format f)
 {
-    switch (f) {
-    case BR_FEED_AUTO:
-        return "auto";
-    case BR_FEED_URLS:
-        return "urls";
-    case BR_FEED_HOSTS:
-        return "hosts";
-    case BR_FEED_DOMAINS:
-        return "domains";
-    case BR_FEED_ADBLOCK:
-        return "adblock";
-    case BR_FEED_DNSMASQ:
-        return "dnsmasq";
-    case BR_FEED_UNBOUND:
-        return "unbound";
-    case BR_FEED_RPZ:
-        return "rpz";
-    case BR_FEED_URLHAUS:
-        return "urlhaus";
-    case BR_FEED_PHISHTANK:
-        return "phishtank";
-    case BR_FEED_CSV:
-        return "csv";
-    }
-    return "?";
+#define NAME_ROW(id, name) [BR_FEED_##id] = name,
+    static const char *const names[BR_FEED_FORMAT_COUNT] = {
+        [BR_FEED_AUTO] = "auto",
+        BR_FEED_FORMAT_LIST(NAME_ROW)
+    };
+#undef NAME_ROW
+    return (unsigned)f < BR_FEED_FORMAT_COUNT ? names[f] : "?";
 }
 
 int br_feed_format_from_name(const char *name, br_feed_format *out)

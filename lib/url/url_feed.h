@@ -66,27 +66,38 @@
 #define BR_FEED_CATEGORY_MAX 32
 #define BR_FEED_MAX_CATEGORIES 255
 #define BR_FEED_SECRET_TEXT "secret-class data (e-mail address) is never indexed"
-#define BR_FEED_CUT_TEXT                                                                          \
+#define BR_FEED_CUT_TEXT                                                                           \
     "the URL holds an e-mail address: indexed as its longest expression free of it"
 
-typedef enum br_feed_format {
-    BR_FEED_AUTO = 0,
-    BR_FEED_URLS = 1,
-    BR_FEED_HOSTS = 2,
-    BR_FEED_DOMAINS = 3,
-    /* url_feed_formats.h: */
-    BR_FEED_ADBLOCK = 4,   /* AdBlock / AdGuard `||domain^` rules */
-    BR_FEED_DNSMASQ = 5,   /* address=/domain/..., server=/domain/ */
-    BR_FEED_UNBOUND = 6,   /* local-zone:, local-data: */
-    BR_FEED_RPZ = 7,       /* DNS response policy zone file */
-    BR_FEED_URLHAUS = 8,   /* URLhaus CSV: the url column */
-    BR_FEED_PHISHTANK = 9, /* PhishTank CSV or JSON: url */
-    BR_FEED_CSV = 10,      /* any CSV: opts.column */
-} br_feed_format;
-#define BR_FEED_FORMAT_LAST BR_FEED_CSV
-/* The --format values, for messages. */
-#define BR_FEED_FORMAT_NAMES "auto, urls, hosts, domains, adblock, dnsmasq, unbound, rpz, urlhaus, phishtank or csv"
+/* Every feed format, once, in enum order: X(ID, NAME). This list makes the
+ * enum and the names (br_feed_format_name, BR_FEED_FORMAT_NAMES);
+ * url_feed_formats.c holds the table of parsers and detectors, a row per
+ * format in detection order (a format without one cannot be read: a unit
+ * test checks there is none). A new format goes at the end (the values are
+ * fuzz corpus bytes) and gets its row there. */
+#define BR_FEED_FORMAT_LIST(X)                                                                     \
+    X(URLS, "urls")           /* one URL per line */                                               \
+    X(HOSTS, "hosts")         /* hosts(5) lines: ADDRESS NAME... */                                \
+    X(DOMAINS, "domains")     /* one domain per line */                                            \
+    X(ADBLOCK, "adblock")     /* AdBlock / uBlock Origin / AdGuard ||domain^ rules */              \
+    X(DNSMASQ, "dnsmasq")     /* address=/domain/..., server=/domain/ */                           \
+    X(UNBOUND, "unbound")     /* local-zone:, local-data: */                                       \
+    X(RPZ, "rpz")             /* DNS response policy zone file */                                  \
+    X(URLHAUS, "urlhaus")     /* URLhaus CSV: the url column */                                    \
+    X(PHISHTANK, "phishtank") /* PhishTank CSV or JSON: url */                                     \
+    X(CSV, "csv")             /* any CSV: --column N|NAME */                                       \
+    X(WILDCARD, "wildcard")   /* *.domain per line */
 
+#define BR_FEED_ENUM_(id, name) BR_FEED_##id,
+typedef enum br_feed_format {
+    BR_FEED_AUTO = 0, /* "auto": detect per file (br_feedset_read) */
+    BR_FEED_FORMAT_LIST(BR_FEED_ENUM_) BR_FEED_FORMAT_COUNT
+} br_feed_format;
+#undef BR_FEED_ENUM_
+#define BR_FEED_FORMAT_LAST (BR_FEED_FORMAT_COUNT - 1)
+/* The --format values, for messages: "auto, urls, ..., wildcard". */
+#define BR_FEED_NAME_(id, name) ", " name
+#define BR_FEED_FORMAT_NAMES "auto" BR_FEED_FORMAT_LIST(BR_FEED_NAME_)
 const char *br_feed_format_name(br_feed_format f);
 /* "auto", "urls", "hosts", "domains", "adblock", ...: 0, or -EINVAL. */
 int br_feed_format_from_name(const char *name, br_feed_format *out);
@@ -149,7 +160,8 @@ typedef struct br_feed_stats {
     uint64_t ignored;  /* localhost-like hosts-file names */
     uint64_t bad;      /* bad lines skipped (skip_bad) */
     uint64_t cut;      /* URL entries cut for an e-mail address (also in entries) */
-    uint64_t skipped[BR_FEED_SKIP_KINDS]; /* rules not indexed, by kind */
+    uint64_t skipped[BR_FEED_SKIP_KINDS];       /* rules not indexed, by kind */
+    uint64_t first_skipped[BR_FEED_SKIP_KINDS]; /* the line of the first of each kind (0: none) */
 } br_feed_stats;
 
 typedef struct br_feedset br_feedset;

@@ -7,7 +7,9 @@
  * up to the next lone '"', and may hold ',', line breaks and doubled quotes
  * ("" is one '"'); after the closing quote comes ',' or the end of the
  * record. A '"' inside an unquoted field is an error, not guessed at. A line
- * that starts with '#' outside a record is a comment; blank lines too. */
+ * that starts with '#' outside a record is a comment; blank lines too.
+ * URLhaus: the column named url in a header, commented ("# id,dateadded,url,
+ * ...") or not (the first record, when a field is named url); else field 3. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -247,8 +249,16 @@ int br_csv_line(br_csv *c, const char *s, size_t n, uint64_t lineno, br_fmt_resu
         snprintf(res->reason, sizeof(res->reason), "%s", c->error);
         return 0;
     }
-    if (c->column == COL_BY_NAME && c->format == BR_FEED_URLHAUS)
+    if (c->column == COL_BY_NAME && c->format == BR_FEED_URLHAUS) {
+        /* The first record: a header row (not commented) when a field is
+         * named url, the URL's own field never being just that; else data
+         * in URLhaus's column order. */
+        use_header(c, c->first_line, res);
+        if (c->column != COL_UNUSABLE)
+            return 0;
         c->column = URLHAUS_URL_FIELD;
+        res->reason[0] = '\0';
+    }
     if (c->column == COL_BY_NAME) {
         use_header(c, c->first_line, res);
         return 0;

@@ -8,10 +8,11 @@
  *
  * The line rules of each format (what an entry is, what is skipped) are in
  * docs/breachctl.1 ("INPUT FORMATS") and README.md; in short:
- *  - adblock: `||domain^` (domain and subdomains); `!` lines and `[...]`
- *    headers are comments; `@@` exceptions, `$options`, path rules and the
- *    other rule kinds (cosmetic `##`, `/regex/`, `|` anchors, wildcards,
- *    plain substrings) are skipped by kind;
+ *  - adblock: `||domain^` (domain and subdomains), and a plain hostname
+ *    line read as `||hostname^` as uBlock Origin reads it; `!` lines and
+ *    `[...]` headers are comments; `@@` exceptions, `$options`, path rules
+ *    and the other rule kinds (cosmetic `##`, `/regex/`, `|` anchors,
+ *    wildcards, other substrings) are skipped by kind;
  *  - dnsmasq: `address=/d1/d2/.../[ADDR]` and `server=|local=/d/.../`
  *    (no upstream after the last '/'): each d a domain; `server=/d/ADDR`
  *    (forwarding) is skipped as non-blocking, other options as other;
@@ -24,8 +25,13 @@
  *    `rpz-drop.`, other CNAME targets and A/AAAA data are entries;
  *    `rpz-passthru.` is skipped as passthru; rpz-ip / rpz-nsdname style
  *    triggers as triggers;
+ *  - wildcard: `*.example.com` (or a bare domain) per line: the domain;
+ *    '#' comments; more than one name, or a '*' elsewhere, is bad;
  *  - urlhaus, phishtank (CSV), csv: RFC 4180 records (url_feed_csv.c);
- *  - phishtank JSON: an array of objects with "url" (url_feed_json.c). */
+ *  - phishtank JSON: an array of objects with "url" (url_feed_json.c).
+ * The formats are rows of one table (url_feed_formats.c): each row names its
+ * parser and how detection tells it; the format list itself is
+ * BR_FEED_FORMAT_LIST (url_feed.h). */
 #pragma once
 
 #include <stddef.h>
@@ -62,11 +68,22 @@ typedef struct br_fmt_result {
 
 typedef struct br_fmt_state br_fmt_state;
 
-/* True for the formats parsed here (adblock .. csv). */
-bool br_fmt_handles(br_feed_format f);
+/* Who reads a format's lines: none (BR_FEED_AUTO, or a format without a row
+ * in the table: never read as another), url_feed_read.c's own rules (urls,
+ * hosts, domains), or br_fmt_line. */
+typedef enum br_fmt_reader {
+    BR_FMT_READER_NONE,
+    BR_FMT_READER_PLAIN,
+    BR_FMT_READER_LINES,
+} br_fmt_reader;
+br_fmt_reader br_fmt_reader_of(br_feed_format f);
+/* The formats detection tries, in its order ("phishtank (JSON or CSV),
+ * adblock, ..., urls"), for messages; cut to size. */
+void br_fmt_tried(char *out, size_t size);
+
 /* column: for csv, "N" (1-based, no header) or a header name; NULL for the
- * others. -EINVAL (with a reason) for a csv without a usable column,
- * -ENOMEM. */
+ * others. -EINVAL (with a reason) for a csv without a usable column or a
+ * format br_fmt_line does not read, -ENOMEM. */
 int br_fmt_state_new(br_feed_format f, const char *column, br_fmt_state **out, br_error *err);
 void br_fmt_state_free(br_fmt_state *st);
 /* One line: its line end and a leading byte order mark removed. 0 or -ENOMEM. */
@@ -81,6 +98,39 @@ void br_fmt_trim(const char **s, size_t *n);
 /* The format of these sample lines when one of the formats here is clearly
  * it, else BR_FEED_AUTO. *json: the PhishTank JSON form. */
 br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_t n, bool *json);
+
+/* ---- the line parsers (url_feed_lines.c) ---- */
+
+#define BR_FMT_NAME_MAX 255 /* a DNS name in text form */
+
+/* What a parser keeps from line to line (rpz: the origin, the last owner,
+ * an open parenthesis). */
+typedef struct br_fmt_zone {
+    char origin[BR_FMT_NAME_MAX + 1]; /* lower case, no final dot; "" when unset */
+    char owner[BR_FMT_NAME_MAX + 1];  /* the last owner name, for lines that omit it */
+    char entry[BR_FMT_NAME_MAX + 1];  /* the trigger name given out as an entry */
+    int paren;                        /* open '(' of a multi-line record */
+} br_fmt_zone;
+
+/* One line each (res cleared by the caller); adblock, dnsmasq and unbound
+ * get it trimmed of blanks, rpz and wildcard as it is. */
+void br_fmt_adblock_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
+void br_fmt_dnsmasq_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
+void br_fmt_unbound_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
+void br_fmt_rpz_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
+void br_fmt_wildcard_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
+
+/* A line uBlock Origin reads as `||s^`: a plain hostname ([A-Za-z0-9_.-]
+ * with a dot, a letter or digit first, a letter last). */
+bool br_fmt_is_plain_hostname(const char *s, size_t n);
+bool br_fmt_is_blank(char c);
+bool br_fmt_is_alnum(char c); /* ASCII letter or digit */
+/* s starts with prefix, ignoring ASCII case. */
+bool br_fmt_starts(const char *s, size_t n, const char *prefix);
+/* t is word, ignoring ASCII case. */
+bool br_fmt_token_is(const br_fmt_entry *t, const char *word);
+/* Split on blanks into at most max tokens; their number. */
+size_t br_fmt_tokens(const char *s, size_t n, br_fmt_entry *t, size_t max);
 
 /* ---- CSV records (url_feed_csv.c) ---- */
 

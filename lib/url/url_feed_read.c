@@ -159,7 +159,8 @@ static int fmt_result(reader *rd, const br_fmt_result *res)
     case BR_FMT_PENDING:
         return 0;
     case BR_FMT_SKIP:
-        rd->st.skipped[res->skip]++;
+        if (!rd->st.skipped[res->skip]++)
+            rd->st.first_skipped[res->skip] = res->line;
         return 0;
     case BR_FMT_BAD:
         return bad_line(rd, res->line, -EINVAL, res->reason);
@@ -280,9 +281,15 @@ static br_feed_format detect_plain(const held *h, size_t n)
     return BR_FEED_URLS;
 }
 
-#define FORMATS_TRIED                                                                              \
-    "phishtank (JSON), adblock, urlhaus, phishtank (CSV), rpz, dnsmasq, unbound, hosts, domains, " \
-    "urls"
+static int cannot_tell(reader *rd)
+{
+    char tried[256];
+    br_fmt_tried(tried, sizeof(tried));
+    return br_error_set(rd->err, -EINVAL,
+                        "%s: cannot tell the format of this feed (tried %s); name it with "
+                        "--format: " BR_FEED_FORMAT_NAMES,
+                        rd->name, tried);
+}
 
 /* Settle the format: the one asked for, or the one the held lines show. */
 static int decide(reader *rd, const held *h, size_t n, bool *json)
@@ -310,17 +317,21 @@ static int decide(reader *rd, const held *h, size_t n, bool *json)
         else if (d != BR_FEED_AUTO)
             f = d, *json = j;
         else if ((f = detect_plain(h, n)) == BR_FEED_AUTO)
-            return br_error_set(rd->err, -EINVAL,
-                                "%s: cannot tell the format of this feed (tried " FORMATS_TRIED
-                                "); name it with --format: " BR_FEED_FORMAT_NAMES,
-                                rd->name);
+            return cannot_tell(rd);
         else
             rd->lenient = f == BR_FEED_DOMAINS;
     }
     rd->format = f;
-    if (br_fmt_handles(f) && !*json)
-        return br_fmt_state_new(f, rd->o->column, &rd->fmt, rd->err);
-    return 0;
+    switch (br_fmt_reader_of(f)) {
+    case BR_FMT_READER_PLAIN:
+        return 0;
+    case BR_FMT_READER_LINES:
+        return *json ? 0 : br_fmt_state_new(f, rd->o->column, &rd->fmt, rd->err);
+    case BR_FMT_READER_NONE:
+        break;
+    }
+    return br_error_set(rd->err, -EINVAL, "%s: no reader for the format '%s'", rd->name,
+                        br_feed_format_name(f));
 }
 
 static int json_entry(void *ctx, const char *s, size_t n, uint64_t line)

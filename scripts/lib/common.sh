@@ -8,6 +8,7 @@ BREACHD_PACKAGES=(
   ccache  # meson compiles through it when present: the README path, the demo and repeated runs
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
+  libbz2-dev  # bzip2 corpus input (lib/filter/hibp_input_decomp.c)
   libbrotli-dev  # brotli answers of the range endpoint (daemon/http_encode.c)
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh

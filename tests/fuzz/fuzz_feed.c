@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for the blocklist feed reader (lib/url/url_feed*.c,
- * br_feedset_read) in every format: auto, urls, hosts, domains, adblock,
- * dnsmasq, unbound, rpz, urlhaus, phishtank (CSV and JSON) and csv. The
+ * br_feedset_read) in every format: auto and each of BR_FEED_FORMAT_LIST
+ * (url_feed.h: urls, hosts, domains, adblock, dnsmasq, unbound, rpz,
+ * urlhaus, phishtank (CSV and JSON), csv, wildcard). The
  * feed goes to a file in a private directory under $TMPDIR.
  *
  * Input: byte 0 the format (0 auto, then the br_feed_format values),

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for the corpus input reader (lib/filter/hibp_input*.c,
  * br_input_read) in every input form: a single file, the same file
- * gzip-compressed (one or two members), a raw file (any bytes, broken gzip
- * included), and a per-prefix directory tree. Files go to a private
+ * gzip- or bzip2-compressed (one or two members or streams), a raw file (any
+ * bytes, broken gzip and bzip2 included), and a per-prefix directory tree. Files go to a private
  * directory under $TMPDIR, made once and emptied after every input.
  *
  * Input: byte 0 the form (0 file, 1 gzip file, 2 raw file, 3 directory),
  * byte 1 the options (bit 0 plaintext; bits 1-2 min_count 0, 1, 2 or 1000;
- * bit 3 gzip in two members; bit 4 the directory's .gz files left
- * uncompressed), then the file; for a directory: the number of files
+ * bit 3 gzip in two members (bzip2 in two streams); bit 4 the directory's
+ * .gz files left uncompressed; bit 5 form 1 compresses with bzip2, not
+ * gzip), then the file; for a directory: the number of files
  * (1..4), and per file a name byte (which of the layouts below), 3 bytes of
  * prefix, a 16-bit length and the content.
  *
@@ -17,8 +18,8 @@
  * (keys, count-0 and under-min_count lines, lines, files, ignored files);
  * an input the model refuses is -EINVAL (a directory without prefix files
  * -ENOENT) with "NAME:LINE: " naming the line the model stops at, after
- * exactly the keys before it; an accepted one is 0. A gzip file reads as
- * its content does, byte for byte the same result and message. Plaintext
+ * exactly the keys before it; an accepted one is 0. A gzip or bzip2 file
+ * reads as its content does, byte for byte the same result and message. Plaintext
  * input: the message never depends on the passwords' text (the same input
  * with every letter and digit changed gives the same message). A raw file
  * only has to be read or refused cleanly. */
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <bzlib.h>
 #include <zlib.h>
 
 #include "hash.h"
@@ -109,6 +111,29 @@ static void write_gz(const char *path, const void *data, size_t len, bool two_me
     CHECK(gzclose(g) == Z_OK);
 }
 
+/* data bzip2-compressed into path: one stream, or two (as pbzip2 writes). */
+static void write_bz2(const char *path, const void *data, size_t len, bool two_streams)
+{
+    size_t half = two_streams ? len / 2 : len, cap = 2 * len + 1200, out_len = 0;
+    char *out = malloc(cap);
+    CHECK(out);
+    for (int part = 0; part < (two_streams ? 2 : 1); part++) {
+        const char *src = (const char *)data + (part ? half : 0);
+        unsigned n = (unsigned)(part ? len - half : half), dn = (unsigned)(cap - out_len);
+        CHECK(BZ2_bzBuffToBuffCompress(out + out_len, &dn, (char *)src, n, 1, 0, 0) == BZ_OK);
+        out_len += dn;
+    }
+    fz_write_file(path, out, out_len);
+    free(out);
+}
+
+/* Compressed-looking bytes: gzip's magic, or bzip2's ("BZh1".."BZh9"). */
+static bool looks_compressed(const uint8_t *d, size_t len)
+{
+    return (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) ||
+           (len >= 4 && d[0] == 'B' && d[1] == 'Z' && d[2] == 'h' && d[3] >= '1' && d[3] <= '9');
+}
+
 /* The reader's result is the model's. */
 static void check_model(const got *g, const fz_model *m, const char *name)
 {
@@ -150,8 +175,8 @@ static void disguise(uint8_t *p, size_t len)
     }
 }
 
-static void one_file(unsigned form, const br_input_opts *o, bool two_members, const uint8_t *d,
-                     size_t len)
+static void one_file(unsigned form, const br_input_opts *o, bool two_members, bool bzip2,
+                     const uint8_t *d, size_t len)
 {
     char path[300];
     snprintf(path, sizeof(path), "%s/in.txt", top);
@@ -163,9 +188,9 @@ static void one_file(unsigned form, const br_input_opts *o, bool two_members, co
         fz_keys_free(&g.keys);
         return;
     }
-    /* A file whose content starts like gzip data is read as gzip: the model
-     * covers what the rules say about text. */
-    if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b)
+    /* A file whose content starts like gzip or bzip2 data is read as such:
+     * the model covers what the rules say about text. */
+    if (looks_compressed(d, len))
         return;
     fz_model m;
     fz_model_file(&m, o, d, len);
@@ -173,7 +198,10 @@ static void one_file(unsigned form, const br_input_opts *o, bool two_members, co
     run(path, o, &g);
     check_model(&g, &m, path);
     if (form == 1) {
-        write_gz(path, d, len, two_members);
+        if (bzip2)
+            write_bz2(path, d, len, two_members);
+        else
+            write_gz(path, d, len, two_members);
         run(path, o, &gz);
         same(&g, &gz);
         fz_keys_free(&gz.keys);
@@ -225,8 +253,8 @@ static void directory(const br_input_opts *o, fz_bytes *in, bool two_members, bo
             write_gz(path, f->data, f->len, two_members);
         else
             fz_write_file(path, f->data, f->len);
-        f->gzip_data = (f->gz && !raw_gz) || (f->len >= 2 && f->data[0] == 0x1f &&
-                                             f->data[1] == 0x8b);
+        /* bzip2-looking data too: read as bzip2, not modelled either */
+        f->gzip_data = (f->gz && !raw_gz) || looks_compressed(f->data, f->len);
     }
     got g;
     run(dir, o, &g);
@@ -251,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.plaintext = false; /* a directory of passwords is refused: the model knows no more */
         directory(&o, &in, flags & 8, flags & 16);
     } else {
-        one_file(form, &o, flags & 8, in.p, in.n);
+        one_file(form, &o, flags & 8, flags & 32, in.p, in.n);
     }
     empty_top();
     return 0;

@@ -150,6 +150,16 @@ PHISHTANK_JSON = [
     "]",
 ]
 
+WILDCARD = [
+    "# Title: wildcard domains (generated)",
+    "",
+    "*.Tracker.Example.COM",
+    "*.ads.example.net  # trailing comment",
+    "bare.example.org",
+    "*.*.bad.example",
+    "*.deep.sub.example.io",
+]
+
 CSV_BY_NAME = [
     "# exported blocklist (generated)",
     "",
@@ -246,6 +256,17 @@ FIXTURES = [
          },
          safe=["http://verify.example-pay.com/", "https://last.example.org/x?y=2"],
          bad=(_line_of(PHISHTANK_JSON, "9000003"), 'an object without a "url" string')),
+    Feed("wildcard.txt", "wildcard", "ads", WILDCARD,
+         blocked={
+             "http://tracker.example.com/": ("ads", "tracker.example.com/"),
+             "http://www.tracker.example.com/x.js": ("ads", "tracker.example.com/"),
+             "https://a.b.ads.example.net/p?q=1": ("ads", "ads.example.net/"),
+             "http://bare.example.org/": ("ads", "bare.example.org/"),
+             "http://x.deep.sub.example.io/": ("ads", "deep.sub.example.io/"),
+         },
+         safe=["http://example.com/", "http://nottracker.example.com/", "http://example.net/",
+               "http://sub.example.io/", "http://bad.example/"],
+         bad=(_line_of(WILDCARD, "*.*.bad"), "a wildcard is one leading '*.'")),
     Feed("export.csv", "csv", "scam", CSV_BY_NAME, column="url", detected=False,
          blocked={
              "http://csv.example.com/Path": ("scam", "csv.example.com/Path"),

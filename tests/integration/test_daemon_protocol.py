@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """breachd integration tests: protocol v1 over a real daemon.
 
-Every verb and answer (with an nginx mirror), the UNKNOWN reasons, a filter
-false positive answered CLEAN by the range query, 40+ malformed requests with
+Every verb and answer (with an nginx mirror), every verb documented, the
+UNKNOWN reasons, a filter false positive answered CLEAN by the range
+query, 40+ malformed requests with
 their exact ERR codes and ids, line length and resynchronization, CRLF,
 10,000 pipelined requests, out-of-order answers behind a slow upstream,
 --check-config / --version, and no request argument in the log.
@@ -266,6 +267,32 @@ def malformed_requests_table(ctx):
     for code, n in want_codes.items():
         key = "errors_" + code.replace("-", "_")
         eq(st[key] - st0[key], n, "STATS " + key)
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def every_verb_documented(ctx):
+    """The daemon's verbs (its ERR unknown-verb text, made from the one
+    table BR_VERBS in protocol.h) are those of docs/protocol.md's requests
+    table, each with its requests_VERB figure in STATS; the errors table
+    counts them."""
+    d = demo_daemon(ctx)
+    cl = d.client()
+    m = re.fullmatch(r"u ERR unknown-verb verbs are ([A-Z ]+)", cl.ask("u NOPE"))
+    check(m, "ERR unknown-verb does not list the verbs")
+    daemon_verbs = m.group(1).split()
+    eq(len(set(daemon_verbs)), len(daemon_verbs), "a verb listed twice")
+    with open(os.path.join(dtest.ARGS.source_root, "docs", "protocol.md")) as f:
+        doc = f.read()
+    documented = re.findall(r"^\| `ID ([A-Z]+)\b", doc, re.M)
+    eq(sorted(documented), sorted(daemon_verbs), "docs/protocol.md's requests table")
+    words = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    check("a verb other than the %s above" % words.get(len(daemon_verbs), "?") in doc,
+          "docs/protocol.md's errors table does not count %d verbs" % len(daemon_verbs))
+    st = cl.stats()
+    for v in daemon_verbs:
+        check("requests_" + v.lower() in st, "STATS has no requests_%s" % v.lower())
     cl.close()
     d.stop_ok()
 

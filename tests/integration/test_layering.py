@@ -7,6 +7,12 @@ over the source tree:
   LAYERS below (the order of docs/architecture.md, "Module map"): the folder
   graph is a DAG, and a new edge is a decision written down here and in the
   document, not an accident;
+* the modules of daemon/ (scripts/daemon-modules: a module includes
+  another's header or names a function it defines) depend on each other
+  only along the edges of DAEMON_LAYERS below (docs/architecture.md, "The
+  daemon, top-down"): the connection layer calls the verbs through
+  dispatch.h, the verbs answer through conn.h and never call back into
+  the server;
 * every C source and header under lib/, daemon/ and client/ is named in
   docs/architecture.md, by its name or by a pattern in backticks
   (`conf*.c`, `cmd_*.c`); a header foo.h is named by its foo.c;
@@ -14,6 +20,8 @@ over the source tree:
 
     test_layering.py SOURCE_ROOT"""
 import fnmatch
+import importlib.machinery
+import importlib.util
 import os
 import re
 import subprocess
@@ -29,7 +37,42 @@ LAYERS = {
     "download": {"core", "range", "upstream"},
     "proto": {"core"},
     "audit": {"core"},
+    "similar": {"core"},
 }
+# daemon module -> the modules it may include or call (besides itself), from
+# the top (main) down
+DAEMON_LAYERS = {
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "log"},
+    # the connection layer: sockets, framing, life cycle
+    "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
+               "accept_pause", "startup", "notify", "log"},
+    # the verbs: the table, then each verb's handler
+    "dispatch": {"pw_check", "url_check", "url_prep", "stats", "conn", "server_types", "state",
+                 "conf"},
+    "pw_check": {"conn", "stats", "server_types", "state", "log"},
+    "url_check": {"url_prep", "conn", "stats", "server_types", "state", "log"},
+    "url_prep": {"server_types", "state"},
+    # the range endpoint, the figures, the timers
+    "http": {"conn", "server_types", "state", "conf", "accept_pause", "log"},
+    "stats": {"server_types", "state", "accept_pause", "log"},
+    "canary": {"server_types", "state", "log"},
+    "housekeeping": {"server_types", "state", "log"},
+    # answering and the connection's life; its output
+    "conn": {"conn_out", "server_types", "state", "accept_pause", "log"},
+    "conn_out": {"server_types"},
+    # data: the server, connections, waiters and counters
+    "server_types": {"accept_pause", "counters", "state"},
+    "counters": set(),
+    "state": {"conf", "log"},
+    "accept_pause": {"log"},
+    "conf": set(),
+    "startup": set(),
+    "notify": set(),
+    "log": set(),
+}
+# modules taken as one: offline.c checks and opens the files of a state that
+# state.c loads (each calls the other)
+DAEMON_MERGED = {"offline": "state"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -88,6 +131,54 @@ def check_layers(root):
     return bad
 
 
+def check_graph(table, dag_name):
+    """The table itself must be a DAG."""
+    seen, stack = set(), set()
+
+    def visit(n):
+        if n in stack:
+            return False
+        if n in seen:
+            return True
+        stack.add(n)
+        ok = all(visit(m) for m in table.get(n, ()))
+        stack.discard(n)
+        seen.add(n)
+        return ok
+
+    if all(visit(n) for n in table):
+        return 0
+    print("FAIL: the %s has a cycle" % dag_name)
+    return 1
+
+
+def daemon_edges(root):
+    loader = importlib.machinery.SourceFileLoader(
+        "daemon_modules", os.path.join(root, "scripts", "daemon-modules"))
+    spec = importlib.util.spec_from_loader("daemon_modules", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    out = {}
+    for (a, b), why in mod.edges(root).items():
+        a, b = DAEMON_MERGED.get(a, a), DAEMON_MERGED.get(b, b)
+        if a != b:
+            out.setdefault((a, b), set()).update(why)
+    return out
+
+
+def check_daemon_layers(root):
+    bad = 0
+    for (a, b), why in sorted(daemon_edges(root).items()):
+        if a not in DAEMON_LAYERS:
+            print("FAIL: daemon module %s is not in DAEMON_LAYERS (test_layering.py, "
+                  "docs/architecture.md)" % a)
+            bad += 1
+        elif b not in DAEMON_LAYERS[a]:
+            print("FAIL: daemon/ %s -> %s is not a layer edge (%s)" % (a, b, "; ".join(sorted(why))))
+            bad += 1
+    return bad + check_graph(DAEMON_LAYERS, "daemon layer table")
+
+
 def check_module_map(root):
     with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as fh:
         doc = fh.read()
@@ -114,7 +205,7 @@ def check_module_map(root):
 
 def main():
     root = sys.argv[1]
-    bad = check_layers(root) + check_module_map(root)
+    bad = check_layers(root) + check_daemon_layers(root) + check_module_map(root)
     r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
                         os.path.join(root, "lib"), os.path.join(root, "daemon"),
                         os.path.join(root, "client")])

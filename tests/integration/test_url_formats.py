@@ -3,9 +3,9 @@
 """Blocklist input formats end to end.
 
 The fixtures of feedfx.py (AdBlock, dnsmasq, unbound, RPZ, URLhaus CSV,
-PhishTank CSV and JSON, generic CSV by column name and number; each with a
-BOM, CRLF, comments, blank lines, mixed case, its tricky lines and one
-malformed line) go through `breachctl filter build|add --kind url-sha256`:
+PhishTank CSV and JSON, generic CSV by column name and number, wildcard
+domains; each with a BOM, CRLF, comments, blank lines, mixed case, its
+tricky lines and one malformed line) go through `breachctl filter build|add --kind url-sha256`:
 
   errors:    each malformed line stops a build with FILE:LINE and the reason,
              exit 2, and the old output file is kept;
@@ -18,6 +18,8 @@ malformed line) go through `breachctl filter build|add --kind url-sha256`:
   empty:     0 entries or more than --max-bad bad lines fail (exit 2, old
              output kept), --allow-empty builds an empty filter, which the
              daemon loads with a warning.
+  docs:      every --format value (one list, url_feed.h) has its row in
+             breachctl(1) INPUT FORMATS and README.md, and a fixture.
 
 Standard library only; the harness is dtest.py.
 """
@@ -90,8 +92,8 @@ def formats_detected_and_skips_reported(ctx):
         check(head in r.stderr, "%s: want %r in %r" % (fx.name, head, r.stderr))
         check("1 bad skipped" in r.stderr, "%s: bad count in %r" % (fx.name, r.stderr))
         for kind, n in fx.skipped.items():
-            check("%d %s" % (n, kind) in r.stderr, "%s: want '%d %s' in %r" % (fx.name, n, kind,
-                                                                             r.stderr))
+            check("%d %s (first at %s:" % (n, kind, fx.path) in r.stderr,
+                  "%s: want '%d %s (first at FILE:LINE)' in %r" % (fx.name, n, kind, r.stderr))
         # the same with the format named
         r2 = build(ctx, out, [(fx.path, fx.category)], "--skip-bad", "--max-bad", "1",
                    *fx.format_args())
@@ -107,7 +109,7 @@ def undetectable_and_hints(ctx):
     eq(r.returncode, 2, "undetectable CSV: " + r.stderr)
     check("%s: cannot tell the format of this feed (tried " % csv.path in r.stderr, r.stderr)
     check("--format: auto, urls, hosts, domains, adblock, dnsmasq, unbound, rpz, urlhaus, "
-          "phishtank or csv" in r.stderr, r.stderr)
+          "phishtank, csv, wildcard" in r.stderr, r.stderr)
     check(not os.path.exists(ctx.path("x.bbf")), "output written for an undetectable feed")
     # a CSV read as a URL list: the hint names CSV, not hosts
     r = build(ctx, ctx.path("x.bbf"), [(fx["urlhaus.csv"].path, "malware")], "--format", "urls")
@@ -207,6 +209,30 @@ def no_silent_empty_filters(ctx):
     eq(d.client().ask("e1 URL http://kept.example/"), "e1 SAFE", "empty filter answer")
     d.stop_ok()
     check("[urls] filter %s holds 0 keys" % empty in d.log(), "no warning: " + d.log())
+
+
+@test
+def every_format_documented(ctx):
+    """The --format values come from one list (url_feed.h); each is a row of
+    breachctl(1)'s INPUT FORMATS table and of README.md's, and has a
+    fixture here (but auto)."""
+    r = build(ctx, ctx.path("x.bbf"), [(ctx.path("none"), "malware")], "--format", "nope")
+    eq(r.returncode, 2, "--format nope: " + r.stderr)
+    listed = r.stderr.split("expected ", 1)[1].strip()
+    names = [n.strip() for n in listed.split(",")]
+    check(len(names) >= 12 and names[0] == "auto" and "wildcard" in names, listed)
+    root = dtest.ARGS.source_root
+    with open(os.path.join(root, "docs", "breachctl.1")) as f:
+        man = f.read()
+    table = man.split('.SH "INPUT FORMATS"', 1)[1].split(".TE", 1)[0]
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    fixture_formats = {fx.fmt for fx in feedfx.FIXTURES}
+    for n in names[1:]:
+        check("\n%s\tT{" % n in table, "%s: no row in breachctl(1) INPUT FORMATS" % n)
+        check("| `%s` |" % n in readme, "%s: no row in README.md's format table" % n)
+        check(n in fixture_formats or n in ("urls", "hosts", "domains"),
+              "%s: no fixture in feedfx.py" % n)
 
 
 if __name__ == "__main__":

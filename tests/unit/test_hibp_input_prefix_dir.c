@@ -22,7 +22,8 @@
 #include "util.h"
 
 #define NO_PREFIX_FILES                                                                      \
-    ": no prefix files (XXXXX.txt, XXXXX.txt.gz or XXXXX.gz, also in subdirectories)"
+    ": no prefix files (XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, XXXXX.txt.bz2, XXXXX.bz2 or XXXXX, also " \
+    "in subdirectories)"
 
 /* ---- per-prefix directories ---- */
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -149,6 +150,55 @@ static void test_malformed(void **state)
     assert_true(sizeof(cases) / sizeof(cases[0]) >= 40);
 }
 
+/* The verb table (BR_VERBS): every row has a distinct name of capitals, a
+ * verb that takes an argument has its two ERR texts (missing, malformed),
+ * and ERR unknown-verb lists every verb, in the table's order. */
+static void test_verb_table(void **state)
+{
+    (void)state;
+    char want[256] = "verbs are";
+    for (int v = 0; v < BR_VERB_COUNT_; v++) {
+        const char *name = br_verb_name((br_verb)v);
+        assert_true(name[0] != '\0' && strcmp(name, "?") != 0);
+        for (const char *p = name; *p; p++)
+            assert_true(*p >= 'A' && *p <= 'Z');
+        for (int w = 0; w < v; w++)
+            assert_string_not_equal(name, br_verb_name((br_verb)w));
+        strcat(want, " ");
+        strcat(want, name);
+
+        char line[64];
+        br_request req;
+        br_proto_error e;
+        br_verb_arg kind = br_verb_arg_kind((br_verb)v);
+        assert_true(kind < BR_ARG_COUNT_);
+        snprintf(line, sizeof(line), "i %s", name);
+        bool ok = br_request_parse(line, strlen(line), &req, &e);
+        if (kind == BR_ARG_NONE) {
+            assert_true(ok);
+            snprintf(line, sizeof(line), "i %s x", name);
+            assert_false(br_request_parse(line, strlen(line), &req, &e));
+            assert_string_equal(e.text, "this verb takes no argument");
+            continue;
+        }
+        assert_false(ok); /* missing */
+        assert_int_equal(e.code, BR_PERR_BAD_REQUEST);
+        assert_non_null(e.text);
+        assert_non_null(strstr(e.text, name));
+        snprintf(line, sizeof(line), "i %s x y", name); /* malformed for every kind */
+        assert_false(br_request_parse(line, strlen(line), &req, &e));
+        assert_int_equal(e.code, BR_PERR_BAD_REQUEST);
+        assert_non_null(e.text);
+    }
+    assert_int_equal(br_verb_arg_kind(BR_VERB_COUNT_), BR_ARG_NONE);
+    assert_string_equal(br_verb_name(BR_VERB_COUNT_), "?");
+    br_request req;
+    br_proto_error e;
+    assert_false(br_request_parse("i NOPE", 6, &req, &e));
+    assert_int_equal(e.code, BR_PERR_UNKNOWN_VERB);
+    assert_string_equal(e.text, want);
+}
+
 static void test_line_length(void **state)
 {
     (void)state;
@@ -168,12 +218,18 @@ static void test_secret_class(void **state)
 {
     (void)state;
     static const char *secret[] = {
-        "mailto:alice@example.com", "MAILTO:bob@example.org", "mailto:", "alice@example.com",
-        "a.b+tag@sub.example.co.uk", "alice@example.com/", "x@y.z?subject=hi",
+        "mailto:alice@example.com", "MAILTO:bob@example.org",    "mailto:",
+        "alice@example.com",        "a.b+tag@sub.example.co.uk", "alice@example.com/",
+        "x@y.z?subject=hi",         "alice@localhost", /* a single-label domain is an address too */
     };
     static const char *not_secret[] = {
-        "http://example.com/", "http://user@example.com/", "https://a.b/c@d.e",
-        "example.com/@x.y", "@example.com", "alice@localhost", "ftp://x@y.z/", "alice@",
+        "http://example.com/",
+        "http://user@example.com/",
+        "https://a.b/c@d.e",
+        "example.com/@x.y",
+        "@example.com",
+        "ftp://x@y.z/",
+        "alice@",
         "http://example.com/mailto:x@y.z",
     };
     for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
@@ -247,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
         cmocka_unit_test(test_format_error),   cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_verb_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

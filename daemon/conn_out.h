@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* What server.c (connections) and server_control.c (life cycle) share. */
+/* conn_out.c: a connection's answers, written out whole lines at a time.
+ * Used by conn.c (answers added) and server.c (written, refilled). */
 #pragma once
 
-#include "server.h"
+#include <stdbool.h>
+#include <stddef.h>
 
-/* Exit the loop once draining and nothing is owed to any client. */
-void bd_maybe_finish_drain(bd_server *srv);
-void bd_conn_close(bd_conn *c);
+#include "server_types.h"
 
-/* conn_out.c: a connection's answers, written out whole lines at a time. */
 #define BD_OUT_CHUNK 16384 /* the most the output holds: one write */
 int bd_conn_out_init(bd_conn *c);
 void bd_conn_out_fini(bd_conn *c);

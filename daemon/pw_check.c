@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* The PW and NT verbs: a password hash (SHA-1, NT) checked against its
+ * filter, then, for a maybe, its range (through the resolver: cached,
+ * coalesced, one query per prefix). See pw_check.h. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+#include "br_assert.h"
+#include "conn.h"
+#include "offline.h"
+#include "pw_check.h"
+
+/* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
+typedef struct pw_kind {
+    br_range_kind range;
+    uint64_t *clean, *pwned, *unknown, *filter_no, *filter_maybe, *filter_bypassed;
+} pw_kind;
+
+static pw_kind kind_of(bd_counters *k, br_verb verb)
+{
+    if (verb == BR_VERB_NT)
+        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean, &k->nt_pwned, &k->nt_unknown,
+                         &k->nt_filter_no, &k->nt_filter_maybe, &k->nt_filter_bypassed};
+    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean, &k->pw_pwned, &k->pw_unknown,
+                     &k->pw_filter_no, &k->pw_filter_maybe, &k->pw_filter_bypassed};
+}
+
+/* The filter of a PW or NT request, NULL when none; *stale when past its
+ * max_filter_age (then bypassed). */
+static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
+{
+    int64_t now = (int64_t)time(NULL);
+    if (verb == BR_VERB_NT) {
+        *stale = bd_state_nt_filter_stale(st, now);
+        return st->ntfilter;
+    }
+    *stale = bd_state_pw_filter_stale(st, now);
+    return st->pwfilter;
+}
+
+static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve_result *res)
+{
+    pw_kind kd = kind_of(&c->srv->counters, verb);
+    switch (res->status) {
+    case BR_RESOLVE_FOUND:
+        (*kd.pwned)++;
+        bd_conn_reply(c, id, "PWNED %u", res->count);
+        break;
+    case BR_RESOLVE_NOT_FOUND:
+        (*kd.clean)++; /* a filter false positive */
+        bd_conn_reply_text(c, id, "CLEAN");
+        break;
+    default: {
+        const char *reason = br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason;
+        (*kd.unknown)++;
+        c->srv->counters.unknown_by_reason[bd_unknown_reason_of(reason)]++;
+        bd_conn_reply(c, id, "UNKNOWN %s", reason);
+        break;
+    }
+    }
+}
+
+static void pw_resolved(void *ctx, const br_resolve_result *res)
+{
+    bd_waiter *w = ctx;
+    pw_answer(w->conn, w->id, w->verb, res);
+    bd_waiter_free(w);
+}
+
+/* An offline filter answers on the host: no range query, decoy or cache
+ * entry (docs/privacy.md). false: it cannot (a damaged file), go on. */
+static bool pw_offline(bd_conn *c, const br_request *req, const br_pwfilter *filter,
+                       const uint8_t *hash)
+{
+    pw_kind kd = kind_of(&c->srv->counters, req->verb);
+    uint64_t count = 0;
+    int r = br_pwfilter_lookup_count(filter, hash, &count);
+    if (r < 0)
+        return false;
+    if (r == 0) {
+        (*kd.filter_no)++;
+        (*kd.clean)++;
+        bd_conn_reply_text(c, req->id, "CLEAN");
+        return true;
+    }
+    (*kd.pwned)++;
+    bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
+    return true;
+}
+
+/* PW and NT. hint: the filter's answer when the batch already probed it (0
+ * no, 1 maybe), or -1 to probe here. */
+void bd_pw_check(bd_conn *c, const br_request *req, int hint)
+{
+    bd_server *srv = c->srv;
+    bd_state *st = srv->state;
+    pw_kind kd = kind_of(&srv->counters, req->verb);
+    const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
+    bool stale;
+    br_pwfilter *filter = filter_of(st, req->verb, &stale);
+    if (filter && br_pwfilter_offline(filter)) {
+        if (stale) /* past max_filter_age: on to the range API, as any filter */
+            (*kd.filter_bypassed)++;
+        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash))
+            return; /* a file changed under its mapping answers nothing: on upstream */
+    } else if (filter) {
+        if (hint < 0 && stale) {
+            (*kd.filter_bypassed)++;
+        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
+                   bd_state_pw_intact(st, filter)) {
+            (*kd.filter_no)++;
+            (*kd.clean)++;
+            bd_conn_reply_text(c, req->id, "CLEAN");
+            return;
+        } else {
+            (*kd.filter_maybe)++;
+            if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
+                (void)bd_state_pw_intact(st, filter);
+        }
+    }
+    if (bd_upstream_none(req->verb == BR_VERB_NT ? st->cfg->ntlm.upstream
+                                                 : st->cfg->passwords.upstream)) {
+        (*kd.unknown)++;
+        bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
+        return;
+    }
+    const char *busy = bd_conn_admit(c);
+    if (busy) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, busy);
+        return;
+    }
+    bd_waiter *w = bd_waiter_new(c, req);
+    if (!w) {
+        bd_conn_reply_error(c, req->id, BR_PERR_BUSY, "out of memory");
+        return;
+    }
+    br_resolve_result res;
+    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
+                                     c->lane, pw_resolved, w, &res);
+    if (r == 0)
+        return; /* answered later, from the loop */
+    if (r < 0) {
+        memset(&res, 0, sizeof(res));
+        res.status = BR_RESOLVE_UNKNOWN;
+        res.reason = BR_REASON_ERROR;
+    }
+    pw_answer(c, req->id, req->verb, &res);
+    bd_waiter_free(w);
+}
+
+/* Probe the filter of verb (PW or NT) for every such request of the batch
+ * at once, so that their cache misses overlap instead of being waited for
+ * one by one: hint[i] = 0 (no) or 1 (maybe). */
+void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
+                         int *hint)
+{
+    bool stale;
+    br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
+    if (!filter || stale || c->srv->draining || br_pwfilter_offline(filter))
+        return;
+    uint64_t keys[BD_BATCH];
+    size_t key_of[BD_BATCH], nk = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ok[i] && req[i].verb == verb) {
+            key_of[nk] = i;
+            keys[nk++] = br_hash_key64(verb == BR_VERB_NT ? req[i].nt : req[i].sha1);
+        }
+    if (nk > 1) {
+        bool maybe[BD_BATCH];
+        br_pwfilter_contains_batch(filter, keys, nk, maybe);
+        for (size_t j = 0; j < nk; j++)
+            hint[key_of[j]] = maybe[j];
+    }
+    OPENSSL_cleanse(keys, sizeof(keys[0]) * nk);
+}
