@@ -87,6 +87,7 @@ typedef struct breachd_config {
         uid_t *stats_users;
         size_t n_stats_users;
         int log_level;         /* syslog priority: LOG_ERR .. LOG_DEBUG */
+        char *log_file;        /* "" = stderr, or syslog in the background (log.h) */
         char *metrics_listen;  /* as written; "" = off */
         char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
         uint16_t metrics_port; /* 0 = off */

@@ -39,6 +39,8 @@ const bd_conf_key bd_conf_keys[] = {
      "", "who may send STATS besides admin_users"},
     {"daemon", "log_level", BD_CONF_CHOICE, 0, F(daemon.log_level), 0, 0, 0, 0,
      &bd_conf_log_levels, "info", "error, warning, notice, info or debug"},
+    {"daemon", "log_file", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(daemon.log_file), 0, 0, 0,
+     PATH_MAX - 1, NULL, "", "append log lines, time-stamped, to this file; empty: stderr or syslog"},
     {"daemon", "metrics_listen", BD_CONF_LISTEN, 0, F(daemon.metrics_listen),
      F(daemon.metrics_host), F(daemon.metrics_port), 0, 0, NULL,
      "", "loopback HOST:PORT for Prometheus text at /metrics; empty: off"},

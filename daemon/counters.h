@@ -43,6 +43,7 @@ typedef struct bd_counters {
     uint64_t nt_clean, nt_pwned, nt_unknown; /* NT: as pw_* for NT hashes */
     uint64_t nt_filter_no, nt_filter_maybe, nt_filter_bypassed;
     uint64_t url_safe, url_blocked, url_unknown;
+    uint64_t url_allowed; /* SAFE because an allow entry matched (url_check.h); in url_safe too */
     uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
     /* SIMILAR (similar.h): answers by kind, and the hashes looked up */
     uint64_t similar_hits, similar_clean, similar_unknown, similar_hashes;

@@ -367,11 +367,16 @@ static int bind_one(bd_http *h, const breachd_config *cfg, const breachd_listen 
                     br_error *err)
 {
     if (l->family != AF_UNIX) {
+        errno = 0;
         struct evhttp_bound_socket *b = evhttp_bind_socket_with_handle(h->evh, l->host, l->port);
-        if (!b)
-            return br_error_set(err, -EADDRNOTAVAIL, "[http] listen %s%s%s:%u: cannot listen",
+        if (!b) {
+            int e = errno ? errno : EADDRNOTAVAIL; /* bind(2)'s, e.g. EADDRINUSE */
+            const char *name = strerrorname_np(e);
+            return br_error_set(err, -e, "[http] listen %s%s%s:%u: cannot listen: %s (%s)",
                                 l->family == AF_INET6 ? "[" : "", l->host,
-                                l->family == AF_INET6 ? "]" : "", l->port);
+                                l->family == AF_INET6 ? "]" : "", l->port, strerror(e),
+                                name ? name : "?");
+        }
         bd_accept_pause_init(&h->pauses[i], evhttp_bound_socket_get_listener(b),
                              &h->srv->counters.accept_pauses, "[http] listen");
         return 0;

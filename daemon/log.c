@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log_line.h"
@@ -12,6 +15,9 @@
 static int log_level = LOG_INFO;
 static bool journal;
 static bool use_syslog;
+/* [daemon] log_file's descriptor; a reopen dup2()s the new file onto it, so
+ * a thread writing meanwhile never writes to a closed or reused number. */
+static int log_fd = -1;
 
 /* JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected; only when
  * it is still our stderr do the "<N>" prefixes mean anything. */
@@ -35,6 +41,29 @@ void bd_log_to_syslog(void)
 {
     openlog("breachd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
     use_syslog = true;
+}
+
+int bd_log_to_file(const char *path, br_error *err)
+{
+    if (!path || !path[0])
+        return 0;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
+    if (fd < 0)
+        return br_error_set(err, -errno, "[daemon] log_file %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return br_error_set(err, -EINVAL, "[daemon] log_file %s: not a regular file", path);
+    }
+    if (log_fd < 0) {
+        log_fd = fd;
+        return 0;
+    }
+    int r = dup2(fd, log_fd) < 0 ? -errno : 0;
+    close(fd);
+    if (r < 0)
+        return br_error_set(err, r, "[daemon] log_file %s: dup2: %s", path, strerror(-r));
+    return 0;
 }
 
 void bd_log_set_level(int level)
@@ -66,8 +95,34 @@ static const char *level_name(int level)
     }
 }
 
+/* One line to the log file: "2026-12-05T23:55:01+0000 breachd[123]: info: ..." */
+static void emit_file(int level, const char *msg)
+{
+    char line[1024], stamp[40];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (!localtime_r(&ts.tv_sec, &tm) ||
+        !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", &tm))
+        snprintf(stamp, sizeof(stamp), "%lld", (long long)ts.tv_sec);
+    int n = snprintf(line, sizeof(line), "%s breachd[%d]: %s: %s\n", stamp, (int)getpid(),
+                     level_name(level), msg);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line)) {
+        n = sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    ssize_t w = write(log_fd, line, (size_t)n); /* O_APPEND: one write, one whole line */
+    (void)w;
+}
+
 static void emit(int level, const char *msg)
 {
+    if (log_fd >= 0) {
+        emit_file(level, msg);
+        return;
+    }
     if (use_syslog) {
         syslog(level, "%s", msg);
         return;

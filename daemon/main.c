@@ -237,6 +237,11 @@ int main(int argc, char **argv)
         return 1;
     }
     bd_log_set_level(files.cfg->daemon.log_level);
+    if (!a.check_only && bd_log_to_file(files.cfg->daemon.log_file, &err) < 0) {
+        bd_log(LOG_ERR, "%s", err.text);
+        bd_state_files_clear(&files);
+        return 1;
+    }
     if (a.check_only) {
         printf("%s: OK\n", a.config_path);
         bd_state_files_clear(&files);

@@ -39,9 +39,12 @@ static void metrics_apply(bd_server *srv)
     srv->metrics_addr[0] = '\0';
     if (!want[0])
         return;
-    if (bd_metrics_start(srv->base, srv, cfg->daemon.metrics_host, cfg->daemon.metrics_port,
-                         &srv->metrics) < 0) {
-        bd_log(LOG_ERR, "metrics_listen %s: cannot listen", cfg->daemon.metrics_listen);
+    int r = bd_metrics_start(srv->base, srv, cfg->daemon.metrics_host, cfg->daemon.metrics_port,
+                             &srv->metrics);
+    if (r < 0) {
+        const char *name = strerrorname_np(-r);
+        bd_log(LOG_ERR, "metrics_listen %s: cannot listen: %s (%s)", cfg->daemon.metrics_listen,
+               strerror(-r), name ? name : "?");
         return;
     }
     snprintf(srv->metrics_addr, sizeof(srv->metrics_addr), "%s", want);
@@ -126,6 +129,9 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     bd_limits_from_config(&srv->limits, next->cfg);
     bd_state_unref(old); /* in-flight requests keep it until they are answered */
     bd_log_set_level(next->cfg->daemon.log_level);
+    br_error lerr = {{0}};
+    if (bd_log_to_file(next->cfg->daemon.log_file, &lerr) < 0) /* reopened: logrotate */
+        bd_log(LOG_ERR, "%s: log lines go where they went before", lerr.text);
     metrics_apply(srv);
     br_error herr = {{0}};
     if (bd_http_apply(srv, &herr) < 0)

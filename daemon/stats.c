@@ -111,6 +111,7 @@ static void render_answers(const bd_counters *k, render_out *o)
     U64(o, "nt_filter_bypassed", k->nt_filter_bypassed);
     U64(o, "url_safe", k->url_safe);
     U64(o, "url_blocked", k->url_blocked);
+    U64(o, "url_allowed", k->url_allowed);
     U64(o, "url_unknown", k->url_unknown);
     U64(o, "url_filter_no", k->url_filter_no);
     U64(o, "url_filter_maybe", k->url_filter_maybe);
@@ -407,11 +408,13 @@ int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, 
         return -ENOMEM;
     m->srv = srv;
     m->http = evhttp_new(base);
+    errno = 0;
     struct evhttp_bound_socket *b = m->http ? evhttp_bind_socket_with_handle(m->http, host, port)
                                             : NULL;
     if (!b) {
+        int e = errno ? errno : m->http ? EADDRNOTAVAIL : ENOMEM; /* bind(2)'s: EADDRINUSE */
         bd_metrics_stop(m);
-        return -EADDRNOTAVAIL;
+        return -e;
     }
     bd_accept_pause_init(&m->pause, evhttp_bound_socket_get_listener(b),
                          &srv->counters.accept_pauses, "metrics_listen");

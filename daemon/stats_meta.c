@@ -40,6 +40,7 @@ static const meta metas[] = {
     C("similar_hashes", "variant hashes looked up by SIMILAR"),
     C("safe", "SAFE answers"),
     C("blocked", "BLOCKED answers"),
+    C("allowed", "SAFE answers because an allow entry matched (counted in safe too)"),
     C("unknown", "UNKNOWN answers"),
     G("filter_loaded", "1 when the filter is loaded"),
     G("filter_generation", "the loaded filter's generation"),

@@ -3,7 +3,9 @@
  * filter with each, and resolve the maybes with range queries (one per
  * expression, coalesced and cached like passwords). The answer is BLOCKED
  * with the most specific expression found, else UNKNOWN if any maybe could
- * not be resolved, else SAFE. Expressions holding an e-mail address are
+ * not be resolved, else SAFE; an expression found in the category "allow"
+ * (an allow-list, BD_URL_ALLOW_CATEGORY) makes it SAFE whatever else is
+ * found. Expressions holding an e-mail address are
  * dropped first (url_secret.h); a URL left with none is ERR secret-class.
  * Neither the URL nor its host is logged. */
 #include <errno.h>
@@ -28,6 +30,7 @@ typedef struct url_job {
     unsigned pending;  /* lookups not answered yet */
     int best;          /* index of the most specific expression found, -1 */
     const char *unknown; /* reason of an unresolved maybe, NULL */
+    bool allowed;        /* an expression is listed as BD_URL_ALLOW_CATEGORY */
     char category[BR_RANGE_CATEGORY_MAX + 1];
     br_url_exprs exprs;
 } url_job;
@@ -41,7 +44,11 @@ static void job_finish(url_job *j)
 {
     bd_conn *c = j->w->conn;
     bd_counters *k = &c->srv->counters;
-    if (j->best >= 0) {
+    if (j->allowed) {
+        k->url_allowed++;
+        k->url_safe++;
+        bd_conn_reply(c, j->w->id, "SAFE");
+    } else if (j->best >= 0) {
         k->url_blocked++;
         bd_conn_reply(c, j->w->id, "BLOCKED %s %s", j->category, j->exprs.expr[j->best]);
     } else if (j->unknown) {
@@ -60,6 +67,10 @@ static void job_finish(url_job *j)
 static void job_take(url_job *j, int index, const br_resolve_result *res)
 {
     if (res->status == BR_RESOLVE_FOUND) {
+        if (strcmp(res->category, BD_URL_ALLOW_CATEGORY) == 0) {
+            j->allowed = true; /* overrides every blocklist, whatever is more specific */
+            return;
+        }
         if (j->best < 0 || index < j->best) {
             j->best = index;
             memcpy(j->category, res->category, sizeof(j->category));
@@ -196,7 +207,8 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
 }
 
 /* An offline [urls] filter answers on the host: the most specific
- * expression it holds, BLOCKED with its category, or SAFE; no range query,
+ * expression it holds, BLOCKED with its category, or SAFE (also when an
+ * expression is in the allow category); no range query,
  * decoy or cache entry (docs/privacy.md). false: it cannot (a damaged
  * file, or stale with when_stale = upstream): every expression goes on to
  * the range API as a maybe. */
@@ -213,20 +225,33 @@ static bool url_offline(bd_conn *c, const br_request *req, bd_url_prep *p, int64
     }
     if (!bd_state_url_intact(st)) /* changed under its mapping: every expression a maybe */
         return false;
-    for (size_t i = 0; i < p->exprs.n; i++) { /* most specific first */
+    const char *best_category = NULL;
+    size_t best = 0;
+    bool found = false, allowed = false;
+    for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
         const char *category = NULL;
         int r = br_pwfilter_lookup_category(st->urloffline, p->keys[i], &category);
         if (r < 0)
             return false;
-        if (r > 0) {
-            k->url_filter_maybe++;
-            k->url_blocked++;
-            bd_conn_reply(c, req->id, "BLOCKED %s %s", category, p->exprs.expr[i]);
-            br_url_exprs_clear(&p->exprs);
-            return true;
+        if (r > 0 && strcmp(category, BD_URL_ALLOW_CATEGORY) == 0)
+            allowed = true; /* an allow-list entry overrides every blocklist */
+        else if (r > 0 && !best_category) {
+            best_category = category;
+            best = i;
         }
+        found = found || r > 0;
     }
-    k->url_filter_no++;
+    if (found)
+        k->url_filter_maybe++;
+    else
+        k->url_filter_no++;
+    if (best_category && !allowed) {
+        k->url_blocked++;
+        bd_conn_reply(c, req->id, "BLOCKED %s %s", best_category, p->exprs.expr[best]);
+        br_url_exprs_clear(&p->exprs);
+        return true;
+    }
+    k->url_allowed += allowed;
     k->url_safe++;
     bd_conn_reply_text(c, req->id, "SAFE");
     br_url_exprs_clear(&p->exprs);

@@ -13,6 +13,7 @@
 
 #include "breachctl.h"
 #include "check_similar.h"
+#include "ctl_hash.h"
 #include "ctl_io.h"
 #include "ctl_opts.h"
 #include "ctl_tty.h"
@@ -30,6 +31,7 @@ typedef struct check_opts {
     bool quiet;
     bool json;
     bool ntlm; /* password: NT hashes, the NT verb ([ntlm]) */
+    bool print_hash; /* password: print the hashes, ask nothing (ctl_hash.h) */
     bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
     ctl_similar similar; /* password: --similar, --similar-min-count */
@@ -308,12 +310,13 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 
 static const ctl_usage check_usage[] = {
     {"password",
-     CHECK_OPTS LANE_OPT " [--ntlm]\n"
+     CHECK_OPTS LANE_OPT " [--ntlm] [--print-hash]\n"
      "    [--similar=reject|warn|off] [--similar-min-count N]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
      "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus). "
      "--similar: also small changes of popular passwords (SIMILAR <count>; "
-     "reject: exit status 1; default warn)."},
+     "reject: exit status 1; default warn). "
+     "--print-hash: print each one's SHA-1 (NT with --ntlm) instead, asking nothing."},
     {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
      "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
      "line on standard input."},
@@ -356,7 +359,8 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_STR("socket", &sock),
         CTL_HELP,
         CTL_FLAG("bulk", &o->bulk), /* checks only */
-        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last three rows */
+        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last four rows */
+        CTL_FLAG("print-hash", &o->print_hash),
         CTL_FN("similar", &o->similar.mode, ctl_opt_similar),
         CTL_UINT("similar-min-count", &o->similar.min_count, 1, UINT32_MAX,
                  "a count from 1 to 4294967295"),
@@ -366,7 +370,7 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     bool password = strcmp(argv[0], "password") == 0;
     bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
                  !strcmp(argv[0], "url");
-    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 3) - !check;
+    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 4) - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
         return r > 0 ? -2 : -1;
@@ -442,6 +446,13 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
     if (o->ntlm && br_md4_check(&err) < 0) {
         ctl_err("password: --ntlm: %s", err.text);
         return EXIT_ERROR;
+    }
+    if (o->print_hash) {
+        if (o->bulk || o->json || o->quiet) {
+            ctl_err("password: --print-hash takes only --ntlm");
+            return EXIT_ERROR;
+        }
+        return ctl_print_password_hashes(o->ntlm);
     }
     /* Connect first: a daemon that is down is reported before anyone
      * types a password. */

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The README's commands, in order, on a fresh copy of the tree: scripts/demo,
-# the install (meson setup build --prefix=/usr, ninja, install into a
-# DESTDIR), then breachd started as the breachd user without systemd (a
-# relative --config, --pidfile, the socket's directory made by the daemon),
-# and ping, stats, a password check and a reload (RELOAD and SIGHUP) through
-# the installed breachctl.
+# The README's commands, in order, on a fresh copy of the tree: scripts/demo
+# (its NTLM audit and its short STATS summary checked), build/ configured as scripts/test leaves it (for /usr/local), the install
+# (the README's own line, meson setup build-install --prefix=/usr, ninja,
+# install into a DESTDIR: it must land in /usr all the same), the README's
+# trial with the demo's data (its sed line on a copy of the example
+# configuration), then breachd started as the breachd user without systemd
+# (a relative --config, --pidfile, the socket's directory made by the
+# daemon), and ping, stats, a password check and a reload (RELOAD and
+# SIGHUP) through the installed breachctl. The breachd user is removed at
+# the end when this test created it.
 #
 # usage: readme-path.sh SOURCE_ROOT
 # Exit 0 passed, 1 failed, 77 skipped (not root: the breachd user and
@@ -24,8 +28,24 @@ done
 # A short path: the demo's socket must fit a Unix socket address.
 tmp=$(mktemp -d /tmp/bd-readme.XXXXXX)
 pid=
+had_user=no
+getent passwd breachd >/dev/null && had_user=yes
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  # The breachd system user is the host's; it goes only if this test made it.
+  if [ "$had_user" = no ] && getent passwd breachd >/dev/null; then
+    if userdel breachd 2>/dev/null; then
+      echo "readme-path: removed the breachd user it created"
+    else
+      echo "readme-path: could not remove the breachd user it created (userdel breachd)" >&2
+    fi
+    if getent group breachd >/dev/null; then groupdel breachd 2>/dev/null || true; fi
+  elif [ "$had_user" = yes ]; then
+    echo "readme-path: the breachd user was there before this test: kept"
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -42,12 +62,29 @@ mkdir "$tree"
 step "scripts/demo"
 (cd "$tree" && scripts/demo) >"$tmp/demo.log" 2>&1 || { tail -n 40 "$tmp/demo.log"; fail "scripts/demo"; }
 [ -f "$tree/build-demo/demo/passwords.bfuse" ] || fail "the demo made no filter"
+[ -f "$tree/build-demo/demo/ntlm.bfuse" ] || fail "the demo made no NTLM filter"
+# its audit: NT hashes from breachctl password --print-hash --ntlm, checked
+for want in "alice PWNED " "bob PWNED " "Guest EMPTY" "shared: carol, dave" \
+  "summary: accounts=6 pwned=2 clean=3 unknown=0 empty=1 errors=0 machines_skipped=1"; do
+  grep -qF "  $want" "$tmp/demo.log" || fail "the demo's audit printed no '$want'"
+done
+# its STATS: a few explained counters, not the wall of all of them
+n=$(sed -n '/STATS: what explains/,/==> stopping/p' "$tmp/demo.log" | wc -l)
+[ "$n" -le 14 ] || fail "the demo's STATS part is $n lines"
+grep -q 'counters in all' "$tmp/demo.log" || fail "the demo does not say how to see every counter"
 [ ! -e "$tree/build" ] || fail "the demo configured build/, which the install needs"
 
-step "meson setup build --prefix=/usr && ninja -C build && meson install --destdir"
+step "build/ configured as scripts/test leaves it (meson's default prefix, /usr/local)"
+(cd "$tree" && meson setup build >/dev/null) || fail "meson setup build"
+
+step "the README's install line, into a DESTDIR"
+line=$(grep -x 'meson setup build-install --prefix=/usr && ninja -C build-install && sudo ninja -C build-install install' \
+  "$tree/README.md") || fail "the README's install line changed: update this test"
 root=$tmp/root
-(cd "$tree" && meson setup build --prefix=/usr >/dev/null && ninja -C build >/dev/null &&
-  DESTDIR=$root ninja -C build install >/dev/null) || fail "the README's install commands"
+# (its sudo dropped: this runs as root; DESTDIR for the install's root)
+(cd "$tree" && export DESTDIR=$root && eval "${line//sudo /}" >/dev/null) || fail "the README's install commands"
+[ -z "$(find "$root" -path '*/usr/local/*' -print -quit)" ] ||
+  fail "installed under /usr/local: $(find "$root" -path '*/usr/local/*' -print -quit)"
 multiarch=$(cc -print-multiarch 2>/dev/null || gcc -print-multiarch)
 pam=$root/usr/lib/$multiarch/security/pam_breachd.so
 [ -f "$pam" ] || fail "pam_breachd.so is not in Debian's PAM module directory: $(find "$root" -name pam_breachd.so)"
@@ -73,18 +110,22 @@ mkdir -p "$etc"
 install -d -o breachd -g breachd -m 0700 "$tmp/cache"
 install -d -o breachd -g breachd -m 0755 "$tmp/run"
 sock=$tmp/run/breachd/breachd.sock # its directory does not exist yet
-cat >"$etc/breachd.conf" <<EOF
-[daemon]
-socket = $sock
-socket_mode = 0666
-admin_users = root
-[passwords]
-filter = $demo/passwords.bfuse
-upstream = file://$demo/mirror/{prefix}.txt
-[cache]
-path = $tmp/cache
-EOF
-chmod -R a+rX "$tree/build-demo/demo" "$etc"
+# The README's trial: the demo's filter and mirror copied to
+# /var/lib/breachd/demo (here under $tmp) and its sed line on the example.
+lib=$tmp/var/lib/breachd/demo
+install -d "$lib"
+cp -r "$demo/passwords.bfuse" "$demo/mirror" "$lib/"
+trial=$(grep -F "sudo sed -i '/^\\[passwords\\]/" "$tree/README.md") || fail "no trial sed line in the README"
+trial=${trial#sudo }
+trial=${trial//\/var\/lib\/breachd\/demo/$lib}
+trial=${trial//\/etc\/breachd\/breachd.conf/$etc/breachd.conf}
+cp "$root/usr/share/doc/breachd/breachd.conf.example" "$etc/breachd.conf"
+eval "$trial" || fail "the README's trial sed line"
+grep -qx "filter = $lib/passwords.bfuse" "$etc/breachd.conf" || fail "the trial line set no filter"
+grep -qx "upstream = file://$lib/mirror/{prefix}.txt" "$etc/breachd.conf" || fail "the trial line set no upstream"
+sed -i -e "s|^socket = .*|socket = $sock|" -e 's|^socket_mode = .*|socket_mode = 0666|' \
+  -e "/^\[cache\]/,/^\[/s|^path = .*|path = $tmp/cache|" "$etc/breachd.conf"
+chmod -R a+rX "$tmp/var" "$etc"
 ctl() { "$root/usr/bin/breachctl" --socket "$sock" "$@"; }
 (cd "$etc" && runuser -u breachd -- "$root/usr/sbin/breachd" --config breachd.conf \
   --pidfile "$tmp/run/breachd.pid") || fail "breachd did not start"

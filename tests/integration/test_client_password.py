@@ -98,6 +98,33 @@ def password_json(ctx):
 
 
 @test
+def password_print_hash(ctx):
+    # --print-hash: each password's SHA-1 (NT with --ntlm), uppercase hex, one
+    # a line; no daemon is asked (the socket does not exist).
+    from ntfx import nthash
+    nosock = ctx.path("no-daemon.sock")
+    pws = ["password", "p\u00e4ssw\u00f6rd", "", "Tr0ub4dor&3"]
+    r = ctl("password", "--print-hash", sock=nosock, stdin="\n".join(pws) + "\n")
+    want_rc(r, 0, "--print-hash")
+    eq(r.lines, [sha1hex(p) for p in pws], "SHA-1 lines")
+    eq(r.err, "", "stderr")
+    r = ctl("password", "--print-hash", "--ntlm", sock=nosock, stdin="\n".join(pws))
+    want_rc(r, 0, "--print-hash --ntlm")
+    eq(r.lines, [nthash(p) for p in pws], "NT lines")
+    eq(r.lines[0], "8846F7EAEE8FB117AD06BDD830B7586C", "NT of 'password'")
+    r = ctl("password", "--print-hash", "--json", sock=nosock, stdin="password\n")
+    want_rc(r, 2, "--print-hash --json")
+    eq(r.out, "", "stdout")
+    # At a terminal: the prompt, no echo, the hash.
+    secret = "Tr0ub4dor&3"
+    out, status, echo_at_prompt = pty_run(["password", "--print-hash", "--ntlm"], nosock,
+                                          secret + "\n")
+    check(echo_at_prompt is False and secret not in out, "echo: %r" % out)
+    eq(out.split("\n", 1)[1].replace("\r", "").strip(), nthash(secret), "tty NT hash")
+    eq(status, 0, "exit status")
+
+
+@test
 def password_tty_prompt_no_echo(ctx):
     d = start(ctx)
     secret = "Tr0ub4dor&3"

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -359,6 +360,44 @@ def background_start(ctx):
     bad = ctx.config(name="bad.conf", passwords={"filter": ctx.path("missing.bfuse")})
     rc, stderr = start_background(ctx, bad, "bad")
     check(rc != 0 and b"missing.bfuse" in stderr, "failed start: %d %r" % (rc, stderr))
+
+
+@test
+def log_file_in_the_background(ctx):
+    # [daemon] log_file: a daemon in the background on a host without syslog
+    # keeps its lines there (time-stamped), and a reload reopens the file
+    # (logrotate renames it first). A file that cannot be opened stops the
+    # start, named.
+    logf = ctx.path("breachd-file.log")
+    conf = ctx.config(daemon={"log_file": logf})
+    rc, stderr = start_background(ctx, conf, "logfile")
+    eq(rc, 0, "the starting process's status: %r" % stderr)
+    sock = ctx.path("breachd.sock")
+    pid = peer_pid(sock)
+    try:
+        eq(stat.S_IMODE(os.stat(logf).st_mode) & 0o077, 0o040, "log file mode")
+        with open(logf) as f:
+            first = f.read()
+        check(re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} breachd\[%d\]: info: "
+                        r"listening on " % pid, first, re.M), "log file:\n" + first)
+        os.rename(logf, logf + ".1")
+        c = dtest.Client(sock)
+        eq(c.ask("1 RELOAD"), "1 RELOADED")
+        c.close()
+        dtest.wait_for(lambda: os.path.exists(logf) and "reloaded" in open(logf).read(),
+                       timeout=30 * dtest.SLOW, what="the reopened log file")
+        check("reloaded" not in open(logf + ".1").read(), "the old file got the new lines")
+        os.kill(pid, signal.SIGTERM)
+        dtest.wait_for(lambda: "stopped" in open(logf).read(), timeout=30 * dtest.SLOW,
+                       what="the last line in the log file")
+        pid = None
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    bad = ctx.config(name="badlog.conf", daemon={"log_file": ctx.path("no-such-dir/b.log")})
+    rc, stderr = start_background(ctx, bad, "badlog")
+    check(rc != 0 and b"[daemon] log_file " in stderr and b"No such file or directory" in stderr,
+          "failed start: %d %r" % (rc, stderr))
 
 
 # ---- systemd ----

@@ -162,6 +162,38 @@ def seen(n):
     return "{:,}".format(n)
 
 @test
+def help_pages(ctx):
+    # Both hooks answer --help (and -h) alike, as breachctl does: the usage
+    # line and the whole page on standard output, exit status 0; an unknown
+    # option is the usage line on standard error, exit status 2. Samba's
+    # hook given --help with a password on standard input refuses it.
+    hooks = os.path.join(dtest.ARGS.source_root, "data", "hooks")
+    for name in ("check-password", "samba-check-password"):
+        path = os.path.join(hooks, name)
+        for opt in ("--help", "-h"):
+            r = subprocess.run([path, opt], stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=30, env=hook_env())
+            eq(r.returncode, 0, "%s %s: %s" % (name, opt, r.stderr))
+            eq(r.stderr, "", "%s %s" % (name, opt))
+            check(r.stdout.startswith("usage: %s [" % name), r.stdout)
+            for word in ("--on-unknown=reject|accept", "--on-error=reject|accept",
+                         "--socket=PATH", "--timeout=MS", "BREACHCTL", "Exit status"):
+                check(r.stdout.count(word) >= 1, "%s --help lacks %s:\n%s" % (name, word, r.stdout))
+            check(len(r.stdout.splitlines()) >= 20, "%s --help is no full page" % name)
+            check("SPDX" not in r.stdout and "set -u" not in r.stdout, r.stdout)
+        if name == "samba-check-password":
+            # --help in smb.conf, Samba writing the password: refused, not accepted
+            r = samba(path + " --help", "letmein", sock=None)
+            eq(r.rc, 2, r)
+            check("refused" in r.err, r)
+        r = subprocess.run([path, "--no-such-option"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=30, env=hook_env())
+        eq(r.returncode, 2, name)
+        eq(r.stdout, "", name)
+        check("usage: %s [" % name in r.stderr, r.stderr)
+
+
+@test
 def samba_clean_and_pwned(ctx):
     f = fx()
     d = start(ctx)

@@ -15,7 +15,8 @@
              and the other way round, with [cache] partition = uid or none;
   sockets:   a Unix socket listener (mode 0660), a listen changed by a
              reload, listeners gone at exit; a listen that fails stops the
-             start.
+             start; a port already taken is named with EADDRINUSE, and so is
+             a taken metrics_listen (logged, the daemon runs on).
 
 Standard library only; the harness is dtest.py.
 """
@@ -359,6 +360,33 @@ def a_breachd_as_another_breachds_upstream(ctx):
     eq(st["http_ok"], 3, "the host's three ranges came from the publisher's endpoint")
     host.stop_ok()
     pub.stop_ok()
+
+
+@test
+def taken_ports_are_named(ctx):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        m = httpfx.Mirror(ctx.path("mirror"))
+        conf = ctx.config(http={"listen": "127.0.0.1:%d" % port},
+                          passwords={"upstream": m.template()})
+        d = ctx.daemon(conf, wait=False)
+        rc = d.proc.wait(timeout=30)
+        check(rc != 0, "breachd started on a taken [http] port")
+        want = "[http] listen 127.0.0.1:%d: cannot listen: Address already in use (EADDRINUSE)" % port
+        check(want in d.log(), d.log())
+        # metrics_listen taken: the daemon runs on, and says why there are no metrics
+        conf = ctx.config(daemon={"metrics_listen": "127.0.0.1:%d" % port},
+                          passwords={"upstream": m.template()})
+        d = ctx.daemon(conf)
+        eq(d.client().ask("1 PING"), "1 PONG")
+        want = "metrics_listen 127.0.0.1:%d: cannot listen: Address already in use (EADDRINUSE)" % port
+        check(want in d.log(), d.log())
+        d.stop_ok()
+    finally:
+        taken.close()
 
 
 def can_bind6(addr):

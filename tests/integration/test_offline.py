@@ -356,5 +356,39 @@ def daemon_answers_urls_locally(ctx):
     eq(open(log).read() if os.path.exists(log) else "", "", "nginx access log")
 
 
+@test
+def daemon_offline_allow_list(ctx):
+    # An allow feed in an offline URL filter: SAFE whatever the blocklists
+    # list for the URL, answered on the host like the rest (filter-format.md,
+    # "Allow-lists").
+    feeds = [("allow.txt", "allow", ["partner.example.com"]),
+             ("phish.txt", "phishing", ["http://partner.example.com/phish/",
+                                        "http://bad.example.org/x"]),
+             ("malware.txt", "malware", ["example.com"])]
+    args = []
+    for name, cat, lines in feeds:
+        with open(ctx.path(name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        args += ["--input", "%s=%s" % (ctx.path(name), cat)]
+    o = ctx.path("allow.off")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", o, *args)
+    d = ctx.daemon(ctx.config(urls={"filter": o, "upstream": "none"}))
+    c = d.client()
+    want = {"http://partner.example.com/": "SAFE",
+            "http://www.partner.example.com/phish/login": "SAFE",
+            "http://other.example.com/": "BLOCKED malware example.com/",
+            "http://bad.example.org/x": "BLOCKED phishing bad.example.org/x"}
+    urls = list(want)
+    for i, u in enumerate(urls):
+        c.send("u%d URL %s\n" % (i, u))
+    answers = dict(ln.split(" ", 1) for ln in c.lines(len(urls)))
+    for i, u in enumerate(urls):
+        eq(answers["u%d" % i], want[u], u)
+    st = d.stats()
+    eq((st["url_allowed"], st["url_safe"], st["url_blocked"]), (2, 2, 2), "STATS")
+    c.close()
+    d.stop_ok()
+
+
 if __name__ == "__main__":
     dtest.main()

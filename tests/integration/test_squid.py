@@ -18,7 +18,8 @@ a URL filter (file:// mirror) answers the helper; an nginx origin on
 127.0.0.1 serves the pages; curl fetches through the proxy:
 
   - a blocked URL gets Squid's 403 with the helper's message (%o) in the deny
-    page and its tag in the access log; a safe one the origin's 200 and body;
+    page and its tag in the access log; a safe one the origin's 200 and body,
+    also a host on the allow-list (category "allow") under a blocked domain;
     many requests in parallel (the helper's channels, out of order);
   - UNKNOWN (a listed prefix whose mirror file is gone): 403 with
     --on-unknown=block, the origin's answer with the default (allow);
@@ -53,11 +54,12 @@ HELPER_TIMEOUT_MS = 1500 * dtest.SLOW
 
 
 FEEDS = [
+    ("allow.txt", "allow", ["partner.blocked.test"]),  # an allow-list: overrides the rest
     ("domains.txt", "malware", ["blocked.test", "unknown.test"]),
     ("urls.txt", "phishing", ["http://phish.test/login.html", "http://good.test/evil/"]),
     ("hosts.txt", "ads", ["0.0.0.0 ads.test"]),
 ]
-HOSTS = ["blocked.test", "sub.blocked.test", "unknown.test", "phish.test", "good.test",
+HOSTS = ["blocked.test", "sub.blocked.test", "partner.blocked.test", "unknown.test", "phish.test", "good.test",
          "www.good.test", "ads.test"]
 PAGES = {"index.html": "origin index page\n", "login.html": "login page\n",
          "other.html": "other page of phish.test\n", "evil/x.html": "under evil\n",
@@ -353,6 +355,8 @@ def squid_blocks_and_allows(ctx):
         expect_blocked(env, P, env.url("good.test", "evil/x.html"), "phishing")
         expect_origin(env, P, env.url("good.test", "index.html"), "index.html")
         expect_origin(env, P, env.url("www.good.test", "index.html"), "index.html")
+        # on the allow-list, under a blocked domain: the origin's page
+        expect_origin(env, P, env.url("partner.blocked.test", "index.html"), "index.html")
         expect_origin(env, P, env.url("phish.test", "other.html"), "other.html")
         expect_origin(env, P, env.url("good.test", "big.bin"), "big.bin")
         # escapes Squid adds to %URI (%7E, %5B...) are undone by breachd's

@@ -283,6 +283,51 @@ def stats_delta(before, after, keys):
 # ---- the tests ----------------------------------------------------------------------
 
 @test
+def allow_category_overrides_blocklists(ctx):
+    # An allow-list: feeds in the category "allow" make a URL SAFE even when
+    # a blocklist lists it, its domain, or a more specific expression of it
+    # (squidGuard's "pass allowed !blocked"). Given first, an allow entry
+    # also wins a conflict with the same expression in a blocklist.
+    d = ctx.path("allowset")
+    os.makedirs(d)
+    feeds = [("allow.txt", "allow", ["partner.example.com", "http://both.example.org/page"]),
+             ("phish.txt", "phishing", ["http://partner.example.com/phish/",
+                                        "http://both.example.org/page",
+                                        "http://bad.example.org/x"]),
+             ("malware.txt", "malware", ["example.com"])]
+    inputs = []
+    for name, cat, lines in feeds:
+        p = os.path.join(d, name)
+        with open(p, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        inputs += ["--input", "%s=%s" % (p, cat)]
+    filt, mirror = os.path.join(d, "urls.bbf"), os.path.join(d, "ranges")
+    r = run_ctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir", mirror,
+                *inputs)
+    check("1 category conflicts" in r.stderr, r.stderr)
+    eq(mirror_entries(mirror).get(sha256hex("both.example.org/page")), "allow",
+       "the first --input wins a conflict")
+    time.sleep(1.02 - time.time() % 1)  # ranges newer than the filter's second
+    daemon = url_daemon(ctx, filt, "file://%s/{prefix}.txt" % mirror)
+    cl = daemon.client()
+    got = ask_all(cl, ["http://partner.example.com/", "https://www.partner.example.com/a?b=1",
+                       "http://partner.example.com/phish/login", "http://both.example.org/page",
+                       "http://other.example.com/", "http://bad.example.org/x",
+                       "http://unlisted.example.net/"])
+    eq(got, {"http://partner.example.com/": "SAFE",
+             "https://www.partner.example.com/a?b=1": "SAFE",
+             "http://partner.example.com/phish/login": "SAFE",
+             "http://both.example.org/page": "SAFE",
+             "http://other.example.com/": "BLOCKED malware example.com/",
+             "http://bad.example.org/x": "BLOCKED phishing bad.example.org/x",
+             "http://unlisted.example.net/": "SAFE"}, "answers")
+    st = cl.stats()
+    eq((st["url_allowed"], st["url_safe"], st["url_blocked"]), (4, 5, 2), "url_allowed")
+    cl.close()
+    daemon.stop_ok()
+
+
+@test
 def blocked_and_safe_nginx(ctx):
     s = urlset()
     port = ctx.nginx(s.mirror)

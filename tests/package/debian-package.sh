@@ -93,9 +93,10 @@ expect breachd /usr/sbin/breachd /usr/bin/breachctl \
   /usr/share/doc/breachd/README.md /usr/share/doc/breachd/privacy.md \
   /usr/libexec/breachd/check-password /usr/libexec/breachd/samba-check-password \
   /usr/share/man/man1/breachctl.1.gz /usr/share/man/man5/breachd.conf.5.gz \
-  /usr/share/man/man8/breachd.8.gz
+  /usr/share/man/man8/breachd.8.gz /etc/init.d/breachd
 expect libpam-breachd "/lib/$multiarch/security/pam_breachd.so" \
-  /usr/share/pam-configs/breachd /usr/share/man/man8/pam_breachd.8.gz
+  /usr/share/pam-configs/breachd /usr/share/pam-configs/breachd-login \
+  /usr/share/man/man8/pam_breachd.8.gz
 expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
   /usr/share/man/man8/breachd-squid-helper.8.gz
 expect breachd /usr/share/man/man7/breachd-directories.7.gz
@@ -103,7 +104,7 @@ expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
 expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
 # Every document the man pages name by path is there, uncompressed.
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
-allowed='^/(etc/breachd/|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
+allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
 odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"
@@ -125,7 +126,7 @@ for p in breachd libpam-breachd breachd-squid-helper; do
   dpkg-deb -e "$(deb "$p")" "$ctl/$p"
   dpkg-deb -x "$(deb "$p")" "$tmp/x-$p"
 done
-[ "$(cat "$ctl/breachd/conffiles")" = /etc/breachd/breachd.conf ] ||
+[ "$(sort "$ctl/breachd/conffiles" | tr '\n' ' ')" = "/etc/breachd/breachd.conf /etc/init.d/breachd " ] ||
   fail "breachd's conffiles: $(cat "$ctl/breachd/conffiles" 2>/dev/null)"
 cmp -s "$tmp/x-breachd/etc/breachd/breachd.conf" "$tree/data/breachd.conf.example" ||
   fail "/etc/breachd/breachd.conf is not data/breachd.conf.example"
@@ -140,6 +141,31 @@ dpkg-deb -f "$(deb libpam-breachd)" Depends | grep -q 'libpam-runtime' ||
 profile=$tmp/x-libpam-breachd/usr/share/pam-configs/breachd
 grep -qx 'Default: no' "$profile" || fail "the pam-auth-update profile is not off by default"
 grep -qx 'Password-Type: Primary' "$profile" || fail "the profile is not in the Primary password block"
+# Every profile has what pam-auth-update needs to list and order it.
+for p in breachd breachd-login; do
+  for field in Name Default Priority; do
+    grep -q "^$field: ." "$tmp/x-libpam-breachd/usr/share/pam-configs/$p" || fail "profile $p has no $field:"
+  done
+done
+# pam_breachd(8) quotes both profiles as shipped (a file, not a pipe into
+# grep -q: under pipefail a sed killed by SIGPIPE would fail the check).
+sed 's/\\-/-/g' "$tree/docs/pam_breachd.8" >"$tmp/pam_breachd.8.txt"
+for p in breachd breachd-login; do
+  while IFS= read -r l; do
+    grep -qxF "$l" "$tmp/pam_breachd.8.txt" || fail "pam_breachd(8) does not quote '$l' of profile $p"
+  done <"$tmp/x-libpam-breachd/usr/share/pam-configs/$p"
+done
+login=$tmp/x-libpam-breachd/usr/share/pam-configs/breachd-login
+grep -qx 'Default: no' "$login" || fail "the login profile is not off by default"
+grep -qx 'Auth-Type: Additional' "$login" && grep -qx 'Account-Type: Additional' "$login" ||
+  fail "the login profile is not in the Additional auth and account blocks"
+# The System V init script: executable, LSB header, registered by postinst.
+init=$tmp/x-breachd/etc/init.d/breachd
+[ -x "$init" ] && sh -n "$init" || fail "/etc/init.d/breachd: not an executable shell script"
+grep -q '^### BEGIN INIT INFO' "$init" || fail "/etc/init.d/breachd has no LSB header"
+grep -q 'update-rc.d breachd defaults' "$ctl/breachd/postinst" || fail "postinst does not register the init script"
+grep -q 'invoke-rc.d --skip-systemd-native breachd' "$ctl/breachd/postinst" ||
+  fail "postinst does not start the daemon through the init script where systemd is not PID 1"
 for s in "$ctl"/*/preinst "$ctl"/*/postinst "$ctl"/*/prerm "$ctl"/*/postrm; do
   [ -e "$s" ] || continue
   sh -n "$s" || fail "$s: shell syntax"
@@ -154,7 +180,7 @@ grep -q "restart.*breachd.socket\|_dh_action 'breachd.socket'" "$ctl/breachd/pos
 grep -q 'rm -rf "${DPKG_ROOT:-}/var/cache/breachd"' "$ctl/breachd/postrm" || fail "postrm does not purge the cache"
 grep -E '(rm|rmdir|find)[^#]*var/lib/breachd/' "$ctl/breachd/postrm" &&
   fail "postrm removes something inside /var/lib/breachd (the admin's filters)"
-grep -q 'pam-auth-update --package --remove breachd' "$ctl/libpam-breachd/prerm" ||
+grep -q 'pam-auth-update --package --remove breachd breachd-login' "$ctl/libpam-breachd/prerm" ||
   fail "libpam-breachd's prerm does not take the module out of the PAM stack"
 grep -q 'pam-auth-update --package' "$ctl/libpam-breachd/postinst" ||
   fail "libpam-breachd's postinst does not register the profile"

@@ -11,7 +11,11 @@
 #     (pamtester, run as passwd runs) refuses a breached password, also when
 #     it is typed after pam_pwquality asked again, and accepts a clean one;
 #   reinstall: the admin's config and the enabled profile stay;
-#   remove: pam_breachd leaves the stack before the module goes;
+#   without systemd: /etc/init.d/breachd makes /run/breachd, starts the
+#     daemon as breachd, reports its status, reloads and stops it;
+#     `pam-auth-update --enable breachd-login` puts the login check into
+#     common-auth and common-account, --disable takes it out;
+#   remove: pam_breachd leaves the stacks before the module goes;
 #   purge: the cache and the config go, the filters in /var/lib/breachd stay.
 #
 # usage (as root, in a private mount and PID namespace: unshare --mount
@@ -104,6 +108,10 @@ step "the units are enabled (breachd.socket, breachd.service)"
 
 step "the PAM profile is registered and off"
 grep -qx breachd /var/lib/pam/seen || fail "pam-auth-update has not seen the breachd profile"
+grep -qx breachd-login /var/lib/pam/seen || fail "pam-auth-update has not seen the breachd-login profile"
+for f in common-auth common-account; do
+  ! grep -q pam_breachd "/etc/pam.d/$f" || fail "installing libpam-breachd put pam_breachd in $f"
+done
 cmp -s /tmp/pkgtest/stack.before "$stack" || fail "installing libpam-breachd changed $stack"
 
 step "the installed programs run; the shipped config is valid"
@@ -196,9 +204,44 @@ cmp -s /tmp/pkgtest/conf.admin /etc/breachd/breachd.conf || fail "the reinstall 
 grep -q '^password.*pam_breachd.so' "$stack" || fail "the reinstall took pam_breachd out of $stack"
 stop_daemon
 
+step "without systemd: /etc/init.d/breachd start, status, reload, stop"
+rm -rf /run/breachd # a boot: /run is empty
+quiet /etc/init.d/breachd start
+expect_dir /run/breachd 755 breachd:breachd
+pid=$(cat /run/breachd/breachd.pid) || fail "no pid file"
+[ "$(stat -c %U "/proc/$pid")" = breachd ] || fail "breachd runs as $(stat -c %U "/proc/$pid")"
+[ "$(breachctl ping)" = PONG ] || fail "breachctl ping (init script)"
+quiet /etc/init.d/breachd status
+quiet /etc/init.d/breachd start # already running: fine, no second daemon
+[ "$(cat /run/breachd/breachd.pid)" = "$pid" ] || fail "a second start replaced the daemon"
+quiet /etc/init.d/breachd reload
+for _ in $(seq 100); do
+  [ "$(breachctl stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])')" = 1 ] && break
+  sleep 0.1
+done
+[ "$(breachctl stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])')" = 1 ] ||
+  fail "/etc/init.d/breachd reload did not reload"
+quiet /etc/init.d/breachd stop
+! kill -0 "$pid" 2>/dev/null || fail "breachd still runs after /etc/init.d/breachd stop"
+[ ! -e /run/breachd/breachd.pid ] || fail "the pid file is left behind"
+rc=0; /etc/init.d/breachd status >/dev/null 2>&1 || rc=$?
+[ "$rc" = 3 ] || fail "status of a stopped daemon: exit $rc, want 3"
+
+step "pam-auth-update --enable breachd-login: the login check in common-auth and common-account"
+quiet pam-auth-update --enable breachd-login
+grep -q '^auth.*pam_breachd.so' /etc/pam.d/common-auth || fail "pam_breachd is not in common-auth"
+grep -q '^account.*required.*pam_breachd.so' /etc/pam.d/common-account || fail "pam_breachd is not in common-account"
+quiet pam-auth-update --disable breachd-login
+for f in common-auth common-account; do
+  ! grep -q pam_breachd "/etc/pam.d/$f" || fail "--disable breachd-login left pam_breachd in $f"
+done
+quiet pam-auth-update --enable breachd-login
+
 step "remove libpam-breachd: the module leaves the stack"
 quiet dpkg -r libpam-breachd
-! grep -q pam_breachd "$stack" || fail "pam_breachd is still in $stack"
+for f in "$stack" /etc/pam.d/common-auth /etc/pam.d/common-account; do
+  ! grep -q pam_breachd "$f" || fail "pam_breachd is still in $f"
+done
 [ ! -e "/lib/$multiarch/security/pam_breachd.so" ] || fail "pam_breachd.so is still there"
 if command -v pamtester >/dev/null; then
   rc=0; out=$(passwd_as_pkgtest "$old" "Other-$good" "Other-$good") || rc=$?
