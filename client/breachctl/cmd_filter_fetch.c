@@ -593,6 +593,7 @@ int filter_rollback_cmd(const ctl_globals *g, int argc, char **argv)
         return EXIT_ERROR;
     }
     printf("%s: the previous file is back in place\n", argv[first]);
+    record_installed(argv[first]); /* the hash breachd's RELOAD then skips */
     if (!no_reload && reload(sock ? sock : g->socket_path) == 1)
         return EXIT_ERROR;
     return 0;

@@ -115,5 +115,27 @@ def reload_of_a_replaced_file_hashes_it(ctx):
     d.stop_ok()
 
 
+@test
+def fetch_and_rollback_write_the_record(ctx):
+    """filter fetch records the file it installs, filter rollback the file
+    it puts back: breachd's next start does not hash either."""
+    sec, pub = fleetfx.keypair(ctx)
+    root = ctx.path("www")
+    ng = fleetfx.publisher(ctx, root)
+    os.mkdir(ctx.path("host"))
+    live = ctx.path("host", "p.bfuse")
+    args = ["--url", ng.url("p.bfuse"), "--pubkey", pub, "--output", live, "--no-reload"]
+    for gen in (1, 2):
+        keys = fleetfx.passwords("f%d" % gen, 300)
+        built = fleetfx.build(ctx, ctx.path("g%d.bfuse" % gen), keys, gen, sign=sec)
+        fleetfx.publish(built, root, "p.bfuse")
+        fleetfx.fetch(ctx, *args)
+        info = ctx.breachctl("filter", "info", live).stdout
+        check("verified record:   valid" in info, "after the fetch of %d: %s" % (gen, info))
+    ctx.breachctl("filter", "rollback", "--no-reload", live)
+    info = ctx.breachctl("filter", "info", live).stdout
+    check("generation:        1" in info and "verified record:   valid" in info, info)
+
+
 if __name__ == "__main__":
     dtest.main()
