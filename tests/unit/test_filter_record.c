@@ -82,7 +82,8 @@ static void flip_byte(const char *path, long off)
         assert_int_equal(fputc(c ^ 0x01, w), c ^ 0x01);
         assert_int_equal(fflush(w), 0);
         assert_int_equal(stat(path, &st1), 0);
-    } while (st1.st_mtim.tv_sec == st0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
+    } while (st1.st_mtim.tv_sec == st0.st_mtim.tv_sec &&
+             st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
     fclose(w);
 }
 
@@ -129,9 +130,9 @@ static void test_flipped_bit_refused(void **state)
     assert_int_equal(open_trusting(path, &at, &err), -EINVAL);
     struct stat now;
     assert_int_equal(stat(path, &now), 0);
-    assert_int_equal(br_filter_record_check(path, &now, &(br_filter_header){0}, (long)geteuid(),
-                                            NULL, &err),
-                     -ESTALE);
+    assert_int_equal(
+        br_filter_record_check(path, &now, &(br_filter_header){0}, (long)geteuid(), NULL, &err),
+        -ESTALE);
     assert_non_null(strstr(err.text, "ctime"));
     free(path);
     tu_rmrf(dir);
