@@ -422,7 +422,6 @@ static int verify_body(br_filter_file *f, const char *path, bool trust_record, l
         return 0;
     }
     uint8_t sum[32];
-    (void)madvise(f->map, f->size, MADV_SEQUENTIAL); /* read ahead while hashing */
     int r = body_checksum(f->map + BR_FILTER_HEADER_SIZE, f->size - BR_FILTER_HEADER_SIZE, sum);
     if (r < 0)
         return br_error_set(err, r, "%s: SHA-256 failed", path);
@@ -460,9 +459,6 @@ static int open_file(const char *path, bool trust_record, long also_uid, br_filt
         return br_error_set(err, -errno, "%s: mmap: %s", path, strerror(errno));
     f->map = map;
     guard_add(f); /* a truncation while it is verified is caught too */
-    /* Lookups are random probes: don't let readahead drag in neighbours
-     * (nor read megabytes around the header of a file that is not hashed). */
-    (void)madvise(f->map, f->size, MADV_RANDOM);
 
     int r = br_filter_header_decode(f->map, f->size, &f->hdr, err);
     if (r < 0)
@@ -474,6 +470,7 @@ static int open_file(const char *path, bool trust_record, long also_uid, br_filt
                             (unsigned long long)f->size, (unsigned long long)expect);
     if ((r = verify_body(f, path, trust_record, also_uid, &st, err)) < 0)
         return r;
+    /* Lookups are random probes: don't let readahead drag in neighbours. */
     (void)madvise(f->map, f->size, MADV_RANDOM);
     f->st = st;
     f->fd = fd;
