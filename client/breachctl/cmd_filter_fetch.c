@@ -299,10 +299,29 @@ static void record_installed(const char *path)
                 path, err.text);
 }
 
+/* An installed file that is unchanged but has no valid record (installed
+ * before records, or by hand): hashed once, so that later starts are fast. */
+static void record_if_missing(const char *path)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    br_filter_header h;
+    struct stat st;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+        br_filter_header_decode(raw, sizeof(raw), &h, NULL) < 0)
+        return;
+    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS"); /* breachd(8), ENVIRONMENT */
+    long also = v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+    if (br_filter_record_check(path, &st, &h, also, NULL, NULL) != 0)
+        record_installed(path);
+}
+
 static int install_section(section *s)
 {
     for (size_t i = 0; i < s->n; i++) {
         item *it = &s->items[i];
+        if (!it->new_file)
+            record_if_missing(it->path);
         if (!it->new_file && !it->new_sig)
             continue;
         br_error err = {{0}};

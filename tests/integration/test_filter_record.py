@@ -135,6 +135,13 @@ def fetch_and_rollback_write_the_record(ctx):
     ctx.breachctl("filter", "rollback", "--no-reload", live)
     info = ctx.breachctl("filter", "info", live).stdout
     check("generation:        1" in info and "verified record:   valid" in info, info)
+    # An unchanged file without a record (installed before records, or by
+    # hand): the next fetch that finds nothing new records it.
+    os.unlink(live + ".verified")
+    fleetfx.publish(ctx.path("g1.bfuse"), root, "p.bfuse")
+    fleetfx.fetch(ctx, *args)
+    info = ctx.breachctl("filter", "info", live).stdout
+    check("verified record:   valid" in info, "an unchanged file recorded: " + info)
 
 
 if __name__ == "__main__":
