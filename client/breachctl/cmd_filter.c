@@ -16,9 +16,9 @@
 #include "ctl_opts.h"
 #include "filter_build.h"
 #include "filter_file.h"
-#include "filter_record.h"
 #include "filter_fleet.h"
 #include "filter_info.h"
+#include "filter_record.h"
 #include "filter_url.h"
 #include "hash.h"
 #include "hibp_input.h"
@@ -344,7 +344,6 @@ static int sub_build(int argc, char **argv)
     return pw_filter_build(argc, argv);
 }
 
-/* info FILE and verify FILE: by the file's kind. */
 /* filter info: whether PATH.verified lets breachd skip hashing the body. */
 static void record_info(const char *path)
 {
@@ -376,6 +375,7 @@ static void record_info(const char *path)
         printf("%-18s not used: %s\n", "verified record:", err.text);
 }
 
+/* info FILE and verify FILE: by the file's kind. */
 static int sub_info_verify(int argc, char **argv)
 {
     bool info = strcmp(argv[0], "info") == 0, force = false;
