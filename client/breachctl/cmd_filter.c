@@ -66,9 +66,10 @@ static const ctl_usage filter_usage[] = {
     {"filter info", "[--force] FILE",
      "Prints a filter file's header. --force: also for a file that fails its checks, "
      "each value marked unverified (exit status 2 all the same)."},
-    {"filter verify", "[--pubkey PUB] FILE",
+    {"filter verify", "[--pubkey PUB] [--no-record] FILE",
      "Checks the whole file: exit status 0 when intact (and, with --pubkey, signed "
-     "by that key), 2 with the reason."},
+     "by that key), 2 with the reason. An intact file gets FILE.verified, with which "
+     "breachd starts without hashing it again; --no-record: not."},
     {"filter sign", "--key SECRET FILE",
      "Writes FILE.sig: an Ed25519 signature over the filter's hashes, kind, "
      "generation and build time."},
@@ -176,9 +177,9 @@ static int filter_info(const char *path, bool force)
 }
 
 /* filter verify: the container hashed whole and the kind's reader's checks,
- * then PATH.verified, so that breachd need not hash the body again at its
- * next start (docs/filter-format.md, "Start-up: verification records"). */
-static int filter_verify(const char *path, bool url)
+ * then (record) PATH.verified, so that breachd need not hash the body again
+ * at its next start (docs/filter-format.md, "Start-up: verification records"). */
+static int filter_verify(const char *path, bool url, bool record)
 {
     br_error err = {{0}};
     br_filter_file *file = NULL;
@@ -195,7 +196,7 @@ static int filter_verify(const char *path, bool url)
     const br_filter_header *h = url ? br_urlfilter_header(uf) : br_pwfilter_header(pf);
     printf("%s: OK (%s, %" PRIu64 " keys, generation %" PRIu64 ")\n", path,
            br_filter_kind_name(h->kind), h->key_count, h->generation);
-    if (br_filter_record_write(file, path, &err) < 0)
+    if (record && br_filter_record_write(file, path, &err) < 0)
         fprintf(stderr,
                 "breachctl: note: no verification record written (%s): breachd hashes the "
                 "whole file at each start\n",
@@ -378,7 +379,7 @@ static void record_info(const char *path)
 /* info FILE and verify FILE: by the file's kind. */
 static int sub_info_verify(int argc, char **argv)
 {
-    bool info = strcmp(argv[0], "info") == 0, force = false;
+    bool info = strcmp(argv[0], "info") == 0, force = false, no_record = false;
     const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
     char cmd[32];
     snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
@@ -391,6 +392,7 @@ static int sub_info_verify(int argc, char **argv)
         CTL_IGNORE("socket"),
         CTL_HELP,
         CTL_STR("pubkey", &pubkey),
+        CTL_FLAG("no-record", &no_record),
     };
     int first;
     int r = ctl_getopt(cmd, info ? info_opts : verify_opts,
@@ -406,9 +408,9 @@ static int sub_info_verify(int argc, char **argv)
     if (pubkey && filter_verify_signature(path, pubkey) != 0)
         return EXIT_ERROR;
     if (url_filter_file(path))
-        r = info ? url_filter_info(path, force) : filter_verify(path, true);
+        r = info ? url_filter_info(path, force) : filter_verify(path, true, !no_record);
     else
-        r = info ? filter_info(path, force) : filter_verify(path, false);
+        r = info ? filter_info(path, force) : filter_verify(path, false, !no_record);
     if (r == 0 && info) {
         record_info(path);
         fleet_info_extra(path);
