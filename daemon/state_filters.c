@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "filter/filter_file.h"
+#include "filter/filter_record.h"
 #include "filter/filter_sign.h"
 #include "core/hash.h"
 #include "log.h"
@@ -204,12 +205,23 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
 static int open_owned(const breachd_config *cfg, const char *section, const char *path,
                       br_filter_file **out, br_error *err)
 {
-    int r = br_filter_file_open(path, out, err);
+    int r = br_filter_file_open_trusting(path, also_trusted_uid(), out, err);
     if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(), err)) < 0) {
         br_filter_file_free(*out);
         *out = NULL;
     }
-    return r < 0 ? filter_error(cfg, section, r, err) : 0;
+    if (r < 0)
+        return filter_error(cfg, section, r, err);
+    int64_t at = br_filter_file_record_time(*out);
+    if (at >= 0)
+        bd_log(LOG_INFO, "[%s] filter %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX
+               " of %lld vouches for it",
+               section, path, path, (long long)at);
+    else
+        bd_log(LOG_INFO, "[%s] filter %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX
+               "; `breachctl filter verify` writes one)",
+               section, path, path);
+    return 0;
 }
 
 static int open_pw_member(const breachd_config *cfg, const pw_section *sec,

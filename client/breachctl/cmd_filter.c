@@ -2,11 +2,13 @@
 /* breachctl filter: the subcommand table, the usage texts, and info, verify
  * and query of password filters (build: cmd_filter_build.c) */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,10 +18,12 @@
 #include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_info.h"
+#include "filter/filter_record.h"
 #include "filter_url.h"
 #include "core/hash.h"
 #include "filter/hibp_input.h"
 #include "filter/pwfilter.h"
+#include "filter/urlfilter.h"
 #include "url/url_feed.h"
 #include "core/util.h"
 
@@ -62,9 +66,10 @@ static const ctl_usage filter_usage[] = {
     {"filter info", "[--force] FILE",
      "Prints a filter file's header. --force: also for a file that fails its checks, "
      "each value marked unverified (exit status 2 all the same)."},
-    {"filter verify", "[--pubkey PUB] FILE",
+    {"filter verify", "[--pubkey PUB] [--no-record] FILE",
      "Checks the whole file: exit status 0 when intact (and, with --pubkey, signed "
-     "by that key), 2 with the reason."},
+     "by that key), 2 with the reason. An intact file gets FILE.verified, with which "
+     "breachd starts without hashing it again; --no-record: not."},
     {"filter sign", "--key SECRET FILE",
      "Writes FILE.sig: an Ed25519 signature over the filter's hashes, kind, "
      "generation and build time."},
@@ -171,14 +176,31 @@ static int filter_info(const char *path, bool force)
     return 0;
 }
 
-static int filter_verify(const char *path)
+/* filter verify: the container hashed whole and the kind's reader's checks,
+ * then (record) PATH.verified, so that breachd need not hash the body again
+ * at its next start (docs/filter-format.md, "Start-up: verification records"). */
+static int filter_verify(const char *path, bool url, bool record)
 {
+    br_error err = {{0}};
+    br_filter_file *file = NULL;
     _cleanup_(br_pwfilter_freep) br_pwfilter *pf = NULL;
-    if (open_filter(path, &pf))
+    _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
+    int r = br_filter_file_open(path, &file, &err);
+    if (r == 0 && (r = url ? br_urlfilter_from_file(file, &uf, &err)
+                           : br_pwfilter_from_file(file, &pf, &err)) < 0)
+        br_error_prefix(&err, r, "%s", path);
+    if (r < 0) {
+        ctl_err("%s", err.text[0] ? err.text : strerror(-r));
         return EXIT_ERROR;
-    const br_filter_header *h = br_pwfilter_header(pf);
+    }
+    const br_filter_header *h = url ? br_urlfilter_header(uf) : br_pwfilter_header(pf);
     printf("%s: OK (%s, %" PRIu64 " keys, generation %" PRIu64 ")\n", path,
            br_filter_kind_name(h->kind), h->key_count, h->generation);
+    if (record && br_filter_record_write(file, path, &err) < 0)
+        fprintf(stderr,
+                "breachctl: note: no verification record written (%s): breachd hashes the "
+                "whole file at each start\n",
+                err.text);
     return 0;
 }
 
@@ -323,10 +345,41 @@ static int sub_build(int argc, char **argv)
     return pw_filter_build(argc, argv);
 }
 
+/* filter info: whether PATH.verified lets breachd skip hashing the body. */
+static void record_info(const char *path)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    br_filter_header h;
+    struct stat st;
+    br_error err = {{0}};
+    int64_t at = 0;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+        br_filter_header_decode(raw, sizeof(raw), &h, &err) < 0)
+        return;
+    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS");
+    long also = v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+    int r = br_filter_record_check(path, &st, &h, also, &at, &err);
+    char when[64] = "?";
+    time_t t = (time_t)at;
+    struct tm tm;
+    if (r == 0)
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    if (r == 0)
+        printf("%-18s valid, written %s: breachd does not hash the body at start\n",
+               "verified record:", when);
+    else if (r == -ENOENT)
+        printf("%-18s none: breachd hashes the body at each start (`breachctl filter verify` "
+               "writes one)\n",
+               "verified record:");
+    else
+        printf("%-18s not used: %s\n", "verified record:", err.text);
+}
+
 /* info FILE and verify FILE: by the file's kind. */
 static int sub_info_verify(int argc, char **argv)
 {
-    bool info = strcmp(argv[0], "info") == 0, force = false;
+    bool info = strcmp(argv[0], "info") == 0, force = false, no_record = false;
     const char *pubkey = NULL; /* verify --pubkey PUB: the signature too */
     char cmd[32];
     snprintf(cmd, sizeof(cmd), "filter %s", argv[0]);
@@ -339,6 +392,7 @@ static int sub_info_verify(int argc, char **argv)
         CTL_IGNORE("socket"),
         CTL_HELP,
         CTL_STR("pubkey", &pubkey),
+        CTL_FLAG("no-record", &no_record),
     };
     int first;
     int r = ctl_getopt(cmd, info ? info_opts : verify_opts,
@@ -354,11 +408,13 @@ static int sub_info_verify(int argc, char **argv)
     if (pubkey && filter_verify_signature(path, pubkey) != 0)
         return EXIT_ERROR;
     if (url_filter_file(path))
-        r = info ? url_filter_info(path, force) : url_filter_verify(path);
+        r = info ? url_filter_info(path, force) : filter_verify(path, true, !no_record);
     else
-        r = info ? filter_info(path, force) : filter_verify(path);
-    if (r == 0 && info)
+        r = info ? filter_info(path, force) : filter_verify(path, false, !no_record);
+    if (r == 0 && info) {
+        record_info(path);
         fleet_info_extra(path);
+    }
     return r;
 }
 

@@ -20,6 +20,7 @@
 #include "download/fetch_file.h"
 #include "filter/filter_delta.h"
 #include "filter_fleet.h"
+#include "filter/filter_record.h"
 #include "filter_url.h"
 #include "filter/filter_sign.h"
 #include "core/util.h"
@@ -284,16 +285,51 @@ static int fetch_section(section *s, const fetch_opts *fo)
     return status;
 }
 
+/* PATH.verified for a file just installed, so that the RELOAD and later
+ * starts need not hash it (filter-format.md, "Start-up: verification
+ * records"). Hashed again: the .part was verified before the rename, and a
+ * record names the inode's state after it. A failure only costs breachd a
+ * whole hash at its next load. */
+static void record_installed(const char *path)
+{
+    br_error err = {{0}};
+    _cleanup_(br_filter_file_freep) br_filter_file *f = NULL;
+    if (br_filter_file_open(path, &f, &err) < 0 || br_filter_record_write(f, path, &err) < 0)
+        fprintf(stderr, "breachctl: note: filter fetch: no verification record for %s: %s\n",
+                path, err.text);
+}
+
+/* An installed file that is unchanged but has no valid record (installed
+ * before records, or by hand): hashed once, so that later starts are fast. */
+static void record_if_missing(const char *path)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    br_filter_header h;
+    struct stat st;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
+        br_filter_header_decode(raw, sizeof(raw), &h, NULL) < 0)
+        return;
+    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS"); /* breachd(8), ENVIRONMENT */
+    long also = v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+    if (br_filter_record_check(path, &st, &h, also, NULL, NULL) != 0)
+        record_installed(path);
+}
+
 static int install_section(section *s)
 {
     for (size_t i = 0; i < s->n; i++) {
         item *it = &s->items[i];
+        if (!it->new_file)
+            record_if_missing(it->path);
         if (!it->new_file && !it->new_sig)
             continue;
         br_error err = {{0}};
         if (fetch_install(it->path, it->new_file, it->new_sig, &err) < 0)
             return fail(it, &err, "install failed");
         it->installed = it->new_file;
+        if (it->new_file)
+            record_installed(it->path);
     }
     return 0;
 }
@@ -576,6 +612,7 @@ int filter_rollback_cmd(const ctl_globals *g, int argc, char **argv)
         return EXIT_ERROR;
     }
     printf("%s: the previous file is back in place\n", argv[first]);
+    record_installed(argv[first]); /* the hash breachd's RELOAD then skips */
     if (!no_reload && reload(sock ? sock : g->socket_path) == 1)
         return EXIT_ERROR;
     return 0;

@@ -87,17 +87,6 @@ int url_filter_info(const char *path, bool force)
     return 0;
 }
 
-int url_filter_verify(const char *path)
-{
-    _cleanup_(br_urlfilter_freep) br_urlfilter *uf = NULL;
-    if (open_url_filter(path, &uf))
-        return EXIT_ERROR;
-    const br_filter_header *h = br_urlfilter_header(uf);
-    printf("%s: OK (%s, %" PRIu64 " keys, generation %" PRIu64 ")\n", path,
-           br_filter_kind_name(h->kind), h->key_count, h->generation);
-    return 0;
-}
-
 /* One query: a 64-hex key, or a URL (maybe when any of its expressions is). */
 static int query_one(const br_urlfilter *uf, const char *s, size_t len, bool by_url, bool *maybe,
                      br_error *err)

@@ -22,7 +22,6 @@ void filter_usage_of(FILE *out, const char *name);
 int url_filter_add(int argc, char **argv);
 /* force: filter info --force (filter_info.h). */
 int url_filter_info(const char *path, bool force);
-int url_filter_verify(const char *path);
 /* keys: 64-hex SHA-256 keys, or URLs with by_url; none: read stdin. */
 int url_filter_query(const char *path, int nkeys, char **keys, bool by_url);
 

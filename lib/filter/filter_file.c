@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "filter_file.h"
+#include "filter_record.h"
 #include "core/map_guard.h"
 #include "core/hash.h"
 #include "core/util.h"
@@ -301,6 +302,7 @@ struct br_filter_file {
     const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
     int fd;             /* kept open: br_filter_file_changed() fstats it; -1 for a view */
     struct stat st;     /* the file as it was opened */
+    int64_t record_at;  /* body trusted by a verification record of then; -1: hashed */
 };
 
 /* ---- mappings guarded against truncation (filter_file.h, map_guard.h) ---- */
@@ -402,7 +404,29 @@ out:
     return r;
 }
 
-int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
+/* The body: hashed whole, or (trust_record) vouched for by PATH.verified
+ * when that matches the file as opened (filter_record.h). */
+static int verify_body(br_filter_file *f, const char *path, bool trust_record, long also_uid,
+                       const struct stat *st, br_error *err)
+{
+    br_error ignored = {{0}};
+    int64_t at = 0;
+    if (trust_record &&
+        br_filter_record_check(path, st, &f->hdr, also_uid, &at, &ignored) == 0) {
+        f->record_at = at;
+        return 0;
+    }
+    uint8_t sum[32];
+    int r = body_checksum(f->map + BR_FILTER_HEADER_SIZE, f->size - BR_FILTER_HEADER_SIZE, sum);
+    if (r < 0)
+        return br_error_set(err, r, "%s: SHA-256 failed", path);
+    if (memcmp(sum, f->hdr.body_sha256, 32) != 0 || br_filter_file_damaged(f))
+        return br_error_set(err, -EINVAL, "%s: body checksum mismatch (file corrupted)", path);
+    return 0;
+}
+
+static int open_file(const char *path, bool trust_record, long also_uid, br_filter_file **out,
+                     br_error *err)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -423,6 +447,7 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
         return -ENOMEM;
     f->guard = -1;
     f->fd = -1;
+    f->record_at = -1;
     f->size = (uint64_t)st.st_size;
     void *map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
@@ -438,12 +463,8 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
         return br_error_set(err, -EINVAL, "%s: %s: file is %llu bytes, header says %llu", path,
                             f->size < expect ? "truncated" : "trailing data",
                             (unsigned long long)f->size, (unsigned long long)expect);
-    uint8_t sum[32];
-    r = body_checksum(f->map + BR_FILTER_HEADER_SIZE, f->size - BR_FILTER_HEADER_SIZE, sum);
-    if (r < 0)
-        return br_error_set(err, r, "%s: SHA-256 failed", path);
-    if (memcmp(sum, f->hdr.body_sha256, 32) != 0 || br_filter_file_damaged(f))
-        return br_error_set(err, -EINVAL, "%s: body checksum mismatch (file corrupted)", path);
+    if ((r = verify_body(f, path, trust_record, also_uid, &st, err)) < 0)
+        return r;
     /* Lookups are random probes: don't let readahead drag in neighbours. */
     (void)madvise(f->map, f->size, MADV_RANDOM);
     f->st = st;
@@ -451,6 +472,27 @@ int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
     fd = -1;
     *out = BR_TAKE_PTR(f);
     return 0;
+}
+
+int br_filter_file_open(const char *path, br_filter_file **out, br_error *err)
+{
+    return open_file(path, false, -1, out, err);
+}
+
+int br_filter_file_open_trusting(const char *path, long also_uid, br_filter_file **out,
+                                 br_error *err)
+{
+    return open_file(path, true, also_uid, out, err);
+}
+
+int64_t br_filter_file_record_time(const br_filter_file *f)
+{
+    return f->parent ? br_filter_file_record_time(f->parent) : f->record_at;
+}
+
+const struct stat *br_filter_file_stat(const br_filter_file *f)
+{
+    return f->parent ? br_filter_file_stat(f->parent) : &f->st;
 }
 
 int br_filter_file_view(const br_filter_file *parent, uint64_t offset, uint64_t len,
@@ -464,6 +506,7 @@ int br_filter_file_view(const br_filter_file *parent, uint64_t offset, uint64_t 
         return -ENOMEM;
     f->guard = -1;
     f->fd = -1;
+    f->record_at = -1;
     f->parent = parent;
     f->map = parent->map + offset;
     f->size = len;

@@ -86,6 +86,21 @@ typedef struct br_filter_file br_filter_file;
  * range, both SHA-256 sums, file size. Any failure is -EINVAL (or -errno for
  * I/O) with the reason in err; nothing of a refused file is kept. */
 int br_filter_file_open(const char *path, br_filter_file **out, br_error *err);
+/* As br_filter_file_open, but the body is not hashed when PATH.verified
+ * (filter_record.h) matches the file as opened: its inode, size, mtime,
+ * ctime and header checksum, the record belonging to root (or also_uid,
+ * when >= 0) and not group- or world-writable. Otherwise the body is hashed
+ * as br_filter_file_open does. breachd opens its filters this way, so that
+ * start-up does not read a multi-GB body (docs/filter-format.md,
+ * "Start-up: verification records"). */
+int br_filter_file_open_trusting(const char *path, long also_uid, br_filter_file **out,
+                                 br_error *err);
+/* When the record that vouched for f's body was written (seconds since the
+ * epoch), or -1 when the body was hashed at the open. */
+int64_t br_filter_file_record_time(const br_filter_file *f);
+/* The file as it was opened (fstat of the open descriptor). */
+struct stat;
+const struct stat *br_filter_file_stat(const br_filter_file *f);
 void br_filter_file_free(br_filter_file *f);
 BR_DEFINE_FREEP(br_filter_file, br_filter_file_free)
 

@@ -206,8 +206,9 @@ expect 2 "verify takes no --force" "$ctl" filter verify --force "$tmp/e.bfuse"
 
 # --- fixtures stay readable
 for f in "$src"/data/fixtures/*.bfuse; do
-  expect 0 "verify fixture $(basename "$f")" "$ctl" filter verify "$f"
+  expect 0 "verify fixture $(basename "$f")" "$ctl" filter verify --no-record "$f"
 done
+ls "$src"/data/fixtures | grep -q '\.verified$' && bad "--no-record left a record beside the fixtures" || ok
 
 # --- usage errors
 expect 2 "bad query key" "$ctl" filter query "$tmp/a.bfuse" 1234

@@ -100,7 +100,7 @@ for dir in "$tmp/ranges" "$tmp/ranges-new"; do
 done
 [ ! -e "$tmp/ranges-new" ] && ok || bad "secret refusal created the ranges dir"
 same "$(tree_sums "$tmp/ranges")" "$sums" "secret refusal left the ranges dir alone"
-same "$(ls -A "$tmp/o")" "u.bbf" "secret refusal: no temporary left"
+same "$(ls -A "$tmp/o")" $'u.bbf\nu.bbf.verified' "secret refusal: no temporary left (the record of filter verify beside the filter)"
 printf 'mailto:jane@example.org\n' >"$tmp/mailto.txt"
 expect 2 "mailto refusal" "$ctl" filter build --kind url-sha256 --output "$tmp/o/s.bbf" --input "$tmp/mailto.txt"
 contains "$tmp/err" "$tmp/mailto.txt:1: secret-class data (e-mail address) is never indexed" "mailto message"
