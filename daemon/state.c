@@ -472,30 +472,23 @@ bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
     return false;
 }
 
-/* An offline [urls] set: the same checks over its files. */
-static bool url_offline_intact(bd_state *s, uint64_t now)
+/* The [urls] filter, a Bloom set or an offline one. */
+static bool url_damaged(const bd_state *s)
 {
-    if (recently_intact(&s->url_ok, now) && !br_pwfilter_damaged(s->urloffline))
-        return true;
-    if (!br_pwfilter_changed(s->urloffline) && !br_pwfilter_damaged(s->urloffline)) {
-        s->url_ok = now;
-        return true;
-    }
-    if (!s->told_url) {
-        s->told_url = true;
-        tell_damage("URL", "URL", s->cfg->urls.filter);
-    }
-    return false;
+    return s->urloffline ? br_pwfilter_damaged(s->urloffline) : br_urlfilter_damaged(s->urlfilter);
+}
+
+static bool url_changed(const bd_state *s)
+{
+    return s->urloffline ? br_pwfilter_changed(s->urloffline) : br_urlfilter_changed(s->urlfilter);
 }
 
 bool bd_state_url_intact(bd_state *s)
 {
     uint64_t now = batch_now ? batch_now : br_now_ns();
-    if (s->urloffline)
-        return url_offline_intact(s, now);
-    if (!s->urlfilter || (recently_intact(&s->url_ok, now) && !br_urlfilter_damaged(s->urlfilter)))
+    if ((!s->urlfilter && !s->urloffline) || (recently_intact(&s->url_ok, now) && !url_damaged(s)))
         return true;
-    if (!br_urlfilter_changed(s->urlfilter) && !br_urlfilter_damaged(s->urlfilter)) {
+    if (!url_changed(s) && !url_damaged(s)) {
         s->url_ok = now;
         return true;
     }

@@ -11,60 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "proto/client.h"
+#include "proto/client_text.h"
 #include "dirmod.h"
 #include "core/util.h"
 #include "similar/similar.h"
-
-/* Text from breachd or the client library, for a log line: printable
- * ASCII only, and a run of 16 or more hex digits (a hash or part of one,
- * should a peer ever echo it) replaced by "[hex]". */
-static void safe_text(const char *in, char *out, size_t size)
-{
-    size_t o = 0;
-    for (size_t i = 0; in[i] && o + 1 < size;) {
-        size_t run = 0;
-        while (br_hexval((unsigned char)in[i + run]) >= 0)
-            run++;
-        if (run >= 16) {
-            int w = snprintf(out + o, size - o, "[hex]");
-            o = w < 0 || (size_t)w >= size - o ? size - 1 : o + (size_t)w;
-            i += run;
-            continue;
-        }
-        for (size_t k = 0; k < (run ? run : 1) && o + 1 < size; k++, i++) {
-            unsigned char c = (unsigned char)in[i];
-            out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-        }
-    }
-    out[o] = '\0';
-}
-
-/* The first word of an answer's detail (an UNKNOWN reason, an ERR code). */
-static void first_word(const char *in, char *out, size_t size)
-{
-    char tmp[48];
-    size_t n = strcspn(in, " ");
-    snprintf(tmp, sizeof(tmp), "%.*s", (int)(n < sizeof(tmp) - 1 ? n : sizeof(tmp) - 1), in);
-    safe_text(tmp[0] ? tmp : "no reason given", out, size);
-}
-
-static const char *error_reason(int r)
-{
-    switch (r) {
-    case -ENOENT:
-    case -ECONNREFUSED:
-        return "breachd is not running";
-    case -EACCES:
-    case -EPERM:
-        return "no permission to use breachd's socket";
-    case -ETIMEDOUT:
-        return "no answer in time";
-    default:
-        return "cannot talk to breachd";
-    }
-}
 
 static int64_t now_ms(void)
 {
@@ -88,8 +39,9 @@ void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *ou
     if (r < 0) {
         char detail[160];
         out->kind = DM_ERROR;
-        safe_text(err.text[0] ? err.text : strerror(-r), detail, sizeof(detail));
-        snprintf(out->reason, sizeof(out->reason), "%s (%.140s)", error_reason(r), detail);
+        br_client_safe_text(err.text[0] ? err.text : strerror(-r), detail, sizeof(detail));
+        snprintf(out->reason, sizeof(out->reason), "%s (%.140s)", br_client_failure_reason(r),
+                 detail);
     } else if (a.kind == BR_ANSWER_CLEAN) {
         out->kind = DM_CLEAN;
     } else if (a.kind == BR_ANSWER_PWNED) {
@@ -97,11 +49,11 @@ void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *ou
         out->count = a.count;
     } else if (a.kind == BR_ANSWER_UNKNOWN) {
         out->kind = DM_UNKNOWN;
-        first_word(a.detail, out->reason, sizeof(out->reason));
+        br_client_first_word(a.detail, out->reason, sizeof(out->reason));
     } else {
         char code[48];
         out->kind = DM_ERROR;
-        first_word(a.detail, code, sizeof(code));
+        br_client_first_word(a.detail, code, sizeof(code));
         snprintf(out->reason, sizeof(out->reason), "unexpected answer %s %s",
                  br_answer_kind_name(a.kind), a.kind == BR_ANSWER_ERROR ? code : "");
     }

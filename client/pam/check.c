@@ -7,74 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "proto/client.h"
+#include "proto/client_text.h"
 #include "pam_breachd.h"
 #include "core/util.h"
-
-/* Copy text that came from the daemon or the client library into out for a
- * message: printable ASCII only, and any run of 16 or more hex digits (a
- * hash or part of one, should a peer ever echo it) replaced by "[hex]". */
-static void safe_text(const char *in, char *out, size_t size)
-{
-    size_t o = 0;
-    for (size_t i = 0; in[i] && o + 1 < size;) {
-        size_t run = 0;
-        while (br_hexval((unsigned char)in[i + run]) >= 0)
-            run++;
-        if (run >= 16) {
-            int w = snprintf(out + o, size - o, "[hex]");
-            o = w < 0 || (size_t)w >= size - o ? size - 1 : o + (size_t)w;
-            i += run;
-            continue;
-        }
-        if (run == 0)
-            run = 1;
-        for (size_t k = 0; k < run && o + 1 < size; k++, i++) {
-            unsigned char c = (unsigned char)in[i];
-            out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-        }
-    }
-    out[o] = '\0';
-}
-
-/* The first word of a daemon answer's detail (an UNKNOWN reason, an ERR
- * code), sanitized. */
-static void first_word(const char *in, char *out, size_t size)
-{
-    char tmp[64];
-    size_t n = strcspn(in, " ");
-    snprintf(tmp, sizeof(tmp), "%.*s", (int)BR_MIN(n, sizeof(tmp) - 1), in);
-    safe_text(tmp[0] ? tmp : "no reason given", out, size);
-}
 
 static int64_t now_ms(void)
 {
     return (int64_t)(br_now_ns() / 1000000u);
 }
 
-/* A short reason for the user, from a client library failure. */
-static const char *error_reason(int r)
-{
-    switch (r) {
-    case -ENOENT:
-    case -ECONNREFUSED:
-        return "breachd is not running";
-    case -EACCES:
-    case -EPERM:
-        return "no permission to use breachd's socket";
-    case -ETIMEDOUT:
-        return "no answer in time";
-    default:
-        return "cannot talk to breachd";
-    }
-}
-
 /* An answer that is neither a verdict nor (for PING) PONG. */
 static void unexpected(const br_answer *a, pb_outcome *out)
 {
     char code[64];
-    first_word(a->detail, code, sizeof(code));
+    br_client_first_word(a->detail, code, sizeof(code));
     out->v = PB_ERROR;
     snprintf(out->reason, sizeof(out->reason), "breachd answered %s",
              a->kind == BR_ANSWER_ERROR ? code : "something unexpected");
@@ -100,8 +47,9 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
     }
     if (r < 0) {
         out->v = PB_ERROR;
-        snprintf(out->reason, sizeof(out->reason), "%s", error_reason(r));
-        safe_text(err.text[0] ? err.text : strerror(-r), out->detail, sizeof(out->detail));
+        snprintf(out->reason, sizeof(out->reason), "%s", br_client_failure_reason(r));
+        br_client_safe_text(err.text[0] ? err.text : strerror(-r), out->detail,
+                            sizeof(out->detail));
         return;
     }
     if (a.kind == BR_ANSWER_CLEAN || (a.kind == BR_ANSWER_OTHER && !password)) {
@@ -111,7 +59,7 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
         out->count = a.count;
     } else if (a.kind == BR_ANSWER_UNKNOWN) {
         out->v = PB_UNKNOWN;
-        first_word(a.detail, out->reason, sizeof(out->reason));
+        br_client_first_word(a.detail, out->reason, sizeof(out->reason));
     } else {
         unexpected(&a, out);
     }
