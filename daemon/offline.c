@@ -60,16 +60,9 @@ bool bd_offline_urls_configured(const breachd_config *cfg)
     size_t n;
     if (!cfg->urls.filter[0] || breachd_config_list_split(cfg->urls.filter, &paths, &n) < 0)
         return false;
-    bool offline = false;
-    int fd = n ? open(paths[0], O_RDONLY | O_CLOEXEC) : -1;
-    if (fd >= 0) {
-        uint8_t raw[BR_FILTER_HEADER_SIZE];
-        br_filter_header h;
-        offline = pread(fd, raw, sizeof(raw), 0) == (ssize_t)sizeof(raw) &&
-                  br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
-                  h.algorithm == BR_ALGO_FUSE_OFFLINE;
-        close(fd);
-    }
+    br_filter_header h;
+    bool offline =
+        n && br_filter_header_read(paths[0], &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE;
     breachd_config_list_free(paths, n);
     return offline;
 }

@@ -25,10 +25,9 @@ typedef struct pw_section {
 static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br_error *err)
 {
     const char *name = br_filter_kind_name(kind);
-    return br_error_set(err, -EINVAL,
-                        "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
-                        sec->name, path, name ? name : "?", sec->verb,
-                        br_filter_kind_name(sec->kind));
+    return br_error_set(
+        err, -EINVAL, "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
+        sec->name, path, name ? name : "?", sec->verb, br_filter_kind_name(sec->kind));
 }
 
 /* The kind of an intact header, before the full open: a filter of another
@@ -36,16 +35,9 @@ static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br
  * first algorithm field the password filter reader does not expect. */
 static int check_kind_first(const pw_section *sec, const char *path, br_error *err)
 {
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0; /* the open below says why */
-    ssize_t n = pread(fd, raw, sizeof(raw), 0);
-    close(fd);
     br_filter_header h;
-    br_error ignored = {{0}};
-    if (n != (ssize_t)sizeof(raw) || br_filter_header_decode(raw, sizeof(raw), &h, &ignored) < 0)
-        return 0;
+    if (br_filter_header_read(path, &h) < 0)
+        return 0; /* the open below says why */
     return h.kind == sec->kind ? 0 : wrong_kind(sec, path, h.kind, err);
 }
 
@@ -106,8 +98,8 @@ static int check_signature(const breachd_config *cfg, const char *section, const
 static int check_role(const char *path, size_t index, const br_filter_header *h, br_error *err)
 {
     if (index == 0 && h->role != BR_ROLE_FULL)
-        return br_error_set(err, -EINVAL,
-                            "%s: a delta, not a full filter: name its base before it", path);
+        return br_error_set(err, -EINVAL, "%s: a delta, not a full filter: name its base before it",
+                            path);
     return 0;
 }
 
@@ -214,19 +206,21 @@ static int open_owned(const breachd_config *cfg, const char *section, const char
         return filter_error(cfg, section, r, err);
     int64_t at = br_filter_file_record_time(*out);
     if (at >= 0)
-        bd_log(LOG_INFO, "[%s] filter %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX
+        bd_log(LOG_INFO,
+               "[%s] filter %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX
                " of %lld vouches for it",
                section, path, path, (long long)at);
     else
-        bd_log(LOG_INFO, "[%s] filter %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX
+        bd_log(LOG_INFO,
+               "[%s] filter %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX
                "; `breachctl filter verify` writes one)",
                section, path, path);
     return 0;
 }
 
-static int open_pw_member(const breachd_config *cfg, const pw_section *sec,
-                          const br_sign_key *key, const char *path, size_t index,
-                          br_pwfilter **out, bd_filter_ids *ids, br_error *err)
+static int open_pw_member(const breachd_config *cfg, const pw_section *sec, const br_sign_key *key,
+                          const char *path, size_t index, br_pwfilter **out, bd_filter_ids *ids,
+                          br_error *err)
 {
     int r = check_kind_first(sec, path, err);
     if (r < 0)
@@ -276,8 +270,8 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
             r = filter_error(cfg, sec->name, attach_error(paths[i], r, err), err);
     }
     if (r == 0 && br_pwfilter_header(set)->key_count == 0)
-        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached",
-               sec->name, sec->list);
+        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached", sec->name,
+               sec->list);
     breachd_config_list_free(paths, n);
     if (r < 0)
         return r;
@@ -331,19 +325,18 @@ int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_fil
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);
         *out = NULL;
-        r = filter_error(cfg, "passwords",
-                         br_error_set(err, -EINVAL, "%s: not an offline filter",
-                                      cfg->passwords.similar_filter),
-                         err);
+        r = filter_error(
+            cfg, "passwords",
+            br_error_set(err, -EINVAL, "%s: not an offline filter", cfg->passwords.similar_filter),
+            err);
     }
     return r < 0 ? similar_error(cfg, r, err) : r;
 }
 
-int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
-                                 bd_filter_ids *ids, br_error *err)
+int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                                 br_error *err)
 {
-    const pw_section sec = {"urls", "URL", cfg->urls.filter, cfg->urls.pubkey,
-                            BR_KIND_URL_SHA256};
+    const pw_section sec = {"urls", "URL", cfg->urls.filter, cfg->urls.pubkey, BR_KIND_URL_SHA256};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);

@@ -45,7 +45,6 @@ int fleet_url_set_open(const char *cmd, const char *const *paths, size_t n, br_u
 
 /* ---- merge ---- */
 
-
 bool fleet_merge_requested(int argc, char **argv)
 {
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
@@ -163,8 +162,9 @@ int filter_merge_cmd(int argc, char **argv)
     char *one[1] = {(char *)output};
     if (merge_check_set(cmd, one, 1, &k2, &merged))
         return EXIT_ERROR;
-    fprintf(stderr, "wrote %s: %s, %" PRIu64 " keys in one layered file (generation %" PRIu64
-            "), %" PRIu64 " bytes; deltas may now name it with --base\n",
+    fprintf(stderr,
+            "wrote %s: %s, %" PRIu64 " keys in one layered file (generation %" PRIu64 "), %" PRIu64
+            " bytes; deltas may now name it with --base\n",
             output, br_filter_kind_name(kind), merged.key_count, merged.generation, bytes);
     return 0;
 }
@@ -173,18 +173,15 @@ int filter_merge_cmd(int argc, char **argv)
 
 void fleet_info_extra(const char *path)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
     br_filter_header h;
-    if (fd < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
-        br_filter_header_decode(raw, sizeof(raw), &h, NULL) < 0)
+    if (br_filter_header_read(path, &h) < 0)
         return;
     if (h.role == BR_ROLE_DELTA) {
         printf("%-18s delta: holds only keys its base does not answer maybe for\n", "role:");
         ctl_print_hex("base body sha256:", h.base_body_sha256, 32);
     } else if (h.algorithm == BR_ALGO_LAYERS) {
-        printf("%-18s full, %u layers (a base and its deltas, merged)\n", "role:",
-               br_load_le32(h.params));
+        printf("%-18s full, %u layers (a base and its deltas, merged)\n",
+               "role:", br_load_le32(h.params));
     }
     _cleanup_free_ char *sig = br_filter_sig_path(path);
     printf("%-18s %s\n", "signature:", sig && access(sig, F_OK) == 0 ? sig : "none");

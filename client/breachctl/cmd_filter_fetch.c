@@ -70,8 +70,11 @@ static int fetch_sig(item *it, const fetch_opts *fo, br_error *err)
         return -ENOMEM;
     struct stat st;
     bool have = !it->new_file && stat(it->sig, &st) == 0;
-    br_fetch_opts o = {.url = url, .have = have ? &it->st.sig : NULL, .max_bytes = 4096,
-                       .ca_file = fo->ca_file, .connect_timeout_ms = (uint32_t)fo->connect_ms,
+    br_fetch_opts o = {.url = url,
+                       .have = have ? &it->st.sig : NULL,
+                       .max_bytes = 4096,
+                       .ca_file = fo->ca_file,
+                       .connect_timeout_ms = (uint32_t)fo->connect_ms,
                        .stall_timeout_ms = (uint32_t)fo->stall_ms};
     br_fetch_result res;
     int r = br_fetch_file(it->sig_new, &o, &res, err);
@@ -83,8 +86,6 @@ static int fetch_sig(item *it, const fetch_opts *fo, br_error *err)
         unlink(it->sig_new);
     return 0;
 }
-
-static int read_header(const char *path, br_filter_header *h);
 
 /* Download what changed of one filter. A failure keeps a partial body and
  * its validators for the next run (not when its header was refused), and
@@ -104,14 +105,17 @@ static int fetch_item(item *it, const fetch_opts *fo, uint32_t kind, br_error *e
     struct stat st;
     it->have_file = stat(it->path, &st) == 0 && S_ISREG(st.st_mode);
     it->head.kind = kind;
-    it->head.have_old = it->have_file && read_header(it->path, &it->head.old) == 0;
+    it->head.have_old = it->have_file && br_filter_header_read(it->path, &it->head.old) == 0;
     bool partial = lstat(it->part, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
     it->resumed_at = partial ? (uint64_t)st.st_size : 0;
-    br_fetch_opts o = {.url = it->url, .have = it->have_file ? &it->st.file : NULL,
-                       .partial = partial ? &it->st.part : NULL, .ca_file = fo->ca_file,
+    br_fetch_opts o = {.url = it->url,
+                       .have = it->have_file ? &it->st.file : NULL,
+                       .partial = partial ? &it->st.part : NULL,
+                       .ca_file = fo->ca_file,
                        .connect_timeout_ms = (uint32_t)fo->connect_ms,
                        .stall_timeout_ms = (uint32_t)fo->stall_ms,
-                       .check_head = fetch_head_check, .check_ctx = &it->head,
+                       .check_head = fetch_head_check,
+                       .check_ctx = &it->head,
                        .head_len = BR_FILTER_HEADER_SIZE};
     br_fetch_result res;
     r = br_fetch_file(it->part, &o, &res, err);
@@ -149,15 +153,6 @@ static int read_sig(const char *path, uint8_t *buf, size_t *len, br_error *err)
     *len = fread(buf, 1, BR_SIG_SIZE + 1, f);
     fclose(f);
     return 0;
-}
-
-static int read_header(const char *path, br_filter_header *h)
-{
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return -EIO;
-    return br_filter_header_decode(raw, sizeof(raw), h, NULL);
 }
 
 /* The file that will serve (new or installed) and its signature (new or
@@ -233,7 +228,7 @@ static int verify_set(const section *s)
     const char *path = NULL;
     for (size_t i = 0; i < s->n && r == 0; i++) {
         path = s->items[i].new_file ? s->items[i].part : s->items[i].path;
-        r = read_header(path, &h);
+        r = br_filter_header_read(path, &h);
         if (r < 0)
             r = br_error_set(&err, r, "cannot read its header");
         else if (i == 0 && h.role != BR_ROLE_FULL)
@@ -295,8 +290,8 @@ static void record_installed(const char *path)
     br_error err = {{0}};
     _cleanup_(br_filter_file_freep) br_filter_file *f = NULL;
     if (br_filter_file_open(path, &f, &err) < 0 || br_filter_record_write(f, path, &err) < 0)
-        fprintf(stderr, "breachctl: note: filter fetch: no verification record for %s: %s\n",
-                path, err.text);
+        fprintf(stderr, "breachctl: note: filter fetch: no verification record for %s: %s\n", path,
+                err.text);
 }
 
 /* An installed file that is unchanged but has no valid record (installed
@@ -376,8 +371,10 @@ static int reload(const char *socket_path)
     br_error err = {{0}};
     _cleanup_(br_client_freep) br_client *c = NULL;
     if (br_client_connect(socket_path, 5000, &c, &err) < 0) {
-        fprintf(stderr, "breachctl: note: breachd not reachable (%s): it loads the new filters "
-                        "when it starts\n", err.text);
+        fprintf(stderr,
+                "breachctl: note: breachd not reachable (%s): it loads the new filters "
+                "when it starts\n",
+                err.text);
         return 2;
     }
     br_client_set_timeout(c, RELOAD_TIMEOUT_MS);
@@ -528,9 +525,12 @@ int filter_fetch_cmd(const ctl_globals *g, int argc, char **argv)
     uint64_t timeout_s = 60;
     fetch_opts fo = {0};
     const ctl_opt opts[] = {
-        CTL_STR("url", &url),          CTL_STR("pubkey", &pubkey),
-        CTL_STR("output", &output),    CTL_STR("config", &config),
-        CTL_STR("socket", &sock),      CTL_STR("ca-file", &fo.ca_file),
+        CTL_STR("url", &url),
+        CTL_STR("pubkey", &pubkey),
+        CTL_STR("output", &output),
+        CTL_STR("config", &config),
+        CTL_STR("socket", &sock),
+        CTL_STR("ca-file", &fo.ca_file),
         CTL_FLAG("no-reload", &no_reload),
         CTL_UINT("timeout", &timeout_s, 1, 86400, "seconds, 1..86400"),
         CTL_HELP,

@@ -37,12 +37,8 @@ bool url_filter_kind_requested(int argc, char **argv)
 
 bool url_filter_file(const char *path)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    if (fd < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return false;
     br_filter_header h;
-    return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
+    return br_filter_header_read(path, &h) == 0 &&
            (h.algorithm == BR_ALGO_BLOCKED_BLOOM ||
             (h.algorithm == BR_ALGO_LAYERS && h.kind == BR_KIND_URL_SHA256));
 }
@@ -72,7 +68,6 @@ static void default_source(char *buf, size_t size, const feeds *f)
     for (size_t i = 0; i < f->n && len < size; i++)
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", f->args[i]);
 }
-
 
 static void build_usage(FILE *out)
 {
@@ -167,7 +162,8 @@ static int new_draft(const char *cmd, const br_feedset *fs, uint64_t capacity, d
         return EXIT_ERROR;
     }
     if (n == 0)
-        fprintf(stderr, "breachctl: warning: no entries (--allow-empty): the filter blocks nothing\n");
+        fprintf(stderr,
+                "breachctl: warning: no entries (--allow-empty): the filter blocks nothing\n");
     br_error err = {{0}};
     if (br_urlfilter_draft_new(capacity ? capacity : n, fpr, out, &err) < 0) {
         ctl_err("%s: %s", cmd, err.text);
@@ -185,15 +181,16 @@ static void build_report(const url_build *a, const br_urlfilter_draft *d, uint64
 {
     uint64_t cap = br_urlfilter_draft_capacity(d);
     uint64_t blocks = br_urlfilter_draft_blocks(d);
-    fprintf(stderr,
-            "wrote %s: %" PRIu64 " keys (%" PRIu64 " duplicates, %" PRIu64
-            " category conflicts: first --input kept; %" PRIu64 " bad lines skipped), capacity %" PRIu64
-            ", k=%u, %.2f bits/key, expected false positives %.3g per expression (target %g), %" PRIu64
-            " bytes, %.1f s\n",
-            a->output, n, fst->duplicates, fst->conflicts, bad, cap, br_urlfilter_draft_k(d),
-            (double)blocks * BR_BLOOM_BLOCK_BITS / (double)cap,
-            br_bloom_fpr((double)cap / (double)blocks, br_urlfilter_draft_k(d)), a->fpr, bytes,
-            (double)(br_now_ns() - t0) / 1e9);
+    fprintf(
+        stderr,
+        "wrote %s: %" PRIu64 " keys (%" PRIu64 " duplicates, %" PRIu64
+        " category conflicts: first --input kept; %" PRIu64 " bad lines skipped), capacity %" PRIu64
+        ", k=%u, %.2f bits/key, expected false positives %.3g per expression (target %g), %" PRIu64
+        " bytes, %.1f s\n",
+        a->output, n, fst->duplicates, fst->conflicts, bad, cap, br_urlfilter_draft_k(d),
+        (double)blocks * BR_BLOOM_BLOCK_BITS / (double)cap,
+        br_bloom_fpr((double)cap / (double)blocks, br_urlfilter_draft_k(d)), a->fpr, bytes,
+        (double)(br_now_ns() - t0) / 1e9);
     if (!a->ranges)
         fprintf(stderr, "breachctl: note: no --ranges-dir: no range mirror was written\n");
 }
@@ -244,9 +241,14 @@ int url_filter_build(int argc, char **argv)
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (a.n_bases) {
-        url_delta_args da = {.output = a.output, .ranges = a.ranges, .source = a.source,
-                             .generation = a.generation, .capacity = a.capacity, .fpr = a.fpr,
-                             .bases = a.bases, .n_bases = a.n_bases};
+        url_delta_args da = {.output = a.output,
+                             .ranges = a.ranges,
+                             .source = a.source,
+                             .generation = a.generation,
+                             .capacity = a.capacity,
+                             .fpr = a.fpr,
+                             .bases = a.bases,
+                             .n_bases = a.n_bases};
         return url_filter_build_delta(cmd, &a.f, &da);
     }
 
@@ -261,8 +263,11 @@ int url_filter_build(int argc, char **argv)
         char defsrc[BR_FILTER_SOURCE_SIZE];
         if (!a.source)
             default_source(defsrc, sizeof(defsrc), &a.f);
-        url_offline_args oa = {.fs = fs, .inputs = a.f.args, .n_inputs = a.f.n,
-                               .output = a.output, .source = a.source ? a.source : defsrc,
+        url_offline_args oa = {.fs = fs,
+                               .inputs = a.f.args,
+                               .n_inputs = a.f.n,
+                               .output = a.output,
+                               .source = a.source ? a.source : defsrc,
                                .generation = a.generation};
         return url_offline_build(cmd, &oa);
     }
@@ -425,8 +430,8 @@ static void add_report(const url_add *a, const br_urlfilter *old, const br_urlfi
     uint64_t blocks = br_urlfilter_draft_blocks(d);
     double now = br_bloom_fpr((double)keys / (double)blocks, k);
     fprintf(stderr,
-            "updated %s: generation %" PRIu64 ", %" PRIu64 " new keys of %" PRIu64
-            " (%" PRIu64 " already in the filter), %" PRIu64 " keys for a capacity of %" PRIu64
+            "updated %s: generation %" PRIu64 ", %" PRIu64 " new keys of %" PRIu64 " (%" PRIu64
+            " already in the filter), %" PRIu64 " keys for a capacity of %" PRIu64
             ", expected false positives %.4g per expression now\n",
             a->path, a->generation, fresh, n, n - fresh, keys, cap, now);
     double target = target_fpr_of(old);

@@ -24,13 +24,9 @@
 
 bool url_offline_file(const char *path)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
-    if (fd < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return false;
     br_filter_header h;
-    return br_filter_header_decode(raw, sizeof(raw), &h, NULL) == 0 &&
-           h.algorithm == BR_ALGO_FUSE_OFFLINE && h.kind == BR_KIND_URL_SHA256;
+    return br_filter_header_read(path, &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE &&
+           h.kind == BR_KIND_URL_SHA256;
 }
 
 /* The --input that brought the 256th category, for the refusal. */

@@ -22,20 +22,11 @@ static const struct {
     const char *name;
     int (*fn)(const ctl_globals *g, int argc, char **argv);
 } commands[] = {
-    {"filter", cmd_filter},
-    {"url-canon", cmd_url},
-    {"url-expressions", cmd_url},
-    {"password", cmd_check},
-    {"sha1", cmd_check},
-    {"nt", cmd_check},
-    {"url", cmd_check},
-    {"ping", cmd_check},
-    {"stats", cmd_check},
-    {"reload", cmd_check},
-    {"download", cmd_download},
-    {"audit", cmd_audit},
-    {"key", cmd_key},
-    {"health", cmd_health},
+    {"filter", cmd_filter},  {"url-canon", cmd_url},     {"url-expressions", cmd_url},
+    {"password", cmd_check}, {"sha1", cmd_check},        {"nt", cmd_check},
+    {"url", cmd_check},      {"ping", cmd_check},        {"stats", cmd_check},
+    {"reload", cmd_check},   {"download", cmd_download}, {"audit", cmd_audit},
+    {"key", cmd_key},        {"health", cmd_health},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -67,15 +58,8 @@ uint64_t ctl_generation_after(uint64_t above)
 
 int ctl_generation_for(const char *cmd, const char *output, uint64_t dflt, uint64_t *gen)
 {
-    uint8_t raw[BR_FILTER_HEADER_SIZE];
     br_filter_header old;
-    bool have = false;
-    int fd = open(output, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        have = pread(fd, raw, sizeof(raw), 0) == (ssize_t)sizeof(raw) &&
-               br_filter_header_decode(raw, sizeof(raw), &old, NULL) == 0;
-        close(fd);
-    }
+    bool have = br_filter_header_read(output, &old) == 0;
     if (*gen) {
         if (have && *gen <= old.generation) {
             ctl_err("%s: --generation %" PRIu64 " is not above generation %" PRIu64 " of %s, "

@@ -150,8 +150,8 @@ static bool all_zero(const uint8_t *p, size_t len)
 static int decode_v1_tail(const uint8_t *raw, br_filter_header *h, br_error *err)
 {
     if (!all_zero(raw + OFF_RESERVED, OFF_BODY_SHA256 - OFF_RESERVED))
-        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero",
-                            OFF_RESERVED, OFF_BODY_SHA256 - 1);
+        return br_error_set(err, -EINVAL, "reserved header bytes %d..%d are not zero", OFF_RESERVED,
+                            OFF_BODY_SHA256 - 1);
     if (h->algorithm == BR_ALGO_LAYERS || h->algorithm == BR_ALGO_FUSE_OFFLINE)
         return br_error_set(err, -EINVAL, "field algorithm: %s needs format version 2",
                             br_filter_algorithm_name(h->algorithm));
@@ -165,8 +165,7 @@ static int decode_v2_tail(const uint8_t *raw, br_filter_header *h, br_error *err
     if (!all_zero(raw + OFF_RESERVED2, OFF_BASE_SHA256 - OFF_RESERVED2) ||
         !all_zero(raw + OFF_RESERVED3, OFF_BODY_SHA256 - OFF_RESERVED3))
         return br_error_set(err, -EINVAL, "reserved header bytes %d..%d or %d..%d are not zero",
-                            OFF_RESERVED2, OFF_BASE_SHA256 - 1, OFF_RESERVED3,
-                            OFF_BODY_SHA256 - 1);
+                            OFF_RESERVED2, OFF_BASE_SHA256 - 1, OFF_RESERVED3, OFF_BODY_SHA256 - 1);
     bool no_base = all_zero(h->base_body_sha256, 32);
     if (h->role == BR_ROLE_FULL && !no_base)
         return br_error_set(err, -EINVAL, "field base_body_sha256: set in a full filter");
@@ -250,8 +249,8 @@ int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *h,
         return br_error_set(err, -EINVAL, "field payload_size: %llu out of range",
                             (unsigned long long)h->payload_size);
     size_t slen = strnlen(h->source, BR_FILTER_SOURCE_SIZE);
-    if (slen == BR_FILTER_SOURCE_SIZE || !all_zero((const uint8_t *)h->source + slen,
-                                                   BR_FILTER_SOURCE_SIZE - slen))
+    if (slen == BR_FILTER_SOURCE_SIZE ||
+        !all_zero((const uint8_t *)h->source + slen, BR_FILTER_SOURCE_SIZE - slen))
         return br_error_set(err, -EINVAL, "field source: not a NUL-padded string");
     return h->version == 1 ? decode_v1_tail(raw, h, err) : decode_v2_tail(raw, h, err);
 }
@@ -297,12 +296,12 @@ struct br_filter_file {
     uint8_t *map;
     uint64_t size;
     br_filter_header hdr;
-    atomic_int damaged; /* set by br_map_guard_fault() */
-    int guard;          /* its map_guard.h slot, -1 when none */
+    atomic_int damaged;           /* set by br_map_guard_fault() */
+    int guard;                    /* its map_guard.h slot, -1 when none */
     const br_filter_file *parent; /* a view (br_filter_file_view): map is parent's */
-    int fd;             /* kept open: br_filter_file_changed() fstats it; -1 for a view */
-    struct stat st;     /* the file as it was opened */
-    int64_t record_at;  /* body trusted by a verification record of then; -1: hashed */
+    int fd;                       /* kept open: br_filter_file_changed() fstats it; -1 for a view */
+    struct stat st;               /* the file as it was opened */
+    int64_t record_at;            /* body trusted by a verification record of then; -1: hashed */
 };
 
 /* ---- mappings guarded against truncation (filter_file.h, map_guard.h) ---- */
@@ -411,8 +410,7 @@ static int verify_body(br_filter_file *f, const char *path, bool trust_record, l
 {
     br_error ignored = {{0}};
     int64_t at = 0;
-    if (trust_record &&
-        br_filter_record_check(path, st, &f->hdr, also_uid, &at, &ignored) == 0) {
+    if (trust_record && br_filter_record_check(path, st, &f->hdr, also_uid, &at, &ignored) == 0) {
         f->record_at = at;
         return 0;
     }
@@ -537,4 +535,18 @@ const uint8_t *br_filter_file_data(const br_filter_file *f)
 uint64_t br_filter_file_size(const br_filter_file *f)
 {
     return f->size;
+}
+
+int br_filter_header_read(const char *path, br_filter_header *hdr)
+{
+    uint8_t raw[BR_FILTER_HEADER_SIZE];
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = pread(fd, raw, sizeof(raw), 0);
+    if (n < 0)
+        return -errno;
+    if (n != (ssize_t)sizeof(raw))
+        return -EIO;
+    return br_filter_header_decode(raw, sizeof(raw), hdr, NULL) < 0 ? -EINVAL : 0;
 }

@@ -163,6 +163,10 @@ int br_filter_header_encode(br_filter_header *h, uint8_t raw[BR_FILTER_HEADER_SI
  * checking the header checksum but not the body. For `filter info` on a file
  * whose body is damaged. */
 int br_filter_header_decode(const uint8_t *raw, size_t len, br_filter_header *hdr, br_error *err);
+/* Read path's header and decode it as br_filter_header_decode (the body is
+ * not read): 0, -errno when the file cannot be read, -EIO when it is
+ * shorter than a header, -EINVAL when the header is not valid. */
+int br_filter_header_read(const char *path, br_filter_header *hdr);
 
 /* The header fields, in file order, for br_filter_header_peek. */
 typedef enum br_filter_field {
