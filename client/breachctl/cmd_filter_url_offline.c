@@ -105,7 +105,12 @@ int url_offline_build(const char *cmd, const url_offline_args *a)
     return status;
 }
 
-/* One query: "no", or "blocked CATEGORY[ EXPRESSION]". */
+/* The allow category: an expression listed in it makes a URL SAFE whatever
+ * the blocklists say (docs/filter-format.md, "Allow-lists"). */
+#define ALLOW_CATEGORY "allow"
+
+/* One query, as breachd would answer it: "no", "allowed[ EXPRESSION]", or
+ * "blocked CATEGORY[ EXPRESSION]" (the most specific expression listed). */
 static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by_url, br_error *err)
 {
     const char *cat = NULL;
@@ -116,7 +121,10 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
             return br_error_set(err, -EINVAL, "not a 64-hex SHA-256");
         if ((r = br_pwfilter_lookup_category(pf, key, &cat)) < 0)
             return br_error_set(err, r, "%s", strerror(-r));
-        r > 0 ? printf("blocked %s\n", cat) : puts("no");
+        if (r > 0 && strcmp(cat, ALLOW_CATEGORY) == 0)
+            puts("allowed");
+        else
+            r > 0 ? printf("blocked %s\n", cat) : puts("no");
         return 0;
     }
     br_url_exprs ex = {0};
@@ -124,20 +132,32 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
         BR_MAX(br_pwfilter_max_domain_labels(pf), (unsigned)BR_URL_SB_HOST_COMPONENTS);
     if ((r = br_url_lookup_expressions(s, len, labels, &ex, NULL, err)) < 0)
         return r;
+    size_t blocked = ex.n; /* the most specific blocked expression */
+    const char *blocked_cat = NULL;
     for (size_t i = 0; i < ex.n; i++) { /* most specific first */
         uint8_t key[BR_SHA256_LEN];
         r = br_url_expr_hash(ex.expr[i], key);
         if (r >= 0)
             r = br_pwfilter_lookup_category(pf, key, &cat);
-        if (r != 0) {
-            if (r > 0)
-                printf("blocked %s %s\n", cat, ex.expr[i]);
+        if (r < 0) {
             br_url_exprs_clear(&ex);
-            return r > 0 ? 0 : br_error_set(err, r, "%s", strerror(-r));
+            return br_error_set(err, r, "%s", strerror(-r));
+        }
+        if (r > 0 && strcmp(cat, ALLOW_CATEGORY) == 0) { /* overrides every blocklist */
+            printf("allowed %s\n", ex.expr[i]);
+            br_url_exprs_clear(&ex);
+            return 0;
+        }
+        if (r > 0 && blocked == ex.n) {
+            blocked = i;
+            blocked_cat = cat;
         }
     }
+    if (blocked < ex.n)
+        printf("blocked %s %s\n", blocked_cat, ex.expr[blocked]);
+    else
+        puts("no");
     br_url_exprs_clear(&ex);
-    puts("no");
     return 0;
 }
 

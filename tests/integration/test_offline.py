@@ -388,6 +388,11 @@ def daemon_offline_allow_list(ctx):
     eq((st["url_allowed"], st["url_safe"], st["url_blocked"]), (2, 2, 2), "STATS")
     c.close()
     d.stop_ok()
+    # breachctl filter query --url says what breachd answers
+    out = ctx.breachctl("filter", "query", o, "--url", *urls).stdout.strip().split("\n")
+    eq(out, ["allowed partner.example.com/", "allowed partner.example.com/",
+             "blocked malware example.com/", "blocked phishing bad.example.org/x"],
+       "filter query --url with an allow-list")
 
 
 if __name__ == "__main__":
