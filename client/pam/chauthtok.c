@@ -59,28 +59,28 @@ static void log_outcome(pam_handle_t *pamh, const pb_options *o, const pb_outcom
     switch (res->v) {
     case PB_ACCEPT:
         if (res->similar)
-            pam_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
+            pb_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
                        "user %s: new password %s: it is a small change of a popular breached "
                        "password (similar=%s)",
                        user, refused ? what : "accepted with a warning",
                        o->similar == PB_SIMILAR_REJECT ? "reject" : "warn");
         else if (o->debug)
-            pam_syslog(pamh, LOG_DEBUG, "user %s: new password accepted: %s", user,
+            pb_syslog(pamh, LOG_DEBUG, "user %s: new password accepted: %s", user,
                        res->count ? "in known breaches, but fewer times than min_count"
                                   : "not in known breaches");
         break;
     case PB_PWNED:
-        pam_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
+        pb_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
                    "user %s: new password %s: it appears in known data breaches", user, what);
         break;
     case PB_UNKNOWN:
-        pam_syslog(pamh, LOG_WARNING,
+        pb_syslog(pamh, LOG_WARNING,
                    "user %s: breachd could not check the new password (UNKNOWN %s); "
                    "on_unknown=%s: %s",
                    user, res->reason, pb_policy_name(o->on_unknown), what);
         break;
     case PB_ERROR:
-        pam_syslog(pamh, LOG_ERR,
+        pb_syslog(pamh, LOG_ERR,
                    "user %s: cannot check the new password with breachd at %s: "
                    "%s; on_error=%s: %s",
                    user, o->socket, res->detail, pb_policy_name(o->on_error), what);
@@ -100,12 +100,12 @@ static int prelim_check(pam_handle_t *pamh, const pb_options *o, bool enforced)
     pb_ask(o, NULL, &res);
     if (res.v == PB_ACCEPT) {
         if (o->debug)
-            pam_syslog(pamh, LOG_DEBUG, "breachd at %s is ready", o->socket);
+            pb_syslog(pamh, LOG_DEBUG, "breachd at %s is ready", o->socket);
         return PAM_SUCCESS;
     }
     char msg[256];
     pb_refusal_message(&res, msg, sizeof(msg));
-    pam_syslog(pamh, LOG_ERR, "preliminary check: breachd at %s is not usable: %s; on_error=deny",
+    pb_syslog(pamh, LOG_ERR, "preliminary check: breachd at %s is not usable: %s; on_error=deny",
                o->socket, res.detail);
     pam_error(pamh, "%s", msg);
     return PAM_TRY_AGAIN;
@@ -127,7 +127,7 @@ static void clear_at_end(pam_handle_t *pamh, void *data, int status)
     if (status == PAM_SUCCESS && /* no PAM_DATA_REPLACE, no PAM_DATA_SILENT */
         pb_grace_forget(pamh, d->state, d->user) > 0) {
         pb_user_buf ub;
-        pam_syslog(pamh, LOG_NOTICE, "user %s: password changed: grace period ended",
+        pb_syslog(pamh, LOG_NOTICE, "user %s: password changed: grace period ended",
                    pb_user_name(pamh, &ub));
     }
     free(d->state);
@@ -191,7 +191,7 @@ static int update_authtok(pam_handle_t *pamh, const pb_options *o, bool enforced
     if (pam_get_item(pamh, PAM_USER, &item) == PAM_SUCCESS)
         user = item;
     if (o->debug)
-        pam_syslog(pamh, LOG_DEBUG, "%s",
+        pb_syslog(pamh, LOG_DEBUG, "%s",
                    preset           ? "new password set by an earlier module"
                    : o->use_authtok ? "use_authtok but no new password yet"
                                     : "no new password yet: prompting");
@@ -201,13 +201,13 @@ static int update_authtok(pam_handle_t *pamh, const pb_options *o, bool enforced
         int r = pam_get_authtok_noverify(pamh, &tok, NULL);
         if (r != PAM_SUCCESS || !tok) {
             if (o->use_authtok && !preset)
-                pam_syslog(pamh, LOG_ERR,
+                pb_syslog(pamh, LOG_ERR,
                            "use_authtok: no earlier module in the stack set a new password");
             else if (r == PAM_AUTHTOK_ERR || r == PAM_CONV_ERR || !tok)
-                pam_syslog(pamh, LOG_INFO, "user %s aborted the password change",
+                pb_syslog(pamh, LOG_INFO, "user %s aborted the password change",
                            pb_user_name(pamh, &ub));
             else
-                pam_syslog(pamh, LOG_ERR, "cannot get the new password: %s", pam_strerror(pamh, r));
+                pb_syslog(pamh, LOG_ERR, "cannot get the new password: %s", pam_strerror(pamh, r));
             return PAM_AUTHTOK_ERR;
         }
         r = exempt ? PAM_SUCCESS : check_new(pamh, o, tok, preset, enforced, user);
@@ -221,7 +221,7 @@ static int update_authtok(pam_handle_t *pamh, const pb_options *o, bool enforced
         pam_set_item(pamh, PAM_AUTHTOK, NULL);
         if (r == PAM_TRY_AGAIN)
             continue; /* mistyped: "Sorry, passwords do not match." */
-        pam_syslog(pamh, LOG_INFO, "user %s aborted the password change", pb_user_name(pamh, &ub));
+        pb_syslog(pamh, LOG_INFO, "user %s aborted the password change", pb_user_name(pamh, &ub));
         return PAM_AUTHTOK_ERR;
     }
     pam_set_item(pamh, PAM_AUTHTOK, NULL);
@@ -245,7 +245,7 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
     if (flags & PAM_PRELIM_CHECK)
         return exempt ? PAM_SUCCESS : prelim_check(pamh, &o, enforced);
     if (!(flags & PAM_UPDATE_AUTHTOK)) {
-        pam_syslog(pamh, LOG_ERR, "called with unknown flags 0x%x", (unsigned)flags);
+        pb_syslog(pamh, LOG_ERR, "called with unknown flags 0x%x", (unsigned)flags);
         return PAM_SERVICE_ERR;
     }
     return update_authtok(pamh, &o, enforced, exempt);

@@ -247,7 +247,7 @@ static size_t filter_lines(pam_handle_t *pamh, const char *in, size_t len, char 
         i += l + 1;
     }
     if (bad)
-        pam_syslog(pamh, LOG_WARNING, "grace state: %zu malformed line(s) dropped", bad);
+        pb_syslog(pamh, LOG_WARNING, "grace state: %zu malformed line(s) dropped", bad);
     return o;
 }
 
@@ -298,7 +298,7 @@ static int lock_or_read(pam_handle_t *pamh, const char *path, int dirfd, const c
         return *what = "cannot lock its directory", r;
     if ((r = update(pamh, dirfd, base, op, what)) < 0)
         return r;
-    pam_syslog(pamh, LOG_WARNING, "grace state %s: locked by another process for %d s: "
+    pb_syslog(pamh, LOG_WARNING, "grace state %s: locked by another process for %d s: "
                "read without the lock, not updated", path, LOCK_WAIT_MS / 1000);
     return 1;
 }
@@ -325,7 +325,7 @@ static int grace_run(pam_handle_t *pamh, const char *path, grace_op *op, const c
     if (dirfd >= 0)
         close(dirfd); /* and the lock */
     if (r < 0)
-        pam_syslog(pamh, LOG_ERR, "grace state %s: %s: %s: %s", path, what, strerror(-r), then);
+        pb_syslog(pamh, LOG_ERR, "grace state %s: %s: %s: %s", path, what, strerror(-r), then);
     return r;
 }
 

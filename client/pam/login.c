@@ -71,7 +71,7 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
      * module never prompts at login. */
     if (pam_get_item(pamh, PAM_AUTHTOK, &tok) != PAM_SUCCESS || !tok || !*(const char *)tok) {
         if (o.debug)
-            pam_syslog(pamh, LOG_DEBUG, "user %s: no password in PAM_AUTHTOK: not checked",
+            pb_syslog(pamh, LOG_DEBUG, "user %s: no password in PAM_AUTHTOK: not checked",
                        pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }
@@ -83,10 +83,10 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
     memcpy(d->user, user, ulen + 1);
     pb_ask(&o, tok, &d->res);
     if (o.debug)
-        pam_syslog(pamh, LOG_DEBUG, "user %s: password checked at login: %s",
+        pb_syslog(pamh, LOG_DEBUG, "user %s: password checked at login: %s",
                    pb_user_name(pamh, &ub), verdict_name(d->res.v));
     if (pam_set_data(pamh, LOGIN_KEY, d, free_login_data) != PAM_SUCCESS) {
-        pam_syslog(pamh, LOG_ERR, "cannot keep the outcome of the check for the account stage");
+        pb_syslog(pamh, LOG_ERR, "cannot keep the outcome of the check for the account stage");
         free_login_data(pamh, d, 0);
     }
     return PAM_IGNORE;
@@ -128,7 +128,7 @@ static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res
     else
         snprintf(why, sizeof(why), "could not be checked (%s); on_error=deny", res->reason);
     if (o->audit) {
-        pam_syslog(pamh, LOG_WARNING, "user %s: password used at login %s: audit: "
+        pb_syslog(pamh, LOG_WARNING, "user %s: password used at login %s: audit: "
                    "login_action=%s not applied", pb_user_name(pamh, &ub), why, act);
         return PAM_IGNORE;
     }
@@ -148,7 +148,7 @@ static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res
         snprintf(done, sizeof(done), "warned");
     else
         snprintf(done, sizeof(done), "warned, %d day%s of grace left", left, left == 1 ? "" : "s");
-    pam_syslog(pamh, LOG_NOTICE, "user %s: password used at login %s: login_action=%s: %s",
+    pb_syslog(pamh, LOG_NOTICE, "user %s: password used at login %s: login_action=%s: %s",
                pb_user_name(pamh, &ub), why, act, done);
     return left < 0 ? PAM_NEW_AUTHTOK_REQD : PAM_SUCCESS;
 }
@@ -160,23 +160,23 @@ static int act(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res, c
     switch (res->v) {
     case PB_ACCEPT:
         if (o->debug)
-            pam_syslog(pamh, LOG_DEBUG, "user %s: password used at login passed the check",
+            pb_syslog(pamh, LOG_DEBUG, "user %s: password used at login passed the check",
                        pb_user_name(pamh, &ub));
         if (!o->audit && o->action == PB_GRACE && pb_grace_forget(pamh, o->state, user) > 0)
-            pam_syslog(pamh, LOG_NOTICE, "user %s: password used at login passed the check: "
+            pb_syslog(pamh, LOG_NOTICE, "user %s: password used at login passed the check: "
                        "grace period ended", pb_user_name(pamh, &ub));
         return PAM_SUCCESS;
     case PB_UNKNOWN:
         if (o->on_unknown == PB_DENY)
             break;
-        pam_syslog(pamh, LOG_WARNING, "user %s: breachd could not check the password used at "
+        pb_syslog(pamh, LOG_WARNING, "user %s: breachd could not check the password used at "
                    "login (UNKNOWN %s); on_unknown=allow: login allowed",
                    pb_user_name(pamh, &ub), res->reason);
         return PAM_IGNORE;
     case PB_ERROR:
         if (o->on_error == PB_DENY)
             break;
-        pam_syslog(pamh, LOG_ERR, "user %s: cannot check the password used at login with "
+        pb_syslog(pamh, LOG_ERR, "user %s: cannot check the password used at login with "
                    "breachd: %s; on_error=allow: login allowed",
                    pb_user_name(pamh, &ub), res->detail);
         return PAM_IGNORE;
@@ -198,14 +198,14 @@ PAM_EXTERN int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const c
         return PAM_IGNORE;
     if (pam_get_data(pamh, LOGIN_KEY, &data) != PAM_SUCCESS || !data) {
         if (o.debug)
-            pam_syslog(pamh, LOG_DEBUG, "user %s: no password was checked at login "
+            pb_syslog(pamh, LOG_DEBUG, "user %s: no password was checked at login "
                        "(not a password login, or no pam_breachd in the auth stack)",
                        pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }
     const login_data *d = data;
     if (strcmp(d->user, user) != 0) {
-        pam_syslog(pamh, LOG_WARNING, "user %s: the password was checked for another user: "
+        pb_syslog(pamh, LOG_WARNING, "user %s: the password was checked for another user: "
                    "ignored", pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }

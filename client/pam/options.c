@@ -118,6 +118,8 @@ static bool parse_one(const char *a, pb_options *o, bool *unknown)
         ; /* read by pam_get_authtok() itself */
     else if ((v = opt_value(a, "socket")))
         return *v == '/' ? (o->socket = v, true) : false;
+    else if ((v = opt_value(a, "log_file")))
+        return *v == '/' && v[strlen(v) - 1] != '/' ? (o->log_file = v, true) : false;
     else if ((v = opt_value(a, "state")))
         return *v == '/' && v[strlen(v) - 1] != '/' ? (o->state = v, true) : false;
     else if ((v = opt_value(a, "timeout")))
@@ -167,28 +169,32 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         .similar = PB_SIMILAR_WARN,
         .similar_min_count = PB_DEFAULT_SIMILAR_MIN_COUNT,
     };
+    for (int i = 0; i < argc; i++) /* where the lines below go, first */
+        if (opt_value(argv[i], "log_file") && argv[i][strlen("log_file=")] == '/')
+            o->log_file = argv[i] + strlen("log_file=");
+    pb_log_to(pamh, o->log_file);
     for (int i = 0; i < argc; i++) {
         bool unknown = false;
         bool ok = parse_one(argv[i], o, &unknown);
         if (unknown)
-            pam_syslog(pamh, LOG_ERR, "unknown option ignored: %s", argv[i]);
+            pb_syslog(pamh, LOG_ERR, "unknown option ignored: %s", argv[i]);
         else if (!ok)
-            pam_syslog(pamh, LOG_ERR, "bad value ignored, keeping the default: %s", argv[i]);
+            pb_syslog(pamh, LOG_ERR, "bad value ignored, keeping the default: %s", argv[i]);
     }
     if (o->debug) {
         char act[32];
-        pam_syslog(pamh, LOG_DEBUG,
-                   "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s "
-                   "retry=%d login_action=%s similar=%s similar_min_count=%" PRIu64
-                   " state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
-                   o->socket, o->timeout_ms, o->min_count, pb_policy_name(o->on_unknown),
-                   pb_policy_name(o->on_error), o->retry, pb_action_name(o, act, sizeof(act)),
-                   o->similar == PB_SIMILAR_REJECT ? "reject"
-                   : o->similar == PB_SIMILAR_WARN ? "warn"
-                                                   : "off",
-                   o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
-                   o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
-                   o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
-                   o->use_authtok ? " use_authtok" : "");
+        pb_syslog(pamh, LOG_DEBUG,
+                  "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s "
+                  "retry=%d login_action=%s similar=%s similar_min_count=%" PRIu64
+                  " state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
+                  o->socket, o->timeout_ms, o->min_count, pb_policy_name(o->on_unknown),
+                  pb_policy_name(o->on_error), o->retry, pb_action_name(o, act, sizeof(act)),
+                  o->similar == PB_SIMILAR_REJECT ? "reject"
+                  : o->similar == PB_SIMILAR_WARN ? "warn"
+                                                  : "off",
+                  o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
+                  o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
+                  o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
+                  o->use_authtok ? " use_authtok" : "");
     }
 }

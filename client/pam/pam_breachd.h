@@ -55,10 +55,18 @@ typedef struct pb_options {
     bool enforce_for_root;
     bool use_authtok;
     bool debug;
+    const char *log_file; /* log_file=PATH, or NULL: syslog (logging.c) */
 } pb_options;
 
 /* Arguments from the PAM configuration only, never the environment (the
  * module runs inside set-user-ID programs). */
+/* The module's log (logging.c): pb_syslog as pam_syslog, into the file that
+ * pb_log_to set for this handle (log_file=) when it may be used, else to
+ * syslog. */
+void pb_syslog(pam_handle_t *pamh, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pb_log_to(pam_handle_t *pamh, const char *path);
+
 void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char **argv,
                       pb_options *o);
 const char *pb_policy_name(pb_policy p);

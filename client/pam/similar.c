@@ -46,7 +46,7 @@ void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *passwor
         res->similar_count = a.count;
     } else if (o->debug) {
         /* a.reason is the daemon's first word; err.text names the socket */
-        pam_syslog(pamh, LOG_DEBUG, "similar passwords: %s",
+        pb_syslog(pamh, LOG_DEBUG, "similar passwords: %s",
                    r < 0       ? "not checked: cannot talk to breachd"
                    : a.unknown ? (strcmp(a.reason, "no-similar-filter") == 0
                                       ? "not checked: breachd has no offline filter for them"

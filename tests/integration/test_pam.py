@@ -44,6 +44,31 @@ def breached_refused(ctx):
 
 
 @test
+def log_file(ctx):
+    # log_file=PATH: the module's lines go to a file of root's, 0600, for a
+    # host without syslog (pam_breachd(8)); never a password or its hash.
+    path = os.path.join(ctx.dir, "pam.log")
+    ctx.service(ENF + " log_file=" + path, pt.GOOD.sock)
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    expect_refused(ctx, r, breach_msg("letmein"))
+    check(not has_log(r, r"new password refused"), "the refusal went to syslog too: %r" % r)
+    with open(path) as f:
+        text = f.read()
+    check(re.search(r"pam_breachd\[\d+\]: \S+ notice: user alice: new password refused: it "
+                    r"appears in known data breaches", text), "log file: %r" % text)
+    st = os.stat(path)
+    check(st.st_mode & 0o777 == 0o600, "the log file's mode: %o" % st.st_mode)
+    h = sha1hex("letmein")
+    for bad in ("letmein", h[:10], h[:10].lower()):
+        check(bad not in text, "a password or its hash in the log file: %r" % bad)
+    # a log file others may write is not used: the line goes to syslog
+    os.chmod(path, 0o666)
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    check(has_log(r, r"new password refused"), "back to syslog: %r" % r)
+    check(text == open(path).read(), "nothing written to a group- or world-writable log file")
+
+
+@test
 def clean_accepted(ctx):
     ctx.service(ENF, pt.GOOD.sock)
     pw = clean_password()
