@@ -125,23 +125,54 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
 /* The connection, and why it failed once it did: the inputs after a failure
  * are still answered, with ERR and that reason, so that output line N is
  * always input N's. */
+/* password's plaintexts of one chunk, kept (then wiped) for the variants
+ * of those the exact check left room for (check_similar.h). */
+typedef struct chunk_plain {
+    char *text[CHUNK];
+    size_t len[CHUNK];
+} chunk_plain;
+
 typedef struct session {
     br_client *c;
     bool failed;
     char why[512];
+    ctl_similar *sim;   /* password: open, or NULL */
+    chunk_plain *plain; /* with sim: the chunk's passwords */
 } session;
+
+static void session_fail(session *s, const br_error *err)
+{
+    s->failed = true;
+    snprintf(s->why, sizeof(s->why), "%s", err->text);
+    ctl_err("%s", err->text);
+}
+
+/* After password i's exact answer a: its variants, one password at a time
+ * (the chunk's exact checks went pipelined). A failure of that exchange is
+ * the session's: this and every later answer that needed the check says ERR
+ * and why, never an unchecked CLEAN. */
+static void similar_of_chunk(session *s, size_t i, br_answer *a)
+{
+    if (!s->plain || !s->sim->sim || (a->kind != BR_ANSWER_CLEAN && a->kind != BR_ANSWER_UNKNOWN))
+        return;
+    br_error err = {{0}};
+    if (!s->failed && ctl_similar_apply(s->sim, s->c, s->plain->text[i], s->plain->len[i], a, &err) < 0)
+        session_fail(s, &err);
+    if (s->failed) {
+        a->kind = BR_ANSWER_ERROR;
+        snprintf(a->detail, sizeof(a->detail), "%s", s->why);
+    }
+}
 
 /* Send a chunk, print its answers in input order. */
 static void run_chunk(session *s, br_client_request *reqs, size_t n, size_t first,
                       const check_opts *o, status_acc *st)
 {
     br_error err = {{0}};
-    if (!s->failed && br_client_batch(s->c, reqs, n, CHUNK, &err) < 0) {
-        s->failed = true;
-        snprintf(s->why, sizeof(s->why), "%s", err.text);
-        ctl_err("%s", err.text);
-    }
+    if (!s->failed && br_client_batch(s->c, reqs, n, CHUNK, &err) < 0)
+        session_fail(s, &err);
     for (size_t i = 0; i < n; i++) {
+        similar_of_chunk(s, i, &reqs[i].answer);
         if (s->failed && reqs[i].answer.kind == BR_ANSWER_NONE) {
             reqs[i].answer.kind = BR_ANSWER_ERROR;
             snprintf(reqs[i].answer.detail, sizeof(reqs[i].answer.detail), "%s", s->why);
@@ -230,8 +261,27 @@ static int line_request(stdin_kind kind, size_t idx, const char *line, size_t le
     return 0;
 }
 
-static void chunk_done(stdin_kind kind, br_client_request *reqs, size_t n)
+/* Keep password idx's plaintext for its variants (with --similar). */
+static int keep_plain(session *s, size_t i, const char *line, size_t len)
 {
+    if (!s->plain)
+        return 0;
+    s->plain->text[i] = malloc(len ? len : 1);
+    if (!s->plain->text[i])
+        return -ENOMEM;
+    memcpy(s->plain->text[i], line, len);
+    s->plain->len[i] = len;
+    return 0;
+}
+
+static void chunk_done(session *s, stdin_kind kind, br_client_request *reqs, size_t n)
+{
+    for (size_t i = 0; s->plain && i < CHUNK; i++) {
+        if (s->plain->text[i])
+            br_wipe(s->plain->text[i], s->plain->len[i]);
+        free(s->plain->text[i]);
+        s->plain->text[i] = NULL;
+    }
     if (kind != IN_URL)
         return;
     for (size_t i = 0; i < n; i++) {
@@ -255,13 +305,15 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     bool oom = failed < 0;
     while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
         failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
+        if (!failed)
+            failed = keep_plain(s, n, line, (size_t)len);
         br_wipe(line, cap);
         oom = failed < 0;
         if (oom)
             break;
         if (++n == CHUNK) {
             run_chunk(s, reqs, n, done + 1, o, st);
-            chunk_done(kind, reqs, n);
+            chunk_done(s, kind, reqs, n);
             done += n;
             n = 0;
         }
@@ -271,7 +323,7 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     if (n && !oom)
         run_chunk(s, reqs, n, done + 1, o, st);
     if (reqs)
-        chunk_done(kind, reqs, n);
+        chunk_done(s, kind, reqs, n);
     done += n;
     if (line) {
         br_wipe(line, cap);
@@ -387,51 +439,6 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     return first;
 }
 
-/* password --similar with a daemon that answers it: one password at a
- * time, its exact check and then its variants (check_similar.h). */
-static int check_stdin_similar(session *s, check_opts *o, status_acc *st)
-{
-    setvbuf(stdin, stdin_buf, _IOFBF, sizeof(stdin_buf));
-    char *line = NULL;
-    size_t cap = 0, idx = 0;
-    ssize_t len;
-    br_error err = {{0}};
-    while ((len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
-        br_answer a;
-        memset(&a, 0, sizeof(a));
-        int r = s->failed ? -EPIPE
-                : o->ntlm ? br_client_check_password_nt(s->c, line, (size_t)len, &a, &err)
-                          : br_client_check_password(s->c, line, (size_t)len, &a, &err);
-        if (r == 0)
-            r = ctl_similar_apply(&o->similar, s->c, line, (size_t)len, &a, &err);
-        br_wipe(line, cap);
-        if (r < 0 && !s->failed) {
-            s->failed = true;
-            snprintf(s->why, sizeof(s->why), "%s", err.text);
-            ctl_err("%s", err.text);
-        }
-        if (r < 0) {
-            a.kind = BR_ANSWER_ERROR;
-            snprintf(a.detail, sizeof(a.detail), "%s", s->why);
-        }
-        report(o, ++idx, &a, st);
-        fflush(stdout);
-    }
-    bool read_error = len == -1 && ferror(stdin);
-    if (line) {
-        br_wipe(line, cap);
-        free(line);
-    }
-    br_wipe(stdin_buf, sizeof(stdin_buf));
-    if (len == -2 || read_error || idx == 0) {
-        ctl_err("password: %s", len == -2    ? "out of memory"
-                                : read_error ? "reading standard input failed"
-                                             : "no password on standard input (one per line)");
-        st->error = true;
-    }
-    return status_of(st);
-}
-
 /* password: from the terminal (no echo) or one per line on stdin. */
 static int check_password(const ctl_globals *g, check_opts *o, int nargs)
 {
@@ -458,15 +465,17 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
      * types a password. */
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
-    /* On standard input the check, which takes one password at a time,
-     * runs only when --similar asks for it. */
-    bool tty = isatty(STDIN_FILENO);
-    bool similar = (tty || o->similar.mode != CTL_SIMILAR_DEFAULT) && ctl_similar_open(&o->similar);
-    if (!tty) {
-        session s = {.c = c};
-        int rc = similar
-                     ? check_stdin_similar(&s, o, &st)
-                     : check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
+    bool similar = ctl_similar_open(&o->similar);
+    if (!isatty(STDIN_FILENO)) {
+        chunk_plain *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
+        if (similar && !plain) {
+            ctl_similar_close(&o->similar);
+            ctl_err("password: out of memory");
+            return EXIT_ERROR;
+        }
+        session s = {.c = c, .sim = similar ? &o->similar : NULL, .plain = plain};
+        int rc = check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
+        free(plain);
         ctl_similar_close(&o->similar);
         return rc;
     }

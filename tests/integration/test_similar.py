@@ -264,9 +264,19 @@ def breachctl_similar(ctx):
     r = password(ctx, d, tweaks[:2] + strong, "--similar=warn")
     eq(r.returncode, 0, "warn")
     counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "warn")
-    # on standard input without --similar: the exact checks only, pipelined
+    # on standard input without --similar: warn, as for a typed password
     r = password(ctx, d, tweaks[:2] + strong)
-    eq((r.returncode, r.stdout.splitlines()), (0, ["CLEAN"] * 4), "stdin default")
+    eq(r.returncode, 0, "stdin default: " + r.stderr)
+    counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "stdin default")
+    # more than one pipelined chunk (256): every line its own input's answer
+    many = [tweaks[i % 4] if i % 7 == 0 else strong[i % 2] + str(i) for i in range(600)]
+    many[300] = "password"
+    r = password(ctx, d, many, "--similar=reject")
+    lines = r.stdout.splitlines()
+    eq((r.returncode, len(lines)), (1, 600), "600 on stdin: " + r.stderr)
+    for i, line in enumerate(lines):
+        want = "PWNED" if i == 300 else "SIMILAR" if i % 7 == 0 else "CLEAN"
+        check(line.split()[0] == want, "line %d: %r, want %s" % (i + 1, line, want))
     # min count: monkey (2500) and dragon (1200) are below 3000
     r = password(ctx, d, tweaks, "--similar=reject", "--similar-min-count", "3000")
     counts_ok(similar_of(r.stdout.splitlines()), [3000000, 50000, "CLEAN", "CLEAN"], "min")
