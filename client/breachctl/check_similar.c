@@ -2,6 +2,7 @@
 /* breachctl password --similar: see check_similar.h. The variants and
  * their hashes never leave this process but as SIMILAR requests, and every
  * buffer that held one is wiped. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,4 +92,26 @@ int ctl_similar_apply(ctl_similar *s, br_client *c, const void *pw, size_t len, 
 bool ctl_similar_answer(const br_answer *a)
 {
     return a->kind == BR_ANSWER_OTHER && strcmp(a->detail, "SIMILAR") == 0;
+}
+
+int ctl_similar_keep(ctl_similar_chunk *ch, size_t i, const char *pw, size_t len)
+{
+    if (!ch)
+        return 0;
+    ch->text[i] = malloc(len ? len : 1);
+    if (!ch->text[i])
+        return -ENOMEM;
+    memcpy(ch->text[i], pw, len);
+    ch->len[i] = len;
+    return 0;
+}
+
+void ctl_similar_chunk_wipe(ctl_similar_chunk *ch)
+{
+    for (size_t i = 0; ch && i < CTL_SIMILAR_CHUNK; i++) {
+        if (ch->text[i])
+            br_wipe(ch->text[i], ch->len[i]);
+        free(ch->text[i]);
+        ch->text[i] = NULL;
+    }
 }

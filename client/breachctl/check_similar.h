@@ -45,5 +45,21 @@ void ctl_similar_close(ctl_similar *s);
 int ctl_similar_apply(ctl_similar *s, br_client *c, const void *pw, size_t len, br_answer *a,
                       br_error *err);
 
+/* Passwords read from standard input go in pipelined chunks of up to
+ * CTL_SIMILAR_CHUNK: their plaintexts are kept here until the exact answers
+ * are back, for the variants of those the exact check leaves room for. */
+#define CTL_SIMILAR_CHUNK 256
+typedef struct ctl_similar_chunk {
+    char *text[CTL_SIMILAR_CHUNK];
+    size_t len[CTL_SIMILAR_CHUNK];
+} ctl_similar_chunk;
+
+/* A copy of password i (< CTL_SIMILAR_CHUNK) in ch; nothing when ch is
+ * NULL. 0 or -ENOMEM. */
+int ctl_similar_keep(ctl_similar_chunk *ch, size_t i, const char *pw, size_t len);
+
+/* Every kept password wiped and freed (ch may be NULL). */
+void ctl_similar_chunk_wipe(ctl_similar_chunk *ch);
+
 /* Whether a is such an answer. */
 bool ctl_similar_answer(const br_answer *a);

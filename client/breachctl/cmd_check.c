@@ -22,7 +22,7 @@
 #include "url/url_secret.h"
 #include "core/util.h"
 
-#define CHUNK 256 /* requests per pipelined batch */
+#define CHUNK CTL_SIMILAR_CHUNK /* requests per pipelined batch */
 
 #define TIMEOUT_MS 10000       /* no progress for this long: give up */
 #define BULK_TIMEOUT_MS 600000 /* the same on the bulk lane, which may wait for its turn */
@@ -125,19 +125,12 @@ static int connect_or_fail(const ctl_globals *g, const check_opts *o, br_client 
 /* The connection, and why it failed once it did: the inputs after a failure
  * are still answered, with ERR and that reason, so that output line N is
  * always input N's. */
-/* password's plaintexts of one chunk, kept (then wiped) for the variants
- * of those the exact check left room for (check_similar.h). */
-typedef struct chunk_plain {
-    char *text[CHUNK];
-    size_t len[CHUNK];
-} chunk_plain;
-
 typedef struct session {
     br_client *c;
     bool failed;
     char why[512];
     ctl_similar *sim;   /* password: open, or NULL */
-    chunk_plain *plain; /* with sim: the chunk's passwords */
+    ctl_similar_chunk *plain; /* with sim: the chunk's passwords */
 } session;
 
 static void session_fail(session *s, const br_error *err)
@@ -261,27 +254,9 @@ static int line_request(stdin_kind kind, size_t idx, const char *line, size_t le
     return 0;
 }
 
-/* Keep password idx's plaintext for its variants (with --similar). */
-static int keep_plain(session *s, size_t i, const char *line, size_t len)
-{
-    if (!s->plain)
-        return 0;
-    s->plain->text[i] = malloc(len ? len : 1);
-    if (!s->plain->text[i])
-        return -ENOMEM;
-    memcpy(s->plain->text[i], line, len);
-    s->plain->len[i] = len;
-    return 0;
-}
-
 static void chunk_done(session *s, stdin_kind kind, br_client_request *reqs, size_t n)
 {
-    for (size_t i = 0; s->plain && i < CHUNK; i++) {
-        if (s->plain->text[i])
-            br_wipe(s->plain->text[i], s->plain->len[i]);
-        free(s->plain->text[i]);
-        s->plain->text[i] = NULL;
-    }
+    ctl_similar_chunk_wipe(s->plain);
     if (kind != IN_URL)
         return;
     for (size_t i = 0; i < n; i++) {
@@ -306,7 +281,7 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
         failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
         if (!failed)
-            failed = keep_plain(s, n, line, (size_t)len);
+            failed = ctl_similar_keep(s->plain, n, line, (size_t)len);
         br_wipe(line, cap);
         oom = failed < 0;
         if (oom)
@@ -467,7 +442,7 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
         return EXIT_ERROR;
     bool similar = ctl_similar_open(&o->similar);
     if (!isatty(STDIN_FILENO)) {
-        chunk_plain *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
+        ctl_similar_chunk *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
         if (similar && !plain) {
             ctl_similar_close(&o->similar);
             ctl_err("password: out of memory");
@@ -556,43 +531,6 @@ static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd
     return status_of(&st);
 }
 
-/* The key=value pairs of a STATS answer: one a line, or as one JSON object
- * where a value of decimal digits (no leading zero) is a number, anything
- * else a string. */
-static void print_stats(const char *kv, bool json)
-{
-    if (json)
-        printf("{");
-    bool firstkv = true;
-    for (const char *p = kv; *p;) {
-        size_t n = strcspn(p, " ");
-        const char *eq = memchr(p, '=', n);
-        if (!json) {
-            printf("%.*s\n", (int)n, p);
-        } else if (eq && eq > p) {
-            size_t vlen = (size_t)(p + n - eq - 1);
-            bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
-                       (vlen == 1 || eq[1] != '0');
-            char key[128], val[512];
-            snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
-            snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
-            printf("%s", firstkv ? "" : ",");
-            ctl_json_string(stdout, key);
-            putchar(':');
-            if (num)
-                fputs(val, stdout);
-            else
-                ctl_json_string(stdout, val);
-            firstkv = false;
-        }
-        p += n;
-        while (*p == ' ')
-            p++;
-    }
-    if (json)
-        printf("}\n");
-}
-
 /* ping | stats | reload */
 static int admin_command(const ctl_globals *g, const check_opts *o, const char *cmd, int nargs)
 {
@@ -622,7 +560,7 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
     if (o->quiet)
         return 0;
     if (strcmp(cmd, "stats") == 0) {
-        print_stats(a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0), o->json);
+        ctl_print_stats(stdout, a.detail + (strncmp(a.detail, "STATS ", 6) == 0 ? 6 : 0), o->json);
     } else if (o->json) {
         printf("{\"status\":");
         ctl_json_string(stdout, a.detail);

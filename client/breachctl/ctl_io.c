@@ -55,3 +55,41 @@ void ctl_json_string(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+/* The key=value pairs of a STATS answer: one a line, or as one JSON object
+ * where a value of decimal digits (no leading zero) is a number, anything
+ * else a string. */
+void ctl_print_stats(FILE *out, const char *kv, bool json)
+{
+    if (json)
+        fputc('{', out);
+    bool firstkv = true;
+    for (const char *p = kv; *p;) {
+        size_t n = strcspn(p, " ");
+        const char *eq = memchr(p, '=', n);
+        if (!json) {
+            fprintf(out, "%.*s\n", (int)n, p);
+        } else if (eq && eq > p) {
+            size_t vlen = (size_t)(p + n - eq - 1);
+            bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
+                       (vlen == 1 || eq[1] != '0');
+            char key[128], val[512];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+            snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
+            fputs(firstkv ? "" : ",", out);
+            ctl_json_string(out, key);
+            fputc(':', out);
+            if (num)
+                fputs(val, out);
+            else
+                ctl_json_string(out, val);
+            firstkv = false;
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    if (json)
+        fputs("}\n", out);
+}
+
