@@ -18,6 +18,7 @@ the protocol client of protoclient.py.
 import argparse
 import ctypes
 import hashlib
+import http.server
 import os
 import random
 import shlex
@@ -27,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -334,6 +336,38 @@ def wait_port(port, proc, timeout):
         except OSError:
             time.sleep(0.02)
     return False
+
+
+def can_bind(addr, family=socket.AF_INET):
+    """Whether this host has the local address addr (127.0.0.2, ::1 with
+    AF_INET6) to bind a test's client or server to."""
+    s = socket.socket(family)
+    try:
+        s.bind((addr, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def serve_http(handler):
+    """A threading HTTP server on 127.0.0.1 (a free port: its
+    server_address[1]) answering with the BaseHTTPRequestHandler class
+    handler in a daemon thread; shutdown() and server_close() stop it."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def send_text(handler, body):
+    """handler's answer: 200, text/plain, the bytes body."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/plain")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def free_port():

@@ -205,20 +205,13 @@ class GatedMirror:
                 if not m or m.group(1) not in mirror.ranges:
                     self.send_error(404)
                     return
-                body = mirror.body(m.group(1)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                dtest.send_text(self, mirror.body(m.group(1)).encode())
 
             def log_message(self, *a):
                 pass
 
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.srv.daemon_threads = True
+        self.srv = dtest.serve_http(Handler)
         self.port = self.srv.server_address[1]
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
     def template(self):
         return "http://127.0.0.1:%d/range/{prefix}" % self.port

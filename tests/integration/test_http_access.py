@@ -32,19 +32,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 import httpfx  # noqa: E402
-from dtest import check, eq, test  # noqa: E402
+from dtest import can_bind, check, eq, test  # noqa: E402
 from httpfx import get  # noqa: E402
 
-
-def can_bind(addr):
-    s = socket.socket()
-    try:
-        s.bind((addr, 0))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 @test
@@ -324,7 +314,7 @@ def stop_waits_for_http_requests(ctx):
 
 @test
 def ipv6_listener(ctx):
-    if not socket.has_ipv6 or not can_bind6("::1"):
+    if not socket.has_ipv6 or not can_bind("::1", socket.AF_INET6):
         raise dtest.Skip("no ::1 on this host")
     m = httpfx.Mirror(ctx.path("mirror"))
     port = dtest.free_port()
@@ -388,16 +378,6 @@ def taken_ports_are_named(ctx):
     finally:
         taken.close()
 
-
-def can_bind6(addr):
-    s = socket.socket(socket.AF_INET6)
-    try:
-        s.bind((addr, 0))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 if __name__ == "__main__":

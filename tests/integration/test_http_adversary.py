@@ -30,19 +30,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 import httpfx  # noqa: E402
-from dtest import check, eq, test  # noqa: E402
+from dtest import can_bind, check, eq, test  # noqa: E402
 from httpfx import get  # noqa: E402
 
-
-def can_bind(addr):
-    s = socket.socket()
-    try:
-        s.bind((addr, 0))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 @test

@@ -76,21 +76,13 @@ class SlowMirror:
                 lines = ["%s:3" % s for s in mirror.entries.get(p, [])]
                 lines += ["F%034X:1" % i for i in range(mirror.filler)]
                 lines.append("0" * 34 + "1:0")  # padding, so the body is never empty
-                body = ("\r\n".join(lines) + "\r\n").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                dtest.send_text(self, ("\r\n".join(lines) + "\r\n").encode())
 
             def log_message(self, *a):
                 pass
 
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.srv.daemon_threads = True
+        self.srv = dtest.serve_http(Handler)
         self.port = self.srv.server_address[1]
-        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
-        self.thread.start()
 
     def add(self, sha1hex):
         self.entries.setdefault(sha1hex[:5], []).append(sha1hex[5:])
