@@ -2,7 +2,8 @@
 /* bench_similar: what the similar-password check (lib/similar/,
  * docs/similar.md) refuses, and what it costs per password.
  *
- *   bench_similar --base FILE [--tweaks FILE] [--words FILE]
+ *   bench_similar --base FILE | --filter FILE [--min-count N]
+ *                 [--tweaks FILE] [--words FILE]
  *                 [--passphrases N] [--sep S] [--random12 N]
  *                 [--adversarial N] [--nt]
  *                 [--misses N] [--seed S]
@@ -14,6 +15,12 @@
  * same plus false positives (at most 2^-24 per key with 24-bit
  * fingerprints), so with at most BR_SIMILAR_MAX keys per password the
  * rates below move by less than 2048 * 2^-24 = 0.012% at most.
+ *
+ * --filter FILE asks an offline password filter instead (breachctl filter
+ * build --offline, e.g. of the whole corpus at --min-count N: what breachd
+ * answers SIMILAR from): a hash is in the set when the filter holds it
+ * with a count of at least --min-count (default 1, as the client's
+ * --similar-min-count; bench-min-count.sh).
  *
  * Each candidate is refused when one of its variants' SHA-1s is in the
  * set. Candidates that are themselves in the set (an exact check refuses
@@ -39,12 +46,15 @@
 #include <time.h>
 
 #include "core/hash.h"
+#include "filter/pwfilter.h"
 #include "similar/similar.h"
 #include "core/util.h"
 
 struct set {
     uint8_t (*h)[BR_SHA1_LEN];
     size_t n, cap;
+    br_pwfilter *pf;    /* --filter: the offline filter instead of h */
+    uint64_t min_count; /* with pf: a hit counts from this count */
 };
 
 struct run {
@@ -72,6 +82,9 @@ static uint64_t cpu_ns(void)
 
 static bool in_set(const struct set *s, const uint8_t *h)
 {
+    uint64_t count = 0;
+    if (s->pf)
+        return br_pwfilter_lookup_count(s->pf, h, &count) > 0 && count >= s->min_count;
     return bsearch(h, s->h, s->n, BR_SHA1_LEN, cmp_hash) != NULL;
 }
 
@@ -249,8 +262,9 @@ static void random12(struct run *r, size_t count)
 }
 
 struct opts {
-    const char *base, *tweaks, *words, *sep;
+    const char *base, *filter, *tweaks, *words, *sep;
     size_t passphrases, random12, misses, adversarial;
+    uint64_t min_count;
     bool nt;
 };
 
@@ -269,6 +283,10 @@ static void parse(int argc, char **argv, struct opts *o)
         i++;
         if (strcmp(a, "--base") == 0)
             o->base = v;
+        else if (strcmp(a, "--filter") == 0)
+            o->filter = v;
+        else if (strcmp(a, "--min-count") == 0)
+            o->min_count = strtoull(v, NULL, 10);
         else if (strcmp(a, "--tweaks") == 0)
             o->tweaks = v;
         else if (strcmp(a, "--words") == 0)
@@ -288,26 +306,39 @@ static void parse(int argc, char **argv, struct opts *o)
         else
             die("unknown option; see the comment at the top of bench_similar.c");
     }
-    if (!o->base)
-        die("--base FILE is needed");
+    if (!o->base == !o->filter)
+        die("--base FILE or --filter FILE is needed (one of them)");
 }
 
 int main(int argc, char **argv)
 {
     struct opts o = {0};
     parse(argc, argv, &o);
-    struct set base = {0};
-    each_line(o.base, add_base, &base);
-    qsort(base.h, base.n, BR_SHA1_LEN, cmp_hash);
+    struct set base = {.min_count = o.min_count ? o.min_count : 1};
     br_error err = {{0}};
+    if (o.filter && br_pwfilter_open(o.filter, &base.pf, &err) < 0) {
+        fprintf(stderr, "bench_similar: %s: %s\n", o.filter, err.text);
+        return 2;
+    }
+    if (o.filter && !br_pwfilter_offline(base.pf))
+        die("--filter: not an offline filter (breachctl filter build --offline)");
+    if (o.base) {
+        each_line(o.base, add_base, &base);
+        qsort(base.h, base.n, BR_SHA1_LEN, cmp_hash);
+    }
     struct run r = {.base = &base, .misses = o.misses};
     r.sim = br_similar_new(BR_SIMILAR_SHA1 | (o.nt ? BR_SIMILAR_NT : 0), &err);
     r.sha1 = malloc(BR_SIMILAR_MAX * sizeof(*r.sha1));
     r.nt = malloc(BR_SIMILAR_MAX * sizeof(*r.nt));
     if (!r.sim || !r.sha1 || !r.nt)
         die(err.text[0] ? err.text : "out of memory");
-    printf("base: %zu popular passwords (%s), hashes: SHA-1%s\n", base.n, o.base,
-           o.nt ? " + NT" : "");
+    if (base.pf)
+        printf("filter: %s, %llu keys, a hit from count %llu, hashes: SHA-1%s\n", o.filter,
+               (unsigned long long)br_pwfilter_header(base.pf)->key_count,
+               (unsigned long long)base.min_count, o.nt ? " + NT" : "");
+    else
+        printf("base: %zu popular passwords (%s), hashes: SHA-1%s\n", base.n, o.base,
+               o.nt ? " + NT" : "");
     if (o.tweaks) {
         r.tweaks = true;
         each_line(o.tweaks, check_line, &r);
@@ -331,5 +362,6 @@ int main(int argc, char **argv)
         report("adversarial (bound reached, 4 KiB)", &r);
     }
     br_similar_free(r.sim);
+    br_pwfilter_free(base.pf);
     return 0;
 }
