@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The range endpoint's pure parts (daemon/http_int.h): HIBP's padding
+/* The range endpoint's pure parts (daemon/http_range.h, http_rate.h): HIBP's padding
  * count, Accept-Encoding, If-None-Match, HTTP dates, entity tags, the
  * per-address token buckets (on a given clock) and the body pool. */
 #include <arpa/inet.h>
@@ -18,7 +18,8 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "http_int.h"
+#include "http_range.h"
+#include "http_rate.h"
 
 static void test_pad_count(void **s)
 {
