@@ -467,7 +467,8 @@ void breachd_config_dump(const breachd_config *c, FILE *out)
         if (i == 0 || strcmp(bd_conf_keys[i - 1].section, k->section) != 0)
             fprintf(out, "\n[%s]\n", k->section);
         char b[64];
-        fprintf(out, "# %s\n", k->doc);
+        bd_conf_format_bounds(k, b, sizeof(b));
+        fprintf(out, b[0] ? "# %s (%s)\n" : "# %s\n", k->doc, b);
         dump_kv(out, k->name, bd_conf_format_value(c, k, b, sizeof(b)));
         if (k->type == BD_CONF_USERS || k->type == BD_CONF_GROUPS)
             dump_ids(out, k->name, k->type == BD_CONF_GROUPS ? "gids" : "uids",

@@ -37,11 +37,6 @@
 #define GZIP_LEVEL 1     /* every padded answer is compressed anew: fast */
 #define BROTLI_QUALITY 1 /* the same */
 
-bool bd_http_have_brotli(void)
-{
-    return HAVE_BROTLI;
-}
-
 const char *bd_http_enc_name(bd_http_enc enc)
 {
     return enc == BD_ENC_GZIP ? "gzip" : enc == BD_ENC_BR ? "br" : NULL;

@@ -27,8 +27,6 @@ typedef enum bd_http_enc {
     BD_ENC_BR,
 } bd_http_enc;
 
-/* Whether this build can write brotli (libbrotlienc). */
-bool bd_http_have_brotli(void);
 /* The coding to answer with for an Accept-Encoding value (NULL: none
  * given): the acceptable one (q > 0, by name or "*") the server prefers,
  * br before gzip when prefer_br, else gzip before br; identity otherwise. */

@@ -71,11 +71,6 @@ void bd_rate_free(bd_rate_table *t)
     free(t);
 }
 
-size_t bd_rate_size(const bd_rate_table *t)
-{
-    return t->n_used;
-}
-
 bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16])
 {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};

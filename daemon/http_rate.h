@@ -31,5 +31,3 @@ void bd_rate_set_ipv6_prefix(bd_rate_table *t, unsigned bits);
  * the next token. When the table is full of busy clients (a flood of new
  * addresses), the clients it cannot track share one overflow bucket. */
 uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate, uint64_t now_ms);
-/* Addresses tracked now. */
-size_t bd_rate_size(const bd_rate_table *t);

@@ -46,7 +46,7 @@ LAYERS = {
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "log"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
@@ -75,7 +75,7 @@ DAEMON_LAYERS = {
     "conf": set(),
     "startup": set(),
     "notify": set(),
-    "log": set(),
+    "log": {"conf"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
