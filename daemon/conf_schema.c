@@ -156,7 +156,8 @@ const bd_conf_key bd_conf_keys[] = {
 
 const size_t bd_conf_n_keys = BR_ARRAY_SIZE(bd_conf_keys);
 
-size_t bd_conf_sections(const char **out, size_t cap)
+/* The sections, in order, into out (at most cap); how many. */
+static size_t bd_conf_sections(const char **out, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < bd_conf_n_keys; i++)

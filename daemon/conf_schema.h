@@ -51,8 +51,7 @@ typedef struct bd_conf_key {
 extern const bd_conf_key bd_conf_keys[];
 extern const size_t bd_conf_n_keys;
 
-/* The sections, in order, and how many; "[a], [b] or [c]" into buf. */
-size_t bd_conf_sections(const char **out, size_t cap);
+/* The sections, in order: "[a], [b] or [c]" into buf. */
 void bd_conf_sections_text(char *buf, size_t len);
 
 /* Parse v into k's field(s) of c. 0, -EINVAL with err set to what is wrong

@@ -322,8 +322,6 @@ static void bd_http_conn_drain_wait(bd_http_conn *c)
     c->h->srv->http_unsent++;
 }
 
-/* ---- the gate, replies and jobs ---- */
-
 /* ---- replies and the access log ---- */
 
 static const struct sockaddr *peer_of(struct evhttp_request *req)

@@ -152,7 +152,7 @@ static int bd_http_compress(bd_http_enc enc, const void *in, size_t len, void *o
     return -EINVAL;
 }
 
-/* ---- bodies and validators ---- */
+/* ---- padding ---- */
 
 /* HIBP pads to a random total of 800 to 999 lines, and adds 10 to 209
  * random lines to a range that already holds about that many or more
@@ -416,7 +416,7 @@ int64_t bd_http_parse_date(const char *s)
     return t == (time_t)-1 ? -1 : (int64_t)t;
 }
 
-/* ---- the answers ---- */
+/* ---- the range asked for ---- */
 
 /* The request's range kind by its mode, as HIBP reads it: exactly
  * "mode=ntlm" selects NT hashes ([ntlm] upstream), anything else SHA-1. */
