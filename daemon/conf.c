@@ -21,8 +21,10 @@
  * calls the handler; the line number is the reader's count at that moment
  * (libinih calls the handler before it reads the next line).
  *
- * This file: the reader, finding a key in the table and the load;
- * conf_int.h says where the rest is. */
+ * This file: the reader, finding a key in the table and the load; the
+ * table of keys is conf_schema.c, the parsers of their values
+ * conf_values.c, the questions asked of a loaded configuration
+ * conf_access.c. */
 #include <errno.h>
 #include <stdarg.h>
 #include <ini.h>
@@ -34,7 +36,7 @@
 #include <sys/stat.h>
 
 #include "core/br_assert.h"
-#include "conf_int.h"
+#include "conf_schema.h"
 
 #define MAX_RAW_LINE 16384
 

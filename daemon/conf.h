@@ -205,11 +205,12 @@ unsigned breachd_config_key_line(const breachd_config *cfg, const char *section,
 void breachd_config_free(breachd_config *cfg);
 BR_DEFINE_FREEP(breachd_config, breachd_config_free)
 
-/* Write the effective configuration as a complete config file: every
- * section and key, each after a comment line with its doc line, in the
- * canonical spelling of each value (durations and sizes in their largest
- * exact unit), with the resolved ids of user and group lists on comment
- * lines. Loading the output gives the same configuration. */
+/* Write the effective configuration as a complete config file (what
+ * breachd --check-config prints): every section and key, each after a
+ * comment line with its doc line and its bounds, in the canonical spelling
+ * of each value (durations and sizes in their largest exact unit), with the
+ * resolved ids of user and group lists on comment lines. Loading the output
+ * gives the same configuration. */
 void breachd_config_dump(const breachd_config *cfg, FILE *out);
 
 /* Peer policy helpers for SO_PEERCRED. A peer may connect when both

@@ -12,7 +12,7 @@
 #include <sys/un.h>
 
 #include "core/br_assert.h"
-#include "conf_int.h"
+#include "conf_schema.h"
 #include "config.h"
 
 #define F(field) offsetof(breachd_config, field)
@@ -156,7 +156,8 @@ const bd_conf_key bd_conf_keys[] = {
 
 const size_t bd_conf_n_keys = BR_ARRAY_SIZE(bd_conf_keys);
 
-size_t bd_conf_sections(const char **out, size_t cap)
+/* The sections, in order, into out (at most cap); how many. */
+static size_t bd_conf_sections(const char **out, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
@@ -436,4 +437,43 @@ const char *bd_conf_format_value(const breachd_config *c, const bd_conf_key *k, 
         return *CFIELD(c, k->off, char *);
     }
     return buf;
+}
+
+/* ---- breachd.conf written back out (breachd_config_dump) ---------------------- */
+
+static void dump_kv(FILE *out, const char *key, const char *value)
+{
+    if (*value)
+        fprintf(out, "%s = %s\n", key, value);
+    else
+        fprintf(out, "%s =\n", key);
+}
+
+static void dump_ids(FILE *out, const char *key, const char *what, const uint32_t *ids, size_t n)
+{
+    if (n == 0)
+        return;
+    fprintf(out, "# %s: %s", key, what);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%" PRIu32, i ? ", " : " ", ids[i]);
+    fputc('\n', out);
+}
+
+void breachd_config_dump(const breachd_config *c, FILE *out)
+{
+    fprintf(out, "# breachd effective configuration%s%s\n", *c->path ? " from " : " (defaults)",
+            c->path);
+    for (size_t i = 0; i < bd_conf_n_keys; i++) {
+        const bd_conf_key *k = &bd_conf_keys[i];
+        if (i == 0 || strcmp(bd_conf_keys[i - 1].section, k->section) != 0)
+            fprintf(out, "\n[%s]\n", k->section);
+        char b[64];
+        bd_conf_format_bounds(k, b, sizeof(b));
+        fprintf(out, b[0] ? "# %s (%s)\n" : "# %s\n", k->doc, b);
+        dump_kv(out, k->name, bd_conf_format_value(c, k, b, sizeof(b)));
+        if (k->type == BD_CONF_USERS || k->type == BD_CONF_GROUPS)
+            dump_ids(out, k->name, k->type == BD_CONF_GROUPS ? "gids" : "uids",
+                     *(const uint32_t *const *)(const void *)((const char *)c + k->off2),
+                     *(const size_t *)(const void *)((const char *)c + k->off3));
+    }
 }

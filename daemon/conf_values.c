@@ -1,22 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* breachd.conf values: the parsers of durations, sizes, numbers, modes, log
- * levels, paths, URL templates, proxy URLs and listen addresses (the user and
- * group lists are in conf_access.c). */
+/* breachd.conf values (conf_values.h): the parsers of durations, sizes,
+ * numbers, modes, log levels, paths, URL templates, proxy URLs, listen
+ * addresses, the [http] listen and allowed_networks lists, the user and group
+ * lists (names resolved once at load), and the canonical spellings the dump
+ * writes. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 
-#include "conf_int.h"
+#include "conf_values.h"
 
 #define MAX_URL 2048
+#define MAX_LISTEN 16
+#define MAX_NETWORKS 256
+#define ITEM_MAX 512
 
 const bd_conf_choices bd_conf_log_levels = {
     .noun = "log level",
@@ -526,4 +534,358 @@ const char *breachd_log_level_name(int level)
         if (bd_conf_log_levels.v[i].value == level)
             return bd_conf_log_levels.v[i].name;
     return NULL;
+}
+
+/* ---- [http] lists: listen, allowed_networks ---------------------------------------- */
+
+/* The start of a list for next_item: NULL when v is empty or blank. */
+static const char *list_start(const char *v)
+{
+    for (const char *s = v; *s; s++)
+        if (!is_blank(*s))
+            return v;
+    return NULL;
+}
+
+/* The next comma-separated item of *p, blanks trimmed, into item (ITEM_MAX
+ * bytes). false at the end of the list; -1 in *bad for an empty (a comma
+ * too many) or over-long item. */
+static bool next_item(const char **p, char item[ITEM_MAX], int *bad)
+{
+    const char *s = *p;
+    if (!s)
+        return false;
+    const char *comma = strchr(s, ',');
+    const char *end = comma ? comma : s + strlen(s);
+    *p = comma ? comma + 1 : NULL;
+    while (s < end && is_blank(*s))
+        s++;
+    while (end > s && is_blank(end[-1]))
+        end--;
+    if (end == s || (size_t)(end - s) >= ITEM_MAX) {
+        *bad = -1;
+        return true;
+    }
+    memcpy(item, s, (size_t)(end - s));
+    item[end - s] = '\0';
+    return true;
+}
+
+/* ---- listen ------------------------------------------------------------------- */
+
+static int parse_path_item(const char *item, breachd_listen *l, br_error *err)
+{
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), item);
+    if (strlen(item) >= sizeof(l->path) ||
+        strlen(item) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+        return br_error_set(err, -EINVAL, "socket path %s is too long (at most %zu bytes)", q,
+                            sizeof(l->path) - 1);
+    l->family = AF_UNIX;
+    snprintf(l->path, sizeof(l->path), "%s", item);
+    return 0;
+}
+
+static int parse_addr_item(const char *item, breachd_listen *l, br_error *err)
+{
+    char q[100];
+    bd_conf_quote_value(q, sizeof(q), item);
+    char addr[64];
+    const char *port_text;
+    if (item[0] == '[') {
+        const char *close = strchr(item, ']');
+        if (!close || close[1] != ':' || (size_t)(close - item - 1) >= sizeof(addr))
+            goto bad;
+        memcpy(addr, item + 1, (size_t)(close - item - 1));
+        addr[close - item - 1] = '\0';
+        port_text = close + 2;
+        l->family = AF_INET6;
+    } else {
+        const char *colon = strrchr(item, ':');
+        if (!colon || (size_t)(colon - item) >= sizeof(addr) ||
+            memchr(item, ':', (size_t)(colon - item)))
+            goto bad;
+        memcpy(addr, item, (size_t)(colon - item));
+        addr[colon - item] = '\0';
+        port_text = colon + 1;
+        l->family = AF_INET;
+    }
+    const char *p = port_text;
+    uint64_t pn;
+    if (!bd_conf_take_u64(&p, &pn) || *p || pn < 1 || pn > 65535)
+        return br_error_set(err, -EINVAL, "bad port in %s: expected 1 .. 65535", q);
+    uint8_t bin[16];
+    if (inet_pton(l->family, addr, bin) != 1)
+        return br_error_set(err, -EINVAL,
+                            "%s: not a numeric %s address (names are not resolved), e.g. "
+                            "10.0.0.5:8080 or [::1]:8080",
+                            q, l->family == AF_INET ? "IPv4" : "IPv6");
+    inet_ntop(l->family, bin, l->host, sizeof(l->host));
+    l->port = (uint16_t)pn;
+    return 0;
+bad:
+    return br_error_set(err, -EINVAL,
+                        "bad listen item %s: expected HOST:PORT with a numeric address "
+                        "(10.0.0.5:8080, [::1]:8080) or an absolute Unix socket path",
+                        q);
+}
+
+int bd_conf_parse_listen_list(const char *v, breachd_listen **out, size_t *n_out, br_error *err)
+{
+    breachd_listen items[MAX_LISTEN];
+    size_t n = 0;
+    char item[ITEM_MAX];
+    int bad = 0;
+    for (const char *p = list_start(v); next_item(&p, item, &bad);) {
+        if (bad)
+            return br_error_set(err, -EINVAL, "an empty or over-long item in the list");
+        if (n == MAX_LISTEN)
+            return br_error_set(err, -EINVAL, "more than %d items", MAX_LISTEN);
+        breachd_listen *l = &items[n];
+        memset(l, 0, sizeof(*l));
+        int rc = item[0] == '/' ? parse_path_item(item, l, err) : parse_addr_item(item, l, err);
+        if (rc < 0)
+            return rc;
+        for (size_t i = 0; i < n; i++)
+            if (items[i].family == l->family && items[i].port == l->port &&
+                !strcmp(items[i].host, l->host) && !strcmp(items[i].path, l->path))
+                return br_error_set(err, -EINVAL, "\"%s\" is listed twice", item);
+        n++;
+    }
+    *out = NULL;
+    *n_out = n;
+    if (n == 0)
+        return 0;
+    *out = malloc(n * sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    memcpy(*out, items, n * sizeof(**out));
+    return 0;
+}
+
+/* ---- allowed_networks ---------------------------------------------------------------- */
+
+static int parse_network(const char *item, breachd_network *net, br_error *err)
+{
+    char q[100], addr[64];
+    bd_conf_quote_value(q, sizeof(q), item);
+    const char *slash = strchr(item, '/');
+    size_t alen = slash ? (size_t)(slash - item) : strlen(item);
+    if (alen >= sizeof(addr))
+        return br_error_set(err, -EINVAL, "bad network %s", q);
+    memcpy(addr, item, alen);
+    addr[alen] = '\0';
+    net->family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+    unsigned max_bits = net->family == AF_INET ? 32 : 128;
+    memset(net->addr, 0, sizeof(net->addr));
+    if (inet_pton(net->family, addr, net->addr) != 1)
+        return br_error_set(err, -EINVAL,
+                            "bad network %s: expected ADDRESS/BITS with a numeric address, "
+                            "e.g. 10.0.0.0/8 or fd00::/8",
+                            q);
+    uint64_t bits = max_bits;
+    if (slash) {
+        const char *p = slash + 1;
+        if (!bd_conf_take_u64(&p, &bits) || *p || bits > max_bits)
+            return br_error_set(err, -EINVAL, "bad prefix length in %s: expected 0 .. %u", q,
+                                max_bits);
+    }
+    net->bits = (uint8_t)bits;
+    for (unsigned b = (unsigned)bits; b < max_bits; b++)
+        if (net->addr[b / 8] & (0x80 >> (b % 8))) {
+            char fixed[64];
+            for (unsigned c = (unsigned)bits; c < max_bits; c++)
+                net->addr[c / 8] &= (uint8_t) ~(0x80 >> (c % 8));
+            inet_ntop(net->family, net->addr, fixed, sizeof(fixed));
+            return br_error_set(err, -EINVAL, "network %s has host bits set: did you mean %s/%u?",
+                                q, fixed, (unsigned)bits);
+        }
+    return 0;
+}
+
+int bd_conf_parse_networks(const char *v, breachd_network **out, size_t *n_out, br_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    size_t n = 0, cap = 0;
+    breachd_network *nets = NULL;
+    char item[ITEM_MAX];
+    int bad = 0;
+    for (const char *p = list_start(v); next_item(&p, item, &bad);) {
+        int rc = 0;
+        if (bad)
+            rc = br_error_set(err, -EINVAL, "an empty or over-long item in the list");
+        else if (n == MAX_NETWORKS)
+            rc = br_error_set(err, -EINVAL, "more than %d networks", MAX_NETWORKS);
+        if (rc == 0 && n == cap) {
+            cap = cap ? 2 * cap : 8;
+            breachd_network *grown = realloc(nets, cap * sizeof(*nets));
+            if (!grown)
+                rc = -ENOMEM;
+            else
+                nets = grown;
+        }
+        if (rc == 0)
+            rc = parse_network(item, &nets[n++], err);
+        if (rc < 0) {
+            free(nets);
+            return rc;
+        }
+    }
+    *out = nets;
+    *n_out = n;
+    return 0;
+}
+
+/* ---- user and group lists ------------------------------------------------------ */
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Resolve one user or group name. 0: found; -ENOENT: no such name; other
+ * negative errno: the lookup failed. */
+static int lookup_id(const char *name, bool group, uint32_t *id)
+{
+    if (strcmp(name, "root") == 0) { /* uid and gid 0 everywhere: no NSS lookup */
+        *id = 0;
+        return 0;
+    }
+    long hint = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
+    size_t len = hint > 0 ? (size_t)hint : 1024;
+    for (;;) {
+        _cleanup_free_ char *buf = malloc(len);
+        if (!buf)
+            return -ENOMEM;
+        int r;
+        bool found;
+        if (group) {
+            struct group gr, *res = NULL;
+            r = getgrnam_r(name, &gr, buf, len, &res);
+            found = r == 0 && res;
+            if (found)
+                *id = (uint32_t)gr.gr_gid;
+        } else {
+            struct passwd pw, *res = NULL;
+            r = getpwnam_r(name, &pw, buf, len, &res);
+            found = r == 0 && res;
+            if (found)
+                *id = (uint32_t)pw.pw_uid;
+        }
+        if (found)
+            return 0;
+        if (r == ERANGE && len < (1u << 20)) {
+            len *= 2;
+            continue;
+        }
+        /* getpwnam(3): 0, ENOENT, ESRCH, EBADF or EPERM all may mean "not found". */
+        if (r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM)
+            return -ENOENT;
+        return -r;
+    }
+}
+
+/* A comma list of names or numeric ids -> a sorted array without duplicates. */
+int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_out, br_error *err)
+{
+    const char *what = group ? "group" : "user";
+    *out = NULL;
+    *n_out = 0;
+    if (!*v)
+        return 0;
+    _cleanup_free_ char *copy = strdup(v);
+    size_t cap = 1;
+    for (const char *p = v; *p; p++)
+        cap += *p == ',';
+    if (cap > BREACHD_CONF_MAX_LIST)
+        return br_error_set(err, -EINVAL, "more than %d entries", BREACHD_CONF_MAX_LIST);
+    _cleanup_free_ uint32_t *ids = calloc(cap, sizeof(*ids));
+    if (!copy || !ids)
+        return -ENOMEM;
+    size_t n = 0;
+    char *entry = copy;
+    for (;;) {
+        char *comma = strchr(entry, ',');
+        if (comma)
+            *comma = '\0';
+        char *name = skip_blanks(entry);
+        rstrip_blanks(name);
+        if (!*name)
+            return br_error_set(err, -EINVAL, "empty entry in the %s list (a stray comma?)", what);
+        char q[100];
+        bd_conf_quote_value(q, sizeof(q), name);
+        if (all_digits(name)) {
+            const char *p = name;
+            uint64_t id;
+            if (!bd_conf_take_u64(&p, &id) || id >= UINT32_MAX)
+                return br_error_set(err, -EINVAL, "%s id %s is out of range", what, q);
+            ids[n++] = (uint32_t)id;
+        } else {
+            int rc = lookup_id(name, group, &ids[n]);
+            if (rc == -ENOENT)
+                return br_error_set(err, -EINVAL, "unknown %s %s", what, q);
+            if (rc == -ENOMEM)
+                return rc;
+            if (rc < 0)
+                return br_error_set(err, -EINVAL, "cannot look up %s %s: %s", what, q, strerror(-rc));
+            n++;
+        }
+        if (!comma)
+            break;
+        entry = comma + 1;
+    }
+    qsort(ids, n, sizeof(*ids), cmp_u32);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || ids[m - 1] != ids[i])
+            ids[m++] = ids[i];
+    *out = BR_TAKE_PTR(ids);
+    *n_out = m;
+    return 0;
+}
+
+/* ---- the canonical spellings ---------------------------------------------------- */
+
+void bd_conf_format_duration_s(char *buf, size_t len, int64_t s)
+{
+    if (s != 0 && s % 86400 == 0)
+        snprintf(buf, len, "%" PRId64 "d", s / 86400);
+    else if (s != 0 && s % 3600 == 0)
+        snprintf(buf, len, "%" PRId64 "h", s / 3600);
+    else if (s != 0 && s % 60 == 0)
+        snprintf(buf, len, "%" PRId64 "m", s / 60);
+    else
+        snprintf(buf, len, "%" PRId64 "s", s);
+}
+
+void bd_conf_format_duration_ms(char *buf, size_t len, uint64_t ms)
+{
+    if (ms % 1000)
+        snprintf(buf, len, "%" PRIu64 "ms", ms);
+    else
+        bd_conf_format_duration_s(buf, len, (int64_t)(ms / 1000));
+}
+
+void bd_conf_format_size(char *buf, size_t len, uint64_t n)
+{
+    if (n != 0 && n % (1u << 30) == 0)
+        snprintf(buf, len, "%" PRIu64 "G", n >> 30);
+    else if (n != 0 && n % (1u << 20) == 0)
+        snprintf(buf, len, "%" PRIu64 "M", n >> 20);
+    else if (n != 0 && n % (1u << 10) == 0)
+        snprintf(buf, len, "%" PRIu64 "K", n >> 10);
+    else
+        snprintf(buf, len, "%" PRIu64, n);
 }

@@ -11,7 +11,7 @@
  * connection ends), 403 outside allowed_networks, 429 past the client's
  * rate, then the route (404), the method (405), the prefix (400), and the
  * answer (200, 304, or 5xx when the range cannot be had). Connections are
- * capped and each request has a deadline (http_conn.c). Nothing is logged
+ * capped and each request has a deadline (http.c). Nothing is logged
  * per request unless access_log = yes. */
 #pragma once
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* [http] rate: a token bucket per client (http_int.h: an IPv4 address or
+/* [http] rate: a token bucket per client (http_rate.h: an IPv4 address or
  * an IPv6 network of [http] ipv6_prefix bits), in an open-addressing table
  * keyed with a per-process random seed. Idle buckets (refilled to full)
  * carry no information and are dropped when the table fills up; the table
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "http_rate.h"
 #include "core/random.h"
 
 #define MIN_SLOTS 1024
@@ -69,11 +69,6 @@ void bd_rate_free(bd_rate_table *t)
         return;
     free(t->slots);
     free(t);
-}
-
-size_t bd_rate_size(const bd_rate_table *t)
-{
-    return t->n_used;
 }
 
 bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16])
@@ -189,7 +184,7 @@ uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate
     bucket *b = &t->slots[s];
     if (!b->used) {
         if (!make_room(t, rate, now_ms)) {
-            /* untracked: the overflow bucket (see http_int.h) */
+            /* untracked: the overflow bucket (see http_rate.h) */
             if (!t->overflow.used) {
                 t->overflow.used = true;
                 t->overflow.tokens = rate;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "core/log_line.h"
 #include "log.h"
 
@@ -76,23 +77,12 @@ bool bd_log_enabled(int level)
     return level <= log_level;
 }
 
+/* The names of log_level (breachd.conf(5)); what is above error is an
+ * error, below debug a debug line. */
 static const char *level_name(int level)
 {
-    switch (level) {
-    case LOG_EMERG:
-    case LOG_ALERT:
-    case LOG_CRIT:
-    case LOG_ERR:
-        return "error";
-    case LOG_WARNING:
-        return "warning";
-    case LOG_NOTICE:
-        return "notice";
-    case LOG_INFO:
-        return "info";
-    default:
-        return "debug";
-    }
+    const char *name = breachd_log_level_name(level < LOG_ERR ? LOG_ERR : level);
+    return name ? name : "debug";
 }
 
 /* One line to the log file: "2026-12-05T23:55:01+0000 breachd[123]: info: ..." */

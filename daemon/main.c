@@ -242,8 +242,9 @@ int main(int argc, char **argv)
         bd_state_files_clear(&files);
         return 1;
     }
-    if (a.check_only) {
-        printf("%s: OK\n", a.config_path);
+    if (a.check_only) { /* the verdict, then what the daemon would run with */
+        printf("%s: OK\n\n", a.config_path);
+        breachd_config_dump(files.cfg, stdout);
         bd_state_files_clear(&files);
         return 0;
     }

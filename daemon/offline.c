@@ -43,13 +43,13 @@ int bd_offline_check_config(const breachd_config *c, br_error *err)
     return 0;
 }
 
-void bd_offline_warn(const bd_state_files *f)
+void bd_offline_warn(const breachd_config *c, const br_pwfilter *pwfilter,
+                     const br_pwfilter *ntfilter)
 {
-    const breachd_config *c = f->cfg;
     if (bd_upstream_none(c->passwords.upstream))
-        warn_section("passwords", c->passwords.filter, f->pwfilter);
+        warn_section("passwords", c->passwords.filter, pwfilter);
     if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])
-        warn_section("ntlm", c->ntlm.filter, f->ntfilter);
+        warn_section("ntlm", c->ntlm.filter, ntfilter);
 }
 
 /* ---- an offline [urls] filter ---- */

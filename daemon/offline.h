@@ -6,8 +6,9 @@
 
 #include <stdbool.h>
 
+#include "conf.h"
 #include "core/error.h"
-#include "state.h"
+#include "filter/pwfilter.h"
 
 /* The `upstream` value that means: no range API at all. */
 #define BD_UPSTREAM_NONE "none"
@@ -22,8 +23,10 @@ const char *bd_upstream_template(const char *tmpl);
 int bd_offline_check_config(const breachd_config *cfg, br_error *err);
 /* A section with upstream = none and a filter that is not offline answers
  * every maybe UNKNOWN no-upstream: a warning in the log (and on stderr for
- * --check-config). */
-void bd_offline_warn(const bd_state_files *f);
+ * --check-config). pwfilter and ntfilter are the [passwords] and [ntlm]
+ * filters loaded for cfg (NULL: none). */
+void bd_offline_warn(const breachd_config *cfg, const br_pwfilter *pwfilter,
+                     const br_pwfilter *ntfilter);
 
 /* [urls] filter names an offline filter (its first file's header says so). */
 bool bd_offline_urls_configured(const breachd_config *cfg);

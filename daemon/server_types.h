@@ -86,7 +86,7 @@ struct bd_server {
     char metrics_addr[64]; /* "host:port" being served, "" = none */
     struct bd_http *http;  /* the range endpoint ([http] listen), NULL = off */
     /* the range endpoint's answers made while draining, not yet written
-     * (http_conn.c): the drain ends after them, as after socket answers */
+     * (http.c): the drain ends after them, as after socket answers */
     uint32_t http_unsent;
 
     /* The one service of the server's own that a verb uses (RELOAD): set

@@ -161,7 +161,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out);
+    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter);
     return 0;
 }
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "conf.h"
-#include "conf_int.h"
+#include "conf_schema.h"
 
 #define FUZZ_NAME "fuzz_config"
 #include "fuzz_check.h"

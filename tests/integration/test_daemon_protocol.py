@@ -486,6 +486,21 @@ def check_config_and_version(ctx):
                        timeout=60)
     eq(r.returncode, 0, "--check-config good: " + r.stderr)
     check(not os.path.exists(ctx.path("breachd.sock")), "--check-config created the socket")
+    # The verdict, then the effective configuration (breachd(8)): every key,
+    # defaults included, which loads again to the same configuration.
+    head = "%s: OK\n\n# breachd effective configuration from %s\n" % (good, good)
+    check(r.stdout.startswith(head), "--check-config output: %r" % r.stdout[:300])
+    for line in ("\n[passwords]\n", "\nfilter = %s\n" % c.filter, "\n[cache]\n",
+                 "\n# admin_users: uids 0\n"):
+        check(line in r.stdout, "--check-config output lacks %r" % line)
+    again = ctx.path("again.conf")
+    with open(again, "w") as f:
+        f.write(r.stdout[len(head):])
+    r2 = subprocess.run(bd + ["--config", again, "--check-config"], capture_output=True,
+                        text=True, timeout=60)
+    eq(r2.returncode, 0, "--check-config of its own output: " + r2.stderr)
+    eq(r2.stdout[r2.stdout.index("\n[daemon]"):], r.stdout[r.stdout.index("\n[daemon]"):],
+       "the printed configuration, loaded again")
     # Bad files: (content, text the error must hold).
     bad = [
         ("[daemon]\nsocket = %s\n\nbogus_key = 1\n" % ctx.path("s"), ":4:"),
@@ -500,7 +515,7 @@ def check_config_and_version(ctx):
             f.write(text)
         r = subprocess.run(bd + ["--config", p, "--check-config"], capture_output=True, text=True,
                            timeout=60)
-        check(r.returncode != 0, "bad config %d accepted" % i)
+        check(r.returncode != 0 and r.stdout == "", "bad config %d accepted: %r" % (i, r.stdout))
         check(p + where in r.stderr, "bad config %d: %r lacks %s%s" % (i, r.stderr, p, where))
     # A missing file, and a corrupt filter.
     r = subprocess.run(bd + ["--config", ctx.path("none.conf"), "--check-config"],

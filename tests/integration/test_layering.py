@@ -46,17 +46,17 @@ LAYERS = {
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "log"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
     # the verbs: the table, then each verb's handler
     "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "stats", "conn",
                  "server_types", "state", "conf"},
-    "pw_check": {"conn", "stats", "server_types", "state", "log"},
+    "pw_check": {"conn", "stats", "server_types", "state", "offline", "log"},
     "similar_verb": {"conn", "server_types", "state"},
-    "url_check": {"url_prep", "conn", "stats", "server_types", "state", "log"},
-    "url_prep": {"server_types", "state"},
+    "url_check": {"url_prep", "conn", "stats", "server_types", "state", "offline", "log"},
+    "url_prep": {"server_types", "state", "offline"},
     # the range endpoint, the figures, the timers
     "http": {"conn", "server_types", "state", "conf", "accept_pause", "log"},
     "stats": {"server_types", "state", "accept_pause", "log"},
@@ -68,16 +68,15 @@ DAEMON_LAYERS = {
     # data: the server, connections, waiters and counters
     "server_types": {"accept_pause", "counters", "state"},
     "counters": set(),
-    "state": {"conf", "log"},
+    "state": {"offline", "conf", "log"},
+    # offline filters and upstream = none: below the state that loads them
+    "offline": {"conf", "log"},
     "accept_pause": {"log"},
     "conf": set(),
     "startup": set(),
     "notify": set(),
-    "log": set(),
+    "log": {"conf"},
 }
-# modules taken as one: offline.c checks and opens the files of a state that
-# state.c loads (each calls the other)
-DAEMON_MERGED = {"offline": "state"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -163,12 +162,7 @@ def daemon_edges(root):
     spec = importlib.util.spec_from_loader("daemon_modules", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    out = {}
-    for (a, b), why in mod.edges(root).items():
-        a, b = DAEMON_MERGED.get(a, a), DAEMON_MERGED.get(b, b)
-        if a != b:
-            out.setdefault((a, b), set()).update(why)
-    return out
+    return mod.edges(root)
 
 
 def check_daemon_layers(root):

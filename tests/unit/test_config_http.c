@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* breachd.conf [http] (daemon/conf_http.c): listen lists, allowed_networks
- * and their errors, with exact FILE:LINE messages; the client check
+/* breachd.conf [http] (daemon/conf_values.c, conf_access.c): listen lists,
+ * allowed_networks and their errors, with exact FILE:LINE messages; the client check
  * (breachd_config_http_allowed) for IPv4, IPv6, mapped and Unix peers. */
 #include <arpa/inet.h>
 #include <errno.h>

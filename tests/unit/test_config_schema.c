@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "conf_int.h"
+#include "conf_schema.h"
 #include "config.h"
 #include "config_helpers.h"
 #include "testutil.h"

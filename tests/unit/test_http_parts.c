@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The range endpoint's pure parts (daemon/http_int.h): HIBP's padding
+/* The range endpoint's pure parts (daemon/http_range.h, http_rate.h): HIBP's padding
  * count, Accept-Encoding, If-None-Match, HTTP dates, entity tags, the
  * per-address token buckets (on a given clock) and the body pool. */
 #include <arpa/inet.h>
@@ -18,7 +18,9 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "http_int.h"
+#include "config.h"
+#include "http_range.h"
+#include "http_rate.h"
 
 static void test_pad_count(void **s)
 {
@@ -44,7 +46,7 @@ static void test_pad_count(void **s)
 static void test_encoding(void **s)
 {
     (void)s;
-    bool br = bd_http_have_brotli();
+    bool br = HAVE_BROTLI; /* whether this build writes brotli (libbrotlienc) */
     assert_int_equal(bd_http_pick_encoding(NULL, false), BD_ENC_IDENTITY);
     assert_int_equal(bd_http_pick_encoding("", false), BD_ENC_IDENTITY);
     assert_int_equal(bd_http_pick_encoding("gzip, deflate", false), BD_ENC_GZIP);
@@ -159,12 +161,14 @@ static void test_rate(void **s)
     struct sockaddr_in6 m = {.sin6_family = AF_INET6};
     assert_int_equal(inet_pton(AF_INET6, "::ffff:10.0.0.1", &m.sin6_addr), 1);
     assert_true(bd_rate_take(t, (const struct sockaddr *)&m, 5, 1200) > 0);
-    /* many addresses: the table grows, idle buckets go */
+    /* many addresses: the table grows, idle buckets go. A full table holds
+     * at most 3/4 of 2^17 clients; every one of the 200000 gets a bucket of
+     * its own only because the idle ones are dropped (kept, the rest would
+     * share the overflow bucket, 5 a second, and most be refused). */
     for (uint32_t i = 0; i < 200000; i++) {
         struct sockaddr_in c = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0B000000 + i)};
         assert_int_equal(bd_rate_take(t, (const struct sockaddr *)&c, 5, 5000 + i / 100), 0);
     }
-    assert_true(bd_rate_size(t) <= (1u << 17));
     struct sockaddr_storage un = {.ss_family = AF_UNIX};
     assert_int_equal(bd_rate_take(t, (const struct sockaddr *)&un, 1, 0), 0);
     bd_rate_free(t);

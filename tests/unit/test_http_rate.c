@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "http_int.h"
+#include "http_rate.h"
 
 static struct sockaddr_in6 v6(const char *text)
 {
