@@ -209,9 +209,11 @@ BR_DEFINE_FREEP(breachd_config, breachd_config_free)
  * breachd --check-config prints): every section and key, each after a
  * comment line with its doc line and its bounds, in the canonical spelling
  * of each value (durations and sizes in their largest exact unit), with the
- * resolved ids of user and group lists on comment lines. Loading the output
- * gives the same configuration. */
-void breachd_config_dump(const breachd_config *cfg, FILE *out);
+ * resolved ids of user and group lists on comment lines. With secrets,
+ * loading the output gives the same configuration. Without (what
+ * --check-config prints, which ends up in terminals and CI logs), the
+ * password of a proxy URL is written as REDACTED. */
+void breachd_config_dump(const breachd_config *cfg, bool secrets, FILE *out);
 
 /* Peer policy helpers for SO_PEERCRED. A peer may connect when both
  * allowed_users and allowed_groups are empty, or its uid is in allowed_users,

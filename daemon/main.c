@@ -244,7 +244,7 @@ int main(int argc, char **argv)
     }
     if (a.check_only) { /* the verdict, then what the daemon would run with */
         printf("%s: OK\n\n", a.config_path);
-        breachd_config_dump(files.cfg, stdout);
+        breachd_config_dump(files.cfg, false, stdout);
         bd_state_files_clear(&files);
         return 0;
     }

@@ -28,7 +28,7 @@ static char *dump(const breachd_config *cfg, size_t *len)
     char *text = NULL;
     FILE *f = open_memstream(&text, len);
     CHECK(f);
-    breachd_config_dump(cfg, f);
+    breachd_config_dump(cfg, true, f);
     CHECK(fclose(f) == 0);
     return text;
 }

@@ -501,6 +501,15 @@ def check_config_and_version(ctx):
     eq(r2.returncode, 0, "--check-config of its own output: " + r2.stderr)
     eq(r2.stdout[r2.stdout.index("\n[daemon]"):], r.stdout[r.stdout.index("\n[daemon]"):],
        "the printed configuration, loaded again")
+    # A proxy's password is not printed: the output lands in terminals and CI logs.
+    secret = ctx.config(name="proxy.conf", passwords={"filter": c.filter},
+                        upstream={"proxy": "http://ops:s3cr%40t-pw@127.0.0.1:3128/"})
+    r = subprocess.run(bd + ["--config", secret, "--check-config"], capture_output=True,
+                       text=True, timeout=60)
+    eq(r.returncode, 0, "--check-config with a proxy: " + r.stderr)
+    check("s3cr" not in r.stdout and "t-pw" not in r.stdout, "the proxy password printed")
+    check("\nproxy = http://ops:REDACTED@127.0.0.1:3128/\n" in r.stdout,
+          "the proxy line: %r" % [x for x in r.stdout.splitlines() if "proxy =" in x])
     # Bad files: (content, text the error must hold).
     bad = [
         ("[daemon]\nsocket = %s\n\nbogus_key = 1\n" % ctx.path("s"), ":4:"),

@@ -59,7 +59,7 @@ char *dump_to_string(const breachd_config *c)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    breachd_config_dump(c, f);
+    breachd_config_dump(c, true, f);
     fclose(f);
     return buf;
 }
