@@ -142,8 +142,10 @@ static void session_fail(session *s, const br_error *err)
 
 /* After password i's exact answer a: its variants, one password at a time
  * (the chunk's exact checks went pipelined). A failure of that exchange is
- * the session's: this and every later answer that needed the check says ERR
- * and why, never an unchecked CLEAN. */
+ * the session's. Under --similar=reject, this and every later answer that
+ * needed the check then says ERR and why, never an unchecked CLEAN; under
+ * warn (the default), the exact answer stands, as it does when the daemon
+ * has no filter to ask. */
 static void similar_of_chunk(session *s, size_t i, br_answer *a)
 {
     if (!s->plain || !s->sim->sim || (a->kind != BR_ANSWER_CLEAN && a->kind != BR_ANSWER_UNKNOWN))
@@ -151,7 +153,7 @@ static void similar_of_chunk(session *s, size_t i, br_answer *a)
     br_error err = {{0}};
     if (!s->failed && ctl_similar_apply(s->sim, s->c, s->plain->text[i], s->plain->len[i], a, &err) < 0)
         session_fail(s, &err);
-    if (s->failed) {
+    if (s->failed && s->sim->mode == CTL_SIMILAR_REJECT) {
         a->kind = BR_ANSWER_ERROR;
         snprintf(a->detail, sizeof(a->detail), "%s", s->why);
     }

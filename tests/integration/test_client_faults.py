@@ -124,7 +124,23 @@ def fake_daemon_failures(ctx):
     fk.stop()
     eq((r.rc, len(r.lines)), (0, 600), "600 over one connection")
     eq(len(fk.ids), 1, "one connection")
-    eq(len(set(fk.ids[0])), 600, "distinct ids")
+    # (each password's SIMILAR requests too: the default, similar=warn)
+    check(len(fk.ids[0]) >= 600, "%d requests" % len(fk.ids[0]))
+    eq(len(set(fk.ids[0])), len(fk.ids[0]), "distinct ids")
+
+    # 5b. The connection drops at a password's SIMILAR request: under
+    #     --similar=reject neither it nor a later one may be printed CLEAN
+    #     unchecked (ERR); under the default (warn) the exact answers stand.
+    def drop_at_similar(n, rid, rest, c):
+        if rest.startswith("SIMILAR"):
+            return "close"
+        c.sendall(("%s CLEAN\n" % rid).encode())
+    for mode, rc, want in (("reject", 2, "ERR"), ("warn", 0, "CLEAN")):
+        fk = FakeDaemon(ctx.path("drop-%s.sock" % mode), drop_at_similar)
+        r = ctl("password", "--similar=" + mode, sock=fk.path,
+                stdin="Summer2025!\nP@ssw0rd1\nmonkey123\n")
+        fk.stop()
+        eq((r.rc, [x.split()[0] for x in r.lines]), (rc, [want] * 3), "dropped at SIMILAR, %s: %r" % (mode, r.err))
 
     # 6. A stale answer (an id this batch did not send) and garbage are
     #    ignored; a non-closing "- ERR" line does not fail the batch.
