@@ -207,13 +207,6 @@ const br_filter_header *br_urlfilter_header(const br_urlfilter *uf)
     return &uf->set_hdr;
 }
 
-/* As in pwfilter.c: probe first, then the flag (filter_file.h). */
-bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
-{
-    return br_prefix_bitmap_test(br_urlfilter_prefix_bitmap(uf), prefix20) ||
-           br_urlfilter_damaged(uf);
-}
-
 bool br_urlfilter_changed(const br_urlfilter *uf)
 {
     bool changed = false;

@@ -100,6 +100,8 @@ def delta_daemon_merge(ctx):
     st = d.stats()
     for k in ("upstream_fetches", "upstream_transfers", "cache_entries"):
         eq(st.get(k, 0), 0, "STATS " + k)
+    check("offline URL filter: generation" in d.log() and
+          "55 keys in a set of 2 (a base and its deltas)" in d.log(), d.log()[-600:])
     c.close()
     d.stop_ok()
     log = ctx.path("nginx", "access.log")
