@@ -336,6 +336,12 @@ static bool refuse_other_kind(const char *cmd, const char *path)
 {
     if (url_filter_file(path) || access(path, R_OK) != 0)
         return false;
+    if (url_offline_file(path)) {
+        ctl_err("%s: %s is an offline url-sha256 filter: additions go in a delta (filter build "
+                "--kind url-sha256 --offline --base %s)",
+                cmd, path, path);
+        return true;
+    }
     _cleanup_(br_filter_file_freep) br_filter_file *ff = NULL;
     br_error e = {{0}};
     if (br_filter_file_open(path, &ff, &e) < 0)

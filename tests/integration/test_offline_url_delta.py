@@ -143,6 +143,8 @@ def mixes_and_other_bases_refused(ctx):
     r = build(ctx, ctx.path("x"), current_feeds(ctx), "--base", base, offline=False,
               check_rc=False)
     check(r.returncode == 2 and base in r.stderr and "an offline filter" in r.stderr, r.stderr)
+    r = ctx.breachctl("filter", "add", base, "--input", current_feeds(ctx)[0][0], check_rc=False)
+    check(r.returncode == 2 and "additions go in a delta" in r.stderr, r.stderr)
     # breachd: the live files are replaced by rename, RELOAD refuses, the
     # old set keeps answering
     os.mkdir(ctx.path("host"))
