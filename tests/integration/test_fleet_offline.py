@@ -7,7 +7,9 @@ offline URL set (base and delta) are signed, fetched with `filter fetch
 categories with no upstream (`upstream = none`); `filter rollback` brings
 the older file back and the daemon answers as before; a bit-flipped offline
 file is refused by the fetch (the installed files untouched) and, put in
-place by hand, by the daemon's RELOAD, which keeps serving the old set.
+place by hand, by the daemon's RELOAD, which keeps serving the old set; a
+range (Bloom) delta published for the offline URL base is refused by the
+fetch before it is installed.
 Fixtures: fleetfx.py (keys, publisher, publish, fetch). Standard library
 only; dtest.py is the harness."""
 import os
@@ -152,6 +154,25 @@ def offline_fetch_reload_rollback_tamper(ctx):
         check("checksum" in ans or "sha256" in ans.lower(), ans)
         eq(answers(cl, pw, urls), old, "after the refused RELOAD of " + name)
         fleetfx.install(good, live)
+
+    # A range (Bloom) delta published for the offline set, signed and of a
+    # newer generation: refused by the fetch, naming it, before install.
+    feed = ctx.path("bloom.txt")
+    with open(feed, "w") as f:
+        f.write("bloom.example\n")
+    bbase, bdelta = ctx.path("b.bbf"), ctx.path("bd.bbf")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", feed, "--output", bbase)
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", feed, "--base", bbase,
+                  "--output", bdelta, "--generation", "20")
+    ctx.breachctl("filter", "sign", "--key", sec, bdelta)
+    fleetfx.publish(g1, root, "pw.bfuse")  # what the host has: unchanged
+    fleetfx.publish(bdelta, root, "urls-delta.bfuse")
+    r = fleetfx.fetch(ctx, "--config", host.conf, check_rc=False)
+    eq(r.returncode, 2, "fetch of a range delta for an offline base")
+    check("urls-delta.bfuse" in r.stderr and "offline set holds offline files only" in r.stderr,
+          r.stderr)
+    eq({n: fleetfx.file_sha(p) for n, p in host.path.items()}, before, "installed files")
+    eq(answers(cl, pw, urls), old, "after the refused fetch of a range delta")
     cl.close()
     d.stop_ok()
 
