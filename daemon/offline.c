@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "filter/filter_delta.h"
 #include "filter/filter_file.h"
 #include "log.h"
 #include "offline.h"
@@ -62,7 +63,7 @@ bool bd_offline_urls_configured(const breachd_config *cfg)
         return false;
     br_filter_header h;
     bool offline =
-        n && br_filter_header_read(paths[0], &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE;
+        n && br_filter_header_read_first(paths[0], &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE;
     breachd_config_list_free(paths, n);
     return offline;
 }

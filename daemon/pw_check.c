@@ -74,11 +74,13 @@ static void pw_resolved(void *ctx, const br_resolve_result *res)
 /* An offline filter answers on the host: no range query, decoy or cache
  * entry (docs/privacy.md). false: it cannot (a damaged file), go on. */
 static bool pw_offline(bd_conn *c, const br_request *req, const br_pwfilter *filter,
-                       const uint8_t *hash)
+                       const uint8_t *hash, int hint)
 {
     pw_kind kd = kind_of(&c->srv->counters, req->verb);
     uint64_t count = 0;
-    int r = br_pwfilter_lookup_count(filter, hash, &count);
+    /* hint 0: the batch found no code (bd_pw_prepare_batch); a hit is
+     * looked up again for its count (hits are the rare case) */
+    int r = hint == 0 ? 0 : br_pwfilter_lookup_count(filter, hash, &count);
     if (r < 0)
         return false;
     if (r == 0) {
@@ -105,7 +107,7 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     if (filter && br_pwfilter_offline(filter)) {
         if (stale) /* past max_filter_age: on to the range API, as any filter */
             (*kd.filter_bypassed)++;
-        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash))
+        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash, hint))
             return; /* a file changed under its mapping answers nothing: on upstream */
     } else if (filter) {
         if (hint < 0 && stale) {
@@ -152,15 +154,28 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     bd_waiter_free(w);
 }
 
+/* An offline filter's batch: hint 0 (no code), 1 (a hit, its count looked
+ * up when answered); none when the set is damaged (each is then probed and
+ * refused on its own). */
+static void offline_batch(const br_pwfilter *filter, const uint64_t *keys, const size_t *key_of,
+                          size_t nk, int *hint)
+{
+    uint64_t counts[BD_BATCH];
+    if (br_pwfilter_count_batch(filter, keys, nk, counts) == 0)
+        for (size_t j = 0; j < nk; j++)
+            hint[key_of[j]] = counts[j] != 0;
+    br_wipe(counts, sizeof(counts[0]) * nk);
+}
+
 /* Probe the filter of verb (PW or NT) for every such request of the batch
  * at once, so that their cache misses overlap instead of being waited for
- * one by one: hint[i] = 0 (no) or 1 (maybe). */
+ * one by one: hint[i] = 0 (no) or 1 (maybe; offline: a hit). */
 void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
                          int *hint)
 {
     bool stale;
     br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
-    if (!filter || stale || c->srv->draining || br_pwfilter_offline(filter))
+    if (!filter || stale || c->srv->draining)
         return;
     uint64_t keys[BD_BATCH];
     size_t key_of[BD_BATCH], nk = 0;
@@ -169,7 +184,9 @@ void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const 
             key_of[nk] = i;
             keys[nk++] = br_hash_key64(verb == BR_VERB_NT ? req[i].nt : req[i].sha1);
         }
-    if (nk > 1) {
+    if (nk > 1 && br_pwfilter_offline(filter)) {
+        offline_batch(filter, keys, key_of, nk, hint);
+    } else if (nk > 1) {
         bool maybe[BD_BATCH];
         br_pwfilter_contains_batch(filter, keys, nk, maybe);
         for (size_t j = 0; j < nk; j++)

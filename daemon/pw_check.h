@@ -15,8 +15,9 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint);
 
 /* Probe the filter of verb (PW or NT) for every such request of a batch
  * (ok[i]: req[i] parsed) at once, so that their cache misses overlap
- * instead of being waited for one by one: hint[i] = 0 (no) or 1 (maybe);
- * left at -1 when the batch holds fewer than two, or the filter is
- * missing, stale, offline, or the daemon is stopping. */
+ * instead of being waited for one by one: hint[i] = 0 (no) or 1 (maybe;
+ * for an offline filter: a hit, whose count bd_pw_check looks up); left at
+ * -1 when the batch holds fewer than two, or the filter is missing, stale
+ * or damaged, or the daemon is stopping. */
 void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
                          int *hint);

@@ -399,11 +399,16 @@ bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
     return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
 }
 
+/* members: the files of the set (a layered file's layers), shown when more
+ * than one, so that a delta's loading shows. */
 static void log_filter(const char *what, const char *section, const char *path,
-                       const br_filter_header *h, const char *if_empty)
+                       const br_filter_header *h, size_t members, const char *if_empty)
 {
-    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys", what,
-           (unsigned long long)h->generation, (unsigned long long)h->key_count);
+    char set[64] = "";
+    if (members > 1)
+        snprintf(set, sizeof(set), " in a set of %zu (a base and its deltas)", members);
+    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys%s", what,
+           (unsigned long long)h->generation, (unsigned long long)h->key_count, set);
     if (h->key_count == 0)
         bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
@@ -412,21 +417,23 @@ void bd_state_log_filters(const bd_state *s)
 {
     if (s->pwfilter)
         log_filter("password", "passwords", s->cfg->passwords.filter,
-                   br_pwfilter_header(s->pwfilter), "every check goes to the range API");
+                   br_pwfilter_header(s->pwfilter), br_pwfilter_members(s->pwfilter),
+                   "every check goes to the range API");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
     if (s->simfilter)
         log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
-                   br_pwfilter_header(s->simfilter), "SIMILAR finds nothing");
+                   br_pwfilter_header(s->simfilter), br_pwfilter_members(s->simfilter),
+                   "SIMILAR finds nothing");
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
-                   "every NT check goes to the range API");
+                   br_pwfilter_members(s->ntfilter), "every NT check goes to the range API");
     if (s->urloffline)
         log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
-                   "it blocks no URL");
+                   br_pwfilter_members(s->urloffline), "it blocks no URL");
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
-                   "it blocks no URL");
+                   br_urlfilter_members(s->urlfilter), "it blocks no URL");
 }
 
 static void tell_damage(const char *what, const char *verb, const char *paths)

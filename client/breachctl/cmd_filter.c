@@ -49,7 +49,7 @@ static const ctl_usage filter_usage[] = {
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
-     "categories). FORMAT: "
+     "categories; with --base, a delta of an offline set). FORMAT: "
      BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
      "; the first --input listing an expression sets its category."},
     {"filter build",

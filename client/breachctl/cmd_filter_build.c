@@ -320,5 +320,12 @@ int pw_filter_build(int argc, char **argv)
         fprintf(stderr, "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
                         "base set and were left out\n",
                 a.bases[a.n_bases - 1], a.in_base);
+    if (br_keyset_spilled(ks)) { /* where the disk space and time went */
+        const char *dir = a.tmpdir && *a.tmpdir ? a.tmpdir : getenv("TMPDIR");
+        fprintf(stderr,
+                "the keys did not fit in memory: they were sorted through a temporary "
+                "directory under %s (--tmpdir), now removed\n",
+                dir && *dir ? dir : "/var/tmp");
+    }
     return 0;
 }

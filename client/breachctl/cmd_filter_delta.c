@@ -69,7 +69,7 @@ static int merge_check_set(const char *cmd, char *const *paths, size_t n, uint32
         return EXIT_ERROR;
     }
     *kind = h.kind;
-    if (h.kind == BR_KIND_URL_SHA256) {
+    if (h.kind == BR_KIND_URL_SHA256 && !url_offline_file(paths[0])) {
         br_urlfilter *set = NULL;
         if (fleet_url_set_open(cmd, (const char *const *)paths, n, &set, NULL))
             return EXIT_ERROR;

@@ -222,17 +222,25 @@ static int verify_set(const section *s)
     if (!s->name || !changed)
         return 0;
     br_filter_names names = {0};
-    br_filter_header first = {0}, h;
+    br_filter_header first = {0}, h, lh;
     br_error err = {{0}};
     int r = 0;
+    bool offline = false; /* the first file (a layered file's first layer) */
     const char *path = NULL;
     for (size_t i = 0; i < s->n && r == 0; i++) {
         path = s->items[i].new_file ? s->items[i].part : s->items[i].path;
         r = br_filter_header_read(path, &h);
+        if (r == 0 && i == 0 && (r = br_filter_header_read_first(path, &lh)) == 0)
+            offline = lh.algorithm == BR_ALGO_FUSE_OFFLINE;
         if (r < 0)
             r = br_error_set(&err, r, "cannot read its header");
         else if (i == 0 && h.role != BR_ROLE_FULL)
             r = br_error_set(&err, -EINVAL, "a delta, not a full filter: name its base first");
+        else if (i > 0 && offline != (h.algorithm == BR_ALGO_FUSE_OFFLINE))
+            r = br_error_set(&err, -EINVAL,
+                             "a delta %s of a base %s: an offline set holds offline files only",
+                             offline ? "not built offline" : "built offline",
+                             offline ? "built offline" : "not built offline");
         else if (i > 0)
             r = br_filter_delta_check(&first, &names, &h, &err);
         if (i == 0)

@@ -26,7 +26,7 @@ int fleet_open_verified(const char *path, br_filter_header *h, br_error *err)
         return r;
     *h = *br_filter_file_header(f);
     /* The algorithm's own checks too: only a filter that loads is signed. */
-    if (h->kind == BR_KIND_URL_SHA256) {
+    if (h->kind == BR_KIND_URL_SHA256 && !url_offline_file(path)) {
         br_urlfilter *uf = NULL;
         r = br_urlfilter_from_file(f, &uf, err);
         br_urlfilter_free(uf);

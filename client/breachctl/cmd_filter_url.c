@@ -37,10 +37,8 @@ bool url_filter_kind_requested(int argc, char **argv)
 
 bool url_filter_file(const char *path)
 {
-    br_filter_header h;
-    return br_filter_header_read(path, &h) == 0 &&
-           (h.algorithm == BR_ALGO_BLOCKED_BLOOM ||
-            (h.algorithm == BR_ALGO_LAYERS && h.kind == BR_KIND_URL_SHA256));
+    br_filter_header h; /* a layered file's first layer: Bloom, not offline */
+    return br_filter_header_read_first(path, &h) == 0 && h.algorithm == BR_ALGO_BLOCKED_BLOOM;
 }
 
 /* The mirror goes in place right before the filter (the mirror is never
@@ -141,10 +139,9 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         build_usage(stderr);
         return -1;
     }
-    if (a->offline && (a->ranges || a->n_bases)) {
-        ctl_err("%s: --offline: %s", cmd,
-                a->ranges ? "an offline filter answers on the host and needs no --ranges-dir"
-                          : "--base is not supported for offline URL filters yet: rebuild in full");
+    if (a->offline && a->ranges) {
+        ctl_err("%s: --offline: an offline filter answers on the host and needs no --ranges-dir",
+                cmd);
         return -1;
     }
     return check_feed_options(cmd, &a->f) ? -1 : 0;
@@ -240,7 +237,7 @@ int url_filter_build(int argc, char **argv)
     int r = parse_build(cmd, argc, argv, &a);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
-    if (a.n_bases) {
+    if (a.n_bases && !a.offline) {
         url_delta_args da = {.output = a.output,
                              .ranges = a.ranges,
                              .source = a.source,
@@ -267,8 +264,11 @@ int url_filter_build(int argc, char **argv)
                                .inputs = a.f.args,
                                .n_inputs = a.f.n,
                                .output = a.output,
-                               .source = a.source ? a.source : defsrc,
-                               .generation = a.generation};
+                               .source = a.source,
+                               .default_source = defsrc,
+                               .generation = a.generation,
+                               .bases = a.bases,
+                               .n_bases = a.n_bases};
         return url_offline_build(cmd, &oa);
     }
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;
@@ -336,6 +336,12 @@ static bool refuse_other_kind(const char *cmd, const char *path)
 {
     if (url_filter_file(path) || access(path, R_OK) != 0)
         return false;
+    if (url_offline_file(path)) {
+        ctl_err("%s: %s is an offline url-sha256 filter: additions go in a delta (filter build "
+                "--kind url-sha256 --offline --base %s)",
+                cmd, path, path);
+        return true;
+    }
     _cleanup_(br_filter_file_freep) br_filter_file *ff = NULL;
     br_error e = {{0}};
     if (br_filter_file_open(path, &ff, &e) < 0)

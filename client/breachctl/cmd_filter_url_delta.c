@@ -13,6 +13,7 @@
 
 #include "breachctl.h"
 #include "filter_fleet.h"
+#include "filter_url.h"
 #include "filter_url_feeds.h"
 #include "url/url_feed.h"
 #include "url_mirror.h"
@@ -113,6 +114,11 @@ int url_filter_build_delta(const char *cmd, feeds *f, const url_delta_args *a)
 {
     uint8_t base_body[32];
     _cleanup_(br_urlfilter_freep) br_urlfilter *base = NULL;
+    if (url_offline_file(a->bases[0])) {
+        ctl_err("%s --base %s: an offline filter: a delta is built like its base (add --offline)",
+                cmd, a->bases[0]);
+        return EXIT_ERROR;
+    }
     if (fleet_url_set_open(cmd, a->bases, a->n_bases, &base, base_body))
         return EXIT_ERROR;
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;

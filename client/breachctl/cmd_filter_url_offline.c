@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* breachctl filter build --kind url-sha256 --offline, and query of such a
- * filter (filter_url.h): a category code per expression, so that a hit is
- * answered "BLOCKED <category> <expression>" on the host. */
+/* breachctl filter build --kind url-sha256 --offline [--base SET], and
+ * query of such a filter (filter_url.h): a category code per expression, so
+ * that a hit is answered "BLOCKED <category> <expression>" on the host. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "filter/filter_delta.h"
 #include "filter/filter_file.h"
+#include "filter_fleet.h"
 #include "filter_url.h"
 #include "core/hash.h"
 #include "filter/keyset.h"
@@ -24,8 +26,8 @@
 
 bool url_offline_file(const char *path)
 {
-    br_filter_header h;
-    return br_filter_header_read(path, &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE &&
+    br_filter_header h; /* a layered file's first layer */
+    return br_filter_header_read_first(path, &h) == 0 && h.algorithm == BR_ALGO_FUSE_OFFLINE &&
            h.kind == BR_KIND_URL_SHA256;
 }
 
@@ -44,64 +46,145 @@ static const char *feed_of_category(const char *const *args, size_t n, const cha
     return "?";
 }
 
-static int fill_categories(const char *cmd, const br_feedset *fs, const char *const *args,
-                           size_t n_args, br_category_table *t)
+/* The codes of the feeds' categories into map[] (feed category i has code
+ * map[i]): a delta's table starts with its base set's (start), so that a
+ * code names the same category in every file of the set, and adds the
+ * feeds' new categories after it (docs/filter-format.md, "Sets"). */
+static int fill_categories(const char *cmd, const url_offline_args *a,
+                           const br_category_table *start, br_category_table *t, uint8_t *map)
 {
-    unsigned n = br_feedset_category_count(fs);
-    memset(t, 0, sizeof(*t));
+    unsigned n = br_feedset_category_count(a->fs);
+    if (start)
+        *t = *start;
+    else
+        memset(t, 0, sizeof(*t));
     for (unsigned i = 0; i < n; i++) {
-        int code = br_category_code(t, br_feedset_category(fs, i));
+        const char *name = br_feedset_category(a->fs, i);
+        int code = br_category_code(t, name);
         if (code == -E2BIG) {
-            ctl_err("%s: --input %s: category %s is the %u-th; an offline filter's code holds "
-                    "at most %d categories",
-                    cmd, feed_of_category(args, n_args, br_feedset_category(fs, i)),
-                    br_feedset_category(fs, i), i + 1, BR_CATEGORY_MAX);
+            ctl_err("%s: --input %s: category %s would be code %d; an offline filter's code "
+                    "holds at most %d categories%s",
+                    cmd, feed_of_category(a->inputs, a->n_inputs, name), name, BR_CATEGORY_MAX + 1,
+                    BR_CATEGORY_MAX, start ? " (with its base set's)" : "");
             return EXIT_ERROR;
         }
-        if (code != (int)i + 1) {
+        if (code < 1) {
             ctl_err("%s: category %u: not a category name", cmd, i + 1);
             return EXIT_ERROR;
         }
+        map[i] = (uint8_t)code;
     }
     return 0;
 }
 
+/* A delta's base set (--base): offline url-sha256 files, as the delta is.
+ * 0, or EXIT_ERROR after a message naming the file. */
+static int open_base(const char *cmd, const url_offline_args *a, br_pwfilter **base,
+                     uint8_t body[32])
+{
+    br_filter_header h;
+    const char *first = a->bases[0];
+    if (br_filter_header_read_first(first, &h) == 0 &&
+        (h.kind != BR_KIND_URL_SHA256 || h.algorithm != BR_ALGO_FUSE_OFFLINE)) {
+        ctl_err("%s --base %s: a %s filter %s: an offline URL delta extends an offline "
+                "url-sha256 set (%s)",
+                cmd, first, br_filter_kind_name(h.kind),
+                h.algorithm == BR_ALGO_FUSE_OFFLINE ? "built offline" : "not built offline",
+                h.kind != BR_KIND_URL_SHA256 ? "name a url-sha256 base"
+                                             : "a delta is built like its base: drop --offline");
+        return EXIT_ERROR;
+    }
+    if (fleet_pw_set_open(cmd, a->bases, a->n_bases, base, body))
+        return EXIT_ERROR;
+    if (br_pwfilter_header(*base)->kind != BR_KIND_URL_SHA256 || !br_pwfilter_offline(*base)) {
+        ctl_err("%s --base %s: not an offline url-sha256 set", cmd, first);
+        return EXIT_ERROR;
+    }
+    return 0;
+}
+
+/* What a delta left out: expressions the base set holds already, and of
+ * those the ones it holds under another category than the feeds now give. */
+typedef struct delta_count {
+    uint64_t in_base, recategorized;
+} delta_count;
+
+/* Every expression of the feeds with its code, but those base holds. */
+static int add_keys(const url_offline_args *a, const br_pwfilter *base, const uint8_t *map,
+                    br_keyset *ks, delta_count *dc, br_error *err)
+{
+    const br_feed_entry *e = br_feedset_entries(a->fs);
+    for (size_t i = 0; i < br_feedset_count(a->fs); i++) {
+        const char *cat = NULL;
+        int r = base ? br_pwfilter_lookup_category(base, e[i].hash, &cat) : 0;
+        if (r < 0)
+            return br_error_set(err, r, "--base %s: %s", a->bases[0], strerror(-r));
+        if (r > 0) { /* it keeps the base's category until the next full build */
+            dc->in_base++;
+            dc->recategorized += strcmp(cat, br_feedset_category(a->fs, e[i].category)) != 0;
+            continue;
+        }
+        if ((r = br_keyset_add_counted(ks, br_hash_key64(e[i].hash), map[e[i].category], err)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static void offline_report(const url_offline_args *a, const br_pwfilter_build_opts *o,
+                           const br_pwfilter_build_stats *st, const delta_count *dc)
+{
+    fprintf(stderr,
+            "wrote %s: %" PRIu64 " expressions, %u categories, offline (24-bit fingerprints, a "
+            "category code each), %.2f bits/key, %" PRIu64 " bytes\n",
+            a->output, st->keys, o->categories->count,
+            st->keys ? 8.0 * (double)st->fingerprint_bytes / (double)st->keys : 0.0,
+            st->file_bytes);
+    if (a->n_bases)
+        fprintf(stderr,
+                "delta of %s (generation %" PRIu64 "): %" PRIu64 " expressions of the feeds are "
+                "in the base set already and were left out; %" PRIu64 " of them under another "
+                "category there, which they keep until the next full build\n",
+                a->bases[a->n_bases - 1], o->generation, dc->in_base, dc->recategorized);
+}
+
 int url_offline_build(const char *cmd, const url_offline_args *a)
 {
-    br_category_table *cats = calloc(1, sizeof(*cats));
-    if (!cats)
+    _cleanup_(br_pwfilter_freep) br_pwfilter *base = NULL;
+    uint8_t base_body[32], map[BR_CATEGORY_MAX + 1] = {0};
+    if (a->n_bases && open_base(cmd, a, &base, base_body))
         return EXIT_ERROR;
-    int status = fill_categories(cmd, a->fs, a->inputs, a->n_inputs, cats);
-    br_error err = {{0}};
-    br_keyset *ks = NULL;
-    if (!status && br_keyset_new(NULL, 0, &ks, &err) < 0)
-        status = EXIT_ERROR;
-    const br_feed_entry *e = br_feedset_entries(a->fs);
-    for (size_t i = 0; !status && i < br_feedset_count(a->fs); i++)
-        if (br_keyset_add_counted(ks, br_hash_key64(e[i].hash), e[i].category + 1u, &err) < 0)
-            status = EXIT_ERROR;
+    char defsrc[BR_FILTER_SOURCE_SIZE];
+    if (base)
+        snprintf(defsrc, sizeof(defsrc), "delta of %s", a->bases[a->n_bases - 1]);
     br_pwfilter_build_opts o = {
         .kind = BR_KIND_URL_SHA256,
         .generation = a->generation,
-        .source = a->source,
+        .source = a->source ? a->source : (base ? defsrc : a->default_source),
         .build_time = -1,
-        .categories = cats,
         .max_domain_labels = br_feedset_max_domain_labels(a->fs),
+        .base_body_sha256 = base ? base_body : NULL,
     };
+    uint64_t dflt = ctl_generation_after(base ? br_pwfilter_header(base)->generation : 0);
+    if (ctl_generation_for(cmd, a->output, dflt, &o.generation) < 0)
+        return EXIT_ERROR;
+    _cleanup_free_ br_category_table *cats = calloc(1, sizeof(*cats));
+    if (!cats)
+        return EXIT_ERROR;
+    o.categories = cats;
+    int status = fill_categories(cmd, a, base ? br_pwfilter_categories(base) : NULL, cats, map);
+    br_error err = {{0}};
+    _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
+    delta_count dc = {0};
+    if (!status &&
+        (br_keyset_new(NULL, 0, &ks, &err) < 0 || add_keys(a, base, map, ks, &dc, &err) < 0))
+        status = EXIT_ERROR;
     br_pwfilter_build_stats st = {0};
     if (!status && br_pwfilter_build(ks, &o, a->output, &st, &err) < 0)
         status = EXIT_ERROR;
     if (status && err.text[0])
         ctl_err("%s: %s", cmd, err.text);
     else if (!status)
-        fprintf(stderr,
-                "wrote %s: %" PRIu64 " expressions, %u categories, offline (24-bit fingerprints, "
-                "a category code each), %.2f bits/key, %" PRIu64 " bytes\n",
-                a->output, st.keys, cats->count,
-                st.keys ? 8.0 * (double)st.fingerprint_bytes / (double)st.keys : 0.0,
-                st.file_bytes);
-    br_keyset_free(ks);
-    free(cats);
+        offline_report(a, &o, &st, &dc);
     return status;
 }
 

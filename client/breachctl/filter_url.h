@@ -12,7 +12,8 @@
 
 /* True when argv holds "--kind url-sha256" or "--kind=url-sha256". */
 bool url_filter_kind_requested(int argc, char **argv);
-/* True when path's header decodes and names the blocked-bloom algorithm. */
+/* True when path's header decodes and names the blocked-bloom algorithm (a
+ * layered file: its first layer). */
 bool url_filter_file(const char *path);
 
 int url_filter_build(int argc, char **argv);
@@ -30,13 +31,18 @@ typedef struct url_offline_args {
     const br_feedset *fs; /* finished */
     const char *const *inputs; /* the --input arguments, for messages */
     size_t n_inputs;
-    const char *output, *source;
+    const char *output;
+    const char *source, *default_source; /* --source, or NULL: the default */
     uint64_t generation;
+    const char *const *bases; /* --base: a delta of this offline set */
+    size_t n_bases;
 } url_offline_args;
-/* True when path's header decodes and names an offline url-sha256 filter. */
+/* True when path's header decodes and names an offline url-sha256 filter
+ * (a layered file: its first layer). */
 bool url_offline_file(const char *path);
-/* The filter of the feeds: 0, or EXIT_ERROR after a message (more than 255
- * categories names the --input). */
+/* The filter of the feeds, or with bases the delta of the feeds against
+ * that offline set (docs/filter-format.md, "Sets"): 0, or EXIT_ERROR after
+ * a message (more than 255 categories names the --input). */
 int url_offline_build(const char *cmd, const url_offline_args *a);
 /* "no" or "blocked CATEGORY[ EXPRESSION]" per key or URL. */
 int url_offline_query(const char *path, int nkeys, char **keys, bool by_url);

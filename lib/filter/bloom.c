@@ -127,13 +127,6 @@ double br_bloom_fpr(double keys_per_block, unsigned k)
     return f;
 }
 
-double br_bloom_fpr_classic(double bits_per_key, unsigned k)
-{
-    if (!(bits_per_key > 0.0))
-        return 1.0;
-    return pow(1.0 - exp(-(double)k / bits_per_key), (double)k);
-}
-
 /* The largest keys per block that keep the model at or under target. */
 static double max_lambda(const fpr_model *mo, double hi, double target)
 {

@@ -89,11 +89,6 @@ bool br_bloom_insert(uint8_t *blocks, uint64_t block_count, unsigned k,
  * keys_per_block >= 0; beyond about 4000 keys per block it returns 1. */
 double br_bloom_fpr(double keys_per_block, unsigned k);
 
-/* The false-positive rate the classic (unblocked) Bloom formula would give
- * for the same bits per key and k: (1 - e^(-k/bits_per_key))^k. For
- * comparison in `filter info` and the tests only. */
-double br_bloom_fpr_classic(double bits_per_key, unsigned k);
-
 typedef struct br_bloom_params {
     unsigned k;
     uint64_t block_count;

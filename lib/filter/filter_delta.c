@@ -2,9 +2,11 @@
 /* Filter sets and layered files (filter_delta.h; docs/filter-format.md,
  * "Deltas and layered files"). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "filter_delta.h"
 #include "filter_writer.h"
@@ -160,6 +162,25 @@ int br_filter_layers_open(const br_filter_file *outer, br_filter_file ***out, si
     *out = views;
     *n_out = n;
     return 0;
+}
+
+int br_filter_header_read_first(const char *path, br_filter_header *hdr)
+{
+    int r = br_filter_header_read(path, hdr);
+    if (r < 0 || hdr->algorithm != BR_ALGO_LAYERS)
+        return r;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint8_t e[T_ENTRY], raw[BR_FILTER_HEADER_SIZE];
+    if (fd < 0)
+        return -errno;
+    if (pread(fd, e, sizeof(e), (off_t)hdr->payload_offset) != (ssize_t)sizeof(e))
+        return -EIO;
+    uint64_t off = br_load_le64(e + T_OFFSET);
+    if (off > INT64_MAX - sizeof(raw))
+        return -EINVAL;
+    if (pread(fd, raw, sizeof(raw), (off_t)off) != (ssize_t)sizeof(raw))
+        return -EIO;
+    return br_filter_header_decode(raw, sizeof(raw), hdr, NULL) < 0 ? -EINVAL : 0;
 }
 
 /* ---- writing layered files ---- */

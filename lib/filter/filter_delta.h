@@ -55,6 +55,12 @@ void br_filter_set_fold(br_filter_header *set, const br_filter_header *member);
 int br_filter_layers_open(const br_filter_file *outer, br_filter_file ***views, size_t *n,
                           br_error *err);
 
+/* The header of path's first filter: its own, or for a layered file that
+ * of its first layer (what tells an offline set from another kind's).
+ * Reads two headers, never the body: 0, or -errno as br_filter_header_read
+ * (-EINVAL also for a layer table that points nowhere). */
+int br_filter_header_read_first(const char *path, br_filter_header *hdr);
+
 typedef struct br_filter_layers_opts {
     uint64_t generation;
     const char *source;

@@ -403,8 +403,12 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
         return -ENOMEM;
     bool offline = h->algorithm == BR_ALGO_FUSE_OFFLINE;
     if (h->algorithm != BR_ALGO_BINARY_FUSE && !offline)
-        return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse",
-                            br_filter_algorithm_name(h->algorithm));
+        return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse%s",
+                            br_filter_algorithm_name(h->algorithm),
+                            h->algorithm == BR_ALGO_BLOCKED_BLOOM
+                                ? " (a URL range filter, not an offline one: an offline set "
+                                  "holds offline files only)"
+                                : "");
     if (h->key_encoding != BR_KEYENC_HASH_PREFIX64 &&
         !(offline && h->kind == BR_KIND_URL_SHA256 && h->key_encoding == BR_KEYENC_URL_EXPR_SHA256))
         return br_error_set(err, -EINVAL, "field key_encoding: %s, expected hash-prefix64",

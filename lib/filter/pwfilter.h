@@ -167,6 +167,11 @@ int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
 /* A url-sha256 offline set: the largest max_domain_labels of its members
  * (lookups take host suffixes of up to max(5, this) labels). */
 unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
+/* A url-sha256 offline set's categories: the longest table of its members,
+ * which starts with every other member's (br_pwfilter_attach checks it):
+ * what a delta of the set starts its own table with. NULL when the set
+ * holds no categories. */
+const br_category_table *br_pwfilter_categories(const br_pwfilter *pf);
 /* The code of a key in the set: the first member that holds it; 0: none. */
 uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member);
 /* An offline member's description for `filter info`: the code kind, the

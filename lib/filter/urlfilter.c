@@ -73,8 +73,11 @@ static int check_params(br_urlfilter *uf, br_error *err)
         return br_error_set(err, -EINVAL, "field kind: %s, expected url-sha256 for blocked-bloom",
                             br_filter_kind_name(h->kind));
     if (h->algorithm != BR_ALGO_BLOCKED_BLOOM)
-        return br_error_set(err, -EINVAL, "field algorithm: %s, expected blocked-bloom",
-                            br_filter_algorithm_name(h->algorithm));
+        return br_error_set(err, -EINVAL, "field algorithm: %s, expected blocked-bloom%s",
+                            br_filter_algorithm_name(h->algorithm),
+                            h->algorithm == BR_ALGO_FUSE_OFFLINE
+                                ? " (an offline filter: a URL range set holds no offline files)"
+                                : "");
     if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256)
         return br_error_set(err, -EINVAL, "field key_encoding: %s, expected url-expression-sha256",
                             br_key_encoding_name(h->key_encoding));
@@ -202,13 +205,6 @@ int br_urlfilter_open(const char *path, br_urlfilter **out, br_error *err)
 const br_filter_header *br_urlfilter_header(const br_urlfilter *uf)
 {
     return &uf->set_hdr;
-}
-
-/* As in pwfilter.c: probe first, then the flag (filter_file.h). */
-bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20)
-{
-    return br_prefix_bitmap_test(br_urlfilter_prefix_bitmap(uf), prefix20) ||
-           br_urlfilter_damaged(uf);
 }
 
 bool br_urlfilter_changed(const br_urlfilter *uf)

@@ -78,9 +78,6 @@ int br_urlfilter_open_set(const char *const *paths, size_t n, br_urlfilter **out
 /* Files in the set (a layered file counts its layers). */
 size_t br_urlfilter_members(const br_urlfilter *uf);
 
-/* Whether at least one entry's SHA-256 starts with this 20-bit prefix (in
- * any file of the set). */
-bool br_urlfilter_prefix_has_entries(const br_urlfilter *uf, uint32_t prefix20);
 /* The largest label count among the filter's domain entries (hosts, domain
  * lists: entries that block their subdomains), as recorded by key encoding
  * v2; 0 for a v1 file or one without domain entries. */
@@ -88,7 +85,9 @@ unsigned br_urlfilter_max_domain_labels(const br_urlfilter *uf);
 /* How many host components lookups take suffixes of: the above, never
  * fewer than Safe Browsing's 5 (br_url_expressions_labels). */
 unsigned br_urlfilter_lookup_labels(const br_urlfilter *uf);
-/* The prefix bitmap itself (BR_URLFILTER_BITMAP_BYTES, in the mapped file). */
+/* The prefix bitmap itself (BR_URLFILTER_BITMAP_BYTES, in the mapped file;
+ * of a set: the union of its files'): bit p is set when at least one
+ * entry's SHA-256 starts with the 20-bit prefix p (br_prefix_bitmap_test). */
 const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf);
 /* false: the key is definitely not in the blocklist (no range query needed);
  * true: maybe (resolve with a range query for its prefix). One 64-byte block

@@ -249,14 +249,6 @@ int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint8_t c
     return 0;
 }
 
-int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
-                       br_error *err)
-{
-    uint8_t cat;
-    int r = br_feedset_category_index(fs, category, &cat, err);
-    return r < 0 ? r : br_feedset_push(fs, hash, cat, err);
-}
-
 static int cmp_entry(const void *a, const void *b)
 {
     const br_feed_entry *x = a, *y = b;

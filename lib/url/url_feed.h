@@ -175,9 +175,6 @@ BR_DEFINE_FREEP(br_feedset, br_feedset_free)
  * the set may hold part of the feed: callers abandon the whole build. */
 int br_feedset_read(br_feedset *fs, const char *path, const char *category,
                     const br_feed_opts *opts, br_feed_stats *st, br_error *err);
-/* Add one expression's key directly (tests, tools). */
-int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
-                       br_error *err);
 
 typedef struct br_feedset_stats {
     uint64_t distinct;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal to the feed reader: what url_feed.c (names, entries, the set)
  * gives url_feed_read.c (reading a feed line by line). Only these two
- * include it. */
+ * include it, and tests/unit/test_url_mirror.c (sets of raw keys). */
 #pragma once
 
 #include <stdbool.h>

@@ -19,13 +19,23 @@
 #    steadier of the two on a busy machine. Then the medians and the
 #    AFTER/BEFORE ratios.
 #
+# With OFFLINE=1, one build and two kinds of filter of the same keys and
+# lists instead: "before" runs on the range filters above, "after" on
+# offline filters (breachctl filter build --offline) of the same keys and
+# feeds; BEFORE defaults to AFTER. Random PW checks are definite-no in both
+# (docs/filter-format.md, "Algorithm 4"): the ratio is the offline filter's
+# cost in the daemon's hot path.
+#
 # Usage: BEFORE=DIR AFTER=DIR tests/bench/bench-daemon-ab.sh
 #        (two build directories, each with daemon/breachd; BEFORE also with
 #        breachctl, gen_hibp, bench_url and loadgen, e.g. configured
 #        --buildtype=debugoptimized as bench-daemon.sh does)
+#        OFFLINE=1 AFTER=DIR tests/bench/bench-daemon-ab.sh
 # Env:   ROUNDS (6), NPW (2000000), NURL (600000), PW_KEYS (2000000),
-#        URLS (200000), TMPDIR (scratch space, default /var/tmp).
+#        URLS (200000), OFFLINE (0), TMPDIR (scratch space, default /var/tmp).
 set -euo pipefail
+OFFLINE=${OFFLINE:-0}
+[ "$OFFLINE" = 1 ] && BEFORE=${BEFORE:-${AFTER:-}}
 : "${BEFORE:?BEFORE=build dir}" "${AFTER:?AFTER=build dir}"
 ROUNDS=${ROUNDS:-6}
 NPW=${NPW:-2000000}
@@ -48,27 +58,44 @@ TCK=$(getconf CLK_TCK)
 "$BEFORE/tests/bench/bench_url" --emit "$S/data" "$URLS" "$URLS" >/dev/null
 "$CTL" filter build --kind url-sha256 --output "$S/urls.bbf" \
     --input "$S/data/list-domains.txt=malware" --input "$S/data/list-urls.txt=phishing" >/dev/null 2>&1
-cat >"$S/breachd.conf" <<EOF
+pw_after=$S/pw.bfuse
+urls_after=$S/urls.bbf
+if [ "$OFFLINE" = 1 ]; then
+    pw_after=$S/pw-offline.bfuse
+    urls_after=$S/urls-offline.bfuse
+    "$BEFORE/tests/bench/gen_hibp" hibp "$PW_KEYS" |
+        "$CTL" filter build --kind password-sha1 --offline --input - --output "$pw_after" \
+            >/dev/null 2>&1
+    "$CTL" filter build --kind url-sha256 --offline --output "$urls_after" \
+        --input "$S/data/list-domains.txt=malware" --input "$S/data/list-urls.txt=phishing" \
+        >/dev/null 2>&1
+    echo "# OFFLINE=1: before = range filters, after = offline filters of the same keys and lists; breachd of $AFTER"
+fi
+conf() { # SIDE PW_FILTER URL_FILTER
+    cat >"$S/$1.conf" <<EOF
 [daemon]
 socket = $S/breachd.sock
 socket_mode = 0600
 log_level = notice
 [passwords]
-filter = $S/pw.bfuse
+filter = $2
 upstream =
 [urls]
-filter = $S/urls.bbf
+filter = $3
 upstream =
 [cache]
 path = $S/cache
 EOF
+}
+conf before "$S/pw.bfuse" "$S/urls.bbf"
+conf after "$pw_after" "$urls_after"
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rps() { grep '^RESULT' | tr ' ' '\n' | sed -n 's/^rps=//p'; }
 
-# run BUILD: prints "pw_rps pw_ns url_rps url_ns"
+# run BUILD SIDE: prints "pw_rps pw_ns url_rps url_ns"
 run() {
-    "$1/daemon/breachd" --config "$S/breachd.conf" --foreground 2>"$S/breachd.log" &
+    "$1/daemon/breachd" --config "$S/$2.conf" --foreground 2>"$S/breachd.log" &
     local pid=$! t0 t1 t2 pw url
     for _ in $(seq 100); do
         "$LOADGEN" -s "$S/breachd.sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && break
@@ -94,7 +121,7 @@ for r in $(seq "$ROUNDS"); do
     for side in $order; do
         dir=$BEFORE
         [ "$side" = after ] && dir=$AFTER
-        read -r a b c d <<<"$(run "$dir")"
+        read -r a b c d <<<"$(run "$dir" "$side")"
         echo "$side $a $b $c $d" >>"$S/runs"
         echo "| $r | $side | $a | $b | $c | $d |"
     done
