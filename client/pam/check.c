@@ -29,8 +29,8 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
     memset(out, 0, sizeof(*out));
     br_error err = {{0}};
     br_answer a;
-    int r = br_client_ask(o->socket, o->timeout_ms, password, password ? strlen(password) : 0,
-                          &a, &err);
+    int r = br_client_ask(o->socket, o->timeout_ms, password, password ? strlen(password) : 0, &a,
+                          &err);
     if (r < 0) {
         out->v = PB_ERROR;
         snprintf(out->reason, sizeof(out->reason), "%s", br_client_failure_reason(r));

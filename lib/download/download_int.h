@@ -238,7 +238,6 @@ struct dl_run {
     br_error fatal_err;
 };
 
-
 /* ---- single file ---- */
 
 /* Write [first, last]'s per-prefix files as HASH40:COUNT lines (CRLF, hash

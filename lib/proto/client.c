@@ -459,8 +459,8 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
     return one(c, &q, a, err);
 }
 
-int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len,
-                  br_answer *a, br_error *err)
+int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len, br_answer *a,
+                  br_error *err)
 {
     memset(a, 0, sizeof(*a));
     int64_t deadline = now_ms() + timeout_ms;

@@ -83,8 +83,8 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
  * Privacy: only the password's SHA-1 leaves the process; the copies made
  * here are wiped, err never holds the password or its hash. The caller
  * wipes *a when done and its own password. */
-int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len,
-                  br_answer *a, br_error *err);
+int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len, br_answer *a,
+                  br_error *err);
 
 /* The answer to a password's variants (docs/similar.md). */
 typedef struct br_similar_answer {

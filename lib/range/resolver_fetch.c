@@ -40,7 +40,7 @@ flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind,
 /* What the cache holds for (partition, kind, prefix), as a lookup sees it:
  * a URL range stored before the URL filter was built is expired. */
 static void cache_peek(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
-                      br_range_cache_result *cr)
+                       br_range_cache_result *cr)
 {
     cr->state = BR_RANGE_CACHE_MISS;
     if (!r->cache)
@@ -63,8 +63,8 @@ static int flight_send(br_resolver *r, flight *f, const br_range_cache_result *c
         lm = cr->last_modified[0] ? cr->last_modified : NULL;
     }
     f->conditional = etag || lm;
-    return br_upstream_fetch_lane(r->up[f->kind], f->prefix20, etag, lm, f->lane, fetch_done,
-                                  f, &f->ureq);
+    return br_upstream_fetch_lane(r->up[f->kind], f->prefix20, etag, lm, f->lane, fetch_done, f,
+                                  &f->ureq);
 }
 
 static bool has_validators(const br_range_cache_result *cr)
@@ -125,7 +125,6 @@ static bool decoy_rebulk(br_resolver *r, flight *f)
     r->st.decoys++;
     return true;
 }
-
 
 /* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
 static const char *send_failure_reason(int rc)
@@ -383,7 +382,7 @@ static void answer_list_unknown_or_stale(br_resolver *r, waiter *list, uint32_t 
 
 /* Answer every waiter of f (already out of the table). */
 void br_rs_answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale)
+                                       bool allow_stale)
 {
     waiter *list = f->head;
     f->head = NULL;
@@ -577,5 +576,5 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
         return;
     }
     br_rs_answer_all_unknown_or_stale(r, f, reason_of(resp->status),
-                                resp->status != BR_UPSTREAM_CANCELLED);
+                                      resp->status != BR_UPSTREAM_CANCELLED);
 }

@@ -34,6 +34,6 @@ struct br_similar {
     br_similar_fn fn;
     void *fn_ctx;
     bool uncounted; /* fn left the variant it was handed out of the count */
-    int rc;    /* first error */
-    bool done; /* the bound is reached, fn asked to stop, or an error */
+    int rc;         /* first error */
+    bool done;      /* the bound is reached, fn asked to stop, or an error */
 };

@@ -218,7 +218,8 @@ void br_feedset_free(br_feedset *fs)
 /* The index of category in the set, added when new: 0, or -EINVAL for a
  * name that does not match [a-z0-9_-]{1,32}, -E2BIG past
  * BR_FEED_MAX_CATEGORIES. */
-static int br_feedset_category_index(br_feedset *fs, const char *category, uint8_t *idx, br_error *err)
+static int br_feedset_category_index(br_feedset *fs, const char *category, uint8_t *idx,
+                                     br_error *err)
 {
     if (!br_feed_category_valid(category))
         return br_error_set(err, -EINVAL, "category '%s' does not match [a-z0-9_-]{1,32}", category);
@@ -239,7 +240,8 @@ static int br_feedset_category_index(br_feedset *fs, const char *category, uint8
 
 /* Append one entry (its expression's hash, the category index): 0, -E2BIG
  * or -ENOMEM. */
-static int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint8_t cat, br_error *err)
+static int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint8_t cat,
+                           br_error *err)
 {
     if (fs->n == fs->cap) {
         if (fs->cap >= UINT32_MAX / 2)

@@ -205,8 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         br_error err;
         if (br_range_parse(kind, (const char *)in.p, in.n, 0, &rs, &rs_len, &err) < 0)
             return 0;
-        CHECK(br_rc_entry_build_decoys(rs, rs_len, fetched, expires, etag, got_e, lm, got_l, NULL, 0, &v,
-                                       &len) == 0);
+        CHECK(br_rc_entry_build_decoys(rs, rs_len, fetched, expires, etag, got_e, lm, got_l, NULL,
+                                       0, &v, &len) == 0);
         free(rs);
     } else {
         len = in.n;

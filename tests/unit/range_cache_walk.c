@@ -33,7 +33,8 @@ int rc_walk(br_range_cache *c, rc_walk_cb cb, void *ctx)
         if (br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0)
             ret = cb(ctx, part, rkey_kind(rkey), prefix20, 0, 0, NULL, 0);
         else
-            ret = cb(ctx, part, rkey_kind(rkey), prefix20, ev.fetched_at, ev.expires_at, ev.rs, ev.rs_len);
+            ret = cb(ctx, part, rkey_kind(rkey), prefix20, ev.fetched_at, ev.expires_at, ev.rs,
+                     ev.rs_len);
         if (ret)
             break;
     }
