@@ -184,6 +184,8 @@ int br_rc_pend_put(br_range_cache *c, rkey_t rkey, uint8_t *val, size_t len)
     return 0;
 }
 
+/* ---- files and owners ----------------------------------------------------- */
+
 /* The range cache's files on disk (range_cache.h, "Files and owners"): the
  * directory and LMDB's data.mdb and lock.mdb must belong to the process's
  * effective uid, must not be group- or world-writable, and must not be
@@ -242,6 +244,8 @@ static int check_files(const char *path, br_error *err)
     }
     return 0;
 }
+
+/* ---- mappings guarded against truncation ----------------------------------- */
 
 /* The range cache's mappings guarded against truncation in place
  * (range_cache.h, "Truncation while mapped"): LMDB reads data.mdb and
@@ -330,10 +334,6 @@ bool br_range_cache_damaged(const br_range_cache *c)
 {
     return c && atomic_load(&((br_range_cache *)c)->damaged) != 0;
 }
-
-/* LMDB range cache; design and layouts in range_cache.h, what the files of
- * the module share in range_cache_int.h. This file: errors, transactions,
- * open / close, lookup, put, touch and the walk. */
 
 #define CACHE_FORMAT 2
 #define PENDING_BYTES_CAP ((uint64_t)64 << 20)

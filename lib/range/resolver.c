@@ -401,8 +401,10 @@ br_upstream *br_resolver_upstream(br_resolver *r, br_range_kind kind)
     return kind_ok(kind) ? r->up[kind] : NULL;
 }
 
-/* Range resolver: whole-range lookups (br_resolver_resolve_range, resolver.h).
- * They ride on the same flights as the one-hash lookups of resolver.c: a
+/* ---- whole-range lookups ---------------------------------------------------------- */
+
+/* Whole-range lookups (br_resolver_resolve_range, resolver.h).
+ * They ride on the same flights as the one-hash lookups above: a
  * waiter with rcb set is answered here with the range set instead of one
  * entry. */
 
@@ -574,6 +576,8 @@ int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind 
         return 0;
     return answer_now(r, partition, kind, prefix20, reason, cb, ctx);
 }
+
+/* ---- the cache flush -------------------------------------------------------------- */
 
 /* The resolver's cache flush and how a failing cache write is told
  * (resolver.h, "Cache writes"). A full disk, a read-only or broken cache
