@@ -317,7 +317,10 @@ static void check_hashes_match_each(const char *pw, size_t *skipped)
 static void test_hashes_match_each(void **state)
 {
     (void)state;
-    static const char *const pws[] = {"P@ssw0rd1", "Summer2024!", "ab\xc3\x83" "cd", "x"};
+    static const char *const pws[] = {"P@ssw0rd1", "Summer2024!",
+                                      "ab\xc3\x83"
+                                      "cd",
+                                      "x"};
     size_t skipped;
     for (size_t i = 0; i < BR_ARRAY_SIZE(pws); i++) {
         check_hashes_match_each(pws[i], &skipped);
@@ -347,10 +350,14 @@ static void test_wiped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_issue_examples), cmocka_unit_test(test_tweaks_share_bases),
-        cmocka_unit_test(test_ed1_typed_case), cmocka_unit_test(test_hashes_and_exact),
-        cmocka_unit_test(test_bound),          cmocka_unit_test(test_nul_and_invalid_utf8),
-        cmocka_unit_test(test_nt_lined_up),    cmocka_unit_test(test_wiped),
+        cmocka_unit_test(test_issue_examples),
+        cmocka_unit_test(test_tweaks_share_bases),
+        cmocka_unit_test(test_ed1_typed_case),
+        cmocka_unit_test(test_hashes_and_exact),
+        cmocka_unit_test(test_bound),
+        cmocka_unit_test(test_nul_and_invalid_utf8),
+        cmocka_unit_test(test_nt_lined_up),
+        cmocka_unit_test(test_wiped),
         cmocka_unit_test(test_hashes_match_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
