@@ -136,7 +136,11 @@ void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
 void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text)
 {
     c->srv->counters.errors[code]++;
-    bd_conn_reply(c, id, "ERR %s %s", br_proto_err_name(code), text);
+    if (!c->open)
+        return;
+    char line[BR_PROTO_MAX_ID + 1 + BR_PROTO_MAX_LINE + 64];
+    bd_conn_out_add(c, line, br_format_error(line, sizeof(line), id, code, text));
+    conn_check_pressure(c);
 }
 
 bd_waiter *bd_waiter_new(bd_conn *c, const br_request *req)

@@ -17,25 +17,12 @@
 #include "core/util.h"
 #include "similar/similar.h"
 
-static int64_t now_ms(void)
-{
-    return (int64_t)(br_now_ns() / 1000000u);
-}
-
 void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *out)
 {
     memset(out, 0, sizeof(*out));
     br_error err = {{0}};
     br_answer a;
-    memset(&a, 0, sizeof(a));
-    int64_t deadline = now_ms() + o->timeout_ms;
-    _cleanup_(br_client_freep) br_client *c = NULL;
-    int r = br_client_connect(o->socket, o->timeout_ms, &c, &err);
-    if (r == 0) {
-        int64_t left = deadline - now_ms();
-        br_client_set_timeout(c, left < 1 ? 1 : (int)left);
-        r = br_client_check_password(c, password, len, &a, &err);
-    }
+    int r = br_client_ask(o->socket, o->timeout_ms, password, len, &a, &err);
     if (r < 0) {
         char detail[160];
         out->kind = DM_ERROR;

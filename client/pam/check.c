@@ -12,11 +12,6 @@
 #include "pam_breachd.h"
 #include "core/util.h"
 
-static int64_t now_ms(void)
-{
-    return (int64_t)(br_now_ns() / 1000000u);
-}
-
 /* An answer that is neither a verdict nor (for PING) PONG. */
 static void unexpected(const br_answer *a, pb_outcome *out)
 {
@@ -34,17 +29,8 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out)
     memset(out, 0, sizeof(*out));
     br_error err = {{0}};
     br_answer a;
-    int64_t deadline = now_ms() + o->timeout_ms;
-    _cleanup_(br_client_freep) br_client *c = NULL;
-    int r = br_client_connect(o->socket, o->timeout_ms, &c, &err);
-    if (r == 0) {
-        int64_t left = deadline - now_ms();
-        br_client_set_timeout(c, left < 1 ? 1 : (int)left);
-        if (password)
-            r = br_client_check_password(c, password, strlen(password), &a, &err);
-        else
-            r = br_client_command(c, "PING", &a, &err);
-    }
+    int r = br_client_ask(o->socket, o->timeout_ms, password, password ? strlen(password) : 0, &a,
+                          &err);
     if (r < 0) {
         out->v = PB_ERROR;
         snprintf(out->reason, sizeof(out->reason), "%s", br_client_failure_reason(r));

@@ -134,14 +134,6 @@ int br_md4_check(br_error *err)
                         "-m`, or in $OPENSSL_MODULES)");
 }
 
-int br_md4(const void *buf, size_t len, uint8_t out[BR_NT_LEN])
-{
-    const EVP_MD *md = md4();
-    if (!md)
-        return -ENOSYS;
-    return EVP_Digest(buf, len, out, NULL, md, NULL) == 1 ? 0 : -EIO;
-}
-
 struct br_nt_hasher {
     EVP_MD_CTX *ctx;
 };

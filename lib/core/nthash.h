@@ -36,9 +36,6 @@
  * provider otherwise. Thread-safe; the lookup is made once per process. */
 int br_md4_check(br_error *err);
 
-/* Plain MD4 of buf (RFC 1320). 0, -ENOSYS (no MD4) or -EIO. */
-int br_md4(const void *buf, size_t len, uint8_t out[BR_NT_LEN]);
-
 /* The NT hash of a password of len bytes (text rules above). 0, -ENOSYS or
  * -EIO; the UTF-16LE copy is made in a small buffer that is wiped. */
 int br_nt_hash(const void *password, size_t len, uint8_t out[BR_NT_LEN]);

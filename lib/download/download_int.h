@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of the corpus downloader (download.h), shared by download.c (the
- * fetch loop), download_run.c (setup and the end of a run), download_index.c
- * (index, journal, session), download_writer.c (the writer threads) and
- * download_single.c (the single-file output). */
+/* Internals of the corpus downloader (download.h), shared by download.c (a
+ * run: its set-up, the fetch loop, its end), download_index.c (index,
+ * journal, session), download_writer.c (the temporary files, the writer
+ * and committer threads) and download_single.c (the single-file output),
+ * and by the tests of the index and the single file. */
 #pragma once
 
 #include <pthread.h>
@@ -120,21 +121,6 @@ void dl_session_remove(dl_index *ix);
 /* Remove DIR/.dl-*.tmp and stale index temp files left by a killed run. */
 void dl_clean_temp(int dirfd);
 
-/* ---- temporary files (download_tmpfile.c) ---- */
-
-/* How the writer makes its temp files in DIR, as asked (temp): *tmpfile,
- * anonymous ones (O_TMPFILE) linked in *empty_path with AT_EMPTY_PATH, else
- * through /proc/self/fd; else named ones. 0, or -EOPNOTSUPP when the mode
- * asked for is not possible in DIR. */
-int dl_tmp_choose(int dirfd, br_download_temp temp, bool *tmpfile, bool *empty_path);
-/* batch_files, lowered so that three batches of anonymous temp files (open
- * until placed: filling, queued, committing) fit under RLIMIT_NOFILE, whose
- * soft limit is raised to the hard one first. */
-uint32_t dl_tmp_batch_cap(uint32_t batch_files);
-/* Give prefix's temp file its final name: the anonymous file fd, or the
- * named one (fd -1). 0 or a negative errno. */
-int dl_tmp_place(int dirfd, int fd, uint32_t prefix, bool empty_path);
-
 /* ---- the writer (download_writer.c): two threads ---- */
 
 typedef struct dl_job dl_job;
@@ -189,7 +175,7 @@ void dl_writer_backlog(dl_writer *w, size_t *jobs, size_t *bytes);
 int dl_writer_stop(dl_writer *w);
 int dl_writer_error(dl_writer *w);
 
-/* ---- the run: download.c (fetch loop) and download_run.c (setup, end) ---- */
+/* ---- the run (download.c) ---- */
 
 struct event_base;
 struct event;
@@ -226,7 +212,7 @@ typedef struct dl_wait {
     uint32_t prefix;
 } dl_wait;
 
-/* One run (download_run.c sets it up, download.c runs the loop). */
+/* One run (set up, then its fetch loop run, by download.c). */
 struct dl_run {
     const br_download_opts *o;
     struct event_base *base;
@@ -251,13 +237,6 @@ struct dl_run {
     int fatal;
     br_error fatal_err;
 };
-
-void dl_run_log(dl_run *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void dl_fill_progress(dl_run *r, br_download_progress *p);
-bool dl_all_dispatched(dl_run *r);
-/* Add the tick, start fetching, run the loop until everything was dispatched
- * and answered, or a stop, a give-up or a fatal error. 0 or -ENOMEM. */
-int dl_loop_run(dl_run *r);
 
 /* ---- single file ---- */
 

@@ -83,7 +83,7 @@ size_t br_urlfilter_members(const br_urlfilter *uf);
  * v2; 0 for a v1 file or one without domain entries. */
 unsigned br_urlfilter_max_domain_labels(const br_urlfilter *uf);
 /* How many host components lookups take suffixes of: the above, never
- * fewer than Safe Browsing's 5 (br_url_expressions_labels). */
+ * fewer than Safe Browsing's 5 (br_url_exprs_of). */
 unsigned br_urlfilter_lookup_labels(const br_urlfilter *uf);
 /* The prefix bitmap itself (BR_URLFILTER_BITMAP_BYTES, in the mapped file;
  * of a set: the union of its files'): bit p is set when at least one

@@ -459,6 +459,22 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
     return one(c, &q, a, err);
 }
 
+int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len, br_answer *a,
+                  br_error *err)
+{
+    memset(a, 0, sizeof(*a));
+    int64_t deadline = now_ms() + timeout_ms;
+    _cleanup_(br_client_freep) br_client *c = NULL;
+    int r = br_client_connect(path, timeout_ms, &c, err);
+    if (r < 0)
+        return r;
+    int64_t left = deadline - now_ms();
+    br_client_set_timeout(c, left < 1 ? 1 : (int)left);
+    if (password)
+        return br_client_check_password(c, password, len, a, err);
+    return br_client_command(c, "PING", a, err);
+}
+
 int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
 {
     char verb[32];

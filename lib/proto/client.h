@@ -69,6 +69,23 @@ int br_client_check_password_nt(br_client *c, const void *password, size_t len, 
                                 br_error *err);
 int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *err);
 
+/* One question to breachd on a connection of its own, as the PAM and
+ * directory modules ask it: connect to the socket at path, send "PW
+ * <sha1>" of the password (len bytes; "PING" when password is NULL), take
+ * the answer into *a, close.
+ * Deadline: timeout_ms bounds the whole call, the connect (a full listen
+ * backlog retried) and the exchange together; what the connect used is
+ * taken off the exchange's time, which is at least 1 ms.
+ * Errors: 0 with *a the answer (any kind: an ERR answer is an answer), or
+ * the connect's failure (-ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, ...)
+ * or the exchange's (-ETIMEDOUT, -EPIPE, -ECONNRESET, -EPROTO, -EPERM: a
+ * refused peer) with err set and *a zero (BR_ANSWER_NONE).
+ * Privacy: only the password's SHA-1 leaves the process; the copies made
+ * here are wiped, err never holds the password or its hash. The caller
+ * wipes *a when done and its own password. */
+int br_client_ask(const char *path, int timeout_ms, const void *password, size_t len, br_answer *a,
+                  br_error *err);
+
 /* The answer to a password's variants (docs/similar.md). */
 typedef struct br_similar_answer {
     bool similar;    /* one variant is in the offline filter of popular passwords */

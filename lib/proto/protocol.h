@@ -105,8 +105,9 @@ const char *br_proto_err_name(br_proto_err e);
  * (arg, arg_len): br_similar_request_parse (protocol_similar.h) reads it. */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 
-
-/* Format "ID ERR code text\n" into buf; returns the length (truncated to fit). */
+/* Format "ID ERR code text\n" into buf; returns the length (truncated to
+ * fit, the line still ending in LF). The daemon writes its error answers
+ * with it (bd_conn_reply_error). */
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text);
 
 /* ---- answers (the clients' side) ---- */

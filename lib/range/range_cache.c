@@ -1,17 +1,339 @@
 /* SPDX-License-Identifier: MIT */
-/* LMDB range cache; design and layouts in range_cache.h, what the files of
- * the module share in range_cache_int.h. This file: errors, transactions,
- * open / close, lookup, put, touch and the walk. */
+/* The range cache's storage, over LMDB (design and layouts in
+ * range_cache.h): the entries' encoding and the table of entries pending a
+ * flush; the files' owners and modes, checked before LMDB opens them; the
+ * mappings guarded against truncation in place; errors and transactions;
+ * open and close, lookup, put and touch; a whole stored range for serving
+ * it. Committing the pending table, eviction, the partition share, purge
+ * and the space figures are range_cache_evict.c; the two share
+ * range_cache_int.h. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
-
+#include <unistd.h>
 
 #include "range_cache_int.h"
+#include "core/map_guard.h"
 #include "core/random.h"
 #include "core/util.h"
+
+/* FRESH, STALE or EXPIRED at now for an entry expiring at expires_at. */
+static br_range_cache_state state_at(int64_t now, int64_t expires_at, int64_t max_stale)
+{
+    int64_t past;
+    if (now < expires_at)
+        return BR_RANGE_CACHE_FRESH;
+    if (!__builtin_sub_overflow(now, expires_at, &past) && past <= BR_MAX(max_stale, 0))
+        return BR_RANGE_CACHE_STALE;
+    return BR_RANGE_CACHE_EXPIRED;
+}
+
+#define ENTRY_MAGIC_0 'B'
+#define ENTRY_MAGIC_1 'R'
+#define ENTRY_MAGIC_2 'C'
+#define ENTRY_VERSION 1
+#define ENTRY_HEADER 24
+#define ENTRY_DECOYS 0x0001 /* flags: a decoy list follows Last-Modified */
+
+/* ---- entries ------------------------------------------------------------- */
+
+int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev)
+{
+    if (!v || len < ENTRY_HEADER || v[0] != ENTRY_MAGIC_0 || v[1] != ENTRY_MAGIC_1 || v[2] != ENTRY_MAGIC_2 ||
+        v[3] != ENTRY_VERSION)
+        return -EINVAL;
+    ev->etag_len = v[4];
+    ev->lm_len = v[5];
+    if (ev->etag_len + ev->lm_len > len - ENTRY_HEADER)
+        return -EINVAL;
+    ev->fetched_at = (int64_t)br_load_le64(v + 8);
+    ev->expires_at = (int64_t)br_load_le64(v + 16);
+    ev->etag = v + ENTRY_HEADER;
+    ev->lm = ev->etag + ev->etag_len;
+    ev->rs = ev->lm + ev->lm_len;
+    ev->rs_len = len - ENTRY_HEADER - ev->etag_len - ev->lm_len;
+    ev->decoys = NULL;
+    ev->n_decoys = 0;
+    if (br_load_le16(v + 6) & ENTRY_DECOYS) {
+        if (ev->rs_len < 1 || ev->rs[0] > BR_RANGE_CACHE_MAX_DECOYS ||
+            1 + 3 * (size_t)ev->rs[0] > ev->rs_len)
+            return -EINVAL;
+        ev->n_decoys = ev->rs[0];
+        ev->decoys = ev->rs + 1;
+        ev->rs += 1 + 3 * ev->n_decoys;
+        ev->rs_len -= 1 + 3 * ev->n_decoys;
+    }
+    return 0;
+}
+
+int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_at,
+                             int64_t expires_at, const void *etag, size_t etag_len, const void *lm,
+                             size_t lm_len, const uint8_t *decoys, size_t n, uint8_t **out,
+                             size_t *out_len)
+{
+    if (n > BR_RANGE_CACHE_MAX_DECOYS)
+        return -EINVAL;
+    size_t list = decoys ? 1 + 3 * n : 0;
+    size_t total = ENTRY_HEADER + etag_len + lm_len + list + rs_len;
+    uint8_t *v = malloc(total);
+    if (!v)
+        return -ENOMEM;
+    v[0] = ENTRY_MAGIC_0;
+    v[1] = ENTRY_MAGIC_1;
+    v[2] = ENTRY_MAGIC_2;
+    v[3] = ENTRY_VERSION;
+    v[4] = (uint8_t)etag_len;
+    v[5] = (uint8_t)lm_len;
+    br_store_le16(v + 6, decoys ? ENTRY_DECOYS : 0);
+    br_store_le64(v + 8, (uint64_t)fetched_at);
+    br_store_le64(v + 16, (uint64_t)expires_at);
+    if (etag_len)
+        memcpy(v + ENTRY_HEADER, etag, etag_len);
+    if (lm_len)
+        memcpy(v + ENTRY_HEADER + etag_len, lm, lm_len);
+    uint8_t *p = v + ENTRY_HEADER + etag_len + lm_len;
+    if (decoys) {
+        *p++ = (uint8_t)n;
+        if (n)
+            memcpy(p, decoys, 3 * n);
+        p += 3 * n;
+    }
+    memcpy(p, rs, rs_len);
+    *out = v;
+    *out_len = total;
+    return 0;
+}
+
+/* ---- pending table (open addressing, cleared wholesale on flush) -------- */
+
+static size_t pend_hash(rkey_t rkey, size_t cap)
+{
+    return (size_t)((rkey * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (cap - 1);
+}
+
+pend *br_rc_pend_find(br_range_cache *c, rkey_t rkey)
+{
+    if (c->n_slots == 0)
+        return NULL;
+    for (size_t i = pend_hash(rkey, c->cap);; i = (i + 1) & (c->cap - 1)) {
+        if (c->slots[i].rkey == rkey)
+            return &c->slots[i];
+        if (c->slots[i].rkey == 0)
+            return NULL;
+    }
+}
+
+void br_rc_pend_clear(br_range_cache *c)
+{
+    for (size_t i = 0; i < c->cap; i++) {
+        free(c->slots[i].val);
+        c->slots[i] = (pend){0};
+    }
+    c->n_slots = c->n_live = 0;
+    c->pending_bytes = 0;
+}
+
+/* Take ownership of val (freed on failure too). */
+int br_rc_pend_put(br_range_cache *c, rkey_t rkey, uint8_t *val, size_t len)
+{
+    pend *p = br_rc_pend_find(c, rkey);
+    if (p) {
+        if (p->val) {
+            c->pending_bytes -= p->len;
+            free(p->val);
+        } else {
+            c->n_live++;
+        }
+        p->val = val;
+        p->len = len;
+        c->pending_bytes += len;
+        return 0;
+    }
+    if (2 * (c->n_slots + 1) > c->cap) {
+        size_t ncap = c->cap ? 2 * c->cap : 64;
+        pend *ns = calloc(ncap, sizeof(pend));
+        if (!ns) {
+            free(val);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < c->cap; i++) {
+            if (!c->slots[i].rkey)
+                continue;
+            size_t j = pend_hash(c->slots[i].rkey, ncap);
+            while (ns[j].rkey)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = c->slots[i];
+        }
+        free(c->slots);
+        c->slots = ns;
+        c->cap = ncap;
+    }
+    size_t i = pend_hash(rkey, c->cap);
+    while (c->slots[i].rkey)
+        i = (i + 1) & (c->cap - 1);
+    c->slots[i] = (pend){.rkey = rkey, .val = val, .len = len};
+    c->n_slots++;
+    c->n_live++;
+    c->pending_bytes += len;
+    return 0;
+}
+
+/* ---- files and owners ----------------------------------------------------- */
+
+/* The range cache's files on disk (range_cache.h, "Files and owners"): the
+ * directory and LMDB's data.mdb and lock.mdb must belong to the process's
+ * effective uid, must not be group- or world-writable, and must not be
+ * symbolic links, so that no other user can read, plant or redirect what the
+ * cache holds (docs/privacy.md). Checked before LMDB opens them, in the
+ * manner of sshd's StrictModes; every refusal names the path and the fix. */
+
+static int check_one(const char *path, bool dir, br_error *err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        int e = errno;
+        if (e == ENOENT && !dir)
+            return 0; /* LMDB creates it, mode 0600 */
+        return br_error_set(err, -e, "range cache: %s: %s", path, strerror(e));
+    }
+    if (S_ISLNK(st.st_mode))
+        return br_error_set(err, -ELOOP,
+                            "range cache: %s is a symbolic link; the cache is never opened through one "
+                            "(set [cache] path to the real directory, or remove the link)",
+                            path);
+    if (dir && !S_ISDIR(st.st_mode))
+        return br_error_set(err, -ENOTDIR, "range cache: %s is not a directory", path);
+    if (!dir && !S_ISREG(st.st_mode))
+        return br_error_set(err, -EINVAL, "range cache: %s is not a regular file; remove it", path);
+    uid_t me = geteuid();
+    if (st.st_uid != me)
+        return br_error_set(err, -EPERM,
+                            "range cache: %s belongs to uid %u, not to this process's uid %u; "
+                            "fix: chown %u %s (or remove it)",
+                            path, (unsigned)st.st_uid, (unsigned)me, (unsigned)me, path);
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return br_error_set(err, -EPERM,
+                            "range cache: %s is group- or world-writable (mode %04o); fix: chmod go-w %s",
+                            path, (unsigned)(st.st_mode & 07777), path);
+    return 0;
+}
+
+/* The directory, data.mdb and lock.mdb: ours, not group- or world-writable,
+ * not symbolic links. 0 or a negative errno with the
+ * path and the fix in err. */
+static int check_files(const char *path, br_error *err)
+{
+    int rc = check_one(path, true, err);
+    if (rc < 0)
+        return rc;
+    static const char *const names[] = {"data.mdb", "lock.mdb"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char file[4096];
+        int n = snprintf(file, sizeof(file), "%s/%s", path, names[i]);
+        if (n < 0 || (size_t)n >= sizeof(file))
+            return br_error_set(err, -ENAMETOOLONG, "range cache: %s: path too long", path);
+        rc = check_one(file, false, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- mappings guarded against truncation ----------------------------------- */
+
+/* The range cache's mappings guarded against truncation in place
+ * (range_cache.h, "Truncation while mapped"): LMDB reads data.mdb and
+ * lock.mdb through shared mappings, and a page past the end of a file that
+ * was truncated under it (`cp backup/data.mdb` over the live file, a stray
+ * `truncate`) raises SIGBUS. The program's SIGBUS handler calls
+ * br_map_guard_fault(), which swaps the mapping for zero pages and marks
+ * the cache damaged: the faulting read resumes on zeros (LMDB and the entry
+ * checks see a corrupt page and fail), and every later call of the cache
+ * fails with -EIO without reaching LMDB. The same guard table as the filter
+ * files (map_guard.h). */
+
+/* The shared mapping from offset 0 of the file (dev, ino), as
+ * /proc/self/maps lists it; failing that (an overlay file system may list
+ * the backing file's device), of the file whose path is path (NULL: none).
+ * 0 or -ENOENT. */
+static int find_map(dev_t dev, ino_t ino, const char *path, uintptr_t *start, size_t *len)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -errno;
+    char line[4096 + 256];
+    int rc = -ENOENT;
+    bool line_start = true, by_path = false;
+    while (fgets(line, sizeof(line), f)) {
+        bool was_start = line_start;
+        line_start = strchr(line, '\n') != NULL; /* a longer line is read in pieces */
+        unsigned long lo, hi, off, inode;
+        unsigned maj, min;
+        char perms[8];
+        int end = 0;
+        if (!was_start || sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj,
+                                 &min, &inode, &end) != 7)
+            continue;
+        if (off != 0 || perms[3] != 's' || hi <= lo)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        bool same_file = inode == (unsigned long)ino && makedev(maj, min) == dev;
+        if (same_file || (path && !by_path && strcmp(line + end, path) == 0)) {
+            *start = (uintptr_t)lo;
+            *len = (size_t)(hi - lo);
+            rc = 0;
+            by_path = !same_file;
+            if (same_file)
+                break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* (Re)register the data file's mapping, and the lock file's with with_lock
+ * (at open: it never moves). Unguarded when not found. */
+static void guard_update(br_range_cache *c, bool with_lock)
+{
+    static const char *const names[2] = {"data.mdb", "lock.mdb"};
+    int fd;
+    struct stat st;
+    for (int i = 0; i < (with_lock ? 2 : 1); i++) {
+        char path[4096];
+        bool have_path =
+            c->dir && snprintf(path, sizeof(path), "%s/%s", c->dir, names[i]) < (int)sizeof(path);
+        bool have_st = i == 0 ? mdb_env_get_fd(c->env, &fd) == 0 && fstat(fd, &st) == 0
+                              : have_path && stat(path, &st) == 0;
+        uintptr_t start = 0;
+        size_t len = 0;
+        int *slot = i == 0 ? &c->guard_data : &c->guard_lock;
+        if (have_st && find_map(st.st_dev, st.st_ino, have_path ? path : NULL, &start, &len) == 0) {
+            /* writable zero pages: LMDB writes its lock file's mapping */
+            *slot = br_map_guard_set(*slot, &c->damaged, start, len, PROT_READ | PROT_WRITE);
+        } else {
+            br_map_guard_clear(*slot);
+            *slot = -1;
+        }
+    }
+}
+
+static void guard_remove(br_range_cache *c)
+{
+    br_map_guard_clear(c->guard_data);
+    br_map_guard_clear(c->guard_lock);
+    c->guard_data = c->guard_lock = -1;
+}
+
+bool br_range_cache_damaged(const br_range_cache *c)
+{
+    return c && atomic_load(&((br_range_cache *)c)->damaged) != 0;
+}
 
 #define CACHE_FORMAT 2
 #define PENDING_BYTES_CAP ((uint64_t)64 << 20)
@@ -69,7 +391,7 @@ static int mdb_fail(br_error *err, int rc, const char *what)
 int br_rc_set_mapsize(br_range_cache *c, uint64_t size)
 {
     int rc = mdb_env_set_mapsize(c->env, (size_t)size);
-    br_rc_guard_update(c, false);
+    guard_update(c, false);
     return rc;
 }
 
@@ -101,7 +423,11 @@ int br_rc_rtxn_renew(br_range_cache *c)
     return rc;
 }
 
-int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *len, bool *in_txn)
+/* rkey's value as the cache has it: the pending batch's, else the stored
+ * one, read in c->rtxn (renewed; *in_txn: the caller resets it once done
+ * with *val). 1 with *val and *len, 0 when there is none, or a negative
+ * errno. */
+static int value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *len, bool *in_txn)
 {
     *in_txn = false;
     pend *p = br_rc_pend_find(c, rkey);
@@ -211,7 +537,7 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
                             (unsigned long long)max_size, (unsigned long long)BR_RANGE_CACHE_MIN_SIZE);
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
         return br_error_set(err, -errno, "range cache: creating %s: %s", path, strerror(errno));
-    int frc = br_rc_check_files(path, err);
+    int frc = check_files(path, err);
     if (frc < 0)
         return frc;
 
@@ -244,7 +570,7 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     if (rc)
         return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
     c->dir = realpath(path, NULL);
-    br_rc_guard_update(c, true);
+    guard_update(c, true);
     int dead = 0;
     rc = mdb_reader_check(c->env, &dead);
     if (rc)
@@ -279,7 +605,7 @@ void br_range_cache_free(br_range_cache *c)
             (void)br_range_cache_flush(c);
         if (c->rtxn)
             mdb_txn_abort(c->rtxn);
-        br_rc_guard_remove(c);
+        guard_remove(c);
         mdb_env_close(c->env);
     }
     br_rc_pend_clear(c);
@@ -314,7 +640,7 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
         res->decoys[i] = ((uint32_t)d[0] << 16 | (uint32_t)d[1] << 8 | d[2]) & 0xFFFFF;
     }
 
-    res->state = br_rc_state_at(now, ev.expires_at, max_stale);
+    res->state = state_at(now, ev.expires_at, max_stale);
 
     /* The range set is checked even for an expired entry: corrupt is corrupt. */
     int rc = br_range_lookup(kind, ev.rs, ev.rs_len, full_hash, &res->count, res->category);
@@ -348,7 +674,7 @@ int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind k
     const uint8_t *val;
     size_t len;
     bool in_txn;
-    int rc = br_rc_value_of(c, rkey, &val, &len, &in_txn);
+    int rc = value_of(c, rkey, &val, &len, &in_txn);
     if (rc <= 0)
         return rc;
     rc = answer(kind, val, len, full_hash, now, max_stale, res);
@@ -385,7 +711,7 @@ static bool stored_decoys(br_range_cache *c, rkey_t rkey, uint8_t *out, size_t *
     bool in_txn = false, got = false;
     entry_view ev;
     *n = 0;
-    if (br_rc_value_of(c, rkey, &old, &old_len, &in_txn) > 0 &&
+    if (value_of(c, rkey, &old, &old_len, &in_txn) > 0 &&
         br_rc_entry_parse(old, old_len, &ev) == 0 && ev.decoys) {
         *n = ev.n_decoys;
         memcpy(out, ev.decoys, 3 * ev.n_decoys);
@@ -429,7 +755,7 @@ int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind ki
     const uint8_t *old;
     size_t old_len;
     bool from_txn;
-    int rc = br_rc_value_of(c, rkey, &old, &old_len, &from_txn);
+    int rc = value_of(c, rkey, &old, &old_len, &from_txn);
     if (rc <= 0)
         return rc == 0 ? -ENOENT : rc;
 
@@ -481,7 +807,7 @@ int br_range_cache_set_decoys(br_range_cache *c, uint32_t partition, br_range_ki
     const uint8_t *old;
     size_t old_len;
     bool from_txn;
-    int rc = br_rc_value_of(c, rkey, &old, &old_len, &from_txn);
+    int rc = value_of(c, rkey, &old, &old_len, &from_txn);
     if (rc <= 0)
         return rc == 0 ? -ENOENT : rc;
     entry_view ev;
@@ -504,42 +830,60 @@ size_t br_range_cache_pending(const br_range_cache *c)
     return c ? c->n_live : 0;
 }
 
-/* ---- walk --------------------------------------------------------------------- */
+/* ---- a whole stored range for serving it (br_range_cache_lookup_range) ---- */
 
-int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx)
+/* Hand entry v (len bytes) of kind to cb. */
+static int give(br_range_kind kind, const uint8_t *v, size_t len, int64_t now, int64_t max_stale,
+                br_range_cache_range_cb cb, void *ctx)
 {
-    if (!c || !cb)
+    entry_view ev;
+    if (br_rc_entry_parse(v, len, &ev) < 0)
         return -EINVAL;
-    if (br_rc_damaged(c))
-        return -EIO;
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    int rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);
-    if (rc)
-        return br_rc_errno(rc);
-    rc = mdb_cursor_open(txn, c->dbi_ranges, &cur);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return br_rc_errno(rc);
+    /* Header and sizes (and a search that reads within bounds): corrupt is
+     * corrupt whatever the state. */
+    static const uint8_t probe[32];
+    if (br_range_lookup(kind, ev.rs, ev.rs_len, probe, NULL, NULL) < 0)
+        return -EINVAL;
+    char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1], lm[BR_RANGE_CACHE_VALIDATOR_MAX + 1];
+    size_t el = BR_MIN(ev.etag_len, (size_t)BR_RANGE_CACHE_VALIDATOR_MAX);
+    size_t ll = BR_MIN(ev.lm_len, (size_t)BR_RANGE_CACHE_VALIDATOR_MAX);
+    memcpy(etag, ev.etag, el);
+    etag[el] = '\0';
+    memcpy(lm, ev.lm, ll);
+    lm[ll] = '\0';
+    br_range_cache_range rg = {
+        .state = state_at(now, ev.expires_at, max_stale),
+        .fetched_at = ev.fetched_at,
+        .expires_at = ev.expires_at,
+        .etag = etag,
+        .last_modified = lm,
+    };
+    if (rg.state != BR_RANGE_CACHE_EXPIRED) {
+        rg.value = ev.rs;
+        rg.len = ev.rs_len;
     }
-    MDB_val k, v;
-    int ret = 0;
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS) {
-        if (k.mv_size != RKEY_LEN)
-            continue;
-        rkey_t rkey = rkey_load(k.mv_data);
-        uint32_t part = rkey_partition(rkey), prefix20 = (uint32_t)rkey & 0xFFFFF;
-        entry_view ev;
-        if (br_rc_entry_parse(v.mv_data, v.mv_size, &ev) < 0)
-            ret = cb(ctx, part, rkey_kind(rkey), prefix20, 0, 0, NULL, 0);
-        else
-            ret = cb(ctx, part, rkey_kind(rkey), prefix20, ev.fetched_at, ev.expires_at, ev.rs, ev.rs_len);
-        if (ret)
-            break;
+    return cb(ctx, &rg);
+}
+
+int br_range_cache_lookup_range(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                                uint32_t prefix20, int64_t now, int64_t max_stale,
+                                br_range_cache_range_cb cb, void *ctx)
+{
+    if (!c || !cb || !br_range_hash_len(kind) || br_range_hash_len(kind) > 32 || prefix20 > 0xFFFFF)
+        return -EINVAL;
+    rkey_t rkey = rkey_of(partition, kind, prefix20);
+    const uint8_t *val;
+    size_t len;
+    bool in_txn;
+    int rc = value_of(c, rkey, &val, &len, &in_txn);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        br_range_cache_range miss = {.state = BR_RANGE_CACHE_MISS};
+        return cb(ctx, &miss);
     }
-    if (rc == MDB_NOTFOUND)
-        rc = 0;
-    mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return ret ? ret : br_rc_errno(rc);
+    rc = give(kind, val, len, now, max_stale, cb, ctx);
+    if (in_txn)
+        rtxn_reset(c);
+    return rc;
 }

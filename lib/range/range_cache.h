@@ -27,7 +27,7 @@
  * partition share (br_range_cache_set_partition_share) each partition's
  * entries take at most that share of max_size, and a flush that would put
  * a partition past it deletes that partition's own oldest entries first
- * (range_cache_quota.c), so that one partition's writes do not evict
+ * (range_cache_evict.c), so that one partition's writes do not evict
  * another's while the partitions together fit (the global eviction below
  * still runs when they do not).
  *
@@ -98,7 +98,8 @@
  * mappings; a read past the end of a file truncated or rewritten in place
  * under the running process (a copy over the live file, say) raises SIGBUS.
  * As for filter files (filter_file.h), the program's SIGBUS handler
- * (SA_SIGINFO) calls br_range_cache_fault(si_addr): when the address lies in
+ * (SA_SIGINFO) calls br_map_guard_fault(si_addr) (map_guard.h, the guard
+ * table that filter files and the cache share): when the address lies in
  * a mapping of an open cache, that mapping becomes zero pages, the cache is
  * marked damaged and the call returns true (the read resumes on zeros, which
  * LMDB and the entry checks see as corrupt); otherwise it returns false and
@@ -253,22 +254,6 @@ int br_range_cache_purge(br_range_cache *c, int64_t now, int64_t max_stale, uint
  * committed data only. 0 or a negative errno. */
 int br_range_cache_stats(br_range_cache *c, br_range_cache_usage *st);
 
-/* Call cb for every committed entry, in key order, inside one read
- * transaction of its own (cb may do lookups, not puts, touches or flushes);
- * value is the range set, pointing into the map, valid during the call only.
- * A non-zero return from cb stops the walk and is returned. Entries whose
- * header is corrupt are passed with value == NULL. For tools and tests. */
-typedef int (*br_range_cache_entry_cb)(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20,
-                                       int64_t fetched_at, int64_t expires_at, const uint8_t *value,
-                                       size_t len);
-int br_range_cache_foreach(br_range_cache *c, br_range_cache_entry_cb cb, void *ctx);
-
-/* The SIGBUS handler's hook (above, "Truncation while mapped"):
- * async-signal-safe, any thread. True when addr was in a guarded mapping
- * (now zero pages, its owner damaged). The guard table (map_guard.h) is
- * shared with the filter files: this is br_map_guard_fault(), and a handler
- * calls one of the two. */
-bool br_range_cache_fault(const void *addr);
 /* True once a fault was handled in one of the cache's mappings. Any thread. */
 bool br_range_cache_damaged(const br_range_cache *c);
 

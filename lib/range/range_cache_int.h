@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to the range cache (design and layouts in range_cache.h): what its
- * files share. range_cache.c has the API (open, lookup, put, touch, walk) and
- * the transactions; range_cache_value.c the entry encoding and the pending
- * table; range_cache_evict.c the flush, eviction, purge and space accounting;
- * range_cache_quota.c the partition share; range_cache_files.c the checks
- * of the files' owners and modes;
- * range_cache_guard.c the mappings guarded against truncation. These
- * files are the only ones that include this header, and so lmdb.h. */
+/* Internal to the range cache (design and layouts in range_cache.h): what
+ * its storage (range_cache.c: the entries, the pending table, the files,
+ * the guarded mappings, the transactions, open, lookup, put and touch) and
+ * its flush and eviction (range_cache_evict.c: the flush, eviction, the
+ * partition share, purge and space accounting) share. These two are the
+ * only files of lib/ that include this header, and so lmdb.h; the tests
+ * that read the entries' encoding and the walk over every entry do too. */
 #pragma once
 
 #include <lmdb.h>
@@ -40,7 +39,8 @@ struct br_range_cache {
     uint64_t max_size;
     uint64_t partition_quota; /* bytes of entries per partition; 0: none */
     /* Upper bounds of partitions' stored bytes, from their last measure
-     * (range_cache_quota.c): a partition whose bound fits is not measured. */
+     * (the partition share, range_cache_evict.c): a partition whose bound
+     * fits is not measured. */
     struct {
         uint32_t partition;
         bool used;
@@ -53,22 +53,17 @@ struct br_range_cache {
     uint64_t pending_bytes, pending_bytes_max;
     uint64_t evicted, commits;
     uint8_t secret[BR_RANGE_CACHE_SECRET_LEN]; /* meta "secret" */
-    atomic_int damaged;         /* set by br_range_cache_fault() */
-    int guard_data, guard_lock; /* slots of range_cache_guard.c, -1 when none */
+    atomic_int damaged;         /* set by br_map_guard_fault() */
+    int guard_data, guard_lock; /* slots of the guard table (map_guard.h), -1 when none */
     char *dir;                  /* the directory's real path, for the guard; may be NULL */
 };
 
-/* ---- errors and transactions (range_cache.c) ------------------------------ */
+/* ---- errors and transactions ----------------------------------------------- */
 
 /* An LMDB return code as 0 or a negative errno. */
 int br_rc_errno(int rc);
 /* Renew (or begin) c->rtxn, adopting a map grown by another process. */
 int br_rc_rtxn_renew(br_range_cache *c);
-/* rkey's value as the cache has it: the pending batch's, else the stored
- * one, read in c->rtxn (renewed; *in_txn: the caller resets it once done
- * with *val). 1 with *val and *len, 0 when there is none, or a negative
- * errno. */
-int br_rc_value_of(br_range_cache *c, rkey_t rkey, const uint8_t **val, size_t *len, bool *in_txn);
 /* Begin a write transaction, adopting a map grown by another process. */
 int br_rc_wtxn_begin(br_range_cache *c, MDB_txn **txn);
 
@@ -81,17 +76,9 @@ static inline void rtxn_reset(br_range_cache *c)
         mdb_txn_reset(c->rtxn);
 }
 
-/* The directory, data.mdb and lock.mdb: ours, not group- or world-writable,
- * not symbolic links (range_cache_files.c). 0 or a negative errno with the
- * path and the fix in err. */
-int br_rc_check_files(const char *path, br_error *err);
 
-/* ---- mappings guarded against truncation (range_cache_guard.c) ------------ */
+/* ---- mappings guarded against truncation ----------------------------------- */
 
-/* (Re)register the data file's mapping, and the lock file's with with_lock
- * (at open: it never moves). Unguarded when not found. */
-void br_rc_guard_update(br_range_cache *c, bool with_lock);
-void br_rc_guard_remove(br_range_cache *c);
 
 static inline bool br_rc_damaged(const br_range_cache *c)
 {
@@ -137,18 +124,8 @@ static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, rke
     rkey_store(out + 8, rkey);
 }
 
-/* ---- entries and the pending table (range_cache_value.c) ------------------- */
+/* ---- entries and the pending table ------------------------------------------ */
 
-/* FRESH, STALE or EXPIRED at now for an entry expiring at expires_at. */
-static inline br_range_cache_state br_rc_state_at(int64_t now, int64_t expires_at, int64_t max_stale)
-{
-    int64_t past;
-    if (now < expires_at)
-        return BR_RANGE_CACHE_FRESH;
-    if (!__builtin_sub_overflow(now, expires_at, &past) && past <= BR_MAX(max_stale, 0))
-        return BR_RANGE_CACHE_STALE;
-    return BR_RANGE_CACHE_EXPIRED;
-}
 
 typedef struct entry_view {
     int64_t fetched_at, expires_at;
@@ -162,26 +139,14 @@ typedef struct entry_view {
 
 /* 0, or -EINVAL when v is not a version 1 entry. */
 int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev);
-/* A malloc'ed entry in *out; 0 or -ENOMEM. */
-int br_rc_entry_build(const uint8_t *rs, size_t rs_len, int64_t fetched_at, int64_t expires_at,
-                      const void *etag, size_t etag_len, const void *lm, size_t lm_len, uint8_t **out,
-                      size_t *out_len);
-/* The same with a decoy list (decoys: n prefixes of 3 bytes, as an
- * entry_view holds them; NULL: the flag off). */
+/* A malloc'ed entry in *out, with a decoy list (decoys: n prefixes of 3
+ * bytes, as an entry_view holds them; NULL: the flag off); 0 or -ENOMEM. */
 int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_at,
                              int64_t expires_at, const void *etag, size_t etag_len, const void *lm,
                              size_t lm_len, const uint8_t *decoys, size_t n, uint8_t **out,
                              size_t *out_len);
 
-/* ---- the partition share (range_cache_quota.c) ----------------------------- */
-
-/* In txn, before the pending batch is applied: each partition the batch
- * writes to loses its own oldest entries until it fits in partition_quota
- * with the batch (*done counts them). An LMDB code, or ENOMEM. */
-int br_rc_quota_apply(br_range_cache *c, MDB_txn *txn, size_t *done);
-/* Forget the measures (after a transaction that applied them was aborted). */
-void br_rc_quota_forget(br_range_cache *c);
-
+/* The pending table: an entry by its key, emptied, one put. */
 pend *br_rc_pend_find(br_range_cache *c, rkey_t rkey);
 void br_rc_pend_clear(br_range_cache *c);
 /* Take ownership of val (freed on failure too). */

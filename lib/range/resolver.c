@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Range resolver: cache, coalesced fetches, answers. See resolver.h. */
+/* Range resolver (resolver.h): the lookups. A lookup is answered from the
+ * cache, or joins the flight of its prefix (one fetch per prefix, however
+ * many lookups wait on it); the flights table, the answers and their
+ * counters, whole-range lookups for the range endpoint, and the cache
+ * flush. Sending a flight's fetch and what its end answers are
+ * resolver_fetch.c; the two share resolver_int.h. */
 #include <errno.h>
+#include <event2/event.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 #include <time.h>
-
-#include <event2/event.h>
 
 #include "decoys.h"
 #include "core/br_assert.h"
@@ -28,15 +33,11 @@ int64_t br_rs_now_s(br_resolver *r)
     return r->clock ? r->clock(r->clock_ctx) : (int64_t)time(NULL);
 }
 
+/* The kinds a resolver serves. */
 static bool kind_ok(br_range_kind kind)
 {
     return kind == BR_RANGE_PASSWORD_SHA1 || kind == BR_RANGE_URL_SHA256 ||
            kind == BR_RANGE_PASSWORD_NTLM;
-}
-
-bool br_rs_kind_ok(br_range_kind kind)
-{
-    return kind_ok(kind);
 }
 
 /* ---- flights table -------------------------------------------------------------- */
@@ -114,24 +115,8 @@ void br_rs_flight_free(flight *f)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
-{
-    switch (res->status) {
-    case BR_RESOLVE_FOUND:
-        r->st.found++;
-        break;
-    case BR_RESOLVE_NOT_FOUND:
-        r->st.not_found++;
-        break;
-    case BR_RESOLVE_UNKNOWN:
-        br_rs_count_unknown(r, res->reason);
-        break;
-    }
-    if (res->stale)
-        r->st.stale_answers++;
-}
-
-void br_rs_count_unknown(br_resolver *r, const char *reason)
+/* Count an UNKNOWN answer's reason. */
+static void count_unknown(br_resolver *r, const char *reason)
 {
     r->st.unknown++;
     if (!strcmp(reason, BR_REASON_UNAVAILABLE))
@@ -144,6 +129,23 @@ void br_rs_count_unknown(br_resolver *r, const char *reason)
         r->st.unknown_rate_limited++;
     else if (!strcmp(reason, BR_REASON_ERROR))
         r->st.unknown_error++;
+}
+
+void br_rs_count_answer(br_resolver *r, const br_resolve_result *res)
+{
+    switch (res->status) {
+    case BR_RESOLVE_FOUND:
+        r->st.found++;
+        break;
+    case BR_RESOLVE_NOT_FOUND:
+        r->st.not_found++;
+        break;
+    case BR_RESOLVE_UNKNOWN:
+        count_unknown(r, res->reason);
+        break;
+    }
+    if (res->stale)
+        r->st.stale_answers++;
 }
 
 void br_rs_set_unknown(br_resolve_result *res, const char *reason)
@@ -397,4 +399,238 @@ void br_resolver_get_stats(br_resolver *r, br_resolver_stats *st)
 br_upstream *br_resolver_upstream(br_resolver *r, br_range_kind kind)
 {
     return kind_ok(kind) ? r->up[kind] : NULL;
+}
+
+/* ---- whole-range lookups ---------------------------------------------------------- */
+
+/* Whole-range lookups (br_resolver_resolve_range, resolver.h).
+ * They ride on the same flights as the one-hash lookups above: a
+ * waiter with rcb set is answered here with the range set instead of one
+ * entry. */
+
+static void answer_unknown(br_resolver *r, br_range_answer_cb cb, void *ctx, const char *reason)
+{
+    br_range_answer a = {.reason = reason, .etag = "", .last_modified = ""};
+    count_unknown(r, reason);
+    cb(ctx, &a);
+}
+
+/* What a cache walk hands back to the resolver. */
+typedef struct peek {
+    br_resolver *r;
+    br_range_answer_cb cb; /* NULL: look only */
+    void *ctx;
+    bool fresh_only; /* answer only from a FRESH entry */
+    bool answered;
+    br_range_cache_result *cr; /* NULL, or filled with the state and validators */
+} peek;
+
+static int peek_cb(void *arg, const br_range_cache_range *rg)
+{
+    peek *pk = arg;
+    if (pk->cr) {
+        pk->cr->state = rg->state;
+        if (rg->state != BR_RANGE_CACHE_MISS) {
+            snprintf(pk->cr->etag, sizeof(pk->cr->etag), "%s", rg->etag);
+            snprintf(pk->cr->last_modified, sizeof(pk->cr->last_modified), "%s", rg->last_modified);
+        }
+    }
+    bool usable =
+        rg->state == BR_RANGE_CACHE_FRESH || (!pk->fresh_only && rg->state == BR_RANGE_CACHE_STALE);
+    if (!pk->cb || !usable)
+        return 0;
+    br_range_answer a = {
+        .value = rg->value,
+        .len = rg->len,
+        .fetched_at = rg->fetched_at,
+        .expires_at = rg->expires_at,
+        .etag = rg->etag,
+        .last_modified = rg->last_modified,
+        .from_cache = true,
+        .stale = rg->state == BR_RANGE_CACHE_STALE,
+    };
+    if (a.stale)
+        pk->r->st.stale_answers++;
+    pk->answered = true;
+    pk->cb(pk->ctx, &a);
+    return 0;
+}
+
+/* Walk the stored range: answer cb from it when usable (true), and fill cr
+ * (may be NULL) with its state and validators. */
+static bool from_cache(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                       int64_t max_stale, bool fresh_only, br_range_answer_cb cb, void *ctx,
+                       br_range_cache_result *cr)
+{
+    peek pk = {.r = r, .cb = cb, .ctx = ctx, .fresh_only = fresh_only, .cr = cr};
+    if (cr)
+        cr->state = BR_RANGE_CACHE_MISS;
+    if (!r->cache)
+        return false;
+    int rc = br_range_cache_lookup_range(r->cache, partition, kind, prefix20, br_rs_now_s(r),
+                                         max_stale, peek_cb, &pk);
+    if (rc < 0) {
+        r->st.cache_errors++;
+        if (cr)
+            cr->state = BR_RANGE_CACHE_MISS;
+    }
+    return pk.answered;
+}
+
+void br_rs_range_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
+                               const waiter *w, const char *reason, bool allow_stale)
+{
+    if (allow_stale && r->max_stale_s >= 0 &&
+        from_cache(r, partition, kind, br_range_prefix20(w->hash), r->max_stale_s, false, w->rcb,
+                   w->ctx, NULL))
+        return;
+    answer_unknown(r, w->rcb, w->ctx, reason);
+}
+
+void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answer *fresh)
+{
+    (void)r;
+    w->rcb(w->ctx, fresh);
+}
+
+void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
+                            const waiter *w)
+{
+    if (!from_cache(r, partition, kind, br_range_prefix20(w->hash), BR_MAX(r->max_stale_s, 0),
+                    false, w->rcb, w->ctx, NULL))
+        answer_unknown(r, w->rcb, w->ctx, BR_REASON_ERROR);
+}
+
+/* A range waiter: interactive (HTTP clients wait for their answer), its
+ * prefix in its hash. */
+static int add_waiter(br_resolver *r, flight *f, br_range_answer_cb cb, void *ctx)
+{
+    waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->lane = BR_LANE_INTERACTIVE;
+    w->rcb = cb;
+    w->ctx = ctx;
+    w->hash[0] = (uint8_t)(f->prefix20 >> 12);
+    w->hash[1] = (uint8_t)(f->prefix20 >> 4);
+    w->hash[2] = (uint8_t)((f->prefix20 & 0xF) << 4);
+    *f->tail = w;
+    f->tail = &w->next;
+    r->st.pending_lookups++;
+    return 0;
+}
+
+/* No fetch could be made: a stored range within max_stale, else UNKNOWN. */
+static int answer_now(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                      const char *reason, br_range_answer_cb cb, void *ctx)
+{
+    if (r->max_stale_s < 0 ||
+        !from_cache(r, partition, kind, prefix20, r->max_stale_s, false, cb, ctx, NULL))
+        answer_unknown(r, cb, ctx, reason);
+    return 1;
+}
+
+int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind kind,
+                              uint32_t prefix20, br_range_answer_cb cb, void *ctx)
+{
+    if (!r || !kind_ok(kind) || prefix20 > 0xFFFFF || !cb)
+        return -EINVAL;
+    r->st.range_lookups++;
+    if (r->closing) {
+        answer_unknown(r, cb, ctx, BR_REASON_SHUTTING_DOWN);
+        return 1;
+    }
+
+    br_range_cache_result cr;
+    if (from_cache(r, partition, kind, prefix20, 0, true, cb, ctx, &cr)) {
+        r->st.cache_fresh++;
+        return 1;
+    }
+
+    flight *f = br_rs_flight_find(r, partition, kind, prefix20);
+    if (f) {
+        int rc = add_waiter(r, f, cb, ctx);
+        if (rc < 0)
+            return rc;
+        r->st.coalesced++;
+        if (f->lane == BR_LANE_BULK) { /* never behind the bulk queue */
+            br_upstream_promote(r->up[kind], f->ureq);
+            f->lane = BR_LANE_INTERACTIVE;
+            r->st.promoted++;
+        }
+        return 0;
+    }
+
+    if (!r->up[kind])
+        return answer_now(r, partition, kind, prefix20, BR_REASON_UNAVAILABLE, cb, ctx);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_INTERACTIVE);
+    if (!nf)
+        return -ENOMEM;
+    int rc = add_waiter(r, nf, cb, ctx);
+    if (rc < 0) {
+        br_rs_flight_free(nf);
+        return rc;
+    }
+    const char *reason;
+    if (br_rs_send_burst(r, nf, &cr, &reason) == 0)
+        return 0;
+    return answer_now(r, partition, kind, prefix20, reason, cb, ctx);
+}
+
+/* ---- the cache flush -------------------------------------------------------------- */
+
+/* The resolver's cache flush and how a failing cache write is told
+ * (resolver.h, "Cache writes"). A full disk, a read-only or broken cache
+ * makes every write fail, at every flush: saying so each time would flood
+ * the log (often on the same full disk), so a failure is logged when writes
+ * start failing or fail with another error, the return to working writes
+ * once, and an oversized range once; STATS cache_errors counts them all. */
+
+void br_rs_cache_write_failed(br_resolver *r, int rc, const char *what)
+{
+    r->st.cache_errors++;
+    if (rc == -EFBIG) {
+        /* An entry that can never fit (over half of the cache's size): the
+         * other entries of its batch are stored. */
+        if (!r->told_oversized)
+            br_rs_log(r, LOG_WARNING,
+                      "range cache: a range larger than half the cache's size was answered but not "
+                      "stored; the next ones are counted in cache_errors, not logged");
+        r->told_oversized = true;
+        return;
+    }
+    r->cache_failures++;
+    if (r->cache_failing == -rc)
+        return;
+    r->cache_failing = -rc;
+    br_rs_log(r, LOG_WARNING,
+              "range cache %s failed: %s; answers go on from the upstream, uncached; further "
+              "failures are counted in cache_errors, not logged, until a write succeeds",
+              what, strerror(-rc));
+}
+
+/* A flush that committed something: writes work (again). */
+static void cache_write_ok(br_resolver *r)
+{
+    if (!r->cache_failing)
+        return;
+    br_rs_log(r, LOG_INFO, "range cache writes succeed again, after %llu failures",
+              (unsigned long long)r->cache_failures);
+    r->cache_failing = 0;
+    r->cache_failures = 0;
+}
+
+int br_resolver_flush(br_resolver *r)
+{
+    if (!r->cache)
+        return 0;
+    evtimer_del(r->flush_ev);
+    size_t pending = br_range_cache_pending(r->cache);
+    int rc = br_range_cache_flush(r->cache);
+    r->st.flushes++;
+    if (rc < 0)
+        br_rs_cache_write_failed(r, rc, "flush");
+    if ((rc == 0 || rc == -EFBIG) && pending)
+        cache_write_ok(r);
+    return rc;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to the resolver (its contract is resolver.h): the state its files
- * share. resolver.c has the API, the flights table and the answers;
- * resolver_fetch.c what the end of a fetch answers; resolver_burst.c sends a real fetch and its decoys (and a fetch again on
- * the bulk lane). Only these files include this header. */
+/* Internal to the resolver (its contract is resolver.h): what its two files
+ * share. resolver.c has the API, the lookups, the flights table, the
+ * answers, whole-range lookups and the cache flush; resolver_fetch.c sends
+ * a real fetch and its decoys (and a fetch again on the bulk lane) and
+ * answers what the end of a fetch brings. Only these two include this
+ * header. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,7 +22,7 @@ struct waiter {
     waiter *next;
     br_lane lane;
     br_resolve_cb cb;
-    br_range_answer_cb rcb; /* set: a whole-range lookup (resolver_range.c); hash unused */
+    br_range_answer_cb rcb; /* set: a whole-range lookup (resolver.c); hash unused */
     void *ctx;
     uint8_t hash[32];
 };
@@ -65,7 +67,7 @@ struct br_resolver {
     struct event *flush_ev;
     flight *buckets[FLIGHT_BUCKETS];
     br_resolver_stats st;
-    /* Cache write failures (resolver_cache.c): the errno of the failure that
+    /* Cache write failures (resolver.c): the errno of the failure that
      * was logged while writes fail (0 while they succeed), the failures
      * since, and whether an oversized range was told. */
     int cache_failing;
@@ -86,18 +88,12 @@ flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind
 void br_rs_flight_insert(br_resolver *r, flight *f);
 /* Free a flight that is not in the table, with its waiters (not answered). */
 void br_rs_flight_free(flight *f);
-/* The upstream callback of every flight (ctx is the flight). */
-void br_rs_fetch_done(void *ctx, const br_upstream_response *resp);
 /* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
 void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
                                 const uint8_t *hash, const char *reason, br_resolve_result *res);
 /* Count an answer in the stats. */
 void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
-/* The kinds a resolver serves. */
-bool br_rs_kind_ok(br_range_kind kind);
-/* Count an UNKNOWN answer's reason. */
-void br_rs_count_unknown(br_resolver *r, const char *reason);
-/* resolver_fetch.c: answer every waiter of f (already out of the table)
+/* (resolver_fetch.c) Answer every waiter of f (already out of the table)
  * with UNKNOWN reason, or (allow_stale) a stored entry within max_stale. */
 void br_rs_answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
                                         bool allow_stale);
@@ -112,7 +108,7 @@ void br_rs_set_unknown(br_resolve_result *res, const char *reason);
 /* res from a cache lookup result in state FRESH or STALE. */
 void br_rs_set_from_cache(br_resolve_result *res, const br_range_cache_result *cr);
 
-/* ---- resolver_burst.c ---- */
+/* ---- in resolver_fetch.c: the burst ---- */
 
 /* A flight with no waiter, not in the table; NULL when out of memory. */
 flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
@@ -122,28 +118,8 @@ flight *br_rs_flight_new(br_resolver *r, uint32_t partition, br_range_kind kind,
  * waiter unanswered) and *reason (BR_REASON_*) says why. */
 int br_rs_send_burst(br_resolver *r, flight *nf, const br_range_cache_result *cr,
                      const char **reason);
-/* f (out of the table) ended by the deadline of its interactive fetch:
- * detach its interactive waiters (returned, in order, for the caller to
- * answer) and send it again on the bulk lane for the others. *rc: 0, and f
- * is in flight again; or br_upstream_fetch_lane's negative errno, and f
- * still holds its bulk waiters. */
-waiter *br_rs_flight_keep_bulk(br_resolver *r, flight *f, int *rc);
-/* Send f (out of the table, holding its waiters) again with its decoys, as
- * a lookup would now (conditional by the cache's state). 0: f is in flight;
- * or br_upstream_fetch_lane's negative errno, and f is still the caller's. */
-int br_rs_resend(br_resolver *r, flight *f);
-/* The UNKNOWN reason of a fetch that could not be sent (-EHOSTDOWN ...). */
-const char *br_rs_send_failure_reason(int rc);
-/* f (out of the table, no waiters) is a decoy marked rebulk that ended by
- * its interactive deadline: sent again on the bulk lane, as the burst it
- * belongs to was. True when f is in flight again (no longer the caller's). */
-bool br_rs_decoy_rebulk(br_resolver *r, flight *f);
-/* The cache's state of (partition, kind, prefix) as a lookup would see it
- * (a URL range older than the URL filter is expired). */
-void br_rs_cache_peek(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix,
-                      br_range_cache_result *cr);
 
-/* ---- resolver_range.c: the waiters of whole-range lookups ----
+/* ---- in resolver.c: the waiters of whole-range lookups ----
  * A range waiter holds its prefix in the first bytes of its hash
  * (br_range_prefix20 reads it back) and always waits on the interactive lane. */
 
@@ -156,7 +132,7 @@ void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answ
 void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
                             const waiter *w);
 
-/* ---- resolver_cache.c ---- */
+/* ---- in resolver.c: the cache flush ---- */
 
 /* A cache put, touch or flush (what) failed with rc: counted in cache_errors;
  * logged when writes start failing or fail with another error, and an

@@ -86,7 +86,8 @@ int br_similar_hashes(br_similar *s, const void *password, size_t len, uint8_t (
                       uint8_t (*nt)[BR_NT_LEN], size_t cap);
 
 /* The same variants handed to fn one by one, in order, instead of hashed
- * (the tests and the benchmark's diagnostics; the bytes are wiped after
+ * (br_similar_hashes hashes them through it; the tests and the
+ * benchmark's diagnostics see them plain; the bytes are wiped after
  * fn returns). fn returns 0 to go on, anything else to stop. Returns the
  * count handed over. */
 typedef int (*br_similar_fn)(const uint8_t *variant, size_t len, void *ctx);

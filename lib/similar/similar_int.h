@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside lib/similar: the context that similar.c (deduplication, hashing,
- * wiping) and similar_rules.c (the transformations) share. */
+/* The layout of similar.c's context, for the tests that check that nothing
+ * of a password is left in its working memory after a call (test_similar,
+ * fuzz_similar); similar.c alone uses it otherwise. */
 #pragma once
 
 #include <stdbool.h>
@@ -29,15 +30,10 @@ struct br_similar {
     uint8_t (*sha1)[BR_SHA1_LEN];
     uint8_t (*nt)[BR_NT_LEN];
     uint8_t exact_nt[BR_NT_LEN];
+    size_t hash_cap; /* br_similar_hashes's bound */
     br_similar_fn fn;
     void *fn_ctx;
-    int rc;    /* first error */
-    bool done; /* the bound is reached, fn asked to stop, or an error */
+    bool uncounted; /* fn left the variant it was handed out of the count */
+    int rc;         /* first error */
+    bool done;      /* the bound is reached, fn asked to stop, or an error */
 };
-
-/* Offer one variant: made unless too short or long, already made, the
- * password itself, or past the bound. */
-void sim_emit(br_similar *s, const uint8_t *v, size_t len);
-
-/* Every step of similar.h's list, for the password p of n bytes. */
-void sim_generate(br_similar *s, const uint8_t *p, size_t n);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of the upstream fetcher (upstream.h), shared by its files and
- * included by no other: upstream.c (fetch and promote, the request lists and
- * the lanes' queues, backoff and deadline timers, ending a request),
- * upstream_pump.c (the pump: slots, lanes and token buckets), upstream_setup.c
- * (br_upstream_new and br_upstream_free), upstream_breaker.c (the circuit
- * breaker), upstream_transfer.c (one transfer: callbacks, response headers,
- * the easy-handle pool, classifying the outcome, retry or finish) and
- * upstream_curl_event.c (the libcurl <-> libevent socket and timer glue).
- * The life of a request is drawn at the top of upstream.c. */
+/* Internals of the upstream fetcher (upstream.h), shared by its three files
+ * and included by no other (but the header fuzz target): upstream.c (making
+ * and freeing a fetcher, fetch and promote, the request lists and the
+ * lanes' queues, backoff and deadline timers, ending a request),
+ * upstream_pump.c (what starts when: the pump's slots, lanes and token
+ * buckets, and the circuit breaker) and upstream_transfer.c (one transfer:
+ * callbacks, response headers, the easy-handle pool, classifying the
+ * outcome, retry or finish; the libcurl <-> libevent socket and timer
+ * glue). The life of a request is drawn at the top of upstream.c. */
 #pragma once
 
 #include <stdbool.h>
@@ -65,7 +65,7 @@ struct br_upstream_req {
     char last_error[96];
 };
 
-/* A socket libcurl asked us to watch; private to upstream_curl_event.c. */
+/* A socket libcurl asked us to watch; private to the glue (upstream_transfer.c). */
 typedef struct sockctx sockctx;
 
 /* A FIFO of queued requests (one per lane). */
@@ -154,11 +154,6 @@ void up_queue_remove(br_upstream *up, req *r);
 /* Detach r from everything, call back, free. The transfer (if any) must
  * already be out of the multi handle. */
 void up_finish(req *r, br_upstream_status status);
-/* When r's deadline passes (UINT64_MAX on the bulk lane: never). */
-static inline uint64_t up_deadline(const req *r)
-{
-    return r->lane == BR_LANE_BULK ? UINT64_MAX : r->deadline_ns;
-}
 /* Arm r's backoff timer for wait_ns (0, or -ENOMEM). */
 int up_arm_backoff(req *r, uint64_t wait_ns);
 
@@ -174,7 +169,7 @@ void up_rate_update(br_upstream *up, uint64_t now);
  * and queue r again at the head of its lane, or end it (a trial). */
 void up_rate_limited(br_upstream *up, req *r);
 
-/* ---- upstream_breaker.c ----------------------------------------------------- */
+/* ---- the circuit breaker (upstream_pump.c) ---------------------------------- */
 
 /* The breaker state at now: an open circuit whose cool-down is over turns
  * half-open here. */
@@ -188,10 +183,8 @@ void up_breaker_record(br_upstream *up, req *r, br_upstream_status s);
 int up_start_transfer(br_upstream *up, req *r, uint64_t now);
 /* Take a running request's transfer out of the multi handle. */
 void up_stop_transfer(br_upstream *up, req *r);
-/* Handle every transfer libcurl reports done, then schedule the pump. */
-void up_check_multi_info(br_upstream *up);
 
-/* ---- upstream_headers.c ----------------------------------------------------- */
+/* ---- the response headers (upstream_transfer.c) ----------------------------- */
 
 /* One response header line as libcurl passes it (its CRLF included, not
  * NUL-terminated): a status line ("HTTP/...") starts a new response and
@@ -205,7 +198,7 @@ void up_check_multi_info(br_upstream *up);
 void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
                     int64_t *max_age, int64_t *retry_after_ms);
 
-/* ---- upstream_curl_event.c -------------------------------------------------- */
+/* ---- the libcurl <-> libevent glue (upstream_transfer.c) -------------------- */
 
 /* CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION (userp: the br_upstream). */
 int up_curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp);

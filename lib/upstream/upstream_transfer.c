@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Upstream fetcher: one transfer (one attempt of a request). The body and
- * header callbacks (validators, Cache-Control), the URL and request headers,
- * the pool of idle easy handles, starting and stopping a transfer, and, when
- * libcurl reports it done, classifying the outcome and either retrying after
- * a backoff or finishing the request. */
+/* Upstream fetcher (upstream.h): one transfer (one attempt of a request).
+ * The body and header callbacks, the URL and request headers, the pool of
+ * idle easy handles, starting and stopping a transfer, and, when libcurl
+ * reports it done, classifying the outcome and either retrying after a
+ * backoff or finishing the request; what a transfer keeps of the response
+ * headers; the libcurl <-> libevent socket and timer glue. The requests
+ * are upstream.c, what starts when upstream_pump.c (upstream_int.h). */
+#include <curl/curl.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,12 @@
 
 #define MIN_ATTEMPT_NS (20u * 1000000u) /* a retry needs at least this much time left */
 #define BODY_INITIAL 16384
+
+/* When r's deadline passes (UINT64_MAX on the bulk lane: never). */
+static uint64_t up_deadline(const req *r)
+{
+    return r->lane == BR_LANE_BULK ? UINT64_MAX : r->deadline_ns;
+}
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -373,7 +384,8 @@ static void transfer_done(br_upstream *up, req *r, CURLcode code)
     up_finish(r, s);
 }
 
-void up_check_multi_info(br_upstream *up)
+/* Handle every transfer libcurl reports done, then schedule the pump. */
+static void up_check_multi_info(br_upstream *up)
 {
     CURLMsg *msg;
     int left;
@@ -390,4 +402,268 @@ void up_check_multi_info(br_upstream *up)
         transfer_done(up, r, code);
     }
     up_schedule_pump(up);
+}
+
+/* ---- the response headers ---- */
+
+/* What a transfer keeps of the response headers libcurl
+ * hands its header callback, one line at a time: the validators (ETag,
+ * Last-Modified), Cache-Control's max-age (br_upstream_response in
+ * upstream.h) and Retry-After (docs/upstream.md, "When the upstream asks to
+ * slow down"). A pure function of the lines, so that it can be tested and
+ * fuzzed alone. */
+
+static bool header_is(const char *line, size_t len, const char *name, const char **value,
+                      size_t *vlen)
+{
+    size_t nl = strlen(name);
+    if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
+        return false;
+    const char *v = line + nl + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return true;
+}
+
+static void copy_validator(char *dst, const char *v, size_t len)
+{
+    dst[0] = '\0';
+    if (len == 0 || len > BR_UPSTREAM_VALIDATOR_MAX)
+        return;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7f)
+            return;
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+}
+
+/* Cache-Control: the max-age directive (seconds), 0 for no-store / no-cache. */
+static void parse_cache_control(int64_t *max_age, const char *v, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < len && v[i] != ',')
+            i++;
+        const char *d = v + start;
+        size_t dl = i - start;
+        while (dl > 0 && (d[dl - 1] == ' ' || d[dl - 1] == '\t'))
+            dl--;
+        if ((dl == 8 && strncasecmp(d, "no-store", 8) == 0) ||
+            (dl == 8 && strncasecmp(d, "no-cache", 8) == 0)) {
+            *max_age = 0;
+            return;
+        }
+        if (dl > 8 && strncasecmp(d, "max-age=", 8) == 0) {
+            const char *p = d + 8, *e = d + dl;
+            if (p < e && *p == '"')
+                p++;
+            int64_t val = 0;
+            bool any = false;
+            while (p < e && *p >= '0' && *p <= '9') {
+                if (val < INT64_C(1) << 40)
+                    val = val * 10 + (*p - '0');
+                any = true;
+                p++;
+            }
+            if (any && (p == e || *p == '"'))
+                *max_age = val;
+        }
+    }
+}
+
+/* Retry-After: delta-seconds or an HTTP-date (RFC 9110), as milliseconds
+ * from now (0 for a date already past); -1 when unreadable. */
+static int64_t parse_retry_after(const char *v, size_t len)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
+    if (strspn(buf, "0123456789") == len) {
+        if (len > 9)
+            return INT64_C(999999999) * 1000; /* far beyond any max_pause_ms */
+        return (int64_t)strtoll(buf, NULL, 10) * 1000;
+    }
+    time_t when = curl_getdate(buf, NULL);
+    if (when < 0)
+        return -1;
+    time_t now = time(NULL);
+    if (when <= now)
+        return 0;
+    /* A date centuries ahead would overflow the milliseconds: as far as a
+     * long number of seconds. */
+    if (when - now > 999999999)
+        return INT64_C(999999999) * 1000;
+    return (int64_t)(when - now) * 1000;
+}
+
+void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
+                    int64_t *max_age, int64_t *retry_after_ms)
+{
+    const char *v;
+    size_t vl;
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        /* a new response (after a 100 Continue or a proxy's CONNECT) */
+        etag[0] = last_modified[0] = '\0';
+        *max_age = -1;
+        *retry_after_ms = -1;
+    } else if (header_is(line, len, "etag", &v, &vl)) {
+        copy_validator(etag, v, vl);
+    } else if (header_is(line, len, "last-modified", &v, &vl)) {
+        copy_validator(last_modified, v, vl);
+    } else if (header_is(line, len, "cache-control", &v, &vl)) {
+        parse_cache_control(max_age, v, vl);
+    } else if (header_is(line, len, "retry-after", &v, &vl)) {
+        *retry_after_ms = parse_retry_after(v, vl);
+    }
+}
+
+/* ---- the libcurl <-> libevent glue ---- */
+
+/* libcurl <-> libevent. libcurl's multi-socket API
+ * tells which sockets to watch (up_curl_socket_cb) and when to call it back
+ * (up_curl_timer_cb); one libevent event per socket and one timer do that, and
+ * after every curl_multi_socket_action() finished transfers are handled. */
+
+typedef struct sockctx sockctx;
+struct sockctx {
+    sockctx *prev, *next;
+    struct event *ev;
+    short kind; /* what ev watches; 0: not added */
+};
+
+static void sock_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+    br_upstream *up = arg;
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int running = 0;
+    curl_multi_socket_action(up->multi, fd, action, &running);
+    up_check_multi_info(up);
+}
+
+void up_curl_timer_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    br_upstream *up = arg;
+    int running = 0;
+    curl_multi_socket_action(up->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    up_check_multi_info(up);
+}
+
+/* libcurl stops watching a keep-alive connection after each transfer and
+ * watches it again for the next one: the sockctx and its event are kept on a
+ * spare list and reused (event_assign), and a change that leaves the events
+ * as they are touches nothing, instead of an allocation and an event_new /
+ * event_free per request. */
+static sockctx *sock_get(br_upstream *up)
+{
+    sockctx *sc = up->spare_socks;
+    if (sc) {
+        up->spare_socks = sc->next;
+    } else {
+        sc = calloc(1, sizeof(*sc));
+        if (!sc)
+            return NULL;
+        sc->ev = event_new(up->base, -1, 0, sock_event_cb, up);
+        if (!sc->ev) {
+            free(sc);
+            return NULL;
+        }
+    }
+    sc->prev = NULL;
+    sc->next = up->socks;
+    if (up->socks)
+        up->socks->prev = sc;
+    up->socks = sc;
+    sc->kind = 0;
+    return sc;
+}
+
+static void sock_put(br_upstream *up, sockctx *sc)
+{
+    if (sc->kind)
+        event_del(sc->ev);
+    sc->kind = 0;
+    if (sc->prev)
+        sc->prev->next = sc->next;
+    else
+        up->socks = sc->next;
+    if (sc->next)
+        sc->next->prev = sc->prev;
+    sc->prev = NULL;
+    sc->next = up->spare_socks;
+    up->spare_socks = sc;
+}
+
+int up_curl_socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e;
+    br_upstream *up = userp;
+    sockctx *sc = socketp;
+
+    if (what == CURL_POLL_REMOVE) {
+        if (sc) {
+            sock_put(up, sc);
+            curl_multi_assign(up->multi, s, NULL);
+        }
+        return 0;
+    }
+    short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+                 ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+    if (!sc) {
+        sc = sock_get(up);
+        if (!sc)
+            return -1;
+        curl_multi_assign(up->multi, s, sc);
+    } else if (sc->kind == kind && event_get_fd(sc->ev) == s) {
+        return 0;
+    } else if (sc->kind) {
+        event_del(sc->ev);
+        sc->kind = 0;
+    }
+    if (event_assign(sc->ev, up->base, s, kind, sock_event_cb, up) < 0 ||
+        event_add(sc->ev, NULL) < 0)
+        return -1;
+    sc->kind = kind;
+    return 0;
+}
+
+int up_curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m;
+    br_upstream *up = userp;
+    if (timeout_ms < 0) {
+        event_del(up->curl_timer);
+    } else {
+        struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+        event_add(up->curl_timer, &tv);
+    }
+    return 0;
+}
+
+static void socks_free_list(sockctx *sc)
+{
+    while (sc) {
+        sockctx *next = sc->next;
+        event_free(sc->ev); /* deletes it first when pending */
+        free(sc);
+        sc = next;
+    }
+}
+
+void up_socks_free(br_upstream *up)
+{
+    socks_free_list(up->socks);
+    socks_free_list(up->spare_socks);
+    up->socks = up->spare_socks = NULL;
 }

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to URL canonicalization v1 (url_canon.c, the steps and the
- * whole; url_canon_host.c, step 5: the host): the growable string both
- * build into, the host step, and canonicalization into such a string, which
+/* Internal to lib/url: the growable string that URL canonicalization v1
+ * (url_canon.c) builds into, and canonicalization into such a string, which
  * br_url_lookup_expressions (url_secret.c) uses to keep the canonical URL on
- * its stack. Only these three include it. */
+ * its stack. Only these two, and test_url_buffers, include it. */
 #pragma once
 
 #include <stdbool.h>
@@ -133,10 +132,6 @@ static inline char ascii_lower(char c)
     return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 }
 
-/* Step 5: canonicalize the host (raw bytes h[0..n), userinfo and port
- * already removed) and append it to out: 0, -EINVAL with the reason in err,
- * or -ENOMEM. */
-int br_canon_host(sbuf *out, const char *h, size_t n, br_error *err);
 
 /* Room for a canonical URL on the stack (br_url_canonicalize and
  * br_url_lookup_expressions): the usual URL fits, a longer one moves to the

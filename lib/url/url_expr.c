@@ -197,17 +197,6 @@ int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_
     return add_exprs(out, hosts, nh, paths, np, root, err);
 }
 
-int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
-                              br_error *err)
-{
-    return br_url_exprs_of(canonical, strlen(canonical), host_labels, out, err);
-}
-
-int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err)
-{
-    return br_url_expressions_labels(canonical, BR_URL_SB_HOST_COMPONENTS, out, err);
-}
-
 void br_url_exprs_clear(br_url_exprs *e)
 {
     /* Pieces of a URL: not left in freed memory. */

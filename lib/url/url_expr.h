@@ -31,8 +31,9 @@ typedef struct br_url_exprs {
     size_t block_size;
 } br_url_exprs;
 
-/* The lookup expressions of a canonical URL (the output of
- * br_url_canonicalize; anything that does not look like one is -EINVAL "not
+/* The lookup expressions of a canonical URL, canonical[0..len) (the output
+ * of br_url_canonicalize; it need not be NUL-terminated, a NUL in it is a
+ * byte like others; anything that does not look like one is -EINVAL "not
  * a canonical URL ..."): host suffixes (the exact host, plus up to 4 formed
  * from the last 5 components, never the bare TLD, none for IP addresses)
  * times path prefixes (the exact path with the query unless the query is
@@ -44,18 +45,15 @@ typedef struct br_url_exprs {
  * prefixes from the longest to "/". So expr[0] is the whole URL without its
  * scheme ("host/path?query": the expression a feed entry is indexed as), and
  * the first expression that matches a list is the most specific match.
- * out needs no initialisation; on failure out->n is 0. */
-int br_url_expressions(const char *canonical, br_url_exprs *out, br_error *err);
-/* The same with host suffixes of up to host_labels components (values below
- * 5 mean 5, above BR_URL_MAX_HOST_LABELS mean that): the suffixes of more
- * than 5 components come with the path "/" only (they can only match a
- * domain entry, indexed as "host/"), after the exact host's expressions and
- * before the suffixes of 5 components and fewer. host_labels is the URL
- * filter's max_domain_labels (docs/filter-format.md). */
-int br_url_expressions_labels(const char *canonical, unsigned host_labels, br_url_exprs *out,
-                              br_error *err);
-/* br_url_expressions_labels of canonical[0..len) (it need not be
- * NUL-terminated; a NUL in it is a byte like others). */
+ * out needs no initialisation; on failure out->n is 0.
+ *
+ * host_labels: host suffixes of up to that many components (values below 5
+ * mean 5, BR_URL_SB_HOST_COMPONENTS: Safe Browsing's own; above
+ * BR_URL_MAX_HOST_LABELS mean that): the suffixes of more than 5
+ * components come with the path "/" only (they can only match a domain
+ * entry, indexed as "host/"), after the exact host's expressions and before
+ * the suffixes of 5 components and fewer. host_labels is the URL filter's
+ * max_domain_labels (docs/filter-format.md). */
 int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_url_exprs *out,
                     br_error *err);
 /* Free the expressions; e->n becomes 0. */

@@ -182,6 +182,13 @@ typedef struct br_feedset_stats {
     uint64_t conflicts;  /* repeats with another category: the first was kept */
 } br_feedset_stats;
 
+/* One expression's key (its SHA-256) straight into the set under category,
+ * as if read from a feed: 0, -EINVAL for a bad category name, -E2BIG past
+ * BR_FEED_MAX_CATEGORIES entries' categories or entries, -ENOMEM. For sets
+ * of crafted keys (keys sharing a range prefix), which no feed text gives. */
+int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
+                       br_error *err);
+
 /* Sort by key and keep the first occurrence of each key. No reads after. */
 void br_feedset_finish(br_feedset *fs, br_feedset_stats *st);
 

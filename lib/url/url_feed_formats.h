@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the feed reader (url_feed_read.c): the blocklist formats beyond URL
+/* Inside the feed reader (url_feed.c): the blocklist formats beyond URL
  * lists, hosts files and domain lists. Each parser takes one line at a time
  * and says what it is: a comment, a rule skipped on purpose (counted by
  * kind), one or more entries (domains or URLs, which url_feed.c turns into
@@ -69,7 +69,7 @@ typedef struct br_fmt_result {
 typedef struct br_fmt_state br_fmt_state;
 
 /* Who reads a format's lines: none (BR_FEED_AUTO, or a format without a row
- * in the table: never read as another), url_feed_read.c's own rules (urls,
+ * in the table: never read as another), url_feed.c's own rules (urls,
  * hosts, domains), or br_fmt_line. */
 typedef enum br_fmt_reader {
     BR_FMT_READER_NONE,
@@ -99,7 +99,7 @@ void br_fmt_trim(const char **s, size_t *n);
  * it, else BR_FEED_AUTO. *json: the PhishTank JSON form. */
 br_feed_format br_fmt_detect(const char *const *lines, const size_t *lens, size_t n, bool *json);
 
-/* ---- the line parsers (url_feed_lines.c) ---- */
+/* ---- the line parsers' state (url_feed_formats.c) ---- */
 
 #define BR_FMT_NAME_MAX 255 /* a DNS name in text form */
 
@@ -111,26 +111,6 @@ typedef struct br_fmt_zone {
     char entry[BR_FMT_NAME_MAX + 1];  /* the trigger name given out as an entry */
     int paren;                        /* open '(' of a multi-line record */
 } br_fmt_zone;
-
-/* One line each (res cleared by the caller); adblock, dnsmasq and unbound
- * get it trimmed of blanks, rpz and wildcard as it is. */
-void br_fmt_adblock_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
-void br_fmt_dnsmasq_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
-void br_fmt_unbound_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
-void br_fmt_rpz_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
-void br_fmt_wildcard_line(br_fmt_zone *z, const char *s, size_t n, br_fmt_result *res);
-
-/* A line uBlock Origin reads as `||s^`: a plain hostname ([A-Za-z0-9_.-]
- * with a dot, a letter or digit first, a letter last). */
-bool br_fmt_is_plain_hostname(const char *s, size_t n);
-bool br_fmt_is_blank(char c);
-bool br_fmt_is_alnum(char c); /* ASCII letter or digit */
-/* s starts with prefix, ignoring ASCII case. */
-bool br_fmt_starts(const char *s, size_t n, const char *prefix);
-/* t is word, ignoring ASCII case. */
-bool br_fmt_token_is(const br_fmt_entry *t, const char *word);
-/* Split on blanks into at most max tokens; their number. */
-size_t br_fmt_tokens(const char *s, size_t n, br_fmt_entry *t, size_t max);
 
 /* ---- CSV records (url_feed_csv.c) ---- */
 

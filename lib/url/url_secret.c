@@ -14,7 +14,6 @@
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
-#include "url_secret_int.h"
 #include "core/util.h"
 
 #define FOLD_ROUNDS 8

@@ -80,6 +80,13 @@ bool br_url_is_plain(const char *s, size_t n);
  * and of br_url_lookup_expressions. */
 bool br_url_may_hold_email(const char *s, size_t n);
 
+/* br_url_holds_email and br_url_is_email without their fast path
+ * (br_url_may_hold_email), always folding: the checks themselves, which
+ * test_url_secret holds the fast path to (where it says "cannot hold",
+ * these must say no). */
+bool br_url_holds_email_folded(const char *s, size_t n);
+bool br_url_is_email_folded(const char *s, size_t n);
+
 /* True when s IS secret-class as a whole: after folding and trimming bytes
  * <= 0x20 at both ends, it starts with "mailto:" (any case), or it is a bare
  * address: LOCAL@DOMAIN as above with none of ':' '/' '?' '#' before the
@@ -97,7 +104,7 @@ size_t br_url_exprs_drop_email(br_url_exprs *e);
 
 /* The lookup expressions of url (len bytes, as a client sent it) that are
  * free of e-mail addresses: canonicalize, form the expressions with host
- * suffixes of up to host_labels components (br_url_expressions_labels),
+ * suffixes of up to host_labels components (br_url_exprs_of),
  * drop those holding an address. *dropped (may be NULL) gets how many were
  * dropped. -EPERM when the URL is secret-class as a whole (its
  * canonicalization refused it, text BR_URL_SECRET_TEXT) or when every

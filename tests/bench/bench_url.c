@@ -69,7 +69,7 @@ static bool entry_key(const char *entry, bool is_domain, uint8_t key[BR_SHA256_L
     br_url_exprs e;
     if (br_url_canonicalize(url, strlen(url), &canon, NULL) < 0)
         return false;
-    int r = br_url_expressions(canon, &e, NULL);
+    int r = br_url_exprs_of(canon, strlen(canon), BR_URL_SB_HOST_COMPONENTS, &e, NULL);
     free(canon);
     if (r < 0)
         return false;

@@ -11,7 +11,7 @@
  * raw value, or (bit 1) the ETag and Last-Modified lengths (1 byte each),
  * fetched_at and expires_at (8 bytes each), those validators, and a range
  * response body, parsed by br_range_parse and made into an entry by
- * br_rc_entry_build, so that the lookups get deep.
+ * br_rc_entry_build_decoys, so that the lookups get deep.
  *
  * Checked: no crash, leak or sanitizer report; the parse accepts exactly
  * the values of the documented layout, its views lie inside the value, and
@@ -205,7 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         br_error err;
         if (br_range_parse(kind, (const char *)in.p, in.n, 0, &rs, &rs_len, &err) < 0)
             return 0;
-        CHECK(br_rc_entry_build(rs, rs_len, fetched, expires, etag, got_e, lm, got_l, &v, &len) == 0);
+        CHECK(br_rc_entry_build_decoys(rs, rs_len, fetched, expires, etag, got_e, lm, got_l, NULL,
+                                       0, &v, &len) == 0);
         free(rs);
     } else {
         len = in.n;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for the upstream's response header callback
- * (lib/upstream/upstream_headers.c, up_header_line): the input is a
+ * (lib/upstream/upstream_transfer.c, up_header_line): the input is a
  * response's header block, handed over one line at a time with its line
  * end, as libcurl does, starting from the state of a new transfer.
  *

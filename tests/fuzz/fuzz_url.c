@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(strcmp(out, again) == 0);
     free(again);
     br_url_exprs ex = {0};
-    r = br_url_expressions(out, &ex, &err);
+    r = br_url_exprs_of(out, strlen(out), BR_URL_SB_HOST_COMPONENTS, &ex, &err);
     CHECK(r == 0);
     CHECK(ex.n >= 1 && ex.n <= BR_URL_MAX_EXPRESSIONS);
     /* expr[0] is the URL without its scheme (and without a final '?' of an

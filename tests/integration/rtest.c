@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "range/range_cache.h"
+#include "range_cache_walk.h"
 #include "rtest.h"
 #include "rtest_int.h"
 #include "core/util.h"
@@ -389,7 +390,7 @@ size_t rt_cache_entries(br_range_cache *c)
 {
     br_range_cache_flush(c);
     size_t n = 0;
-    br_range_cache_foreach(c, count_cb, &n);
+    rc_walk(c, count_cb, &n);
     return n;
 }
 
@@ -417,7 +418,7 @@ bool rt_cache_has(br_range_cache *c, br_range_kind kind, uint32_t prefix)
 {
     br_range_cache_flush(c);
     find_ctx f = {.kind = kind, .prefix = prefix};
-    br_range_cache_foreach(c, find_cb, &f);
+    rc_walk(c, find_cb, &f);
     return f.found;
 }
 

@@ -18,8 +18,10 @@
 #include <cmocka.h>
 
 #include "core/hash.h"
+#include "core/map_guard.h"
 #include "range/range.h"
 #include "range/range_cache.h"
+#include "range_cache_walk.h"
 #include "testutil.h"
 
 typedef struct fixture {
@@ -99,7 +101,7 @@ static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t 
 static size_t entries(br_range_cache *c)
 {
     size_t n = 0;
-    assert_int_equal(br_range_cache_foreach(c, count_cb, &n), 0);
+    assert_int_equal(rc_walk(c, count_cb, &n), 0);
     return n;
 }
 
@@ -266,7 +268,7 @@ static void test_refuses_other_owner(void **state)
 static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 {
     (void)uctx;
-    if (si->si_code > 0 && br_range_cache_fault(si->si_addr))
+    if (si->si_code > 0 && br_map_guard_fault(si->si_addr))
         return;
     signal(sig, SIG_DFL);
 }

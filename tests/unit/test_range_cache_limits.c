@@ -22,6 +22,7 @@
 #include "core/hash.h"
 #include "range/range.h"
 #include "range/range_cache.h"
+#include "range_cache_walk.h"
 #include "range_cache_helpers.h"
 #include "core/util.h"
 
@@ -210,7 +211,7 @@ static void test_crash(void **state)
 
         br_range_cache *c = open_cache(f, 1 << 20);
         cc->entries = 0;
-        assert_int_equal(br_range_cache_foreach(c, crash_verify, cc), 0);
+        assert_int_equal(rc_walk(c, crash_verify, cc), 0);
         br_range_cache_usage u;
         assert_int_equal(br_range_cache_stats(c, &u), 0);
         assert_int_equal(u.entries, cc->entries);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Adversary test of lib/range/range_cache_quota.c: can one partition (a uid)
- * count another's fetches by watching its own entries get evicted
+/* Adversary test of the range cache's partition share
+ * (lib/range/range_cache_evict.c): can one partition (a uid) count another's
+ * fetches by watching its own entries get evicted
  * (docs/privacy.md "Other local users")? With a partition share, a
  * partition's puts evict only its own oldest entries, so while the
  * partitions together fit, another partition's entries never go. Real LMDB

@@ -271,6 +271,64 @@ static void test_nt_lined_up(void **state)
     assert_non_null(strstr(err.text, "similar passwords"));
 }
 
+/* The hashes are those of the variants br_similar_each hands over, in its
+ * order, less (with NT hashes) a variant that Windows reads as the password
+ * itself: "ab\xc3\x83cd" (UTF-8 for U+00C3) loses a byte in the edit
+ * distance step and becomes "ab\xc3cd", whose lone 0xC3 is read as Latin-1
+ * U+00C3 too: the same NT hash. A cap keeps the first ones. */
+static void check_hashes_match_each(const char *pw, size_t *skipped)
+{
+    static uint8_t h[BR_SIMILAR_MAX][BR_SHA1_LEN], nt[BR_SIMILAR_MAX][BR_NT_LEN];
+    br_similar *sim = new_sim(BR_SIMILAR_SHA1 | BR_SIMILAR_NT);
+    struct seen *s = variants_of(sim, pw, strlen(pw));
+    uint8_t own[BR_NT_LEN];
+    assert_int_equal(br_nt_hash(pw, strlen(pw), own), 0);
+    int n = br_similar_hashes(sim, pw, strlen(pw), h, nt, BR_SIMILAR_MAX);
+    size_t k = 0;
+    *skipped = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        uint8_t want_sha1[BR_SHA1_LEN], want_nt[BR_NT_LEN];
+        assert_int_equal(br_nt_hash(s->v[i], s->len[i], want_nt), 0);
+        if (memcmp(want_nt, own, BR_NT_LEN) == 0) {
+            (*skipped)++;
+            continue;
+        }
+        assert_int_equal(br_sha1(s->v[i], s->len[i], want_sha1), 0);
+        assert_true(k < (size_t)n);
+        assert_memory_equal(h[k], want_sha1, BR_SHA1_LEN);
+        assert_memory_equal(nt[k], want_nt, BR_NT_LEN);
+        k++;
+    }
+    assert_int_equal(n, (int)k);
+    /* SHA-1 alone: nothing is left out. A cap: the first ones. */
+    br_similar_free(sim);
+    sim = new_sim(BR_SIMILAR_SHA1);
+    assert_int_equal(br_similar_hashes(sim, pw, strlen(pw), h, NULL, BR_SIMILAR_MAX), (int)s->n);
+    if (s->n > 2) {
+        assert_int_equal(br_similar_hashes(sim, pw, strlen(pw), h, NULL, 2), 2);
+        uint8_t first[BR_SHA1_LEN];
+        assert_int_equal(br_sha1(s->v[1], s->len[1], first), 0);
+        assert_memory_equal(h[1], first, BR_SHA1_LEN);
+    }
+    free(s);
+    br_similar_free(sim);
+}
+
+static void test_hashes_match_each(void **state)
+{
+    (void)state;
+    static const char *const pws[] = {"P@ssw0rd1", "Summer2024!",
+                                      "ab\xc3\x83"
+                                      "cd",
+                                      "x"};
+    size_t skipped;
+    for (size_t i = 0; i < BR_ARRAY_SIZE(pws); i++) {
+        check_hashes_match_each(pws[i], &skipped);
+        if (i == 2)
+            assert_true(skipped >= 1); /* the Latin-1 reading of the cut U+00C3 */
+    }
+}
+
 /* No variant is left in the context's memory after a call. */
 static void test_wiped(void **state)
 {
@@ -292,10 +350,15 @@ static void test_wiped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_issue_examples), cmocka_unit_test(test_tweaks_share_bases),
-        cmocka_unit_test(test_ed1_typed_case), cmocka_unit_test(test_hashes_and_exact),
-        cmocka_unit_test(test_bound),          cmocka_unit_test(test_nul_and_invalid_utf8),
-        cmocka_unit_test(test_nt_lined_up),    cmocka_unit_test(test_wiped),
+        cmocka_unit_test(test_issue_examples),
+        cmocka_unit_test(test_tweaks_share_bases),
+        cmocka_unit_test(test_ed1_typed_case),
+        cmocka_unit_test(test_hashes_and_exact),
+        cmocka_unit_test(test_bound),
+        cmocka_unit_test(test_nul_and_invalid_utf8),
+        cmocka_unit_test(test_nt_lined_up),
+        cmocka_unit_test(test_wiped),
+        cmocka_unit_test(test_hashes_match_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

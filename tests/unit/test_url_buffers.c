@@ -224,7 +224,7 @@ static void test_exprs_of_length(void **state)
     memset(buf + strlen(canon), 'Z', sizeof(buf) - strlen(canon));
     br_url_exprs a = {0}, b = {0};
     assert_int_equal(br_url_exprs_of(buf, strlen(canon), 5, &a, NULL), 0);
-    assert_int_equal(br_url_expressions_labels(canon, 5, &b, NULL), 0);
+    assert_int_equal(br_url_exprs_of(canon, strlen(canon), 5, &b, NULL), 0);
     assert_int_equal(a.n, b.n);
     for (size_t i = 0; i < a.n; i++)
         assert_string_equal(a.expr[i], b.expr[i]);
@@ -232,7 +232,7 @@ static void test_exprs_of_length(void **state)
     br_url_exprs_clear(&b);
 }
 
-/* br_url_expressions_labels of a string that is not canonical, with more
+/* br_url_exprs_of a string that is not canonical, with more
  * than 127 host labels: no more expressions than expr[] holds (a canonical
  * host has at most 127 labels, and gets every suffix). */
 static void test_exprs_bound(void **state)
@@ -243,7 +243,7 @@ static void test_exprs_bound(void **state)
     put(&in, "a.", 140);
     put(&in, "a/b/c/d/e?q", 1);
     br_url_exprs ex = {0};
-    assert_int_equal(br_url_expressions_labels(in.p, BR_URL_MAX_HOST_LABELS, &ex, NULL), 0);
+    assert_int_equal(br_url_exprs_of(in.p, strlen(in.p), BR_URL_MAX_HOST_LABELS, &ex, NULL), 0);
     assert_int_equal(ex.n, BR_URL_MAX_LOOKUP_EXPRESSIONS);
     assert_string_equal(ex.expr[ex.n - 1], "a.a/");
     br_url_exprs_clear(&ex);
@@ -252,7 +252,7 @@ static void test_exprs_bound(void **state)
     put(&in, "http://", 1);
     put(&in, "a.", 126);
     put(&in, "a/", 1);
-    assert_int_equal(br_url_expressions_labels(in.p, 1000, &ex, NULL), 0);
+    assert_int_equal(br_url_exprs_of(in.p, strlen(in.p), 1000, &ex, NULL), 0);
     assert_int_equal(ex.n, 126);
     br_url_exprs_clear(&ex);
     reset(&in, &none);

@@ -59,7 +59,8 @@ static void test_own_expressions(void **state)
     char *canon = NULL;
     assert_int_equal(br_url_canonicalize(big, strlen(big), &canon, &err), 0);
     br_url_exprs ex = {0};
-    assert_int_equal(br_url_expressions(canon, &ex, &err), 0);
+    assert_int_equal(br_url_exprs_of(canon, strlen(canon), BR_URL_SB_HOST_COMPONENTS, &ex, &err),
+                     0);
     assert_int_equal(ex.n, BR_URL_MAX_EXPRESSIONS);
     assert_string_equal(ex.expr[0], "a.b.c.d.e.f.g.h/1/2/3/4/5.html?x/y/z");
     assert_string_equal(ex.expr[1], "a.b.c.d.e.f.g.h/1/2/3/4/5.html");
@@ -77,7 +78,8 @@ static void test_own_expressions(void **state)
                                       "http:///a", "http://h",     "HTTP://h/"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(bad); i++) {
         err.text[0] = '\0';
-        assert_int_equal(br_url_expressions(bad[i], &ex, &err), -EINVAL);
+        assert_int_equal(
+            br_url_exprs_of(bad[i], strlen(bad[i]), BR_URL_SB_HOST_COMPONENTS, &ex, &err), -EINVAL);
         assert_int_equal(ex.n, 0);
         assert_true(strncmp(err.text, "not a canonical URL", 19) == 0);
     }
@@ -106,7 +108,9 @@ static void test_long_domains(void **state)
     (void)state;
     br_error err;
     br_url_exprs ex = {0};
-    assert_int_equal(br_url_expressions_labels("http://w.a.b.c.d.e.f/p", 7, &ex, &err), 0);
+    assert_int_equal(
+        br_url_exprs_of("http://w.a.b.c.d.e.f/p", strlen("http://w.a.b.c.d.e.f/p"), 7, &ex, &err),
+        0);
     static const char *const want[] = {"w.a.b.c.d.e.f/p", "w.a.b.c.d.e.f/",
                                        "a.b.c.d.e.f/", "b.c.d.e.f/p", "b.c.d.e.f/",
                                        "c.d.e.f/p", "c.d.e.f/", "d.e.f/p", "d.e.f/",
@@ -116,14 +120,16 @@ static void test_long_domains(void **state)
         assert_string_equal(ex.expr[i], want[i]);
     br_url_exprs_clear(&ex);
     /* Fewer than five means five; the most a 253-byte name can need. */
-    assert_int_equal(br_url_expressions_labels("http://w.a.b.c.d.e.f/p", 2, &ex, &err), 0);
+    assert_int_equal(
+        br_url_exprs_of("http://w.a.b.c.d.e.f/p", strlen("http://w.a.b.c.d.e.f/p"), 2, &ex, &err),
+        0);
     assert_int_equal(ex.n, 10);
     br_url_exprs_clear(&ex);
     char url[300] = "http://";
     for (int i = 0; i < 126; i++)
         strcat(url, "a.");
     strcat(url, "b/1/2/3/4/5?q");
-    assert_int_equal(br_url_expressions_labels(url, 1000, &ex, &err), 0);
+    assert_int_equal(br_url_exprs_of(url, strlen(url), 1000, &ex, &err), 0);
     assert_int_equal(ex.n, BR_URL_MAX_LOOKUP_EXPRESSIONS);
     br_url_exprs_clear(&ex);
 }

@@ -23,21 +23,11 @@
 #include "range/range.h"
 #include "testutil.h"
 #include "url/url_feed.h"
-#include "url/url_feed_int.h"
 #include "url_mirror.h"
 #include "filter/urlfilter.h"
 #include "core/util.h"
 
 static const char *const cats[] = {"malware", "phishing", "ads"};
-
-/* One expression's key straight into a feed set, under category. */
-static int feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
-                           br_error *err)
-{
-    uint8_t cat;
-    int r = br_feedset_category_index(fs, category, &cat, err);
-    return r < 0 ? r : br_feedset_push(fs, hash, cat, err);
-}
 
 /* n random keys; key i gets category cats[i % 3]; every 7th key shares the
  * prefix of the key before it, so files hold several lines. */
@@ -57,7 +47,7 @@ static br_feedset *make_set(size_t n, uint64_t seed, uint8_t (**keys_out)[32])
             k[i][1] = k[i - 1][1];
             k[i][2] = (uint8_t)((k[i - 1][2] & 0xF0) | (k[i][2] & 0x0F));
         }
-        assert_int_equal(feedset_add_key(fs, k[i], cats[i % 3], &err), 0);
+        assert_int_equal(br_feedset_add_key(fs, k[i], cats[i % 3], &err), 0);
     }
     br_feedset_finish(fs, NULL);
     if (keys_out)
@@ -307,10 +297,10 @@ static void test_update(void **state)
     } while (br_prefix_bitmap_test(bm, br_urlfilter_prefix_of(fresh)));
     memcpy(near, keys[10], 32);
     near[31] ^= 0x5A;
-    assert_int_equal(feedset_add_key(delta, fresh, "phishing", &err), 0);
-    assert_int_equal(feedset_add_key(delta, near, "ads", &err), 0);
-    assert_int_equal(feedset_add_key(delta, keys[20], cats[20 % 3], &err), 0);
-    assert_int_equal(feedset_add_key(delta, keys[30], "other", &err), 0);
+    assert_int_equal(br_feedset_add_key(delta, fresh, "phishing", &err), 0);
+    assert_int_equal(br_feedset_add_key(delta, near, "ads", &err), 0);
+    assert_int_equal(br_feedset_add_key(delta, keys[20], cats[20 % 3], &err), 0);
+    assert_int_equal(br_feedset_add_key(delta, keys[30], "other", &err), 0);
     br_feedset_finish(delta, NULL);
 
     br_mirror *m = NULL;
@@ -369,9 +359,9 @@ static void test_update(void **state)
     uint8_t fresh2[32];
     memcpy(fresh2, fresh, 32);
     fresh2[31] ^= 1;
-    assert_int_equal(feedset_add_key(delta2, fresh2, "ads", &err), 0);
+    assert_int_equal(br_feedset_add_key(delta2, fresh2, "ads", &err), 0);
     near[30] ^= 1;
-    assert_int_equal(feedset_add_key(delta2, near, "ads", &err), 0);
+    assert_int_equal(br_feedset_add_key(delta2, near, "ads", &err), 0);
     br_feedset_finish(delta2, NULL);
     snapshot(dir, before, MAXF);
     assert_int_equal(br_mirror_prepare_update(dir, delta2, bm, &m, &err), -ENOENT);

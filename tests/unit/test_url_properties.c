@@ -390,7 +390,7 @@ static void check_one(const char *in, size_t len, size_t *ok, size_t *refused)
     if (strcmp(out, again) != 0)
         fail_msg("not idempotent: \"%s\" -> \"%s\"", out, again);
     br_url_exprs ex = {0};
-    r = br_url_expressions(out, &ex, &err);
+    r = br_url_exprs_of(out, strlen(out), BR_URL_SB_HOST_COMPONENTS, &ex, &err);
     if (r < 0)
         fail_msg("expressions refused (%s): \"%s\"", err.text, out);
     assert_true(ex.n >= 1 && ex.n <= BR_URL_MAX_EXPRESSIONS);

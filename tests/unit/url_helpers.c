@@ -44,7 +44,7 @@ void check_exprs(const char *url, const char *const *want, size_t nwant)
     if (br_url_canonicalize(url, strlen(url), &canon, &err) < 0)
         fail_msg("%s: refused: %s", url, err.text);
     br_url_exprs ex = {0};
-    if (br_url_expressions(canon, &ex, &err) < 0)
+    if (br_url_exprs_of(canon, strlen(canon), BR_URL_SB_HOST_COMPONENTS, &ex, &err) < 0)
         fail_msg("%s: expressions refused: %s", url, err.text);
     for (size_t i = 0; i < ex.n && i < nwant; i++)
         if (strcmp(ex.expr[i], want[i]) != 0)
