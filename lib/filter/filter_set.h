@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What the set loaders of the filter types share (pwfilter_set.c,
- * urlfilter_set.c): a base with its deltas, and a layered file opened as
+/* What the set loaders of the filter types share (pwfilter.c,
+ * urlfilter.c): a base with its deltas, and a layered file opened as
  * such a set (filter_delta.h, docs/filter-format.md). */
 #pragma once
 

@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: MIT */
+/* The password filter (binary fuse, algorithms 3 and 4): a file's params,
+ * shard table and probes, the sharded build, and sets of a base and its
+ * deltas and layered files (filter_delta.h). An offline member's codes are
+ * pwfilter_offline.c's. Layout in docs/filter-format.md. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "filter_set.h"
 #include "filter_writer.h"
 #include "pwfilter_int.h"
+
+/* Open a layered file's layers as one set (takes ownership of file). */
+static int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_error *err);
 
 /* params block of the container header (docs/filter-format.md). */
 enum {
@@ -515,7 +525,7 @@ static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
 
 /* Probe first, then look at the flag: a probe that faulted read zeros, and
  * the handler set the flag before the probe went on. */
-bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key)
+static bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key)
 {
     if (pf->offline)
         return br_bfuse_code(shard_for(pf, key), key) != 0 || br_filter_file_damaged(pf->file);
@@ -582,4 +592,97 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
             out[i + j] = br_bfuse_contains(shard_for(pf, keys[i + j]), keys[i + j]);
     }
     rest_of_set(pf, keys, n, out);
+}
+
+/* ---- sets: a base and its deltas, layered files ---- */
+
+const br_filter_header *br_pwfilter_file_header(const br_pwfilter *pf)
+{
+    return pf->outer ? br_filter_file_header(pf->outer) : br_filter_file_header(pf->file);
+}
+
+size_t br_pwfilter_members(const br_pwfilter *pf)
+{
+    size_t n = 0;
+    for (; pf; pf = pf->next)
+        n++;
+    return n;
+}
+
+/* An offline url-sha256 delta's categories must agree with every member's
+ * before it: a code names the same category in all (the shorter table is
+ * the start of the longer one; docs/filter-format.md, "Sets"). */
+static int categories_agree(const br_pwfilter *pf, const br_pwfilter *delta, br_error *err)
+{
+    if (!delta->offline || delta->offline->code_kind != BR_CODES_CATEGORIES)
+        return 0;
+    const br_category_table *d = &delta->offline->cats;
+    for (const br_pwfilter *m = pf; m; m = m->next) {
+        if (!m->offline || m->offline->code_kind != BR_CODES_CATEGORIES)
+            continue;
+        const br_category_table *t = &m->offline->cats;
+        for (unsigned c = 0; c < t->count && c < d->count; c++)
+            if (strcmp(t->names[c], d->names[c]) != 0)
+                return br_error_set(err, -EINVAL,
+                                    "category code %u is '%s' in this delta but '%s' in the set "
+                                    "before it: a delta's category table starts with its "
+                                    "base's (rebuild the delta with filter build --base)",
+                                    c + 1, d->names[c], t->names[c]);
+    }
+    return 0;
+}
+
+const br_category_table *br_pwfilter_categories(const br_pwfilter *pf)
+{
+    const br_category_table *best = NULL;
+    for (; pf; pf = pf->next)
+        if (pf->offline && pf->offline->code_kind == BR_CODES_CATEGORIES &&
+            (!best || pf->offline->cats.count > best->count))
+            best = &pf->offline->cats;
+    return best;
+}
+
+int br_pwfilter_attach(br_pwfilter *pf, br_pwfilter *delta, br_error *err)
+{
+    const br_filter_header *dh = br_pwfilter_file_header(delta);
+    int r = br_filter_set_admit(&pf->set_hdr, &pf->names, dh, delta->next != NULL, err);
+    if (r == 0 && !pf->offline != !delta->offline)
+        r = br_error_set(err, -EINVAL,
+                         "a delta built %s of a base built %s: an offline set holds offline "
+                         "files only (rebuild the delta %s --offline)",
+                         delta->offline ? "offline" : "not offline",
+                         pf->offline ? "offline" : "not offline", pf->offline ? "with" : "without");
+    if (r == 0)
+        r = categories_agree(pf, delta, err);
+    if (r == 0)
+        r = br_filter_names_add(&pf->names, dh->body_sha256);
+    if (r < 0) {
+        br_pwfilter_free(delta);
+        return r;
+    }
+    br_pwfilter *last = pf;
+    while (last->next)
+        last = last->next;
+    last->next = delta;
+    br_filter_set_fold(&pf->set_hdr, dh);
+    return 0;
+}
+
+BR_FILTER_SET_OPS(br_pwfilter, set_ops);
+
+static int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_from_layers(file, &set_ops, &set, err);
+    *out = set;
+    return r;
+}
+
+int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, uint8_t last_body[32],
+                       br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_open(paths, n, &set_ops, &set, last_body, err);
+    *out = set;
+    return r;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to the password filter: what pwfilter.c (one file) and
- * pwfilter_set.c (a base and its deltas, layered files) share. */
+/* Internal to the password filter: what pwfilter.c (the file, the build,
+ * sets) and pwfilter_offline.c (an offline member's codes) share. */
 #pragma once
 
 #include "filter_delta.h"
@@ -57,7 +57,3 @@ int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w,
 int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
                  uint8_t *codes);
 
-/* This member alone (no delta). */
-bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key);
-/* Open a layered file's layers as one set (takes ownership of file). */
-int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_error *err);

@@ -1,14 +1,46 @@
 /* SPDX-License-Identifier: MIT */
-/* The url-sha256 filter file: params, payload layout, validation, probes,
- * and drafts (build and incremental add). Layout in docs/filter-format.md. */
+/* The url-sha256 filter: the file (params, payload layout, validation,
+ * probes), drafts (build and incremental add), and sets of a base and its
+ * deltas and layered files (filter_delta.h). Layout in
+ * docs/filter-format.md. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "filter_delta.h"
+#include "filter_set.h"
 #include "filter_writer.h"
 #include "url/url_expr.h"
-#include "urlfilter_int.h"
+#include "urlfilter.h"
+
+struct br_urlfilter {
+    br_filter_file *file;
+    const uint8_t *bitmap; /* this member's prefix bitmap, in the mapping */
+    br_bloom bloom;
+    uint64_t capacity;
+    double target_fpr;
+    uint64_t base_key_count, base_generation;
+    uint32_t prefixes_set;
+    uint64_t bloom_bits_set;
+    unsigned max_domain_labels;
+    /* The set (filter_delta.h): the next member, probed when this one says
+     * no; the header the set answers for; the bodies deltas may name; the
+     * OR of the members' bitmaps once a delta joined (else NULL); the
+     * largest label count of the members. */
+    br_urlfilter *next;
+    br_filter_header set_hdr;
+    br_filter_names names;
+    uint8_t *set_bitmap;
+    unsigned set_labels;
+    br_filter_file *outer; /* a layered file: the container of the members' views */
+};
+
+/* This member alone (no delta). */
+static bool br_urlfilter_member_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN]);
+/* Open a layered file's layers as one set (takes ownership of file). */
+static int br_urlfilter_from_layers(br_filter_file *file, br_urlfilter **out, br_error *err);
 
 /* params block of the container header. */
 enum {
@@ -238,7 +270,7 @@ const uint8_t *br_urlfilter_prefix_bitmap(const br_urlfilter *uf)
     return uf->set_bitmap ? uf->set_bitmap : uf->bitmap;
 }
 
-bool br_urlfilter_member_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
+static bool br_urlfilter_member_maybe(const br_urlfilter *uf, const uint8_t sha256[BR_SHA256_LEN])
 {
     return (br_prefix_bitmap_test(uf->bitmap, br_urlfilter_prefix_of(sha256)) &&
             br_bloom_contains(&uf->bloom, sha256)) ||
@@ -473,4 +505,66 @@ int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
     if (file_bytes)
         *file_bytes = bytes;
     return 0;
+}
+
+/* ---- sets: a base and its deltas, layered files ---- */
+
+const br_filter_header *br_urlfilter_file_header(const br_urlfilter *uf)
+{
+    return uf->outer ? br_filter_file_header(uf->outer) : br_filter_file_header(uf->file);
+}
+
+size_t br_urlfilter_members(const br_urlfilter *uf)
+{
+    size_t n = 0;
+    for (; uf; uf = uf->next)
+        n++;
+    return n;
+}
+
+int br_urlfilter_attach(br_urlfilter *uf, br_urlfilter *delta, br_error *err)
+{
+    const br_filter_header *dh = br_urlfilter_file_header(delta);
+    int r = br_filter_set_admit(&uf->set_hdr, &uf->names, dh, delta->next != NULL, err);
+    if (r == 0 && !uf->set_bitmap) {
+        uf->set_bitmap = malloc(BR_URLFILTER_BITMAP_BYTES);
+        if (uf->set_bitmap)
+            memcpy(uf->set_bitmap, uf->bitmap, BR_URLFILTER_BITMAP_BYTES);
+        else
+            r = -ENOMEM;
+    }
+    if (r == 0)
+        r = br_filter_names_add(&uf->names, dh->body_sha256);
+    if (r < 0) {
+        br_urlfilter_free(delta);
+        return r;
+    }
+    for (size_t i = 0; i < BR_URLFILTER_BITMAP_BYTES; i++)
+        uf->set_bitmap[i] |= delta->bitmap[i];
+    uf->set_labels = BR_MAX(uf->set_labels, delta->max_domain_labels);
+    br_urlfilter *last = uf;
+    while (last->next)
+        last = last->next;
+    last->next = delta;
+    br_filter_set_fold(&uf->set_hdr, dh);
+    return 0;
+}
+
+BR_FILTER_SET_OPS(br_urlfilter, set_ops);
+
+static int br_urlfilter_from_layers(br_filter_file *file, br_urlfilter **out, br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_from_layers(file, &set_ops, &set, err);
+    *out = set;
+    return r;
+}
+
+int br_urlfilter_open_set(const char *const *paths, size_t n, br_urlfilter **out,
+                          uint8_t last_body[32], br_error *err)
+{
+    void *set = NULL;
+    int r = br_filter_set_open(paths, n, &set_ops, &set, last_body, err);
+    *out = set;
+    return r;
 }
