@@ -484,7 +484,7 @@ void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
         const bd_conf_key *k = &bd_conf_keys[i];
         if (i == 0 || strcmp(bd_conf_keys[i - 1].section, k->section) != 0)
             fprintf(out, "\n[%s]\n", k->section);
-        char b[64];
+        char b[80]; /* bounds: two values of up to 31 bytes and " .. " */
         bd_conf_format_bounds(k, b, sizeof(b));
         fprintf(out, b[0] ? "# %s (%s)\n" : "# %s\n", k->doc, b);
         const char *v = bd_conf_format_value(c, k, b, sizeof(b));
