@@ -122,7 +122,14 @@ quiet /usr/libexec/breachd-squid-helper --help
 
 step "an admin's setup: filters, file:// mirrors, /etc/breachd/breachd.conf edited"
 bad='Tr0ub4dor&3horse'  # in the test corpus; long and varied enough for pam_pwquality
-good="Clean-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+# A fresh clean password each run, one that pam_pwquality's dictionary
+# check (cracklib) accepts, with the "Other-" one changed to below: random
+# hex now and then runs into its "too simplistic/systematic" rule.
+for _ in $(seq 50); do
+  good="Clean-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+  command -v cracklib-check >/dev/null || break
+  printf '%s\nOther-%s\n' "$good" "$good" | cracklib-check | grep -vq ': OK$' || break
+done
 h=$(printf %s "$bad" | sha1sum | awk '{ print toupper($1) }')
 mkdir /var/lib/breachd/mirror /var/lib/breachd/url-mirror
 printf '%s:4242\n' "$h" >/tmp/pkgtest/corpus.txt
