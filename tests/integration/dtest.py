@@ -370,6 +370,22 @@ def send_text(handler, body):
     handler.wfile.write(body)
 
 
+def no_upstream_stats(d, keys=("upstream_fetches", "upstream_transfers", "upstream_decoys",
+                                 "cache_entries")):
+    """The running daemon d's STATS show nothing fetched, sent or cached
+    (each of keys 0): answered on the host. The STATS, for more checks."""
+    st = d.stats()
+    for k in keys:
+        eq(st.get(k, 0), 0, "STATS " + k)
+    return st
+
+
+def nginx_log_empty(ctx):
+    """The test's nginx (ctx.path("nginx")) logged no request at all."""
+    log = ctx.path("nginx", "access.log")
+    eq(open(log).read() if os.path.exists(log) else "", "", "nginx access log")
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -115,24 +115,7 @@ def check_layers(root):
         elif b not in LAYERS[a]:
             print("FAIL: lib/%s includes lib/%s (%s): not a layer edge" % (a, b, ", ".join(files)))
             bad += 1
-    # the table itself must be a DAG
-    seen, stack = set(), set()
-
-    def visit(n):
-        if n in stack:
-            return False
-        if n in seen:
-            return True
-        stack.add(n)
-        ok = all(visit(m) for m in LAYERS.get(n, ()))
-        stack.discard(n)
-        seen.add(n)
-        return ok
-
-    if not all(visit(n) for n in LAYERS):
-        print("FAIL: the layer table has a cycle")
-        bad += 1
-    return bad
+    return bad + check_graph(LAYERS, "layer table")
 
 
 def check_graph(table, dag_name):

@@ -73,19 +73,6 @@ def similar_line(rid, hashes, kind="sha1"):
     return "%s SIMILAR %s %s\n" % (rid, kind, ",".join(hashes))
 
 
-def no_upstream_traffic(ctx, d):
-    st = d.stats()
-    for k in ("upstream_fetches", "upstream_transfers", "upstream_decoys", "cache_entries",
-              "cache_misses", "lookups_coalesced"):
-        eq(st.get(k, 0), 0, "STATS " + k)
-    return st
-
-
-def nginx_log_empty(ctx):
-    log = ctx.path("nginx", "access.log")
-    eq(open(log).read() if os.path.exists(log) else "", "", "nginx access log")
-
-
 def ask_variants(ctx, d):
     """SIMILAR requests of every size up to 128, hits and misses, pipelined:
     their answers. Returns the hashes sent (for the log check)."""
@@ -149,13 +136,15 @@ def similar_never_leaves_the_host(ctx):
                           upstream={"decoys": "4"}, daemon={"log_level": "debug"})
         d = ctx.daemon(conf)
         sent = ask_variants(ctx, d)
-        st = no_upstream_traffic(ctx, d)
+        st = dtest.no_upstream_stats(d, ("upstream_fetches", "upstream_transfers",
+                                         "upstream_decoys", "cache_entries", "cache_misses",
+                                         "lookups_coalesced"))
         eq((st["similar_hits"], st["similar_clean"]), (22, 26), "similar_hits, _clean")
         d.stop_ok()
         log = d.log()
         for h in sent:
             check(h not in log and h.lower() not in log, "a variant hash in the log")
-    nginx_log_empty(ctx)
+    dtest.nginx_log_empty(ctx)
 
 
 @test
