@@ -577,9 +577,10 @@ static void prep_bounds(const bd_http_job *j, uint64_t *budget, uint64_t *share)
 }
 
 /* The prepared entry of j's range at a's version, with its identity body
- * (held: released by the caller), or NULL: none kept ([http] prepared_size
- * 0) or out of memory; the body is then made for this answer alone. */
-static bd_prepared *prepared_of(const bd_http_job *j, const br_range_answer *a, const rep_meta *m)
+ * (held: released by the caller; *made when formatted now), or NULL: none kept ([http]
+ * prepared_size 0) or out of memory; the body is then made for this answer alone. */
+static bd_prepared *prepared_of(const bd_http_job *j, const br_range_answer *a, const rep_meta *m,
+                                bool *made)
 {
     bd_http_prep *t = j->http->prep;
     uint64_t budget, share;
@@ -600,6 +601,7 @@ static bd_prepared *prepared_of(const bd_http_job *j, const br_range_answer *a, 
     uint32_t n;
     if (format_plain(j->kind, a, &p, &len, &n) < 0)
         return NULL;
+    *made = true;
     if (!(e = bd_http_prep_add(t, &key))) {
         free(p);
         return NULL;
@@ -669,9 +671,11 @@ static int prepared_body(const bd_http_job *j, bd_prepared *e, bool pad, bd_http
 static int answer_body(const bd_http_job *j, const br_range_answer *a, const rep_meta *m, bool pad,
                        bd_http_enc enc, struct evbuffer *out)
 {
-    bd_prepared *e = pad && enc != BD_ENC_IDENTITY ? NULL : prepared_of(j, a, m);
+    bool made = false;
+    bd_prepared *e = pad && enc != BD_ENC_IDENTITY ? NULL : prepared_of(j, a, m, &made);
     if (!e)
         return make_body(j, a, pad, enc, out);
+    j->http->srv->counters.http_prepared += !made;
     int rc = prepared_body(j, e, pad, enc, out);
     bd_http_prep_release(e);
     return rc;
