@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Prepared range bodies: a table of entries by (partition, kind, prefix),
- * in one list from the most to the least recently used. See http_prep.h. */
+ * in one list from the most to the least recently used. See http_prep.h.
+ *
+ * The identity body lives in a memfd (memfd_create(2)), mapped for the
+ * codings and the padding, and goes out as a file segment: libevent sends
+ * it with sendfile(2), which hands the socket the pages instead of copying
+ * ~78 KB per answer (the copy was a quarter of the endpoint's CPU, as
+ * nginx's sendfile avoids it). Without a memfd the body is sent from
+ * memory by reference. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -20,6 +29,7 @@ struct bd_prepared {
     char *body[BD_PREP_CODINGS];
     size_t len[BD_PREP_CODINGS];
     uint32_t n_lines;
+    int fd; /* the identity body's memfd (body[0] its mapping), or -1 */
 };
 
 struct bd_http_prep {
@@ -45,9 +55,40 @@ static void entry_unref(bd_prepared *e)
 {
     if (--e->refs > 0)
         return;
-    for (int i = 0; i < BD_PREP_CODINGS; i++)
+    for (int i = e->fd >= 0 ? 1 : 0; i < BD_PREP_CODINGS; i++)
         free(e->body[i]);
+    if (e->fd >= 0) {
+        munmap(e->body[0], e->len[0]);
+        close(e->fd);
+    }
     free(e);
+}
+
+/* The identity body (p, len) moved into a memfd, mapped read-only at
+ * *map: its fd, or -1 (then p stays as it is). */
+static int to_memfd(const char *p, size_t len, char **map)
+{
+    if (len == 0)
+        return -1;
+    int fd = memfd_create("breachd-range", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, p + off, len - off);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    *map = m;
+    return fd;
 }
 
 static unsigned bucket_of(uint32_t partition, br_range_kind kind, uint32_t prefix20)
@@ -136,6 +177,7 @@ bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key)
     if (!e)
         return NULL;
     e->key = *key;
+    e->fd = -1;
     e->refs = 2; /* the table's and the caller's */
     e->in_table = true;
     bd_prepared **b = &t->buckets[bucket_of(key->partition, key->kind, key->prefix20)];
@@ -175,8 +217,14 @@ int bd_http_prep_set(bd_http_prep *t, bd_prepared *e, int enc, char *p, size_t l
     }
     e->body[enc] = p;
     e->len[enc] = len;
-    if (enc == 0)
+    if (enc == 0) {
         e->n_lines = n_lines;
+        char *map;
+        if ((e->fd = to_memfd(p, len, &map)) >= 0) {
+            free(p);
+            e->body[0] = map;
+        }
+    }
     if (!e->in_table)
         return 0; /* dropped already: for the caller's answer only */
     t->bytes += len;
@@ -220,6 +268,27 @@ static void given_done(const void *data, size_t datalen, void *extra)
     entry_unref(extra);
 }
 
+static void segment_done(const struct evbuffer_file_segment *seg, int flags, void *extra)
+{
+    (void)seg;
+    (void)flags;
+    entry_unref(extra);
+}
+
+/* The identity body as a file segment of its memfd (sent with sendfile). */
+static int give_segment(bd_prepared *e, struct evbuffer *out)
+{
+    struct evbuffer_file_segment *seg = evbuffer_file_segment_new(
+        e->fd, 0, (ev_off_t)e->len[0], EVBUF_FS_DISABLE_MMAP | EVBUF_FS_DISABLE_LOCKING);
+    if (!seg)
+        return -ENOMEM;
+    e->refs++;
+    evbuffer_file_segment_add_cleanup_cb(seg, segment_done, e);
+    int rc = evbuffer_add_file_segment(out, seg, 0, (ev_off_t)e->len[0]);
+    evbuffer_file_segment_free(seg); /* out holds it, or nobody: then e's ref goes */
+    return rc < 0 ? -ENOMEM : 0;
+}
+
 int bd_http_prep_give(bd_prepared *e, int enc, struct evbuffer *out)
 {
     const char *p;
@@ -228,6 +297,8 @@ int bd_http_prep_give(bd_prepared *e, int enc, struct evbuffer *out)
         return -EINVAL;
     if (len == 0)
         return 0;
+    if (enc == 0 && e->fd >= 0)
+        return give_segment(e, out);
     e->refs++;
     if (evbuffer_add_reference(out, p, len, given_done, e) < 0) {
         e->refs--;

@@ -699,6 +699,11 @@ static void answer_range(bd_http_job *j, const br_range_answer *a)
         return;
     }
     struct evbuffer *body = evbuffer_new();
+    /* it goes to the socket whole (evhttp moves its chains to the
+     * connection's output): a prepared body's file segment stays one, to
+     * be sent with sendfile, instead of being read into memory */
+    if (body)
+        evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD);
     if (!body || answer_body(j, a, &m, pad, enc, body) < 0) {
         if (body)
             evbuffer_free(body);
