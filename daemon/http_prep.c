@@ -306,8 +306,3 @@ int bd_http_prep_give(bd_prepared *e, int enc, struct evbuffer *out)
     }
     return 0;
 }
-
-uint64_t bd_http_prep_bytes(const bd_http_prep *t)
-{
-    return t->bytes;
-}

@@ -61,5 +61,3 @@ uint32_t bd_http_prep_lines(const bd_prepared *e);
 /* Append e's body of coding enc to out by reference: e stays (even if
  * dropped) until out is done with it. 0 or -ENOMEM. */
 int bd_http_prep_give(bd_prepared *e, int enc, struct evbuffer *out);
-/* Bytes held, and entries (for the tests). */
-uint64_t bd_http_prep_bytes(const bd_http_prep *t);
