@@ -28,6 +28,7 @@
 # Env:   ROUNDS (3), N (2000000), KEYS (1000000), CG_N (200000; 0 = no
 #        callgrind), REDIS (1; 0 = without Redis), TMPDIR (default /var/tmp).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/bench-common.sh"
 : "${BEFORE:?BEFORE=build dir}" "${AFTER:?AFTER=build dir}"
 ROUNDS=${ROUNDS:-3}
 N=${N:-2000000}
@@ -87,18 +88,14 @@ if [ "$REDIS" = 1 ]; then
     echo "# Redis $(redis-server --version | cut -d' ' -f3 | tr -d 'v='): $(redis-cli -s "$S/redis.sock" scard bench) members"
 fi
 
-start_breachd() { # BUILD [WRAPPER...]: sets bpid
-    local b=$1
-    shift
-    "$@" "$b/daemon/breachd" --config "$S/breachd.conf" --foreground 2>"$S/breachd.log" &
-    bpid=$!
-    for _ in $(seq 600); do
-        "$LOADGEN" -s "$S/breachd.sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && return 0
-        kill -0 "$bpid" 2>/dev/null || { cat "$S/breachd.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "breachd did not answer" >&2
-    exit 1
+pids=()
+BREACHD_WRAP=()
+# breachd of BUILD [under WRAPPER...]: sets bpid (bench-common.sh's start)
+start_side() { # BUILD [WRAPPER...]
+    BREACHD=$1/daemon/breachd
+    BREACHD_WRAP=("${@:2}")
+    start_breachd "$S/breachd.conf" "$S/breachd.log" "$S/breachd.sock"
+    bpid=$dpid
 }
 
 # The load of one side: COUNT requests, prints req/s.
@@ -123,7 +120,7 @@ run() {
     else
         local dir=$BEFORE
         [ "$1" = after ] && dir=$AFTER
-        start_breachd "$dir"
+        start_side "$dir"
         pid=$bpid
     fi
     t0=$(ticks "$pid")
@@ -163,7 +160,7 @@ done
 
 # callgrind: instructions per request of each build's whole process.
 cg() { # BUILD: prints instructions per request
-    start_breachd "$1" valgrind --tool=callgrind --instr-atstart=no \
+    start_side "$1" valgrind --tool=callgrind --instr-atstart=no \
         --callgrind-out-file="$S/cg.out"
     callgrind_control -i on "$bpid" >/dev/null 2>&1
     "$LOADGEN" -s "$S/breachd.sock" -c 50 -P 16 -n "$CG_N" -w 0 --no-stats -q >/dev/null
