@@ -37,8 +37,7 @@ static int prom_head(render_out *o, const char *key)
                     o->prefix, key, sfx, o->eq);
 }
 
-static void put(render_out *o, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void put(render_out *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void put(render_out *o, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
@@ -125,8 +124,8 @@ static void render_answers(const bd_counters *k, render_out *o)
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
  * _age_seconds, _stale (h NULL: no filter loaded). */
-static void render_filter(render_out *o, const char *prefix, const br_filter_header *h, int64_t now,
-                          bool stale)
+static void render_filter(render_out *o, const char *prefix, const br_filter_header *h,
+                          int64_t now, bool stale)
 {
     static const char *const names[] = {"filter_loaded", "filter_generation", "filter_keys",
                                         "filter_age_seconds", "filter_stale"};
@@ -223,8 +222,15 @@ static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_o
 
 /* UNKNOWN answers by reason: unknown_REASON (docs/operations.md). */
 static const char *const unknown_names[BD_UNK_COUNT_] = {
-    "upstream-unavailable", "upstream-error",     "timeout",      "rate-limited", "circuit-open",
-    "shutting-down",        "filter-unavailable", "filter-stale", "other",
+    "upstream-unavailable",
+    "upstream-error",
+    "timeout",
+    "rate-limited",
+    "circuit-open",
+    "shutting-down",
+    "filter-unavailable",
+    "filter-stale",
+    "other",
 };
 
 bd_unknown_reason bd_unknown_reason_of(const char *reason)
@@ -327,7 +333,8 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                   st->urloffline  ? br_pwfilter_header(st->urloffline)
                   : st->urlfilter ? br_urlfilter_header(st->urlfilter)
                                   : NULL,
-                  now, bd_state_url_filter_stale(st, now));
+                  now,
+                  bd_state_url_filter_stale(st, now));
     bd_totals t;
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
@@ -403,8 +410,8 @@ int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, 
     m->srv = srv;
     m->http = evhttp_new(base);
     errno = 0;
-    struct evhttp_bound_socket *b =
-        m->http ? evhttp_bind_socket_with_handle(m->http, host, port) : NULL;
+    struct evhttp_bound_socket *b = m->http ? evhttp_bind_socket_with_handle(m->http, host, port)
+                                            : NULL;
     if (!b) {
         int e = errno ? errno : m->http ? EADDRNOTAVAIL : ENOMEM; /* bind(2)'s: EADDRINUSE */
         bd_metrics_stop(m);

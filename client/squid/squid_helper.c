@@ -41,8 +41,8 @@
 typedef struct req {
     struct req *next;
     char channel[SQUID_CHANNEL_SIZE]; /* "" without concurrency */
-    uint64_t id;                      /* our request id on the daemon connection; 0 = not sent */
-    uint64_t deadline_ms;             /* give up (BH) after this */
+    uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
+    uint64_t deadline_ms; /* give up (BH) after this */
     size_t url_len;
     char url[]; /* NUL-terminated */
 } req;
@@ -55,16 +55,14 @@ typedef struct req {
 #define RECONNECT_BUSY_MS 100u
 #define EXPIRE_EVERY_MS 100
 /* breachd's text for secret-class (daemon/url_check.c). */
-#define SECRET_DETAIL                                                                              \
-    "e-mail addresses are never looked up" /* how often requests in flight are checked against     \
-                                              --timeout */
+#define SECRET_DETAIL "e-mail addresses are never looked up" /* how often requests in flight are checked against --timeout */
 
 typedef struct helper {
     const char *socket_path;
     bool unknown_blocks;
     unsigned max_inflight;
     int timeout_ms;
-    int fd; /* daemon connection, -1 when down */
+    int fd;                /* daemon connection, -1 when down */
     uint64_t next_id;
     uint64_t reconnect_at; /* ms */
     uint64_t last_attempt; /* ms: the last connect() or disconnection */
@@ -491,8 +489,7 @@ static void expire(helper *h)
         }
         sent_unlink(h, pp);
         if (!h->warned_slow)
-            fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n",
-                    h->timeout_ms);
+            fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n", h->timeout_ms);
         h->warned_slow = true;
         reply(r, "BH message=\"breachd did not answer in time\"");
         req_free(r);
@@ -606,8 +603,7 @@ static void run(helper *h)
         /* Wake up for reconnecting, and every EXPIRE_EVERY_MS while
          * requests wait for an answer. */
         int wait = h->fd < 0 ? (int)BR_MAX((int64_t)h->reconnect_at - (int64_t)now_ms(), 1)
-                   : h->sent || h->queue ? EXPIRE_EVERY_MS
-                                         : 1000;
+                             : h->sent || h->queue ? EXPIRE_EVERY_MS : 1000;
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
         h->now = now_ms();
