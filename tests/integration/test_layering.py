@@ -42,6 +42,7 @@ LAYERS = {
     "proto": {"core"},
     "audit": {"core"},
     "similar": {"core"},
+    "banned": {"core"},
 }
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
