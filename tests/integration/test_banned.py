@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Banned terms end to end with real processes (docs/banned.md): breachd
+reads [passwords] banned_terms and site_terms, logs each bad line of the
+file as FILE:LINE and serves the rest, hands every term to clients with
+BANNED a page at a time, keeps the old terms when a reload fails, and
+refuses a bad site term by its place. breachctl password --banned
+refuses a password made of the terms or the user's own names without
+sending it to breachd (the daemon's request counters show no PW).
+Standard library only; dtest.py is the harness."""
+import os
+import subprocess
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, eq, test  # noqa: E402
+
+
+def write_terms(path, lines):
+    with open(path, "wb") as f:
+        for ln in lines:
+            f.write(ln if isinstance(ln, bytes) else ln.encode() + b"\n")
+    return path
+
+
+def all_terms(c, rid="t"):
+    """Every (kind, term) of BANNED, page by page, with the generation and
+    min_score; checks the pages line up."""
+    out, start, gen, pages = [], 0, None, 0
+    while True:
+        a = c.ask("%s%d BANNED %d" % (rid, pages, start)).split(" ")
+        eq(a[1], "TERMS", "answer: %r" % a[:6])
+        g, score, total, nxt = int(a[2]), int(a[3]), int(a[4]), int(a[5])
+        gen = g if gen is None else gen
+        eq(g, gen, "generation within one walk")
+        items = a[6].split(",") if len(a) > 6 else []
+        check(len(" ".join(a)) < 8192, "a line over 8192 bytes")
+        for it in items:
+            out.append((it[0], urllib.parse.unquote(it[1:])))
+        pages += 1
+        eq(nxt, start + len(items), "next")
+        if nxt == total:
+            return out, gen, score, pages
+        start = nxt
+
+
+@test
+def terms_served_and_reloaded(ctx):
+    many = ["term%04dxyzzy" % i + "ü" * 20 for i in range(3000)]
+    good = ["# the organisation", "Contoso", "  Fabrikam  ", "NEW YORK"] + many
+    bad = [b"\n", b"bad\xc3(utf8\n", b"ab\n", b"x" * 80 + b"\n"]
+    path = write_terms(ctx.path("terms.txt"), good[:4] + bad + good[4:])
+    conf = ctx.config(passwords={"banned_terms": path, "site_terms": "Northwind, nw.example",
+                                 "min_score": "6", "upstream": "none"})
+    d = ctx.daemon(conf)
+    c = d.client()
+    got, gen, score, pages = all_terms(c)
+    eq(score, 6, "min_score")
+    check(pages >= 3, "pages: %d" % pages)
+    want = [("s", "northwind"), ("s", "nw.example"), ("b", "contoso"), ("b", "fabrikam"),
+            ("b", "newyork")] + [("b", t.replace("ü", "u")) for t in many]
+    eq(len(got), len(want), "terms")
+    bad_items = [(g, w) for g, w in zip(got, want) if g != w]
+    check(not bad_items, "terms: %r" % bad_items[:3])
+    # past the end, and bad arguments (never echoed)
+    a = c.ask("e BANNED 99999").split(" ")
+    eq(a[4:6], [str(len(want)), str(len(want))], "past the end")
+    for rid, req in (("b1", "BANNED"), ("b2", "BANNED x"), ("b3", "BANNED 123456"),
+                     ("b4", "BANNED -1"), ("b5", "BANNED 1 2")):
+        check(c.ask("%s %s" % (rid, req)).startswith(rid + " ERR bad-request"), req)
+    log = d.log()
+    for no, what in ((5, "empty line"), (6, "invalid UTF-8 at byte 3"), (7, "too short"),
+                     (8, "too long")):
+        check("%s:%d: %s" % (path, no, what) in log, "line %d not logged: %s" % (no, log[-800:]))
+    check("xxxxxxxx" not in log, "a bad term quoted in the log")
+    # a reload with a new file: a new generation; an unreadable file: the
+    # reload fails and the old terms keep serving
+    write_terms(path, ["winter", "summer"])
+    eq(c.ask("r RELOAD"), "r RELOADED", "reload")
+    got2, gen2, _, _ = all_terms(c, "u")
+    eq(got2, [("s", "northwind"), ("s", "nw.example"), ("b", "winter"), ("b", "summer")],
+       "reloaded terms")
+    check(gen2 != gen, "generation unchanged by a reload")
+    os.rename(path, path + ".gone")
+    a = c.ask("f RELOAD")
+    check(a.startswith("f ERR reload-failed") and "banned_terms" in a, a)
+    eq(all_terms(c, "v")[0], got2, "terms after a failed reload")
+    c.close()
+    d.stop_ok()
+
+
+@test
+def no_terms_and_bad_site_terms(ctx):
+    d = ctx.daemon(ctx.config(passwords={"upstream": "none"}))
+    c = d.client()
+    eq(c.ask("a BANNED 0"), "a TERMS 0 5 0 0", "no terms")
+    c.close()
+    d.stop_ok()
+    conf = ctx.config("bad.conf", passwords={"site_terms": "contoso, ab", "upstream": "none"})
+    r = subprocess.run(dtest.breachd_argv("--config", conf, "--check-config"),
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0 and "bad.conf:" in r.stderr and
+          "[passwords] site_terms: item 2: too short" in r.stderr, r.stderr)
+
+
+if __name__ == "__main__":
+    dtest.main()
