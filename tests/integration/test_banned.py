@@ -105,5 +105,80 @@ def no_terms_and_bad_site_terms(ctx):
           "[passwords] site_terms: item 2: too short" in r.stderr, r.stderr)
 
 
+def offline_filter(ctx, words):
+    inp = ctx.path("corpus.txt")
+    with open(inp, "w") as f:
+        for w in sorted(dtest.sha1hex(w) for w in words):
+            f.write("%s:5\n" % w)
+    out = ctx.path("corpus.bfuse")
+    ctx.breachctl("filter", "build", "--kind", "password-sha1", "--offline", "--input", inp,
+                  "--output", out)
+    return out
+
+
+def password(d, pws, *args):
+    return subprocess.run([dtest.ARGS.breachctl, "--socket", d.sock, "password"] + list(args),
+                          input="".join(p + "\n" for p in pws), capture_output=True, text=True,
+                          timeout=60, env=dtest.base_env())
+
+
+TRIES = ["Contoso2024!", "J0hnSmith1", "Winter2025", "correct horse battery staple",
+         "Tr0ub4dor&3xQ", "password"]
+
+
+@test
+def breachctl_password_banned(ctx):
+    """The attack: a client that sent a password refused for a banned term
+    to breachd anyway (a PW request, or its variants) shows in STATS'
+    request counters."""
+    terms = write_terms(ctx.path("terms.txt"), ["winter"])
+    conf = ctx.config(passwords={"filter": offline_filter(ctx, ["password"]), "upstream": "none",
+                                 "banned_terms": terms, "site_terms": "Contoso"})
+    d = ctx.daemon(conf)
+    who = ["--user", "jsmith", "--full-name", "John Smith"]
+    before = d.stats()
+    r = password(d, TRIES, "--similar=off", *who)  # terms on breachd: reject by default
+    eq(r.returncode, 1, "default: " + r.stderr)
+    eq(r.stdout.splitlines(), ["BANNED site", "BANNED user", "BANNED term", "CLEAN", "CLEAN",
+                               "PWNED 5"], "default")
+    after = d.stats()
+    eq(after["requests_pw"] - before["requests_pw"], 3, "PW requests: the refused ones were sent")
+    check(r.stderr == "", r.stderr)
+    # nor their variants (SIMILAR, on by default)
+    r = password(d, TRIES[:3], *who)
+    eq((r.returncode, r.stdout.splitlines()), (1, ["BANNED site", "BANNED user", "BANNED term"]),
+       "with SIMILAR")
+    st = d.stats()
+    eq((st["requests_pw"], st["requests_similar"]),
+       (after["requests_pw"], after["requests_similar"]), "PW and SIMILAR requests")
+    after = st
+    # warn: printed instead of CLEAN, the exit status from the corpus
+    r = password(d, TRIES[:5], "--banned=warn", *who)
+    eq(r.returncode, 0, "warn: " + r.stderr)
+    eq(r.stdout.splitlines(), ["BANNED site", "BANNED user", "BANNED term", "CLEAN", "CLEAN"],
+       "warn")
+    eq(d.stats()["requests_pw"] - after["requests_pw"], 5, "warn sends every password")
+    r = password(d, TRIES[:3], "--banned=off", *who)
+    eq((r.returncode, r.stdout.splitlines()), (0, ["CLEAN"] * 3), "off")
+    r = password(d, TRIES[:2], "--json", *who)
+    eq(r.stdout.splitlines(), ['{"input":1,"status":"BANNED","kind":"site"}',
+                               '{"input":2,"status":"BANNED","kind":"user"}'], "json")
+    # without --user: the invoking user's name
+    import pwd
+    me = pwd.getpwuid(os.getuid()).pw_name
+    if len(me) >= 3:
+        r = password(d, [me.capitalize() + "2024!"])
+        eq((r.returncode, r.stdout.strip()), (1, "BANNED user"), "the invoking user")
+    d.stop_ok()
+    # no terms on breachd: off unless asked for; --banned=reject checks the names
+    d = ctx.daemon(ctx.config("none.conf", passwords={
+        "filter": offline_filter(ctx, ["password"]), "upstream": "none"}))
+    r = password(d, TRIES[:2], *who)
+    eq((r.returncode, r.stdout.splitlines()), (0, ["CLEAN", "CLEAN"]), "no terms")
+    r = password(d, TRIES[:2], "--banned=reject", *who)
+    eq((r.returncode, r.stdout.splitlines()), (1, ["CLEAN", "BANNED user"]), "names only")
+    d.stop_ok()
+
+
 if __name__ == "__main__":
     dtest.main()
