@@ -28,30 +28,17 @@ bool ctl_opt_banned(const char *cmd, const char *arg, void *dst)
     return true;
 }
 
-/* A term from BANNED (kind 0: a reload changed the list, start again). */
-static int take_term(void *ctx, char kind, const char *term, size_t len)
-{
-    br_banned **b = ctx;
-    if (kind == 0) {
-        br_banned_free(*b);
-        *b = br_banned_new();
-        return *b ? 0 : -ENOMEM;
-    }
-    int r = br_banned_add(*b, kind == 's' ? BR_BANNED_SITE : BR_BANNED_TERM, term, len, NULL);
-    return r == -ENOMEM ? r : 0; /* a term this build refuses is skipped */
-}
-
 /* The account name and the full name: the options, else the password
  * database's (the GECOS field up to its first comma). */
 static int add_names(ctl_banned *b)
 {
     const struct passwd *pw = b->user ? getpwnam(b->user) : getpwuid(getuid());
     const char *user = b->user ? b->user : pw ? pw->pw_name : NULL;
-    const char *full = b->full_name ? b->full_name : pw && pw->pw_gecos ? pw->pw_gecos : NULL;
-    size_t full_len = full ? strcspn(full, b->full_name ? "" : ",") : 0;
     int r = user ? br_banned_add_name(b->names, user, strlen(user)) : 0;
-    if (r >= 0 && full_len)
-        r = br_banned_add_name(b->names, full, full_len);
+    if (r >= 0 && b->full_name)
+        r = br_banned_add_name(b->names, b->full_name, strlen(b->full_name));
+    else if (r >= 0 && pw)
+        r = br_banned_add_gecos(b->names, pw->pw_gecos);
     return r < 0 ? r : 0;
 }
 
@@ -64,7 +51,7 @@ bool ctl_banned_open(ctl_banned *b, br_client *c, bool *failed)
     b->terms = br_banned_new();
     b->names = br_banned_new();
     int n = b->terms && b->names
-                ? br_client_banned_terms(c, take_term, &b->terms, &b->min_score, &err)
+                ? br_client_banned_terms(c, br_banned_take, &b->terms, &b->min_score, &err)
                 : -ENOMEM;
     if (n == -EOPNOTSUPP && b->mode != CTL_BANNED_DEFAULT) { /* an older daemon: names only */
         n = 0;

@@ -88,6 +88,19 @@ static bool parse_similar(const char *s, pb_similar *out)
     return true;
 }
 
+static bool parse_banned(const char *s, pb_banned *out)
+{
+    if (strcmp(s, "reject") == 0)
+        *out = PB_BANNED_REJECT;
+    else if (strcmp(s, "warn") == 0)
+        *out = PB_BANNED_WARN;
+    else if (strcmp(s, "off") == 0)
+        *out = PB_BANNED_OFF;
+    else
+        return false;
+    return true;
+}
+
 /* A comma list of names: no empty name, no space or control character. */
 static bool parse_list(const char *s, const char **out)
 {
@@ -128,6 +141,8 @@ static bool parse_one(const char *a, pb_options *o, bool *unknown)
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->min_count = n, true) : false;
     else if ((v = opt_value(a, "similar")))
         return parse_similar(v, &o->similar);
+    else if ((v = opt_value(a, "banned")))
+        return parse_banned(v, &o->banned);
     else if ((v = opt_value(a, "similar_min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->similar_min_count = n, true) : false;
     else if ((v = opt_value(a, "retry")))
@@ -186,13 +201,18 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         pb_syslog(pamh, LOG_DEBUG,
                   "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s "
                   "retry=%d login_action=%s similar=%s similar_min_count=%" PRIu64
-                  " state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
+                  " banned=%s state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
                   o->socket, o->timeout_ms, o->min_count, pb_policy_name(o->on_unknown),
                   pb_policy_name(o->on_error), o->retry, pb_action_name(o, act, sizeof(act)),
                   o->similar == PB_SIMILAR_REJECT ? "reject"
                   : o->similar == PB_SIMILAR_WARN ? "warn"
                                                   : "off",
-                  o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
+                  o->similar_min_count,
+                  o->banned == PB_BANNED_REJECT ? "reject"
+                  : o->banned == PB_BANNED_WARN ? "warn"
+                  : o->banned == PB_BANNED_OFF  ? "off"
+                                                : "default",
+                  o->state, o->skip_users ? o->skip_users : "",
                   o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
                   o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
                   o->use_authtok ? " use_authtok" : "");

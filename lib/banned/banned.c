@@ -139,6 +139,23 @@ int br_banned_add_name(br_banned *b, const char *name, size_t len)
     return added;
 }
 
+int br_banned_add_gecos(br_banned *b, const char *gecos)
+{
+    return gecos ? br_banned_add_name(b, gecos, strcspn(gecos, ",")) : 0;
+}
+
+int br_banned_take(void *ctx, char kind, const char *term, size_t len)
+{
+    br_banned **b = ctx;
+    if (kind == 0) {
+        br_banned_free(*b);
+        *b = br_banned_new();
+        return *b ? 0 : -ENOMEM;
+    }
+    int r = br_banned_add(*b, kind == 's' ? BR_BANNED_SITE : BR_BANNED_TERM, term, len, NULL);
+    return r == -ENOMEM ? r : 0;
+}
+
 const char *br_banned_kinds_text(unsigned kinds)
 {
     if (kinds & (1u << BR_BANNED_USER))

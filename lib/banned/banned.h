@@ -73,6 +73,17 @@ int br_banned_add(br_banned *b, br_banned_kind kind, const char *term, size_t le
  * qualify are skipped. Returns how many terms were added, or -ENOMEM. */
 int br_banned_add_name(br_banned *b, const char *name, size_t len);
 
+/* The full name of a GECOS field (up to its first comma) added as
+ * br_banned_add_name does. Returns the terms added, or -ENOMEM. */
+int br_banned_add_gecos(br_banned *b, const char *gecos);
+
+/* A term handed over by breachd (the callback of br_client_banned_terms,
+ * lib/proto/client.h, whose type it matches): ctx is a br_banned **;
+ * kind 's' a site term, 'b' a banned term, 0: forget the terms so far (the
+ * list is replaced by an empty one). A term this build refuses is skipped.
+ * 0, or -ENOMEM (then *ctx may be NULL). */
+int br_banned_take(void *ctx, char kind, const char *term, size_t len);
+
 size_t br_banned_count(const br_banned *b);
 /* The i-th term (i < count), normalised, NUL-terminated UTF-8, and its kind;
  * NULL when i is out of range. */
