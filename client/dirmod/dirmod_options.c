@@ -95,6 +95,19 @@ static bool set_similar(dm_options *o, const char *v, size_t len)
     return true;
 }
 
+static bool set_banned(dm_options *o, const char *v, size_t len)
+{
+    if (eq(v, len, "reject"))
+        o->banned = DM_BANNED_REJECT;
+    else if (eq(v, len, "warn"))
+        o->banned = DM_BANNED_WARN;
+    else if (eq(v, len, "off"))
+        o->banned = DM_BANNED_OFF;
+    else
+        return false;
+    return true;
+}
+
 static bool set_similar_min_count(dm_options *o, const char *v, size_t len)
 {
     return parse_u64(v, len, 1, INT64_MAX, &o->similar_min_count);
@@ -126,6 +139,7 @@ static const struct dm_option_row {
     {"timeout", set_timeout, "milliseconds (N, Nms) or seconds (Ns), at most 60s"},
     {"similar", set_similar, "reject, warn or off"},
     {"similar_min_count", set_similar_min_count, "a count from 1"},
+    {"banned", set_banned, "reject, warn or off"},
 };
 
 /* Option text for messages: printable ASCII, cut at 40 bytes. */
