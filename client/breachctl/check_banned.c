@@ -66,10 +66,15 @@ bool ctl_banned_open(ctl_banned *b, br_client *c, bool *failed)
             b->mode = CTL_BANNED_REJECT;
         return true;
     }
-    if (n < 0 && !(n == -EOPNOTSUPP && b->mode == CTL_BANNED_DEFAULT)) {
-        ctl_err("password: banned terms not checked: %s",
-                n == -ENOMEM ? "out of memory" : err.text);
-        *failed = b->mode == CTL_BANNED_REJECT;
+    /* The exchange failed (no answer in time, the connection lost): the
+     * checks after it would fail the same way, so this is the command's
+     * failure, as a daemon that cannot be reached is. A daemon without
+     * BANNED or with a garbled answer leaves the default off quietly. */
+    bool quiet = (n == -EOPNOTSUPP || n == -EPROTO) && b->mode == CTL_BANNED_DEFAULT;
+    if (n < 0 && !quiet) {
+        ctl_err("%s%s", n == -ENOMEM ? "password: banned terms not checked: out of memory" : "",
+                n == -ENOMEM ? "" : err.text);
+        *failed = b->mode == CTL_BANNED_REJECT || (n != -EOPNOTSUPP && n != -EPROTO);
     }
     ctl_banned_close(b);
     return false;
@@ -82,9 +87,12 @@ void ctl_banned_close(ctl_banned *b)
     b->terms = b->names = NULL;
 }
 
-bool ctl_banned_check(const ctl_banned *b, const void *pw, size_t len, br_answer *a)
+/* The password checked against b's terms and names (one list of names or
+ * the other): true with a BANNED answer in a. */
+static bool check_with(const ctl_banned *b, const br_banned *names, const void *pw, size_t len,
+                       br_answer *a)
 {
-    const br_banned *lists[] = {b->terms, b->names};
+    const br_banned *lists[] = {b->terms, names};
     br_banned_result r;
     if (!b->terms || br_banned_check(lists, 2, pw, len, (int)b->min_score, &r) < 0 || !r.refused)
         return false;
@@ -94,6 +102,42 @@ bool ctl_banned_check(const ctl_banned *b, const void *pw, size_t len, br_answer
              r.kinds & (1u << BR_BANNED_USER)   ? "user"
              : r.kinds & (1u << BR_BANNED_SITE) ? "site"
                                                 : "term");
+    return true;
+}
+
+bool ctl_banned_check(const ctl_banned *b, const void *pw, size_t len, br_answer *a)
+{
+    return check_with(b, b->names, pw, len, a);
+}
+
+bool ctl_banned_check_names(const ctl_banned *b, const char *user, size_t user_len,
+                            const char *full, size_t full_len, const void *pw, size_t len,
+                            br_answer *a)
+{
+    _cleanup_(br_banned_freep) br_banned *names = br_banned_new();
+    char name[256];
+    if (!names || br_banned_add_name(names, user, user_len) < 0 ||
+        br_banned_add_name(names, full, full_len) < 0)
+        return false;
+    snprintf(name, sizeof(name), "%.*s", (int)user_len, user);
+    const struct passwd *p = !full_len && user_len < sizeof(name) ? getpwnam(name) : NULL;
+    if (p && br_banned_add_gecos(names, p->pw_gecos) < 0)
+        return false;
+    return check_with(b, names, pw, len, a);
+}
+
+bool ctl_user_fields_split(const char *line, size_t len, ctl_user_fields *f)
+{
+    const char *c1 = memchr(line, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+    if (!c2)
+        return false;
+    *f = (ctl_user_fields){.user = line,
+                           .user_len = (size_t)(c1 - line),
+                           .full = c1 + 1,
+                           .full_len = (size_t)(c2 - c1 - 1),
+                           .pw = c2 + 1,
+                           .pw_len = len - (size_t)(c2 + 1 - line)};
     return true;
 }
 

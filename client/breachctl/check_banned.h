@@ -43,5 +43,21 @@ void ctl_banned_close(ctl_banned *b);
  * BR_ANSWER_OTHER "BANNED <kind>" answer. */
 bool ctl_banned_check(const ctl_banned *b, const void *pw, size_t len, br_answer *a);
 
+/* The same with the names of one input line (--user-fields): user and
+ * full (len bytes each, either may be empty; an empty full name is the
+ * user's GECOS name from the password database) instead of b's. */
+bool ctl_banned_check_names(const ctl_banned *b, const char *user, size_t user_len,
+                            const char *full, size_t full_len, const void *pw, size_t len,
+                            br_answer *a);
+
+/* --user-fields: a line NAME:FULL NAME:PASSWORD (the password is
+ * everything after the second ':') split in place: true with the parts,
+ * false when the line has fewer than two ':'. */
+typedef struct ctl_user_fields {
+    const char *user, *full, *pw;
+    size_t user_len, full_len, pw_len;
+} ctl_user_fields;
+bool ctl_user_fields_split(const char *line, size_t len, ctl_user_fields *f);
+
 /* Whether a is such an answer. */
 bool ctl_banned_answer(const br_answer *a);

@@ -37,6 +37,7 @@ typedef struct check_opts {
     int timeout_ms;
     ctl_similar similar; /* password: --similar, --similar-min-count */
     ctl_banned banned;   /* password: --banned, --user, --full-name */
+    bool user_fields;    /* password: --user-fields (NAME:FULL NAME:PASSWORD lines) */
 } check_opts;
 
 /* The rule for several inputs (breachctl(1), EXIT STATUS): the first that applies of 2, 1, 3, 0. */
@@ -142,7 +143,11 @@ typedef struct session {
     ctl_similar *sim;         /* password: open, or NULL */
     ctl_similar_chunk *plain; /* with sim: the chunk's passwords */
     const ctl_banned *ban;    /* password: open, or NULL */
-    br_answer *banned;        /* with ban: each of the chunk's BANNED answers (kind NONE: none) */
+    /* with ban or --user-fields: each of the chunk's answers made here
+     * (BANNED; ERR for a line that is not NAME:FULL NAME:PASSWORD), kind
+     * NONE when none */
+    br_answer *banned;
+    bool user_fields;
 } session;
 
 static void session_fail(session *s, const br_error *err)
@@ -171,25 +176,30 @@ static void similar_of_chunk(session *s, size_t i, br_answer *a)
     }
 }
 
-/* The chunk's requests but those refused here for a banned term under
- * reject (nothing about them is sent), pipelined; their answers put back. */
+/* Whether input i of the chunk is answered here and not sent: refused for
+ * a banned term under reject, or a line --user-fields cannot split. */
+static bool answered_here(const session *s, size_t i)
+{
+    if (!s->banned)
+        return false;
+    return s->banned[i].kind == BR_ANSWER_ERROR ||
+           (s->ban && s->ban->mode == CTL_BANNED_REJECT && s->banned[i].kind != BR_ANSWER_NONE);
+}
+
+/* The chunk's requests but those answered here (nothing about them is
+ * sent), pipelined; their answers put back. */
 static void send_chunk(session *s, br_client_request *reqs, size_t n)
 {
     static br_client_request sendq[CHUNK];
     size_t k = 0, j = 0;
     br_error err = {{0}};
     for (size_t i = 0; i < n; i++)
-        if (!s->ban || s->ban->mode != CTL_BANNED_REJECT || s->banned[i].kind == BR_ANSWER_NONE)
+        if (!answered_here(s, i))
             sendq[k++] = reqs[i];
     if (!s->failed && k && br_client_batch(s->c, sendq, k, CHUNK, &err) < 0)
         session_fail(s, &err);
-    for (size_t i = 0; i < n; i++) {
-        bool local = s->ban && s->banned[i].kind != BR_ANSWER_NONE;
-        if (local && s->ban->mode == CTL_BANNED_REJECT)
-            reqs[i].answer = s->banned[i];
-        else
-            reqs[i].answer = sendq[j++].answer;
-    }
+    for (size_t i = 0; i < n; i++)
+        reqs[i].answer = answered_here(s, i) ? s->banned[i] : sendq[j++].answer;
     br_wipe(sendq, k * sizeof(sendq[0]));
 }
 
@@ -197,7 +207,7 @@ static void send_chunk(session *s, br_client_request *reqs, size_t n)
  * banned terms says BANNED instead. */
 static void banned_warn(const session *s, size_t i, br_answer *a)
 {
-    if (s->ban && s->banned[i].kind != BR_ANSWER_NONE &&
+    if (s->ban && s->banned[i].kind == BR_ANSWER_OTHER &&
         (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_UNKNOWN))
         *a = s->banned[i];
 }
@@ -298,6 +308,33 @@ static int line_request(stdin_kind kind, size_t idx, const char *line, size_t le
     return 0;
 }
 
+/* Input n's check against the banned terms, made here; with
+ * --user-fields, its names and password split off the line (*pw, *len:
+ * the password), or an ERR answer for a line that does not split. */
+static void banned_of_line(session *s, size_t n, const char **pw, size_t *len)
+{
+    ctl_user_fields f;
+    if (!s->banned)
+        return;
+    s->banned[n].kind = BR_ANSWER_NONE;
+    if (!s->user_fields) {
+        if (s->ban && !ctl_banned_check(s->ban, *pw, *len, &s->banned[n]))
+            s->banned[n].kind = BR_ANSWER_NONE;
+        return;
+    }
+    if (!ctl_user_fields_split(*pw, *len, &f)) {
+        s->banned[n].kind = BR_ANSWER_ERROR;
+        snprintf(s->banned[n].detail, sizeof(s->banned[n].detail),
+                 "bad-request --user-fields: a line is NAME:FULL NAME:PASSWORD");
+        return;
+    }
+    *pw = f.pw;
+    *len = f.pw_len;
+    if (s->ban && !ctl_banned_check_names(s->ban, f.user, f.user_len, f.full, f.full_len, f.pw,
+                                          f.pw_len, &s->banned[n]))
+        s->banned[n].kind = BR_ANSWER_NONE;
+}
+
 static void chunk_done(session *s, stdin_kind kind, br_client_request *reqs, size_t n)
 {
     ctl_similar_chunk_wipe(s->plain);
@@ -323,11 +360,12 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     int failed = !hashes || !reqs ? -ENOMEM : 0;
     bool oom = failed < 0;
     while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
-        failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
+        const char *pw = line;
+        size_t pw_len = (size_t)len;
+        banned_of_line(s, n, &pw, &pw_len);
+        failed = line_request(kind, done + n + 1, pw, pw_len, hashes[n], &reqs[n]);
         if (!failed)
-            failed = ctl_similar_keep(s->plain, n, line, (size_t)len);
-        if (s->ban && !ctl_banned_check(s->ban, line, (size_t)len, &s->banned[n]))
-            s->banned[n].kind = BR_ANSWER_NONE;
+            failed = ctl_similar_keep(s->plain, n, pw, pw_len);
         br_wipe(line, cap);
         oom = failed < 0;
         if (oom)
@@ -385,7 +423,7 @@ static const ctl_usage check_usage[] = {
     {"password",
      CHECK_OPTS LANE_OPT " [--ntlm] [--print-hash]\n"
      "    [--similar=reject|warn|off] [--similar-min-count N]\n"
-     "    [--banned=reject|warn|off] [--user NAME] [--full-name TEXT]",
+     "    [--banned=reject|warn|off] [--user NAME] [--full-name TEXT] [--user-fields]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
      "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus). "
      "--similar: also small changes of popular passwords (SIMILAR <count>; "
@@ -394,6 +432,8 @@ static const ctl_usage check_usage[] = {
      "user's own names (--user, --full-name; default the invoking user and its GECOS "
      "name), matched here (BANNED <kind>; reject, the default once breachd holds "
      "terms: exit status 1 and nothing sent). "
+     "--user-fields: each line on standard input is NAME:FULL NAME:PASSWORD, the "
+     "names for --banned. "
      "--print-hash: print each one's SHA-1 (NT with --ntlm) instead, asking nothing."},
     {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
      "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
@@ -437,7 +477,7 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_STR("socket", &sock),
         CTL_HELP,
         CTL_FLAG("bulk", &o->bulk), /* checks only */
-        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last seven rows */
+        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last eight rows */
         CTL_FLAG("print-hash", &o->print_hash),
         CTL_FN("similar", &o->similar.mode, ctl_opt_similar),
         CTL_UINT("similar-min-count", &o->similar.min_count, 1, UINT32_MAX,
@@ -445,13 +485,14 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_FN("banned", &o->banned.mode, ctl_opt_banned),
         CTL_STR("user", &o->banned.user),
         CTL_STR("full-name", &o->banned.full_name),
+        CTL_FLAG("user-fields", &o->user_fields),
     };
     int first;
     usage_of = argv[0];
     bool password = strcmp(argv[0], "password") == 0;
     bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
                  !strcmp(argv[0], "url");
-    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 7) - !check;
+    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 8) - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
         return r > 0 ? -2 : -1;
@@ -474,16 +515,18 @@ static int check_password_stdin(br_client *c, check_opts *o, bool banned, status
 {
     bool similar = ctl_similar_open(&o->similar);
     ctl_similar_chunk *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
-    br_answer *ban = banned ? calloc(CHUNK, sizeof(*ban)) : NULL;
+    bool here = banned || o->user_fields; /* answers made here */
+    br_answer *ban = here ? calloc(CHUNK, sizeof(*ban)) : NULL;
     int rc = EXIT_ERROR;
-    if ((similar && !plain) || (banned && !ban)) {
+    if ((similar && !plain) || (here && !ban)) {
         ctl_err("password: out of memory");
     } else {
         session s = {.c = c,
                      .sim = similar ? &o->similar : NULL,
                      .plain = plain,
                      .ban = banned ? &o->banned : NULL,
-                     .banned = ban};
+                     .banned = ban,
+                     .user_fields = o->user_fields};
         rc = check_stdin(&s, o, st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
     }
     free(plain);

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/util.h"
 
 /* A list holds at most this many terms. */
 #define BR_BANNED_MAX_TERMS 10000
@@ -60,6 +61,7 @@ typedef struct br_banned br_banned;
 
 br_banned *br_banned_new(void);
 void br_banned_free(br_banned *b);
+BR_DEFINE_FREEP(br_banned, br_banned_free)
 
 /* Add one term (len bytes of UTF-8). 0 when added, 1 when it was there
  * already (its kind is kept); -EINVAL with err ("invalid UTF-8 at byte

@@ -163,6 +163,16 @@ def breachctl_password_banned(ctx):
     r = password(d, TRIES[:2], "--json", *who)
     eq(r.stdout.splitlines(), ['{"input":1,"status":"BANNED","kind":"site"}',
                                '{"input":2,"status":"BANNED","kind":"user"}'], "json")
+    # --user-fields: each line's own names; a line that does not split is
+    # answered here and not sent
+    before = d.stats()["requests_pw"]
+    r = password(d, ["jsmith:John Smith:J0hnSmith1", "bob::Tr0ub4dor&3xQ", "no-colons"],
+                 "--user-fields", "--similar=off")
+    eq(r.returncode, 2, "user-fields: " + r.stderr)
+    lines = r.stdout.splitlines()
+    eq(lines[:2], ["BANNED user", "CLEAN"], "user-fields")
+    check(lines[2].startswith("ERR bad-request --user-fields"), lines[2])
+    eq(d.stats()["requests_pw"] - before, 1, "only bob's password was sent")
     # without --user: the invoking user's name
     import pwd
     me = pwd.getpwuid(os.getuid()).pw_name
