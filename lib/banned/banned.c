@@ -21,6 +21,7 @@ void br_banned_free(br_banned *b)
         return;
     for (size_t i = 0; i < b->n; i++) {
         free(b->t[i].cp);
+        free(b->t[i].rcp);
         free(b->t[i].text);
     }
     free(b->t);
@@ -73,16 +74,23 @@ static int store(br_banned *b, br_banned_kind kind, const uint32_t *cp, size_t m
     size_t tl = 0;
     br_banned_term_ *t = &b->t[b->n];
     t->cp = malloc(m * sizeof(*cp));
+    t->rcp = malloc(m * sizeof(*cp));
     t->text = (char *)u32_to_u8(cp, m, NULL, &tl);
     char *z = t->text ? realloc(t->text, tl + 1) : NULL;
-    if (!t->cp || !z) {
+    if (!t->cp || !t->rcp || !z) {
         free(t->cp);
+        free(t->rcp);
         free(z ? z : t->text);
         return -ENOMEM;
     }
     z[tl] = '\0';
     t->text = z;
     memcpy(t->cp, cp, m * sizeof(*cp));
+    t->sig = 0;
+    for (size_t i = 0; i < m; i++) {
+        t->rcp[i] = cp[m - 1 - i];
+        t->sig |= br_banned_sig(cp[i]);
+    }
     t->len = (uint8_t)m;
     t->kind = (uint8_t)kind;
     b->n++;

@@ -17,13 +17,15 @@
  *     3 characters only when it is a whole run of letters (between the
  *     password's ends or non-letters);
  *   - it appears with one edit (a character changed, added, removed, or
- *     two neighbours swapped), where what appears is 4 or more characters.
+ *     two neighbours swapped), where what appears is 4 or more characters;
+ *   - any of these reversed.
  *
  * The score (Microsoft Entra Password Protection's rule, docs/banned.md):
  * a reading of the password as a sequence of pieces, each worth 1 point:
  * a term found, a run of 3 or more repeated characters or of a keyboard
  * or alphabet walk (qwerty, 4321, abc), the leading run and the trailing
- * run of digits and symbols, and any other single character. The score
+ * run of digits and symbols (as far as their first 2 symbols from the
+ * password's start or end), and any other single character. The score
  * is the smallest total of a reading that holds a term; a password with
  * no term found is not refused here, whatever its score. It is refused
  * when its score is below the minimum (BR_BANNED_MIN_SCORE by default).

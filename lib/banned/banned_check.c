@@ -16,8 +16,10 @@
  * for, and whether it is a letter itself. */
 typedef struct pw {
     br_banned_cp p[BR_BANNED_PW_MAX];
+    uint32_t sig[BR_BANNED_PW_MAX]; /* each character's and its readings' signature bits */
     uint32_t raw[BR_BANNED_PW_MAX];
     bool letter[BR_BANNED_PW_MAX];
+    uint16_t symbols[BR_BANNED_PW_MAX + 1]; /* symbols (neither letters nor digits) before i */
     size_t n;
 } pw;
 
@@ -91,12 +93,18 @@ static void relax(reading *d, size_t s, size_t e, bool term, unsigned kind)
     }
 }
 
-/* Every term of l found from s. */
-static void terms_from(const pw *w, reading *d, const br_banned *l, size_t s)
+/* Every term of l found from s, forwards or reversed. win[L]: the
+ * signature of the L characters from s (a term of m characters can only
+ * be found in the m + 1 from s). */
+static void terms_from(const pw *w, reading *d, const br_banned *l, size_t s, const uint32_t *win)
 {
+    size_t left = w->n - s;
     for (size_t i = 0; i < l->n; i++) {
         const br_banned_term_ *t = &l->t[i];
-        unsigned sp = spans(w, s, t->cp, t->len);
+        uint32_t missing = t->sig & ~win[BR_MIN((size_t)t->len + 1, left)];
+        if (missing & (missing - 1)) /* two or more of its characters missing */
+            continue;
+        unsigned sp = spans(w, s, t->cp, t->len) | spans(w, s, t->rcp, t->len);
         for (unsigned b = 0; b < 3; b++)
             if (sp & (1u << b))
                 relax(d, s, s + t->len + b - 1, true, t->kind);
@@ -104,15 +112,20 @@ static void terms_from(const pw *w, reading *d, const br_banned *l, size_t s)
 }
 
 /* The pieces that are not terms from s: one character, a run or walk, the
- * leading and trailing runs of digits and symbols (lead, trail long). */
+ * leading and trailing runs of digits and symbols (lead, trail long) as
+ * far as their first BR_BANNED_AFFIX_SYMBOLS symbols from the password's
+ * start or end (what an attacker's rules add: "2024!", not a random
+ * string's "\\@.;"). */
+#define BR_BANNED_AFFIX_SYMBOLS 2
 static void others_from(const pw *w, reading *d, size_t s, size_t lead, size_t trail)
 {
     relax(d, s, s + 1, false, 0);
     for (size_t e = s + 3, end = br_banned_run_end(w->raw, w->n, s); e <= end; e++)
         relax(d, s, e, false, 0);
-    for (size_t e = 2; s == 0 && e <= lead; e++)
+    for (size_t e = 2; s == 0 && e <= lead && w->symbols[e] <= BR_BANNED_AFFIX_SYMBOLS; e++)
         relax(d, 0, e, false, 0);
-    if (s + 1 < w->n && s >= w->n - trail)
+    if (s + 1 < w->n && s >= w->n - trail &&
+        w->symbols[w->n] - w->symbols[s] <= BR_BANNED_AFFIX_SYMBOLS)
         relax(d, s, w->n, false, 0);
 }
 
@@ -127,11 +140,15 @@ static void score(const pw *w, reading *d, const br_banned *const *lists, size_t
     for (size_t i = 0; i <= n; i++)
         d->d0[i] = d->d1[i] = INT_MAX;
     d->d0[0] = 0;
+    uint32_t win[BR_BANNED_TERM_MAX + 2];
     for (size_t s = 0; s < n; s++) {
         others_from(w, d, s, lead, trail);
+        win[0] = 0;
+        for (size_t k = 1; k < BR_ARRAY_SIZE(win) && s + k <= n; k++)
+            win[k] = win[k - 1] | w->sig[s + k - 1];
         for (size_t k = 0; k < nl; k++)
             if (lists[k])
-                terms_from(w, d, lists[k], s);
+                terms_from(w, d, lists[k], s, win);
     }
     if (d->d1[n] < INT_MAX) {
         r->score = d->d1[n];
@@ -151,9 +168,15 @@ int br_banned_check(const br_banned *const *lists, size_t n, const void *passwor
     int k = w && d ? br_banned_norm(password, len, w->raw, BR_BANNED_PW_MAX) : -ENOMEM;
     if (k >= 0) {
         w->n = (size_t)k;
+        w->symbols[0] = 0;
         for (size_t i = 0; i < w->n; i++) {
+            bool digit = w->raw[i] >= '0' && w->raw[i] <= '9';
             br_banned_cp_of(w->raw[i], &w->p[i]);
             w->letter[i] = br_banned_is_letter(w->raw[i]);
+            w->symbols[i + 1] = (uint16_t)(w->symbols[i] + (!w->letter[i] && !digit));
+            w->sig[i] = br_banned_sig(w->p[i].c) |
+                        (w->p[i].alt[0] ? br_banned_sig(w->p[i].alt[0]) : 0) |
+                        (w->p[i].alt[1] ? br_banned_sig(w->p[i].alt[1]) : 0);
         }
         score(w, d, lists, n, r);
         r->refused = r->terms > 0 && r->score < (min_score > 0 ? min_score : BR_BANNED_MIN_SCORE);

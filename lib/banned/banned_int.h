@@ -22,6 +22,14 @@ typedef struct br_banned_cp {
 } br_banned_cp;
 void br_banned_cp_of(uint32_t c, br_banned_cp *out);
 
+/* A character's bit in a 32-bit signature: a..z their own, others
+ * hashed onto the 6 bits left. A term can be found within one edit in a
+ * window only when at most one of its bits is missing from the window's. */
+static inline uint32_t br_banned_sig(uint32_t c)
+{
+    return c >= 'a' && c <= 'z' ? 1u << (c - 'a') : 1u << (26 + c % 6);
+}
+
 /* c is a letter (general category L). */
 bool br_banned_is_letter(uint32_t c);
 
@@ -30,10 +38,12 @@ bool br_banned_is_letter(uint32_t c);
 size_t br_banned_run_end(const uint32_t *p, size_t n, size_t s);
 
 typedef struct br_banned_term_ {
-    uint32_t *cp; /* normalised */
-    uint8_t len;  /* code points */
-    uint8_t kind; /* br_banned_kind */
-    char *text;   /* normalised, UTF-8 */
+    uint32_t *cp;  /* normalised */
+    uint32_t *rcp; /* the same reversed (a reversed term is found too) */
+    uint32_t sig;  /* br_banned_sig of its characters, OR-ed */
+    uint8_t len;   /* code points */
+    uint8_t kind;  /* br_banned_kind */
+    char *text;    /* normalised, UTF-8 */
 } br_banned_term_;
 
 struct br_banned {
