@@ -9,23 +9,14 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "check_banned.h"
 #include "core/util.h"
 
 bool ctl_opt_banned(const char *cmd, const char *arg, void *dst)
 {
-    ctl_banned_mode *m = dst;
-    if (strcmp(arg, "reject") == 0)
-        *m = CTL_BANNED_REJECT;
-    else if (strcmp(arg, "warn") == 0)
-        *m = CTL_BANNED_WARN;
-    else if (strcmp(arg, "off") == 0)
-        *m = CTL_BANNED_OFF;
-    else {
-        ctl_err("%s: --banned '%s': expected reject, warn or off", cmd, arg);
-        return false;
-    }
-    return true;
+    static const int values[] = {CTL_BANNED_REJECT, CTL_BANNED_WARN, CTL_BANNED_OFF};
+    return ctl_opt_reject_warn_off(cmd, "banned", arg, values, dst);
 }
 
 /* The account name and the full name: the options, else the password

@@ -75,30 +75,16 @@ static bool parse_action(const char *s, pb_options *o)
     return true;
 }
 
-static bool parse_similar(const char *s, pb_similar *out)
+/* reject | warn | off, as values[0], [1], [2] (similar=, banned=). */
+static bool parse_rwo(const char *s, const int values[3], int *out)
 {
-    if (strcmp(s, "reject") == 0)
-        *out = PB_SIMILAR_REJECT;
-    else if (strcmp(s, "warn") == 0)
-        *out = PB_SIMILAR_WARN;
-    else if (strcmp(s, "off") == 0)
-        *out = PB_SIMILAR_OFF;
-    else
-        return false;
-    return true;
-}
-
-static bool parse_banned(const char *s, pb_banned *out)
-{
-    if (strcmp(s, "reject") == 0)
-        *out = PB_BANNED_REJECT;
-    else if (strcmp(s, "warn") == 0)
-        *out = PB_BANNED_WARN;
-    else if (strcmp(s, "off") == 0)
-        *out = PB_BANNED_OFF;
-    else
-        return false;
-    return true;
+    static const char *const names[] = {"reject", "warn", "off"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = values[i];
+            return true;
+        }
+    return false;
 }
 
 /* A comma list of names: no empty name, no space or control character. */
@@ -140,9 +126,11 @@ static bool parse_one(const char *a, pb_options *o, bool *unknown)
     else if ((v = opt_value(a, "min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->min_count = n, true) : false;
     else if ((v = opt_value(a, "similar")))
-        return parse_similar(v, &o->similar);
+        return parse_rwo(v, (const int[]){PB_SIMILAR_REJECT, PB_SIMILAR_WARN, PB_SIMILAR_OFF},
+                         (int *)&o->similar);
     else if ((v = opt_value(a, "banned")))
-        return parse_banned(v, &o->banned);
+        return parse_rwo(v, (const int[]){PB_BANNED_REJECT, PB_BANNED_WARN, PB_BANNED_OFF},
+                         (int *)&o->banned);
     else if ((v = opt_value(a, "similar_min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->similar_min_count = n, true) : false;
     else if ((v = opt_value(a, "retry")))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "protocol_terms.h"
 
 static bool plain(unsigned char c)
@@ -39,17 +40,6 @@ bool br_terms_item_format(char *buf, size_t size, size_t *len, char kind, const 
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* One item s[0..n) decoded and handed to fn. */
 static int one_item(const char *s, size_t n, br_terms_fn fn, void *ctx)
 {
@@ -62,10 +52,10 @@ static int one_item(const char *s, size_t n, br_terms_fn fn, void *ctx)
             term[k++] = s[i];
             continue;
         }
-        int hi = i + 2 < n ? hexval(s[i + 1]) : -1, lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-        if (hi < 0 || lo < 0)
+        uint8_t byte;
+        if (i + 2 >= n || !br_hex_decode(s + i + 1, 1, &byte))
             return -EPROTO;
-        term[k++] = (char)(hi << 4 | lo);
+        term[k++] = (char)byte;
         i += 2;
     }
     return fn ? fn(ctx, s[0], term, k) : 0;

@@ -35,12 +35,7 @@ PASSPHRASES=$(to_count "${1:-100000}")
 RANDOM12=$(to_count "${2:-100000}")
 need_pkg john john
 [ -r /usr/share/dict/words ] || need_pkg /usr/share/dict/words wamerican
-if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
-    if [ ! -f "$BUILD/build.ninja" ]; then
-        meson setup "$BUILD" "$ROOT" --buildtype=release >/dev/null
-    fi
-    build_targets tests/bench/bench_banned
-fi
+bench_build tests/bench/bench_banned
 BENCH=$BUILD/tests/bench/bench_banned
 make_scratch
 cd "$SCRATCH"
