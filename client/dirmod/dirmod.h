@@ -126,8 +126,6 @@ void dm_ask_banned(const dm_options *o, const char *password, size_t len, const 
  * dm_decide. names may be NULL. */
 void dm_check_user(const dm_options *o, const char *password, size_t len, const dm_names *names,
                    dm_result *r);
-/* dm_check_user without names. */
-void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r);
 
 /* "once" / "9,545,824 times", for "it has been seen ... in data breaches". */
 void dm_seen_times(uint64_t count, char *buf, size_t size);

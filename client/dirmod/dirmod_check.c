@@ -186,8 +186,3 @@ void dm_check_user(const dm_options *o, const char *password, size_t len, const 
     dm_decide(o, &a, r);
     br_wipe(&a, sizeof(a));
 }
-
-void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r)
-{
-    dm_check_user(o, password, len, NULL, r);
-}
