@@ -16,6 +16,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, test  # noqa: E402
+from ptyfx import typed  # noqa: E402
 
 
 def write_terms(path, lines):
@@ -187,6 +188,27 @@ def breachctl_password_banned(ctx):
     eq((r.returncode, r.stdout.splitlines()), (0, ["CLEAN", "CLEAN"]), "no terms")
     r = password(d, TRIES[:2], "--banned=reject", *who)
     eq((r.returncode, r.stdout.splitlines()), (1, ["CLEAN", "BANNED user"]), "names only")
+    d.stop_ok()
+
+
+@test
+def typed_password_banned(ctx):
+    """A typed password (a pty): refused before anything is sent under the
+    default; warn asks breachd and prints BANNED instead of CLEAN."""
+    conf = ctx.config(passwords={"filter": offline_filter(ctx, ["password"]), "upstream": "none",
+                                 "site_terms": "Contoso"})
+    d = ctx.daemon(conf)
+    before = d.stats()["requests_pw"]
+    out, st = typed(d.sock, "Contoso2024!", "--user", "jsmith")
+    check(st == 1 and "BANNED site" in out, "default: %d %r" % (st, out))
+    out, st = typed(d.sock, "J0hnSmith1", "--user", "jsmith", "--full-name", "John Smith")
+    check(st == 1 and "BANNED user" in out, "names: %d %r" % (st, out))
+    eq(d.stats()["requests_pw"], before, "PW requests: a typed refused password was sent")
+    out, st = typed(d.sock, "Contoso2024!", "--banned=warn", "--similar=off")
+    check(st == 0 and "BANNED site" in out and "CLEAN" not in out, "warn: %d %r" % (st, out))
+    eq(d.stats()["requests_pw"], before + 1, "warn sends the password")
+    out, st = typed(d.sock, "Tr0ub4dor&3xQ", "--user", "jsmith", "--similar=off")
+    check(st == 0 and "CLEAN" in out, "strong: %d %r" % (st, out))
     d.stop_ok()
 
 
