@@ -151,6 +151,8 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
     if (r >= 0)
         r = bd_filters_load_similar(out->cfg, &out->simfilter, &out->filter_ids, err);
+    if (r >= 0)
+        r = bd_banned_load(out->cfg, &out->banned, &out->banned_generation, err);
     if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
         r = bd_offline_check_config(out->cfg, err);
     if (r >= 0)
@@ -170,6 +172,7 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->pwfilter);
     br_pwfilter_free(f->ntfilter);
     br_pwfilter_free(f->simfilter);
+    br_banned_free(f->banned);
     br_urlfilter_free(f->urlfilter);
     br_pwfilter_free(f->urloffline);
     breachd_config_free(f->cfg);
@@ -259,6 +262,8 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
     s->simfilter = files->simfilter;
+    s->banned = files->banned;
+    s->banned_generation = files->banned_generation;
     s->urlfilter = files->urlfilter;
     s->urloffline = files->urloffline;
     s->filter_ids = files->filter_ids;
@@ -305,6 +310,7 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->pwfilter);
     br_pwfilter_free(s->ntfilter);
     br_pwfilter_free(s->simfilter);
+    br_banned_free(s->banned);
     br_urlfilter_free(s->urlfilter);
     br_pwfilter_free(s->urloffline);
     breachd_config_free(s->cfg);
@@ -425,6 +431,9 @@ void bd_state_log_filters(const bd_state *s)
         log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
                    br_pwfilter_header(s->simfilter), br_pwfilter_members(s->simfilter),
                    "SIMILAR finds nothing");
+    if (s->banned)
+        bd_log(LOG_INFO, "banned terms: %zu (site_terms and banned_terms), min_score %u",
+               br_banned_count(s->banned), (unsigned)s->cfg->passwords.min_score);
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    br_pwfilter_members(s->ntfilter), "every NT check goes to the range API");

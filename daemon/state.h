@@ -18,6 +18,7 @@
 #include "filter/urlfilter.h"
 #include "range/range_cache.h"
 #include "range/resolver.h"
+#include "state_banned.h"
 #include "state_filters.h"
 
 struct event_base;
@@ -35,6 +36,8 @@ typedef struct bd_state {
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
     br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
     br_pwfilter *simfilter; /* [passwords] similar_filter (offline); NULL: none */
+    br_banned *banned;      /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
+    uint64_t banned_generation;
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
     /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
      * hits answered on the host; urlfilter is then NULL. */
@@ -53,6 +56,8 @@ typedef struct bd_state_files {
     br_pwfilter *pwfilter;
     br_pwfilter *ntfilter;
     br_pwfilter *simfilter;
+    br_banned *banned;
+    uint64_t banned_generation;
     br_urlfilter *urlfilter;
     br_pwfilter *urloffline;
     bd_filter_ids filter_ids;

@@ -21,6 +21,7 @@ BREACHD_PACKAGES=(
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba
+  samba-dsdb-modules  # the samba_secrets LDB module of provisioning: test_directory_samba.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

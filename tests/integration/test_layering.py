@@ -42,6 +42,7 @@ LAYERS = {
     "proto": {"core"},
     "audit": {"core"},
     "similar": {"core"},
+    "banned": {"core"},
 }
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
@@ -51,10 +52,11 @@ DAEMON_LAYERS = {
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
     # the verbs: the table, then each verb's handler
-    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "stats", "conn",
+    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "banned_verb", "stats", "conn",
                  "server_types", "state", "conf"},
     "pw_check": {"conn", "stats", "server_types", "state", "offline", "log"},
     "similar_verb": {"conn", "server_types", "state"},
+    "banned_verb": {"conn", "server_types", "state"},
     "url_check": {"url_prep", "conn", "stats", "server_types", "state", "offline", "log"},
     "url_prep": {"server_types", "state", "offline"},
     # the range endpoint, the figures, the timers
