@@ -431,6 +431,12 @@ void bd_state_log_filters(const bd_state *s)
     if (s->urloffline)
         log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
                    br_pwfilter_members(s->urloffline), "it blocks no URL");
+    if (s->urloffline && br_pwfilter_url_fuse_allow(s->urloffline))
+        bd_log(LOG_WARNING,
+               "[urls] filter %s: a file written before the exact table holds its allow-list in "
+               "its fingerprints, which no longer answer allow (a false positive could release a "
+               "blocked URL): rebuild it with breachctl filter build (docs/filter-format.md)",
+               s->cfg->urls.filter);
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    br_urlfilter_members(s->urlfilter), "it blocks no URL");

@@ -158,6 +158,8 @@ static int filter_info(const char *path, bool force)
                 printf(" %s", off->cats.names[i]);
             printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
                    off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
+            printf("%-18s %u allow, %u removed (full SHA-256 keys)\n", "exact table:",
+                   off->n_allow, off->n_removed);
         } else {
             printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
                    "10%% below, never above); largest %" PRIu64 "\n",
