@@ -11,6 +11,7 @@
 #include "filter/filter_file.h"
 
 #include "log.h"
+#include "follow.h"
 #include "offline.h"
 #include "state.h"
 #include "state_filters.h"
@@ -140,6 +141,18 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
+/* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
+static int load_followed(bd_state_files *out, br_error *err)
+{
+    char *list = NULL;
+    int r = bd_follow_read(out->cfg->urls.filter, &list, &out->follow);
+    if (r == 0 && list)
+        r = bd_filters_load_urls_list(out->cfg, list, true, &out->urloffline, &out->filter_ids,
+                                      err);
+    free(list);
+    return r;
+}
+
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -153,7 +166,9 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         r = bd_filters_load_similar(out->cfg, &out->simfilter, &out->filter_ids, err);
     if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
         r = bd_offline_check_config(out->cfg, err);
-    if (r >= 0)
+    if (r >= 0 && out->cfg->urls.follow[0]) /* the followed set, or none yet */
+        r = load_followed(out, err);
+    else if (r >= 0)
         r = bd_offline_urls_configured(out->cfg)
                 ? bd_filters_load_urls_offline(out->cfg, &out->urloffline, &out->filter_ids, err)
                 : bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
@@ -172,6 +187,7 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->simfilter);
     br_urlfilter_free(f->urlfilter);
     br_pwfilter_free(f->urloffline);
+    br_manifest_fini(&f->follow);
     breachd_config_free(f->cfg);
     bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
@@ -261,6 +277,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->simfilter = files->simfilter;
     s->urlfilter = files->urlfilter;
     s->urloffline = files->urloffline;
+    s->follow = files->follow;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
@@ -307,6 +324,7 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->simfilter);
     br_urlfilter_free(s->urlfilter);
     br_pwfilter_free(s->urloffline);
+    br_manifest_fini(&s->follow);
     breachd_config_free(s->cfg);
     bd_filter_ids_clear(&s->filter_ids);
     free(s);

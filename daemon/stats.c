@@ -138,6 +138,21 @@ static void render_filter(render_out *o, const char *prefix, const br_filter_hea
     }
 }
 
+/* [urls] follow (docs/fleet.md): the served generation and each feed's
+ * age from the accepted manifest (its last success; the manifest's time
+ * when it never had one). */
+static void render_follow(const bd_state *st, render_out *o, int64_t now)
+{
+    U64(o, "urls_generation", st->urloffline ? br_pwfilter_header(st->urloffline)->generation : 0);
+    char key[96];
+    for (size_t i = 0; i < st->follow.n_feeds; i++) {
+        const br_manifest_feed *f = &st->follow.feeds[i];
+        int64_t at = f->last_success >= 0 ? f->last_success : st->follow.published;
+        snprintf(key, sizeof(key), "feed_age_%s", f->name);
+        U64(o, key, now > at ? (uint64_t)(now - at) : 0);
+    }
+}
+
 static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
 {
     U64(o, "cache_hits", t->resolver.cache_fresh);
@@ -334,6 +349,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                                   : NULL,
                   now,
                   bd_state_url_filter_stale(st, now));
+    render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);
     render_cache(st, &t, o);

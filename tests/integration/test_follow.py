@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""[urls] follow end to end (docs/fleet.md, "Publishing and following"):
+breachctl publish against feeds served by nginx, that nginx serving the
+publish directory too, and three breachd hosts following its manifest
+(follow_interval = 1s). The hosts start before any manifest exists and
+answer UNKNOWN filter-unavailable; then an addition reaches all three, a
+removal releases all three, and a feed that shrinks by 90% is held (the
+hosts keep blocking). Attacks, each refused while the hosts keep
+serving: a replayed (older) manifest, an unsigned one, one signed by
+another key. Waits have generous bounds; nothing asserts a time."""
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, test, wait_for  # noqa: E402
+
+
+def write(path, lines, step):
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(x + "\n" for x in lines))
+    t = time.time() + 10 * step  # a later Last-Modified each time
+    os.utime(path + ".tmp", (t, t))
+    os.rename(path + ".tmp", path)
+
+
+def answers(hosts, url):
+    out = []
+    for i, c in enumerate(hosts):
+        c.send("q URL %s\n" % url)
+        out.append(c.lines(1)[0].split(" ", 1)[1])
+    return out
+
+
+def all_say(hosts, url, want, what):
+    wait_for(lambda: all(a.startswith(want) for a in answers(hosts, url)), timeout=60,
+             what=what)
+
+
+def publisher(ctx, out, key, port):
+    conf = ctx.path("publish-%s.conf" % os.path.basename(out))
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = %s\nkey = %s\n\n"
+                "[feed main]\nurl = http://127.0.0.1:%d/feeds/main.txt\ncategory = malware\n"
+                % (out, key, port))
+    return conf
+
+
+@test
+def three_hosts_follow(ctx):
+    for d in ("feeds", "out", "other"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\n"
+                       % (ctx.path("feeds"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("other.pem"), "--public",
+                  ctx.path("other.pub"))
+    feed = ["h%d.example" % i for i in range(100)]
+    write(ctx.path("feeds", "main.txt"), feed, 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    hosts, daemons = [], []
+    for i in range(3):
+        c = ctx.config("host%d.conf" % i, socket_path=ctx.path("h%d.sock" % i),
+                       cache={"path": ctx.path("cache%d" % i)},
+                       urls={"filter": ctx.path("host%d" % i), "pubkey": ctx.path("pub.pem"),
+                             "follow": "http://127.0.0.1:%d/pub/manifest" % port,
+                             "follow_interval": "1s", "upstream": "none"})
+        d = ctx.daemon(c)
+        daemons.append(d)
+        hosts.append(d.client())
+    check(all(a == "UNKNOWN filter-unavailable" for a in answers(hosts, "http://h1.example/")),
+          "before the first fetch")
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://h1.example/", "BLOCKED malware", "the base on every host")
+    saved = {n: open(ctx.path("out", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    # an addition
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://new.example/x", "BLOCKED malware", "an addition on every host")
+    # a removal
+    write(ctx.path("feeds", "main.txt"), feed[1:] + ["new.example"], 2)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://h0.example/", "SAFE", "a removal on every host")
+    # a shrink by 90% is held: still blocked everywhere
+    write(ctx.path("feeds", "main.txt"), feed[1:11], 3)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("shrank more than max_shrink" in r.stderr, r.stderr)
+    time.sleep(2.5)  # a few polls: nothing may change
+    check(all(a.startswith("BLOCKED") for a in answers(hosts, "http://h50.example/")),
+          "held feed")
+    # attacks: replayed, unsigned, foreign-signed manifests
+    good = {n: open(ctx.path("out", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    oconf = publisher(ctx, ctx.path("other"), ctx.path("other.pem"), port)
+    ctx.breachctl("publish", "--config", oconf, "--once")
+    foreign = {n: open(ctx.path("other", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    cases = [(saved, "a replayed manifest?"),
+             ({"manifest": good["manifest"] + b"", "manifest.sig": b""}, "not a manifest signature"),
+             (foreign, "signed by another key")]
+    for files, reason in cases:
+        for n, data in files.items():
+            with open(ctx.path("out", n + ".tmp"), "wb") as f:
+                f.write(data)
+            t = time.time() + 100
+            os.utime(ctx.path("out", n + ".tmp"), (t, t))
+        os.rename(ctx.path("out", "manifest.sig.tmp"), ctx.path("out", "manifest.sig"))
+        os.rename(ctx.path("out", "manifest.tmp"), ctx.path("out", "manifest"))
+        for d in daemons:
+            wait_for(lambda d=d: reason in d.log(), timeout=60, what="refused: " + reason)
+        check(all(a.startswith("BLOCKED") for a in answers(hosts, "http://new.example/")),
+              "still serving after " + reason)
+        check(all(a == "SAFE" for a in answers(hosts, "http://h0.example/")), "still the set")
+    shutil.rmtree(ctx.path("other"))
+    for c in hosts:
+        c.close()
+    for d in daemons:
+        d.stop_ok()
+
+
+if __name__ == "__main__":
+    dtest.main()
