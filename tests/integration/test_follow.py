@@ -9,8 +9,10 @@ removal releases all three, and a feed that shrinks by 90% is held (the
 hosts keep blocking). Attacks, each refused while the hosts keep
 serving: a replayed (older) manifest, an unsigned one, one signed by
 another key. Waits have generous bounds; nothing asserts a time."""
+import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -38,6 +40,57 @@ def answers(hosts, url):
 def all_say(hosts, url, want, what):
     wait_for(lambda: all(a.startswith(want) for a in answers(hosts, url)), timeout=60,
              what=what)
+
+
+def sign(ctx, text):
+    """manifest.sig for text by the publisher's key (the openssl tool):
+    BRCHMAN1, the key id (SHA-256 of the raw public key), Ed25519."""
+    m, sig = ctx.path("m.tmp"), ctx.path("s.tmp")
+    with open(m, "wb") as f:
+        f.write(text)
+    subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", ctx.path("sec.pem"), "-rawin",
+                    "-in", m, "-out", sig], check=True)
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-in", ctx.path("pub.pem"), "-outform",
+                          "DER"], check=True, capture_output=True).stdout
+    return b"BRCHMAN1" + hashlib.sha256(der[-32:]).digest() + open(sig, "rb").read()
+
+
+def crafted(ctx, good, extra):
+    """The good manifest, published later, with its feed lines after the
+    lines extra, signed by the right key."""
+    lines = good.decode().splitlines()
+    head = [ln for ln in lines if not ln.startswith("feed ")]
+    pub = [i for i, ln in enumerate(head) if ln.startswith("published ")][0]
+    head[pub] = "published %d" % (int(head[pub].split()[1]) + 1000)
+    gen = [i for i, ln in enumerate(head) if ln.startswith("generation ")][0]
+    head[gen] = "generation %d" % extra[1]
+    text = ("\n".join(head + [extra[0]]) + "\n").encode()
+    return {"manifest": text, "manifest.sig": sign(ctx, text)}
+
+
+def last_generation(good):
+    return max(int(ln.split()[2]) for ln in good.decode().splitlines()
+               if ln.startswith(("base ", "delta ")))
+
+
+def wrong_kind(ctx, good):
+    """A signed manifest naming, as its next delta, a URL range (Bloom)
+    filter of the right generation, signed too."""
+    gen = last_generation(good) + 1
+    name = "delta-%d.bfuse" % gen
+    path = ctx.path("out", name)
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", path, "--generation",
+                  str(gen), "--input", ctx.path("feeds", "main.txt") + "=malware")
+    ctx.breachctl("filter", "sign", "--key", ctx.path("sec.pem"), path)
+    data = open(path, "rb").read()
+    line = "delta %s %d %s %d" % (name, gen, hashlib.sha256(data).hexdigest().upper(), len(data))
+    return crafted(ctx, good, (line, gen))
+
+
+def gap(ctx, good):
+    gen = last_generation(good) + 2
+    line = "delta delta-%d.bfuse %d %s 5000" % (gen, gen, "AB" * 32)
+    return crafted(ctx, good, (line, gen))
 
 
 def publisher(ctx, out, key, port):
@@ -100,7 +153,9 @@ def three_hosts_follow(ctx):
     foreign = {n: open(ctx.path("other", n), "rb").read() for n in ("manifest", "manifest.sig")}
     cases = [(saved, "a replayed manifest?"),
              ({"manifest": good["manifest"] + b"", "manifest.sig": b""}, "not a manifest signature"),
-             (foreign, "signed by another key")]
+             (foreign, "signed by another key"),
+             (gap(ctx, good["manifest"]), "a chain with a gap"),
+             (wrong_kind(ctx, good["manifest"]), "not the offline url-sha256 delta")]
     for files, reason in cases:
         for n, data in files.items():
             with open(ctx.path("out", n + ".tmp"), "wb") as f:
