@@ -7,6 +7,7 @@
  * feed's last success (docs/fleet.md, "Publishing and following"). The
  * output directory is served as static files. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -320,6 +321,19 @@ static int write_generation(const pub_conf *c, pub_state *st, const br_sign_key 
     return 0;
 }
 
+/* tmp's mtime after path's, in whole seconds: nginx's ETag and
+ * Last-Modified are the mtime in seconds (and the size), so two manifests
+ * of one second would look the same to a host's If-None-Match. */
+static void later_mtime(const char *tmp, const char *path)
+{
+    struct stat old;
+    if (stat(path, &old) < 0)
+        return;
+    time_t t = BR_MAX(time(NULL), old.st_mtime + 1);
+    struct timespec ts[2] = {{.tv_sec = t}, {.tv_sec = t}};
+    utimensat(AT_FDCWD, tmp, ts, 0);
+}
+
 static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *key, int64_t now,
                           br_error *err)
 {
@@ -361,6 +375,8 @@ static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *k
             r = br_error_set(err, -EIO, "%s: %s", tmp, strerror(errno));
         if (f && fclose(f) != 0 && r == 0)
             r = br_error_set(err, -EIO, "%s: %s", tmp, strerror(errno));
+        if (r == 0)
+            later_mtime(tmp, path);
         if (r == 0 && rename(tmp, path) < 0)
             r = br_error_set(err, -errno, "%s: %s", path, strerror(errno));
     }

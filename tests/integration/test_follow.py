@@ -10,6 +10,7 @@ hosts keep blocking). Attacks, each refused while the hosts keep
 serving: a replayed (older) manifest, an unsigned one, one signed by
 another key. Waits have generous bounds; nothing asserts a time."""
 import hashlib
+import http.client
 import os
 import shutil
 import subprocess
@@ -93,6 +94,25 @@ def gap(ctx, good):
     return crafted(ctx, good, (line, gen))
 
 
+def check_figures(ctx, d, mport):
+    """STATS urls_generation and feed_age_main; the labelled metric."""
+    gen = last_generation(open(ctx.path("out", "manifest"), "rb").read())
+    wait_for(lambda: str(d.stats().get("urls_generation")) == str(gen), timeout=30,
+             what="urls_generation")
+    st = d.stats()
+    check(0 <= int(st["feed_age_main"]) < 3600, st)
+    h = http.client.HTTPConnection("127.0.0.1", mport, timeout=10)
+    h.request("GET", "/metrics")
+    body = h.getresponse().read().decode()
+    h.close()
+    check('breachd_feed_age_seconds{feed="main"} ' in body and
+          "# TYPE breachd_feed_age_seconds gauge" in body, body[-2000:])
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                           text=True)
+        check(r.returncode == 0, r.stdout + r.stderr)
+
+
 def publisher(ctx, out, key, port):
     conf = ctx.path("publish-%s.conf" % os.path.basename(out))
     with open(conf, "w") as f:
@@ -117,9 +137,10 @@ def three_hosts_follow(ctx):
     write(ctx.path("feeds", "main.txt"), feed, 0)
     conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
     hosts, daemons = [], []
+    mport = dtest.free_port()
     for i in range(3):
         c = ctx.config("host%d.conf" % i, socket_path=ctx.path("h%d.sock" % i),
-                       cache={"path": ctx.path("cache%d" % i)},
+                       daemon={"metrics_listen": "127.0.0.1:%d" % mport} if i == 0 else {},
                        urls={"filter": ctx.path("host%d" % i), "pubkey": ctx.path("pub.pem"),
                              "follow": "http://127.0.0.1:%d/pub/manifest" % port,
                              "follow_interval": "1s", "upstream": "none"})
@@ -130,6 +151,7 @@ def three_hosts_follow(ctx):
           "before the first fetch")
     ctx.breachctl("publish", "--config", conf, "--once")
     all_say(hosts, "http://h1.example/", "BLOCKED malware", "the base on every host")
+    check_figures(ctx, daemons[0], mport)
     saved = {n: open(ctx.path("out", n), "rb").read() for n in ("manifest", "manifest.sig")}
     # an addition
     write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
