@@ -107,6 +107,11 @@ def check_figures(ctx, d, mport):
     h.close()
     check('breachd_feed_age_seconds{feed="main"} ' in body and
           "# TYPE breachd_feed_age_seconds gauge" in body, body[-2000:])
+    r = ctx.breachctl("--socket", d.sock, "health", check_rc=False)
+    check(r.returncode == 0 and "feed_age_main=" in r.stdout, r.stdout)
+    wait_for(lambda: "feed main last succeeded" in ctx.breachctl(
+        "--socket", d.sock, "health", "--critical-feed-age", "1s", check_rc=False).stdout,
+        timeout=30, what="a critical feed age")
     if shutil.which("promtool"):
         r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
                            text=True)
