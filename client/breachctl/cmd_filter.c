@@ -33,12 +33,13 @@ static const ctl_usage filter_usage[] = {
      "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
      "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
      "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...\n"
-     "          [--offline]",
+     "          [--offline] [--stats]",
      "A password filter from HIBP-format corpora (a single file, a per-prefix "
      "directory, a hash list) or, with --plaintext, from passwords one per line. "
      "With --base: a delta of the keys OLD (and the deltas after it) does not "
      "answer maybe for. --offline: each key keeps its count and a hit is answered "
-     "on the host (24-bit fingerprints; counted input only)."},
+     "on the host (24-bit fingerprints; counted input only). --stats: print the "
+     "input's count histogram (keys seen at least 1, 2, 10, 100, 1000, 10000 times)."},
     {"filter build",
      "--kind url-sha256 --output FILE\n"
      "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"

@@ -7,7 +7,8 @@ signed manifest; an addition and a removal give a delta whose exact table
 holds the removal, and the set (base, delta) answers them; a feed that
 shrinks by 90%, one that is not a feed and one that fails keep their last
 good entries, held with their reason in the manifest, and publish nothing
-new; an unchanged cycle writes no generation. Standard library only."""
+new; an unchanged cycle writes no generation. Also filter build --stats,
+the count histogram of a corpus. Standard library only."""
 import os
 import sys
 import time
@@ -98,6 +99,21 @@ def publish_cycles(ctx):
     check("feed bad: fetch failed:" in r.stderr, r.stderr)
     check(" 100 held fetch failed" in manifest(ctx), manifest(ctx))
     eq(manifest(ctx).count("delta "), 1, "deltas after bad feeds")
+
+
+@test
+def build_stats(ctx):
+    """filter build --stats: the count histogram of the input (to size
+    --min-count tiers), with and without --offline."""
+    src = os.path.join(dtest.ARGS.source_root, "data", "fixtures",
+                       "password-sha1-v2-offline.input")
+    want = ("  count >= 1      1000\n  count >= 2      999\n  count >= 10     991\n"
+            "  count >= 100    901\n  count >= 1000   850\n  count >= 10000  849\n"
+            "  no count        0\n")
+    for extra in ([], ["--offline"]):
+        r = ctx.breachctl("filter", "build", "--kind", "password-sha1", "--input", src,
+                          "--output", ctx.path("f%d.bfuse" % len(extra)), "--stats", *extra)
+        check(r.stdout.endswith(want), r.stdout)
 
 
 @test
