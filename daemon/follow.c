@@ -44,35 +44,17 @@ static void path_in(const char *dir, const char *name, char *out, size_t len)
     snprintf(out, len, "%s/%s", dir, name);
 }
 
-static int read_small(const char *path, size_t max, char **out, size_t *len)
-{
-    *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    *out = malloc(max + 1);
-    ssize_t n = *out ? read(fd, *out, max + 1) : -1;
-    close(fd);
-    if (n < 0 || (size_t)n > max) {
-        free(*out);
-        *out = NULL;
-        return n < 0 ? -EIO : -EFBIG;
-    }
-    (*out)[n] = '\0';
-    *len = (size_t)n;
-    return 0;
-}
-
 static void read_held(const char *dir, held *h)
 {
-    char path[4200], *text = NULL, *save = NULL;
+    char path[4200], *save = NULL;
+    uint8_t *text = NULL;
     size_t len;
     memset(h, 0, sizeof(*h));
     h->published = -1;
     path_in(dir, "set", path, sizeof(path));
-    if (read_small(path, 1 << 20, &text, &len) < 0)
+    if (br_read_whole(path, 1 << 20, &text, &len) < 0)
         return;
-    for (char *s = strtok_r(text, "\n", &save); s; s = strtok_r(NULL, "\n", &save)) {
+    for (char *s = strtok_r((char *)text, "\n", &save); s; s = strtok_r(NULL, "\n", &save)) {
         char hex[80];
         br_manifest_file *f = &h->f[h->n];
         if (sscanf(s, "published %" SCNd64, &h->published) == 1)
@@ -83,18 +65,6 @@ static void read_held(const char *dir, held *h)
             h->n++;
     }
     free(text);
-}
-
-static int write_file(const char *path, const void *data, size_t len)
-{
-    char tmp[4300];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return -errno;
-    int r = br_write_all(fd, data, len) < 0 || fsync(fd) < 0 ? -EIO : 0;
-    close(fd);
-    return r == 0 && rename(tmp, path) < 0 ? -errno : r;
 }
 
 static int write_held(const char *dir, const held *h)
@@ -112,7 +82,7 @@ static int write_held(const char *dir, const held *h)
     }
     fclose(f);
     path_in(dir, "set", path, sizeof(path));
-    int r = write_file(path, text, len);
+    int r = br_write_atomic(path, text, len);
     free(text);
     return r;
 }
@@ -142,12 +112,13 @@ int bd_follow_read(const char *dir, char **list, br_manifest *m)
     *list = h->n ? held_list(dir, h) : NULL;
     int r = h->n && !*list ? -ENOMEM : 0;
     free(h);
-    char path[4200], *text = NULL;
+    char path[4200];
+    uint8_t *text = NULL;
     size_t len;
     br_error ignored = {{0}};
     path_in(dir, "manifest", path, sizeof(path));
-    if (r == 0 && read_small(path, BR_MANIFEST_MAX_BYTES, &text, &len) == 0 &&
-        br_manifest_parse(text, len, m, &ignored) < 0)
+    if (r == 0 && br_read_whole(path, BR_MANIFEST_MAX_BYTES, &text, &len) == 0 &&
+        br_manifest_parse((const char *)text, len, m, &ignored) < 0)
         memset(m, 0, sizeof(*m));
     free(text);
     return r;
@@ -190,10 +161,10 @@ static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest
     strncat(url, ".sig", sizeof(url) - strlen(url) - 1);
     if (r == 0)
         r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, err);
-    char *data = NULL;
+    uint8_t *data = NULL;
     size_t len = 0;
     uint8_t sum[32];
-    if (r == 0 && (r = read_small(part, mf->bytes, &data, &len)) < 0)
+    if (r == 0 && (r = br_read_whole(part, mf->bytes, &data, &len)) < 0)
         br_error_set(err, r, "%s: %s", part, strerror(-r));
     if (r == 0 && (br_sha256(data, len, sum) < 0 || memcmp(sum, mf->sha256, 32) != 0))
         r = br_error_set(err, -EINVAL, "%s: its SHA-256 is not the manifest's", mf->name);
@@ -274,24 +245,25 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
     br_fetch_validators got = res.got;
     if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, err)) < 0)
         return r;
-    char *text = NULL, *sig = NULL;
+    uint8_t *text = NULL, *sig = NULL;
     size_t len = 0, slen = 0;
     br_manifest m = {0};
     held *h = malloc(sizeof(*h));
-    r = h ? read_small(mpath, BR_MANIFEST_MAX_BYTES, &text, &len) : -ENOMEM;
+    r = h ? br_read_whole(mpath, BR_MANIFEST_MAX_BYTES, &text, &len) : -ENOMEM;
     if (r == 0)
-        r = read_small(spath, BR_MANIFEST_SIG_SIZE, &sig, &slen);
+        r = br_read_whole(spath, BR_MANIFEST_SIG_SIZE, &sig, &slen);
     if (r == 0)
-        r = br_manifest_verify(key, text, len, (const uint8_t *)sig, slen, err);
+        r = br_manifest_verify(key, (const char *)text, len, sig, slen, err);
     if (r == 0)
-        r = br_manifest_parse(text, len, &m, err);
+        r = br_manifest_parse((const char *)text, len, &m, err);
     if (r == 0) {
         read_held(fw->dir, h);
         r = install(fw, key, &m, h, err);
     }
     char final[4200];
     path_in(fw->dir, "manifest", final, sizeof(final));
-    if (r == 0 && (r = write_file(final, text, len)) == 0 && (r = write_held(fw->dir, h)) == 0) {
+    if (r == 0 && (r = br_write_atomic(final, text, len)) == 0 &&
+        (r = write_held(fw->dir, h)) == 0) {
         fw->val = got;
         r = 1;
     }

@@ -119,7 +119,7 @@ static void load_manifest(const pub_conf *c, pub_state *st)
     uint8_t *text = NULL;
     size_t len = 0;
     br_error err = {{0}};
-    if (pub_read_file(path, BR_MANIFEST_MAX_BYTES, &text, &len) == 0)
+    if (br_read_whole(path, BR_MANIFEST_MAX_BYTES, &text, &len) == 0)
         st->have_manifest = br_manifest_parse((const char *)text, len, &st->m, &err) == 0;
     free(text);
 }
@@ -250,7 +250,7 @@ static int sign_file(const br_sign_key *key, const char *dir, const char *name, 
         return r;
     uint8_t *data = NULL;
     size_t len = 0;
-    if ((r = pub_read_file(path, SIZE_MAX / 2, &data, &len)) < 0)
+    if ((r = br_read_whole(path, SIZE_MAX / 2, &data, &len)) < 0)
         return br_error_set(err, r, "%s: %s", path, strerror(-r));
     br_sha256(data, len, mf->sha256);
     free(data);
@@ -321,17 +321,15 @@ static int write_generation(const pub_conf *c, pub_state *st, const br_sign_key 
     return 0;
 }
 
-/* tmp's mtime after path's, in whole seconds: nginx's ETag and
- * Last-Modified are the mtime in seconds (and the size), so two manifests
- * of one second would look the same to a host's If-None-Match. */
-static void later_mtime(const char *tmp, const char *path)
+/* path's mtime after its previous one (old_mtime), in whole seconds:
+ * nginx's ETag and Last-Modified are the mtime in seconds (and the size),
+ * so two manifests of one second would look the same to a host's
+ * If-None-Match. */
+static void later_mtime(const char *path, time_t old_mtime)
 {
-    struct stat old;
-    if (stat(path, &old) < 0)
-        return;
-    time_t t = BR_MAX(time(NULL), old.st_mtime + 1);
+    time_t t = BR_MAX(time(NULL), old_mtime + 1);
     struct timespec ts[2] = {{.tv_sec = t}, {.tv_sec = t}};
-    utimensat(AT_FDCWD, tmp, ts, 0);
+    utimensat(AT_FDCWD, path, ts, 0);
 }
 
 static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *key, int64_t now,
@@ -354,7 +352,7 @@ static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *k
         x->held = f->held;
         snprintf(x->reason, sizeof(x->reason), "%s", f->reason);
     }
-    char *text = NULL, path[4400], tmp[4500];
+    char *text = NULL, path[4400];
     size_t len = 0;
     uint8_t sig[BR_MANIFEST_SIG_SIZE];
     int r = br_manifest_format(m, &text, &len);
@@ -368,17 +366,12 @@ static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *k
     } files[] = {{"manifest.sig", sig, sizeof(sig)}, {"manifest", text, len}};
     for (size_t i = 0; r == 0 && i < 2; i++) {
         snprintf(path, sizeof(path), "%s/%s", c->output, files[i].name);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        FILE *f = fopen(tmp, "we");
-        if (!f || fwrite(files[i].data, 1, files[i].len, f) != files[i].len || fflush(f) != 0 ||
-            fsync(fileno(f)) != 0)
-            r = br_error_set(err, -EIO, "%s: %s", tmp, strerror(errno));
-        if (f && fclose(f) != 0 && r == 0)
-            r = br_error_set(err, -EIO, "%s: %s", tmp, strerror(errno));
-        if (r == 0)
-            later_mtime(tmp, path);
-        if (r == 0 && rename(tmp, path) < 0)
-            r = br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        struct stat old = {0};
+        bool had = stat(path, &old) == 0;
+        if ((r = br_write_atomic(path, files[i].data, files[i].len)) < 0)
+            r = br_error_set(err, r, "%s: %s", path, strerror(-r));
+        else if (had)
+            later_mtime(path, old.st_mtime);
     }
     st->have_manifest = r == 0;
     free(text);

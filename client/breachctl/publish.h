@@ -40,8 +40,6 @@ typedef struct pub_conf {
     size_t n_feeds;
 } pub_conf;
 
-/* The whole of a file of at most max bytes (malloc'ed); -errno. */
-int pub_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
 /* Read FILE's [publish] and [feed NAME] sections; errors name FILE:LINE. */
 int pub_conf_read(const char *path, pub_conf *c);
 void pub_conf_free(pub_conf *c);

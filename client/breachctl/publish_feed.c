@@ -151,33 +151,6 @@ void pub_conf_free(pub_conf *c)
     c->feeds = NULL;
 }
 
-int pub_read_file(const char *path, size_t max, uint8_t **data, size_t *len)
-{
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return -errno;
-    int r = fstat(fd, &st) < 0 ? -errno : (size_t)st.st_size > max ? -EFBIG : 0;
-    if (r == 0 && !(*data = malloc((size_t)st.st_size + 1)))
-        r = -ENOMEM;
-    for (size_t got = 0; r == 0 && got < (size_t)st.st_size;) {
-        ssize_t k = read(fd, *data + got, (size_t)st.st_size - got);
-        if (k <= 0 && !(k < 0 && errno == EINTR))
-            r = -EIO;
-        got += k > 0 ? (size_t)k : 0;
-    }
-    close(fd);
-    if (r < 0) {
-        free(*data);
-        *data = NULL;
-        return r;
-    }
-    *len = (size_t)st.st_size;
-    return 0;
-}
-
 /* ---- kept state: STATE/feed-NAME.keys (sorted keys), .meta ---- */
 
 static void state_path(const pub_conf *c, const pub_feed *f, const char *ext, char *out, size_t len)
@@ -185,30 +158,16 @@ static void state_path(const pub_conf *c, const pub_feed *f, const char *ext, ch
     snprintf(out, len, "%s/feed-%s.%s", c->state, f->name, ext);
 }
 
-static int write_atomic(const char *path, const void *data, size_t len)
-{
-    char tmp[4400];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    int r = br_write_all(fd, data, len) < 0 || fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    if (r == 0 && rename(tmp, path) < 0)
-        r = -errno;
-    return r;
-}
-
 static int save_feed(const pub_conf *c, const pub_feed *f)
 {
     char path[4400], meta[600];
     state_path(c, f, "keys", path, sizeof(path));
-    int r = write_atomic(path, f->keys, f->n * sizeof(pub_key));
+    int r = br_write_atomic(path, f->keys, f->n * sizeof(pub_key));
     int n = snprintf(meta, sizeof(meta), "%" PRId64 " %" PRId64 " %u %" PRIu64 " %" PRId64 "\n%s\n",
                      f->last_success, f->last_poll, f->labels, f->holds, f->val.last_modified,
                      f->val.etag[0] ? f->val.etag : "-");
     state_path(c, f, "meta", path, sizeof(path));
-    return r < 0 ? r : write_atomic(path, meta, (size_t)n);
+    return r < 0 ? r : br_write_atomic(path, meta, (size_t)n);
 }
 
 static void load_feed(const pub_conf *c, pub_feed *f)
@@ -227,7 +186,7 @@ static void load_feed(const pub_conf *c, pub_feed *f)
     state_path(c, f, "keys", path, sizeof(path));
     size_t len = 0;
     uint8_t *data = NULL;
-    if (pub_read_file(path, 1u << 30, &data, &len) == 0 && len % sizeof(pub_key) == 0) {
+    if (br_read_whole(path, 1u << 30, &data, &len) == 0 && len % sizeof(pub_key) == 0) {
         f->keys = (pub_key *)data;
         f->n = len / sizeof(pub_key);
     } else {
