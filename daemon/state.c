@@ -144,8 +144,15 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
 /* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
 static int load_followed(bd_state_files *out, br_error *err)
 {
+    const breachd_config *c = out->cfg;
+    if (!c->urls.pubkey[0] || !c->urls.filter[0] || strchr(c->urls.filter, ','))
+        return br_error_set(err, -EINVAL,
+                            "%s: [urls] follow needs [urls] pubkey (what every followed file is "
+                            "verified against) and [urls] filter, one directory for the "
+                            "followed files",
+                            c->path);
     char *list = NULL;
-    int r = bd_follow_read(out->cfg->urls.filter, &list, &out->follow);
+    int r = bd_follow_read(c->urls.filter, &list, &out->follow);
     if (r == 0 && list)
         r = bd_filters_load_urls_list(out->cfg, list, true, &out->urloffline, &out->filter_ids,
                                       err);

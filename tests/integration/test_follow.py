@@ -203,5 +203,13 @@ def three_hosts_follow(ctx):
         d.stop_ok()
 
 
+@test
+def follow_needs_pubkey(ctx):
+    conf = ctx.config(urls={"filter": ctx.path("dir"), "follow": "http://127.0.0.1:9/manifest"})
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "[urls] follow needs [urls] pubkey" in r.stderr, r.stderr)
+
+
 if __name__ == "__main__":
     dtest.main()
