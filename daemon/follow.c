@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [urls] follow: poll, verify, fetch, install, reload (follow.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -230,6 +231,27 @@ static int install(bd_follow *fw, const br_sign_key *key, const br_manifest *m, 
     return try_set(fw, h, err);
 }
 
+/* Files of sets before h (and their .sig): the served state keeps its
+ * mappings of them until it is replaced. */
+static void remove_old(const char *dir, const held *h)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "base-", 5) != 0 && strncmp(e->d_name, "delta-", 6) != 0)
+            continue;
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".sig") == 0)
+            len -= 4;
+        bool used = false;
+        for (size_t i = 0; !used && i < h->n; i++)
+            used = strlen(h->f[i].name) == len && strncmp(h->f[i].name, e->d_name, len) == 0;
+        if (!used)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+}
+
 /* One poll: 1 when a new set was installed, 0 when nothing is new. */
 static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
 {
@@ -265,6 +287,7 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
     if (r == 0 && (r = br_write_atomic(final, text, len)) == 0 &&
         (r = write_held(fw->dir, h)) == 0) {
         fw->val = got;
+        remove_old(fw->dir, h);
         r = 1;
     }
     unlink(mpath);

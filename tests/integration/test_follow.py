@@ -166,6 +166,9 @@ def three_hosts_follow(ctx):
     write(ctx.path("feeds", "main.txt"), feed[1:] + ["new.example"], 2)
     ctx.breachctl("publish", "--config", conf, "--once")
     all_say(hosts, "http://h0.example/", "SAFE", "a removal on every host")
+    names = sorted(n for n in os.listdir(ctx.path("host0")) if n.startswith(("base-", "delta-")))
+    held = [ln.split()[1] for ln in open(ctx.path("host0", "set")) if ln.startswith("file ")]
+    check(names == sorted(held + [n + ".sig" for n in held]), (names, held))
     # a shrink by 90% is held: still blocked everywhere
     write(ctx.path("feeds", "main.txt"), feed[1:11], 3)
     r = ctx.breachctl("publish", "--config", conf, "--once")
