@@ -37,6 +37,7 @@ struct bd_follow {
     bool stop;
     char dir[4096], url[4096], pubkey[4096];
     int64_t interval_s;
+    struct timespec next; /* CLOCK_MONOTONIC: the next poll */
     br_fetch_validators val;
 };
 
@@ -301,22 +302,39 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
 
 /* ---- the thread ---- */
 
-static bool wait_interval(bd_follow *fw)
+static void add_ms(struct timespec *t, int64_t ms)
 {
-    uint64_t jitter = 0;
-    br_random_bytes(&jitter, sizeof(jitter));
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000;
+    }
+}
+
+/* Until the next poll: the first one follows the start's at a random
+ * phase of the interval (hosts started together spread out), the others
+ * one interval after the one before (at most one request per interval,
+ * and no more than one interval between two). false: stop. */
+static bool wait_next(bd_follow *fw, bool first)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t ms = fw->interval_s * 1000;
-    ms = ms * 3 / 4 + (int64_t)(jitter % (uint64_t)(ms / 2 + 1)); /* 75%..125% */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
+    if (first) {
+        uint64_t phase = 0;
+        br_random_bytes(&phase, sizeof(phase));
+        fw->next = now;
+        add_ms(&fw->next, (int64_t)(phase % (uint64_t)ms));
+    } else {
+        add_ms(&fw->next, ms);
+        if (fw->next.tv_sec < now.tv_sec) { /* a poll took longer than the interval */
+            fw->next = now;
+            add_ms(&fw->next, ms);
+        }
     }
     pthread_mutex_lock(&fw->mu);
-    while (!fw->stop && pthread_cond_timedwait(&fw->cv, &fw->mu, &until) == 0)
+    while (!fw->stop && pthread_cond_timedwait(&fw->cv, &fw->mu, &fw->next) == 0)
         ;
     bool stop = fw->stop;
     pthread_mutex_unlock(&fw->mu);
@@ -332,7 +350,7 @@ static void *follow_main(void *arg)
         bd_log(LOG_ERR, "[urls] follow: [urls] pubkey: %s; not following", err.text);
         return NULL;
     }
-    do {
+    for (bool first = true;; first = false) {
         memset(&err, 0, sizeof(err));
         int r = poll_once(fw, key, &err);
         if (r < 0)
@@ -342,7 +360,9 @@ static void *follow_main(void *arg)
             bd_log(LOG_INFO, "[urls] follow: a new set in %s; reloading", fw->dir);
             kill(getpid(), SIGHUP); /* the ordinary reload swaps the new set in */
         }
-    } while (wait_interval(fw));
+        if (!wait_next(fw, first))
+            break;
+    }
     br_sign_key_free(key);
     return NULL;
 }
@@ -360,8 +380,12 @@ bd_follow *bd_follow_start(const breachd_config *cfg)
     fw->interval_s = cfg->urls.follow_interval_s > 0 ? cfg->urls.follow_interval_s : 30;
     fw->val.last_modified = -1;
     mkdir(fw->dir, 0755);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&fw->mu, NULL);
-    pthread_cond_init(&fw->cv, NULL);
+    pthread_cond_init(&fw->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&fw->thread, NULL, follow_main, fw) != 0) {
         free(fw);
         return NULL;

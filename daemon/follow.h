@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [urls] follow (docs/fleet.md, "Publishing and following"): a thread that
- * polls the publisher's manifest every follow_interval (jittered, with
+ * polls the publisher's manifest every follow_interval (at a random phase, with
  * If-None-Match), verifies it against [urls] pubkey (lib/filter/manifest.h:
  * signature, no replay, no gap), fetches the new base or deltas into the
  * [urls] filter directory, checks each (SHA-256 named by the manifest, its
