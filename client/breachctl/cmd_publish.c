@@ -401,21 +401,24 @@ static void clean_old(const pub_conf *c, const pub_state *st, int64_t now)
 /* One cycle: poll the due feeds (all of them: --once), publish what changed. */
 static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool all, int64_t now)
 {
-    bool status = !st->have_manifest;
+    /* status: a feed held or released, or held for another reason */
+    bool status = !st->have_manifest, entries = !st->have_manifest;
     for (size_t i = 0; i < c->n_feeds; i++) {
         pub_feed *f = &c->feeds[i];
         if (!all && f->last_poll >= 0 && now < f->last_poll + f->interval_s)
             continue;
         bool was = f->held;
-        pub_feed_poll(c, f, now);
-        status = status || was != f->held || f->held;
+        char reason[sizeof(f->reason)];
+        memcpy(reason, f->reason, sizeof(reason));
+        entries = pub_feed_poll(c, f, now) || entries;
+        status = status || was != f->held || (f->held && strcmp(reason, f->reason) != 0);
     }
     _cleanup_free_ pub_entry *cur = NULL;
     size_t n = 0;
     changes ch = {0};
     br_error err = {{0}};
-    int r = union_of(c, st, &cur, &n);
-    if (r == 0)
+    int r = entries ? union_of(c, st, &cur, &n) : 0; /* no feed changed: nothing to compare */
+    if (r == 0 && entries)
         r = diff(st, cur, n, &ch);
     bool news = ch.n_add || ch.n_removed || !st->have_manifest;
     uint64_t gen = st->have_manifest ? st->m.generation + 1
