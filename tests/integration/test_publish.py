@@ -63,6 +63,12 @@ def publish_cycles(ctx):
     check(m.startswith("breachd-manifest 1\nkind url-sha256\n"), m)
     check("feed bad " in m and " 100 ok\n" in m and "feed ok " in m, m)
     check(os.path.exists(ctx.path("out", "manifest.sig")), "manifest.sig")
+    base = [ln.split()[1] for ln in m.splitlines() if ln.startswith("base ")][0]
+    info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
+    check("exact table:       1 allow, 0 removed" in info, info)  # the allow feed, exact
+    r = ctx.breachctl("filter", "query", ctx.path("out", base), "--url",
+                      "http://partner.example/x", "http://h5.example/")
+    eq(r.stdout, "allowed partner.example/\nblocked malware h5.example/\n", "the base answers")
     # unchanged feeds (304): no new generation
     r = ctx.breachctl("publish", "--config", conf, "--once")
     check("generation" not in r.stderr, r.stderr)
