@@ -129,6 +129,8 @@ typedef struct breachd_config {
         char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
         int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
+        char *follow;   /* a publisher's manifest URL; "" = none (follow.h) */
+        int64_t follow_interval_s;
     } urls;
 
     struct {

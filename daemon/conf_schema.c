@@ -105,6 +105,10 @@ const bd_conf_key bd_conf_keys[] = {
      1, 3650 * DAY, NULL, "2d", "an older filter is stale"},
     {"urls", "when_stale", BD_CONF_CHOICE, 0, F(urls.when_stale), 0, 0, 0, 0,
      &bd_conf_when_stale, "filter", "a stale filter: filter (keep using it), upstream or unknown"},
+    {"urls", "follow", BD_CONF_URLS, 0, F(urls.follow), 0, 0, 0, 0, NULL, "",
+     "a publisher's manifest URL; set: filter is the directory of the followed files"},
+    {"urls", "follow_interval", BD_CONF_SECONDS, 0, F(urls.follow_interval_s), 0, 0, 1, DAY,
+     NULL, "30s", "how often the manifest is polled (at a random phase)"},
 
     {"cache", "path", BD_CONF_PATH, 0, F(cache.path), 0, 0, 0, PATH_MAX - 1, NULL,
      "/var/cache/breachd", "the LMDB range cache directory"},

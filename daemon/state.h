@@ -8,6 +8,8 @@
  * forbids opening one environment twice in a process. */
 #pragma once
 
+#include "filter/manifest.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,6 +44,7 @@ typedef struct bd_state {
     /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
      * hits answered on the host; urlfilter is then NULL. */
     br_pwfilter *urloffline;
+    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;     /* wall clock, seconds */
@@ -60,6 +63,7 @@ typedef struct bd_state_files {
     uint64_t banned_generation;
     br_urlfilter *urlfilter;
     br_pwfilter *urloffline;
+    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_filter_ids filter_ids;
 } bd_state_files;
 

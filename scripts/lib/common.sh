@@ -15,6 +15,7 @@ BREACHD_PACKAGES=(
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   cracklib-runtime  # the dictionary of pam_pwquality in the packaged PAM stack: tests/package/
   squid curl  # tests/integration/test_squid.py
+  openssl  # signed crafted manifests (gap, wrong kind): tests/integration/test_follow.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/

@@ -47,7 +47,8 @@ LAYERS = {
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "follow", "conf",
+             "log"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
@@ -70,7 +71,10 @@ DAEMON_LAYERS = {
     # data: the server, connections, waiters and counters
     "server_types": {"accept_pause", "counters", "state"},
     "counters": set(),
-    "state": {"offline", "conf", "log"},
+    "state": {"offline", "follow", "conf", "log"},
+    # [urls] follow: the thread that installs a publisher's files, and
+    # what it installed, read by the state that loads them
+    "follow": {"conf", "log"},
     # offline filters and upstream = none: below the state that loads them
     "offline": {"conf", "log"},
     "accept_pause": {"log"},
