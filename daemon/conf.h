@@ -168,6 +168,7 @@ typedef struct breachd_config {
         uint32_t max_connections_per_client; /* per client (Unix socket peers: no cap) */
         uint32_t header_timeout_ms; /* a whole request must be in within this */
         int access_log;  /* 0 (no, default) or 1: one log line per request */
+        uint64_t prepared_size; /* bytes of prepared range bodies kept; 0 = none */
     } http;
 } breachd_config;
 

@@ -161,6 +161,8 @@ const bd_conf_key bd_conf_keys[] = {
      3600 * 1000, NULL, "10s", "a whole request (line, headers, body) must arrive within this"},
     {"http", "access_log", BD_CONF_CHOICE, 0, F(http.access_log), 0, 0, 0, 0, &bd_conf_yes_no,
      "no", "yes: log each request with its prefix (the clients' secret); no"},
+    {"http", "prepared_size", BD_CONF_SIZE, 0, F(http.prepared_size), 0, 0, 0, 1ull << 40, NULL,
+     "64M", "formatted range bodies kept to answer again; each client [cache] partition_share of it"},
 };
 /* clang-format on */
 

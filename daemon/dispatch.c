@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "core/br_assert.h"
 #include "config.h"
 #include "conn.h"
@@ -171,7 +170,7 @@ static void dispatch_one(bd_conn *c, const br_request *req, bool ok, const br_pr
     v->handle(c, req, hint);
 }
 
-void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n)
+void bd_dispatch_batch(bd_conn *c, const char *const *lines, const size_t *lens, size_t n)
 {
     br_request req[BD_BATCH];
     br_proto_error e[BD_BATCH];

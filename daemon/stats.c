@@ -345,6 +345,7 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_unavailable", k->http_unavailable);
     U64(o, "http_connections_refused", k->http_connections_refused);
     U64(o, "http_header_timeouts", k->http_header_timeouts);
+    U64(o, "http_prepared", k->http_prepared);
 }
 
 /* Every figure, in the order the STATS line has always had. */

@@ -98,6 +98,7 @@ static const meta metas[] = {
     C("http_forbidden", "range endpoint 403 answers"),
     C("http_rate_limited", "range endpoint 429 answers"),
     C("http_unavailable", "range endpoint 503 answers"),
+    C("http_prepared", "range endpoint 200 answers sent from a prepared body"),
     C("reloads", "reloads that succeeded"),
     C("reload_failures", "reloads that failed"),
     C("internal_errors", "internal checks that failed (a bug to report)"),

@@ -140,9 +140,10 @@ stop_pids() {
 
 # start_breachd CONF LOG SOCKET: breachd in the foreground of a background
 # job ($dpid, in pids), once it answers a PING through loadgen ($LOADGEN);
-# its log on failure.
+# its log on failure. BREACHD_WRAP (an array, e.g. valgrind and its
+# options): the command breachd runs under, if any.
 start_breachd() {
-    "$BREACHD" --config "$1" --foreground 2>"$2" &
+    "${BREACHD_WRAP[@]}" "$BREACHD" --config "$1" --foreground 2>"$2" &
     dpid=$!
     pids+=("$dpid")
     for _ in $(seq 600); do

@@ -215,6 +215,31 @@ static void test_line_length(void **state)
     assert_true(br_request_parse(line, BR_PROTO_MAX_LINE + 1, &req, &e));
 }
 
+/* Every byte value at every place of an argument, in the word-at-a-time
+ * part and the tail of the control-byte test: refused exactly when it is a
+ * control byte (below 0x20, or 0x7f); a space is the URL rule's, any other
+ * byte (UTF-8 included) passes. (The last byte stays: a final CR is
+ * dropped before the test.) */
+static void test_control_bytes(void **state)
+{
+    (void)state;
+    char line[64];
+    br_request req;
+    br_proto_error e;
+    for (size_t at = 0; at < 21; at++) {
+        for (int b = 0; b < 256; b++) {
+            memcpy(line, "1 URL ", 6);
+            memset(line + 6, 'h', 22);
+            line[6 + at] = (char)b;
+            bool control = b < 0x20 || b == 0x7f;
+            bool ok = br_request_parse(line, 6 + 22, &req, &e);
+            assert_int_equal(ok, !control && b != ' ');
+            if (control)
+                assert_string_equal(e.text, "control character in the request");
+        }
+    }
+}
+
 static void test_secret_class(void **state)
 {
     (void)state;
@@ -367,7 +392,8 @@ int main(void)
         cmocka_unit_test(test_valid),        cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_line_length),  cmocka_unit_test(test_secret_class),
         cmocka_unit_test(test_format_error), cmocka_unit_test(test_answers),
-        cmocka_unit_test(test_verb_table),   cmocka_unit_test(test_banned_terms),
+        cmocka_unit_test(test_verb_table),   cmocka_unit_test(test_control_bytes),
+        cmocka_unit_test(test_banned_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
