@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "core/clock.h"
 #include "core/log_line.h"
 #include "log.h"
 
@@ -91,7 +92,7 @@ static void emit_file(int level, const char *msg)
     char line[1024], stamp[40];
     struct timespec ts;
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    br_clock_now_real_ts(&ts);
     if (!localtime_r(&ts.tv_sec, &tm) ||
         !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", &tm))
         snprintf(stamp, sizeof(stamp), "%lld", (long long)ts.tv_sec);

@@ -8,6 +8,8 @@
 
 #include <event2/event.h>
 
+#include "core/clock.h"
+
 #include "filter/filter_file.h"
 
 #include "log.h"
@@ -263,7 +265,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->urloffline = files->urloffline;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
-    s->loaded_at = (int64_t)time(NULL);
+    s->loaded_at = br_clock_now_real();
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
     if (r >= 0)

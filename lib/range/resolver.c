@@ -15,6 +15,7 @@
 
 #include "decoys.h"
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "resolver_int.h"
 #include "core/log_line.h"
 #include "core/random.h"
@@ -30,7 +31,7 @@ void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
 
 int64_t br_rs_now_s(br_resolver *r)
 {
-    return r->clock ? r->clock(r->clock_ctx) : (int64_t)time(NULL);
+    return r->clock ? r->clock(r->clock_ctx) : br_clock_now_real();
 }
 
 /* The kinds a resolver serves. */

@@ -162,7 +162,7 @@ typedef struct br_resolver_config {
     br_log_fn log;              /* NULL: silent (also used for the upstreams) */
     void *log_ctx;
     /* Wall clock in seconds for the cache's fetched_at / expires_at; NULL:
-     * time(). For tests. */
+     * br_clock_now_real(). For tests. */
     int64_t (*clock)(void *ctx);
     void *clock_ctx;
 } br_resolver_config;

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "config.h"
 #include "upstream_int.h"
 
@@ -495,7 +496,7 @@ static int64_t parse_retry_after(const char *v, size_t len)
     time_t when = curl_getdate(buf, NULL);
     if (when < 0)
         return -1;
-    time_t now = time(NULL);
+    time_t now = (time_t)br_clock_now_real();
     if (when <= now)
         return 0;
     /* A date centuries ahead would overflow the milliseconds: as far as a

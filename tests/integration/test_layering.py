@@ -20,6 +20,9 @@ over the source tree:
 * each lib/ folder's outside libraries (FOLDER_ext_deps in its
   meson.build), the headers its files include and docs/architecture.md's
   table agree;
+* product code reads the time only through lib/core/clock.h (no time(),
+  clock_gettime(), gettimeofday() elsewhere), so that a test build can
+  drive it;
 * no function is over 80 lines (scripts/long-functions).
 
     test_layering.py SOURCE_ROOT"""
@@ -257,10 +260,36 @@ def check_ext_deps(root):
     return bad
 
 
+# a direct read of the system's clocks
+TIME_READ = re.compile(r"\b(time\s*\(\s*(NULL|0)?\s*\)|clock_gettime|gettimeofday|"
+                       r"event_base_gettimeofday_cached)\s*\(?")
+# the files that may read them: the clock itself, the test build's driver,
+# and an absolute deadline for pthread_cond_timedwait() (the system's clock)
+TIME_READERS = {"lib/core/clock.c", "daemon/clock_testhook.c", "lib/download/download_writer.c"}
+
+
+def check_one_clock(root):
+    bad = 0
+    for top in ("lib", "daemon", "client"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                rel = os.path.relpath(os.path.join(dirpath, f), root)
+                if not f.endswith((".c", ".h")) or rel in TIME_READERS:
+                    continue
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        code = line.split("//")[0]
+                        if TIME_READ.search(code) and not code.lstrip().startswith(("/*", "*")):
+                            print("FAIL: %s:%d reads the time directly: use lib/core/clock.h"
+                                  % (rel, n))
+                            bad += 1
+    return bad
+
+
 def main():
     root = sys.argv[1]
     bad = check_layers(root) + check_daemon_layers(root) + check_module_map(root)
-    bad += check_includes_by_path(root) + check_ext_deps(root)
+    bad += check_includes_by_path(root) + check_ext_deps(root) + check_one_clock(root)
     r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
                         os.path.join(root, "lib"), os.path.join(root, "daemon"),
                         os.path.join(root, "client")])
