@@ -39,15 +39,16 @@ def ctl(*args, stdin=None, timeout=120):
                           timeout=timeout)
 
 
-def fault_daemon(ctx, mode, upstream_keys=None, **sections):
+def fault_daemon(ctx, mode, upstream_keys=None, clock=None, **sections):
     """A daemon without a filter whose every check goes to the fault
-    server's MODE (tests/integration/faultserver.c)."""
+    server's MODE (tests/integration/faultserver.c); with a dtest.Clock, on
+    driven time."""
     port = ctx.faultserver()
     up = {"timeout": "2s", "rate": "1000"}
     up.update(upstream_keys or {})
     conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/%s/{prefix}" % (
         port, mode)}, upstream=up, **sections)
-    return ctx.daemon(conf)
+    return ctx.daemon(conf, clock=clock)
 
 
 @test
@@ -281,11 +282,12 @@ def circuit_open_log(ctx):
     once, two range queries at a time: the circuit opens and ends the
     queued ones, then 100 more checks are refused (UNKNOWN circuit-open),
     all logged as one line when it opens, not one each; once the upstream
-    answers and the cool-down ([upstream] breaker_cooldown, short here) is
-    over, one line says it turned half-open for its trial and one that it
-    closed and how many fetches it refused, the count STATS has too."""
-    cooldown = 3 * dtest.SLOW  # long enough for the checks refused while open
-    d = fault_daemon(ctx, "switch", {"max_inflight": "2", "breaker_cooldown": "%ds" % cooldown})
+    answers and the cool-down ([upstream] breaker_cooldown = 5m, on
+    driven time: dtest.Clock) is over, one line says it turned half-open for
+    its trial and one that it closed and how many fetches it refused, the
+    count STATS has too."""
+    clock = dtest.Clock(ctx)
+    d = fault_daemon(ctx, "switch", {"max_inflight": "2", "breaker_cooldown": "5m"}, clock=clock)
     state = ctx.path("fault")
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("badgateway\n")
@@ -313,7 +315,11 @@ def circuit_open_log(ctx):
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("ok\n")
     probe = sha_in(0x55000)
-    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", cooldown + 30 * dtest.SLOW,
+    eq(cl.ask("o PW " + probe), "o UNKNOWN circuit-open", "before the cool-down is over")
+    clock.advance(5 * 60)  # cl is idle past idle_timeout now: closed
+    cl = d.client()
+    # the trial (a decoy may go first): asked again until it has closed
+    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", 30 * dtest.SLOW,
                    "the circuit to close after its cool-down", step=0.2)
     st2 = d.stats()
     eq(st2["circuit"], "closed", "circuit")

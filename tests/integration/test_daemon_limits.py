@@ -26,10 +26,10 @@ from dtest import check, eq, test  # noqa: E402
 HIT = "00000000000000000000000000000000001"  # every faultserver range holds it: count 42
 
 
-def fault_daemon(ctx, mode="delay", env=None, filt=None, **sections):
+def fault_daemon(ctx, mode="delay", env=None, filt=None, clock=None, **sections):
     port = ctx.faultserver()
     pw = {"filter": filt or "", "upstream": "http://127.0.0.1:%d/%s/{prefix}" % (port, mode)}
-    return ctx.daemon(ctx.config(passwords=pw, **sections), env=env)
+    return ctx.daemon(ctx.config(passwords=pw, **sections), env=env, clock=clock)
 
 
 def rss_kib(pid):
@@ -109,26 +109,30 @@ def max_inflight_per_connection(ctx):
 
 @test
 def idle_timeout(ctx):
-    d = fault_daemon(ctx, limits={"idle_timeout": "400ms"})
-    waiting = d.client(timeout=30)
-    idle = d.client()
-    t0 = time.monotonic()
-    waiting.send("w PW ABCDE%s\n" % HIT)  # answered after 3 s: not idle meanwhile
+    """idle_timeout = 60s on driven time (breachd-testclock, dtest.Clock): at
+    +65 s the connection silent since 0 is closed, not the one that talked
+    at +40 s nor the one waiting for an answer; that one once answered and
+    silent for another 61 s."""
+    clock = dtest.Clock(ctx)
+    d = fault_daemon(ctx, limits={"idle_timeout": "60s"}, upstream={"timeout": "300s"},
+                     clock=clock)
+    waiting, idle, busy = d.client(timeout=30), d.client(), d.client()
+    waiting.send("w PW ABCDE%s\n" % HIT)  # the faultserver answers after 3 s
     gone = d.client()
     gone.send("g PW 9F8E7%s\n" % HIT)  # a client that leaves before its answer
     gone.close()
-    idle.expect_eof(timeout=5)
-    t_idle = time.monotonic() - t0
-    check(0.35 <= t_idle < 2.5, "an idle connection closed after %.2fs (timeout 0.4 s)" % t_idle)
-    busy = d.client()
-    for i in range(24):  # a client that talks every 50 ms stays
-        eq(busy.ask("%d PING" % i), "%d PONG" % i)
-        time.sleep(0.05)
+    eq(busy.ask("0 PING"), "0 PONG")
+    eq(idle.ask("i PING"), "i PONG")
+    dtest.wait_for(lambda: d.stats()["requests_in_flight"] == 2, what="both requests in flight")
+    clock.advance(40)
+    eq(busy.ask("1 PING"), "1 PONG")
+    clock.advance(25)
+    idle.expect_eof(timeout=10)
     eq(busy.ask("still PING"), "still PONG", "the talking client was closed")
     eq(waiting.line(timeout=20), "w PWNED 42", "a connection waiting for an answer was closed")
-    check(time.monotonic() - t0 > 2.5, "no upstream delay")
-    waiting.expect_eof(timeout=5)  # idle once answered
-    busy.expect_eof(timeout=5)
+    clock.advance(61)
+    waiting.expect_eof(timeout=10)  # idle once answered
+    busy.expect_eof(timeout=10)
     st = d.stats()
     eq((st["requests_in_flight"], st["connections"]), (0, 1), "in flight, connections")
     eq(st["pw_pwned"], 2, "both answers were made")

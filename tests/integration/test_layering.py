@@ -49,7 +49,8 @@ LAYERS = {
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log",
+             "testclock"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
@@ -77,6 +78,8 @@ DAEMON_LAYERS = {
     "accept_pause": {"log"},
     "conf": set(),
     "startup": set(),
+    # the test build's driven clock (testclock_hook.c; the installed one: testclock.c)
+    "testclock": {"log"},
     "notify": set(),
     "log": {"conf"},
 }
@@ -265,7 +268,7 @@ TIME_READ = re.compile(r"\b(time\s*\(\s*(NULL|0)?\s*\)|clock_gettime|gettimeofda
                        r"event_base_gettimeofday_cached)\s*\(?")
 # the files that may read them: the clock itself, the test build's driver,
 # and an absolute deadline for pthread_cond_timedwait() (the system's clock)
-TIME_READERS = {"lib/core/clock.c", "daemon/clock_testhook.c", "lib/download/download_writer.c"}
+TIME_READERS = {"lib/core/clock.c", "daemon/testclock_hook.c", "lib/download/download_writer.c"}
 
 
 def check_one_clock(root):
