@@ -6,9 +6,10 @@
  * (a temporary file renamed over it) to move time forward. A 5 ms timer on
  * the loop reads it; on a jump it moves the loop's pending one-shot timers
  * forward by as much, so that the ones now due run (idle connections, the
- * canary, the purge), makes the clocks jump at the same moment, and then
- * writes the offset to FILE.PID, which the test waits for: from then on
- * every request and timer sees the new time. */
+ * canary, the purge), makes the clocks jump at the same moment, and once
+ * those timers' callbacks have run (a timer due 1 ms after them), writes
+ * the offset to FILE.PID, which the test waits for: from then on every
+ * request and timer sees the new time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -28,7 +29,7 @@
 
 static char *path;
 static _Atomic uint64_t current; /* the clocks' offset; only grows */
-static struct event *watch;
+static struct event *watch, *ack_ev;
 
 /* FILE's offset in nanoseconds, or the last one when it cannot be read. */
 static uint64_t file_offset(void)
@@ -78,7 +79,8 @@ static int collect(const struct event_base *base, const struct event *ev, void *
 {
     (void)base;
     timers *t = arg;
-    if (ev == watch || (event_get_events(ev) & EV_PERSIST) || !event_pending(ev, EV_TIMEOUT, NULL))
+    if (ev == watch || ev == ack_ev || (event_get_events(ev) & EV_PERSIST) ||
+        !event_pending(ev, EV_TIMEOUT, NULL))
         return 0;
     if (t->n == BR_ARRAY_SIZE(t->ev))
         return 1;
@@ -105,6 +107,14 @@ static void shift_timers(struct event_base *base, uint64_t by_ns)
     }
 }
 
+static void ack_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    acknowledge(atomic_load(&current));
+}
+
 static void watch_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -113,7 +123,8 @@ static void watch_cb(evutil_socket_t fd, short what, void *arg)
     if (off > now) {
         shift_timers(arg, off - now);
         atomic_store(&current, off);
-        acknowledge(off);
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 1000}; /* after the timers now due */
+        event_add(ack_ev, &tv);
     }
 }
 
@@ -128,8 +139,9 @@ int bd_testclock_start(struct event_base *base)
     acknowledge(atomic_load(&current));
     br_clock_drive(offset_ns, NULL);
     watch = event_new(base, -1, EV_PERSIST, watch_cb, base);
+    ack_ev = evtimer_new(base, ack_cb, NULL);
     struct timeval tv = {.tv_sec = 0, .tv_usec = WATCH_MS * 1000};
-    if (!watch || event_add(watch, &tv) < 0) {
+    if (!watch || !ack_ev || event_add(watch, &tv) < 0) {
         bd_log(LOG_ERR, "test clock: cannot add its timer");
         return -ENOMEM;
     }
@@ -141,5 +153,7 @@ void bd_testclock_stop(void)
 {
     if (watch)
         event_free(watch);
-    watch = NULL;
+    if (ack_ev)
+        event_free(ack_ev);
+    watch = ack_ev = NULL;
 }
