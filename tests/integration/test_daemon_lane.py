@@ -193,14 +193,17 @@ def bulk_outlives_timeout(ctx):
 
 @test
 def rate_limited(ctx):
-    """A 429 with Retry-After: 2 and a 500 ms deadline: the interactive
-    check answers UNKNOWN rate-limited, a bulk one waits and is answered;
-    STATS and the metrics show the pause and the halved rate."""
+    """A 429 with Retry-After: 120 and a 500 ms deadline: the interactive
+    check answers UNKNOWN rate-limited, a bulk one waits and is answered
+    once the pause is over (on driven time); STATS and the metrics show
+    the pause and the halved rate."""
     mport = dtest.free_port()
-    d = fault_daemon(ctx, "limit", {"timeout": "500ms", "rate": "40"},
-                     daemon={"metrics_listen": "127.0.0.1:%d" % mport})
+    clock = dtest.Clock(ctx)
+    d = fault_daemon(ctx, "limit", {"timeout": "500ms", "rate": "40"}, clock=clock,
+                     daemon={"metrics_listen": "127.0.0.1:%d" % mport},
+                     limits={"idle_timeout": "1d"})
     with open(ctx.path("fault", "limit"), "w") as f:
-        f.write("429 1\nRetry-After: 2\n")
+        f.write("429 1\nRetry-After: 120\n")
     cl = d.client(timeout=20)
     bl = d.client(timeout=20)
     eq(bl.ask("l LANE bulk"), "l OK")
@@ -208,37 +211,42 @@ def rate_limited(ctx):
     bl.send("b1 PW %s\n" % sha_in(0x51001))
     st = d.stats()
     eq(st["upstream_pauses"], 1, "upstream_pauses")
-    eq(st["upstream_paused_ms"], 2000, "upstream_paused_ms")
+    eq(st["upstream_paused_ms"], 120000, "upstream_paused_ms")
     eq(st["upstream_rate_limited"], 1, "upstream_rate_limited")
     eq(st["upstream_rate_decreases"], 1, "upstream_rate_decreases")
-    check(0 < st["upstream_pause_left_ms"] <= 2000, "pause left %r" % st["upstream_pause_left_ms"])
+    check(0 < st["upstream_pause_left_ms"] <= 120000,
+          "pause left %r" % st["upstream_pause_left_ms"])
     rate = float(st["upstream_rate_effective"])
     check(20 <= rate < 21, "effective rate %r after a 429 at 40/s" % rate)
     eq(st["circuit"], "closed", "circuit")
     eq(st["pw_unknown"], 1, "pw_unknown")
-    eq(bl.line(timeout=5), "b1 PWNED 42", "the bulk check after the pause")
+    clock.advance(120)
+    eq(bl.line(timeout=20), "b1 PWNED 42", "the bulk check after the pause")
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
     for key in ("breachd_upstream_rate_effective ", "breachd_upstream_pauses_total 1",
-                "breachd_upstream_paused_seconds_total 2.000", "breachd_bulk_queue_depth 0"):
+                "breachd_upstream_paused_seconds_total 120.000", "breachd_bulk_queue_depth 0"):
         check(key in body, "metrics lack %r" % key)
     check("Retry-After" in d.log() and "429" in d.log(), "no notice of the pause in the log")
 
 
 @test
 def nt_rate_limited(ctx):
-    """The [ntlm] upstream answers 429 with Retry-After: 5, the SHA-1 one
+    """The [ntlm] upstream answers 429 with Retry-After: 120, the SHA-1 one
     answers: the nt_upstream_* rate, pause and bulk figures move in STATS
-    and the metrics, the SHA-1 ones do not."""
+    and the metrics, the SHA-1 ones do not; the bulk NT check is answered
+    once the pause is over (on driven time)."""
     mport = dtest.free_port()
     port = ctx.faultserver()
     conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/ok/{prefix}" % port},
                       ntlm={"upstream": "http://127.0.0.1:%d/limit/{prefix}" % port},
                       upstream={"timeout": "500ms", "rate": "40"},
-                      daemon={"metrics_listen": "127.0.0.1:%d" % mport})
-    d = ctx.daemon(conf)
+                      daemon={"metrics_listen": "127.0.0.1:%d" % mport},
+                      limits={"idle_timeout": "1d"})
+    clock = dtest.Clock(ctx)
+    d = ctx.daemon(conf, clock=clock)
     with open(ctx.path("fault", "limit"), "w") as f:
-        f.write("429 1\nRetry-After: 5\n")
+        f.write("429 1\nRetry-After: 120\n")
     cl = d.client(timeout=20)
     bl = d.client(timeout=20)
     eq(bl.ask("l LANE bulk"), "l OK")
@@ -248,10 +256,10 @@ def nt_rate_limited(ctx):
     st = dtest.wait_for(lambda: (lambda s: s["nt_upstream_bulk_queued"] == 1 and s)(d.stats()),
                         10, "the bulk NT check queued behind the pause")
     eq(st["nt_upstream_pauses"], 1, "nt_upstream_pauses")
-    eq(st["nt_upstream_paused_ms"], 5000, "nt_upstream_paused_ms")
+    eq(st["nt_upstream_paused_ms"], 120000, "nt_upstream_paused_ms")
     eq(st["nt_upstream_rate_limited"], 1, "nt_upstream_rate_limited")
     eq(st["nt_upstream_rate_decreases"], 1, "nt_upstream_rate_decreases")
-    check(0 < st["nt_upstream_pause_left_ms"] <= 5000,
+    check(0 < st["nt_upstream_pause_left_ms"] <= 120000,
           "pause left %r" % st["nt_upstream_pause_left_ms"])
     rate = float(st["nt_upstream_rate_effective"])
     check(20 <= rate < 21, "NTLM effective rate %r after a 429 at 40/s" % rate)
@@ -266,12 +274,13 @@ def nt_rate_limited(ctx):
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
     for key in ("breachd_nt_upstream_pauses_total 1\n",
-                "breachd_nt_upstream_paused_seconds_total 5.000\n",
+                "breachd_nt_upstream_paused_seconds_total 120.000\n",
                 "breachd_nt_upstream_rate_limited_total 1\n", "breachd_nt_upstream_bulk_queued 1\n",
                 "breachd_nt_upstream_rate_effective 20", "breachd_nt_circuit_state 0\n",
                 "breachd_upstream_pauses_total 0\n", "breachd_upstream_rate_effective 40\n"):
         check(key in body, "metrics lack %r" % key)
-    line = bl.line(timeout=15)
+    clock.advance(120)
+    line = bl.line(timeout=20)
     check(line.startswith("b1 ") and "rate-limited" not in line, "the bulk NT check after the pause: %r" % line)
     eq(d.stats()["nt_upstream_bulk_queued"], 0, "nt_upstream_bulk_queued after the pause")
 
