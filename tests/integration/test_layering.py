@@ -23,7 +23,8 @@ over the source tree:
 * product code reads the time only through lib/core/clock.h (no time(),
   clock_gettime(), gettimeofday() elsewhere), so that a test build can
   drive it;
-* no function is over 80 lines (scripts/long-functions).
+* no function is over 80 lines (scripts/long-functions), and the scripts
+  it runs answer --help.
 
     test_layering.py SOURCE_ROOT"""
 import fnmatch
@@ -289,10 +290,24 @@ def check_one_clock(root):
     return bad
 
 
+def check_script_help(root):
+    """The checking scripts answer --help with their usage (exit 0)."""
+    bad = 0
+    for name in ("daemon-modules", "long-functions"):
+        r = subprocess.run([sys.executable, os.path.join(root, "scripts", name), "--help"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.startswith("usage: " + name):
+            print("FAIL: scripts/%s --help: exit %d, %r" % (name, r.returncode,
+                                                          (r.stdout + r.stderr)[-300:]))
+            bad += 1
+    return bad
+
+
 def main():
     root = sys.argv[1]
     bad = check_layers(root) + check_daemon_layers(root) + check_module_map(root)
     bad += check_includes_by_path(root) + check_ext_deps(root) + check_one_clock(root)
+    bad += check_script_help(root)
     r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
                         os.path.join(root, "lib"), os.path.join(root, "daemon"),
                         os.path.join(root, "client")])
