@@ -27,7 +27,7 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "dirmod.h"
+#include "dirmod/dirmod.h"
 
 /* The two structures of the interface, as liblber and slapd define them:
  * a counted string, and an entry this module never looks into. Declared
