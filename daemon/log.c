@@ -147,6 +147,13 @@ void bd_log_assert(const char *expr, const char *file, int line, const char *fun
     bd_log(LOG_ERR, "internal error: %s failed in %s() at %s:%d", expr, func, file, line);
 }
 
+void bd_log_trace(int r, const char *file, int line, const char *func)
+{
+    if (bd_log_enabled(LOG_DEBUG))
+        bd_log(LOG_DEBUG, "internal error %d (%s) at %s() in %s:%d", r, strerror(-r), func, file,
+               line);
+}
+
 void bd_log_sink(void *ctx, int level, const char *msg)
 {
     (void)ctx;

@@ -220,6 +220,7 @@ int main(int argc, char **argv)
 
     bd_log_init(LOG_INFO);
     br_assert_set_hook(bd_log_assert);
+    br_trace_set_hook(bd_log_trace);
     int hr = bd_hygiene_init();
     if (hr < 0) {
         bd_log(LOG_ERR, "cannot set up the process (PR_SET_DUMPABLE, SIGBUS handler): %s",

@@ -83,7 +83,7 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     w->lane = lane;
     w->cb = cb;
     w->ctx = ctx;
@@ -265,7 +265,7 @@ int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind k
     }
     flight *nf = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!nf)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     int rc = flight_add_waiter(r, nf, full_hash, lane, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);
@@ -508,7 +508,7 @@ static int add_waiter(br_resolver *r, flight *f, br_range_answer_cb cb, void *ct
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     w->lane = BR_LANE_INTERACTIVE;
     w->rcb = cb;
     w->ctx = ctx;
@@ -566,7 +566,7 @@ int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind 
         return answer_now(r, partition, kind, prefix20, BR_REASON_UNAVAILABLE, cb, ctx);
     flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_INTERACTIVE);
     if (!nf)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     int rc = add_waiter(r, nf, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);

@@ -25,6 +25,7 @@
 #include <syslog.h>
 
 #include "upstream_int.h"
+#include "core/br_assert.h"
 #include "core/log_line.h"
 #include "core/random.h"
 
@@ -284,7 +285,7 @@ static void backoff_cb(evutil_socket_t fd, short what, void *arg)
 int up_arm_backoff(req *r, uint64_t wait_ns)
 {
     if (!r->backoff_ev && !(r->backoff_ev = evtimer_new(r->up->base, backoff_cb, r)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     struct timeval tv = up_ns_to_tv(wait_ns);
     return event_add(r->backoff_ev, &tv) < 0 ? -ENOMEM : 0;
 }
@@ -297,7 +298,7 @@ static int arm_deadline(req *r, uint64_t now)
     br_upstream *up = r->up;
     r->deadline_ns = now + up->timeout_ns;
     if (!r->deadline_ev && !(r->deadline_ev = evtimer_new(up->base, deadline_cb, r)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     struct timeval tv = up_ns_to_tv(up->timeout_ns);
     return event_add(r->deadline_ev, &tv) < 0 ? -ENOMEM : 0;
 }
@@ -361,7 +362,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
 
     _cleanup_(req_freep) req *r = calloc(1, sizeof(*r));
     if (!r)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     r->up = up;
     r->prefix20 = prefix20;
     r->cb = cb;
@@ -372,11 +373,11 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     r->deadline_ns = UINT64_MAX;
     r->saw_pause = now < up->pause_until_ns;
     if (validator_ok(etag) && !(r->etag_in = strdup(etag)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (validator_ok(last_modified) && !(r->lm_in = strdup(last_modified)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (lane == BR_LANE_INTERACTIVE && arm_deadline(r, now) < 0)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
 
     if (trial)
         up->trials_running++;

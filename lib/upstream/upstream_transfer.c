@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/br_assert.h"
 #include "core/clock.h"
 #include "config.h"
 #include "upstream_int.h"
@@ -96,7 +97,7 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
     snprintf(line, sizeof(line), "%s: %s", name, value);
     struct curl_slist *n = curl_slist_append(*list, line);
     if (!n)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     *list = n;
     return 0;
 }
@@ -195,29 +196,29 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
 {
     _cleanup_free_ char *url = make_url(up, r->prefix20);
     if (!url)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (!r->etag) {
         if (!(r->etag = malloc(2 * (BR_UPSTREAM_VALIDATOR_MAX + 1))))
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         r->last_modified = r->etag + BR_UPSTREAM_VALIDATOR_MAX + 1;
     }
     if (!r->headers) {
         if (!up->no_padding && add_header(&r->headers, "Add-Padding", "true") < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         if (r->etag_in && add_header(&r->headers, "If-None-Match", r->etag_in) < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         if (r->lm_in && add_header(&r->headers, "If-Modified-Since", r->lm_in) < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         /* No "Expect: 100-continue" games, no "Accept" surprises. */
         if (add_header(&r->headers, "Accept", "text/plain, */*") < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
     }
 
     CURLcode c = CURLE_OK;
     CURL *e = easy_take(up, &c);
     if (!e) {
         if (c == CURLE_OK)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
