@@ -59,6 +59,9 @@ flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind
 
 void br_rs_flight_insert(br_resolver *r, flight *f)
 {
+    /* one flight per (partition, kind, prefix): lookups coalesce on it */
+    if (br_fails_assert(!br_rs_flight_find(r, f->partition, f->kind, f->prefix20)))
+        return;
     size_t b = bucket_of(f->partition, f->kind, f->prefix20);
     f->hnext = r->buckets[b];
     r->buckets[b] = f;
@@ -72,7 +75,8 @@ void br_rs_flight_unlink(br_resolver *r, flight *f)
         if (*pp == f) {
             *pp = f->hnext;
             f->hnext = NULL;
-            r->st.pending_fetches--;
+            if (!br_fails_assert(r->st.pending_fetches > 0))
+                r->st.pending_fetches--;
             return;
         }
     }
@@ -88,6 +92,10 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
     w->cb = cb;
     w->ctx = ctx;
     memcpy(w->hash, hash, br_range_hash_len(f->kind));
+    if (br_fails_assert(f->tail && !*f->tail)) { /* the tail is the list's end */
+        br_rs_waiter_free(w);
+        return -EINVAL;
+    }
     *f->tail = w;
     f->tail = &w->next;
     r->st.pending_lookups++;
@@ -108,7 +116,8 @@ void br_rs_flight_free(flight *f)
     while (f->head) {
         waiter *w = f->head;
         f->head = w->next;
-        f->r->st.pending_lookups--;
+        if (!br_fails_assert(f->r->st.pending_lookups > 0))
+            f->r->st.pending_lookups--;
         br_rs_waiter_free(w);
     }
     free(f);

@@ -130,7 +130,13 @@ void up_queue_push(br_upstream *up, req *r, bool at_head)
 
 void up_queue_remove(br_upstream *up, req *r)
 {
+    if (br_fails_assert(r->lane == BR_LANE_INTERACTIVE || r->lane == BR_LANE_BULK))
+        return;
     up_queue *q = &up->q[r->lane];
+    /* in its lane's queue: unlinking a request from another would cut it */
+    if (br_fails_assert(r->qprev ? r->qprev->qnext == r : q->head == r) ||
+        br_fails_assert(r->qnext ? r->qnext->qprev == r : q->tail == r))
+        return;
     if (r->qprev)
         r->qprev->qnext = r->qnext;
     else
@@ -140,10 +146,9 @@ void up_queue_remove(br_upstream *up, req *r)
     else
         q->tail = r->qprev;
     r->qprev = r->qnext = NULL;
-    if (r->lane == BR_LANE_BULK)
-        up->st.bulk_queued--;
-    else
-        up->st.queued--;
+    uint32_t *queued = r->lane == BR_LANE_BULK ? &up->st.bulk_queued : &up->st.queued;
+    if (!br_fails_assert(*queued > 0))
+        (*queued)--;
 }
 
 void up_schedule_pump(br_upstream *up)
@@ -409,7 +414,7 @@ void br_upstream_promote(br_upstream *up, br_upstream_req *r)
     bool queued = r->state == RQ_QUEUED;
     if (queued)
         up_queue_remove(up, r);
-    else if (r->state == RQ_RUNNING)
+    else if (r->state == RQ_RUNNING && !br_fails_assert(up->st.bulk_inflight > 0))
         up->st.bulk_inflight--;
     r->lane = BR_LANE_INTERACTIVE;
     up->st.promoted++;

@@ -281,8 +281,9 @@ void up_stop_transfer(br_upstream *up, req *r)
     curl_multi_remove_handle(up->multi, r->easy);
     easy_give(up, r->easy);
     r->easy = NULL;
-    up->st.inflight--;
-    if (r->lane == BR_LANE_BULK)
+    if (!br_fails_assert(up->st.inflight > 0))
+        up->st.inflight--;
+    if (r->lane == BR_LANE_BULK && !br_fails_assert(up->st.bulk_inflight > 0))
         up->st.bulk_inflight--;
 }
 
