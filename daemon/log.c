@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's log (log.h): stderr, syslog or [daemon] log_file, with the
+ * journal's priority prefixes; the hooks of the libraries' logs, assertions
+ * and traces. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

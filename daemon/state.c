@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's reloadable state (state.h): configuration, verified filters,
+ * the cache and the resolver, built off to the side and swapped in whole. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's figures (stats.h): the one-line STATS answer and the
+ * Prometheus text at metrics_listen. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

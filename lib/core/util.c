@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The shared helpers of util.h: whole writes, the build time, errors
+ * (br_error) and the one wipe. */
 #include <errno.h>
 #include <stdio.h>
 #include <time.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The blocking client of breachd's socket protocol (client.h): connect with
+ * a deadline, pipelined batches, answers matched by id, every copy of a
+ * password wiped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
