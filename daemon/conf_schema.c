@@ -28,17 +28,25 @@
  *       groups, networks, listen lists), or a host and a port;
  * CHOICE one of a table of names. */
 #define NUM(sec, key, t, field, lo, hi, dflt, text)                                                \
-    {.section = (sec), .name = (key), .type = (t), .off = F(field), .min = (lo), .max = (hi),      \
-     .def = (dflt), .doc = (text)}
+    {                                                                                              \
+        .section = (sec), .name = (key), .type = (t), .off = F(field), .min = (lo), .max = (hi),   \
+        .def = (dflt), .doc = (text)                                                               \
+    }
 #define STR(sec, key, t, fl, field, hi, dflt, text)                                                \
-    {.section = (sec), .name = (key), .type = (t), .flags = (fl), .off = F(field), .max = (hi),    \
-     .def = (dflt), .doc = (text)}
+    {                                                                                              \
+        .section = (sec), .name = (key), .type = (t), .flags = (fl), .off = F(field), .max = (hi), \
+        .def = (dflt), .doc = (text)                                                               \
+    }
 #define LIST(sec, key, t, text_field, parsed, count, dflt, text)                                   \
-    {.section = (sec), .name = (key), .type = (t), .off = F(text_field), .off2 = F(parsed),        \
-     .off3 = F(count), .def = (dflt), .doc = (text)}
+    {                                                                                              \
+        .section = (sec), .name = (key), .type = (t), .off = F(text_field), .off2 = F(parsed),     \
+        .off3 = F(count), .def = (dflt), .doc = (text)                                             \
+    }
 #define CHOICE(sec, key, field, names, dflt, text)                                                 \
-    {.section = (sec), .name = (key), .type = BD_CONF_CHOICE, .off = F(field),                    \
-     .choices = (names), .def = (dflt), .doc = (text)}
+    {                                                                                              \
+        .section = (sec), .name = (key), .type = BD_CONF_CHOICE, .off = F(field),                  \
+        .choices = (names), .def = (dflt), .doc = (text)                                           \
+    }
 
 /* clang-format off */
 const bd_conf_key bd_conf_keys[] = {
