@@ -97,6 +97,12 @@ const bd_conf_key bd_conf_keys[] = {
     STR("passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, passwords.similar_filter,
         PATH_MAX - 1, "",
         "offline filter of popular passwords for SIMILAR; empty: filter when it is offline"),
+    STR("passwords", "banned_terms", BD_CONF_PATH, BD_CONF_EMPTY_OK, passwords.banned_terms,
+        PATH_MAX - 1, "", "a file of banned terms, one a line, for the clients (BANNED)"),
+    NUM("passwords", "site_terms", BD_CONF_TEXT, passwords.site_terms, 0, 4096, "",
+        "the site's own names, a comma list (the organisation, its domains, products)"),
+    NUM("passwords", "min_score", BD_CONF_UINT, passwords.min_score, 1, 100, "5",
+        "a new password holding a banned term or name is refused below this score"),
 
     STR("ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, ntlm.filter, PATH_MAX - 1, "",
         "the password-ntlm filter (NT verb), then its deltas; empty: every NT check goes to the "
@@ -123,6 +129,10 @@ const bd_conf_key bd_conf_keys[] = {
         "an older filter is stale"),
     CHOICE("urls", "when_stale", urls.when_stale, &bd_conf_when_stale, "filter",
            "a stale filter: filter (keep using it), upstream or unknown"),
+    STR("urls", "follow", BD_CONF_URLS, 0, urls.follow, 0, "",
+        "a publisher's manifest URL; set: filter is the directory of the followed files"),
+    NUM("urls", "follow_interval", BD_CONF_SECONDS, urls.follow_interval_s, 1, DAY, "30s",
+        "how often the manifest is polled (at a random phase)"),
 
     STR("cache", "path", BD_CONF_PATH, 0, cache.path, PATH_MAX - 1, "/var/cache/breachd",
         "the LMDB range cache directory"),
@@ -277,6 +287,11 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
     case BD_CONF_LISTEN:
         rc = bd_conf_parse_listen(v, FIELD(c, k->off2, char), FIELD(c, k->off3, uint16_t), err);
         break;
+    case BD_CONF_TEXT:
+        rc = strlen(v) <= k->max
+                 ? 0
+                 : br_error_set(err, -EINVAL, "longer than %" PRIu64 " bytes", k->max);
+        break;
     default:
         (void)br_fails_assert(!"a string key of another type");
         rc = br_error_set(err, -EINVAL, "internal error: [%s] %s is not a string", k->section,
@@ -294,6 +309,7 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_URL_TEMPLATE:
     case BD_CONF_PROXY:
     case BD_CONF_LISTEN:
+    case BD_CONF_TEXT:
         return set_checked_str(c, k, v, err);
     case BD_CONF_MODE:
         return bd_conf_parse_mode(v, FIELD(c, k->off, mode_t), err);
@@ -382,6 +398,7 @@ void breachd_config_free(breachd_config *c)
         case BD_CONF_URL_TEMPLATE:
         case BD_CONF_PROXY:
         case BD_CONF_LISTEN:
+        case BD_CONF_TEXT:
             free(*FIELD(c, k->off, char *));
             break;
         default:

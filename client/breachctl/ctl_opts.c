@@ -196,3 +196,16 @@ bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst)
     *(int *)dst = (int)v;
     return true;
 }
+
+bool ctl_opt_reject_warn_off(const char *cmd, const char *opt, const char *arg, const int values[3],
+                             int *out)
+{
+    static const char *const names[] = {"reject", "warn", "off"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(arg, names[i]) == 0) {
+            *out = values[i];
+            return true;
+        }
+    ctl_err("%s: --%s '%s': expected reject, warn or off", cmd, opt, arg);
+    return false;
+}

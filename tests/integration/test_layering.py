@@ -49,19 +49,22 @@ def meson_layers(root):
         raise SystemExit("FAIL: lib/meson.build has no libbreach_layers table")
     return {name: set(re.findall(r"'(\w+)'", below))
             for name, below in LAYER_ROW.findall(m.group(1))}
+
+
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log",
-             "testclock"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "follow", "conf",
+             "log", "testclock"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
     # the verbs: the table, then each verb's handler
-    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "stats", "conn",
+    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "banned_verb", "stats", "conn",
                  "server_types", "state", "conf"},
     "pw_check": {"conn", "stats", "server_types", "state", "offline", "log"},
     "similar_verb": {"conn", "server_types", "state"},
+    "banned_verb": {"conn", "server_types", "state"},
     "url_check": {"url_prep", "conn", "stats", "server_types", "state", "offline", "log"},
     "url_prep": {"server_types", "state", "offline"},
     # the range endpoint, the figures, the timers
@@ -75,7 +78,10 @@ DAEMON_LAYERS = {
     # data: the server, connections, waiters and counters
     "server_types": {"accept_pause", "counters", "state"},
     "counters": set(),
-    "state": {"offline", "conf", "log"},
+    "state": {"offline", "follow", "conf", "log"},
+    # [urls] follow: the thread that installs a publisher's files, and
+    # what it installed, read by the state that loads them
+    "follow": {"conf", "log"},
     # offline filters and upstream = none: below the state that loads them
     "offline": {"conf", "log"},
     "accept_pause": {"log"},
@@ -242,8 +248,9 @@ def check_ext_deps(root):
 TIME_READ = re.compile(r"\b(time\s*\(\s*(NULL|0)?\s*\)|clock_gettime|gettimeofday|"
                        r"event_base_gettimeofday_cached)\s*\(?")
 # the files that may read them: the clock itself, the test build's driver,
-# and an absolute deadline for pthread_cond_timedwait() (the system's clock)
-TIME_READERS = {"lib/core/clock.c", "daemon/testclock_hook.c", "lib/download/download_writer.c"}
+# and absolute deadlines for pthread_cond_timedwait() (the system's clock)
+TIME_READERS = {"lib/core/clock.c", "daemon/testclock_hook.c", "lib/download/download_writer.c",
+                "daemon/follow.c"}
 
 
 def check_one_clock(root):
