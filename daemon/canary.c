@@ -7,6 +7,7 @@
 #include <event2/event.h>
 
 #include "canary.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "log.h"
 #include "url/url_expr.h"
@@ -63,7 +64,7 @@ static const char *explain(const char *reason)
 static void record(bd_canary *cn, int kind, const char *reason)
 {
     bd_canary_figures *f = &cn->srv->counters.canary[kind];
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     bool was_failing = f->runs && !f->ok;
     f->runs++;
     f->last_time = now;
@@ -153,7 +154,7 @@ static void run_password(bd_canary *cn, int kind)
         record(cn, kind, R_ERROR);
         return;
     }
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     bool stale = nt ? bd_state_nt_filter_stale(st, now) : bd_state_pw_filter_stale(st, now);
     if (filter && br_pwfilter_damaged(filter)) {
         record(cn, kind, R_FILTER_DAMAGED);

@@ -12,6 +12,7 @@
 
 #include "housekeeping.h"
 #include "log.h"
+#include "core/clock.h"
 #include "core/map_guard.h"
 #include "range/range_cache.h"
 
@@ -88,7 +89,8 @@ static void purge(bd_housekeeping *hk)
     if (!st->cache || !st->cache->cache || br_range_cache_damaged(st->cache->cache))
         return; /* damaged: nothing can be read or deleted (report_damage says so) */
     uint64_t n = 0;
-    int rc = br_range_cache_purge(st->cache->cache, (int64_t)time(NULL), st->cfg->cache.max_stale_s, &n);
+    int rc =
+        br_range_cache_purge(st->cache->cache, br_clock_now_real(), st->cfg->cache.max_stale_s, &n);
     if (rc < 0)
         bd_log(LOG_WARNING, "range cache %s: purging entries past ttl + max_stale failed: %s",
                st->cache->path, strerror(-rc));
@@ -114,7 +116,7 @@ static void report_damage(bd_housekeeping *hk)
 static void report_stale(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     if (st->pwfilter && hk->stale_pw != st->pwfilter && bd_state_pw_filter_stale(st, now)) {
         hk->stale_pw = st->pwfilter;
         bd_log(LOG_WARNING,

@@ -42,6 +42,7 @@
 #include "http_range.h"
 #include "log.h"
 #include "state.h"
+#include "core/clock.h"
 #include "core/random.h"
 #include "core/util.h"
 
@@ -494,9 +495,7 @@ void bd_http_job_free(bd_http_job *j)
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return (uint64_t)(br_clock_now_mono() / 1000000u);
 }
 
 /* Past the client's rate: 429 with Retry-After, as HIBP answers. */

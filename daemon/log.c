@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's log (log.h): stderr, syslog or [daemon] log_file, with the
+ * journal's priority prefixes; the hooks of the libraries' logs, assertions
+ * and traces. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "core/clock.h"
 #include "core/log_line.h"
 #include "log.h"
 
@@ -91,7 +95,7 @@ static void emit_file(int level, const char *msg)
     char line[1024], stamp[40];
     struct timespec ts;
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    br_clock_now_real_ts(&ts);
     if (!localtime_r(&ts.tv_sec, &tm) ||
         !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", &tm))
         snprintf(stamp, sizeof(stamp), "%lld", (long long)ts.tv_sec);
@@ -144,6 +148,13 @@ void bd_log(int level, const char *fmt, ...)
 void bd_log_assert(const char *expr, const char *file, int line, const char *func)
 {
     bd_log(LOG_ERR, "internal error: %s failed in %s() at %s:%d", expr, func, file, line);
+}
+
+void bd_log_trace(int r, const char *file, int line, const char *func)
+{
+    if (bd_log_enabled(LOG_DEBUG))
+        bd_log(LOG_DEBUG, "internal error %d (%s) at %s() in %s:%d", r, strerror(-r), func, file,
+               line);
 }
 
 void bd_log_sink(void *ctx, int level, const char *msg)

@@ -27,5 +27,8 @@ void bd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* A br_assert_hook_fn (br_assert.h): logs a failed internal check at error
  * level; STATS counts them as internal_errors. */
 void bd_log_assert(const char *expr, const char *file, int line, const char *func);
+/* br_trace's hook (br_assert.h): an internal error's code and place in the
+ * debug log. */
+void bd_log_trace(int r, const char *file, int line, const char *func);
 /* A br_log_fn for the resolver and upstream (ctx unused). */
 void bd_log_sink(void *ctx, int level, const char *msg);

@@ -20,6 +20,7 @@
 #include "notify.h"
 #include "server.h"
 #include "startup.h"
+#include "testclock.h"
 
 static void usage(FILE *out)
 {
@@ -135,7 +136,7 @@ static int parse_args(int argc, char **argv, args *a)
 
 /* The changelist folds the add/remove of a connection's write event within
  * one loop turn into one epoll_ctl (or none): two fewer system calls per
- * request/answer cycle. */
+ * request/answer cycle. The test build's clock starts with the loop. */
 static struct event_base *new_event_base(void)
 {
     struct event_config *ecfg = event_config_new();
@@ -144,6 +145,10 @@ static struct event_base *new_event_base(void)
     event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
     struct event_base *base = event_base_new_with_config(ecfg);
     event_config_free(ecfg);
+    if (base && bd_testclock_start(base) < 0) {
+        event_base_free(base);
+        return NULL;
+    }
     return base;
 }
 
@@ -219,6 +224,7 @@ int main(int argc, char **argv)
 
     bd_log_init(LOG_INFO);
     br_assert_set_hook(bd_log_assert);
+    br_trace_set_hook(bd_log_trace);
     int hr = bd_hygiene_init();
     if (hr < 0) {
         bd_log(LOG_ERR, "cannot set up the process (PR_SET_DUMPABLE, SIGBUS handler): %s",
@@ -269,10 +275,12 @@ int main(int argc, char **argv)
     bd_server srv;
     if (start_server(base, a.config_path, &files, &srv) < 0) {
         report_start(start_fd, false);
+        bd_testclock_stop();
         event_base_free(base);
         return 1;
     }
     int rc = serve(&srv, start_fd, pidfile);
+    bd_testclock_stop();
     event_base_free(base);
     if (rc)
         return rc;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* sd_notify and socket activation through libsystemd when built in
+ * (notify.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Offline filters and `upstream = none` (offline.h): which sections have no
+ * range API, and what --check-config says about them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
 
 
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "conn.h"
 #include "offline.h"
 #include "pw_check.h"
@@ -33,7 +34,7 @@ static pw_kind kind_of(bd_counters *k, br_verb verb)
  * max_filter_age (then bypassed). */
 static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
 {
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     if (verb == BR_VERB_NT) {
         *stale = bd_state_nt_filter_stale(st, now);
         return st->ntfilter;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The socket server (server.h): the listening socket, connections, line
+ * framing, peer credentials, idle timeouts and backpressure. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "core/clock.h"
 #include "conn.h"
 #include "conn_out.h"
 #include "http.h"
@@ -228,7 +229,7 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
     srv->reload_pipe[0] = srv->reload_pipe[1] = -1;
     srv->config_path = strdup(config_path);
     srv->state = state;
-    srv->started_at = (int64_t)time(NULL);
+    srv->started_at = br_clock_now_real();
     srv->reload = bd_server_reload;
     bd_limits_from_config(&srv->limits, state->cfg);
     if (!srv->config_path)

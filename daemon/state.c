@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's reloadable state (state.h): configuration, verified filters,
+ * the cache and the resolver, built off to the side and swapped in whole. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -7,6 +9,8 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+
+#include "core/clock.h"
 
 #include "filter/filter_file.h"
 
@@ -23,70 +27,27 @@ static bd_totals retired;
 /* Frees states whose last reference went (see bd_state_unref). */
 static struct event *reap_ev;
 
+/* Reload sums and the current state's gauges, from the libraries' figure
+ * lists (core/figures.h): a new figure is summed or copied as its row says. */
 static void add_resolver(br_resolver_stats *a, const br_resolver_stats *b)
 {
-    a->lookups += b->lookups;
-    a->range_lookups += b->range_lookups;
-    a->cache_fresh += b->cache_fresh;
-    a->stale_answers += b->stale_answers;
-    a->fetches += b->fetches;
-    a->revalidations += b->revalidations;
-    a->coalesced += b->coalesced;
-    a->not_modified += b->not_modified;
-    a->found += b->found;
-    a->not_found += b->not_found;
-    a->unknown += b->unknown;
-    a->unknown_unavailable += b->unknown_unavailable;
-    a->unknown_error += b->unknown_error;
-    a->unknown_timeout += b->unknown_timeout;
-    a->unknown_circuit += b->unknown_circuit;
-    a->unknown_rate_limited += b->unknown_rate_limited;
-    a->parse_errors += b->parse_errors;
-    a->cache_errors += b->cache_errors;
-    a->flushes += b->flushes;
-    a->decoys += b->decoys;
-    a->bulk_lookups += b->bulk_lookups;
-    a->promoted += b->promoted;
-    a->bulk_resent += b->bulk_resent;
+    BR_RESOLVER_FIGURES(BR_FIGURE_ADD)
+}
+
+static void resolver_gauges(br_resolver_stats *a, const br_resolver_stats *b)
+{
+    BR_RESOLVER_FIGURES(BR_FIGURE_SET_NOW)
 }
 
 static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
 {
-    a->fetches += b->fetches;
-    a->transfers += b->transfers;
-    a->retries += b->retries;
-    a->ok += b->ok;
-    a->not_modified += b->not_modified;
-    a->err_http += b->err_http;
-    a->err_timeout += b->err_timeout;
-    a->err_unavailable += b->err_unavailable;
-    a->err_too_large += b->err_too_large;
-    a->err_circuit += b->err_circuit;
-    a->cancelled += b->cancelled;
-    a->refused_circuit += b->refused_circuit;
-    a->breaker_trips += b->breaker_trips;
-    a->body_bytes += b->body_bytes;
-    a->bulk_fetches += b->bulk_fetches;
-    a->promoted += b->promoted;
-    a->rate_limited += b->rate_limited;
-    a->err_rate_limited += b->err_rate_limited;
-    a->rate_decreases += b->rate_decreases;
-    a->pauses += b->pauses;
-    a->paused_ms += b->paused_ms;
-    a->breaker_open_ms += b->breaker_open_ms;
+    BR_UPSTREAM_FIGURES(BR_FIGURE_ADD)
 }
 
 /* The figures of "now" (not added up): the current state's only. */
 static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
 {
-    a->inflight = b->inflight;
-    a->queued = b->queued;
-    a->backoff = b->backoff;
-    a->breaker = b->breaker;
-    a->bulk_queued = b->bulk_queued;
-    a->bulk_inflight = b->bulk_inflight;
-    a->rate_effective = b->rate_effective;
-    a->pause_left_ms = b->pause_left_ms;
+    BR_UPSTREAM_FIGURES(BR_FIGURE_SET_NOW)
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
@@ -133,8 +94,7 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
         add_upstream(&t->pw_upstream, &one.pw_upstream);
         add_upstream(&t->nt_upstream, &one.nt_upstream);
         if (s == current) {
-            t->resolver.pending_fetches = one.resolver.pending_fetches;
-            t->resolver.pending_lookups = one.resolver.pending_lookups;
+            resolver_gauges(&t->resolver, &one.resolver);
             upstream_gauges(&t->pw_upstream, &one.pw_upstream);
             upstream_gauges(&t->nt_upstream, &one.nt_upstream);
         }
@@ -292,7 +252,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->follow = files->follow;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
-    s->loaded_at = (int64_t)time(NULL);
+    s->loaded_at = br_clock_now_real();
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
     if (r >= 0)

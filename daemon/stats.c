@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's figures (stats.h): the one-line STATS answer and the
+ * Prometheus text at metrics_listen. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <event2/http.h>
 
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "server_types.h"
 #include "stats.h"
 #include "stats_meta.h"
@@ -353,7 +356,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
 {
     const bd_counters *k = &srv->counters;
     const bd_state *st = srv->state;
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     U64(o, "uptime_seconds", now - srv->started_at);
     U64(o, "connections", srv->n_conns);
     U64(o, "connections_total", k->connections_total);

@@ -15,6 +15,7 @@
 
 
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "conn.h"
 #include "log.h"
 #include "offline.h"
@@ -138,7 +139,7 @@ static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
     if (!st->urlfilter && !st->urloffline)
         unknown = "UNKNOWN filter-unavailable";
     else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
-             bd_state_url_filter_stale(st, (int64_t)time(NULL)))
+             bd_state_url_filter_stale(st, br_clock_now_real()))
         unknown = "UNKNOWN filter-stale";
     if (unknown) {
         srv->counters.url_unknown++;
@@ -282,7 +283,7 @@ void bd_url_check(bd_conn *c, const br_request *req)
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     if (st->urloffline && url_offline(c, req, p, now)) {
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;

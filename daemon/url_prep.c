@@ -8,6 +8,7 @@
 #include "offline.h"
 #include "url_prep.h"
 #include "url/url_secret.h"
+#include "core/clock.h"
 #include "core/util.h"
 
 /* The loop has one thread: one batch at a time. */
@@ -45,7 +46,8 @@ void bd_url_prepare_batch(const bd_conn *c, const br_request *req, const bool *o
     size_t urls = 0;
     for (size_t i = 0; i < n; i++)
         urls += ok[i] && req[i].verb == BR_VERB_URL;
-    if (urls < 2 || srv->draining || !st->urlfilter || bd_state_url_filter_stale(st, (int64_t)time(NULL)))
+    if (urls < 2 || srv->draining || !st->urlfilter ||
+        bd_state_url_filter_stale(st, br_clock_now_real()))
         return;
     for (size_t i = 0; i < n; i++) {
         if (!ok[i] || req[i].verb != BR_VERB_URL)

@@ -20,6 +20,7 @@
 #include "filter_info.h"
 #include "filter/filter_record.h"
 #include "filter_url.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "filter/hibp_input.h"
 #include "filter/pwfilter.h"
@@ -124,7 +125,7 @@ static int filter_info(const char *path, bool force)
     time_t t = (time_t)h->build_time;
     struct tm tm;
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    double age_days = difftime(time(NULL), t) / 86400.0;
+    double age_days = difftime((time_t)br_clock_now_real(), t) / 86400.0;
     uint64_t size = br_pwfilter_file_size(pf);
     printf("%-18s %s\n", "file:", path);
     printf("%-18s %u\n", "format version:", h->version);

@@ -11,6 +11,7 @@
 #include "filter/filter_file.h"
 #include "filter_info.h"
 #include "filter_url.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "url/url_expr.h"
 #include "url/url_secret.h"
@@ -44,7 +45,7 @@ int url_filter_info(const char *path, bool force)
     time_t t = (time_t)h->build_time;
     struct tm tm;
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    double age_days = difftime(time(NULL), t) / 86400.0;
+    double age_days = difftime((time_t)br_clock_now_real(), t) / 86400.0;
     printf("%-18s %s\n", "file:", path);
     printf("%-18s %u\n", "format version:", h->version);
     printf("%-18s %s\n", "kind:", br_filter_kind_name(h->kind));

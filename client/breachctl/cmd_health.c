@@ -14,6 +14,7 @@
 #include "breachctl.h"
 #include "proto/client.h"
 #include "ctl_opts.h"
+#include "core/clock.h"
 #include "core/util.h"
 
 enum { H_OK, H_WARNING, H_CRITICAL, H_UNKNOWN };
@@ -222,7 +223,7 @@ static void check_daemon(health *h, uint64_t warn, uint64_t crit)
     check_filter(h, "", "password", warn, crit);
     check_filter(h, "nt_", "NTLM", warn, crit);
     check_filter(h, "url_", "URL", warn, crit);
-    int64_t now = (int64_t)time(NULL);
+    int64_t now = br_clock_now_real();
     check_canary(h, "", "password", now);
     check_canary(h, "nt_", "NT", now);
     check_canary(h, "url_", "URL", now);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "breachctl.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "core/util.h"
 #include "ctl_opts.h"
@@ -327,7 +328,7 @@ static int write_generation(const pub_conf *c, pub_state *st, const br_sign_key 
  * If-None-Match. */
 static void later_mtime(const char *path, time_t old_mtime)
 {
-    time_t t = BR_MAX(time(NULL), old_mtime + 1);
+    time_t t = BR_MAX((time_t)br_clock_now_real(), old_mtime + 1);
     struct timespec ts[2] = {{.tv_sec = t}, {.tv_sec = t}};
     utimensat(AT_FDCWD, path, ts, 0);
 }
@@ -459,7 +460,7 @@ static int run(const pub_conf *c, bool once)
     load_manifest(c, &st);
     int status = 0;
     for (;;) {
-        status = cycle(c, &st, key, once, (int64_t)time(NULL));
+        status = cycle(c, &st, key, once, br_clock_now_real());
         if (once)
             break;
         sleep((unsigned)c->interval_s);

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* ctl_getopt: getopt_long over a command's option table (ctl_opts.h). */
+/* ctl_getopt: getopt_long over a command's option table (ctl_opts.h); the
+ * helpers every command uses: ctl_err, ctl_parse_u64, --timeout
+ * (breachctl.h). */
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +160,41 @@ void ctl_usage_command(FILE *out, const ctl_usage *rows, size_t n, const char *n
     for (size_t i = 0; i < n; i++)
         if (strcmp(rows[i].name, name) == 0 && rows[i].about)
             indented(out, "", rows[i].about);
+}
+
+void ctl_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("breachctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool ctl_opt_timeout_ms(const char *cmd, const char *arg, void *dst)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*end || v < 1 || v > 3600000) {
+        ctl_err("%s: --timeout '%s': milliseconds, 1..3600000", cmd, arg);
+        return false;
+    }
+    *(int *)dst = (int)v;
+    return true;
 }
 
 bool ctl_opt_reject_warn_off(const char *cmd, const char *opt, const char *arg, const int values[3],

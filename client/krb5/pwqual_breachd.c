@@ -25,7 +25,7 @@
 
 #include <krb5/pwqual_plugin.h>
 
-#include "dirmod.h"
+#include "dirmod/dirmod.h"
 
 krb5_error_code pwqual_breachd_initvt(krb5_context context, int maj_ver, int min_ver,
                                       krb5_plugin_vtable vtable);

@@ -28,7 +28,7 @@
 #include <strings.h>
 #include <syslog.h>
 
-#include "dirmod.h"
+#include "dirmod/dirmod.h"
 
 /* The structures of the interface, as liblber and slapd (OpenLDAP's
  * servers/slapd/slap.h, 2.5 and 2.6) define them, as far as this module

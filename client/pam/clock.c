@@ -3,9 +3,11 @@
  * only; the test-only build links clock_testhook.c instead. */
 #include <time.h>
 
+#include "core/clock.h"
+
 #include "pam_breachd.h"
 
 int64_t pb_now(void)
 {
-    return (int64_t)time(NULL);
+    return br_clock_now_real();
 }

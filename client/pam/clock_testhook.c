@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 #include "pam_breachd.h"
 
 int64_t pb_now(void)
@@ -18,5 +20,5 @@ int64_t pb_now(void)
         if (!*end)
             return (int64_t)v;
     }
-    return (int64_t)time(NULL);
+    return br_clock_now_real();
 }

@@ -19,6 +19,7 @@
 
 #include <security/pam_ext.h>
 
+#include "core/clock.h"
 #include "core/log_line.h"
 #include "pam_breachd.h"
 
@@ -61,7 +62,7 @@ static int to_file(pam_handle_t *pamh, const char *path, int level, const char *
     if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || !service)
         service = "?";
     char stamp[32], line[BR_LOG_LINE_MAX + 128];
-    time_t now = time(NULL);
+    time_t now = (time_t)br_clock_now_real();
     struct tm tm;
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     int n = snprintf(line, sizeof(line), "%s pam_breachd[%ld]: %s %s: %s\n", stamp, (long)getpid(),

@@ -36,6 +36,7 @@
 #include "squid_out.h"
 #include "squid_request.h"
 #include "url/url_secret.h"
+#include "core/clock.h"
 #include "core/util.h"
 
 typedef struct req {
@@ -104,9 +105,7 @@ static void tell_unchecked(helper *h, bool now)
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return (uint64_t)(br_clock_now_mono() / 1000000u);
 }
 
 /* text is at most an answer line (answer()): it fits the buffer. */

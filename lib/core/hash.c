@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SHA-1 and SHA-256 through OpenSSL EVP, and the hex helpers (hash.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The shared helpers of util.h: whole writes, the build time, errors
+ * (br_error) and the one wipe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -92,14 +94,7 @@ int64_t br_build_time_now(void)
         if (errno == 0 && *end == '\0' && v >= 0)
             return v;
     }
-    return (int64_t)time(NULL);
-}
-
-uint64_t br_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return br_clock_now_real();
 }
 
 int br_error_set(br_error *err, int code, const char *fmt, ...)

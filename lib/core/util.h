@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "clock.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define BR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -102,8 +102,6 @@ int br_write_atomic(const char *path, const void *data, size_t len);
 /* Current time, seconds since the epoch, honouring SOURCE_DATE_EPOCH when set
  * so that builds can be reproduced byte for byte. */
 int64_t br_build_time_now(void);
-/* Monotonic clock in nanoseconds. */
-uint64_t br_now_ns(void);
 /* Wipe n bytes at p (a password, a hash, a URL) so that the compiler cannot
  * drop the stores as dead: the one wipe every file uses (OPENSSL_cleanse
  * underneath). */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "download_int.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "core/util.h"
 
@@ -427,7 +428,7 @@ void dl_index_free(dl_index *ix)
 static int64_t wall_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    br_clock_now_real_ts(&ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

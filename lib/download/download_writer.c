@@ -320,6 +320,8 @@ static void hand_off(dl_writer *w, dl_batch *b)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* An absolute deadline for pthread_cond_timedwait() on CLOCK_MONOTONIC: the
+ * system's clock, not br_clock_now_mono(), which a test may drive ahead. */
 static void abs_after(struct timespec *ts, uint64_t ns)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);

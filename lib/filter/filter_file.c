@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The filter-file container (filter_file.h, docs/filter-format.md): the
+ * 512-byte header read, mapped read-only and verified before use. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "filter_record.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "core/util.h"
 
@@ -77,7 +78,8 @@ int br_filter_record_write(const br_filter_file *f, const char *path, br_error *
         return br_error_set(err, n, "%s: record line too long", path);
     if (r < 0)
         return r;
-    snprintf(line + n, sizeof(line) - (size_t)n, " verified_at=%lld\n", (long long)time(NULL));
+    snprintf(line + n, sizeof(line) - (size_t)n, " verified_at=%lld\n",
+             (long long)br_clock_now_real());
     snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", rec);
     _cleanup_close_ int fd = mkstemp(tmp);
     if (fd < 0)

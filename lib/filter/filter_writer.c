@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Writing a filter file (filter_writer.h): the payload to a temporary name,
+ * then the header with its SHA-256 checksums, fsync and a rename into place. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The keys of a filter build in bounded memory (keyset.h): kept in memory up
+ * to a budget, then spilled to bucket files; back per shard, sorted, once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The code tables of offline filters (offline_codes.h): counts and
+ * categories to 8-bit codes and back. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -15,6 +15,8 @@
 
 /* Open a layered file's layers as one set (takes ownership of file). */
 static int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_error *err);
+/* The query path of a range filter's member and of an offline one (below). */
+static const br_pwfilter_ops range_ops, offline_ops;
 
 /* params block of the container header (docs/filter-format.md). */
 enum {
@@ -412,6 +414,7 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     if (br_filter_names_add(&pf->names, h->body_sha256) < 0)
         return -ENOMEM;
     bool offline = h->algorithm == BR_ALGO_FUSE_OFFLINE;
+    pf->ops = offline ? &offline_ops : &range_ops;
     if (h->algorithm != BR_ALGO_BINARY_FUSE && !offline)
         return br_error_set(err, -EINVAL, "field algorithm: %s, expected binary-fuse%s",
                             br_filter_algorithm_name(h->algorithm),
@@ -525,17 +528,20 @@ static inline const br_bfuse *shard_for(const br_pwfilter *pf, uint64_t key)
 
 /* Probe first, then look at the flag: a probe that faulted read zeros, and
  * the handler set the flag before the probe went on. */
-static bool br_pwfilter_member_contains(const br_pwfilter *pf, uint64_t key)
+static bool range_member_contains(const br_pwfilter *pf, uint64_t key)
 {
-    if (pf->offline)
-        return br_bfuse_code(shard_for(pf, key), key) != 0 || br_filter_file_damaged(pf->file);
     return br_bfuse_contains(shard_for(pf, key), key) || br_filter_file_damaged(pf->file);
+}
+
+static bool offline_member_contains(const br_pwfilter *pf, uint64_t key)
+{
+    return br_bfuse_code(shard_for(pf, key), key) != 0 || br_filter_file_damaged(pf->file);
 }
 
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)
 {
     for (; pf; pf = pf->next)
-        if (br_pwfilter_member_contains(pf, key))
+        if (pf->ops->member_contains(pf, key))
             return true;
     return false;
 }
@@ -569,13 +575,14 @@ static void rest_of_set(const br_pwfilter *pf, const uint64_t *keys, size_t n, b
                 out[i] = br_pwfilter_contains_key(pf->next, keys[i]);
 }
 
-void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
+static void offline_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
 {
-    if (pf->offline) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = br_pwfilter_contains_key(pf, keys[i]);
-        return;
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = br_pwfilter_contains_key(pf, keys[i]);
+}
+
+static void range_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
+{
     if (pf->shard_count == 1) {
         br_bfuse_contains_batch(&pf->shards[0], keys, n, out);
         rest_of_set(pf, keys, n, out);
@@ -592,6 +599,14 @@ void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, siz
             out[i + j] = br_bfuse_contains(shard_for(pf, keys[i + j]), keys[i + j]);
     }
     rest_of_set(pf, keys, n, out);
+}
+
+static const br_pwfilter_ops range_ops = {range_member_contains, range_contains_batch};
+static const br_pwfilter_ops offline_ops = {offline_member_contains, offline_contains_batch};
+
+void br_pwfilter_contains_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out)
+{
+    pf->ops->contains_batch(pf, keys, n, out);
 }
 
 /* ---- sets: a base and its deltas, layered files ---- */

@@ -32,7 +32,17 @@ enum {
     BR_PWP_OFF_END = 64,
 };
 
+/* What a range filter's member and an offline one do differently on the
+ * query path (pwfilter.c), chosen when the member is opened. */
+typedef struct br_pwfilter_ops {
+    /* This member alone: maybe (or damaged) for key. */
+    bool (*member_contains)(const br_pwfilter *pf, uint64_t key);
+    /* The set from this member on, for a batch of keys. */
+    void (*contains_batch)(const br_pwfilter *pf, const uint64_t *keys, size_t n, bool *out);
+} br_pwfilter_ops;
+
 struct br_pwfilter {
+    const br_pwfilter_ops *ops;
     br_filter_file *file;
     unsigned shard_bits;
     uint32_t shard_count;

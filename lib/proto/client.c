@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The blocking client of breachd's socket protocol (client.h): connect with
+ * a deadline, pipelined batches, answers matched by id, every copy of a
+ * password wiped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +17,7 @@
 
 
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "client.h"
 #include "protocol.h"
 #include "core/util.h"
@@ -66,9 +70,7 @@ static int wait_fd(int fd, short events, int timeout_ms)
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)(br_clock_now_mono() / 1000000u);
 }
 
 /* The error of a failed connect(), with what an operator does about it. */

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "decoys.h"
+#include "core/br_assert.h"
 #include "core/util.h"
 
 #define CHUNK 1024                      /* keystream bytes per round: 256 candidates */
@@ -52,7 +53,7 @@ int br_decoy_pick(const uint8_t key[BR_DECOY_KEY_LEN], br_range_kind kind, uint3
                       (uint8_t)(real_prefix >> 8), (uint8_t)real_prefix};
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     if (!ctx)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     static const uint8_t zeros[CHUNK];
     uint8_t ks[CHUNK];
     int rc = 0, got = 0;

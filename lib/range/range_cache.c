@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "range_cache_int.h"
+#include "core/br_assert.h"
 #include "core/map_guard.h"
 #include "core/random.h"
 #include "core/util.h"
@@ -83,7 +84,7 @@ int br_rc_entry_build_decoys(const uint8_t *rs, size_t rs_len, int64_t fetched_a
     size_t total = ENTRY_HEADER + etag_len + lm_len + list + rs_len;
     uint8_t *v = malloc(total);
     if (!v)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     v[0] = ENTRY_MAGIC_0;
     v[1] = ENTRY_MAGIC_1;
     v[2] = ENTRY_MAGIC_2;
@@ -160,7 +161,7 @@ int br_rc_pend_put(br_range_cache *c, rkey_t rkey, uint8_t *val, size_t len)
         pend *ns = calloc(ncap, sizeof(pend));
         if (!ns) {
             free(val);
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         }
         for (size_t i = 0; i < c->cap; i++) {
             if (!c->slots[i].rkey)
@@ -369,7 +370,7 @@ int br_rc_errno(int rc)
     case MDB_PANIC:
         return -EIO;
     case MDB_TLS_FULL:
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     case MDB_INCOMPATIBLE:
     case MDB_BAD_RSLOT:
     case MDB_BAD_TXN:

@@ -15,6 +15,7 @@
 
 #include "decoys.h"
 #include "core/br_assert.h"
+#include "core/clock.h"
 #include "resolver_int.h"
 #include "core/log_line.h"
 #include "core/random.h"
@@ -30,7 +31,7 @@ void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
 
 int64_t br_rs_now_s(br_resolver *r)
 {
-    return r->clock ? r->clock(r->clock_ctx) : (int64_t)time(NULL);
+    return r->clock ? r->clock(r->clock_ctx) : br_clock_now_real();
 }
 
 /* The kinds a resolver serves. */
@@ -58,6 +59,9 @@ flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind
 
 void br_rs_flight_insert(br_resolver *r, flight *f)
 {
+    /* one flight per (partition, kind, prefix): lookups coalesce on it */
+    if (br_fails_assert(!br_rs_flight_find(r, f->partition, f->kind, f->prefix20)))
+        return;
     size_t b = bucket_of(f->partition, f->kind, f->prefix20);
     f->hnext = r->buckets[b];
     r->buckets[b] = f;
@@ -71,7 +75,8 @@ void br_rs_flight_unlink(br_resolver *r, flight *f)
         if (*pp == f) {
             *pp = f->hnext;
             f->hnext = NULL;
-            r->st.pending_fetches--;
+            if (!br_fails_assert(r->st.pending_fetches > 0))
+                r->st.pending_fetches--;
             return;
         }
     }
@@ -82,11 +87,15 @@ static int flight_add_waiter(br_resolver *r, flight *f, const uint8_t *hash, br_
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     w->lane = lane;
     w->cb = cb;
     w->ctx = ctx;
     memcpy(w->hash, hash, br_range_hash_len(f->kind));
+    if (br_fails_assert(f->tail && !*f->tail)) { /* the tail is the list's end */
+        br_rs_waiter_free(w);
+        return -EINVAL;
+    }
     *f->tail = w;
     f->tail = &w->next;
     r->st.pending_lookups++;
@@ -107,7 +116,8 @@ void br_rs_flight_free(flight *f)
     while (f->head) {
         waiter *w = f->head;
         f->head = w->next;
-        f->r->st.pending_lookups--;
+        if (!br_fails_assert(f->r->st.pending_lookups > 0))
+            f->r->st.pending_lookups--;
         br_rs_waiter_free(w);
     }
     free(f);
@@ -264,7 +274,7 @@ int br_resolver_resolve_lane(br_resolver *r, uint32_t partition, br_range_kind k
     }
     flight *nf = br_rs_flight_new(r, partition, kind, prefix, lane);
     if (!nf)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     int rc = flight_add_waiter(r, nf, full_hash, lane, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);
@@ -507,7 +517,7 @@ static int add_waiter(br_resolver *r, flight *f, br_range_answer_cb cb, void *ct
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     w->lane = BR_LANE_INTERACTIVE;
     w->rcb = cb;
     w->ctx = ctx;
@@ -565,7 +575,7 @@ int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind 
         return answer_now(r, partition, kind, prefix20, BR_REASON_UNAVAILABLE, cb, ctx);
     flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_INTERACTIVE);
     if (!nf)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     int rc = add_waiter(r, nf, cb, ctx);
     if (rc < 0) {
         br_rs_flight_free(nf);

@@ -99,6 +99,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/figures.h"
 #include "range.h"
 #include "range_cache.h"
 #include "upstream/upstream.h"
@@ -162,32 +163,42 @@ typedef struct br_resolver_config {
     br_log_fn log;              /* NULL: silent (also used for the upstreams) */
     void *log_ctx;
     /* Wall clock in seconds for the cache's fetched_at / expires_at; NULL:
-     * time(). For tests. */
+     * br_clock_now_real(). For tests. */
     int64_t (*clock)(void *ctx);
     void *clock_ctx;
 } br_resolver_config;
 
+/* The resolver's figures (core/figures.h): SUM counts since start, NOW the
+ * state of this resolver. */
+#define BR_RESOLVER_FIGURES(X)                                                                     \
+    X(uint64_t, lookups, SUM)       /* br_resolver_resolve() calls with valid arguments */         \
+    X(uint64_t, range_lookups, SUM) /* br_resolver_resolve_range() calls with valid arguments */   \
+    X(uint64_t, cache_fresh, SUM)   /* answered synchronously from a fresh entry */                \
+    X(uint64_t, stale_answers, SUM) /* answered from an entry past its expiry (upstream failed) */ \
+    X(uint64_t, fetches, SUM)       /* fetches started (one per coalesced group) */                \
+    X(uint64_t, revalidations, SUM) /* ... of which conditional */                                 \
+    X(uint64_t, coalesced, SUM)     /* lookups that joined a pending fetch */                      \
+    X(uint64_t, not_modified, SUM)  /* 304 answers */                                              \
+    X(uint64_t, found, SUM)                                                                        \
+    X(uint64_t, not_found, SUM)                                                                    \
+    X(uint64_t, unknown, SUM)                                                                      \
+    X(uint64_t, unknown_unavailable, SUM)                                                          \
+    X(uint64_t, unknown_error, SUM)                                                                \
+    X(uint64_t, unknown_timeout, SUM)                                                              \
+    X(uint64_t, unknown_circuit, SUM)                                                              \
+    X(uint64_t, unknown_rate_limited, SUM)                                                         \
+    X(uint64_t, parse_errors, SUM)    /* 200 bodies rejected by br_range_parse */                  \
+    X(uint64_t, cache_errors, SUM)    /* failed cache puts, touches, flushes, lookups */           \
+    X(uint64_t, flushes, SUM)         /* cache flushes made */                                     \
+    X(uint64_t, decoys, SUM)          /* decoy fetches sent (not counted in fetches) */            \
+    X(uint64_t, bulk_lookups, SUM)    /* lookups on the bulk lane (counted in lookups too) */      \
+    X(uint64_t, promoted, SUM)        /* bulk fetches promoted by an interactive lookup */         \
+    X(uint64_t, bulk_resent, SUM)     /* fetches sent again on the bulk lane after a deadline */   \
+    X(uint32_t, pending_fetches, NOW) /* (partition, kind, prefix) fetches in progress, decoys */  \
+    X(uint32_t, pending_lookups, NOW) /* lookups waiting for them */
+
 typedef struct br_resolver_stats {
-    uint64_t lookups;       /* br_resolver_resolve() calls with valid arguments */
-    uint64_t range_lookups; /* br_resolver_resolve_range() calls with valid arguments */
-    uint64_t cache_fresh;   /* answered synchronously from a fresh entry */
-    uint64_t stale_answers; /* answered from an entry past its expiry (upstream failed) */
-    uint64_t fetches;       /* fetches started (one per coalesced group) */
-    uint64_t revalidations; /* ... of which conditional */
-    uint64_t coalesced;     /* lookups that joined a pending fetch */
-    uint64_t not_modified;  /* 304 answers */
-    uint64_t found, not_found, unknown;
-    uint64_t unknown_unavailable, unknown_error, unknown_timeout, unknown_circuit;
-    uint64_t unknown_rate_limited;
-    uint64_t parse_errors;    /* 200 bodies rejected by br_range_parse */
-    uint64_t cache_errors;    /* failed cache puts, touches, flushes, lookups */
-    uint64_t flushes;         /* cache flushes made */
-    uint64_t decoys;          /* decoy fetches sent (not counted in fetches) */
-    uint64_t bulk_lookups;    /* lookups on the bulk lane (counted in lookups too) */
-    uint64_t promoted;        /* bulk fetches promoted by an interactive lookup */
-    uint64_t bulk_resent;     /* fetches sent again on the bulk lane after a deadline */
-    uint32_t pending_fetches; /* (partition, kind, prefix) fetches in progress, decoys too */
-    uint32_t pending_lookups; /* lookups waiting for them */
+    BR_RESOLVER_FIGURES(BR_FIGURE_FIELD)
 } br_resolver_stats;
 
 typedef struct br_resolver br_resolver;

@@ -80,7 +80,7 @@ struct br_resolver {
 /* Through cfg->log, when set. Never a prefix, a hash or a URL. */
 void br_rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The wall clock (cfg->clock or time()). */
+/* The wall clock (cfg->clock or br_clock_now_real()). */
 int64_t br_rs_now_s(br_resolver *r);
 /* The pending fetch of (partition, kind, prefix20), NULL when none. */
 flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20);

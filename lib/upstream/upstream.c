@@ -25,6 +25,7 @@
 #include <syslog.h>
 
 #include "upstream_int.h"
+#include "core/br_assert.h"
 #include "core/log_line.h"
 #include "core/random.h"
 
@@ -129,7 +130,13 @@ void up_queue_push(br_upstream *up, req *r, bool at_head)
 
 void up_queue_remove(br_upstream *up, req *r)
 {
+    if (br_fails_assert(r->lane == BR_LANE_INTERACTIVE || r->lane == BR_LANE_BULK))
+        return;
     up_queue *q = &up->q[r->lane];
+    /* in its lane's queue: unlinking a request from another would cut it */
+    if (br_fails_assert(r->qprev ? r->qprev->qnext == r : q->head == r) ||
+        br_fails_assert(r->qnext ? r->qnext->qprev == r : q->tail == r))
+        return;
     if (r->qprev)
         r->qprev->qnext = r->qnext;
     else
@@ -139,10 +146,9 @@ void up_queue_remove(br_upstream *up, req *r)
     else
         q->tail = r->qprev;
     r->qprev = r->qnext = NULL;
-    if (r->lane == BR_LANE_BULK)
-        up->st.bulk_queued--;
-    else
-        up->st.queued--;
+    uint32_t *queued = r->lane == BR_LANE_BULK ? &up->st.bulk_queued : &up->st.queued;
+    if (!br_fails_assert(*queued > 0))
+        (*queued)--;
 }
 
 void up_schedule_pump(br_upstream *up)
@@ -284,7 +290,7 @@ static void backoff_cb(evutil_socket_t fd, short what, void *arg)
 int up_arm_backoff(req *r, uint64_t wait_ns)
 {
     if (!r->backoff_ev && !(r->backoff_ev = evtimer_new(r->up->base, backoff_cb, r)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     struct timeval tv = up_ns_to_tv(wait_ns);
     return event_add(r->backoff_ev, &tv) < 0 ? -ENOMEM : 0;
 }
@@ -297,7 +303,7 @@ static int arm_deadline(req *r, uint64_t now)
     br_upstream *up = r->up;
     r->deadline_ns = now + up->timeout_ns;
     if (!r->deadline_ev && !(r->deadline_ev = evtimer_new(up->base, deadline_cb, r)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     struct timeval tv = up_ns_to_tv(up->timeout_ns);
     return event_add(r->deadline_ev, &tv) < 0 ? -ENOMEM : 0;
 }
@@ -361,7 +367,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
 
     _cleanup_(req_freep) req *r = calloc(1, sizeof(*r));
     if (!r)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     r->up = up;
     r->prefix20 = prefix20;
     r->cb = cb;
@@ -372,11 +378,11 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     r->deadline_ns = UINT64_MAX;
     r->saw_pause = now < up->pause_until_ns;
     if (validator_ok(etag) && !(r->etag_in = strdup(etag)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (validator_ok(last_modified) && !(r->lm_in = strdup(last_modified)))
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (lane == BR_LANE_INTERACTIVE && arm_deadline(r, now) < 0)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
 
     if (trial)
         up->trials_running++;
@@ -408,7 +414,7 @@ void br_upstream_promote(br_upstream *up, br_upstream_req *r)
     bool queued = r->state == RQ_QUEUED;
     if (queued)
         up_queue_remove(up, r);
-    else if (r->state == RQ_RUNNING)
+    else if (r->state == RQ_RUNNING && !br_fails_assert(up->st.bulk_inflight > 0))
         up->st.bulk_inflight--;
     r->lane = BR_LANE_INTERACTIVE;
     up->st.promoted++;

@@ -103,6 +103,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/figures.h"
 #include "core/lane.h"
 #include "core/util.h"
 #include "core/log_line.h"
@@ -197,33 +198,44 @@ typedef enum br_breaker_state {
     BR_BREAKER_HALF_OPEN,
 } br_breaker_state;
 
+/* The upstream's figures (core/figures.h): SUM counts since start, NOW the
+ * state of this upstream. */
+#define BR_UPSTREAM_FIGURES(X)                                                                     \
+    X(uint64_t, fetches, SUM)   /* accepted br_upstream_fetch() calls */                           \
+    X(uint64_t, transfers, SUM) /* attempts started */                                             \
+    X(uint64_t, retries, SUM)   /* attempts after the first */                                     \
+    X(uint64_t, ok, SUM)        /* final outcomes ... */                                           \
+    X(uint64_t, not_modified, SUM)                                                                 \
+    X(uint64_t, err_http, SUM)                                                                     \
+    X(uint64_t, err_timeout, SUM)                                                                  \
+    X(uint64_t, err_unavailable, SUM)                                                              \
+    X(uint64_t, err_too_large, SUM)                                                                \
+    X(uint64_t, err_circuit, SUM)                                                                  \
+    X(uint64_t, cancelled, SUM)                                                                    \
+    X(uint64_t, refused_circuit, SUM) /* fetches refused with -EHOSTDOWN */                        \
+    X(uint64_t, breaker_trips, SUM)                                                                \
+    X(uint64_t, breaker_open_ms, SUM)  /* time not closed (open or half-open), this outage too */  \
+    X(uint64_t, body_bytes, SUM)       /* decoded body bytes received */                           \
+    X(uint32_t, inflight, NOW)         /* transfers running now */                                 \
+    X(uint32_t, queued, NOW)           /* interactive fetches waiting for a slot or a token */     \
+    X(uint32_t, backoff, NOW)          /* waiting to retry */                                      \
+    X(uint32_t, queued_max, NOW)       /* high-water mark of queued */                             \
+    X(uint64_t, bulk_fetches, SUM)     /* accepted fetches on the bulk lane */                     \
+    X(uint64_t, promoted, SUM)         /* bulk fetches made interactive */                         \
+    X(uint32_t, bulk_queued, NOW)      /* bulk fetches waiting for their turn */                   \
+    X(uint32_t, bulk_queued_max, NOW)  /* high-water mark of bulk_queued */                        \
+    X(uint32_t, bulk_inflight, NOW)    /* transfers of bulk fetches running now */                 \
+    X(uint64_t, rate_limited, SUM)     /* answers 429, or 503 with Retry-After */                  \
+    X(uint64_t, err_rate_limited, SUM) /* final outcomes BR_UPSTREAM_RATE_LIMITED */               \
+    X(uint64_t, rate_decreases, SUM)   /* halvings of the effective rate */                        \
+    X(uint64_t, pauses, SUM)           /* pauses a Retry-After started */                          \
+    X(uint64_t, paused_ms, SUM)        /* their length, added up */                                \
+    X(uint64_t, pause_left_ms, NOW)    /* of the pause now, 0 when none */                         \
+    X(double, rate_effective, NOW)     /* transfers per second now; < 0: unlimited */              \
+    X(br_breaker_state, breaker, NOW)
+
 typedef struct br_upstream_stats {
-    uint64_t fetches;          /* accepted br_upstream_fetch() calls */
-    uint64_t transfers;        /* attempts started */
-    uint64_t retries;          /* attempts after the first */
-    uint64_t ok, not_modified; /* final outcomes ... */
-    uint64_t err_http, err_timeout, err_unavailable, err_too_large, err_circuit, cancelled;
-    uint64_t refused_circuit; /* fetches refused with -EHOSTDOWN */
-    uint64_t breaker_trips;
-    uint64_t breaker_open_ms; /* time not closed (open or half-open), this outage included */
-    uint64_t body_bytes; /* decoded body bytes received */
-    uint32_t inflight;   /* transfers running now */
-    uint32_t queued;     /* interactive fetches waiting for a slot or a token */
-    uint32_t backoff;    /* waiting to retry */
-    uint32_t queued_max; /* high-water mark of queued */
-    uint64_t bulk_fetches;    /* accepted fetches on the bulk lane */
-    uint64_t promoted;        /* bulk fetches made interactive */
-    uint32_t bulk_queued;     /* bulk fetches waiting for their turn */
-    uint32_t bulk_queued_max; /* high-water mark of bulk_queued */
-    uint32_t bulk_inflight;   /* transfers of bulk fetches running now */
-    uint64_t rate_limited;     /* answers 429, or 503 with Retry-After */
-    uint64_t err_rate_limited; /* final outcomes BR_UPSTREAM_RATE_LIMITED */
-    uint64_t rate_decreases;   /* halvings of the effective rate */
-    uint64_t pauses;           /* pauses a Retry-After started */
-    uint64_t paused_ms;        /* their length, added up */
-    uint64_t pause_left_ms;    /* of the pause now, 0 when none */
-    double rate_effective;     /* transfers per second now; < 0: unlimited */
-    br_breaker_state breaker;
+    BR_UPSTREAM_FIGURES(BR_FIGURE_FIELD)
 } br_upstream_stats;
 
 /* Make an upstream on base. 0, or -EINVAL (bad template or config), -ENOMEM,

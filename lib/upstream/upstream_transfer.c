@@ -16,6 +16,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/br_assert.h"
+#include "core/clock.h"
 #include "config.h"
 #include "upstream_int.h"
 
@@ -95,7 +97,7 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
     snprintf(line, sizeof(line), "%s: %s", name, value);
     struct curl_slist *n = curl_slist_append(*list, line);
     if (!n)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     *list = n;
     return 0;
 }
@@ -194,29 +196,29 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
 {
     _cleanup_free_ char *url = make_url(up, r->prefix20);
     if (!url)
-        return -ENOMEM;
+        return br_trace(-ENOMEM);
     if (!r->etag) {
         if (!(r->etag = malloc(2 * (BR_UPSTREAM_VALIDATOR_MAX + 1))))
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         r->last_modified = r->etag + BR_UPSTREAM_VALIDATOR_MAX + 1;
     }
     if (!r->headers) {
         if (!up->no_padding && add_header(&r->headers, "Add-Padding", "true") < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         if (r->etag_in && add_header(&r->headers, "If-None-Match", r->etag_in) < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         if (r->lm_in && add_header(&r->headers, "If-Modified-Since", r->lm_in) < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         /* No "Expect: 100-continue" games, no "Accept" surprises. */
         if (add_header(&r->headers, "Accept", "text/plain, */*") < 0)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
     }
 
     CURLcode c = CURLE_OK;
     CURL *e = easy_take(up, &c);
     if (!e) {
         if (c == CURLE_OK)
-            return -ENOMEM;
+            return br_trace(-ENOMEM);
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
@@ -279,8 +281,9 @@ void up_stop_transfer(br_upstream *up, req *r)
     curl_multi_remove_handle(up->multi, r->easy);
     easy_give(up, r->easy);
     r->easy = NULL;
-    up->st.inflight--;
-    if (r->lane == BR_LANE_BULK)
+    if (!br_fails_assert(up->st.inflight > 0))
+        up->st.inflight--;
+    if (r->lane == BR_LANE_BULK && !br_fails_assert(up->st.bulk_inflight > 0))
         up->st.bulk_inflight--;
 }
 
@@ -495,7 +498,7 @@ static int64_t parse_retry_after(const char *v, size_t len)
     time_t when = curl_getdate(buf, NULL);
     if (when < 0)
         return -1;
-    time_t now = time(NULL);
+    time_t now = (time_t)br_clock_now_real();
     if (when <= now)
         return 0;
     /* A date centuries ahead would overflow the milliseconds: as far as a

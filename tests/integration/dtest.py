@@ -126,9 +126,49 @@ def rand_hash(rng):
     return "%040X" % rng.getrandbits(160)
 
 
-def breachd_argv(*args):
-    """The command line of a breachd process, under BREACHD_TEST_WRAPPER."""
-    return WRAPPER + [ARGS.breachd] + list(args)
+def breachd_argv(*args, clock=None):
+    """The command line of a breachd process, under BREACHD_TEST_WRAPPER;
+    with a Clock, of the test build breachd-testclock (next to breachd)."""
+    exe = ARGS.breachd
+    if clock is not None:
+        exe = os.path.join(os.path.dirname(exe), "breachd-testclock")
+    return WRAPPER + [exe] + list(args)
+
+
+class Clock:
+    """The driven time of breachd-testclock (tests/README.md, "Driven
+    time"): the seconds written to a file that breachd adds to both its
+    clocks. advance() moves them forward and returns once every daemon on
+    this clock has moved its clocks and its pending timers (the ones then
+    due run: idle connections, the canary, the purge)."""
+
+    def __init__(self, ctx, name="clock"):
+        self.path = ctx.path(name)
+        self.offset = 0.0
+        self.daemons = []
+        self._write()
+
+    def _write(self):
+        with open(self.path + ".tmp", "w") as f:
+            f.write("%.6f\n" % self.offset)
+        os.replace(self.path + ".tmp", self.path)
+
+    def _seen(self, d):
+        try:
+            with open("%s.%d" % (self.path, d.pid)) as f:
+                return float(f.read()) >= self.offset - 1e-6
+        except (OSError, ValueError):
+            return False
+
+    def advance(self, seconds):
+        self.offset += seconds
+        self._write()
+        for d in self.daemons:
+            wait_for(lambda: d.proc.poll() is not None or self._seen(d), 10 * SLOW,
+                     "breachd %d to take the time +%gs" % (d.pid, self.offset))
+
+    def env(self):
+        return {"BREACHD_TEST_CLOCK": self.path}
 
 
 def is_slow():
@@ -267,6 +307,7 @@ class Ctx:
         return path
 
     def daemon(self, conf, env=None, wait=True, **kw):
+        """A breachd on conf; clock=Clock(ctx): the test build, on driven time."""
         d = Daemon(self, conf, env, **kw)
         self.daemons.append(d)
         if wait:
@@ -395,16 +436,21 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, ctx, conf, env=None, sock=None, pass_fds=(), argv_extra=()):
+    def __init__(self, ctx, conf, env=None, sock=None, pass_fds=(), argv_extra=(), clock=None):
         self.ctx = ctx
         self.conf = conf
         self.sock = sock or conf_socket(conf)
         self.log_path = ctx.path("breachd-%d.log" % len(ctx.daemons))
         self._log = open(self.log_path, "wb")
-        argv = breachd_argv("--config", conf, "--foreground", *argv_extra)
+        self.clock = clock
+        if clock is not None:
+            env = dict(env or {}, **clock.env())
+        argv = breachd_argv("--config", conf, "--foreground", *argv_extra, clock=clock)
         self.proc = ctx.spawn(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                               pass_fds=pass_fds)
         self.pid = self.proc.pid
+        if clock is not None:
+            clock.daemons.append(self)
 
     def close_log(self):
         if not self._log.closed:

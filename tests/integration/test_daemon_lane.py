@@ -39,15 +39,16 @@ def ctl(*args, stdin=None, timeout=120):
                           timeout=timeout)
 
 
-def fault_daemon(ctx, mode, upstream_keys=None, **sections):
+def fault_daemon(ctx, mode, upstream_keys=None, clock=None, **sections):
     """A daemon without a filter whose every check goes to the fault
-    server's MODE (tests/integration/faultserver.c)."""
+    server's MODE (tests/integration/faultserver.c); with a dtest.Clock, on
+    driven time."""
     port = ctx.faultserver()
     up = {"timeout": "2s", "rate": "1000"}
     up.update(upstream_keys or {})
     conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/%s/{prefix}" % (
         port, mode)}, upstream=up, **sections)
-    return ctx.daemon(conf)
+    return ctx.daemon(conf, clock=clock)
 
 
 @test
@@ -192,14 +193,17 @@ def bulk_outlives_timeout(ctx):
 
 @test
 def rate_limited(ctx):
-    """A 429 with Retry-After: 2 and a 500 ms deadline: the interactive
-    check answers UNKNOWN rate-limited, a bulk one waits and is answered;
-    STATS and the metrics show the pause and the halved rate."""
+    """A 429 with Retry-After: 120 and a 500 ms deadline: the interactive
+    check answers UNKNOWN rate-limited, a bulk one waits and is answered
+    once the pause is over (on driven time); STATS and the metrics show
+    the pause and the halved rate."""
     mport = dtest.free_port()
-    d = fault_daemon(ctx, "limit", {"timeout": "500ms", "rate": "40"},
-                     daemon={"metrics_listen": "127.0.0.1:%d" % mport})
+    clock = dtest.Clock(ctx)
+    d = fault_daemon(ctx, "limit", {"timeout": "500ms", "rate": "40"}, clock=clock,
+                     daemon={"metrics_listen": "127.0.0.1:%d" % mport},
+                     limits={"idle_timeout": "1d"})
     with open(ctx.path("fault", "limit"), "w") as f:
-        f.write("429 1\nRetry-After: 2\n")
+        f.write("429 1\nRetry-After: 120\n")
     cl = d.client(timeout=20)
     bl = d.client(timeout=20)
     eq(bl.ask("l LANE bulk"), "l OK")
@@ -207,37 +211,42 @@ def rate_limited(ctx):
     bl.send("b1 PW %s\n" % sha_in(0x51001))
     st = d.stats()
     eq(st["upstream_pauses"], 1, "upstream_pauses")
-    eq(st["upstream_paused_ms"], 2000, "upstream_paused_ms")
+    eq(st["upstream_paused_ms"], 120000, "upstream_paused_ms")
     eq(st["upstream_rate_limited"], 1, "upstream_rate_limited")
     eq(st["upstream_rate_decreases"], 1, "upstream_rate_decreases")
-    check(0 < st["upstream_pause_left_ms"] <= 2000, "pause left %r" % st["upstream_pause_left_ms"])
+    check(0 < st["upstream_pause_left_ms"] <= 120000,
+          "pause left %r" % st["upstream_pause_left_ms"])
     rate = float(st["upstream_rate_effective"])
     check(20 <= rate < 21, "effective rate %r after a 429 at 40/s" % rate)
     eq(st["circuit"], "closed", "circuit")
     eq(st["pw_unknown"], 1, "pw_unknown")
-    eq(bl.line(timeout=5), "b1 PWNED 42", "the bulk check after the pause")
+    clock.advance(120)
+    eq(bl.line(timeout=20), "b1 PWNED 42", "the bulk check after the pause")
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
     for key in ("breachd_upstream_rate_effective ", "breachd_upstream_pauses_total 1",
-                "breachd_upstream_paused_seconds_total 2.000", "breachd_bulk_queue_depth 0"):
+                "breachd_upstream_paused_seconds_total 120.000", "breachd_bulk_queue_depth 0"):
         check(key in body, "metrics lack %r" % key)
     check("Retry-After" in d.log() and "429" in d.log(), "no notice of the pause in the log")
 
 
 @test
 def nt_rate_limited(ctx):
-    """The [ntlm] upstream answers 429 with Retry-After: 5, the SHA-1 one
+    """The [ntlm] upstream answers 429 with Retry-After: 120, the SHA-1 one
     answers: the nt_upstream_* rate, pause and bulk figures move in STATS
-    and the metrics, the SHA-1 ones do not."""
+    and the metrics, the SHA-1 ones do not; the bulk NT check is answered
+    once the pause is over (on driven time)."""
     mport = dtest.free_port()
     port = ctx.faultserver()
     conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/ok/{prefix}" % port},
                       ntlm={"upstream": "http://127.0.0.1:%d/limit/{prefix}" % port},
                       upstream={"timeout": "500ms", "rate": "40"},
-                      daemon={"metrics_listen": "127.0.0.1:%d" % mport})
-    d = ctx.daemon(conf)
+                      daemon={"metrics_listen": "127.0.0.1:%d" % mport},
+                      limits={"idle_timeout": "1d"})
+    clock = dtest.Clock(ctx)
+    d = ctx.daemon(conf, clock=clock)
     with open(ctx.path("fault", "limit"), "w") as f:
-        f.write("429 1\nRetry-After: 5\n")
+        f.write("429 1\nRetry-After: 120\n")
     cl = d.client(timeout=20)
     bl = d.client(timeout=20)
     eq(bl.ask("l LANE bulk"), "l OK")
@@ -247,10 +256,10 @@ def nt_rate_limited(ctx):
     st = dtest.wait_for(lambda: (lambda s: s["nt_upstream_bulk_queued"] == 1 and s)(d.stats()),
                         10, "the bulk NT check queued behind the pause")
     eq(st["nt_upstream_pauses"], 1, "nt_upstream_pauses")
-    eq(st["nt_upstream_paused_ms"], 5000, "nt_upstream_paused_ms")
+    eq(st["nt_upstream_paused_ms"], 120000, "nt_upstream_paused_ms")
     eq(st["nt_upstream_rate_limited"], 1, "nt_upstream_rate_limited")
     eq(st["nt_upstream_rate_decreases"], 1, "nt_upstream_rate_decreases")
-    check(0 < st["nt_upstream_pause_left_ms"] <= 5000,
+    check(0 < st["nt_upstream_pause_left_ms"] <= 120000,
           "pause left %r" % st["nt_upstream_pause_left_ms"])
     rate = float(st["nt_upstream_rate_effective"])
     check(20 <= rate < 21, "NTLM effective rate %r after a 429 at 40/s" % rate)
@@ -265,12 +274,13 @@ def nt_rate_limited(ctx):
     import urllib.request
     body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
     for key in ("breachd_nt_upstream_pauses_total 1\n",
-                "breachd_nt_upstream_paused_seconds_total 5.000\n",
+                "breachd_nt_upstream_paused_seconds_total 120.000\n",
                 "breachd_nt_upstream_rate_limited_total 1\n", "breachd_nt_upstream_bulk_queued 1\n",
                 "breachd_nt_upstream_rate_effective 20", "breachd_nt_circuit_state 0\n",
                 "breachd_upstream_pauses_total 0\n", "breachd_upstream_rate_effective 40\n"):
         check(key in body, "metrics lack %r" % key)
-    line = bl.line(timeout=15)
+    clock.advance(120)
+    line = bl.line(timeout=20)
     check(line.startswith("b1 ") and "rate-limited" not in line, "the bulk NT check after the pause: %r" % line)
     eq(d.stats()["nt_upstream_bulk_queued"], 0, "nt_upstream_bulk_queued after the pause")
 
@@ -281,11 +291,12 @@ def circuit_open_log(ctx):
     once, two range queries at a time: the circuit opens and ends the
     queued ones, then 100 more checks are refused (UNKNOWN circuit-open),
     all logged as one line when it opens, not one each; once the upstream
-    answers and the cool-down ([upstream] breaker_cooldown, short here) is
-    over, one line says it turned half-open for its trial and one that it
-    closed and how many fetches it refused, the count STATS has too."""
-    cooldown = 3 * dtest.SLOW  # long enough for the checks refused while open
-    d = fault_daemon(ctx, "switch", {"max_inflight": "2", "breaker_cooldown": "%ds" % cooldown})
+    answers and the cool-down ([upstream] breaker_cooldown = 5m, on
+    driven time: dtest.Clock) is over, one line says it turned half-open for
+    its trial and one that it closed and how many fetches it refused, the
+    count STATS has too."""
+    clock = dtest.Clock(ctx)
+    d = fault_daemon(ctx, "switch", {"max_inflight": "2", "breaker_cooldown": "5m"}, clock=clock)
     state = ctx.path("fault")
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("badgateway\n")
@@ -313,7 +324,11 @@ def circuit_open_log(ctx):
     with open(os.path.join(state, "switch"), "w") as f:
         f.write("ok\n")
     probe = sha_in(0x55000)
-    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", cooldown + 30 * dtest.SLOW,
+    eq(cl.ask("o PW " + probe), "o UNKNOWN circuit-open", "before the cool-down is over")
+    clock.advance(5 * 60)  # cl is idle past idle_timeout now: closed
+    cl = d.client()
+    # the trial (a decoy may go first): asked again until it has closed
+    dtest.wait_for(lambda: cl.ask("p PW " + probe) == "p PWNED 42", 30 * dtest.SLOW,
                    "the circuit to close after its cool-down", step=0.2)
     st2 = d.stats()
     eq(st2["circuit"], "closed", "circuit")

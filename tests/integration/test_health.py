@@ -5,7 +5,12 @@ UNKNOWN answers counted by reason, through a real breachd and a real nginx
 mirror of the demo corpus (which holds the canary's key, the SHA-1 of
 "password").
 
-  canary_passes:      canary = 200ms over the full filter and the mirror:
+breachd runs on driven time (breachd-testclock, dtest.Clock): the canary's
+period is 4 minutes (within the upstream timeout, 300 s, so that a jump
+times out no fetch in flight), and each run comes when the test advances
+the clock by one period.
+
+  canary_passes:      canary = 4m over the full filter and the mirror:
                       STATS canary=ok; the canary's range was fetched once
                       for many runs (the cache, ttl); the answer counters
                       users see did not move; a user's check of the same
@@ -49,11 +54,25 @@ from dtest import check, eq, test, wait_for  # noqa: E402
 CANARY = dtest.sha1hex("password")  # 5BAA61E4..., in every corpus
 
 
+PERIOD = 240  # seconds: [daemon] canary below
+CANARY_KEYS = {"canary": "%ds" % PERIOD}
+UPSTREAM_KEYS = {"timeout": "300s"}  # longer than a period: a jump ends no fetch
+
+
 def daemon(ctx, filt, upstream, **daemon_keys):
-    keys = {"canary": "200ms"}
+    keys = dict(CANARY_KEYS)
     keys.update(daemon_keys)
-    conf = ctx.config(daemon=keys, passwords={"filter": filt, "upstream": upstream})
-    return ctx.daemon(conf)
+    conf = ctx.config(daemon=keys, passwords={"filter": filt, "upstream": upstream},
+                      upstream=UPSTREAM_KEYS)
+    return ctx.daemon(conf, clock=dtest.Clock(ctx))
+
+
+def periods(d, n, key="canary_runs"):
+    """n canary periods on d's driven clock, each run finished (STATS key)."""
+    for _ in range(n):
+        want = d.stats()[key] + 1
+        d.clock.advance(PERIOD)
+        wait_for(lambda: d.stats()[key] >= want, 30 * dtest.SLOW, "a run (%s)" % key)
 
 
 def mirror_upstream(ctx, c):
@@ -77,11 +96,12 @@ def canary_requests(ctx):
 def canary_passes(ctx):
     c = dtest.corpus()
     d = daemon(ctx, c.filter, mirror_upstream(ctx, c))
-    wait_for(lambda: d.stats()["canary_runs"] >= 5, 30 * dtest.SLOW, "five canary runs")
+    periods(d, 5)
     st = d.stats()
     eq((st["canary"], st["canary_reason"], st["canary_ok"]), ("ok", "none", 1), "canary")
     eq(st["canary_failures"], 0, "canary_failures")
-    check(abs(st["canary_last_time"] - time.time()) < 60, "canary_last_time %r" % st)
+    check(abs(st["canary_last_time"] - time.time() - d.clock.offset) < 60,
+          "canary_last_time %r" % st)
     eq((st["nt_canary"], st["url_canary"]), ("off", "off"), "no [ntlm] and no URL filter")
     # Through the cache: one fetch for every run (ttl 7d).
     eq(canary_requests(ctx), 1, "upstream requests of the canary's range")
@@ -110,10 +130,10 @@ def canary_decoys(ctx):
     """[upstream] decoys = 2: the canary's one fetch goes with two decoys,
     like a user's, and nothing more for later runs."""
     c = dtest.corpus()
-    conf = ctx.config(daemon={"canary": "200ms"}, upstream={"decoys": "2"},
+    conf = ctx.config(daemon=CANARY_KEYS, upstream=dict(UPSTREAM_KEYS, decoys="2"),
                       passwords={"filter": c.filter, "upstream": mirror_upstream(ctx, c)})
-    d = ctx.daemon(conf)
-    wait_for(lambda: d.stats()["canary_runs"] >= 4, 30 * dtest.SLOW, "four canary runs")
+    d = ctx.daemon(conf, clock=dtest.Clock(ctx))
+    periods(d, 4)
     eq(d.stats()["canary"], "ok", "canary")
     with open(ctx.path("nginx", "access.log")) as f:
         lines = [ln for ln in f if "/range/" in ln]
@@ -127,6 +147,7 @@ def canary_upstream_down(ctx):
     c = dtest.corpus()
     dead = "http://127.0.0.1:%d/range/{prefix}" % dtest.free_port()  # nobody listens
     d = daemon(ctx, c.filter, dead)
+    periods(d, 1)
     wait_for(lambda: "canary: the password check" in d.log(), 30 * dtest.SLOW,
              "the canary's warning in the log")
     line = [ln for ln in d.log().splitlines() if "canary: the password check" in ln][0]
@@ -168,12 +189,14 @@ def canary_filter_missing_key(ctx):
     filt = ctx.build_filter(inp, ctx.path("without-canary.bfuse"))
     check(not dtest.filter_says(ctx, filt, [CANARY])[CANARY], "the filter still says maybe")
     d = daemon(ctx, filt, mirror_upstream(ctx, c))
+    periods(d, 1)
     wait_for(lambda: "filter-missing-key" in d.log(), 30 * dtest.SLOW, "the canary's warning")
     st = d.stats()
     eq((st["canary"], st["canary_reason"]), ("failed", "filter-missing-key"), "canary")
     eq(canary_requests(ctx), 0, "the canary stopped at the filter")
     # Logged once for a reason that stays.
-    wait_for(lambda: d.stats()["canary_failures"] >= 3, 30 * dtest.SLOW, "more runs")
+    periods(d, 2)
+    eq(d.stats()["canary_failures"], 3, "canary_failures")
     eq(d.log().count("filter-missing-key"), 1, "warnings for one lasting failure")
     r = health(ctx, d)
     eq(r.returncode, 2, "health exit status (%s)" % r.stdout)
@@ -204,14 +227,16 @@ def health_filter_age(ctx):
 @test
 def stale_filter_logged(ctx):
     """A password filter past max_filter_age is bypassed: said once in the
-    log (the housekeeping tick, 1 s with this ttl), counted per check, and a
-    health WARNING."""
+    log (the housekeeping tick, 1 s with this ttl: driven), counted per
+    check, and a health WARNING."""
     c = dtest.corpus()
     filt = ctx.build_filter(c.txt, ctx.path("old.bfuse"), epoch=str(int(time.time()) - 3 * 86400))
     conf = ctx.config(daemon={"canary": "0"}, cache={"ttl": "5s", "max_stale": "5s"},
                       passwords={"filter": filt, "upstream": mirror_upstream(ctx, c),
                                  "max_filter_age": "2d"})
-    d = ctx.daemon(conf)
+    clock = dtest.Clock(ctx)
+    d = ctx.daemon(conf, clock=clock)
+    clock.advance(1)
     wait_for(lambda: "past [passwords] max_filter_age" in d.log(), 30 * dtest.SLOW,
              "the stale filter's warning")
     cl = d.client()
@@ -223,7 +248,8 @@ def stale_filter_logged(ctx):
     r = health(ctx, d)
     eq(r.returncode, 1, "health (%s)" % r.stdout)
     check("password filter past max_filter_age" in r.stdout, r.stdout)
-    wait_for(lambda: d.stats()["uptime_seconds"] >= 3, 30 * dtest.SLOW, "more ticks")
+    for _ in range(3):  # more ticks
+        clock.advance(1)
     eq(d.log().count("past [passwords] max_filter_age"), 1, "warnings for one stale filter")
     d.stop_ok()
 
@@ -252,10 +278,10 @@ def nt_canary(ctx):
     os.makedirs(mirror)
     with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
         f.write("%s:1000\r\n" % NT_CANARY[5:])
-    conf = ctx.config(daemon={"canary": "200ms"},
+    conf = ctx.config(daemon=CANARY_KEYS, upstream=UPSTREAM_KEYS,
                       ntlm={"upstream": "file://%s/{prefix}.txt" % mirror})
-    d = ctx.daemon(conf)
-    wait_for(lambda: d.stats()["nt_canary_runs"] >= 2, 30 * dtest.SLOW, "NT canary runs")
+    d = ctx.daemon(conf, clock=dtest.Clock(ctx))
+    periods(d, 2, "nt_canary_runs")
     st = d.stats()
     eq((st["nt_canary"], st["canary"], st["url_canary"]), ("ok", "off", "off"), "canaries")
     eq((st["requests_nt"], st["nt_pwned"]), (0, 0), "the NT counters users see")
@@ -263,8 +289,9 @@ def nt_canary(ctx):
     with open(os.path.join(mirror, NT_CANARY[:5] + ".txt"), "w") as f:
         f.write("%s:1000\r\n" % ("0" * 27))
     shutil.rmtree(ctx.path("cache"))
-    d = ctx.daemon(conf)
-    wait_for(lambda: d.stats()["nt_canary_failures"] >= 1, 30 * dtest.SLOW, "an NT failure")
+    d = ctx.daemon(conf, clock=dtest.Clock(ctx, "clock2"))
+    periods(d, 1, "nt_canary_runs")
+    eq(d.stats()["nt_canary_failures"], 1, "an NT failure")
     eq(d.stats()["nt_canary_reason"], "upstream-missing-key", "nt_canary_reason")
     check("canary: the NT check" in d.log() and "upstream-missing-key" in d.log(), d.log())
     r = health(ctx, d)
@@ -284,21 +311,19 @@ def url_canary(ctx):
     filt, ranges = ctx.path("urls.bbf"), ctx.path("ranges")
     ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
                   ranges, "--input", feed + "=malware")
-    conf = ctx.config(daemon={"canary": "200ms"},
+    conf = ctx.config(daemon=CANARY_KEYS, upstream=UPSTREAM_KEYS,
                       urls={"filter": filt, "upstream": "file://%s/{prefix}.txt" % ranges})
-    d = ctx.daemon(conf)
-    wait_for(lambda: d.stats()["url_canary_runs"] >= 3, 30 * dtest.SLOW, "URL canary runs")
+    d = ctx.daemon(conf, clock=dtest.Clock(ctx))
+    periods(d, 3, "url_canary_runs")
     st = d.stats()
     eq((st["url_canary"], st["url_canary_failures"]), ("ok", 0), "url_canary")
     # Fetched (the filter said maybe), then from the cache: no fetch for
     # later runs. (A range fetched in the second the filter was built is
     # revalidated: url_fresh_after, docs/architecture.md.)
     check(st["cache_misses"] >= 1, "no range fetch: %r" % st["cache_misses"])
-    wait_for(lambda: d.stats()["url_filter_age_seconds"] >= 2, 30 * dtest.SLOW, "a later second")
-    runs = d.stats()["url_canary_runs"]
-    wait_for(lambda: d.stats()["url_canary_runs"] >= runs + 1, 30 * dtest.SLOW, "one more run")
+    periods(d, 1, "url_canary_runs")
     fetched = d.stats()["cache_misses"]
-    wait_for(lambda: d.stats()["url_canary_runs"] >= runs + 4, 30 * dtest.SLOW, "more runs")
+    periods(d, 3, "url_canary_runs")
     eq(d.stats()["cache_misses"], fetched, "range fetches of later runs")
     eq((st["requests_url"], st["url_blocked"], st["url_unknown"]), (0, 0, 0), "URL counters")
     d.stop_ok()
@@ -307,8 +332,8 @@ def url_canary(ctx):
     ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir",
                   ranges, "--input", feed + "=malware")
     shutil.rmtree(ctx.path("cache"))
-    d = ctx.daemon(conf)
-    wait_for(lambda: d.stats()["url_canary_runs"] >= 2, 30 * dtest.SLOW, "URL canary runs")
+    d = ctx.daemon(conf, clock=dtest.Clock(ctx, "clock2"))
+    periods(d, 2, "url_canary_runs")
     st = d.stats()
     eq((st["url_canary"], st["cache_misses"]), ("ok", 0), "a filter's no is a pass")
     d.stop_ok()

@@ -1,29 +1,32 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The layering of lib/ and the module map of docs/architecture.md, checked
-over the source tree:
+"""The layering of lib/ and the daemon, and the module map, checked over the
+source tree:
 
-* lib/ folders include each other's headers only along the edges of
-  LAYERS below (the order of docs/architecture.md, "Module map"): the folder
-  graph is a DAG, and a new edge is a decision written down here and in the
-  document, not an accident;
+* lib/ folders include each other's headers only along the edges of the
+  layer table, libbreach_layers in lib/meson.build (which links each folder
+  with the folders below it; read here, not copied): the folder graph is a
+  DAG, and a new edge is a decision written down there, not an accident;
 * the modules of daemon/ (scripts/daemon-modules: a module includes
   another's header or names a function it defines) depend on each other
   only along the edges of DAEMON_LAYERS below (docs/architecture.md, "The
   daemon, top-down"): the connection layer calls the verbs through
   dispatch.h, the verbs answer through conn.h and never call back into
   the server;
-* every C source and header under lib/, daemon/ and client/ is named in
-  docs/architecture.md, by its name or by a pattern in backticks
-  (`conf*.c`, `cmd_*.c`); a header foo.h is named by its foo.c;
+* every C source under lib/, daemon/ and client/ opens with a comment
+  saying what it is for, and docs/modules.md is what scripts/module-map
+  makes of those comments and the meson files (scripts/module-map --check);
 * across lib/ folders headers are included by path ("range/range.h");
 * each lib/ folder's outside libraries (FOLDER_ext_deps in its
-  meson.build), the headers its files include and docs/architecture.md's
-  table agree;
-* no function is over 80 lines (scripts/long-functions).
+  meson.build, the one place they are written) are those whose headers its
+  files include;
+* product code reads the time only through lib/core/clock.h (no time(),
+  clock_gettime(), gettimeofday() elsewhere), so that a test build can
+  drive it;
+* no function is over 80 lines (scripts/long-functions), and the scripts
+  it runs answer --help.
 
     test_layering.py SOURCE_ROOT"""
-import fnmatch
 import importlib.machinery
 import importlib.util
 import os
@@ -31,24 +34,28 @@ import re
 import subprocess
 import sys
 
-# folder -> the lib folders it may include from (besides itself)
-LAYERS = {
-    "core": set(),
-    "url": {"core"},
-    "filter": {"core", "url"},
-    "upstream": {"core"},
-    "range": {"core", "upstream"},
-    "download": {"core", "range", "upstream"},
-    "proto": {"core"},
-    "audit": {"core"},
-    "similar": {"core"},
-    "banned": {"core"},
-}
+# folder -> the lib folders it may include from (besides itself): read from
+# lib/meson.build's libbreach_layers, the one place the layer graph is
+# written (it links each folder with the folders below it)
+LAYERS = {}
+LAYER_ROW = re.compile(r"\[\s*'(\w+)'\s*,\s*\[([^\]]*)\]\s*\]")
+
+
+def meson_layers(root):
+    with open(os.path.join(root, "lib", "meson.build"), encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"^libbreach_layers = \[(.*?)^\]", text, re.M | re.S)
+    if not m:
+        raise SystemExit("FAIL: lib/meson.build has no libbreach_layers table")
+    return {name: set(re.findall(r"'(\w+)'", below))
+            for name, below in LAYER_ROW.findall(m.group(1))}
+
+
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
     "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "follow", "conf",
-             "log"},
+             "log", "testclock"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
@@ -80,6 +87,8 @@ DAEMON_LAYERS = {
     "accept_pause": {"log"},
     "conf": set(),
     "startup": set(),
+    # the test build's driven clock (testclock_hook.c; the installed one: testclock.c)
+    "testclock": {"log"},
     "notify": set(),
     "log": {"conf"},
 }
@@ -115,8 +124,8 @@ def check_layers(root):
     bad = 0
     for (a, b), files in sorted(lib_edges(root).items()):
         if a not in LAYERS:
-            print("FAIL: lib/%s is not in the layer table (test_layering.py, "
-                  "docs/architecture.md)" % a)
+            print("FAIL: lib/%s is not in the layer table (lib/meson.build, "
+                  "libbreach_layers)" % a)
             bad += 1
         elif b not in LAYERS[a]:
             print("FAIL: lib/%s includes lib/%s (%s): not a layer edge" % (a, b, ", ".join(files)))
@@ -168,27 +177,9 @@ def check_daemon_layers(root):
 
 
 def check_module_map(root):
-    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as fh:
-        doc = fh.read()
-    quoted = set()
-    for q in re.findall(r"`([^`]+)`", doc):
-        quoted.update(w.strip("(),.;:") for w in q.split())
-    names = {os.path.basename(q) for q in quoted}
-    patterns = [n for n in names if "*" in n]
-    bad = 0
-    for top in ("lib", "daemon", "client"):
-        for dirpath, _, files in os.walk(os.path.join(root, top)):
-            for f in sorted(files):
-                if not f.endswith((".c", ".h")):
-                    continue
-                # a header is named after its file (foo.h of foo.c)
-                alts = [f] + ([f[:-2] + ".c"] if f.endswith(".h") else [])
-                if any(a in names or any(fnmatch.fnmatch(a, p) for p in patterns) for a in alts):
-                    continue
-                print("FAIL: %s is not named in docs/architecture.md"
-                      % os.path.relpath(os.path.join(dirpath, f), root))
-                bad += 1
-    return bad
+    r = subprocess.run([sys.executable, os.path.join(root, "scripts", "module-map"), "--check",
+                        root])
+    return 1 if r.returncode else 0
 
 
 # an outside library: the header prefixes that use it
@@ -229,10 +220,8 @@ def check_includes_by_path(root):
 
 
 def check_ext_deps(root):
-    """Each lib/ folder's FOLDER_ext_deps (its meson.build), the headers its
-    files include and docs/architecture.md's table name the same libraries."""
-    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as fh:
-        doc = fh.read()
+    """Each lib/ folder's FOLDER_ext_deps (its meson.build) names the
+    libraries whose headers its files include."""
     bad = 0
     for d in sorted(LAYERS):
         folder = os.path.join(root, "lib", d)
@@ -245,10 +234,6 @@ def check_ext_deps(root):
                 with open(os.path.join(folder, f), encoding="utf-8") as fh:
                     for h in SYS_INCLUDE.findall(fh.read()):
                         used |= {k for k, v in EXT_HEADERS.items() if h.startswith(v)}
-        row = re.search(r"^\| `lib/%s/` \| ([^|]*)\|" % d, doc, re.M)
-        documented = None
-        if row:
-            documented = {w.strip() for w in row.group(1).split(",")} - {"none", ""}
         if declared is None:
             print("FAIL: lib/%s/meson.build declares no %s_ext_deps" % (d, d))
             bad += 1
@@ -256,17 +241,55 @@ def check_ext_deps(root):
             print("FAIL: lib/%s declares %s but its files use %s"
                   % (d, sorted(declared), sorted(used)))
             bad += 1
-        if documented is None or documented != used:
-            print("FAIL: docs/architecture.md's row for lib/%s/ says %s, the files use %s"
-                  % (d, sorted(documented or []), sorted(used)))
+    return bad
+
+
+# a direct read of the system's clocks
+TIME_READ = re.compile(r"\b(time\s*\(\s*(NULL|0)?\s*\)|clock_gettime|gettimeofday|"
+                       r"event_base_gettimeofday_cached)\s*\(?")
+# the files that may read them: the clock itself, the test build's driver,
+# and absolute deadlines for pthread_cond_timedwait() (the system's clock)
+TIME_READERS = {"lib/core/clock.c", "daemon/testclock_hook.c", "lib/download/download_writer.c",
+                "daemon/follow.c"}
+
+
+def check_one_clock(root):
+    bad = 0
+    for top in ("lib", "daemon", "client"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                rel = os.path.relpath(os.path.join(dirpath, f), root)
+                if not f.endswith((".c", ".h")) or rel in TIME_READERS:
+                    continue
+                with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        code = line.split("//")[0]
+                        if TIME_READ.search(code) and not code.lstrip().startswith(("/*", "*")):
+                            print("FAIL: %s:%d reads the time directly: use lib/core/clock.h"
+                                  % (rel, n))
+                            bad += 1
+    return bad
+
+
+def check_script_help(root):
+    """The checking scripts answer --help with their usage (exit 0)."""
+    bad = 0
+    for name in ("daemon-modules", "long-functions", "module-map"):
+        r = subprocess.run([sys.executable, os.path.join(root, "scripts", name), "--help"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.startswith("usage: " + name):
+            print("FAIL: scripts/%s --help: exit %d, %r" % (name, r.returncode,
+                                                          (r.stdout + r.stderr)[-300:]))
             bad += 1
     return bad
 
 
 def main():
     root = sys.argv[1]
+    LAYERS.update(meson_layers(root))
     bad = check_layers(root) + check_daemon_layers(root) + check_module_map(root)
-    bad += check_includes_by_path(root) + check_ext_deps(root)
+    bad += check_includes_by_path(root) + check_ext_deps(root) + check_one_clock(root)
+    bad += check_script_help(root)
     r = subprocess.run([sys.executable, os.path.join(root, "scripts", "long-functions"),
                         os.path.join(root, "lib"), os.path.join(root, "daemon"),
                         os.path.join(root, "client")])

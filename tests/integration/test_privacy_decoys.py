@@ -18,7 +18,7 @@ revalidated), real and decoy requests must not differ in:
              file, so they get 200s like the real ones, never 404s.
 
 Standard library only; the harness is dtest.py (temp dirs, 127.0.0.1 only,
-every process stopped).
+every process stopped); breachd runs on driven time (breachd-testclock).
 """
 import collections
 import hashlib
@@ -35,7 +35,10 @@ import dtest  # noqa: E402
 from dtest import check, eq, test  # noqa: E402
 
 DECOYS = 3
-TTL = 2  # seconds: short, so that repeats are revalidated
+# seconds; the rounds after the first are this much later on driven time
+# (dtest.Clock), so that every repeat is revalidated, and still within the
+# upstream timeout (300 s), so that decoys in flight at the jump go on
+TTL = 200
 
 LOG_FORMAT = """    log_format probe '$request_method $request_uri $status inm=[$http_if_none_match] '
                      'ims=[$http_if_modified_since] pad=[$http_add_padding] '
@@ -171,15 +174,17 @@ def password_decoys_look_real(ctx):
     port = start_nginx(ctx, mirror, "/all.txt =404")
     conf = ctx.config(passwords={"filter": "", "upstream": "http://127.0.0.1:%d/range/{prefix}" % port},
                       cache={"path": ctx.path("cache"), "ttl": "%ds" % TTL},
-                      upstream={"decoys": str(DECOYS)})
-    d = ctx.daemon(conf)
+                      upstream={"decoys": str(DECOYS), "timeout": "300s"},
+                      limits={"idle_timeout": "1d"}, daemon={"canary": "0"})
+    clock = dtest.Clock(ctx)
+    d = ctx.daemon(conf, clock=clock)
     cl = d.client(timeout=20)
     hashes = ["%05X%s" % (rng.getrandbits(20), suffixes[i % 20]) for i in range(12)]
     real = {h[:5] for h in hashes}
     starts = []
     for rnd in range(3):  # the second and third rounds come after the TTL
         if rnd:
-            time.sleep(TTL + 0.2)
+            clock.advance(TTL + 1)
         for i, h in enumerate(hashes):
             starts.append(len(access_log(ctx, settle=0.05)))
             eq(cl.ask("r%d.%d PW %s" % (rnd, i, h)), "r%d.%d PWNED %d" % (rnd, i, i % 20 + 1), "answer")
@@ -209,12 +214,14 @@ def url_decoys_look_real(ctx):
     filt, mirror = ctx.path("urls.bbf"), ctx.path("ranges")
     ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", filt, "--ranges-dir", mirror,
                   "--generation", "1", "--input", feed + "=phishing")
-    time.sleep(1.02 - time.time() % 1)  # ranges fetched in the build's second are revalidated
     port = start_nginx(ctx, mirror, "=404")
     conf = ctx.config(urls={"filter": filt, "upstream": "http://127.0.0.1:%d/range/{prefix}" % port},
                       cache={"path": ctx.path("cache"), "ttl": "%ds" % TTL},
-                      upstream={"decoys": str(DECOYS)})
-    d = ctx.daemon(conf)
+                      upstream={"decoys": str(DECOYS), "timeout": "300s"},
+                      limits={"idle_timeout": "1d"}, daemon={"canary": "0"})
+    clock = dtest.Clock(ctx)
+    d = ctx.daemon(conf, clock=clock)
+    clock.advance(2)  # ranges fetched in the build's second are revalidated
     cl = d.client(timeout=20)
     urls = ["http://host%d.example.org/page%d.html" % (i, i) for i in range(0, 400, 33)]
     exprs = ctx.breachctl("url-expressions", *urls).stdout.strip("\n").split("\n\n")
@@ -225,7 +232,7 @@ def url_decoys_look_real(ctx):
     starts, owner = [], []
     for rnd in range(3):
         if rnd:
-            time.sleep(TTL + 0.2)
+            clock.advance(TTL + 1)
         for i, u in enumerate(urls):
             starts.append(len(access_log(ctx, settle=0.05)))
             owner.append(i)

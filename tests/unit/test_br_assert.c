@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The recoverable assertion (lib/core/br_assert.h): a holding condition
  * costs nothing and is not counted; a failing one is counted, reaches the
- * hook with its text and place, and lets the caller return an error. */
+ * hook with its text and place, and lets the caller return an error. The
+ * trace: an error code passed through, its place to the trace hook. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,11 +69,48 @@ static void test_fails(void **state)
     assert_int_equal(hook_calls, 1);
 }
 
+static int trace_calls, trace_r, trace_line;
+static char trace_func[64];
+
+static void trace_hook(int r, const char *file, int line, const char *func)
+{
+    trace_calls++;
+    trace_r = r;
+    trace_line = line;
+    snprintf(trace_func, sizeof(trace_func), "%s", func);
+    assert_non_null(strstr(file, "test_br_assert.c"));
+}
+
+static int allocate(bool fail)
+{
+    if (fail)
+        return br_trace(-ENOMEM);
+    return br_trace(3);
+}
+
+/* br_trace(r) is r; only a negative r reaches the hook, with its place. */
+static void test_trace(void **state)
+{
+    (void)state;
+    br_trace_set_hook(trace_hook);
+    assert_int_equal(allocate(false), 3);
+    assert_int_equal(trace_calls, 0);
+    assert_int_equal(allocate(true), -ENOMEM);
+    assert_int_equal(trace_calls, 1);
+    assert_int_equal(trace_r, -ENOMEM);
+    assert_string_equal(trace_func, "allocate");
+    assert_true(trace_line > 0);
+    br_trace_set_hook(NULL);
+    assert_int_equal(allocate(true), -ENOMEM);
+    assert_int_equal(trace_calls, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_holds),
         cmocka_unit_test(test_fails),
+        cmocka_unit_test(test_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "dirmod.h"
+#include "dirmod/dirmod.h"
 
 static int set(dm_options *o, const char *k, const char *v, char *err, size_t size)
 {
