@@ -88,25 +88,48 @@ static void purge(bd_housekeeping *hk)
     if (!st->cache || !st->cache->cache || br_range_cache_damaged(st->cache->cache))
         return; /* damaged: nothing can be read or deleted (report_damage says so) */
     uint64_t n = 0;
-    int rc = br_range_cache_purge(st->cache->cache, (int64_t)time(NULL), st->cfg->cache.max_stale_s, &n);
+    int rc =
+        br_range_cache_purge(st->cache->cache, (int64_t)time(NULL), st->cfg->cache.max_stale_s, &n);
     if (rc < 0)
         bd_log(LOG_WARNING, "range cache %s: purging entries past ttl + max_stale failed: %s",
                st->cache->path, strerror(-rc));
     else if (n)
-        bd_log(LOG_DEBUG, "range cache: purged %llu entries past ttl + max_stale", (unsigned long long)n);
+        bd_log(LOG_DEBUG, "range cache: purged %llu entries past ttl + max_stale",
+               (unsigned long long)n);
 }
 
 static void report_damage(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
-    if (st->cache && hk->told_cache != st->cache->cache && br_range_cache_damaged(st->cache->cache)) {
+    if (st->cache && hk->told_cache != st->cache->cache &&
+        br_range_cache_damaged(st->cache->cache)) {
         hk->told_cache = st->cache->cache;
         bd_log(LOG_ERR,
-               "range cache %s: data.mdb or lock.mdb was truncated or rewritten in place while in use: "
+               "range cache %s: data.mdb or lock.mdb was truncated or rewritten in place while in "
+               "use: "
                "checks go on without the cache, from the upstream; remove both files and reload",
                st->cache->path);
     }
     bd_state_check_filters(st);
+}
+
+/* What a stale filter of a password section does: a range filter is
+ * bypassed, an offline one keeps answering (it never sends a check:
+ * docs/privacy.md). */
+static void tell_stale(const char *what, const char *section, const char *path, bool offline,
+                       const char *checks)
+{
+    if (offline)
+        bd_log(LOG_WARNING,
+               "offline %s filter %s is past [%s] max_filter_age: still answering from it (an "
+               "offline filter never sends a check to the range API); install a fresh filter "
+               "and reload",
+               what, path, section);
+    else
+        bd_log(LOG_WARNING,
+               "%s filter %s is past [%s] max_filter_age: it is bypassed, every %s check goes "
+               "to the range API; install a fresh filter and reload",
+               what, path, section, checks);
 }
 
 /* A filter past max_filter_age, once per filter: the bypass (passwords) or
@@ -117,24 +140,21 @@ static void report_stale(bd_housekeeping *hk)
     int64_t now = (int64_t)time(NULL);
     if (st->pwfilter && hk->stale_pw != st->pwfilter && bd_state_pw_filter_stale(st, now)) {
         hk->stale_pw = st->pwfilter;
-        bd_log(LOG_WARNING,
-               "password filter %s is past [passwords] max_filter_age: it is bypassed, every "
-               "password check goes to the range API; install a fresh filter and reload",
-               st->cfg->passwords.filter);
+        tell_stale("password", "passwords", st->cfg->passwords.filter,
+                   br_pwfilter_offline(st->pwfilter), "password");
     }
     if (st->ntfilter && hk->stale_nt != st->ntfilter && bd_state_nt_filter_stale(st, now)) {
         hk->stale_nt = st->ntfilter;
-        bd_log(LOG_WARNING,
-               "NTLM filter %s is past [ntlm] max_filter_age: it is bypassed, every NT check "
-               "goes to the range API; install a fresh filter and reload",
-               st->cfg->ntlm.filter);
+        tell_stale("NTLM", "ntlm", st->cfg->ntlm.filter, br_pwfilter_offline(st->ntfilter), "NT");
     }
-    if (st->urlfilter && hk->stale_url != st->urlfilter && bd_state_url_filter_stale(st, now)) {
-        hk->stale_url = st->urlfilter;
+    const void *url = st->urloffline ? (const void *)st->urloffline : (const void *)st->urlfilter;
+    if (url && hk->stale_url != url && bd_state_url_filter_stale(st, now)) {
+        hk->stale_url = url;
         bd_log(LOG_WARNING,
-               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale; "
+               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale%s; "
                "install a fresh filter and reload",
-               st->cfg->urls.filter);
+               st->cfg->urls.filter,
+               st->urloffline ? " (an offline filter: upstream is taken as filter)" : "");
     }
 }
 

@@ -161,7 +161,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter);
+    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter, out->urloffline);
     return 0;
 }
 
@@ -436,12 +436,17 @@ void bd_state_log_filters(const bd_state *s)
                    br_urlfilter_members(s->urlfilter), "it blocks no URL");
 }
 
-static void tell_damage(const char *what, const char *verb, const char *paths)
+/* offline: the filter answers UNKNOWN filter-damaged from now on (it never
+ * falls back to the range API: docs/privacy.md); else it is bypassed. */
+static void tell_damage(const char *what, const char *verb, const char *paths, bool offline)
 {
     bd_log(LOG_ERR,
            "%s filter %s was truncated or rewritten in place while in use: every %s "
-           "check now goes to the range API; install a good file by rename and reload",
-           what, paths, verb);
+           "check now %s; install a good file by rename and reload",
+           what, paths, verb,
+           offline ? "answers UNKNOWN filter-damaged (an offline filter never falls back to the "
+                     "range API)"
+                   : "goes to the range API");
 }
 
 /* br_now_ns() at the start of the batch being dispatched. */
@@ -474,7 +479,7 @@ bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
     if (!*told) {
         *told = true;
         tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
-                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter);
+                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter, br_pwfilter_offline(f));
     }
     return false;
 }
@@ -501,7 +506,7 @@ bool bd_state_url_intact(bd_state *s)
     }
     if (!s->told_url) {
         s->told_url = true;
-        tell_damage("URL", "URL", s->cfg->urls.filter);
+        tell_damage("URL", "URL", s->cfg->urls.filter, s->urloffline != NULL);
     }
     return false;
 }

@@ -37,7 +37,8 @@ static int prom_head(render_out *o, const char *key)
                     o->prefix, key, sfx, o->eq);
 }
 
-static void put(render_out *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(render_out *o, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void put(render_out *o, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
@@ -124,8 +125,8 @@ static void render_answers(const bd_counters *k, render_out *o)
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
  * _age_seconds, _stale (h NULL: no filter loaded). */
-static void render_filter(render_out *o, const char *prefix, const br_filter_header *h,
-                          int64_t now, bool stale)
+static void render_filter(render_out *o, const char *prefix, const br_filter_header *h, int64_t now,
+                          bool stale)
 {
     static const char *const names[] = {"filter_loaded", "filter_generation", "filter_keys",
                                         "filter_age_seconds", "filter_stale"};
@@ -230,6 +231,7 @@ static const char *const unknown_names[BD_UNK_COUNT_] = {
     "shutting-down",
     "filter-unavailable",
     "filter-stale",
+    BD_REASON_FILTER_DAMAGED,
     "other",
 };
 
@@ -252,13 +254,16 @@ static void render_unknown(const bd_counters *k, render_out *o)
     }
 }
 
-/* Filters and the cache found truncated or rewritten in place (then
- * bypassed: every check goes to the range API). */
+/* Filters and the cache found truncated or rewritten in place (then a
+ * range filter is bypassed, an offline one answers UNKNOWN filter-damaged;
+ * the cache is set aside). */
 static void render_damage(const bd_state *st, render_out *o)
 {
-    U64(o, "filter_damaged", st->pwfilter && br_pwfilter_damaged(st->pwfilter));
-    U64(o, "nt_filter_damaged", st->ntfilter && br_pwfilter_damaged(st->ntfilter));
-    U64(o, "url_filter_damaged", st->urlfilter && br_urlfilter_damaged(st->urlfilter));
+    U64(o, "filter_damaged", st->told_pw || (st->pwfilter && br_pwfilter_damaged(st->pwfilter)));
+    U64(o, "nt_filter_damaged", st->told_nt || (st->ntfilter && br_pwfilter_damaged(st->ntfilter)));
+    U64(o, "url_filter_damaged",
+        st->told_url || (st->urlfilter && br_urlfilter_damaged(st->urlfilter)) ||
+            (st->urloffline && br_pwfilter_damaged(st->urloffline)));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
 }
@@ -332,8 +337,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                   st->urloffline  ? br_pwfilter_header(st->urloffline)
                   : st->urlfilter ? br_urlfilter_header(st->urlfilter)
                                   : NULL,
-                  now,
-                  bd_state_url_filter_stale(st, now));
+                  now, bd_state_url_filter_stale(st, now));
     bd_totals t;
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
@@ -409,8 +413,8 @@ int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, 
     m->srv = srv;
     m->http = evhttp_new(base);
     errno = 0;
-    struct evhttp_bound_socket *b = m->http ? evhttp_bind_socket_with_handle(m->http, host, port)
-                                            : NULL;
+    struct evhttp_bound_socket *b =
+        m->http ? evhttp_bind_socket_with_handle(m->http, host, port) : NULL;
     if (!b) {
         int e = errno ? errno : m->http ? EADDRNOTAVAIL : ENOMEM; /* bind(2)'s: EADDRINUSE */
         bd_metrics_stop(m);
