@@ -22,15 +22,16 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
-                 "               [--version]\n"
-                 "\n"
-                 "  -c, --config FILE   configuration file (default %s)\n"
-                 "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
-                 "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
-                 "      --check-config  validate the configuration and the filters, then exit\n"
-                 "      --version       print the version and exit\n",
-                 BREACHD_CONFIG_PATH);
+    fprintf(out,
+            "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
+            "               [--version]\n"
+            "\n"
+            "  -c, --config FILE   configuration file (default %s)\n"
+            "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
+            "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
+            "      --check-config  validate the configuration and the filters, then exit\n"
+            "      --version       print the version and exit\n",
+            BREACHD_CONFIG_PATH);
 }
 
 /* Classic daemon start: the parent exits with the child's verdict, sent
@@ -193,10 +194,13 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_canary *canary = bd_canary_new(srv);
     if (!canary)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
+    srv->reloaded = bd_canary_reloaded;
+    srv->reloaded_ctx = canary;
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    srv->reloaded = NULL;
     bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();

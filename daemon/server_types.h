@@ -60,7 +60,7 @@ struct bd_server {
     bd_accept_pause accept; /* the listener's pauses when out of descriptors */
     bd_conn *conns;
     uint32_t n_conns;
-    uint64_t inflight; /* requests waiting for an answer, all connections */
+    uint64_t inflight;     /* requests waiting for an answer, all connections */
     uint64_t bulk_pending; /* ... of which on bulk connections ([upstream] bulk_queue) */
 
     bool draining;
@@ -92,6 +92,10 @@ struct bd_server {
     /* The one service of the server's own that a verb uses (RELOAD): set
      * by bd_server_init, so that the verbs need not call server_control.c. */
     bd_reload_fn *reload;
+    /* Called on the loop thread after a reload swapped state in (main.c
+     * sets it: the canary follows the new configuration); NULL: none. */
+    void (*reloaded)(void *ctx);
+    void *reloaded_ctx;
 };
 
 struct bd_conn {
@@ -99,12 +103,12 @@ struct bd_conn {
     struct bufferevent *bev;
     bd_conn *prev, *next;
     struct event *idle;
-    int refs;        /* 1 while open, +1 per pending request */
+    int refs; /* 1 while open, +1 per pending request */
     bool open;
-    bool discarding; /* skipping the rest of an over-long line */
-    bool eof;        /* the peer closed its side: answer, then close */
-    bool closing;    /* close once the output is written */
-    bool paused;     /* not reading: too many unread responses */
+    bool discarding;          /* skipping the rest of an over-long line */
+    bool eof;                 /* the peer closed its side: answer, then close */
+    bool closing;             /* close once the output is written */
+    bool paused;              /* not reading: too many unread responses */
     struct evbuffer *backlog; /* answers not yet in the output (conn_out.c) */
     uint32_t inflight;
     br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
