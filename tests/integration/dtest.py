@@ -395,13 +395,16 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, ctx, conf, env=None, sock=None, pass_fds=(), argv_extra=()):
+    def __init__(self, ctx, conf, env=None, sock=None, pass_fds=(), argv_extra=(), tracer=()):
+        """tracer: a command breachd runs under (strace ... --): proc is then
+        the tracer's, pid breachd's once wait_ready found it."""
         self.ctx = ctx
         self.conf = conf
         self.sock = sock or conf_socket(conf)
         self.log_path = ctx.path("breachd-%d.log" % len(ctx.daemons))
         self._log = open(self.log_path, "wb")
-        argv = breachd_argv("--config", conf, "--foreground", *argv_extra)
+        self.traced = bool(tracer)
+        argv = list(tracer) + breachd_argv("--config", conf, "--foreground", *argv_extra)
         self.proc = ctx.spawn(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                               pass_fds=pass_fds)
         self.pid = self.proc.pid
@@ -428,11 +431,28 @@ class Daemon:
             try:
                 c.send("ready PING\n")
                 if c.line() == "ready PONG":
+                    self._find_traced()
                     return
             finally:
                 c.close()
             time.sleep(0.02)
         raise AssertionError("breachd not ready after %ds:\n%s" % (timeout, self.log()))
+
+    def _find_traced(self):
+        """Under a tracer, pid becomes the traced breachd's (the tracer's one
+        child)."""
+        path = "/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)
+        if not self.traced or self.pid != self.proc.pid or not os.path.exists(path):
+            return
+        with open(path) as f:
+            kids = f.read().split()
+        exe = os.path.realpath(ARGS.breachd)
+        for k in kids:
+            try:
+                if os.path.realpath("/proc/%s/exe" % k) == exe:
+                    self.pid = int(k)
+            except OSError:
+                pass
 
     def client(self, timeout=10):
         return Client(self.sock, timeout=timeout)

@@ -15,6 +15,12 @@ mirror holding every range stands by as the upstream of [passwords] and
                       mappings: every PW, NT and URL check UNKNOWN
                       filter-damaged (counted in unknown_filter_damaged),
                       no range request, STATS filter_damaged = 1.
+  offline_host_sends_nothing: corpus.md's documented offline configuration
+                      (read from the file) under strace -f -e
+                      trace=connect,socket: checks of every kind (PW, NT,
+                      URL, SIMILAR) and the canary, fresh, stale (a RELOAD
+                      to filters built 100 days ago) and damaged (rewritten
+                      in place): only Unix sockets, ever.
   check_config_warns: an offline filter with an upstream configured and no
                       [http] listen, and a section offline or none next to
                       one that still names HIBP: --check-config warns,
@@ -23,6 +29,7 @@ mirror holding every range stands by as the upstream of [passwords] and
 """
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -205,6 +212,148 @@ def check_config_warns(ctx):
                       ntlm={"filter": host.nt_filter, "upstream": "none"},
                       urls={"filter": urls})
     eq(check_config(conf), [], "warnings of an all-offline configuration")
+
+# ---- the documented offline configuration under strace ----------------------
+
+CANARY_SHA1 = sha1hex("password")
+CANARY_NT = "8846F7EAEE8FB117AD06BDD830B7586C"  # the NT hash of "password"
+
+
+def documented_sections(lib):
+    """The [section] key = value lines of corpus.md's block marked
+    offline-host-config, /var/lib/breachd/ read as lib/."""
+    path = os.path.join(dtest.ARGS.source_root, "docs", "corpus.md")
+    text = open(path).read()
+    start = text.index("```ini", text.index("offline-host-config")) + len("```ini")
+    block = text[start:text.index("```", start)]
+    sections, cur = {}, None
+    for ln in block.splitlines():
+        ln = ln.strip()
+        if not ln or ln.startswith("#"):
+            continue
+        if ln.startswith("["):
+            cur = sections.setdefault(ln.strip("[]"), {})
+            continue
+        k, v = (x.strip() for x in ln.split("=", 1))
+        cur[k] = v.replace("/var/lib/breachd/", lib + "/")
+    return sections
+
+
+def build_host_filters(ctx, lib, generation, epoch=None):
+    """The three offline files the recipe names, holding the canary's keys."""
+    os.makedirs(lib, exist_ok=True)
+    pw = {sha1hex("doc-%d" % i): 3 + i for i in range(30)}
+    pw[CANARY_SHA1] = 9659365
+    nt = {nthash("doc-%d" % i): 3 + i for i in range(30)}
+    nt[CANARY_NT] = 9659365
+    env = {"SOURCE_DATE_EPOCH": epoch} if epoch is not None else None
+    gen = ["--generation", str(generation)]
+    for name, kind, entries in (("passwords", "password-sha1", pw),
+                                ("ntlm", "password-ntlm", nt)):
+        inp = write_corpus(ctx.path("%s-%d.txt" % (name, generation)), entries)
+        tmp = os.path.join(lib, name + ".offline.new")
+        ctx.breachctl("filter", "build", "--kind", kind, "--offline", "--input", inp, "--output",
+                      tmp, *gen, env=env)
+        os.replace(tmp, os.path.join(lib, name + ".offline"))
+    feed = ctx.path("feed-%d.txt" % generation)
+    with open(feed, "w") as f:
+        f.write("http://bad.example/\n")
+    tmp = os.path.join(lib, "urls.offline.new")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
+                  feed + "=malware", "--output", tmp, *gen, env=env)
+    os.replace(tmp, os.path.join(lib, "urls.offline"))
+    return pw, nt
+
+
+def every_kind(cl, pw, nt, want):
+    """PW, NT, URL and SIMILAR checks; want: the answer every check must
+    get (None: its verdict)."""
+    hit, clean = sorted(pw)[0], "0" * 40
+    reqs = [("PW " + hit, "PWNED %d" % pw[hit]), ("PW " + clean, "CLEAN"),
+            ("NT " + sorted(nt)[0], "PWNED %d" % nt[sorted(nt)[0]]), ("NT " + "0" * 32, "CLEAN"),
+            ("URL http://bad.example/a", "BLOCKED malware bad.example/"),
+            ("URL http://good.example/", "SAFE"),
+            ("SIMILAR sha1 %s,%s" % (clean, hit), "SIMILAR %d 1" % pw[hit])]
+    for i, (req, _) in enumerate(reqs):
+        cl.send("k%d %s\n" % (i, req))
+    got = dict(ln.split(" ", 1) for ln in cl.lines(len(reqs)))
+    for i, (req, verdict) in enumerate(reqs):
+        w = want if want and not req.startswith("SIMILAR") else verdict
+        if req.startswith("SIMILAR") and want:
+            continue  # SIMILAR answers UNKNOWN of its own when damaged
+        eq(got["k%d" % i], w, req)
+
+
+def canary_runs(d, at_least):
+    wait_for(lambda: min(d.stats()[p + "canary_runs"] for p in ("", "nt_", "url_")) >= at_least,
+             30 * dtest.SLOW, "%d runs of each canary" % at_least)
+    return d.stats()
+
+
+@test
+def offline_host_sends_nothing(ctx):
+    """corpus.md's "host with no internet access" configuration, run under
+    strace -f -e trace=connect,socket: checks of every kind and the canary
+    while the filters are fresh, past max_filter_age (a new generation
+    built 100 days ago, RELOAD) and rewritten in place; no socket but Unix
+    ones is ever made or connected."""
+    strace = shutil.which("strace")
+    if not strace or dtest.WRAPPER:
+        raise dtest.Skip("no strace (Debian package strace), or under valgrind")
+    lib = ctx.path("lib")
+    pw, nt = build_host_filters(ctx, lib, 1)
+    sections = documented_sections(lib)
+    eq(sorted(sections), ["ntlm", "passwords", "urls"], "the documented sections")
+    sections["daemon"] = {"canary": "200ms"}
+    conf = ctx.config(**sections)
+    eq(check_config(conf), [], "--check-config warnings of the documented configuration")
+    trace = ctx.path("connect.trace")
+    d = ctx.daemon(conf, tracer=[strace, "-f", "-q", "-o", trace, "-e", "trace=connect,socket",
+                                 "--"])
+    check(d.pid != d.proc.pid, "breachd under strace not found")
+    cl = d.client()
+    every_kind(cl, pw, nt, None)
+    st = canary_runs(d, 2)
+    eq(tuple(st[p + "canary"] for p in ("", "nt_", "url_")), ("ok",) * 3, "fresh: canaries")
+    # stale: a new generation built 100 days ago (past 45d and 2d)
+    old = str(int(time.time()) - 100 * 86400)
+    build_host_filters(ctx, lib, 2, epoch=old)
+    eq(cl.ask("r RELOAD", timeout=30), "r RELOADED", "RELOAD")
+    every_kind(cl, pw, nt, None)
+    st = canary_runs(d, 2)  # the runs of a new state count from the RELOAD on
+    eq((st["filter_stale"], st["nt_filter_stale"], st["url_filter_stale"]), (1, 1, 1), "stale")
+    eq(tuple(st[p + "canary"] for p in ("", "nt_", "url_")), ("ok",) * 3, "stale: canaries")
+    # damaged: rewritten in place
+    for name in ("passwords", "ntlm", "urls"):
+        rewrite_in_place(os.path.join(lib, name + ".offline"))
+    every_kind(cl, pw, nt, "UNKNOWN filter-damaged")
+    wait_for(lambda: d.stats()["url_canary"] == "failed" and d.stats()["canary"] == "failed",
+             30 * dtest.SLOW, "the canaries to fail")
+    cl.close()
+    dtest.no_upstream_stats(d)
+    d.stop_ok()
+    eq(inet_calls(trace), [], "sockets that are not Unix sockets")
+    # The control: the same tracing sees a check that does leave the host.
+    conf = ctx.config("control.conf", daemon={"canary": "0"}, passwords={
+        "upstream": "http://127.0.0.1:%d/range/{prefix}" % dtest.free_port()})
+    trace = ctx.path("control.trace")
+    d = ctx.daemon(conf, tracer=[strace, "-f", "-q", "-o", trace, "-e", "trace=connect,socket",
+                                 "--"])
+    cl = d.client()
+    check(cl.ask("c PW " + "1" * 40).startswith("c UNKNOWN "), "the control's check")
+    cl.close()
+    d.stop_ok()
+    check(any("AF_INET" in ln for ln in inet_calls(trace)), "the control's connect not seen")
+
+
+def inet_calls(trace):
+    """The socket and connect calls of a finished strace log that are not
+    of Unix sockets."""
+    lines = open(trace).read().splitlines()
+    check(any("+++ exited with 0 +++" in ln for ln in lines), "strace saw the exit: %r" % lines[-3:])
+    calls = [ln for ln in lines if " connect(" in ln or " socket(" in ln]
+    check(calls, "no socket or connect call traced at all")
+    return [ln for ln in calls if "AF_UNIX" not in ln and "AF_LOCAL" not in ln]
 
 
 if __name__ == "__main__":
