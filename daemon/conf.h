@@ -92,6 +92,7 @@ typedef struct breachd_config {
         char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
         uint16_t metrics_port; /* 0 = off */
         uint32_t canary_ms;    /* the canary's interval (canary.h); 0 = off */
+        int trust_own_filters; /* 1: files of breachd's own uid trusted too (development) */
     } daemon;
 
     struct {

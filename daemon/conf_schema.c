@@ -46,6 +46,9 @@ const bd_conf_key bd_conf_keys[] = {
      "", "loopback HOST:PORT for Prometheus text at /metrics; empty: off"},
     {"daemon", "canary", BD_CONF_MILLIS, 0, F(daemon.canary_ms), 0, 0, 0, DAY * 1000, NULL,
      "5m", "end-to-end self-check of public breached keys this often; 0: off"},
+    {"daemon", "trust_own_filters", BD_CONF_CHOICE, 0, F(daemon.trust_own_filters), 0, 0, 0, 0,
+     &bd_conf_yes_no, "no",
+     "development only: filter files owned by breachd's own user accepted besides root's"},
 
     {"limits", "max_connections", BD_CONF_UINT, 0, F(limits.max_connections), 0, 0,
      1, 1u << 20, NULL, "1024", "open connections; past it a new one gets ERR busy"},

@@ -162,6 +162,12 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         return r;
     }
     bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter, out->urloffline);
+    if (out->cfg->daemon.trust_own_filters)
+        bd_log(LOG_WARNING,
+               "[daemon] trust_own_filters = yes: filter files owned by uid %u (breachd's own "
+               "user) are accepted besides root's, so that user could rewrite the filters it "
+               "answers from; for development only (breachd.conf(5))",
+               (unsigned)geteuid());
     return 0;
 }
 

@@ -110,17 +110,16 @@ static int attach_error(const char *path, int r, br_error *err)
 }
 
 /* The uid whose files are trusted besides root's: none, unless the
- * development switch of breachd(8), ENVIRONMENT, is set. */
-static long also_trusted_uid(void)
+ * development key [daemon] trust_own_filters is on (breachd.conf(5)). */
+static long also_trusted_uid(const breachd_config *cfg)
 {
-    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS");
-    return v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+    return cfg->daemon.trust_own_filters ? (long)geteuid() : -1;
 }
 
 /* PATH.rollback, written by `breachctl filter rollback` (docs/fleet.md):
  * true when it holds the header SHA-256 of h, and belongs to root (or the
  * trusted uid) with no group or world write bit. */
-static bool rollback_marked(const char *path, const br_filter_header *h)
+static bool rollback_marked(const breachd_config *cfg, const char *path, const br_filter_header *h)
 {
     char mark[4096];
     if (snprintf(mark, sizeof(mark), "%s.rollback", path) >= (int)sizeof(mark))
@@ -129,7 +128,7 @@ static bool rollback_marked(const char *path, const br_filter_header *h)
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)))
         return false;
-    long also = also_trusted_uid();
+    long also = also_trusted_uid(cfg);
     if (st.st_uid != 0 && (also < 0 || st.st_uid != (uid_t)also))
         return false;
     char text[80];
@@ -139,8 +138,8 @@ static bool rollback_marked(const char *path, const br_filter_header *h)
 }
 
 /* Remember what path holds, for bd_filters_check_order. */
-static int note_id(bd_filter_ids *ids, const char *section, const char *path,
-                   const br_filter_header *h)
+static int note_id(const breachd_config *cfg, bd_filter_ids *ids, const char *section,
+                   const char *path, const br_filter_header *h)
 {
     if (!ids)
         return 0;
@@ -157,7 +156,7 @@ static int note_id(bd_filter_ids *ids, const char *section, const char *path,
     snprintf(id->section, sizeof(id->section), "%s", section);
     id->generation = h->generation;
     memcpy(id->header_sha256, h->header_sha256, 32);
-    id->rollback = rollback_marked(path, h);
+    id->rollback = rollback_marked(cfg, path, h);
     return 0;
 }
 
@@ -197,8 +196,8 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
 static int open_owned(const breachd_config *cfg, const char *section, const char *path,
                       br_filter_file **out, br_error *err)
 {
-    int r = br_filter_file_open_trusting(path, also_trusted_uid(), out, err);
-    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(), err)) < 0) {
+    int r = br_filter_file_open_trusting(path, also_trusted_uid(cfg), out, err);
+    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(cfg), err)) < 0) {
         br_filter_file_free(*out);
         *out = NULL;
     }
@@ -238,7 +237,7 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec, cons
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, sec->name, r, err);
     if (r == 0)
-        r = note_id(ids, sec->name, path, h);
+        r = note_id(cfg, ids, sec->name, path, h);
     if (r < 0) {
         br_pwfilter_free(*out);
         *out = NULL;
@@ -362,7 +361,7 @@ static int open_url_member(const breachd_config *cfg, const br_sign_key *key, co
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, "urls", r, err);
     if (r == 0)
-        r = note_id(ids, "urls", path, h);
+        r = note_id(cfg, ids, "urls", path, h);
     if (r < 0) {
         br_urlfilter_free(*out);
         *out = NULL;

@@ -165,10 +165,6 @@ def base_env(extra=None):
                 "NOTIFY_SOCKET", "JOURNAL_STREAM", "SOURCE_DATE_EPOCH") or
                 k.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")):
             del env[k]
-    if os.geteuid() != 0:
-        # Run as a plain user, the tests' filters are that user's: breachd
-        # accepts them only with its development switch (breachd(8)).
-        env["BREACHD_TRUST_OWN_FILTERS"] = "1"
     if extra:
         env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -249,7 +245,10 @@ class Ctx:
         conf = {
             "daemon": {"socket": socket_path or self.path("breachd.sock"), "log_level": "info",
                        # RELOAD is for root by default; a non-root run is its own admin.
-                       "admin_users": "root" if os.getuid() == 0 else str(os.getuid())},
+                       "admin_users": "root" if os.getuid() == 0 else str(os.getuid()),
+                       # Run as a plain user, the tests' filters are that user's:
+                       # breachd accepts them only with its development key.
+                       "trust_own_filters": "no" if os.geteuid() == 0 else "yes"},
             "passwords": {"filter": "", "upstream": ""},
             "ntlm": {"upstream": ""},  # the default is HIBP: tests never leave the host
             "cache": {"path": self.path("cache")},

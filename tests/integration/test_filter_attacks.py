@@ -10,6 +10,7 @@ bytes than a filter (zeros, or trailing data after a real header)."""
 import os
 import shutil
 import stat
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -207,6 +208,48 @@ def daemon_refuses_filters_others_may_write(ctx):
     eq(cl.stats()["filter_generation"], 1, "the good file keeps serving")
     cl.close()
     d.stop_ok()
+
+
+@test
+def own_filters_trusted_by_config_only(ctx):
+    """A filter owned by breachd's own user (not root): refused whatever the
+    environment says (BREACHD_TRUST_OWN_FILTERS=1 used to relax the check in
+    shipped binaries); accepted only under [daemon] trust_own_filters = yes,
+    which --check-config reports. As root, breachd runs as nobody
+    (setpriv) over files of nobody's; otherwise as the user running the
+    test, over the test's files."""
+    base = dtest.tempdir("breachd-own.", mode=0o755)  # nobody must reach it
+    try:
+        keys = fleetfx.passwords("own", 200)
+        filt = fleetfx.build(ctx, os.path.join(base, "p.bfuse"), keys, 1)
+        prefix = []
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise dtest.Skip("no setpriv (util-linux)")
+            os.chown(filt, NOBODY, NOBODY)
+            prefix = [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+
+        def check_config(trust):
+            conf = os.path.join(base, "%s.conf" % trust)
+            with open(conf, "w") as f:
+                f.write("[daemon]\ntrust_own_filters = %s\n[passwords]\nfilter = %s\n"
+                        "upstream = none\n[ntlm]\nupstream = none\n" % (trust, filt))
+            os.chmod(conf, 0o644)
+            env = dtest.base_env({"BREACHD_TRUST_OWN_FILTERS": "1"})
+            return subprocess.run(prefix + dtest.breachd_argv("--config", conf, "--check-config"),
+                                  env=env, capture_output=True, text=True, timeout=60)
+
+        r = check_config("no")
+        check(r.returncode != 0 and "p.bfuse" in r.stderr and "belongs to uid" in r.stderr,
+              "a filter of breachd's own user, BREACHD_TRUST_OWN_FILTERS=1 in the environment: "
+              "exit %d: %s" % (r.returncode, r.stderr))
+        r = check_config("yes")
+        eq(r.returncode, 0, "trust_own_filters = yes: " + r.stderr)
+        check("trust_own_filters = yes" in r.stderr and "development only" in r.stderr,
+              "--check-config does not report the key: " + r.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @test
