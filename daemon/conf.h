@@ -109,6 +109,7 @@ typedef struct breachd_config {
         char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
+        int min_count_ok;         /* 1: a --min-count filter may be the filter */
         char *similar_filter;     /* offline filter of SIMILAR; "" = filter if offline */
     } passwords;
 
@@ -118,6 +119,7 @@ typedef struct breachd_config {
         char *filter_url;         /* as for passwords */
         char *upstream;           /* URL template; "" = none */
         int64_t max_filter_age_s;
+        int min_count_ok; /* as for passwords */
     } ntlm;
 
     struct {

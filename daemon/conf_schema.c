@@ -72,6 +72,8 @@ const bd_conf_key bd_conf_keys[] = {
      NULL, "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"},
     {"passwords", "max_filter_age", BD_CONF_SECONDS, 0, F(passwords.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+    {"passwords", "min_count_ok", BD_CONF_CHOICE, 0, F(passwords.min_count_ok), 0, 0, 0, 0,
+     &bd_conf_yes_no, "no", "yes: a filter built with --min-count may serve (rarer breaches: CLEAN)"},
     {"passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(passwords.similar_filter),
      0, 0, 0, PATH_MAX - 1, NULL, "",
      "offline filter of popular passwords for SIMILAR; empty: filter when it is offline"},
@@ -89,6 +91,8 @@ const bd_conf_key bd_conf_keys[] = {
      "the NTLM range API; empty: none"},
     {"ntlm", "max_filter_age", BD_CONF_SECONDS, 0, F(ntlm.max_filter_age_s), 0, 0,
      1, 3650 * DAY, NULL, "45d", "an older filter is bypassed"},
+    {"ntlm", "min_count_ok", BD_CONF_CHOICE, 0, F(ntlm.min_count_ok), 0, 0, 0, 0, &bd_conf_yes_no,
+     "no", "as for passwords"},
 
     {"urls", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(urls.filter), 0, 0, 0, PATH_MAX - 1,
      NULL, "", "the URL filter, then its deltas; empty: URL checks answer UNKNOWN filter-unavailable"},

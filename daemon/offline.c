@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,9 +88,29 @@ static void warn_mix(const breachd_config *c, const bool offline[3])
                    quiet, names[i], BD_HIBP_HOST, i == 1 ? "NT" : names[i], names[i]);
 }
 
+uint64_t bd_filter_min_count(const br_pwfilter *pf)
+{
+    const br_pwo *o = pf ? br_pwfilter_offline_info(pf) : NULL;
+    return o ? o->min_count : 0;
+}
+
+/* A --min-count filter let in by min_count_ok = yes: the threshold said at
+ * every load. */
+static void warn_min_count(const char *section, const br_pwfilter *pf)
+{
+    uint64_t n = bd_filter_min_count(pf);
+    if (n > 1)
+        bd_log(LOG_WARNING,
+               "[%s] filter was built with --min-count %" PRIu64 " and min_count_ok = yes: "
+               "every breached password seen fewer than %" PRIu64 " times answers CLEAN",
+               section, n, n);
+}
+
 void bd_offline_warn(const breachd_config *c, const br_pwfilter *pwfilter,
                      const br_pwfilter *ntfilter, const br_pwfilter *urloffline)
 {
+    warn_min_count("passwords", pwfilter);
+    warn_min_count("ntlm", ntfilter);
     if (bd_upstream_none(c->passwords.upstream))
         warn_section("passwords", c->passwords.filter, pwfilter);
     if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "conf.h"
 #include "core/error.h"
@@ -31,11 +32,16 @@ int bd_offline_check_config(const breachd_config *cfg, br_error *err);
  *    answers every maybe UNKNOWN no-upstream;
  *  - an offline filter with an upstream that nothing uses (a [passwords]
  *    or [ntlm] one is kept for [http] listen);
- *  - a section offline (or none) next to one still naming HIBP.
+ *  - a section offline (or none) next to one still naming HIBP;
+ *  - a --min-count filter let in by min_count_ok = yes, with its threshold.
  * pwfilter, ntfilter and urloffline are the filters loaded for cfg (NULL:
  * none; urloffline: an offline [urls] filter). */
 void bd_offline_warn(const breachd_config *cfg, const br_pwfilter *pwfilter,
                      const br_pwfilter *ntfilter, const br_pwfilter *urloffline);
+
+/* The --min-count an offline filter (its first file) was built with; 0 or
+ * 1: none, or not offline (a range filter does not record it). */
+uint64_t bd_filter_min_count(const br_pwfilter *pf);
 
 /* [urls] filter names an offline filter (its first file's header says so). */
 bool bd_offline_urls_configured(const breachd_config *cfg);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening the configured filters for a new state (state_filters.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "filter/filter_sign.h"
 #include "core/hash.h"
 #include "log.h"
+#include "offline.h"
 #include "state_filters.h"
 
 /* What a password section wants: [passwords] answers PW from password-sha1
@@ -278,12 +280,35 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
     return 0;
 }
 
+/* A main filter built with --min-count N (an offline filter records N)
+ * answers CLEAN for breached passwords seen fewer than N times: refused
+ * unless the section's min_count_ok = yes (breachd.conf(5)). */
+static int check_min_count(const breachd_config *cfg, const pw_section *sec, bool ok,
+                           br_pwfilter **out, br_error *err)
+{
+    uint64_t n = bd_filter_min_count(*out);
+    if (n <= 1 || ok)
+        return 0;
+    br_pwfilter_free(*out);
+    *out = NULL;
+    return filter_error(
+        cfg, sec->name,
+        br_error_set(err, -EINVAL,
+                     "%s: built with --min-count %" PRIu64 ": every breached password seen fewer "
+                     "than %" PRIu64 " times would answer CLEAN; name a filter of the whole "
+                     "corpus (a --min-count filter belongs in [passwords] similar_filter), or set "
+                     "[%s] min_count_ok = yes to accept that",
+                     sec->list, n, n, sec->name),
+        err);
+}
+
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                               br_error *err)
 {
     const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
                             BR_KIND_PASSWORD_SHA1};
-    return load_pw_section(cfg, &sec, out, ids, err);
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    return r < 0 ? r : check_min_count(cfg, &sec, cfg->passwords.min_count_ok, out, err);
 }
 
 int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
@@ -291,7 +316,8 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
 {
     const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
                             BR_KIND_PASSWORD_NTLM};
-    return load_pw_section(cfg, &sec, out, ids, err);
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    return r < 0 ? r : check_min_count(cfg, &sec, cfg->ntlm.min_count_ok, out, err);
 }
 
 /* load_pw_section's errors name "[passwords] filter" and its line: name

@@ -21,6 +21,9 @@ mirror holding every range stands by as the upstream of [passwords] and
                       URL, SIMILAR) and the canary, fresh, stale (a RELOAD
                       to filters built 100 days ago) and damaged (rewritten
                       in place): only Unix sockets, ever.
+  min_count_filter_refused: an offline --min-count 100 filter as [passwords]
+                      filter is refused (start, --check-config) unless
+                      min_count_ok = yes, which states the threshold.
   check_config_warns: an offline filter with an upstream configured and no
                       [http] listen, and a section offline or none next to
                       one that still names HIBP: --check-config warns,
@@ -212,6 +215,44 @@ def check_config_warns(ctx):
                       ntlm={"filter": host.nt_filter, "upstream": "none"},
                       urls={"filter": urls})
     eq(check_config(conf), [], "warnings of an all-offline configuration")
+
+@test
+def min_count_filter_refused(ctx):
+    """An offline filter built with --min-count 100 as [passwords] filter:
+    refused at start and by --check-config (a password seen 65 times would
+    be CLEAN), naming the file and the threshold; under min_count_ok = yes
+    it serves and --check-config states the threshold; as similar_filter it
+    is fine."""
+    rare, common = sha1hex("seen-65-times"), sha1hex("seen-150-times")
+    entries = {rare: 65, common: 150}
+    popular = offline_filter(ctx, "popular", entries, "password-sha1")
+    ctx.breachctl("filter", "build", "--kind", "password-sha1", "--offline", "--min-count", "100",
+                  "--input", ctx.path("popular.txt"), "--output", popular)
+    full = offline_filter(ctx, "full", entries, "password-sha1")
+    conf = ctx.config("a.conf", passwords={"filter": popular, "upstream": "none"},
+                      ntlm={"upstream": "none"})
+    r = subprocess.run(dtest.breachd_argv("--config", conf, "--check-config"), env=dtest.base_env(),
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0 and "popular.bfuse: built with --min-count 100" in r.stderr and
+          "min_count_ok = yes" in r.stderr and "a.conf:" in r.stderr,
+          "a --min-count filter as [passwords] filter: exit %d: %s" % (r.returncode, r.stderr))
+    d = ctx.daemon(conf, wait=False)
+    check(d.proc.wait(timeout=30) != 0, "breachd started on a --min-count filter")
+    conf = ctx.config("b.conf", passwords={"filter": popular, "upstream": "none",
+                                           "min_count_ok": "yes"}, ntlm={"upstream": "none"})
+    w = check_config(conf)
+    check(any("--min-count 100 and min_count_ok = yes" in ln and "fewer than 100 times answers "
+              "CLEAN" in ln for ln in w), "the threshold is not stated: %r" % w)
+    d = ctx.daemon(conf)
+    cl = d.client()
+    eq(cl.ask("a PW " + rare), "a CLEAN", "under min_count_ok = yes, below the threshold")
+    eq(cl.ask("b PW " + common), "b PWNED 150", "above it")
+    cl.close()
+    d.stop_ok()
+    conf = ctx.config("c.conf", passwords={"filter": full, "upstream": "none",
+                                           "similar_filter": popular}, ntlm={"upstream": "none"})
+    eq(check_config(conf), [], "a --min-count filter as similar_filter")
+
 
 # ---- the documented offline configuration under strace ----------------------
 
