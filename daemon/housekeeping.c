@@ -50,6 +50,11 @@ int bd_hygiene_init(void)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGBUS, &sa, NULL) < 0)
         return -errno;
+    /* A broken read lease on a filter (filter_file.h) is told with SIGIO,
+     * whose default action would end the process: ignored until the loop
+     * handles it (bd_housekeeping_new). */
+    if (signal(SIGIO, SIG_IGN) == SIG_ERR)
+        return -errno;
     return 0;
 }
 
@@ -61,6 +66,7 @@ int bd_hygiene_init(void)
 struct bd_housekeeping {
     bd_server *srv;
     struct event *ev;
+    struct event *lease_ev; /* SIGIO: a filter's read lease broken */
     /* The damaged cache already reported (compared by address only). */
     const void *told_cache; /* the filters' reports: bd_state_check_filters */
     /* The filters already reported past their max_filter_age. */
@@ -174,6 +180,17 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     schedule(hk);
 }
 
+/* Someone opened a filter for writing (or truncated it): its lease is let
+ * go at once, so that the opener does not wait for the lease break time,
+ * and the filter is damaged from now on (docs/filter-format.md). */
+static void lease_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_housekeeping *hk = arg;
+    bd_state_writers_check(hk->srv->state);
+}
+
 bd_housekeeping *bd_housekeeping_new(bd_server *srv)
 {
     bd_housekeeping *hk = calloc(1, sizeof(*hk));
@@ -181,8 +198,9 @@ bd_housekeeping *bd_housekeeping_new(bd_server *srv)
         return NULL;
     hk->srv = srv;
     hk->ev = evtimer_new(srv->base, tick_cb, hk);
-    if (!hk->ev) {
-        free(hk);
+    hk->lease_ev = evsignal_new(srv->base, SIGIO, lease_cb, hk);
+    if (!hk->ev || !hk->lease_ev || evsignal_add(hk->lease_ev, NULL) < 0) {
+        bd_housekeeping_free(hk);
         return NULL;
     }
     schedule(hk);
@@ -193,6 +211,9 @@ void bd_housekeeping_free(bd_housekeeping *hk)
 {
     if (!hk)
         return;
-    event_free(hk->ev);
+    if (hk->ev)
+        event_free(hk->ev);
+    if (hk->lease_ev)
+        event_free(hk->lease_ev);
     free(hk);
 }

@@ -527,6 +527,26 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
             maybe[i] = true;
 }
 
+/* Each filter of s: a broken lease let go (no log: not the current state). */
+static void release_broken(const bd_state *s)
+{
+    const br_pwfilter *pw[] = {s->pwfilter, s->ntfilter, s->simfilter, s->urloffline};
+    for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++)
+        if (pw[i])
+            (void)br_pwfilter_changed(pw[i]);
+    if (s->urlfilter)
+        (void)br_urlfilter_changed(s->urlfilter);
+}
+
+void bd_state_writers_check(bd_state *current)
+{
+    for (bd_state *s = live_states; s; s = s->next)
+        if (s != current)
+            release_broken(s);
+    release_broken(current);
+    bd_state_check_filters(current);
+}
+
 void bd_state_check_filters(bd_state *s)
 {
     s->pw_ok = s->nt_ok = s->url_ok = 0; /* fstat now */

@@ -193,13 +193,32 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
     return 0;
 }
 
+/* A read lease on the file (filter_file.h): a writer that opens it later is
+ * noticed; one that has it open now refuses it. Without a lease (breachd's
+ * user neither owns the file nor has CAP_LEASE: root's files, the
+ * packaged setup, where only root may write them) fstat alone watches it
+ * (breachd(8), FILES). */
+static int lease(const char *section, const char *path, br_filter_file *f, br_error *err)
+{
+    int r = br_filter_file_lease(f, path, err);
+    if (r == 0)
+        bd_log(LOG_DEBUG,
+               "[%s] filter %s: no read lease (not its owner, no CAP_LEASE): a writer is "
+               "noticed by its times only",
+               section, path);
+    return r < 0 ? r : 0;
+}
+
 /* Open path's container, refused unless root owns it and no one else may
- * write it (breachd(8), "Files"). */
+ * write it (breachd(8), "Files"), or when someone has it open for writing. */
 static int open_owned(const breachd_config *cfg, const char *section, const char *path,
                       br_filter_file **out, br_error *err)
 {
+    *out = NULL;
     int r = br_filter_file_open_trusting(path, also_trusted_uid(cfg), out, err);
-    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(cfg), err)) < 0) {
+    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(cfg), err)) == 0)
+        r = lease(section, path, *out, err);
+    if (r < 0 && *out) {
         br_filter_file_free(*out);
         *out = NULL;
     }

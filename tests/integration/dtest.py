@@ -441,7 +441,7 @@ class Daemon:
         """Under a tracer, pid becomes the traced breachd's (the tracer's one
         child)."""
         path = "/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)
-        if not self.traced or self.pid != self.proc.pid or not os.path.exists(path):
+        if not getattr(self, "traced", False) or self.pid != self.proc.pid or not os.path.exists(path):
             return
         with open(path) as f:
             kids = f.read().split()
