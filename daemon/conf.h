@@ -111,6 +111,9 @@ typedef struct breachd_config {
         int64_t max_filter_age_s; /* by the filter's build time */
         int min_count_ok;         /* 1: a --min-count filter may be the filter */
         char *similar_filter;     /* offline filter of SIMILAR; "" = filter if offline */
+        char *banned_terms;       /* terms file for BANNED (docs/banned.md); "" none */
+        char *site_terms;         /* the site's names, a comma list; "" none */
+        uint32_t min_score;       /* the clients' minimum score (docs/banned.md) */
     } passwords;
 
     struct {                      /* NT hashes (the NT verb), like passwords */
@@ -129,6 +132,8 @@ typedef struct breachd_config {
         char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
         int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
+        char *follow;   /* a publisher's manifest URL; "" = none (follow.h) */
+        int64_t follow_interval_s;
     } urls;
 
     struct {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "canary.h"
 #include "housekeeping.h"
+#include "follow.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -196,11 +197,14 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
     srv->reloaded = bd_canary_reloaded;
     srv->reloaded_ctx = canary;
+    /* [urls] follow: the thread starts with the config of the start */
+    bd_follow *follow = bd_follow_start(srv->state->cfg);
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
     srv->reloaded = NULL;
+    bd_follow_stop(follow);
     bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();
