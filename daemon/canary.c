@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/hash.h"
 #include "log.h"
+#include "offline.h"
 #include "url/url_expr.h"
 
 /* While the canary is off, how often a reload that turns it on is noticed. */
@@ -23,6 +24,7 @@
 #define R_FILTER_DAMAGED "filter-damaged"
 #define R_UPSTREAM_MISSING "upstream-missing-key"
 #define R_STALE "stale-answer"
+#define R_NO_UPSTREAM "no-upstream"
 #define R_ERROR "error"
 
 typedef struct probe probe;
@@ -57,6 +59,9 @@ static const char *explain(const char *reason)
                "incomplete or wrong";
     if (!strcmp(reason, R_STALE))
         return "the range API failed and the answer came from an expired cache entry";
+    if (!strcmp(reason, R_NO_UPSTREAM))
+        return "the filter is past max_filter_age and upstream = none: every check it cannot "
+               "answer gets UNKNOWN no-upstream";
     return "checks the filter cannot answer get UNKNOWN answers";
 }
 
@@ -136,22 +141,55 @@ static void resolve(bd_canary *cn, int kind, br_range_kind rk, const uint8_t *ke
     probe_done(p, &res);
 }
 
-/* PW or NT: the filter (unless stale: bypassed, as for a client), then the
- * range lookup. */
+/* Whether the canary of kind has anything to check in st: a filter or an
+ * upstream (upstream = none and empty are none). */
+static bool kind_configured(const bd_state *st, int kind)
+{
+    if (kind == BD_CANARY_URL)
+        return st->urlfilter || st->urloffline;
+    bool nt = kind == BD_CANARY_NT;
+    const char *upstream = nt ? st->cfg->ntlm.upstream : st->cfg->passwords.upstream;
+    return (nt ? st->ntfilter : st->pwfilter) || !bd_upstream_none(upstream);
+}
+
+/* An offline filter answers the canary as it answers a client (pw_check.c,
+ * url_check.c): on the host, never through the range API. want_key: the
+ * key must be in it (a password); a URL filter need only be readable
+ * (feeds do not list the test page). */
+static const char *offline_reason(const br_pwfilter *f, bool intact, const uint8_t *key,
+                                  bool want_key)
+{
+    if (!intact || br_pwfilter_damaged(f))
+        return R_FILTER_DAMAGED;
+    uint64_t count = 0;
+    const char *category = NULL;
+    int r = want_key ? br_pwfilter_lookup_count(f, key, &count)
+                     : br_pwfilter_lookup_category(f, key, &category);
+    if (r < 0)
+        return R_FILTER_DAMAGED;
+    return r == 0 && want_key ? R_FILTER_MISSING : NULL;
+}
+
+/* PW or NT: an offline filter answers alone; a range filter (unless stale:
+ * bypassed, as for a client) then the range lookup, or, with upstream =
+ * none, the filter's maybe is the pass (nothing else is configured to
+ * check). */
 static void run_password(bd_canary *cn, int kind)
 {
-    const bd_state *st = cn->srv->state;
+    bd_state *st = cn->srv->state;
     bool nt = kind == BD_CANARY_NT;
-    const br_pwfilter *filter = nt ? st->ntfilter : st->pwfilter;
+    br_pwfilter *filter = nt ? st->ntfilter : st->pwfilter;
     const char *upstream = nt ? st->cfg->ntlm.upstream : st->cfg->passwords.upstream;
-    bd_canary_figures *f = &cn->srv->counters.canary[kind];
-    f->configured = filter || (upstream && *upstream);
-    if (!f->configured || cn->pending[kind])
+    if (!cn->srv->counters.canary[kind].configured || cn->pending[kind])
         return;
     uint8_t key[BR_SHA1_LEN];
     const char *hex = nt ? BD_CANARY_NT_HEX : BD_CANARY_SHA1_HEX;
     if (!br_hex_decode(hex, strlen(hex) / 2, key)) {
         record(cn, kind, R_ERROR);
+        return;
+    }
+    if (filter && br_pwfilter_offline(filter)) {
+        record(cn, kind, offline_reason(filter, bd_state_pw_intact(st, filter), key, true));
         return;
     }
     int64_t now = br_clock_now_real();
@@ -164,38 +202,69 @@ static void run_password(bd_canary *cn, int kind)
         record(cn, kind, R_FILTER_MISSING);
         return;
     }
+    if (bd_upstream_none(upstream)) {
+        record(cn, kind, filter && !stale ? NULL : R_NO_UPSTREAM);
+        return;
+    }
     resolve(cn, kind, nt ? BR_RANGE_PASSWORD_NTLM : BR_RANGE_PASSWORD_SHA1, key);
 }
 
 /* URL: the test expression through the URL filter, then (on a maybe) the
- * range lookup. The filter's "no" is a pass: feeds do not list it. */
+ * range lookup. The filter's "no" is a pass: feeds do not list it; so is
+ * a maybe with no URL upstream, and any answer of an intact offline
+ * filter. */
 static void run_url(bd_canary *cn)
 {
-    const bd_state *st = cn->srv->state;
-    bd_canary_figures *f = &cn->srv->counters.canary[BD_CANARY_URL];
-    f->configured = st->urlfilter != NULL;
-    if (!f->configured || cn->pending[BD_CANARY_URL])
+    bd_state *st = cn->srv->state;
+    if (!cn->srv->counters.canary[BD_CANARY_URL].configured || cn->pending[BD_CANARY_URL])
         return;
-    if (br_urlfilter_damaged(st->urlfilter)) {
-        record(cn, BD_CANARY_URL, R_FILTER_DAMAGED);
-        return;
-    }
     uint8_t key[BR_SHA256_LEN];
     if (br_url_expr_hash(BD_CANARY_URL_EXPR, key) < 0) {
         record(cn, BD_CANARY_URL, R_ERROR);
         return;
     }
-    if (!br_urlfilter_maybe(st->urlfilter, key)) {
+    if (st->urloffline) {
+        record(cn, BD_CANARY_URL,
+               offline_reason(st->urloffline, bd_state_url_intact(st), key, false));
+        return;
+    }
+    if (br_urlfilter_damaged(st->urlfilter)) {
+        record(cn, BD_CANARY_URL, R_FILTER_DAMAGED);
+        return;
+    }
+    if (!br_urlfilter_maybe(st->urlfilter, key) || bd_upstream_none(st->cfg->urls.upstream)) {
         record(cn, BD_CANARY_URL, NULL);
         return;
     }
     resolve(cn, BD_CANARY_URL, BR_RANGE_URL_SHA256, key);
 }
 
+/* The figures follow the configuration: a kind that is off (canary = 0, or
+ * nothing of it configured) shows off, its last outcome cleared (a failure
+ * of a configuration no longer served clears); one that is on and has not
+ * run yet shows pending. Lookups of the previous state are dropped. */
+static void sync_figures(bd_canary *cn)
+{
+    bd_counters *k = &cn->srv->counters;
+    const bd_state *st = cn->srv->state;
+    k->canary_interval_ms = st->cfg->daemon.canary_ms;
+    for (int kind = 0; kind < BD_CANARY_KINDS_; kind++) {
+        bd_canary_figures *f = &k->canary[kind];
+        if (cn->pending[kind]) {
+            cn->pending[kind]->cn = NULL;
+            cn->pending[kind] = NULL;
+        }
+        f->configured = st->cfg->daemon.canary_ms && kind_configured(st, kind);
+        if (!f->configured) {
+            *f = (bd_canary_figures){.failures = f->failures};
+            cn->logged_reason[kind] = NULL;
+        }
+    }
+}
+
 static void schedule(bd_canary *cn)
 {
     uint32_t ms = cn->srv->state->cfg->daemon.canary_ms;
-    cn->srv->counters.canary_interval_ms = ms;
     if (!ms)
         ms = OFF_RECHECK_MS;
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
@@ -207,7 +276,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     bd_canary *cn = arg;
-    if (cn->srv->state->cfg->daemon.canary_ms && !cn->srv->draining) {
+    if (cn->srv->counters.canary_interval_ms && !cn->srv->draining) {
         run_password(cn, BD_CANARY_PW);
         run_password(cn, BD_CANARY_NT);
         run_url(cn);
@@ -226,8 +295,22 @@ bd_canary *bd_canary_new(bd_server *srv)
         free(cn);
         return NULL;
     }
+    sync_figures(cn);
     schedule(cn);
     return cn;
+}
+
+void bd_canary_reloaded(void *ctx)
+{
+    bd_canary *cn = ctx;
+    if (!cn)
+        return;
+    uint64_t was_ms = cn->srv->counters.canary_interval_ms;
+    sync_figures(cn);
+    if (cn->srv->counters.canary_interval_ms != was_ms) { /* the new interval from now */
+        evtimer_del(cn->ev);
+        schedule(cn);
+    }
 }
 
 void bd_canary_free(bd_canary *cn)

@@ -92,6 +92,7 @@ typedef struct breachd_config {
         char metrics_host[48]; /* numeric, no brackets: "127.0.0.1", "::1"; "" = off */
         uint16_t metrics_port; /* 0 = off */
         uint32_t canary_ms;    /* the canary's interval (canary.h); 0 = off */
+        int trust_own_filters; /* 1: files of breachd's own uid trusted too (development) */
     } daemon;
 
     struct {
@@ -108,6 +109,7 @@ typedef struct breachd_config {
         char *filter_url;         /* where breachctl filter fetch gets each filter; "" none */
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
+        int min_count_ok;         /* 1: a --min-count filter may be the filter */
         char *similar_filter;     /* offline filter of SIMILAR; "" = filter if offline */
         char *banned_terms;       /* terms file for BANNED (docs/banned.md); "" none */
         char *site_terms;         /* the site's names, a comma list; "" none */
@@ -120,6 +122,7 @@ typedef struct breachd_config {
         char *filter_url;         /* as for passwords */
         char *upstream;           /* URL template; "" = none */
         int64_t max_filter_age_s;
+        int min_count_ok; /* as for passwords */
     } ntlm;
 
     struct {

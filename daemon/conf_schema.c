@@ -72,6 +72,8 @@ const bd_conf_key bd_conf_keys[] = {
          daemon.metrics_port, "", "loopback HOST:PORT for Prometheus text at /metrics; empty: off"),
     NUM("daemon", "canary", BD_CONF_MILLIS, daemon.canary_ms, 0, DAY * 1000, "5m",
         "end-to-end self-check of public breached keys this often; 0: off"),
+    CHOICE("daemon", "trust_own_filters", daemon.trust_own_filters, &bd_conf_yes_no, "no",
+           "development only: filter files owned by breachd's own user accepted besides root's"),
 
     NUM("limits", "max_connections", BD_CONF_UINT, limits.max_connections, 1, 1u << 20, "1024",
         "open connections; past it a new one gets ERR busy"),
@@ -94,6 +96,8 @@ const bd_conf_key bd_conf_keys[] = {
         "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"),
     NUM("passwords", "max_filter_age", BD_CONF_SECONDS, passwords.max_filter_age_s, 1, 3650 * DAY,
         "45d", "an older filter is bypassed"),
+    CHOICE("passwords", "min_count_ok", passwords.min_count_ok, &bd_conf_yes_no, "no",
+           "yes: a filter built with --min-count may serve (rarer breaches: CLEAN)"),
     STR("passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, passwords.similar_filter,
         PATH_MAX - 1, "",
         "offline filter of popular passwords for SIMILAR; empty: filter when it is offline"),
@@ -116,6 +120,7 @@ const bd_conf_key bd_conf_keys[] = {
         "the NTLM range API; empty: none"),
     NUM("ntlm", "max_filter_age", BD_CONF_SECONDS, ntlm.max_filter_age_s, 1, 3650 * DAY, "45d",
         "an older filter is bypassed"),
+    CHOICE("ntlm", "min_count_ok", ntlm.min_count_ok, &bd_conf_yes_no, "no", "as for passwords"),
 
     STR("urls", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, urls.filter, PATH_MAX - 1, "",
         "the URL filter, then its deltas; empty: URL checks answer UNKNOWN filter-unavailable"),

@@ -11,6 +11,9 @@
 /* The reasons of an UNKNOWN answer, counted apart (docs/operations.md):
  * the resolver's (BR_REASON_* in resolver.h), the URL filter's, and any
  * other. */
+/* An offline filter changed or truncated in place (pw_check.c, url_check.c). */
+#define BD_REASON_FILTER_DAMAGED "filter-damaged"
+
 typedef enum bd_unknown_reason {
     BD_UNK_UPSTREAM_UNAVAILABLE,
     BD_UNK_UPSTREAM_ERROR,
@@ -20,6 +23,7 @@ typedef enum bd_unknown_reason {
     BD_UNK_SHUTTING_DOWN,
     BD_UNK_FILTER_UNAVAILABLE,
     BD_UNK_FILTER_STALE,
+    BD_UNK_FILTER_DAMAGED,
     BD_UNK_OTHER,
     BD_UNK_COUNT_
 } bd_unknown_reason;

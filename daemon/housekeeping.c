@@ -51,6 +51,11 @@ int bd_hygiene_init(void)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGBUS, &sa, NULL) < 0)
         return -errno;
+    /* A broken read lease on a filter (filter_file.h) is told with SIGIO,
+     * whose default action would end the process: ignored until the loop
+     * handles it (bd_housekeeping_new). */
+    if (signal(SIGIO, SIG_IGN) == SIG_ERR)
+        return -errno;
     return 0;
 }
 
@@ -62,6 +67,7 @@ int bd_hygiene_init(void)
 struct bd_housekeeping {
     bd_server *srv;
     struct event *ev;
+    struct event *lease_ev; /* SIGIO: a filter's read lease broken */
     /* The damaged cache already reported (compared by address only). */
     const void *told_cache; /* the filters' reports: bd_state_check_filters */
     /* The filters already reported past their max_filter_age. */
@@ -95,20 +101,42 @@ static void purge(bd_housekeeping *hk)
         bd_log(LOG_WARNING, "range cache %s: purging entries past ttl + max_stale failed: %s",
                st->cache->path, strerror(-rc));
     else if (n)
-        bd_log(LOG_DEBUG, "range cache: purged %llu entries past ttl + max_stale", (unsigned long long)n);
+        bd_log(LOG_DEBUG, "range cache: purged %llu entries past ttl + max_stale",
+               (unsigned long long)n);
 }
 
 static void report_damage(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
-    if (st->cache && hk->told_cache != st->cache->cache && br_range_cache_damaged(st->cache->cache)) {
+    if (st->cache && hk->told_cache != st->cache->cache &&
+        br_range_cache_damaged(st->cache->cache)) {
         hk->told_cache = st->cache->cache;
         bd_log(LOG_ERR,
-               "range cache %s: data.mdb or lock.mdb was truncated or rewritten in place while in use: "
+               "range cache %s: data.mdb or lock.mdb was truncated or rewritten in place while in "
+               "use: "
                "checks go on without the cache, from the upstream; remove both files and reload",
                st->cache->path);
     }
     bd_state_check_filters(st);
+}
+
+/* What a stale filter of a password section does: a range filter is
+ * bypassed, an offline one keeps answering (it never sends a check:
+ * docs/privacy.md). */
+static void tell_stale(const char *what, const char *section, const char *path, bool offline,
+                       const char *checks)
+{
+    if (offline)
+        bd_log(LOG_WARNING,
+               "offline %s filter %s is past [%s] max_filter_age: still answering from it (an "
+               "offline filter never sends a check to the range API); install a fresh filter "
+               "and reload",
+               what, path, section);
+    else
+        bd_log(LOG_WARNING,
+               "%s filter %s is past [%s] max_filter_age: it is bypassed, every %s check goes "
+               "to the range API; install a fresh filter and reload",
+               what, path, section, checks);
 }
 
 /* A filter past max_filter_age, once per filter: the bypass (passwords) or
@@ -119,24 +147,21 @@ static void report_stale(bd_housekeeping *hk)
     int64_t now = br_clock_now_real();
     if (st->pwfilter && hk->stale_pw != st->pwfilter && bd_state_pw_filter_stale(st, now)) {
         hk->stale_pw = st->pwfilter;
-        bd_log(LOG_WARNING,
-               "password filter %s is past [passwords] max_filter_age: it is bypassed, every "
-               "password check goes to the range API; install a fresh filter and reload",
-               st->cfg->passwords.filter);
+        tell_stale("password", "passwords", st->cfg->passwords.filter,
+                   br_pwfilter_offline(st->pwfilter), "password");
     }
     if (st->ntfilter && hk->stale_nt != st->ntfilter && bd_state_nt_filter_stale(st, now)) {
         hk->stale_nt = st->ntfilter;
-        bd_log(LOG_WARNING,
-               "NTLM filter %s is past [ntlm] max_filter_age: it is bypassed, every NT check "
-               "goes to the range API; install a fresh filter and reload",
-               st->cfg->ntlm.filter);
+        tell_stale("NTLM", "ntlm", st->cfg->ntlm.filter, br_pwfilter_offline(st->ntfilter), "NT");
     }
-    if (st->urlfilter && hk->stale_url != st->urlfilter && bd_state_url_filter_stale(st, now)) {
-        hk->stale_url = st->urlfilter;
+    const void *url = st->urloffline ? (const void *)st->urloffline : (const void *)st->urlfilter;
+    if (url && hk->stale_url != url && bd_state_url_filter_stale(st, now)) {
+        hk->stale_url = url;
         bd_log(LOG_WARNING,
-               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale; "
+               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale%s; "
                "install a fresh filter and reload",
-               st->cfg->urls.filter);
+               st->cfg->urls.filter,
+               st->urloffline ? " (an offline filter: upstream is taken as filter)" : "");
     }
 }
 
@@ -156,6 +181,17 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     schedule(hk);
 }
 
+/* Someone opened a filter for writing (or truncated it): its lease is let
+ * go at once, so that the opener does not wait for the lease break time,
+ * and the filter is damaged from now on (docs/filter-format.md). */
+static void lease_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_housekeeping *hk = arg;
+    bd_state_writers_check(hk->srv->state);
+}
+
 bd_housekeeping *bd_housekeeping_new(bd_server *srv)
 {
     bd_housekeeping *hk = calloc(1, sizeof(*hk));
@@ -163,8 +199,9 @@ bd_housekeeping *bd_housekeeping_new(bd_server *srv)
         return NULL;
     hk->srv = srv;
     hk->ev = evtimer_new(srv->base, tick_cb, hk);
-    if (!hk->ev) {
-        free(hk);
+    hk->lease_ev = evsignal_new(srv->base, SIGIO, lease_cb, hk);
+    if (!hk->ev || !hk->lease_ev || evsignal_add(hk->lease_ev, NULL) < 0) {
+        bd_housekeeping_free(hk);
         return NULL;
     }
     schedule(hk);
@@ -175,6 +212,9 @@ void bd_housekeeping_free(bd_housekeeping *hk)
 {
     if (!hk)
         return;
-    event_free(hk->ev);
+    if (hk->ev)
+        event_free(hk->ev);
+    if (hk->lease_ev)
+        event_free(hk->lease_ev);
     free(hk);
 }

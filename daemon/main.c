@@ -24,15 +24,16 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
-                 "               [--version]\n"
-                 "\n"
-                 "  -c, --config FILE   configuration file (default %s)\n"
-                 "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
-                 "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
-                 "      --check-config  validate the configuration and the filters, then exit\n"
-                 "      --version       print the version and exit\n",
-                 BREACHD_CONFIG_PATH);
+    fprintf(out,
+            "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
+            "               [--version]\n"
+            "\n"
+            "  -c, --config FILE   configuration file (default %s)\n"
+            "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
+            "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
+            "      --check-config  validate the configuration and the filters, then exit\n"
+            "      --version       print the version and exit\n",
+            BREACHD_CONFIG_PATH);
 }
 
 /* Classic daemon start: the parent exits with the child's verdict, sent
@@ -199,12 +200,15 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_canary *canary = bd_canary_new(srv);
     if (!canary)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
+    srv->reloaded = bd_canary_reloaded;
+    srv->reloaded_ctx = canary;
     /* [urls] follow: the thread starts with the config of the start */
     bd_follow *follow = bd_follow_start(srv->state->cfg);
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    srv->reloaded = NULL;
     bd_follow_stop(follow);
     bd_canary_free(canary);
     bd_housekeeping_free(hk);

@@ -3,6 +3,7 @@
  * range API, and what --check-config says about them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +17,7 @@
 
 bool bd_upstream_none(const char *tmpl)
 {
-    return tmpl && strcmp(tmpl, BD_UPSTREAM_NONE) == 0;
+    return !tmpl || !tmpl[0] || strcmp(tmpl, BD_UPSTREAM_NONE) == 0;
 }
 
 const char *bd_upstream_template(const char *tmpl)
@@ -24,14 +25,20 @@ const char *bd_upstream_template(const char *tmpl)
     return bd_upstream_none(tmpl) ? NULL : tmpl;
 }
 
+bool bd_upstream_hibp(const char *tmpl)
+{
+    return !bd_upstream_none(tmpl) && strstr(tmpl, BD_HIBP_HOST) != NULL;
+}
+
 static void warn_section(const char *section, const char *filter, const br_pwfilter *pf)
 {
     if (pf && br_pwfilter_offline(pf))
         return;
     bd_log(LOG_WARNING,
-           "[%s] upstream = none with %s: every check the filter cannot answer (every "
-           "breached password, and about 1 clean one in 65536) gets UNKNOWN no-upstream; "
-           "build the filter with `breachctl filter build --offline` or name an upstream",
+           "[%s] upstream = none (or empty) with %s: every check the filter cannot answer "
+           "(every breached password, and about 1 clean one in 65536) gets UNKNOWN "
+           "no-upstream; build the filter with `breachctl filter build --offline` or name an "
+           "upstream",
            section, filter[0] ? "a filter that is not offline" : "no filter");
 }
 
@@ -40,19 +47,91 @@ int bd_offline_check_config(const breachd_config *c, br_error *err)
     if (c->http.listen[0] && bd_upstream_none(c->passwords.upstream))
         return br_error_set(err, -EINVAL,
                             "%s: [http] listen = %s serves range bodies from the [passwords] "
-                            "upstream, but [passwords] upstream = none: name an upstream or "
-                            "leave [http] listen empty",
+                            "upstream, but [passwords] upstream = none (or empty): name an "
+                            "upstream or leave [http] listen empty",
                             c->path, c->http.listen);
     return 0;
 }
 
-void bd_offline_warn(const breachd_config *c, const br_pwfilter *pwfilter,
-                     const br_pwfilter *ntfilter)
+/* An offline filter with an upstream: no check ever goes there (pw_check.c,
+ * url_check.c); only the range endpoint ([http] listen) serves range bodies
+ * from a [passwords] or [ntlm] upstream (breachd.conf(5), "Offline filters
+ * and upstreams"). */
+static void warn_offline_upstream(const breachd_config *c, const char *section,
+                                  const char *upstream, bool http_uses_it)
 {
+    if (bd_upstream_none(upstream) || (http_uses_it && c->http.listen[0]))
+        return;
+    bd_log(LOG_WARNING,
+           "[%s] filter is offline but [%s] upstream names a range API: no check is ever sent "
+           "there (a stale offline filter keeps answering, a damaged one answers UNKNOWN "
+           "filter-damaged)%s; set upstream = none",
+           section, section,
+           http_uses_it ? ", and only the range endpoint ([http] listen, empty here) would use it"
+                        : "");
+}
+
+/* A section offline (an offline filter, or upstream = none) next to one
+ * whose upstream is still HIBP's: that section's checks leave the host. */
+static void warn_mix(const breachd_config *c, const bool offline[3])
+{
+    static const char *const names[3] = {"passwords", "ntlm", "urls"};
+    const char *up[3] = {c->passwords.upstream, c->ntlm.upstream, c->urls.upstream};
+    const char *quiet = NULL;
+    for (int i = 0; i < 3 && !quiet; i++)
+        if (offline[i])
+            quiet = names[i];
+    for (int i = 0; quiet && i < 3; i++)
+        if (!offline[i] && bd_upstream_hibp(up[i]))
+            bd_log(LOG_WARNING,
+                   "[%s] is offline (or upstream = none) but [%s] upstream is still HIBP's range "
+                   "API (%s): the prefixes of %s checks leave the host; set [%s] upstream = none "
+                   "(and an offline filter) on a host that must send nothing",
+                   quiet, names[i], BD_HIBP_HOST, i == 1 ? "NT" : names[i], names[i]);
+}
+
+uint64_t bd_filter_min_count(const br_pwfilter *pf)
+{
+    const br_pwo *o = pf ? br_pwfilter_offline_info(pf) : NULL;
+    return o ? o->min_count : 0;
+}
+
+/* A --min-count filter let in by min_count_ok = yes: the threshold said at
+ * every load. */
+static void warn_min_count(const char *section, const br_pwfilter *pf)
+{
+    uint64_t n = bd_filter_min_count(pf);
+    if (n > 1)
+        bd_log(LOG_WARNING,
+               "[%s] filter was built with --min-count %" PRIu64 " and min_count_ok = yes: "
+               "every breached password seen fewer than %" PRIu64 " times answers CLEAN",
+               section, n, n);
+}
+
+void bd_offline_warn(const breachd_config *c, const br_pwfilter *pwfilter,
+                     const br_pwfilter *ntfilter, const br_pwfilter *urloffline)
+{
+    warn_min_count("passwords", pwfilter);
+    warn_min_count("ntlm", ntfilter);
     if (bd_upstream_none(c->passwords.upstream))
         warn_section("passwords", c->passwords.filter, pwfilter);
     if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])
         warn_section("ntlm", c->ntlm.filter, ntfilter);
+    bool pw_off = pwfilter && br_pwfilter_offline(pwfilter);
+    bool nt_off = ntfilter && br_pwfilter_offline(ntfilter);
+    if (pw_off)
+        warn_offline_upstream(c, "passwords", c->passwords.upstream, true);
+    if (nt_off)
+        warn_offline_upstream(c, "ntlm", c->ntlm.upstream, true);
+    if (urloffline)
+        warn_offline_upstream(c, "urls", c->urls.upstream, false);
+    if (urloffline && c->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM)
+        bd_log(LOG_WARNING, "[urls] when_stale = upstream with an offline filter: taken as "
+                            "filter (an offline filter never sends a check upstream)");
+    bool offline[3] = {pw_off || bd_upstream_none(c->passwords.upstream),
+                       nt_off || (c->ntlm.filter[0] && bd_upstream_none(c->ntlm.upstream)),
+                       urloffline != NULL};
+    warn_mix(c, offline);
 }
 
 /* ---- an offline [urls] filter ---- */

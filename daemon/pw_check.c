@@ -2,11 +2,11 @@
 /* The PW and NT verbs: a password hash (SHA-1, NT) checked against its
  * filter, then, for a maybe, its range (through the resolver: cached,
  * coalesced, one query per prefix). See pw_check.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
 
 #include "core/br_assert.h"
 #include "core/clock.h"
@@ -24,14 +24,16 @@ typedef struct pw_kind {
 static pw_kind kind_of(bd_counters *k, br_verb verb)
 {
     if (verb == BR_VERB_NT)
-        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean, &k->nt_pwned, &k->nt_unknown,
-                         &k->nt_filter_no, &k->nt_filter_maybe, &k->nt_filter_bypassed};
-    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean, &k->pw_pwned, &k->pw_unknown,
-                     &k->pw_filter_no, &k->pw_filter_maybe, &k->pw_filter_bypassed};
+        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean,     &k->nt_pwned,
+                         &k->nt_unknown,         &k->nt_filter_no, &k->nt_filter_maybe,
+                         &k->nt_filter_bypassed};
+    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean,     &k->pw_pwned,
+                     &k->pw_unknown,         &k->pw_filter_no, &k->pw_filter_maybe,
+                     &k->pw_filter_bypassed};
 }
 
 /* The filter of a PW or NT request, NULL when none; *stale when past its
- * max_filter_age (then bypassed). */
+ * max_filter_age (then bypassed, unless it is offline). */
 static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
 {
     int64_t now = br_clock_now_real();
@@ -72,27 +74,33 @@ static void pw_resolved(void *ctx, const br_resolve_result *res)
     bd_waiter_free(w);
 }
 
-/* An offline filter answers on the host: no range query, decoy or cache
- * entry (docs/privacy.md). false: it cannot (a damaged file), go on. */
-static bool pw_offline(bd_conn *c, const br_request *req, const br_pwfilter *filter,
-                       const uint8_t *hash, int hint)
+/* An offline filter answers every check on the host: no range query, decoy
+ * or cache entry, whatever its state (docs/privacy.md, "What an offline
+ * host sends"). Past max_filter_age it still answers (filter_stale, the
+ * warning of housekeeping.c); changed or truncated in place, UNKNOWN
+ * filter-damaged. */
+static void pw_offline(bd_conn *c, const br_request *req, br_pwfilter *filter, const uint8_t *hash,
+                       int hint)
 {
     pw_kind kd = kind_of(&c->srv->counters, req->verb);
     uint64_t count = 0;
     /* hint 0: the batch found no code (bd_pw_prepare_batch); a hit is
      * looked up again for its count (hits are the rare case) */
-    int r = hint == 0 ? 0 : br_pwfilter_lookup_count(filter, hash, &count);
-    if (r < 0)
-        return false;
-    if (r == 0) {
+    int r = -EIO;
+    if (bd_state_pw_intact(c->srv->state, filter))
+        r = hint == 0 ? 0 : br_pwfilter_lookup_count(filter, hash, &count);
+    if (r < 0) {
+        (*kd.unknown)++;
+        c->srv->counters.unknown_by_reason[BD_UNK_FILTER_DAMAGED]++;
+        bd_conn_reply_text(c, req->id, "UNKNOWN " BD_REASON_FILTER_DAMAGED);
+    } else if (r == 0) {
         (*kd.filter_no)++;
         (*kd.clean)++;
         bd_conn_reply_text(c, req->id, "CLEAN");
-        return true;
+    } else {
+        (*kd.pwned)++;
+        bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
     }
-    (*kd.pwned)++;
-    bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
-    return true;
 }
 
 /* PW and NT. hint: the filter's answer when the batch already probed it (0
@@ -106,11 +114,10 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     bool stale;
     br_pwfilter *filter = filter_of(st, req->verb, &stale);
     if (filter && br_pwfilter_offline(filter)) {
-        if (stale) /* past max_filter_age: on to the range API, as any filter */
-            (*kd.filter_bypassed)++;
-        else if (bd_state_pw_intact(st, filter) && pw_offline(c, req, filter, hash, hint))
-            return; /* a file changed under its mapping answers nothing: on upstream */
-    } else if (filter) {
+        pw_offline(c, req, filter, hash, hint);
+        return;
+    }
+    if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
         } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
@@ -176,7 +183,7 @@ void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const 
 {
     bool stale;
     br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
-    if (!filter || stale || c->srv->draining)
+    if (!filter || (stale && !br_pwfilter_offline(filter)) || c->srv->draining)
         return;
     uint64_t keys[BD_BATCH];
     size_t key_of[BD_BATCH], nk = 0;

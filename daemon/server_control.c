@@ -58,7 +58,8 @@ static void *reload_thread_main(void *arg)
 {
     bd_server *srv = arg;
     srv->reload_err.text[0] = '\0';
-    srv->reload_result = bd_state_files_load(srv->config_path, &srv->reload_files, &srv->reload_err);
+    srv->reload_result =
+        bd_state_files_load(srv->config_path, &srv->reload_files, &srv->reload_err);
     char b = 1;
     ssize_t w = write(srv->reload_pipe[1], &b, 1);
     (void)w;
@@ -140,6 +141,8 @@ static void reload_done_cb(evutil_socket_t fd, short what, void *arg)
     srv->counters.reloads++;
     bd_log(LOG_INFO, "reloaded %s", srv->config_path);
     bd_state_log_filters(next);
+    if (srv->reloaded)
+        srv->reloaded(srv->reloaded_ctx);
     bd_notify("READY=1\nSTATUS=serving (reloaded)");
     reload_answer(srv, 0, NULL);
     reload_follow_up(srv);
@@ -236,7 +239,8 @@ int bd_server_init(bd_server *srv, struct event_base *base, const char *config_p
         return -ENOMEM;
     if (pipe2(srv->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return br_error_set(err, -errno, "pipe: %s", strerror(errno));
-    srv->reload_ev = event_new(base, srv->reload_pipe[0], EV_READ | EV_PERSIST, reload_done_cb, srv);
+    srv->reload_ev =
+        event_new(base, srv->reload_pipe[0], EV_READ | EV_PERSIST, reload_done_cb, srv);
     srv->drain_timer = evtimer_new(base, drain_timeout_cb, srv);
     static const int sigs[4] = {SIGHUP, SIGTERM, SIGINT, 0};
     for (int i = 0; sigs[i]; i++) {

@@ -94,6 +94,10 @@ struct bd_server {
     /* The one service of the server's own that a verb uses (RELOAD): set
      * by bd_server_init, so that the verbs need not call server_control.c. */
     bd_reload_fn *reload;
+    /* Called on the loop thread after a reload swapped state in (main.c
+     * sets it: the canary follows the new configuration); NULL: none. */
+    void (*reloaded)(void *ctx);
+    void *reloaded_ctx;
 };
 
 struct bd_conn {

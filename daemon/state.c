@@ -145,7 +145,13 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter);
+    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter, out->urloffline);
+    if (out->cfg->daemon.trust_own_filters)
+        bd_log(LOG_WARNING,
+               "[daemon] trust_own_filters = yes: filter files owned by uid %u (breachd's own "
+               "user) are accepted besides root's, so that user could rewrite the filters it "
+               "answers from; for development only (breachd.conf(5))",
+               (unsigned)geteuid());
     return 0;
 }
 
@@ -436,12 +442,17 @@ void bd_state_log_filters(const bd_state *s)
                    br_urlfilter_members(s->urlfilter), "it blocks no URL");
 }
 
-static void tell_damage(const char *what, const char *verb, const char *paths)
+/* offline: the filter answers UNKNOWN filter-damaged from now on (it never
+ * falls back to the range API: docs/privacy.md); else it is bypassed. */
+static void tell_damage(const char *what, const char *verb, const char *paths, bool offline)
 {
     bd_log(LOG_ERR,
            "%s filter %s was truncated or rewritten in place while in use: every %s "
-           "check now goes to the range API; install a good file by rename and reload",
-           what, paths, verb);
+           "check now %s; install a good file by rename and reload",
+           what, paths, verb,
+           offline ? "answers UNKNOWN filter-damaged (an offline filter never falls back to the "
+                     "range API)"
+                   : "goes to the range API");
 }
 
 /* br_now_ns() at the start of the batch being dispatched. */
@@ -474,7 +485,7 @@ bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
     if (!*told) {
         *told = true;
         tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
-                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter);
+                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter, br_pwfilter_offline(f));
     }
     return false;
 }
@@ -501,7 +512,7 @@ bool bd_state_url_intact(bd_state *s)
     }
     if (!s->told_url) {
         s->told_url = true;
-        tell_damage("URL", "URL", s->cfg->urls.filter);
+        tell_damage("URL", "URL", s->cfg->urls.filter, s->urloffline != NULL);
     }
     return false;
 }
@@ -514,6 +525,26 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
     if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_url_intact(s))
         for (size_t i = 0; i < n; i++)
             maybe[i] = true;
+}
+
+/* Each filter of s: a broken lease let go (no log: not the current state). */
+static void release_broken(const bd_state *s)
+{
+    const br_pwfilter *pw[] = {s->pwfilter, s->ntfilter, s->simfilter, s->urloffline};
+    for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++)
+        if (pw[i])
+            (void)br_pwfilter_changed(pw[i]);
+    if (s->urlfilter)
+        (void)br_urlfilter_changed(s->urlfilter);
+}
+
+void bd_state_writers_check(bd_state *current)
+{
+    for (bd_state *s = live_states; s; s = s->next)
+        if (s != current)
+            release_broken(s);
+    release_broken(current);
+    bd_state_check_filters(current);
 }
 
 void bd_state_check_filters(bd_state *s)

@@ -47,8 +47,8 @@ typedef struct bd_state {
     br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
-    int64_t loaded_at;     /* wall clock, seconds */
-    bd_filter_ids filter_ids; /* what each filter path held when loaded */
+    int64_t loaded_at;               /* wall clock, seconds */
+    bd_filter_ids filter_ids;        /* what each filter path held when loaded */
     bool told_pw, told_nt, told_url; /* its damage was logged */
     uint64_t pw_ok, nt_ok, url_ok;   /* when (br_now_ns) each was last found intact */
 } bd_state;
@@ -112,6 +112,13 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n);
 /* The same check of every filter of s, logging each damaged one once: the
  * housekeeping tick's. */
 void bd_state_check_filters(bd_state *s);
+
+/* A filter's read lease was broken (SIGIO: someone opened a filter file for
+ * writing; filter_file.h, br_filter_file_lease): every live state's
+ * broken leases are let go at once, so that the opener proceeds, those
+ * filters being damaged from now on, and current's checked and logged as
+ * bd_state_check_filters does. Loop thread. */
+void bd_state_writers_check(bd_state *current);
 
 /* Log what the state serves, at start and after each reload: each filter's
  * generation and key count, a warning for a filter with no key. */

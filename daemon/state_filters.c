@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening the configured filters for a new state (state_filters.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "filter/filter_sign.h"
 #include "core/hash.h"
 #include "log.h"
+#include "offline.h"
 #include "state_filters.h"
 
 /* What a password section wants: [passwords] answers PW from password-sha1
@@ -113,17 +115,16 @@ static int attach_error(const char *path, int r, br_error *err)
 }
 
 /* The uid whose files are trusted besides root's: none, unless the
- * development switch of breachd(8), ENVIRONMENT, is set. */
-static long also_trusted_uid(void)
+ * development key [daemon] trust_own_filters is on (breachd.conf(5)). */
+static long also_trusted_uid(const breachd_config *cfg)
 {
-    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS");
-    return v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
+    return cfg->daemon.trust_own_filters ? (long)geteuid() : -1;
 }
 
 /* PATH.rollback, written by `breachctl filter rollback` (docs/fleet.md):
  * true when it holds the header SHA-256 of h, and belongs to root (or the
  * trusted uid) with no group or world write bit. */
-static bool rollback_marked(const char *path, const br_filter_header *h)
+static bool rollback_marked(const breachd_config *cfg, const char *path, const br_filter_header *h)
 {
     char mark[4096];
     if (snprintf(mark, sizeof(mark), "%s.rollback", path) >= (int)sizeof(mark))
@@ -132,7 +133,7 @@ static bool rollback_marked(const char *path, const br_filter_header *h)
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)))
         return false;
-    long also = also_trusted_uid();
+    long also = also_trusted_uid(cfg);
     if (st.st_uid != 0 && (also < 0 || st.st_uid != (uid_t)also))
         return false;
     char text[80];
@@ -142,8 +143,8 @@ static bool rollback_marked(const char *path, const br_filter_header *h)
 }
 
 /* Remember what path holds, for bd_filters_check_order. */
-static int note_id(bd_filter_ids *ids, const char *section, const char *path,
-                   const br_filter_header *h)
+static int note_id(const breachd_config *cfg, bd_filter_ids *ids, const char *section,
+                   const char *path, const br_filter_header *h)
 {
     if (!ids)
         return 0;
@@ -160,7 +161,7 @@ static int note_id(bd_filter_ids *ids, const char *section, const char *path,
     snprintf(id->section, sizeof(id->section), "%s", section);
     id->generation = h->generation;
     memcpy(id->header_sha256, h->header_sha256, 32);
-    id->rollback = rollback_marked(path, h);
+    id->rollback = rollback_marked(cfg, path, h);
     return 0;
 }
 
@@ -195,14 +196,33 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
     return 0;
 }
 
+/* A read lease on the file (filter_file.h): a writer that opens it later is
+ * noticed; one that has it open now refuses it. Without a lease (breachd's
+ * user neither owns the file nor has CAP_LEASE: root's files, the
+ * packaged setup, where only root may write them) fstat alone watches it
+ * (breachd(8), FILES). */
+static int lease(const char *section, const char *path, br_filter_file *f, br_error *err)
+{
+    int r = br_filter_file_lease(f, path, err);
+    if (r == 0)
+        bd_log(LOG_DEBUG,
+               "[%s] filter %s: no read lease (not its owner, no CAP_LEASE): a writer is "
+               "noticed by its times only",
+               section, path);
+    return r < 0 ? r : 0;
+}
+
 /* Open path's container, refused unless root owns it and no one else may
- * write it (breachd(8), "Files"). */
+ * write it (breachd(8), "Files"), or when someone has it open for writing. */
 static int open_owned(const breachd_config *cfg, const char *section, const char *path,
                       bool followed, br_filter_file **out, br_error *err)
 {
-    long also = followed ? (long)geteuid() : also_trusted_uid();
+    *out = NULL;
+    long also = followed ? (long)geteuid() : also_trusted_uid(cfg);
     int r = br_filter_file_open_trusting(path, also, out, err);
-    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also, err)) < 0) {
+    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also, err)) == 0)
+        r = lease(section, path, *out, err);
+    if (r < 0 && *out) {
         br_filter_file_free(*out);
         *out = NULL;
     }
@@ -242,7 +262,7 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec, cons
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, sec->name, r, err);
     if (r == 0)
-        r = note_id(ids, sec->name, path, h);
+        r = note_id(cfg, ids, sec->name, path, h);
     if (r < 0) {
         br_pwfilter_free(*out);
         *out = NULL;
@@ -283,12 +303,35 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
     return 0;
 }
 
+/* A main filter built with --min-count N (an offline filter records N)
+ * answers CLEAN for breached passwords seen fewer than N times: refused
+ * unless the section's min_count_ok = yes (breachd.conf(5)). */
+static int check_min_count(const breachd_config *cfg, const pw_section *sec, bool ok,
+                           br_pwfilter **out, br_error *err)
+{
+    uint64_t n = bd_filter_min_count(*out);
+    if (n <= 1 || ok)
+        return 0;
+    br_pwfilter_free(*out);
+    *out = NULL;
+    return filter_error(
+        cfg, sec->name,
+        br_error_set(err, -EINVAL,
+                     "%s: built with --min-count %" PRIu64 ": every breached password seen fewer "
+                     "than %" PRIu64 " times would answer CLEAN; name a filter of the whole "
+                     "corpus (a --min-count filter belongs in [passwords] similar_filter), or set "
+                     "[%s] min_count_ok = yes to accept that",
+                     sec->list, n, n, sec->name),
+        err);
+}
+
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                               br_error *err)
 {
     const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
                             BR_KIND_PASSWORD_SHA1, false};
-    return load_pw_section(cfg, &sec, out, ids, err);
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    return r < 0 ? r : check_min_count(cfg, &sec, cfg->passwords.min_count_ok, out, err);
 }
 
 int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
@@ -296,7 +339,8 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
 {
     const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
                             BR_KIND_PASSWORD_NTLM, false};
-    return load_pw_section(cfg, &sec, out, ids, err);
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    return r < 0 ? r : check_min_count(cfg, &sec, cfg->ntlm.min_count_ok, out, err);
 }
 
 /* load_pw_section's errors name "[passwords] filter" and its line: name
@@ -372,7 +416,7 @@ static int open_url_member(const breachd_config *cfg, const br_sign_key *key, co
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
         r = filter_error(cfg, "urls", r, err);
     if (r == 0)
-        r = note_id(ids, "urls", path, h);
+        r = note_id(cfg, ids, "urls", path, h);
     if (r < 0) {
         br_urlfilter_free(*out);
         *out = NULL;

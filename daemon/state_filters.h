@@ -37,8 +37,9 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
 
 /* [passwords] filter, or *out = NULL when none is configured. Every file
  * must belong to root and be writable by no one else (breachd(8),
- * "Files"). 0, or a negative errno with err naming the config line, the
- * file and the reason. Each file loaded is added to ids (may be NULL). */
+ * "Files"); a filter built with --min-count needs min_count_ok = yes. 0,
+ * or a negative errno with err naming the config line, the file and the
+ * reason. Each file loaded is added to ids (may be NULL). */
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                               br_error *err);
 /* [ntlm] filter (password-ntlm, the NT verb), the same way. */

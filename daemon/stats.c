@@ -40,7 +40,8 @@ static int prom_head(render_out *o, const char *key)
                     o->prefix, key, sfx, o->eq);
 }
 
-static void put(render_out *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(render_out *o, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void put(render_out *o, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
@@ -127,8 +128,8 @@ static void render_answers(const bd_counters *k, render_out *o)
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
  * _age_seconds, _stale (h NULL: no filter loaded). */
-static void render_filter(render_out *o, const char *prefix, const br_filter_header *h,
-                          int64_t now, bool stale)
+static void render_filter(render_out *o, const char *prefix, const br_filter_header *h, int64_t now,
+                          bool stale)
 {
     static const char *const names[] = {"filter_loaded", "filter_generation", "filter_keys",
                                         "filter_age_seconds", "filter_stale"};
@@ -273,6 +274,7 @@ static const char *const unknown_names[BD_UNK_COUNT_] = {
     "shutting-down",
     "filter-unavailable",
     "filter-stale",
+    BD_REASON_FILTER_DAMAGED,
     "other",
 };
 
@@ -295,13 +297,16 @@ static void render_unknown(const bd_counters *k, render_out *o)
     }
 }
 
-/* Filters and the cache found truncated or rewritten in place (then
- * bypassed: every check goes to the range API). */
+/* Filters and the cache found truncated or rewritten in place (then a
+ * range filter is bypassed, an offline one answers UNKNOWN filter-damaged;
+ * the cache is set aside). */
 static void render_damage(const bd_state *st, render_out *o)
 {
-    U64(o, "filter_damaged", st->pwfilter && br_pwfilter_damaged(st->pwfilter));
-    U64(o, "nt_filter_damaged", st->ntfilter && br_pwfilter_damaged(st->ntfilter));
-    U64(o, "url_filter_damaged", st->urlfilter && br_urlfilter_damaged(st->urlfilter));
+    U64(o, "filter_damaged", st->told_pw || (st->pwfilter && br_pwfilter_damaged(st->pwfilter)));
+    U64(o, "nt_filter_damaged", st->told_nt || (st->ntfilter && br_pwfilter_damaged(st->ntfilter)));
+    U64(o, "url_filter_damaged",
+        st->told_url || (st->urlfilter && br_urlfilter_damaged(st->urlfilter)) ||
+            (st->urloffline && br_pwfilter_damaged(st->urloffline)));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
 }
@@ -454,8 +459,8 @@ int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, 
     m->srv = srv;
     m->http = evhttp_new(base);
     errno = 0;
-    struct evhttp_bound_socket *b = m->http ? evhttp_bind_socket_with_handle(m->http, host, port)
-                                            : NULL;
+    struct evhttp_bound_socket *b =
+        m->http ? evhttp_bind_socket_with_handle(m->http, host, port) : NULL;
     if (!b) {
         int e = errno ? errno : m->http ? EADDRNOTAVAIL : ENOMEM; /* bind(2)'s: EADDRINUSE */
         bd_metrics_stop(m);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "core/br_assert.h"
 #include "core/clock.h"
 #include "conn.h"
@@ -28,8 +27,8 @@
 
 typedef struct url_job {
     bd_waiter *w;
-    unsigned pending;  /* lookups not answered yet */
-    int best;          /* index of the most specific expression found, -1 */
+    unsigned pending;    /* lookups not answered yet */
+    int best;            /* index of the most specific expression found, -1 */
     const char *unknown; /* reason of an unresolved maybe, NULL */
     bool allowed;        /* an expression is listed as BD_URL_ALLOW_CATEGORY */
     char category[BR_RANGE_CATEGORY_MAX + 1];
@@ -86,8 +85,8 @@ static void job_take(url_job *j, int index, const br_resolve_result *res)
  * at most once an hour) or bypassed (when_stale = upstream: every
  * expression goes upstream, up to 30 correlated prefixes); when_stale =
  * unknown is answered before this. */
-static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_SHA256_LEN], size_t n,
-                         bool *maybe, int64_t now)
+static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_SHA256_LEN],
+                         size_t n, bool *maybe, int64_t now)
 {
     static int64_t warned_at = INT64_MIN;
     if (bd_state_url_filter_stale(st, now)) {
@@ -99,8 +98,9 @@ static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_
         }
         if (warned_at == INT64_MIN || now - warned_at >= 3600) {
             warned_at = now;
-            bd_log(LOG_WARNING, "[urls] filter is older than max_filter_age: still answering from it "
-                                "(when_stale = filter); fetch a new one");
+            bd_log(LOG_WARNING,
+                   "[urls] filter is older than max_filter_age: still answering from it "
+                   "(when_stale = filter); fetch a new one");
         }
     }
     br_urlfilter_maybe_batch(st->urlfilter, keys, n, maybe);
@@ -189,8 +189,8 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
         }
         l->job = j;
         l->index = (int)i;
-        int r = br_resolver_resolve_lane(st->resolver, part, BR_RANGE_URL_SHA256, p->keys[i], c->lane,
-                                         lookup_done, l, &res);
+        int r = br_resolver_resolve_lane(st->resolver, part, BR_RANGE_URL_SHA256, p->keys[i],
+                                         c->lane, lookup_done, l, &res);
         if (r == 0) {
             j->pending++;
             continue;
@@ -207,33 +207,41 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
         job_finish(j);
 }
 
+/* An offline [urls] filter changed or truncated in place: UNKNOWN
+ * filter-damaged, never the range API (docs/privacy.md, "What an offline
+ * host sends"). */
+static void url_offline_damaged(bd_conn *c, const br_request *req, bd_url_prep *p)
+{
+    c->srv->counters.url_unknown++;
+    c->srv->counters.unknown_by_reason[BD_UNK_FILTER_DAMAGED]++;
+    bd_conn_reply_text(c, req->id, "UNKNOWN " BD_REASON_FILTER_DAMAGED);
+    br_url_exprs_clear(&p->exprs);
+}
+
 /* An offline [urls] filter answers on the host: the most specific
  * expression it holds, BLOCKED with its category, or SAFE (also when an
- * expression is in the allow category); no range query,
- * decoy or cache entry (docs/privacy.md). false: it cannot (a damaged
- * file, or stale with when_stale = upstream): every expression goes on to
- * the range API as a maybe. */
-static bool url_offline(bd_conn *c, const br_request *req, bd_url_prep *p, int64_t now)
+ * expression is in the allow category); no range query, decoy or cache
+ * entry (docs/privacy.md), also past max_filter_age (when_stale = upstream
+ * is taken as filter: an offline filter never sends a check; unknown is
+ * answered before this) and once damaged (UNKNOWN filter-damaged). */
+static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
 {
     bd_state *st = c->srv->state;
     bd_counters *k = &c->srv->counters;
-    bool stale = bd_state_url_filter_stale(st, now);
-    for (size_t i = 0; i < p->exprs.n; i++)
-        p->maybe[i] = true;
-    if (stale && st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM) {
-        k->url_filter_bypassed++;
-        return false;
+    if (!bd_state_url_intact(st)) {
+        url_offline_damaged(c, req, p);
+        return;
     }
-    if (!bd_state_url_intact(st)) /* changed under its mapping: every expression a maybe */
-        return false;
     const char *best_category = NULL;
     size_t best = 0;
     bool found = false, allowed = false;
     for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
         const char *category = NULL;
         int r = br_pwfilter_lookup_category(st->urloffline, p->keys[i], &category);
-        if (r < 0)
-            return false;
+        if (r < 0) {
+            url_offline_damaged(c, req, p);
+            return;
+        }
         if (r > 0 && strcmp(category, BD_URL_ALLOW_CATEGORY) == 0)
             allowed = true; /* an allow-list entry overrides every blocklist */
         else if (r > 0 && !best_category) {
@@ -250,13 +258,12 @@ static bool url_offline(bd_conn *c, const br_request *req, bd_url_prep *p, int64
         k->url_blocked++;
         bd_conn_reply(c, req->id, "BLOCKED %s %s", best_category, p->exprs.expr[best]);
         br_url_exprs_clear(&p->exprs);
-        return true;
+        return;
     }
     k->url_allowed += allowed;
     k->url_safe++;
     bd_conn_reply_text(c, req->id, "SAFE");
     br_url_exprs_clear(&p->exprs);
-    return true;
 }
 
 void bd_url_check(bd_conn *c, const br_request *req)
@@ -283,13 +290,14 @@ void bd_url_check(bd_conn *c, const br_request *req)
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
-    int64_t now = br_clock_now_real();
-    if (st->urloffline && url_offline(c, req, p, now)) {
+    if (st->urloffline) {
+        url_offline(c, req, p);
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
-    if (!p->probed && !st->urloffline) /* offline: maybe[] all set above */
-        probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])p->keys, n, p->maybe, now);
+    if (!p->probed)
+        probe_filter(st, k, (const uint8_t(*)[BR_SHA256_LEN])p->keys, n, p->maybe,
+                     br_clock_now_real());
     for (size_t i = 0; i < n; i++)
         n_maybe += p->maybe[i];
     if (n_maybe == 0) {

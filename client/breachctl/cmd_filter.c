@@ -51,8 +51,8 @@ static const ctl_usage filter_usage[] = {
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
-     "categories; with --base, a delta of an offline set). FORMAT: "
-     BR_FEED_FORMAT_NAMES ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
+     "categories; with --base, a delta of an offline set). FORMAT: " BR_FEED_FORMAT_NAMES
+     ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
      "; the first --input listing an expression sets its category."},
     {"filter build",
      "--merge BASE DELTA... --output FILE [--kind KIND] [--generation N]\n"
@@ -148,12 +148,12 @@ static int filter_info(const char *path, bool force)
     const br_pwo *off = br_pwfilter_offline_info(pf);
     if (off) {
         bool cats = off->code_kind == BR_CODES_CATEGORIES;
-        printf("%-18s offline: hits are answered on the host, with their %s\n", "mode:",
-               cats ? "category" : "count");
-        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n", "slots:",
-               cats ? "category" : "count");
-        printf("%-18s about 1 in %.0f (2^-24) per absent key\n", "false positives:",
-               ldexp(1.0, 24));
+        printf("%-18s offline: hits are answered on the host, with their %s\n",
+               "mode:", cats ? "category" : "count");
+        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n",
+               "slots:", cats ? "category" : "count");
+        printf("%-18s about 1 in %.0f (2^-24) per absent key\n",
+               "false positives:", ldexp(1.0, 24));
         if (off->code_kind == BR_CODES_CATEGORIES) {
             printf("%-18s %u:", "categories:", off->cats.count);
             for (unsigned i = 0; i < off->cats.count; i++)
@@ -171,8 +171,9 @@ static int filter_info(const char *path, bool force)
             printf("%-18s keys seen at least %" PRIu64 " times\n", "min count:", off->min_count);
     } else {
         printf("%-18s range: a maybe is resolved by a range query\n", "mode:");
-        printf("%-18s about 1 in %.0f (2^-%u) per absent key\n", "false positives:",
-               ldexp(1.0, (int)br_pwfilter_fp_bits(pf)), br_pwfilter_fp_bits(pf));
+        printf("%-18s about 1 in %.0f (2^-%u) per absent key\n",
+               "false positives:", ldexp(1.0, (int)br_pwfilter_fp_bits(pf)),
+               br_pwfilter_fp_bits(pf));
     }
     printf("%-18s additions: a delta (filter build --base); removals: a rebuild\n", "updates:");
     ctl_print_hex("body sha256:", h->body_sha256, 32);
@@ -361,17 +362,23 @@ static void record_info(const char *path)
     if (fd < 0 || fstat(fd, &st) < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
         br_filter_header_decode(raw, sizeof(raw), &h, &err) < 0)
         return;
-    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS");
-    long also = v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
-    int r = br_filter_record_check(path, &st, &h, also, &at, &err);
+    int r = br_filter_record_check(path, &st, &h, -1, &at, &err);
+    /* A record of the invoking user's own: breachd trusts it only under
+     * [daemon] trust_own_filters = yes (breachd.conf(5)). */
+    bool own = r != 0 && r != -ENOENT && geteuid() != 0 &&
+               br_filter_record_check(path, &st, &h, (long)geteuid(), &at, NULL) == 0;
     char when[64] = "?";
     time_t t = (time_t)at;
     struct tm tm;
-    if (r == 0)
+    if (r == 0 || own)
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
     if (r == 0)
         printf("%-18s valid, written %s: breachd does not hash the body at start\n",
                "verified record:", when);
+    else if (own)
+        printf("%-18s valid, written %s, but yours (uid %u), not root's: breachd does not hash "
+               "the body at start only with [daemon] trust_own_filters = yes\n",
+               "verified record:", when, (unsigned)geteuid());
     else if (r == -ENOENT)
         printf("%-18s none: breachd hashes the body at each start (`breachctl filter verify` "
                "writes one)\n",
@@ -469,8 +476,8 @@ static const struct {
     const char *name;
     int (*fn)(int argc, char **argv);
 } subcommands[] = {
-    {"build", sub_build},       {"add", url_filter_add}, {"info", sub_info_verify},
-    {"verify", sub_info_verify}, {"query", sub_query},   {"sign", filter_sign_cmd},
+    {"build", sub_build},        {"add", url_filter_add},    {"info", sub_info_verify},
+    {"verify", sub_info_verify}, {"query", sub_query},       {"sign", filter_sign_cmd},
     {"fetch", sub_fetch},        {"rollback", sub_rollback},
 };
 
@@ -491,7 +498,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
     };
     int first;
     /* Stop at the subcommand: its own options are parsed by it. */
-    int r = ctl_getopt_prefix("filter", opts, BR_ARRAY_SIZE(opts), family_usage, argc, argv, &first);
+    int r =
+        ctl_getopt_prefix("filter", opts, BR_ARRAY_SIZE(opts), family_usage, argc, argv, &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (first >= argc) {

@@ -49,6 +49,7 @@ typedef struct section {
     size_t n;
     char **paths, **urls; /* from the config: freed with the section */
     size_t n_paths, n_urls;
+    long trusted_uid; /* besides root, whose records breachd trusts: -1 none */
 } section;
 
 typedef struct fetch_opts {
@@ -304,7 +305,7 @@ static void record_installed(const char *path)
 
 /* An installed file that is unchanged but has no valid record (installed
  * before records, or by hand): hashed once, so that later starts are fast. */
-static void record_if_missing(const char *path)
+static void record_if_missing(const char *path, long trusted_uid)
 {
     uint8_t raw[BR_FILTER_HEADER_SIZE];
     br_filter_header h;
@@ -313,9 +314,7 @@ static void record_if_missing(const char *path)
     if (fd < 0 || fstat(fd, &st) < 0 || pread(fd, raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
         br_filter_header_decode(raw, sizeof(raw), &h, NULL) < 0)
         return;
-    const char *v = getenv("BREACHD_TRUST_OWN_FILTERS"); /* breachd(8), ENVIRONMENT */
-    long also = v && strcmp(v, "1") == 0 ? (long)geteuid() : -1;
-    if (br_filter_record_check(path, &st, &h, also, NULL, NULL) != 0)
+    if (br_filter_record_check(path, &st, &h, trusted_uid, NULL, NULL) != 0)
         record_installed(path);
 }
 
@@ -324,7 +323,7 @@ static int install_section(section *s)
     for (size_t i = 0; i < s->n; i++) {
         item *it = &s->items[i];
         if (!it->new_file)
-            record_if_missing(it->path);
+            record_if_missing(it->path, s->trusted_uid);
         if (!it->new_file && !it->new_sig)
             continue;
         br_error err = {{0}};
@@ -441,6 +440,8 @@ static int section_from_config(const breachd_config *cfg, const char *name, sect
         s->pubkey = cfg->ntlm.pubkey;
     }
     s->name = name;
+    /* breachd.conf(5) [daemon] trust_own_filters: the records breachd trusts */
+    s->trusted_uid = cfg->daemon.trust_own_filters ? (long)geteuid() : -1;
     if (breachd_config_list_split(filter, &s->paths, &s->n_paths) < 0 ||
         breachd_config_list_split(urls, &s->urls, &s->n_urls) < 0)
         return -ENOMEM;
@@ -561,6 +562,7 @@ int filter_fetch_cmd(const ctl_globals *g, int argc, char **argv)
     const char *socket_path = sock ? sock : g->socket_path;
     if (single) {
         sections[0].pubkey = pubkey;
+        sections[0].trusted_uid = -1;
         r = item_init(&sections[0].items[sections[0].n++], url, output);
         n = 1;
     } else {

@@ -304,6 +304,7 @@ struct br_filter_file {
     int fd;                       /* kept open: br_filter_file_changed() fstats it; -1 for a view */
     struct stat st;               /* the file as it was opened */
     int64_t record_at;            /* body trusted by a verification record of then; -1: hashed */
+    atomic_bool leased;           /* a read lease is held on fd (br_filter_file_lease) */
 };
 
 /* ---- mappings guarded against truncation (filter_file.h, map_guard.h) ---- */
@@ -331,12 +332,49 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
     return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+int br_filter_file_lease(br_filter_file *f, const char *path, br_error *err)
+{
+    if (f->parent)
+        return br_filter_file_lease((br_filter_file *)f->parent, path, err);
+    if (fcntl(f->fd, F_SETLEASE, F_RDLCK) == 0) {
+        /* The kernel tells the thread that took the lease; a loader thread
+         * (a reload's) is gone by then: the process instead. */
+        struct f_owner_ex owner = {.type = F_OWNER_PID, .pid = getpid()};
+        (void)fcntl(f->fd, F_SETOWN_EX, &owner);
+        atomic_store(&f->leased, true);
+        return 1;
+    }
+    if (errno == EAGAIN)
+        return br_error_set(err, -EBUSY,
+                            "%s is open for writing by another process (a writable descriptor "
+                            "or shared mapping could change it unseen): close it, and install "
+                            "filters by rename",
+                            path);
+    return 0; /* EACCES: not the owner, no CAP_LEASE; EINVAL: no leases on this filesystem */
+}
+
+/* A held lease that a writer broke (F_GETLEASE says what it is going to:
+ * F_UNLCK), or that the kernel took back: let it go, so that the opener
+ * proceeds, and say so. */
+static bool lease_broken(br_filter_file *f)
+{
+    if (!atomic_load(&f->leased) || fcntl(f->fd, F_GETLEASE) == F_RDLCK)
+        return false;
+    if (atomic_exchange(&f->leased, false))
+        (void)fcntl(f->fd, F_SETLEASE, F_UNLCK);
+    return true;
+}
+
 bool br_filter_file_changed(const br_filter_file *f)
 {
     if (f->parent)
         return br_filter_file_changed(f->parent);
     struct stat now;
     br_filter_file *mf = (br_filter_file *)f;
+    if (lease_broken(mf)) {
+        atomic_store(&mf->damaged, 1);
+        return true;
+    }
     /* A rename over the path or a new hard link changes the link count and
      * with it the ctime, but not a byte: the ctime counts only while the
      * link count is the one of the open (then it also catches a write whose

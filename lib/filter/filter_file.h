@@ -137,8 +137,29 @@ bool br_filter_file_damaged(const br_filter_file *f);
  * a difference the file is marked damaged (probes answer "maybe", as
  * after a truncation) and true is returned. A write updates the times
  * before its bytes reach the page cache, so a probe that read changed
- * bytes is followed by a call that returns true. Any thread. */
+ * bytes is followed by a call that returns true. A leased file
+ * (br_filter_file_lease) whose lease was broken (someone opened it for
+ * writing) counts as changed too. Any thread. */
 bool br_filter_file_changed(const br_filter_file *f);
+
+/* ---- writers: a read lease ----
+ * A process that holds the file open for writing, or a writable shared
+ * mapping of it, can change its bytes without moving its times (pages
+ * already writable fault no more, and on tmpfs never are written back):
+ * no fstat sees it. A read lease (fcntl(2) F_SETLEASE, F_RDLCK) closes
+ * that: it is granted only while no one has the file open for writing,
+ * and any later open for writing (or truncate) breaks it, the opener
+ * waiting until the holder lets go (at most /proc/sys/fs/lease-break-time
+ * seconds). The kernel tells the holder with SIGIO: a program that leases
+ * must ignore or handle it (its default action ends the process).
+ * Returns 1 with the lease held; 0 when the kernel grants none here (the
+ * caller neither owns the file nor has CAP_LEASE, or the filesystem does
+ * not support leases): writers are then noticed by fstat only; -EBUSY with
+ * err naming path when the file is open for writing right now (a writable
+ * descriptor or shared mapping elsewhere): it must not be trusted. Once
+ * the lease is broken, br_filter_file_changed() lets it go (the opener
+ * proceeds) and returns true: the file is damaged. */
+int br_filter_file_lease(br_filter_file *f, const char *path, br_error *err);
 
 /* Owner and mode of the file as opened: 0 when it belongs to root (or to
  * also_uid, when >= 0) and neither group nor others may write it; else

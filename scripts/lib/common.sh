@@ -17,6 +17,7 @@ BREACHD_PACKAGES=(
   squid curl  # tests/integration/test_squid.py
   openssl  # signed crafted manifests (gap, wrong kind): tests/integration/test_follow.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
+  strace  # no socket but Unix ones: tests/integration/test_offline_host.py; kills: test_faults_process.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
   # directory servers (tests/integration/test_directory_*.py, suite directory)

@@ -81,18 +81,20 @@ def ask(sock, url):
 
 def start_hosts(a, scratch, port, pub):
     procs, socks = [], []
-    env = dict(os.environ, BREACHD_TRUST_OWN_FILTERS="1")
+    env = dict(os.environ)
+    trust = "no" if os.geteuid() == 0 else "yes"  # breachd.conf(5) [daemon] trust_own_filters
     for i in range(a.hosts):
         h = os.path.join(scratch, "host%d" % i)
         os.makedirs(h)
         sock = os.path.join(h, "s")
         conf = os.path.join(h, "breachd.conf")
         with open(conf, "w") as f:
-            f.write("[daemon]\nsocket = %s\nlog_level = warning\n[passwords]\nfilter =\n"
+            f.write("[daemon]\nsocket = %s\nlog_level = warning\ntrust_own_filters = %s\n"
+                    "[passwords]\nfilter =\n"
                     "upstream =\n[ntlm]\nupstream =\n[cache]\npath = %s/cache\n[urls]\n"
                     "filter = %s/follow\npubkey = %s\nfollow = "
                     "http://127.0.0.1:%d/pub/manifest\nfollow_interval = %ds\nupstream = none\n"
-                    % (sock, h, h, pub, port, a.interval))
+                    % (sock, trust, h, h, pub, port, a.interval))
         procs.append(subprocess.Popen([a.breachd, "--config", conf, "--foreground"], env=env,
                                       stdout=subprocess.DEVNULL,
                                       stderr=open(os.path.join(h, "log"), "w")))

@@ -142,7 +142,7 @@ def password_tty_prompt_no_echo(ctx):
     before = d.stats()["requests_nt"]
     out, status, echo_at_prompt = pty_run(["password", "--ntlm"], d.sock, secret + "\n")
     check(echo_at_prompt is False and secret not in out, "--ntlm: echo: %r" % out)
-    eq(out.split("\n", 1)[1].replace("\r", "").strip(), "UNKNOWN upstream-unavailable",
+    eq(out.split("\n", 1)[1].replace("\r", "").strip(), "UNKNOWN no-upstream",
        "--ntlm result")
     eq((status, d.stats()["requests_nt"]), (3, before + 1), "one NT request")
     # ^C at the prompt: breachctl dies of SIGINT and the echo is back on.

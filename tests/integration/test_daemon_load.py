@@ -301,7 +301,8 @@ def out_of_descriptors(ctx):
     limit = 160
     port = dtest.free_port()
     conf = ctx.config(limits={"max_connections": "1000"},
-                      http={"listen": "127.0.0.1:%d" % port})
+                      http={"listen": "127.0.0.1:%d" % port},  # needs a [passwords] upstream:
+                      passwords={"upstream": "file://%s/{prefix}.txt" % ctx.path("no-ranges")})
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))  # breachd inherits it
     try:
         d = ctx.daemon(conf)

@@ -101,7 +101,7 @@ def unknown_reasons(ctx):
     cases = [
         ("file://%s/{prefix}.txt" % empty, "upstream-error"),        # no such range file
         ("http://127.0.0.1:%d/range/{prefix}" % dtest.free_port(), "upstream-unavailable"),
-        ("", "upstream-unavailable"),                                 # no upstream at all
+        ("", "no-upstream"),                            # empty: the same as upstream = none
     ]
     for i, (up, reason) in enumerate(cases):
         conf = ctx.config(name="u%d.conf" % i, socket_path=ctx.path("u%d.sock" % i),

@@ -4,12 +4,15 @@
 127.0.0.1 and a real breachd (docs/fleet.md, breachd(8) "Files"): an old
 signed file of the same generation served again (a blocklist rollback);
 links and files planted in the filter directory for root's `filter fetch`;
-a filter whose owner or mode lets another user rewrite it, and a filter
-rewritten in place under breachd's mapping; a publisher that sends far more
+a filter whose owner or mode lets another user rewrite it, a filter
+rewritten in place under breachd's mapping, and one rewritten through a
+writable shared mapping (a read lease); a publisher that sends far more
 bytes than a filter (zeros, or trailing data after a real header)."""
+import mmap
 import os
 import shutil
 import stat
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -210,6 +213,117 @@ def daemon_refuses_filters_others_may_write(ctx):
 
 
 @test
+def own_filters_trusted_by_config_only(ctx):
+    """A filter owned by breachd's own user (not root): refused whatever the
+    environment says (BREACHD_TRUST_OWN_FILTERS=1 used to relax the check in
+    shipped binaries); accepted only under [daemon] trust_own_filters = yes,
+    which --check-config reports. As root, breachd runs as nobody
+    (setpriv) over files of nobody's; otherwise as the user running the
+    test, over the test's files."""
+    base = dtest.tempdir("breachd-own.", mode=0o755)  # nobody must reach it
+    try:
+        keys = fleetfx.passwords("own", 200)
+        filt = fleetfx.build(ctx, os.path.join(base, "p.bfuse"), keys, 1)
+        prefix = []
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise dtest.Skip("no setpriv (util-linux)")
+            os.chown(filt, NOBODY, NOBODY)
+            prefix = [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+
+        def check_config(trust):
+            conf = os.path.join(base, "%s.conf" % trust)
+            with open(conf, "w") as f:
+                f.write("[daemon]\ntrust_own_filters = %s\n[passwords]\nfilter = %s\n"
+                        "upstream = none\n[ntlm]\nupstream = none\n" % (trust, filt))
+            os.chmod(conf, 0o644)
+            env = dtest.base_env({"BREACHD_TRUST_OWN_FILTERS": "1"})
+            return subprocess.run(prefix + dtest.breachd_argv("--config", conf, "--check-config"),
+                                  env=env, capture_output=True, text=True, timeout=60)
+
+        r = check_config("no")
+        check(r.returncode != 0 and "p.bfuse" in r.stderr and "belongs to uid" in r.stderr,
+              "a filter of breachd's own user, BREACHD_TRUST_OWN_FILTERS=1 in the environment: "
+              "exit %d: %s" % (r.returncode, r.stderr))
+        r = check_config("yes")
+        eq(r.returncode, 0, "trust_own_filters = yes: " + r.stderr)
+        check("trust_own_filters = yes" in r.stderr and "development only" in r.stderr,
+              "--check-config does not report the key: " + r.stderr)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def ready_or_exit(d):
+    """Wait until d answers PING (True) or exits (False)."""
+    try:
+        d.wait_ready()
+        return True
+    except AssertionError:
+        if d.proc.poll() is None:
+            raise
+        return False
+
+
+@test
+def writable_shared_mapping_noticed(ctx):
+    """A process holding a writable MAP_SHARED mapping of the live filter
+    rewrites it without moving its times once its pages are writable (they
+    fault no more): the fstat check never sees it, and a rewrite with
+    another filter's bytes made every breached password CLEAN. breachd
+    takes a read lease (F_SETLEASE) on each filter: a filter open for
+    writing when it loads is refused, naming the reason; one opened for
+    writing later breaks the lease, and the filter is damaged from then on
+    (never CLEAN; filter_damaged=1), the writer going on at once."""
+    keys_a, keys_b = fleetfx.passwords("a", 300), fleetfx.passwords("b", 300)
+    fa = fleetfx.build(ctx, ctx.path("a.bfuse"), keys_a, 1)
+    fb = fleetfx.build(ctx, ctx.path("b.bfuse"), keys_b, 1)
+    other = open(fb, "rb").read()
+    eq(len(other), os.path.getsize(fa), "two filters of the same size")
+    os.mkdir(ctx.path("host"))
+    live = ctx.path("host", "p.bfuse")
+    fleetfx.install(fa, live)
+    conf = ctx.config(passwords={"filter": live, "upstream": "none"})
+    hashes = sorted(keys_a)[:50]
+
+    def no_clean(cl, what):
+        for i, h in enumerate(hashes):
+            ans = cl.ask("%s%d PW %s" % (what, i, h))
+            check(not ans.endswith(" CLEAN"), "%s: a breached password is %r after a rewrite "
+                  "through a shared mapping" % (what, ans))
+
+    # 1. The writer mapped it before breachd loaded it.
+    with open(live, "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0)
+        m[:] = m[:]  # every page written, so writable from now on: no more faults
+        d = ctx.daemon(conf, wait=False)
+        if ready_or_exit(d):  # loaded: the rewrite must still be noticed
+            m[:] = other
+            cl = d.client()
+            no_clean(cl, "before")
+            cl.close()
+            d.stop_ok()
+        else:
+            check("open for writing by another process" in d.log() and live in d.log(),
+                  "the refusal does not say why: " + d.log())
+        m.close()
+    # 2. The writer comes after the load: it waits for the lease, which
+    # breachd lets go at once, the filter damaged.
+    d = ctx.daemon(conf)
+    cl = d.client()
+    eq(cl.ask("c PW " + "0" * 40), "c CLEAN", "a clean password, filter intact")
+    with open(live, "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0)
+        m[:] = other
+        no_clean(cl, "after")
+        m.close()
+    eq(cl.stats()["filter_damaged"], 1, "filter_damaged")
+    cl.close()
+    dtest.wait_for(lambda: "rewritten in place" in d.log(), 15, "the damage in the log")
+    d.stop_ok()
+
+
+@test
 def filter_rewritten_in_place(ctx):
     """Another filter written over the live one in place (same inode, as
     `dd conv=notrunc`): no CLEAN from it; its hashes are asked of the range
@@ -301,6 +415,8 @@ def fetch_stops_at_the_header(ctx):
                           "--no-reload", check_rc=False)
         eq(r.returncode, 2, name)
         check(reason in r.stderr, r.stderr)
+        # nginx logs the request once its side of the cut connection ends
+        dtest.wait_for(lambda: sent_bytes(ng, name), 15, "nginx's log line of " + name)
         sent = sent_bytes(ng, name)
         check(sent and max(sent) < os.path.getsize(g1) + 24 * MIB,
               "%s: nginx sent %s bytes" % (name, sent))

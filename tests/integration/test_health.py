@@ -37,6 +37,17 @@ the clock by one period.
   url_canary:         a URL filter whose feed lists the test page: through
                       the range API once; without it: a pass at the filter.
   canary_off:         canary = 0: canary=off, interval 0.
+  offline_canary:     offline [passwords], [ntlm] and [urls] filters, no
+                      upstream: pending until the first run, each canary
+                      passes at its filter (nothing fetched, sent or
+                      cached), fails filter-damaged once the files are
+                      rewritten in place, and a RELOAD with canary = 0
+                      clears the failure (off, health OK).
+  offline_canary_missing_key: offline filters without the canary's keys:
+                      filter-missing-key; a good filter and a RELOAD: ok.
+  range_canary_without_upstream: a range filter with upstream = none
+                      passes at the filter; [ntlm] empty is off; stale:
+                      fails no-upstream.
   alert_rules:        data/prometheus/breachd-alerts.yml passes promtool
                       check rules (skipped without promtool).
 """
@@ -50,6 +61,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, test, wait_for  # noqa: E402
+from ntfx import nthash  # noqa: E402
 
 CANARY = dtest.sha1hex("password")  # 5BAA61E4..., in every corpus
 
@@ -345,6 +357,149 @@ def canary_off(ctx):
     st = d.stats()
     eq((st["canary"], st["canary_interval_ms"], st["canary_runs"]), ("off", 0, 0), "canary off")
     eq(health(ctx, d).returncode, 0, "health")
+    d.stop_ok()
+
+
+# ---- offline filters and upstream = none: the canary never needs an upstream
+
+def offline_filters(ctx, with_canary=True, tag="", generation=1):
+    """Offline [passwords], [ntlm] and [urls] filters: the first two hold the
+    canary's keys (unless with_canary is false), the URL feed does not list
+    the test page. {section: path}."""
+    pw = {dtest.sha1hex("offline-canary-%d" % i): 5 + i for i in range(40)}
+    nt = {nthash("offline-canary-%d" % i): 5 + i for i in range(40)}
+    if with_canary:
+        pw[CANARY] = 9659365
+        nt[NT_CANARY] = 9659365
+    out = {}
+    for section, kind, entries in (("passwords", "password-sha1", pw),
+                                   ("ntlm", "password-ntlm", nt)):
+        inp = ctx.path("%s%s.txt" % (section, tag))
+        with open(inp, "w") as f:
+            f.writelines("%s:%d\n" % (h, c) for h, c in sorted(entries.items()))
+        out[section] = ctx.path("%s%s.offline" % (section, tag))
+        ctx.breachctl("filter", "build", "--kind", kind, "--offline", "--input", inp,
+                      "--output", out[section], "--generation", str(generation))
+    feed = ctx.path("feed%s.txt" % tag)
+    with open(feed, "w") as f:
+        f.write("http://bad.example/\n")
+    out["urls"] = ctx.path("urls%s.offline" % tag)
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
+                  feed + "=malware", "--output", out["urls"])
+    return out
+
+
+def offline_config(ctx, filters, canary):
+    return ctx.config(daemon={"canary": canary},
+                      passwords={"filter": filters["passwords"], "upstream": "none"},
+                      ntlm={"filter": filters["ntlm"], "upstream": ""},  # empty: the same
+                      urls={"filter": filters["urls"]})
+
+
+def canaries(st):
+    return tuple(st[p + "canary"] for p in ("", "nt_", "url_"))
+
+
+def reload(d):
+    c = d.client()
+    eq(c.ask("r RELOAD", timeout=30), "r RELOADED", "RELOAD")
+    c.close()
+
+
+@test
+def offline_canary(ctx):
+    """Offline filters for all three kinds, no upstream anywhere: pending
+    until the first run; each canary passes at its filter with nothing
+    fetched, sent or cached; a filter rewritten in place fails its canary
+    (filter-damaged, health CRITICAL); a RELOAD with canary = 0 clears the
+    failure (off, health OK)."""
+    filters = offline_filters(ctx)
+    conf = offline_config(ctx, filters, "1h")
+    d = ctx.daemon(conf)
+    st = d.stats()
+    eq(canaries(st), ("pending",) * 3, "before the first run")
+    eq(health(ctx, d).returncode, 0, "health while pending")
+    offline_config(ctx, filters, "200ms")
+    reload(d)
+    wait_for(lambda: min(d.stats()[p + "canary_runs"] for p in ("", "nt_", "url_")) >= 2,
+             30 * dtest.SLOW, "two runs of each canary")
+    st = dtest.no_upstream_stats(d)
+    eq(canaries(st), ("ok",) * 3, "offline canaries")
+    eq(sum(st[p + "canary_failures"] for p in ("", "nt_", "url_")), 0, "failures")
+    eq(st["cache_misses"], 0, "range lookups")
+    r = health(ctx, d)
+    eq(r.returncode, 0, "health (%s)" % r.stdout)
+    for path in filters.values():  # rewritten in place: the same bytes, a new mtime
+        with open(path, "r+b") as f:
+            b = f.read(8)
+            f.seek(0)
+            f.write(b)
+    wait_for(lambda: canaries(d.stats()) == ("failed",) * 3, 30 * dtest.SLOW,
+             "the canaries to fail")
+    st = dtest.no_upstream_stats(d)
+    eq(tuple(st[p + "canary_reason"] for p in ("", "nt_", "url_")), ("filter-damaged",) * 3,
+       "reasons")
+    r = health(ctx, d)
+    eq(r.returncode, 2, "health (%s)" % r.stdout)
+    check("password canary failed: filter-damaged" in r.stdout, r.stdout)
+    offline_config(ctx, filters, "0")
+    reload(d)
+    st = d.stats()
+    eq(canaries(st), ("off",) * 3, "canary = 0 after a RELOAD")
+    eq((st["canary_reason"], st["canary_ok"], st["canary_runs"], st["nt_canary_runs"]),
+       ("none", 0, 0, 0), "the failure cleared")
+    r = health(ctx, d)
+    eq(r.returncode, 0, "health after the RELOAD (%s)" % r.stdout)
+    d.stop_ok()
+
+
+@test
+def offline_canary_missing_key(ctx):
+    """Offline filters without the canary's keys: filter-missing-key for
+    passwords and NT hashes; a good filter renamed in and a RELOAD: the
+    canaries pass again and health is OK."""
+    bad = offline_filters(ctx, with_canary=False)
+    good = offline_filters(ctx, tag="-good", generation=2)
+    d = ctx.daemon(offline_config(ctx, bad, "200ms"))
+    wait_for(lambda: d.stats()["nt_canary_failures"] >= 1 and d.stats()["canary_failures"] >= 1,
+             30 * dtest.SLOW, "the canaries to fail")
+    st = dtest.no_upstream_stats(d)
+    eq((st["canary_reason"], st["nt_canary_reason"], st["url_canary"]),
+       ("filter-missing-key", "filter-missing-key", "ok"), "canaries")
+    eq(health(ctx, d).returncode, 2, "health")
+    for section in ("passwords", "ntlm"):
+        os.replace(good[section], bad[section])
+    reload(d)
+    st = d.stats()
+    eq(canaries(st)[:2], ("failed", "failed"), "a failure shows until the next run")
+    wait_for(lambda: canaries(d.stats()) == ("ok",) * 3, 30 * dtest.SLOW, "the canaries to pass")
+    st = dtest.no_upstream_stats(d)
+    eq((st["canary_reason"], st["nt_canary_reason"]), ("none", "none"), "reasons")
+    eq(health(ctx, d).returncode, 0, "health")
+    check("canary: the password check passes again" in d.log(), "logged")
+    d.stop_ok()
+
+
+@test
+def range_canary_without_upstream(ctx):
+    """A range filter with upstream = none: the canary passes at the
+    filter's maybe (no range lookup); [ntlm] with neither filter nor
+    upstream (empty) has no canary; the filter past max_filter_age is
+    bypassed for clients, so the canary fails no-upstream."""
+    c = dtest.corpus()
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      passwords={"filter": c.filter, "upstream": "none"})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["canary_runs"] >= 2, 30 * dtest.SLOW, "two canary runs")
+    st = dtest.no_upstream_stats(d)
+    eq(canaries(st), ("ok", "off", "off"), "canaries")
+    d.stop_ok()
+    old = ctx.build_filter(c.txt, ctx.path("old.bfuse"), epoch=str(int(time.time()) - 3 * 86400))
+    conf = ctx.config(daemon={"canary": "200ms"},
+                      passwords={"filter": old, "upstream": "none", "max_filter_age": "1d"})
+    d = ctx.daemon(conf)
+    wait_for(lambda: d.stats()["canary_failures"] >= 1, 30 * dtest.SLOW, "a canary failure")
+    eq(d.stats()["canary_reason"], "no-upstream", "canary_reason")
     d.stop_ok()
 
 

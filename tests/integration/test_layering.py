@@ -70,7 +70,7 @@ DAEMON_LAYERS = {
     # the range endpoint, the figures, the timers
     "http": {"conn", "server_types", "state", "conf", "accept_pause", "log"},
     "stats": {"server_types", "state", "accept_pause", "log"},
-    "canary": {"server_types", "state", "log"},
+    "canary": {"server_types", "state", "offline", "log"},
     "housekeeping": {"server_types", "state", "log"},
     # answering and the connection's life; its output
     "conn": {"conn_out", "server_types", "state", "accept_pause", "log"},

@@ -292,7 +292,9 @@ def typed_password_default_warn(ctx):
     """A typed password gets similar=warn without --similar."""
     entries = corpus(100)
     off = offline_filter(ctx, entries, "sim.bfuse", "--min-count", "100")
-    d = ctx.daemon(ctx.config(passwords={"filter": off, "upstream": "none"}))
+    # a --min-count filter as the main filter: only under min_count_ok = yes
+    d = ctx.daemon(ctx.config(passwords={"filter": off, "upstream": "none",
+                                         "min_count_ok": "yes"}))
     out, st = typed(d.sock, "Summer2025!")
     check(st == 0 and "SIMILAR " in out, "default warn: %d %r" % (st, out))
     out, st = typed(d.sock, "Summer2025!", "--similar=reject")
@@ -313,7 +315,7 @@ def ntlm_and_bad_input(ctx):
     nt_off = ctx.path("nt.bfuse")
     ctx.breachctl("filter", "build", "--kind", "password-ntlm", "--offline", "--input", nt_in,
                   "--output", nt_off)
-    conf = ctx.config(passwords={"filter": off, "upstream": "none"},
+    conf = ctx.config(passwords={"filter": off, "upstream": "none", "min_count_ok": "yes"},
                       ntlm={"filter": nt_off, "upstream": "none"},
                       daemon={"log_level": "debug"})
     d = ctx.daemon(conf)

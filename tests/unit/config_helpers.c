@@ -116,6 +116,7 @@ void check_defaults(const breachd_config *c)
     assert_int_equal(c->http.allowed_networks[1].bits, 128);
     assert_int_equal(c->http.rate, 100);
     assert_int_equal(c->http.access_log, 0);
+    assert_int_equal(c->daemon.trust_own_filters, 0);
 }
 
 const char full_config[] = "[daemon]\n"
