@@ -147,6 +147,7 @@ typedef struct breachd_config {
         uint32_t decoys; /* 0 .. 16 */
         uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
         uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
+        uint32_t http_share_pct; /* the range endpoint's share of them, 1 .. 100 */
         uint32_t breaker_cooldown_ms; /* an open circuit waits this long before its trial */
     } upstream;
 

@@ -129,6 +129,8 @@ const bd_conf_key bd_conf_keys[] = {
      "100000", "LANE bulk checks waiting at most; past it ERR busy"},
     {"upstream", "bulk_share", BD_CONF_PERCENT, 0, F(upstream.bulk_share_pct), 0, 0, 1, 100, NULL,
      "50%", "the bulk lane's share of rate and max_inflight"},
+    {"upstream", "http_share", BD_CONF_PERCENT, 0, F(upstream.http_share_pct), 0, 0, 1, 100, NULL,
+     "50%", "the range endpoint's share of rate and max_inflight"},
     {"upstream", "breaker_cooldown", BD_CONF_MILLIS, 0, F(upstream.breaker_cooldown_ms), 0, 0, 100,
      3600000, NULL, "30s", "an open circuit waits this long before its (decoyed) trial"},
 

@@ -47,7 +47,12 @@
  * timeout_ms, and it ends after max_attempts failed transfers like any other.
  * br_upstream_promote() makes a pending bulk fetch interactive: it gets a
  * deadline timeout_ms from then and goes to the back of the interactive
- * queue.
+ * queue. An http fetch (BR_LANE_HTTP: ranges served to other programs) has
+ * the deadline of an interactive one, but goes only when no interactive
+ * fetch is queued (before a bulk one), with a token bucket of its own at
+ * http_share of the rate, leaving the shared bucket burst * (1 - http_share)
+ * tokens, and on at most http_share of max_inflight (at least one slot): a
+ * flood of http fetches leaves the interactive ones their share.
  *
  * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
  * a transport failure (connection refused or reset, DNS, TLS handshake,
@@ -123,6 +128,7 @@ struct event_base;
 #define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
 #define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
 #define BR_UPSTREAM_DEFAULT_BULK_SHARE 0.5
+#define BR_UPSTREAM_DEFAULT_HTTP_SHARE 0.5
 #define BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS 30000
 #define BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS 300000
 #define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
@@ -146,6 +152,8 @@ typedef struct br_upstream_config {
     const char *ca_file;          /* NULL or "": the system CA store */
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
     double bulk_share;            /* the bulk lane's share of rate and max_inflight, (0, 1];
+                                   * 0: 0.5 */
+    double http_share;            /* the http lane's share of rate and max_inflight, (0, 1];
                                    * 0: 0.5 */
     uint32_t rate_recovery_ms;    /* after a 429, from half the rate back to it; 0: 30000 */
     uint32_t max_pause_ms;        /* a longer Retry-After is cut to this; 0: 300000 */
@@ -206,16 +214,21 @@ typedef struct br_upstream_stats {
     uint64_t refused_circuit; /* fetches refused with -EHOSTDOWN */
     uint64_t breaker_trips;
     uint64_t breaker_open_ms; /* time not closed (open or half-open), this outage included */
-    uint64_t body_bytes; /* decoded body bytes received */
-    uint32_t inflight;   /* transfers running now */
-    uint32_t queued;     /* interactive fetches waiting for a slot or a token */
-    uint32_t backoff;    /* waiting to retry */
-    uint32_t queued_max; /* high-water mark of queued */
+    uint64_t body_bytes;      /* decoded body bytes received */
+    uint32_t inflight;        /* transfers running now */
+    uint32_t queued;          /* interactive fetches waiting for a slot or a token */
+    uint32_t backoff;         /* waiting to retry */
+    uint32_t queued_max;      /* high-water mark of queued */
     uint64_t bulk_fetches;    /* accepted fetches on the bulk lane */
     uint64_t promoted;        /* bulk fetches made interactive */
     uint32_t bulk_queued;     /* bulk fetches waiting for their turn */
     uint32_t bulk_queued_max; /* high-water mark of bulk_queued */
     uint32_t bulk_inflight;   /* transfers of bulk fetches running now */
+
+    uint64_t http_fetches;  /* accepted fetches on the http lane */
+    uint32_t http_queued;   /* http fetches waiting for their turn */
+    uint32_t http_inflight; /* transfers of http fetches running now */
+
     uint64_t rate_limited;     /* answers 429, or 503 with Retry-After */
     uint64_t err_rate_limited; /* final outcomes BR_UPSTREAM_RATE_LIMITED */
     uint64_t rate_decreases;   /* halvings of the effective rate */
