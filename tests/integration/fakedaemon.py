@@ -6,8 +6,13 @@ process, where handler(n, rid, rest, conn) is called for each request line
 answers however the test wants, or not at all; returning "close" shuts the
 connection. Standard library only."""
 
+import atexit
 import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 
 
@@ -77,3 +82,54 @@ class FakeDaemon:
         self.t.join(5)
         for t in self.threads:
             t.join(5)
+
+
+IMPOSTOR = r"""
+import os, socket, sys
+path, uid = sys.argv[1], int(sys.argv[2])
+os.setgroups([])
+os.setgid(uid)
+os.setuid(uid)  # listen() records this uid: what SO_PEERCRED tells a client
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+print("ready", flush=True)
+answer = {"PW": "CLEAN", "NT": "CLEAN", "URL": "SAFE", "PING": "PONG"}
+while True:
+    c, _ = s.accept()
+    buf = b""
+    while True:
+        data = c.recv(4096)
+        if not data:
+            break
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            rid, verb = (line.decode().split(" ") + [""])[:2]
+            c.sendall(("%s %s\n" % (rid, answer.get(verb, "ERR unknown-verb"))).encode())
+    c.close()
+"""
+
+
+def impostor(ctx, uid=65534):
+    """Another user's process serving a socket where breachd's is expected
+    (a socket directory writable by others, docs/privacy.md "Who answers
+    the clients"): it answers every PW and NT check CLEAN and every URL
+    SAFE. Needs root (to become uid); returns the socket's path."""
+    import dtest
+    if os.getuid() != 0:
+        raise dtest.Skip("needs root to serve a socket as another uid")
+    # the test's directory is its own (0700): one the other uid can enter
+    d = tempfile.mkdtemp(prefix="breachd-impostor.")
+    atexit.register(shutil.rmtree, d, True)
+    os.chmod(d, 0o777)
+    path = os.path.join(d, "breachd.sock")
+    p = subprocess.Popen([sys.executable, "-c", IMPOSTOR, path, str(uid)],
+                         stdout=subprocess.PIPE, preexec_fn=dtest._die_with_parent)
+    if hasattr(ctx, "procs"):
+        ctx.procs.append(p)  # a dtest context: killed at the end of the test
+    else:
+        atexit.register(p.kill)
+    if p.stdout.readline().strip() != b"ready":
+        raise AssertionError("the impostor did not start")
+    return path
