@@ -119,7 +119,6 @@ static void render_answers(const bd_counters *k, render_out *o)
     U64(o, "similar_hits", k->similar_hits);
     U64(o, "similar_clean", k->similar_clean);
     U64(o, "similar_unknown", k->similar_unknown);
-    U64(o, "similar_hashes", k->similar_hashes);
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,

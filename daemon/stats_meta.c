@@ -37,7 +37,6 @@ static const meta metas[] = {
     C("similar_hits", "SIMILAR answers: a variant is a popular password"),
     C("similar_clean", "CLEAN answers to SIMILAR"),
     C("similar_unknown", "UNKNOWN answers to SIMILAR (no offline filter, damaged)"),
-    C("similar_hashes", "variant hashes looked up by SIMILAR"),
     C("safe", "SAFE answers"),
     C("blocked", "BLOCKED answers"),
     C("allowed", "SAFE answers because an allow entry matched (counted in safe too)"),
