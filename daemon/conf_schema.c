@@ -461,25 +461,9 @@ static void dump_ids(FILE *out, const char *key, const char *what, const uint32_
     fputc('\n', out);
 }
 
-/* A proxy URL's password as REDACTED: scheme://user:REDACTED@host... */
-static const char *redact_proxy(const char *url, char *buf, size_t size)
-{
-    const char *auth = strstr(url, "://");
-    if (!auth)
-        return url;
-    auth += 3;
-    size_t hostpart = strcspn(auth, "/?#");
-    const char *at = memrchr(auth, '@', hostpart);
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (!colon)
-        return url;
-    snprintf(buf, size, "%.*sREDACTED%s", (int)(colon + 1 - url), url, at);
-    return buf;
-}
-
 void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
 {
-    char url[4096]; /* a redacted proxy URL (longer ones are cut) */
+    char url[4096]; /* a redacted URL or list of URLs (longer ones are cut) */
     fprintf(out, "# breachd effective configuration%s%s\n", *c->path ? " from " : " (defaults)",
             c->path);
     for (size_t i = 0; i < bd_conf_n_keys; i++) {
@@ -490,8 +474,10 @@ void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
         bd_conf_format_bounds(k, b, sizeof(b));
         fprintf(out, b[0] ? "# %s (%s)\n" : "# %s\n", k->doc, b);
         const char *v = bd_conf_format_value(c, k, b, sizeof(b));
-        if (k->type == BD_CONF_PROXY && !secrets)
-            v = redact_proxy(v, url, sizeof(url));
+        bool urls =
+            k->type == BD_CONF_PROXY || k->type == BD_CONF_URLS || k->type == BD_CONF_URL_TEMPLATE;
+        if (urls && !secrets)
+            v = bd_conf_redact_urls(v, url, sizeof(url));
         dump_kv(out, k->name, v);
         if (k->type == BD_CONF_USERS || k->type == BD_CONF_GROUPS)
             dump_ids(out, k->name, k->type == BD_CONF_GROUPS ? "gids" : "uids",
