@@ -67,6 +67,13 @@ def log_file(ctx):
     r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
     check(has_log(r, r"new password refused"), "back to syslog: %r" % r)
     check(text == open(path).read(), "nothing written to a group- or world-writable log file")
+    # nor a FIFO planted there (no reader: a blocking open would hold the
+    # password change forever): syslog again, at once
+    os.unlink(path)
+    os.mkfifo(path, 0o600)
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    expect_refused(ctx, r, breach_msg("letmein"))
+    check(has_log(r, r"new password refused"), "a FIFO at log_file: back to syslog: %r" % r)
 
 
 @test
