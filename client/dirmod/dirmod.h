@@ -68,7 +68,8 @@ typedef struct dm_answer {
 typedef struct dm_result {
     bool accept;
     bool breached;                /* refused because breachd found it (not an error or unknown) */
-    char message[DM_MESSAGE_MAX]; /* refused: what the user sees */
+    char message[DM_MESSAGE_MAX]; /* refused: what the user sees, and what the
+                                   * server logs: never the count */
     char log[DM_LOG_MAX];         /* an error or unknown: one log line; else empty */
 } dm_result;
 
@@ -88,6 +89,3 @@ void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_an
 
 /* dm_ask, dm_ask_similar, then dm_decide. */
 void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r);
-
-/* "once" / "9,545,824 times", for "it has been seen ... in data breaches". */
-void dm_seen_times(uint64_t count, char *buf, size_t size);

@@ -147,6 +147,20 @@ def no_password_in(paths, passwords):
                 check(s.encode() not in data, "%r found in %s" % (s, path))
 
 
+def no_count_in(paths, counts):
+    """None of the breach counts (as digits, or grouped: 3861493,
+    3,861,493) appears in any file of paths: the directory server logs the
+    message a module gives it (docs/directories.md, "Privacy")."""
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        for n in counts:
+            for s in ("%d" % n, "{:,}".format(n)):
+                check(s.encode() not in data, "the breach count %s in %s" % (s, path))
+
+
 def wait_listen(port, proc, timeout=20):
     """Wait until 127.0.0.1:port accepts TCP connections (proc alive)."""
     def up():
