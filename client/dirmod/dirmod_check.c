@@ -56,7 +56,8 @@ void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_an
     br_similar_answer sa = {0};
     _cleanup_(br_client_freep) br_client *c = NULL;
     br_similar *sim = br_similar_new(BR_SIMILAR_SHA1, &err);
-    uint8_t(*h)[BR_SHA1_LEN] = calloc(BR_SIMILAR_MAX, BR_SHA1_LEN);
+    /* out of core dumps and swap: they are the password's variants */
+    uint8_t(*h)[BR_SHA1_LEN] = br_secret_alloc(BR_SIMILAR_MAX * BR_SHA1_LEN);
     int n = !sim || !h ? -ENOMEM : br_similar_hashes(sim, password, len, h, NULL, BR_SIMILAR_MAX);
     if (n >= 0 && br_client_connect(o->socket, o->timeout_ms, &c, &err) == 0 &&
         br_client_check_similar(c, false, (const uint8_t *)h, (size_t)n, &sa, &err) == 0 &&
@@ -64,9 +65,7 @@ void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_an
         a->similar = true;
         a->similar_count = sa.count;
     }
-    if (h)
-        br_wipe(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
-    free(h);
+    br_secret_free(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
     br_similar_free(sim);
     br_wipe(&sa, sizeof(sa));
 }
