@@ -84,33 +84,6 @@ class FakeDaemon:
             t.join(5)
 
 
-IMPOSTOR = r"""
-import os, socket, sys
-path, uid = sys.argv[1], int(sys.argv[2])
-os.setgroups([])
-os.setgid(uid)
-os.setuid(uid)  # listen() records this uid: what SO_PEERCRED tells a client
-s = socket.socket(socket.AF_UNIX)
-s.bind(path)
-s.listen(8)
-print("ready", flush=True)
-answer = {"PW": "CLEAN", "NT": "CLEAN", "URL": "SAFE", "PING": "PONG"}
-while True:
-    c, _ = s.accept()
-    buf = b""
-    while True:
-        data = c.recv(4096)
-        if not data:
-            break
-        buf += data
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            rid, verb = (line.decode().split(" ") + [""])[:2]
-            c.sendall(("%s %s\n" % (rid, answer.get(verb, "ERR unknown-verb"))).encode())
-    c.close()
-"""
-
-
 def impostor(ctx, uid=65534):
     """Another user's process serving a socket where breachd's is expected
     (a socket directory writable by others, docs/privacy.md "Who answers
@@ -124,7 +97,7 @@ def impostor(ctx, uid=65534):
     atexit.register(shutil.rmtree, d, True)
     os.chmod(d, 0o777)
     path = os.path.join(d, "breachd.sock")
-    p = subprocess.Popen([sys.executable, "-c", IMPOSTOR, path, str(uid)],
+    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), path, str(uid)],
                          stdout=subprocess.PIPE, preexec_fn=dtest._die_with_parent)
     if hasattr(ctx, "procs"):
         ctx.procs.append(p)  # a dtest context: killed at the end of the test
@@ -133,3 +106,26 @@ def impostor(ctx, uid=65534):
     if p.stdout.readline().strip() != b"ready":
         raise AssertionError("the impostor did not start")
     return path
+
+
+def _impostor_main(path, uid):
+    """The impostor's process: become uid, then serve path (listen()
+    records that uid: what SO_PEERCRED tells a client)."""
+    import time
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    answer = {"PW": "CLEAN", "NT": "CLEAN", "URL": "SAFE", "PING": "PONG"}
+
+    def handler(n, rid, rest, conn):
+        verb = rest.split(" ")[0]
+        conn.sendall(("%s %s\n" % (rid, answer.get(verb, "ERR unknown-verb"))).encode())
+
+    FakeDaemon(path, handler)
+    print("ready", flush=True)
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    _impostor_main(sys.argv[1], int(sys.argv[2]))
