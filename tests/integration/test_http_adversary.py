@@ -403,7 +403,11 @@ def socket_checks_under_an_http_flood(ctx):
         pos = seen.index(full[:5])
         print("    the socket's check reached the upstream %d of %d (flood of %d /range misses)"
               % (pos + 1, len(seen), len(flood)))
-        check(pos <= 3, "the socket's check waited behind %d of the flood's fetches" % pos)
+        # (before: behind all 24; now ahead of all but those the http lane
+        # started before the check came, one a second at most at its share
+        # of the rate: a bound that a slow machine does not reach)
+        check(pos < len(flood) // 2,
+              "the socket's check waited behind %d of the flood's fetches" % pos)
     finally:
         d.stop_ok()
         gm.close()
