@@ -66,6 +66,7 @@ static void add_upstream(br_upstream_stats *a, const br_upstream_stats *b)
     a->breaker_trips += b->breaker_trips;
     a->body_bytes += b->body_bytes;
     a->bulk_fetches += b->bulk_fetches;
+    a->http_fetches += b->http_fetches;
     a->promoted += b->promoted;
     a->rate_limited += b->rate_limited;
     a->err_rate_limited += b->err_rate_limited;
@@ -84,6 +85,8 @@ static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
     a->breaker = b->breaker;
     a->bulk_queued = b->bulk_queued;
     a->bulk_inflight = b->bulk_inflight;
+    a->http_queued = b->http_queued;
+    a->http_inflight = b->http_inflight;
     a->rate_effective = b->rate_effective;
     a->pause_left_ms = b->pause_left_ms;
 }

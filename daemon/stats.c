@@ -188,6 +188,8 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
     U64(o, "upstream_bulk_queued", pw->bulk_queued);
     U64(o, "upstream_bulk_in_flight", pw->bulk_inflight);
     U64(o, "upstream_promoted", t->resolver.promoted);
+    U64(o, "upstream_http_queued", pw->http_queued);
+    U64(o, "upstream_http_in_flight", pw->http_inflight);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
         U64(o, "circuit_state", pw->breaker);
     else

@@ -87,6 +87,8 @@ static const meta metas[] = {
     G("upstream_bulk_queued", "bulk-lane fetches waiting"),
     G("upstream_bulk_in_flight", "bulk-lane transfers running"),
     C("upstream_promoted", "bulk fetches promoted by an interactive check"),
+    G("upstream_http_queued", "range endpoint (http lane) fetches waiting"),
+    G("upstream_http_in_flight", "range endpoint (http lane) transfers running"),
     G("circuit_state", "the circuit breaker: 0 closed, 1 open, 2 half-open"),
     C("http_requests", "range endpoint requests"),
     C("http_ok", "range endpoint 200 answers"),

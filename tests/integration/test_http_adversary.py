@@ -395,6 +395,10 @@ def socket_checks_under_an_http_flood(ctx):
             t.start()
         dtest.wait_for(lambda: d.stats()["http_requests"] >= len(flood), timeout=10 * dtest.SLOW,
                        what="the flood's requests at breachd")
+        st = d.stats()
+        check(st["upstream_http_in_flight"] <= 2 and st["upstream_http_queued"] >= 1,
+              "the http lane: %d running (http_share 50%% of 4), %d waiting"
+              % (st["upstream_http_in_flight"], st["upstream_http_queued"]))
         c = d.client(timeout=60)
         eq(c.ask("p PW " + full), "p PWNED 4242")
         c.close()
