@@ -5,9 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "conn.h"
@@ -34,19 +33,21 @@ void bd_maybe_finish_drain(bd_server *srv)
     event_base_loopexit(srv->base, NULL);
 }
 
-/* Wipe the first len bytes of an input buffer, then drain them: a request
- * line may hold a hash, and libevent frees or reuses its chunks unwiped. */
-void bd_wipe_drain(struct evbuffer *in, size_t len)
+void bd_conn_set_reading(bd_conn *c, bool on)
 {
-    while (len > 0) {
-        struct evbuffer_iovec v;
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-            break;
-        size_t k = BR_MIN(v.iov_len, len);
-        br_wipe(v.iov_base, k);
-        evbuffer_drain(in, k);
-        len -= k;
-    }
+    if (c->reading == on || !c->rev)
+        return;
+    if ((on ? event_add(c->rev, NULL) : event_del(c->rev)) == 0)
+        c->reading = on;
+}
+
+void bd_conn_carry_drop(bd_conn *c)
+{
+    if (c->carry)
+        br_wipe(c->carry, c->carry_len);
+    free(c->carry);
+    c->carry = NULL;
+    c->carry_len = 0;
 }
 
 void bd_conn_close(bd_conn *c)
@@ -62,12 +63,18 @@ void bd_conn_close(bd_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->n_conns--;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    bd_wipe_drain(in, evbuffer_get_length(in));
-    bufferevent_free(c->bev);
-    c->bev = NULL;
+    bd_conn_carry_drop(c);
+    if (c->rev)
+        event_free(c->rev); /* deletes it too */
+    if (c->wev)
+        event_free(c->wev);
+    c->rev = c->wev = NULL;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
     bd_conn_out_fini(c);
-    event_free(c->idle);
+    if (c->idle)
+        event_free(c->idle);
     c->idle = NULL;
     bd_conn_unref(c);
     bd_accept_pause_resume(&srv->accept); /* a descriptor is free again */
@@ -88,12 +95,12 @@ static void conn_check_pressure(bd_conn *c)
     size_t unread = bd_conn_out_unsent(c);
     if (!c->paused && unread > c->srv->limits.max_unread) {
         c->paused = true;
-        bufferevent_disable(c->bev, EV_READ);
+        bd_conn_set_reading(c, false);
     }
 }
 
 /* Every answer goes through here: the line is put together in one buffer
- * and added with one evbuffer_add (no second printf pass). */
+ * and added with one copy (no second printf pass). */
 void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
 {
     if (!c->open)
@@ -181,6 +188,7 @@ const char *bd_conn_admit(const bd_conn *c)
         return srv->bulk_pending >= srv->state->cfg->upstream.bulk_queue
                    ? "the bulk queue is full ([upstream] bulk_queue)"
                    : NULL;
-    return c->inflight >= srv->limits.max_inflight ? "too many requests in flight on this connection"
-                                                   : NULL;
+    return c->inflight >= srv->limits.max_inflight
+               ? "too many requests in flight on this connection"
+               : NULL;
 }

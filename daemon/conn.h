@@ -7,12 +7,11 @@
  * server_control.c (docs/architecture.md, "The daemon, top-down"). */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/protocol.h"
 #include "server_types.h"
-
-struct evbuffer;
 
 /* Append one response line (fmt without the id and the newline). */
 void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
@@ -40,6 +39,7 @@ void bd_conn_maybe_close(bd_conn *c);
 /* Exit the loop once draining and nothing is owed to any client (socket
  * answers, and the range endpoint's answers counted in srv->http_unsent). */
 void bd_maybe_finish_drain(bd_server *srv);
-/* Wipe the first len bytes of an input buffer, then drain them: a request
- * line may hold a hash, and libevent frees or reuses its chunks unwiped. */
-void bd_wipe_drain(struct evbuffer *in, size_t len);
+/* Start or stop reading c's socket (back-pressure, EOF, closing). */
+void bd_conn_set_reading(bd_conn *c, bool on);
+/* Drop c's input not worked on yet, wiped first: it may hold a hash. */
+void bd_conn_carry_drop(bd_conn *c);

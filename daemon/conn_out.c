@@ -5,110 +5,131 @@
  * breachd then closes the connection (the drain timeout of a SIGTERM, the
  * exit), the peer must find whole lines and EOF, never the start of a line.
  * What reached the socket cannot be taken back, so no write may end inside
- * a line: the bufferevent's output holds whole lines only and at most
- * BD_OUT_CHUNK bytes (its largest single write), and a Unix stream socket
- * takes a non-blocking write that small whole or not at all. Further
- * answers wait in the connection's backlog and move to the output, whole
- * lines again, each time the output has been written out. */
+ * a line: each write is at most BD_OUT_CHUNK bytes of whole lines, and a
+ * Unix stream socket takes a non-blocking write that small whole or not at
+ * all (unix(7); the kernel queues it as one buffer).
+ *
+ * The answers of one read are written with one write at its end (server.c),
+ * and EV_WRITE is armed only when the socket is full, as Redis does: no
+ * epoll_ctl per answer. An answer made outside a read (an upstream answer,
+ * a reload) makes the write event active once for the loop's next turn. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "conn_out.h"
+#include "core/util.h"
 
-int bd_conn_out_init(bd_conn *c)
-{
-    c->backlog = evbuffer_new();
-    if (!c->backlog)
-        return -ENOMEM;
-    if (bufferevent_set_max_single_write(c->bev, BD_OUT_CHUNK) < 0)
-        return -EINVAL;
-    return 0;
-}
+/* The first allocation of a connection's output: one batch's answers fit,
+ * and malloc's per-thread cache serves a block this small at once. The
+ * output is freed whenever it is all written: an idle connection holds
+ * none (10,000 idle connections, tests/integration/test_daemon_load.py). */
+#define OUT_MIN 512
 
 void bd_conn_out_fini(bd_conn *c)
 {
-    if (c->backlog)
-        evbuffer_free(c->backlog);
-    c->backlog = NULL;
+    free(c->out);
+    c->out = NULL;
+    c->out_off = c->out_len = c->out_cap = 0;
 }
 
 size_t bd_conn_out_unsent(const bd_conn *c)
 {
-    return evbuffer_get_length(bufferevent_get_output(c->bev)) + evbuffer_get_length(c->backlog);
+    return c->out_len - c->out_off;
+}
+
+/* Room for len more bytes at out_len: the written front dropped, or more
+ * memory. False when out of memory. */
+static bool out_reserve(bd_conn *c, size_t len)
+{
+    if (c->out_off > 0 && c->out_len + len > c->out_cap) {
+        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+        c->out_len -= c->out_off;
+        c->out_off = 0;
+    }
+    if (c->out_len + len <= c->out_cap)
+        return true;
+    size_t cap = c->out_cap ? c->out_cap : OUT_MIN;
+    while (cap < c->out_len + len)
+        cap *= 2;
+    char *p = realloc(c->out, cap);
+    if (!p)
+        return false;
+    c->out = p;
+    c->out_cap = cap;
+    return true;
 }
 
 void bd_conn_out_add(bd_conn *c, const char *line, size_t len)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    if (evbuffer_get_length(c->backlog) == 0 && evbuffer_get_length(out) + len <= BD_OUT_CHUNK)
-        evbuffer_add(out, line, len);
-    else
-        evbuffer_add(c->backlog, line, len);
+    if (!out_reserve(c, len)) {
+        c->broken = true; /* an answer lost: the connection ends (server.c) */
+        c->closing = true;
+    } else {
+        memcpy(c->out + c->out_len, line, len);
+        c->out_len += len;
+    }
+    if (!c->serving && !c->flush_queued && c->wev) {
+        c->flush_queued = true;
+        event_active(c->wev, EV_WRITE, 1);
+    }
 }
 
-/* Move whole lines from the backlog to an empty-enough output, up to
- * BD_OUT_CHUNK bytes there. True when something moved. */
-bool bd_conn_out_refill(bd_conn *c)
+/* How many bytes of whole lines from out_off one write takes. */
+static size_t chunk_len(const bd_conn *c)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    size_t have = evbuffer_get_length(out);
-    if (have >= BD_OUT_CHUNK || evbuffer_get_length(c->backlog) == 0)
-        return false;
-    size_t room = BD_OUT_CHUNK - have, take = 0;
-    struct evbuffer_ptr from;
-    evbuffer_ptr_set(c->backlog, &from, 0, EVBUFFER_PTR_SET);
-    for (;;) {
-        struct evbuffer_ptr lf = evbuffer_search(c->backlog, "\n", 1, &from);
-        if (lf.pos < 0 || (size_t)lf.pos + 1 > room)
-            break;
-        take = (size_t)lf.pos + 1;
-        if (evbuffer_ptr_set(c->backlog, &from, take, EVBUFFER_PTR_SET) < 0)
-            break;
-    }
-    if (take == 0)
-        return false;
-    evbuffer_remove_buffer(c->backlog, out, take);
-    return true;
+    size_t n = c->out_len - c->out_off;
+    if (n <= BD_OUT_CHUNK)
+        return n; /* answers are added whole: ends with an LF */
+    const char *p = c->out + c->out_off;
+    const char *lf = memrchr(p, '\n', BD_OUT_CHUNK);
+    return lf ? (size_t)(lf - p) + 1 : BD_OUT_CHUNK; /* a line is < BD_OUT_CHUNK */
 }
 
-/* The bufferevent's own write, done now rather than on its next turn of the
- * loop: the same evbuffer_write_atmost of at most BD_OUT_CHUNK bytes of whole
- * lines, with the front of the output unfrozen around it as libevent does.
- * A write error is left for the bufferevent to meet and report. When this
- * leaves the output empty, the bufferevent's next write turn finds nothing
- * and does not call conn_write_cb: hence the refill here. */
-void bd_conn_out_write_early(bd_conn *c)
+static int out_arm(bd_conn *c, bool on)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    evutil_socket_t fd = bufferevent_getfd(c->bev);
-    if (fd < 0)
-        return;
-    for (;;) {
-        if (evbuffer_get_length(out) == 0 && !bd_conn_out_refill(c))
-            return;
-        evbuffer_unfreeze(out, 1);
-        int w = evbuffer_write_atmost(out, fd, BD_OUT_CHUNK);
-        evbuffer_freeze(out, 1);
-        if (w <= 0 || evbuffer_get_length(out) > 0)
-            return; /* the socket is full (or failing): the loop goes on */
+    if (c->wev_armed == on)
+        return 0;
+    if ((on ? event_add(c->wev, NULL) : event_del(c->wev)) < 0)
+        return -ENOMEM;
+    c->wev_armed = on;
+    return 0;
+}
+
+/* Write whole lines until all is written: 0, or -errno (-EAGAIN: the
+ * socket is full). */
+static int out_write_some(bd_conn *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t w = write(c->fd, c->out + c->out_off, chunk_len(c));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        c->out_off += (size_t)w;
     }
+    return 0;
+}
+
+int bd_conn_out_write(bd_conn *c)
+{
+    int r = out_write_some(c);
+    if (r == -EAGAIN) {
+        r = out_arm(c, true);
+        return r < 0 ? r : 1;
+    }
+    if (r < 0)
+        return r;
+    bd_conn_out_fini(c); /* all written */
+    return out_arm(c, false);
 }
 
 /* At exit: write what the socket takes now without blocking, whole lines
- * only: the output, then the backlog a chunk at a time. */
+ * only. */
 void bd_conn_out_flush_now(bd_conn *c)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    evutil_socket_t fd = bufferevent_getfd(c->bev);
-    /* A bufferevent keeps the front of its output frozen (only it drains
-     * it); the bufferevent is freed right after this. */
-    evbuffer_unfreeze(out, 1);
-    while (fd >= 0) {
-        while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0) {
-        }
-        if (evbuffer_get_length(out) > 0 || !bd_conn_out_refill(c))
-            break;
-    }
+    (void)out_write_some(c);
 }

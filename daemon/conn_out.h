@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* conn_out.c: a connection's answers, written out whole lines at a time.
- * Used by conn.c (answers added) and server.c (written, refilled). */
+ * Used by conn.c (answers added) and server.c (written). */
 #pragma once
 
 #include <stdbool.h>
@@ -8,18 +8,18 @@
 
 #include "server_types.h"
 
-#define BD_OUT_CHUNK 16384 /* the most the output holds: one write */
-int bd_conn_out_init(bd_conn *c);
+#define BD_OUT_CHUNK 16384 /* the most one write takes: whole lines */
+
 void bd_conn_out_fini(bd_conn *c);
-/* Add one answer line (LF included). */
+/* Add one answer line (LF included). Outside the read path (an answer that
+ * came later: upstream, reload) the write is queued on the loop. */
 void bd_conn_out_add(bd_conn *c, const char *line, size_t len);
 /* Answer bytes not yet written. */
 size_t bd_conn_out_unsent(const bd_conn *c);
-/* After the output was written: the next whole lines into it. */
-bool bd_conn_out_refill(bd_conn *c);
-/* Between two batches of one read: write the answers so far now, whole
- * lines, as far as the socket takes them without blocking, so that the peer
- * reads them while the next batch is worked on. */
-void bd_conn_out_write_early(bd_conn *c);
+/* Write the answers, whole lines, as far as the socket takes them without
+ * blocking: 0 when all are written, 1 when the socket is full (the
+ * connection's EV_WRITE is then armed; it is disarmed once all is written),
+ * -errno when the write failed (the caller closes). */
+int bd_conn_out_write(bd_conn *c);
 /* Write what the socket takes now (at exit, outside the loop). */
 void bd_conn_out_flush_now(bd_conn *c);

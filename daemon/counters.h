@@ -64,6 +64,8 @@ typedef struct bd_counters {
     /* connections closed at accept past [http] max_connections(_per_client),
      * and closed at [http] header_timeout */
     uint64_t http_connections_refused, http_header_timeouts;
+    /* 200 answers whose body came from a prepared one (http_prep.h) */
+    uint64_t http_prepared;
 } bd_counters;
 
 /* The counter index of an UNKNOWN reason string. */

@@ -8,6 +8,7 @@
 
 #include "server_types.h"
 
-/* Handle up to BD_BATCH complete request lines (without their LF) read
- * from one connection in one go. */
-void bd_dispatch_batch(bd_conn *c, char (*lines)[BD_LINE_BUF], const size_t *lens, size_t n);
+/* Handle up to BD_BATCH complete request lines (lines[i]: lens[i] bytes,
+ * without their LF) read from one connection in one go. The lines stay
+ * where they are, unchanged; the caller wipes them. */
+void bd_dispatch_batch(bd_conn *c, const char *const *lines, const size_t *lens, size_t n);

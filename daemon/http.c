@@ -38,6 +38,7 @@
 
 #include "conn.h"
 #include "http_int.h"
+#include "http_prep.h"
 #include "http_range.h"
 #include "log.h"
 #include "state.h"
@@ -696,12 +697,12 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
     h->listen = strdup(cfg->http.listen);
     h->rate = bd_rate_new();
     h->evh = evhttp_new(srv->base);
-    if (!h->listen || !h->rate || !h->evh) {
+    h->prep = bd_http_prep_new();
+    if (!h->listen || !h->rate || !h->evh || !h->prep) {
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
     }
-    if (bd_http_conns_init(h) < 0 ||
-        br_random_bytes(h->part_secret, sizeof(h->part_secret)) < 0) {
+    if (bd_http_conns_init(h) < 0 || br_random_bytes(h->part_secret, sizeof(h->part_secret)) < 0) {
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
     }
@@ -751,6 +752,7 @@ void bd_http_free(bd_http *h)
     if (h->evh)
         evhttp_free(h->evh);
     bd_http_conns_fini(h);
+    bd_http_prep_free(h->prep); /* bodies still referenced stay until sent */
     br_wipe(h->part_secret, sizeof(h->part_secret));
     for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)
         if (h->unix_paths[i]) {

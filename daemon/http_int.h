@@ -41,14 +41,15 @@ struct bd_http_job {
 struct bd_http {
     struct bd_server *srv;
     struct evhttp *evh;
-    char *listen;                         /* the [http] listen it serves */
-    char *unix_paths[BD_HTTP_MAX_LISTEN]; /* sockets it created (unlinked at stop) */
+    char *listen;                               /* the [http] listen it serves */
+    char *unix_paths[BD_HTTP_MAX_LISTEN];       /* sockets it created (unlinked at stop) */
     bd_accept_pause pauses[BD_HTTP_MAX_LISTEN]; /* its listeners out of descriptors */
     bd_rate_table *rate;
     bd_http_conn *conns, *fresh; /* admitted; accepted, to be admitted */
     uint32_t n_conns;            /* admitted */
     struct event *admit_ev;
-    uint8_t part_secret[32]; /* keys the clients' cache partitions */
+    uint8_t part_secret[32];   /* keys the clients' cache partitions */
+    struct bd_http_prep *prep; /* prepared bodies (http_prep.h) */
     bd_http_job *jobs;
     uint32_t n_jobs;
     uint32_t unsent; /* answers made while draining, not yet written */

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "core/hash.h"
 #include "http_int.h"
+#include "http_prep.h"
 #include "http_range.h"
 #include "log.h"
 #include "range/range_format.h"
@@ -450,8 +451,7 @@ static void answer_unknown(bd_http_job *j, const char *reason)
     if (!strcmp(reason, BR_REASON_TIMEOUT)) {
         code = 504;
         phrase = "Gateway Timeout";
-    } else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN) ||
-               !strcmp(reason, BR_REASON_RATE_LIMITED) ||
+    } else if (!strcmp(reason, BR_REASON_CIRCUIT_OPEN) || !strcmp(reason, BR_REASON_RATE_LIMITED) ||
                !strcmp(reason, BR_REASON_SHUTTING_DOWN)) {
         code = 503;
         phrase = "Service Unavailable";
@@ -547,6 +547,140 @@ static int make_body(const bd_http_job *j, const br_range_answer *a, bool pad, b
     return bd_http_buf_give(&packed, out);
 }
 
+/* ---- prepared bodies (http_prep.h) ---- */
+
+/* The identity body of a, formatted into fresh memory: 0, or -errno. */
+static int format_plain(br_range_kind kind, const br_range_answer *a, char **out, size_t *len,
+                        uint32_t *n_lines)
+{
+    size_t max;
+    int rc = br_range_format_size(kind, a->value, a->len, n_lines, &max);
+    if (rc < 0)
+        return rc;
+    char *p = malloc(max ? max : 1);
+    if (!p)
+        return -ENOMEM;
+    if ((rc = br_range_format(kind, a->value, a->len, p, max, len)) < 0) {
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* The most prepared bodies may take, in all and per partition. */
+static void prep_bounds(const bd_http_job *j, uint64_t *budget, uint64_t *share)
+{
+    const breachd_config *cfg = j->state->cfg;
+    *budget = cfg->http.prepared_size;
+    *share = *budget / 100 * cfg->cache.partition_share_pct;
+}
+
+/* The prepared entry of j's range at a's version, with its identity body
+ * (held: released by the caller; *made when formatted now), or NULL: none kept ([http]
+ * prepared_size 0) or out of memory; the body is then made for this answer alone. */
+static bd_prepared *prepared_of(const bd_http_job *j, const br_range_answer *a, const rep_meta *m,
+                                bool *made)
+{
+    bd_http_prep *t = j->http->prep;
+    uint64_t budget, share;
+    prep_bounds(j, &budget, &share);
+    if (!t || budget == 0)
+        return NULL;
+    bd_prep_key key = {.partition = j->partition,
+                       .prefix20 = j->prefix20,
+                       .kind = j->kind,
+                       .fetched_at = a->fetched_at,
+                       .len = a->len};
+    memcpy(key.core, m->core, sizeof(key.core));
+    bd_prepared *e = bd_http_prep_find(t, &key);
+    if (e)
+        return e;
+    char *p;
+    size_t len;
+    uint32_t n;
+    if (format_plain(j->kind, a, &p, &len, &n) < 0)
+        return NULL;
+    *made = true;
+    if (!(e = bd_http_prep_add(t, &key))) {
+        free(p);
+        return NULL;
+    }
+    if (bd_http_prep_set(t, e, BD_ENC_IDENTITY, p, len, n, budget, share) < 0) {
+        bd_http_prep_release(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* e's body in coding enc, compressed once from its identity body. */
+static int prepared_coded(const bd_http_job *j, bd_prepared *e, bd_http_enc enc)
+{
+    const char *plain, *have;
+    size_t plain_len, len;
+    if (bd_http_prep_body(e, (int)enc, &have, &len))
+        return 0;
+    if (!bd_http_prep_body(e, BD_ENC_IDENTITY, &plain, &plain_len))
+        return -EINVAL;
+    size_t cap = bd_http_compress_bound(enc, plain_len);
+    char *p = malloc(cap ? cap : 1);
+    if (!p)
+        return -ENOMEM;
+    int rc = bd_http_compress(enc, plain, plain_len, p, cap, &len);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    char *fit = realloc(p, len ? len : 1);
+    uint64_t budget, share;
+    prep_bounds(j, &budget, &share);
+    return bd_http_prep_set(j->http->prep, e, (int)enc, fit ? fit : p, len, 0, budget, share);
+}
+
+/* The answer's body from e by reference: coded, or identity with this
+ * answer's own padding after it (a padded coded body is made per answer). */
+static int prepared_body(const bd_http_job *j, bd_prepared *e, bool pad, bd_http_enc enc,
+                         struct evbuffer *out)
+{
+    if (enc != BD_ENC_IDENTITY) {
+        int rc = prepared_coded(j, e, enc);
+        return rc < 0 ? rc : bd_http_prep_give(e, (int)enc, out);
+    }
+    int rc = bd_http_prep_give(e, BD_ENC_IDENTITY, out);
+    if (rc < 0 || !pad)
+        return rc;
+    const char *plain;
+    size_t plain_len;
+    uint32_t r = 0;
+    (void)bd_http_prep_body(e, BD_ENC_IDENTITY, &plain, &plain_len);
+    if (br_random_bytes(&r, sizeof(r)) < 0)
+        return -EIO;
+    size_t n_pad = bd_http_pad_count(bd_http_prep_lines(e), r);
+    bd_http_buf b;
+    if ((rc = bd_http_buf_get(n_pad * (2 + br_range_pad_line_len(j->kind)), &b)) < 0)
+        return rc;
+    if ((rc = put_padding(j->kind, n_pad, plain_len == 0, b.p, &b.len)) < 0) {
+        bd_http_buf_put(&b);
+        return rc;
+    }
+    return bd_http_buf_give(&b, out);
+}
+
+/* The body of the answer into out: from the prepared entry when one can be
+ * had, else made for this answer. */
+static int answer_body(const bd_http_job *j, const br_range_answer *a, const rep_meta *m, bool pad,
+                       bd_http_enc enc, struct evbuffer *out)
+{
+    bool made = false;
+    bd_prepared *e = pad && enc != BD_ENC_IDENTITY ? NULL : prepared_of(j, a, m, &made);
+    if (!e)
+        return make_body(j, a, pad, enc, out);
+    j->http->srv->counters.http_prepared += !made;
+    int rc = prepared_body(j, e, pad, enc, out);
+    bd_http_prep_release(e);
+    return rc;
+}
+
 static void answer_range(bd_http_job *j, const br_range_answer *a)
 {
     struct evhttp_request *req = j->req;
@@ -565,7 +699,12 @@ static void answer_range(bd_http_job *j, const br_range_answer *a)
         return;
     }
     struct evbuffer *body = evbuffer_new();
-    if (!body || make_body(j, a, pad, enc, body) < 0) {
+    /* it goes to the socket whole (evhttp moves its chains to the
+     * connection's output): a prepared body's file segment stays one, to
+     * be sent with sendfile, instead of being read into memory */
+    if (body)
+        evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD);
+    if (!body || answer_body(j, a, &m, pad, enc, body) < 0) {
         if (body)
             evbuffer_free(body);
         bd_http_reply_text(j->http, req, 500, "Internal Server Error", "Internal Server Error");
@@ -607,8 +746,8 @@ static uint32_t client_partition(const bd_http *h, struct evhttp_request *req)
     struct evhttp_connection *con = evhttp_request_get_connection(req);
     const struct sockaddr *sa = con ? evhttp_connection_get_addr(con) : NULL;
     uint8_t in[sizeof(h->part_secret) + 16], md[BR_SHA256_LEN];
-    if (!sa || !bd_http_client_key(sa, h->srv->state->cfg->http.ipv6_prefix,
-                                   in + sizeof(h->part_secret)))
+    if (!sa ||
+        !bd_http_client_key(sa, h->srv->state->cfg->http.ipv6_prefix, in + sizeof(h->part_secret)))
         return BD_PARTITION_HTTP;
     memcpy(in, h->part_secret, sizeof(h->part_secret));
     int rc = br_sha256(in, sizeof(in), md);
@@ -647,8 +786,8 @@ void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
     j->kind = kind;
     j->prefix20 = br_range_prefix20(bytes);
     j->partition = client_partition(h, req);
-    int rc = br_resolver_resolve_range(j->state->resolver, j->partition, kind, j->prefix20,
-                                       range_cb, j);
+    int rc =
+        br_resolver_resolve_range(j->state->resolver, j->partition, kind, j->prefix20, range_cb, j);
     if (rc < 0) {
         /* no callback: answer here */
         bd_http_reply_text(h, req, rc == -ENOMEM ? 503 : 500,

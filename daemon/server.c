@@ -12,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -37,194 +35,230 @@ void bd_limits_from_config(bd_limits *l, const breachd_config *cfg)
 
 /* ---- connections ---- */
 
-/* The id of an over-long line, when its start holds a usable one. */
-static void id_of_prefix(struct evbuffer *in, char id[BR_PROTO_MAX_ID + 1])
+/* The id of an over-long line from its first bytes (p, n), when they hold a
+ * usable one. */
+static void id_of_prefix(const char *p, size_t n, char id[BR_PROTO_MAX_ID + 1])
 {
-    char head[BR_PROTO_MAX_ID + 1];
-    ev_ssize_t n = evbuffer_copyout(in, head, sizeof(head));
     strcpy(id, BR_PROTO_NO_ID);
-    for (ev_ssize_t i = 0; i < n; i++) {
-        if (head[i] == ' ') {
-            br_request req;
-            br_proto_error e;
-            /* Parse just "ID PING" to validate the id with the same rules. */
-            char probe[BR_PROTO_MAX_ID + 8];
-            memcpy(probe, head, (size_t)i);
-            memcpy(probe + i, " PING", 5);
-            if (br_request_parse(probe, (size_t)i + 5, &req, &e))
-                memcpy(id, req.id, sizeof(req.id));
-            break;
-        }
-    }
-    br_wipe(head, sizeof(head)); /* may hold the start of an argument */
-}
-
-/* Complete lines taken from a connection for one dispatch: the loop has one
- * thread, so one buffer serves every connection. */
-static char batch_lines[BD_BATCH][BD_LINE_BUF];
-static size_t batch_lens[BD_BATCH];
-
-static void dispatch_taken(bd_conn *c, size_t n)
-{
-    if (n == 0)
+    const char *sp = memchr(p, ' ', BR_MIN(n, (size_t)BR_PROTO_MAX_ID + 1));
+    if (!sp)
         return;
-    bd_dispatch_batch(c, batch_lines, batch_lens, n);
-    /* A request line may hold a hash: don't leave it in memory. */
-    for (size_t i = 0; i < n; i++)
-        br_wipe(batch_lines[i], batch_lens[i] + 1);
+    /* Parse just "ID PING" to validate the id with the same rules. */
+    size_t i = (size_t)(sp - p);
+    char probe[BR_PROTO_MAX_ID + 8];
+    br_request req;
+    br_proto_error e;
+    memcpy(probe, p, i);
+    memcpy(probe + i, " PING", 5);
+    if (br_request_parse(probe, i + 5, &req, &e))
+        memcpy(id, req.id, sizeof(req.id));
 }
 
-/* A full batch taken from the middle of one read: its answers, and those
- * before it, go out now when this is the 1st, 2nd, 4th, 8th ... batch of
- * the read, so that the peer (a Squid helper forwarding them, a client
- * sending more as answers come) works while the next batches are worked
- * on, instead of waiting for the whole read: the pipeline overlaps instead
- * of alternating. Doubling groups keep a long read at a few writes (and a
- * few wake-ups of the peer), not one per batch. Not while draining (the
- * drain's end is seen from conn_write_cb) nor when paused (the loop below
- * stops then anyway). */
-static void dispatch_full_batch(bd_conn *c, unsigned *batches)
+/* What one read works on: the connection's carried input, then what the
+ * read brought, contiguous, so that lines are parsed where they lie. The
+ * loop has one thread and works on one connection at a time, so one buffer
+ * serves every connection; it is wiped after each use (a request line may
+ * hold a hash). Carried input is at most a line's start while reading
+ * (BR_PROTO_MAX_LINE + 1), or what one use left when paused. */
+#define IN_SIZE (BD_READ + BR_PROTO_MAX_LINE + 2)
+static char in_buf[IN_SIZE];
+
+/* A batch of lines framed in in_buf, on their way to dispatch.c. */
+typedef struct batch {
+    const char *line[BD_BATCH];
+    size_t len[BD_BATCH];
+    size_t n;
+    unsigned full; /* full batches dispatched in this use of in_buf */
+} batch;
+
+static void conn_flush(bd_conn *c);
+
+/* Dispatch the batch. After the 1st, 2nd, 4th, 8th ... full batch of one
+ * read, its answers, and those before it, go out now, so that the peer (a
+ * Squid helper forwarding them, a client sending more as answers come)
+ * works while the next batches are worked on, instead of waiting for the
+ * whole read: the pipeline overlaps instead of alternating. Doubling groups
+ * keep a long read at a few writes (and a few wake-ups of the peer), not one
+ * per batch. Not while draining (the drain's end is seen after the read)
+ * nor when paused (the framing stops then anyway). */
+static void batch_dispatch(bd_conn *c, batch *b)
 {
-    dispatch_taken(c, BD_BATCH);
-    unsigned b = ++*batches;
-    if ((b & (b - 1)) == 0 && c->open && !c->paused && !c->srv->draining) {
+    if (b->n == 0)
+        return;
+    bool full = b->n == BD_BATCH;
+    bd_dispatch_batch(c, b->line, b->len, b->n);
+    b->n = 0;
+    if (!full)
+        return;
+    unsigned k = ++b->full;
+    if ((k & (k - 1)) == 0 && c->open && !c->paused && !c->srv->draining) {
         c->srv->counters.writes_early++;
-        bd_conn_out_write_early(c);
+        conn_flush(c);
     }
 }
 
-/* The complete lines of ordinary length at the front of the input's first
- * chunk, into the batch from *n on without a search of the buffer each;
- * how many bytes they took (drained by the caller). A line near the limit,
- * or cut by the end of the chunk, is left to the careful path below. */
-static size_t take_lines_fast(const bd_conn *c, struct evbuffer *in, size_t *n)
+/* An over-long line starts at p (avail bytes here, LF at lf or none): the
+ * longest acceptable line is 8192 bytes plus an optional CR. A line of
+ * 8193 bytes is too long unless its last byte is that CR: caught here too,
+ * so that every over-long line gets the id of its start (br_request_parse
+ * would answer it with "-"). */
+static bool too_long(const char *p, size_t avail, const char *lf)
 {
-    struct evbuffer_iovec v;
-    if (c->discarding || evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-        return 0;
-    const char *p = v.iov_base;
+    size_t max = BR_PROTO_MAX_LINE + 1;
+    if (!lf)
+        return avail > max;
+    size_t len = (size_t)(lf - p);
+    return len > max || (len == max && p[max - 1] != '\r');
+}
+
+/* Frame buf's complete lines into batches and dispatch them, until the
+ * input ends, c pauses or closes. Returns the bytes used up; the rest (a
+ * line's start, or all that was left when paused) is carried. */
+static size_t frame_lines(bd_conn *c, const char *buf, size_t len)
+{
+    batch b = {.n = 0};
     size_t off = 0;
-    while (*n < BD_BATCH) {
-        const char *lf = memchr(p + off, '\n', v.iov_len - off);
-        size_t len = lf ? (size_t)(lf - (p + off)) : 0;
-        if (!lf || len >= BR_PROTO_MAX_LINE)
-            break;
-        memcpy(batch_lines[*n], p + off, len + 1);
-        batch_lens[(*n)++] = len;
-        off += len + 1;
-    }
-    return off;
-}
-
-static void conn_process_input(bd_conn *c)
-{
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    size_t n = 0;
-    unsigned batches = 0; /* full batches of this read */
-    while (c->open && !c->paused) {
-        size_t took = take_lines_fast(c, in, &n);
-        if (took) {
-            bd_wipe_drain(in, took);
-            if (n == BD_BATCH) {
-                dispatch_full_batch(c, &batches);
-                n = 0;
-            }
-            continue;
-        }
-        struct evbuffer_ptr lf = evbuffer_search(in, "\n", 1, NULL);
-        size_t avail = evbuffer_get_length(in);
+    while (off < len && c->open && !c->paused) {
+        const char *p = buf + off;
+        size_t avail = len - off;
+        const char *lf = memchr(p, '\n', avail);
         if (c->discarding) {
-            if (lf.pos < 0) {
-                bd_wipe_drain(in, avail);
-                break;
-            }
-            bd_wipe_drain(in, (size_t)lf.pos + 1);
-            c->discarding = false;
+            off = lf ? off + (size_t)(lf - p) + 1 : len;
+            c->discarding = !lf;
             continue;
         }
-        /* The longest acceptable line is 8192 bytes plus an optional CR. A
-         * line of 8193 bytes is too long unless its last byte is that CR:
-         * caught here too, so that every over-long line gets the id of its
-         * start (br_request_parse would answer it with "-"). */
-        size_t max = BR_PROTO_MAX_LINE + 1;
-        bool too_long = lf.pos < 0 ? avail > max : (size_t)lf.pos > max;
-        if (lf.pos >= 0 && (size_t)lf.pos == max) {
-            struct evbuffer_ptr last;
-            char cr = 0;
-            evbuffer_ptr_set(in, &last, max - 1, EVBUFFER_PTR_SET);
-            evbuffer_copyout_from(in, &last, &cr, 1);
-            too_long = cr != '\r';
-        }
-        if (too_long) {
+        if (too_long(p, avail, lf)) {
+            batch_dispatch(c, &b); /* the lines before it first */
             char id[BR_PROTO_MAX_ID + 1];
-            id_of_prefix(in, id);
+            id_of_prefix(p, avail, id);
             bd_conn_reply_error(c, id, BR_PERR_LINE_TOO_LONG,
                                 "line longer than 8192 bytes; skipped up to the next LF");
             c->discarding = true;
             continue;
         }
-        if (lf.pos < 0)
+        if (!lf)
             break; /* wait for the rest of the line */
-        size_t len = (size_t)lf.pos;
-        evbuffer_copyout(in, batch_lines[n], len + 1);
-        bd_wipe_drain(in, len + 1);
-        batch_lens[n++] = len;
-        if (n == BD_BATCH) {
-            dispatch_full_batch(c, &batches);
-            n = 0;
-        }
+        b.line[b.n] = p;
+        b.len[b.n++] = (size_t)(lf - p);
+        off += (size_t)(lf - p) + 1;
+        if (b.n == BD_BATCH)
+            batch_dispatch(c, &b);
     }
-    dispatch_taken(c, n);
+    batch_dispatch(c, &b);
+    return off;
 }
 
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+/* Keep buf's unused rest for the next use (wiped by the caller). */
+static void carry_keep(bd_conn *c, const char *rest, size_t n)
 {
-    (void)bev;
-    bd_conn *c = arg;
+    if (n == 0 || !c->open)
+        return;
+    c->carry = malloc(n);
+    if (!c->carry) {
+        bd_conn_close(c); /* losing requests silently is worse */
+        return;
+    }
+    memcpy(c->carry, rest, n);
+    c->carry_len = n;
+}
+
+/* One use of in_buf: the carried input, then (when read) what one read()
+ * brings; frame and dispatch its lines; carry the rest; wipe in_buf once. */
+static void conn_take_input(bd_conn *c, bool read_more)
+{
+    size_t len = c->carry_len;
+    if (len)
+        memcpy(in_buf, c->carry, len);
+    bd_conn_carry_drop(c);
+    if (read_more && len < IN_SIZE) {
+        ssize_t r = read(c->fd, in_buf + len, BR_MIN((size_t)BD_READ, IN_SIZE - len));
+        if (r > 0) {
+            len += (size_t)r;
+        } else if (r == 0) {
+            c->eof = true; /* answer what was asked, then close */
+            bd_conn_set_reading(c, false);
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            br_wipe(in_buf, len);
+            bd_conn_close(c);
+            return;
+        }
+    }
+    c->serving = true;
+    size_t used = frame_lines(c, in_buf, len);
+    c->serving = false;
+    carry_keep(c, in_buf + used, len - used);
+    br_wipe(in_buf, len);
+}
+
+/* Write the answers made so far; a failed write ends the connection. */
+static void conn_flush(bd_conn *c)
+{
+    if (!c->open)
+        return;
+    if (c->broken || bd_conn_out_write(c) < 0)
+        bd_conn_close(c);
+}
+
+/* After answers were written: a paused connection reads again once half of
+ * max_unread is read by its peer, first what it carried. True when it did. */
+static bool conn_resume(bd_conn *c)
+{
+    if (!c->open || !c->paused || bd_conn_out_unsent(c) > c->srv->limits.max_unread / 2)
+        return false;
+    c->paused = false;
+    if (!c->eof && !c->closing)
+        bd_conn_set_reading(c, true);
+    return true;
+}
+
+/* Work on c's input (reading once when read_more), write the answers with
+ * one write, and go on while that unpaused c; then close c if it is done. */
+static void conn_serve(bd_conn *c, bool read_more)
+{
+    c->refs++; /* dispatch may close c */
+    do {
+        conn_take_input(c, read_more);
+        read_more = false;
+        conn_flush(c);
+    } while (conn_resume(c));
+    bd_conn_maybe_close(c);
+    bd_server *srv = c->srv;
+    bd_conn_unref(c);
+    bd_maybe_finish_drain(srv);
+}
+
+static void idle_rearm(bd_conn *c)
+{
     struct timeval tv = {c->srv->limits.idle_timeout_ms / 1000,
                          (c->srv->limits.idle_timeout_ms % 1000) * 1000};
     evtimer_add(c->idle, &tv);
-    c->refs++; /* dispatch may close c */
-    conn_process_input(c);
-    bd_conn_maybe_close(c);
-    bd_conn_unref(c);
 }
 
-static void conn_write_cb(struct bufferevent *bev, void *arg)
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-    (void)bev;
+    (void)fd;
+    (void)what;
     bd_conn *c = arg;
-    bd_server *srv = c->srv;
+    idle_rearm(c);
+    conn_serve(c, true);
+}
+
+/* The socket takes more (EV_WRITE armed after EAGAIN), or answers made
+ * outside a read wait (the event made active). */
+static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_conn *c = arg;
+    c->flush_queued = false;
     c->refs++;
-    bd_conn_out_refill(c); /* the output is written out: the next lines */
-    if (c->paused && bd_conn_out_unsent(c) <= c->srv->limits.max_unread / 2) {
-        c->paused = false;
-        if (!c->eof && !c->closing)
-            bufferevent_enable(c->bev, EV_READ);
-        conn_process_input(c);
-    }
+    conn_flush(c);
+    if (conn_resume(c))
+        conn_serve(c, false);
     bd_conn_maybe_close(c);
+    bd_server *srv = c->srv;
     bd_conn_unref(c);
     bd_maybe_finish_drain(srv); /* this connection's answers are all written */
-}
-
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-    (void)bev;
-    bd_conn *c = arg;
-    bd_server *srv = c->srv;
-    c->refs++;
-    if (what & BEV_EVENT_ERROR) {
-        bd_conn_close(c);
-    } else if (what & BEV_EVENT_EOF) {
-        /* Answer what was asked (a client may shut down its side after
-         * pipelining its requests), then close. */
-        c->eof = true;
-        conn_process_input(c);
-        bd_conn_maybe_close(c);
-    }
-    bd_conn_unref(c);
-    bd_maybe_finish_drain(srv); /* a connection that had answers owed is gone */
 }
 
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
@@ -243,11 +277,9 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
             return;
         }
         c->closing = true;
-        bufferevent_disable(c->bev, EV_READ);
+        bd_conn_set_reading(c, false);
     }
-    struct timeval tv = {c->srv->limits.idle_timeout_ms / 1000,
-                         (c->srv->limits.idle_timeout_ms % 1000) * 1000};
-    evtimer_add(c->idle, &tv);
+    idle_rearm(c);
 }
 
 /* Refuse a connection with one line, then close it once written. */
@@ -255,7 +287,36 @@ static void refuse(bd_conn *c, br_proto_err code, const char *text)
 {
     bd_conn_reply_error(c, BR_PROTO_NO_ID, code, text);
     c->closing = true;
-    bufferevent_disable(c->bev, EV_READ);
+    bd_conn_set_reading(c, false);
+}
+
+/* A new bd_conn for fd with its events (not reading yet), or NULL (fd
+ * closed). */
+static bd_conn *conn_new(bd_server *srv, evutil_socket_t fd)
+{
+    bd_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    c->srv = srv;
+    c->fd = fd;
+    c->refs = 1;
+    c->open = true;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+    c->wev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
+    c->idle = evtimer_new(srv->base, conn_idle_cb, c);
+    if (!c->rev || !c->wev || !c->idle) {
+        bd_conn_close(c);
+        return NULL;
+    }
+    idle_rearm(c);
+    return c;
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -265,41 +326,13 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     (void)sa;
     (void)salen;
     bd_server *srv = arg;
-    bd_conn *c = calloc(1, sizeof(*c));
-    struct bufferevent *bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    struct event *idle = NULL;
-    if (c && bev)
-        idle = evtimer_new(srv->base, conn_idle_cb, c);
-    if (!c || !bev || !idle) {
-        bd_log(LOG_ERR, "out of memory accepting a connection");
-        free(c);
-        if (bev)
-            bufferevent_free(bev);
-        else
-            close(fd);
-        return;
-    }
-    c->srv = srv;
-    c->bev = bev;
-    c->idle = idle;
-    c->refs = 1;
-    c->open = true;
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
-    srv->n_conns++;
     srv->counters.connections_total++;
-    if (bd_conn_out_init(c) < 0) {
+    bd_conn *c = conn_new(srv, fd);
+    if (!c) {
         bd_log(LOG_ERR, "out of memory accepting a connection");
         srv->counters.connections_refused++;
-        bd_conn_close(c);
         return;
     }
-    bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
-    struct timeval tv = {srv->limits.idle_timeout_ms / 1000, (srv->limits.idle_timeout_ms % 1000) * 1000};
-    evtimer_add(idle, &tv);
 
     struct ucred cred;
     socklen_t len = sizeof(cred);
@@ -317,8 +350,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         n_groups = glen / sizeof(gid_t);
     if (!breachd_config_peer_allowed(srv->state->cfg, cred.uid, cred.gid, groups, n_groups)) {
         srv->counters.connections_refused++;
-        bd_log(LOG_NOTICE, "refused a connection from uid %u (pid %d): not in allowed_users or "
-                           "allowed_groups", (unsigned)cred.uid, (int)cred.pid);
+        bd_log(LOG_NOTICE,
+               "refused a connection from uid %u (pid %d): not in allowed_users or "
+               "allowed_groups",
+               (unsigned)cred.uid, (int)cred.pid);
         refuse(c, BR_PERR_FORBIDDEN, "peer not allowed; connection closed");
         return;
     }
@@ -330,7 +365,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     if (srv->draining) {
         srv->counters.connections_refused++;
         refuse(c, BR_PERR_SHUTTING_DOWN, "breachd is stopping; connection closed");
+        return;
     }
+    bd_conn_set_reading(c, true);
+    if (!c->reading)
+        bd_conn_close(c); /* out of memory for the event */
 }
 
 /* ---- the listening socket ---- */
@@ -409,4 +448,3 @@ int bd_server_listen(bd_server *srv, br_error *err)
     bd_accept_pause_init(&srv->accept, srv->listener, &srv->counters.accept_pauses, "socket");
     return 0;
 }
-

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The socket server: a libevent loop with a Unix stream socket (created by
- * breachd, or handed over by systemd), one bufferevent per connection, line
- * framing with the protocol's limits, peer credentials, backpressure,
- * reload and a draining shutdown: the connection layer, above the verbs.
+ * breachd, or handed over by systemd), a persistent read event per
+ * connection (one read per batch into a buffer of the server's, answers
+ * written with one write), line framing with the protocol's limits, peer
+ * credentials, backpressure, reload and a draining shutdown: the connection layer, above the verbs.
  * It hands the lines it frames to dispatch.h; the verbs answer through
  * conn.h and never call back into it (docs/architecture.md, "The daemon,
  * top-down"). */

@@ -15,7 +15,6 @@
 #include "proto/protocol.h"
 #include "state.h"
 
-struct bufferevent;
 struct evbuffer;
 struct event;
 struct event_base;
@@ -32,10 +31,13 @@ typedef struct bd_limits {
 } bd_limits;
 
 /* The request lines server.c frames and hands to dispatch.c at once: at
- * most BD_BATCH lines, each in BD_LINE_BUF bytes (the longest line with its
- * CR and its LF). */
+ * most BD_BATCH lines, each where the read put it. BD_READ: the most one
+ * read of a connection takes, as libevent's bufferevent read before: a
+ * larger read starts more requests at once, and [limits] max_inflight
+ * counts those waiting for the upstream (a pipelining client would meet
+ * ERR busy sooner). */
 #define BD_BATCH 32
-#define BD_LINE_BUF (BR_PROTO_MAX_LINE + 2)
+#define BD_READ 4096
 
 typedef struct bd_conn bd_conn;
 typedef struct bd_waiter bd_waiter;
@@ -60,7 +62,7 @@ struct bd_server {
     bd_accept_pause accept; /* the listener's pauses when out of descriptors */
     bd_conn *conns;
     uint32_t n_conns;
-    uint64_t inflight; /* requests waiting for an answer, all connections */
+    uint64_t inflight;     /* requests waiting for an answer, all connections */
     uint64_t bulk_pending; /* ... of which on bulk connections ([upstream] bulk_queue) */
 
     bool draining;
@@ -96,16 +98,29 @@ struct bd_server {
 
 struct bd_conn {
     bd_server *srv;
-    struct bufferevent *bev;
+    int fd;
+    struct event *rev; /* EV_READ | EV_PERSIST: added while reading */
+    struct event *wev; /* EV_WRITE: added only while the socket is full */
     bd_conn *prev, *next;
     struct event *idle;
-    int refs;        /* 1 while open, +1 per pending request */
+    int refs; /* 1 while open, +1 per pending request */
     bool open;
-    bool discarding; /* skipping the rest of an over-long line */
-    bool eof;        /* the peer closed its side: answer, then close */
-    bool closing;    /* close once the output is written */
-    bool paused;     /* not reading: too many unread responses */
-    struct evbuffer *backlog; /* answers not yet in the output (conn_out.c) */
+    bool reading;      /* rev is added */
+    bool wev_armed;    /* wev is added (a write met EAGAIN) */
+    bool flush_queued; /* wev made active to write answers made outside a read */
+    bool serving;      /* in the read path: answers go out at its end */
+    bool discarding;   /* skipping the rest of an over-long line */
+    bool eof;          /* the peer closed its side: answer, then close */
+    bool closing;      /* close once the output is written */
+    bool paused;       /* not reading: too many unread responses */
+    bool broken;       /* out of memory for an answer: close */
+    /* Input read but not worked on yet (a line's start, or the rest of a
+     * read while paused), wiped before it is freed (server.c). */
+    char *carry;
+    size_t carry_len;
+    /* Answers not yet written: out[out_off, out_len) (conn_out.c). */
+    char *out;
+    size_t out_off, out_len, out_cap;
     uint32_t inflight;
     br_lane lane; /* LANE: of this connection's range lookups (interactive by default) */
     uid_t uid;

@@ -19,6 +19,8 @@ typedef struct meta {
 
 static const meta metas[] = {
     G("uptime_seconds", "seconds since breachd started"),
+    G("urls_generation", "generation of the offline URL set served ([urls] follow)"),
+    G("feed_age_*", "seconds since the feed's last success at the publisher ([urls] follow)"),
     G("connections", "open client connections"),
     C("connections_total", "client connections accepted"),
     C("connections_refused", "connections refused (max_connections, allowed_users)"),
@@ -97,6 +99,7 @@ static const meta metas[] = {
     C("http_forbidden", "range endpoint 403 answers"),
     C("http_rate_limited", "range endpoint 429 answers"),
     C("http_unavailable", "range endpoint 503 answers"),
+    C("http_prepared", "range endpoint 200 answers sent from a prepared body"),
     C("reloads", "reloads that succeeded"),
     C("reload_failures", "reloads that failed"),
     C("internal_errors", "internal checks that failed (a bug to report)"),

@@ -338,6 +338,16 @@ static void send_queued(helper *h)
     }
 }
 
+/* The number of an id the helper gave: decimal digits, at most 16 (a
+ * strtoull of each answer's id was a tenth of the helper's instructions). */
+static uint64_t id_number(const char *id)
+{
+    uint64_t n = 0;
+    for (; *id >= '0' && *id <= '9'; id++)
+        n = n * 10 + (uint64_t)(*id - '0');
+    return n;
+}
+
 static void on_daemon_line(helper *h, const char *line, size_t len)
 {
     char id[17];
@@ -350,7 +360,7 @@ static void on_daemon_line(helper *h, const char *line, size_t len)
         disconnect(h);
         return;
     }
-    uint64_t n = strtoull(id, NULL, 10);
+    uint64_t n = id_number(id);
     /* Answers mostly come in sending order: the first is the usual one. */
     for (req **pp = &h->sent; *pp; pp = &(*pp)->next) {
         if ((*pp)->id == n) {

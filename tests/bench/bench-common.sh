@@ -47,6 +47,16 @@ build_targets() {
     rm -f "${TMPDIR:-/tmp}/breachd-bench-ninja.$$.log"
 }
 
+# Unless BENCH_NO_BUILD=1: configure $BUILD (release) when it is not, and
+# build TARGET....
+bench_build() {
+    [ "${BENCH_NO_BUILD:-0}" != 1 ] || return 0
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" "$ROOT" --buildtype=release >/dev/null
+    fi
+    build_targets "$@"
+}
+
 # A private scratch directory under $TMPDIR (else /var/tmp), removed on exit.
 make_scratch() {
     SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")
@@ -130,9 +140,10 @@ stop_pids() {
 
 # start_breachd CONF LOG SOCKET: breachd in the foreground of a background
 # job ($dpid, in pids), once it answers a PING through loadgen ($LOADGEN);
-# its log on failure.
+# its log on failure. BREACHD_WRAP (an array, e.g. valgrind and its
+# options): the command breachd runs under, if any.
 start_breachd() {
-    "$BREACHD" --config "$1" --foreground 2>"$2" &
+    "${BREACHD_WRAP[@]}" "$BREACHD" --config "$1" --foreground 2>"$2" &
     dpid=$!
     pids+=("$dpid")
     for _ in $(seq 600); do

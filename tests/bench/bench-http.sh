@@ -27,7 +27,11 @@
 # Usage: tests/bench/bench-http.sh
 # Env:   BUILD (default build-bench, configured --buildtype=release when
 #        absent), PREFIXES, LINES, CONNS, DURATION, WARMUP, ROUNDS,
-#        BENCH_NO_BUILD=1 (use the binaries as they are), TMPDIR.
+#        BENCH_NO_BUILD=1 (use the binaries as they are), TMPDIR,
+#        PREPARED (e.g. 256M: [http] prepared_size, with [cache]
+#        partition_share = 100% since wrk is one client: every prefix's
+#        body prepared once; empty: the build's defaults, for builds
+#        without the key).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$ROOT/tests/bench/bench-common.sh"
@@ -38,6 +42,7 @@ CONNS=${CONNS:-50}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
+PREPARED=${PREPARED:-}
 BREACHD=$BUILD/daemon/breachd
 
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
@@ -133,6 +138,7 @@ log_level = warning
 upstream = file://$SCRATCH/mirror/{prefix}.txt
 [cache]
 path = $SCRATCH/cache
+$([ -z "$PREPARED" ] || echo "partition_share = 100%")
 [upstream]
 rate = 100000
 max_inflight = 64
@@ -141,6 +147,7 @@ listen = 127.0.0.1:$BDPORT
 rate = 0
 max_connections = 4096
 max_connections_per_client = 4096
+$([ -z "$PREPARED" ] || echo "prepared_size = $PREPARED")
 EOF
 "$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
 BDPID=$!

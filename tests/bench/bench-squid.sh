@@ -35,7 +35,11 @@
 #        the man page's example, docs/breachd-squid-helper.8: a second
 #        concurrency, 0 to skip), REPS (3),
 #        BREACHD, HELPER (other binaries, e.g. a baseline build's),
-#        BENCH_NO_BUILD=1, TMPDIR (scratch, default /var/tmp).
+#        BENCH_NO_BUILD=1, TMPDIR (scratch, default /var/tmp),
+#        PROFILE=1 (instead of the timed reps: one pass at CONC2 with breachd
+#        and the helper under valgrind --tool=callgrind, and their top
+#        functions in instructions per line: where the time goes, whatever
+#        the machine's load).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-squid-bench}
@@ -46,6 +50,7 @@ N_LIST=$(to_count "${N_LIST:-200k}")
 CONC=${CONC:-64}
 CONC2=${CONC2:-256}
 REPS=${REPS:-3}
+PROFILE=${PROFILE:-0}
 BREACHD=${BREACHD:-$BUILD/daemon/breachd}
 BREACHCTL=$BUILD/client/breachctl/breachctl
 HELPER=${HELPER:-$BUILD/client/squid/breachd-squid-helper}
@@ -124,7 +129,10 @@ path = $SCRATCH/cache
 rate = 100000
 max_inflight = 64
 EOF
-"$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
+wrap=()
+[ "$PROFILE" = 1 ] && wrap=(valgrind --tool=callgrind --instr-atstart=no
+    --callgrind-out-file="$SCRATCH/cg-breachd.out")
+"${wrap[@]}" "$BREACHD" --config "$SCRATCH/breachd.conf" --foreground 2>"$SCRATCH/breachd.log" &
 dpid=$!
 pids+=("$dpid")
 for _ in $(seq 200); do
@@ -167,6 +175,26 @@ PY
 cold=$(feed_helper "$CONC" "$SCRATCH/v-cold.txt")
 echo "Cold pass (fills the range cache, not compared): $(field urls_per_s "$cold") lines/s, $(field blocked "$cold") blocked."
 echo
+if [ "$PROFILE" = 1 ]; then
+    callgrind_control -i on "$dpid" >/dev/null 2>&1
+    "$FEED" -q -c "$CONC2" --verdicts "$SCRATCH/v-p.txt" "$stream" -- valgrind --tool=callgrind \
+        --callgrind-out-file="$SCRATCH/cg-helper.out" "$HELPER" --socket "$sock" \
+        --max-inflight 256 >/dev/null 2>&1
+    callgrind_control -i off "$dpid" >/dev/null 2>&1
+    kill -TERM "$dpid"
+    wait "$dpid" || true
+    pids=()
+    for w in breachd helper; do
+        echo "### $w: instructions per line (c=$CONC2), top functions"
+        echo
+        callgrind_annotate "$SCRATCH/cg-$w.out" 2>/dev/null | awk -v n="$N_URLS" '
+            /PROGRAM TOTALS/ { v = $1; gsub(",", "", v); printf "    %8.0f  all\n", v / n }
+            /^ *[0-9,]+ \(/ && !/TOTALS/ && k++ < 15 { v = $1; gsub(",", "", v); f = $NF == "]" ? $(NF - 2) : $(NF - 1)
+                sub(/.*\//, "", f); printf "    %8.1f  %s\n", v / n, f }'
+        echo
+    done
+    exit 0
+fi
 echo "| rep | squidGuard lines/s (net of start-up) | squidGuard CPU ns/line | helper c=$CONC lines/s | ratio | helper c=$CONC2 lines/s | ratio | helper open loop lines/s | ratio | helper CPU ns/line (c=$CONC) | breachd CPU ns/line (c=$CONC) | feeder CPU ns/line (c=$CONC) | verdicts c=$CONC, c=$CONC2, open loop vs squidGuard |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 ratios=() ratios2=()

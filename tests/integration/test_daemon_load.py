@@ -251,8 +251,8 @@ def disconnect_mid_pipeline(ctx):
     eq(st["internal_errors"], 0, "internal_errors")
     eq((fd1["unix"], fd1["other"]), (fd0["unix"], fd0["other"]),
        "Unix sockets and other descriptors")
-    # The leak bound: each leaving client had a bd_conn, a bufferevent with
-    # its buffers and idle timer, and two waiters (about 2 KiB together, 1.97
+    # The leak bound: each leaving client had a bd_conn, its events, its
+    # buffers and idle timer, and two waiters (about 2 KiB together, 1.97
     # KiB per connection in ten_thousand_connections). Keeping even a tenth
     # of that per client would add 2 MiB over 10,000; what is allowed is
     # 1 MiB of allocator noise. Under ASan (whose quarantine keeps up to

@@ -14,6 +14,7 @@
   partition: an HTTP client has a cache partition of its own: a range an
              HTTP client fetched is fetched again for a local user's check
              and the other way round, with [cache] partition = uid or none;
+             a body prepared for one client never answers another;
   sockets:   a Unix socket listener (mode 0660), a listen changed by a
              reload, listeners gone at exit; a listen that fails stops the
              start; a port already taken is named with EADDRINUSE, and so is
@@ -140,6 +141,30 @@ def http_clients_have_their_own_partition(ctx):
         eq(httpfx.upstream_fetches(d), 4)
         c.close()
         d.stop_ok()
+
+
+@test
+def prepared_bodies_are_per_client(ctx):
+    """A body prepared for one client ([http] prepared_size) never answers
+    another: 127.0.0.2's first answer of a range 127.0.0.1 has asked twice
+    is formatted for it (STATS http_prepared does not move), as fast as
+    any first answer; its own second one is prepared."""
+    if not can_bind("127.0.0.2"):
+        raise dtest.Skip("no 127.0.0.2 on this host")
+    m = httpfx.Mirror(ctx.path("mirror"))
+    prefix = m.present[0]
+    d, port = httpfx.start(ctx, m)
+    c = d.client()
+
+    def prepared():
+        return int(c.stats()["http_prepared"])
+
+    for src, want in ((None, 0), (None, 1), ("127.0.0.2", 1), ("127.0.0.2", 2), (None, 3)):
+        status, h, body = get(port, "/range/" + prefix, source=src)
+        eq((status, body.decode()), (200, m.body(prefix)), src)
+        eq(prepared(), want, "answers from a prepared body after one from %s" % src)
+    c.close()
+    d.stop_ok()
 
 
 @test

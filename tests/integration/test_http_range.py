@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -310,6 +311,38 @@ def content_codings(ctx):
             eq(body.decode(), want, "brotli through curl")
             s, h, b = get(port, "/range/" + prefix, {"Accept-Encoding": "br;q=0.5, gzip;q=0"})
             eq(h.get("content-encoding"), "br")
+    d.stop_ok()
+
+
+@test
+def prepared_body_follows_the_entry(ctx):
+    """A range asked again is sent from its prepared body ([http]
+    prepared_size); once the cache entry changes (refetched after its ttl,
+    the mirror's range changed without changing its size), every coding
+    answers the new range, not the prepared old one."""
+    m = mirror(ctx)
+    prefix = next(p for p in m.present if len(m.ranges[p]) >= 40)
+    d, port = httpfx.start(ctx, m, cache={"ttl": "1s"})
+
+    def bodies():
+        plain = get(port, "/range/" + prefix)[2].decode()
+        s, h, packed = get(port, "/range/" + prefix, {"Accept-Encoding": "gzip"})
+        eq(h.get("content-encoding"), "gzip")
+        padded = get(port, "/range/" + prefix, {"Add-Padding": "true"})[2].decode()
+        return plain, gzip.decompress(packed).decode(), httpfx.strip_padding(padded)
+
+    for _ in range(3):  # formatted, then prepared
+        eq(bodies(), (m.body(prefix),) * 3, "before the change")
+    entries = dict(m.ranges[prefix])
+    suffix = sorted(entries)[0]
+    c = entries[suffix]
+    entries[suffix] = c + 1 if c % 10 < 9 else c - 1  # as many digits: the same size
+    old = m.body(prefix)
+    m.add_range(prefix, entries)
+    eq(len(m.body(prefix)), len(old), "the changed range's size")
+    time.sleep(1.5)  # past the ttl: the next request refetches
+    for _ in range(2):
+        eq(bodies(), (m.body(prefix),) * 3, "after the change")
     d.stop_ok()
 
 
