@@ -155,6 +155,7 @@ typedef struct breachd_config {
         uint32_t decoys; /* 0 .. 16 */
         uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
         uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
+        uint32_t http_share_pct; /* the range endpoint's share of them, 1 .. 100 */
         uint32_t breaker_cooldown_ms; /* an open circuit waits this long before its trial */
     } upstream;
 
@@ -221,7 +222,8 @@ BR_DEFINE_FREEP(breachd_config, breachd_config_free)
  * resolved ids of user and group lists on comment lines. With secrets,
  * loading the output gives the same configuration. Without (what
  * --check-config prints, which ends up in terminals and CI logs), the
- * password of a proxy URL is written as REDACTED. */
+ * secrets of the proxy, upstream and feed URLs (userinfo, token-like query
+ * values: bd_conf_redact_urls) are written as REDACTED. */
 void breachd_config_dump(const breachd_config *cfg, bool secrets, FILE *out);
 
 /* Peer policy helpers for SO_PEERCRED. A peer may connect when both

@@ -168,6 +168,8 @@ const bd_conf_key bd_conf_keys[] = {
         "LANE bulk checks waiting at most; past it ERR busy"),
     NUM("upstream", "bulk_share", BD_CONF_PERCENT, upstream.bulk_share_pct, 1, 100, "50%",
         "the bulk lane's share of rate and max_inflight"),
+    NUM("upstream", "http_share", BD_CONF_PERCENT, upstream.http_share_pct, 1, 100, "50%",
+        "the range endpoint's share of rate and max_inflight"),
     NUM("upstream", "breaker_cooldown", BD_CONF_MILLIS, upstream.breaker_cooldown_ms, 100, 3600000,
         "30s", "an open circuit waits this long before its (decoyed) trial"),
 
@@ -505,25 +507,9 @@ static void dump_ids(FILE *out, const char *key, const char *what, const uint32_
     fputc('\n', out);
 }
 
-/* A proxy URL's password as REDACTED: scheme://user:REDACTED@host... */
-static const char *redact_proxy(const char *url, char *buf, size_t size)
-{
-    const char *auth = strstr(url, "://");
-    if (!auth)
-        return url;
-    auth += 3;
-    size_t hostpart = strcspn(auth, "/?#");
-    const char *at = memrchr(auth, '@', hostpart);
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (!colon)
-        return url;
-    snprintf(buf, size, "%.*sREDACTED%s", (int)(colon + 1 - url), url, at);
-    return buf;
-}
-
 void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
 {
-    char url[4096]; /* a redacted proxy URL (longer ones are cut) */
+    char url[4096]; /* a redacted URL or list of URLs (longer ones are cut) */
     fprintf(out, "# breachd effective configuration%s%s\n", *c->path ? " from " : " (defaults)",
             c->path);
     for (size_t i = 0; i < bd_conf_n_keys; i++) {
@@ -534,8 +520,10 @@ void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
         bd_conf_format_bounds(k, b, sizeof(b));
         fprintf(out, b[0] ? "# %s (%s)\n" : "# %s\n", k->doc, b);
         const char *v = bd_conf_format_value(c, k, b, sizeof(b));
-        if (k->type == BD_CONF_PROXY && !secrets)
-            v = redact_proxy(v, url, sizeof(url));
+        bool urls =
+            k->type == BD_CONF_PROXY || k->type == BD_CONF_URLS || k->type == BD_CONF_URL_TEMPLATE;
+        if (urls && !secrets)
+            v = bd_conf_redact_urls(v, url, sizeof(url));
         dump_kv(out, k->name, v);
         if (k->type == BD_CONF_USERS || k->type == BD_CONF_GROUPS)
             dump_ids(out, k->name, k->type == BD_CONF_GROUPS ? "gids" : "uids",

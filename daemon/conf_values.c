@@ -5,6 +5,7 @@
  * lists (names resolved once at load), and the canonical spellings the dump
  * writes. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -888,4 +889,95 @@ void bd_conf_format_size(char *buf, size_t len, uint64_t n)
         snprintf(buf, len, "%" PRIu64 "K", n >> 10);
     else
         snprintf(buf, len, "%" PRIu64, n);
+}
+
+/* ---- secrets in URLs, as --check-config prints them ---------------------------- */
+
+typedef struct redact_out {
+    char *p;
+    size_t len, cap; /* cap: size - 1, room for the NUL */
+} redact_out;
+
+static void put(redact_out *o, const char *s, size_t n)
+{
+    n = BR_MIN(n, o->cap - o->len);
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+/* A query parameter name that names a secret; a name too long to look at is
+ * taken for one. */
+static bool secret_param(const char *name, size_t n)
+{
+    static const char *const parts[] = {"key",  "token",      "secret",  "pass", "pwd",
+                                        "auth", "credential", "session", "sig"};
+    char low[64];
+    if (n >= sizeof(low))
+        return true;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    low[n] = '\0';
+    for (size_t i = 0; i < BR_ARRAY_SIZE(parts); i++)
+        if (strstr(low, parts[i]))
+            return true;
+    return false;
+}
+
+/* The authority at v: its userinfo redacted. Returns the bytes read. */
+static size_t redact_authority(const char *v, redact_out *o)
+{
+    size_t n = strcspn(v, "/?#, ");
+    const char *at = memrchr(v, '@', n);
+    if (!at)
+        return 0;
+    const char *colon = memchr(v, ':', (size_t)(at - v));
+    if (colon)
+        put(o, v, (size_t)(colon + 1 - v));
+    put(o, "REDACTED", 8);
+    return (size_t)(at - v);
+}
+
+/* The query at v (after its '?'): secret values redacted. Returns the
+ * bytes read. */
+static size_t redact_query(const char *v, redact_out *o)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t name = strcspn(v + i, "=&;#, ");
+        put(o, v + i, name);
+        bool secret = secret_param(v + i, name);
+        i += name;
+        if (v[i] == '=') {
+            size_t value = strcspn(v + i + 1, "&;#, ");
+            put(o, "=", 1);
+            put(o, secret ? "REDACTED" : v + i + 1, secret ? 8 : value);
+            i += 1 + value;
+        }
+        if (v[i] != '&' && v[i] != ';')
+            return i;
+        put(o, v + i, 1);
+        i++;
+    }
+}
+
+const char *bd_conf_redact_urls(const char *v, char *buf, size_t size)
+{
+    if (size == 0)
+        return "";
+    redact_out o = {.p = buf, .cap = size - 1};
+    for (const char *s; (s = strstr(v, "://"));) {
+        put(&o, v, (size_t)(s + 3 - v));
+        v = s + 3;
+        v += redact_authority(v, &o);
+        size_t path = strcspn(v, "?#, ");
+        put(&o, v, path);
+        v += path;
+        if (*v == '?') {
+            put(&o, "?", 1);
+            v += 1 + redact_query(v + 1, &o);
+        }
+    }
+    put(&o, v, strlen(v));
+    buf[o.len] = '\0';
+    return buf;
 }

@@ -100,3 +100,10 @@ void bd_conf_format_duration_s(char *buf, size_t len, int64_t s);
 void bd_conf_format_duration_ms(char *buf, size_t len, uint64_t ms);
 /* n in its largest exact unit: "1G", "512M", "4K", "100". */
 void bd_conf_format_size(char *buf, size_t len, uint64_t n);
+/* v (a URL, a URL template, a proxy or a list of URLs) with its secrets as
+ * REDACTED, for --check-config (breachd(8)): in each URL the userinfo's
+ * password ("user:REDACTED@"), or a userinfo without one whole (a token:
+ * "REDACTED@"), and the value of each query parameter whose name holds
+ * key, token, secret, pass, pwd, auth, sig, credential or session in any
+ * case ("?api_key=REDACTED"). Into buf (size bytes, cut to fit). */
+const char *bd_conf_redact_urls(const char *v, char *buf, size_t size);

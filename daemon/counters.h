@@ -50,7 +50,9 @@ typedef struct bd_counters {
     uint64_t url_allowed; /* SAFE because an allow entry matched (url_check.h); in url_safe too */
     uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
     /* SIMILAR (similar.h): answers by kind, and the hashes looked up */
-    uint64_t similar_hits, similar_clean, similar_unknown, similar_hashes;
+    /* SIMILAR answers by kind; never the variants looked up, whose count
+     * would tell another user which password made them (docs/privacy.md) */
+    uint64_t similar_hits, similar_clean, similar_unknown;
     uint64_t connections_total, connections_refused;
     uint64_t accept_pauses; /* accepting paused: out of descriptors or memory */
     uint64_t writes_early;  /* answers written between the batches of one read (server.c) */

@@ -176,7 +176,7 @@ static bool admit(bd_http *h, bd_http_conn *c, struct evhttp_connection *evcon)
 {
     const struct sockaddr *sa = evhttp_connection_get_addr(evcon);
     const breachd_config *cfg = h->srv->state->cfg;
-    c->keyed = sa && bd_http_client_key(sa, cfg->http.ipv6_prefix, c->key);
+    c->keyed = sa && bd_http_limit_key(sa, cfg->http.ipv6_prefix, c->key);
     c->evcon = evcon;
     c->deadline = evtimer_new(h->srv->base, deadline_cb, c);
     bool ok = c->deadline && h->n_conns < total_cap(h) &&

@@ -91,6 +91,27 @@ bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key
     return false;
 }
 
+/* 127.0.0.0/8 IPv4-mapped, or ::1, as a client key. */
+static bool is_loopback_key(const uint8_t key[16])
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    static const uint8_t one[16] = {[15] = 1};
+    return (!memcmp(key, mapped, 12) && key[12] == 127) || !memcmp(key, one, 16);
+}
+
+bool bd_http_limit_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16])
+{
+    /* ::1 as itself, not as its /v6_bits network (the unspecified one) */
+    if (!bd_http_client_key(sa, sa->sa_family == AF_INET6 ? 128 : v6_bits, key))
+        return false;
+    if (is_loopback_key(key)) {
+        static const uint8_t loopback[16] = {[10] = 0xFF, [11] = 0xFF, [12] = 127, [15] = 1};
+        memcpy(key, loopback, 16);
+        return true;
+    }
+    return bd_http_client_key(sa, v6_bits, key);
+}
+
 /* Every bit of x moves every bit of the result (splitmix64's finalizer). */
 static uint64_t mix64(uint64_t x)
 {
@@ -176,7 +197,7 @@ static uint32_t take_from(bucket *b, uint32_t rate, uint64_t now_ms)
 uint32_t bd_rate_take(bd_rate_table *t, const struct sockaddr *sa, uint32_t rate, uint64_t now_ms)
 {
     uint8_t key[16];
-    if (!t || !sa || rate == 0 || !bd_http_client_key(sa, t->v6_bits, key))
+    if (!t || !sa || rate == 0 || !bd_http_limit_key(sa, t->v6_bits, key))
         return 0;
     size_t s = slot_of(t, key);
     while (t->slots[s].used && memcmp(t->slots[s].addr, key, 16) != 0)

@@ -19,6 +19,12 @@
  * families (Unix sockets). */
 bool bd_http_client_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16]);
 
+/* The client a peer address counts as for the limits ([http] rate,
+ * max_connections_per_client): bd_http_client_key's, except that every
+ * loopback address (127.0.0.0/8, ::1, and 127.0.0.0/8 IPv4-mapped) is one
+ * client, since any local user can send from any of them. */
+bool bd_http_limit_key(const struct sockaddr *sa, unsigned v6_bits, uint8_t key[16]);
+
 typedef struct bd_rate_table bd_rate_table;
 /* A table with ipv6_prefix at its default. */
 bd_rate_table *bd_rate_new(void);
@@ -26,7 +32,8 @@ void bd_rate_free(bd_rate_table *t);
 /* Count IPv6 clients by their first bits bits (0..128); a change empties
  * the table. */
 void bd_rate_set_ipv6_prefix(bd_rate_table *t, unsigned bits);
-/* Take a token from the bucket of sa's client (rate per second, as deep as
+/* Take a token from the bucket of sa's client (bd_http_limit_key; rate per
+ * second, as deep as
  * one second's worth) at now_ms. 0: allowed; else the milliseconds until
  * the next token. When the table is full of busy clients (a flood of new
  * addresses), the clients it cannot track share one overflow bucket. */

@@ -52,14 +52,12 @@ int bd_log_to_file(const char *path, br_error *err)
 {
     if (!path || !path[0])
         return 0;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
-    if (fd < 0)
-        return br_error_set(err, -errno, "[daemon] log_file %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    /* never blocks (a FIFO planted there would freeze a reload) */
+    int fd = br_log_file_open(path, 0640, NULL);
+    if (fd == -EINVAL || fd == -ENXIO)
         return br_error_set(err, -EINVAL, "[daemon] log_file %s: not a regular file", path);
-    }
+    if (fd < 0)
+        return br_error_set(err, fd, "[daemon] log_file %s: %s", path, strerror(-fd));
     if (log_fd < 0) {
         log_fd = fd;
         return 0;

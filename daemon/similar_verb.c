@@ -57,7 +57,6 @@ static void answer(bd_conn *c, const char *id, const br_pwfilter *f, const br_si
         bd_conn_reply_text(c, id, "UNKNOWN filter-unavailable");
         return;
     }
-    k->similar_hashes += q->n;
     if (hits == 0) {
         k->similar_clean++;
         bd_conn_reply_text(c, id, "CLEAN");

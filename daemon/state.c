@@ -225,6 +225,7 @@ static void resolver_config(const breachd_config *cfg, br_resolver_config *rc)
     rc->upstream.proxy = cfg->upstream.proxy;
     rc->upstream.ca_file = cfg->upstream.ca_file;
     rc->upstream.bulk_share = cfg->upstream.bulk_share_pct / 100.0;
+    rc->upstream.http_share = cfg->upstream.http_share_pct / 100.0;
     rc->upstream.breaker_cooldown_ms = cfg->upstream.breaker_cooldown_ms;
     rc->upstream.log = bd_log_sink;
     rc->ttl_s = cfg->cache.ttl_s;

@@ -123,7 +123,6 @@ static void render_answers(const bd_counters *k, render_out *o)
     U64(o, "similar_hits", k->similar_hits);
     U64(o, "similar_clean", k->similar_clean);
     U64(o, "similar_unknown", k->similar_unknown);
-    U64(o, "similar_hashes", k->similar_hashes);
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
@@ -233,6 +232,8 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
     U64(o, "upstream_bulk_queued", pw->bulk_queued);
     U64(o, "upstream_bulk_in_flight", pw->bulk_inflight);
     U64(o, "upstream_promoted", t->resolver.promoted);
+    U64(o, "upstream_http_queued", pw->http_queued);
+    U64(o, "upstream_http_in_flight", pw->http_inflight);
     if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
         U64(o, "circuit_state", pw->breaker);
     else

@@ -36,7 +36,8 @@ bool ctl_similar_open(ctl_similar *s)
         return false;
     br_error err = {{0}};
     s->sim = br_similar_new(s->nt ? BR_SIMILAR_NT : BR_SIMILAR_SHA1, &err);
-    s->hash = calloc(BR_SIMILAR_MAX, sizeof(*s->hash));
+    /* out of core dumps and swap: the variants' hashes */
+    s->hash = br_secret_alloc(BR_SIMILAR_MAX * sizeof(*s->hash));
     if (!s->sim || !s->hash) {
         ctl_err("password: similar passwords not checked: %s", s->sim ? "out of memory" : err.text);
         ctl_similar_close(s);
@@ -49,9 +50,7 @@ void ctl_similar_close(ctl_similar *s)
 {
     br_similar_free(s->sim);
     s->sim = NULL;
-    if (s->hash)
-        br_wipe(s->hash, BR_SIMILAR_MAX * sizeof(*s->hash));
-    free(s->hash);
+    br_secret_free(s->hash, BR_SIMILAR_MAX * sizeof(*s->hash));
     s->hash = NULL;
 }
 

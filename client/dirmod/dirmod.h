@@ -96,7 +96,8 @@ typedef struct dm_answer {
 typedef struct dm_result {
     bool accept;
     bool breached;                /* refused because breachd found it (not an error or unknown) */
-    char message[DM_MESSAGE_MAX]; /* refused: what the user sees */
+    char message[DM_MESSAGE_MAX]; /* refused: what the user sees, and what the
+                                   * server logs: never the count */
     char log[DM_LOG_MAX];         /* an error or unknown: one log line; else empty */
 } dm_result;
 
@@ -126,6 +127,3 @@ void dm_ask_banned(const dm_options *o, const char *password, size_t len, const 
  * dm_decide. names may be NULL. */
 void dm_check_user(const dm_options *o, const char *password, size_t len, const dm_names *names,
                    dm_result *r);
-
-/* "once" / "9,545,824 times", for "it has been seen ... in data breaches". */
-void dm_seen_times(uint64_t count, char *buf, size_t size);

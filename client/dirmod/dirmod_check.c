@@ -57,7 +57,8 @@ void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_an
     br_similar_answer sa = {0};
     _cleanup_(br_client_freep) br_client *c = NULL;
     br_similar *sim = br_similar_new(BR_SIMILAR_SHA1, &err);
-    uint8_t(*h)[BR_SHA1_LEN] = calloc(BR_SIMILAR_MAX, BR_SHA1_LEN);
+    /* out of core dumps and swap: they are the password's variants */
+    uint8_t(*h)[BR_SHA1_LEN] = br_secret_alloc(BR_SIMILAR_MAX * BR_SHA1_LEN);
     int n = !sim || !h ? -ENOMEM : br_similar_hashes(sim, password, len, h, NULL, BR_SIMILAR_MAX);
     if (n >= 0 && br_client_connect(o->socket, o->timeout_ms, &c, &err) == 0 &&
         br_client_check_similar(c, false, (const uint8_t *)h, (size_t)n, &sa, &err) == 0 &&
@@ -65,46 +66,25 @@ void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_an
         a->similar = true;
         a->similar_count = sa.count;
     }
-    if (h)
-        br_wipe(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
-    free(h);
+    br_secret_free(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
     br_similar_free(sim);
     br_wipe(&sa, sizeof(sa));
-}
-
-void dm_seen_times(uint64_t count, char *buf, size_t size)
-{
-    char digits[24], grouped[32];
-    int n = snprintf(digits, sizeof(digits), "%" PRIu64, count);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < sizeof(grouped); i++) {
-        if (i > 0 && (n - i) % 3 == 0)
-            grouped[o++] = ',';
-        grouped[o++] = digits[i];
-    }
-    grouped[o] = '\0';
-    if (count == 1)
-        snprintf(buf, size, "once");
-    else
-        snprintf(buf, size, "%s times", grouped);
 }
 
 static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r);
 
 /* An accepted password that is a small change of a popular breached one:
  * refused (similar=reject) or logged (warn). The user sees which kind of
- * thing matched, never the password; the log line holds no count. */
+ * thing matched, never the password; neither the message nor the log line
+ * holds a count (the directory server logs the message). */
 static void decide_similar(const dm_options *o, const dm_answer *a, dm_result *r)
 {
-    char seen[40];
     if (!a->similar || o->similar == DM_SIMILAR_OFF)
         return;
     r->accept = o->similar != DM_SIMILAR_REJECT;
     r->breached = !r->accept;
-    dm_seen_times(a->similar_count, seen, sizeof(seen));
     snprintf(r->message, sizeof(r->message),
-             "Password rejected: it is a small change of a password seen %s in data breaches",
-             seen);
+             "Password rejected: it is a small change of a password seen in data breaches");
     snprintf(r->log, sizeof(r->log),
              "a new password is a small change of a popular breached password: %s",
              r->accept ? "accepted (similar=warn)" : "refused (similar=reject)");
@@ -137,7 +117,6 @@ void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
 
 static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r)
 {
-    char seen[40];
     switch (a->kind) {
     case DM_CLEAN:
         r->accept = true;
@@ -150,9 +129,10 @@ static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r)
             return;
         }
         r->breached = !r->accept;
-        dm_seen_times(a->count, seen, sizeof(seen));
+        /* no count: kadmind, kadmin.local and slapd log this message with
+         * the principal or DN (docs/directories.md "Privacy") */
         snprintf(r->message, sizeof(r->message),
-                 "Password rejected: it has been seen %s in data breaches", seen);
+                 "Password rejected: it has been seen in data breaches");
         return;
     case DM_UNKNOWN:
         r->accept = o->on_unknown == DM_ALLOW;

@@ -49,12 +49,12 @@ static const char *level_name(int level)
 /* One line into path: 0, or -1 when the file may not or cannot be used. */
 static int to_file(pam_handle_t *pamh, const char *path, int level, const char *msg)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* never blocks on a FIFO or a device planted there; regular files only */
+    struct stat st;
+    int fd = br_log_file_open(path, 0600, &st);
     if (fd < 0)
         return -1;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & 022)) {
+    if (st.st_uid != geteuid() || (st.st_mode & 022)) {
         close(fd);
         return -1;
     }

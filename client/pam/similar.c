@@ -24,14 +24,13 @@ static int ask(const pb_options *o, const char *password, br_similar_answer *a, 
     if (r < 0)
         return r;
     br_similar *sim = br_similar_new(BR_SIMILAR_SHA1, err);
-    uint8_t(*h)[BR_SHA1_LEN] = calloc(BR_SIMILAR_MAX, BR_SHA1_LEN);
+    /* out of core dumps and swap: they are the password's variants */
+    uint8_t(*h)[BR_SHA1_LEN] = br_secret_alloc(BR_SIMILAR_MAX * BR_SHA1_LEN);
     int n = !sim || !h
                 ? -ENOMEM
                 : br_similar_hashes(sim, password, strlen(password), h, NULL, BR_SIMILAR_MAX);
     r = n < 0 ? n : br_client_check_similar(c, false, (const uint8_t *)h, (size_t)n, a, err);
-    if (h)
-        br_wipe(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
-    free(h);
+    br_secret_free(h, BR_SIMILAR_MAX * BR_SHA1_LEN);
     br_similar_free(sim);
     return r;
 }

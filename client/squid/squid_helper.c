@@ -233,15 +233,30 @@ static void disconnect(helper *h)
     h->reconnect_at = h->last_attempt + h->backoff_ms;
 }
 
+/* A failed attempt (why: one line, said once until the next success):
+ * retried after a growing backoff. */
+static void connect_failed(helper *h, const char *why)
+{
+    if (!h->warned_down)
+        fprintf(stderr, "breachd-squid-helper: %s (retrying)\n", why);
+    h->warned_down = true;
+    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, RECONNECT_MAX_MS) : 50;
+    h->reconnect_at = h->last_attempt + h->backoff_ms;
+}
+
 static void try_connect(helper *h)
 {
     /* Non-blocking: a Unix socket connect either succeeds at once or fails
-     * (a full backlog is retried like a refusal). */
+     * (a full backlog is retried like a refusal). A socket served by
+     * another uid than breachd's is refused alike (br_client_check_peer). */
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->socket_path);
     h->last_attempt = now_ms();
+    br_error err = {{0}};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        br_error_set(&err, -errno, "cannot connect to %s: %s", h->socket_path, strerror(errno));
+    else if (br_client_check_peer(fd, h->socket_path, &err) == 0) {
         h->fd = fd;
         h->backoff_ms = 0;
         h->warned_slow = false;
@@ -250,16 +265,9 @@ static void try_connect(helper *h)
         h->warned_down = false;
         return;
     }
-    int e = errno;
     if (fd >= 0)
         close(fd);
-    if (!h->warned_down) {
-        fprintf(stderr, "breachd-squid-helper: cannot connect to %s: %s (retrying)\n",
-                h->socket_path, strerror(e));
-        h->warned_down = true;
-    }
-    h->backoff_ms = h->backoff_ms ? BR_MIN(h->backoff_ms * 2, RECONNECT_MAX_MS) : 50;
-    h->reconnect_at = h->last_attempt + h->backoff_ms;
+    connect_failed(h, err.text);
 }
 
 /* While requests wait, the next attempt is at most RECONNECT_BUSY_MS away. */

@@ -221,9 +221,11 @@ static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *ac
         if (fs->n < 6 || fs->f[4].n < 2 || fs->f[4].p[0] != '[' ||
             fs->f[4].p[fs->f[4].n - 1] != ']' || !starts(&fs->f[5], "LCT-"))
             return fail(why, "not a pdbedit -Lw line (NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-...:)");
+        /* the account's flags decide, not its name: a user account may end
+         * in '$' ("svc$" is [U]) */
         const field *fl = &fs->f[4];
-        if (memchr(fl->p, 'W', fl->n) || memchr(fl->p, 'S', fl->n) || memchr(fl->p, 'I', fl->n))
-            acc->machine = true;
+        acc->machine =
+            memchr(fl->p, 'W', fl->n) || memchr(fl->p, 'S', fl->n) || memchr(fl->p, 'I', fl->n);
     } else if (fs->n < 4) {
         return fail(why, "not a pwdump or secretsdump line (NAME:RID:LMHASH:NTHASH:::)");
     }

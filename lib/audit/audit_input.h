@@ -29,8 +29,10 @@
  * name holds a '\'. pwdump, secretsdump and pdbedit lines hold NT hashes: they
  * are refused with password-sha1.
  *
- * A machine account is one whose name (after DOMAIN\) ends with '$', or a
- * pdbedit line flagged W (workstation), S (server) or I (interdomain trust).
+ * A machine account is, on a pdbedit line, one flagged W (workstation), S
+ * (server) or I (interdomain trust), whatever its name (a user account
+ * [U] may end in '$'); in the formats without flags, one whose name (after
+ * DOMAIN\) ends with '$'.
  * The empty password's NT hash (BR_NT_EMPTY_HEX) is flagged.
  *
  * secretsdump's other sections (br_audit_reader, which follows its "[*]"

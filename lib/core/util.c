@@ -3,6 +3,7 @@
  * (br_error) and the one wipe. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -129,4 +130,30 @@ int br_error_prefix(br_error *err, int code, const char *fmt, ...)
 void br_wipe(void *p, size_t n)
 {
     OPENSSL_cleanse(p, n);
+}
+
+void *br_secret_alloc(size_t n)
+{
+    if (n == 0)
+        n = 1;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (madvise(p, n, MADV_DONTDUMP) < 0) {
+        munmap(p, n);
+        return NULL;
+    }
+    (void)mlock(p, n); /* best effort: RLIMIT_MEMLOCK may be small */
+    return p;
+}
+
+void br_secret_free(void *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n == 0)
+        n = 1;
+    br_wipe(p, n);
+    munlock(p, n);
+    munmap(p, n);
 }

@@ -106,3 +106,11 @@ int64_t br_build_time_now(void);
  * drop the stores as dead: the one wipe every file uses (OPENSSL_cleanse
  * underneath). */
 void br_wipe(void *p, size_t n);
+/* Memory for many secrets at once (a password's variants and their
+ * hashes): n zero bytes on pages of their own, left out of core dumps
+ * (MADV_DONTDUMP) and, as far as RLIMIT_MEMLOCK allows, out of swap (mlock,
+ * best effort). NULL when out of memory (or the pages cannot be kept out
+ * of dumps). br_secret_free wipes and unmaps (p NULL: nothing; n as
+ * given to br_secret_alloc). */
+void *br_secret_alloc(size_t n);
+void br_secret_free(void *p, size_t n);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 
+#include "config.h"
 #include "core/br_assert.h"
 #include "core/clock.h"
 #include "client.h"
@@ -92,6 +94,35 @@ static int connect_error(const char *path, int e, br_error *err)
     return br_error_set(err, -e, "cannot connect to %s: %s%s", path, strerror(e), hint);
 }
 
+/* The uid of user name, or (uid_t)-1 when there is none. */
+static uid_t uid_of(const char *name)
+{
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return (uid_t)-1;
+    return res->pw_uid;
+}
+
+int br_client_check_peer(int fd, const char *path, br_error *err)
+{
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return br_error_set(err, -errno, "%s: cannot read who serves it (SO_PEERCRED): %s", path,
+                            strerror(errno));
+    if (cr.uid == 0 || cr.uid == geteuid() || cr.uid == uid_of(BREACHD_DAEMON_USER))
+        return 0;
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    const char *name =
+        getpwuid_r(cr.uid, &pw, buf, sizeof(buf), &res) == 0 && res ? res->pw_name : "no such user";
+    return br_error_set(err, -ESRCH,
+                        "%s is served by uid %u (%s), not breachd (root or user %s): not "
+                        "trusted; check who can write to its directory",
+                        path, (unsigned)cr.uid, name, BREACHD_DAEMON_USER);
+}
+
 int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -138,6 +169,9 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
                                    : connect_error(path, -r, err);
         break;
     }
+    int r = br_client_check_peer(c->fd, path, err);
+    if (r < 0)
+        return r;
     *out = BR_TAKE_PTR(c);
     return 0;
 }

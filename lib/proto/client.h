@@ -38,9 +38,21 @@ typedef struct br_client_request {
 typedef struct br_client br_client;
 
 /* Connect to the Unix socket at path within timeout_ms (a full listen
- * backlog is retried until then). On failure err names the socket and the
- * errno. */
+ * backlog is retried until then), then check who serves it
+ * (br_client_check_peer). On failure err names the socket and the errno
+ * (-ESRCH: served by an untrusted uid). */
 int br_client_connect(const char *path, int timeout_ms, br_client **out, br_error *err);
+
+/* Who may answer a client (docs/privacy.md "Who answers the clients"): the
+ * peer of the connected Unix socket fd (SO_PEERCRED: the uid that called
+ * listen(), systemd's root under socket activation) must be root, breachd's
+ * user (meson option daemon_user, "breachd" by default) or the caller's own
+ * effective uid (which could answer it anyway). 0, or -ESRCH with err
+ * naming path and the uid ("... is served by uid 65534 (nobody), not
+ * breachd: ..."); -errno when the peer cannot be read. So a socket left in
+ * a directory others can write cannot be replaced by an impostor that
+ * answers CLEAN. */
+int br_client_check_peer(int fd, const char *path, br_error *err);
 void br_client_free(br_client *c);
 BR_DEFINE_FREEP(br_client, br_client_free)
 
@@ -78,7 +90,8 @@ int br_client_command(br_client *c, const char *verb, br_answer *a, br_error *er
  * backlog retried) and the exchange together; what the connect used is
  * taken off the exchange's time, which is at least 1 ms.
  * Errors: 0 with *a the answer (any kind: an ERR answer is an answer), or
- * the connect's failure (-ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, ...)
+ * the connect's failure (-ENOENT, -ECONNREFUSED, -EACCES, -ETIMEDOUT, -ESRCH
+ * for an untrusted peer, ...)
  * or the exchange's (-ETIMEDOUT, -EPIPE, -ECONNRESET, -EPROTO, -EPERM: a
  * refused peer) with err set and *a zero (BR_ANSWER_NONE).
  * Privacy: only the password's SHA-1 leaves the process; the copies made

@@ -48,6 +48,8 @@ const char *br_client_failure_reason(int r)
         return "no permission to use breachd's socket";
     case -ETIMEDOUT:
         return "no answer in time";
+    case -ESRCH:
+        return "breachd's socket is served by another user";
     default:
         return "cannot talk to breachd";
     }

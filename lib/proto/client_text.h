@@ -18,6 +18,7 @@ void br_client_safe_text(const char *in, char *out, size_t size);
 void br_client_first_word(const char *detail, char *out, size_t size);
 /* A short reason for a user from a client library failure r (a negative
  * errno of br_client_connect or an exchange): "breachd is not running",
- * "no permission to use breachd's socket", "no answer in time", or
- * "cannot talk to breachd". */
+ * "no permission to use breachd's socket", "no answer in time",
+ * "breachd's socket is served by another user" (-ESRCH, an untrusted
+ * peer), or "cannot talk to breachd". */
 const char *br_client_failure_reason(int r);

@@ -511,14 +511,14 @@ void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind ki
         answer_unknown(r, w->rcb, w->ctx, BR_REASON_ERROR);
 }
 
-/* A range waiter: interactive (HTTP clients wait for their answer), its
- * prefix in its hash. */
+/* A range waiter: on the http lane (HTTP clients wait for their answer,
+ * after the interactive checks), its prefix in its hash. */
 static int add_waiter(br_resolver *r, flight *f, br_range_answer_cb cb, void *ctx)
 {
     waiter *w = calloc(1, sizeof(*w));
     if (!w)
         return br_trace(-ENOMEM);
-    w->lane = BR_LANE_INTERACTIVE;
+    w->lane = BR_LANE_HTTP;
     w->rcb = cb;
     w->ctx = ctx;
     w->hash[0] = (uint8_t)(f->prefix20 >> 12);
@@ -573,7 +573,7 @@ int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind 
 
     if (!r->up[kind])
         return answer_now(r, partition, kind, prefix20, BR_REASON_UNAVAILABLE, cb, ctx);
-    flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_INTERACTIVE);
+    flight *nf = br_rs_flight_new(r, partition, kind, prefix20, BR_LANE_HTTP);
     if (!nf)
         return br_trace(-ENOMEM);
     int rc = add_waiter(r, nf, cb, ctx);

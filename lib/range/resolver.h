@@ -256,7 +256,9 @@ typedef struct br_range_answer {
  * read transaction). */
 typedef void (*br_range_answer_cb)(void *ctx, const br_range_answer *a);
 
-/* The range of prefix20 (0 .. 0xFFFFF) of kind in partition.
+/* The range of prefix20 (0 .. 0xFFFFF) of kind in partition, fetched on
+ * the http lane (upstream.h "Lanes": after the interactive checks, with a
+ * share of the upstream's rate and slots of its own).
  * Returns 1: answered inside this call (cb has run, once);
  *         0: cb(ctx, ...) will be called exactly once, later, from the event
  *            loop;

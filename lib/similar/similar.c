@@ -17,6 +17,7 @@
 #include "similar_int.h"
 
 #define ARENA_SIZE ((size_t)(BR_SIMILAR_MAX + 1) * BR_SIMILAR_MAX_LEN)
+#define SLOTS_SIZE ((size_t)SIM_SLOTS * sizeof(struct sim_slot))
 
 br_similar *br_similar_new(unsigned flags, br_error *err)
 {
@@ -38,9 +39,10 @@ br_similar *br_similar_new(unsigned flags, br_error *err)
             return NULL;
         }
     }
-    /* Zero from the start, and wiped back to zero after every call. */
-    s->arena = calloc(1, ARENA_SIZE);
-    s->slots = calloc(SIM_SLOTS, sizeof(*s->slots));
+    /* Zero from the start, and wiped back to zero after every call; out of
+     * core dumps and swap (br_secret_alloc): they hold the variants. */
+    s->arena = br_secret_alloc(ARENA_SIZE);
+    s->slots = br_secret_alloc(SLOTS_SIZE);
     if (!s->arena || !s->slots) {
         br_similar_free(s);
         br_error_set(err, -ENOMEM, "similar passwords: out of memory");
@@ -54,8 +56,8 @@ void br_similar_free(br_similar *s)
     if (!s)
         return;
     br_nt_hasher_free(s->nt_hasher);
-    free(s->arena); /* wiped at the end of every call */
-    free(s->slots);
+    br_secret_free(s->arena, ARENA_SIZE); /* also wiped at the end of every call */
+    br_secret_free(s->slots, SLOTS_SIZE);
     br_wipe(s, sizeof(*s));
     free(s);
 }

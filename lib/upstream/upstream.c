@@ -120,17 +120,17 @@ void up_queue_push(br_upstream *up, req *r, bool at_head)
             q->head = r;
         q->tail = r;
     }
-    if (r->lane == BR_LANE_BULK) {
-        if (++up->st.bulk_queued > up->st.bulk_queued_max)
-            up->st.bulk_queued_max = up->st.bulk_queued;
-    } else if (++up->st.queued > up->st.queued_max) {
-        up->st.queued_max = up->st.queued;
-    }
+    uint32_t *queued = up_lane_queued(up, r->lane);
+    ++*queued;
+    if (r->lane == BR_LANE_BULK)
+        up->st.bulk_queued_max = BR_MAX(up->st.bulk_queued_max, *queued);
+    else if (r->lane == BR_LANE_INTERACTIVE)
+        up->st.queued_max = BR_MAX(up->st.queued_max, *queued);
 }
 
 void up_queue_remove(br_upstream *up, req *r)
 {
-    if (br_fails_assert(r->lane == BR_LANE_INTERACTIVE || r->lane == BR_LANE_BULK))
+    if (br_fails_assert((unsigned)r->lane < BR_LANES))
         return;
     up_queue *q = &up->q[r->lane];
     /* in its lane's queue: unlinking a request from another would cut it */
@@ -146,7 +146,7 @@ void up_queue_remove(br_upstream *up, req *r)
     else
         q->tail = r->qprev;
     r->qprev = r->qnext = NULL;
-    uint32_t *queued = r->lane == BR_LANE_BULK ? &up->st.bulk_queued : &up->st.queued;
+    uint32_t *queued = up_lane_queued(up, r->lane);
     if (!br_fails_assert(*queued > 0))
         (*queued)--;
 }
@@ -348,7 +348,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
                            const char *last_modified, br_lane lane, br_upstream_cb cb, void *ctx,
                            br_upstream_req **handle)
 {
-    if (!up || !cb || prefix20 > 0xFFFFF || (lane != BR_LANE_INTERACTIVE && lane != BR_LANE_BULK))
+    if (!up || !cb || prefix20 > 0xFFFFF || (unsigned)lane >= BR_LANES)
         return -EINVAL;
     if (up->closing)
         return -ESHUTDOWN;
@@ -381,7 +381,7 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
         return br_trace(-ENOMEM);
     if (validator_ok(last_modified) && !(r->lm_in = strdup(last_modified)))
         return br_trace(-ENOMEM);
-    if (lane == BR_LANE_INTERACTIVE && arm_deadline(r, now) < 0)
+    if (lane != BR_LANE_BULK && arm_deadline(r, now) < 0)
         return br_trace(-ENOMEM);
 
     if (trial)
@@ -393,6 +393,8 @@ int br_upstream_fetch_lane(br_upstream *up, uint32_t prefix20, const char *etag,
     up->st.fetches++;
     if (lane == BR_LANE_BULK)
         up->st.bulk_fetches++;
+    else if (lane == BR_LANE_HTTP)
+        up->st.http_fetches++;
     up_schedule_pump(up);
     if (handle)
         *handle = r;
@@ -475,6 +477,18 @@ static int check_template(const char *t, br_upstream *up, br_error *err)
     return 0;
 }
 
+/* A lane's share of the rate and of max_inflight (at least one slot). */
+static int set_share(br_upstream *up, br_lane lane, double share, double dflt, br_error *err)
+{
+    share = share == 0 ? dflt : share;
+    if (!(share > 0 && share <= 1))
+        return br_error_set(err, -EINVAL, "upstream: %s_share must be in (0, 1]",
+                            br_lane_name(lane));
+    up->share[lane] = share;
+    up->slots[lane] = BR_MAX(1u, (uint32_t)((double)up->max_inflight * share));
+    return 0;
+}
+
 /* The limits and retries of cfg, defaults for those left 0. */
 static int apply_limits(br_upstream *up, const br_upstream_config *cfg, br_error *err)
 {
@@ -489,18 +503,20 @@ static int apply_limits(br_upstream *up, const br_upstream_config *cfg, br_error
     up->rate = cfg->rate == 0 ? BR_UPSTREAM_DEFAULT_RATE : cfg->rate;
     if (isnan(up->rate))
         return br_error_set(err, -EINVAL, "upstream: rate is not a number");
-    up->bulk_share = cfg->bulk_share == 0 ? BR_UPSTREAM_DEFAULT_BULK_SHARE : cfg->bulk_share;
-    if (!(up->bulk_share > 0 && up->bulk_share <= 1))
-        return br_error_set(err, -EINVAL, "upstream: bulk_share must be in (0, 1]");
-    up->bulk_slots = (uint32_t)((double)up->max_inflight * up->bulk_share);
-    if (up->bulk_slots < 1)
-        up->bulk_slots = 1;
+    up->share[BR_LANE_INTERACTIVE] = 1.0;
+    up->slots[BR_LANE_INTERACTIVE] = up->max_inflight;
+    int rc = set_share(up, BR_LANE_BULK, cfg->bulk_share, BR_UPSTREAM_DEFAULT_BULK_SHARE, err);
+    if (rc == 0)
+        rc = set_share(up, BR_LANE_HTTP, cfg->http_share, BR_UPSTREAM_DEFAULT_HTTP_SHARE, err);
+    if (rc < 0)
+        return rc;
     if (up->rate > 0) {
         double b =
             cfg->burst ? (double)cfg->burst : BR_MIN((double)up->max_inflight, round_up(up->rate));
         up->burst = b < 1 ? 1 : b;
         up->tokens = up->burst;
-        up->bulk_tokens = BR_MAX(1.0, up->burst * up->bulk_share);
+        for (int l = 0; l < BR_LANES; l++)
+            up->lane_tokens[l] = BR_MAX(1.0, up->burst * up->share[l]);
     }
     up->rate_cfg = up->rate;
     up->burst_cfg = up->burst;

@@ -47,7 +47,12 @@
  * timeout_ms, and it ends after max_attempts failed transfers like any other.
  * br_upstream_promote() makes a pending bulk fetch interactive: it gets a
  * deadline timeout_ms from then and goes to the back of the interactive
- * queue.
+ * queue. An http fetch (BR_LANE_HTTP: ranges served to other programs) has
+ * the deadline of an interactive one, but goes only when no interactive
+ * fetch is queued (before a bulk one), with a token bucket of its own at
+ * http_share of the rate, leaving the shared bucket burst * (1 - http_share)
+ * tokens, and on at most http_share of max_inflight (at least one slot): a
+ * flood of http fetches leaves the interactive ones their share.
  *
  * Retries: a timeout of an attempt (connect_timeout_ms, attempt_timeout_ms),
  * a transport failure (connection refused or reset, DNS, TLS handshake,
@@ -124,6 +129,7 @@ struct event_base;
 #define BR_UPSTREAM_DEFAULT_BREAKER_THRESHOLD 5
 #define BR_UPSTREAM_DEFAULT_BREAKER_COOLDOWN_MS 30000
 #define BR_UPSTREAM_DEFAULT_BULK_SHARE 0.5
+#define BR_UPSTREAM_DEFAULT_HTTP_SHARE 0.5
 #define BR_UPSTREAM_DEFAULT_RATE_RECOVERY_MS 30000
 #define BR_UPSTREAM_DEFAULT_MAX_PAUSE_MS 300000
 #define BR_UPSTREAM_VALIDATOR_MAX 255 /* longer ETag / Last-Modified values are dropped */
@@ -147,6 +153,8 @@ typedef struct br_upstream_config {
     const char *ca_file;          /* NULL or "": the system CA store */
     bool no_padding;              /* do not send Add-Padding: true (bulk downloads) */
     double bulk_share;            /* the bulk lane's share of rate and max_inflight, (0, 1];
+                                   * 0: 0.5 */
+    double http_share;            /* the http lane's share of rate and max_inflight, (0, 1];
                                    * 0: 0.5 */
     uint32_t rate_recovery_ms;    /* after a 429, from half the rate back to it; 0: 30000 */
     uint32_t max_pause_ms;        /* a longer Retry-After is cut to this; 0: 300000 */
@@ -225,6 +233,9 @@ typedef enum br_breaker_state {
     X(uint32_t, bulk_queued, NOW)      /* bulk fetches waiting for their turn */                   \
     X(uint32_t, bulk_queued_max, NOW)  /* high-water mark of bulk_queued */                        \
     X(uint32_t, bulk_inflight, NOW)    /* transfers of bulk fetches running now */                 \
+    X(uint64_t, http_fetches, SUM)     /* accepted fetches on the http lane */                     \
+    X(uint32_t, http_queued, NOW)      /* http fetches waiting for their turn */                   \
+    X(uint32_t, http_inflight, NOW)    /* transfers of http fetches running now */                 \
     X(uint64_t, rate_limited, SUM)     /* answers 429, or 503 with Retry-After */                  \
     X(uint64_t, err_rate_limited, SUM) /* final outcomes BR_UPSTREAM_RATE_LIMITED */               \
     X(uint64_t, rate_decreases, SUM)   /* halvings of the effective rate */                        \

@@ -98,7 +98,7 @@ struct br_upstream {
     void *log_ctx;
 
     req *all;
-    up_queue q[2]; /* indexed by br_lane */
+    up_queue q[BR_LANES]; /* indexed by br_lane */
     sockctx *socks;
     sockctx *spare_socks; /* unwatched, their events kept for reuse */
 
@@ -106,12 +106,14 @@ struct br_upstream {
     CURL **pool;
     uint32_t npool;
 
-    /* token buckets: the shared one (rate, burst) and the bulk lane's
-     * (rate and burst times bulk_share) */
-    double tokens, bulk_tokens;
+    /* token buckets: the shared one (rate, burst) and those of the bulk
+     * and http lanes (rate and burst times their share), by br_lane (the
+     * interactive lane's share is 1 and its bucket unused) */
+    double tokens;
+    double lane_tokens[BR_LANES];
     uint64_t tokens_at_ns;
-    double bulk_share;
-    uint32_t bulk_slots; /* transfers of bulk requests at most */
+    double share[BR_LANES];
+    uint32_t slots[BR_LANES]; /* transfers of the lane's requests at most */
 
     /* rate limits of the upstream (upstream.h "Rate limits"): rate and burst
      * above are the effective ones, these the configured ones */
@@ -141,6 +143,22 @@ static inline struct timeval up_ns_to_tv(uint64_t ns)
     struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000u),
                          .tv_usec = (suseconds_t)(ns % 1000000000u / 1000u)};
     return tv;
+}
+
+/* The stats' count of lane's running transfers (NULL: the interactive lane,
+ * counted in inflight only) and of its queued requests. */
+static inline uint32_t *up_lane_inflight(br_upstream *up, br_lane lane)
+{
+    return lane == BR_LANE_BULK   ? &up->st.bulk_inflight
+           : lane == BR_LANE_HTTP ? &up->st.http_inflight
+                                  : NULL;
+}
+
+static inline uint32_t *up_lane_queued(br_upstream *up, br_lane lane)
+{
+    return lane == BR_LANE_BULK   ? &up->st.bulk_queued
+           : lane == BR_LANE_HTTP ? &up->st.http_queued
+                                  : &up->st.queued;
 }
 
 /* ---- upstream.c ------------------------------------------------------------- */

@@ -14,25 +14,27 @@
 
 /* The pump, which starts the queued requests that the
  * limits allow (upstream.h, "Limits" and "Lanes"): max_inflight slots, of
- * which the bulk lane may use bulk_slots; the shared token bucket (rate,
- * burst deep) and the bulk lane's own (rate and burst times bulk_share). An
- * interactive request goes whenever a slot and a shared token are there; a
- * bulk one only when no interactive request is queued, with a token of its
- * own lane, and leaving the shared bucket a reserve for interactive
- * arrivals. And what the upstream asks for (upstream.h "Rate limits"):
- * nothing starts during a pause, and the rate is the effective one, halved
- * by a 429 and climbing back. */
+ * which the bulk and http lanes may each use their slots; the shared token
+ * bucket (rate, burst deep) and each of those lanes' own (rate and burst
+ * times its share). An interactive request goes whenever a slot and a
+ * shared token are there; an http or bulk one only when no interactive
+ * request is queued (http before bulk), with a token of its own lane, and
+ * leaving the shared bucket a reserve for interactive arrivals. And what
+ * the upstream asks for (upstream.h "Rate limits"): nothing starts during a
+ * pause, and the rate is the effective one, halved by a 429 and climbing
+ * back. */
 
-static double bulk_cap(const br_upstream *up)
+static double lane_cap(const br_upstream *up, br_lane lane)
 {
-    return BR_MAX(1.0, up->burst * up->bulk_share);
+    return BR_MAX(1.0, up->burst * up->share[lane]);
 }
 
-/* Shared tokens a bulk request must leave behind: burst * (1 - bulk_share),
- * but never so many that a full bucket would not let it go. */
-static double bulk_reserve(const br_upstream *up)
+/* Shared tokens a request of a shared lane (http, bulk) must leave behind:
+ * burst * (1 - share), but never so many that a full bucket would not let
+ * it go. */
+static double lane_reserve(const br_upstream *up, br_lane lane)
 {
-    return BR_MIN(up->burst * (1.0 - up->bulk_share), up->burst - 1.0);
+    return BR_MIN(up->burst * (1.0 - up->share[lane]), up->burst - 1.0);
 }
 
 /* ---- the effective rate ----------------------------------------------------- */
@@ -43,7 +45,8 @@ static void set_rate(br_upstream *up, double rate)
     up->rate = rate;
     up->burst = BR_MAX(1.0, up->burst_cfg * rate / up->rate_cfg);
     up->tokens = BR_MIN(up->tokens, up->burst);
-    up->bulk_tokens = BR_MIN(up->bulk_tokens, bulk_cap(up));
+    for (int l = 0; l < BR_LANES; l++)
+        up->lane_tokens[l] = BR_MIN(up->lane_tokens[l], lane_cap(up, (br_lane)l));
 }
 
 /* Additive increase since rate_at_ns (which a pause moves to its end). */
@@ -82,7 +85,8 @@ static void pause_for(br_upstream *up, uint64_t now, uint64_t ms, long http)
     up->pause_until_ns = until;
     /* After it: one token at once, then the (effective) rate. */
     up->tokens = BR_MIN(up->tokens, 1.0);
-    up->bulk_tokens = BR_MIN(up->bulk_tokens, 1.0);
+    for (int l = 0; l < BR_LANES; l++)
+        up->lane_tokens[l] = BR_MIN(up->lane_tokens[l], 1.0);
     up->tokens_at_ns = until;
     up_rate_update(up, now);
     up->rate_at_ns = until;
@@ -120,7 +124,9 @@ static void refill_tokens(br_upstream *up, uint64_t now)
         return;
     double dt = (double)(now - up->tokens_at_ns) / 1e9;
     up->tokens = BR_MIN(up->burst, up->tokens + dt * up->rate);
-    up->bulk_tokens = BR_MIN(bulk_cap(up), up->bulk_tokens + dt * up->rate * up->bulk_share);
+    for (int l = 0; l < BR_LANES; l++)
+        up->lane_tokens[l] =
+            BR_MIN(lane_cap(up, (br_lane)l), up->lane_tokens[l] + dt * up->rate * up->share[l]);
     up->tokens_at_ns = now;
 }
 
@@ -130,10 +136,10 @@ static uint64_t token_wait_ns(const br_upstream *up, br_lane lane)
     if (up->rate <= 0)
         return 0;
     double need = 1.0, wait_s = 0;
-    if (lane == BR_LANE_BULK) {
-        need += bulk_reserve(up);
-        if (up->bulk_tokens < 1.0)
-            wait_s = (1.0 - up->bulk_tokens) / (up->rate * up->bulk_share);
+    if (lane != BR_LANE_INTERACTIVE) {
+        need += lane_reserve(up, lane);
+        if (up->lane_tokens[lane] < 1.0)
+            wait_s = (1.0 - up->lane_tokens[lane]) / (up->rate * up->share[lane]);
     }
     if (up->tokens < need)
         wait_s = BR_MAX(wait_s, (need - up->tokens) / up->rate);
@@ -147,19 +153,38 @@ static void take_tokens(br_upstream *up, br_lane lane)
     if (up->rate <= 0)
         return;
     up->tokens -= 1.0;
-    if (lane == BR_LANE_BULK)
-        up->bulk_tokens -= 1.0;
+    if (lane != BR_LANE_INTERACTIVE)
+        up->lane_tokens[lane] -= 1.0;
 }
 
-/* The next request to start: the interactive queue's head, else the bulk
- * queue's while a bulk slot is free; NULL: none may start. */
-static req *next_request(br_upstream *up)
+/* The next request to start and how long it must wait for its tokens (0:
+ * none): the interactive queue's head; else, of the http and bulk queues'
+ * heads whose lane has a free slot, the first that may go now, or the one
+ * that waits least. NULL: none may start (a transfer that ends runs the
+ * pump again). */
+static req *next_request(br_upstream *up, uint64_t *wait_ns)
 {
-    if (up->q[BR_LANE_INTERACTIVE].head)
-        return up->q[BR_LANE_INTERACTIVE].head;
-    if (up->st.bulk_inflight >= up->bulk_slots)
-        return NULL; /* a transfer that ends runs the pump again */
-    return up->q[BR_LANE_BULK].head;
+    req *r = up->q[BR_LANE_INTERACTIVE].head;
+    if (r) {
+        *wait_ns = token_wait_ns(up, BR_LANE_INTERACTIVE);
+        return r;
+    }
+    static const br_lane shared[] = {BR_LANE_HTTP, BR_LANE_BULK};
+    req *best = NULL;
+    for (size_t i = 0; i < BR_ARRAY_SIZE(shared); i++) {
+        br_lane l = shared[i];
+        const uint32_t *running = up_lane_inflight(up, l);
+        if (!up->q[l].head || (running && *running >= up->slots[l]))
+            continue;
+        uint64_t w = token_wait_ns(up, l);
+        if (!best || w < *wait_ns) {
+            best = up->q[l].head;
+            *wait_ns = w;
+        }
+        if (w == 0)
+            break;
+    }
+    return best;
 }
 
 void up_pump_cb(evutil_socket_t fd, short what, void *arg)
@@ -175,10 +200,10 @@ void up_pump_cb(evutil_socket_t fd, short what, void *arg)
     }
     refill_tokens(up, now);
     while (!up->closing && up->st.inflight < up->max_inflight) {
-        req *r = next_request(up);
+        uint64_t wait_ns = 0;
+        req *r = next_request(up, &wait_ns);
         if (!r)
             return;
-        uint64_t wait_ns = token_wait_ns(up, r->lane);
         if (wait_ns) {
             struct timeval tv = up_ns_to_tv(wait_ns);
             event_add(up->pump_ev, &tv);

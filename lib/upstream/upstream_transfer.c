@@ -222,7 +222,6 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
         snprintf(r->last_error, sizeof(r->last_error), "curl setup: %s", curl_easy_strerror(c));
         return -EIO;
     }
-    bool bulk = r->lane == BR_LANE_BULK;
     uint64_t connect_ms, attempt_ms;
     attempt_limits(up, r, now, &connect_ms, &attempt_ms);
 
@@ -268,8 +267,9 @@ int up_start_transfer(br_upstream *up, req *r, uint64_t now)
     if (r->attempts > 1)
         up->st.retries++;
     up->st.inflight++;
-    if (bulk)
-        up->st.bulk_inflight++;
+    uint32_t *lane_inflight = up_lane_inflight(up, r->lane);
+    if (lane_inflight)
+        ++*lane_inflight;
     return 0;
 }
 
@@ -283,8 +283,9 @@ void up_stop_transfer(br_upstream *up, req *r)
     r->easy = NULL;
     if (!br_fails_assert(up->st.inflight > 0))
         up->st.inflight--;
-    if (r->lane == BR_LANE_BULK && !br_fails_assert(up->st.bulk_inflight > 0))
-        up->st.bulk_inflight--;
+    uint32_t *lane_inflight = up_lane_inflight(up, r->lane);
+    if (lane_inflight && !br_fails_assert(*lane_inflight > 0))
+        --*lane_inflight;
 }
 
 /* ---- a transfer done -------------------------------------------------------- */

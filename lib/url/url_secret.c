@@ -305,10 +305,15 @@ static bool mailto_at(const uint8_t *b, size_t i, size_t n)
            is_local_char(b[i + 7]);
 }
 
+/* An address anywhere in b; after the first '?' (the query, where
+ * "?email=" is the usual place an address leaks) its domain may be any
+ * host, one label or a number ("?e=alice@corp"), as in a bare address. */
 static bool folded_holds(const uint8_t *b, size_t n)
 {
+    bool query = false;
     for (size_t i = 0; i < n; i++) {
-        if (b[i] == '@' && local_before(b, i) && domain_at(b, i + 1, n, false))
+        query |= b[i] == '?';
+        if (b[i] == '@' && local_before(b, i) && domain_at(b, i + 1, n, query))
             return true;
         if ((b[i] == 'm' || b[i] == 'M') && mailto_at(b, i, n))
             return true;

@@ -37,10 +37,15 @@
  *       "repo@master" are not addresses), or a dotted-quad IPv4 address;
  *   - "mailto:" followed by a local character ("mailto:carol" names a
  *     mailbox even without a domain);
+ *   - in a query (anything after the string's first '?') LOCAL@DOMAIN
+ *     whose DOMAIN may also be one label or a number ("?e=alice@corp",
+ *     "?e=alice@3232235777", "?e=alice@0xC0A80101"): "?email=" is where
+ *     an address usually leaks;
  *   - the whole string, when it is a bare address (br_url_is_email), whose
  *     DOMAIN may also be one label or a number there ("alice@corp",
- *     "alice@3232235777"): inside a path or query such a domain is too
- *     often a version or a branch ("vue@3", "repo@main").
+ *     "alice@3232235777"): inside a path such a domain is too often a
+ *     version or a branch ("vue@3", "repo@main"), so there it does not
+ *     count.
  * A string holds an address when one appears anywhere in it: in userinfo,
  * host, path segments, query or fragment.
  *

@@ -140,16 +140,29 @@ def need(*programs):
             raise dtest.Skip("%s is not installed" % p)
 
 
-def no_password_in(paths, passwords):
-    """None of passwords (nor their SHA-1) appears in any file of paths."""
+def absent_in(paths, needles, what):
+    """None of needles (strings) appears in any file of paths."""
     for path in paths:
         if not os.path.exists(path):
             continue
         with open(path, "rb") as f:
             data = f.read()
-        for p in passwords:
-            for s in (p, sha1hex(p), sha1hex(p).upper()):
-                check(s.encode() not in data, "%r found in %s" % (s, path))
+        for s in needles:
+            check(s.encode() not in data, "%s %r found in %s" % (what, s, path))
+
+
+def no_password_in(paths, passwords):
+    """None of passwords (nor their SHA-1) appears in any file of paths."""
+    absent_in(paths, [s for p in passwords for s in (p, sha1hex(p), sha1hex(p).upper())],
+              "a password or its hash")
+
+
+def no_count_in(paths, counts):
+    """None of the breach counts (as digits, or grouped: 3861493,
+    3,861,493) appears in any file of paths: the directory server logs the
+    message a module gives it (docs/directories.md, "Privacy")."""
+    absent_in(paths, [s for n in counts for s in ("%d" % n, "{:,}".format(n))],
+              "the breach count")
 
 
 def wait_listen(port, proc, timeout=20):

@@ -21,6 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
+import fakedaemon  # noqa: E402
 from fakedaemon import FakeDaemon  # noqa: E402
 from clientfx import HIT, ctl, fx, no_leak, one_stderr_line, start, want_rc  # noqa: E402
 
@@ -211,6 +212,19 @@ def full_listen_backlog(ctx):
         for c in fillers:
             c.close()
         srv.close()
+
+
+@test
+def impostor_socket_refused(ctx):
+    """Another uid serves a socket where breachd's is expected (its
+    directory writable by others): breachctl checks the peer's uid
+    (SO_PEERCRED) and refuses it, in one line naming the uid, instead of
+    printing the impostor's CLEAN."""
+    sock = fakedaemon.impostor(ctx)
+    r = ctl("sha1", "12345" + HIT, sock=sock)
+    check("CLEAN" not in r.out, "the impostor's answer taken: %r" % r)
+    want_rc(r, 2, "an impostor")
+    one_stderr_line(r, "uid 65534", "not breachd")
 
 
 if __name__ == "__main__":

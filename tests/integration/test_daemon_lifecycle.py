@@ -387,6 +387,20 @@ def log_file_in_the_background(ctx):
         dtest.wait_for(lambda: os.path.exists(logf) and "reloaded" in open(logf).read(),
                        timeout=30 * dtest.SLOW, what="the reopened log file")
         check("reloaded" not in open(logf + ".1").read(), "the old file got the new lines")
+        # a FIFO planted at the path (no reader: a blocking open would wait
+        # for one forever) is refused at the reload, which still answers;
+        # the lines stay in the file they went to
+        os.rename(logf, logf + ".2")
+        os.mkfifo(logf)
+        c = dtest.Client(sock, timeout=10 * dtest.SLOW)
+        eq(c.ask("2 RELOAD"), "2 RELOADED", "a reload with a FIFO at log_file")
+        eq(c.ask("3 PING"), "3 PONG")
+        c.close()
+        dtest.wait_for(lambda: "not a regular file: log lines go where they went before"
+                       in open(logf + ".2").read(), timeout=30 * dtest.SLOW,
+                       what="the refusal in the log file kept")
+        os.unlink(logf)
+        os.rename(logf + ".2", logf)
         os.kill(pid, signal.SIGTERM)
         dtest.wait_for(lambda: "stopped" in open(logf).read(), timeout=30 * dtest.SLOW,
                        what="the last line in the log file")

@@ -506,6 +506,27 @@ def check_config_and_version(ctx):
     check("s3cr" not in r.stdout and "t-pw" not in r.stdout, "the proxy password printed")
     check("\nproxy = http://ops:REDACTED@127.0.0.1:3128/\n" in r.stdout,
           "the proxy line: %r" % [x for x in r.stdout.splitlines() if "proxy =" in x])
+    # Nor the user:password@ or a token of an upstream or a feed URL
+    secret = ctx.config(name="tokens.conf", passwords={
+        "filter": c.filter,
+        "upstream": "https://svc:Pw-up-1@ranges.example/range/{prefix}?api_key=K-up-2&mode=x",
+        "filter_url": "https://T-feed-3@feeds.example/pw.bfuse?token=T-feed-4, "
+                      "https://feeds.example/b.bfuse?sig=S-feed-5&X-Amz-Credential=C-feed-6"},
+        urls={"upstream": "https://ranges.example/u/{prefix}?key=K-url-7;access_token=A-url-8"})
+    r = subprocess.run(bd + ["--config", secret, "--check-config"], capture_output=True,
+                       text=True, timeout=60)
+    eq(r.returncode, 0, "--check-config with tokens: " + r.stderr)
+    for s in ("Pw-up-1", "K-up-2", "T-feed-3", "T-feed-4", "S-feed-5", "C-feed-6", "K-url-7",
+              "A-url-8"):
+        check(s not in r.stdout, "%s printed: %r" % (s, [x for x in r.stdout.splitlines()
+                                                         if "://" in x]))
+    for line in ("upstream = https://svc:REDACTED@ranges.example/range/{prefix}"
+                 "?api_key=REDACTED&mode=x",
+                 "filter_url = https://REDACTED@feeds.example/pw.bfuse?token=REDACTED, "
+                 "https://feeds.example/b.bfuse?sig=REDACTED&X-Amz-Credential=REDACTED",
+                 "upstream = https://ranges.example/u/{prefix}?key=REDACTED;access_token=REDACTED"):
+        check("\n%s\n" % line in r.stdout, "lacks %r: %r" % (line, [
+            x for x in r.stdout.splitlines() if "://" in x]))
     # Bad files: (content, text the error must hold).
     bad = [
         ("[daemon]\nsocket = %s\n\nbogus_key = 1\n" % ctx.path("s"), ":4:"),

@@ -10,7 +10,6 @@ running krb5kdc and kadmind on loopback ports. breachd is real (dirfx.py:
 a small corpus, its filter, its mirror behind nginx). Skips (77) when the
 Kerberos server programs are not installed."""
 import os
-import re
 import subprocess
 import sys
 
@@ -143,8 +142,9 @@ def setup():
     dirfx.need(KDB5_UTIL, KADMIN_LOCAL, KRB5KDC, KADMIND, KPASSWD)
 
 
-def refused(out, count_text):
-    return "has been seen %s in data breaches" % count_text in out
+def refused(out):
+    """The module's refusal: no count (kadmind and kadmin.local log it)."""
+    return "Password rejected: it has been seen in data breaches" in out
 
 
 @test
@@ -154,17 +154,19 @@ def kadmin_local_refuses_breached_accepts_clean(ctx):
     clean = dirfx.clean_password()
     realm.add("alice", OLD)
     out = realm.kadmin("cpw -pw password alice")
-    check(refused(out, "3,861,493 times"), out)
+    check(refused(out), out)
     check("changed" not in out, out)
     out = realm.kadmin("cpw -pw letmein alice")
-    check(refused(out, "577 times"), out)
+    check(refused(out), out)
     out = realm.kadmin("cpw -pw %s alice" % clean)
     check('Password for "alice@%s" changed' % REALM in out, out)
     # addprinc goes through the same check
     out = realm.kadmin("addprinc -pw Summer2024! bob")
-    check(refused(out, "1,234 times") and "created" not in out, out)
+    check(refused(out) and "created" not in out, out)
     # ("password" itself is a word of kadmind's log lines: its hash is checked)
     dirfx.no_password_in(realm.logs(), ["letmein", "Summer2024!", clean])
+    # nor the counts: kadmind and kadmin.local log the module's message
+    dirfx.no_count_in(realm.logs(), [3861493, 1234])
 
 
 @test
@@ -176,12 +178,12 @@ def similar_reject_warn(ctx):
     realm.add("alice", OLD)
     out = realm.kadmin("cpw -pw Summer2024!! alice")
     # (an offline count: at most 10% below the corpus's 1,234)
-    check(re.search(r"small change of a password seen 1,[12][0-9]{2} times", out) and
-          "changed" not in out, out)
+    check("small change of a password seen in data breaches" in out and "changed" not in out, out)
     out = realm.kadmin("cpw -pw Letmein1 alice")  # letmein: 577, below 1000
     check("changed" in out, out)
     check("refused (similar=reject)" in realm.log(), realm.log())
     dirfx.no_password_in(realm.logs(), ["Summer2024!!", "Summer2024!", "Letmein1"])
+    dirfx.no_count_in(realm.logs(), [1234, 1235, 1111])
 
 
 @test
@@ -213,7 +215,7 @@ def min_count_accepts_rarely_seen(ctx):
     out = realm.kadmin("cpw -pw rarely-seen alice")
     check("changed" in out, out)
     out = realm.kadmin("cpw -pw letmein alice")
-    check(refused(out, "577 times"), out)
+    check(refused(out), out)
 
 
 @test
@@ -298,7 +300,7 @@ def kpasswd_and_kadmin_through_kadmind(ctx):
     out = r.stdout + r.stderr
     check(r.returncode != 0 and "Password change rejected" in out, out)
     check("found in a dictionary of possible passwords" in out, out)
-    dirfx.wait_for_text(realm.path("kadmind.log"), "has been seen 3,861,493 times")
+    dirfx.wait_for_text(realm.path("kadmind.log"), "has been seen in data breaches")
     clean = dirfx.clean_password()
     r = realm.kpasswd("alice", OLD, clean)
     check(r.returncode == 0 and "Password changed" in r.stdout, r.stdout + r.stderr)
@@ -312,7 +314,8 @@ def kpasswd_and_kadmin_through_kadmind(ctx):
                    "cpw -pw letmein alice"], check_rc=False)
     out = r.stdout + r.stderr
     check("Password is in the password dictionary" in out and "changed." not in out, out)
-    dirfx.wait_for_text(realm.path("kadmind.log"), "has been seen 577 times")
+    dirfx.wait_for_text(realm.path("kadmind.log"), "has been seen in data breaches")
+    dirfx.no_count_in([realm.path("kadmind.log")], [3861493])
     # breachd stopped under a running kadmind: on_error (reject) applies
     ctx.daemons[0].stop_ok()
     r = realm.kpasswd("alice", clean, dirfx.clean_password())

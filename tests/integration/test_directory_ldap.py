@@ -164,9 +164,9 @@ def breached_refused_clean_accepted(ctx):
     dirfx.breachd(ctx)
     s = Slapd(ctx, "socket=%s timeout=%ds" % (ctx.path("breachd.sock"), 2 * dtest.SLOW))
     rc, out = s.passwd(OLD, "password")
-    check(violation(rc, out, "has been seen 3,861,493 times in data breaches"), out)
+    check(violation(rc, out, "has been seen in data breaches"), out)
     rc, out = s.modify(OLD, "letmein")
-    check(violation(rc, out, "has been seen 577 times in data breaches"), out)
+    check(violation(rc, out, "has been seen in data breaches"), out)
     clean = dirfx.clean_password()
     rc, out = s.passwd(OLD, clean)
     check(rc == 0, out)
@@ -180,6 +180,8 @@ def breached_refused_clean_accepted(ctx):
     r = s.ldap(LDAPPASSWD, ROOTDN, ROOTPW, "-s", "letmein", ALICE)
     check(r.returncode == 0, r.stdout + r.stderr)
     dirfx.no_password_in([s.out], [OLD, clean, clean2, "letmein"])
+    # nor the counts: slapd's stats log holds the module's message (text=)
+    dirfx.no_count_in([s.out], [3861493])
 
 
 @test
@@ -190,7 +192,7 @@ def min_count_and_options(ctx):
     rc, out = s.passwd(OLD, "rarely-seen")
     check(rc == 0, out)
     rc, out = s.passwd("rarely-seen", "Summer2024!")
-    check(violation(rc, out, "seen 1,234 times"), out)
+    check(violation(rc, out, "has been seen in data breaches"), out)
     # a bad option: refused, saying the check is misconfigured, one log line
     s.set_arg("socket=%s min_count=zero" % ctx.path("breachd.sock"))
     rc, out = s.passwd("rarely-seen", dirfx.clean_password())
@@ -206,7 +208,7 @@ def similar_options(ctx):
     sock = ctx.path("breachd.sock")
     s = Slapd(ctx, "socket=%s similar=reject timeout=%ds" % (sock, 2 * dtest.SLOW))
     rc, out = s.passwd(OLD, "Summer2024!!")
-    check(violation(rc, out, "it is a small change of a password seen 1,"), out)
+    check(violation(rc, out, "it is a small change of a password seen in data breaches"), out)
     check("refused (similar=reject)" in s.log(), s.log())
     # warn (the default): accepted, one log line without the count
     s.set_arg("socket=%s timeout=%ds" % (sock, 2 * dtest.SLOW))

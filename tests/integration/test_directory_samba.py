@@ -68,16 +68,19 @@ class Dc:
             f.write(conf)
         self.outputs = []
 
-    def tool(self, *args):
+    def tool(self, *args, names=()):
+        """samba-tool ARGS -s ... -H ... -- NAMES (names after "--": "-V"
+        is an account name there, not an option)."""
         r = subprocess.run([SAMBA_TOOL] + list(args) + [
-            "-s", self.conf, "-H", os.path.join(DC["dir"], "private", "sam.ldb")],
+            "-s", self.conf, "-H", os.path.join(DC["dir"], "private", "sam.ldb")] +
+            (["--"] + list(names) if names else []),
             capture_output=True, text=True, timeout=60, env=dtest.base_env(),
             preexec_fn=dtest._die_with_parent)
         self.outputs.append(r.stdout + r.stderr)
         return r.returncode, r.stdout + r.stderr
 
     def add(self, user, password):
-        return self.tool("user", "add", user, password)
+        return self.tool("user", "add", names=(user, password))
 
     def setpassword(self, user, password):
         return self.tool("user", "setpassword", user, "--newpassword=" + password)
@@ -85,7 +88,7 @@ class Dc:
     def must_change(self, user):
         """Whether user must change the password at the next logon
         (pwdLastSet 0: pdbedit shows "Password last set: 0")."""
-        r = subprocess.run(["pdbedit", "-s", self.conf, "-v", user], capture_output=True,
+        r = subprocess.run(["pdbedit", "-s", self.conf, "-v", "--user=" + user], capture_output=True,
                            text=True, timeout=60, env=dtest.base_env())
         check(r.returncode == 0, r.stdout + r.stderr)
         last = [ln for ln in r.stdout.splitlines() if ln.startswith("Password last set:")]
@@ -207,6 +210,37 @@ def audit_marks_accounts_breached_by_a_delta(ctx):
     check("dave" not in out, out)
     check(dc.must_change("carol") and not dc.must_change("dave"), "carol alone marked")
     dc.no_leak([carol_pw, dave_pw, ntfx.nthash(carol_pw), ntfx.nthash(dave_pw)])
+
+
+@test
+def audit_account_names(ctx):
+    """samba-audit --expire with user accounts (pdbedit flags [U]) named
+    svc$, -V and -d10: each breached one is reported and really marked,
+    none skipped as a machine for its trailing '$', none read by net or
+    pdbedit as an option; a clean one next to them stays unmarked."""
+    names = {"svc$": dirfx.clean_password("svc"), "-V": dirfx.clean_password("v"),
+             "-d10": dirfx.clean_password("d10")}
+    clean_pw = dirfx.clean_password("erin")
+    d = dirfx.breachd(ctx)
+    dc = Dc(ctx, "--socket=" + d.sock)
+    for name, pw in list(names.items()) + [("erin", clean_pw)]:
+        rc, out = dc.add(name, pw)
+        check(rc == 0, out)
+    # their passwords enter the NTLM corpus
+    known = {ntfx.nthash(p): 7 for p in names.values()}
+    filt = fleetfx.build(ctx, ctx.path("nt.bfuse"), known, 1, kind="password-ntlm")
+    mirror = ctx.path("nt-mirror")
+    ntfx.write_ntlm_range(mirror, known)
+    d.stop_ok()
+    d = dirfx.breachd(ctx, ntlm={"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror})
+    rc, out = dc.audit("--socket=" + d.sock, "--expire")
+    check(rc == 1, out)
+    for name in names:
+        check("marked %s: must change password at next logon (seen 7 times" % name in out, out)
+        check(dc.must_change(name), "%s reported but not marked: %s" % (name, out))
+    check("erin" not in out and not dc.must_change("erin"), out)
+    check("machines_skipped=1 " in out, "the DC's own account alone skipped: " + out)
+    dc.no_leak(list(names.values()) + [clean_pw])
 
 
 if __name__ == "__main__":

@@ -9,10 +9,13 @@ docs/privacy.md "An HTTP client of the range endpoint"):
               a client keeps its partition across a restart;
   trickle:    hundreds of connections from one address, each trickling a
               header a byte at a time under a lowered RLIMIT_NOFILE: the
-              Unix socket and a well-behaved HTTP client still get answers,
-              the surplus connections are closed at once and the held ones
-              at the header deadline, which also bounds a trickled body and
+              Unix socket still answers, the surplus connections are closed
+              at once and the held ones at the header deadline (a
+              well-behaved loopback HTTP client, the same client for the
+              caps, is answered then), which also bounds a trickled body and
               a kept-alive connection's wait for its next request;
+  starve:     a flood of /range misses held by the upstream: the socket's
+              checks still get their answers (the endpoint's own lane);
   framing:    duplicate Content-Length, "+0", a blank before the colon and a
               NUL in a header value get 400 and a closed connection; the
               answer to a CONNECT is framed (Content-Length) and ends its
@@ -21,6 +24,7 @@ docs/privacy.md "An HTTP client of the range endpoint"):
 Standard library only; the harness is dtest.py.
 """
 import os
+import random
 import resource
 import socket
 import sys
@@ -162,10 +166,9 @@ def trickling_connections(ctx):
         c = d.client(timeout=10 * dtest.SLOW)
         eq(c.ask("p PING"), "p PONG", "the Unix socket while %d connections trickle" % held)
         c.close()
-        # and a well-behaved HTTP client from another address
-        p = m.present[0]
-        status, _, body = get(port, "/range/" + p)
-        eq((status, body.decode()), (200, m.body(p)), "a well-behaved client")
+        # (another loopback address is the same client for the caps: any
+        # local user can send from all of 127.0.0.0/8, so a well-behaved
+        # HTTP client on loopback waits until the held ones end, below)
         # the held ones end at the header deadline (10 s by default), though
         # each sends a byte far more often than the idle timeout
         dtest.wait_for(lambda: tr.open_count() == 0, timeout=30 * dtest.SLOW,
@@ -175,6 +178,9 @@ def trickling_connections(ctx):
         print("    %d trickling connections: %d held at most, then closed; "
               "http_connections_refused %s, http_header_timeouts %s"
               % (n, held, st.get("http_connections_refused"), st.get("http_header_timeouts")))
+        p = m.present[0]
+        status, _, body = get(port, "/range/" + p)
+        eq((status, body.decode()), (200, m.body(p)), "a well-behaved client")
         check(st["http_connections_refused"] >= n - 64, "refused %d" % st["http_connections_refused"])
         check(st["http_header_timeouts"] >= 1, "header timeouts %d" % st["http_header_timeouts"])
     finally:
@@ -352,6 +358,65 @@ def connect_answer_is_framed(ctx):
         check(rest.startswith(b"HTTP/1.1 "), "glued: %r" % rest[:80])
         eq(one_response(rest)[0], 200)
     d.stop_ok()
+
+
+@test
+def socket_checks_under_an_http_flood(ctx):
+    """docs/privacy.md "What an HTTP client takes from the socket's users":
+    one loopback client, well under its [http] rate, floods /range with 24
+    misses at an upstream rate of 1 a second (24 s of work). A password
+    check on the Unix socket sent after them is answered from the upstream
+    ahead of the flood (the endpoint's lane goes after the interactive one,
+    on its own share of the rate and slots), not behind it, 24 s later,
+    after the 2 s a PAM or directory module waits. Asserted by the order in
+    which the upstream saw the requests, not by a time."""
+    m = httpfx.Mirror(ctx.path("mirror"), n_prefixes=2)
+    rng = random.Random(33)
+    while True:
+        full = "%040X" % rng.getrandbits(160)
+        if full[0] != "F":
+            break
+    m.add_hash(full, 4242)
+    flood = ["F%04X" % i for i in range(24)]
+    gm = httpfx.GatedMirror(m)
+    gm.release()  # answers at once; records the order
+    d, port = httpfx.start(ctx, m, http={"rate": "100"},
+                           passwords={"upstream": gm.template()},
+                           upstream={"rate": "1", "timeout": "60s", "max_inflight": "4"})
+    def ask(prefix):
+        try:
+            get(port, "/range/" + prefix)
+        except OSError:
+            pass  # the daemon stopped with it pending
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in flood]
+    try:
+        for t in threads:
+            t.start()
+        dtest.wait_for(lambda: d.stats()["http_requests"] >= len(flood), timeout=10 * dtest.SLOW,
+                       what="the flood's requests at breachd")
+        st = d.stats()
+        check(st["upstream_http_in_flight"] <= 2 and st["upstream_http_queued"] >= 1,
+              "the http lane: %d running (http_share 50%% of 4), %d waiting"
+              % (st["upstream_http_in_flight"], st["upstream_http_queued"]))
+        c = d.client(timeout=60)
+        eq(c.ask("p PW " + full), "p PWNED 4242")
+        c.close()
+        with gm.lock:
+            seen = list(gm.requests)
+        pos = seen.index(full[:5])
+        print("    the socket's check reached the upstream %d of %d (flood of %d /range misses)"
+              % (pos + 1, len(seen), len(flood)))
+        # (before: behind all 24; now ahead of all but those the http lane
+        # started before the check came, one a second at most at its share
+        # of the rate: a bound that a slow machine does not reach)
+        check(pos < len(flood) // 2,
+              "the socket's check waited behind %d of the flood's fetches" % pos)
+    finally:
+        d.stop_ok()
+        gm.close()
+        for t in threads:
+            t.join(5)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakedaemon  # noqa: E402
 import pamtest as pt  # noqa: E402
 from pamtest import (SECRETS, SYSLOG, Skip, breach_msg, check, clean_password,  # noqa: E402
                      expect_ok, expect_refused, has_log, sha1hex, test)
@@ -67,6 +68,13 @@ def log_file(ctx):
     r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
     check(has_log(r, r"new password refused"), "back to syslog: %r" % r)
     check(text == open(path).read(), "nothing written to a group- or world-writable log file")
+    # nor a FIFO planted there (no reader: a blocking open would hold the
+    # password change forever): syslog again, at once
+    os.unlink(path)
+    os.mkfifo(path, 0o600)
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    expect_refused(ctx, r, breach_msg("letmein"))
+    check(has_log(r, r"new password refused"), "a FIFO at log_file: back to syslog: %r" % r)
 
 
 @test
@@ -187,6 +195,19 @@ def daemon_down_deny(ctx):
         check(r.conv.count("New password: ") == 1, "asked once: %r" % r)
         check(has_log(r, r"cannot check the new password with breachd.*on_error=deny: refused"),
               "logged: %r" % r)
+
+
+@test
+def impostor_refused(ctx):
+    # another uid serves the socket and answers every check CLEAN: the
+    # module refuses it (SO_PEERCRED, docs/privacy.md "Who answers the
+    # clients") instead of letting a breached password through
+    ctx.service(ENF, fakedaemon.impostor(ctx))
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
+    expect_refused(ctx, r, "Cannot check the new password against known data breaches "
+                   "(breachd's socket is served by another user); try again later",
+                   "Failed preliminary check by password service")
+    check(has_log(r, r"is served by uid 65534 \(nobody\), not breachd"), "logged: %r" % r)
 
 
 @test

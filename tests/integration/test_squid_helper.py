@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
+import fakedaemon  # noqa: E402
 from dtest import check, eq, test  # noqa: E402
 
 HELPER = None
@@ -282,6 +283,21 @@ def batches_with_secret_class(ctx):
 def _setup():
     global HELPER
     HELPER = os.path.abspath(dtest.ARGS.helper)
+
+
+@test
+def impostor_socket_refused(ctx):
+    """Another uid serves the socket (fakedaemon.impostor, answering every
+    URL SAFE): the helper refuses it as it would a socket nobody serves
+    (BH breachd unavailable, not the impostor's ERR), and says why once on
+    stderr (Squid's cache.log), naming the uid."""
+    sock = fakedaemon.impostor(ctx)
+    h = Helper(ctx, sock, "--timeout", "1000")
+    eq(h.ask("0 http://blocked.test/ -", timeout=10), '0 BH message="breachd unavailable"')
+    h.p.stdin.close()
+    eq(h.p.wait(timeout=10), 0, "exit status")
+    err = open(ctx.path("helper.err")).read()
+    check("is served by uid 65534" in err and err.count("65534") == 1, err)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,11 @@ static void test_formats(void **state)
         {"trust:1002:" XS ":" NT_PW ":[I          ]:LCT-5F3A2B1C:", A, ACC, "trust",
          BR_AUDIT_PDBEDIT, NT_PW, true},
         {"nopw:1003:" XS ":" XS ":[DU         ]:LCT-00000000:", A, NOH, "nopw", BR_AUDIT_PDBEDIT},
+        /* the flags decide: a user account [U] named svc$ is audited */
+        {"svc$:1005:" XS ":" NT_PW ":[U          ]:LCT-5F3A2B1C:", A, ACC, "svc$", BR_AUDIT_PDBEDIT,
+         NT_PW},
+        {"-V:1006:" XS ":" NT_PW ":[U          ]:LCT-5F3A2B1C:", A, ACC, "-V", BR_AUDIT_PDBEDIT,
+         NT_PW},
         {"carol:1004:" XS ":" NT_PW ":[DUX        ]:LCT-5F3A2B1C:", BR_AUDIT_PDBEDIT, ACC, "carol",
          BR_AUDIT_PDBEDIT, NT_PW},
         /* NAME:HASH */

@@ -189,19 +189,19 @@ static void test_decide(void **state)
     decide(DM_PWNED, 3861493, "", &o, &r);
     assert_false(r.accept);
     assert_true(r.breached);
-    assert_string_equal(r.message,
-                        "Password rejected: it has been seen 3,861,493 times in data breaches");
+    /* no count: the directory server logs the message */
+    assert_string_equal(r.message, "Password rejected: it has been seen in data breaches");
     assert_string_equal(r.log, ""); /* a refusal is no error: the server logs it its way */
     decide(DM_PWNED, 1, "", &o, &r);
     assert_false(r.accept);
-    assert_non_null(strstr(r.message, "seen once in"));
+    assert_string_equal(r.message, "Password rejected: it has been seen in data breaches");
     o.min_count = 10;
     decide(DM_PWNED, 9, "", &o, &r);
     assert_true(r.accept);
     assert_false(r.breached);
     decide(DM_PWNED, 10, "", &o, &r);
     assert_false(r.accept);
-    assert_non_null(strstr(r.message, "seen 10 times"));
+    assert_null(strstr(r.message, "10"));
     /* unknown and error: the policy decides; one log line, never the count */
     decide(DM_UNKNOWN, 0, "upstream-down", &o, &r);
     assert_false(r.accept);
@@ -243,7 +243,7 @@ static void test_decide_similar(void **state)
     assert_false(r.accept);
     assert_true(r.breached);
     assert_string_equal(r.message, "Password rejected: it is a small change of a password seen "
-                                   "1,234,567 times in data breaches");
+                                   "in data breaches");
     assert_null(strstr(r.log, "1,234,567")); /* the log line holds no count */
     assert_non_null(strstr(r.log, "refused (similar=reject)"));
     o.similar = DM_SIMILAR_WARN;
@@ -260,7 +260,7 @@ static void test_decide_similar(void **state)
     a.count = 7;
     dm_decide(&o, &a, &r);
     assert_false(r.accept);
-    assert_non_null(strstr(r.message, "has been seen 7 times"));
+    assert_string_equal(r.message, "Password rejected: it has been seen in data breaches");
 }
 
 /* banned=: decided first under reject, after the rest under warn. */
@@ -291,36 +291,12 @@ static void test_decide_banned(void **state)
     a.count = 3;
     dm_decide(&o, &a, &r);
     assert_false(r.accept);
-    assert_non_null(strstr(r.message, "has been seen 3 times"));
+    assert_string_equal(r.message, "Password rejected: it has been seen in data breaches");
     dm_names n = {0};
     for (int i = 0; i < DM_MAX_NAMES + 3; i++)
         dm_names_add(&n, "name", 4);
     dm_names_add(&n, "", 0);
     assert_int_equal(n.n, DM_MAX_NAMES);
-}
-
-static void test_seen_times(void **state)
-{
-    (void)state;
-    char b[40];
-    static const struct {
-        uint64_t n;
-        const char *s;
-    } cases[] = {{0, "0 times"},
-                 {1, "once"},
-                 {2, "2 times"},
-                 {999, "999 times"},
-                 {1000, "1,000 times"},
-                 {123456, "123,456 times"},
-                 {1234567, "1,234,567 times"},
-                 {UINT64_MAX, "18,446,744,073,709,551,615 times"}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        dm_seen_times(cases[i].n, b, sizeof(b));
-        assert_string_equal(b, cases[i].s);
-    }
-    char tiny[5];
-    dm_seen_times(1234567, tiny, sizeof(tiny));
-    assert_int_equal(strlen(tiny), 4);
 }
 
 /* A listening socket served by a thread: mode 0 never answers, 1 answers
@@ -417,11 +393,10 @@ static void test_ask_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_good_values),
-        cmocka_unit_test(test_bad_values),    cmocka_unit_test(test_words),
-        cmocka_unit_test(test_decide),        cmocka_unit_test(test_seen_times),
-        cmocka_unit_test(test_ask_failures),  cmocka_unit_test(test_decide_similar),
-        cmocka_unit_test(test_decide_banned),
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_good_values),
+        cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_words),
+        cmocka_unit_test(test_decide),         cmocka_unit_test(test_ask_failures),
+        cmocka_unit_test(test_decide_similar), cmocka_unit_test(test_decide_banned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

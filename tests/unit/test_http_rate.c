@@ -47,6 +47,51 @@ static void test_rotating_through_a_64(void **s)
     bd_rate_free(t);
 }
 
+static uint32_t take4(bd_rate_table *t, const char *text, uint32_t rate, uint64_t now)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, text, &a.sin_addr), 1);
+    return bd_rate_take(t, (const struct sockaddr *)&a, rate, now);
+}
+
+/* The attack: a local user cycles through 127.0.0.0/8 (any address of it
+ * reaches a listener on 127.0.0.1), ::1 and their IPv4-mapped forms, one
+ * request from each, at a rate of 5 a second. Loopback is one client. */
+static void test_rotating_through_loopback(void **s)
+{
+    (void)s;
+    bd_rate_table *t = bd_rate_new();
+    assert_non_null(t);
+    uint32_t allowed = 0;
+    for (unsigned i = 0; i < 40; i++) {
+        char a[64];
+        snprintf(a, sizeof(a), "127.%u.%u.%u", i % 3, i / 3, i + 1);
+        allowed += take4(t, a, 5, 1000) == 0;
+        snprintf(a, sizeof(a), "::ffff:127.0.%u.%u", i, i + 2);
+        allowed += take6(t, a, 5, 1000) == 0;
+    }
+    allowed += take6(t, "::1", 5, 1000) == 0;
+    assert_int_equal(allowed, 5);
+    /* another address is another client */
+    assert_int_equal(take4(t, "192.0.2.1", 5, 1000), 0);
+    /* the limit key of every loopback address is one; the partition key
+     * (bd_http_client_key) still tells them apart */
+    uint8_t k1[16], k2[16], k3[16];
+    struct sockaddr_in a1 = {.sin_family = AF_INET}, a2 = {.sin_family = AF_INET};
+    struct sockaddr_in6 a3 = v6("::1");
+    inet_pton(AF_INET, "127.0.0.1", &a1.sin_addr);
+    inet_pton(AF_INET, "127.9.8.7", &a2.sin_addr);
+    assert_true(bd_http_limit_key((const struct sockaddr *)&a1, 64, k1));
+    assert_true(bd_http_limit_key((const struct sockaddr *)&a2, 64, k2));
+    assert_true(bd_http_limit_key((const struct sockaddr *)&a3, 128, k3));
+    assert_memory_equal(k1, k2, 16);
+    assert_memory_equal(k1, k3, 16);
+    assert_true(bd_http_client_key((const struct sockaddr *)&a1, 64, k1));
+    assert_true(bd_http_client_key((const struct sockaddr *)&a2, 64, k2));
+    assert_memory_not_equal(k1, k2, 16);
+    bd_rate_free(t);
+}
+
 static void test_prefix_lengths(void **s)
 {
     (void)s;
@@ -123,9 +168,8 @@ static void test_full_table_still_limits(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rotating_through_a_64),
-        cmocka_unit_test(test_prefix_lengths),
-        cmocka_unit_test(test_client_key),
+        cmocka_unit_test(test_rotating_through_a_64),     cmocka_unit_test(test_prefix_lengths),
+        cmocka_unit_test(test_rotating_through_loopback), cmocka_unit_test(test_client_key),
         cmocka_unit_test(test_full_table_still_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,8 @@
  * invalid UTF-8), deduplication, the NT hashes lined up with the SHA-1s,
  * and the working memory wiped after a call. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 
 #include "core/hash.h"
 #include "core/nthash.h"
+#include "core/util.h"
 #include "similar/similar.h"
 #include "similar/similar_int.h"
 
@@ -330,6 +333,52 @@ static void test_hashes_match_each(void **state)
 }
 
 /* No variant is left in the context's memory after a call. */
+/* Whether [p, p + n) lies in mappings that /proc/self/smaps marks "dd"
+ * (MADV_DONTDUMP: left out of core dumps). */
+static bool dontdump(const void *p, size_t n)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    assert_non_null(f);
+    char line[512];
+    uintptr_t lo = 0, hi = 0, a = (uintptr_t)p, covered = a;
+    bool in = false, ok = true;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long l, h;
+        if (sscanf(line, "%lx-%lx ", &l, &h) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            lo = l;
+            hi = h;
+            in = lo < a + n && hi > a;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            ok &= strstr(line, " dd") != NULL;
+            covered = hi > covered ? hi : covered;
+        }
+    }
+    fclose(f);
+    return ok && covered >= a + n;
+}
+
+/* The attack: a core dump of a process checking a password (a crashing
+ * passwd, slapd, kadmind) would hold the variants made of it and their
+ * hashes. The context's buffers, and those br_secret_alloc gives the
+ * clients for the hashes, are left out of core dumps. */
+static void test_buffers_not_dumped(void **state)
+{
+    (void)state;
+    br_similar *s = br_similar_new(BR_SIMILAR_SHA1 | BR_SIMILAR_NT, NULL);
+    assert_non_null(s);
+    assert_true(dontdump(s->arena, (size_t)(BR_SIMILAR_MAX + 1) * BR_SIMILAR_MAX_LEN));
+    assert_true(dontdump(s->slots, sizeof(*s->slots)));
+    br_similar_free(s);
+    size_t n = (size_t)BR_SIMILAR_MAX * BR_SHA1_LEN;
+    uint8_t *h = br_secret_alloc(n);
+    assert_non_null(h);
+    assert_true(dontdump(h, n));
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(h[i], 0);
+    br_secret_free(h, n);
+    br_secret_free(NULL, n);
+}
+
 static void test_wiped(void **state)
 {
     (void)state;
@@ -358,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_nul_and_invalid_utf8),
         cmocka_unit_test(test_nt_lined_up),
         cmocka_unit_test(test_wiped),
+        cmocka_unit_test(test_buffers_not_dumped),
         cmocka_unit_test(test_hashes_match_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
