@@ -169,10 +169,11 @@ b=$(line_of pam_breachd.so) u=$(line_of pam_unix.so) q=$(line_of pam_pwquality.s
 [ -n "$u" ] && [ "$b" -lt "$u" ] || fail "pam_breachd is not before pam_unix in $stack"
 if [ -n "$q" ]; then
   [ "$q" -lt "$b" ] || fail "pam_breachd is before pam_pwquality (which would ask again unchecked)"
-  grep -q '^password.*pam_breachd.so use_authtok' "$stack" || fail "pam_breachd after pam_pwquality without use_authtok"
-else
-  grep -q '^password.*pam_breachd.so retry=3' "$stack" || fail "pam_breachd first without retry=3"
 fi
+grep -q '^password.*pam_breachd.so retry=3' "$stack" || fail "pam_breachd without retry=3"
+! grep -q '^password.*pam_breachd.so.*use_authtok' "$stack" ||
+  fail "pam_breachd with use_authtok (a refusal would end the change, no new prompt)"
+
 grep '^password' "$stack"
 
 # passwd(1) runs the stack with the user's real uid and effective uid 0
@@ -196,8 +197,11 @@ if command -v pamtester >/dev/null; then
       fail "a breached password typed after pam_pwquality asked again was not refused: $out"
     [ "$(hash_of)" = "$before" ] || fail "a breached password was stored after pam_pwquality asked again"
   fi
-  rc=0; out=$(passwd_as_pkgtest Old-pass-4821 "$good" "$good") || rc=$?
-  [ "$rc" = 0 ] || fail "a clean password was refused: $out"
+  # A breached password, then a clean one, in one session (pam_pwquality,
+  # when present, asks first: new, retype; then pam_breachd asks again).
+  rc=0; out=$(passwd_as_pkgtest Old-pass-4821 "$bad" "$bad" "$good" "$good") || rc=$?
+  [ "$rc" = 0 ] || fail "a breached, then a clean password in one session: $out"
+  grep -q 'data breaches' <<<"$out" || fail "the breached password's reason was not shown: $out"
   [ "$(hash_of)" != "$before" ] || fail "the clean password was not stored"
   old=$good
 else
