@@ -18,6 +18,7 @@ BREACHD_PACKAGES=(
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
+  chromium  # renders breachctl audit --html: tests/integration/test_audit.py (html_report)
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba

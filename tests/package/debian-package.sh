@@ -102,8 +102,12 @@ expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
 expect breachd /usr/share/man/man7/breachd-directories.7.gz
 expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
 expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
-# Every document the man pages name by path is there, uncompressed.
+# Every document the man pages name by path is there, uncompressed; so are
+# the alert rules and the Grafana dashboard (Prometheus and Grafana load
+# them as they are: dh_compress -X.yml -X.json).
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
+expect breachd /usr/share/doc/breachd/prometheus/breachd-alerts.yml \
+  /usr/share/doc/breachd/grafana/breachd-dashboard.json
 allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
 odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
