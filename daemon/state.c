@@ -419,6 +419,9 @@ void bd_state_log_filters(const bd_state *s)
         log_filter("password", "passwords", s->cfg->passwords.filter,
                    br_pwfilter_header(s->pwfilter), br_pwfilter_members(s->pwfilter),
                    "every check goes to the range API");
+    else if (bd_upstream_none(s->cfg->passwords.upstream))
+        bd_log(LOG_INFO, "no password filter and [passwords] upstream = none: every password "
+                         "check is answered UNKNOWN no-upstream");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
     if (s->simfilter)
