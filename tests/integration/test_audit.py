@@ -333,6 +333,21 @@ def exit_statuses_and_errors(ctx):
     eq(r.returncode, 2, "only machine accounts: nothing to audit")
     check("no account to audit in <stdin> (1 machine accounts skipped: --machines audits them"
           in r.stderr, r.stderr)
+    # NetExec's --ntds output, log prefix and progress lines included; a SID
+    # as the RID; colour codes refused with the fix
+    nxc = ("SMB         10.0.0.5        445    DC01             [*] Dumping the NTDS, this could "
+           "take a while so go grab a redbull...\n"
+           "SMB         10.0.0.5        445    DC01             CONTOSO\\alice:1103:%s:%s:::\n"
+           "SMB         10.0.0.5        445    DC01             [+] Dumped 1 NTDS hashes\n"
+           "CONTOSO\\bob:S-1-5-21-1-2-3-1104:%s:%s::: (status=Enabled)\n"
+           % (LM_EMPTY, nthash("pwned-2"), LM_EMPTY, nthash(f.clean[0])))
+    r = audit(d, stdin=nxc)
+    eq((r.returncode, r.stdout.splitlines()[:2]),
+       (1, ["CONTOSO\\alice PWNED %d" % f.count["pwned-2"], "CONTOSO\\bob CLEAN"]), "NetExec lines")
+    r = audit(d, stdin="\033[1;34mSMB\033[0m 10.0.0.5 445 DC01 alice:1103:%s:%s:::\n"
+              % (LM_EMPTY, nthash("pwned-2")))
+    eq(r.returncode, 2, "colour codes")
+    check("terminal colour codes" in r.stderr and "~/.nxc/logs/*.ntds" in r.stderr, r.stderr)
     r = audit(d, "--machines", stdin="WS01$:%s\n" % nthash("pwned-2"))
     eq((r.returncode, r.stdout.splitlines()[0]), (1, "WS01$ PWNED %d" % f.count["pwned-2"]),
        "--machines")
