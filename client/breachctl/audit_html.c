@@ -28,26 +28,14 @@
 /* s as HTML text or attribute value; control bytes as '?'. */
 static void html_text(FILE *f, const char *s)
 {
+    static const char *const entity[256] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+    };
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
-        default:
+        if (entity[*p])
+            fputs(entity[*p], f);
+        else
             fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
-        }
     }
 }
 
