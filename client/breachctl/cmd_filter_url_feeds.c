@@ -141,7 +141,7 @@ static int split_inputs(const char *cmd, const feeds *f, char **paths,
     br_error err = {{0}};
     for (*n = 0; *n < f->n; (*n)++) {
         size_t i = *n;
-        if (br_feed_split_arg(f->args[i], &paths[i], cats[i], &fmts[i], &err) < 0) {
+        if (br_feed_split_input(f->args[i], &paths[i], cats[i], &fmts[i], &err) < 0) {
             ctl_err("%s: --input %s", cmd, err.text);
             return EXIT_ERROR;
         }

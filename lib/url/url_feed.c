@@ -53,8 +53,8 @@ bool br_feed_category_valid(const char *s)
     return true;
 }
 
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
-                      br_error *err)
+int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
+                        br_error *err)
 {
     const char *eq = strrchr(arg, '=');
     size_t plen = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -88,6 +88,11 @@ int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_feed_f
     if (format_out)
         *format_out = format;
     return 0;
+}
+
+int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err)
+{
+    return br_feed_split_input(arg, path_out, cat_out, NULL, err);
 }
 
 /* ---- one entry ---- */

@@ -129,8 +129,10 @@ bool br_feed_category_valid(const char *s);
  * category BR_FEED_DEFAULT_CATEGORY. cat_out holds BR_FEED_CATEGORY_MAX + 1
  * bytes; *format_out is the FORMAT, BR_FEED_AUTO when none was given.
  * format_out NULL: a ":FORMAT" is refused. */
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
-                      br_error *err);
+int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
+                        br_error *err);
+/* br_feed_split_input without a :FORMAT: "PATH" or "PATH=CATEGORY". */
+int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err);
 
 /* The expression one entry stands for (malloc'd into *expr): for urls the
  * most specific lookup expression of the canonical URL free of e-mail

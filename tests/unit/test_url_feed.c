@@ -49,47 +49,45 @@ static void test_split_arg(void **state)
     (void)state;
     char *path = NULL, cat[BR_FEED_CATEGORY_MAX + 1];
     br_error err;
-    assert_int_equal(br_feed_split_arg("feed.txt", &path, cat, NULL, &err), 0);
+    assert_int_equal(br_feed_split_arg("feed.txt", &path, cat, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, BR_FEED_DEFAULT_CATEGORY);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.txt=phishing", &path, cat, NULL, &err), 0);
+    assert_int_equal(br_feed_split_arg("feed.txt=phishing", &path, cat, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, "phishing");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt=ads_2", &path, cat, NULL, &err), 0);
+    assert_int_equal(br_feed_split_arg("a=b.txt=ads_2", &path, cat, &err), 0);
     assert_string_equal(path, "a=b.txt");
     assert_string_equal(cat, "ads_2");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt", &path, cat, NULL, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=Malware", &path, cat, NULL, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=", &path, cat, NULL, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("=ads", &path, cat, NULL, &err), -EINVAL);
-    assert_int_equal(
-        br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, NULL, &err),
-        -EINVAL); /* 33 */
-    assert_int_equal(
-        br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, NULL, &err), 0);
+    assert_int_equal(br_feed_split_arg("a=b.txt", &path, cat, &err), -EINVAL);
+    assert_int_equal(br_feed_split_arg("f=Malware", &path, cat, &err), -EINVAL);
+    assert_int_equal(br_feed_split_arg("f=", &path, cat, &err), -EINVAL);
+    assert_int_equal(br_feed_split_arg("=ads", &path, cat, &err), -EINVAL);
+    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, &err),
+                     -EINVAL); /* 33 */
+    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, &err), 0);
     free(path);
     /* =CATEGORY:FORMAT and =:FORMAT (the default category) */
     br_feed_format f;
-    assert_int_equal(br_feed_split_arg("a=b.txt=ads:hosts", &path, cat, &f, &err), 0);
+    assert_int_equal(br_feed_split_input("a=b.txt=ads:hosts", &path, cat, &f, &err), 0);
     assert_string_equal(path, "a=b.txt");
     assert_string_equal(cat, "ads");
     assert_int_equal(f, BR_FEED_HOSTS);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.csv=:urlhaus", &path, cat, &f, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.csv=:urlhaus", &path, cat, &f, &err), 0);
     assert_string_equal(cat, BR_FEED_DEFAULT_CATEGORY);
     assert_int_equal(f, BR_FEED_URLHAUS);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.txt=ads", &path, cat, &f, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.txt=ads", &path, cat, &f, &err), 0);
     assert_int_equal(f, BR_FEED_AUTO);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.txt=ads:nosuch", &path, cat, &f, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=ads:nosuch", &path, cat, &f, &err), -EINVAL);
     assert_non_null(strstr(err.text, "the format after ':' must be one of auto, urls"));
-    assert_int_equal(br_feed_split_arg("feed.txt=ads:hosts", &path, cat, NULL, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("feed.txt=Ads:hosts", &path, cat, &f, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("feed.txt=:", &path, cat, &f, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=ads:hosts", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=Ads:hosts", &path, cat, &f, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=:", &path, cat, &f, &err), -EINVAL);
     assert_int_equal(br_feed_format_from_name("hosts", &f), 0);
     assert_int_equal(f, BR_FEED_HOSTS);
     assert_int_equal(br_feed_format_from_name("csv", &f), 0);
