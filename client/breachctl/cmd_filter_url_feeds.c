@@ -102,7 +102,7 @@ static int read_one(br_feedset *fs, const char *path, const char *cat, const br_
         r = in ? 0 : br_error_set(err, -ENOMEM, "out of memory");
     }
     if (r == 0)
-        r = br_feedset_read_file(fs, in, name, cat, o, st, err);
+        r = br_feedset_read(fs, in, name, cat, o, st, err);
     if (in)
         fclose(in);
     if (z.failed) /* its reason, rather than the reader's "read error" */

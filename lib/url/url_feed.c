@@ -90,11 +90,6 @@ int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed
     return 0;
 }
 
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err)
-{
-    return br_feed_split_input(arg, path_out, cat_out, NULL, err);
-}
-
 /* ---- one entry ---- */
 
 static bool br_feed_is_ip_address(const char *s, size_t n)
@@ -854,8 +849,8 @@ static int read_stream(reader *rd, FILE *in)
     return r;
 }
 
-int br_feedset_read_file(br_feedset *fs, FILE *in, const char *name, const char *category,
-                         const br_feed_opts *opts, br_feed_stats *st, br_error *err)
+int br_feedset_read(br_feedset *fs, FILE *in, const char *name, const char *category,
+                    const br_feed_opts *opts, br_feed_stats *st, br_error *err)
 {
     static const br_feed_opts defaults = {0};
     reader rd = {.fs = fs, .o = opts ? opts : &defaults, .err = err, .name = name};
@@ -869,18 +864,5 @@ int br_feedset_read_file(br_feedset *fs, FILE *in, const char *name, const char 
         *st = rd.st;
         st->format = rd.format;
     }
-    return r;
-}
-
-int br_feedset_read(br_feedset *fs, const char *path, const char *category,
-                    const br_feed_opts *opts, br_feed_stats *st, br_error *err)
-{
-    bool is_stdin = strcmp(path, "-") == 0;
-    FILE *in = is_stdin ? stdin : fopen(path, "re");
-    if (!in)
-        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    int r = br_feedset_read_file(fs, in, is_stdin ? "<stdin>" : path, category, opts, st, err);
-    if (!is_stdin)
-        fclose(in);
     return r;
 }

@@ -131,8 +131,6 @@ bool br_feed_category_valid(const char *s);
  * format_out NULL: a ":FORMAT" is refused. */
 int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
                         br_error *err);
-/* br_feed_split_input without a :FORMAT: "PATH" or "PATH=CATEGORY". */
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err);
 
 /* The expression one entry stands for (malloc'd into *expr): for urls the
  * most specific lookup expression of the canonical URL free of e-mail
@@ -177,15 +175,13 @@ int br_feedset_new(br_feedset **out);
 void br_feedset_free(br_feedset *fs);
 BR_DEFINE_FREEP(br_feedset, br_feedset_free)
 
-/* Read one feed ("-": standard input, named "<stdin>" in messages) into the
- * set under category. st (may be NULL) receives this feed's counts. On error
- * the set may hold part of the feed: callers abandon the whole build. */
-int br_feedset_read(br_feedset *fs, const char *path, const char *category,
+/* Read one feed from in (it stays the caller's; breachctl's is a
+ * decompressing stream), named name in messages ("FILE:LINE: ..."), into
+ * the set under category. st (may be NULL) receives this feed's counts. On
+ * error the set may hold part of the feed: callers abandon the whole
+ * build. */
+int br_feedset_read(br_feedset *fs, FILE *in, const char *name, const char *category,
                     const br_feed_opts *opts, br_feed_stats *st, br_error *err);
-/* The same from an open stream (it stays the caller's), named name in
- * messages: for a feed that the caller decompresses. */
-int br_feedset_read_file(br_feedset *fs, FILE *in, const char *name, const char *category,
-                         const br_feed_opts *opts, br_feed_stats *st, br_error *err);
 
 typedef struct br_feedset_stats {
     uint64_t distinct;

@@ -18,6 +18,7 @@
 #include "testutil.h"
 #include "url/url_expr.h"
 #include "url/url_feed.h"
+#include "url_helpers.h"
 #include "core/util.h"
 
 static char *g_dir;
@@ -49,25 +50,27 @@ static void test_split_arg(void **state)
     (void)state;
     char *path = NULL, cat[BR_FEED_CATEGORY_MAX + 1];
     br_error err;
-    assert_int_equal(br_feed_split_arg("feed.txt", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.txt", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, BR_FEED_DEFAULT_CATEGORY);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.txt=phishing", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.txt=phishing", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, "phishing");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt=ads_2", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("a=b.txt=ads_2", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "a=b.txt");
     assert_string_equal(cat, "ads_2");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=Malware", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("=ads", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, &err),
-                     -EINVAL); /* 33 */
-    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("a=b.txt", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("f=Malware", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("f=", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("=ads", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(
+        br_feed_split_input("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, NULL, &err),
+        -EINVAL); /* 33 */
+    assert_int_equal(
+        br_feed_split_input("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, NULL, &err), 0);
     free(path);
     /* =CATEGORY:FORMAT and =:FORMAT (the default category) */
     br_feed_format f;
@@ -172,7 +175,7 @@ static int read_feed(const char *path, br_feed_format fmt, bool skip_bad, br_fee
 {
     assert_int_equal(br_feedset_new(fs), 0);
     br_feed_opts o = {.format = fmt, .skip_bad = skip_bad};
-    return br_feedset_read(*fs, path, "malware", &o, st, err);
+    return read_feed_path(*fs, path, "malware", &o, st, err);
 }
 
 /* The finished set holds exactly these expressions. */
@@ -411,7 +414,7 @@ static void test_skip_bad(void **state)
     bad_log log = {0};
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {.format = BR_FEED_AUTO, .skip_bad = true, .on_bad = log_bad, .ctx = &log};
-    assert_int_equal(br_feedset_read(fs, path, "phishing", &o, &st, &err), 0);
+    assert_int_equal(read_feed_path(fs, path, "phishing", &o, &st, &err), 0);
     assert_int_equal(st.bad, 3);
     assert_int_equal(st.entries, 3);
     assert_int_equal(st.lines, 6);
@@ -446,7 +449,7 @@ static void test_cut_and_labels(void **state)
     bad_log cuts = {0};
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {.format = BR_FEED_URLS, .on_cut = log_bad, .ctx = &cuts};
-    assert_int_equal(br_feedset_read(fs, path, "phishing", &o, &st, &err), 0);
+    assert_int_equal(read_feed_path(fs, path, "phishing", &o, &st, &err), 0);
     assert_int_equal(st.cut, 2);
     assert_int_equal(st.entries, 3);
     assert_int_equal(cuts.n, 2);
@@ -482,8 +485,8 @@ static void test_duplicates_and_conflicts(void **state)
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {0};
     br_error err = {{0}};
-    assert_int_equal(br_feedset_read(fs, a, "phishing", &o, NULL, &err), 0);
-    assert_int_equal(br_feedset_read(fs, b, "ads", &o, NULL, &err), 0);
+    assert_int_equal(read_feed_path(fs, a, "phishing", &o, NULL, &err), 0);
+    assert_int_equal(read_feed_path(fs, b, "ads", &o, NULL, &err), 0);
     br_feedset_stats st;
     br_feedset_finish(fs, &st);
     assert_int_equal(st.distinct, 3);
@@ -507,9 +510,9 @@ static void test_duplicates_and_conflicts(void **state)
     br_feedset_free(fs);
     /* A bad category name and a missing file. */
     assert_int_equal(br_feedset_new(&fs), 0);
-    assert_int_equal(br_feedset_read(fs, a, "Bad Name", &o, NULL, &err), -EINVAL);
+    assert_int_equal(read_feed_path(fs, a, "Bad Name", &o, NULL, &err), -EINVAL);
     char *missing = tu_path("%s/none.txt", g_dir);
-    assert_int_equal(br_feedset_read(fs, missing, "ads", &o, NULL, &err), -ENOENT);
+    assert_int_equal(read_feed_path(fs, missing, "ads", &o, NULL, &err), -ENOENT);
     br_feedset_free(fs);
     free(missing);
     free(a);
