@@ -85,9 +85,8 @@ static ssize_t zfeed_read(void *cookie, char *buf, size_t size)
     return n;
 }
 
-/* Read one feed (path, or "-": standard input) into fs. */
-static int read_one(br_feedset *fs, const char *path, const char *cat, const br_feed_opts *o,
-                    br_feed_stats *st, br_error *err)
+int read_feed_file(br_feedset *fs, const char *path, const char *cat, const br_feed_opts *o,
+                   br_feed_stats *st, br_error *err)
 {
     bool is_stdin = strcmp(path, "-") == 0;
     const char *name = is_stdin ? "<stdin>" : path;
@@ -175,7 +174,7 @@ int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fs
         br_feed_stats st = {0};
         br_feed_opts o = f->opts;
         o.format = fmts[i];
-        int r = read_one(fs, paths[i], cats[i], &o, &st, &err);
+        int r = read_feed_file(fs, paths[i], cats[i], &o, &st, &err);
         if (r < 0) {
             ctl_err("%s", err.text[0] ? err.text : strerror(-r));
             status = EXIT_ERROR;

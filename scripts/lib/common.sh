@@ -15,6 +15,7 @@ BREACHD_PACKAGES=(
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   cracklib-runtime  # the dictionary of pam_pwquality in the packaged PAM stack: tests/package/
   squid curl  # tests/integration/test_squid.py
+  openssl  # signed crafted manifests (gap, wrong kind): tests/integration/test_follow.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
@@ -22,6 +23,7 @@ BREACHD_PACKAGES=(
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba
+  samba-dsdb-modules  # the samba_secrets LDB module of provisioning: test_directory_samba.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
