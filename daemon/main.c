@@ -28,11 +28,20 @@ static void usage(FILE *out)
             "Usage: breachd [--config FILE] [--foreground] [--pidfile FILE] [--check-config]\n"
             "               [--version]\n"
             "\n"
+            "The breach checker: answers whether a password (or its hash) appears in a\n"
+            "data breach and whether a URL is blocklisted, on a Unix socket, from local\n"
+            "filters and k-anonymity range queries.\n"
+            "\n"
+            "Options:\n"
             "  -c, --config FILE   configuration file (default %s)\n"
             "  -f, --foreground    stay in the foreground (systemd runs it so)\n"
             "  -p, --pidfile FILE  write the daemon's process id to FILE (removed at exit)\n"
             "      --check-config  validate the configuration and the filters, then exit\n"
-            "      --version       print the version and exit\n",
+            "  -h, --help          this text\n"
+            "      --version       print the version and exit\n"
+            "Exit status: 0 a clean stop (SIGTERM) or a valid configuration, 1 a failure,\n"
+            "2 a usage error.\n"
+            "See breachd(8) and breachd.conf(5).\n",
             BREACHD_CONFIG_PATH);
 }
 

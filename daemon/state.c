@@ -402,11 +402,16 @@ bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
 static void log_filter(const char *what, const char *section, const char *path,
                        const br_filter_header *h, size_t members, const char *if_empty)
 {
-    char set[64] = "";
+    char set[64] = "", built[40] = "";
     if (members > 1)
         snprintf(set, sizeof(set), " in a set of %zu (a base and its deltas)", members);
-    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys%s", what,
-           (unsigned long long)h->generation, (unsigned long long)h->key_count, set);
+    /* the build time as a date: a default generation is a Unix time too */
+    time_t t = (time_t)h->build_time;
+    struct tm tm;
+    if (h->build_time > 0 && gmtime_r(&t, &tm))
+        strftime(built, sizeof(built), ", built %Y-%m-%dT%H:%M:%SZ", &tm);
+    bd_log(LOG_INFO, "%s filter: generation %llu, %llu keys%s%s", what,
+           (unsigned long long)h->generation, (unsigned long long)h->key_count, set, built);
     if (h->key_count == 0)
         bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
@@ -417,6 +422,9 @@ void bd_state_log_filters(const bd_state *s)
         log_filter("password", "passwords", s->cfg->passwords.filter,
                    br_pwfilter_header(s->pwfilter), br_pwfilter_members(s->pwfilter),
                    "every check goes to the range API");
+    else if (bd_upstream_none(s->cfg->passwords.upstream))
+        bd_log(LOG_INFO, "no password filter and [passwords] upstream = none: every password "
+                         "check is answered UNKNOWN no-upstream");
     else
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
     if (s->simfilter)

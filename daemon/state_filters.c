@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "filter/filter_file.h"
@@ -229,11 +230,16 @@ static int open_owned(const breachd_config *cfg, const char *section, const char
     if (r < 0)
         return filter_error(cfg, section, r, err);
     int64_t at = br_filter_file_record_time(*out);
-    if (at >= 0)
+    char when[32];
+    time_t t = (time_t)at;
+    struct tm tm;
+    if (at >= 0 && (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm)))
+        snprintf(when, sizeof(when), "%lld", (long long)at);
+    if (at >= 0) /* a date, not a Unix time: the line is read by people */
         bd_log(LOG_INFO,
                "[%s] filter %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX
-               " of %lld vouches for it",
-               section, path, path, (long long)at);
+               " of %s vouches for it",
+               section, path, path, when);
     else
         bd_log(LOG_INFO,
                "[%s] filter %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX

@@ -11,7 +11,7 @@
 static const ctl_usage audit_usage[] = {
     {"audit",
      "[--format F] [--kind password-ntlm|password-sha1] [--json]\n"
-     "          [--machines] [--timeout MS] [--socket PATH] [FILE]",
+     "          [--html OUT] [--machines] [--timeout MS] [--socket PATH] [FILE]",
      "Checks every account of a password-hash export through breachd (FILE, or "
      "stdin): one line per account in input order (USER PWNED <count>, USER CLEAN, "
      "USER EMPTY, USER UNKNOWN <reason>), then a summary and the groups of accounts "
@@ -26,15 +26,16 @@ void cmd_audit_summary(FILE *out)
 static void usage(FILE *f)
 {
     ctl_usage_command(f, audit_usage, BR_ARRAY_SIZE(audit_usage), "audit");
-    fprintf(f,
-            "  --format F   auto (per line, the default), pwdump, secretsdump, pdbedit\n"
-            "               (Samba's pdbedit -Lw) or user-hash (NAME:HASH lines)\n"
-            "  --kind K     password-ntlm (NT hashes, the default) or password-sha1\n"
-            "               (NAME:SHA1 lines)\n"
-            "  --machines   audit machine accounts (NAME$) too; skipped by default\n"
-            "  --json       one JSON object per account, then one with the summary\n"
-            "Exit status: 0 all clean, 1 any pwned or empty, 3 any unknown (none pwned),\n"
-            "2 error.\n");
+    fprintf(f, "  --format F   auto (per line, the default), pwdump, secretsdump, pdbedit\n"
+               "               (Samba's pdbedit -Lw) or user-hash (NAME:HASH lines)\n"
+               "  --kind K     password-ntlm (NT hashes, the default) or password-sha1\n"
+               "               (NAME:SHA1 lines)\n"
+               "  --machines   audit machine accounts (NAME$) too; skipped by default\n"
+               "  --json       one JSON object per account, then one with the summary\n"
+               "  --html OUT   also write the report to OUT as one HTML page: charts, no\n"
+               "               script, no hash or password (mode 0600 when new)\n"
+               "Exit status: 0 all clean, 1 any pwned or empty, 3 any unknown (none pwned),\n"
+               "2 error.\n");
 }
 
 static bool opt_format(const char *cmd, const char *arg, void *dst)
@@ -66,6 +67,7 @@ int audit_parse_opts(int argc, char **argv, audit_opts *o, ctl_globals *g, int *
         CTL_FN("kind", &o->ntlm, opt_kind),
         {.name = "json", .short_name = 'j', .type = CTL_OPT_FLAG, .dst = &o->json},
         CTL_FLAG("machines", &o->machines),
+        CTL_STR("html", &o->html),
         CTL_FN("timeout", &o->timeout_ms, ctl_opt_timeout_ms),
         CTL_STR("socket", &sock),
         CTL_HELP,

@@ -2,7 +2,8 @@
 /* breachctl audit: every account of a password-hash export (pwdump,
  * secretsdump, Samba's pdbedit -Lw, NAME:HASH; lib/audit/audit_input.h)
  * checked through the daemon, one line per account in input order, then a
- * summary and the groups of accounts that share a password (docs/audit.md).
+ * summary and the groups of accounts that share a password (docs/audit.md);
+ * with --html, the same as one HTML page (audit_html.c).
  *
  * Each distinct hash is asked once, pipelined (the client library's batch),
  * on the bulk lane when the daemon has one (LANE bulk; an older daemon
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
 
 #include "audit.h"
 #include "audit/audit_input.h"
@@ -61,6 +61,7 @@ typedef struct audit {
     uint64_t history, history_pwned; /* old passwords (secretsdump -history) */
     br_audit_reader rd;
     br_client *c;
+    const char *source; /* the input's name, for the HTML report */
     bool failed;
     char why[256];
 } audit;
@@ -435,49 +436,143 @@ static int by_first(const void *x, const void *y)
     return (p[0] > q[0]) - (p[0] < q[0]);
 }
 
-/* The summary, then each group of accounts that share one hash (not the
- * empty password's: those are EMPTY already), in the order of their first
- * account, named by user only. */
+/* The groups of accounts that share one hash (not the empty password's:
+ * those are EMPTY already), in the order of their first account: runs of
+ * a->order as [first account index, start in a->order]. NULL when out of
+ * memory. */
+static uint32_t (*reuse_groups(const audit *a, size_t *nr))[2]
+{
+    uint32_t(*runs)[2] = calloc(a->n ? a->n : 1, sizeof(*runs));
+    *nr = 0;
+    if (!runs)
+        return NULL;
+    for (size_t k = 1; k < a->n; k++)
+        if (same_hash(a, k) && (k == 1 || !same_hash(a, k - 1))) {
+            runs[*nr][0] = a->order[k - 1];
+            runs[(*nr)++][1] = (uint32_t)(k - 1);
+        }
+    qsort(runs, *nr, sizeof(*runs), by_first);
+    return runs;
+}
+
+/* The number of accounts in the group that starts at k of a->order. */
+static size_t group_size(const audit *a, size_t k)
+{
+    size_t n = 1;
+    while (k + n < a->n && same_hash(a, k + n))
+        n++;
+    return n;
+}
+
+/* The summary, then each group of accounts that share one hash, named by
+ * user only. */
 static void print_summary(audit *a)
 {
     if (a->o->json)
         summary_json(a);
     else
         summary_text(a);
-    /* runs of equal hashes in a->order: [first account index, start] */
-    uint32_t(*runs)[2] = calloc(a->n ? a->n : 1, sizeof(*runs));
-    size_t nr = 0;
+    size_t nr;
+    uint32_t(*runs)[2] = reuse_groups(a, &nr);
     if (!runs) {
         ctl_err("audit: out of memory");
         a->errors++;
         return;
     }
-    for (size_t k = 1; k < a->n; k++)
-        if (same_hash(a, k) && (k == 1 || !same_hash(a, k - 1))) {
-            runs[nr][0] = a->order[k - 1];
-            runs[nr++][1] = (uint32_t)(k - 1);
-        }
-    qsort(runs, nr, sizeof(*runs), by_first);
     for (size_t r = 0; r < nr; r++) {
-        size_t k = runs[r][1];
+        size_t k = runs[r][1], n = group_size(a, k);
         fputs(a->o->json ? (r ? ",[" : "[") : "shared:", stdout);
-        do {
-            const char *name = a->acc[a->order[k]].name;
-            bool first = k == runs[r][1];
+        for (size_t j = 0; j < n; j++) {
+            const char *name = a->acc[a->order[k + j]].name;
             if (a->o->json) {
-                fputs(first ? "" : ",", stdout);
+                fputs(j ? "," : "", stdout);
                 ctl_json_string(stdout, name);
             } else {
-                fputs(first ? " " : ", ", stdout);
+                fputs(j ? ", " : " ", stdout);
                 audit_print_name(stdout, name);
             }
-            k++;
-        } while (k < a->n && same_hash(a, k));
+        }
         fputs(a->o->json ? "]" : "\n", stdout);
     }
     if (a->o->json)
         fputs("]}\n", stdout);
     free(runs);
+}
+
+/* ---- the HTML report ------------------------------------------------------------ */
+
+/* The breached and the empty accounts (not old passwords) into r. */
+static int report_accounts(const audit *a, audit_report *r, const char **empty)
+{
+    r->breached = calloc(a->n ? a->n : 1, sizeof(*r->breached));
+    if (!r->breached)
+        return -ENOMEM;
+    for (size_t i = 0; i < a->n; i++) {
+        const account *ac = &a->acc[i];
+        if (ac->history)
+            continue;
+        if (ac->empty)
+            empty[r->n_empty++] = ac->name;
+        else if (a->v[ac->dist].kind == BR_ANSWER_PWNED)
+            r->breached[r->n_breached++] =
+                (audit_report_account){.name = ac->name, .count = a->v[ac->dist].count};
+    }
+    r->empty_names = empty;
+    return 0;
+}
+
+/* The reuse groups into r; names holds their names (a->n at most). */
+static int report_groups(const audit *a, audit_report *r, const char **names)
+{
+    size_t nr, used = 0;
+    uint32_t(*runs)[2] = reuse_groups(a, &nr);
+    r->groups = calloc(nr ? nr : 1, sizeof(*r->groups));
+    if (!runs || !r->groups) {
+        free(runs);
+        return -ENOMEM;
+    }
+    for (size_t g = 0; g < nr; g++) {
+        size_t k = runs[g][1], n = group_size(a, k);
+        const verdict *v = &a->v[a->acc[a->order[k]].dist];
+        r->groups[g] = (audit_report_group){
+            .names = names + used, .n = n, .count = v->kind == BR_ANSWER_PWNED ? v->count : 0};
+        for (size_t j = 0; j < n; j++)
+            names[used++] = a->acc[a->order[k + j]].name;
+    }
+    r->n_groups = nr;
+    free(runs);
+    return 0;
+}
+
+/* --html: the report as one HTML page. */
+static int write_html(const audit *a, const char *source)
+{
+    audit_report r = {.source = source,
+                      .accounts = a->n_current,
+                      .pwned = a->pwned,
+                      .clean = a->clean,
+                      .unknown = a->unknown,
+                      .empty = a->empty,
+                      .errors = a->errors,
+                      .machines = a->machines,
+                      .no_hash = a->no_hash,
+                      .history = a->history,
+                      .history_pwned = a->history_pwned};
+    const char **empty = calloc(a->n ? a->n : 1, sizeof(*empty));
+    const char **names = calloc(a->n ? a->n : 1, sizeof(*names));
+    char why[512];
+    int rc = -1;
+    if (!empty || !names || report_accounts(a, &r, empty) < 0 || report_groups(a, &r, names) < 0)
+        ctl_err("audit: out of memory");
+    else if (audit_write_html(a->o->html, &r, why, sizeof(why)) < 0)
+        ctl_err("audit: --html %s", why);
+    else
+        rc = 0;
+    free(r.breached);
+    free(r.groups);
+    free(empty);
+    free(names);
+    return rc;
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -537,6 +632,8 @@ static int run(audit *a, const ctl_globals *g)
         ctl_err("audit: writing the report: %s", strerror(errno));
         return EXIT_ERROR;
     }
+    if (a->o->html && write_html(a, a->source) < 0)
+        return EXIT_ERROR;
     return a->errors              ? EXIT_ERROR
            : a->pwned || a->empty ? EXIT_PWNED
            : a->unknown           ? EXIT_UNKNOWN
@@ -551,8 +648,8 @@ int cmd_audit(const ctl_globals *g0, int argc, char **argv)
     int r = audit_parse_opts(argc, argv, &o, &own, &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
-    audit a = {.o = &o};
     const char *path = first < argc ? argv[first] : NULL;
+    audit a = {.o = &o, .source = path && strcmp(path, "-") != 0 ? path : "standard input"};
     int rc = EXIT_ERROR;
     int rd = read_input(&a, path);
     if (rd == 0 && history_last(&a) < 0) {

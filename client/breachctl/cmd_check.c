@@ -678,8 +678,12 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
         ctl_err("%s", err.text);
         return EXIT_ERROR;
     }
-    if (a.kind == BR_ANSWER_ERROR) {
-        ctl_err("%s: %s", cmd, a.detail);
+    if (a.kind == BR_ANSWER_ERROR) { /* "CODE TEXT": "cmd: CODE: TEXT" */
+        const char *sp = strchr(a.detail, ' ');
+        if (sp)
+            ctl_err("%s: %.*s: %s", cmd, (int)(sp - a.detail), a.detail, sp + 1);
+        else
+            ctl_err("%s: %s", cmd, a.detail);
         return EXIT_ERROR;
     }
     if (o->quiet)

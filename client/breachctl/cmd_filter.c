@@ -43,7 +43,7 @@ static const ctl_usage filter_usage[] = {
      "input's count histogram (keys seen at least 1, 2, 10, 100, 1000, 10000 times)."},
     {"filter build",
      "--kind url-sha256 --output FILE\n"
-     "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "          --input FEED[=[CATEGORY][:FORMAT]]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
      "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...\n"
@@ -51,16 +51,18 @@ static const ctl_usage filter_usage[] = {
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
-     "categories; with --base, a delta of an offline set). FORMAT: " BR_FEED_FORMAT_NAMES
-     ". CATEGORY: [a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY
-     "; the first --input listing an expression sets its category."},
+     "categories; with --base, a delta of an offline set). FORMAT: "
+     BR_FEED_FORMAT_NAMES " (:FORMAT for one feed, --format for the others). CATEGORY: "
+     "[a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY "; the first --input listing "
+     "an expression sets its category. Feeds may be gzip or bzip2 data (told by their "
+     "content; bzip2 from a file, not a pipe)."},
     {"filter build",
      "--merge BASE DELTA... --output FILE [--kind KIND] [--generation N]\n"
      "          [--source TEXT]",
      "Consolidates a base and its deltas into one layered filter that answers as "
      "they did; later deltas may name it as their base."},
     {"filter add",
-     "FILE --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
+     "FILE --input FEED[=[CATEGORY][:FORMAT]]... [--ranges-dir DIR]\n"
      "          [--format FORMAT [--column N|NAME]] [--skip-bad] [--max-bad N|P%]\n"
      "          [--allow-empty] [--generation N] [--source TEXT]",
      "Adds feeds to a url-sha256 filter: a new generation; the old file is kept "

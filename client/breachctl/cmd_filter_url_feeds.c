@@ -3,12 +3,16 @@
  * (--input, --format, --column, --skip-bad, --max-bad, --allow-empty) and
  * reading them through lib/url/url_feed.h; see filter_url_feeds.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "breachctl.h"
+#include "filter/input_src.h"
 #include "filter_url_feeds.h"
 #include "core/util.h"
 
@@ -47,19 +51,108 @@ static void print_skipped(const char *name, const br_feed_stats *st)
 static bool too_many_bad(const char *cmd, const feeds *f, const char *name, const br_feed_stats *st)
 {
     uint64_t entry_lines = st->lines - st->comments;
-    uint64_t limit = f->max_bad_pct >= 0 ? (uint64_t)((double)entry_lines * f->max_bad_pct / 100.0)
-                                         : f->max_bad;
+    uint64_t limit =
+        f->max_bad_pct >= 0 ? (uint64_t)((double)entry_lines * f->max_bad_pct / 100.0) : f->max_bad;
     if (st->bad <= limit)
         return false;
-    ctl_err("%s: %s: %" PRIu64 " of %" PRIu64 " entry lines are bad, more than --max-bad allows (%"
-            PRIu64 "); nothing was written (wrong --format?)",
+    ctl_err("%s: %s: %" PRIu64 " of %" PRIu64
+            " entry lines are bad, more than --max-bad allows (%" PRIu64
+            "); nothing was written (wrong --format?)",
             cmd, name, st->bad, entry_lines, limit);
     return true;
 }
 
+/* ---- one feed, decompressed --------------------------------------------------- */
+
+/* A feed as a stdio stream over the decompressing input
+ * (filter/input_src.h): gzip and bzip2 feeds are read as they are, told by
+ * their content. */
+typedef struct zfeed {
+    br_input_src *src;
+    br_error err; /* the decompression's error, when a read failed */
+    int failed;   /* its code (a negative errno), or 0 */
+} zfeed;
+
+static ssize_t zfeed_read(void *cookie, char *buf, size_t size)
+{
+    zfeed *z = cookie;
+    int n = br_input_src_read(z->src, (uint8_t *)buf, BR_MIN(size, (size_t)INT_MAX), 0, &z->err);
+    if (n < 0) {
+        z->failed = n;
+        errno = -n;
+        return -1;
+    }
+    return n;
+}
+
+int read_feed_file(br_feedset *fs, const char *path, const char *cat, const br_feed_opts *o,
+                   br_feed_stats *st, br_error *err)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    zfeed z = {0};
+    int r = br_input_src_open(fd, name, &z.src, err);
+    FILE *in = NULL;
+    if (r == 0) {
+        in = fopencookie(&z, "r", (cookie_io_functions_t){.read = zfeed_read});
+        r = in ? 0 : br_error_set(err, -ENOMEM, "out of memory");
+    }
+    if (r == 0)
+        r = br_feedset_read(fs, in, name, cat, o, st, err);
+    if (in)
+        fclose(in);
+    if (z.failed) /* its reason, rather than the reader's "read error" */
+        r = br_error_set(err, z.failed, "%s", z.err.text);
+    br_input_src_close(z.src);
+    if (!is_stdin)
+        close(fd);
+    return r;
+}
+
+/* --column goes with the feeds read as csv (--format csv, or FEED=:csv),
+ * and every such feed needs it: 0, or -1 after a message. */
+static int check_columns(const char *cmd, const feeds *f, const br_feed_format *fmts, size_t n)
+{
+    size_t csv = 0;
+    for (size_t i = 0; i < n; i++)
+        csv += fmts[i] == BR_FEED_CSV;
+    if (f->opts.column && csv == 0) {
+        ctl_err("%s: --column goes with --format csv (or an --input FEED=CATEGORY:csv)", cmd);
+        return -1;
+    }
+    if (csv && !f->opts.column) {
+        ctl_err("%s: --format csv needs --column N (1-based) or --column NAME (a header name)",
+                cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every --input into its path (malloc'd: the caller frees paths[0..*n)),
+ * category and format (its :FORMAT, or --format's): 0, or EXIT_ERROR after
+ * a message naming the input. */
+static int split_inputs(const char *cmd, const feeds *f, char **paths,
+                        char (*cats)[BR_FEED_CATEGORY_MAX + 1], br_feed_format *fmts, size_t *n)
+{
+    br_error err = {{0}};
+    for (*n = 0; *n < f->n; (*n)++) {
+        size_t i = *n;
+        if (br_feed_split_input(f->args[i], &paths[i], cats[i], &fmts[i], &err) < 0) {
+            ctl_err("%s: --input %s", cmd, err.text);
+            return EXIT_ERROR;
+        }
+        if (fmts[i] == BR_FEED_AUTO)
+            fmts[i] = f->opts.format;
+    }
+    return 0;
+}
+
 /* Read every feed into a finished set; prints a line per feed. */
 int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fst,
-                      uint64_t *bad_total)
+               uint64_t *bad_total)
 {
     br_error err = {{0}};
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
@@ -73,19 +166,15 @@ int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fs
     /* Check every argument before reading any feed. */
     char *paths[MAX_INPUTS];
     char cats[MAX_INPUTS][BR_FEED_CATEGORY_MAX + 1];
+    br_feed_format fmts[MAX_INPUTS];
     size_t n = 0;
-    int status = 0;
-    for (; n < f->n; n++) {
-        if (br_feed_split_arg(f->args[n], &paths[n], cats[n], &err) < 0) {
-            ctl_err("%s: --input %s", cmd, err.text);
-            status = EXIT_ERROR;
-            break;
-        }
-    }
+    int status = split_inputs(cmd, f, paths, cats, fmts, &n);
     *bad_total = 0;
     for (size_t i = 0; status == 0 && i < n; i++) {
         br_feed_stats st = {0};
-        int r = br_feedset_read(fs, paths[i], cats[i], &f->opts, &st, &err);
+        br_feed_opts o = f->opts;
+        o.format = fmts[i];
+        int r = read_feed_file(fs, paths[i], cats[i], &o, &st, &err);
         if (r < 0) {
             ctl_err("%s", err.text[0] ? err.text : strerror(-r));
             status = EXIT_ERROR;
@@ -121,7 +210,8 @@ int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fs
     br_feedset_finish(fs, fst);
     if (br_feedset_count(fs) == 0 && !f->allow_empty) {
         ctl_err("%s: the feeds hold no entry; an empty filter blocks nothing: --allow-empty "
-                "builds one anyway (nothing was written)", cmd);
+                "builds one anyway (nothing was written)",
+                cmd);
         return EXIT_ERROR;
     }
     *out = BR_TAKE_PTR(fs);
@@ -169,16 +259,18 @@ bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst)
     return parse_max_bad(cmd, arg, f);
 }
 
-/* Defaults and cross-checks once every option is read. */
+/* Defaults and cross-checks once every option is read: the inputs parse,
+ * and --column goes with the feeds read as csv. */
 int check_feed_options(const char *cmd, const feeds *f)
 {
-    if (f->opts.column && f->opts.format != BR_FEED_CSV) {
-        ctl_err("%s: --column goes with --format csv", cmd);
-        return EXIT_ERROR;
-    }
-    if (f->opts.format == BR_FEED_CSV && !f->opts.column) {
-        ctl_err("%s: --format csv needs --column N (1-based) or --column NAME (a header name)", cmd);
-        return EXIT_ERROR;
-    }
-    return 0;
+    static char *paths[MAX_INPUTS];
+    static char cats[MAX_INPUTS][BR_FEED_CATEGORY_MAX + 1];
+    static br_feed_format fmts[MAX_INPUTS];
+    size_t n = 0;
+    int status = split_inputs(cmd, f, paths, cats, fmts, &n);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    if (status == 0 && check_columns(cmd, f, fmts, n) < 0)
+        status = EXIT_ERROR;
+    return status;
 }

@@ -36,8 +36,9 @@ static const char *feed_of_category(const char *const *args, size_t n, const cha
 {
     for (size_t i = 0; i < n; i++) {
         char *path = NULL, cat[BR_FEED_CATEGORY_MAX + 1];
+        br_feed_format fmt;
         br_error err = {{0}};
-        if (br_feed_split_arg(args[i], &path, cat, &err) < 0)
+        if (br_feed_split_input(args[i], &path, cat, &fmt, &err) < 0)
             continue;
         free(path);
         if (!strcmp(cat, category))

@@ -31,6 +31,11 @@ typedef struct feeds {
  * feed than --max-bad allows, no entry at all without --allow-empty. */
 int read_feeds(const char *cmd, feeds *f, br_feedset **out, br_feedset_stats *fst,
                uint64_t *bad_total);
+/* Read one feed (path, or "-": standard input) into fs under cat, gzip and
+ * bzip2 told by their content (filter/input_src.h): 0, or a negative errno
+ * with err naming the feed. */
+int read_feed_file(br_feedset *fs, const char *path, const char *cat, const br_feed_opts *o,
+                   br_feed_stats *st, br_error *err);
 /* Cross-checks once every option is read (--column with csv): 0 or EXIT_ERROR. */
 int check_feed_options(const char *cmd, const feeds *f);
 
@@ -41,7 +46,7 @@ bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst);
 /* The ctl_opt rows of the feed options, shared by build and add: they fill
  * the feeds *f. */
 #define FEED_OPTS(f)                                                                               \
-    CTL_LIST("input", (f)->args, &(f)->n, MAX_INPUTS, "more than 4096 --input options"),          \
-        CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),               \
-        CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),      \
+    CTL_LIST("input", (f)->args, &(f)->n, MAX_INPUTS, "more than 4096 --input options"),           \
+        CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),              \
+        CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),       \
         CTL_FLAG("allow-empty", &(f)->allow_empty)

@@ -17,6 +17,7 @@
 #include "breachctl.h"
 #include "conf_values.h"
 #include "core/util.h"
+#include "filter_url_feeds.h"
 #include "publish.h"
 #include "url/url_feed.h"
 
@@ -228,7 +229,7 @@ static int parse_body(const pub_feed *f, const char *path, pub_key **keys, size_
     br_feed_opts o = {.format = BR_FEED_AUTO};
     if (br_feedset_new(&fs) < 0 || br_feed_format_from_name(f->format, &o.format) < 0)
         return -ENOMEM;
-    int r = br_feedset_read(fs, path, f->category, &o, NULL, err);
+    int r = read_feed_file(fs, path, f->category, &o, NULL, err); /* .gz, .bz2 too */
     if (r < 0)
         return r;
     br_feedset_stats st;

@@ -99,6 +99,7 @@ typedef struct dm_result {
     char message[DM_MESSAGE_MAX]; /* refused: what the user sees, and what the
                                    * server logs: never the count */
     char log[DM_LOG_MAX];         /* an error or unknown: one log line; else empty */
+    bool fail_open;               /* accepted unchecked (on_error / on_unknown allow) */
 } dm_result;
 
 /* The decision (no I/O). */
@@ -127,3 +128,23 @@ void dm_ask_banned(const dm_options *o, const char *password, size_t len, const 
  * dm_decide. names may be NULL. */
 void dm_check_user(const dm_options *o, const char *password, size_t len, const dm_names *names,
                    dm_result *r);
+
+/* The fail-open lines for the server's log (dm_result.log with fail_open),
+ * at most one a minute per module, as breachd-squid-helper's
+ * (docs/operations.md): while breachd is down every password change would
+ * log one, and a server's log must not fill with them (a refusal is logged
+ * each time: the user sees it fail). A line within a minute of the last one logged is
+ * counted instead; the next line logged says how many were held back, and
+ * so does a flush (a module's close). dirmod_log.c. */
+#define DM_LOG_INTERVAL_NS (60ull * 1000000000ull)
+typedef struct dm_log_limit {
+    bool logged;      /* a line went out, at last_ns */
+    uint64_t last_ns; /* monotonic */
+    uint64_t held;    /* lines counted since */
+} dm_log_limit;
+
+/* true: log out (line, and the count held back before it); false: counted. */
+bool dm_log_limit_take(dm_log_limit *l, uint64_t now_ns, const char *line, char *out,
+                       size_t out_size);
+/* true: log out, the count held back since the last line (then zero). */
+bool dm_log_limit_flush(dm_log_limit *l, char *out, size_t out_size);

@@ -135,12 +135,12 @@ static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r)
                  "Password rejected: it has been seen in data breaches");
         return;
     case DM_UNKNOWN:
-        r->accept = o->on_unknown == DM_ALLOW;
+        r->accept = r->fail_open = o->on_unknown == DM_ALLOW;
         snprintf(r->log, sizeof(r->log), "breachd could not resolve a check (%s): %s", a->reason,
                  r->accept ? "accepted (on_unknown=allow)" : "refused");
         break;
     default:
-        r->accept = o->on_error == DM_ALLOW;
+        r->accept = r->fail_open = o->on_error == DM_ALLOW;
         snprintf(r->log, sizeof(r->log), "cannot check a password with breachd: %s: %s", a->reason,
                  r->accept ? "accepted (on_error=allow)" : "refused");
         break;

@@ -25,6 +25,7 @@
 
 #include <krb5/pwqual_plugin.h>
 
+#include "core/util.h"
 #include "dirmod/dirmod.h"
 
 krb5_error_code pwqual_breachd_initvt(krb5_context context, int maj_ver, int min_ver,
@@ -33,6 +34,7 @@ krb5_error_code pwqual_breachd_initvt(krb5_context context, int maj_ver, int min
 struct krb5_pwqual_moddata_st {
     dm_options opts;
     char bad[DM_MESSAGE_MAX]; /* a bad option: every check refused, saying this */
+    dm_log_limit limit;       /* the log lines, at most one a minute */
 };
 
 /* One line for the server's log: kadmind's own logger (its [logging]
@@ -46,6 +48,14 @@ static void log_line(const char *line)
         klog(LOG_WARNING, "pwqual breachd: %s", line);
     else
         syslog(LOG_AUTHPRIV | LOG_WARNING, "pwqual breachd: %s", line);
+}
+
+/* A fail-open line, at most one a minute (dm_log_limit). */
+static void log_limited(krb5_pwqual_moddata d, const char *line)
+{
+    char out[DM_LOG_MAX + 80];
+    if (dm_log_limit_take(&d->limit, br_now_ns(), line, out, sizeof(out)))
+        log_line(out);
 }
 
 static void read_options(krb5_context ctx, krb5_pwqual_moddata d)
@@ -100,7 +110,9 @@ static krb5_error_code breachd_check(krb5_context ctx, krb5_pwqual_moddata d, co
         return KADM5_PASS_Q_GENERIC;
     }
     dm_check_user(&d->opts, password, strlen(password), &names, &r);
-    if (r.log[0])
+    if (r.log[0] && r.fail_open)
+        log_limited(d, r.log);
+    else if (r.log[0])
         log_line(r.log);
     if (r.accept)
         return 0;
@@ -112,6 +124,9 @@ static krb5_error_code breachd_check(krb5_context ctx, krb5_pwqual_moddata d, co
 static void breachd_close(krb5_context ctx, krb5_pwqual_moddata d)
 {
     (void)ctx;
+    char line[DM_LOG_MAX];
+    if (dm_log_limit_flush(&d->limit, line, sizeof(line)))
+        log_line(line);
     free(d);
 }
 

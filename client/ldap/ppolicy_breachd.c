@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <syslog.h>
 
+#include "core/util.h"
 #include "dirmod/dirmod.h"
 
 /* The structures of the interface, as liblber and slapd (OpenLDAP's
@@ -76,12 +77,23 @@ static void log_line(const char *what, const char *text)
     const int *debug = dlsym(RTLD_DEFAULT, "slap_debug");
     const int *sys = dlsym(RTLD_DEFAULT, "ldap_syslog");
     debug_fn lutil_debug = (debug_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "lutil_debug");
-    char line[DM_LOG_MAX + 64];
+    char line[DM_LOG_MAX + 200];
     snprintf(line, sizeof(line), "ppolicy breachd: %s%s", what, text);
     if (debug && *debug && lutil_debug)
         lutil_debug(*debug, -1, "%s\n", line);
     if (!debug || !sys || *sys)
         syslog(LOG_WARNING, "%s", line);
+}
+
+/* A fail-open line, at most one a minute (dm_log_limit). The state lives
+ * as long as slapd: the module is linked with -z nodelete, as slapd 2.5
+ * dlopens and dlcloses it for every check; slapd serializes the calls. */
+static void log_limited(const char *line)
+{
+    static dm_log_limit limit;
+    char out[DM_LOG_MAX + 80];
+    if (dm_log_limit_take(&limit, br_now_ns(), line, out, sizeof(out)))
+        log_line("", out);
 }
 
 /* The message for the client, both ways (above). Reading the first word
@@ -144,7 +156,9 @@ int check_password(char *passwd, void *errmsg, Entry *entry, struct berval *arg)
     }
     entry_names(entry, &names);
     dm_check_user(&o, passwd, strlen(passwd), &names, &r);
-    if (r.log[0])
+    if (r.log[0] && r.fail_open)
+        log_limited(r.log);
+    else if (r.log[0])
         log_line("", r.log);
     if (r.accept)
         return BD_LDAP_SUCCESS;

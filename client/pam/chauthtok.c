@@ -7,9 +7,10 @@
  * password from PAM_AUTHTOK when an earlier module set it, or prompts for it
  * itself (check first, then ask to retype it, so a refused password is typed
  * once), and leaves it in PAM_AUTHTOK for the modules after it (pam_unix
- * use_authtok). root changing a password gets the message as a warning
- * unless enforce_for_root is set. An exempt user is prompted the same way,
- * without a check.
+ * use_authtok). A refused password is asked for again, up to retry=N times,
+ * even when an earlier module asked first, unless use_authtok is given. root changing a password
+ * gets the message as a warning unless enforce_for_root is set. An exempt user is prompted the same
+ * way, without a check.
  *
  * The password is never copied here: libpam owns PAM_AUTHTOK, the client
  * library hashes it and wipes its own copies. Nothing logged holds the
@@ -70,30 +71,30 @@ static void log_outcome(pam_handle_t *pamh, const pb_options *o, const pb_outcom
     case PB_ACCEPT:
         if (res->similar)
             pb_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
-                       "user %s: new password %s: it is a small change of a popular breached "
-                       "password (similar=%s)",
-                       user, refused ? what : "accepted with a warning",
-                       o->similar == PB_SIMILAR_REJECT ? "reject" : "warn");
+                      "user %s: new password %s: it is a small change of a popular breached "
+                      "password (similar=%s)",
+                      user, refused ? what : "accepted with a warning",
+                      o->similar == PB_SIMILAR_REJECT ? "reject" : "warn");
         else if (o->debug)
             pb_syslog(pamh, LOG_DEBUG, "user %s: new password accepted: %s", user,
-                       res->count ? "in known breaches, but fewer times than min_count"
-                                  : "not in known breaches");
+                      res->count ? "in known breaches, but fewer times than min_count"
+                                 : "not in known breaches");
         break;
     case PB_PWNED:
         pb_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
-                   "user %s: new password %s: it appears in known data breaches", user, what);
+                  "user %s: new password %s: it appears in known data breaches", user, what);
         break;
     case PB_UNKNOWN:
         pb_syslog(pamh, LOG_WARNING,
-                   "user %s: breachd could not check the new password (UNKNOWN %s); "
-                   "on_unknown=%s: %s",
-                   user, res->reason, pb_policy_name(o->on_unknown), what);
+                  "user %s: breachd could not check the new password (UNKNOWN %s); "
+                  "on_unknown=%s: %s",
+                  user, res->reason, pb_policy_name(o->on_unknown), what);
         break;
     case PB_ERROR:
         pb_syslog(pamh, LOG_ERR,
-                   "user %s: cannot check the new password with breachd at %s: "
-                   "%s; on_error=%s: %s",
-                   user, o->socket, res->detail, pb_policy_name(o->on_error), what);
+                  "user %s: cannot check the new password with breachd at %s: "
+                  "%s; on_error=%s: %s",
+                  user, o->socket, res->detail, pb_policy_name(o->on_error), what);
         break;
     }
 }
@@ -116,7 +117,7 @@ static int prelim_check(pam_handle_t *pamh, const pb_options *o, bool enforced)
     char msg[256];
     pb_refusal_message(&res, msg, sizeof(msg));
     pb_syslog(pamh, LOG_ERR, "preliminary check: breachd at %s is not usable: %s; on_error=deny",
-               o->socket, res.detail);
+              o->socket, res.detail);
     pam_error(pamh, "%s", msg);
     return PAM_TRY_AGAIN;
 }
@@ -138,7 +139,7 @@ static void clear_at_end(pam_handle_t *pamh, void *data, int status)
         pb_grace_forget(pamh, d->state, d->user) > 0) {
         pb_user_buf ub;
         pb_syslog(pamh, LOG_NOTICE, "user %s: password changed: grace period ended",
-                   pb_user_name(pamh, &ub));
+                  pb_user_name(pamh, &ub));
     }
     free(d->state);
     free(d->user);
@@ -193,10 +194,17 @@ static int check_new(pam_handle_t *pamh, const pb_options *o, const char *tok, b
     if (!enforced)
         return PAM_SUCCESS;
     pam_set_item(pamh, PAM_AUTHTOK, NULL);
-    /* A password from an earlier module cannot be asked again here (that
-     * would bypass the module that chose it), and a daemon that cannot be
-     * asked will not be fixed by retyping. */
-    return preset || res.v == PB_ERROR ? PAM_AUTHTOK_ERR : PAM_TRY_AGAIN;
+    /* As pam_pwquality: a refused password is asked again, even one an
+     * earlier module asked for, unless use_authtok says that module alone
+     * prompts. A daemon that cannot be asked will not be fixed by retyping. */
+    return (preset && o->use_authtok) || res.v == PB_ERROR ? PAM_AUTHTOK_ERR : PAM_TRY_AGAIN;
+}
+
+/* Has an earlier module (or an earlier try) set the new password? */
+static bool has_authtok(pam_handle_t *pamh)
+{
+    const void *item = NULL;
+    return pam_get_item(pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item;
 }
 
 static int update_authtok(pam_handle_t *pamh, const pb_options *o, bool enforced, bool exempt)
@@ -204,25 +212,25 @@ static int update_authtok(pam_handle_t *pamh, const pb_options *o, bool enforced
     pb_user_buf ub;
     const void *item = NULL;
     const char *user = NULL;
-    bool preset = pam_get_item(pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item;
     if (pam_get_item(pamh, PAM_USER, &item) == PAM_SUCCESS)
         user = item;
-    if (o->debug)
-        pb_syslog(pamh, LOG_DEBUG, "%s",
-                   preset           ? "new password set by an earlier module"
-                   : o->use_authtok ? "use_authtok but no new password yet"
-                                    : "no new password yet: prompting");
 
     for (int tries = 0; tries < o->retry; tries++) {
         const char *tok = NULL;
+        bool preset = has_authtok(pamh);
+        if (o->debug)
+            pb_syslog(pamh, LOG_DEBUG, "%s",
+                      preset           ? "new password set by an earlier module"
+                      : o->use_authtok ? "use_authtok but no new password yet"
+                                       : "no new password yet: prompting");
         int r = pam_get_authtok_noverify(pamh, &tok, NULL);
         if (r != PAM_SUCCESS || !tok) {
             if (o->use_authtok && !preset)
                 pb_syslog(pamh, LOG_ERR,
-                           "use_authtok: no earlier module in the stack set a new password");
+                          "use_authtok: no earlier module in the stack set a new password");
             else if (r == PAM_AUTHTOK_ERR || r == PAM_CONV_ERR || !tok)
                 pb_syslog(pamh, LOG_INFO, "user %s aborted the password change",
-                           pb_user_name(pamh, &ub));
+                          pb_user_name(pamh, &ub));
             else
                 pb_syslog(pamh, LOG_ERR, "cannot get the new password: %s", pam_strerror(pamh, r));
             return PAM_AUTHTOK_ERR;

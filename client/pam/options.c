@@ -166,7 +166,7 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         .min_count = 1,
         .on_unknown = fail,
         .on_error = fail,
-        .retry = 1,
+        .retry = 3,
         .action = PB_FORCE,
         .state = PB_DEFAULT_STATE,
         .similar = PB_SIMILAR_WARN,

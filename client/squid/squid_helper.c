@@ -42,8 +42,8 @@
 typedef struct req {
     struct req *next;
     char channel[SQUID_CHANNEL_SIZE]; /* "" without concurrency */
-    uint64_t id;          /* our request id on the daemon connection; 0 = not sent */
-    uint64_t deadline_ms; /* give up (BH) after this */
+    uint64_t id;                      /* our request id on the daemon connection; 0 = not sent */
+    uint64_t deadline_ms;             /* give up (BH) after this */
     size_t url_len;
     char url[]; /* NUL-terminated */
 } req;
@@ -56,14 +56,16 @@ typedef struct req {
 #define RECONNECT_BUSY_MS 100u
 #define EXPIRE_EVERY_MS 100
 /* breachd's text for secret-class (daemon/url_check.c). */
-#define SECRET_DETAIL "e-mail addresses are never looked up" /* how often requests in flight are checked against --timeout */
+#define SECRET_DETAIL                                                                              \
+    "e-mail addresses are never looked up" /* how often requests in flight are checked against     \
+                                              --timeout */
 
 typedef struct helper {
     const char *socket_path;
     bool unknown_blocks;
     unsigned max_inflight;
     int timeout_ms;
-    int fd;                /* daemon connection, -1 when down */
+    int fd; /* daemon connection, -1 when down */
     uint64_t next_id;
     uint64_t reconnect_at; /* ms */
     uint64_t last_attempt; /* ms: the last connect() or disconnection */
@@ -496,7 +498,8 @@ static void expire(helper *h)
         }
         sent_unlink(h, pp);
         if (!h->warned_slow)
-            fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n", h->timeout_ms);
+            fprintf(stderr, "breachd-squid-helper: breachd did not answer within %d ms\n",
+                    h->timeout_ms);
         h->warned_slow = true;
         reply(r, "BH message=\"breachd did not answer in time\"");
         req_free(r);
@@ -507,6 +510,31 @@ static void usage(FILE *f)
 {
     fprintf(f, "Usage: breachd-squid-helper [--socket PATH] [--on-unknown=block|allow]\n"
                "                            [--max-inflight N] [--timeout MS]\n");
+}
+
+static void help(void)
+{
+    usage(stdout);
+    printf("\n"
+           "Squid's external ACL helper backed by breachd: reads \"[ID] URL\" lines from Squid\n"
+           "(concurrency or not) and answers OK (blocked: the ACL matches), ERR (not\n"
+           "blocked) or BH (breachd cannot be asked), with message= and tag=.\n"
+           "\n"
+           "Options:\n"
+           "  --socket PATH          breachd's socket (default $BREACHD_SOCKET, else\n"
+           "                         %s)\n"
+           "  --on-unknown=block|allow\n"
+           "                         what an UNKNOWN answer is: OK tag=unknown, or ERR\n"
+           "                         (the default: allow)\n"
+           "  --max-inflight N       requests sent to breachd and not yet answered, at\n"
+           "                         most (1 to 65536, default 256)\n"
+           "  --timeout MS           no answer this long after Squid asked: BH (default\n"
+           "                         10000)\n"
+           "  -h, --help             this text\n"
+           "  --version              print the version\n"
+           "Exit status: 0 at the end of Squid's input, 2 a usage error.\n"
+           "See breachd-squid-helper(8).\n",
+           BREACHD_DEFAULT_SOCKET);
 }
 
 /* The options into h: -1 to go on, else the exit status (after --help,
@@ -553,7 +581,7 @@ static int parse_args(helper *h, int argc, char **argv)
             printf("breachd-squid-helper %s\n", BREACHD_VERSION);
             return 0;
         case 'h':
-            usage(stdout);
+            help();
             return 0;
         default:
             usage(stderr);
@@ -610,7 +638,8 @@ static void run(helper *h)
         /* Wake up for reconnecting, and every EXPIRE_EVERY_MS while
          * requests wait for an answer. */
         int wait = h->fd < 0 ? (int)BR_MAX((int64_t)h->reconnect_at - (int64_t)now_ms(), 1)
-                             : h->sent || h->queue ? EXPIRE_EVERY_MS : 1000;
+                   : h->sent || h->queue ? EXPIRE_EVERY_MS
+                                         : 1000;
         if (poll(p, 2, wait) < 0 && errno != EINTR)
             break;
         h->now = now_ms();

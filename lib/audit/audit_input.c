@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <string.h>
 
-
 #include "audit_input.h"
 #include "core/util.h"
 
@@ -109,6 +108,59 @@ static bool decimal(const field *f)
     return true;
 }
 
+/* A RID, or a SID ending in one (S-1-5-21-...-1103): secretsdump forks that
+ * print the account's SID in the RID's place. */
+static bool rid_field(const field *f)
+{
+    if (decimal(f))
+        return true;
+    if (f->n < 6 || memcmp(f->p, "S-1-", 4) != 0)
+        return false;
+    size_t last = f->n;
+    while (last > 4 && f->p[last - 1] != '-')
+        last--;
+    for (size_t i = 4; i < last; i++)
+        if (!(f->p[i] == '-' || (f->p[i] >= '0' && f->p[i] <= '9')))
+            return false;
+    return decimal(&(field){f->p + last, f->n - last});
+}
+
+static size_t skip_blanks(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+/* The end of the token at i (up to a blank). */
+static size_t token_end(const char *s, size_t len, size_t i)
+{
+    while (i < len && s[i] != ' ' && s[i] != '\t')
+        i++;
+    return i;
+}
+
+/* NetExec's and CrackMapExec's log prefix, "SMB  10.0.0.5  445  DC01  "
+ * (protocol, address, port, host name) before a dump line or a progress
+ * line: its length, or 0 for a line without one. */
+static size_t log_prefix(const char *s, size_t len)
+{
+    static const char *const protocols[] = {"SMB", "LDAP", "LDAPS", "WINRM", "MSSQL", "SSH",
+                                            "RDP", "WMI",  "FTP",   "VNC",   "NFS"};
+    size_t e = token_end(s, len, 0);
+    bool known = false;
+    for (size_t i = 0; i < sizeof(protocols) / sizeof(protocols[0]); i++)
+        known |= e == strlen(protocols[i]) && memcmp(s, protocols[i], e) == 0;
+    if (!known || e == len)
+        return 0;
+    size_t a = skip_blanks(s, len, e), ae = token_end(s, len, a);  /* address */
+    size_t p = skip_blanks(s, len, ae), pe = token_end(s, len, p); /* port */
+    size_t h = skip_blanks(s, len, pe), he = token_end(s, len, h); /* host name */
+    if (ae == a || pe - p > 5 || !decimal(&(field){s + p, pe - p}) || he == h || he == len)
+        return 0;
+    return skip_blanks(s, len, he);
+}
+
 /* Nothing to audit in any format: blank, a comment, secretsdump's banner
  * and progress lines. */
 static bool noise(const char *s, size_t len)
@@ -174,7 +226,7 @@ static br_audit_format detect(const fields *fs, const char *name, size_t name_le
     if (fs->n >= 6 && fs->f[4].n >= 2 && fs->f[4].p[0] == '[' &&
         fs->f[4].p[fs->f[4].n - 1] == ']' && starts(&fs->f[5], "LCT-"))
         return BR_AUDIT_PDBEDIT;
-    if (fs->n >= 4 && decimal(&fs->f[1]))
+    if (fs->n >= 4 && rid_field(&fs->f[1]))
         return memchr(name, '\\', name_len) ? BR_AUDIT_SECRETSDUMP : BR_AUDIT_PWDUMP;
     return BR_AUDIT_AUTO;
 }
@@ -229,9 +281,12 @@ static int parse_sam(br_audit_format fmt, const fields *fs, br_audit_account *ac
     } else if (fs->n < 4) {
         return fail(why, "not a pwdump or secretsdump line (NAME:RID:LMHASH:NTHASH:::)");
     }
-    if (!decimal(&fs->f[1]))
-        return fail(why, fmt == BR_AUDIT_PDBEDIT ? "the UID (field 2) is not a decimal number"
-                                                 : "the RID (field 2) is not a decimal number");
+    if (fmt == BR_AUDIT_PDBEDIT ? !decimal(&fs->f[1]) : !rid_field(&fs->f[1]))
+        return fail(why, fmt == BR_AUDIT_PDBEDIT
+                             ? "the UID (field 2) is not a decimal number"
+                             : "the RID (field 2) is not a decimal number or a SID: pwdump and "
+                               "secretsdump lines are NAME:RID:LMHASH:NTHASH::: (for another "
+                               "layout, write NAME:NTHASH lines and use --format user-hash)");
     const field *lm = &fs->f[2], *nt = &fs->f[3];
     uint8_t ignored[BR_NT_LEN];
     bool lm_ok = no_hash(lm, fmt) || decode_hash(lm, BR_NT_LEN, ignored);
@@ -252,6 +307,13 @@ int br_audit_parse_line(br_audit_format fmt, bool ntlm, const char *line, size_t
     *why = NULL;
     if (len > 0 && line[len - 1] == '\r')
         len--;
+    if (memchr(line, '\033', len))
+        return fail(why, "the line holds terminal colour codes (NetExec or CrackMapExec output "
+                         "saved from a terminal): audit the tool's own dump file (NetExec: "
+                         "~/.nxc/logs/*.ntds, *.sam) or remove the codes first");
+    size_t pre = log_prefix(line, len);
+    line += pre;
+    len -= pre;
     if (noise(line, len))
         return BR_AUDIT_LINE_SKIP;
     if ((fmt == BR_AUDIT_AUTO || fmt == BR_AUDIT_SECRETSDUMP) && hex_dump(line, len)) {
@@ -325,6 +387,10 @@ int br_audit_read_line(br_audit_reader *r, const char *line, size_t len, br_audi
                        const char **why)
 {
     size_t n = len > 0 && line[len - 1] == '\r' ? len - 1 : len;
+    size_t pre = log_prefix(line, n); /* NetExec's dump lines: as secretsdump's */
+    line += pre;
+    len -= pre;
+    n -= pre;
     bool secretsdump = r->fmt == BR_AUDIT_AUTO || r->fmt == BR_AUDIT_SECRETSDUMP;
     if (secretsdump && n >= 4 && memcmp(line, "[*] ", 4) == 0 && holds(line, n, "Dumping ")) {
         r->section = holds(line, n, "LSA Secrets")           ? SEC_LSA

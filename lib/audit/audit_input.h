@@ -18,7 +18,13 @@
  *  - pdbedit:     Samba's `pdbedit -Lw`: NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-HEX:
  *  - user-hash:   NAME:HASH, the hash of the audit's kind (32 hex digits
  *                 for password-ntlm, 40 for password-sha1).
- * RID and UID are decimal. A hash is hex in any case. In pwdump and
+ * RID and UID are decimal; a RID may also be a SID ending in it
+ * (S-1-5-21-...-1103). Any " (key=value)" suffixes after the fields are
+ * ignored (-pwd-last-set, -user-status, a SID or an account type). Lines of
+ * NetExec and CrackMapExec (--ntds, --sam) start with a log prefix
+ * "SMB  ADDRESS  PORT  HOST  " (or LDAP, WINRM, ...): it is skipped and the
+ * rest read as above. A line with terminal colour codes is refused with the
+ * fix (the tool's own dump file). A hash is hex in any case. In pwdump and
  * secretsdump an NT field of "NO PASSWORD" followed by '*'s, and in
  * pdbedit one of 32 'X's, means the account has no NT hash. Blank lines
  * and lines starting with '#' are skipped in every format.

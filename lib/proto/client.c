@@ -86,7 +86,8 @@ static int connect_error(const char *path, int e, br_error *err)
                             path);
     const char *hint = "";
     if (e == ENOENT || e == ECONNREFUSED)
-        hint = "; is breachd running? (systemctl status breachd.socket)";
+        hint = "; is breachd running? (systemctl status breachd.socket; without systemd: "
+               "service breachd status)";
     else if (e == EACCES || e == EPERM)
         hint = "; add the user to the breachd group or to allowed_users";
     else if (e == ENOTSOCK)

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/util.h"
 #include "url_canon.h"
 #include "url_expr.h"
 #include "url_feed.h"
@@ -22,10 +23,8 @@
 const char *br_feed_format_name(br_feed_format f)
 {
 #define NAME_ROW(id, name) [BR_FEED_##id] = name,
-    static const char *const names[BR_FEED_FORMAT_COUNT] = {
-        [BR_FEED_AUTO] = "auto",
-        BR_FEED_FORMAT_LIST(NAME_ROW)
-    };
+    static const char *const names[BR_FEED_FORMAT_COUNT] = {[BR_FEED_AUTO] = "auto",
+                                                            BR_FEED_FORMAT_LIST(NAME_ROW)};
 #undef NAME_ROW
     return (unsigned)f < BR_FEED_FORMAT_COUNT ? names[f] : "?";
 }
@@ -54,15 +53,31 @@ bool br_feed_category_valid(const char *s)
     return true;
 }
 
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err)
+int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
+                        br_error *err)
 {
     const char *eq = strrchr(arg, '=');
     size_t plen = eq ? (size_t)(eq - arg) : strlen(arg);
-    const char *cat = eq ? eq + 1 : BR_FEED_DEFAULT_CATEGORY;
+    char cat[BR_FEED_CATEGORY_MAX + 2] = BR_FEED_DEFAULT_CATEGORY;
+    br_feed_format format = BR_FEED_AUTO;
+    if (eq) {
+        /* =CATEGORY, =CATEGORY:FORMAT or =:FORMAT (a category never holds ':') */
+        const char *colon = strchr(eq + 1, ':');
+        size_t clen = colon ? (size_t)(colon - eq - 1) : strlen(eq + 1);
+        if (!colon || clen) /* cut past the longest category: refused as such below */
+            snprintf(cat, sizeof(cat), "%.*s", (int)BR_MIN(clen, sizeof(cat) - 1), eq + 1);
+        if (colon && (!format_out || br_feed_format_from_name(colon + 1, &format) < 0))
+            return br_error_set(
+                err, -EINVAL,
+                format_out ? "'%s': the format after ':' must be one of " BR_FEED_FORMAT_NAMES
+                           : "'%s': a :FORMAT is not accepted here",
+                arg);
+    }
     if (!br_feed_category_valid(cat))
         return br_error_set(err, -EINVAL,
                             "'%s': the category after '=' must match [a-z0-9_-]{1,32} (a path "
-                            "containing '=' needs an explicit =CATEGORY)", arg);
+                            "containing '=' needs an explicit =CATEGORY)",
+                            arg);
     if (plen == 0)
         return br_error_set(err, -EINVAL, "'%s': no file name before '='", arg);
     char *p = strndup(arg, plen);
@@ -70,6 +85,8 @@ int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error 
         return br_error_set(err, -ENOMEM, "out of memory");
     snprintf(cat_out, BR_FEED_CATEGORY_MAX + 1, "%s", cat);
     *path_out = p;
+    if (format_out)
+        *format_out = format;
     return 0;
 }
 
@@ -144,8 +161,9 @@ static int host_expression(const char *entry, size_t len, char **expr, br_error 
             n -= 2;
         }
         if (!br_feed_is_ip_address(s, n) || memchr(s, '%', n))
-            return br_error_set(err, -EINVAL, "not a host name (a domain entry has no scheme, "
-                                              "port or path)");
+            return br_error_set(err, -EINVAL,
+                                "not a host name (a domain entry has no scheme, "
+                                "port or path)");
         if (asprintf(&url, "http://[%.*s]/", (int)n, s) < 0)
             return br_error_set(err, -ENOMEM, "out of memory");
     } else {
@@ -222,7 +240,8 @@ static int br_feedset_category_index(br_feedset *fs, const char *category, uint8
                                      br_error *err)
 {
     if (!br_feed_category_valid(category))
-        return br_error_set(err, -EINVAL, "category '%s' does not match [a-z0-9_-]{1,32}", category);
+        return br_error_set(err, -EINVAL, "category '%s' does not match [a-z0-9_-]{1,32}",
+                            category);
     for (unsigned i = 0; i < fs->ncats; i++) {
         if (strcmp(fs->cats[i], category) == 0) {
             *idx = (uint8_t)i;
@@ -437,7 +456,8 @@ static int bad_line(reader *rd, uint64_t lineno, int code, const char *reason)
         char msg[sizeof(rd->err->text)];
         /* A long message is truncated; using the result keeps GCC's
          * -Wformat-truncation (on at -O2/-O3) quiet about that. */
-        if (snprintf(msg, sizeof(msg), "%s:%llu: %s", rd->name, (unsigned long long)lineno, reason) < 0)
+        if (snprintf(msg, sizeof(msg), "%s:%llu: %s", rd->name, (unsigned long long)lineno,
+                     reason) < 0)
             msg[0] = '\0';
         rd->o->on_bad(rd->o->ctx, msg);
     }
@@ -568,8 +588,8 @@ static int process_line(reader *rd, const char *s, size_t n, uint64_t lineno)
     }
     if (nf > 1)
         return bad_line(rd, lineno, -EINVAL, fields_hint(s, n, f));
-    br_feed_format rule = rd->format == BR_FEED_DOMAINS && !rd->lenient ? BR_FEED_DOMAINS
-                                                                         : BR_FEED_URLS;
+    br_feed_format rule =
+        rd->format == BR_FEED_DOMAINS && !rd->lenient ? BR_FEED_DOMAINS : BR_FEED_URLS;
     return add_entry(rd, rule, s, n, lineno, &bad);
 }
 
@@ -829,24 +849,17 @@ static int read_stream(reader *rd, FILE *in)
     return r;
 }
 
-int br_feedset_read(br_feedset *fs, const char *path, const char *category,
+int br_feedset_read(br_feedset *fs, FILE *in, const char *name, const char *category,
                     const br_feed_opts *opts, br_feed_stats *st, br_error *err)
 {
     static const br_feed_opts defaults = {0};
-    reader rd = {.fs = fs, .o = opts ? opts : &defaults, .err = err};
-    int r = br_feedset_category_index(fs, category ? category : BR_FEED_DEFAULT_CATEGORY, &rd.cat,
-                                      err);
+    reader rd = {.fs = fs, .o = opts ? opts : &defaults, .err = err, .name = name};
+    int r =
+        br_feedset_category_index(fs, category ? category : BR_FEED_DEFAULT_CATEGORY, &rd.cat, err);
     if (r < 0) /* the feed that brought one category too many, by name */
-        return br_error_prefix(err, r, "%s", strcmp(path, "-") == 0 ? "<stdin>" : path);
-    bool is_stdin = strcmp(path, "-") == 0;
-    rd.name = is_stdin ? "<stdin>" : path;
-    FILE *in = is_stdin ? stdin : fopen(path, "re");
-    if (!in)
-        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        return br_error_prefix(err, r, "%s", name);
     r = read_stream(&rd, in);
     br_fmt_state_free(rd.fmt);
-    if (!is_stdin)
-        fclose(in);
     if (st) {
         *st = rd.st;
         st->format = rd.format;

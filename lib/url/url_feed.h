@@ -57,6 +57,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -120,12 +121,16 @@ const char *br_feed_skip_name(br_feed_skip k);
 /* [a-z0-9_-]{1,32} */
 bool br_feed_category_valid(const char *s);
 
-/* Split "PATH=CATEGORY" at the last '=': when there is one, the part after
- * it must be a valid category (-EINVAL otherwise) and *path_out is a malloc'd
- * copy of the part before; without '=' the path is the whole argument and
- * the category BR_FEED_DEFAULT_CATEGORY. cat_out holds
- * BR_FEED_CATEGORY_MAX + 1 bytes. */
-int br_feed_split_arg(const char *arg, char **path_out, char *cat_out, br_error *err);
+/* Split "PATH=CATEGORY", "PATH=CATEGORY:FORMAT" or "PATH=:FORMAT" at the
+ * last '=': when there is one, the part after it must be a valid category,
+ * or empty before a ":FORMAT" (the default category), and FORMAT one of
+ * BR_FEED_FORMAT_NAMES (-EINVAL otherwise); *path_out is a malloc'd copy of
+ * the part before. Without '=' the path is the whole argument and the
+ * category BR_FEED_DEFAULT_CATEGORY. cat_out holds BR_FEED_CATEGORY_MAX + 1
+ * bytes; *format_out is the FORMAT, BR_FEED_AUTO when none was given.
+ * format_out NULL: a ":FORMAT" is refused. */
+int br_feed_split_input(const char *arg, char **path_out, char *cat_out, br_feed_format *format_out,
+                        br_error *err);
 
 /* The expression one entry stands for (malloc'd into *expr): for urls the
  * most specific lookup expression of the canonical URL free of e-mail
@@ -170,10 +175,12 @@ int br_feedset_new(br_feedset **out);
 void br_feedset_free(br_feedset *fs);
 BR_DEFINE_FREEP(br_feedset, br_feedset_free)
 
-/* Read one feed ("-": standard input, named "<stdin>" in messages) into the
- * set under category. st (may be NULL) receives this feed's counts. On error
- * the set may hold part of the feed: callers abandon the whole build. */
-int br_feedset_read(br_feedset *fs, const char *path, const char *category,
+/* Read one feed from in (it stays the caller's; breachctl's is a
+ * decompressing stream), named name in messages ("FILE:LINE: ..."), into
+ * the set under category. st (may be NULL) receives this feed's counts. On
+ * error the set may hold part of the feed: callers abandon the whole
+ * build. */
+int br_feedset_read(br_feedset *fs, FILE *in, const char *name, const char *category,
                     const br_feed_opts *opts, br_feed_stats *st, br_error *err);
 
 typedef struct br_feedset_stats {

@@ -20,6 +20,7 @@ BREACHD_PACKAGES=(
   strace  # no socket but Unix ones: tests/integration/test_offline_host.py; kills: test_faults_process.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
+  chromium  # renders breachctl audit --html: tests/integration/test_audit.py (html_report)
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba
@@ -28,6 +29,10 @@ BREACHD_PACKAGES=(
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
+# apt-get waits this long (seconds) for the dpkg lock that another apt-get,
+# unattended-upgrades or a package manager holds, instead of failing at once.
+APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-900}
+
 ensure_packages() {
   local missing=() p
   for p in "$@"; do
@@ -35,21 +40,68 @@ ensure_packages() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing missing packages: ${missing[*]}"
-  local sudo=()
+  local sudo=() alog
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  alog=$(mktemp "${TMPDIR:-/tmp}/breachd-apt.XXXXXX.log")
+  echo "  (apt-get's output: $alog; waiting up to ${APT_LOCK_TIMEOUT} s for the dpkg lock)" >&2
+  if ! { "${sudo[@]}" apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" update -qq &&
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" install -y -qq \
+      --no-install-recommends "${missing[@]}"; } >"$alog" 2>&1; then
+    tail -n 30 "$alog" >&2
+    log "apt-get failed (its whole output: $alog)"
+    return 1
+  fi
 }
 
-# build_dir DIR [meson setup options...]: configure once, then build.
+# progress LOG: ninja's output (stdin) into LOG; on a terminal, its latest
+# "[n/m] ..." step on one line that is rewritten in place, else nothing.
+progress() {
+  local line cols=80
+  if [ -t 2 ]; then
+    cols=$(tput cols 2>/dev/null || echo 80)
+    while IFS= read -r line; do
+      case $line in
+      \[*/*\]*) printf '\r\033[K  %s' "${line:0:$((cols - 3))}" >&2 ;;
+      esac
+    done < <(tee "$1")
+    printf '\r\033[K' >&2
+  else
+    cat >"$1"
+  fi
+}
+
+# build_dir DIR [meson setup options...]: configure once, then build. The
+# terminal shows one progress line and then a summary; meson's and ninja's
+# whole output goes to DIR/meson-logs/setup-output.log and build-output.log
+# (the lines that are not steps, the errors, are shown when the build fails).
 build_dir() {
   local dir=$1
   shift
   if [ ! -f "$dir/build.ninja" ]; then
     log "configuring $dir $*"
-    meson setup "$dir" "$@" >/dev/null
+    local slog
+    slog=$(mktemp "${TMPDIR:-/tmp}/breachd-setup.XXXXXX.log")
+    if ! meson setup "$dir" "$@" >"$slog" 2>&1; then
+      tail -n 40 "$slog" >&2
+      log "meson setup $dir failed (its whole output: $slog)"
+      return 1
+    fi
+    mv "$slog" "$dir/meson-logs/setup-output.log"
   fi
-  log "building $dir"
-  ninja -C "$dir"
+  local blog=$dir/meson-logs/build-output.log start=$SECONDS rc=0
+  log "building $dir (full log: $blog)"
+  ninja -C "$dir" 2>&1 | progress "$blog" || rc=$?
+  if [ $rc -ne 0 ]; then
+    grep -v '^\[[0-9]*/[0-9]*\] ' "$blog" | tail -n 60 >&2
+    log "building $dir failed (the whole log: $blog)"
+    return $rc
+  fi
+  local steps
+  steps=$(grep -c '^\[[0-9]*/[0-9]*\] ' "$blog" || true)
+  if [ "$steps" -eq 0 ]; then
+    echo "  $dir is up to date" >&2
+  else
+    echo "  $dir: $steps build steps in $((SECONDS - start)) s" >&2
+  fi
 }

@@ -92,9 +92,16 @@ static void read_feed(result *r, br_feed_format f, const char *column, bool skip
 {
     memset(r, 0, sizeof(*r));
     CHECK(br_feedset_new(&r->fs) == 0);
-    br_feed_opts o = {.format = f, .column = column, .skip_bad = skip_bad, .on_bad = on_bad,
-                      .on_cut = on_cut, .ctx = r};
-    r->rc = br_feedset_read(r->fs, feed_path, "phishing", &o, &r->st, &r->err);
+    br_feed_opts o = {.format = f,
+                      .column = column,
+                      .skip_bad = skip_bad,
+                      .on_bad = on_bad,
+                      .on_cut = on_cut,
+                      .ctx = r};
+    FILE *in = fopen(feed_path, "re");
+    CHECK(in != NULL);
+    r->rc = br_feedset_read(r->fs, in, feed_path, "phishing", &o, &r->st, &r->err);
+    fclose(in);
     br_feedset_finish(r->fs, &r->fst);
     CHECK(r->rc == 0 || r->rc == -EINVAL || r->rc == -EPERM || r->rc == -ENOMEM);
     if (r->rc < 0)

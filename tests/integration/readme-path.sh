@@ -72,6 +72,11 @@ done
 n=$(sed -n '/STATS: what explains/,/==> stopping/p' "$tmp/demo.log" | wc -l)
 [ "$n" -le 14 ] || fail "the demo's STATS part is $n lines"
 grep -q 'counters in all' "$tmp/demo.log" || fail "the demo does not say how to see every counter"
+# one screen after the build: the commands' own output is in demo.log
+n=$(sed -n '/making the demo data/,$p' "$tmp/demo.log" | wc -l)
+[ "$n" -le 50 ] || fail "the demo prints $n lines after the build, more than a screen"
+grep -q '^ninja: \|^\[[0-9]*/[0-9]*\] ' "$tmp/demo.log" && fail "the demo shows ninja's lines"
+[ -s "$tree/build-demo/meson-logs/build-output.log" ] || fail "no build log where the demo says"
 [ ! -e "$tree/build" ] || fail "the demo configured build/, which the install needs"
 
 step "build/ configured as scripts/test leaves it (meson's default prefix, /usr/local)"

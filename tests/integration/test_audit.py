@@ -7,12 +7,16 @@ its banner, progress, Kerberos and cleartext lines, Samba's pdbedit -Lw,
 NAME:NTHASH, NAME:SHA1 with --kind password-sha1), audited through a real
 breachd whose range API is nginx serving both HIBP corpora; output, JSON,
 --machines, exit statuses, errors, one request per distinct hash, no hash
-ever printed or logged. Fake daemons check the bulk lane (LANE bulk, then
+ever printed or logged, --html (the page's structure and content, and the
+page rendered by headless Chromium with its charts drawn). Fake daemons check the bulk lane (LANE bulk, then
 ERR unknown-verb from an older daemon), ERR busy and a daemon that goes away.
 NT hashes come from ntfx.py. Standard library only; dtest.py is the harness."""
+import html
 import json
 import os
 import random
+import re
+import stat
 import subprocess
 import sys
 
@@ -21,6 +25,7 @@ import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
 from fakedaemon import FakeDaemon  # noqa: E402
 from ntfx import EMPTY_NT, nginx_location, nthash, write_ntlm_range  # noqa: E402
+import pngfx  # noqa: E402
 
 LM_EMPTY = "aad3b435b51404eeaad3b435b51404ee"
 NO_PW = "NO PASSWORD*********************"
@@ -328,6 +333,21 @@ def exit_statuses_and_errors(ctx):
     eq(r.returncode, 2, "only machine accounts: nothing to audit")
     check("no account to audit in <stdin> (1 machine accounts skipped: --machines audits them"
           in r.stderr, r.stderr)
+    # NetExec's --ntds output, log prefix and progress lines included; a SID
+    # as the RID; colour codes refused with the fix
+    nxc = ("SMB         10.0.0.5        445    DC01             [*] Dumping the NTDS, this could "
+           "take a while so go grab a redbull...\n"
+           "SMB         10.0.0.5        445    DC01             CONTOSO\\alice:1103:%s:%s:::\n"
+           "SMB         10.0.0.5        445    DC01             [+] Dumped 1 NTDS hashes\n"
+           "CONTOSO\\bob:S-1-5-21-1-2-3-1104:%s:%s::: (status=Enabled)\n"
+           % (LM_EMPTY, nthash("pwned-2"), LM_EMPTY, nthash(f.clean[0])))
+    r = audit(d, stdin=nxc)
+    eq((r.returncode, r.stdout.splitlines()[:2]),
+       (1, ["CONTOSO\\alice PWNED %d" % f.count["pwned-2"], "CONTOSO\\bob CLEAN"]), "NetExec lines")
+    r = audit(d, stdin="\033[1;34mSMB\033[0m 10.0.0.5 445 DC01 alice:1103:%s:%s:::\n"
+              % (LM_EMPTY, nthash("pwned-2")))
+    eq(r.returncode, 2, "colour codes")
+    check("terminal colour codes" in r.stderr and "~/.nxc/logs/*.ntds" in r.stderr, r.stderr)
     r = audit(d, "--machines", stdin="WS01$:%s\n" % nthash("pwned-2"))
     eq((r.returncode, r.stdout.splitlines()[0]), (1, "WS01$ PWNED %d" % f.count["pwned-2"]),
        "--machines")
@@ -484,6 +504,99 @@ def secretsdump_history_and_secrets(ctx):
     summary = json.loads(r.stdout.splitlines()[-1])["summary"]
     eq((summary["accounts"], summary["history"], summary["history_pwned"]), (3, 2, 1), "summary")
     d.stop_ok()
+
+
+# ---- --html: the report as one page --------------------------------------------
+
+def html_section(page, sid):
+    """The text of the page from the heading with id sid to the next heading."""
+    i = page.index('id="%s"' % sid)
+    j = page.find("<h2", i)
+    return page[i:j if j >= 0 else len(page)]
+
+
+def html_rows(section):
+    return [[html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>",
+                                                                        row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", section) if "<td" in row]
+
+
+# The chart colours of audit_html.c, and the page's: each chart's bars.
+COLOURS = {"chart-counts": (0xc0, 0x39, 0x2b), "chart-reuse": (0xd6, 0x89, 0x10),
+           "chart-summary": (0x1a, 0x52, 0x76)}
+
+
+@test
+def html_report(ctx):
+    """--html OUT: one page, no script, nothing to fetch, no hash or password,
+    the privacy note first; breached accounts most seen first, the reuse
+    groups, three SVG charts with one bar per value; names escaped. Then the
+    page rendered by headless Chromium: the charts' bars are drawn."""
+    f = fx()
+    d = start(ctx)
+    accts = f.accounts + [Account("<script>alert(1)</script>", list(f.count)[0]),
+                          Account('a&b"c', list(f.count)[0])]
+    lines, names, accts = pwdump(accts)
+    path = write(ctx, "dump.txt", lines)
+    out = ctx.path("report.html")
+    r = audit(d, "--html", out, path)
+    eq(r.returncode, 1, "exit 1: " + r.stderr)
+    want = f.expected(names, accts)
+    eq(r.stdout.splitlines(), want, "the text report is unchanged")
+    eq(stat.S_IMODE(os.stat(out).st_mode), 0o600, "a new report is 0600")
+    with open(out, encoding="utf-8") as fh:
+        page = fh.read()
+    check(page.startswith("<!DOCTYPE html>"), "an HTML5 page")
+    check("default-src 'none'" in page, "a Content-Security-Policy that fetches nothing")
+    for bad in ("<script", "http://", "https://", "<img", "<link", "src=", "href=", "url("):
+        check(bad not in page.replace("&lt;script&gt;", ""), "the page holds %r" % bad)
+    for sec in secrets_of(accts) | {a.pw for a in accts if a.pw}:
+        check(sec not in page, "the page holds a hash or a password: %r" % sec)
+    note = page.index('id="privacy"')
+    check(note < page.index("<h2") and "no password and no password hash" in page[note:note + 200],
+          "the privacy note comes first")
+    # the breached accounts, most seen first (then by name)
+    pwned = [(ln.rsplit(" ", 2)[0], int(ln.rsplit(" ", 1)[1])) for ln in want
+             if " PWNED " in ln]
+    pwned.sort(key=lambda x: (-x[1], x[0]))
+    got = [(row[0], int(row[1].replace(",", ""))) for row in html_rows(html_section(page,
+                                                                                     "breached"))]
+    eq(got, pwned, "the breached accounts, most seen first")
+    check("<script>alert(1)</script>" in [n for n, _ in got] and
+          "&lt;script&gt;alert(1)&lt;/script&gt;" in page and 'a&amp;b&quot;c' in page,
+          "names are escaped")
+    # the groups: the text report's, largest first
+    groups = [ln[len("shared: "):].split(", ") for ln in want if ln.startswith("shared: ")]
+    rows = html_rows(html_section(page, "reuse"))
+    eq(sorted(row[3].split(", ") for row in rows), sorted(groups), "the reuse groups")
+    eq([int(row[1]) for row in rows], sorted((len(g) for g in groups), reverse=True),
+       "largest first")
+    # the charts: the bars' values are the counts
+    for cid in COLOURS:
+        check('<svg id="%s"' % cid in page, "chart %s" % cid)
+    counts = re.search(r'<svg id="chart-counts".*?</svg>', page, re.S).group(0)
+    bars = [int(v.replace(",", "")) for v in re.findall(r"<text x=\"\d+\" y=\"\d+\">([\d,]+)<",
+                                                        counts)]
+    want_bars = [0] * 8  # once, 2-9, 10-99, ..., a million or more
+    for _, n in pwned:
+        want_bars[min(0 if n == 1 else len(str(n)), 7)] += 1
+    eq(bars, want_bars, "the count chart: breached accounts per decade of their count")
+    d.stop_ok()
+
+    # Rendered: each chart's bars are there, below the note, in page order.
+    png = ctx.path("report.png")
+    pngfx.render(out, png, width=900, height=2400, scale=0.5)
+    img = pngfx.read(png)
+    tops = {}
+    for cid, rgb in COLOURS.items():
+        ys = pngfx.rows_with(img, rgb)
+        check(len(ys) >= 3 and pngfx.count(img, rgb) >= 200,
+              "chart %s is not drawn (%d rows of its colour)" % (cid, len(ys)))
+        tops[cid] = ys[0]
+    check(tops["chart-summary"] < tops["chart-counts"] < tops["chart-reuse"],
+          "the charts in page order: %r" % tops)
+    white = pngfx.count(img, (255, 255, 255))
+    check(white < img.width * img.height * 0.97, "the page is not blank")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,13 @@ option with its usage on stderr and exit status 2, and every option of its
 option table (breachctl --list-options COMMAND..., which prints the table)
 is in the top-level help under that command and in that command's section
 of breachctl(1). A checker run on a copy of the man page with one option
-taken out proves that the comparison can fail.
+taken out proves that the comparison can fail. The other programs (breachd,
+breachd-squid-helper, the hooks check-password, samba-check-password and
+samba-audit) answer --help in one style: "Usage: NAME ..." on stdout, exit
+status 0, a description, every option of the usage line explained on an
+indented line, -h/--help among them, "Exit status:" and a closing "See ..."
+line naming a man page or a document; an unknown option is the usage on
+stderr and exit status 2.
 
 Adding a command or subcommand is one line in COMMANDS below (its words and
 the breachctl(1) section that documents its options). Standard library
@@ -229,6 +235,60 @@ def checker_finds_an_option_missing_from_the_page(ctx):
     check(cut != page, "the test's copy of the page should lose --memory")
     eq(man_missing(cut, "FILTER FILES", command_options("filter build")), ["--memory"],
        "options the checker finds missing from a page without --memory")
+
+
+def other_programs():
+    """(name, argv) of every program besides breachctl that has a --help."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(dtest.ARGS.breachctl))))
+    hooks = os.path.join(dtest.ARGS.source_root, "data", "hooks")
+    out = [("breachd", [dtest.ARGS.breachd])]
+    helper = os.path.join(build, "client", "squid", "breachd-squid-helper")
+    if os.path.exists(helper):
+        out.append(("breachd-squid-helper", [helper]))
+    for name in ("check-password", "samba-check-password", "samba-audit"):
+        out.append((name, [os.path.join(hooks, name)]))
+    return out
+
+
+def run_help(argv, *args):
+    env = dtest.base_env({"BREACHCTL": dtest.ARGS.breachctl,
+                          "BREACHD_SOCKET": os.path.join(dtest.ROOT, "no-such.sock")})
+    return subprocess.run(argv + list(args), env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=30)
+
+
+@test
+def every_program_helps_in_one_style(ctx):
+    for name, argv in other_programs():
+        for opt in ("--help", "-h"):
+            r = run_help(argv, opt)
+            eq((r.returncode, r.stderr), (0, ""), "%s %s" % (name, opt))
+            lines = r.stdout.splitlines()
+            check(lines and lines[0].startswith("Usage: %s [" % name),
+                  "%s %s: the first line: %r" % (name, opt, lines[:1]))
+            usage = []
+            for ln in lines:
+                if not ln.strip():
+                    break
+                usage.append(ln)
+            body = lines[len(usage):]
+            check(any(ln.strip() and not ln.startswith(" ") for ln in body[:3]),
+                  "%s: no description after the usage: %r" % (name, body[:3]))
+            for o in sorted(set(re.findall(r"--[a-z][a-z-]*", " ".join(usage)))):
+                check(any(re.match(r"\s+(-\w, )?%s\b" % re.escape(o), ln) for ln in body),
+                      "%s --help: %s is not explained on an option line" % (name, o))
+            check(any(re.match(r"\s+-h, --help\b", ln) for ln in body),
+                  "%s --help: no '-h, --help' line" % name)
+            check(any(ln.startswith("Exit status") for ln in body),
+                  "%s --help: no 'Exit status' line" % name)
+            # the last sentence: "See PAGE(N)" or "See docs/FILE" (it may wrap)
+            last = " ".join(body).rsplit("See ", 1)[-1]
+            check("See " in " ".join(body) and "." in last and
+                  re.search(r"(\(\d\)|docs/)", last) and not last.split(".")[-1].strip(),
+                  "%s --help does not end with a See line: %r" % (name, body[-3:]))
+        r = run_help(argv, "--no-such-option")
+        eq(r.returncode, 2, "%s --no-such-option" % name)
+        check("Usage: %s [" % name in r.stderr, "%s: usage on stderr: %r" % (name, r.stderr))
 
 
 if __name__ == "__main__":

@@ -239,7 +239,8 @@ def daemon_unreachable(ctx):
         want_rc(r, 2, "%r, no daemon" % args)
         eq(r.out, "", "stdout of %r" % args)
         ln = one_stderr_line(r, missing, os.strerror(errno.ENOENT))
-        check("is breachd running? (systemctl status breachd.socket)" in ln, "hint: %r" % ln)
+        check("is breachd running? (systemctl status breachd.socket; without systemd: service "
+              "breachd status)" in ln, "hint: %r" % ln)
         no_leak(r, ["hunter2", "password\n"])
     # A socket file nobody listens on: ECONNREFUSED.
     dead = ctx.path("dead.sock")

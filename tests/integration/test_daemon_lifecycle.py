@@ -69,6 +69,9 @@ def reload_good_filter(ctx):
     # The log names what each reload put in place.
     check("password filter: generation 2, %d keys" % len(c.counts) in d.log(), "reload 1 logged")
     check("password filter: generation 3, %d keys" % len(keys) in d.log(), "reload 2 logged")
+    # its build time as a date: a generation (often a Unix time) is not one
+    check(re.search(r"password filter: generation 3, \d+ keys, built \d{4}-\d\d-\d\dT\d\d:"
+                    r"\d\d:\d\dZ", d.log()), "the build date logged: " + d.log()[-400:])
     eq(cl.ask("c PW " + c.password), "c CLEAN", "the new filter does not hold it")
     eq(cl.ask("p PING"), "p PONG")
     cl.close()

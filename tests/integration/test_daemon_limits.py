@@ -390,6 +390,10 @@ def reload_forbidden_for_non_admin(ctx):
     st = cl.stats()
     eq((st["reloads"], st["errors_forbidden"]), (0, 1), "reloads, errors_forbidden")
     cl.close()
+    # breachctl says it with the code apart: "forbidden: RELOAD is for ..."
+    r = ctx.breachctl("--socket", d.sock, "reload", check_rc=False)
+    eq((r.returncode, r.stderr.strip()),
+       (2, "breachctl: reload: forbidden: RELOAD is for admin_users"), "breachctl reload")
     d.stop_ok()
 
 

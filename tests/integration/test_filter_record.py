@@ -6,6 +6,7 @@ loaded without hashing its body; bits flipped in place in the body of a
 recorded filter, even with its mtime set back, are never served: the record
 no longer matches, the body is hashed and the file refused."""
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,6 +69,9 @@ def record_lets_start_skip_the_hash(ctx):
     check("verified record:   valid" in info, info)
     d = ctx.daemon(conf)
     check(NOT_HASHED in d.log(), "the record vouched for the body\n" + d.log())
+    # the record's time as a date, not a Unix time (the log is read by people)
+    check(re.search(r"\.verified of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ vouches for it", d.log()),
+          "the record's date\n" + d.log())
     eq(wrong_answers(d, keys)[:5], [], "answers from the recorded file")
     d.stop_ok()
 

@@ -50,9 +50,16 @@ the clock by one period.
                       fails no-upstream.
   alert_rules:        data/prometheus/breachd-alerts.yml passes promtool
                       check rules (skipped without promtool).
+  grafana_dashboard:  data/grafana/breachd-dashboard.json: every metric its
+                      queries name is one that /metrics serves (password,
+                      NT and URL sections configured), every panel has a
+                      query, the datasource is a variable.
 """
 import collections
+import http.client
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -512,6 +519,61 @@ def alert_rules(ctx):
     r = subprocess.run([promtool, "check", "rules", rules], capture_output=True, text=True,
                        timeout=60)
     eq(r.returncode, 0, "promtool check rules: %s%s" % (r.stdout, r.stderr))
+
+
+def metric_names(ctx, **sections):
+    """The sample names /metrics serves (metrics_listen on a free port)."""
+    port = dtest.free_port()
+    d = ctx.daemon(ctx.config(daemon={"metrics_listen": "127.0.0.1:%d" % port}, **sections))
+    h = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    h.request("GET", "/metrics")
+    body = h.getresponse().read().decode()
+    h.close()
+    d.stop_ok()
+    return {ln.split()[0].split("{")[0] for ln in body.splitlines()
+            if ln and not ln.startswith("#")}
+
+
+def dashboard_queries(dash):
+    """(panel title, expr) of every target of every panel, rows' too."""
+    out = []
+    for p in dash["panels"]:
+        for q in p.get("panels", []) + [p]:
+            for t in q.get("targets", []):
+                out.append((q.get("title"), t.get("expr", "")))
+    return out
+
+
+@test
+def grafana_dashboard(ctx):
+    path = os.path.join(dtest.ARGS.source_root, "data", "grafana", "breachd-dashboard.json")
+    with open(path) as f:
+        dash = json.load(f)
+    c = dtest.corpus()
+    up = mirror_upstream(ctx, c)
+    urls = ctx.path("urls.txt")
+    with open(urls, "w") as f:
+        f.write("http://phish.example.test/login\n")
+    ufilter = ctx.path("urls.bbf")
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", urls + "=phishing",
+                  "--output", ufilter)
+    have = metric_names(ctx, passwords={"filter": c.filter, "upstream": up},
+                        ntlm={"upstream": up + "?mode=ntlm"},
+                        urls={"filter": ufilter, "upstream": ""})
+    queries = dashboard_queries(dash)
+    check(len(queries) >= 8, "a dashboard of a few panels: %r" % queries)
+    used = set()
+    for title, expr in queries:
+        check(expr, "panel %r has an empty query" % title)
+        # metric names: breachd_... identifiers, and the regex selectors'
+        names = set(re.findall(r"\bbreachd_[a-z0-9_]+", expr))
+        check(names, "panel %r queries no breachd metric: %r" % (title, expr))
+        used |= {n for n in names if not n.endswith("_")}
+    missing = sorted(n for n in used if n not in have)
+    eq(missing, [], "metrics the dashboard uses that /metrics does not serve")
+    ds = json.dumps(dash)
+    check("${datasource}" in ds or "${DS_PROMETHEUS}" in ds, "the datasource is a variable")
+    check(dash.get("uid") and dash.get("title"), "uid and title")
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def help_pages(ctx):
                                text=True, timeout=30, env=hook_env())
             eq(r.returncode, 0, "%s %s: %s" % (name, opt, r.stderr))
             eq(r.stderr, "", "%s %s" % (name, opt))
-            check(r.stdout.startswith("usage: %s [" % name), r.stdout)
+            check(r.stdout.startswith("Usage: %s [" % name), r.stdout)
             for word in ("--on-unknown=reject|accept", "--on-error=reject|accept",
                          "--socket=PATH", "--timeout=MS", "BREACHCTL", "Exit status"):
                 check(r.stdout.count(word) >= 1, "%s --help lacks %s:\n%s" % (name, word, r.stdout))
@@ -190,7 +190,7 @@ def help_pages(ctx):
                            capture_output=True, text=True, timeout=30, env=hook_env())
         eq(r.returncode, 2, name)
         eq(r.stdout, "", name)
-        check("usage: %s [" % name in r.stderr, r.stderr)
+        check("Usage: %s [" % name in r.stderr, r.stderr)
 
 
 @test

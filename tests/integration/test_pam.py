@@ -165,11 +165,63 @@ def use_authtok(ctx):
     r = ctx.chauthtok([ctx.old, pw2, pw2], env={"PAM_AUTHTOK": pw2})
     check("New password: " not in r.conv, "no prompt from pam_breachd: %r" % r)
     expect_ok(ctx, r, pw2)
-    # ... and when it is refused, retry does not prompt for another one (that
-    # would bypass the module that chose it).
-    r = ctx.chauthtok([ctx.old, pw2, pw2, pw2, pw2], env={"PAM_AUTHTOK": "qwerty"})
-    expect_refused(ctx, r, breach_msg("qwerty"))
-    check("New password: " not in r.conv, "no prompt after a refused preset password: %r" % r)
+    # ... and when it is refused, it says why and asks again, as pam_pwquality
+    # does (without use_authtok): a new password, then its retype.
+    pw3 = clean_password()
+    r = ctx.chauthtok([ctx.old, pw3, pw3, pw3, pw3], env={"PAM_AUTHTOK": "qwerty"})
+    check(breach_msg("qwerty") in r.conv, "the refusal is shown: %r" % r)
+    check(r.conv.count("New password: ") == 1 and "Retype new password: " in r.conv,
+          "asked again after a refused preset password: %r" % r)
+    expect_ok(ctx, r, pw3)
+
+
+def profile_lines(path, block):
+    """The module lines of a pam-auth-update profile's block (e.g.
+    "Password-Initial"), and its Priority."""
+    lines, cur, prio = [], None, 0
+    with open(path) as f:
+        for raw in f:
+            if raw[:1].isspace():
+                if cur == block and raw.strip():
+                    lines.append(raw.strip())
+            elif ":" in raw:
+                cur = raw.split(":", 1)[0]
+                if cur == "Priority":
+                    prio = int(raw.split(":", 1)[1])
+    return lines, prio
+
+
+@test
+def packaged_profile(ctx):
+    """The stack pam-auth-update builds from the packaged profile
+    (debian/pam-configs/breachd) and Debian's pam_pwquality profile: the
+    higher priority first with its Password-Initial lines, the other with its
+    Password lines. A breached password, then a clean one, in one session:
+    the change succeeds (it ended in "Authentication token manipulation
+    error" when the profile said use_authtok)."""
+    pwq = "/usr/share/pam-configs/pwquality"
+    if not os.path.exists(pwq):
+        raise Skip("libpam-pwquality is not installed")
+    ours, our_prio = profile_lines(os.path.join(pt.ARGS.source_root, "debian", "pam-configs",
+                                                "breachd"), "Password")
+    first, their_prio = profile_lines(pwq, "Password-Initial")
+    check(their_prio > our_prio, "pam_breachd runs after pam_pwquality (priority %d, %d)"
+          % (our_prio, their_prio))
+    check(len(ours) == 1 and len(first) == 1, "one line each: %r %r" % (ours, first))
+    control, rest = ours[0].split(None, 1)
+    check(rest.split()[0] == "pam_breachd.so", "the profile's line: %r" % ours[0])
+    # As root (the tests' user) pam_pwquality only warns about "letmein"
+    # and passes it on; pam_breachd gets enforce_for_root and the test
+    # daemon's socket=.
+    before = ["password " + first[0]]
+    ctx.service(ENF + " " + rest.split(None, 1)[1], pt.GOOD.sock, before=before, control=control)
+    pw = clean_password()
+    # pwquality: new, retype; pam_breachd: refused, new, retype; pam_matrix: new, new
+    r = ctx.chauthtok([ctx.old, "letmein", "letmein", pw, pw, pw, pw])
+    check(breach_msg("letmein") in r.conv, "the refusal is shown: %r" % r)
+    check(r.conv.count("New password: ") == 2, "asked again after the breached one: %r" % r)
+    check("manipulation error" not in r.conv, "no token error: %r" % r)
+    expect_ok(ctx, r, pw)
 
 
 @test

@@ -20,9 +20,17 @@ tricky lines and one malformed line) go through `breachctl filter build|add --ki
              daemon loads with a warning.
   docs:      every --format value (one list, url_feed.h) has its row in
              breachctl(1) INPUT FORMATS and README.md, and a fixture.
+  compressed and mixed: every fixture gzip- or bzip2-compressed under a
+             name that says nothing, each with its own format
+             (--input FEED=CATEGORY:FORMAT) in one build, against a
+             --format that fits none of them; the same entries as the plain
+             files; a corrupt gzip feed, bzip2 on a pipe and a bad :FORMAT
+             fail with a message naming the feed.
 
 Standard library only; the harness is dtest.py.
 """
+import bz2
+import gzip
 import os
 import shutil
 import subprocess
@@ -209,6 +217,56 @@ def no_silent_empty_filters(ctx):
     eq(d.client().ask("e1 URL http://kept.example/"), "e1 SAFE", "empty filter answer")
     d.stop_ok()
     check("[urls] filter %s holds 0 keys" % empty in d.log(), "no warning: " + d.log())
+
+
+@test
+def compressed_and_mixed_formats(ctx):
+    fx = [f for f in fixtures(ctx) if f.name != "numbered.csv"]  # one --column for the csv
+    args, heads = [], []
+    for i, f in enumerate(fx):
+        with open(f.path, "rb") as src:
+            data = src.read()
+        packed = ctx.path("feed-%d.dat" % i)  # nothing in the name says what it is
+        with open(packed, "wb") as out:
+            out.write(gzip.compress(data) if i % 2 == 0 else bz2.compress(data))
+        args += ["--input", "%s=%s:%s" % (packed, f.category, f.fmt)]
+        heads.append("%s: %s, category %s: %d entries" % (
+            packed, f.fmt, f.category, len(set(e for _, e in f.blocked.values()))))
+    out = ctx.path("mixed.bbf")
+    # --format urls fits none of them: each feed's own :FORMAT wins
+    r = ctl("filter", "build", "--kind", "url-sha256", "--output", out, "--format", "urls",
+            "--column", "url", "--skip-bad", "--max-bad", "1", *args)
+    eq(r.returncode, 0, "mixed build: " + r.stderr)
+    for h in heads:
+        check(h in r.stderr, "want %r in %r" % (h, r.stderr))
+    q = ctl("filter", "info", out)
+    eq(q.returncode, 0, "filter info: " + q.stderr)
+    # a corrupt gzip feed (cut short): the feed is named, nothing written
+    bad = ctx.path("cut.dat")
+    with open(bad, "wb") as f:
+        z = gzip.compress("".join("http://a%d.example/\n" % i for i in range(5000)).encode())
+        f.write(z[:len(z) // 2])
+    r = ctl("filter", "build", "--kind", "url-sha256", "--output", ctx.path("x.bbf"), "--input",
+            bad + "=malware")
+    eq(r.returncode, 2, "a cut gzip feed: " + r.stderr)
+    check("%s: not valid gzip data" % bad in r.stderr, r.stderr)
+    check(not os.path.exists(ctx.path("x.bbf")), "output written for a corrupt feed")
+    # bzip2 on a pipe cannot be told by its magic: refused, with the fix
+    r = subprocess.run([dtest.ARGS.breachctl, "filter", "build", "--kind", "url-sha256",
+                        "--output", ctx.path("x.bbf"), "--input", "-=malware"],
+                       input=bz2.compress(b"http://a.example/\n"), capture_output=True,
+                       env=dtest.base_env(), timeout=60)
+    eq(r.returncode, 2, "bzip2 on stdin")
+    check(b"bzip2 data cannot be read from a pipe" in r.stderr, r.stderr)
+    # a format that does not exist, and --column with no csv feed
+    r = ctl("filter", "build", "--kind", "url-sha256", "--output", ctx.path("x.bbf"), "--input",
+            fx[0].path + "=ads:adblok")
+    eq(r.returncode, 2, "a bad :FORMAT")
+    check("the format after ':' must be one of auto, urls, hosts" in r.stderr, r.stderr)
+    r = ctl("filter", "build", "--kind", "url-sha256", "--output", ctx.path("x.bbf"), "--input",
+            fx[0].path + "=ads:adblock", "--column", "2")
+    eq(r.returncode, 2, "--column without a csv feed")
+    check("--column goes with --format csv" in r.stderr, r.stderr)
 
 
 @test

@@ -42,6 +42,9 @@ else
     tar -xf - -C "$tree"
 fi
 
+# what the tree holds before the build: the build's own files are the rest
+(cd "$tree" && find . debian -mindepth 1 -maxdepth 1 | sed 's|^\./||' | sort) >"$tmp/before.list"
+
 step "dpkg-buildpackage -us -uc -b"
 start=$(date +%s)
 # Without parallel=N debhelper builds and runs the unit suite one job at a
@@ -64,6 +67,14 @@ pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd"
 for p in $pkgs; do
   [ -f "$(deb "$p")" ] || die "no $(basename "$(deb "$p")")"
 done
+
+step "the build's own files in the tree are ignored by git (.gitignore)"
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  while IFS= read -r rel; do
+    [ -d "$tree/$rel" ] && rel=$rel/ # a directory pattern (debian/tmp/) names directories only
+    git -C "$src" check-ignore -q --no-index "$rel" || fail "the build leaves $rel, which .gitignore does not name"
+  done < <(cd "$tree" && find . debian -mindepth 1 -maxdepth 1 | sed 's|^\./||' | sort | comm -13 "$tmp/before.list" -)
+fi
 
 step "version: debian/changelog and meson.build"
 meson_version=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$tree/meson.build" | head -n 1)
@@ -93,7 +104,7 @@ expect breachd /usr/sbin/breachd /usr/bin/breachctl \
   /usr/share/doc/breachd/README.md /usr/share/doc/breachd/privacy.md \
   /usr/libexec/breachd/check-password /usr/libexec/breachd/samba-check-password \
   /usr/share/man/man1/breachctl.1.gz /usr/share/man/man5/breachd.conf.5.gz \
-  /usr/share/man/man8/breachd.8.gz /etc/init.d/breachd
+  /usr/share/man/man8/breachd.8.gz /etc/init.d/breachd /etc/logrotate.d/breachd
 expect libpam-breachd "/lib/$multiarch/security/pam_breachd.so" \
   /usr/share/pam-configs/breachd /usr/share/pam-configs/breachd-login \
   /usr/share/man/man8/pam_breachd.8.gz
@@ -102,9 +113,13 @@ expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
 expect breachd /usr/share/man/man7/breachd-directories.7.gz
 expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
 expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
-# Every document the man pages name by path is there, uncompressed.
+# Every document the man pages name by path is there, uncompressed; so are
+# the alert rules and the Grafana dashboard (Prometheus and Grafana load
+# them as they are: dh_compress -X.yml -X.json).
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
-allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
+expect breachd /usr/share/doc/breachd/prometheus/breachd-alerts.yml \
+  /usr/share/doc/breachd/grafana/breachd-dashboard.json
+allowed='^/(etc/breachd/|etc/init\.d/breachd$|etc/logrotate\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
 odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"
@@ -126,7 +141,7 @@ for p in breachd libpam-breachd breachd-squid-helper; do
   dpkg-deb -e "$(deb "$p")" "$ctl/$p"
   dpkg-deb -x "$(deb "$p")" "$tmp/x-$p"
 done
-[ "$(sort "$ctl/breachd/conffiles" | tr '\n' ' ')" = "/etc/breachd/breachd.conf /etc/init.d/breachd " ] ||
+[ "$(sort "$ctl/breachd/conffiles" | tr '\n' ' ')" = "/etc/breachd/breachd.conf /etc/init.d/breachd /etc/logrotate.d/breachd " ] ||
   fail "breachd's conffiles: $(cat "$ctl/breachd/conffiles" 2>/dev/null)"
 cmp -s "$tmp/x-breachd/etc/breachd/breachd.conf" "$tree/data/breachd.conf.example" ||
   fail "/etc/breachd/breachd.conf is not data/breachd.conf.example"

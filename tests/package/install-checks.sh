@@ -97,6 +97,7 @@ expect_dir() { # PATH MODE OWNER:GROUP
 expect_dir /var/lib/breachd 755 root:root
 expect_dir /var/cache/breachd 700 breachd:breachd
 expect_dir /run/breachd 755 breachd:breachd
+expect_dir /var/log/breachd 750 breachd:adm
 expect_dir /etc/breachd 755 root:root
 expect_dir /etc/breachd/breachd.conf 644 root:root
 
@@ -169,10 +170,11 @@ b=$(line_of pam_breachd.so) u=$(line_of pam_unix.so) q=$(line_of pam_pwquality.s
 [ -n "$u" ] && [ "$b" -lt "$u" ] || fail "pam_breachd is not before pam_unix in $stack"
 if [ -n "$q" ]; then
   [ "$q" -lt "$b" ] || fail "pam_breachd is before pam_pwquality (which would ask again unchecked)"
-  grep -q '^password.*pam_breachd.so use_authtok' "$stack" || fail "pam_breachd after pam_pwquality without use_authtok"
-else
-  grep -q '^password.*pam_breachd.so retry=3' "$stack" || fail "pam_breachd first without retry=3"
 fi
+grep -q '^password.*pam_breachd.so retry=3' "$stack" || fail "pam_breachd without retry=3"
+! grep -q '^password.*pam_breachd.so.*use_authtok' "$stack" ||
+  fail "pam_breachd with use_authtok (a refusal would end the change, no new prompt)"
+
 grep '^password' "$stack"
 
 # passwd(1) runs the stack with the user's real uid and effective uid 0
@@ -196,8 +198,11 @@ if command -v pamtester >/dev/null; then
       fail "a breached password typed after pam_pwquality asked again was not refused: $out"
     [ "$(hash_of)" = "$before" ] || fail "a breached password was stored after pam_pwquality asked again"
   fi
-  rc=0; out=$(passwd_as_pkgtest Old-pass-4821 "$good" "$good") || rc=$?
-  [ "$rc" = 0 ] || fail "a clean password was refused: $out"
+  # A breached password, then a clean one, in one session (pam_pwquality,
+  # when present, asks first: new, retype; then pam_breachd asks again).
+  rc=0; out=$(passwd_as_pkgtest Old-pass-4821 "$bad" "$bad" "$good" "$good") || rc=$?
+  [ "$rc" = 0 ] || fail "a breached, then a clean password in one session: $out"
+  grep -q 'data breaches' <<<"$out" || fail "the breached password's reason was not shown: $out"
   [ "$(hash_of)" != "$before" ] || fail "the clean password was not stored"
   old=$good
 else
@@ -211,10 +216,15 @@ cmp -s /tmp/pkgtest/conf.admin /etc/breachd/breachd.conf || fail "the reinstall 
 grep -q '^password.*pam_breachd.so' "$stack" || fail "the reinstall took pam_breachd out of $stack"
 stop_daemon
 
-step "without systemd: /etc/init.d/breachd start, status, reload, stop"
-rm -rf /run/breachd # a boot: /run is empty
+step "without systemd: /etc/init.d/breachd start, status, reload, stop; log_file and logrotate"
+rm -rf /run/breachd /var/log/breachd # a boot: /run is empty; no log directory yet
+chown breachd:breachd /var/lib/breachd # as an older init script left it
+sed -i 's|^log_file =$|log_file = /var/log/breachd/breachd.log|' /etc/breachd/breachd.conf
 quiet /etc/init.d/breachd start
 expect_dir /run/breachd 755 breachd:breachd
+expect_dir /var/lib/breachd 755 root:root
+expect_dir /var/log/breachd 750 breachd:adm
+grep -q 'breachd\[[0-9]*\]: info: ' /var/log/breachd/breachd.log || fail "nothing in log_file /var/log/breachd/breachd.log"
 pid=$(cat /run/breachd/breachd.pid) || fail "no pid file"
 [ "$(stat -c %U "/proc/$pid")" = breachd ] || fail "breachd runs as $(stat -c %U "/proc/$pid")"
 [ "$(breachctl ping)" = PONG ] || fail "breachctl ping (init script)"
@@ -228,6 +238,18 @@ for _ in $(seq 100); do
 done
 [ "$(breachctl stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])')" = 1 ] ||
   fail "/etc/init.d/breachd reload did not reload"
+if command -v logrotate >/dev/null; then
+  # policy-rc.d stops the postrotate's invoke-rc.d in here: reload by hand
+  logrotate --force --state /tmp/pkgtest/logrotate.state /etc/logrotate.d/breachd ||
+    fail "logrotate /etc/logrotate.d/breachd"
+  [ -s /var/log/breachd/breachd.log.1 ] || fail "logrotate did not rotate /var/log/breachd/breachd.log"
+  quiet /etc/init.d/breachd reload
+  for _ in $(seq 100); do [ -s /var/log/breachd/breachd.log ] && break; sleep 0.1; done
+  [ -s /var/log/breachd/breachd.log ] || fail "no new log_file after logrotate and a reload"
+  [ "$(stat -c '%a %U:%G' /var/log/breachd/breachd.log)" = "640 breachd:adm" ] ||
+    fail "the rotated log_file: $(stat -c '%a %U:%G' /var/log/breachd/breachd.log)"
+fi
+sed -i 's|^log_file = .*|log_file =|' /etc/breachd/breachd.conf
 quiet /etc/init.d/breachd stop
 ! kill -0 "$pid" 2>/dev/null || fail "breachd still runs after /etc/init.d/breachd stop"
 [ ! -e /run/breachd/breachd.pid ] || fail "the pid file is left behind"

@@ -183,6 +183,41 @@ static void test_sha1_kind(void **state)
         check(&cases[i], false, i);
 }
 
+/* Layouts of the real-data trial: NetExec / CrackMapExec log lines (protocol,
+ * address, port, host, then secretsdump's line or a progress line), a SID in
+ * the RID's place, -user-status of a local SAM in Impacket 0.12. */
+static void test_tool_layouts(void **state)
+{
+    (void)state;
+    const br_audit_format A = BR_AUDIT_AUTO, S = BR_AUDIT_SECRETSDUMP;
+    const int ACC = BR_AUDIT_LINE_ACCOUNT, SKIP = BR_AUDIT_LINE_SKIP;
+    const want cases[] = {
+        {"SMB         10.0.0.5        445    DC01             CONTOSO\\alice:1103:" LM_EMPTY
+         ":" NT_PW ":::",
+         A, ACC, "CONTOSO\\alice", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"SMB 192.168.56.10 445 WS01 Administrator:500:" LM_EMPTY ":" NT_PW ":::", A, ACC,
+         "Administrator", BR_AUDIT_PWDUMP, NT_PW},
+        {"SMB         10.0.0.5        445    DC01             [*] Dumping the NTDS, this could "
+         "take a while so go grab a redbull...",
+         A, SKIP, .skip = BR_AUDIT_SKIP_OTHER},
+        {"SMB  10.0.0.5  445  DC01  [+] Dumped 3 NTDS hashes to /root/.nxc/logs/x.ntds", A, SKIP,
+         .skip = BR_AUDIT_SKIP_OTHER},
+        {"SMB  10.0.0.5  445  DC01  CONTOSO\\alice:aes256-cts-hmac-sha1-96:00112233", A, SKIP,
+         .skip = BR_AUDIT_SKIP_KERBEROS},
+        {"CONTOSO\\alice:S-1-5-21-3623811015-3361044348-30300820-1103:" LM_EMPTY ":" NT_PW ":::", A,
+         ACC, "CONTOSO\\alice", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"CONTOSO\\bob:1104:" LM_EMPTY ":" NT_PW "::: (pwdLastSet=2024-01-02 10:11) "
+         "(status=Enabled) (sid=S-1-5-21-1-2-3-1104) (accountType=USER)",
+         S, ACC, "CONTOSO\\bob", BR_AUDIT_SECRETSDUMP, NT_PW},
+        {"Administrator:500:" LM_EMPTY ":" NT_PW "::: (Enabled=True) (Locked=False) (Admin=True)",
+         A, ACC, "Administrator", BR_AUDIT_PWDUMP, NT_PW},
+        /* a name that merely starts like a protocol is a name */
+        {"SMBadmin:1001:" LM_EMPTY ":" NT_PW ":::", A, ACC, "SMBadmin", BR_AUDIT_PWDUMP, NT_PW},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check(&cases[i], true, i);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -204,7 +239,19 @@ static void test_errors(void **state)
         {"frank:" NT_PW, BR_AUDIT_PWDUMP, -EINVAL,
          .why = "not a pwdump or secretsdump line (NAME:RID:LMHASH:NTHASH:::)"},
         {"frank:x1:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_PWDUMP, -EINVAL,
-         .why = "the RID (field 2) is not a decimal number"},
+         .why = "the RID (field 2) is not a decimal number or a SID: pwdump and secretsdump "
+                "lines are NAME:RID:LMHASH:NTHASH::: (for another layout, write NAME:NTHASH "
+                "lines and use --format user-hash)"},
+        {"CONTOSO\\frank:S-1-5-21-x-1103:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_SECRETSDUMP, -EINVAL,
+         .why = "the RID (field 2) is not a decimal number or a SID: pwdump and secretsdump "
+                "lines are NAME:RID:LMHASH:NTHASH::: (for another layout, write NAME:NTHASH "
+                "lines and use --format user-hash)"},
+        /* NetExec saved from a terminal: colour codes, named with the fix */
+        {"\033[1m\033[34mSMB\033[0m  10.0.0.5  445  DC01  alice:1001:" LM_EMPTY ":" NT_PW ":::", A,
+         -EINVAL,
+         .why = "the line holds terminal colour codes (NetExec or CrackMapExec output saved "
+                "from a terminal): audit the tool's own dump file (NetExec: ~/.nxc/logs/*.ntds, "
+                "*.sam) or remove the codes first"},
         {"frank:1001:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_PDBEDIT, -EINVAL,
          .why = "not a pdbedit -Lw line (NAME:UID:LMHASH:NTHASH:[FLAGS]:LCT-...:)"},
         {"frank:1001:" LM_EMPTY ":" NT_PW ":::", BR_AUDIT_USER_HASH, -EINVAL,
@@ -285,9 +332,10 @@ static void test_format_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formats),   cmocka_unit_test(test_skipped),
-        cmocka_unit_test(test_sha1_kind), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_sections),  cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_formats),      cmocka_unit_test(test_skipped),
+        cmocka_unit_test(test_tool_layouts), cmocka_unit_test(test_sha1_kind),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_sections),
+        cmocka_unit_test(test_format_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

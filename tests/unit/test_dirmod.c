@@ -209,9 +209,11 @@ static void test_decide(void **state)
     assert_non_null(strstr(r.message, "could not be checked"));
     assert_non_null(strstr(r.log, "upstream-down"));
     assert_non_null(strstr(r.log, "refused"));
+    assert_false(r.fail_open);
     o.on_unknown = DM_ALLOW;
     decide(DM_UNKNOWN, 0, "upstream-down", &o, &r);
     assert_true(r.accept);
+    assert_true(r.fail_open);
     assert_non_null(strstr(r.log, "accepted (on_unknown=allow)"));
     decide(DM_ERROR, 0, "breachd is not running", &o, &r);
     assert_false(r.accept); /* on_unknown does not cover errors */
@@ -219,7 +221,31 @@ static void test_decide(void **state)
     o.on_error = DM_ALLOW;
     decide(DM_ERROR, 0, "no answer in time", &o, &r);
     assert_true(r.accept);
+    assert_true(r.fail_open);
     assert_non_null(strstr(r.log, "accepted (on_error=allow)"));
+}
+
+/* Fail-open lines: the first of a minute logged, the rest counted and
+ * named by the next line logged, or by a flush. */
+static void test_log_limit(void **state)
+{
+    (void)state;
+    const uint64_t s = 1000000000ull, t0 = 5 * s;
+    dm_log_limit l = {0};
+    char out[DM_LOG_MAX + 80];
+    assert_false(dm_log_limit_flush(&l, out, sizeof(out)));
+    assert_true(dm_log_limit_take(&l, t0, "down: accepted", out, sizeof(out)));
+    assert_string_equal(out, "down: accepted");
+    assert_false(dm_log_limit_take(&l, t0 + 1 * s, "down: accepted", out, sizeof(out)));
+    assert_false(dm_log_limit_take(&l, t0 + 59 * s, "down: accepted", out, sizeof(out)));
+    assert_true(dm_log_limit_take(&l, t0 + 60 * s, "down: accepted", out, sizeof(out)));
+    assert_string_equal(out, "down: accepted (and 2 such lines in the last minute, not logged)");
+    assert_false(dm_log_limit_take(&l, t0 + 61 * s, "down: accepted", out, sizeof(out)));
+    assert_true(dm_log_limit_flush(&l, out, sizeof(out)));
+    assert_string_equal(out, "1 more line of the kind above in the last minute, not logged");
+    assert_false(dm_log_limit_flush(&l, out, sizeof(out)));
+    assert_true(dm_log_limit_take(&l, t0 + 200 * s, "down: accepted", out, sizeof(out)));
+    assert_string_equal(out, "down: accepted");
 }
 
 /* similar=: decided after an accepted exact check only. */
@@ -397,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_words),
         cmocka_unit_test(test_decide),         cmocka_unit_test(test_ask_failures),
         cmocka_unit_test(test_decide_similar), cmocka_unit_test(test_decide_banned),
+        cmocka_unit_test(test_log_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

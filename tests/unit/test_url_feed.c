@@ -18,6 +18,7 @@
 #include "testutil.h"
 #include "url/url_expr.h"
 #include "url/url_feed.h"
+#include "url_helpers.h"
 #include "core/util.h"
 
 static char *g_dir;
@@ -49,27 +50,47 @@ static void test_split_arg(void **state)
     (void)state;
     char *path = NULL, cat[BR_FEED_CATEGORY_MAX + 1];
     br_error err;
-    assert_int_equal(br_feed_split_arg("feed.txt", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.txt", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, BR_FEED_DEFAULT_CATEGORY);
     free(path);
-    assert_int_equal(br_feed_split_arg("feed.txt=phishing", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("feed.txt=phishing", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "feed.txt");
     assert_string_equal(cat, "phishing");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt=ads_2", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("a=b.txt=ads_2", &path, cat, NULL, &err), 0);
     assert_string_equal(path, "a=b.txt");
     assert_string_equal(cat, "ads_2");
     free(path);
-    assert_int_equal(br_feed_split_arg("a=b.txt", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=Malware", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("=ads", &path, cat, &err), -EINVAL);
-    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, &err),
-                     -EINVAL); /* 33 */
-    assert_int_equal(br_feed_split_arg("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, &err), 0);
+    assert_int_equal(br_feed_split_input("a=b.txt", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("f=Malware", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("f=", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("=ads", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(
+        br_feed_split_input("f=abcdefghijklmnopqrstuvwxyz0123456", &path, cat, NULL, &err),
+        -EINVAL); /* 33 */
+    assert_int_equal(
+        br_feed_split_input("f=abcdefghijklmnopqrstuvwxyz012345", &path, cat, NULL, &err), 0);
     free(path);
+    /* =CATEGORY:FORMAT and =:FORMAT (the default category) */
     br_feed_format f;
+    assert_int_equal(br_feed_split_input("a=b.txt=ads:hosts", &path, cat, &f, &err), 0);
+    assert_string_equal(path, "a=b.txt");
+    assert_string_equal(cat, "ads");
+    assert_int_equal(f, BR_FEED_HOSTS);
+    free(path);
+    assert_int_equal(br_feed_split_input("feed.csv=:urlhaus", &path, cat, &f, &err), 0);
+    assert_string_equal(cat, BR_FEED_DEFAULT_CATEGORY);
+    assert_int_equal(f, BR_FEED_URLHAUS);
+    free(path);
+    assert_int_equal(br_feed_split_input("feed.txt=ads", &path, cat, &f, &err), 0);
+    assert_int_equal(f, BR_FEED_AUTO);
+    free(path);
+    assert_int_equal(br_feed_split_input("feed.txt=ads:nosuch", &path, cat, &f, &err), -EINVAL);
+    assert_non_null(strstr(err.text, "the format after ':' must be one of auto, urls"));
+    assert_int_equal(br_feed_split_input("feed.txt=ads:hosts", &path, cat, NULL, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=Ads:hosts", &path, cat, &f, &err), -EINVAL);
+    assert_int_equal(br_feed_split_input("feed.txt=:", &path, cat, &f, &err), -EINVAL);
     assert_int_equal(br_feed_format_from_name("hosts", &f), 0);
     assert_int_equal(f, BR_FEED_HOSTS);
     assert_int_equal(br_feed_format_from_name("csv", &f), 0);
@@ -94,7 +115,10 @@ static void test_entry_expression(void **state)
         {BR_FEED_URLS, "https://1.2.3.4:8080/p", "1.2.3.4/p", 0},
         {BR_FEED_URLS, "http://user@example.com/x", "example.com/x", 0},
         {BR_FEED_URLS, "http://0x7f.1/", "127.0.0.1/", 0},
-        {BR_FEED_URLS, "http://b\xc3\xbc" "cher.example/", "xn--bcher-kva.example/", 0},
+        {BR_FEED_URLS,
+         "http://b\xc3\xbc"
+         "cher.example/",
+         "xn--bcher-kva.example/", 0},
         {BR_FEED_URLS, "http://example.com/q?", "example.com/q", 0}, /* empty query */
         {BR_FEED_URLS, "mailto:john@example.com", NULL, -EPERM},
         {BR_FEED_URLS, "MAILTO:x@y.org", NULL, -EPERM},
@@ -104,7 +128,10 @@ static void test_entry_expression(void **state)
         {BR_FEED_URLS, "http://*.example.com/", NULL, -EINVAL},
         {BR_FEED_URLS, "http:///", NULL, -EINVAL},
         {BR_FEED_DOMAINS, "Example.COM.", "example.com/", 0},
-        {BR_FEED_DOMAINS, "b\xc3\xbc" "cher.example", "xn--bcher-kva.example/", 0},
+        {BR_FEED_DOMAINS,
+         "b\xc3\xbc"
+         "cher.example",
+         "xn--bcher-kva.example/", 0},
         {BR_FEED_DOMAINS, "1.2.3.4", "1.2.3.4/", 0},
         {BR_FEED_DOMAINS, "2001:DB8::1", "[2001:db8::1]/", 0},
         {BR_FEED_DOMAINS, "[2001:db8::1]", "[2001:db8::1]/", 0},
@@ -125,7 +152,8 @@ static void test_entry_expression(void **state)
         int r = br_feed_entry_expression(c->format, c->entry, strlen(c->entry), &expr, &err);
         if (c->expr) {
             if (r != 0)
-                fail_msg("%s '%s': refused: %s", br_feed_format_name(c->format), c->entry, err.text);
+                fail_msg("%s '%s': refused: %s", br_feed_format_name(c->format), c->entry,
+                         err.text);
             if (strcmp(expr, c->expr) != 0)
                 fail_msg("%s '%s': '%s', expected '%s'", br_feed_format_name(c->format), c->entry,
                          expr, c->expr);
@@ -147,7 +175,7 @@ static int read_feed(const char *path, br_feed_format fmt, bool skip_bad, br_fee
 {
     assert_int_equal(br_feedset_new(fs), 0);
     br_feed_opts o = {.format = fmt, .skip_bad = skip_bad};
-    return br_feedset_read(*fs, path, "malware", &o, st, err);
+    return read_feed_path(*fs, path, "malware", &o, st, err);
 }
 
 /* The finished set holds exactly these expressions. */
@@ -177,8 +205,11 @@ static const char urls_feed[] = "\xEF\xBB\xBF# a URL list\r\n"
                                 "http://1.2.3.4/x\n"
                                 "malware.example"; /* no final line end */
 static const char *const urls_exprs[] = {
-    "evil.example.com/path/x.html?a=1", "example.org/bad/", "phish.example.net/login",
-    "1.2.3.4/x", "malware.example/",
+    "evil.example.com/path/x.html?a=1",
+    "example.org/bad/",
+    "phish.example.net/login",
+    "1.2.3.4/x",
+    "malware.example/",
 };
 
 static const char hosts_feed[] = "# hosts blocklist\r\n"
@@ -192,18 +223,22 @@ static const char hosts_feed[] = "# hosts blocklist\r\n"
                                  "127.0.0.1 Mixed.Case.Example#comment without blank\r\n"
                                  "::  v6.example\n";
 static const char *const hosts_exprs[] = {
-    "ads.example.com/", "tracker.example.com/", "track2.example.com/", "mixed.case.example/",
-    "v6.example/",
+    "ads.example.com/",    "tracker.example.com/", "track2.example.com/",
+    "mixed.case.example/", "v6.example/",
 };
 
 static const char domains_feed[] = "# domains\n"
                                    "malware.example\n"
-                                   "b\xc3\xbc" "cher.example\n"
+                                   "b\xc3\xbc"
+                                   "cher.example\n"
                                    "Sub.Example.COM.\n"
                                    "\n"
                                    "10.0.0.1 # an address\n";
 static const char *const domains_exprs[] = {
-    "malware.example/", "xn--bcher-kva.example/", "sub.example.com/", "10.0.0.1/",
+    "malware.example/",
+    "xn--bcher-kva.example/",
+    "sub.example.com/",
+    "10.0.0.1/",
 };
 
 typedef struct matrix_case {
@@ -335,8 +370,8 @@ static void test_secret_refusal(void **state)
             }
             if (r != -EPERM)
                 fail_msg("case %zu (skip %d): %d %s", i, skip, r, err.text);
-            char *want = tu_path("%s:%u: secret-class data (e-mail address) is never indexed",
-                                 path, cases[i].line);
+            char *want = tu_path("%s:%u: secret-class data (e-mail address) is never indexed", path,
+                                 cases[i].line);
             assert_string_equal(err.text, want);
             free(want);
             br_feedset_free(fs);
@@ -379,7 +414,7 @@ static void test_skip_bad(void **state)
     bad_log log = {0};
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {.format = BR_FEED_AUTO, .skip_bad = true, .on_bad = log_bad, .ctx = &log};
-    assert_int_equal(br_feedset_read(fs, path, "phishing", &o, &st, &err), 0);
+    assert_int_equal(read_feed_path(fs, path, "phishing", &o, &st, &err), 0);
     assert_int_equal(st.bad, 3);
     assert_int_equal(st.entries, 3);
     assert_int_equal(st.lines, 6);
@@ -414,7 +449,7 @@ static void test_cut_and_labels(void **state)
     bad_log cuts = {0};
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {.format = BR_FEED_URLS, .on_cut = log_bad, .ctx = &cuts};
-    assert_int_equal(br_feedset_read(fs, path, "phishing", &o, &st, &err), 0);
+    assert_int_equal(read_feed_path(fs, path, "phishing", &o, &st, &err), 0);
     assert_int_equal(st.cut, 2);
     assert_int_equal(st.entries, 3);
     assert_int_equal(cuts.n, 2);
@@ -450,8 +485,8 @@ static void test_duplicates_and_conflicts(void **state)
     assert_int_equal(br_feedset_new(&fs), 0);
     br_feed_opts o = {0};
     br_error err = {{0}};
-    assert_int_equal(br_feedset_read(fs, a, "phishing", &o, NULL, &err), 0);
-    assert_int_equal(br_feedset_read(fs, b, "ads", &o, NULL, &err), 0);
+    assert_int_equal(read_feed_path(fs, a, "phishing", &o, NULL, &err), 0);
+    assert_int_equal(read_feed_path(fs, b, "ads", &o, NULL, &err), 0);
     br_feedset_stats st;
     br_feedset_finish(fs, &st);
     assert_int_equal(st.distinct, 3);
@@ -475,9 +510,9 @@ static void test_duplicates_and_conflicts(void **state)
     br_feedset_free(fs);
     /* A bad category name and a missing file. */
     assert_int_equal(br_feedset_new(&fs), 0);
-    assert_int_equal(br_feedset_read(fs, a, "Bad Name", &o, NULL, &err), -EINVAL);
+    assert_int_equal(read_feed_path(fs, a, "Bad Name", &o, NULL, &err), -EINVAL);
     char *missing = tu_path("%s/none.txt", g_dir);
-    assert_int_equal(br_feedset_read(fs, missing, "ads", &o, NULL, &err), -ENOENT);
+    assert_int_equal(read_feed_path(fs, missing, "ads", &o, NULL, &err), -ENOENT);
     br_feedset_free(fs);
     free(missing);
     free(a);

@@ -2,7 +2,7 @@
 /* Tests of the blocklist format parsers (lib/url/url_feed_formats.c,
  * url_feed_csv.c, url_feed_json.c) line by line: what each line is (comment,
  * skipped rule by kind, entries, bad with its reason), CSV records across
- * lines, detection; and whole feeds through br_feedset_read. The end-to-end
+ * lines, detection; and whole feeds through br_feedset_read (read_feed_path). The end-to-end
  * fixtures of every format are in tests/integration/feedfx.py. */
 #include <errno.h>
 #include <setjmp.h>
@@ -18,14 +18,15 @@
 #include "testutil.h"
 #include "url/url_feed.h"
 #include "url/url_feed_formats.h"
+#include "url_helpers.h"
 #include "core/util.h"
 
 typedef struct line_case {
     br_feed_format format;
     const char *line;
     br_fmt_kind kind;
-    int skip;           /* BR_FMT_SKIP: the kind */
-    const char *want;   /* ENTRIES: the entries joined by ' '; BAD: part of the reason */
+    int skip;         /* BR_FMT_SKIP: the kind */
+    const char *want; /* ENTRIES: the entries joined by ' '; BAD: part of the reason */
 } line_case;
 
 static const line_case cases[] = {
@@ -129,8 +130,8 @@ static void run_lines(br_feed_format f, const char *column, const char *const *l
         else if (res.kind == BR_FMT_SKIP)
             snprintf(what, sizeof(what), "%d", res.skip);
         static const char kinds[] = "CSEBP";
-        len += (size_t)snprintf(out + len, size - len, "%s%c:%s", i ? ";" : "", kinds[res.kind],
-                                what);
+        len +=
+            (size_t)snprintf(out + len, size - len, "%s%c:%s", i ? ";" : "", kinds[res.kind], what);
     }
     br_fmt_state_free(st);
 }
@@ -250,7 +251,7 @@ static void test_detect(void **state)
     }
 }
 
-/* Whole feeds through br_feedset_read: a JSON document with a CRLF line
+/* Whole feeds through br_feedset_read (read_feed_path): a JSON document with a CRLF line
  * end and a BOM, forced and detected; a JSON syntax error names its line. */
 static void test_json_feed(void **state)
 {
@@ -266,7 +267,7 @@ static void test_json_feed(void **state)
         br_feed_opts o = {.format = forced ? BR_FEED_PHISHTANK : BR_FEED_AUTO};
         br_feed_stats st = {0};
         br_error err = {{0}};
-        int r = br_feedset_read(fs, p, "phishing", &o, &st, &err);
+        int r = read_feed_path(fs, p, "phishing", &o, &st, &err);
         if (r != 0)
             fail_msg("%s", err.text);
         assert_int_equal(st.entries, 2);
@@ -279,7 +280,7 @@ static void test_json_feed(void **state)
     br_feedset *fs = NULL;
     assert_int_equal(br_feedset_new(&fs), 0);
     br_error err = {{0}};
-    assert_int_equal(br_feedset_read(fs, p, "phishing", NULL, NULL, &err), -EINVAL);
+    assert_int_equal(read_feed_path(fs, p, "phishing", NULL, NULL, &err), -EINVAL);
     char *want = tu_path("%s:3: not valid JSON (expected ',' or ']')", p);
     assert_string_equal(err.text, want);
     free(want);
@@ -292,9 +293,8 @@ static void test_json_feed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lines),  cmocka_unit_test(test_rpz),
-        cmocka_unit_test(test_csv),    cmocka_unit_test(test_detect),
-        cmocka_unit_test(test_json_feed),
+        cmocka_unit_test(test_lines),  cmocka_unit_test(test_rpz),       cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_detect), cmocka_unit_test(test_json_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

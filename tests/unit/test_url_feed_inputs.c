@@ -3,7 +3,7 @@
  * whose header row is not commented, an AdBlock / uBlock Origin list headed
  * by `! Title:` that mixes bare hostnames with `||host/path^$options`
  * rules, and the wildcard-domain format (`*.example.com` per line). Golden
- * tests: each feed read through br_feedset_read gives exactly the listed
+ * tests: each feed read through br_feedset_read (read_feed_path) gives exactly the listed
  * expressions (docs/breachctl.1, "INPUT FORMATS"). Also: every format has
  * one row in the format table (name, parser), so none falls through to
  * another format's parser. */
@@ -22,6 +22,7 @@
 #include "url/url_expr.h"
 #include "url/url_feed.h"
 #include "url/url_feed_formats.h"
+#include "url_helpers.h"
 #include "core/util.h"
 
 typedef struct golden {
@@ -94,7 +95,7 @@ static void check_golden(const golden *g, const char *dir)
     br_feed_opts o = {.format = g->format};
     br_feed_stats st = {0};
     br_error err = {{0}};
-    if (br_feedset_read(fs, p, "malware", &o, &st, &err) != 0)
+    if (read_feed_path(fs, p, "malware", &o, &st, &err) != 0)
         fail_msg("%s: %s", g->name, err.text);
     br_feedset_finish(fs, NULL);
     size_t n = 0;
@@ -244,7 +245,7 @@ static void test_failed_detection(void **state)
     br_feed_opts o = {.format = BR_FEED_AUTO, .skip_bad = true};
     br_feed_stats st = {0};
     br_error err = {{0}};
-    int r = br_feedset_read(fs, p, "ads", &o, &st, &err);
+    int r = read_feed_path(fs, p, "ads", &o, &st, &err);
     char *line1 = tu_path("%s:1:", p);
     if (r == 0 ? st.comments != 1 : strstr(err.text, line1) != NULL)
         fail_msg("rc %d, %llu comments: %s", r, (unsigned long long)st.comments, err.text);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the test_url*.c programs: see url_helpers.h. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 
 #include "url/url_canon.h"
 #include "url/url_expr.h"
+#include "url/url_feed.h"
 #include "url_helpers.h"
 #include "core/util.h"
 
@@ -54,4 +57,15 @@ void check_exprs(const char *url, const char *const *want, size_t nwant)
     br_url_exprs_clear(&ex);
     assert_int_equal(ex.n, 0);
     free(canon);
+}
+
+int read_feed_path(br_feedset *fs, const char *path, const char *category, const br_feed_opts *o,
+                   br_feed_stats *st, br_error *err)
+{
+    FILE *in = fopen(path, "re");
+    if (!in)
+        return br_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    int r = br_feedset_read(fs, in, path, category, o, st, err);
+    fclose(in);
+    return r;
 }

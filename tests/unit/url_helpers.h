@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the test_url*.c programs (tests of lib/url/url_canon.c):
- * canonicalization tables, expression lists, and the exact texts of two
- * rejection reasons. */
+/* Helpers shared by the test_url*.c programs (tests of lib/url/):
+ * canonicalization tables, expression lists, a feed read from a path, and
+ * the exact texts of two rejection reasons. */
 #pragma once
 
 #include <stddef.h>
+
+#include "url/url_feed.h"
 
 /* A table row: input (with its length, for embedded NUL and control
  * bytes) and the expected canonical URL. */
@@ -18,6 +20,11 @@ typedef struct canon_case {
 void check_canon_table(const canon_case *t, size_t n);
 /* Compare out (most specific first) with want as an ordered list. */
 void check_exprs(const char *url, const char *const *want, size_t nwant);
+
+/* br_feedset_read of the file at path ("FILE: strerror" when it does not
+ * open): the feed tests' files. */
+int read_feed_path(br_feedset *fs, const char *path, const char *category, const br_feed_opts *o,
+                   br_feed_stats *st, br_error *err);
 
 #define SECRET "secret-class data (e-mail address) is never indexed"
 #define BADSCHEME "scheme is not http, https, ftp, ws or wss"
