@@ -26,7 +26,7 @@ static const struct {
     {"password", cmd_check}, {"sha1", cmd_check},        {"nt", cmd_check},
     {"url", cmd_check},      {"ping", cmd_check},        {"stats", cmd_check},
     {"reload", cmd_check},   {"download", cmd_download}, {"audit", cmd_audit},
-    {"key", cmd_key},        {"health", cmd_health},
+    {"key", cmd_key},        {"health", cmd_health},     {"dns", cmd_dns},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -138,6 +138,8 @@ static void usage(FILE *out)
     cmd_audit_summary(out);
     fputs("\nSigning keys (filter sign, filter fetch):\n", out);
     cmd_key_summary(out);
+    fputs("\nDNS (libbreachd-dns, no daemon):\n", out);
+    cmd_dns_summary(out);
     fputs("\nMonitoring:\n", out);
     cmd_health_summary(out);
     fprintf(out,

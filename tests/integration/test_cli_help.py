@@ -48,6 +48,7 @@ COMMANDS = [
     ("download", "DOWNLOADING THE CORPUS"),
     ("audit", "AUDITING ACCOUNTS"),
     ("health", "HEALTH CHECKS"),
+    ("dns", "DNS"),
 ]
 GLOBAL_SECTION = "OPTIONS"  # breachctl(1): the options before the command
 
