@@ -32,7 +32,7 @@
 #define BDNS_FAIL_OPEN_LOG_S 60
 #define BDNS_MAX_CATEGORIES 256 /* the category table's 255, and one spare */
 /* The category an allow-list is built with: it wins over every other
- * (docs/url.md, "Allow lists"). */
+ * (docs/filter-format.md, "Allow-lists"). */
 #define BDNS_ALLOW_CATEGORY "allow"
 
 typedef struct gen {

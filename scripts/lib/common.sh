@@ -21,6 +21,8 @@ BREACHD_PACKAGES=(
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba
+  # resolvers around libbreachd-dns, an authoritative nsd, dig: tests/integration/test_dns_resolvers.py
+  pdns-recursor unbound python3-unbound nsd bind9-dnsutils
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
