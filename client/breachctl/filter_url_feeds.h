@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctl_opts.h"
 #include "url/url_feed.h"
@@ -41,7 +42,12 @@ bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst);
 /* The ctl_opt rows of the feed options, shared by build and add: they fill
  * the feeds *f. */
 #define FEED_OPTS(f)                                                                               \
-    CTL_LIST("input", (f)->args, &(f)->n, MAX_INPUTS, "more than 4096 --input options"),          \
-        CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),               \
-        CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),      \
+    CTL_LIST("input", (f)->args, &(f)->n, MAX_INPUTS, "more than 4096 --input options"),           \
+        CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),              \
+        CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),       \
         CTL_FLAG("allow-empty", &(f)->allow_empty)
+
+/* breachctl filter export (cmd_filter_export.c): the feeds' domain entries
+ * as an RPZ zone, unbound local-zones, a hosts file or dnsmasq lines. */
+int filter_export_cmd(int argc, char **argv);
+void filter_export_summary(FILE *out);

@@ -23,6 +23,7 @@ BREACHD_PACKAGES=(
   samba samba-ad-provision samba-vfs-modules python3-samba
   # resolvers around libbreachd-dns, an authoritative nsd, dig: tests/integration/test_dns_resolvers.py
   pdns-recursor unbound python3-unbound nsd bind9-dnsutils
+  bind9  # named loading `breachctl filter export --format rpz`: the same test
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -49,6 +49,7 @@ COMMANDS = [
     ("audit", "AUDITING ACCOUNTS"),
     ("health", "HEALTH CHECKS"),
     ("dns", "DNS"),
+    ("filter export", "DNS"),
 ]
 GLOBAL_SECTION = "OPTIONS"  # breachctl(1): the options before the command
 

@@ -6,7 +6,8 @@ forwards test. to it, its root hints point at 127.0.0.1, no security
 polling: nothing leaves the host. dig checks that blocked, subdomain,
 parent, allow-listed, logged, sinkholed, redirected and unlisted names get
 the configured answers with the Extended DNS Error (RFC 8914) where the
-resolver sends it, and that a replaced filter is followed."""
+resolver sends it, and that a replaced filter is followed. BIND 9.18's
+named loads `breachctl filter export --format rpz` of the same feeds."""
 import os
 import re
 import shutil
@@ -268,6 +269,43 @@ def unbound_python(ctx):
     # neither an EDE nor the CNAME chased from a python module's answer
     check_answers(port, ede=False, chases_cname=False)
     check_follows(port)
+    p.terminate()
+    p.wait(10)
+
+
+@test
+def bind_rpz_export(ctx):
+    """breachctl filter export --format rpz loaded into BIND 9.18's named
+    as a response policy zone: the same feeds block the same names, the
+    category allow passes through."""
+    if not shutil.which("named"):
+        raise dtest.Skip("bind9 not installed")
+    args = ["filter", "export", "--format", "rpz", "--output", ctx.path("rpz.zone")]
+    for cat, text in FEEDS.items():
+        feed = ctx.path("feed-%s.txt" % cat)
+        with open(feed, "w") as f:
+            f.write(text)
+        args += ["--input", "%s=%s" % (feed, cat)]
+    r = subprocess.run([dtest.ARGS.breachctl] + args, capture_output=True, text=True)
+    eq(r.returncode, 0, "filter export: " + r.stderr)
+    port = dtest.free_port()
+    with open(ctx.path("named.conf"), "w") as f:
+        f.write('options {\n directory "%s";\n pid-file "%s/named.pid";\n'
+                ' listen-on port %d { 127.0.0.1; };\n listen-on-v6 { none; };\n'
+                ' recursion yes;\n allow-query { 127.0.0.1; };\n dnssec-validation no;\n'
+                ' response-policy { zone "rpz.breachd"; };\n};\ncontrols { };\n'
+                'zone "." { type hint; file "%s/root.hints"; };\n'
+                'zone "test." { type forward; forward only; forwarders { 127.0.0.1 port %d; }; };\n'
+                'zone "rpz.breachd" { type primary; file "%s/rpz.zone"; };\n'
+                % (ctx.dir, ctx.dir, port, FIXTURE["dir"], FIXTURE["nsd_port"], ctx.dir))
+    p = start(ctx, "named", ["named", "-g", "-c", ctx.path("named.conf")], port, {})
+    for name in ("evil.test", "www.evil.test", "deep.parent.test", "phish.test", "ads.test",
+                 "nodata.test", "redir.test"):
+        eq(status_of(dig(port, name)), "NXDOMAIN", name + ": blocked by the exported RPZ")
+    for name, addr in (("parent.test", "192.0.2.3"), ("good.evil.test", "192.0.2.2"),
+                       ("www.good.evil.test", "192.0.2.2"), ("unlisted.test", "192.0.2.4")):
+        out = dig(port, name)
+        eq((status_of(out), answers(out)), ("NOERROR", ["A " + addr]), name + "\n" + out)
     p.terminate()
     p.wait(10)
 
