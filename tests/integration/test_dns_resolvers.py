@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """libbreachd-dns inside real resolvers (docs/dns.md): PowerDNS Recursor
-with data/dns/pdns-recursor.lua, unbound with data/dns/unbound.py. An
+with data/dns/pdns-recursor.lua, unbound with data/dns/unbound.py, dnsdist
+with data/dns/dnsdist.lua, Knot Resolver with data/dns/kresd.lua. An
 authoritative nsd on 127.0.0.1 serves the zone test.; each resolver
 forwards test. to it, its root hints point at 127.0.0.1, no security
 polling: nothing leaves the host. dig checks that blocked, subdomain,
@@ -268,6 +269,47 @@ def unbound_python(ctx):
     p = start(ctx, "unbound", ["unbound", "-d", "-c", conf], port, env)
     # neither an EDE nor the CNAME chased from a python module's answer
     check_answers(port, ede=False, chases_cname=False)
+    check_follows(port)
+    p.terminate()
+    p.wait(10)
+
+
+@test
+def dnsdist_lua(ctx):
+    if not shutil.which("dnsdist"):
+        raise dtest.Skip("dnsdist not installed")
+    port = dtest.free_port()
+    with open(ctx.path("dnsdist.conf"), "w") as f:
+        f.write('setLocal("127.0.0.1:%d")\nnewServer({address="127.0.0.1:%d"})\n'
+                'setSecurityPollSuffix("")\ndofile("%s")\n'
+                % (port, FIXTURE["nsd_port"],
+                   os.path.join(dtest.ARGS.source_root, "data", "dns", "dnsdist.lua")))
+    p = start(ctx, "dnsdist", ["dnsdist", "--supervised", "--disable-syslog", "-C",
+                               ctx.path("dnsdist.conf")], port, lib_env())
+    # neither an EDE nor the CNAME chased: dnsdist is no recursor
+    check_answers(port, ede=False, chases_cname=False)
+    check_follows(port)
+    p.terminate()
+    p.wait(10)
+
+
+@test
+def knot_resolver_policy(ctx):
+    if not shutil.which("kresd"):
+        raise dtest.Skip("knot-resolver not installed")
+    port = dtest.free_port()
+    with open(ctx.path("kresd.conf"), "w") as f:
+        f.write("net.listen('127.0.0.1', %d, { kind = 'dns' })\n"
+                "trust_anchors.remove('.')\n"
+                "modules.load('hints')\nhints.root({ ['a.root.test.'] = '127.0.0.1' })\n"
+                "dofile('%s')\n"
+                "policy.add(policy.suffix(policy.STUB({ '127.0.0.1@%d' }), { todname('test.') }))\n"
+                % (port, os.path.join(dtest.ARGS.source_root, "data", "dns", "kresd.lua"),
+                   FIXTURE["nsd_port"]))
+    os.makedirs(ctx.path("run"))
+    p = start(ctx, "kresd", ["kresd", "-n", "-c", ctx.path("kresd.conf"), ctx.path("run")],
+              port, lib_env())
+    check_answers(port, ede=True, chases_cname=False)
     check_follows(port)
     p.terminate()
     p.wait(10)
