@@ -61,13 +61,33 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
         }
         if (o - 7 >= BR_URL_MAX_HOST)
             return -EINVAL;
-        url[o++] = (char)c;
+        url[o++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c); /* canonical hosts are lowercase */
     }
     if (label == 0)
         return -EINVAL; /* empty name, or a name ending in ".." */
     url[o++] = '/';
     *url_len = o;
     return 0;
+}
+
+/* Whether host[0..n) (lowercase letters, digits, '-', '_' and single dots,
+ * as to_url leaves it) is already what the URL canonicalization makes of
+ * it: true unless its last label could read as part of an IPv4 address
+ * (digits, hex "0x..": all of [0-9a-fx]), which the canonicalization
+ * rewrites, or a label is an A-label ("xn--"), which it checks. */
+static bool canonical_already(const char *host, size_t n)
+{
+    const char *last = host;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (host[i] == '.')
+            last = host + i + 1;
+        if ((i == 0 || host[i - 1] == '.') && n - i >= 4 && memcmp(host + i, "xn--", 4) == 0)
+            return false;
+    }
+    for (const char *p = last; p < host + n; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'x'))
+            return true;
+    return false;
 }
 
 int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
@@ -77,9 +97,14 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
     char url[URL_ROOM], canon[1024];
     size_t url_len, canon_len;
     br_error err;
-    if (to_url(name, len, url, &url_len) < 0 ||
-        br_url_canonicalize_buf(url, url_len, canon, sizeof(canon), &canon_len, &err) < 0)
+    if (to_url(name, len, url, &url_len) < 0)
         return -EINVAL;
+    if (canonical_already(url + 7, url_len - 8)) { /* the usual name: no work to redo */
+        memcpy(canon, url, url_len);
+        canon_len = url_len;
+    } else if (br_url_canonicalize_buf(url, url_len, canon, sizeof(canon), &canon_len, &err) < 0) {
+        return -EINVAL;
+    }
     /* "http://HOST/": the canonical form of a bare host keeps its one '/' */
     const char *host = canon + 7;
     const char *slash = memchr(host, '/', canon_len - 7);

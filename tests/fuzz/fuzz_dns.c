@@ -5,8 +5,10 @@
  * labels).
  *
  * Checked on every input: no crash or sanitizer report; a refusal is
- * -EINVAL; an accepted name gives a lowercase host of letters, digits,
- * '-', '_' and single dots, at most 253 bytes, whose suffixes are exactly
+ * -EINVAL; an accepted name gives a canonical host (the URL
+ * canonicalization gives it back unchanged, also when the fast path for
+ * plain names skipped it) of lowercase letters, digits, '-', '_' and
+ * single dots, at most 253 bytes, whose suffixes are exactly
  * the domain-entry expressions ("SUFFIX/") br_url_exprs_of forms for
  * "http://HOST/" (never the bare TLD), each key their SHA-256.
  *
@@ -28,6 +30,13 @@
 
 static void check_host(const bdns_keys *k)
 {
+    /* canonical: the URL canonicalization gives it back unchanged */
+    char url[BR_URL_MAX_HOST + 16], canon[1024];
+    size_t canon_len = 0;
+    br_error err = {{0}};
+    int n = snprintf(url, sizeof(url), "http://%s/", k->host);
+    CHECK(br_url_canonicalize_buf(url, (size_t)n, canon, sizeof(canon), &canon_len, &err) == 0);
+    CHECK(canon_len == (size_t)n && memcmp(canon, url, canon_len) == 0);
     CHECK(k->host_len >= 1 && k->host_len <= BR_URL_MAX_HOST);
     CHECK(strlen(k->host) == k->host_len);
     CHECK(k->host[0] != '.' && k->host[k->host_len - 1] != '.');
