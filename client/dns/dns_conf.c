@@ -91,11 +91,23 @@ static int set_category_action(parse *p, const char *key, const char *v)
     return 1;
 }
 
+/* A list of absolute paths, as breachd's [urls] filter. */
+static int set_filter(parse *p, const char *section, char *dst, size_t n, const char *v)
+{
+    for (const char *s = v; *s;) {
+        s += strspn(s, " \t,");
+        if (*s && *s != '/')
+            return fail(p, section, "filter", "expected absolute paths, comma-separated, not", v);
+        s += strcspn(s, ",");
+    }
+    return copy(p, section, "filter", dst, n, v);
+}
+
 static int dns_key(parse *p, const char *key, const char *v)
 {
     bdns_conf *c = p->c;
     if (strcmp(key, "filter") == 0)
-        return copy(p, "dns", key, p->dns_filter, sizeof(p->dns_filter), v);
+        return set_filter(p, "dns", p->dns_filter, sizeof(p->dns_filter), v);
     if (strcmp(key, "action") == 0) {
         if ((c->action = bdns_action_parse(v)) < 0)
             return fail(p, "dns", key, "expected nxdomain, nodata, sinkhole, redirect or log, not",
@@ -125,7 +137,7 @@ static int handler(void *user, const char *section, const char *key, const char 
     if (strcmp(section, "dns") == 0)
         return dns_key(p, key, v), 1; /* errors stop at the first, in p->rc */
     if (strcmp(section, "urls") == 0 && strcmp(key, "filter") == 0)
-        return copy(p, "urls", key, p->urls_filter, sizeof(p->urls_filter), v);
+        return set_filter(p, "urls", p->urls_filter, sizeof(p->urls_filter), v);
     if (strcmp(section, "urls") == 0 && strcmp(key, "pubkey") == 0)
         return copy(p, "urls", key, p->c->pubkey, sizeof(p->c->pubkey), v);
     return 1; /* breachd's keys: breachd checks them */

@@ -495,6 +495,15 @@ static void test_open(void **state)
     char err[512];
     assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
     assert_non_null(strstr(err, "[dns] action.Bad: a category is"));
+    write_conf(f, "filter = relative/urls.bf\n");
+    assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "[dns] filter: expected absolute paths"));
+    write_conf(f, "action = block\n");
+    assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "[dns] action: expected nxdomain, nodata, sinkhole"));
+    write_conf(f, "sinkhole = 0.0.0.0, nowhere\n");
+    assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "[dns] sinkhole: expected at most one IPv4"));
 }
 
 int main(void)
