@@ -240,8 +240,8 @@ def swap_during_dnsperf(nsd_port):
     done.set()
     t.join()
     qps, lost, lat, text = out["r"]
-    rates = re.findall(r"(\d+\.\d+) qps", text) or re.findall(r"^\s*[\d.]+\s+([\d.]+)\s*$", text,
-                                                             re.M)
+    # -S 1 lines: "TIMESTAMP: QPS"
+    rates = re.findall(r"^\d+\.\d+: ([\d.]+)", text, re.M)
     print("swap     lua         steady RSS %.1f MB, during the swap max %.1f MB (%.2fx); "
           "%d lost; avg %.0f us; per-second qps: %s"
           % (steady / 1024, max(samples) / 1024, max(samples) / steady, lost, lat,
