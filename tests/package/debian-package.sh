@@ -60,7 +60,7 @@ arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 version=$(dpkg-parsechangelog -l "$tree/debian/changelog" -S Version)
 deb() { echo "$tmp/${1}_${version}_$arch.deb"; }
-pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd"
+pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd breachd-dns"
 for p in $pkgs; do
   [ -f "$(deb "$p")" ] || die "no $(basename "$(deb "$p")")"
 done
@@ -102,9 +102,14 @@ expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
 expect breachd /usr/share/man/man7/breachd-directories.7.gz
 expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
 expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
+expect breachd-dns "/usr/lib/$multiarch/libbreachd-dns.so.1" "/usr/lib/$multiarch/libbreachd-dns.so" \
+  "/usr/lib/$multiarch/pkgconfig/breachd-dns.pc" /usr/include/breachd-dns.h \
+  /usr/share/breachd/dns/pdns-recursor.lua /usr/share/breachd/dns/unbound.py \
+  /usr/share/breachd/dns/dnsdist.lua /usr/share/breachd/dns/kresd.lua \
+  /usr/share/man/man3/libbreachd-dns.3.gz
 # Every document the man pages name by path is there, uncompressed.
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
-allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
+allowed='^/(etc/breachd/|etc/init\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$|usr/lib/'"$multiarch"'/(libbreachd-dns\.so|pkgconfig/breachd-dns\.pc$)|usr/include/breachd-dns\.h$|usr/share/breachd/dns/)'
 odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"
