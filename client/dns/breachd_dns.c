@@ -447,11 +447,20 @@ static int find(const gen *g, const bdns_keys *keys, const char **category, bool
     return best;
 }
 
+/* src into dst[0..n), cut to fit, NUL-terminated (snprintf's "%s" costs
+ * more than the rest of a block's answer). */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
 static void fill_block(const gen *g, const bdns_keys *keys, int best, const char *cat,
                        breachd_dns_result *res)
 {
-    snprintf(res->category, sizeof(res->category), "%s", cat);
-    snprintf(res->domain, sizeof(res->domain), "%s", keys->host + keys->start[best]);
+    copy_str(res->category, sizeof(res->category), cat);
+    copy_str(res->domain, sizeof(res->domain), keys->host + keys->start[best]);
     res->action = bdns_conf_action(&g->conf, cat);
     memcpy(res->sinkhole4, g->conf.sinkhole4, sizeof(res->sinkhole4));
     memcpy(res->sinkhole6, g->conf.sinkhole6, sizeof(res->sinkhole6));
@@ -486,7 +495,7 @@ int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_
     }
     if (allowed) {
         INC(allowed);
-        snprintf(res->category, sizeof(res->category), BDNS_ALLOW_CATEGORY);
+        copy_str(res->category, sizeof(res->category), BDNS_ALLOW_CATEGORY);
         return pass(h, res, BREACHD_DNS_ALLOWED);
     }
     if (best < 0)

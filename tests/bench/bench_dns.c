@@ -89,8 +89,8 @@ int main(int argc, char **argv)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         char name[64];
         int len = snprintf(name, sizeof(name), "r%016llx.example-bench.net", (unsigned long long)x);
-        if (breachd_dns_check(h, name, (size_t)len, &res) == BREACHD_DNS_BLOCK)
-            falses++;
+        if (breachd_dns_check(h, name, (size_t)len, &res) == BREACHD_DNS_BLOCK && !falses++)
+            printf("first false block: %s (as %s, %s)\n", name, res.domain, res.category);
     }
     printf("false blocks: %llu in %zu random names (%.0f ns/name)\n", (unsigned long long)falses,
            n_random, (now_s() - t0) * 1e9 / (double)n_random);
