@@ -109,6 +109,9 @@ typedef struct breachd_config {
         char *upstream;           /* URL template; "" = none (maybes answer UNKNOWN) */
         int64_t max_filter_age_s; /* by the filter's build time */
         char *similar_filter;     /* offline filter of SIMILAR; "" = filter if offline */
+        char *banned_terms;       /* terms file for BANNED (docs/banned.md); "" none */
+        char *site_terms;         /* the site's names, a comma list; "" none */
+        uint32_t min_score;       /* the clients' minimum score (docs/banned.md) */
     } passwords;
 
     struct {                      /* NT hashes (the NT verb), like passwords */
@@ -126,6 +129,8 @@ typedef struct breachd_config {
         char *upstream;   /* "" = none */
         int64_t max_filter_age_s;
         int when_stale; /* BREACHD_WHEN_STALE_FILTER (default), _UPSTREAM, _UNKNOWN */
+        char *follow;   /* a publisher's manifest URL; "" = none (follow.h) */
+        int64_t follow_interval_s;
     } urls;
 
     struct {

@@ -72,6 +72,12 @@ const bd_conf_key bd_conf_keys[] = {
     {"passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(passwords.similar_filter),
      0, 0, 0, PATH_MAX - 1, NULL, "",
      "offline filter of popular passwords for SIMILAR; empty: filter when it is offline"},
+    {"passwords", "banned_terms", BD_CONF_PATH, BD_CONF_EMPTY_OK, F(passwords.banned_terms), 0, 0,
+     0, PATH_MAX - 1, NULL, "", "a file of banned terms, one a line, for the clients (BANNED)"},
+    {"passwords", "site_terms", BD_CONF_TEXT, 0, F(passwords.site_terms), 0, 0, 0, 4096, NULL,
+     "", "the site's own names, a comma list (the organisation, its domains, products)"},
+    {"passwords", "min_score", BD_CONF_UINT, 0, F(passwords.min_score), 0, 0, 1, 100, NULL,
+     "5", "a new password holding a banned term or name is refused below this score"},
 
     {"ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, F(ntlm.filter), 0, 0,
      0, PATH_MAX - 1, NULL, "",
@@ -99,6 +105,10 @@ const bd_conf_key bd_conf_keys[] = {
      1, 3650 * DAY, NULL, "2d", "an older filter is stale"},
     {"urls", "when_stale", BD_CONF_CHOICE, 0, F(urls.when_stale), 0, 0, 0, 0,
      &bd_conf_when_stale, "filter", "a stale filter: filter (keep using it), upstream or unknown"},
+    {"urls", "follow", BD_CONF_URLS, 0, F(urls.follow), 0, 0, 0, 0, NULL, "",
+     "a publisher's manifest URL; set: filter is the directory of the followed files"},
+    {"urls", "follow_interval", BD_CONF_SECONDS, 0, F(urls.follow_interval_s), 0, 0, 1, DAY,
+     NULL, "30s", "how often the manifest is polled (at a random phase)"},
 
     {"cache", "path", BD_CONF_PATH, 0, F(cache.path), 0, 0, 0, PATH_MAX - 1, NULL,
      "/var/cache/breachd", "the LMDB range cache directory"},
@@ -255,6 +265,11 @@ static int set_checked_str(breachd_config *c, const bd_conf_key *k, const char *
     case BD_CONF_LISTEN:
         rc = bd_conf_parse_listen(v, FIELD(c, k->off2, char), FIELD(c, k->off3, uint16_t), err);
         break;
+    case BD_CONF_TEXT:
+        rc = strlen(v) <= k->max
+                 ? 0
+                 : br_error_set(err, -EINVAL, "longer than %" PRIu64 " bytes", k->max);
+        break;
     default:
         (void)br_fails_assert(!"a string key of another type");
         rc = br_error_set(err, -EINVAL, "internal error: [%s] %s is not a string", k->section,
@@ -272,6 +287,7 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_URL_TEMPLATE:
     case BD_CONF_PROXY:
     case BD_CONF_LISTEN:
+    case BD_CONF_TEXT:
         return set_checked_str(c, k, v, err);
     case BD_CONF_MODE:
         return bd_conf_parse_mode(v, FIELD(c, k->off, mode_t), err);
@@ -360,6 +376,7 @@ void breachd_config_free(breachd_config *c)
         case BD_CONF_URL_TEMPLATE:
         case BD_CONF_PROXY:
         case BD_CONF_LISTEN:
+        case BD_CONF_TEXT:
             free(*FIELD(c, k->off, char *));
             break;
         default:

@@ -31,6 +31,7 @@ typedef enum bd_conf_type {
     BD_CONF_URLS,         /* char *: "" or comma-separated http(s):// or file:// URLs */
     BD_CONF_LISTEN_LIST,  /* char * (off), breachd_listen * (off2), size_t count (off3) */
     BD_CONF_NETWORKS,     /* char * (off), breachd_network * (off2), size_t count (off3) */
+    BD_CONF_TEXT,         /* char *: any text of at most max bytes (its reader judges it) */
 } bd_conf_type;
 
 #define BD_CONF_EMPTY_OK 1u /* BD_CONF_PATH: "" is allowed */

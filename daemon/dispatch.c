@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "dispatch.h"
 #include "pw_check.h"
+#include "banned_verb.h"
 #include "similar_verb.h"
 #include "stats.h"
 #include "url_check.h"
@@ -46,6 +47,12 @@ static void handle_similar(bd_conn *c, const br_request *req, int hint)
 {
     (void)hint;
     bd_similar_check(c, req);
+}
+
+static void handle_banned(bd_conn *c, const br_request *req, int hint)
+{
+    (void)hint;
+    bd_banned_terms(c, req);
 }
 
 static void handle_ping(bd_conn *c, const br_request *req, int hint)
@@ -114,6 +121,7 @@ static void handle_lane(bd_conn *c, const br_request *req, int hint)
 #define VERB_RELOAD {.handle = handle_reload, .access = FOR_ADMIN_USERS}
 #define VERB_LANE {.handle = handle_lane}
 #define VERB_SIMILAR {.handle = handle_similar}
+#define VERB_BANNED {.handle = handle_banned}
 /* clang-format on */
 
 static const verb_def verbs[BR_VERB_COUNT_] = {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "canary.h"
 #include "housekeeping.h"
+#include "follow.h"
 #include "log.h"
 #include "notify.h"
 #include "server.h"
@@ -193,10 +194,13 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_canary *canary = bd_canary_new(srv);
     if (!canary)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
+    /* [urls] follow: the thread starts with the config of the start */
+    bd_follow *follow = bd_follow_start(srv->state->cfg);
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
+    bd_follow_stop(follow);
     bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();

@@ -11,6 +11,7 @@
 #include "filter/filter_file.h"
 
 #include "log.h"
+#include "follow.h"
 #include "offline.h"
 #include "state.h"
 #include "state_filters.h"
@@ -140,6 +141,25 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
+/* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
+static int load_followed(bd_state_files *out, br_error *err)
+{
+    const breachd_config *c = out->cfg;
+    if (!c->urls.pubkey[0] || !c->urls.filter[0] || strchr(c->urls.filter, ','))
+        return br_error_set(err, -EINVAL,
+                            "%s: [urls] follow needs [urls] pubkey (what every followed file is "
+                            "verified against) and [urls] filter, one directory for the "
+                            "followed files",
+                            c->path);
+    char *list = NULL;
+    int r = bd_follow_read(c->urls.filter, &list, &out->follow);
+    if (r == 0 && list)
+        r = bd_filters_load_urls_list(out->cfg, list, true, &out->urloffline, &out->filter_ids,
+                                      err);
+    free(list);
+    return r;
+}
+
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -151,9 +171,13 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
     if (r >= 0)
         r = bd_filters_load_similar(out->cfg, &out->simfilter, &out->filter_ids, err);
+    if (r >= 0)
+        r = bd_banned_load(out->cfg, &out->banned, &out->banned_generation, err);
     if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
         r = bd_offline_check_config(out->cfg, err);
-    if (r >= 0)
+    if (r >= 0 && out->cfg->urls.follow[0]) /* the followed set, or none yet */
+        r = load_followed(out, err);
+    else if (r >= 0)
         r = bd_offline_urls_configured(out->cfg)
                 ? bd_filters_load_urls_offline(out->cfg, &out->urloffline, &out->filter_ids, err)
                 : bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
@@ -170,8 +194,10 @@ void bd_state_files_clear(bd_state_files *f)
     br_pwfilter_free(f->pwfilter);
     br_pwfilter_free(f->ntfilter);
     br_pwfilter_free(f->simfilter);
+    br_banned_free(f->banned);
     br_urlfilter_free(f->urlfilter);
     br_pwfilter_free(f->urloffline);
+    br_manifest_fini(&f->follow);
     breachd_config_free(f->cfg);
     bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
@@ -259,8 +285,11 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->pwfilter = files->pwfilter;
     s->ntfilter = files->ntfilter;
     s->simfilter = files->simfilter;
+    s->banned = files->banned;
+    s->banned_generation = files->banned_generation;
     s->urlfilter = files->urlfilter;
     s->urloffline = files->urloffline;
+    s->follow = files->follow;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     s->loaded_at = (int64_t)time(NULL);
@@ -305,8 +334,10 @@ static void state_free(bd_state *s)
     br_pwfilter_free(s->pwfilter);
     br_pwfilter_free(s->ntfilter);
     br_pwfilter_free(s->simfilter);
+    br_banned_free(s->banned);
     br_urlfilter_free(s->urlfilter);
     br_pwfilter_free(s->urloffline);
+    br_manifest_fini(&s->follow);
     breachd_config_free(s->cfg);
     bd_filter_ids_clear(&s->filter_ids);
     free(s);
@@ -425,12 +456,21 @@ void bd_state_log_filters(const bd_state *s)
         log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
                    br_pwfilter_header(s->simfilter), br_pwfilter_members(s->simfilter),
                    "SIMILAR finds nothing");
+    if (s->banned)
+        bd_log(LOG_INFO, "banned terms: %zu (site_terms and banned_terms), min_score %u",
+               br_banned_count(s->banned), (unsigned)s->cfg->passwords.min_score);
     if (s->ntfilter)
         log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
                    br_pwfilter_members(s->ntfilter), "every NT check goes to the range API");
     if (s->urloffline)
         log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
                    br_pwfilter_members(s->urloffline), "it blocks no URL");
+    if (s->urloffline && br_pwfilter_url_fuse_allow(s->urloffline))
+        bd_log(LOG_WARNING,
+               "[urls] filter %s: a file written before the exact table holds its allow-list in "
+               "its fingerprints, which no longer answer allow (a false positive could release a "
+               "blocked URL): rebuild it with breachctl filter build (docs/filter-format.md)",
+               s->cfg->urls.filter);
     if (s->urlfilter)
         log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
                    br_urlfilter_members(s->urlfilter), "it blocks no URL");

@@ -8,6 +8,8 @@
  * forbids opening one environment twice in a process. */
 #pragma once
 
+#include "filter/manifest.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -18,6 +20,7 @@
 #include "filter/urlfilter.h"
 #include "range/range_cache.h"
 #include "range/resolver.h"
+#include "state_banned.h"
 #include "state_filters.h"
 
 struct event_base;
@@ -35,10 +38,13 @@ typedef struct bd_state {
     br_pwfilter *pwfilter; /* NULL: no password filter configured */
     br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
     br_pwfilter *simfilter; /* [passwords] similar_filter (offline); NULL: none */
+    br_banned *banned;      /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
+    uint64_t banned_generation;
     br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
     /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
      * hits answered on the host; urlfilter is then NULL. */
     br_pwfilter *urloffline;
+    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;     /* wall clock, seconds */
@@ -53,8 +59,11 @@ typedef struct bd_state_files {
     br_pwfilter *pwfilter;
     br_pwfilter *ntfilter;
     br_pwfilter *simfilter;
+    br_banned *banned;
+    uint64_t banned_generation;
     br_urlfilter *urlfilter;
     br_pwfilter *urloffline;
+    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_filter_ids filter_ids;
 } bd_state_files;
 

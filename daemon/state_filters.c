@@ -20,6 +20,9 @@
 typedef struct pw_section {
     const char *name, *verb, *list, *pubkey;
     uint32_t kind;
+    /* files [urls] follow fetched: breachd's own, each verified against
+     * the pubkey (which follow requires) in place of root's ownership */
+    bool followed;
 } pw_section;
 
 static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br_error *err)
@@ -195,10 +198,11 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
 /* Open path's container, refused unless root owns it and no one else may
  * write it (breachd(8), "Files"). */
 static int open_owned(const breachd_config *cfg, const char *section, const char *path,
-                      br_filter_file **out, br_error *err)
+                      bool followed, br_filter_file **out, br_error *err)
 {
-    int r = br_filter_file_open_trusting(path, also_trusted_uid(), out, err);
-    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also_trusted_uid(), err)) < 0) {
+    long also = followed ? (long)geteuid() : also_trusted_uid();
+    int r = br_filter_file_open_trusting(path, also, out, err);
+    if (r == 0 && (r = br_filter_file_check_owner(*out, path, also, err)) < 0) {
         br_filter_file_free(*out);
         *out = NULL;
     }
@@ -226,7 +230,7 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec, cons
     if (r < 0)
         return r;
     br_filter_file *file = NULL;
-    if ((r = open_owned(cfg, sec->name, path, &file, err)) < 0)
+    if ((r = open_owned(cfg, sec->name, path, sec->followed, &file, err)) < 0)
         return r;
     if ((r = br_pwfilter_from_file(file, out, err)) < 0)
         return filter_error(cfg, sec->name, br_error_prefix(err, r, "%s", path), err);
@@ -283,7 +287,7 @@ int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_f
                               br_error *err)
 {
     const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
-                            BR_KIND_PASSWORD_SHA1};
+                            BR_KIND_PASSWORD_SHA1, false};
     return load_pw_section(cfg, &sec, out, ids, err);
 }
 
@@ -291,7 +295,7 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
                          br_error *err)
 {
     const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
-                            BR_KIND_PASSWORD_NTLM};
+                            BR_KIND_PASSWORD_NTLM, false};
     return load_pw_section(cfg, &sec, out, ids, err);
 }
 
@@ -320,7 +324,7 @@ int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_fil
                             br_error *err)
 {
     const pw_section sec = {"passwords", "SIMILAR", cfg->passwords.similar_filter,
-                            cfg->passwords.pubkey, BR_KIND_PASSWORD_SHA1};
+                            cfg->passwords.pubkey, BR_KIND_PASSWORD_SHA1, false};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);
@@ -336,13 +340,19 @@ int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_fil
 int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                                  br_error *err)
 {
-    const pw_section sec = {"urls", "URL", cfg->urls.filter, cfg->urls.pubkey, BR_KIND_URL_SHA256};
+    return bd_filters_load_urls_list(cfg, cfg->urls.filter, false, out, ids, err);
+}
+
+int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,
+                              br_pwfilter **out, bd_filter_ids *ids, br_error *err)
+{
+    const pw_section sec = {"urls", "URL", list, cfg->urls.pubkey, BR_KIND_URL_SHA256, followed};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);
         *out = NULL;
         r = filter_error(cfg, "urls",
-                         br_error_set(err, -EINVAL, "%s: not an offline filter", cfg->urls.filter),
+                         br_error_set(err, -EINVAL, "%s: not an offline filter", list),
                          err);
     }
     return r;
@@ -352,7 +362,7 @@ static int open_url_member(const breachd_config *cfg, const br_sign_key *key, co
                            size_t index, br_urlfilter **out, bd_filter_ids *ids, br_error *err)
 {
     br_filter_file *file = NULL;
-    int r = open_owned(cfg, "urls", path, &file, err);
+    int r = open_owned(cfg, "urls", path, false, &file, err);
     if (r < 0)
         return r;
     if ((r = br_urlfilter_from_file(file, out, err)) < 0)

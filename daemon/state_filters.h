@@ -56,3 +56,7 @@ int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filte
  * is refused. */
 int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
                                  bd_filter_ids *ids, br_error *err);
+/* The same for the files of list; followed: files [urls] follow fetched
+ * (follow.h), breachd's own and verified against [urls] pubkey. */
+int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,
+                              br_pwfilter **out, bd_filter_ids *ids, br_error *err);

@@ -138,6 +138,46 @@ static void render_filter(render_out *o, const char *prefix, const br_filter_hea
     }
 }
 
+/* Raw text into o (Prometheus lines of a labelled metric). */
+static void put_raw(render_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_raw(render_out *o, const char *fmt, ...)
+{
+    if (o->len + 1 >= o->size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    va_end(ap);
+    o->len = n < 0 || (size_t)n >= o->size - o->len ? o->size - 1 : o->len + (size_t)n;
+}
+
+/* [urls] follow (docs/fleet.md): the served generation and each feed's
+ * age from the accepted manifest (its last success; the manifest's time
+ * when it never had one): STATS feed_age_NAME, metrics
+ * breachd_feed_age_seconds{feed="NAME"}. */
+static void render_follow(const bd_state *st, render_out *o, int64_t now)
+{
+    U64(o, "urls_generation", st->urloffline ? br_pwfilter_header(st->urloffline)->generation : 0);
+    char key[96];
+    for (size_t i = 0; i < st->follow.n_feeds; i++) {
+        const br_manifest_feed *f = &st->follow.feeds[i];
+        int64_t at = f->last_success >= 0 ? f->last_success : st->follow.published;
+        uint64_t age = now > at ? (uint64_t)(now - at) : 0;
+        if (!o->prom) {
+            snprintf(key, sizeof(key), "feed_age_%s", f->name);
+            U64(o, key, age);
+            continue;
+        }
+        if (i == 0)
+            put_raw(o,
+                    "\n# HELP %sfeed_age_seconds seconds since the feed's last success at the "
+                    "publisher ([urls] follow)\n# TYPE %sfeed_age_seconds gauge",
+                    o->prefix, o->prefix);
+        put_raw(o, "\n%sfeed_age_seconds{feed=\"%s\"} %llu", o->prefix, f->name,
+                (unsigned long long)age);
+    }
+}
+
 static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
 {
     U64(o, "cache_hits", t->resolver.cache_fresh);
@@ -334,6 +374,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                                   : NULL,
                   now,
                   bd_state_url_filter_stale(st, now));
+    render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);
     render_cache(st, &t, o);

@@ -19,6 +19,8 @@ typedef struct meta {
 
 static const meta metas[] = {
     G("uptime_seconds", "seconds since breachd started"),
+    G("urls_generation", "generation of the offline URL set served ([urls] follow)"),
+    G("feed_age_*", "seconds since the feed's last success at the publisher ([urls] follow)"),
     G("connections", "open client connections"),
     C("connections_total", "client connections accepted"),
     C("connections_refused", "connections refused (max_connections, allowed_users)"),

@@ -37,6 +37,9 @@ void cmd_audit_summary(FILE *out);
 /* key generate: Ed25519 key pairs for signed filters (cmd_key.c). */
 int cmd_key(const ctl_globals *g, int argc, char **argv);
 void cmd_key_summary(FILE *out);
+/* publish: signed deltas and manifests for following hosts (cmd_publish.c). */
+int cmd_publish(const ctl_globals *g, int argc, char **argv);
+void cmd_publish_summary(FILE *out);
 /* health: one monitoring-plugins status line from STATS (cmd_health.c). */
 int cmd_health(const ctl_globals *g, int argc, char **argv);
 void cmd_health_summary(FILE *out);

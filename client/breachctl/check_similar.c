@@ -6,25 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "breachctl.h"
+#include "ctl_opts.h"
 #include "check_similar.h"
 #include "core/util.h"
 
 bool ctl_opt_similar(const char *cmd, const char *arg, void *dst)
 {
-    ctl_similar_mode *m = dst;
-    if (strcmp(arg, "reject") == 0)
-        *m = CTL_SIMILAR_REJECT;
-    else if (strcmp(arg, "warn") == 0)
-        *m = CTL_SIMILAR_WARN;
-    else if (strcmp(arg, "off") == 0)
-        *m = CTL_SIMILAR_OFF;
-    else {
-        ctl_err("%s: --similar '%s': expected reject, warn or off", cmd, arg);
-        return false;
-    }
-    return true;
+    static const int values[] = {CTL_SIMILAR_REJECT, CTL_SIMILAR_WARN, CTL_SIMILAR_OFF};
+    return ctl_opt_reject_warn_off(cmd, "similar", arg, values, dst);
 }
 
 /* The daemon cannot answer SIMILAR (no offline filter, an older daemon):

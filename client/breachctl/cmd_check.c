@@ -12,6 +12,7 @@
 
 
 #include "breachctl.h"
+#include "check_banned.h"
 #include "check_similar.h"
 #include "ctl_hash.h"
 #include "ctl_io.h"
@@ -35,6 +36,8 @@ typedef struct check_opts {
     bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
     ctl_similar similar; /* password: --similar, --similar-min-count */
+    ctl_banned banned;   /* password: --banned, --user, --full-name */
+    bool user_fields;    /* password: --user-fields (NAME:FULL NAME:PASSWORD lines) */
 } check_opts;
 
 /* The rule for several inputs (breachctl(1), EXIT STATUS): the first that applies of 2, 1, 3, 0. */
@@ -50,6 +53,14 @@ static int status_of(const status_acc *s)
 /* Print one answer (input number idx, 1-based) and fold it into the status. */
 static void report(const check_opts *o, size_t idx, const br_answer *a, status_acc *st)
 {
+    if (ctl_banned_answer(a)) {
+        st->hit = st->hit || o->banned.mode == CTL_BANNED_REJECT;
+        if (o->json && !o->quiet)
+            printf("{\"input\":%zu,\"status\":\"BANNED\",\"kind\":\"%s\"}\n", idx, a->detail + 7);
+        else if (!o->quiet)
+            printf("%s\n", a->detail);
+        return;
+    }
     if (ctl_similar_answer(a)) {
         st->hit = st->hit || o->similar.mode == CTL_SIMILAR_REJECT;
         if (o->json && !o->quiet)
@@ -129,8 +140,14 @@ typedef struct session {
     br_client *c;
     bool failed;
     char why[512];
-    ctl_similar *sim;   /* password: open, or NULL */
+    ctl_similar *sim;         /* password: open, or NULL */
     ctl_similar_chunk *plain; /* with sim: the chunk's passwords */
+    const ctl_banned *ban;    /* password: open, or NULL */
+    /* with ban or --user-fields: each of the chunk's answers made here
+     * (BANNED; ERR for a line that is not NAME:FULL NAME:PASSWORD), kind
+     * NONE when none */
+    br_answer *banned;
+    bool user_fields;
 } session;
 
 static void session_fail(session *s, const br_error *err)
@@ -159,15 +176,50 @@ static void similar_of_chunk(session *s, size_t i, br_answer *a)
     }
 }
 
+/* Whether input i of the chunk is answered here and not sent: refused for
+ * a banned term under reject, or a line --user-fields cannot split. */
+static bool answered_here(const session *s, size_t i)
+{
+    if (!s->banned)
+        return false;
+    return s->banned[i].kind == BR_ANSWER_ERROR ||
+           (s->ban && s->ban->mode == CTL_BANNED_REJECT && s->banned[i].kind != BR_ANSWER_NONE);
+}
+
+/* The chunk's requests but those answered here (nothing about them is
+ * sent), pipelined; their answers put back. */
+static void send_chunk(session *s, br_client_request *reqs, size_t n)
+{
+    static br_client_request sendq[CHUNK];
+    size_t k = 0, j = 0;
+    br_error err = {{0}};
+    for (size_t i = 0; i < n; i++)
+        if (!answered_here(s, i))
+            sendq[k++] = reqs[i];
+    if (!s->failed && k && br_client_batch(s->c, sendq, k, CHUNK, &err) < 0)
+        session_fail(s, &err);
+    for (size_t i = 0; i < n; i++)
+        reqs[i].answer = answered_here(s, i) ? s->banned[i] : sendq[j++].answer;
+    br_wipe(sendq, k * sizeof(sendq[0]));
+}
+
+/* Under --banned=warn, a CLEAN or UNKNOWN answer of a password made of
+ * banned terms says BANNED instead. */
+static void banned_warn(const session *s, size_t i, br_answer *a)
+{
+    if (s->ban && s->banned[i].kind == BR_ANSWER_OTHER &&
+        (a->kind == BR_ANSWER_CLEAN || a->kind == BR_ANSWER_UNKNOWN))
+        *a = s->banned[i];
+}
+
 /* Send a chunk, print its answers in input order. */
 static void run_chunk(session *s, br_client_request *reqs, size_t n, size_t first,
                       const check_opts *o, status_acc *st)
 {
-    br_error err = {{0}};
-    if (!s->failed && br_client_batch(s->c, reqs, n, CHUNK, &err) < 0)
-        session_fail(s, &err);
+    send_chunk(s, reqs, n);
     for (size_t i = 0; i < n; i++) {
         similar_of_chunk(s, i, &reqs[i].answer);
+        banned_warn(s, i, &reqs[i].answer);
         if (s->failed && reqs[i].answer.kind == BR_ANSWER_NONE) {
             reqs[i].answer.kind = BR_ANSWER_ERROR;
             snprintf(reqs[i].answer.detail, sizeof(reqs[i].answer.detail), "%s", s->why);
@@ -256,6 +308,33 @@ static int line_request(stdin_kind kind, size_t idx, const char *line, size_t le
     return 0;
 }
 
+/* Input n's check against the banned terms, made here; with
+ * --user-fields, its names and password split off the line (*pw, *len:
+ * the password), or an ERR answer for a line that does not split. */
+static void banned_of_line(session *s, size_t n, const char **pw, size_t *len)
+{
+    ctl_user_fields f;
+    if (!s->banned)
+        return;
+    s->banned[n].kind = BR_ANSWER_NONE;
+    if (!s->user_fields) {
+        if (s->ban && !ctl_banned_check(s->ban, *pw, *len, &s->banned[n]))
+            s->banned[n].kind = BR_ANSWER_NONE;
+        return;
+    }
+    if (!ctl_user_fields_split(*pw, *len, &f)) {
+        s->banned[n].kind = BR_ANSWER_ERROR;
+        snprintf(s->banned[n].detail, sizeof(s->banned[n].detail),
+                 "bad-request --user-fields: a line is NAME:FULL NAME:PASSWORD");
+        return;
+    }
+    *pw = f.pw;
+    *len = f.pw_len;
+    if (s->ban && !ctl_banned_check_names(s->ban, f.user, f.user_len, f.full, f.full_len, f.pw,
+                                          f.pw_len, &s->banned[n]))
+        s->banned[n].kind = BR_ANSWER_NONE;
+}
+
 static void chunk_done(session *s, stdin_kind kind, br_client_request *reqs, size_t n)
 {
     ctl_similar_chunk_wipe(s->plain);
@@ -281,9 +360,12 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
     int failed = !hashes || !reqs ? -ENOMEM : 0;
     bool oom = failed < 0;
     while (!oom && (len = ctl_read_line_wiped(stdin, &line, &cap)) >= 0) {
-        failed = line_request(kind, done + n + 1, line, (size_t)len, hashes[n], &reqs[n]);
+        const char *pw = line;
+        size_t pw_len = (size_t)len;
+        banned_of_line(s, n, &pw, &pw_len);
+        failed = line_request(kind, done + n + 1, pw, pw_len, hashes[n], &reqs[n]);
         if (!failed)
-            failed = ctl_similar_keep(s->plain, n, line, (size_t)len);
+            failed = ctl_similar_keep(s->plain, n, pw, pw_len);
         br_wipe(line, cap);
         oom = failed < 0;
         if (oom)
@@ -340,11 +422,18 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 static const ctl_usage check_usage[] = {
     {"password",
      CHECK_OPTS LANE_OPT " [--ntlm] [--print-hash]\n"
-     "    [--similar=reject|warn|off] [--similar-min-count N]",
+     "    [--similar=reject|warn|off] [--similar-min-count N]\n"
+     "    [--banned=reject|warn|off] [--user NAME] [--full-name TEXT] [--user-fields]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
      "standard input; never as arguments. --ntlm: as NT hashes (the NT corpus). "
      "--similar: also small changes of popular passwords (SIMILAR <count>; "
      "reject: exit status 1; default warn). "
+     "--banned: first, the banned terms and the site's names breachd holds and the "
+     "user's own names (--user, --full-name; default the invoking user and its GECOS "
+     "name), matched here (BANNED <kind>; reject, the default once breachd holds "
+     "terms: exit status 1 and nothing sent). "
+     "--user-fields: each line on standard input is NAME:FULL NAME:PASSWORD, the "
+     "names for --banned. "
      "--print-hash: print each one's SHA-1 (NT with --ntlm) instead, asking nothing."},
     {"sha1", CHECK_OPTS LANE_OPT " [HEX40...]",
      "Checks SHA-1 hashes of passwords (40 hex digits), as arguments or one per "
@@ -388,18 +477,22 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         CTL_STR("socket", &sock),
         CTL_HELP,
         CTL_FLAG("bulk", &o->bulk), /* checks only */
-        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last four rows */
+        CTL_FLAG("ntlm", &o->ntlm), /* password only: the last eight rows */
         CTL_FLAG("print-hash", &o->print_hash),
         CTL_FN("similar", &o->similar.mode, ctl_opt_similar),
         CTL_UINT("similar-min-count", &o->similar.min_count, 1, UINT32_MAX,
                  "a count from 1 to 4294967295"),
+        CTL_FN("banned", &o->banned.mode, ctl_opt_banned),
+        CTL_STR("user", &o->banned.user),
+        CTL_STR("full-name", &o->banned.full_name),
+        CTL_FLAG("user-fields", &o->user_fields),
     };
     int first;
     usage_of = argv[0];
     bool password = strcmp(argv[0], "password") == 0;
     bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
                  !strcmp(argv[0], "url");
-    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 4) - !check;
+    size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 8) - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
         return r > 0 ? -2 : -1;
@@ -414,6 +507,32 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
         *g = own;
     }
     return first;
+}
+
+/* password, one per line on stdin: the banned-term check (banned: open)
+ * and the similarity check around the pipelined chunks. */
+static int check_password_stdin(br_client *c, check_opts *o, bool banned, status_acc *st)
+{
+    bool similar = ctl_similar_open(&o->similar);
+    ctl_similar_chunk *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
+    bool here = banned || o->user_fields; /* answers made here */
+    br_answer *ban = here ? calloc(CHUNK, sizeof(*ban)) : NULL;
+    int rc = EXIT_ERROR;
+    if ((similar && !plain) || (here && !ban)) {
+        ctl_err("password: out of memory");
+    } else {
+        session s = {.c = c,
+                     .sim = similar ? &o->similar : NULL,
+                     .plain = plain,
+                     .ban = banned ? &o->banned : NULL,
+                     .banned = ban,
+                     .user_fields = o->user_fields};
+        rc = check_stdin(&s, o, st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
+    }
+    free(plain);
+    free(ban);
+    ctl_similar_close(&o->similar);
+    return rc;
 }
 
 /* password: from the terminal (no echo) or one per line on stdin. */
@@ -442,25 +561,21 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
      * types a password. */
     if (connect_or_fail(g, o, &c))
         return EXIT_ERROR;
-    bool similar = ctl_similar_open(&o->similar);
+    bool ban_failed, banned = ctl_banned_open(&o->banned, c, &ban_failed);
+    if (ban_failed)
+        return EXIT_ERROR;
     if (!isatty(STDIN_FILENO)) {
-        ctl_similar_chunk *plain = similar ? calloc(1, sizeof(*plain)) : NULL;
-        if (similar && !plain) {
-            ctl_similar_close(&o->similar);
-            ctl_err("password: out of memory");
-            return EXIT_ERROR;
-        }
-        session s = {.c = c, .sim = similar ? &o->similar : NULL, .plain = plain};
-        int rc = check_stdin(&s, o, &st, o->ntlm ? IN_PASSWORD_NT : IN_PASSWORD, "password");
-        free(plain);
-        ctl_similar_close(&o->similar);
+        int rc = check_password_stdin(c, o, banned, &st);
+        ctl_banned_close(&o->banned);
         return rc;
     }
+    ctl_similar_open(&o->similar);
     char pw[1024];
     ssize_t len = ctl_tty_read_password(pw, sizeof(pw));
     if (len < 0) {
         br_wipe(pw, sizeof(pw));
         ctl_similar_close(&o->similar);
+        ctl_banned_close(&o->banned);
         if (len == -ENODATA || len == -ENOMSG)
             ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
         else if (len == -EMSGSIZE)
@@ -476,15 +591,23 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
     if (connect_or_fail(g, o, &c)) {
         br_wipe(pw, sizeof(pw));
         ctl_similar_close(&o->similar);
+        ctl_banned_close(&o->banned);
         return EXIT_ERROR;
     }
-    br_answer a;
-    int r = o->ntlm ? br_client_check_password_nt(c, pw, (size_t)len, &a, &err)
+    br_answer a, ban;
+    bool refused = banned && ctl_banned_check(&o->banned, pw, (size_t)len, &ban);
+    int r = 0;
+    if (!refused || o->banned.mode != CTL_BANNED_REJECT) /* a refusal sends nothing */
+        r = o->ntlm ? br_client_check_password_nt(c, pw, (size_t)len, &a, &err)
                     : br_client_check_password(c, pw, (size_t)len, &a, &err);
-    if (r == 0)
+    if (r == 0 && (!refused || o->banned.mode != CTL_BANNED_REJECT))
         r = ctl_similar_apply(&o->similar, c, pw, (size_t)len, &a, &err);
+    if (refused && (o->banned.mode == CTL_BANNED_REJECT ||
+                    (r == 0 && (a.kind == BR_ANSWER_CLEAN || a.kind == BR_ANSWER_UNKNOWN))))
+        a = ban;
     br_wipe(pw, sizeof(pw));
     ctl_similar_close(&o->similar);
+    ctl_banned_close(&o->banned);
     if (r < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;

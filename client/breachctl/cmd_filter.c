@@ -34,12 +34,13 @@ static const ctl_usage filter_usage[] = {
      "          [--plaintext] [--min-count N] [--generation N] [--source TEXT]\n"
      "          [--fp-bits 8|16|32] [--arity 3|4] [--threads N] [--memory SIZE]\n"
      "          [--tmpdir DIR] [--shard-keys N] [--allow-empty] [--base OLD]...\n"
-     "          [--offline]",
+     "          [--offline] [--stats]",
      "A password filter from HIBP-format corpora (a single file, a per-prefix "
      "directory, a hash list) or, with --plaintext, from passwords one per line. "
      "With --base: a delta of the keys OLD (and the deltas after it) does not "
      "answer maybe for. --offline: each key keeps its count and a hit is answered "
-     "on the host (24-bit fingerprints; counted input only)."},
+     "on the host (24-bit fingerprints; counted input only). --stats: print the "
+     "input's count histogram (keys seen at least 1, 2, 10, 100, 1000, 10000 times)."},
     {"filter build",
      "--kind url-sha256 --output FILE\n"
      "          --input FEED[=CATEGORY]... [--ranges-dir DIR]\n"
@@ -160,6 +161,8 @@ static int filter_info(const char *path, bool force)
                 printf(" %s", off->cats.names[i]);
             printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
                    off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
+            printf("%-18s %u allow, %u removed (full SHA-256 keys)\n", "exact table:",
+                   off->n_allow, off->n_removed);
         } else {
             printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
                    "10%% below, never above); largest %" PRIu64 "\n",

@@ -30,7 +30,7 @@
 typedef struct progress {
     bool tty;
     uint64_t start_ns, last_ns;
-    uint64_t bytes_total; /* sum over inputs, 0 when unknown */
+    uint64_t bytes_total;  /* sum over inputs, 0 when unknown */
     uint64_t bytes_before; /* bytes of inputs already finished */
     br_keyset *ks;
 } progress;
@@ -45,7 +45,8 @@ static void progress_read(void *ctx, uint64_t done, uint64_t total)
     p->last_ns = now;
     double secs = (double)(now - p->start_ns) / 1e9;
     uint64_t keys = br_keyset_count(p->ks);
-    fprintf(stderr, "\rread %" PRIu64 " keys, %.2fM keys/s", keys, secs > 0 ? keys / secs / 1e6 : 0);
+    fprintf(stderr, "\rread %" PRIu64 " keys, %.2fM keys/s", keys,
+            secs > 0 ? keys / secs / 1e6 : 0);
     uint64_t all_done = p->bytes_before + done;
     if (p->bytes_total && all_done > 0 && all_done <= p->bytes_total) {
         double eta = secs * (double)(p->bytes_total - all_done) / (double)all_done;
@@ -70,7 +71,13 @@ typedef struct build_sink {
     const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
     uint64_t in_base;
     uint64_t max_count; /* --offline: the largest count read */
+    bool offline;
+    uint64_t *hist; /* --stats: keys at >= 1, 2, 10, 100, 1000, 10000; then without a count */
 } build_sink;
+
+/* The thresholds of --stats. */
+static const uint64_t stats_at[] = {1, 2, 10, 100, 1000, 10000};
+#define STATS_BUCKETS (BR_ARRAY_SIZE(stats_at) + 1)
 
 /* Both password kinds key by the first 8 bytes of the hash (hash-prefix64). */
 static int add_key(void *ctx, const uint8_t *hash)
@@ -97,6 +104,24 @@ static int add_key_counted(void *ctx, const uint8_t *hash, uint64_t count)
     return br_keyset_add_counted(s->ks, key, count, s->err);
 }
 
+/* --stats: every key of the input into the histogram, then on. */
+static int add_key_stats(void *ctx, const uint8_t *hash, uint64_t count)
+{
+    build_sink *s = ctx;
+    s->hist[BR_ARRAY_SIZE(stats_at)] += count == 0;
+    for (size_t i = 0; i < BR_ARRAY_SIZE(stats_at) && count >= stats_at[i]; i++)
+        s->hist[i]++;
+    return s->offline ? add_key_counted(ctx, hash, count) : add_key(ctx, hash);
+}
+
+static void print_stats(const uint64_t *hist)
+{
+    printf("count histogram of the input (keys, a key listed twice counted twice):\n");
+    for (size_t i = 0; i < BR_ARRAY_SIZE(stats_at); i++)
+        printf("  count >= %-6" PRIu64 " %" PRIu64 "\n", stats_at[i], hist[i]);
+    printf("  no count        %" PRIu64 "\n", hist[BR_ARRAY_SIZE(stats_at)]);
+}
+
 static void build_usage(FILE *out)
 {
     filter_usage_of(out, "filter build");
@@ -120,6 +145,8 @@ typedef struct build_args {
     uint8_t base_body[32];
     uint64_t in_base;
     bool offline;
+    bool stats; /* --stats: the count histogram of the input */
+    uint64_t hist[STATS_BUCKETS];
     br_count_codes counts;
 } build_args;
 
@@ -162,6 +189,7 @@ static int parse_build(int argc, char **argv, build_args *a)
                  "more than " STR(MAX_INPUTS) " --input options"),
         CTL_FLAG("plaintext", &a->in.plaintext),
         CTL_FLAG("offline", &a->offline),
+        CTL_FLAG("stats", &a->stats),
         CTL_UINT("min-count", &a->in.min_count, 0, UINT64_MAX, "not a whole number"),
         CTL_FN("generation", &a->b.generation, ctl_opt_generation),
         CTL_FN("source", &a->source, ctl_opt_source),
@@ -178,8 +206,7 @@ static int parse_build(int argc, char **argv, build_args *a)
         CTL_HELP,
     };
     int first;
-    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage, argc, argv,
-                       &first);
+    int r = ctl_getopt("filter build", opts, BR_ARRAY_SIZE(opts), build_usage, argc, argv, &first);
     if (r != 0)
         return r;
     a->b.arity = (unsigned)arity;
@@ -211,6 +238,8 @@ static int parse_build(int argc, char **argv, build_args *a)
         a->in.count_cb = add_key_counted;
         a->b.min_count = a->in.min_count;
     }
+    if (a->stats)
+        a->in.count_cb = add_key_stats;
     return 0;
 }
 
@@ -222,7 +251,8 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_total += br_input_size(a->inputs[i]);
     a->in.progress = progress_read;
     a->in.progress_ctx = prog;
-    build_sink sink = {.ks = ks, .err = err, .base = a->base};
+    build_sink sink = {
+        .ks = ks, .err = err, .base = a->base, .offline = a->offline, .hist = a->hist};
     for (size_t i = 0; i < a->n_inputs; i++) {
         uint64_t before = st->bytes;
         int r = br_input_read(a->inputs[i], &a->in, add_key, &sink, st, err);
@@ -235,6 +265,8 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_before += st->bytes - before;
     }
     a->in_base = sink.in_base;
+    if (a->stats)
+        print_stats(a->hist);
     if (a->offline && br_count_codes_make(sink.max_count, &a->counts) < 0) {
         ctl_err("filter build: the largest count %" PRIu64 " does not fit the count code",
                 sink.max_count); /* the reader refused such a line already */
@@ -317,8 +349,9 @@ int pw_filter_build(int argc, char **argv)
             st.keys - bs.keys - a.in_base, bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
     if (base)
-        fprintf(stderr, "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
-                        "base set and were left out\n",
+        fprintf(stderr,
+                "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
+                "base set and were left out\n",
                 a.bases[a.n_bases - 1], a.in_base);
     if (br_keyset_spilled(ks)) { /* where the disk space and time went */
         const char *dir = a.tmpdir && *a.tmpdir ? a.tmpdir : getenv("TMPDIR");

@@ -19,9 +19,10 @@
 #include "breachctl.h"
 #include "core/util.h"
 #include "ctl_opts.h"
+#include "filter/offline_codes.h"
 #include "filter_url_feeds.h"
 
-#define ALLOW_CATEGORY "allow" /* docs/filter-format.md, "Allow-lists" */
+#define ALLOW_CATEGORY BR_URL_ALLOW_CATEGORY /* docs/filter-format.md, "Allow-lists" */
 
 typedef struct domain {
     char *name;

@@ -104,16 +104,41 @@ static int open_base(const char *cmd, const url_offline_args *a, br_pwfilter **b
 }
 
 /* What a delta left out: expressions the base set holds already, and of
- * those the ones it holds under another category than the feeds now give. */
+ * those the ones it holds under another category than the feeds now give.
+ * allow: the allow-list's expressions, for the exact table. */
 typedef struct delta_count {
     uint64_t in_base, recategorized;
+    uint8_t (*allow)[BR_SHA256_LEN];
+    size_t n_allow;
 } delta_count;
 
-/* Every expression of the feeds with its code, but those base holds. */
+static int cmp_key(const void *a, const void *b)
+{
+    return memcmp(a, b, BR_SHA256_LEN);
+}
+
+/* Sorted and distinct, as the exact table holds them. */
+static void sort_unique(uint8_t (*k)[BR_SHA256_LEN], size_t *n)
+{
+    if (*n == 0)
+        return;
+    qsort(k, *n, BR_SHA256_LEN, cmp_key);
+    size_t w = 1;
+    for (size_t i = 1; i < *n; i++)
+        if (memcmp(k[i], k[w - 1], BR_SHA256_LEN) != 0)
+            memcpy(k[w++], k[i], BR_SHA256_LEN);
+    *n = w;
+}
+
+/* Every expression of the feeds with its code, but those base holds; the
+ * allow-list's go to dc->allow (the exact table: docs/filter-format.md). */
 static int add_keys(const url_offline_args *a, const br_pwfilter *base, const uint8_t *map,
                     br_keyset *ks, delta_count *dc, br_error *err)
 {
     const br_feed_entry *e = br_feedset_entries(a->fs);
+    dc->allow = calloc(br_feedset_count(a->fs) + 1, BR_SHA256_LEN);
+    if (!dc->allow)
+        return -ENOMEM;
     for (size_t i = 0; i < br_feedset_count(a->fs); i++) {
         const char *cat = NULL;
         int r = base ? br_pwfilter_lookup_category(base, e[i].hash, &cat) : 0;
@@ -122,6 +147,10 @@ static int add_keys(const url_offline_args *a, const br_pwfilter *base, const ui
         if (r > 0) { /* it keeps the base's category until the next full build */
             dc->in_base++;
             dc->recategorized += strcmp(cat, br_feedset_category(a->fs, e[i].category)) != 0;
+            continue;
+        }
+        if (strcmp(br_feedset_category(a->fs, e[i].category), BR_URL_ALLOW_CATEGORY) == 0) {
+            memcpy(dc->allow[dc->n_allow++], e[i].hash, BR_SHA256_LEN);
             continue;
         }
         if ((r = br_keyset_add_counted(ks, br_hash_key64(e[i].hash), map[e[i].category], err)) < 0)
@@ -134,9 +163,10 @@ static void offline_report(const url_offline_args *a, const br_pwfilter_build_op
                            const br_pwfilter_build_stats *st, const delta_count *dc)
 {
     fprintf(stderr,
-            "wrote %s: %" PRIu64 " expressions, %u categories, offline (24-bit fingerprints, a "
-            "category code each), %.2f bits/key, %" PRIu64 " bytes\n",
-            a->output, st->keys, o->categories->count,
+            "wrote %s: %" PRIu64 " expressions and %zu allow-list entries (exact), %u "
+            "categories, offline (24-bit fingerprints, a category code each), %.2f bits/key, "
+            "%" PRIu64 " bytes\n",
+            a->output, st->keys, o->n_allow, o->categories->count,
             st->keys ? 8.0 * (double)st->fingerprint_bytes / (double)st->keys : 0.0,
             st->file_bytes);
     if (a->n_bases)
@@ -178,19 +208,19 @@ int url_offline_build(const char *cmd, const url_offline_args *a)
     if (!status &&
         (br_keyset_new(NULL, 0, &ks, &err) < 0 || add_keys(a, base, map, ks, &dc, &err) < 0))
         status = EXIT_ERROR;
+    sort_unique(dc.allow, &dc.n_allow);
+    o.allow = (const uint8_t(*)[32])dc.allow;
+    o.n_allow = dc.n_allow;
     br_pwfilter_build_stats st = {0};
     if (!status && br_pwfilter_build(ks, &o, a->output, &st, &err) < 0)
         status = EXIT_ERROR;
+    free(dc.allow);
     if (status && err.text[0])
         ctl_err("%s: %s", cmd, err.text);
     else if (!status)
         offline_report(a, &o, &st, &dc);
     return status;
 }
-
-/* The allow category: an expression listed in it makes a URL SAFE whatever
- * the blocklists say (docs/filter-format.md, "Allow-lists"). */
-#define ALLOW_CATEGORY "allow"
 
 /* One query, as breachd would answer it: "no", "allowed[ EXPRESSION]", or
  * "blocked CATEGORY[ EXPRESSION]" (the most specific expression listed). */
@@ -204,7 +234,7 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
             return br_error_set(err, -EINVAL, "not a 64-hex SHA-256");
         if ((r = br_pwfilter_lookup_category(pf, key, &cat)) < 0)
             return br_error_set(err, r, "%s", strerror(-r));
-        if (r > 0 && strcmp(cat, ALLOW_CATEGORY) == 0)
+        if (r > 0 && strcmp(cat, BR_URL_ALLOW_CATEGORY) == 0)
             puts("allowed");
         else
             r > 0 ? printf("blocked %s\n", cat) : puts("no");
@@ -226,7 +256,7 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
             br_url_exprs_clear(&ex);
             return br_error_set(err, r, "%s", strerror(-r));
         }
-        if (r > 0 && strcmp(cat, ALLOW_CATEGORY) == 0) { /* overrides every blocklist */
+        if (r > 0 && strcmp(cat, BR_URL_ALLOW_CATEGORY) == 0) { /* overrides every blocklist */
             printf("allowed %s\n", ex.expr[i]);
             br_url_exprs_clear(&ex);
             return 0;

@@ -28,10 +28,13 @@ typedef struct health {
 } health;
 
 static const ctl_usage health_usage[] = {
-    {"health", "[--warning-age DURATION] [--critical-age DURATION] [--timeout MS] [--socket PATH]",
+    {"health",
+     "[--warning-age DURATION] [--critical-age DURATION] [--warning-feed-age DURATION] "
+     "[--critical-feed-age DURATION] [--timeout MS] [--socket PATH]",
      "One line for monitoring systems (Nagios, Icinga, monitoring-plugins): BREACHD OK, "
      "WARNING, CRITICAL or UNKNOWN, what is wrong, and performance data after '|'. Checks the "
-     "daemon answers, filter ages (defaults 30d warning, 60d critical) and damage, the last "
+     "daemon answers, filter ages (defaults 30d warning, 60d critical) and damage, the ages of "
+     "a followed publisher's feeds ([urls] follow; defaults 15m warning, 1h critical), the last "
      "canary, the upstream circuit breaker and the cache. Needs admin_users or stats_users. "
      "Exit status 0 OK, 1 WARNING, 2 CRITICAL (also: daemon unreachable), 3 UNKNOWN."},
 };
@@ -190,6 +193,29 @@ static void check_canary(health *h, const char *prefix, const char *what, int64_
         problem(h, H_WARNING, "%s canary last ran %llus ago", what, (unsigned long long)ago);
 }
 
+/* Every feed_age_NAME of a followed publisher ([urls] follow). */
+static void check_feeds(health *h, uint64_t warn, uint64_t crit)
+{
+    static const char key[] = "feed_age_";
+    for (const char *p = h->stats; (p = strstr(p, key));) {
+        bool start = p == h->stats || p[-1] == ' ';
+        const char *name = p + strlen(key), *eq = strchr(name, '=');
+        p = name;
+        if (!start || !eq)
+            continue;
+        uint64_t a = strtoull(eq + 1, NULL, 10);
+        char age[32];
+        age_text(a, age, sizeof(age));
+        int n = (int)(eq - name);
+        perf(h, "feed_age_%.*s=%llus;%llu;%llu;0", n, name, (unsigned long long)a,
+             (unsigned long long)warn, (unsigned long long)crit);
+        if (crit && a >= crit)
+            problem(h, H_CRITICAL, "feed %.*s last succeeded %s ago", n, name, age);
+        else if (warn && a >= warn)
+            problem(h, H_WARNING, "feed %.*s last succeeded %s ago", n, name, age);
+    }
+}
+
 static void check_daemon(health *h, uint64_t warn, uint64_t crit)
 {
     char buf[64];
@@ -248,11 +274,13 @@ static int read_stats(health *h, const char *sock, int timeout_ms, br_answer *a)
 int cmd_health(const ctl_globals *g, int argc, char **argv)
 {
     const char *sock = g->socket_path;
-    uint64_t warn = 30 * 86400ull, crit = 60 * 86400ull;
+    uint64_t warn = 30 * 86400ull, crit = 60 * 86400ull, fwarn = 15 * 60, fcrit = 3600;
     int timeout_ms = 10000;
     const ctl_opt opts[] = {
         CTL_FN("warning-age", &warn, opt_age),
         CTL_FN("critical-age", &crit, opt_age),
+        CTL_FN("warning-feed-age", &fwarn, opt_age),
+        CTL_FN("critical-feed-age", &fcrit, opt_age),
         CTL_FN("timeout", &timeout_ms, ctl_opt_timeout_ms),
         CTL_STR("socket", &sock),
         CTL_HELP,
@@ -275,8 +303,10 @@ int cmd_health(const ctl_globals *g, int argc, char **argv)
         printf("BREACHD UNKNOWN - out of memory\n");
         return H_UNKNOWN;
     }
-    if (read_stats(h, sock, timeout_ms, a) == H_OK)
+    if (read_stats(h, sock, timeout_ms, a) == H_OK) {
         check_daemon(h, warn, crit);
+        check_feeds(h, fwarn, fcrit);
+    }
     int state = h->state;
     printf("BREACHD %s - %s%s%s\n", state_names[state],
            h->problems[0] ? h->problems

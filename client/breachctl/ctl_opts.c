@@ -156,3 +156,16 @@ void ctl_usage_command(FILE *out, const ctl_usage *rows, size_t n, const char *n
         if (strcmp(rows[i].name, name) == 0 && rows[i].about)
             indented(out, "", rows[i].about);
 }
+
+bool ctl_opt_reject_warn_off(const char *cmd, const char *opt, const char *arg, const int values[3],
+                             int *out)
+{
+    static const char *const names[] = {"reject", "warn", "off"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(arg, names[i]) == 0) {
+            *out = values[i];
+            return true;
+        }
+    ctl_err("%s: --%s '%s': expected reject, warn or off", cmd, opt, arg);
+    return false;
+}

@@ -77,3 +77,8 @@ void ctl_usage_summary(FILE *out, const ctl_usage *rows, size_t n);
 /* "Usage: breachctl NAME SYNOPSIS" ("   or: ..." for more rows of that name),
  * then their about lines: one command's --help. */
 void ctl_usage_command(FILE *out, const ctl_usage *rows, size_t n, const char *name);
+
+/* A reject | warn | off argument of option opt (--similar, --banned) as
+ * values[0], [1], [2] into *out: true, or false with the error printed. */
+bool ctl_opt_reject_warn_off(const char *cmd, const char *opt, const char *arg, const int values[3],
+                             int *out);

@@ -27,6 +27,7 @@ static const struct {
     {"url", cmd_check},      {"ping", cmd_check},        {"stats", cmd_check},
     {"reload", cmd_check},   {"download", cmd_download}, {"audit", cmd_audit},
     {"key", cmd_key},        {"health", cmd_health},     {"dns", cmd_dns},
+    {"publish", cmd_publish},
 };
 
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -140,6 +141,8 @@ static void usage(FILE *out)
     cmd_key_summary(out);
     fputs("\nDNS (libbreachd-dns, no daemon):\n", out);
     cmd_dns_summary(out);
+    fputs("\nPublishing (a fleet that follows):\n", out);
+    cmd_publish_summary(out);
     fputs("\nMonitoring:\n", out);
     cmd_health_summary(out);
     fprintf(out,

@@ -26,6 +26,28 @@ typedef enum dm_policy { DM_REJECT, DM_ALLOW } dm_policy;
 typedef enum dm_similar { DM_SIMILAR_WARN, DM_SIMILAR_REJECT, DM_SIMILAR_OFF } dm_similar;
 #define DM_DEFAULT_SIMILAR_MIN_COUNT 1000
 
+/* banned=: a password made of banned terms or the user's own names
+ * (docs/banned.md) refused (the default once breachd holds terms),
+ * accepted with a log line, or not checked. */
+typedef enum dm_banned {
+    DM_BANNED_DEFAULT, /* reject when breachd holds terms, else off */
+    DM_BANNED_REJECT,
+    DM_BANNED_WARN,
+    DM_BANNED_OFF,
+} dm_banned;
+
+/* The user's own names a server knows (a principal's components, an
+ * entry's cn, sn, givenName, uid, the local part of mail): pointers into
+ * the caller's memory, at most DM_MAX_NAMES. */
+#define DM_MAX_NAMES 24
+typedef struct dm_names {
+    const char *v[DM_MAX_NAMES];
+    size_t len[DM_MAX_NAMES];
+    size_t n;
+} dm_names;
+/* Add one (ignored when empty or when names is full). */
+void dm_names_add(dm_names *names, const char *s, size_t len);
+
 typedef struct dm_options {
     char socket[DM_SOCKET_MAX];
     uint64_t min_count;         /* a PWNED answer below it is accepted */
@@ -34,10 +56,12 @@ typedef struct dm_options {
     int timeout_ms;             /* the whole exchange, connect included */
     dm_similar similar;         /* after an accepted exact check */
     uint64_t similar_min_count; /* a variant counts from this many sightings */
+    dm_banned banned;           /* before anything is sent */
 } dm_options;
 
 /* The defaults: the compiled-in socket, min_count 1, on_error and
- * on_unknown reject, timeout 2 s, similar warn, similar_min_count 1000. */
+ * on_unknown reject, timeout 2 s, similar warn, similar_min_count 1000,
+ * banned by breachd's terms (DM_BANNED_DEFAULT). */
 void dm_options_init(dm_options *o);
 
 /* Set one option from its name and value (not NUL-terminated): 0, or
@@ -45,7 +69,8 @@ void dm_options_init(dm_options *o);
  * option; unknown names are errors. Values: socket an absolute path;
  * min_count 1..2^63; on_error / on_unknown allow or reject (deny is taken
  * for reject); timeout milliseconds (N or Nms) or seconds (Ns), 1 ms to
- * 60 s; similar reject, warn or off; similar_min_count 1..2^63. */
+ * 60 s; similar and banned reject, warn or off; similar_min_count
+ * 1..2^63. */
 int dm_option_set(dm_options *o, const char *key, size_t key_len, const char *val, size_t val_len,
                   char *err, size_t err_size);
 
@@ -63,6 +88,9 @@ typedef struct dm_answer {
     char reason[200]; /* DM_UNKNOWN, DM_ERROR: printable, no hex runs */
     bool similar;     /* a variant was seen similar_count times (dm_ask_similar) */
     uint64_t similar_count;
+    bool banned;           /* made of banned terms or the user's names (dm_ask_banned) */
+    unsigned banned_kinds; /* 1u << br_banned_kind of each kind found */
+    bool banned_reject;    /* and that refuses it */
 } dm_answer;
 
 typedef struct dm_result {
@@ -86,8 +114,18 @@ void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *a)
  * a->similar_count. A check that cannot be made leaves a as it is. */
 void dm_ask_similar(const dm_options *o, const char *password, size_t len, dm_answer *a);
 
-/* dm_ask, dm_ask_similar, then dm_decide. */
-void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r);
+/* Before anything else: the password matched here (lib/banned/) against
+ * the terms breachd holds (BANNED) and names; a refusal sets a->banned,
+ * a->banned_kinds, a->banned_reject (a zeroed answer otherwise left as it
+ * is). breachd out of reach or without terms: not checked under the
+ * default, names alone under banned=reject|warn. */
+void dm_ask_banned(const dm_options *o, const char *password, size_t len, const dm_names *names,
+                   dm_answer *a);
+
+/* dm_ask_banned; unless that refuses it, dm_ask and dm_ask_similar; then
+ * dm_decide. names may be NULL. */
+void dm_check_user(const dm_options *o, const char *password, size_t len, const dm_names *names,
+                   dm_result *r);
 
 /* "once" / "9,545,824 times", for "it has been seen ... in data breaches". */
 void dm_seen_times(uint64_t count, char *buf, size_t size);

@@ -15,6 +15,7 @@
 #include "proto/client_text.h"
 #include "dirmod.h"
 #include "core/util.h"
+#include "banned/banned.h"
 #include "similar/similar.h"
 
 void dm_ask(const dm_options *o, const char *password, size_t len, dm_answer *out)
@@ -88,6 +89,8 @@ void dm_seen_times(uint64_t count, char *buf, size_t size)
         snprintf(buf, size, "%s times", grouped);
 }
 
+static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r);
+
 /* An accepted password that is a small change of a popular breached one:
  * refused (similar=reject) or logged (warn). The user sees which kind of
  * thing matched, never the password; the log line holds no count. */
@@ -107,10 +110,34 @@ static void decide_similar(const dm_options *o, const dm_answer *a, dm_result *r
              r->accept ? "accepted (similar=warn)" : "refused (similar=reject)");
 }
 
+/* Made of banned terms: refused (reject) before anything else, or one
+ * log line (warn) once the rest accepted it. True when decided. */
+static bool decide_banned(const dm_answer *a, dm_result *r, bool after)
+{
+    if (!a->banned || a->banned_reject == after || (after && !r->accept) || r->log[0])
+        return false;
+    const char *kind = br_banned_kinds_text(a->banned_kinds);
+    r->accept = !a->banned_reject;
+    r->breached = !r->accept;
+    if (!r->accept)
+        snprintf(r->message, sizeof(r->message), "Password rejected: it is made of %s", kind);
+    snprintf(r->log, sizeof(r->log), "a new password is made of %s: %s", kind,
+             r->accept ? "accepted (banned=warn)" : "refused (banned=reject)");
+    return true;
+}
+
 void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
 {
-    char seen[40];
     memset(r, 0, sizeof(*r));
+    if (decide_banned(a, r, false))
+        return;
+    decide_rest(o, a, r);
+    decide_banned(a, r, true);
+}
+
+static void decide_rest(const dm_options *o, const dm_answer *a, dm_result *r)
+{
+    char seen[40];
     switch (a->kind) {
     case DM_CLEAN:
         r->accept = true;
@@ -143,11 +170,19 @@ void dm_decide(const dm_options *o, const dm_answer *a, dm_result *r)
              "try again later");
 }
 
-void dm_check(const dm_options *o, const char *password, size_t len, dm_result *r)
+void dm_check_user(const dm_options *o, const char *password, size_t len, const dm_names *names,
+                   dm_result *r)
 {
-    dm_answer a;
-    dm_ask(o, password, len, &a);
-    dm_ask_similar(o, password, len, &a);
+    dm_answer a, ban = {0};
+    dm_ask_banned(o, password, len, names, &ban);
+    if (ban.banned && ban.banned_reject) { /* a refusal here sends nothing */
+        a = ban;
+    } else {
+        dm_ask(o, password, len, &a);
+        dm_ask_similar(o, password, len, &a);
+        a.banned = ban.banned;
+        a.banned_kinds = ban.banned_kinds;
+    }
     dm_decide(o, &a, r);
     br_wipe(&a, sizeof(a));
 }

@@ -82,17 +82,28 @@ static bool set_on_unknown(dm_options *o, const char *v, size_t len)
     return parse_policy(v, len, &o->on_unknown);
 }
 
+/* reject | warn | off, as values[0], [1], [2] (similar, banned). */
+static bool set_rwo(const char *v, size_t len, const int values[3], int *out)
+{
+    static const char *const names[] = {"reject", "warn", "off"};
+    for (int i = 0; i < 3; i++)
+        if (eq(v, len, names[i])) {
+            *out = values[i];
+            return true;
+        }
+    return false;
+}
+
 static bool set_similar(dm_options *o, const char *v, size_t len)
 {
-    if (eq(v, len, "reject"))
-        o->similar = DM_SIMILAR_REJECT;
-    else if (eq(v, len, "warn"))
-        o->similar = DM_SIMILAR_WARN;
-    else if (eq(v, len, "off"))
-        o->similar = DM_SIMILAR_OFF;
-    else
-        return false;
-    return true;
+    static const int values[] = {DM_SIMILAR_REJECT, DM_SIMILAR_WARN, DM_SIMILAR_OFF};
+    return set_rwo(v, len, values, (int *)&o->similar);
+}
+
+static bool set_banned(dm_options *o, const char *v, size_t len)
+{
+    static const int values[] = {DM_BANNED_REJECT, DM_BANNED_WARN, DM_BANNED_OFF};
+    return set_rwo(v, len, values, (int *)&o->banned);
 }
 
 static bool set_similar_min_count(dm_options *o, const char *v, size_t len)
@@ -126,6 +137,7 @@ static const struct dm_option_row {
     {"timeout", set_timeout, "milliseconds (N, Nms) or seconds (Ns), at most 60s"},
     {"similar", set_similar, "reject, warn or off"},
     {"similar_min_count", set_similar_min_count, "a count from 1"},
+    {"banned", set_banned, "reject, warn or off"},
 };
 
 /* Option text for messages: printable ASCII, cut at 40 bytes. */

@@ -26,6 +26,7 @@
 #include "dns_conf.h"
 #include "dns_load.h"
 #include "dns_name.h"
+#include "filter/offline_codes.h"
 
 #define BDNS_POLL_MS 200
 #define BDNS_GRACE_MS 5000
@@ -33,7 +34,7 @@
 #define BDNS_MAX_CATEGORIES 256 /* the category table's 255, and one spare */
 /* The category an allow-list is built with: it wins over every other
  * (docs/filter-format.md, "Allow-lists"). */
-#define BDNS_ALLOW_CATEGORY "allow"
+#define BDNS_ALLOW_CATEGORY BR_URL_ALLOW_CATEGORY
 
 typedef struct gen {
     br_pwfilter *set; /* NULL: none configured or none could load */

@@ -50,8 +50,8 @@ static void log_line(const char *line)
 
 static void read_options(krb5_context ctx, krb5_pwqual_moddata d)
 {
-    static const char *const names[] = {"socket",  "min_count", "on_error",         "on_unknown",
-                                        "timeout", "similar",   "similar_min_count"};
+    static const char *const names[] = {"socket",  "min_count", "on_error",          "on_unknown",
+                                        "timeout", "similar",   "similar_min_count", "banned"};
     char *realm = NULL;
     krb5_data rd = {0};
     if (krb5_get_default_realm(ctx, &realm) == 0) {
@@ -88,15 +88,18 @@ static krb5_error_code breachd_check(krb5_context ctx, krb5_pwqual_moddata d, co
                                      const char *policy_name, krb5_principal princ,
                                      const char **languages)
 {
-    (void)policy_name, (void)princ, (void)languages;
+    (void)policy_name, (void)languages;
     dm_result r;
+    dm_names names = {0}; /* the principal's components, for banned= */
+    for (krb5_int32 i = 0; princ && i < princ->length; i++)
+        dm_names_add(&names, princ->data[i].data, princ->data[i].length);
     if (d->bad[0]) {
         log_line(d->bad);
         krb5_set_error_message(ctx, KADM5_PASS_Q_GENERIC,
                                "Password rejected: the breachd check is misconfigured");
         return KADM5_PASS_Q_GENERIC;
     }
-    dm_check(&d->opts, password, strlen(password), &r);
+    dm_check_user(&d->opts, password, strlen(password), &names, &r);
     if (r.log[0])
         log_line(r.log);
     if (r.accept)

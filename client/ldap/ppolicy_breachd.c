@@ -25,19 +25,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 
 #include "dirmod.h"
 
-/* The two structures of the interface, as liblber and slapd define them:
- * a counted string, and an entry this module never looks into. Declared
- * here so the build needs no OpenLDAP headers (Debian ships none for
- * slapd's internals). */
+/* The structures of the interface, as liblber and slapd (OpenLDAP's
+ * servers/slapd/slap.h, 2.5 and 2.6) define them, as far as this module
+ * reads them: a counted string, and the entry whose password changes,
+ * with its attributes (the user's own names for banned=). Declared here
+ * so the build needs no OpenLDAP headers (Debian ships none for slapd's
+ * internals). */
 struct berval {
     unsigned long bv_len; /* ber_len_t */
     char *bv_val;
 };
-typedef struct Entry Entry;
+typedef struct AttributeDescription {
+    struct AttributeDescription *ad_next;
+    void *ad_type;
+    struct berval ad_cname; /* the attribute's name, as the schema spells it */
+} AttributeDescription;
+typedef struct Attribute {
+    AttributeDescription *a_desc;
+    struct berval *a_vals;  /* BerVarray: ends with a NULL bv_val */
+    struct berval *a_nvals; /* normalized values */
+    unsigned a_numvals;
+    unsigned a_flags;
+    struct Attribute *a_next;
+} Attribute;
+typedef struct Entry {
+    unsigned long e_id; /* ID */
+    struct berval e_name;
+    struct berval e_nname;
+    Attribute *e_attrs;
+} Entry;
 
 #define BD_LDAP_SUCCESS 0
 #define BD_LDAP_CONSTRAINT_VIOLATION 19
@@ -84,10 +105,30 @@ static void set_message(void *errmsg, const char *text)
     bv->bv_len = strlen(bv->bv_val);
 }
 
+/* The entry's names for banned= (docs/banned.md): cn, sn, givenName, uid
+ * and the local part of mail, each value. */
+static void entry_names(const Entry *e, dm_names *names)
+{
+    static const char *const wanted[] = {"cn", "sn", "givenName", "uid", "mail"};
+    for (const Attribute *a = e ? e->e_attrs : NULL; a; a = a->a_next) {
+        const struct berval *n = a->a_desc ? &a->a_desc->ad_cname : NULL;
+        size_t w = 0;
+        while (n && w < sizeof(wanted) / sizeof(wanted[0]) &&
+               (n->bv_len != strlen(wanted[w]) || strncasecmp(n->bv_val, wanted[w], n->bv_len)))
+            w++;
+        if (!n || w == sizeof(wanted) / sizeof(wanted[0]))
+            continue;
+        for (const struct berval *v = a->a_vals; v && v->bv_val; v++) {
+            const char *at = w == 4 ? memchr(v->bv_val, '@', v->bv_len) : NULL;
+            dm_names_add(names, v->bv_val, at ? (size_t)(at - v->bv_val) : v->bv_len);
+        }
+    }
+}
+
 int check_password(char *passwd, void *errmsg, Entry *entry, struct berval *arg)
 {
-    (void)entry;
     dm_options o;
+    dm_names names = {0};
     dm_result r;
     char err[DM_MESSAGE_MAX - 40];
     dm_options_init(&o);
@@ -101,7 +142,8 @@ int check_password(char *passwd, void *errmsg, Entry *entry, struct berval *arg)
         set_message(errmsg, "Password rejected: no password to check");
         return BD_LDAP_CONSTRAINT_VIOLATION;
     }
-    dm_check(&o, passwd, strlen(passwd), &r);
+    entry_names(entry, &names);
+    dm_check_user(&o, passwd, strlen(passwd), &names, &r);
     if (r.log[0])
         log_line("", r.log);
     if (r.accept)

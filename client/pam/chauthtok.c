@@ -27,11 +27,14 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
+#include "banned/banned.h"
 #include "pam_breachd.h"
 
 /* Is res a refusal under the options? */
 static bool refuses(const pb_options *o, const pb_outcome *res)
 {
+    if (res->banned && res->banned_reject)
+        return true;
     if (res->v == PB_ACCEPT && res->similar)
         return o->similar == PB_SIMILAR_REJECT;
     switch (res->v) {
@@ -56,6 +59,13 @@ static void log_outcome(pam_handle_t *pamh, const pb_options *o, const pb_outcom
                        : o->audit ? "audit: would be refused"
                        : enforced ? "refused"
                                   : "not enforced for root: accepted with a warning";
+    if (res->banned && (res->banned_reject || res->v == PB_ACCEPT)) {
+        pb_syslog(pamh, refused && enforced && !o->audit ? LOG_NOTICE : LOG_WARNING,
+                  "user %s: new password %s: it is made of %s (banned=%s)", user,
+                  refused ? what : "accepted with a warning",
+                  br_banned_kinds_text(res->banned_kinds), res->banned_reject ? "reject" : "warn");
+        return;
+    }
     switch (res->v) {
     case PB_ACCEPT:
         if (res->similar)
@@ -153,11 +163,18 @@ static void clear_grace_later(pam_handle_t *pamh, const pb_options *o, const cha
 static int check_new(pam_handle_t *pamh, const pb_options *o, const char *tok, bool preset,
                      bool enforced, const char *user)
 {
-    pb_outcome res;
-    pb_ask(o, tok, &res);
-    pb_apply_min_count(o, &res);
-    if (res.v == PB_ACCEPT && o->similar != PB_SIMILAR_OFF)
-        pb_ask_similar(pamh, o, tok, &res);
+    pb_outcome res, ban = {0};
+    pb_check_banned(pamh, o, user, tok, &ban); /* first: a refusal here sends nothing */
+    if (ban.banned && ban.banned_reject) {
+        res = ban;
+    } else {
+        pb_ask(o, tok, &res);
+        pb_apply_min_count(o, &res);
+        if (res.v == PB_ACCEPT && o->similar != PB_SIMILAR_OFF)
+            pb_ask_similar(pamh, o, tok, &res);
+        res.banned = ban.banned;
+        res.banned_kinds = ban.banned_kinds;
+    }
     bool refused = refuses(o, &res);
     log_outcome(pamh, o, &res, refused, enforced);
     if (res.v == PB_ACCEPT && !refused && user)
@@ -165,7 +182,7 @@ static int check_new(pam_handle_t *pamh, const pb_options *o, const char *tok, b
     else /* an earlier try's password is not the one set */
         pam_set_data(pamh, CLEAR_KEY, NULL, NULL);
     char msg[256];
-    if (res.similar && !refused) { /* similar=warn */
+    if ((res.similar || res.banned) && !refused) { /* similar=warn, banned=warn */
         pb_refusal_message(&res, msg, sizeof(msg));
         pam_info(pamh, "Warning: %s", msg + strlen("BAD PASSWORD: "));
     }

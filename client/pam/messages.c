@@ -8,6 +8,7 @@
 
 #include <security/pam_ext.h>
 
+#include "banned/banned.h"
 #include "pam_breachd.h"
 
 const char *pb_user_name(pam_handle_t *pamh, pb_user_buf *b)
@@ -51,6 +52,12 @@ static void seen(uint64_t count, char *buf, size_t size)
 void pb_refusal_message(const pb_outcome *res, char *buf, size_t size)
 {
     char s[48];
+    if (res->banned && (res->banned_reject || res->v == PB_ACCEPT)) {
+        /* the kind of term, never the term or the password */
+        snprintf(buf, size, "BAD PASSWORD: it is made of %s",
+                 br_banned_kinds_text(res->banned_kinds));
+        return;
+    }
     if (res->v == PB_ACCEPT && res->similar) {
         /* which kind of thing matched, never the matched password */
         seen(res->similar_count, s, sizeof(s));

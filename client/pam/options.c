@@ -75,17 +75,16 @@ static bool parse_action(const char *s, pb_options *o)
     return true;
 }
 
-static bool parse_similar(const char *s, pb_similar *out)
+/* reject | warn | off, as values[0], [1], [2] (similar=, banned=). */
+static bool parse_rwo(const char *s, const int values[3], int *out)
 {
-    if (strcmp(s, "reject") == 0)
-        *out = PB_SIMILAR_REJECT;
-    else if (strcmp(s, "warn") == 0)
-        *out = PB_SIMILAR_WARN;
-    else if (strcmp(s, "off") == 0)
-        *out = PB_SIMILAR_OFF;
-    else
-        return false;
-    return true;
+    static const char *const names[] = {"reject", "warn", "off"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = values[i];
+            return true;
+        }
+    return false;
 }
 
 /* A comma list of names: no empty name, no space or control character. */
@@ -127,7 +126,11 @@ static bool parse_one(const char *a, pb_options *o, bool *unknown)
     else if ((v = opt_value(a, "min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->min_count = n, true) : false;
     else if ((v = opt_value(a, "similar")))
-        return parse_similar(v, &o->similar);
+        return parse_rwo(v, (const int[]){PB_SIMILAR_REJECT, PB_SIMILAR_WARN, PB_SIMILAR_OFF},
+                         (int *)&o->similar);
+    else if ((v = opt_value(a, "banned")))
+        return parse_rwo(v, (const int[]){PB_BANNED_REJECT, PB_BANNED_WARN, PB_BANNED_OFF},
+                         (int *)&o->banned);
     else if ((v = opt_value(a, "similar_min_count")))
         return parse_u64(v, 1, UINT64_MAX, &n) ? (o->similar_min_count = n, true) : false;
     else if ((v = opt_value(a, "retry")))
@@ -186,13 +189,18 @@ void pb_parse_options(pam_handle_t *pamh, pb_stage stage, int argc, const char *
         pb_syslog(pamh, LOG_DEBUG,
                   "socket=%s timeout=%d min_count=%" PRIu64 " on_unknown=%s on_error=%s "
                   "retry=%d login_action=%s similar=%s similar_min_count=%" PRIu64
-                  " state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
+                  " banned=%s state=%s skip_users=%s skip_groups=%s only_groups=%s%s%s%s",
                   o->socket, o->timeout_ms, o->min_count, pb_policy_name(o->on_unknown),
                   pb_policy_name(o->on_error), o->retry, pb_action_name(o, act, sizeof(act)),
                   o->similar == PB_SIMILAR_REJECT ? "reject"
                   : o->similar == PB_SIMILAR_WARN ? "warn"
                                                   : "off",
-                  o->similar_min_count, o->state, o->skip_users ? o->skip_users : "",
+                  o->similar_min_count,
+                  o->banned == PB_BANNED_REJECT ? "reject"
+                  : o->banned == PB_BANNED_WARN ? "warn"
+                  : o->banned == PB_BANNED_OFF  ? "off"
+                                                : "default",
+                  o->state, o->skip_users ? o->skip_users : "",
                   o->skip_groups ? o->skip_groups : "", o->only_groups ? o->only_groups : "",
                   o->audit ? " audit" : "", o->enforce_for_root ? " enforce_for_root" : "",
                   o->use_authtok ? " use_authtok" : "");

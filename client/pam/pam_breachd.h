@@ -3,6 +3,7 @@
  *   options.c    the module arguments, per stage
  *   check.c      one question to breachd (client.h), its outcome
  *   similar.c    the similarity question at change time (lib/similar/)
+ *   banned.c     banned terms and the user's names at change time (lib/banned/)
  *   messages.c   what the user sees, the user name for log lines
  *   exempt.c     skip_users, skip_groups, only_groups (groups through NSS)
  *   grace.c      the grace state file of login_action=grace=N
@@ -36,6 +37,16 @@ typedef enum pb_action { PB_FORCE, PB_WARN, PB_GRACE } pb_action;
 typedef enum pb_similar { PB_SIMILAR_WARN, PB_SIMILAR_REJECT, PB_SIMILAR_OFF } pb_similar;
 #define PB_DEFAULT_SIMILAR_MIN_COUNT 1000
 
+/* banned= at change time (docs/banned.md): a password made of banned
+ * terms or the user's own names refused (the default once breachd holds
+ * terms), accepted with a warning, or not checked. */
+typedef enum pb_banned {
+    PB_BANNED_DEFAULT, /* reject when breachd holds terms, else off */
+    PB_BANNED_REJECT,
+    PB_BANNED_WARN,
+    PB_BANNED_OFF,
+} pb_banned;
+
 typedef struct pb_options {
     const char *socket;
     int timeout_ms;
@@ -47,6 +58,7 @@ typedef struct pb_options {
     int grace_days;
     pb_similar similar;
     uint64_t similar_min_count;
+    pb_banned banned;
     const char *state;       /* the grace state file */
     const char *skip_users;  /* comma lists, or NULL */
     const char *skip_groups;
@@ -89,6 +101,11 @@ typedef struct pb_outcome {
      * similar_count times (at least similar_min_count), pb_ask_similar */
     bool similar;
     uint64_t similar_count;
+    /* at change time: made of banned terms (pb_check_banned), the kinds
+     * found (1u << br_banned_kind), and whether that refuses it */
+    bool banned;
+    unsigned banned_kinds;
+    bool banned_reject;
 } pb_outcome;
 
 /* Ask breachd about password (hashed by the client library; PING when
@@ -103,6 +120,13 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out);
  * password, a variant, a hash or the count. */
 void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *password,
                     pb_outcome *res);
+/* Before pb_ask at change time: the new password matched here against the
+ * terms breachd holds (BANNED) and the user's own names (user and its
+ * GECOS full name); a refusal sets res->banned, res->banned_kinds and
+ * res->banned_reject. breachd out of reach or with no terms: not checked
+ * under the default, the names alone under banned=reject|warn. */
+void pb_check_banned(pam_handle_t *pamh, const pb_options *o, const char *user,
+                     const char *password, pb_outcome *res);
 /* PB_PWNED below o->min_count becomes PB_ACCEPT (the count stays). */
 void pb_apply_min_count(const pb_options *o, pb_outcome *res);
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -22,6 +26,60 @@ int br_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int br_read_whole(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return -errno;
+    int r = fstat(fd, &st) < 0            ? -errno
+            : !S_ISREG(st.st_mode)        ? -EINVAL
+            : (uint64_t)st.st_size > max ? -EFBIG
+                                          : 0;
+    if (r == 0 && !(*data = malloc((size_t)st.st_size + 1)))
+        r = -ENOMEM;
+    size_t got = 0;
+    while (r == 0 && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, *data + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            r = n < 0 ? -errno : -EIO;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    close(fd);
+    if (r < 0) {
+        free(*data);
+        *data = NULL;
+        return r;
+    }
+    (*data)[got] = '\0';
+    *len = got;
+    return 0;
+}
+
+int br_write_atomic(const char *path, const void *data, size_t len)
+{
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp", path) < 0)
+        return -ENOMEM;
+    int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        r = -errno;
+    if (r == 0 && (r = br_write_all(fd, data, len)) == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0)
+        unlink(tmp);
+    free(tmp);
+    return r;
 }
 
 int64_t br_build_time_now(void)

@@ -93,6 +93,12 @@ static inline uint64_t br_splitmix64(uint64_t *state)
 
 /* Write all of buf or fail with -errno. */
 int br_write_all(int fd, const void *buf, size_t len);
+/* The whole of a regular file of at most max bytes, malloc'ed with a NUL
+ * after its *len bytes; -errno, -EFBIG past max. */
+int br_read_whole(const char *path, size_t max, uint8_t **data, size_t *len);
+/* path's new content: written to path.tmp (mode 0644), fsynced, renamed
+ * over path; -errno. */
+int br_write_atomic(const char *path, const void *data, size_t len);
 /* Current time, seconds since the epoch, honouring SOURCE_DATE_EPOCH when set
  * so that builds can be reproduced byte for byte. */
 int64_t br_build_time_now(void);

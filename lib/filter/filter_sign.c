@@ -259,6 +259,28 @@ int br_filter_sign(const br_sign_key *secret, const br_filter_header *h, uint8_t
     return ok ? 0 : br_error_set(err, -EIO, "Ed25519 signing failed (OpenSSL)");
 }
 
+int br_sign_bytes(const br_sign_key *secret, const void *data, size_t len, uint8_t sig[64],
+                  br_error *err)
+{
+    if (!secret->secret)
+        return br_error_set(err, -EINVAL, "signing needs the secret key");
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    size_t siglen = 64;
+    int ok = ctx && EVP_DigestSignInit_ex(ctx, NULL, NULL, NULL, NULL, secret->pkey, NULL) == 1 &&
+             EVP_DigestSign(ctx, sig, &siglen, data, len) == 1 && siglen == 64;
+    EVP_MD_CTX_free(ctx);
+    return ok ? 0 : br_error_set(err, -EIO, "Ed25519 signing failed (OpenSSL)");
+}
+
+int br_verify_bytes(const br_sign_key *pub, const void *data, size_t len, const uint8_t sig[64])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestVerifyInit_ex(ctx, NULL, NULL, NULL, NULL, pub->pkey, NULL) == 1 &&
+             EVP_DigestVerify(ctx, sig, 64, data, len) == 1;
+    EVP_MD_CTX_free(ctx);
+    return ok ? 0 : -EKEYREJECTED;
+}
+
 int br_filter_sig_decode(const uint8_t *raw, size_t len, br_filter_sig *sig, br_error *err)
 {
     if (len != BR_SIG_SIZE || memcmp(raw + S_MAGIC, BR_SIG_MAGIC, 8) != 0)

@@ -50,6 +50,12 @@ BR_DEFINE_FREEP(br_sign_key, br_sign_key_free)
 /* The key id: SHA-256 of the raw public key (also of a secret key's). */
 int br_sign_key_id(const br_sign_key *key, uint8_t id[BR_KEY_ID_LEN]);
 
+/* Ed25519 over any bytes (the publisher's manifest, manifest.h): sign with
+ * a secret key; verify: 0, or -EKEYREJECTED. */
+int br_sign_bytes(const br_sign_key *secret, const void *data, size_t len, uint8_t sig[64],
+                  br_error *err);
+int br_verify_bytes(const br_sign_key *pub, const void *data, size_t len, const uint8_t sig[64]);
+
 /* The decoded fields of a .sig file. */
 typedef struct br_filter_sig {
     uint8_t key_id[BR_KEY_ID_LEN];

@@ -47,6 +47,11 @@ void br_count_codes_encode(const br_count_codes *t, uint8_t raw[BR_COUNT_TABLE_B
 int br_count_codes_decode(const uint8_t raw[BR_COUNT_TABLE_BYTES], br_count_codes *t,
                           br_error *err);
 
+/* The category of an allow-list: a URL with an expression listed in it is
+ * SAFE even when a blocklist lists the URL too. Offline files keep it in
+ * their exact table only (docs/filter-format.md, "The exact table"). */
+#define BR_URL_ALLOW_CATEGORY "allow"
+
 #define BR_CATEGORY_MAX 255
 #define BR_CATEGORY_NAME_MAX 32
 /* Bytes of one entry of a category table: the name, NUL-padded. */

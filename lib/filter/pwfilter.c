@@ -257,7 +257,7 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
         br_pwo_header(o, hdr->params, codes_offset);
         if (hdr->kind == BR_KIND_URL_SHA256) {
             hdr->key_encoding = BR_KEYENC_URL_EXPR_SHA256;
-            hdr->key_encoding_version = 2;
+            hdr->key_encoding_version = br_pwo_exact(o) ? 3 : 2;
         }
     }
     hdr->generation = o->generation;

@@ -49,7 +49,7 @@ typedef struct br_pwfilter_build_opts {
     br_shard_progress_cb progress;
     void *progress_ctx;
     uint64_t shard_target; /* 0: BR_PWFILTER_SHARD_TARGET; tests set it low to get many shards */
-    uint64_t mem_budget;   /* bytes the build threads may hold together; 0: BR_PWFILTER_MEM_BUDGET */
+    uint64_t mem_budget; /* bytes the build threads may hold together; 0: BR_PWFILTER_MEM_BUDGET */
     /* A delta (filter_delta.h): the body SHA-256 of the filter it extends;
      * the caller leaves out of ks the keys that filter answers maybe for.
      * NULL: a full filter. */
@@ -62,6 +62,14 @@ typedef struct br_pwfilter_build_opts {
     const br_category_table *categories;
     uint64_t min_count;         /* informative: what --min-count kept */
     unsigned max_domain_labels; /* URLs: as in blocked-bloom's params */
+    /* URLs: the exact table (docs/filter-format.md, "The exact table"):
+     * full SHA-256 keys, each list sorted ascending and distinct. allow:
+     * the allow-list's expressions (never put in ks: a fingerprint cannot
+     * say allow); removed: a delta's removals from the set before it. */
+    const uint8_t (*allow)[32];
+    size_t n_allow;
+    const uint8_t (*removed)[32];
+    size_t n_removed;
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
@@ -87,10 +95,12 @@ typedef struct br_pwo {
     uint64_t min_count;
     uint32_t ratio_ppm;
     uint64_t codes_end; /* file offset where the code table ends */
+    /* url-sha256: the exact table (in the mapping), sorted SHA-256 keys */
+    const uint8_t *allow, *removed;
+    uint32_t n_allow, n_removed;
     br_count_codes counts;
     br_category_table cats;
 } br_pwo;
-
 
 /* Open and fully verify a filter file of algorithm binary-fuse: the container
  * checks, then every parameter and shard-table entry. A layered file
@@ -118,8 +128,8 @@ int br_pwfilter_attach(br_pwfilter *pf, br_pwfilter *delta, br_error *err);
  * file before it, attached in order. last_body (may be NULL): the body
  * SHA-256 of paths[n-1], what a new delta of the set names. Errors name
  * the file. */
-int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, uint8_t last_body[32],
-                   br_error *err);
+int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out,
+                         uint8_t last_body[32], br_error *err);
 /* Files in the set (a layered file counts its layers). */
 size_t br_pwfilter_members(const br_pwfilter *pf);
 unsigned br_pwfilter_arity(const br_pwfilter *pf);
@@ -159,9 +169,16 @@ int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_
  * the count of keys[i], 0 when not in the set; slots are prefetched ahead,
  * so that the cache misses of many lookups overlap. 0, -ENOTSUP or -EIO
  * (damaged: no count may be trusted) as above. */
-int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint64_t *counts);
+int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n,
+                            uint64_t *counts);
 /* The same for a url-sha256 offline set and a SHA-256 of an expression: 1
- * and *category (a name in the file, valid while pf is), 0 when not in it. */
+ * and *category (a name in the file, valid while pf is), 0 when not in it.
+ * Members are read base first, a later one overriding: its removal (exact)
+ * makes the key 0, its allow entry (exact) BR_URL_ALLOW_CATEGORY, its
+ * fingerprint hit that category. Only the exact table answers "allow": a
+ * fingerprint code naming it (a false positive, or a file written before
+ * the exact table) is no hit, so a false positive never releases a URL
+ * (docs/filter-format.md, "The exact table"). */
 int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
                                 const char **category);
 /* A url-sha256 offline set: the largest max_domain_labels of its members
@@ -172,8 +189,14 @@ unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
  * what a delta of the set starts its own table with. NULL when the set
  * holds no categories. */
 const br_category_table *br_pwfilter_categories(const br_pwfilter *pf);
-/* The code of a key in the set: the first member that holds it; 0: none. */
+/* The raw fingerprint code of a key in the set: the first member whose
+ * fingerprints hold it; 0: none (no exact table, no removal: the count
+ * lookups' primitive, and for tests). */
 uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member);
+/* A url-sha256 offline set: true when a member's fingerprints may hold
+ * allow entries that are now ignored (a file of key encoding v2 whose
+ * category table names BR_URL_ALLOW_CATEGORY: rebuild it). */
+bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf);
 /* An offline member's description for `filter info`: the code kind, the
  * count ratio (ppm), --min-count, categories. NULL when not offline. */
 const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);

@@ -27,9 +27,10 @@ enum {
     BR_PWP_OFF_CODES_OFFSET = 32,
     BR_PWP_OFF_CODES_SIZE = 40,
     BR_PWP_OFF_MIN_COUNT = 48,
-    BR_PWP_OFF_END = 56,
+    BR_PWP_OFF_EXACT_ALLOW = 56,   /* url-sha256: allow entries in the exact table */
+    BR_PWP_OFF_EXACT_REMOVED = 60, /* url-sha256: removals in the exact table */
+    BR_PWP_OFF_END = 64,
 };
-
 
 struct br_pwfilter {
     br_filter_file *file;
@@ -50,10 +51,12 @@ struct br_pwfilter {
  * generic params were read already); write them. */
 int br_pwo_read(br_pwfilter *pf, br_error *err);
 void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
-/* The code table of o, written at the writer's offset; *offset its start. */
-int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w,
-                       uint64_t *offset, br_error *err);
+/* True when o has an exact table (a file of key encoding v3). */
+bool br_pwo_exact(const br_pwfilter_build_opts *o);
+/* The code table of o, written at the writer's offset, and after it the
+ * exact table of a url-sha256 build; *offset the code table's start. */
+int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uint64_t *offset,
+                       br_error *err);
 /* Counted pairs (key, count or category code) into keys[] and codes[]. */
 int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
                  uint8_t *codes);
-

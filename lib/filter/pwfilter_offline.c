@@ -27,6 +27,40 @@ void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *p, uint64_t codes_o
     br_store_le64(p + BR_PWP_OFF_CODES_OFFSET, codes_offset);
     br_store_le64(p + BR_PWP_OFF_CODES_SIZE, codes_bytes(o));
     br_store_le64(p + BR_PWP_OFF_MIN_COUNT, o->min_count);
+    if (!o->counts) {
+        br_store_le32(p + BR_PWP_OFF_EXACT_ALLOW, (uint32_t)o->n_allow);
+        br_store_le32(p + BR_PWP_OFF_EXACT_REMOVED, (uint32_t)o->n_removed);
+    }
+}
+
+bool br_pwo_exact(const br_pwfilter_build_opts *o)
+{
+    return !o->counts && (o->n_allow || o->n_removed);
+}
+
+/* Strictly ascending full keys: what the exact table's binary search needs. */
+static bool keys_sorted(const uint8_t (*k)[32], size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (memcmp(k[i - 1], k[i], 32) >= 0)
+            return false;
+    return true;
+}
+
+/* The exact table, right after the code table: the allow entries, then
+ * the removals (docs/filter-format.md, "The exact table"). */
+static int write_exact(const br_pwfilter_build_opts *o, br_filter_writer *w, br_error *err)
+{
+    if (o->counts ? o->n_allow || o->n_removed
+                  : o->n_allow > UINT32_MAX || o->n_removed > UINT32_MAX)
+        return br_error_set(err, -EINVAL,
+                            "an exact table is for url-sha256, of at most 2^32-1 keys");
+    if (!keys_sorted(o->allow, o->n_allow) || !keys_sorted(o->removed, o->n_removed))
+        return br_error_set(err, -EINVAL, "the exact table's keys are not sorted and distinct");
+    int r = br_filter_writer_write(w, o->allow, o->n_allow * 32, err);
+    if (r >= 0)
+        r = br_filter_writer_write(w, o->removed, o->n_removed * 32, err);
+    return r;
 }
 
 int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uint64_t *offset,
@@ -42,7 +76,8 @@ int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uin
     else
         br_category_table_encode(o->categories, raw);
     *offset = br_filter_writer_offset(w);
-    return br_filter_writer_write(w, raw, codes_bytes(o), err);
+    int r = br_filter_writer_write(w, raw, codes_bytes(o), err);
+    return r < 0 ? r : write_exact(o, w, err);
 }
 
 int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
@@ -61,6 +96,31 @@ int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t 
         }
         keys[i] = key; /* i <= 2i: the pairs not yet read stay intact */
     }
+    return 0;
+}
+
+/* The exact table after the code table: in the file, sorted, and only in
+ * a file of key encoding v3. */
+static int read_exact(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(pf->file);
+    x->n_allow = br_load_le32(p + BR_PWP_OFF_EXACT_ALLOW);
+    x->n_removed = br_load_le32(p + BR_PWP_OFF_EXACT_REMOVED);
+    uint64_t bytes = 32 * ((uint64_t)x->n_allow + x->n_removed);
+    if (bytes && h->key_encoding_version < 3)
+        return br_error_set(err, -EINVAL,
+                            "param exact_allow_count/exact_removed_count: %u/%u, but key encoding "
+                            "v%u has no exact table (v3 has)",
+                            x->n_allow, x->n_removed, h->key_encoding_version);
+    if (bytes > br_filter_file_size(pf->file) - x->codes_end)
+        return br_error_set(err, -EINVAL, "exact table: %u + %u keys at offset %llu out of range",
+                            x->n_allow, x->n_removed, (unsigned long long)x->codes_end);
+    x->allow = br_filter_file_data(pf->file) + x->codes_end;
+    x->removed = x->allow + 32 * (size_t)x->n_allow;
+    if (!keys_sorted((const uint8_t(*)[32])x->allow, x->n_allow) ||
+        !keys_sorted((const uint8_t(*)[32])x->removed, x->n_removed))
+        return br_error_set(err, -EINVAL, "exact table: keys not sorted ascending and distinct");
+    x->codes_end += bytes;
     return 0;
 }
 
@@ -84,7 +144,8 @@ static int read_codes(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *er
     const uint8_t *raw = br_filter_file_data(pf->file) + off;
     if (x->code_kind == BR_CODES_COUNTS)
         return br_count_codes_decode(raw, &x->counts, err);
-    return br_category_table_decode(raw, ncodes, &x->cats, err);
+    int r = br_category_table_decode(raw, ncodes, &x->cats, err);
+    return r < 0 ? r : read_exact(pf, x, p, err);
 }
 
 int br_pwo_read(br_pwfilter *pf, br_error *err)
@@ -112,7 +173,7 @@ int br_pwo_read(br_pwfilter *pf, br_error *err)
     if (url ? x->ratio_ppm != 0 : x->ratio_ppm < 1000000 || x->ratio_ppm > 1100000)
         return br_error_set(err, -EINVAL, "param count_ratio_ppm: %u out of range", x->ratio_ppm);
     x->min_count = br_load_le64(p + BR_PWP_OFF_MIN_COUNT);
-    for (size_t i = BR_PWP_OFF_END; i < BR_FILTER_PARAMS_SIZE; i++)
+    for (size_t i = url ? BR_PWP_OFF_END : BR_PWP_OFF_EXACT_ALLOW; i < BR_FILTER_PARAMS_SIZE; i++)
         if (p[i])
             return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
     if (p[3] != 0)
@@ -167,19 +228,68 @@ int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_
     return 1;
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+    return memcmp(a, b, 32);
+}
+
+static bool exact_has(const uint8_t *keys, uint32_t n, const uint8_t sha256[32])
+{
+    return n && bsearch(sha256, keys, n, 32, cmp_key);
+}
+
+/* One member's word on a key: -1 none, 0 removed, 1 listed (*category). */
+static int member_category(const br_pwfilter *m, const uint8_t sha256[32], uint64_t key,
+                           const char **category)
+{
+    const br_pwo *x = m->offline;
+    if (exact_has(x->removed, x->n_removed, sha256))
+        return 0;
+    if (exact_has(x->allow, x->n_allow, sha256)) {
+        *category = BR_URL_ALLOW_CATEGORY;
+        return 1;
+    }
+    uint8_t code = br_bfuse_code(shard_of(m, key), key);
+    const char *name = br_category_name(&x->cats, code); /* NULL: 0 or past the table */
+    if (!name || strcmp(name, BR_URL_ALLOW_CATEGORY) == 0)
+        return -1; /* a fingerprint never says allow */
+    *category = name;
+    return 1;
+}
+
 int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
                                 const char **category)
 {
     if (!pf->offline || pf->offline->code_kind != BR_CODES_CATEGORIES)
         return -ENOTSUP;
-    const br_pwfilter *m = NULL;
-    uint8_t code = br_pwfilter_code(pf, br_hash_key64(sha256), &m);
-    if (br_pwfilter_damaged(pf))
+    uint64_t key = br_hash_key64(sha256);
+    int found = 0;
+    for (const br_pwfilter *m = pf; m; m = m->next) { /* base first: a later member overrides */
+        const char *name = NULL;
+        int r = m->offline ? member_category(m, sha256, key, &name) : -1;
+        if (r >= 0) {
+            found = r;
+            *category = name;
+        }
+    }
+    if (br_pwfilter_damaged(pf)) /* probe first, then the flag: a faulted probe read zeros */
         return -EIO;
-    if (!code)
-        return 0;
-    *category = br_category_name(&m->offline->cats, code);
-    return 1;
+    return found;
+}
+
+bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf)
+{
+    for (; pf; pf = pf->next) {
+        const br_filter_header *h = br_filter_file_header(pf->file);
+        if (!pf->offline || pf->offline->code_kind != BR_CODES_CATEGORIES ||
+            h->key_encoding_version >= 3)
+            continue;
+        for (unsigned c = 1; c <= pf->offline->cats.count; c++)
+            if (strcmp(br_category_name(&pf->offline->cats, (uint8_t)c), BR_URL_ALLOW_CATEGORY) ==
+                0)
+                return true;
+    }
+    return false;
 }
 
 /* One member's codes for the keys still 0, their slots prefetched a block

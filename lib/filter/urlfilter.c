@@ -110,9 +110,9 @@ static int check_params(br_urlfilter *uf, br_error *err)
                             h->algorithm == BR_ALGO_FUSE_OFFLINE
                                 ? " (an offline filter: a URL range set holds no offline files)"
                                 : "");
-    if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256)
-        return br_error_set(err, -EINVAL, "field key_encoding: %s, expected url-expression-sha256",
-                            br_key_encoding_name(h->key_encoding));
+    if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256 || h->key_encoding_version > 2) /* v3 offline */
+        return br_error_set(err, -EINVAL, "field key_encoding: %s v%u, expected url-expression-sha256",
+                            br_key_encoding_name(h->key_encoding), h->key_encoding_version);
     unsigned k = p[P_K];
     if (k < BR_BLOOM_MIN_K || k > BR_BLOOM_MAX_K)
         return br_error_set(err, -EINVAL, "param k: %u, expected %d..%d", k, BR_BLOOM_MIN_K,

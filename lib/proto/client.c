@@ -493,6 +493,53 @@ int br_client_set_lane(br_client *c, br_lane lane, br_error *err)
                         a.detail);
 }
 
+/* One page of BANNED from start: 0 with *page, -EOPNOTSUPP (an older
+ * daemon), -EPROTO, or a failure of the exchange. */
+static int terms_page(br_client *c, uint32_t start, br_terms_page *page, br_terms_fn fn, void *ctx,
+                      br_error *err)
+{
+    char verb[32];
+    snprintf(verb, sizeof(verb), "BANNED %" PRIu32, start);
+    br_answer a;
+    int r = br_client_command(c, verb, &a, err);
+    if (r < 0)
+        return r;
+    if (a.kind == BR_ANSWER_ERROR && strncmp(a.detail, "unknown-verb", 12) == 0)
+        return br_error_set(err, -EOPNOTSUPP,
+                            "%s: this breachd does not know BANNED (an older version)", c->path);
+    r = a.kind == BR_ANSWER_OTHER ? br_terms_answer_parse(a.detail, page, fn, ctx) : -EPROTO;
+    if (r == -EPROTO)
+        return br_error_set(err, r, "%s: BANNED answered %.*s", c->path, 100, a.detail);
+    if (r == 0 && page->next <= start && page->next < page->total)
+        return br_error_set(err, -EPROTO, "%s: BANNED %" PRIu32 " did not move on", c->path, start);
+    return r;
+}
+
+int br_client_banned_terms(br_client *c, br_terms_fn fn, void *ctx, unsigned *min_score,
+                           br_error *err)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        br_terms_page first = {0}, page = {0};
+        uint32_t start = 0;
+        int r;
+        if (attempt > 0 && fn && (r = fn(ctx, 0, NULL, 0)) < 0)
+            return r;
+        do {
+            r = terms_page(c, start, &page, fn, ctx, err);
+            if (r < 0)
+                return r;
+            if (start == 0)
+                first = page;
+            start = page.next;
+        } while (page.generation == first.generation && page.next < page.total);
+        if (page.generation == first.generation) {
+            *min_score = page.min_score;
+            return (int)page.total;
+        }
+    }
+    return br_error_set(err, -EAGAIN, "%s: the banned terms kept changing (reloads)", c->path);
+}
+
 /* One SIMILAR answer folded into *a (br_client_check_similar). */
 static void fold_similar(const br_answer *ans, br_similar_answer *a)
 {

@@ -16,6 +16,7 @@
 #include "core/lane.h"
 #include "core/nthash.h"
 #include "protocol.h"
+#include "protocol_terms.h"
 #include "core/util.h"
 
 typedef enum br_request_kind {
@@ -113,6 +114,15 @@ int br_client_check_similar(br_client *c, bool nt, const uint8_t *hashes, size_t
  * interactive one: raise the timeout (br_client_set_timeout) to match. */
 int br_client_set_lane(br_client *c, br_lane lane, br_error *err);
 
+/* The banned terms and the site's names breachd holds (BANNED, every page:
+ * docs/banned.md), each handed to fn (kind 'b' or 's'); when a reload
+ * changed them between pages, fn is called with kind 0 (forget those
+ * handed so far) and the list is read again. The number of terms with
+ * *min_score ([passwords] min_score); -EOPNOTSUPP with err for an older
+ * daemon (no BANNED verb), -EPROTO, -EAGAIN (changed four times), fn's
+ * negative return, or a failure of the exchange. */
+int br_client_banned_terms(br_client *c, br_terms_fn fn, void *ctx, unsigned *min_score,
+                           br_error *err);
 /* Hash a password into sha1 and wipe nothing else: a helper for batches. */
 int br_client_hash_password(const void *password, size_t len, uint8_t sha1[BR_SHA1_LEN]);
 /* The same to an NT hash (br_nt_hash): 0, -ENOSYS (no MD4) or -EIO. */

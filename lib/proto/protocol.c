@@ -82,6 +82,21 @@ static bool parse_lane(const char *arg, size_t len, br_lane *out)
     return false;
 }
 
+/* BANNED's argument: 1 to 5 decimal digits. */
+static bool parse_index(const char *arg, size_t len, uint32_t *out)
+{
+    uint32_t v = 0;
+    if (len == 0 || len > 5)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (arg[i] < '0' || arg[i] > '9')
+            return false;
+        v = v * 10 + (uint32_t)(arg[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 /* The id at the start of the line into req->id; *end: where it ends. */
 static bool parse_id(const char *line, size_t len, br_request *req, size_t *end, br_proto_error *e)
 {
@@ -143,6 +158,9 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
         break;
     case BR_ARG_SIMILAR: /* the kind here; the hashes read by br_similar_request_parse */
         ok = (alen > 5 && memcmp(arg, "sha1 ", 5) == 0) || (alen > 3 && memcmp(arg, "nt ", 3) == 0);
+        break;
+    case BR_ARG_INDEX:
+        ok = parse_index(arg, alen, &req->index);
         break;
     case BR_ARG_NONE:
     case BR_ARG_COUNT_:

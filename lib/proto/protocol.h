@@ -38,7 +38,9 @@
     X(NT, NT, "NT needs an NT hash (32 hex digits)", "NT takes an NT hash of 32 hex digits")       \
     X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")         \
     X(SIMILAR, SIMILAR, "SIMILAR needs sha1 or nt and hashes",                               \
-      "SIMILAR takes sha1 or nt and 1 to 128 hashes")
+      "SIMILAR takes sha1 or nt and 1 to 128 hashes")                                              \
+    X(BANNED, INDEX, "BANNED needs the index of the first term (0: from the start)",               \
+      "BANNED takes a term index of 1 to 5 digits")
 
 /* clang-format off */
 typedef enum br_verb {
@@ -58,6 +60,7 @@ typedef enum br_verb_arg {
     BR_ARG_URL,  /* 1+ bytes without a space: req->arg (judged by the daemon) */
     BR_ARG_LANE, /* "bulk" or "interactive": req->lane */
     BR_ARG_SIMILAR, /* "sha1 " or "nt " and more: req->arg (protocol_similar.h reads it) */
+    BR_ARG_INDEX,   /* 1..5 decimal digits: req->index */
     BR_ARG_COUNT_,
 } br_verb_arg;
 
@@ -84,6 +87,7 @@ typedef struct br_request {
     uint8_t sha1[BR_SHA1_LEN]; /* PW: the decoded hash */
     uint8_t nt[BR_NT_LEN];     /* NT: the decoded NT hash */
     br_lane lane;              /* LANE: the lane asked for */
+    uint32_t index;            /* BANNED: the first term asked for */
 } br_request;
 
 typedef struct br_proto_error {
@@ -101,7 +105,8 @@ const char *br_proto_err_name(br_proto_err e);
  * valid one, else "-". A URL argument is not judged here (the daemon
  * applies the e-mail rule of url_secret.h to its expressions); a PW
  * argument must be exactly 40 hex digits, an NT argument exactly 32; a LANE
- * argument "bulk" or "interactive". A SIMILAR argument is only taken
+ * argument "bulk" or "interactive"; a BANNED argument 1 to 5 decimal
+ * digits. A SIMILAR argument is only taken
  * (arg, arg_len): br_similar_request_parse (protocol_similar.h) reads it. */
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e);
 

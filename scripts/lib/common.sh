@@ -15,6 +15,7 @@ BREACHD_PACKAGES=(
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py
   cracklib-runtime  # the dictionary of pam_pwquality in the packaged PAM stack: tests/package/
   squid curl  # tests/integration/test_squid.py
+  openssl  # signed crafted manifests (gap, wrong kind): tests/integration/test_follow.py
   lmdb-utils  # mdb_dump: tests/integration/test_hygiene.py, test_faults_disk.py
   prometheus  # promtool: /metrics (test_daemon_lifecycle.py), alerting rules (test_health.py)
   debhelper lintian  # dpkg-buildpackage of debian/ and its checks: tests/package/
@@ -24,6 +25,7 @@ BREACHD_PACKAGES=(
   # resolvers around libbreachd-dns, an authoritative nsd, dig: tests/integration/test_dns_resolvers.py
   pdns-recursor unbound python3-unbound dnsdist knot-resolver nsd bind9-dnsutils
   bind9  # named loading `breachctl filter export --format rpz`: the same test
+  samba-dsdb-modules  # the samba_secrets LDB module of provisioning: test_directory_samba.py
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

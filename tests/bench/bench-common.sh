@@ -47,6 +47,16 @@ build_targets() {
     rm -f "${TMPDIR:-/tmp}/breachd-bench-ninja.$$.log"
 }
 
+# Unless BENCH_NO_BUILD=1: configure $BUILD (release) when it is not, and
+# build TARGET....
+bench_build() {
+    [ "${BENCH_NO_BUILD:-0}" != 1 ] || return 0
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" "$ROOT" --buildtype=release >/dev/null
+    fi
+    build_targets "$@"
+}
+
 # A private scratch directory under $TMPDIR (else /var/tmp), removed on exit.
 make_scratch() {
     SCRATCH=$(mktemp -d "${TMPDIR:-/var/tmp}/breachd-bench.XXXXXX")

@@ -6,6 +6,7 @@ policies (one that answers garbage, one that never answers). On the
 dtest.py harness; standard library only."""
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -54,18 +55,19 @@ def clean_password(tag="clean"):
     return "%s-%016x-Qz" % (tag, random.SystemRandom().getrandbits(64))
 
 
-def breachd(ctx, sock=None, similar=False, **sections):
+def breachd(ctx, sock=None, similar=False, terms=None, **sections):
     """A real breachd on sock (default: the test's breachd.sock): the
     fixture's filter, its mirror behind nginx on 127.0.0.1; similar: with
-    the fixture's offline similar_filter; sections: more of its config
+    the fixture's offline similar_filter; terms: more [passwords] keys
+    (banned_terms, site_terms); sections: more of its config
     (ctx.config)."""
     f = fx()
     port = ctx.nginx(f.mirror)
-    conf = ctx.config(socket_path=sock,
-                      passwords={"filter": f.filter,
-                                 "upstream": "http://127.0.0.1:%d/range/{prefix}" % port,
-                                 "similar_filter": f.similar if similar else ""},
-                      upstream={"rate": 100000}, **sections)
+    passwords = {"filter": f.filter, "upstream": "http://127.0.0.1:%d/range/{prefix}" % port,
+                 "similar_filter": f.similar if similar else ""}
+    passwords.update(terms or {})
+    conf = ctx.config(socket_path=sock, passwords=passwords, upstream={"rate": 100000},
+                      **sections)
     return ctx.daemon(conf)
 
 
@@ -95,10 +97,13 @@ def recording_breachd(path, answer="CLEAN"):
 
 
 def only_hashes_sent(lines, password):
-    """The requests of one check: PW <its SHA-1>, then SIMILAR sha1 requests
-    (similar=warn, the default) of 1 to 128 hashes of its variants each,
-    never the password or its own SHA-1 among them. Returns a failure
-    message, or None."""
+    """The requests of one check: BANNED <index> (the banned terms asked
+    for: docs/banned.md; it carries nothing of the password), PW <its
+    SHA-1>, then SIMILAR sha1 requests (similar=warn, the default) of 1 to
+    128 hashes of its variants each, never the password or its own SHA-1
+    among them. Returns a failure message, or None."""
+    while lines and re.fullmatch(r"BANNED [0-9]+", lines[0]):
+        lines = lines[1:]
     if not lines or lines[0].upper() != "PW " + sha1hex(password):
         return "the first request is not PW of its SHA-1: %r" % lines[:1]
     for ln in lines[1:]:

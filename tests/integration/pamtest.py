@@ -97,11 +97,11 @@ class Daemon(dtest.Daemon):
     filt, the file:// mirror mirror, its socket mode (0666: the
     user_enforced tests reach it as another user). Stopped by teardown()."""
 
-    def __init__(self, name, filt, mirror, mode="0666", similar=""):
+    def __init__(self, name, filt, mirror, mode="0666", similar="", **passwords):
         ctx = dtest.Ctx(name)
-        conf = ctx.config(daemon={"socket_mode": mode},
-                          passwords={"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror,
-                                     "similar_filter": similar})
+        passwords.update({"filter": filt, "upstream": "file://%s/{prefix}.txt" % mirror,
+                          "similar_filter": similar})
+        conf = ctx.config(daemon={"socket_mode": mode}, passwords=passwords)
         super().__init__(ctx, conf)
         ctx.daemons.append(self)
         DAEMONS.append(self)
@@ -279,7 +279,7 @@ def clean_password():
 # ---- runner ------------------------------------------------------------------
 
 def setup():
-    global ROOT, ARGS, TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES, SIMILAR
+    global ROOT, ARGS, TOOLS, CORPUS, FILTER, GOOD, NOMIRROR, FAKES, SIMILAR, BANNED
     ROOT = dtest.ROOT
     ARGS = dtest.ARGS
     ARGS.module = os.path.abspath(ARGS.module)
@@ -319,6 +319,13 @@ def setup():
     os.makedirs(empty)
     NOMIRROR = Daemon("nomirror", FILTER, empty)
     SIMILAR = Daemon("similar", FILTER, os.path.join(d, "mirror"), similar=simfilter)
+    # banned terms (docs/banned.md): the site's name and a terms file
+    terms = os.path.join(ROOT, "banned-terms")
+    with open(terms, "w") as f:
+        f.write("# seasons\nwinter\n")
+    os.chmod(terms, 0o644)
+    BANNED = Daemon("banned", FILTER, os.path.join(d, "mirror"), site_terms="Contoso",
+                    banned_terms=terms)
     FAKES = {m: fake_daemon("fake-" + m, m) for m in ("err", "close", "hang")}
     ENV.update({
         "LD_PRELOAD": ":".join(([ARGS.preload] if ARGS.preload else []) +

@@ -185,6 +185,27 @@ def similar_reject_warn(ctx):
 
 
 @test
+def banned_own_name_refused_nothing_sent(ctx):
+    """banned= (docs/banned.md): the principal's own name plus digits is
+    refused before anything is sent (breachd's PW count does not move); a
+    strong password is accepted."""
+    d = dirfx.breachd(ctx, terms={"site_terms": "Contoso"})
+    realm = Realm(ctx)
+    realm.add("jsmith/admin", OLD)
+    before = d.stats()["requests_pw"]
+    for pw, kind in (("Jsmith2024!", "the user's own name"), ("Adm1n#2025", "the user's own name"),
+                     ("C0ntoso99", "the organisation's name")):
+        out = realm.kadmin("cpw -pw %s jsmith/admin" % pw)
+        check("it is made of %s" % kind in out and "changed" not in out, out)
+    check(d.stats()["requests_pw"] == before, "a refused password was sent to breachd")
+    check("refused (banned=reject)" in realm.log(), realm.log())
+    clean = dirfx.clean_password()
+    out = realm.kadmin("cpw -pw %s jsmith/admin" % clean)
+    check("changed" in out, out)
+    dirfx.no_password_in(realm.logs(), ["Jsmith2024!", "Adm1n#2025", "C0ntoso99", clean])
+
+
+@test
 def min_count_accepts_rarely_seen(ctx):
     dirfx.breachd(ctx)
     realm = Realm(ctx, min_count=10)

@@ -81,8 +81,10 @@ pwdCheckModuleArg: %(arg)s
 dn: %(alice)s
 objectClass: inetOrgPerson
 uid: alice
-cn: Alice
-sn: Example
+cn: Alice Liddell
+sn: Liddell
+givenName: Alice
+mail: wonderland@example.test
 userPassword: %(old)s
 """
 
@@ -213,6 +215,28 @@ def similar_options(ctx):
     warn = [ln for ln in s.log().splitlines() if "accepted (similar=warn)" in ln]
     check(len(warn) == 1 and not re.search(r"[0-9],[0-9]{3}", warn[0]), s.log())
     dirfx.no_password_in([s.out], [OLD, "Summer2024!!", "Summer2024!"])
+
+
+@test
+def banned_own_names_refused_nothing_sent(ctx):
+    """banned= (docs/banned.md): the entry's own names (cn, sn, givenName,
+    uid, the local part of mail) plus digits are refused before anything
+    is sent (breachd's PW count does not move); a strong password is
+    accepted."""
+    d = dirfx.breachd(ctx, terms={"site_terms": "Contoso"})
+    s = Slapd(ctx, "socket=%s timeout=%ds" % (ctx.path("breachd.sock"), 2 * dtest.SLOW))
+    before = d.stats()["requests_pw"]
+    for pw in ("Alice2024!", "L1ddell#99", "Wonderland7", "AliceLiddell1"):
+        rc, out = s.passwd(OLD, pw)
+        check(violation(rc, out, "it is made of the user's own name"), pw + ": " + out)
+    rc, out = s.modify(OLD, "C0ntoso2025")
+    check(violation(rc, out, "it is made of the organisation's name"), out)
+    check(d.stats()["requests_pw"] == before, "a refused password was sent to breachd")
+    check("refused (banned=reject)" in s.log(), s.log())
+    clean = dirfx.clean_password()
+    rc, out = s.passwd(OLD, clean)
+    check(rc == 0, out)
+    dirfx.no_password_in([s.out], [OLD, clean, "Alice2024!", "L1ddell#99", "Wonderland7"])
 
 
 @test

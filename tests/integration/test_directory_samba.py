@@ -126,6 +126,27 @@ def breached_refused_clean_accepted(ctx):
 
 
 @test
+def banned_own_name_refused_nothing_sent(ctx):
+    """banned (docs/banned.md): the account's own name plus digits (and
+    symbols, to meet Samba's complexity rules) is refused before anything
+    is sent (breachd's PW count does not move); a strong one is accepted."""
+    d = dirfx.breachd(ctx, terms={"site_terms": "Contoso"})
+    dc = Dc(ctx, "--socket=" + ctx.path("breachd.sock"))
+    before = d.stats()["requests_pw"]
+    rc, out = dc.add("jsmith", "Jsmith2024!")
+    check(rc != 0 and REFUSED in out, out)
+    rc, out = dc.add("bob", "C0ntoso#2025")
+    check(rc != 0 and REFUSED in out, out)
+    check(d.stats()["requests_pw"] == before, "a refused password was sent to breachd")
+    clean = dirfx.clean_password()
+    rc, out = dc.add("jsmith", clean)
+    check(rc == 0 and "added successfully" in out, out)
+    rc, out = dc.setpassword("jsmith", "Jsmith#1990")
+    check(rc != 0 and REFUSED in out, out)
+    dc.no_leak(["Jsmith2024!", "C0ntoso#2025", clean, "Jsmith#1990"])
+
+
+@test
 def breachd_down_on_error(ctx):
     sock = ctx.path("breachd.sock")  # nothing listens there
     u = "bob"

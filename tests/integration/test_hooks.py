@@ -278,6 +278,60 @@ def similar_in_both_hooks(ctx):
     d.stop_ok()
 
 
+def start_banned(ctx):
+    """breachd with banned terms: the site's name and a terms file."""
+    f = fx()
+    terms = ctx.path("terms.txt")
+    with open(terms, "w") as out:
+        out.write("winter\n")
+    conf = ctx.config(passwords={"filter": f.filter, "banned_terms": terms,
+                                 "site_terms": "Contoso",
+                                 "upstream": "file://%s/{prefix}.txt" % f.mirror})
+    return ctx.daemon(conf)
+
+
+@test
+def banned_in_both_hooks(ctx):
+    """The account's own names plus digits are refused and never sent to
+    breachd (its PW count does not move); a strong password is accepted."""
+    f = fx()
+    d = start_banned(ctx)
+    before = d.stats()["requests_pw"]
+    for pw, kind, kw in (("Jsmith2024!", "the user's own name", {}),
+                         ("Smith#1990", "the user's own name", {}),
+                         ("Johnny99", "the user's own name", {"upn": "johnny@example.test"}),
+                         ("C0ntoso2025", "the organisation's name", {}),
+                         ("Winter2025", "a banned term", {})):
+        r = samba(f.samba, pw, d.sock, account="jsmith", full_name="John Smith", **kw)
+        check(r.rc == 1 and "new password refused: it is made of %s" % kind in r.err, "%r" % r)
+    eq(d.stats()["requests_pw"], before, "PW requests: a refused password was sent")
+    r = samba(f.samba, f.clean[1], d.sock, account="jsmith", full_name="John Smith")
+    eq((r.rc, r.err), (0, ""), "strong: %r" % r)
+    r = samba(f.samba + " --banned=warn", "Jsmith2024!", d.sock, account="jsmith")
+    check(r.rc == 0 and "accepted with a warning: it is made of the user's own name" in r.err,
+          "%r" % r)
+    r = samba(f.samba + " --banned=off", "Jsmith2024!", d.sock, account="jsmith")
+    eq((r.rc, r.err), (0, ""), "off: %r" % r)
+    # check-password: each entry's own names (chpasswd: the user; newusers:
+    # the user and its GECOS field)
+    batch = "alice:Alice2024!\nbob:%s\ncarol:Winter2025\n" % f.clean[2]
+    before = d.stats()["requests_pw"]
+    r = generic(["--format=chpasswd"], batch, d.sock)
+    check(r.rc == 1 and "line 1 (alice): refused: it is made of the user's own name" in r.err and
+          "line 3 (carol): refused: it is made of a banned term" in r.err and "bob" not in r.err,
+          "%r" % r)
+    eq(d.stats()["requests_pw"] - before, 1, "only bob's password was sent")
+    batch = "dave:Liddell#77:1001:1001:Dave Liddell,,,:/home/dave:/bin/sh\n"
+    r = generic(["--format=newusers"], batch, d.sock)
+    check(r.rc == 1 and "line 1 (dave): refused: it is made of the user's own name" in r.err,
+          "%r" % r)
+    r = generic(["--format=chpasswd", "--banned=warn"], "alice:Alice2024!\n", d.sock)
+    check(r.rc == 0 and "accepted with a warning: it is made of the user's own name" in r.err,
+          "%r" % r)
+    no_leak(r, ["Alice2024!", "Winter2025", "Liddell#77", f.clean[2]])
+    d.stop_ok()
+
+
 @test
 def samba_unknown_and_errors(ctx):
     f = fx()

@@ -42,19 +42,22 @@ LAYERS = {
     "proto": {"core"},
     "audit": {"core"},
     "similar": {"core"},
+    "banned": {"core"},
 }
 # daemon module -> the modules it may include or call (besides itself), from
 # the top (main) down
 DAEMON_LAYERS = {
-    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "conf", "log"},
+    "main": {"server", "canary", "housekeeping", "startup", "notify", "state", "follow", "conf",
+             "log"},
     # the connection layer: sockets, framing, life cycle
     "server": {"dispatch", "http", "stats", "conn", "conn_out", "server_types", "state", "conf",
                "accept_pause", "startup", "notify", "log"},
     # the verbs: the table, then each verb's handler
-    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "stats", "conn",
+    "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "banned_verb", "stats", "conn",
                  "server_types", "state", "conf"},
     "pw_check": {"conn", "stats", "server_types", "state", "offline", "log"},
     "similar_verb": {"conn", "server_types", "state"},
+    "banned_verb": {"conn", "server_types", "state"},
     "url_check": {"url_prep", "conn", "stats", "server_types", "state", "offline", "log"},
     "url_prep": {"server_types", "state", "offline"},
     # the range endpoint, the figures, the timers
@@ -68,7 +71,10 @@ DAEMON_LAYERS = {
     # data: the server, connections, waiters and counters
     "server_types": {"accept_pause", "counters", "state"},
     "counters": set(),
-    "state": {"offline", "conf", "log"},
+    "state": {"offline", "follow", "conf", "log"},
+    # [urls] follow: the thread that installs a publisher's files, and
+    # what it installed, read by the state that loads them
+    "follow": {"conf", "log"},
     # offline filters and upstream = none: below the state that loads them
     "offline": {"conf", "log"},
     "accept_pause": {"log"},

@@ -123,6 +123,33 @@ def delta_daemon_merge(ctx):
 
 
 @test
+def allow_list_exact(ctx):
+    """Allow entries go to the exact table (key encoding v3): an allowed
+    host releases its URLs, a blocked one stays blocked; a delta adds
+    allow entries too (docs/filter-format.md, "The exact table")."""
+    base, delta = ctx.path("urls.bfuse"), ctx.path("urls-delta.bfuse")
+    ok = feed(ctx, "ok.txt", ["partner.example"])
+    bad = feed(ctx, "bad.txt", ["partner.example/phish/", "evil.example"])
+    r = build(ctx, base, [(ok, "allow"), (bad, "phishing")])
+    check("2 expressions and 1 allow-list entries (exact)" in r.stderr, r.stderr)
+    info = ctx.breachctl("filter", "info", base).stdout
+    check("exact table:       1 allow, 0 removed" in info, info)
+    ok2 = feed(ctx, "ok2.txt", ["partner.example", "friend.example"])
+    bad2 = feed(ctx, "bad2.txt", ["partner.example/phish/", "evil.example", "friend.example/x"])
+    build(ctx, delta, [(ok2, "allow"), (bad2, "phishing")], "--base", base)
+    info = ctx.breachctl("filter", "info", delta).stdout
+    check("exact table:       1 allow, 0 removed" in info, info)
+    d = ctx.daemon(ctx.config(urls={"filter": "%s, %s" % (base, delta), "upstream": "none"}))
+    c = d.client()
+    ask_all(c, {"http://partner.example/phish/": "SAFE",
+                "http://friend.example/x": "SAFE",
+                "http://evil.example/paypal/login.php": "BLOCKED phishing evil.example/",
+                "http://clean.example/": "SAFE"})
+    c.close()
+    d.stop_ok()
+
+
+@test
 def mixes_and_other_bases_refused(ctx):
     base, delta = ctx.path("urls.bfuse"), ctx.path("urls-delta.bfuse")
     build(ctx, base, first_feeds(ctx))

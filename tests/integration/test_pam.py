@@ -7,7 +7,8 @@ accepted and passed on in PAM_AUTHTOK, retype and retry, use_authtok,
 breachd down or failing (on_error=deny/allow), timeouts, UNKNOWN answers
 (on_unknown=deny/allow), audit, min_count, root and users, bad options,
 similar=reject|warn|off and similar_min_count against a breachd with an
-offline filter of popular passwords (and one without),
+offline filter of popular passwords (and one without), banned=reject|warn|off
+against a breachd with banned terms (and one without),
 the documented stack with the real pam_pwquality, the login stages
 (test_pam_login.py, imported here), and, over every test before it, no
 password, hash or breach count in the logs.
@@ -360,6 +361,45 @@ def similar_off_and_min_count(ctx):
     similar_setup(ctx, "similar=reject")
     r = ctx.chauthtok([ctx.old, "letmein", "letmein"])
     expect_refused(ctx, r, breach_msg("letmein"))
+
+
+@test
+def banned_reject(ctx):
+    """The attack: a module that asked breachd about a password it refused
+    for a banned term would show in breachd's PW request count."""
+    ctx.service(ENF, pt.BANNED.sock)  # breachd holds terms: reject by default
+    for pw, kind in (("Alice2024!", "the user's own name"),
+                     ("C0ntoso#2025", "the organisation's name"),
+                     ("Winter2025", "a banned term")):
+        before = pt.BANNED.stats()["requests_pw"]
+        r = ctx.chauthtok([ctx.old, pw, pw])
+        expect_refused(ctx, r, "BAD PASSWORD: it is made of " + kind)
+        check(pw not in r.conv and "contoso" not in r.conv.lower(), "no term named: %r" % r)
+        check(has_log(r, r"user alice: new password refused: it is made of %s \(banned=reject\)"
+                      % re.escape(kind)), "logged: %r" % r)
+        check(pt.BANNED.stats()["requests_pw"] == before, "%s was sent to breachd" % pw)
+    good = clean_password()
+    r = ctx.chauthtok([ctx.old] + [good] * 4)
+    expect_ok(ctx, r, good)
+
+
+@test
+def banned_warn_and_off(ctx):
+    ctx.service(ENF + " banned=warn", pt.BANNED.sock)
+    r = ctx.chauthtok([ctx.old] + ["Winter2025"] * 4)
+    expect_ok(ctx, r, "Winter2025")
+    check("Warning: it is made of a banned term" in r.conv, "warned: %r" % r)
+    ctx.service(ENF + " banned=off", pt.BANNED.sock)
+    r = ctx.chauthtok([ctx.old] + ["Winter2025"] * 4)
+    expect_ok(ctx, r, "Winter2025")
+    # a breachd without terms: not checked by default; banned=reject checks
+    # the user's names alone
+    ctx.service(ENF, pt.GOOD.sock)
+    r = ctx.chauthtok([ctx.old] + ["Alice2024!"] * 4)
+    expect_ok(ctx, r, "Alice2024!")
+    ctx.service(ENF + " banned=reject", pt.GOOD.sock)
+    r = ctx.chauthtok([ctx.old, "Alice2024!", "Alice2024!"])
+    expect_refused(ctx, r, "BAD PASSWORD: it is made of the user's own name")
 
 
 @test

@@ -11,19 +11,16 @@ the daemon's debug log holds none of the hashes. Bad requests (too many
 hashes, wrong lengths) are refused without echoing a hash. breachctl
 password --similar=reject|warn|off and --similar-min-count. Standard
 library only; dtest.py is the harness."""
-import errno
 import os
-import pty
 import random
-import select
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
 from dtest import check, eq, sha1hex, test  # noqa: E402
 from ntfx import nthash  # noqa: E402
+from ptyfx import typed  # noqa: E402
 
 POPULAR = {"password": 3000000, "summer": 50000, "monkey": 2500, "dragon": 1200,
            "sunshine": 150, "letmein": 80}
@@ -288,38 +285,6 @@ def breachctl_similar(ctx):
     r = password(ctx, d, tweaks[:1])
     eq(r.stderr, "", "the default says nothing")
     d.stop_ok()
-
-
-def typed(sock, password, *args):
-    """breachctl password on a pty (a typed password): (output, status)."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.execve(dtest.ARGS.breachctl, [dtest.ARGS.breachctl, "--socket", sock, "password"] +
-                      list(args), dtest.base_env())
-        finally:
-            os._exit(127)
-    out, end, sent = b"", time.monotonic() + 30, False
-    try:
-        while True:
-            r, _, _ = select.select([fd], [], [], max(0, end - time.monotonic()))
-            check(r, "pty: timed out: %r" % out)
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError as e:
-                if e.errno != errno.EIO:
-                    raise
-                break
-            if not chunk:
-                break
-            out += chunk
-            if not sent and b"Password: " in out:
-                os.write(fd, (password + "\n").encode())
-                sent = True
-    finally:
-        _, st = os.waitpid(pid, 0)
-        os.close(fd)
-    return out.decode(errors="replace"), os.WEXITSTATUS(st)
 
 
 @test

@@ -263,6 +263,42 @@ static void test_decide_similar(void **state)
     assert_non_null(strstr(r.message, "has been seen 7 times"));
 }
 
+/* banned=: decided first under reject, after the rest under warn. */
+static void test_decide_banned(void **state)
+{
+    (void)state;
+    dm_options o;
+    dm_result r;
+    char err[200];
+    dm_options_init(&o);
+    assert_int_equal(o.banned, DM_BANNED_DEFAULT);
+    assert_int_equal(dm_options_parse_words(&o, "banned=warn", 11, err, sizeof(err)), 0);
+    assert_int_equal(o.banned, DM_BANNED_WARN);
+    assert_int_equal(dm_options_parse_words(&o, "banned=maybe", 12, err, sizeof(err)), -EINVAL);
+    dm_answer a = {
+        .kind = DM_CLEAN, .banned = true, .banned_kinds = 1u << 2, .banned_reject = true};
+    dm_decide(&o, &a, &r);
+    assert_false(r.accept);
+    assert_true(r.breached);
+    assert_string_equal(r.message, "Password rejected: it is made of the user's own name");
+    assert_string_equal(r.log, "a new password is made of the user's own name: refused "
+                               "(banned=reject)");
+    a.banned_reject = false; /* warn: accepted with a log line ... */
+    dm_decide(&o, &a, &r);
+    assert_true(r.accept);
+    assert_non_null(strstr(r.log, "accepted (banned=warn)"));
+    a.kind = DM_PWNED; /* ... unless the corpus refuses it */
+    a.count = 3;
+    dm_decide(&o, &a, &r);
+    assert_false(r.accept);
+    assert_non_null(strstr(r.message, "has been seen 3 times"));
+    dm_names n = {0};
+    for (int i = 0; i < DM_MAX_NAMES + 3; i++)
+        dm_names_add(&n, "name", 4);
+    dm_names_add(&n, "", 0);
+    assert_int_equal(n.n, DM_MAX_NAMES);
+}
+
 static void test_seen_times(void **state)
 {
     (void)state;
@@ -381,10 +417,11 @@ static void test_ask_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_good_values),
-        cmocka_unit_test(test_bad_values),   cmocka_unit_test(test_words),
-        cmocka_unit_test(test_decide),       cmocka_unit_test(test_seen_times),
-        cmocka_unit_test(test_ask_failures), cmocka_unit_test(test_decide_similar),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_good_values),
+        cmocka_unit_test(test_bad_values),    cmocka_unit_test(test_words),
+        cmocka_unit_test(test_decide),        cmocka_unit_test(test_seen_times),
+        cmocka_unit_test(test_ask_failures),  cmocka_unit_test(test_decide_similar),
+        cmocka_unit_test(test_decide_banned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

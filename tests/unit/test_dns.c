@@ -96,8 +96,15 @@ typedef struct entry {
     const char *category;
 } entry;
 
+static int by_key(const void *a, const void *b)
+{
+    return memcmp(a, b, BR_SHA256_LEN);
+}
+
 /* An offline URL filter of the domain entries e[0..n) at path (written
- * beside it and renamed in, as filters are replaced). */
+ * beside it and renamed in, as filters are replaced). Entries of the
+ * category allow go to the exact table, as the feed builder puts them
+ * (docs/filter-format.md, "The exact table"). */
 static void build(const char *path, const entry *e, size_t n, uint64_t generation)
 {
     br_category_table t = {0};
@@ -105,25 +112,35 @@ static void build(const char *path, const entry *e, size_t n, uint64_t generatio
     br_error err = {{0}};
     assert_int_equal(br_keyset_new(NULL, 0, &ks, &err), 0);
     unsigned labels = 0;
+    uint8_t allow[16][BR_SHA256_LEN];
+    size_t n_allow = 0;
     for (size_t i = 0; i < n; i++) {
         char expr[300];
         uint8_t key[BR_SHA256_LEN];
         snprintf(expr, sizeof(expr), "%s/", e[i].domain);
         assert_int_equal(br_url_expr_hash(expr, key), 0);
-        int code = br_category_code(&t, e[i].category);
-        assert_true(code > 0);
-        assert_int_equal(br_keyset_add_counted(ks, br_hash_key64(key), (uint64_t)code, &err), 0);
         unsigned l = 1;
         for (const char *p = e[i].domain; *p; p++)
             l += *p == '.';
         labels = l > labels ? l : labels;
+        if (strcmp(e[i].category, BR_URL_ALLOW_CATEGORY) == 0) {
+            assert_true(n_allow < 16);
+            memcpy(allow[n_allow++], key, BR_SHA256_LEN);
+            continue;
+        }
+        int code = br_category_code(&t, e[i].category);
+        assert_true(code > 0);
+        assert_int_equal(br_keyset_add_counted(ks, br_hash_key64(key), (uint64_t)code, &err), 0);
     }
+    qsort(allow, n_allow, BR_SHA256_LEN, by_key);
     br_pwfilter_build_opts o = {.kind = BR_KIND_URL_SHA256,
                                 .generation = generation,
                                 .source = "unit",
                                 .build_time = 1764892800,
                                 .categories = &t,
-                                .max_domain_labels = labels};
+                                .max_domain_labels = labels,
+                                .allow = (const uint8_t(*)[32])allow,
+                                .n_allow = n_allow};
     char *tmp = tu_path("%s.new", path);
     if (br_pwfilter_build(ks, &o, tmp, NULL, &err) < 0)
         fail_msg("build %s: %s", tmp, err.text);

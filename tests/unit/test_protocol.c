@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "proto/protocol.h"
+#include "proto/protocol_terms.h"
 #include "url/url_secret.h"
 
 #define PW40 "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
@@ -297,13 +298,76 @@ static void test_answers(void **state)
     assert_string_equal(br_answer_kind_name(BR_ANSWER_PWNED), "PWNED");
 }
 
+struct terms_seen {
+    char text[4][64];
+    char kind[4];
+    int n;
+};
+
+static int take_term(void *ctx, char kind, const char *term, size_t len)
+{
+    struct terms_seen *t = ctx;
+    assert_true(t->n < 4 && len < 64);
+    memcpy(t->text[t->n], term, len);
+    t->text[t->n][len] = '\0';
+    t->kind[t->n++] = kind;
+    return 0;
+}
+
+/* BANNED: its argument, and the TERMS answer written and read back. */
+static void test_banned_terms(void **state)
+{
+    (void)state;
+    br_request req;
+    br_proto_error e;
+    static const char good[] = "a BANNED 12345";
+    assert_true(br_request_parse(good, strlen(good), &req, &e));
+    assert_int_equal(req.index, 12345);
+    static const char *const bad[] = {"a BANNED", "a BANNED 123456", "a BANNED x", "a BANNED -1",
+                                      "a BANNED 1 2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(br_request_parse(bad[i], strlen(bad[i]), &req, &e));
+    char items[BR_TERMS_PAGE_BYTES + 1] = "", line[BR_TERMS_PAGE_BYTES + 64];
+    size_t len = 0;
+    assert_true(br_terms_item_format(items, sizeof(items), &len, 's', "contoso"));
+    assert_true(br_terms_item_format(items, sizeof(items), &len, 'b', "a,b%c d\xc3\xbc"));
+    assert_string_equal(items, "scontoso,ba%2Cb%25c%20d%C3%BC");
+    snprintf(line, sizeof(line), "TERMS 7 5 9 2 %s", items);
+    struct terms_seen t = {0};
+    br_terms_page page;
+    assert_int_equal(br_terms_answer_parse(line, &page, take_term, &t), 0);
+    assert_int_equal(page.generation, 7);
+    assert_int_equal(page.min_score, 5);
+    assert_int_equal(page.total, 9);
+    assert_int_equal(page.next, 2);
+    assert_int_equal(t.n, 2);
+    assert_string_equal(t.text[1], "a,b%c d\xc3\xbc");
+    assert_int_equal(t.kind[0], 's');
+    assert_int_equal(br_terms_answer_parse("TERMS 0 5 0 0", &page, take_term, &t), 0);
+    static const char *const broken[] = {
+        "TERMS 1 5 3 4", "TERMS 1 5 3 1 xabc", "TERMS 1 5 3 1 babc,", "TERMS 1 5 3 1 ba%4",
+        "PONG",          "TERMS 1 5 3 1  babc"};
+    for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++)
+        assert_int_equal(br_terms_answer_parse(broken[i], &page, NULL, NULL), -EPROTO);
+    /* a page never takes the items past BR_TERMS_PAGE_BYTES */
+    char big[70];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    len = 0;
+    items[0] = '\0';
+    int n = 0;
+    while (br_terms_item_format(items, sizeof(items), &len, 'b', big))
+        n++;
+    assert_true(len <= BR_TERMS_PAGE_BYTES && n == BR_TERMS_PAGE_BYTES / 71);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),          cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_line_length),    cmocka_unit_test(test_secret_class),
-        cmocka_unit_test(test_format_error),   cmocka_unit_test(test_answers),
-        cmocka_unit_test(test_verb_table),
+        cmocka_unit_test(test_valid),        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_line_length),  cmocka_unit_test(test_secret_class),
+        cmocka_unit_test(test_format_error), cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_verb_table),   cmocka_unit_test(test_banned_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl publish (docs/fleet.md, "Publishing and following"): what the
+ * configuration, the feeds (publish_feed.c) and the cycle (cmd_publish.c)
+ * share. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "download/fetch_file.h"
+#include "filter/manifest.h"
+#include "filter/offline_codes.h"
+
+typedef uint8_t pub_key[32];
+
+typedef struct pub_feed {
+    char name[BR_MANIFEST_NAME_MAX + 1];
+    char url[2048];
+    char format[16];
+    char category[BR_CATEGORY_NAME_MAX + 1];
+    int64_t interval_s;
+    /* state (kept in STATE/feed-NAME.*) */
+    br_fetch_validators val;
+    int64_t last_success, last_poll;
+    uint64_t holds; /* polls that kept the last good entries */
+    bool held;
+    char reason[BR_MANIFEST_REASON_MAX + 1];
+    pub_key *keys; /* the last good entries, sorted */
+    size_t n;
+    unsigned labels;
+} pub_feed;
+
+typedef struct pub_conf {
+    char path[4096];
+    char output[4096], state[4200], key[4096];
+    int64_t interval_s, keep_s;
+    unsigned max_shrink_pct;
+    pub_feed *feeds;
+    size_t n_feeds;
+} pub_conf;
+
+/* Read FILE's [publish] and [feed NAME] sections; errors name FILE:LINE. */
+int pub_conf_read(const char *path, pub_conf *c);
+void pub_conf_free(pub_conf *c);
+/* Load each feed's kept state (its last good entries). */
+int pub_feeds_load(pub_conf *c);
+/* Poll feed f now: new entries replace its last good ones, unless the poll
+ * failed, the body was not a feed, or it shrank past max_shrink (f->held,
+ * f->reason; logged with the feed's name). true when its entries changed. */
+bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now);

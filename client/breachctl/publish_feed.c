@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* breachctl publish: the configuration and the feeds (publish.h). A feed
+ * is polled with a conditional GET (libcurl, lib/download/fetch_file.h);
+ * a body that fails, is not a feed, or shrinks past max_shrink keeps the
+ * feed's last good entries (docs/fleet.md, "Bad feeds"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "breachctl.h"
+#include "conf_values.h"
+#include "core/util.h"
+#include "publish.h"
+#include "url/url_feed.h"
+
+typedef struct conf_ctx {
+    pub_conf *c;
+    char err[700];
+} conf_ctx;
+
+static int set_publish(conf_ctx *x, const char *name, const char *value)
+{
+    pub_conf *c = x->c;
+    br_error e = {{0}};
+    int64_t pct;
+    if (strcmp(name, "output") == 0)
+        snprintf(c->output, sizeof(c->output), "%s", value);
+    else if (strcmp(name, "key") == 0)
+        snprintf(c->key, sizeof(c->key), "%s", value);
+    else if (strcmp(name, "kind") == 0) {
+        if (strcmp(value, "url-sha256") != 0)
+            snprintf(x->err, sizeof(x->err), "kind = %s: only url-sha256 is published", value);
+    } else if (strcmp(name, "interval") == 0) {
+        if (bd_conf_parse_duration_s(value, 1, 86400, &c->interval_s, &e) < 0)
+            snprintf(x->err, sizeof(x->err), "interval: %s", e.text);
+    } else if (strcmp(name, "keep") == 0) {
+        if (bd_conf_parse_duration_s(value, 60, 90 * 86400, &c->keep_s, &e) < 0)
+            snprintf(x->err, sizeof(x->err), "keep: %s", e.text);
+    } else if (strcmp(name, "max_shrink") == 0) {
+        char *end;
+        pct = strtoll(value, &end, 10);
+        if (end == value || strcmp(end, "%") != 0 || pct < 1 || pct > 100)
+            snprintf(x->err, sizeof(x->err), "max_shrink = %s: expected a share 1%%..100%%", value);
+        else
+            c->max_shrink_pct = (unsigned)pct;
+    } else
+        snprintf(x->err, sizeof(x->err), "[publish] %s: unknown key", name);
+    return x->err[0] ? 0 : 1;
+}
+
+static int set_feed(conf_ctx *x, pub_feed *f, const char *name, const char *value)
+{
+    br_error e = {{0}};
+    br_feed_format fmt;
+    if (strcmp(name, "url") == 0)
+        snprintf(f->url, sizeof(f->url), "%s", value);
+    else if (strcmp(name, "format") == 0) {
+        if (br_feed_format_from_name(value, &fmt) < 0)
+            snprintf(x->err, sizeof(x->err), "format = %s: not a feed format", value);
+        snprintf(f->format, sizeof(f->format), "%s", value);
+    } else if (strcmp(name, "category") == 0) {
+        if (!br_feed_category_valid(value))
+            snprintf(x->err, sizeof(x->err), "category = %s: not a category name", value);
+        snprintf(f->category, sizeof(f->category), "%s", value);
+    } else if (strcmp(name, "interval") == 0) {
+        if (bd_conf_parse_duration_s(value, 1, 7 * 86400, &f->interval_s, &e) < 0)
+            snprintf(x->err, sizeof(x->err), "interval: %s", e.text);
+    } else
+        snprintf(x->err, sizeof(x->err), "[feed %s] %s: unknown key", f->name, name);
+    return x->err[0] ? 0 : 1;
+}
+
+static pub_feed *feed_named(conf_ctx *x, const char *name)
+{
+    pub_conf *c = x->c;
+    for (size_t i = 0; i < c->n_feeds; i++)
+        if (strcmp(c->feeds[i].name, name) == 0)
+            return &c->feeds[i];
+    if (!br_manifest_feed_name_ok(name)) {
+        snprintf(x->err, sizeof(x->err), "[feed %s]: a feed name is [a-z0-9_], at most 64", name);
+        return NULL;
+    }
+    pub_feed *v = realloc(c->feeds, (c->n_feeds + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    c->feeds = v;
+    pub_feed *f = &v[c->n_feeds++];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    snprintf(f->format, sizeof(f->format), "auto");
+    f->interval_s = 300;
+    f->last_success = -1;
+    f->val.last_modified = -1;
+    return f;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    conf_ctx *x = user;
+    if (strcmp(section, "publish") == 0)
+        return set_publish(x, name, value);
+    if (strncmp(section, "feed ", 5) == 0) {
+        pub_feed *f = feed_named(x, section + 5);
+        return f ? set_feed(x, f, name, value) : 0;
+    }
+    snprintf(x->err, sizeof(x->err), "[%s]: unknown section", section);
+    return 0;
+}
+
+int pub_conf_read(const char *path, pub_conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->path, sizeof(c->path), "%s", path);
+    c->interval_s = 30;
+    c->keep_s = 86400;
+    c->max_shrink_pct = 50;
+    conf_ctx x = {.c = c};
+    int line = ini_parse(path, on_key, &x);
+    if (line < 0) {
+        ctl_err("publish: %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (line > 0) {
+        ctl_err("publish: %s:%d: %s", path, line, x.err[0] ? x.err : "syntax error");
+        return -1;
+    }
+    const char *missing = !c->output[0] ? "[publish] output" : !c->key[0] ? "[publish] key" : NULL;
+    for (size_t i = 0; !missing && i < c->n_feeds; i++)
+        if (!c->feeds[i].url[0] || !c->feeds[i].category[0])
+            missing = "url and category in every [feed NAME]";
+    if (missing || c->n_feeds == 0) {
+        ctl_err("publish: %s: %s", path, missing ? missing : "no [feed NAME] section");
+        return -1;
+    }
+    snprintf(c->state, sizeof(c->state), "%s.state", c->output);
+    return 0;
+}
+
+void pub_conf_free(pub_conf *c)
+{
+    for (size_t i = 0; i < c->n_feeds; i++)
+        free(c->feeds[i].keys);
+    free(c->feeds);
+    c->feeds = NULL;
+}
+
+/* ---- kept state: STATE/feed-NAME.keys (sorted keys), .meta ---- */
+
+static void state_path(const pub_conf *c, const pub_feed *f, const char *ext, char *out, size_t len)
+{
+    snprintf(out, len, "%s/feed-%s.%s", c->state, f->name, ext);
+}
+
+static int save_feed(const pub_conf *c, const pub_feed *f)
+{
+    char path[4400], meta[600];
+    state_path(c, f, "keys", path, sizeof(path));
+    int r = br_write_atomic(path, f->keys, f->n * sizeof(pub_key));
+    int n = snprintf(meta, sizeof(meta), "%" PRId64 " %" PRId64 " %u %" PRIu64 " %" PRId64 "\n%s\n",
+                     f->last_success, f->last_poll, f->labels, f->holds, f->val.last_modified,
+                     f->val.etag[0] ? f->val.etag : "-");
+    state_path(c, f, "meta", path, sizeof(path));
+    return r < 0 ? r : br_write_atomic(path, meta, (size_t)n);
+}
+
+static void load_feed(const pub_conf *c, pub_feed *f)
+{
+    char path[4400];
+    state_path(c, f, "meta", path, sizeof(path));
+    FILE *m = fopen(path, "re");
+    if (!m)
+        return;
+    char etag[300] = "";
+    if (fscanf(m, "%" SCNd64 " %" SCNd64 " %u %" SCNu64 " %" SCNd64 " %299s", &f->last_success,
+               &f->last_poll, &f->labels, &f->holds, &f->val.last_modified, etag) == 6 &&
+        strcmp(etag, "-") != 0)
+        snprintf(f->val.etag, sizeof(f->val.etag), "%s", etag);
+    fclose(m);
+    state_path(c, f, "keys", path, sizeof(path));
+    size_t len = 0;
+    uint8_t *data = NULL;
+    if (br_read_whole(path, 1u << 30, &data, &len) == 0 && len % sizeof(pub_key) == 0) {
+        f->keys = (pub_key *)data;
+        f->n = len / sizeof(pub_key);
+    } else {
+        free(data);
+    }
+}
+
+int pub_feeds_load(pub_conf *c)
+{
+    if (mkdir(c->state, 0755) < 0 && errno != EEXIST) {
+        ctl_err("publish: %s: %s", c->state, strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_feeds; i++)
+        load_feed(c, &c->feeds[i]);
+    return 0;
+}
+
+/* ---- a poll ---- */
+
+static void hold(pub_feed *f, const char *what, const char *detail)
+{
+    f->held = true;
+    f->holds++;
+    snprintf(f->reason, sizeof(f->reason), "%s%s", what, detail);
+    for (char *p = f->reason; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    fprintf(stderr,
+            "publish: feed %s: %s; it keeps its %zu last good entries (held %" PRIu64 " times)\n",
+            f->name, f->reason, f->n, f->holds);
+}
+
+/* The downloaded body as a feed: its sorted distinct keys. */
+static int parse_body(const pub_feed *f, const char *path, pub_key **keys, size_t *n,
+                      unsigned *labels, br_error *err)
+{
+    _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
+    br_feed_opts o = {.format = BR_FEED_AUTO};
+    if (br_feedset_new(&fs) < 0 || br_feed_format_from_name(f->format, &o.format) < 0)
+        return -ENOMEM;
+    int r = br_feedset_read(fs, path, f->category, &o, NULL, err);
+    if (r < 0)
+        return r;
+    br_feedset_stats st;
+    br_feedset_finish(fs, &st);
+    *n = br_feedset_count(fs);
+    *keys = malloc((*n + 1) * sizeof(pub_key));
+    if (!*keys)
+        return -ENOMEM;
+    for (size_t i = 0; i < *n; i++)
+        memcpy((*keys)[i], br_feedset_entries(fs)[i].hash, sizeof(pub_key));
+    *labels = br_feedset_max_domain_labels(fs);
+    return 0;
+}
+
+bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
+{
+    char path[4400];
+    state_path(c, f, "download", path, sizeof(path));
+    f->last_poll = now;
+    br_fetch_opts o = {.url = f->url,
+                       .have = f->n || f->last_success >= 0 ? &f->val : NULL,
+                       .connect_timeout_ms = 10000,
+                       .stall_timeout_ms = 30000,
+                       .max_bytes = UINT64_C(1) << 30};
+    br_fetch_result res = {0};
+    br_error err = {{0}};
+    bool changed = false;
+    pub_key *keys = NULL;
+    size_t n = 0;
+    unsigned labels = 0;
+    if (br_fetch_file(path, &o, &res, &err) < 0) {
+        hold(f, "fetch failed: ", err.text);
+    } else if (res.status == BR_FETCH_NOT_MODIFIED) {
+        f->held = false;
+        f->last_success = now;
+    } else if (parse_body(f, path, &keys, &n, &labels, &err) < 0) {
+        hold(f, "not a feed: ", err.text[0] ? err.text : "out of memory");
+    } else if (f->n && n * 100 < f->n * (100 - (uint64_t)c->max_shrink_pct)) {
+        char d[120];
+        snprintf(d, sizeof(d), "%zu entries, down from %zu: shrank more than max_shrink = %u%%", n,
+                 f->n, c->max_shrink_pct);
+        hold(f, "", d);
+    } else {
+        changed = n != f->n || (n && memcmp(keys, f->keys, n * sizeof(pub_key)) != 0);
+        free(f->keys);
+        f->keys = BR_TAKE_PTR(keys);
+        f->n = n;
+        f->labels = labels;
+        f->val = res.got;
+        f->held = false;
+        f->last_success = now;
+    }
+    free(keys);
+    unlink(path);
+    if (save_feed(c, f) < 0)
+        fprintf(stderr, "publish: feed %s: cannot save its state under %s\n", f->name, c->state);
+    return changed;
+}

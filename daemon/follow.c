@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* [urls] follow: poll, verify, fetch, install, reload (follow.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+#include "core/random.h"
+#include "core/util.h"
+#include "download/fetch_file.h"
+#include "filter/filter_file.h"
+#include "filter/filter_sign.h"
+#include "filter/pwfilter.h"
+#include "follow.h"
+#include "log.h"
+
+/* DIR/set: what the host holds, base first. */
+typedef struct held {
+    int64_t published; /* of the manifest it came from; -1: none */
+    size_t n;
+    br_manifest_file f[1024];
+} held;
+
+struct bd_follow {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    char dir[4096], url[4096], pubkey[4096];
+    int64_t interval_s;
+    struct timespec next; /* CLOCK_MONOTONIC: the next poll */
+    br_fetch_validators val;
+};
+
+static void path_in(const char *dir, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+static void read_held(const char *dir, held *h)
+{
+    char path[4200], *save = NULL;
+    uint8_t *text = NULL;
+    size_t len;
+    memset(h, 0, sizeof(*h));
+    h->published = -1;
+    path_in(dir, "set", path, sizeof(path));
+    if (br_read_whole(path, 1 << 20, &text, &len) < 0)
+        return;
+    for (char *s = strtok_r((char *)text, "\n", &save); s; s = strtok_r(NULL, "\n", &save)) {
+        char hex[80];
+        br_manifest_file *f = &h->f[h->n];
+        if (sscanf(s, "published %" SCNd64, &h->published) == 1)
+            continue;
+        if (h->n < BR_ARRAY_SIZE(h->f) &&
+            sscanf(s, "file %64s %" SCNu64 " %79s", f->name, &f->generation, hex) == 3 &&
+            strlen(hex) == 64 && br_hex_decode(hex, 32, f->sha256))
+            h->n++;
+    }
+    free(text);
+}
+
+static int write_held(const char *dir, const held *h)
+{
+    char path[4200], *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return -ENOMEM;
+    fprintf(f, "published %" PRId64 "\n", h->published);
+    for (size_t i = 0; i < h->n; i++) {
+        char hex[65];
+        br_hex_encode_upper(h->f[i].sha256, 32, hex);
+        fprintf(f, "file %s %" PRIu64 " %s\n", h->f[i].name, h->f[i].generation, hex);
+    }
+    fclose(f);
+    path_in(dir, "set", path, sizeof(path));
+    int r = br_write_atomic(path, text, len);
+    free(text);
+    return r;
+}
+
+/* The list "DIR/a, DIR/b" of what h holds (malloc'ed). */
+static char *held_list(const char *dir, const held *h)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    for (size_t i = 0; i < h->n; i++)
+        fprintf(f, "%s%s/%s", i ? ", " : "", dir, h->f[i].name);
+    fclose(f);
+    return text;
+}
+
+int bd_follow_read(const char *dir, char **list, br_manifest *m)
+{
+    *list = NULL;
+    memset(m, 0, sizeof(*m));
+    held *h = malloc(sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    read_held(dir, h);
+    *list = h->n ? held_list(dir, h) : NULL;
+    int r = h->n && !*list ? -ENOMEM : 0;
+    free(h);
+    char path[4200];
+    uint8_t *text = NULL;
+    size_t len;
+    br_error ignored = {{0}};
+    path_in(dir, "manifest", path, sizeof(path));
+    if (r == 0 && br_read_whole(path, BR_MANIFEST_MAX_BYTES, &text, &len) == 0 &&
+        br_manifest_parse((const char *)text, len, m, &ignored) < 0)
+        memset(m, 0, sizeof(*m));
+    free(text);
+    return r;
+}
+
+/* ---- one poll ---- */
+
+/* url's directory + name. */
+static void sibling(const char *url, const char *name, char *out, size_t len)
+{
+    const char *slash = strrchr(url, '/');
+    snprintf(out, len, "%.*s/%s", (int)(slash ? slash - url : 0), url, name);
+}
+
+static int fetch(const char *url, const char *path, const br_fetch_validators *have,
+                 br_fetch_result *res, uint64_t max, br_error *err)
+{
+    br_fetch_opts o = {.url = url,
+                       .have = have,
+                       .connect_timeout_ms = 10000,
+                       .stall_timeout_ms = 30000,
+                       .max_bytes = max};
+    memset(res, 0, sizeof(*res));
+    unlink(path);
+    return br_fetch_file(path, &o, res, err);
+}
+
+/* Fetch one file of the manifest into DIR/NAME (and NAME.sig): its
+ * SHA-256 the manifest's, a url-sha256 offline file of that generation,
+ * signed by key. */
+static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest_file *mf,
+                        bool base, br_error *err)
+{
+    char url[4400], part[4300], sig[4400], final[4300], fsig[4400];
+    snprintf(part, sizeof(part), "%s/%s.part", fw->dir, mf->name);
+    snprintf(sig, sizeof(sig), "%s.sig", part);
+    br_fetch_result res;
+    sibling(fw->url, mf->name, url, sizeof(url));
+    int r = fetch(url, part, NULL, &res, mf->bytes, err);
+    strncat(url, ".sig", sizeof(url) - strlen(url) - 1);
+    if (r == 0)
+        r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, err);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    uint8_t sum[32];
+    if (r == 0 && (r = br_read_whole(part, mf->bytes, &data, &len)) < 0)
+        br_error_set(err, r, "%s: %s", part, strerror(-r));
+    if (r == 0 && (br_sha256(data, len, sum) < 0 || memcmp(sum, mf->sha256, 32) != 0))
+        r = br_error_set(err, -EINVAL, "%s: its SHA-256 is not the manifest's", mf->name);
+    free(data);
+    br_filter_header h;
+    if (r == 0 && (r = br_filter_header_read(part, &h)) < 0)
+        br_error_set(err, r, "%s: not a filter file", mf->name);
+    if (r == 0 &&
+        (h.kind != BR_KIND_URL_SHA256 || h.algorithm != BR_ALGO_FUSE_OFFLINE ||
+         h.generation != mf->generation || h.role != (base ? BR_ROLE_FULL : BR_ROLE_DELTA)))
+        r = br_error_set(err, -EINVAL,
+                         "%s: a %s file of generation %" PRIu64
+                         ", not the offline url-sha256 %s of generation %" PRIu64
+                         " the manifest names",
+                         mf->name, br_filter_kind_name(h.kind), h.generation,
+                         base ? "base" : "delta", mf->generation);
+    if (r == 0 && (r = br_filter_sig_verify(key, part, &h, err)) < 0)
+        br_error_prefix(err, r, "%s", mf->name);
+    path_in(fw->dir, mf->name, final, sizeof(final));
+    snprintf(fsig, sizeof(fsig), "%s.sig", final);
+    if (r == 0 && (rename(sig, fsig) < 0 || rename(part, final) < 0))
+        r = br_error_set(err, -errno, "%s: %s", final, strerror(errno));
+    unlink(part);
+    unlink(sig);
+    return r;
+}
+
+/* The set h + m's files from plan opens (the kinds, the chain of bases). */
+static int try_set(bd_follow *fw, const held *h, br_error *err)
+{
+    const char *paths[BR_ARRAY_SIZE(h->f)];
+    char buf[BR_ARRAY_SIZE(h->f)][300];
+    for (size_t i = 0; i < h->n; i++) {
+        snprintf(buf[i], sizeof(buf[i]), "%.200s/%s", fw->dir, h->f[i].name);
+        paths[i] = buf[i];
+    }
+    br_pwfilter *pf = NULL;
+    int r = br_pwfilter_open_set(paths, h->n, &pf, NULL, err);
+    br_pwfilter_free(pf);
+    return r;
+}
+
+static int install(bd_follow *fw, const br_sign_key *key, const br_manifest *m, held *h,
+                   br_error *err)
+{
+    br_manifest_plan plan;
+    int r = br_manifest_plan_for(m, h->n > 0, h->n ? h->f[0].sha256 : NULL,
+                                 h->n ? h->f[h->n - 1].generation : 0, h->published, &plan, err);
+    if (r < 0)
+        return r;
+    if (plan.take_base) {
+        h->n = 0;
+        if ((r = fetch_member(fw, key, &m->base, true, err)) < 0)
+            return r;
+        h->f[h->n++] = m->base;
+    }
+    for (size_t i = plan.first_delta; i < m->n_deltas && h->n < BR_ARRAY_SIZE(h->f); i++) {
+        if ((r = fetch_member(fw, key, &m->deltas[i], false, err)) < 0)
+            return r;
+        h->f[h->n++] = m->deltas[i];
+    }
+    h->published = m->published;
+    return try_set(fw, h, err);
+}
+
+/* Files of sets before h (and their .sig): the served state keeps its
+ * mappings of them until it is replaced. */
+static void remove_old(const char *dir, const held *h)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "base-", 5) != 0 && strncmp(e->d_name, "delta-", 6) != 0)
+            continue;
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".sig") == 0)
+            len -= 4;
+        bool used = false;
+        for (size_t i = 0; !used && i < h->n; i++)
+            used = strlen(h->f[i].name) == len && strncmp(h->f[i].name, e->d_name, len) == 0;
+        if (!used)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* One poll: 1 when a new set was installed, 0 when nothing is new. */
+static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
+{
+    char mpath[4200], spath[4200], surl[4200];
+    snprintf(mpath, sizeof(mpath), "%s/manifest.part", fw->dir);
+    snprintf(spath, sizeof(spath), "%s/manifest.sig.part", fw->dir);
+    snprintf(surl, sizeof(surl), "%s.sig", fw->url);
+    br_fetch_result res;
+    int r =
+        fetch(fw->url, mpath, fw->val.etag[0] ? &fw->val : NULL, &res, BR_MANIFEST_MAX_BYTES, err);
+    if (r < 0 || res.status == BR_FETCH_NOT_MODIFIED)
+        return r;
+    br_fetch_validators got = res.got;
+    if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, err)) < 0)
+        return r;
+    uint8_t *text = NULL, *sig = NULL;
+    size_t len = 0, slen = 0;
+    br_manifest m = {0};
+    held *h = malloc(sizeof(*h));
+    r = h ? br_read_whole(mpath, BR_MANIFEST_MAX_BYTES, &text, &len) : -ENOMEM;
+    if (r == 0)
+        r = br_read_whole(spath, BR_MANIFEST_SIG_SIZE, &sig, &slen);
+    if (r == 0)
+        r = br_manifest_verify(key, (const char *)text, len, sig, slen, err);
+    if (r == 0)
+        r = br_manifest_parse((const char *)text, len, &m, err);
+    if (r == 0) {
+        read_held(fw->dir, h);
+        r = install(fw, key, &m, h, err);
+    }
+    char final[4200];
+    path_in(fw->dir, "manifest", final, sizeof(final));
+    if (r == 0 && (r = br_write_atomic(final, text, len)) == 0 &&
+        (r = write_held(fw->dir, h)) == 0) {
+        fw->val = got;
+        remove_old(fw->dir, h);
+        r = 1;
+    }
+    unlink(mpath);
+    unlink(spath);
+    br_manifest_fini(&m);
+    free(text);
+    free(sig);
+    free(h);
+    return r;
+}
+
+/* ---- the thread ---- */
+
+static void add_ms(struct timespec *t, int64_t ms)
+{
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000;
+    }
+}
+
+/* Until the next poll: the first one follows the start's at a random
+ * phase of the interval (hosts started together spread out), the others
+ * one interval after the one before (at most one request per interval,
+ * and no more than one interval between two). false: stop. */
+static bool wait_next(bd_follow *fw, bool first)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = fw->interval_s * 1000;
+    if (first) {
+        uint64_t phase = 0;
+        br_random_bytes(&phase, sizeof(phase));
+        fw->next = now;
+        add_ms(&fw->next, (int64_t)(phase % (uint64_t)ms));
+    } else {
+        add_ms(&fw->next, ms);
+        if (fw->next.tv_sec < now.tv_sec) { /* a poll took longer than the interval */
+            fw->next = now;
+            add_ms(&fw->next, ms);
+        }
+    }
+    pthread_mutex_lock(&fw->mu);
+    while (!fw->stop && pthread_cond_timedwait(&fw->cv, &fw->mu, &fw->next) == 0)
+        ;
+    bool stop = fw->stop;
+    pthread_mutex_unlock(&fw->mu);
+    return !stop;
+}
+
+static void *follow_main(void *arg)
+{
+    bd_follow *fw = arg;
+    br_sign_key *key = NULL;
+    br_error err = {{0}};
+    if (br_sign_key_load_public(fw->pubkey, &key, &err) < 0) {
+        bd_log(LOG_ERR, "[urls] follow: [urls] pubkey: %s; not following", err.text);
+        return NULL;
+    }
+    for (bool first = true;; first = false) {
+        memset(&err, 0, sizeof(err));
+        int r = poll_once(fw, key, &err);
+        if (r < 0)
+            bd_log(LOG_WARNING, "[urls] follow %s: refused, the URL filter in use stays: %s",
+                   fw->url, err.text[0] ? err.text : strerror(-r));
+        else if (r > 0) {
+            bd_log(LOG_INFO, "[urls] follow: a new set in %s; reloading", fw->dir);
+            kill(getpid(), SIGHUP); /* the ordinary reload swaps the new set in */
+        }
+        if (!wait_next(fw, first))
+            break;
+    }
+    br_sign_key_free(key);
+    return NULL;
+}
+
+bd_follow *bd_follow_start(const breachd_config *cfg)
+{
+    if (!cfg->urls.follow || !cfg->urls.follow[0])
+        return NULL;
+    bd_follow *fw = calloc(1, sizeof(*fw));
+    if (!fw)
+        return NULL;
+    snprintf(fw->dir, sizeof(fw->dir), "%s", cfg->urls.filter);
+    snprintf(fw->url, sizeof(fw->url), "%s", cfg->urls.follow);
+    snprintf(fw->pubkey, sizeof(fw->pubkey), "%s", cfg->urls.pubkey);
+    fw->interval_s = cfg->urls.follow_interval_s > 0 ? cfg->urls.follow_interval_s : 30;
+    fw->val.last_modified = -1;
+    mkdir(fw->dir, 0755);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&fw->mu, NULL);
+    pthread_cond_init(&fw->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&fw->thread, NULL, follow_main, fw) != 0) {
+        free(fw);
+        return NULL;
+    }
+    return fw;
+}
+
+void bd_follow_stop(bd_follow *fw)
+{
+    if (!fw)
+        return;
+    pthread_mutex_lock(&fw->mu);
+    fw->stop = true;
+    pthread_cond_signal(&fw->cv);
+    pthread_mutex_unlock(&fw->mu);
+    pthread_join(fw->thread, NULL);
+    pthread_mutex_destroy(&fw->mu);
+    pthread_cond_destroy(&fw->cv);
+    free(fw);
+}

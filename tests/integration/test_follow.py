@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""[urls] follow end to end (docs/fleet.md, "Publishing and following"):
+breachctl publish against feeds served by nginx, that nginx serving the
+publish directory too, and three breachd hosts following its manifest
+(follow_interval = 1s). The hosts start before any manifest exists and
+answer UNKNOWN filter-unavailable; then an addition reaches all three, a
+removal releases all three, and a feed that shrinks by 90% is held (the
+hosts keep blocking). Attacks, each refused while the hosts keep
+serving: a replayed (older) manifest, an unsigned one, one signed by
+another key. Waits have generous bounds; nothing asserts a time."""
+import hashlib
+import http.client
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, test, wait_for  # noqa: E402
+
+
+def write(path, lines, step):
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(x + "\n" for x in lines))
+    t = time.time() + 10 * step  # a later Last-Modified each time
+    os.utime(path + ".tmp", (t, t))
+    os.rename(path + ".tmp", path)
+
+
+def answers(hosts, url):
+    out = []
+    for i, c in enumerate(hosts):
+        c.send("q URL %s\n" % url)
+        out.append(c.lines(1)[0].split(" ", 1)[1])
+    return out
+
+
+def all_say(hosts, url, want, what):
+    wait_for(lambda: all(a.startswith(want) for a in answers(hosts, url)), timeout=60,
+             what=what)
+
+
+def sign(ctx, text):
+    """manifest.sig for text by the publisher's key (the openssl tool):
+    BRCHMAN1, the key id (SHA-256 of the raw public key), Ed25519."""
+    m, sig = ctx.path("m.tmp"), ctx.path("s.tmp")
+    with open(m, "wb") as f:
+        f.write(text)
+    subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", ctx.path("sec.pem"), "-rawin",
+                    "-in", m, "-out", sig], check=True)
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-in", ctx.path("pub.pem"), "-outform",
+                          "DER"], check=True, capture_output=True).stdout
+    return b"BRCHMAN1" + hashlib.sha256(der[-32:]).digest() + open(sig, "rb").read()
+
+
+def crafted(ctx, good, extra):
+    """The good manifest, published later, with its feed lines after the
+    lines extra, signed by the right key."""
+    lines = good.decode().splitlines()
+    head = [ln for ln in lines if not ln.startswith("feed ")]
+    pub = [i for i, ln in enumerate(head) if ln.startswith("published ")][0]
+    head[pub] = "published %d" % (int(head[pub].split()[1]) + 1000)
+    gen = [i for i, ln in enumerate(head) if ln.startswith("generation ")][0]
+    head[gen] = "generation %d" % extra[1]
+    text = ("\n".join(head + [extra[0]]) + "\n").encode()
+    return {"manifest": text, "manifest.sig": sign(ctx, text)}
+
+
+def last_generation(good):
+    return max(int(ln.split()[2]) for ln in good.decode().splitlines()
+               if ln.startswith(("base ", "delta ")))
+
+
+def wrong_kind(ctx, good):
+    """A signed manifest naming, as its next delta, a URL range (Bloom)
+    filter of the right generation, signed too."""
+    gen = last_generation(good) + 1
+    name = "delta-%d.bfuse" % gen
+    path = ctx.path("out", name)
+    ctx.breachctl("filter", "build", "--kind", "url-sha256", "--output", path, "--generation",
+                  str(gen), "--input", ctx.path("feeds", "main.txt") + "=malware")
+    ctx.breachctl("filter", "sign", "--key", ctx.path("sec.pem"), path)
+    data = open(path, "rb").read()
+    line = "delta %s %d %s %d" % (name, gen, hashlib.sha256(data).hexdigest().upper(), len(data))
+    return crafted(ctx, good, (line, gen))
+
+
+def gap(ctx, good):
+    gen = last_generation(good) + 2
+    line = "delta delta-%d.bfuse %d %s 5000" % (gen, gen, "AB" * 32)
+    return crafted(ctx, good, (line, gen))
+
+
+def check_figures(ctx, d, mport):
+    """STATS urls_generation and feed_age_main; the labelled metric."""
+    gen = last_generation(open(ctx.path("out", "manifest"), "rb").read())
+    wait_for(lambda: str(d.stats().get("urls_generation")) == str(gen), timeout=30,
+             what="urls_generation")
+    st = d.stats()
+    check(0 <= int(st["feed_age_main"]) < 3600, st)
+    h = http.client.HTTPConnection("127.0.0.1", mport, timeout=10)
+    h.request("GET", "/metrics")
+    body = h.getresponse().read().decode()
+    h.close()
+    check('breachd_feed_age_seconds{feed="main"} ' in body and
+          "# TYPE breachd_feed_age_seconds gauge" in body, body[-2000:])
+    r = ctx.breachctl("--socket", d.sock, "health", check_rc=False)
+    check(r.returncode == 0 and "feed_age_main=" in r.stdout, r.stdout)
+    wait_for(lambda: "feed main last succeeded" in ctx.breachctl(
+        "--socket", d.sock, "health", "--critical-feed-age", "1s", check_rc=False).stdout,
+        timeout=30, what="a critical feed age")
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
+                           text=True)
+        check(r.returncode == 0, r.stdout + r.stderr)
+
+
+def publisher(ctx, out, key, port):
+    conf = ctx.path("publish-%s.conf" % os.path.basename(out))
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = %s\nkey = %s\n\n"
+                "[feed main]\nurl = http://127.0.0.1:%d/feeds/main.txt\ncategory = malware\n"
+                % (out, key, port))
+    return conf
+
+
+@test
+def three_hosts_follow(ctx):
+    for d in ("feeds", "out", "other"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\n"
+                       % (ctx.path("feeds"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("other.pem"), "--public",
+                  ctx.path("other.pub"))
+    feed = ["h%d.example" % i for i in range(100)]
+    write(ctx.path("feeds", "main.txt"), feed, 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    hosts, daemons = [], []
+    mport = dtest.free_port()
+    for i in range(3):
+        c = ctx.config("host%d.conf" % i, socket_path=ctx.path("h%d.sock" % i),
+                       daemon={"metrics_listen": "127.0.0.1:%d" % mport} if i == 0 else {},
+                       urls={"filter": ctx.path("host%d" % i), "pubkey": ctx.path("pub.pem"),
+                             "follow": "http://127.0.0.1:%d/pub/manifest" % port,
+                             "follow_interval": "1s", "upstream": "none"})
+        d = ctx.daemon(c)
+        daemons.append(d)
+        hosts.append(d.client())
+    check(all(a == "UNKNOWN filter-unavailable" for a in answers(hosts, "http://h1.example/")),
+          "before the first fetch")
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://h1.example/", "BLOCKED malware", "the base on every host")
+    check_figures(ctx, daemons[0], mport)
+    saved = {n: open(ctx.path("out", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    # an addition
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://new.example/x", "BLOCKED malware", "an addition on every host")
+    # a removal
+    write(ctx.path("feeds", "main.txt"), feed[1:] + ["new.example"], 2)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    all_say(hosts, "http://h0.example/", "SAFE", "a removal on every host")
+    names = sorted(n for n in os.listdir(ctx.path("host0")) if n.startswith(("base-", "delta-")))
+    held = [ln.split()[1] for ln in open(ctx.path("host0", "set")) if ln.startswith("file ")]
+    check(names == sorted(held + [n + ".sig" for n in held]), (names, held))
+    # a shrink by 90% is held: still blocked everywhere
+    write(ctx.path("feeds", "main.txt"), feed[1:11], 3)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("shrank more than max_shrink" in r.stderr, r.stderr)
+    time.sleep(2.5)  # a few polls: nothing may change
+    check(all(a.startswith("BLOCKED") for a in answers(hosts, "http://h50.example/")),
+          "held feed")
+    # attacks: replayed, unsigned, foreign-signed manifests
+    good = {n: open(ctx.path("out", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    oconf = publisher(ctx, ctx.path("other"), ctx.path("other.pem"), port)
+    ctx.breachctl("publish", "--config", oconf, "--once")
+    foreign = {n: open(ctx.path("other", n), "rb").read() for n in ("manifest", "manifest.sig")}
+    cases = [(saved, "a replayed manifest?"),
+             ({"manifest": good["manifest"] + b"", "manifest.sig": b""}, "not a manifest signature"),
+             (foreign, "signed by another key"),
+             (gap(ctx, good["manifest"]), "a chain with a gap"),
+             (wrong_kind(ctx, good["manifest"]), "not the offline url-sha256 delta")]
+    for files, reason in cases:
+        for n, data in files.items():
+            with open(ctx.path("out", n + ".tmp"), "wb") as f:
+                f.write(data)
+            t = time.time() + 100
+            os.utime(ctx.path("out", n + ".tmp"), (t, t))
+        os.rename(ctx.path("out", "manifest.sig.tmp"), ctx.path("out", "manifest.sig"))
+        os.rename(ctx.path("out", "manifest.tmp"), ctx.path("out", "manifest"))
+        for d in daemons:
+            wait_for(lambda d=d: reason in d.log(), timeout=60, what="refused: " + reason)
+        check(all(a.startswith("BLOCKED") for a in answers(hosts, "http://new.example/")),
+              "still serving after " + reason)
+        check(all(a == "SAFE" for a in answers(hosts, "http://h0.example/")), "still the set")
+    shutil.rmtree(ctx.path("other"))
+    for c in hosts:
+        c.close()
+    for d in daemons:
+        d.stop_ok()
+
+
+@test
+def follow_needs_pubkey(ctx):
+    conf = ctx.config(urls={"filter": ctx.path("dir"), "follow": "http://127.0.0.1:9/manifest"})
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "[urls] follow needs [urls] pubkey" in r.stderr, r.stderr)
+
+
+if __name__ == "__main__":
+    dtest.main()

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""breachctl publish (docs/fleet.md, "Publishing and following"): feeds
+served by a real nginx (ETag / Last-Modified: an unchanged feed is a 304),
+one --once cycle after another: the first writes a signed base and a
+signed manifest; an addition and a removal give a delta whose exact table
+holds the removal, and the set (base, delta) answers them; a feed that
+shrinks by 90%, one that is not a feed and one that fails keep their last
+good entries, held with their reason in the manifest, and publish nothing
+new; an unchanged cycle writes no generation. Also filter build --stats,
+the count histogram of a corpus. Standard library only."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtest  # noqa: E402
+from dtest import check, eq, test  # noqa: E402
+
+
+def write(path, lines):
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(x + "\n" for x in lines))
+    os.rename(path + ".tmp", path)
+
+
+def touch(path, step):
+    """A new Last-Modified (and nginx ETag): later than any before."""
+    t = time.time() + 10 * step
+    os.utime(path, (t, t))
+
+
+def manifest(ctx):
+    return open(ctx.path("out", "manifest")).read()
+
+
+def setup(ctx):
+    os.mkdir(ctx.path("feeds"))
+    os.mkdir(ctx.path("out"))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }" % ctx.path("feeds"))
+    write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(100)])
+    write(ctx.path("feeds", "ok.txt"), ["partner.example"])
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"),
+                  "--public", ctx.path("pub.pem"))
+    conf = ctx.path("publish.conf")
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = %s\nkey = %s\ninterval = 1s\n\n"
+                "[feed bad]\nurl = http://127.0.0.1:%d/feeds/bad.txt\ncategory = malware\n"
+                "interval = 1s\n\n"
+                "[feed ok]\nurl = http://127.0.0.1:%d/feeds/ok.txt\ncategory = allow\n"
+                % (ctx.path("out"), ctx.path("sec.pem"), port, port))
+    return conf
+
+
+
+
+@test
+def publish_cycles(ctx):
+    conf = setup(ctx)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("base-" in r.stderr and "101 added" in r.stderr, r.stderr)
+    m = manifest(ctx)
+    check(m.startswith("breachd-manifest 1\nkind url-sha256\n"), m)
+    check("feed bad " in m and " 100 ok\n" in m and "feed ok " in m, m)
+    check(os.path.exists(ctx.path("out", "manifest.sig")), "manifest.sig")
+    base = [ln.split()[1] for ln in m.splitlines() if ln.startswith("base ")][0]
+    info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
+    check("exact table:       1 allow, 0 removed" in info, info)  # the allow feed, exact
+    r = ctx.breachctl("filter", "query", ctx.path("out", base), "--url",
+                      "http://partner.example/x", "http://h5.example/")
+    eq(r.stdout, "allowed partner.example/\nblocked malware h5.example/\n", "the base answers")
+    # unchanged feeds (304): no new generation
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    eq(manifest(ctx).count("delta "), 0, "deltas after an unchanged cycle")
+    # h0 removed, new1 added: a delta with one removal in its exact table
+    write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(1, 100)] +
+          ["new1.example"])
+    touch(ctx.path("feeds", "bad.txt"), 1)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("1 added, 1 removed" in r.stderr, r.stderr)
+    m = manifest(ctx)
+    delta = [ln.split()[1] for ln in m.splitlines() if ln.startswith("delta ")]
+    eq(len(delta), 1, "deltas")
+    info = ctx.breachctl("filter", "info", ctx.path("out", delta[0])).stdout
+    check("exact table:       0 allow, 1 removed" in info, info)
+    check(os.path.exists(ctx.path("out", delta[0] + ".sig")), "the delta's signature")
+    # a shrink by 90% is held: nothing new, the manifest says why
+    write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(1, 11)])
+    touch(ctx.path("feeds", "bad.txt"), 2)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("feed bad: 10 entries, down from 100: shrank more than max_shrink = 50%" in r.stderr,
+          r.stderr)
+    m = manifest(ctx)
+    check("feed bad " in m and " 100 held 10 entries, down from 100" in m, m)
+    eq(m.count("delta "), 1, "deltas after a held feed")
+    # garbage, then a failing feed: held too
+    with open(ctx.path("feeds", "bad.txt"), "wb") as f:
+        f.write(b"\x00\x01garbage\xff\n" * 3)
+    touch(ctx.path("feeds", "bad.txt"), 3)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("feed bad: not a feed:" in r.stderr, r.stderr)
+    os.unlink(ctx.path("feeds", "bad.txt"))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("feed bad: fetch failed:" in r.stderr, r.stderr)
+    check(" 100 held fetch failed" in manifest(ctx), manifest(ctx))
+    eq(manifest(ctx).count("delta "), 1, "deltas after bad feeds")
+
+
+@test
+def build_stats(ctx):
+    """filter build --stats: the count histogram of the input (to size
+    --min-count tiers), with and without --offline."""
+    src = os.path.join(dtest.ARGS.source_root, "data", "fixtures",
+                       "password-sha1-v2-offline.input")
+    want = ("  count >= 1      1000\n  count >= 2      999\n  count >= 10     991\n"
+            "  count >= 100    901\n  count >= 1000   850\n  count >= 10000  849\n"
+            "  no count        0\n")
+    for extra in ([], ["--offline"]):
+        r = ctx.breachctl("filter", "build", "--kind", "password-sha1", "--input", src,
+                          "--output", ctx.path("f%d.bfuse" % len(extra)), "--stats", *extra)
+        check(r.stdout.endswith(want), r.stdout)
+
+
+@test
+def config_errors(ctx):
+    conf = ctx.path("bad.conf")
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nmax_shrink = 150%\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and conf + ":4: max_shrink = 150%" in r.stderr, r.stderr)
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\n[feed Bad-Name]\nurl = x\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and "a feed name is [a-z0-9_]" in r.stderr, r.stderr)
+
+
+if __name__ == "__main__":
+    dtest.main()
