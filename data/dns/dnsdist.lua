@@ -12,29 +12,9 @@
 -- counters are the library's (breachd_dns_stats), printed by
 -- breachdDnsStats() in the console.
 local ffi = require("ffi")
-
-ffi.cdef [[
-typedef struct breachd_dns breachd_dns;
-typedef struct breachd_dns_result {
-    int verdict, reason, action;
-    char category[33];
-    char domain[254];
-    char sinkhole4[16], sinkhole6[46];
-    char redirect[254];
-} breachd_dns_result;
-breachd_dns *breachd_dns_open(const char *config_path, char *err, size_t errlen);
-int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res);
-size_t breachd_dns_stats(const breachd_dns *h, char *buf, size_t len);
-]]
-
-local lib = ffi.load("libbreachd-dns.so.1")
-local BLOCK, NODATA, SINKHOLE, REDIRECT = 1, 1, 2, 3
-local err = ffi.new("char[512]")
-local h = lib.breachd_dns_open(nil, err, 512)
-if h == nil then
-  error("breachd-dns: " .. ffi.string(err))
-end
-local res = ffi.new("breachd_dns_result")
+local bd = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "breachd-dns-ffi.lua")
+local res = bd.res
+local NODATA, SINKHOLE, REDIRECT = bd.NODATA, bd.SINKHOLE, bd.REDIRECT
 
 -- NOERROR with no record: the query turned into its own answer (its
 -- rcode is already 0, NOERROR)
@@ -45,7 +25,7 @@ end
 
 local function breachd_dns_action(dq)
   local name = dq.qname:toString() -- with its trailing dot: the library takes it
-  if lib.breachd_dns_check(h, name, #name, res) ~= BLOCK then
+  if not bd.check(name) then
     return DNSAction.None
   end
   local action = res.action
@@ -65,9 +45,7 @@ local function breachd_dns_action(dq)
 end
 
 function breachdDnsStats()
-  local buf = ffi.new("char[16384]")
-  lib.breachd_dns_stats(h, buf, 16384)
-  print(ffi.string(buf))
+  print(bd.stats())
 end
 
 addAction(AllRule(), LuaAction(breachd_dns_action))

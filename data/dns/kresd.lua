@@ -11,29 +11,9 @@
 -- Extended DNS Error 15 (Blocked) with the category as its extra text. The
 -- counters are the library's: breachd_dns_stats() in the control socket.
 local ffi = require('ffi')
-
-ffi.cdef [[
-typedef struct breachd_dns breachd_dns;
-typedef struct breachd_dns_result {
-    int verdict, reason, action;
-    char category[33];
-    char domain[254];
-    char sinkhole4[16], sinkhole6[46];
-    char redirect[254];
-} breachd_dns_result;
-breachd_dns *breachd_dns_open(const char *config_path, char *err, size_t errlen);
-int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res);
-size_t breachd_dns_stats(const breachd_dns *h, char *buf, size_t len);
-]]
-
-local lib = ffi.load('libbreachd-dns.so.1')
-local BLOCK, NODATA, SINKHOLE, REDIRECT = 1, 1, 2, 3
-local err = ffi.new('char[512]')
-local h = lib.breachd_dns_open(nil, err, 512)
-if h == nil then
-	error('breachd-dns: ' .. ffi.string(err))
-end
-local res = ffi.new('breachd_dns_result')
+local bd = dofile(debug.getinfo(1, 'S').source:match('^@(.*/)') .. 'breachd-dns-ffi.lua')
+local res = bd.res
+local NODATA, SINKHOLE, REDIRECT = bd.NODATA, bd.SINKHOLE, bd.REDIRECT
 
 -- A NOERROR answer of our own (policy.ANSWER would mark it EDE 4, Forged,
 -- which outranks Blocked): rdata[qtype] when there is one, else a CNAME
@@ -79,7 +59,7 @@ end
 
 policy.add(function(_, query)
 	local name = kres.dname2str(query:name())
-	if lib.breachd_dns_check(h, name, #name, res) ~= BLOCK then
+	if not bd.check(name) then
 		return nil
 	end
 	local act, category = action_of(res), ffi.string(res.category)
@@ -92,7 +72,5 @@ policy.add(function(_, query)
 end)
 
 function breachd_dns_stats()
-	local buf = ffi.new('char[16384]')
-	lib.breachd_dns_stats(h, buf, 16384)
-	return ffi.string(buf)
+	return bd.stats()
 end

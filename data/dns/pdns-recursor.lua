@@ -12,32 +12,13 @@
 -- extra text. Counters: the metrics breachd_dns_lookups, breachd_dns_blocked
 -- and breachd_dns_blocked_CATEGORY (rec_control get-all, /metrics).
 local ffi = require("ffi")
-
-ffi.cdef [[
-typedef struct breachd_dns breachd_dns;
-typedef struct breachd_dns_result {
-    int verdict, reason, action;
-    char category[33];
-    char domain[254];
-    char sinkhole4[16], sinkhole6[46];
-    char redirect[254];
-} breachd_dns_result;
-breachd_dns *breachd_dns_open(const char *config_path, char *err, size_t errlen);
-int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res);
-]]
-
-local lib = ffi.load("libbreachd-dns.so.1")
-local BLOCK, NODATA, SINKHOLE, REDIRECT = 1, 1, 2, 3
+-- the recursor loads this file as a string, so its own directory is not
+-- known: $BREACHD_DNS_LUA_DIR, else where the package installs it
+local dir = os.getenv("BREACHD_DNS_LUA_DIR") or "/usr/share/breachd/dns"
+local bd = dofile(dir .. "/breachd-dns-ffi.lua")
+local res = bd.res
+local NODATA, SINKHOLE, REDIRECT = bd.NODATA, bd.SINKHOLE, bd.REDIRECT
 local EDE_BLOCKED = 15
-
-local err = ffi.new("char[512]")
--- one handle per process, whatever the number of threads (each has its
--- own Lua state: the library hands them the same one)
-local h = lib.breachd_dns_open(nil, err, 512)
-if h == nil then
-  error("breachd-dns: " .. ffi.string(err))
-end
-local res = ffi.new("breachd_dns_result")
 local lookups = getMetric("breachd_dns_lookups")
 local blocked = getMetric("breachd_dns_blocked")
 local per_category = {}
@@ -77,7 +58,7 @@ end
 function preresolve(dq)
   local name = dq.qname:toStringNoDot()
   lookups:inc()
-  if lib.breachd_dns_check(h, name, #name, res) ~= BLOCK then
+  if not bd.check(name) then
     return false
   end
   local category = ffi.string(res.category)

@@ -158,7 +158,9 @@ def pdns(nsd_port, mode, tag):
             f.write('rpzFile("%s", {defpol=Policy.NXDOMAIN})\n' % os.path.join(D, "list.rpz"))
         argv.append("--lua-config-file=" + os.path.join(rundir, "rpz.lua"))
     p = spawn(argv, {"BREACHD_CONFIG": os.path.join(D, "dns.conf"), "LD_LIBRARY_PATH": LIBDIR,
-                     "BREACHD_TRUST_OWN_FILTERS": "1"}, "pdns-%s.log" % tag)
+                     "BREACHD_TRUST_OWN_FILTERS": "1",
+                     "BREACHD_DNS_LUA_DIR": os.path.join(SRC, "data", "dns")},
+              "pdns-%s.log" % tag)
     wait_up(p, port, "pdns " + tag)
     return p, port
 

@@ -115,7 +115,8 @@ def teardown():
 
 def lib_env():
     return {"BREACHD_CONFIG": FIXTURE["conf"], "LD_LIBRARY_PATH": dtest.ARGS.lib_dir,
-            "BREACHD_TRUST_OWN_FILTERS": "1"}
+            "BREACHD_TRUST_OWN_FILTERS": "1",
+            "BREACHD_DNS_LUA_DIR": os.path.join(dtest.ARGS.source_root, "data", "dns")}
 
 
 def dig(port, name, qtype="A", norec=False):

@@ -106,6 +106,7 @@ expect breachd-dns "/usr/lib/$multiarch/libbreachd-dns.so.1" "/usr/lib/$multiarc
   "/usr/lib/$multiarch/pkgconfig/breachd-dns.pc" /usr/include/breachd-dns.h \
   /usr/share/breachd/dns/pdns-recursor.lua /usr/share/breachd/dns/unbound.py \
   /usr/share/breachd/dns/dnsdist.lua /usr/share/breachd/dns/kresd.lua \
+  /usr/share/breachd/dns/breachd-dns-ffi.lua \
   /usr/share/man/man3/libbreachd-dns.3.gz
 # Every document the man pages name by path is there, uncompressed.
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
