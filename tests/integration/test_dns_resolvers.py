@@ -217,6 +217,16 @@ def start(ctx, name, argv, port, env):
     return p
 
 
+def serve_and_check(ctx, name, argv, port, ede, chases_cname=True):
+    """Start the resolver, check every kind of answer and a replaced
+    filter, stop it."""
+    p = start(ctx, name, argv, port, lib_env())
+    check_answers(port, ede=ede, chases_cname=chases_cname)
+    check_follows(port)
+    p.terminate()
+    p.wait(10)
+
+
 @test
 def pdns_recursor_lua(ctx):
     if not shutil.which("pdns_recursor"):
@@ -285,13 +295,9 @@ def dnsdist_lua(ctx):
                 'setSecurityPollSuffix("")\ndofile("%s")\n'
                 % (port, FIXTURE["nsd_port"],
                    os.path.join(dtest.ARGS.source_root, "data", "dns", "dnsdist.lua")))
-    p = start(ctx, "dnsdist", ["dnsdist", "--supervised", "--disable-syslog", "-C",
-                               ctx.path("dnsdist.conf")], port, lib_env())
     # neither an EDE nor the CNAME chased: dnsdist is no recursor
-    check_answers(port, ede=False, chases_cname=False)
-    check_follows(port)
-    p.terminate()
-    p.wait(10)
+    serve_and_check(ctx, "dnsdist", ["dnsdist", "--supervised", "--disable-syslog", "-C",
+                                     ctx.path("dnsdist.conf")], port, False, False)
 
 
 @test
@@ -308,12 +314,8 @@ def knot_resolver_policy(ctx):
                 % (port, os.path.join(dtest.ARGS.source_root, "data", "dns", "kresd.lua"),
                    FIXTURE["nsd_port"]))
     os.makedirs(ctx.path("run"))
-    p = start(ctx, "kresd", ["kresd", "-n", "-c", ctx.path("kresd.conf"), ctx.path("run")],
-              port, lib_env())
-    check_answers(port, ede=True, chases_cname=False)
-    check_follows(port)
-    p.terminate()
-    p.wait(10)
+    serve_and_check(ctx, "kresd", ["kresd", "-n", "-c", ctx.path("kresd.conf"), ctx.path("run")],
+                    port, True, False)
 
 
 @test
