@@ -69,8 +69,15 @@ static int fail_line(parse_state *st, int code, const char *fmt, ...)
     return br_error_set(st->err, code, "%s:%u: %s", st->name, st->lineno, msg);
 }
 
+/* A section breachd does not read: [dns] is libbreachd-dns's
+ * (breachd.conf(5), "[dns]"; it checks its own keys when a resolver or
+ * `breachctl dns` loads it). */
+static const char foreign_section[] = "dns";
+
 static bool known_section(const char *s, size_t len)
 {
+    if (len == strlen(foreign_section) && memcmp(s, foreign_section, len) == 0)
+        return true;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
         if (strlen(bd_conf_keys[i].section) == len && memcmp(bd_conf_keys[i].section, s, len) == 0)
             return true;
@@ -227,6 +234,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         fail_line(st, -EINVAL, "%s: key outside a section (put it under its [section])", name);
         return 0;
     }
+    if (strcmp(section, foreign_section) == 0)
+        return 1;
     size_t k = bd_conf_n_keys;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
         if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0) {

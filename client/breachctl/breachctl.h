@@ -44,6 +44,10 @@ void cmd_publish_summary(FILE *out);
 int cmd_health(const ctl_globals *g, int argc, char **argv);
 void cmd_health_summary(FILE *out);
 
+/* dns: a name through libbreachd-dns, as a resolver sees it (cmd_dns.c). */
+int cmd_dns(const ctl_globals *g, int argc, char **argv);
+void cmd_dns_summary(FILE *out);
+
 /* A decimal number 0..max, nothing else (no sign, no blanks). */
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
 

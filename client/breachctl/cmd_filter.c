@@ -21,6 +21,7 @@
 #include "filter/filter_record.h"
 #include "filter_url.h"
 #include "core/clock.h"
+#include "filter_url_feeds.h"
 #include "core/hash.h"
 #include "filter/hibp_input.h"
 #include "filter/pwfilter.h"
@@ -95,6 +96,7 @@ static const ctl_usage filter_usage[] = {
 void cmd_filter_summary(FILE *out)
 {
     ctl_usage_summary(out, filter_usage, BR_ARRAY_SIZE(filter_usage));
+    filter_export_summary(out);
 }
 
 void filter_usage_of(FILE *out, const char *name)
@@ -480,7 +482,7 @@ static const struct {
 } subcommands[] = {
     {"build", sub_build},        {"add", url_filter_add},    {"info", sub_info_verify},
     {"verify", sub_info_verify}, {"query", sub_query},       {"sign", filter_sign_cmd},
-    {"fetch", sub_fetch},        {"rollback", sub_rollback},
+    {"fetch", sub_fetch},        {"rollback", sub_rollback}, {"export", filter_export_cmd},
 };
 
 static void family_usage(FILE *out)
@@ -505,8 +507,8 @@ int cmd_filter(const ctl_globals *g, int argc, char **argv)
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (first >= argc) {
-        ctl_err("filter: expected build, add, info, verify, query, sign, fetch or rollback (see "
-                "breachctl filter --help)");
+        ctl_err("filter: expected build, add, info, verify, query, sign, fetch, rollback or "
+                "export (see breachctl filter --help)");
         return EXIT_ERROR;
     }
     for (size_t i = 0; i < BR_ARRAY_SIZE(subcommands); i++)

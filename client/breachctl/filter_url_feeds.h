@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctl_opts.h"
 #include "url/url_feed.h"
@@ -50,3 +51,8 @@ bool feed_opt_max_bad(const char *cmd, const char *arg, void *dst);
         CTL_FN("format", (f), feed_opt_format), CTL_STR("column", &(f)->opts.column),              \
         CTL_FLAG("skip-bad", &(f)->opts.skip_bad), CTL_FN("max-bad", (f), feed_opt_max_bad),       \
         CTL_FLAG("allow-empty", &(f)->allow_empty)
+
+/* breachctl filter export (cmd_filter_export.c): the feeds' domain entries
+ * as an RPZ zone, unbound local-zones, a hosts file or dnsmasq lines. */
+int filter_export_cmd(int argc, char **argv);
+void filter_export_summary(FILE *out);

@@ -20,7 +20,8 @@ static const struct {
     {"password", cmd_check}, {"sha1", cmd_check},        {"nt", cmd_check},
     {"url", cmd_check},      {"ping", cmd_check},        {"stats", cmd_check},
     {"reload", cmd_check},   {"download", cmd_download}, {"audit", cmd_audit},
-    {"key", cmd_key},        {"health", cmd_health},     {"publish", cmd_publish},
+    {"key", cmd_key},        {"health", cmd_health},     {"dns", cmd_dns},
+    {"publish", cmd_publish},
 };
 
 static void usage(FILE *out)
@@ -39,6 +40,8 @@ static void usage(FILE *out)
     cmd_audit_summary(out);
     fputs("\nSigning keys (filter sign, filter fetch):\n", out);
     cmd_key_summary(out);
+    fputs("\nDNS (libbreachd-dns, no daemon):\n", out);
+    cmd_dns_summary(out);
     fputs("\nPublishing (a fleet that follows):\n", out);
     cmd_publish_summary(out);
     fputs("\nMonitoring:\n", out);

@@ -3,7 +3,7 @@
  * comes from here, never from time(), clock_gettime() or gettimeofday()
  * (docs/architecture.md, "Time"). Normally the two clocks are the system's
  * monotonic and wall clocks. A test-only build (breachd-testclock, never
- * installed; docs/testing.md) installs a driver with br_clock_drive() that
+ * installed; tests/README.md) installs a driver with br_clock_drive() that
  * adds an offset a test sets, so TTLs, cool-downs and buckets run out
  * without the test sleeping. Both clocks only move forward under a driver.
  *

@@ -42,6 +42,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/br_assert.h"
 #include "url_canon.h"
 #include "url_canon_int.h"
 #include "url_secret.h"
@@ -872,5 +873,24 @@ int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err)
             r = br_error_set(err, -ENOMEM, "out of memory");
     }
     sb_wipe(&res);
+    return r;
+}
+
+int br_url_canonicalize_buf(const char *url, size_t len, char *buf, size_t cap, size_t *out_len,
+                            br_error *err)
+{
+    *out_len = 0;
+    if (br_fails_assert(cap > 0))
+        return br_error_set(err, -EINVAL, "internal error: no room");
+    sbuf res;
+    sb_init_on(&res, buf, cap);
+    int r = br_url_canon_into(&res, url, len, err);
+    if (r == 0 && res.p != buf)
+        r = br_error_set(err, -ENAMETOOLONG, "canonical URL longer than %zu bytes", cap - 1);
+    if (r == 0) {
+        *out_len = res.len;
+        return 0;
+    }
+    sb_wipe(&res); /* wipes buf too, frees a heap copy */
     return r;
 }

@@ -36,3 +36,12 @@
  * safe, no global state. See docs/filter-format.md, "URL canonicalization
  * v1", for the rules. */
 int br_url_canonicalize(const char *url, size_t len, char **out, br_error *err);
+
+/* The same into the caller's buf (cap bytes): the canonical URL is
+ * buf[0..*out_len), NUL-terminated. No allocation when it fits (only a URL
+ * with bytes to unescape or escape, or a canonical form of cap bytes or
+ * more, takes a heap copy on the way, freed before return); -ENAMETOOLONG
+ * when it does not fit. For callers that must not allocate per lookup (the
+ * DNS library, docs/dns.md). */
+int br_url_canonicalize_buf(const char *url, size_t len, char *buf, size_t cap, size_t *out_len,
+                            br_error *err);

@@ -98,6 +98,27 @@ static size_t host_spans(const char *host, size_t host_len, size_t max_comps, sp
     return nh;
 }
 
+/* Host suffixes of up to host_labels components (below 5: 5; at most 126,
+ * never the bare TLD): a canonical host has at most 127 labels, so at most
+ * 126 suffixes, and a longer host that is not canonical gets no more, or its
+ * expressions would not fit in br_url_exprs.expr. */
+static size_t max_comps_of(unsigned host_labels)
+{
+    return host_labels < BR_URL_SB_HOST_COMPONENTS   ? BR_URL_SB_HOST_COMPONENTS
+           : host_labels >= BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS - 1
+                                                   : host_labels;
+}
+
+size_t br_url_host_suffixes(const char *host, size_t len, unsigned host_labels,
+                            size_t start[BR_URL_MAX_HOST_LABELS])
+{
+    span hosts[MAX_HOSTS];
+    size_t nh = host_spans(host, len, max_comps_of(host_labels), hosts);
+    for (size_t i = 0; i < nh; i++)
+        start[i] = (size_t)(hosts[i].p - host);
+    return nh;
+}
+
 /* Every host suffix times its paths, into one allocation: its size first,
  * then the strings. A host suffix ends where the path starts, and a path
  * span starts there: an expression is one piece of the canonical URL. */
@@ -164,14 +185,8 @@ int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_
     const char *q = memchr(path, '?', full_len);
     size_t path_len = q ? (size_t)(q - path) : full_len;
 
-    /* A canonical host has at most 127 labels, so at most 126 suffixes
-     * (never the bare TLD): a longer host that is not canonical gets no
-     * more, or its expressions would not fit in out->expr. */
-    size_t max_comps = host_labels < BR_URL_SB_HOST_COMPONENTS ? BR_URL_SB_HOST_COMPONENTS
-                       : host_labels >= BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS - 1
-                                                               : host_labels;
     span hosts[MAX_HOSTS];
-    size_t nh = host_spans(host, host_len, max_comps, hosts);
+    size_t nh = host_spans(host, host_len, max_comps_of(host_labels), hosts);
 
     /* Paths: with the query (unless it is empty: "/?" adds nothing, as
      * Chromium does), without it, then the prefixes ending at each of the

@@ -56,6 +56,14 @@ typedef struct br_url_exprs {
  * max_domain_labels (docs/filter-format.md). */
 int br_url_exprs_of(const char *canonical, size_t len, unsigned host_labels, br_url_exprs *out,
                     br_error *err);
+/* The host suffixes br_url_exprs_of forms for a canonical host[0..len),
+ * without allocating: start[i] is where suffix i starts in host, most
+ * specific first (the exact host; unless it is an IP address, the suffixes
+ * of up to max(5, host_labels) components, longest first, down to two,
+ * never the bare TLD). Returns how many. The expression of a domain entry
+ * for suffix i is host + start[i] followed by "/". */
+size_t br_url_host_suffixes(const char *host, size_t len, unsigned host_labels,
+                            size_t start[BR_URL_MAX_HOST_LABELS]);
 /* Free the expressions; e->n becomes 0. */
 void br_url_exprs_clear(br_url_exprs *e);
 

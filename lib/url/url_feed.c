@@ -494,6 +494,9 @@ static int add_entry(reader *rd, br_feed_format rule, const char *s, size_t n, u
     r = br_feedset_push(rd->fs, h, rd->cat, rd->err);
     if (r < 0)
         return r;
+    if (rd->o->on_entry && (r = rd->o->on_entry(rd->o->entry_ctx, expr, rd->cat)) < 0)
+        return br_error_set(rd->err, r, "%s:%llu: %s", rd->name, (unsigned long long)lineno,
+                            strerror(-r));
     rd->st.entries++;
     return 0;
 }

@@ -155,6 +155,12 @@ typedef struct br_feed_opts {
     br_feed_bad_cb on_bad; /* with skip_bad: each bad line's "FILE:LINE: reason" */
     br_feed_bad_cb on_cut; /* each entry cut for an e-mail address (may be NULL) */
     void *ctx;
+    /* Each entry read, once its key is in the set: its expression and the
+     * index of its category (br_feedset_category). A negative return stops
+     * the read with that code. May be NULL (`filter export` keeps the
+     * domains). */
+    int (*on_entry)(void *entry_ctx, const char *expression, unsigned category);
+    void *entry_ctx;
 } br_feed_opts;
 
 typedef struct br_feed_stats {

@@ -24,6 +24,9 @@ BREACHD_PACKAGES=(
   # directory servers (tests/integration/test_directory_*.py, suite directory)
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils
   samba samba-ad-provision samba-vfs-modules python3-samba
+  # resolvers around libbreachd-dns, an authoritative nsd, dig: tests/integration/test_dns_resolvers.py
+  pdns-recursor unbound python3-unbound dnsdist knot-resolver nsd bind9-dnsutils
+  bind9  # named loading `breachctl filter export --format rpz`: the same test
   samba-dsdb-modules  # the samba_secrets LDB module of provisioning: test_directory_samba.py
 )
 

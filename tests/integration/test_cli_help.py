@@ -54,6 +54,8 @@ COMMANDS = [
     ("download", "DOWNLOADING THE CORPUS"),
     ("audit", "AUDITING ACCOUNTS"),
     ("health", "HEALTH CHECKS"),
+    ("dns", "DNS"),
+    ("filter export", "DNS"),
 ]
 GLOBAL_SECTION = "OPTIONS"  # breachctl(1): the options before the command
 

@@ -63,7 +63,7 @@ arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 version=$(dpkg-parsechangelog -l "$tree/debian/changelog" -S Version)
 deb() { echo "$tmp/${1}_${version}_$arch.deb"; }
-pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd"
+pkgs="breachd libpam-breachd breachd-squid-helper krb5-breachd slapd-breachd breachd-dns"
 for p in $pkgs; do
   [ -f "$(deb "$p")" ] || die "no $(basename "$(deb "$p")")"
 done
@@ -113,13 +113,19 @@ expect breachd-squid-helper /usr/libexec/breachd-squid-helper \
 expect breachd /usr/share/man/man7/breachd-directories.7.gz
 expect krb5-breachd "/usr/lib/$multiarch/krb5/plugins/pwqual/breachd.so"
 expect slapd-breachd /usr/lib/ldap/breachd_ppolicy.so
+expect breachd-dns "/usr/lib/$multiarch/libbreachd-dns.so.1" "/usr/lib/$multiarch/libbreachd-dns.so" \
+  "/usr/lib/$multiarch/pkgconfig/breachd-dns.pc" /usr/include/breachd-dns.h \
+  /usr/share/breachd/dns/pdns-recursor.lua /usr/share/breachd/dns/unbound.py \
+  /usr/share/breachd/dns/dnsdist.lua /usr/share/breachd/dns/kresd.lua \
+  /usr/share/breachd/dns/breachd-dns-ffi.lua \
+  /usr/share/man/man3/libbreachd-dns.3.gz
 # Every document the man pages name by path is there, uncompressed; so are
 # the alert rules and the Grafana dashboard (Prometheus and Grafana load
 # them as they are: dh_compress -X.yml -X.json).
 for f in "$tree"/docs/*.md; do expect breachd "/usr/share/doc/breachd/$(basename "$f")"; done
 expect breachd /usr/share/doc/breachd/prometheus/breachd-alerts.yml \
   /usr/share/doc/breachd/grafana/breachd-dashboard.json
-allowed='^/(etc/breachd/|etc/init\.d/breachd$|etc/logrotate\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$)'
+allowed='^/(etc/breachd/|etc/init\.d/breachd$|etc/logrotate\.d/breachd$|lib/systemd/system/|lib/'"$multiarch"'/security/|usr/(bin|sbin|libexec)/|usr/share/(doc|man|pam-configs|lintian/overrides)/|usr/lib/(sysusers|tmpfiles)\.d/|usr/lib/'"$multiarch"'/krb5/plugins/pwqual/breachd\.so$|usr/lib/ldap/breachd_ppolicy\.so$|usr/lib/'"$multiarch"'/(libbreachd-dns\.so|pkgconfig/breachd-dns\.pc$)|usr/include/breachd-dns\.h$|usr/share/breachd/dns/)'
 odd=$(for p in $pkgs; do
   dpkg-deb -c "$(deb "$p")" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||'; done | grep -Ev "$allowed" || true)
 [ -z "$odd" ] || fail "files outside the expected directories: $odd"

@@ -1,0 +1,558 @@
+/* SPDX-License-Identifier: MIT */
+/* libbreachd-dns: the handle, the lookup and the watcher thread
+ * (breachd-dns.h, docs/dns.md).
+ *
+ * The filter being served is a generation: the opened set and the settings
+ * it was loaded with. Lookups read the current generation through one
+ * atomic pointer (acquire) and take no lock. The watcher thread stats the
+ * configuration and the filter files every BDNS_POLL_MS; when they changed
+ * it loads a new generation beside the old one and publishes it with one
+ * atomic store, then frees the old one after BDNS_GRACE_MS, long past any
+ * lookup that read it (a lookup takes microseconds and never blocks). A
+ * generation that fails to load is logged and the old one keeps serving. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "breachd-dns.h"
+#include "config.h"
+#include "core/clock.h"
+#include "dns_conf.h"
+#include "dns_load.h"
+#include "dns_name.h"
+#include "filter/offline_codes.h"
+
+#define BDNS_POLL_MS 200
+#define BDNS_GRACE_MS 5000
+#define BDNS_FAIL_OPEN_LOG_S 60
+#define BDNS_MAX_CATEGORIES 256 /* the category table's 255, and one spare */
+/* The category an allow-list is built with: it wins over every other
+ * (docs/filter-format.md, "Allow-lists"). */
+#define BDNS_ALLOW_CATEGORY BR_URL_ALLOW_CATEGORY
+
+typedef struct gen {
+    br_pwfilter *set; /* NULL: none configured or none could load */
+    bdns_conf conf;
+    unsigned labels;
+    uint64_t generation;
+    struct gen *next_retired;
+    int64_t retired_ms;
+} gen;
+
+typedef struct counters {
+    _Atomic uint64_t lookups, blocked, passed, allowed, invalid, unfiltered, logged;
+    _Atomic uint64_t reloads, reload_failures;
+} counters;
+
+struct breachd_dns {
+    char config_path[PATH_MAX];
+    unsigned refs;     /* under registry_lock */
+    breachd_dns *next; /* the registry */
+    _Atomic(gen *) cur;
+    counters k;
+    /* Categories seen by the watcher: names written before n is raised
+     * (release), never changed after, so lookups read them lock-free. */
+    char cat_name[BDNS_MAX_CATEGORIES][BREACHD_DNS_CATEGORY_MAX + 1];
+    _Atomic uint64_t cat_hits[BDNS_MAX_CATEGORIES];
+    _Atomic unsigned n_cat;
+    /* the watcher */
+    pthread_t thread;
+    bool thread_running;
+    _Atomic bool need_thread; /* after a fork: the child has no watcher */
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    bool stop;
+    uint64_t stamp;                 /* bdns_files_stamp of the files below */
+    char watch_list[BDNS_LIST_MAX]; /* the filter list last read from the config */
+    gen *retired;
+    int64_t fail_open_logged_ms;
+    uint64_t fail_open_logged_count;
+    char fail_open_reason[512];
+    breachd_dns_log_fn log_fn;
+    void *log_ctx;
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static breachd_dns *registry;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static breachd_dns_log_fn default_log_fn; /* breachd_dns_set_log(NULL, ...) */
+static void *default_log_ctx;
+
+static int64_t now_ms(void)
+{
+    return (int64_t)(br_clock_now_mono() / 1000000);
+}
+
+static void logf_(breachd_dns *h, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void logf_(breachd_dns *h, int level, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (h->log_fn)
+        h->log_fn(level, line, h->log_ctx);
+    else if (level <= LOG_NOTICE) /* the default level: what needs a look */
+        fprintf(stderr, "breachd-dns: %s\n", line);
+}
+
+static void gen_free(gen *g)
+{
+    if (!g)
+        return;
+    br_pwfilter_free(g->set);
+    free(g);
+}
+
+/* ---- categories and counters ---- */
+
+static void note_category(breachd_dns *h, const char *name)
+{
+    unsigned n = atomic_load_explicit(&h->n_cat, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(h->cat_name[i], name) == 0)
+            return;
+    if (n >= BDNS_MAX_CATEGORIES)
+        return;
+    snprintf(h->cat_name[n], sizeof(h->cat_name[n]), "%s", name);
+    atomic_store_explicit(&h->n_cat, n + 1, memory_order_release);
+}
+
+static void count_category(breachd_dns *h, const char *name)
+{
+    unsigned n = atomic_load_explicit(&h->n_cat, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(h->cat_name[i], name) == 0) {
+            atomic_fetch_add_explicit(&h->cat_hits[i], 1, memory_order_relaxed);
+            return;
+        }
+}
+
+#define INC(field) atomic_fetch_add_explicit(&h->k.field, 1, memory_order_relaxed)
+
+/* ---- loading a generation (the watcher, and open) ---- */
+
+static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
+{
+    gen *g = calloc(1, sizeof(*g));
+    if (!g) {
+        *rc = br_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    if ((*rc = bdns_conf_load(h->config_path, &g->conf, err)) < 0) {
+        /* not again until the file changes */
+        h->stamp = bdns_files_stamp(h->config_path, h->watch_list);
+        free(g);
+        return NULL;
+    }
+    /* the stamp before the files are read: a change while they load is
+     * seen at the next poll; a refused file is not read again until it
+     * changes */
+    snprintf(h->watch_list, sizeof(h->watch_list), "%s", g->conf.filter);
+    h->stamp = bdns_files_stamp(h->config_path, h->watch_list);
+    if ((*rc = bdns_load_set(&g->conf, &g->set, err)) < 0) {
+        free(g);
+        return NULL;
+    }
+    if (g->set) {
+        g->labels = br_pwfilter_max_domain_labels(g->set);
+        g->generation = br_pwfilter_header(g->set)->generation;
+        const br_category_table *t = br_pwfilter_categories(g->set);
+        for (unsigned i = 0; t && i < t->count; i++)
+            note_category(h, t->names[i]);
+    }
+    for (unsigned i = 0; i < g->conf.n_cat; i++)
+        note_category(h, g->conf.cat[i].name);
+    return g;
+}
+
+static void publish(breachd_dns *h, gen *g)
+{
+    gen *old = atomic_exchange_explicit(&h->cur, g, memory_order_acq_rel);
+    if (old) {
+        old->retired_ms = now_ms();
+        old->next_retired = h->retired;
+        h->retired = old;
+    }
+}
+
+/* Free the generations retired more than the grace period ago. */
+static void reap(breachd_dns *h, int64_t now, bool all)
+{
+    for (gen **p = &h->retired; *p;) {
+        gen *g = *p;
+        if (all || now - g->retired_ms >= BDNS_GRACE_MS) {
+            *p = g->next_retired;
+            gen_free(g);
+        } else {
+            p = &g->next_retired;
+        }
+    }
+}
+
+static void describe_set(breachd_dns *h, const gen *g, const char *what)
+{
+    if (g->set)
+        logf_(h, LOG_INFO, "%s %s: generation %llu, %llu keys, %zu file(s)", what, g->conf.filter,
+              (unsigned long long)g->generation,
+              (unsigned long long)br_pwfilter_header(g->set)->key_count,
+              br_pwfilter_members(g->set));
+    else
+        logf_(h, LOG_WARNING,
+              "%s: no filter configured ([dns] filter and [urls] filter are empty in %s): every "
+              "name passes (fail-open)",
+              what, h->config_path);
+}
+
+static void try_reload(breachd_dns *h)
+{
+    br_error err = {{0}};
+    int rc = 0;
+    gen *g = gen_load(h, &err, &rc);
+    if (!g) {
+        INC(reload_failures);
+        gen *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+        logf_(h, LOG_ERR, "%s; %s", err.text,
+              cur && cur->set ? "the last good filter keeps serving"
+                              : "no filter: every name passes (fail-open)");
+        snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "%s", err.text);
+        return;
+    }
+    INC(reloads);
+    describe_set(h, g, "loaded");
+    if (!g->set)
+        snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "no filter configured");
+    publish(h, g);
+}
+
+/* Once a minute at most: how many names passed unfiltered since the last
+ * line (docs/dns.md, "Fail-open"). */
+static void log_fail_open(breachd_dns *h, int64_t now)
+{
+    uint64_t n = atomic_load_explicit(&h->k.unfiltered, memory_order_relaxed);
+    if (n == h->fail_open_logged_count ||
+        (h->fail_open_logged_ms && now - h->fail_open_logged_ms < BDNS_FAIL_OPEN_LOG_S * 1000))
+        return;
+    logf_(h, LOG_WARNING,
+          "%llu name(s) passed unfiltered (fail-open; counter unfiltered, %llu in all): no filter "
+          "was ever loaded: %s",
+          (unsigned long long)(n - h->fail_open_logged_count), (unsigned long long)n,
+          h->fail_open_reason[0] ? h->fail_open_reason : "?");
+    h->fail_open_logged_count = n;
+    h->fail_open_logged_ms = now;
+}
+
+static void *watch(void *arg)
+{
+    breachd_dns *h = arg;
+    pthread_mutex_lock(&h->stop_lock);
+    while (!h->stop) {
+        struct timespec ts; /* pthread_cond_timedwait's clock is the wall clock */
+        br_clock_now_real_ts(&ts);
+        ts.tv_nsec += BDNS_POLL_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&h->stop_cond, &h->stop_lock, &ts);
+        if (h->stop)
+            break;
+        pthread_mutex_unlock(&h->stop_lock);
+        if (bdns_files_stamp(h->config_path, h->watch_list) != h->stamp)
+            try_reload(h);
+        int64_t now = now_ms();
+        reap(h, now, false);
+        log_fail_open(h, now);
+        pthread_mutex_lock(&h->stop_lock);
+    }
+    pthread_mutex_unlock(&h->stop_lock);
+    return NULL;
+}
+
+static void start_watcher(breachd_dns *h)
+{
+    h->thread_running = pthread_create(&h->thread, NULL, watch, h) == 0;
+    if (!h->thread_running)
+        logf_(h, LOG_ERR, "cannot start the watcher thread: replaced filters are not followed");
+}
+
+/* A forked child has the handles but not their watchers: the first lookup
+ * in it starts one again. */
+static void atfork_child(void)
+{
+    for (breachd_dns *h = registry; h; h = h->next) {
+        h->thread_running = false;
+        pthread_mutex_init(&h->stop_lock, NULL);
+        pthread_cond_init(&h->stop_cond, NULL);
+        atomic_store(&h->need_thread, true);
+    }
+    pthread_mutex_init(&registry_lock, NULL);
+}
+
+static void install_atfork(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
+/* ---- the ABI ---- */
+
+static breachd_dns *handle_new(const char *path, char *errbuf, size_t errlen)
+{
+    breachd_dns *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(h->config_path, sizeof(h->config_path), "%s", path);
+    h->log_fn = default_log_fn;
+    h->log_ctx = default_log_ctx;
+    pthread_mutex_init(&h->stop_lock, NULL);
+    pthread_cond_init(&h->stop_cond, NULL);
+    h->refs = 1;
+    br_error err = {{0}};
+    int rc = 0;
+    bdns_conf *probe = malloc(sizeof(*probe));
+    if (!probe || bdns_conf_load(path, probe, &err) < 0) {
+        snprintf(errbuf, errlen, "%s", probe ? err.text : "out of memory");
+        free(probe);
+        free(h);
+        return NULL;
+    }
+    free(probe);
+    gen *g = gen_load(h, &err, &rc);
+    if (g) {
+        INC(reloads);
+        describe_set(h, g, "loaded");
+        if (!g->set)
+            snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "no filter configured");
+        publish(h, g);
+    } else {
+        INC(reload_failures);
+        logf_(h, LOG_ERR, "%s; no filter: every name passes (fail-open) until one loads", err.text);
+        snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "%s", err.text);
+    }
+    start_watcher(h);
+    return h;
+}
+
+breachd_dns *breachd_dns_open(const char *config_path, char *errbuf, size_t errlen)
+{
+    char dummy[1];
+    if (!errbuf || !errlen) {
+        errbuf = dummy;
+        errlen = sizeof(dummy);
+    }
+    errbuf[0] = '\0';
+    if (!config_path || !config_path[0])
+        config_path = getenv("BREACHD_CONFIG");
+    if (!config_path || !config_path[0])
+        config_path = BREACHD_CONFIG_PATH;
+    pthread_once(&atfork_once, install_atfork);
+    pthread_mutex_lock(&registry_lock);
+    breachd_dns *h = registry;
+    while (h && strcmp(h->config_path, config_path) != 0)
+        h = h->next;
+    if (h) {
+        h->refs++;
+    } else if ((h = handle_new(config_path, errbuf, errlen))) {
+        h->next = registry;
+        registry = h;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+}
+
+void breachd_dns_close(breachd_dns *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    bool last = --h->refs == 0;
+    if (last)
+        for (breachd_dns **p = &registry; *p; p = &(*p)->next)
+            if (*p == h) {
+                *p = h->next;
+                break;
+            }
+    pthread_mutex_unlock(&registry_lock);
+    if (!last)
+        return;
+    if (h->thread_running) {
+        pthread_mutex_lock(&h->stop_lock);
+        h->stop = true;
+        pthread_cond_signal(&h->stop_cond);
+        pthread_mutex_unlock(&h->stop_lock);
+        pthread_join(h->thread, NULL);
+    }
+    reap(h, 0, true);
+    gen_free(atomic_load(&h->cur));
+    pthread_mutex_destroy(&h->stop_lock);
+    pthread_cond_destroy(&h->stop_cond);
+    free(h);
+}
+
+void breachd_dns_set_log(breachd_dns *h, breachd_dns_log_fn fn, void *ctx)
+{
+    if (!h) {
+        pthread_mutex_lock(&registry_lock);
+        default_log_fn = fn;
+        default_log_ctx = ctx;
+        pthread_mutex_unlock(&registry_lock);
+        return;
+    }
+    h->log_ctx = ctx;
+    h->log_fn = fn;
+}
+
+static void restart_watcher(breachd_dns *h)
+{
+    bool expected = true;
+    if (atomic_compare_exchange_strong(&h->need_thread, &expected, false))
+        start_watcher(h);
+}
+
+static int pass(breachd_dns *h, breachd_dns_result *res, int reason)
+{
+    res->verdict = BREACHD_DNS_PASS;
+    res->reason = reason;
+    INC(passed);
+    return BREACHD_DNS_PASS;
+}
+
+/* The listed suffix found (most specific first) and whether the name or a
+ * parent is allowed; -1 when nothing is listed. A damaged set answers -2. */
+static int find(const gen *g, const bdns_keys *keys, const char **category, bool *allowed)
+{
+    int best = -1;
+    *allowed = false;
+    for (size_t i = 0; i < keys->n && !*allowed; i++) {
+        const char *cat = NULL;
+        int r = br_pwfilter_lookup_category(g->set, keys->key[i], &cat);
+        if (r < 0)
+            return -2;
+        if (r > 0 && strcmp(cat, BDNS_ALLOW_CATEGORY) == 0)
+            *allowed = true; /* an allow-list entry overrides every blocklist */
+        else if (r > 0 && best < 0) {
+            best = (int)i;
+            *category = cat;
+        }
+    }
+    return best;
+}
+
+/* src into dst[0..n), cut to fit, NUL-terminated (snprintf's "%s" costs
+ * more than the rest of a block's answer). */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    size_t len = strnlen(src, n - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+static void fill_block(const gen *g, const bdns_keys *keys, int best, const char *cat,
+                       breachd_dns_result *res)
+{
+    copy_str(res->category, sizeof(res->category), cat);
+    copy_str(res->domain, sizeof(res->domain), keys->host + keys->start[best]);
+    res->action = bdns_conf_action(&g->conf, cat);
+    memcpy(res->sinkhole4, g->conf.sinkhole4, sizeof(res->sinkhole4));
+    memcpy(res->sinkhole6, g->conf.sinkhole6, sizeof(res->sinkhole6));
+    memcpy(res->redirect, g->conf.redirect, sizeof(res->redirect));
+}
+
+int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res)
+{
+    res->verdict = BREACHD_DNS_PASS;
+    res->reason = BREACHD_DNS_UNLISTED;
+    res->action = 0;
+    res->category[0] = res->domain[0] = '\0';
+    if (atomic_load_explicit(&h->need_thread, memory_order_relaxed))
+        restart_watcher(h);
+    INC(lookups);
+    const gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
+    if (!g || !g->set) {
+        INC(unfiltered);
+        return pass(h, res, BREACHD_DNS_NO_FILTER);
+    }
+    bdns_keys keys;
+    if (bdns_name_keys(name, len, g->labels, &keys) < 0) {
+        INC(invalid);
+        return pass(h, res, BREACHD_DNS_INVALID);
+    }
+    const char *cat = NULL;
+    bool allowed;
+    int best = find(g, &keys, &cat, &allowed);
+    if (best == -2) { /* damaged under its mapping: no answer can be trusted */
+        INC(unfiltered);
+        return pass(h, res, BREACHD_DNS_NO_FILTER);
+    }
+    if (allowed) {
+        INC(allowed);
+        copy_str(res->category, sizeof(res->category), BDNS_ALLOW_CATEGORY);
+        return pass(h, res, BREACHD_DNS_ALLOWED);
+    }
+    if (best < 0)
+        return pass(h, res, BREACHD_DNS_UNLISTED);
+    fill_block(g, &keys, best, cat, res);
+    count_category(h, cat);
+    if (res->action == BREACHD_DNS_LOG) {
+        INC(logged);
+        return pass(h, res, BREACHD_DNS_LOGGED);
+    }
+    INC(blocked);
+    res->verdict = BREACHD_DNS_BLOCK;
+    res->reason = 0;
+    return BREACHD_DNS_BLOCK;
+}
+
+/* One "name value\n" line into buf at *at, if it fits; *need grows anyway. */
+static void line(char *buf, size_t len, size_t *at, size_t *need, const char *prefix,
+                 const char *name, uint64_t v)
+{
+    char l[96];
+    int n = snprintf(l, sizeof(l), "%s%s %llu\n", prefix, name, (unsigned long long)v);
+    if (n < 0)
+        return;
+    if (*need == *at && *at + (size_t)n < len) {
+        memcpy(buf + *at, l, (size_t)n + 1);
+        *at += (size_t)n;
+    }
+    *need += (size_t)n;
+}
+
+size_t breachd_dns_stats(const breachd_dns *h, char *buf, size_t len)
+{
+    size_t at = 0, need = 0;
+    if (len)
+        buf[0] = '\0';
+    const struct {
+        const char *name;
+        const _Atomic uint64_t *v;
+    } rows[] = {
+        {"lookups", &h->k.lookups},
+        {"blocked", &h->k.blocked},
+        {"passed", &h->k.passed},
+        {"allowed", &h->k.allowed},
+        {"logged", &h->k.logged},
+        {"invalid", &h->k.invalid},
+        {"unfiltered", &h->k.unfiltered},
+        {"reloads", &h->k.reloads},
+        {"reload_failures", &h->k.reload_failures},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        line(buf, len, &at, &need, "", rows[i].name, atomic_load(rows[i].v));
+    const gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
+    line(buf, len, &at, &need, "", "generation", g ? g->generation : 0);
+    unsigned n = atomic_load_explicit(&h->n_cat, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(h->cat_name[i], BDNS_ALLOW_CATEGORY) != 0)
+            line(buf, len, &at, &need, "blocked_", h->cat_name[i], atomic_load(&h->cat_hits[i]));
+    return need;
+}

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""libbreachd-dns side by side with the resolvers' own lists, one run, one
+list (tests/bench/README.md, "DNS"; docs/dns.md). By hand:
+
+    tests/bench/bench-dns.py BUILD_DIR [N_DOMAINS]   (default 1000000)
+
+One list of N domains in two real feed formats (half a hosts file, half a
+domain list) is built into an offline URL filter (ours) and exported as
+RPZ and unbound local-zones (theirs). nsd on 127.0.0.1 serves test.
+(a wildcard, so every query name has an answer); each resolver forwards
+test. to it. Measured, each against its baseline in the same run:
+  - bench_dns: ns per name in process (warm), false blocks in random names;
+  - resident memory (VmRSS) of PowerDNS Recursor and unbound with the list
+    through the library, through their own mechanism, and with none;
+  - dnsperf queries per second on cached answers, the same three ways;
+  - a new N-domain filter swapped in while dnsperf runs (PowerDNS): lost
+    queries, the per-second rate around the swap, RSS before and during.
+Nothing reaches the internet; everything runs in a temp dir."""
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000000
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CTL = os.path.join(BUILD, "client", "breachctl", "breachctl")
+LIBDIR = os.path.join(BUILD, "client", "dns")
+D = tempfile.mkdtemp(prefix="bench-dns.")
+PROCS = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def dig_ok(port, name="warm.test"):
+    r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), "+time=2", "+tries=1", name],
+                       capture_output=True, text=True)
+    return "status: NOERROR" in r.stdout or "status: NXDOMAIN" in r.stdout
+
+
+def wait_up(p, port, what, timeout=600):
+    end = time.time() + timeout
+    while time.time() < end:
+        if p.poll() is not None:
+            raise SystemExit("%s exited: see %s" % (what, D))
+        if dig_ok(port):
+            return
+        time.sleep(0.5)
+    raise SystemExit("%s not up after %ds" % (what, timeout))
+
+
+def spawn(argv, env=None, log="x.log"):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.Popen(argv, env=e, stdout=open(os.path.join(D, log), "wb"),
+                         stderr=subprocess.STDOUT)
+    PROCS.append(p)
+    return p
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def make_lists():
+    rng = random.Random(1)
+    names = ["d%d-%08x.bench%d.example" % (i, rng.getrandbits(32), i % 97) for i in range(N)]
+    half = N // 2
+    with open(os.path.join(D, "hosts.txt"), "w") as f:
+        f.writelines("0.0.0.0 %s\n" % n for n in names[:half])
+    with open(os.path.join(D, "domains.txt"), "w") as f:
+        f.writelines("%s\n" % n for n in names[half:])
+    with open(os.path.join(D, "listed.txt"), "w") as f:
+        f.writelines("%s\n" % n for n in rng.sample(names, 100000))
+    with open(os.path.join(D, "unlisted.txt"), "w") as f:
+        f.writelines("u%d-%08x.bench.example\n" % (i, rng.getrandbits(32)) for i in range(100000))
+    with open(os.path.join(D, "queries.txt"), "w") as f:  # cached answers: 1000 names
+        f.writelines("q%d.test A\n" % i for i in range(1000))
+    return names
+
+
+def build(out, extra=""):
+    t0 = time.time()
+    feeds = ["--input", os.path.join(D, "hosts.txt") + "=malware",
+             "--input", os.path.join(D, "domains.txt") + "=ads"]
+    subprocess.run([CTL, "filter", "build", "--kind", "url-sha256", "--offline", "--output",
+                    out + ".tmp"] + feeds, check=True, capture_output=True)
+    os.rename(out + ".tmp", out)
+    t1 = time.time()
+    for fmt in ("rpz", "unbound"):
+        p = os.path.join(D, "list." + fmt)
+        if not os.path.exists(p):
+            subprocess.run([CTL, "filter", "export", "--format", fmt, "--output", p] + feeds,
+                           check=True, capture_output=True)
+    return t1 - t0
+
+
+def nsd():
+    port = free_port()
+    with open(os.path.join(D, "test.zone"), "w") as f:
+        f.write("$TTL 3600\n@ SOA ns.test. h.test. 1 3600 600 86400 300\n@ NS ns.test.\n"
+                "ns A 127.0.0.1\n* A 192.0.2.1\n")
+    with open(os.path.join(D, "nsd.conf"), "w") as f:
+        f.write('server:\n ip-address: 127.0.0.1@%d\n zonesdir: "%s"\n database: ""\n'
+                ' zonelistfile: "%s/zl"\n xfrdfile: "%s/xfrd"\n pidfile: "%s/nsd.pid"\n'
+                ' username: ""\n chroot: ""\n server-count: 1\n'
+                'remote-control:\n control-enable: no\nzone:\n name: test.\n zonefile: test.zone\n'
+                % (port, D, D, D, D))
+    with open(os.path.join(D, "root.hints"), "w") as f:
+        f.write(". 3600000 NS a.root.test.\na.root.test. 3600000 A 127.0.0.1\n")
+    p = spawn(["nsd", "-d", "-c", os.path.join(D, "nsd.conf")], log="nsd.log")
+    wait_up(p, port, "nsd")
+    return port
+
+
+def conf(path, filt):
+    with open(path, "w") as f:
+        f.write("[dns]\nfilter = %s\n" % filt)
+
+
+def pdns(nsd_port, mode, tag):
+    """mode: none, lua, rpz. Returns (process, port)."""
+    port = free_port()
+    rundir = os.path.join(D, "pdns-" + tag)
+    os.makedirs(rundir)
+    argv = ["pdns_recursor", "--config-dir=" + rundir, "--socket-dir=" + rundir,
+            "--local-address=127.0.0.1", "--local-port=%d" % port,
+            "--forward-zones=test.=127.0.0.1:%d" % nsd_port,
+            "--hint-file=" + os.path.join(D, "root.hints"), "--security-poll-suffix=",
+            "--daemon=no", "--disable-syslog", "--threads=1", "--dnssec=off", "--loglevel=3"]
+    if mode == "lua":
+        argv.append("--lua-dns-script=" + os.path.join(SRC, "data", "dns", "pdns-recursor.lua"))
+    if mode == "rpz":
+        with open(os.path.join(rundir, "rpz.lua"), "w") as f:
+            f.write('rpzFile("%s", {defpol=Policy.NXDOMAIN})\n' % os.path.join(D, "list.rpz"))
+        argv.append("--lua-config-file=" + os.path.join(rundir, "rpz.lua"))
+    p = spawn(argv, {"BREACHD_CONFIG": os.path.join(D, "dns.conf"), "LD_LIBRARY_PATH": LIBDIR,
+                     "BREACHD_TRUST_OWN_FILTERS": "1",
+                     "BREACHD_DNS_LUA_DIR": os.path.join(SRC, "data", "dns")},
+              "pdns-%s.log" % tag)
+    wait_up(p, port, "pdns " + tag)
+    return p, port
+
+
+def unbound(nsd_port, mode, tag):
+    port = free_port()
+    path = os.path.join(D, "unbound-%s.conf" % tag)
+    mods = "python iterator" if mode == "lua" else "iterator"
+    with open(path, "w") as f:
+        f.write('server:\n interface: 127.0.0.1@%d\n port: %d\n do-daemonize: no\n username: ""\n'
+                ' chroot: ""\n directory: "%s"\n pidfile: "%s/u-%s.pid"\n use-syslog: no\n'
+                ' do-not-query-localhost: no\n root-hints: "%s/root.hints"\n num-threads: 1\n'
+                ' module-config: "%s"\n local-zone: "test." nodefault\n do-ip6: no\n'
+                % (port, port, D, D, tag, D, mods))
+        if mode == "lua":
+            f.write('python:\n python-script: "%s"\n' % os.path.join(SRC, "data", "dns",
+                                                                      "unbound.py"))
+        if mode == "local-zone":
+            f.write('include: "%s"\n' % os.path.join(D, "list.unbound"))
+        f.write('remote-control:\n control-enable: no\nforward-zone:\n name: "test."\n'
+                ' forward-addr: 127.0.0.1@%d\n' % nsd_port)
+    p = spawn(["unbound", "-d", "-c", path],
+              {"BREACHD_CONFIG": os.path.join(D, "dns.conf"), "LD_LIBRARY_PATH": LIBDIR,
+               "PYTHONPATH": "/usr/lib/python3/dist-packages", "BREACHD_TRUST_OWN_FILTERS": "1"},
+              "unbound-%s.log" % tag)
+    wait_up(p, port, "unbound " + tag)
+    return p, port
+
+
+def dnsperf(port, seconds=8, extra=()):
+    r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d",
+                        os.path.join(D, "queries.txt"), "-l", str(seconds), "-c", "4", "-q", "200"]
+                       + list(extra), capture_output=True, text=True)
+    qps = float(re.search(r"Queries per second:\s+([\d.]+)", r.stdout).group(1))
+    lost = int(re.search(r"Queries lost:\s+(\d+)", r.stdout).group(1))
+    lat = re.search(r"Average Latency \(s\):\s+([\d.]+)", r.stdout)
+    return qps, lost, float(lat.group(1)) * 1e6 if lat else 0.0, r.stdout
+
+
+def resolver_rows(nsd_port, start, modes, label):
+    rows = []
+    for mode in modes:
+        p, port = start(nsd_port, mode, mode)
+        dnsperf(port, 2)  # warm the cache
+        rss = rss_kb(p.pid)
+        qps, lost, lat, _ = dnsperf(port)
+        rows.append((label, mode, rss, qps, lost, lat))
+        print("%-8s %-11s RSS %8.1f MB  %9.0f qps  lost %d  avg %5.0f us"
+              % (label, mode, rss / 1024, qps, lost, lat), flush=True)
+        stop(p)
+    return rows
+
+
+def swap_during_dnsperf(nsd_port):
+    p, port = pdns(nsd_port, "lua", "swap")
+    dnsperf(port, 2)
+    steady = rss_kb(p.pid)
+    samples = []
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            samples.append(rss_kb(p.pid))
+            time.sleep(0.05)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    out = {}
+
+    def run():
+        out["r"] = dnsperf(port, 12, ["-S", "1"])
+
+    perf = threading.Thread(target=run)
+    perf.start()
+    time.sleep(4)
+    shutil.copy(os.path.join(D, "urls2.bf"), os.path.join(D, "urls.bf.new"))
+    os.rename(os.path.join(D, "urls.bf.new"), os.path.join(D, "urls.bf"))
+    perf.join()
+    done.set()
+    t.join()
+    qps, lost, lat, text = out["r"]
+    # -S 1 lines: "TIMESTAMP: QPS"
+    rates = re.findall(r"^\d+\.\d+: ([\d.]+)", text, re.M)
+    print("swap     lua         steady RSS %.1f MB, during the swap max %.1f MB (%.2fx); "
+          "%d lost; avg %.0f us; per-second qps: %s"
+          % (steady / 1024, max(samples) / 1024, max(samples) / steady, lost, lat,
+             " ".join(x.split(".")[0] for x in rates)), flush=True)
+    stop(p)
+
+
+def main():
+    for prog in ("nsd", "dnsperf", "pdns_recursor", "unbound", "dig"):
+        if not shutil.which(prog):
+            raise SystemExit("%s not installed" % prog)
+    print("temp dir %s, %d domains" % (D, N), flush=True)
+    make_lists()
+    t = build(os.path.join(D, "urls.bf"))
+    print("filter build: %.1f s, %d bytes (%.2f bytes/domain)"
+          % (t, os.path.getsize(os.path.join(D, "urls.bf")),
+             os.path.getsize(os.path.join(D, "urls.bf")) / N), flush=True)
+    shutil.copy(os.path.join(D, "urls.bf"), os.path.join(D, "urls2.bf"))
+    subprocess.run([CTL, "filter", "build", "--kind", "url-sha256", "--offline", "--output",
+                    os.path.join(D, "urls2.bf"), "--generation", str(int(time.time()) + 100),
+                    "--input", os.path.join(D, "domains.txt") + "=malware",
+                    "--input", os.path.join(D, "hosts.txt") + "=ads"], check=True,
+                   capture_output=True)
+    conf(os.path.join(D, "dns.conf"), os.path.join(D, "urls.bf"))
+    env = dict(os.environ, BREACHD_TRUST_OWN_FILTERS="1", LD_LIBRARY_PATH=LIBDIR)
+    r = subprocess.run([os.path.join(BUILD, "tests", "bench", "bench_dns"),
+                        os.path.join(D, "dns.conf"), os.path.join(D, "listed.txt"),
+                        os.path.join(D, "unlisted.txt"), os.environ.get("BENCH_RANDOM",
+                                                                        "10000000")],
+                       env=env, capture_output=True, text=True)
+    print(r.stdout + r.stderr, flush=True)
+    nsd_port = nsd()
+    resolver_rows(nsd_port, pdns, ("none", "lua", "rpz"), "pdns")
+    resolver_rows(nsd_port, unbound, ("none", "lua", "local-zone"), "unbound")
+    swap_during_dnsperf(nsd_port)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.kill()
+        if os.environ.get("BENCH_KEEP") != "1":
+            shutil.rmtree(D, ignore_errors=True)
