@@ -64,6 +64,9 @@ def fetch_update_unchanged_rollback(ctx):
     n = len(ng.log())
     r = fleetfx.fetch(ctx, "--url", url, "--pubkey", pub, "--output", live, "--socket", d.sock)
     check(r.stdout.strip().endswith("unchanged"), r.stdout)
+    # nginx logs a request after its answer went out: wait for both lines.
+    dtest.wait_for(lambda: requests_for(ng, "passwords.bfuse", n)
+                   and requests_for(ng, "passwords.bfuse.sig", n), 15, "nginx's log lines")
     eq([s for s, _ in requests_for(ng, "passwords.bfuse", n)], ["304"], "filter request")
     eq([s for s, _ in requests_for(ng, "passwords.bfuse.sig", n)], ["304"], "sig request")
     eq(cl.stats()["reloads"], 0, "no RELOAD when unchanged")
@@ -165,6 +168,7 @@ def resumed_download(ctx):
     n = len(ng.log())
     r = fleetfx.fetch(ctx, "--url", url, "--pubkey", pub, "--output", live, "--no-reload")
     check("(resumed at byte %d)" % (size // 2) in r.stdout, r.stdout)
+    dtest.wait_for(lambda: requests_for(ng, "big.bfuse", n), 15, "nginx's log line")
     reqs = requests_for(ng, "big.bfuse", n)
     eq(reqs, [("206", "bytes=%d-" % (size // 2))], "one ranged request")
     eq(fleetfx.file_sha(live), fleetfx.file_sha(g1), "resumed file")
@@ -180,6 +184,7 @@ def resumed_download(ctx):
     n = len(ng.log())
     r = fleetfx.fetch(ctx, "--url", url, "--pubkey", pub, "--output", live, "--no-reload")
     check("generation 2" in r.stdout and "(resumed at" not in r.stdout, r.stdout)
+    dtest.wait_for(lambda: requests_for(ng, "big.bfuse", n), 15, "nginx's log line")
     eq([s for s, _ in requests_for(ng, "big.bfuse", n)], ["200"], "If-Range mismatch")
     eq(fleetfx.file_sha(live), fleetfx.file_sha(g2), "whole new file")
 
@@ -222,6 +227,7 @@ def config_base_and_delta(ctx):
     n = len(ng.log())
     r = fleetfx.fetch(ctx, "--config", conf)
     check("passwords.bfuse: unchanged" in r.stdout and "generation 3" in r.stdout, r.stdout)
+    dtest.wait_for(lambda: requests_for(ng, "passwords.bfuse", n), 15, "nginx's log line")
     eq([s for s, _ in requests_for(ng, "passwords.bfuse", n)], ["304"])
     st = cl.stats()
     eq((st["filter_generation"], st["reloads"]), (3, 1))
