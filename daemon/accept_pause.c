@@ -52,8 +52,9 @@ static void error_cb(struct evconnlistener *l, void *arg)
     int64_t now = (int64_t)(br_now_ns() / 1000000000u);
     if (p->logged_at == 0 || now - p->logged_at >= 60) {
         p->logged_at = now;
-        bd_log(LOG_WARNING, "%s: accept: %s: accepting paused for %d ms at a time (%llu pauses so "
-                            "far, logged at most once a minute)",
+        bd_log(LOG_WARNING,
+               "%s: accept: %s: accepting paused for %d ms at a time (%llu pauses so "
+               "far, logged at most once a minute)",
                p->what, evutil_socket_error_to_string(e), BD_ACCEPT_PAUSE_MS,
                (unsigned long long)*p->count);
     }

@@ -23,7 +23,7 @@ typedef struct bd_accept_pause {
     const char *what;    /* names the listener in the log */
     int64_t logged_at;   /* when a pause was last logged (s, monotonic), 0 never */
     bool paused;
-    bool stopped; /* disabled by its owner: a pause's end does not enable it */
+    bool stopped;                 /* disabled by its owner: a pause's end does not enable it */
     struct bd_accept_pause *next; /* every pause watching a listener */
 } bd_accept_pause;
 

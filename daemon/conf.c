@@ -49,10 +49,10 @@ typedef struct parse_state {
     br_error *err;
     char *raw; /* the current line as read (getline buffer) */
     size_t raw_cap;
-    unsigned lineno;        /* of the line in raw */
-    const char *value;      /* key line: its value, trimmed, inside raw */
-    unsigned *seen;         /* line where each key was set, 0 = not yet */
-    int rc;                 /* first failure, 0 while none */
+    unsigned lineno;   /* of the line in raw */
+    const char *value; /* key line: its value, trimmed, inside raw */
+    unsigned *seen;    /* line where each key was set, 0 = not yet */
+    int rc;            /* first failure, 0 while none */
     int read_errno;
 } parse_state;
 
@@ -111,8 +111,7 @@ static int feed_line(parse_state *st, char *buf, int num)
         if (!known_section(s + 1, len - 2)) {
             char expected[256];
             bd_conf_sections_text(expected, sizeof(expected));
-            return fail_line(st, -EINVAL, "unknown section [%.64s]: expected %s", s + 1,
-                             expected);
+            return fail_line(st, -EINVAL, "unknown section [%.64s]: expected %s", s + 1, expected);
         }
         snprintf(buf, (size_t)num, "[%s]\n", s + 1);
         return 0;
@@ -238,7 +237,8 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         return 1;
     size_t k = bd_conf_n_keys;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
-        if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0) {
+        if (strcmp(bd_conf_keys[i].section, section) == 0 &&
+            strcmp(bd_conf_keys[i].name, name) == 0) {
             k = i;
             break;
         }

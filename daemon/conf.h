@@ -68,7 +68,7 @@ typedef struct breachd_network {
 } breachd_network;
 
 typedef struct breachd_config {
-    char *path; /* the file it came from; "" for breachd_config_defaults() */
+    char *path;          /* the file it came from; "" for breachd_config_defaults() */
     unsigned *key_lines; /* per bd_conf_keys row: the line that set it; NULL or 0: default */
 
     struct {
@@ -116,17 +116,17 @@ typedef struct breachd_config {
         uint32_t min_score;       /* the clients' minimum score (docs/banned.md) */
     } passwords;
 
-    struct {                      /* NT hashes (the NT verb), like passwords */
-        char *filter;             /* "" = none: every NT check goes to the range API */
-        char *pubkey;             /* as for passwords */
-        char *filter_url;         /* as for passwords */
-        char *upstream;           /* URL template; "" = none */
+    struct {              /* NT hashes (the NT verb), like passwords */
+        char *filter;     /* "" = none: every NT check goes to the range API */
+        char *pubkey;     /* as for passwords */
+        char *filter_url; /* as for passwords */
+        char *upstream;   /* URL template; "" = none */
         int64_t max_filter_age_s;
         int min_count_ok; /* as for passwords */
     } ntlm;
 
     struct {
-        char *filter;   /* "" = URL checks answer UNKNOWN filter-unavailable */
+        char *filter;     /* "" = URL checks answer UNKNOWN filter-unavailable */
         char *pubkey;     /* as for passwords */
         char *filter_url; /* as for passwords */
         char *upstream;   /* "" = none */
@@ -137,42 +137,42 @@ typedef struct breachd_config {
     } urls;
 
     struct {
-        char *path;          /* LMDB environment directory */
-        uint64_t max_size;   /* bytes (LMDB map size) */
-        int64_t ttl_s;       /* cap on an entry's freshness */
-        int64_t max_stale_s; /* 0 = never answer from an expired entry
-                              * (br_resolver_config wants -1 for that) */
-        int partition;       /* BREACHD_PARTITION_UID (default) or _NONE */
+        char *path;                   /* LMDB environment directory */
+        uint64_t max_size;            /* bytes (LMDB map size) */
+        int64_t ttl_s;                /* cap on an entry's freshness */
+        int64_t max_stale_s;          /* 0 = never answer from an expired entry
+                                       * (br_resolver_config wants -1 for that) */
+        int partition;                /* BREACHD_PARTITION_UID (default) or _NONE */
         uint32_t partition_share_pct; /* the most of max_size one partition takes, 1 .. 100 */
     } cache;
 
     struct {
         uint32_t timeout_ms; /* deadline of one range fetch */
         uint32_t max_inflight;
-        uint32_t rate;   /* transfers per second */
-        char *proxy;     /* "" = libcurl's environment variables */
-        char *ca_file;   /* "" = the system CA store */
-        uint32_t decoys; /* 0 .. 16 */
-        uint32_t bulk_queue;     /* LANE bulk checks waiting at most */
-        uint32_t bulk_share_pct; /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
-        uint32_t http_share_pct; /* the range endpoint's share of them, 1 .. 100 */
+        uint32_t rate;                /* transfers per second */
+        char *proxy;                  /* "" = libcurl's environment variables */
+        char *ca_file;                /* "" = the system CA store */
+        uint32_t decoys;              /* 0 .. 16 */
+        uint32_t bulk_queue;          /* LANE bulk checks waiting at most */
+        uint32_t bulk_share_pct;      /* the bulk lane's share of rate and max_inflight, 1 .. 100 */
+        uint32_t http_share_pct;      /* the range endpoint's share of them, 1 .. 100 */
         uint32_t breaker_cooldown_ms; /* an open circuit waits this long before its trial */
     } upstream;
 
     struct {
-        char *listen;              /* as written; "" = off */
-        breachd_listen *listens;   /* parsed, in the order written */
+        char *listen;            /* as written; "" = off */
+        breachd_listen *listens; /* parsed, in the order written */
         size_t n_listens;
         char *allowed_networks_text;       /* as written */
         breachd_network *allowed_networks; /* parsed */
         size_t n_allowed_networks;
-        uint32_t rate;   /* requests per second per client; 0 = no limit */
-        uint32_t ipv6_prefix; /* an IPv6 client is its network of this many bits */
+        uint32_t rate;                       /* requests per second per client; 0 = no limit */
+        uint32_t ipv6_prefix;                /* an IPv6 client is its network of this many bits */
         uint32_t max_connections;            /* in total (at most half RLIMIT_NOFILE) */
         uint32_t max_connections_per_client; /* per client (Unix socket peers: no cap) */
-        uint32_t header_timeout_ms; /* a whole request must be in within this */
-        int access_log;  /* 0 (no, default) or 1: one log line per request */
-        uint64_t prepared_size; /* bytes of prepared range bodies kept; 0 = none */
+        uint32_t header_timeout_ms;          /* a whole request must be in within this */
+        int access_log;                      /* 0 (no, default) or 1: one log line per request */
+        uint64_t prepared_size;              /* bytes of prepared range bodies kept; 0 = none */
     } http;
 } breachd_config;
 
@@ -186,7 +186,11 @@ int breachd_config_list_split(const char *v, char ***items, size_t *n);
 void breachd_config_list_free(char **items, size_t n);
 
 /* [urls] when_stale: what a URL filter past max_filter_age does. */
-enum { BREACHD_WHEN_STALE_FILTER = 0, BREACHD_WHEN_STALE_UPSTREAM = 1, BREACHD_WHEN_STALE_UNKNOWN = 2 };
+enum {
+    BREACHD_WHEN_STALE_FILTER = 0,
+    BREACHD_WHEN_STALE_UPSTREAM = 1,
+    BREACHD_WHEN_STALE_UNKNOWN = 2
+};
 /* [cache] partition: whose lookups share cache entries and fetches. */
 enum { BREACHD_PARTITION_UID = 0, BREACHD_PARTITION_NONE = 1 };
 
@@ -208,8 +212,7 @@ int breachd_config_load(const char *path, breachd_config **out, br_error *err);
 int breachd_config_load_stream(FILE *f, const char *name, breachd_config **out, br_error *err);
 
 /* The line of cfg->path that set [section] name; 0 when it has its default. */
-unsigned breachd_config_key_line(const breachd_config *cfg, const char *section,
-                                 const char *name);
+unsigned breachd_config_key_line(const breachd_config *cfg, const char *section, const char *name);
 
 /* NULL is fine. */
 void breachd_config_free(breachd_config *cfg);

@@ -32,7 +32,8 @@ bool breachd_config_is_admin(const breachd_config *c, uid_t uid)
 
 bool breachd_config_may_stats(const breachd_config *c, uid_t uid)
 {
-    return breachd_config_is_admin(c, uid) || in_list(c->daemon.stats_users, c->daemon.n_stats_users, uid);
+    return breachd_config_is_admin(c, uid) ||
+           in_list(c->daemon.stats_users, c->daemon.n_stats_users, uid);
 }
 
 bool breachd_config_peer_allowed(const breachd_config *c, uid_t uid, gid_t gid, const gid_t *groups,

@@ -336,8 +336,8 @@ int bd_conf_apply(breachd_config *c, const bd_conf_key *k, const char *v, br_err
     case BD_CONF_SIZE:
         return bd_conf_parse_size(v, k->min, k->max, FIELD(c, k->off, uint64_t), err);
     case BD_CONF_UINT:
-        return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max,
-                                  FIELD(c, k->off, uint32_t), err);
+        return bd_conf_parse_uint(v, (uint32_t)k->min, (uint32_t)k->max, FIELD(c, k->off, uint32_t),
+                                  err);
     case BD_CONF_PERCENT:
         return bd_conf_parse_percent(v, (uint32_t)k->min, (uint32_t)k->max,
                                      FIELD(c, k->off, uint32_t), err);
@@ -424,7 +424,8 @@ unsigned breachd_config_key_line(const breachd_config *c, const char *section, c
     if (!c->key_lines)
         return 0;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
-        if (strcmp(bd_conf_keys[i].section, section) == 0 && strcmp(bd_conf_keys[i].name, name) == 0)
+        if (strcmp(bd_conf_keys[i].section, section) == 0 &&
+            strcmp(bd_conf_keys[i].name, name) == 0)
             return c->key_lines[i];
     return 0;
 }

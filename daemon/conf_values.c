@@ -97,11 +97,10 @@ int bd_conf_parse_duration_ms(const char *v, uint64_t *out_ms, br_error *err)
     const char *p = v;
     uint64_t n;
     if (!bd_conf_take_u64(&p, &n))
-        return br_error_set(
-            err, -EINVAL,
-            "bad duration %s: expected a whole number with a unit ms, s, m, h or d "
-            "(e.g. 45d, 5s)",
-            q);
+        return br_error_set(err, -EINVAL,
+                            "bad duration %s: expected a whole number with a unit ms, s, m, h or d "
+                            "(e.g. 45d, 5s)",
+                            q);
     uint64_t mul;
     if (strcmp(p, "ms") == 0)
         mul = 1;
@@ -115,9 +114,9 @@ int bd_conf_parse_duration_ms(const char *v, uint64_t *out_ms, br_error *err)
         mul = 86400 * 1000;
     else
         return br_error_set(err, -EINVAL,
-                               "bad duration %s: the unit must be one of ms, s, m, h, d "
-                               "(e.g. 45d, 5s)",
-                               q);
+                            "bad duration %s: the unit must be one of ms, s, m, h, d "
+                            "(e.g. 45d, 5s)",
+                            q);
     if (n > UINT64_MAX / mul)
         return br_error_set(err, -EINVAL, "bad duration %s: too large", q);
     *out_ms = n * mul;
@@ -125,7 +124,8 @@ int bd_conf_parse_duration_ms(const char *v, uint64_t *out_ms, br_error *err)
 }
 
 /* A duration kept in whole seconds, within [min_s, max_s]. */
-int bd_conf_parse_duration_s(const char *v, int64_t min_s, int64_t max_s, int64_t *out, br_error *err)
+int bd_conf_parse_duration_s(const char *v, int64_t min_s, int64_t max_s, int64_t *out,
+                             br_error *err)
 {
     uint64_t ms;
     int rc = bd_conf_parse_duration_ms(v, &ms, err);
@@ -177,9 +177,9 @@ int bd_conf_parse_size(const char *v, uint64_t min, uint64_t max, uint64_t *out,
     uint64_t n;
     if (!bd_conf_take_u64(&p, &n))
         return br_error_set(err, -EINVAL,
-                               "bad size %s: expected a whole number with an optional unit K, M "
-                               "or G (e.g. 512M, 1G)",
-                               q);
+                            "bad size %s: expected a whole number with an optional unit K, M "
+                            "or G (e.g. 512M, 1G)",
+                            q);
     unsigned shift;
     if (*p == '\0')
         shift = 0;
@@ -190,7 +190,8 @@ int bd_conf_parse_size(const char *v, uint64_t min, uint64_t max, uint64_t *out,
     else if ((*p == 'G' || *p == 'g') && p[1] == '\0')
         shift = 30;
     else
-        return br_error_set(err, -EINVAL, "bad size %s: the unit must be K, M or G (powers of 1024)", q);
+        return br_error_set(err, -EINVAL,
+                            "bad size %s: the unit must be K, M or G (powers of 1024)", q);
     if (n > (UINT64_MAX >> shift))
         return br_error_set(err, -EINVAL, "bad size %s: too large", q);
     n <<= shift;
@@ -211,10 +212,12 @@ int bd_conf_parse_uint(const char *v, uint32_t min, uint32_t max, uint32_t *out,
     const char *p = v;
     uint64_t n;
     if (!bd_conf_take_u64(&p, &n) || *p)
-        return br_error_set(
-            err, -EINVAL, "bad number %s: expected a whole number %" PRIu32 " .. %" PRIu32, q, min, max);
+        return br_error_set(err, -EINVAL,
+                            "bad number %s: expected a whole number %" PRIu32 " .. %" PRIu32, q,
+                            min, max);
     if (n < min || n > max)
-        return br_error_set(err, -EINVAL, "%s is out of range (%" PRIu32 " .. %" PRIu32 ")", q, min, max);
+        return br_error_set(err, -EINVAL, "%s is out of range (%" PRIu32 " .. %" PRIu32 ")", q, min,
+                            max);
     *out = (uint32_t)n;
     return 0;
 }
@@ -246,8 +249,8 @@ int bd_conf_parse_mode(const char *v, mode_t *out, br_error *err)
         return br_error_set(err, -EINVAL, "bad mode %s: expected octal digits, e.g. 0660", q);
     unsigned long m = strtoul(v, NULL, 8);
     if (m > 0777)
-        return br_error_set(err, -EINVAL, "bad mode %s: at most 0777 (no setuid, setgid or sticky bits)",
-                               q);
+        return br_error_set(err, -EINVAL,
+                            "bad mode %s: at most 0777 (no setuid, setgid or sticky bits)", q);
     *out = (mode_t)m;
     return 0;
 }
@@ -376,9 +379,9 @@ static int check_one_url(const char *item, size_t max_len, br_error *err)
     else if (strncasecmp(item, "http://", 7) == 0)
         rest = item + 7;
     else if (strncasecmp(item, "file://", 7) == 0)
-        return item[7] == '/' ? 0
-                              : br_error_set(err, -EINVAL, "file URL %s must name an absolute path",
-                                             q);
+        return item[7] == '/'
+                   ? 0
+                   : br_error_set(err, -EINVAL, "file URL %s must name an absolute path", q);
     if (!rest)
         return br_error_set(err, -EINVAL, "URL %s must start with https://, http:// or file://", q);
     if (*rest == '/' || *rest == '\0')
@@ -402,7 +405,8 @@ int bd_conf_check_url_template(const char *v, br_error *err)
         return br_error_set(err, -EINVAL, "URL template is too long (at most %d bytes)", MAX_URL);
     for (const char *p = v; *p; p++)
         if ((unsigned char)*p <= 0x20 || *p == 0x7f)
-            return br_error_set(err, -EINVAL, "URL template %s holds a blank or control character", q);
+            return br_error_set(err, -EINVAL, "URL template %s holds a blank or control character",
+                                q);
     const char *rest;
     bool is_file = false;
     if (strncasecmp(v, "https://", 8) == 0)
@@ -413,13 +417,13 @@ int bd_conf_check_url_template(const char *v, br_error *err)
         rest = v + 7;
         is_file = true;
     } else
-        return br_error_set(err, -EINVAL, "URL template %s must start with https://, http:// or file://",
-                               q);
+        return br_error_set(err, -EINVAL,
+                            "URL template %s must start with https://, http:// or file://", q);
     if (is_file && *rest != '/')
         return br_error_set(err, -EINVAL,
-                               "file URL %s must name an absolute path, e.g. "
-                               "file:///srv/mirror/{prefix}.txt",
-                               q);
+                            "file URL %s must name an absolute path, e.g. "
+                            "file:///srv/mirror/{prefix}.txt",
+                            q);
     if (!is_file && (*rest == '/' || *rest == '\0' || *rest == '{'))
         return br_error_set(err, -EINVAL, "URL template %s has no host", q);
     if (!strstr(v, "{prefix}"))
@@ -429,7 +433,8 @@ int bd_conf_check_url_template(const char *v, br_error *err)
         if (strncmp(p, "{prefix}", 8) == 0)
             p += 7;
         else if (*p == '{' || *p == '}')
-            return br_error_set(err, -EINVAL, "URL template %s: only {prefix} may appear in braces", q);
+            return br_error_set(err, -EINVAL, "URL template %s: only {prefix} may appear in braces",
+                                q);
     }
     return 0;
 }
@@ -456,9 +461,9 @@ int bd_conf_check_proxy(const char *v, br_error *err)
         }
     }
     return br_error_set(err, -EINVAL,
-                           "proxy URL %s must start with http://, https://, socks4://, socks4a://, "
-                           "socks5:// or socks5h://",
-                           q);
+                        "proxy URL %s must start with http://, https://, socks4://, socks4a://, "
+                        "socks5:// or socks5h://",
+                        q);
 }
 
 /* HOST:PORT, HOST = an IPv4 address in 127.0.0.0/8 or [::1]. */
@@ -478,9 +483,9 @@ int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error 
         const char *close = strchr(v, ']');
         if (!close || close[1] != ':' || (size_t)(close - v - 1) >= sizeof(addr))
             return br_error_set(err, -EINVAL,
-                                   "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
-                                   "[::1]:9750",
-                                   q);
+                                "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
+                                "[::1]:9750",
+                                q);
         memcpy(addr, v + 1, (size_t)(close - v - 1));
         addr[close - v - 1] = '\0';
         port_text = close + 2;
@@ -489,17 +494,17 @@ int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error 
         const char *colon = strrchr(v, ':');
         if (!colon || (size_t)(colon - v) >= sizeof(addr))
             return br_error_set(err, -EINVAL,
-                                   "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
-                                   "[::1]:9750",
-                                   q);
+                                "bad address %s: expected HOST:PORT, e.g. 127.0.0.1:9750 or "
+                                "[::1]:9750",
+                                q);
         memcpy(addr, v, (size_t)(colon - v));
         addr[colon - v] = '\0';
         port_text = colon + 1;
         if (strchr(addr, ':'))
             return br_error_set(err, -EINVAL,
-                                   "bad address %s: write an IPv6 address in brackets, e.g. "
-                                   "[::1]:9750",
-                                   q);
+                                "bad address %s: write an IPv6 address in brackets, e.g. "
+                                "[::1]:9750",
+                                q);
     }
     const char *p = port_text;
     uint64_t pn;
@@ -520,7 +525,7 @@ int bd_conf_parse_listen(const char *v, char host[48], uint16_t *port, br_error 
         struct in_addr a4;
         if (inet_pton(AF_INET, addr, &a4) != 1)
             return br_error_set(err, -EINVAL, "%s is not a numeric loopback address: %s", q,
-                                   loopback_only);
+                                loopback_only);
         if ((ntohl(a4.s_addr) >> 24) != 127)
             return br_error_set(err, -EINVAL, "%s is not a loopback address: %s", q, loopback_only);
         inet_ntop(AF_INET, &a4, host, 48);
@@ -840,7 +845,8 @@ int bd_conf_parse_id_list(const char *v, bool group, uint32_t **out, size_t *n_o
             if (rc == -ENOMEM)
                 return rc;
             if (rc < 0)
-                return br_error_set(err, -EINVAL, "cannot look up %s %s: %s", what, q, strerror(-rc));
+                return br_error_set(err, -EINVAL, "cannot look up %s %s: %s", what, q,
+                                    strerror(-rc));
             n++;
         }
         if (!comma)

@@ -31,4 +31,3 @@ int bd_http_apply(struct bd_server *srv, br_error *err);
 
 /* Stop listening and close every connection. NULL is fine. */
 void bd_http_free(bd_http *h);
-

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-
 #include "proto/protocol_similar.h"
 #include "similar_verb.h"
 #include "state.h"

@@ -35,8 +35,8 @@ typedef struct bd_state {
     int refs;
     struct bd_state *prev, *next; /* every live state, current and old */
     breachd_config *cfg;
-    br_pwfilter *pwfilter; /* NULL: no password filter configured */
-    br_pwfilter *ntfilter; /* [ntlm] filter (password-ntlm); NULL: none */
+    br_pwfilter *pwfilter;  /* NULL: no password filter configured */
+    br_pwfilter *ntfilter;  /* [ntlm] filter (password-ntlm); NULL: none */
     br_pwfilter *simfilter; /* [passwords] similar_filter (offline); NULL: none */
     br_banned *banned;      /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
     uint64_t banned_generation;

@@ -334,7 +334,8 @@ static int check_min_count(const breachd_config *cfg, const pw_section *sec, boo
 int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                               br_error *err)
 {
-    const pw_section sec = {"passwords", "PW", cfg->passwords.filter, cfg->passwords.pubkey,
+    const pw_section sec = {"passwords",           "PW",
+                            cfg->passwords.filter, cfg->passwords.pubkey,
                             BR_KIND_PASSWORD_SHA1, false};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     return r < 0 ? r : check_min_count(cfg, &sec, cfg->passwords.min_count_ok, out, err);
@@ -343,8 +344,8 @@ int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_f
 int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                          br_error *err)
 {
-    const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey,
-                            BR_KIND_PASSWORD_NTLM, false};
+    const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey, BR_KIND_PASSWORD_NTLM,
+                            false};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     return r < 0 ? r : check_min_count(cfg, &sec, cfg->ntlm.min_count_ok, out, err);
 }
@@ -373,8 +374,9 @@ static int similar_error(const breachd_config *cfg, int r, br_error *err)
 int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
                             br_error *err)
 {
-    const pw_section sec = {"passwords", "SIMILAR", cfg->passwords.similar_filter,
-                            cfg->passwords.pubkey, BR_KIND_PASSWORD_SHA1, false};
+    const pw_section sec = {
+        "passwords",           "SIMILAR", cfg->passwords.similar_filter, cfg->passwords.pubkey,
+        BR_KIND_PASSWORD_SHA1, false};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);
@@ -401,8 +403,7 @@ int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool 
     if (r == 0 && *out && !br_pwfilter_offline(*out)) {
         br_pwfilter_free(*out);
         *out = NULL;
-        r = filter_error(cfg, "urls",
-                         br_error_set(err, -EINVAL, "%s: not an offline filter", list),
+        r = filter_error(cfg, "urls", br_error_set(err, -EINVAL, "%s: not an offline filter", list),
                          err);
     }
     return r;

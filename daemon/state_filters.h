@@ -55,8 +55,8 @@ int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filte
 /* [urls] filter when it is an offline set (offline.h), the same way: owner,
  * kind, signature, base and deltas, generation; a set that is not offline
  * is refused. */
-int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out,
-                                 bd_filter_ids *ids, br_error *err);
+int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
+                                 br_error *err);
 /* The same for the files of list; followed: files [urls] follow fetched
  * (follow.h), breachd's own and verified against [urls] pubkey. */
 int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,

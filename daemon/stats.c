@@ -382,8 +382,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
                   st->urloffline  ? br_pwfilter_header(st->urloffline)
                   : st->urlfilter ? br_urlfilter_header(st->urlfilter)
                                   : NULL,
-                  now,
-                  bd_state_url_filter_stale(st, now));
+                  now, bd_state_url_filter_stale(st, now));
     render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);

@@ -18,6 +18,6 @@ size_t bd_stats_render(bd_server *srv, char *buf, size_t size);
 typedef struct bd_metrics bd_metrics;
 /* Serve GET /metrics on host:port. 0, or a negative errno: bind(2)'s
  * (-EADDRINUSE: the port is taken), -EADDRNOTAVAIL when it tells none. */
-int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host,
-                     uint16_t port, bd_metrics **out);
+int bd_metrics_start(struct event_base *base, bd_server *srv, const char *host, uint16_t port,
+                     bd_metrics **out);
 void bd_metrics_stop(bd_metrics *m);

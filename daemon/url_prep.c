@@ -4,7 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "offline.h"
 #include "url_prep.h"
 #include "url/url_secret.h"
@@ -28,7 +27,7 @@ void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
     p->keys = keys;
     p->maybe = maybe;
     p->probed = p->taken = false;
-    unsigned labels = st->urlfilter     ? br_urlfilter_lookup_labels(st->urlfilter)
+    unsigned labels = st->urlfilter    ? br_urlfilter_lookup_labels(st->urlfilter)
                       : st->urloffline ? bd_offline_url_labels(st->urloffline)
                                        : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "breachctl.h"
 #include "check_banned.h"
 #include "check_similar.h"
@@ -31,9 +30,9 @@
 typedef struct check_opts {
     bool quiet;
     bool json;
-    bool ntlm; /* password: NT hashes, the NT verb ([ntlm]) */
+    bool ntlm;       /* password: NT hashes, the NT verb ([ntlm]) */
     bool print_hash; /* password: print the hashes, ask nothing (ctl_hash.h) */
-    bool bulk; /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
+    bool bulk;       /* --bulk: the daemon's bulk lane (docs/protocol.md, LANE) */
     int timeout_ms;
     ctl_similar similar; /* password: --similar, --similar-min-count */
     ctl_banned banned;   /* password: --banned, --user, --full-name */
@@ -168,7 +167,8 @@ static void similar_of_chunk(session *s, size_t i, br_answer *a)
     if (!s->plain || !s->sim->sim || (a->kind != BR_ANSWER_CLEAN && a->kind != BR_ANSWER_UNKNOWN))
         return;
     br_error err = {{0}};
-    if (!s->failed && ctl_similar_apply(s->sim, s->c, s->plain->text[i], s->plain->len[i], a, &err) < 0)
+    if (!s->failed &&
+        ctl_similar_apply(s->sim, s->c, s->plain->text[i], s->plain->len[i], a, &err) < 0)
         session_fail(s, &err);
     if (s->failed && s->sim->mode == CTL_SIMILAR_REJECT) {
         a->kind = BR_ANSWER_ERROR;
@@ -253,8 +253,8 @@ static br_client_request url_request(size_t idx, const char *url)
 {
     size_t len = strlen(url);
     if (url_all_secret(idx, url, len))
-        return (br_client_request){.kind = BR_REQ_URL, .arg = URL_SECRET_STANDIN,
-                                   .arg_len = strlen(URL_SECRET_STANDIN)};
+        return (br_client_request){
+            .kind = BR_REQ_URL, .arg = URL_SECRET_STANDIN, .arg_len = strlen(URL_SECRET_STANDIN)};
     return (br_client_request){.kind = BR_REQ_URL, .arg = url, .arg_len = len};
 }
 
@@ -272,8 +272,8 @@ static br_client_request hex_request(bool nt, const char *s, size_t len, uint8_t
 {
     size_t hl = nt ? BR_NT_LEN : BR_SHA1_LEN;
     if (len == 2 * hl && br_hex_decode(s, hl, hash))
-        return (br_client_request){.kind = nt ? BR_REQ_NT : BR_REQ_SHA1, .arg = hash,
-                                   .arg_len = hl};
+        return (br_client_request){
+            .kind = nt ? BR_REQ_NT : BR_REQ_SHA1, .arg = hash, .arg_len = hl};
     return (br_client_request){.kind = BR_REQ_RAW, .arg = nt ? "NT -" : "PW -", .arg_len = 4};
 }
 
@@ -349,7 +349,8 @@ static void chunk_done(session *s, stdin_kind kind, br_client_request *reqs, siz
 
 /* Inputs one per line on stdin (passwords, SHA-1 hashes or URLs), in
  * pipelined chunks; every buffer that held one is wiped. */
-static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_kind kind, const char *cmd)
+static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_kind kind,
+                       const char *cmd)
 {
     setvbuf(stdin, stdin_buf, _IOFBF, sizeof(stdin_buf));
     uint8_t(*hashes)[BR_SHA1_LEN] = calloc(CHUNK, BR_SHA1_LEN);
@@ -421,7 +422,8 @@ static int check_stdin(session *s, const check_opts *o, status_acc *st, stdin_ki
 
 static const ctl_usage check_usage[] = {
     {"password",
-     CHECK_OPTS LANE_OPT " [--ntlm] [--print-hash]\n"
+     CHECK_OPTS LANE_OPT
+     " [--ntlm] [--print-hash]\n"
      "    [--similar=reject|warn|off] [--similar-min-count N]\n"
      "    [--banned=reject|warn|off] [--user NAME] [--full-name TEXT] [--user-fields]",
      "Checks passwords: typed (no echo) at the terminal, else one per line on "
@@ -490,8 +492,8 @@ static int parse_opts(int argc, char **argv, check_opts *o, const ctl_globals **
     int first;
     usage_of = argv[0];
     bool password = strcmp(argv[0], "password") == 0;
-    bool check = password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") ||
-                 !strcmp(argv[0], "url");
+    bool check =
+        password || !strcmp(argv[0], "sha1") || !strcmp(argv[0], "nt") || !strcmp(argv[0], "url");
     size_t n = BR_ARRAY_SIZE(opts) - (password ? 0 : 8) - !check;
     int r = ctl_getopt(argv[0], opts, n, check_usage_out, argc, argv, &first);
     if (r != 0)
@@ -577,7 +579,8 @@ static int check_password(const ctl_globals *g, check_opts *o, int nargs)
         ctl_similar_close(&o->similar);
         ctl_banned_close(&o->banned);
         if (len == -ENODATA || len == -ENOMSG)
-            ctl_err("password: no password given%s", len == -ENOMSG ? " (an empty one is not checked)" : "");
+            ctl_err("password: no password given%s",
+                    len == -ENOMSG ? " (an empty one is not checked)" : "");
         else if (len == -EMSGSIZE)
             ctl_err("password: longer than %zu bytes", sizeof(pw) - 2);
         else
@@ -624,8 +627,10 @@ static int check_args(const ctl_globals *g, const check_opts *o, const char *cmd
     status_acc st = {0};
     bool is_url = cmd[0] == 'u', is_nt = cmd[0] == 'n';
     if (!nargs && isatty(STDIN_FILENO)) {
-        ctl_err("%s: expected at least one %s, as arguments or one per line on standard input",
-                cmd, is_url ? "URL" : is_nt ? "32-hex NT hash" : "40-hex SHA-1");
+        ctl_err("%s: expected at least one %s, as arguments or one per line on standard input", cmd,
+                is_url  ? "URL"
+                : is_nt ? "32-hex NT hash"
+                        : "40-hex SHA-1");
         return EXIT_ERROR;
     }
     if (connect_or_fail(g, o, &c))
@@ -673,7 +678,8 @@ static int admin_command(const ctl_globals *g, const check_opts *o, const char *
     br_answer a;
     br_error err = {{0}};
     if (strcmp(cmd, "reload") == 0)
-        br_client_set_timeout(c, BR_MAX(o->timeout_ms, 120000)); /* verifying a big filter takes time */
+        br_client_set_timeout(
+            c, BR_MAX(o->timeout_ms, 120000)); /* verifying a big filter takes time */
     if (br_client_command(c, verb, &a, &err) < 0) {
         ctl_err("%s", err.text);
         return EXIT_ERROR;

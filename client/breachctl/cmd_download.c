@@ -82,7 +82,8 @@ static void progress_cb(void *ctx, const br_download_progress *p, bool final)
     char eta[32];
     uint32_t left = p->total - p->done - p->failed;
     fmt_eta(rate_done > 0 ? left / rate_done : -1, eta, sizeof(eta));
-    fprintf(stderr, "\rdownload: %" PRIu32 "/%" PRIu32 " prefixes (%.1f%%), %.1f MB, %.0f req/s, ETA %s",
+    fprintf(stderr,
+            "\rdownload: %" PRIu32 "/%" PRIu32 " prefixes (%.1f%%), %.1f MB, %.0f req/s, ETA %s",
             p->done, p->total, 100.0 * p->done / (p->total ? p->total : 1), (double)p->bytes / 1e6,
             rate_req, eta);
     if (p->failed)
@@ -124,8 +125,9 @@ static const ctl_usage download_usage[] = {
      "changed ranges; an interrupted run resumes; --force fetches everything again "
      "(docs/corpus.md). --ntlm: the NTLM corpus (NT hashes, 27-hex suffixes; use a DIR "
      "of its own). Default upstream: " BR_DOWNLOAD_DEFAULT_UPSTREAM
-     " (--ntlm: " BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM "); --parallel: " STR(BR_DOWNLOAD_DEFAULT_PARALLEL) ". Exit status 0 when every prefix "
-     "is present, else 2."},
+     " (--ntlm: " BR_DOWNLOAD_DEFAULT_NTLM_UPSTREAM
+     "); --parallel: " STR(BR_DOWNLOAD_DEFAULT_PARALLEL) ". Exit status 0 when every prefix "
+                                                         "is present, else 2."},
 };
 
 void cmd_download_summary(FILE *out)
@@ -149,8 +151,8 @@ static void summary(const br_download_opts *o, const br_download_result *res)
            : res->interrupted ? "interrupted"
            : res->gave_up     ? "gave up"
                               : "incomplete",
-           p->total - res->missing, p->total, p->written, p->unchanged, p->not_modified,
-           p->resumed, p->failed, p->requests, (double)p->bytes / 1e6, p->elapsed_s, rate);
+           p->total - res->missing, p->total, p->written, p->unchanged, p->not_modified, p->resumed,
+           p->failed, p->requests, (double)p->bytes / 1e6, p->elapsed_s, rate);
     if (res->complete && o->single_file)
         printf("; %s: %" PRIu64 " lines", o->single_file, res->single_file_lines);
     putchar('\n');
@@ -159,7 +161,8 @@ static void summary(const br_download_opts *o, const br_download_result *res)
 
 static void report_missing(const br_download_result *res)
 {
-    fprintf(stderr, "breachctl: download: %" PRIu32 " of %" PRIu32 " prefixes missing:", res->missing,
+    fprintf(stderr,
+            "breachctl: download: %" PRIu32 " of %" PRIu32 " prefixes missing:", res->missing,
             res->p.total);
     for (uint32_t i = 0; i < res->n_missing_listed; i++)
         fprintf(stderr, "%s %05" PRIX32 " (%s)", i ? "," : "", res->missing_prefix[i],

@@ -52,8 +52,8 @@ static const ctl_usage filter_usage[] = {
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
-     "categories; with --base, a delta of an offline set). FORMAT: "
-     BR_FEED_FORMAT_NAMES " (:FORMAT for one feed, --format for the others). CATEGORY: "
+     "categories; with --base, a delta of an offline set). FORMAT: " BR_FEED_FORMAT_NAMES
+     " (:FORMAT for one feed, --format for the others). CATEGORY: "
      "[a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY "; the first --input listing "
      "an expression sets its category. Feeds may be gzip or bzip2 data (told by their "
      "content; bzip2 from a file, not a pipe)."},
@@ -162,10 +162,10 @@ static int filter_info(const char *path, bool force)
             printf("%-18s %u:", "categories:", off->cats.count);
             for (unsigned i = 0; i < off->cats.count; i++)
                 printf(" %s", off->cats.names[i]);
-            printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
-                   off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
-            printf("%-18s %u allow, %u removed (full SHA-256 keys)\n", "exact table:",
-                   off->n_allow, off->n_removed);
+            printf("\n%-18s %u (lookups try host suffixes of up to %u labels)\n",
+                   "domain labels:", off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
+            printf("%-18s %u allow, %u removed (full SHA-256 keys)\n", "exact table:", off->n_allow,
+                   off->n_removed);
         } else {
             printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
                    "10%% below, never above); largest %" PRIu64 "\n",

@@ -171,8 +171,9 @@ int url_filter_build_delta(const char *cmd, feeds *f, const url_delta_args *a)
                 " removed\n",
                 a->ranges, prefixes, emptied, removed);
     fprintf(stderr,
-            "wrote %s: delta of %s (generation %" PRIu64 "): %" PRIu64 " new expressions of %" PRIu64
-            " (%" PRIu64 " already a maybe of the base set), %" PRIu64 " bytes\n",
+            "wrote %s: delta of %s (generation %" PRIu64 "): %" PRIu64
+            " new expressions of %" PRIu64 " (%" PRIu64
+            " already a maybe of the base set), %" PRIu64 " bytes\n",
             a->output, a->bases[a->n_bases - 1], so.generation, fresh, br_feedset_count(fs),
             br_feedset_count(fs) - fresh, bytes);
     return 0;

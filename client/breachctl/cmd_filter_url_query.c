@@ -54,8 +54,9 @@ int url_filter_info(const char *path, bool force)
     printf("%-18s %s v%u\n", "key encoding:", br_key_encoding_name(h->key_encoding),
            h->key_encoding_version);
     if (h->key_encoding_version >= 2)
-        printf("%-18s %u (lookups try host suffixes of up to %u labels)\n", "domain labels:",
-               br_urlfilter_max_domain_labels(uf), br_urlfilter_lookup_labels(uf));
+        printf("%-18s %u (lookups try host suffixes of up to %u labels)\n",
+               "domain labels:", br_urlfilter_max_domain_labels(uf),
+               br_urlfilter_lookup_labels(uf));
     else
         printf("%-18s not recorded (key encoding v1: lookups try up to %u labels)\n",
                "domain labels:", br_urlfilter_lookup_labels(uf));
@@ -64,20 +65,22 @@ int url_filter_info(const char *path, bool force)
     printf("%-18s %s (%.1f days ago)\n", "build time:", when, age_days);
     printf("%-18s %" PRIu64 " (capacity %" PRIu64 "%s)\n", "keys:", in.key_count, in.capacity,
            in.key_count > in.capacity ? ", OVER CAPACITY" : "");
-    printf("%-18s %" PRIu64 " of 64 bytes, %.2f bits per key now, %.2f at capacity\n", "blocks:",
-           in.block_count, in.bits_per_key,
+    printf("%-18s %" PRIu64 " of 64 bytes, %.2f bits per key now, %.2f at capacity\n",
+           "blocks:", in.block_count, in.bits_per_key,
            (double)in.block_count * BR_BLOOM_BLOCK_BITS / (double)in.capacity);
     printf("%-18s %u of %u hold entries (%.2f%%)\n", "prefixes:", in.prefixes_with_entries,
            BR_URLFILTER_PREFIXES, 100.0 * in.prefixes_with_entries / BR_URLFILTER_PREFIXES);
-    printf("%-18s target %g per expression at capacity (model: %.3g)\n", "false positives:",
-           in.target_fpr, in.design_fpr);
+    printf("%-18s target %g per expression at capacity (model: %.3g)\n",
+           "false positives:", in.target_fpr, in.design_fpr);
     printf("%-18s expected now %.4g per expression (Bloom), %.4g with the prefix bitmap%s\n", "",
-           in.bloom_fpr_now, in.fpr_now, in.bloom_fpr_now > in.target_fpr * 1.0000001
-                                              ? ": ABOVE TARGET, rebuild with a larger --capacity"
-                                              : "");
+           in.bloom_fpr_now, in.fpr_now,
+           in.bloom_fpr_now > in.target_fpr * 1.0000001
+               ? ": ABOVE TARGET, rebuild with a larger --capacity"
+               : "");
     if (in.key_count > in.base_key_count || h->generation != in.base_generation)
-        printf("%-18s %" PRIu64 " keys added by filter add since the full build (generation %" PRIu64
-               ", %" PRIu64 " keys)\n",
+        printf("%-18s %" PRIu64
+               " keys added by filter add since the full build (generation %" PRIu64 ", %" PRIu64
+               " keys)\n",
                "updates:", in.key_count - in.base_key_count, in.base_generation, in.base_key_count);
     else
         printf("%-18s none since the full build\n", "updates:");

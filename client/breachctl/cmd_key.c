@@ -44,8 +44,8 @@ static int key_generate(int argc, char **argv)
         CTL_HELP,
     };
     int first;
-    int r = ctl_getopt("key generate", opts, BR_ARRAY_SIZE(opts), generate_usage, argc, argv,
-                       &first);
+    int r =
+        ctl_getopt("key generate", opts, BR_ARRAY_SIZE(opts), generate_usage, argc, argv, &first);
     if (r != 0)
         return r > 0 ? 0 : EXIT_ERROR;
     if (first < argc) {

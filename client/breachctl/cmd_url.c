@@ -78,7 +78,8 @@ static bool one_url(url_opts *o, size_t idx, const char *url, size_t len)
     }
     if (dropped)
         ctl_err("%s: URL %zu: %zu expression%s holding an e-mail address not shown (never looked "
-                "up)", o->cmd, idx, dropped, dropped == 1 ? "" : "s");
+                "up)",
+                o->cmd, idx, dropped, dropped == 1 ? "" : "s");
     bool ok = true;
     for (size_t i = 0; i < ex.n; i++) {
         if (o->hash) {
@@ -114,9 +115,8 @@ int cmd_url(const ctl_globals *g, int argc, char **argv)
     (void)g;
     url_opts o = {.cmd = argv[0], .expressions = strcmp(argv[0], "url-expressions") == 0};
     const ctl_opt opts[] = {
-        CTL_HELP,
-        CTL_IGNORE("socket"), /* accepted everywhere; offline */
-        CTL_FLAG("hash", &o.hash), /* url-expressions only: the last row */
+        CTL_HELP, CTL_IGNORE("socket"), /* accepted everywhere; offline */
+        CTL_FLAG("hash", &o.hash),      /* url-expressions only: the last row */
     };
     int first;
     int r = ctl_getopt(o.cmd, opts, BR_ARRAY_SIZE(opts) - !o.expressions,

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "breachctl.h"
 #include "proto/client.h"
 #include "ctl_hash.h"

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "ctl_io.h"
 #include "core/util.h"
 
@@ -73,8 +72,8 @@ void ctl_print_stats(FILE *out, const char *kv, bool json)
             fprintf(out, "%.*s\n", (int)n, p);
         } else if (eq && eq > p) {
             size_t vlen = (size_t)(p + n - eq - 1);
-            bool num = vlen > 0 && strspn(eq + 1, "0123456789") >= vlen &&
-                       (vlen == 1 || eq[1] != '0');
+            bool num =
+                vlen > 0 && strspn(eq + 1, "0123456789") >= vlen && (vlen == 1 || eq[1] != '0');
             char key[128], val[512];
             snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
             snprintf(val, sizeof(val), "%.*s", (int)vlen, eq + 1);
@@ -94,4 +93,3 @@ void ctl_print_stats(FILE *out, const char *kv, bool json)
     if (json)
         fputs("}\n", out);
 }
-

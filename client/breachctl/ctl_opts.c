@@ -104,8 +104,8 @@ static int parse(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(F
     return 0;
 }
 
-int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
-               int argc, char **argv, int *first)
+int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out), int argc,
+               char **argv, int *first)
 {
     return parse(cmd, opts, n, usage, false, argc, argv, first);
 }

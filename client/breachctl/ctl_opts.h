@@ -32,15 +32,34 @@ typedef struct ctl_opt {
 } ctl_opt;
 
 /* Rows. */
-#define CTL_FLAG(n, d) {.name = (n), .type = CTL_OPT_FLAG, .dst = (d)}
-#define CTL_STR(n, d) {.name = (n), .type = CTL_OPT_STR, .dst = (d)}
+#define CTL_FLAG(n, d)                                                                             \
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_FLAG, .dst = (d)                                              \
+    }
+#define CTL_STR(n, d)                                                                              \
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_STR, .dst = (d)                                               \
+    }
 #define CTL_UINT(n, d, lo, hi, w)                                                                  \
-    {.name = (n), .type = CTL_OPT_UINT, .dst = (d), .min = (lo), .max = (hi), .want = (w)}
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_UINT, .dst = (d), .min = (lo), .max = (hi), .want = (w)       \
+    }
 #define CTL_LIST(n, d, cnt, hi, w)                                                                 \
-    {.name = (n), .type = CTL_OPT_LIST, .dst = (d), .count = (cnt), .max = (hi), .want = (w)}
-#define CTL_FN(n, d, f) {.name = (n), .type = CTL_OPT_FN, .dst = (d), .fn = (f)}
-#define CTL_IGNORE(n) {.name = (n), .type = CTL_OPT_IGNORE}
-#define CTL_HELP {.name = "help", .short_name = 'h', .type = CTL_OPT_HELP}
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_LIST, .dst = (d), .count = (cnt), .max = (hi), .want = (w)    \
+    }
+#define CTL_FN(n, d, f)                                                                            \
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_FN, .dst = (d), .fn = (f)                                     \
+    }
+#define CTL_IGNORE(n)                                                                              \
+    {                                                                                              \
+        .name = (n), .type = CTL_OPT_IGNORE                                                        \
+    }
+#define CTL_HELP                                                                                   \
+    {                                                                                              \
+        .name = "help", .short_name = 'h', .type = CTL_OPT_HELP                                    \
+    }
 /* breachctl --list-options: the table of the last command word is printed
  * ("--NAME" a line, every row) instead of being parsed, and the parse
  * answers 1 as for --help. The test suite compares these lists with
@@ -53,8 +72,8 @@ extern bool ctl_list_mode;
  * after an unknown option, on stdout for --help. 0: parsed, *first is the
  * index of the first argument; 1: --help was answered; -1: an error was
  * printed. Each call starts afresh (getopt's state is reset). */
-int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out),
-               int argc, char **argv, int *first);
+int ctl_getopt(const char *cmd, const ctl_opt *opts, size_t n, void (*usage)(FILE *out), int argc,
+               char **argv, int *first);
 /* The same, but parsing stops at the first argument that is not an option
  * (getopt's "+"): for a command word followed by a subcommand and its own
  * options, such as breachctl's global options before the command. */

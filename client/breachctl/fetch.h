@@ -24,7 +24,7 @@
 #include "filter/filter_file.h"
 
 typedef struct fetch_state {
-    char url[2048];          /* where PATH came from */
+    char url[2048];           /* where PATH came from */
     br_fetch_validators file; /* of the installed PATH */
     br_fetch_validators sig;  /* of the installed PATH.sig */
     br_fetch_validators part; /* of PATH.part's partial body */

@@ -51,7 +51,8 @@ void fetch_state_load(const char *path, fetch_state *st)
         return;
     }
     char line[2304];
-    bool ok = fgets(line, sizeof(line), f) && strncmp(line, STATE_MAGIC "\n", sizeof(STATE_MAGIC)) == 0;
+    bool ok =
+        fgets(line, sizeof(line), f) && strncmp(line, STATE_MAGIC "\n", sizeof(STATE_MAGIC)) == 0;
     while (ok && fgets(line, sizeof(line), f)) {
         line[strcspn(line, "\n")] = '\0';
         char *sp1 = strchr(line, ' ');
@@ -64,8 +65,8 @@ void fetch_state_load(const char *path, fetch_state *st)
             snprintf(st->url, sizeof(st->url), "%s", value);
         else if (dot) {
             *dot = '\0';
-            br_fetch_validators *v = strcmp(key, "file") == 0 ? &st->file
-                                     : strcmp(key, "sig") == 0 ? &st->sig
+            br_fetch_validators *v = strcmp(key, "file") == 0   ? &st->file
+                                     : strcmp(key, "sig") == 0  ? &st->sig
                                      : strcmp(key, "part") == 0 ? &st->part
                                                                 : NULL;
             if (v)
@@ -204,8 +205,7 @@ int fetch_rollback(const char *path, br_error *err)
         return -ENOMEM;
     struct stat st;
     if (stat(prev, &st) < 0)
-        return br_error_set(err, -errno, "%s: %s (nothing to roll back to)", prev,
-                            strerror(errno));
+        return br_error_set(err, -errno, "%s: %s (nothing to roll back to)", prev, strerror(errno));
     int r = 0;
     if (stat(sig_prev, &st) == 0)
         r = move(sig_prev, sig, err);

@@ -28,7 +28,7 @@ int url_filter_query(const char *path, int nkeys, char **keys, bool by_url);
 
 /* ---- offline URL filters (cmd_filter_url_offline.c) ---- */
 typedef struct url_offline_args {
-    const br_feedset *fs; /* finished */
+    const br_feedset *fs;      /* finished */
     const char *const *inputs; /* the --input arguments, for messages */
     size_t n_inputs;
     const char *output;

@@ -16,11 +16,11 @@ static const struct {
     const char *name;
     int (*fn)(const ctl_globals *g, int argc, char **argv);
 } commands[] = {
-    {"filter", cmd_filter},  {"url-canon", cmd_url},     {"url-expressions", cmd_url},
-    {"password", cmd_check}, {"sha1", cmd_check},        {"nt", cmd_check},
-    {"url", cmd_check},      {"ping", cmd_check},        {"stats", cmd_check},
-    {"reload", cmd_check},   {"download", cmd_download}, {"audit", cmd_audit},
-    {"key", cmd_key},        {"health", cmd_health},     {"dns", cmd_dns},
+    {"filter", cmd_filter},   {"url-canon", cmd_url},     {"url-expressions", cmd_url},
+    {"password", cmd_check},  {"sha1", cmd_check},        {"nt", cmd_check},
+    {"url", cmd_check},       {"ping", cmd_check},        {"stats", cmd_check},
+    {"reload", cmd_check},    {"download", cmd_download}, {"audit", cmd_audit},
+    {"key", cmd_key},         {"health", cmd_health},     {"dns", cmd_dns},
     {"publish", cmd_publish},
 };
 

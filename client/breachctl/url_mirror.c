@@ -186,8 +186,8 @@ static int parse_existing(const br_mirror *m, const char *name, const text *t, r
         }
         if (!ok) {
             free(v);
-            return br_error_set(err, -EINVAL, "%s/%s:%zu: not a \"SUFFIX59:category\" line",
-                                m->dir, name, lineno);
+            return br_error_set(err, -EINVAL, "%s/%s:%zu: not a \"SUFFIX59:category\" line", m->dir,
+                                name, lineno);
         }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -234,8 +234,8 @@ static int write_temp(br_mirror *m, const char *final, const text *t, br_error *
         return br_error_set(err, -ENOMEM, "out of memory");
     _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);
     if (fd < 0)
-        return br_error_set(err, -errno, "%s/%s: cannot create a temporary file: %s", m->dir,
-                            final, strerror(errno));
+        return br_error_set(err, -errno, "%s/%s: cannot create a temporary file: %s", m->dir, final,
+                            strerror(errno));
     pending *pe = &m->p[m->n];
     pe->tmp = strdup(strrchr(path, '/') + 1);
     if (!pe->tmp) {

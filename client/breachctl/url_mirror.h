@@ -67,4 +67,5 @@ BR_DEFINE_FREEP(br_mirror, br_mirror_free)
 /* Remove the PREFIX.txt files of dir whose prefix has no entry in bitmap
  * (2^20 bits, as in the filter): after a full build, the entries they held
  * are gone. Other files are never touched. */
-int br_mirror_remove_stale(const char *dir, const uint8_t *bitmap, uint64_t *removed, br_error *err);
+int br_mirror_remove_stale(const char *dir, const uint8_t *bitmap, uint64_t *removed,
+                           br_error *err);

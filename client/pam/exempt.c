@@ -94,7 +94,7 @@ static bool member_of_any(pam_handle_t *pamh, const char *list, const gid_t *gid
             int r = nss_gid(name, true, &gid);
             if (r < 0)
                 pb_syslog(pamh, LOG_WARNING, "group %s: %s", name,
-                           r == -ENOENT ? "no such group" : strerror(-r));
+                          r == -ENOENT ? "no such group" : strerror(-r));
             for (int i = 0; r == 0 && i < n; i++)
                 if (gids[i] == gid)
                     return true;
@@ -111,7 +111,7 @@ bool pb_exempt(pam_handle_t *pamh, const pb_options *o, const char *user)
     if (user && o->skip_users && list_has(o->skip_users, user)) {
         if (o->debug)
             pb_syslog(pamh, LOG_DEBUG, "user %s: in skip_users: not checked",
-                       pb_user_name(pamh, &ub));
+                      pb_user_name(pamh, &ub));
         return true;
     }
     if (!o->skip_groups && !o->only_groups)
@@ -120,8 +120,8 @@ bool pb_exempt(pam_handle_t *pamh, const pb_options *o, const char *user)
     int n = 0;
     int r = user ? user_groups(user, &gids, &n) : -ENOENT;
     if (r < 0)
-        pb_syslog(pamh, LOG_WARNING, "user %s: cannot find the groups: %s",
-                   pb_user_name(pamh, &ub), r == -ENOENT ? "no such user" : strerror(-r));
+        pb_syslog(pamh, LOG_WARNING, "user %s: cannot find the groups: %s", pb_user_name(pamh, &ub),
+                  r == -ENOENT ? "no such user" : strerror(-r));
     const char *why = NULL;
     if (o->skip_groups && member_of_any(pamh, o->skip_groups, gids, n))
         why = "a member of skip_groups";

@@ -191,8 +191,8 @@ static int write_state(int dirfd, const char *base, const char *buf, size_t len,
     char tmp[NAME_MAX + 1];
     if (br_random_bytes(rnd, sizeof(rnd)) < 0)
         return *what = "no random bytes", -EIO;
-    int n = snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x", base, rnd[0],
-                     rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    int n = snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x", base, rnd[0], rnd[1],
+                     rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (n < 0 || (size_t)n >= sizeof(tmp))
         return *what = "name too long", -ENAMETOOLONG;
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -226,8 +226,7 @@ typedef struct grace_op {
 
 /* Copy the valid lines of in to out (sized len + a line), without the
  * user's; note it in op. Returns the length of out. */
-static size_t filter_lines(pam_handle_t *pamh, const char *in, size_t len, char *out,
-                           grace_op *op)
+static size_t filter_lines(pam_handle_t *pamh, const char *in, size_t len, char *out, grace_op *op)
 {
     size_t o = 0, bad = 0;
     for (size_t i = 0; i < len;) {
@@ -253,8 +252,7 @@ static size_t filter_lines(pam_handle_t *pamh, const char *in, size_t len, char 
 
 /* Under the lock: read, find the user's line, write back when it changes.
  * Without it (op->locked false): read and find only. */
-static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op,
-                  const char **what)
+static int update(pam_handle_t *pamh, int dirfd, const char *base, grace_op *op, const char **what)
 {
     char *in = NULL;
     size_t len = 0;
@@ -298,8 +296,10 @@ static int lock_or_read(pam_handle_t *pamh, const char *path, int dirfd, const c
         return *what = "cannot lock its directory", r;
     if ((r = update(pamh, dirfd, base, op, what)) < 0)
         return r;
-    pb_syslog(pamh, LOG_WARNING, "grace state %s: locked by another process for %d s: "
-               "read without the lock, not updated", path, LOCK_WAIT_MS / 1000);
+    pb_syslog(pamh, LOG_WARNING,
+              "grace state %s: locked by another process for %d s: "
+              "read without the lock, not updated",
+              path, LOCK_WAIT_MS / 1000);
     return 1;
 }
 

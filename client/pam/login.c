@@ -27,7 +27,6 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
-
 #include "pam_breachd.h"
 #include "core/util.h"
 
@@ -72,7 +71,7 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
     if (pam_get_item(pamh, PAM_AUTHTOK, &tok) != PAM_SUCCESS || !tok || !*(const char *)tok) {
         if (o.debug)
             pb_syslog(pamh, LOG_DEBUG, "user %s: no password in PAM_AUTHTOK: not checked",
-                       pb_user_name(pamh, &ub));
+                      pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }
     size_t ulen = strlen(user);
@@ -84,7 +83,7 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
     pb_ask(&o, tok, &d->res);
     if (o.debug)
         pb_syslog(pamh, LOG_DEBUG, "user %s: password checked at login: %s",
-                   pb_user_name(pamh, &ub), verdict_name(d->res.v));
+                  pb_user_name(pamh, &ub), verdict_name(d->res.v));
     if (pam_set_data(pamh, LOGIN_KEY, d, free_login_data) != PAM_SUCCESS) {
         pb_syslog(pamh, LOG_ERR, "cannot keep the outcome of the check for the account stage");
         free_login_data(pamh, d, 0);
@@ -114,8 +113,8 @@ static int grace_left(pam_handle_t *pamh, const pb_options *o, const char *user)
 }
 
 /* A password that failed the check (PWNED, or unchecked under deny). */
-static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res,
-                  const char *user, int flags)
+static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res, const char *user,
+                  int flags)
 {
     pb_user_buf ub;
     char act[32], why[160];
@@ -128,8 +127,10 @@ static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res
     else
         snprintf(why, sizeof(why), "could not be checked (%s); on_error=deny", res->reason);
     if (o->audit) {
-        pb_syslog(pamh, LOG_WARNING, "user %s: password used at login %s: audit: "
-                   "login_action=%s not applied", pb_user_name(pamh, &ub), why, act);
+        pb_syslog(pamh, LOG_WARNING,
+                  "user %s: password used at login %s: audit: "
+                  "login_action=%s not applied",
+                  pb_user_name(pamh, &ub), why, act);
         return PAM_IGNORE;
     }
     int left = o->action == PB_FORCE ? -1 : o->action == PB_WARN ? 0 : grace_left(pamh, o, user);
@@ -149,7 +150,7 @@ static int failed(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res
     else
         snprintf(done, sizeof(done), "warned, %d day%s of grace left", left, left == 1 ? "" : "s");
     pb_syslog(pamh, LOG_NOTICE, "user %s: password used at login %s: login_action=%s: %s",
-               pb_user_name(pamh, &ub), why, act, done);
+              pb_user_name(pamh, &ub), why, act, done);
     return left < 0 ? PAM_NEW_AUTHTOK_REQD : PAM_SUCCESS;
 }
 
@@ -161,24 +162,28 @@ static int act(pam_handle_t *pamh, const pb_options *o, const pb_outcome *res, c
     case PB_ACCEPT:
         if (o->debug)
             pb_syslog(pamh, LOG_DEBUG, "user %s: password used at login passed the check",
-                       pb_user_name(pamh, &ub));
+                      pb_user_name(pamh, &ub));
         if (!o->audit && o->action == PB_GRACE && pb_grace_forget(pamh, o->state, user) > 0)
-            pb_syslog(pamh, LOG_NOTICE, "user %s: password used at login passed the check: "
-                       "grace period ended", pb_user_name(pamh, &ub));
+            pb_syslog(pamh, LOG_NOTICE,
+                      "user %s: password used at login passed the check: "
+                      "grace period ended",
+                      pb_user_name(pamh, &ub));
         return PAM_SUCCESS;
     case PB_UNKNOWN:
         if (o->on_unknown == PB_DENY)
             break;
-        pb_syslog(pamh, LOG_WARNING, "user %s: breachd could not check the password used at "
-                   "login (UNKNOWN %s); on_unknown=allow: login allowed",
-                   pb_user_name(pamh, &ub), res->reason);
+        pb_syslog(pamh, LOG_WARNING,
+                  "user %s: breachd could not check the password used at "
+                  "login (UNKNOWN %s); on_unknown=allow: login allowed",
+                  pb_user_name(pamh, &ub), res->reason);
         return PAM_IGNORE;
     case PB_ERROR:
         if (o->on_error == PB_DENY)
             break;
-        pb_syslog(pamh, LOG_ERR, "user %s: cannot check the password used at login with "
-                   "breachd: %s; on_error=allow: login allowed",
-                   pb_user_name(pamh, &ub), res->detail);
+        pb_syslog(pamh, LOG_ERR,
+                  "user %s: cannot check the password used at login with "
+                  "breachd: %s; on_error=allow: login allowed",
+                  pb_user_name(pamh, &ub), res->detail);
         return PAM_IGNORE;
     case PB_PWNED:
         break;
@@ -198,15 +203,18 @@ PAM_EXTERN int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const c
         return PAM_IGNORE;
     if (pam_get_data(pamh, LOGIN_KEY, &data) != PAM_SUCCESS || !data) {
         if (o.debug)
-            pb_syslog(pamh, LOG_DEBUG, "user %s: no password was checked at login "
-                       "(not a password login, or no pam_breachd in the auth stack)",
-                       pb_user_name(pamh, &ub));
+            pb_syslog(pamh, LOG_DEBUG,
+                      "user %s: no password was checked at login "
+                      "(not a password login, or no pam_breachd in the auth stack)",
+                      pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }
     const login_data *d = data;
     if (strcmp(d->user, user) != 0) {
-        pb_syslog(pamh, LOG_WARNING, "user %s: the password was checked for another user: "
-                   "ignored", pb_user_name(pamh, &ub));
+        pb_syslog(pamh, LOG_WARNING,
+                  "user %s: the password was checked for another user: "
+                  "ignored",
+                  pb_user_name(pamh, &ub));
         return PAM_IGNORE;
     }
     pb_outcome res = d->res;

@@ -59,8 +59,8 @@ typedef struct pb_options {
     pb_similar similar;
     uint64_t similar_min_count;
     pb_banned banned;
-    const char *state;       /* the grace state file */
-    const char *skip_users;  /* comma lists, or NULL */
+    const char *state;      /* the grace state file */
+    const char *skip_users; /* comma lists, or NULL */
     const char *skip_groups;
     const char *only_groups;
     bool audit;
@@ -118,8 +118,7 @@ void pb_ask(const pb_options *o, const char *password, pb_outcome *out);
  * that cannot be made leaves res as it is and is logged at debug level
  * only (the exact check passed; similar= is best effort). Never logs the
  * password, a variant, a hash or the count. */
-void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *password,
-                    pb_outcome *res);
+void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *password, pb_outcome *res);
 /* Before pb_ask at change time: the new password matched here against the
  * terms breachd holds (BANNED) and the user's own names (user and its
  * GECOS full name); a refusal sets res->banned, res->banned_kinds and

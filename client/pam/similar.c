@@ -46,12 +46,12 @@ void pb_ask_similar(pam_handle_t *pamh, const pb_options *o, const char *passwor
     } else if (o->debug) {
         /* a.reason is the daemon's first word; err.text names the socket */
         pb_syslog(pamh, LOG_DEBUG, "similar passwords: %s",
-                   r < 0       ? "not checked: cannot talk to breachd"
-                   : a.unknown ? (strcmp(a.reason, "no-similar-filter") == 0
-                                      ? "not checked: breachd has no offline filter for them"
-                                      : "not checked: breachd could not answer")
-                   : a.similar ? "a match below similar_min_count"
-                               : "none is a popular breached password");
+                  r < 0       ? "not checked: cannot talk to breachd"
+                  : a.unknown ? (strcmp(a.reason, "no-similar-filter") == 0
+                                     ? "not checked: breachd has no offline filter for them"
+                                     : "not checked: breachd could not answer")
+                  : a.similar ? "a match below similar_min_count"
+                              : "none is a popular breached password");
     }
     br_wipe(&a, sizeof(a));
 }

@@ -11,6 +11,8 @@ typedef struct br_error {
 
 /* Set err (if not NULL) and return code (a negative errno), so that callers
  * can write `return br_error_set(err, -EINVAL, "...")`. */
-int br_error_set(br_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int br_error_set(br_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Like br_error_set but prefixes the current text: "prefix: old text". */
-int br_error_prefix(br_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int br_error_prefix(br_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));

@@ -129,7 +129,8 @@ int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_L
         /* The digest is set once; later inits reuse it (no fetch, no
          * reference taken per string). */
         if (EVP_DigestInit_ex2(ctx, i == 0 ? md : NULL, NULL) != 1 ||
-            EVP_DigestUpdate(ctx, s[i], strlen(s[i])) != 1 || EVP_DigestFinal_ex(ctx, out[i], NULL) != 1)
+            EVP_DigestUpdate(ctx, s[i], strlen(s[i])) != 1 ||
+            EVP_DigestFinal_ex(ctx, out[i], NULL) != 1)
             r = -EIO;
     }
     EVP_MD_CTX_free(ctx);

@@ -180,8 +180,7 @@ static int nt_digest(EVP_MD_CTX *ctx, const void *password, size_t len, uint8_t 
     return rc;
 }
 
-int br_nt_hasher_digest(br_nt_hasher *h, const void *password, size_t len,
-                        uint8_t out[BR_NT_LEN])
+int br_nt_hasher_digest(br_nt_hasher *h, const void *password, size_t len, uint8_t out[BR_NT_LEN])
 {
     return nt_digest(h->ctx, password, len, out);
 }

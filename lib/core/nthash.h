@@ -45,8 +45,7 @@ int br_nt_hash(const void *password, size_t len, uint8_t out[BR_NT_LEN]);
 typedef struct br_nt_hasher br_nt_hasher;
 br_nt_hasher *br_nt_hasher_new(br_error *err);
 void br_nt_hasher_free(br_nt_hasher *h);
-int br_nt_hasher_digest(br_nt_hasher *h, const void *password, size_t len,
-                        uint8_t out[BR_NT_LEN]);
+int br_nt_hasher_digest(br_nt_hasher *h, const void *password, size_t len, uint8_t out[BR_NT_LEN]);
 
 /* Convert in[*pos .. len) to UTF-16LE into out (cap >= 4 bytes) by the rules
  * above, as far as whole characters fit; *pos is advanced past what was

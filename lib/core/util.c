@@ -39,10 +39,10 @@ int br_read_whole(const char *path, size_t max, uint8_t **data, size_t *len)
     struct stat st;
     if (fd < 0)
         return -errno;
-    int r = fstat(fd, &st) < 0            ? -errno
-            : !S_ISREG(st.st_mode)        ? -EINVAL
+    int r = fstat(fd, &st) < 0           ? -errno
+            : !S_ISREG(st.st_mode)       ? -EINVAL
             : (uint64_t)st.st_size > max ? -EFBIG
-                                          : 0;
+                                         : 0;
     if (r == 0 && !(*data = malloc((size_t)st.st_size + 1)))
         r = -ENOMEM;
     size_t got = 0;

@@ -20,7 +20,7 @@
 
 /* Define foo_freep() for a foo_free() so that `_cleanup_(foo_freep) foo *x` works. */
 #define BR_DEFINE_FREEP(type, fn)                                                                  \
-    static inline void fn##p(type **p)                                                            \
+    static inline void fn##p(type **p)                                                             \
     {                                                                                              \
         if (*p)                                                                                    \
             fn(*p);                                                                                \

@@ -227,7 +227,10 @@ static void got_body(dl_run *r, uint32_t p, const br_upstream_response *res)
     }
     if (rc < 0) {
         dl_run_log(r, LOG_INFO, "prefix %05X: unusable body: %s", p, perr.text);
-        fail(r, p, rc == -ENODATA ? WHY_EMPTY : rc == -EFBIG ? WHY_TOO_LARGE : WHY_MALFORMED,
+        fail(r, p,
+             rc == -ENODATA ? WHY_EMPTY
+             : rc == -EFBIG ? WHY_TOO_LARGE
+                            : WHY_MALFORMED,
              rc != -EFBIG);
         return;
     }
@@ -278,8 +281,9 @@ static void fetch_cb(void *ctx, const br_upstream_response *res)
         fail(r, p, WHY_TIMEOUT, true);
         break;
     case BR_UPSTREAM_RATE_LIMITED: /* 429 / 503 with Retry-After until the deadline */
-        fail(r, p, res->http_status > 0 && res->http_status < 1000 ? (int16_t)res->http_status
-                                                                    : WHY_TIMEOUT,
+        fail(r, p,
+             res->http_status > 0 && res->http_status < 1000 ? (int16_t)res->http_status
+                                                             : WHY_TIMEOUT,
              true);
         break;
     case BR_UPSTREAM_UNAVAILABLE:
@@ -320,7 +324,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     if (!dl_all_dispatched(r) && now - r->last_answer_ns > r->stall_ns) {
         r->gave_up = true;
         dl_run_log(r, LOG_ERR, "no usable answer from the upstream for %llu s: giving up",
-                (unsigned long long)(r->stall_ns / 1000000000u));
+                   (unsigned long long)(r->stall_ns / 1000000000u));
     }
     if (r->fatal || r->gave_up || dl_all_dispatched(r)) {
         event_base_loopbreak(r->base);

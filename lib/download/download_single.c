@@ -7,8 +7,8 @@
  * as in HIBP's published ordered-by-hash files and the official downloader on
  * Windows (on Linux it writes LF: .NET's Environment.NewLine). Empty lines
  * are skipped, as the official downloader does, and a UTF-8 byte order mark
- * at the start of a line (which the range parser accepts) is left out. A prefix file whose lines are
- * not in order is sorted (HIBP's are). Written to FILE.tmp, fsynced, renamed. */
+ * at the start of a line (which the range parser accepts) is left out. A prefix file whose lines
+ * are not in order is sorted (HIBP's are). Written to FILE.tmp, fsynced, renamed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

@@ -433,8 +433,7 @@ typedef struct batch_counts {
 
 /* The batch's items into the index entries, and the journal lines of those
  * that changed into text (room for b->n lines). Returns the text's length. */
-static size_t index_batch(dl_index *ix, dl_batch *b, char *text, size_t text_cap,
-                          batch_counts *n)
+static size_t index_batch(dl_index *ix, dl_batch *b, char *text, size_t text_cap, batch_counts *n)
 {
     size_t off = 0;
     for (size_t i = 0; i < b->n; i++) {

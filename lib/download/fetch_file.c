@@ -77,8 +77,10 @@ static int decide(xfer *x)
     x->decided = true;
     x->resumed = code == 206 && x->range_ok && x->offset > 0;
     if (code == 206 && !x->resumed) {
-        snprintf(x->reason, sizeof(x->reason), "a partial answer (206) that does not start at "
-                 "byte %" PRIu64, x->offset);
+        snprintf(x->reason, sizeof(x->reason),
+                 "a partial answer (206) that does not start at "
+                 "byte %" PRIu64,
+                 x->offset);
         return -EIO;
     }
     uint64_t at = x->resumed ? x->offset : 0;
@@ -100,11 +102,9 @@ static int check_head(xfer *x)
         return -ENOMEM;
     int r = -EIO;
     if (pread(x->fd, head, o->head_len, 0) == (ssize_t)o->head_len)
-        r = o->check_head(o->check_ctx, head, o->head_len, &x->limit, x->reason,
-                          sizeof(x->reason));
+        r = o->check_head(o->check_ctx, head, o->head_len, &x->limit, x->reason, sizeof(x->reason));
     else
-        snprintf(x->reason, sizeof(x->reason), "reading back its first bytes: %s",
-                 strerror(errno));
+        snprintf(x->reason, sizeof(x->reason), "reading back its first bytes: %s", strerror(errno));
     free(head);
     return r;
 }
@@ -227,11 +227,11 @@ static int curl_failure(const br_fetch_opts *o, CURLcode cc, const xfer *x, long
         return br_error_set(err, x->fail, "%s: %s", o->url, x->reason);
     if (cc == CURLE_HTTP_RETURNED_ERROR)
         return br_error_set(err, code == 404 ? -ENOENT : -EIO, "%s: HTTP %ld", o->url, code);
-    int r = cc == CURLE_OPERATION_TIMEDOUT        ? -ETIMEDOUT
-            : cc == CURLE_FILESIZE_EXCEEDED       ? -EFBIG
-            : cc == CURLE_FILE_COULDNT_READ_FILE  ? -ENOENT
-            : cc == CURLE_REMOTE_FILE_NOT_FOUND   ? -ENOENT
-                                                  : -EIO;
+    int r = cc == CURLE_OPERATION_TIMEDOUT       ? -ETIMEDOUT
+            : cc == CURLE_FILESIZE_EXCEEDED      ? -EFBIG
+            : cc == CURLE_FILE_COULDNT_READ_FILE ? -ENOENT
+            : cc == CURLE_REMOTE_FILE_NOT_FOUND  ? -ENOENT
+                                                 : -EIO;
     return br_error_set(err, r, "%s: %s", o->url, curl_easy_strerror(cc));
 }
 
@@ -286,8 +286,7 @@ static int open_output(const char *path, bool partial, br_error *err)
         int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-            st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
-            fcntl(fd, F_SETFL, 0) == 0)
+            st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) && fcntl(fd, F_SETFL, 0) == 0)
             return fd;
         if (fd >= 0)
             close(fd);

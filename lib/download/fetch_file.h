@@ -66,5 +66,4 @@ typedef struct br_fetch_result {
  * for a 404, -errno) err names the URL and the reason, and path keeps what
  * was received: opts->partial with res->got resumes it. res->got is filled
  * as soon as the headers arrived, also on failure. */
-int br_fetch_file(const char *path, const br_fetch_opts *opts, br_fetch_result *res,
-                  br_error *err);
+int br_fetch_file(const char *path, const br_fetch_opts *opts, br_fetch_result *res, br_error *err);

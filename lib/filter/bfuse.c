@@ -82,8 +82,8 @@ static void bfuse_geom_of(const br_bfuse *f, bfuse_geom *g)
     g->shift = (unsigned)__builtin_ctz(f->segment_length);
 }
 
-static inline __attribute__((always_inline)) void
-bfuse_positions(const bfuse_geom *g, uint64_t h, unsigned arity, uint32_t p[4])
+static inline __attribute__((always_inline)) void bfuse_positions(const bfuse_geom *g, uint64_t h,
+                                                                  unsigned arity, uint32_t p[4])
 {
     uint32_t h0 = bfuse_mulhi(h, g->scl);
     p[0] = h0;
@@ -94,7 +94,8 @@ bfuse_positions(const bfuse_geom *g, uint64_t h, unsigned arity, uint32_t p[4])
 }
 
 /* Fingerprint slots, little-endian, fpb = 1, 2 or 4 bytes. */
-static inline __attribute__((always_inline)) uint32_t bfuse_load(const uint8_t *a, uint32_t i, unsigned fpb)
+static inline __attribute__((always_inline)) uint32_t bfuse_load(const uint8_t *a, uint32_t i,
+                                                                 unsigned fpb)
 {
     if (fpb == 1)
         return a[i];
@@ -108,7 +109,8 @@ static inline __attribute__((always_inline)) uint32_t bfuse_load(const uint8_t *
     return le32toh(v);
 }
 
-static inline __attribute__((always_inline)) void bfuse_store(uint8_t *a, uint32_t i, uint32_t x, unsigned fpb)
+static inline __attribute__((always_inline)) void bfuse_store(uint8_t *a, uint32_t i, uint32_t x,
+                                                              unsigned fpb)
 {
     if (fpb == 1) {
         a[i] = (uint8_t)x;
@@ -220,7 +222,8 @@ int br_bfuse_check(const br_bfuse *f)
         return -EINVAL;
     if (f->segment_count_length == 0 || f->segment_count_length % f->segment_length != 0)
         return -EINVAL;
-    uint64_t total = (uint64_t)f->segment_count_length + (uint64_t)(f->arity - 1) * f->segment_length;
+    uint64_t total =
+        (uint64_t)f->segment_count_length + (uint64_t)(f->arity - 1) * f->segment_length;
     if (total != f->array_length)
         return -EINVAL;
     return 0;
@@ -277,9 +280,9 @@ static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, const u
 /* Assign in reverse peel order: each slot is still 0 when its key comes,
  * so XOR-ing over all the key's slots gives the value to store. */
 static inline __attribute__((always_inline)) void bfuse_assign(const bfuse_geom *g, unsigned arity,
-                                                               unsigned fpb, bool coded, size_t peeled,
-                                                               uint32_t m, const bfuse_work *w,
-                                                               uint8_t *out)
+                                                               unsigned fpb, bool coded,
+                                                               size_t peeled, uint32_t m,
+                                                               const bfuse_work *w, uint8_t *out)
 {
     uint32_t p[4];
     memset(out, 0, (size_t)m * fpb);
@@ -296,10 +299,9 @@ static inline __attribute__((always_inline)) void bfuse_assign(const bfuse_geom 
 }
 
 /* One construction attempt with one seed: true when every key peeled. */
-static inline __attribute__((always_inline)) bool bfuse_try(const bfuse_geom *g, unsigned arity, unsigned fpb,
-                                                            const uint64_t *keys, const uint8_t *codes,
-                                                            size_t n, uint32_t m, uint64_t seed,
-                                                            bfuse_work *w, uint8_t *out)
+static inline __attribute__((always_inline)) bool
+bfuse_try(const bfuse_geom *g, unsigned arity, unsigned fpb, const uint64_t *keys,
+          const uint8_t *codes, size_t n, uint32_t m, uint64_t seed, bfuse_work *w, uint8_t *out)
 {
     uint64_t *sxor = w->sxor;
     uint8_t *count = w->count;
@@ -490,8 +492,8 @@ int br_bfuse_build_coded(br_bfuse *f, const uint64_t *keys, const uint8_t *codes
 
 /* ---- queries --------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) bool bfuse_match(const uint8_t *a, const uint32_t p[4], unsigned arity,
-                                                              unsigned fpb, uint64_t h)
+static inline __attribute__((always_inline)) bool
+bfuse_match(const uint8_t *a, const uint32_t p[4], unsigned arity, unsigned fpb, uint64_t h)
 {
     uint32_t v = bfuse_fp(h);
     for (unsigned j = 0; j < arity; j++)
@@ -499,8 +501,10 @@ static inline __attribute__((always_inline)) bool bfuse_match(const uint8_t *a, 
     return (v & bfuse_fp_mask(fpb)) == 0;
 }
 
-static inline __attribute__((always_inline)) bool bfuse_contains_one(const br_bfuse *f, const bfuse_geom *g,
-                                                                     unsigned arity, unsigned fpb, uint64_t key)
+static inline __attribute__((always_inline)) bool bfuse_contains_one(const br_bfuse *f,
+                                                                     const bfuse_geom *g,
+                                                                     unsigned arity, unsigned fpb,
+                                                                     uint64_t key)
 {
     uint32_t p[4];
     uint64_t h = bfuse_mix(key + f->seed);
@@ -543,8 +547,9 @@ void br_bfuse_prefetch(const br_bfuse *f, uint64_t key)
         __builtin_prefetch(a + (size_t)p[t] * fpb);
 }
 
-static inline __attribute__((always_inline)) void bfuse_batch(const br_bfuse *f, const bfuse_geom *g,
-                                                              unsigned arity, unsigned fpb, const uint64_t *keys,
+static inline __attribute__((always_inline)) void bfuse_batch(const br_bfuse *f,
+                                                              const bfuse_geom *g, unsigned arity,
+                                                              unsigned fpb, const uint64_t *keys,
                                                               size_t n, bool *out)
 {
     const uint8_t *a = f->fingerprints;
@@ -593,8 +598,8 @@ void br_bfuse_contains_batch(const br_bfuse *f, const uint64_t *keys, size_t n, 
 
 /* ---- coded lookups (fp_bits 32) --------------------------------------- */
 
-static inline __attribute__((always_inline)) uint8_t bfuse_code_of(const uint8_t *a, const uint32_t p[4],
-                                                                   unsigned arity, uint64_t h)
+static inline __attribute__((always_inline)) uint8_t
+bfuse_code_of(const uint8_t *a, const uint32_t p[4], unsigned arity, uint64_t h)
 {
     uint32_t v = bfuse_fp(h) & ~UINT32_C(0xff);
     for (unsigned j = 0; j < arity; j++)

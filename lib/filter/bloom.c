@@ -167,7 +167,9 @@ int br_bloom_size(uint64_t capacity, double target, br_bloom_params *out, br_err
         double f = 1.0;
         if (lam > 0.0) {
             double b = ceil((double)capacity / lam);
-            blocks = b < 1.0 ? 1 : (b > (double)BR_BLOOM_MAX_BLOCKS ? BR_BLOOM_MAX_BLOCKS + 1 : (uint64_t)b);
+            blocks =
+                b < 1.0 ? 1
+                        : (b > (double)BR_BLOOM_MAX_BLOCKS ? BR_BLOOM_MAX_BLOCKS + 1 : (uint64_t)b);
             /* Rounding: make sure the chosen count really meets the target. */
             while (blocks <= BR_BLOOM_MAX_BLOCKS &&
                    (f = model_eval(&mo, (double)capacity / (double)blocks)) > target)
@@ -183,8 +185,10 @@ int br_bloom_size(uint64_t capacity, double target, br_bloom_params *out, br_err
         }
     }
     if (best.k == 0)
-        return br_error_set(err, -EFBIG, "%llu keys at a false-positive rate of %g need more than "
-                            "%llu blocks", (unsigned long long)capacity, target,
+        return br_error_set(err, -EFBIG,
+                            "%llu keys at a false-positive rate of %g need more than "
+                            "%llu blocks",
+                            (unsigned long long)capacity, target,
                             (unsigned long long)BR_BLOOM_MAX_BLOCKS);
     best.bits_per_key = (double)best.block_count * BR_BLOOM_BLOCK_BITS / (double)capacity;
     *out = best;

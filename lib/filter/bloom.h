@@ -31,7 +31,7 @@
 #define BR_BLOOM_BLOCK_BITS 512
 #define BR_BLOOM_KEY_LEN 32
 #define BR_BLOOM_MIN_K 1
-#define BR_BLOOM_MAX_K 18 /* 18 fields of 9 bits fit in key bytes 3..23 */
+#define BR_BLOOM_MAX_K 18                       /* 18 fields of 9 bits fit in key bytes 3..23 */
 #define BR_BLOOM_MAX_BLOCKS (UINT64_C(1) << 32) /* 256 GiB of blocks */
 #define BR_BLOOM_MAX_CAPACITY (UINT64_C(1) << 36)
 #define BR_BLOOM_MIN_FPR 1e-9

@@ -130,7 +130,8 @@ int br_filter_layers_open(const br_filter_file *outer, br_filter_file ***out, si
     br_filter_file **views = calloc(n, sizeof(*views));
     if (!views)
         return -ENOMEM;
-    uint64_t expect = (table_end + BR_FILTER_PAYLOAD_ALIGN - 1) & ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
+    uint64_t expect =
+        (table_end + BR_FILTER_PAYLOAD_ALIGN - 1) & ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
     uint64_t keys = 0;
     int r = 0;
     for (uint32_t i = 0; i < n && r == 0; i++) {
@@ -150,7 +151,8 @@ int br_filter_layers_open(const br_filter_file *outer, br_filter_file ***out, si
             r = check_layer(h, br_filter_file_header(views[i]), i, err);
         if (r == 0)
             keys += br_filter_file_header(views[i])->key_count;
-        expect = (off + len + BR_FILTER_PAYLOAD_ALIGN - 1) & ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
+        expect =
+            (off + len + BR_FILTER_PAYLOAD_ALIGN - 1) & ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
     }
     if (r == 0 && keys != h->key_count)
         r = br_error_set(err, -EINVAL, "field key_count: %llu, but the layers hold %llu",
@@ -205,16 +207,17 @@ static int collect(br_filter_file *const *files, size_t n, layer_src *out, size_
             continue;
         }
         if (i > 0)
-            return br_error_set(err, -EINVAL, "file %zu: a layered file can only come first", i + 1);
+            return br_error_set(err, -EINVAL, "file %zu: a layered file can only come first",
+                                i + 1);
         int r = br_filter_layers_open(files[i], views, n_views, err);
         if (r < 0)
             return r;
         if (*n_views + (n - 1) > BR_LAYERS_MAX)
             return br_error_set(err, -E2BIG, "more than %d layers", BR_LAYERS_MAX);
         for (size_t j = 0; j < *n_views; j++)
-            out[k++] = (layer_src){br_filter_file_data((*views)[j]),
-                                   br_filter_file_size((*views)[j]),
-                                   br_filter_file_header((*views)[j])};
+            out[k++] =
+                (layer_src){br_filter_file_data((*views)[j]), br_filter_file_size((*views)[j]),
+                            br_filter_file_header((*views)[j])};
     }
     *n_out = k;
     return 0;
@@ -222,8 +225,7 @@ static int collect(br_filter_file *const *files, size_t n, layer_src *out, size_
 
 /* Each layer after the first is a delta of an earlier one, or of the
  * layered file first (whose body names it as a whole). */
-static int check_chain(const br_filter_header *first, const layer_src *l, size_t n,
-                       br_error *err)
+static int check_chain(const br_filter_header *first, const layer_src *l, size_t n, br_error *err)
 {
     if (l[0].h->role != BR_ROLE_FULL)
         return br_error_set(err, -EINVAL, "file 1 is a delta: a set starts with a full filter");
@@ -267,16 +269,17 @@ static int write_layer(br_filter_writer *w, const layer_src *l, const uint8_t *f
 static int write_layers(br_filter_writer *w, const layer_src *l, size_t n, size_t n_flat,
                         const uint8_t *flat_name, br_filter_header *hdr, br_error *err)
 {
-    uint64_t off = BR_FILTER_PAYLOAD_ALIGN +
-                   (((uint64_t)n * T_ENTRY + BR_FILTER_PAYLOAD_ALIGN - 1) &
-                    ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1));
+    uint64_t off =
+        BR_FILTER_PAYLOAD_ALIGN + (((uint64_t)n * T_ENTRY + BR_FILTER_PAYLOAD_ALIGN - 1) &
+                                   ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1));
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
         uint8_t e[T_ENTRY];
         br_store_le64(e + T_OFFSET, off);
         br_store_le64(e + T_SIZE, l[i].size);
         r = br_filter_writer_write(w, e, sizeof(e), err);
-        off = (off + l[i].size + BR_FILTER_PAYLOAD_ALIGN - 1) & ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
+        off = (off + l[i].size + BR_FILTER_PAYLOAD_ALIGN - 1) &
+              ~(uint64_t)(BR_FILTER_PAYLOAD_ALIGN - 1);
         hdr->key_count += l[i].h->key_count;
         hdr->key_encoding_version = BR_MAX(hdr->key_encoding_version, l[i].h->key_encoding_version);
     }

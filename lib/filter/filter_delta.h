@@ -73,5 +73,4 @@ typedef struct br_filter_layers_opts {
  * copied byte for byte; the result names the same keys and answers exactly
  * as the set did. */
 int br_filter_layers_write(const char *path, br_filter_file *const *files, size_t n,
-                           const br_filter_layers_opts *opts, uint64_t *file_bytes,
-                           br_error *err);
+                           const br_filter_layers_opts *opts, uint64_t *file_bytes, br_error *err);

@@ -16,8 +16,8 @@ int br_filter_set_admit(const br_filter_header *set_hdr, const br_filter_names *
 }
 
 /* The layers (views, n of them, taken) as one set in *head. */
-static int join_layers(br_filter_file **views, size_t n, const br_filter_set_ops *ops,
-                       void **head, br_error *err)
+static int join_layers(br_filter_file **views, size_t n, const br_filter_set_ops *ops, void **head,
+                       br_error *err)
 {
     int r = 0;
     for (size_t i = 0; i < n; i++) {
@@ -90,8 +90,8 @@ static int open_member(const char *path, size_t index, const br_filter_set_ops *
     return 0;
 }
 
-int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops,
-                       void **out, uint8_t last_body[32], br_error *err)
+int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops, void **out,
+                       uint8_t last_body[32], br_error *err)
 {
     void *set = NULL;
     int r = 0;

@@ -28,35 +28,35 @@ typedef struct br_filter_set_ops {
  * br_urlfilter: with T##_from_file, T##_attach, T##_free, T##_file_header
  * and the members
  * set_hdr, names and outer), and its functions, static. */
-#define BR_FILTER_SET_OPS(T, NAME)                                                           \
-    static int NAME##_from_file(br_filter_file *file, void **out, br_error *err)             \
-    {                                                                                        \
-        T *f_ = NULL;                                                                        \
-        int r_ = T##_from_file(file, &f_, err);                                              \
-        *out = f_;                                                                           \
-        return r_;                                                                           \
-    }                                                                                        \
-    static int NAME##_attach(void *set, void *delta, br_error *err)                          \
-    {                                                                                        \
-        return T##_attach(set, delta, err);                                                  \
-    }                                                                                        \
-    static void NAME##_parts(void *f, br_filter_header **set_hdr, br_filter_names **names,   \
-                             br_filter_file ***outer)                                        \
-    {                                                                                        \
-        T *t_ = f;                                                                           \
-        *set_hdr = &t_->set_hdr;                                                             \
-        *names = &t_->names;                                                                 \
-        *outer = &t_->outer;                                                                 \
-    }                                                                                        \
-    static void NAME##_free(void *f)                                                         \
-    {                                                                                        \
-        T##_free(f);                                                                         \
-    }                                                                                        \
-    static const br_filter_header *NAME##_file_header(const void *f)                         \
-    {                                                                                        \
-        return T##_file_header(f);                                                           \
-    }                                                                                        \
-    static const br_filter_set_ops NAME = {NAME##_from_file, NAME##_attach, NAME##_parts,    \
+#define BR_FILTER_SET_OPS(T, NAME)                                                                 \
+    static int NAME##_from_file(br_filter_file *file, void **out, br_error *err)                   \
+    {                                                                                              \
+        T *f_ = NULL;                                                                              \
+        int r_ = T##_from_file(file, &f_, err);                                                    \
+        *out = f_;                                                                                 \
+        return r_;                                                                                 \
+    }                                                                                              \
+    static int NAME##_attach(void *set, void *delta, br_error *err)                                \
+    {                                                                                              \
+        return T##_attach(set, delta, err);                                                        \
+    }                                                                                              \
+    static void NAME##_parts(void *f, br_filter_header **set_hdr, br_filter_names **names,         \
+                             br_filter_file ***outer)                                              \
+    {                                                                                              \
+        T *t_ = f;                                                                                 \
+        *set_hdr = &t_->set_hdr;                                                                   \
+        *names = &t_->names;                                                                       \
+        *outer = &t_->outer;                                                                       \
+    }                                                                                              \
+    static void NAME##_free(void *f)                                                               \
+    {                                                                                              \
+        T##_free(f);                                                                               \
+    }                                                                                              \
+    static const br_filter_header *NAME##_file_header(const void *f)                               \
+    {                                                                                              \
+        return T##_file_header(f);                                                                 \
+    }                                                                                              \
+    static const br_filter_set_ops NAME = {NAME##_from_file, NAME##_attach, NAME##_parts,          \
                                            NAME##_free, NAME##_file_header}
 
 /* Whether a member whose own header is dh may join the set (header set_hdr,
@@ -75,5 +75,5 @@ int br_filter_set_from_layers(br_filter_file *file, const br_filter_set_ops *ops
 /* Open paths[0..n) as one set (pwfilter.h, urlfilter.h: _open_set): a full
  * filter, then deltas attached in order. last_body (may be NULL): the body
  * SHA-256 of paths[n-1]. Errors name the file. */
-int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops,
-                       void **out, uint8_t last_body[32], br_error *err);
+int br_filter_set_open(const char *const *paths, size_t n, const br_filter_set_ops *ops, void **out,
+                       uint8_t last_body[32], br_error *err);

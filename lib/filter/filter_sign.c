@@ -332,7 +332,8 @@ static int sig_matches(const br_filter_sig *s, const br_filter_header *h, br_err
                             "signature is for build time %lld, the filter was built at %lld",
                             (long long)s->build_time, (long long)h->build_time);
     if (memcmp(s->header_sha256, h->header_sha256, 32) != 0)
-        return br_error_set(err, -EINVAL, "signature is for another header (header_sha256 differs)");
+        return br_error_set(err, -EINVAL,
+                            "signature is for another header (header_sha256 differs)");
     if (memcmp(s->body_sha256, h->body_sha256, 32) != 0)
         return br_error_set(err, -EINVAL, "signature is for another body (body_sha256 differs)");
     return 0;

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 #include "core/br_assert.h"
 #include "filter_file.h"
 #include "hibp_input.h"
@@ -29,9 +28,9 @@
 #define PROGRESS_STEP (64u << 10) /* report progress about this often */
 #define HASH_HEX 40               /* hex digits of a SHA-1, the longer kind */
 #define PREFIX_HEX 5              /* hex digits in a prefix file's name */
-#define COUNT_FAST_DIGITS 19 /* 10^19 - 1 < 2^64: no overflow check needed */
+#define COUNT_FAST_DIGITS 19      /* 10^19 - 1 < 2^64: no overflow check needed */
 #define KIND_HEX_DIFF (2 * (BR_SHA1_LEN - BR_NT_LEN)) /* a SHA-1 has 8 more hex digits */
-#define BOM_LEN 3                 /* EF BB BF */
+#define BOM_LEN 3                                     /* EF BB BF */
 
 enum { MODE_UNKNOWN, MODE_COUNTED, MODE_PLAIN };
 
@@ -136,8 +135,7 @@ static inline int deliver(reader *r, const file_ctx *f, const uint8_t *key)
     return 0;
 }
 
-static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *key,
-                                  uint64_t count)
+static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *key, uint64_t count)
 {
     if (count == 0) {
         r->st.skipped_zero++;
@@ -217,8 +215,9 @@ __attribute__((noinline, cold)) static int hash_line_slow(reader *r, file_ctx *f
     if (f->mode == MODE_UNKNOWN) {
         f->mode = counted ? MODE_COUNTED : MODE_PLAIN;
         if (!counted && r->opts->need_counts)
-            return line_error(r, f, "a plain hash list has no counts, and an offline filter "
-                                    "keeps each key's count");
+            return line_error(r, f,
+                              "a plain hash list has no counts, and an offline filter "
+                              "keeps each key's count");
         if (!counted && r->min_count > 1)
             return line_error(r, f,
                               "a plain hash list has no counts, so the minimum count %" PRIu64
@@ -292,7 +291,8 @@ static int plain_line(reader *r, file_ctx *f, const uint8_t *p, size_t len)
     if (f->line == 1 && has_bom(p, len))
         return line_error(r, f, "the file starts with a UTF-8 byte order mark");
     uint8_t key[BR_SHA1_LEN];
-    int rc = r->nt ? br_nt_hasher_digest(r->nt, p, len, key) : br_hasher_digest(r->hasher, p, len, key);
+    int rc =
+        r->nt ? br_nt_hasher_digest(r->nt, p, len, key) : br_hasher_digest(r->hasher, p, len, key);
     if (rc < 0)
         return br_error_set(r->err, rc, "%s:%" PRIu64 ": %s failed", f->name, f->line,
                             r->nt ? "the NT hash (MD4)" : "SHA-1");
@@ -516,7 +516,8 @@ int br_input_read(const char *path, const br_input_opts *opts, br_key_cb cb, voi
     bool ntlm = opts->kind == BR_KIND_PASSWORD_NTLM;
     if (opts->kind != 0 && opts->kind != BR_KIND_PASSWORD_SHA1 && !ntlm)
         return br_error_set(err, -EINVAL, "%s: kind %s is not a password kind", path,
-                            br_filter_kind_name(opts->kind) ? br_filter_kind_name(opts->kind) : "?");
+                            br_filter_kind_name(opts->kind) ? br_filter_kind_name(opts->kind)
+                                                            : "?");
     if (opts->plaintext && opts->need_counts)
         return br_error_set(err, -EINVAL,
                             "%s: plaintext input has no counts, and an offline filter keeps each "

@@ -16,11 +16,10 @@
  * pipe bzip2-compressed (one or more streams): it is decompressed with zlib
  * or libbz2 while it is read, never as a whole (hibp_input_decomp.c). LF
  * or CRLF, any hex case, any order. Lines with count 0 (HIBP padding) are
- * skipped, and so are lines under min_count. A malformed line stops the read with "FILE:LINE: what is
- * wrong" and -EINVAL; corrupt or truncated gzip or bzip2 data with "FILE:
- * not valid gzip|bzip2 data after line N (reason)"; bzip2 data on a pipe
- * with "NAME: bzip2 data cannot be read from a pipe: ...". Path "-" is
- * stdin.
+ * skipped, and so are lines under min_count. A malformed line stops the read with "FILE:LINE: what
+ * is wrong" and -EINVAL; corrupt or truncated gzip or bzip2 data with "FILE: not valid gzip|bzip2
+ * data after line N (reason)"; bzip2 data on a pipe with "NAME: bzip2 data cannot be read from a
+ * pipe: ...". Path "-" is stdin.
  *
  * Line rules (the LF and then one CR are removed first):
  *  - hash files: a UTF-8 byte order mark (EF BB BF) at the start of any line
@@ -65,8 +64,8 @@ typedef int (*br_key_count_cb)(void *ctx, const uint8_t *hash, uint64_t count);
 typedef void (*br_progress_cb)(void *ctx, uint64_t bytes_done, uint64_t bytes_total);
 
 typedef struct br_input_opts {
-    uint32_t kind;      /* BR_KIND_PASSWORD_SHA1 (also 0) or BR_KIND_PASSWORD_NTLM (filter_file.h) */
-    bool plaintext;     /* lines are passwords, not hashes */
+    uint32_t kind;  /* BR_KIND_PASSWORD_SHA1 (also 0) or BR_KIND_PASSWORD_NTLM (filter_file.h) */
+    bool plaintext; /* lines are passwords, not hashes */
     uint64_t min_count; /* keep lines with count >= min_count (0 and 1 mean: all counted ones) */
     /* An offline filter's build: every input must have counts (a plain list
      * or plaintext is an error), a count over max_count (0: no limit) is a

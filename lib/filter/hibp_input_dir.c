@@ -85,8 +85,8 @@ static int add_file(br_prefix_list *l, uint32_t prefix, const char *rel, const c
         l->cap = cap;
     }
     l->v[l->n++] = (br_prefix_file){prefix, (uint32_t)l->pool_len};
-    l->pool_len += (size_t)snprintf(l->pool + l->pool_len, need, "%s%s%s", rel, rel[0] ? "/" : "",
-                                    name) + 1;
+    l->pool_len +=
+        (size_t)snprintf(l->pool + l->pool_len, need, "%s%s%s", rel, rel[0] ? "/" : "", name) + 1;
     return 0;
 }
 

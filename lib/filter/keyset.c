@@ -328,7 +328,8 @@ int br_keyset_shard(br_keyset *ks, uint32_t shard, uint64_t **keys, size_t *n, b
         if (hi > lo)
             memcpy(k, ks->mem + lo, (hi - lo) * sizeof(uint64_t));
         *keys = k;
-        *n = ks->words == 2 ? br_pairs_sort_unique(k, (hi - lo) / 2) : br_keys_sort_unique(k, hi - lo);
+        *n = ks->words == 2 ? br_pairs_sort_unique(k, (hi - lo) / 2)
+                            : br_keys_sort_unique(k, hi - lo);
         return 0;
     }
     /* Which bucket files hold this shard, and how many keys could they give. */

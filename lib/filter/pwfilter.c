@@ -193,8 +193,8 @@ static unsigned build_threads(const br_pwfilter_build_opts *o, const br_keyset *
     unsigned threads = o->threads ? o->threads : online_cpus();
     threads = BR_MIN(threads, shards);
     uint64_t budget = o->mem_budget ? o->mem_budget : BR_PWFILTER_MEM_BUDGET;
-    uint64_t per_key = o->counts || o->categories ? BR_PWFILTER_BYTES_PER_KEY_OFFLINE
-                                                  : BR_PWFILTER_BYTES_PER_KEY;
+    uint64_t per_key =
+        o->counts || o->categories ? BR_PWFILTER_BYTES_PER_KEY_OFFLINE : BR_PWFILTER_BYTES_PER_KEY;
     uint64_t per_thread = per_key * BR_MAX(br_keyset_max_shard_keys(ks), 1);
     return (unsigned)BR_MAX(1, BR_MIN((uint64_t)threads, budget / per_thread));
 }
@@ -246,9 +246,9 @@ static int write_table(const build_ctx *c, br_filter_writer *w, const uint64_t *
     return r;
 }
 
-static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o,
-                        const build_ctx *c, unsigned shard_bits, uint64_t table_offset,
-                        uint64_t keys, uint64_t codes_offset)
+static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o, const build_ctx *c,
+                        unsigned shard_bits, uint64_t table_offset, uint64_t keys,
+                        uint64_t codes_offset)
 {
     hdr->kind = o->kind ? o->kind : BR_KIND_PASSWORD_SHA1;
     hdr->algorithm = BR_ALGO_BINARY_FUSE;
@@ -388,8 +388,8 @@ static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint
     uint64_t off = br_load_le64(e + E_FP_OFFSET);
     uint64_t bytes = br_bfuse_bytes(f);
     if (off < h->payload_offset || off > table_offset || bytes > table_offset - off)
-        return br_error_set(err, -EINVAL, "shard %u: fingerprint array offset %llu out of range",
-                            i, (unsigned long long)off);
+        return br_error_set(err, -EINVAL, "shard %u: fingerprint array offset %llu out of range", i,
+                            (unsigned long long)off);
     f->fingerprints = br_filter_file_data(pf->file) + off;
     if (br_bfuse_check(f) < 0)
         return br_error_set(err, -EINVAL, "shard %u: inconsistent filter parameters", i);
@@ -455,7 +455,8 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     }
     uint64_t size = br_filter_file_size(file);
     uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE;
-    if (table_offset < h->payload_offset || table_offset > size || size - table_offset != table_bytes)
+    if (table_offset < h->payload_offset || table_offset > size ||
+        size - table_offset != table_bytes)
         return br_error_set(err, -EINVAL, "param shard_table_offset: %llu out of range",
                             (unsigned long long)table_offset);
     pf->shards = calloc(pf->shard_count, sizeof(br_bfuse));
@@ -693,8 +694,8 @@ static int br_pwfilter_from_layers(br_filter_file *file, br_pwfilter **out, br_e
     return r;
 }
 
-int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out, uint8_t last_body[32],
-                       br_error *err)
+int br_pwfilter_open_set(const char *const *paths, size_t n, br_pwfilter **out,
+                         uint8_t last_body[32], br_error *err)
 {
     void *set = NULL;
     int r = br_filter_set_open(paths, n, &set_ops, &set, last_body, err);

@@ -48,7 +48,7 @@ enum {
     P_BLOCK_BITS_LOG2 = 1,
     P_PREFIX_BITS = 2,
     P_MAX_DOMAIN_LABELS = 3, /* key encoding v2; reserved (0) in v1 */
-    P_RESERVED = 4, /* 4 bytes */
+    P_RESERVED = 4,          /* 4 bytes */
     P_BLOCK_COUNT = 8,
     P_CAPACITY = 16,
     P_TARGET_FPR = 24,
@@ -110,8 +110,10 @@ static int check_params(br_urlfilter *uf, br_error *err)
                             h->algorithm == BR_ALGO_FUSE_OFFLINE
                                 ? " (an offline filter: a URL range set holds no offline files)"
                                 : "");
-    if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256 || h->key_encoding_version > 2) /* v3 offline */
-        return br_error_set(err, -EINVAL, "field key_encoding: %s v%u, expected url-expression-sha256",
+    if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256 ||
+        h->key_encoding_version > 2) /* v3 offline */
+        return br_error_set(err, -EINVAL,
+                            "field key_encoding: %s v%u, expected url-expression-sha256",
                             br_key_encoding_name(h->key_encoding), h->key_encoding_version);
     unsigned k = p[P_K];
     if (k < BR_BLOOM_MIN_K || k > BR_BLOOM_MAX_K)
@@ -126,7 +128,8 @@ static int check_params(br_urlfilter *uf, br_error *err)
     /* Key encoding v1 knew no label count: byte 3 was reserved. */
     uf->max_domain_labels = p[P_MAX_DOMAIN_LABELS];
     if (h->key_encoding_version < 2 && uf->max_domain_labels)
-        return br_error_set(err, -EINVAL, "reserved param byte %d is not zero", P_MAX_DOMAIN_LABELS);
+        return br_error_set(err, -EINVAL, "reserved param byte %d is not zero",
+                            P_MAX_DOMAIN_LABELS);
     if (uf->max_domain_labels > BR_URL_MAX_HOST_LABELS)
         return br_error_set(err, -EINVAL, "param max_domain_labels: %u, expected 0..%d",
                             uf->max_domain_labels, BR_URL_MAX_HOST_LABELS);
@@ -159,7 +162,8 @@ static int check_params(br_urlfilter *uf, br_error *err)
         (size - blocks_off) % BR_BLOOM_BLOCK_BYTES != 0)
         return br_error_set(err, -EINVAL,
                             "param block_count: %llu blocks do not fill the payload (file is %llu "
-                            "bytes)", (unsigned long long)blocks, (unsigned long long)size);
+                            "bytes)",
+                            (unsigned long long)blocks, (unsigned long long)size);
     uf->base_key_count = br_load_le64(p + P_BASE_KEY_COUNT);
     uf->base_generation = br_load_le64(p + P_BASE_GENERATION);
     if (uf->base_key_count > h->key_count)
@@ -184,12 +188,13 @@ static int check_counts(br_urlfilter *uf, br_error *err)
 {
     uint64_t keys = br_filter_file_header(uf->file)->key_count;
     uf->prefixes_set = (uint32_t)br_popcount_bytes(uf->bitmap, BR_URLFILTER_BITMAP_BYTES);
-    uf->bloom_bits_set = br_popcount_bytes(uf->bloom.blocks,
-                                           uf->bloom.block_count * BR_BLOOM_BLOCK_BYTES);
+    uf->bloom_bits_set =
+        br_popcount_bytes(uf->bloom.blocks, uf->bloom.block_count * BR_BLOOM_BLOCK_BYTES);
     if (uf->prefixes_set > keys || (keys > 0) != (uf->prefixes_set > 0))
         return br_error_set(err, -EINVAL, "prefix bitmap: %u prefixes set for %llu keys",
                             uf->prefixes_set, (unsigned long long)keys);
-    if ((uf->bloom_bits_set + uf->bloom.k - 1) / uf->bloom.k > keys || (keys > 0) != (uf->bloom_bits_set > 0))
+    if ((uf->bloom_bits_set + uf->bloom.k - 1) / uf->bloom.k > keys ||
+        (keys > 0) != (uf->bloom_bits_set > 0))
         return br_error_set(err, -EINVAL, "Bloom blocks: %llu bits set for %llu keys at k=%u",
                             (unsigned long long)uf->bloom_bits_set, (unsigned long long)keys,
                             uf->bloom.k);
@@ -316,9 +321,10 @@ void br_urlfilter_get_info(const br_urlfilter *uf, br_urlfilter_info *info)
     info->bloom_bits_set = uf->bloom_bits_set;
     double bits = (double)uf->bloom.block_count * BR_BLOOM_BLOCK_BITS;
     info->bits_per_key = bits / (double)(h->key_count ? h->key_count : 1);
-    info->design_fpr = br_bloom_fpr((double)uf->capacity / (double)uf->bloom.block_count, uf->bloom.k);
-    info->bloom_fpr_now = br_bloom_fpr((double)h->key_count / (double)uf->bloom.block_count,
-                                       uf->bloom.k);
+    info->design_fpr =
+        br_bloom_fpr((double)uf->capacity / (double)uf->bloom.block_count, uf->bloom.k);
+    info->bloom_fpr_now =
+        br_bloom_fpr((double)h->key_count / (double)uf->bloom.block_count, uf->bloom.k);
     info->fpr_now = info->bloom_fpr_now * (double)uf->prefixes_set / (double)BR_URLFILTER_PREFIXES;
     info->file_size = br_filter_file_size(uf->file);
 }

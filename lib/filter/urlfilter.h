@@ -114,10 +114,10 @@ typedef struct br_urlfilter_info {
     uint64_t base_generation;
     uint32_t prefixes_with_entries; /* of BR_URLFILTER_PREFIXES */
     uint64_t bloom_bits_set;
-    double bits_per_key;     /* Bloom bits / max(key_count, 1) */
-    double design_fpr;       /* model at capacity keys (<= target_fpr) */
-    double bloom_fpr_now;    /* model at key_count keys */
-    double fpr_now;          /* bloom_fpr_now * fraction of prefixes with entries */
+    double bits_per_key;  /* Bloom bits / max(key_count, 1) */
+    double design_fpr;    /* model at capacity keys (<= target_fpr) */
+    double bloom_fpr_now; /* model at key_count keys */
+    double fpr_now;       /* bloom_fpr_now * fraction of prefixes with entries */
     uint64_t file_size;
 } br_urlfilter_info;
 

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "config.h"
 #include "core/br_assert.h"
 #include "core/clock.h"
@@ -165,9 +164,9 @@ int br_client_connect(const char *path, int timeout_ms, br_client **out, br_erro
         if (r == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e != 0)
             r = -e;
         if (r < 0)
-            return r == -ETIMEDOUT ? br_error_set(err, r, "cannot connect to %s: %s", path,
-                                                  strerror(-r))
-                                   : connect_error(path, -r, err);
+            return r == -ETIMEDOUT
+                       ? br_error_set(err, r, "cannot connect to %s: %s", path, strerror(-r))
+                       : connect_error(path, -r, err);
         break;
     }
     int r = br_client_check_peer(c->fd, path, err);
@@ -592,7 +591,7 @@ static void fold_similar(const br_answer *ans, br_similar_answer *a)
         size_t w = strcspn(ans->detail, " ");
         snprintf(a->reason, sizeof(a->reason), "%.*s", (int)BR_MIN(w, sizeof(a->reason) - 1),
                  ans->kind == BR_ANSWER_UNKNOWN || ans->kind == BR_ANSWER_ERROR ? ans->detail
-                                                                                 : "bad-answer");
+                                                                                : "bad-answer");
     }
 }
 

@@ -20,10 +20,10 @@
 #include "core/util.h"
 
 typedef enum br_request_kind {
-    BR_REQ_SHA1,  /* arg: 20 raw bytes */
-    BR_REQ_URL,   /* arg: the URL text */
-    BR_REQ_NT,    /* arg: 16 raw bytes, an NT hash (the NT verb) */
-    BR_REQ_RAW,   /* arg: a verb with its argument, e.g. "PING", "STATS" */
+    BR_REQ_SHA1,         /* arg: 20 raw bytes */
+    BR_REQ_URL,          /* arg: the URL text */
+    BR_REQ_NT,           /* arg: 16 raw bytes, an NT hash (the NT verb) */
+    BR_REQ_RAW,          /* arg: a verb with its argument, e.g. "PING", "STATS" */
     BR_REQ_SIMILAR_SHA1, /* arg: 1..128 raw SHA-1s, back to back (protocol_similar.h) */
     BR_REQ_SIMILAR_NT,   /* arg: 1..128 raw NT hashes, back to back */
 } br_request_kind;
@@ -73,7 +73,8 @@ int br_client_batch(br_client *c, br_client_request *reqs, size_t n, size_t wind
 /* One request each. */
 int br_client_check_password(br_client *c, const void *password, size_t len, br_answer *a,
                              br_error *err);
-int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answer *a, br_error *err);
+int br_client_check_sha1(br_client *c, const uint8_t sha1[BR_SHA1_LEN], br_answer *a,
+                         br_error *err);
 /* NT: an NT hash, or a password hashed to one here (-ENOSYS with err set
  * when MD4 is not available, nthash.h). An older daemon answers NT with
  * ERR unknown-verb. */

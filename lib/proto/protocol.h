@@ -36,8 +36,8 @@
     X(STATS, NONE, NULL, NULL)                                                                     \
     X(RELOAD, NONE, NULL, NULL)                                                                    \
     X(NT, NT, "NT needs an NT hash (32 hex digits)", "NT takes an NT hash of 32 hex digits")       \
-    X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")         \
-    X(SIMILAR, SIMILAR, "SIMILAR needs sha1 or nt and hashes",                               \
+    X(LANE, LANE, "LANE needs bulk or interactive", "LANE takes bulk or interactive")              \
+    X(SIMILAR, SIMILAR, "SIMILAR needs sha1 or nt and hashes",                                     \
       "SIMILAR takes sha1 or nt and 1 to 128 hashes")                                              \
     X(BANNED, INDEX, "BANNED needs the index of the first term (0: from the start)",               \
       "BANNED takes a term index of 1 to 5 digits")
@@ -54,11 +54,11 @@ typedef enum br_verb {
 /* The kinds of argument a verb takes: each is one rule of the parser
  * (protocol.c, parse_arg), shared by every verb of that kind. */
 typedef enum br_verb_arg {
-    BR_ARG_NONE, /* no argument */
-    BR_ARG_SHA1, /* 40 hex digits, any case: req->sha1 */
-    BR_ARG_NT,   /* 32 hex digits, any case: req->nt */
-    BR_ARG_URL,  /* 1+ bytes without a space: req->arg (judged by the daemon) */
-    BR_ARG_LANE, /* "bulk" or "interactive": req->lane */
+    BR_ARG_NONE,    /* no argument */
+    BR_ARG_SHA1,    /* 40 hex digits, any case: req->sha1 */
+    BR_ARG_NT,      /* 32 hex digits, any case: req->nt */
+    BR_ARG_URL,     /* 1+ bytes without a space: req->arg (judged by the daemon) */
+    BR_ARG_LANE,    /* "bulk" or "interactive": req->lane */
     BR_ARG_SIMILAR, /* "sha1 " or "nt " and more: req->arg (protocol_similar.h reads it) */
     BR_ARG_INDEX,   /* 1..5 decimal digits: req->index */
     BR_ARG_COUNT_,

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "protocol_similar.h"
 #include "core/util.h"
 

@@ -10,7 +10,7 @@
 #include "core/br_assert.h"
 #include "core/util.h"
 
-#define CHUNK 1024                      /* keystream bytes per round: 256 candidates */
+#define CHUNK 1024                         /* keystream bytes per round: 256 candidates */
 #define MAX_CANDIDATES (UINT32_C(1) << 23) /* bound for tiny populations */
 
 uint32_t br_decoy_population(const uint8_t *bitmap)
@@ -49,8 +49,17 @@ int br_decoy_pick(const uint8_t key[BR_DECOY_KEY_LEN], br_range_kind kind, uint3
         return 0;
 
     /* IV: "decoy" tag, kind, real prefix; the counter runs in the low bytes. */
-    uint8_t iv[16] = {'d', 'e', 'c', 'o', 'y', 0, 0, (uint8_t)kind, (uint8_t)(real_prefix >> 16),
-                      (uint8_t)(real_prefix >> 8), (uint8_t)real_prefix};
+    uint8_t iv[16] = {'d',
+                      'e',
+                      'c',
+                      'o',
+                      'y',
+                      0,
+                      0,
+                      (uint8_t)kind,
+                      (uint8_t)(real_prefix >> 16),
+                      (uint8_t)(real_prefix >> 8),
+                      (uint8_t)real_prefix};
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     if (!ctx)
         return br_trace(-ENOMEM);

@@ -73,13 +73,15 @@ typedef struct parser {
 static int bad_line(br_error *err, size_t line, size_t col, const char *what)
 {
     if (col)
-        return br_error_set(err, -EBADMSG, "range response line %zu, column %zu: %s", line, col, what);
+        return br_error_set(err, -EBADMSG, "range response line %zu, column %zu: %s", line, col,
+                            what);
     return br_error_set(err, -EBADMSG, "range response line %zu: %s", line, what);
 }
 
 static int intern_category(parser *ps, const char *s, size_t n, uint32_t *id, br_error *err)
 {
-    if (ps->last_cat < ps->n_cats && ps->cat_len[ps->last_cat] == n && memcmp(ps->cats[ps->last_cat], s, n) == 0) {
+    if (ps->last_cat < ps->n_cats && ps->cat_len[ps->last_cat] == n &&
+        memcmp(ps->cats[ps->last_cat], s, n) == 0) {
         *id = (uint32_t)ps->last_cat;
         return 0;
     }
@@ -118,8 +120,8 @@ static int suffix_too_long(const parser *ps, const char *s, size_t n, size_t lin
 /* The suffix of a line and its ':' (s[0..n), BOM removed; bom: its length,
  * for columns) into r->suffix: the first digit in the low nibble of byte 0,
  * then pairs. Returns the offset of the value after the ':', or an error. */
-static long parse_suffix(const parser *ps, const char *s, size_t n, size_t bom, size_t line,
-                         rec *r, br_error *err)
+static long parse_suffix(const parser *ps, const char *s, size_t n, size_t bom, size_t line, rec *r,
+                         br_error *err)
 {
     size_t i = 0;
     for (; i < n && i < ps->suffix_hex; i++) {
@@ -145,7 +147,8 @@ static long parse_suffix(const parser *ps, const char *s, size_t n, size_t bom, 
     }
     if (i < ps->suffix_hex) {
         char what[128];
-        snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu) and no ':'", i, ps->suffix_hex);
+        snprintf(what, sizeof(what), "suffix too short (%zu hex digits, want %zu) and no ':'", i,
+                 ps->suffix_hex);
         return bad_line(err, line, 0, what);
     }
     if (i == n)
@@ -374,8 +377,8 @@ static int encode(const parser *ps, size_t m, const cat_table *t, uint8_t **out_
     return 0;
 }
 
-int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len, uint8_t **out_value,
-                   size_t *out_len, br_error *err)
+int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len,
+                   uint8_t **out_value, size_t *out_len, br_error *err)
 {
     if (!out_value || !out_len || (!body && len > 0))
         return br_error_set(err, -EINVAL, "range response: bad arguments");
@@ -387,7 +390,8 @@ int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_
     if (max_len == 0)
         max_len = BR_RANGE_DEFAULT_MAX_BODY;
     if (len > max_len)
-        return br_error_set(err, -EFBIG, "range response body too large (%zu bytes, limit %zu)", len, max_len);
+        return br_error_set(err, -EFBIG, "range response body too large (%zu bytes, limit %zu)",
+                            len, max_len);
 
     size_t k = 0;
     while (k < len && (body[k] == '\r' || body[k] == '\n'))
@@ -448,7 +452,8 @@ static int rs_open(br_range_kind kind, const uint8_t *value, size_t len, rs_view
         if (rv->n_cats != 0 || rv->table_len != 0)
             return -EINVAL;
     } else {
-        if (rv->table_len < 2 * (size_t)rv->n_cats || rv->table_len > (1 + BR_RANGE_CATEGORY_MAX) * (size_t)rv->n_cats)
+        if (rv->table_len < 2 * (size_t)rv->n_cats ||
+            rv->table_len > (1 + BR_RANGE_CATEGORY_MAX) * (size_t)rv->n_cats)
             return -EINVAL;
         if (rv->n > 0 && rv->n_cats == 0)
             return -EINVAL;

@@ -100,7 +100,8 @@ static inline bool br_range_kind_counted(br_range_kind kind)
 /* The 20-bit prefix (first 5 hex digits) of a full hash. */
 static inline uint32_t br_range_prefix20(const uint8_t *full_hash)
 {
-    return ((uint32_t)full_hash[0] << 12) | ((uint32_t)full_hash[1] << 4) | ((uint32_t)full_hash[2] >> 4);
+    return ((uint32_t)full_hash[0] << 12) | ((uint32_t)full_hash[1] << 4) |
+           ((uint32_t)full_hash[2] >> 4);
 }
 /* Write the prefix as 5 uppercase hex digits and a NUL (the {prefix} of an upstream URL). */
 void br_range_prefix_hex(uint32_t prefix20, char out[BR_RANGE_PREFIX_HEX + 1]);
@@ -110,8 +111,8 @@ void br_range_prefix_hex(uint32_t prefix20, char out[BR_RANGE_PREFIX_HEX + 1]);
  * BR_RANGE_DEFAULT_MAX_BODY. body may be NULL when len is 0. Returns 0 or a
  * negative errno: -EFBIG, -ENODATA, -EBADMSG (see above), -EINVAL (bad
  * arguments or kind), -ENOMEM. On error *out_value is NULL. */
-int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len, uint8_t **out_value,
-                   size_t *out_len, br_error *err);
+int br_range_parse(br_range_kind kind, const char *body, size_t len, size_t max_len,
+                   uint8_t **out_value, size_t *out_len, br_error *err);
 
 /* Look full_hash (br_range_hash_len(kind) bytes; its prefix is not checked)
  * up in a range set. Returns 1 when found, filling *count_out (passwords) or

@@ -46,8 +46,8 @@ static br_range_cache_state state_at(int64_t now, int64_t expires_at, int64_t ma
 
 int br_rc_entry_parse(const uint8_t *v, size_t len, entry_view *ev)
 {
-    if (!v || len < ENTRY_HEADER || v[0] != ENTRY_MAGIC_0 || v[1] != ENTRY_MAGIC_1 || v[2] != ENTRY_MAGIC_2 ||
-        v[3] != ENTRY_VERSION)
+    if (!v || len < ENTRY_HEADER || v[0] != ENTRY_MAGIC_0 || v[1] != ENTRY_MAGIC_1 ||
+        v[2] != ENTRY_MAGIC_2 || v[3] != ENTRY_VERSION)
         return -EINVAL;
     ev->etag_len = v[4];
     ev->lm_len = v[5];
@@ -204,10 +204,11 @@ static int check_one(const char *path, bool dir, br_error *err)
         return br_error_set(err, -e, "range cache: %s: %s", path, strerror(e));
     }
     if (S_ISLNK(st.st_mode))
-        return br_error_set(err, -ELOOP,
-                            "range cache: %s is a symbolic link; the cache is never opened through one "
-                            "(set [cache] path to the real directory, or remove the link)",
-                            path);
+        return br_error_set(
+            err, -ELOOP,
+            "range cache: %s is a symbolic link; the cache is never opened through one "
+            "(set [cache] path to the real directory, or remove the link)",
+            path);
     if (dir && !S_ISDIR(st.st_mode))
         return br_error_set(err, -ENOTDIR, "range cache: %s is not a directory", path);
     if (!dir && !S_ISREG(st.st_mode))
@@ -219,9 +220,10 @@ static int check_one(const char *path, bool dir, br_error *err)
                             "fix: chown %u %s (or remove it)",
                             path, (unsigned)st.st_uid, (unsigned)me, (unsigned)me, path);
     if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return br_error_set(err, -EPERM,
-                            "range cache: %s is group- or world-writable (mode %04o); fix: chmod go-w %s",
-                            path, (unsigned)(st.st_mode & 07777), path);
+        return br_error_set(
+            err, -EPERM,
+            "range cache: %s is group- or world-writable (mode %04o); fix: chmod go-w %s", path,
+            (unsigned)(st.st_mode & 07777), path);
     return 0;
 }
 
@@ -535,7 +537,8 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
     *out = NULL;
     if (max_size < BR_RANGE_CACHE_MIN_SIZE || max_size > (uint64_t)SIZE_MAX / 2)
         return br_error_set(err, -EINVAL, "range cache: max_size %llu out of range (minimum %llu)",
-                            (unsigned long long)max_size, (unsigned long long)BR_RANGE_CACHE_MIN_SIZE);
+                            (unsigned long long)max_size,
+                            (unsigned long long)BR_RANGE_CACHE_MIN_SIZE);
     if (mkdir(path, 0700) < 0 && errno != EEXIST)
         return br_error_set(err, -errno, "range cache: creating %s: %s", path, strerror(errno));
     int frc = check_files(path, err);
@@ -559,17 +562,20 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
         c->env = NULL;
         return mdb_fail(err, rc, "creating the environment");
     }
-    if ((rc = mdb_env_set_maxdbs(c->env, 4)) || (rc = mdb_env_set_mapsize(c->env, (size_t)max_size)))
+    if ((rc = mdb_env_set_maxdbs(c->env, 4)) ||
+        (rc = mdb_env_set_mapsize(c->env, (size_t)max_size)))
         return mdb_fail(err, rc, "configuring");
     rc = mdb_env_open(c->env, path, MDB_NOTLS | MDB_NOMETASYNC, 0600);
     if (rc == EACCES || rc == EROFS)
-        return br_error_set(err, -rc,
-                            "range cache: opening %s: %s; fix: the directory, data.mdb and lock.mdb must "
-                            "be readable and writable by this process's user, on a file system mounted "
-                            "read-write",
-                            path, mdb_strerror(rc));
+        return br_error_set(
+            err, -rc,
+            "range cache: opening %s: %s; fix: the directory, data.mdb and lock.mdb must "
+            "be readable and writable by this process's user, on a file system mounted "
+            "read-write",
+            path, mdb_strerror(rc));
     if (rc)
-        return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path, mdb_strerror(rc));
+        return br_error_set(err, br_rc_errno(rc), "range cache: opening %s: %s", path,
+                            mdb_strerror(rc));
     c->dir = realpath(path, NULL);
     guard_update(c, true);
     int dead = 0;
@@ -586,10 +592,11 @@ int br_range_cache_open(const char *path, uint64_t max_size, br_range_cache **ou
         rc = mdb_fail(err, rc, "read transaction");
     rtxn_reset(c);
     if (br_rc_damaged(c))
-        return br_error_set(err, -EBADMSG,
-                            "range cache: %s: data.mdb is shorter than what it holds (truncated or "
-                            "rewritten in place?); fix: remove data.mdb and lock.mdb (it is only a cache)",
-                            path);
+        return br_error_set(
+            err, -EBADMSG,
+            "range cache: %s: data.mdb is shorter than what it holds (truncated or "
+            "rewritten in place?); fix: remove data.mdb and lock.mdb (it is only a cache)",
+            path);
     if (rc < 0)
         return br_error_prefix(err, rc, "%s", path);
 
@@ -623,8 +630,8 @@ void br_range_cache_secret(const br_range_cache *c, uint8_t out[BR_RANGE_CACHE_S
 
 /* ---- lookup ----------------------------------------------------------------- */
 
-static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_t *full_hash, int64_t now,
-                  int64_t max_stale, br_range_cache_result *res)
+static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_t *full_hash,
+                  int64_t now, int64_t max_stale, br_range_cache_result *res)
 {
     entry_view ev;
     if (br_rc_entry_parse(v, len, &ev) < 0)
@@ -656,8 +663,9 @@ static int answer(br_range_kind kind, const uint8_t *v, size_t len, const uint8_
     return 0;
 }
 
-int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind, const uint8_t *full_hash,
-                          int64_t now, int64_t max_stale, br_range_cache_result *res)
+int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                          const uint8_t *full_hash, int64_t now, int64_t max_stale,
+                          br_range_cache_result *res)
 {
     if (!c || !full_hash || !res || !br_range_hash_len(kind))
         return -EINVAL;
@@ -727,7 +735,8 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
                        const uint8_t *value, size_t len, int64_t fetched_at, int64_t expires_at,
                        const char *etag, const char *last_modified)
 {
-    if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF || br_range_validate(kind, value, len, NULL) < 0)
+    if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF ||
+        br_range_validate(kind, value, len, NULL) < 0)
         return -EINVAL;
     if (br_rc_damaged(c))
         return -EIO;
@@ -745,8 +754,9 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
     return maybe_autoflush(c);
 }
 
-int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
-                         int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified)
+int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                         uint32_t prefix20, int64_t fetched_at, int64_t expires_at,
+                         const char *etag, const char *last_modified)
 {
     if (!c || !br_range_hash_len(kind) || prefix20 > 0xFFFFF)
         return -EINVAL;

@@ -132,20 +132,22 @@ typedef struct br_range_cache br_range_cache;
 typedef enum br_range_cache_state {
     BR_RANGE_CACHE_MISS = 0, /* nothing stored for this prefix */
     BR_RANGE_CACHE_FRESH,    /* now < expires_at: the answer is good */
-    BR_RANGE_CACHE_STALE,    /* expires_at <= now <= expires_at + max_stale: answer filled, caller decides */
-    BR_RANGE_CACHE_EXPIRED,  /* older than that: no answer, only the validators for a conditional fetch */
+    BR_RANGE_CACHE_STALE,    /* expires_at <= now <= expires_at + max_stale: answer filled, caller
+                                decides */
+    BR_RANGE_CACHE_EXPIRED,  /* older than that: no answer, only the validators for a conditional
+                                fetch */
 } br_range_cache_state;
 
 typedef struct br_range_cache_result {
     br_range_cache_state state;
-    bool found;        /* FRESH/STALE: the hash is in the range set */
-    uint32_t count;    /* passwords, when found */
-    char category[BR_RANGE_CATEGORY_MAX + 1]; /* URLs, when found */
-    int64_t fetched_at, expires_at;           /* not MISS */
-    char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1];          /* "" when none */
+    bool found;                                  /* FRESH/STALE: the hash is in the range set */
+    uint32_t count;                              /* passwords, when found */
+    char category[BR_RANGE_CATEGORY_MAX + 1];    /* URLs, when found */
+    int64_t fetched_at, expires_at;              /* not MISS */
+    char etag[BR_RANGE_CACHE_VALIDATOR_MAX + 1]; /* "" when none */
     char last_modified[BR_RANGE_CACHE_VALIDATOR_MAX + 1]; /* "" when none */
-    uint32_t decoys[BR_RANGE_CACHE_MAX_DECOYS]; /* not MISS: the stored decoy list */
-    unsigned n_decoys;                          /* 0 when none is stored */
+    uint32_t decoys[BR_RANGE_CACHE_MAX_DECOYS];           /* not MISS: the stored decoy list */
+    unsigned n_decoys;                                    /* 0 when none is stored */
 } br_range_cache_result;
 
 typedef struct br_range_cache_usage {
@@ -177,16 +179,17 @@ BR_DEFINE_FREEP(br_range_cache, br_range_cache_free)
  * prefix selects the entry. Fills *res (state MISS when nothing is stored). 0, or -EINVAL when
  * the stored entry is corrupt (treat as a miss: the next put replaces it), or
  * another negative errno from LMDB. */
-int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind, const uint8_t *full_hash,
-                          int64_t now, int64_t max_stale, br_range_cache_result *res);
+int br_range_cache_lookup(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                          const uint8_t *full_hash, int64_t now, int64_t max_stale,
+                          br_range_cache_result *res);
 
 /* A whole stored range, as br_range_cache_lookup_range() hands it over. */
 typedef struct br_range_cache_range {
     br_range_cache_state state; /* MISS: nothing else is set */
     const uint8_t *value;       /* FRESH / STALE: the range set; NULL otherwise */
     size_t len;
-    int64_t fetched_at, expires_at;         /* not MISS */
-    const char *etag, *last_modified;       /* not MISS: NUL-terminated, "" when none */
+    int64_t fetched_at, expires_at;   /* not MISS */
+    const char *etag, *last_modified; /* not MISS: NUL-terminated, "" when none */
 } br_range_cache_range;
 
 typedef int (*br_range_cache_range_cb)(void *ctx, const br_range_cache_range *rg);
@@ -216,8 +219,9 @@ int br_range_cache_put(br_range_cache *c, uint32_t partition, br_range_kind kind
  * stays good until expires_at. etag / last_modified replace the stored ones
  * when not NULL ("" clears). Re-stamping fetched_at also makes the entry young
  * for eviction. 0, -ENOENT when nothing is stored, or an error as for put. */
-int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind, uint32_t prefix20,
-                         int64_t fetched_at, int64_t expires_at, const char *etag, const char *last_modified);
+int br_range_cache_touch(br_range_cache *c, uint32_t partition, br_range_kind kind,
+                         uint32_t prefix20, int64_t fetched_at, int64_t expires_at,
+                         const char *etag, const char *last_modified);
 
 /* The decoys (prefixes, n <= BR_RANGE_CACHE_MAX_DECOYS) the stored range
  * of (partition, kind, prefix20) was fetched with, kept with it so that its

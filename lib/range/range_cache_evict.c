@@ -420,7 +420,8 @@ static int space_get(br_range_cache *c, space *sp)
     uint64_t reusable = 0;
     memset(sp, 0, sizeof(*sp));
     if ((rc = mdb_stat(c->rtxn, c->dbi_ranges, &ms)) || (rc = mdb_env_stat(c->env, &es)) ||
-        (rc = mdb_env_info(c->env, &info)) || (rc = mdb_cursor_open(c->rtxn, 0 /* FREE_DBI */, &cur)))
+        (rc = mdb_env_info(c->env, &info)) ||
+        (rc = mdb_cursor_open(c->rtxn, 0 /* FREE_DBI */, &cur)))
         goto out;
     /* Free-list records are keyed by the id of the transaction that freed
      * the pages; the next writer (id last + 1) may reuse those below last. */
@@ -494,7 +495,8 @@ static int ensure_room(br_range_cache *c, bool force, bool *progress)
     size_t per_commit = (size_t)BR_MAX((uint64_t)4, reserve / 4);
     for (;;) {
         size_t ev;
-        rc = evict_some(c, (size_t)BR_MIN((uint64_t)per_commit, BR_MAX(target - BR_MIN(done, target), 1)), &ev);
+        rc = evict_some(
+            c, (size_t)BR_MIN((uint64_t)per_commit, BR_MAX(target - BR_MIN(done, target), 1)), &ev);
         if (rc)
             return rc;
         if (ev == 0)
@@ -646,7 +648,8 @@ static int purge_txn(br_range_cache *c, int64_t now, int64_t max_stale, size_t *
                     agekey_store(mine, ev.fetched_at, rkey_load(ak + 8));
                 if (!corrupt && memcmp(mine, ak, AGEKEY_LEN) != 0) {
                     drop_age = true; /* the entry was re-stamped: an orphan */
-                } else if (corrupt || (!__builtin_sub_overflow(now, ev.expires_at, &past) && past > max_stale)) {
+                } else if (corrupt || (!__builtin_sub_overflow(now, ev.expires_at, &past) &&
+                                       past > max_stale)) {
                     if ((rc = mdb_del(txn, c->dbi_ranges, &k, NULL)))
                         goto fail;
                     (*done)++;

@@ -53,7 +53,7 @@ struct br_range_cache {
     uint64_t pending_bytes, pending_bytes_max;
     uint64_t evicted, commits;
     uint8_t secret[BR_RANGE_CACHE_SECRET_LEN]; /* meta "secret" */
-    atomic_int damaged;         /* set by br_map_guard_fault() */
+    atomic_int damaged;                        /* set by br_map_guard_fault() */
     int guard_data, guard_lock; /* slots of the guard table (map_guard.h), -1 when none */
     char *dir;                  /* the directory's real path, for the guard; may be NULL */
 };
@@ -76,9 +76,7 @@ static inline void rtxn_reset(br_range_cache *c)
         mdb_txn_reset(c->rtxn);
 }
 
-
 /* ---- mappings guarded against truncation ----------------------------------- */
-
 
 static inline bool br_rc_damaged(const br_range_cache *c)
 {
@@ -125,7 +123,6 @@ static inline void agekey_store(uint8_t out[AGEKEY_LEN], int64_t fetched_at, rke
 }
 
 /* ---- entries and the pending table ------------------------------------------ */
-
 
 typedef struct entry_view {
     int64_t fetched_at, expires_at;

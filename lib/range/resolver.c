@@ -183,12 +183,12 @@ void br_rs_set_from_cache(br_resolve_result *res, const br_range_cache_result *c
 
 /* The answer after a failure: a stored entry within max_stale, else UNKNOWN. */
 void br_rs_answer_after_failure(br_resolver *r, uint32_t partition, br_range_kind kind,
-                                 const uint8_t *hash, const char *reason, br_resolve_result *res)
+                                const uint8_t *hash, const char *reason, br_resolve_result *res)
 {
     if (r->cache && r->max_stale_s >= 0) {
         br_range_cache_result cr;
-        int rc = br_range_cache_lookup(r->cache, partition, kind, hash, br_rs_now_s(r), r->max_stale_s,
-                                       &cr);
+        int rc = br_range_cache_lookup(r->cache, partition, kind, hash, br_rs_now_s(r),
+                                       r->max_stale_s, &cr);
         if (rc < 0) {
             r->st.cache_errors++;
         } else if (cr.state == BR_RANGE_CACHE_FRESH || cr.state == BR_RANGE_CACHE_STALE) {
@@ -503,8 +503,7 @@ void br_rs_range_from_value(br_resolver *r, const waiter *w, const br_range_answ
     w->rcb(w->ctx, fresh);
 }
 
-void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind,
-                            const waiter *w)
+void br_rs_range_from_cache(br_resolver *r, uint32_t partition, br_range_kind kind, const waiter *w)
 {
     if (!from_cache(r, partition, kind, br_range_prefix20(w->hash), BR_MAX(r->max_stale_s, 0),
                     false, w->rcb, w->ctx, NULL))

@@ -148,7 +148,7 @@ typedef struct br_resolver_config {
     br_upstream_config upstream;   /* limits etc. for both; its url_template is ignored */
     int64_t ttl_s;                 /* every range's freshness; <= 0: 7 d */
     int64_t max_stale_s;           /* 0: 30 d; < 0: never answer from an expired entry */
-    uint32_t decoys; /* decoy prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
+    uint32_t decoys;               /* decoy prefixes per real fetch, 0..BR_RESOLVER_MAX_DECOYS */
     /* The URL kind's decoy population: a bitmap of the 2^20 prefixes (bit p
      * is bit p mod 8 of byte p / 8, as br_urlfilter_prefix_bitmap()),
      * borrowed, must outlive the resolver. NULL: every prefix. */
@@ -242,9 +242,9 @@ typedef struct br_range_answer {
     const char *reason;   /* NULL: a range is given; else UNKNOWN, one of BR_REASON_* */
     const uint8_t *value; /* the range set (range.h), NULL when unknown */
     size_t len;
-    int64_t fetched_at;   /* when the upstream last gave or confirmed it (cache clock, s) */
-    int64_t expires_at;   /* fresh until then */
-    const char *etag;     /* the upstream's validators, "" when none */
+    int64_t fetched_at; /* when the upstream last gave or confirmed it (cache clock, s) */
+    int64_t expires_at; /* fresh until then */
+    const char *etag;   /* the upstream's validators, "" when none */
     const char *last_modified;
     bool from_cache; /* from a stored entry, not a fresh 200 */
     bool stale;      /* from an entry past its expiry (the upstream failed) */

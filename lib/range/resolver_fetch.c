@@ -45,7 +45,8 @@ static void cache_peek(br_resolver *r, uint32_t partition, br_range_kind kind, u
     cr->state = BR_RANGE_CACHE_MISS;
     if (!r->cache)
         return;
-    uint8_t h[32] = {(uint8_t)(prefix >> 12), (uint8_t)(prefix >> 4), (uint8_t)((prefix & 0xF) << 4)};
+    uint8_t h[32] = {(uint8_t)(prefix >> 12), (uint8_t)(prefix >> 4),
+                     (uint8_t)((prefix & 0xF) << 4)};
     if (br_range_cache_lookup(r->cache, partition, kind, h, br_rs_now_s(r), 0, cr) < 0) {
         r->st.cache_errors++;
         cr->state = BR_RANGE_CACHE_MISS;
@@ -505,8 +506,11 @@ static void fetch_ok(br_resolver *r, flight *f, const br_upstream_response *resp
         br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
         return;
     }
-    br_range_answer fresh = {.value = value, .len = len, .fetched_at = now,
-                             .expires_at = expiry(r, f, now), .etag = resp->etag,
+    br_range_answer fresh = {.value = value,
+                             .len = len,
+                             .fetched_at = now,
+                             .expires_at = expiry(r, f, now),
+                             .etag = resp->etag,
                              .last_modified = resp->last_modified};
     if (r->cache) {
         rc = br_range_cache_put(r->cache, f->partition, f->kind, f->prefix20, value, len, now,
@@ -541,9 +545,9 @@ static void fetch_done(void *ctx, const br_upstream_response *resp)
             br_rs_answer_all_unknown_or_stale(r, f, BR_REASON_ERROR, true);
             return;
         }
-        int rc = br_range_cache_touch(
-            r->cache, f->partition, f->kind, f->prefix20, now, expiry(r, f, now),
-            resp->etag[0] ? resp->etag : NULL, resp->last_modified[0] ? resp->last_modified : NULL);
+        int rc = br_range_cache_touch(r->cache, f->partition, f->kind, f->prefix20, now,
+                                      expiry(r, f, now), resp->etag[0] ? resp->etag : NULL,
+                                      resp->last_modified[0] ? resp->last_modified : NULL);
         if (rc == -ENOENT && r->up[f->kind]) {
             /* Evicted between the lookup and the 304: nothing to extend,
              * so ask again, with its decoys as any fetch (without

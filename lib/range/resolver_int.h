@@ -37,9 +37,9 @@ struct flight {
     br_range_kind kind;
     uint32_t prefix20;
     bool conditional;
-    bool rebulk;           /* a decoy to send again on the bulk lane if its deadline ends it */
-    bool real;             /* a real fetch (not a decoy): its decoy list is stored with it */
-    uint8_t n_decoys;      /* the decoys sent with it (a real fetch) */
+    bool rebulk;      /* a decoy to send again on the bulk lane if its deadline ends it */
+    bool real;        /* a real fetch (not a decoy): its decoy list is stored with it */
+    uint8_t n_decoys; /* the decoys sent with it (a real fetch) */
     uint32_t decoys[BR_RESOLVER_MAX_DECOYS];
     int64_t burst_at;      /* when its burst was sent: the expiry every member shares */
     br_lane lane;          /* of its upstream request */
@@ -78,12 +78,14 @@ struct br_resolver {
 /* ---- resolver.c ---- */
 
 /* Through cfg->log, when set. Never a prefix, a hash or a URL. */
-void br_rs_log(br_resolver *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void br_rs_log(br_resolver *r, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The wall clock (cfg->clock or br_clock_now_real()). */
 int64_t br_rs_now_s(br_resolver *r);
 /* The pending fetch of (partition, kind, prefix20), NULL when none. */
-flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind, uint32_t prefix20);
+flight *br_rs_flight_find(br_resolver *r, uint32_t partition, br_range_kind kind,
+                          uint32_t prefix20);
 /* Into the table, once its request is sent. */
 void br_rs_flight_insert(br_resolver *r, flight *f);
 /* Free a flight that is not in the table, with its waiters (not answered). */
@@ -96,7 +98,7 @@ void br_rs_count_answer(br_resolver *r, const br_resolve_result *res);
 /* (resolver_fetch.c) Answer every waiter of f (already out of the table)
  * with UNKNOWN reason, or (allow_stale) a stored entry within max_stale. */
 void br_rs_answer_all_unknown_or_stale(br_resolver *r, flight *f, const char *reason,
-                                        bool allow_stale);
+                                       bool allow_stale);
 /* Out of the table (it stays allocated). */
 void br_rs_flight_unlink(br_resolver *r, flight *f);
 /* Free a waiter, its full hash wiped first. */

@@ -42,11 +42,11 @@ struct br_upstream_req {
     char *etag_in, *lm_in;
     br_upstream_cb cb;
     void *ctx;
-    uint64_t deadline_ns; /* UINT64_MAX on the bulk lane: none */
-    uint32_t attempts;    /* transfers started */
-    uint32_t limited;     /* ... answered 429, or 503 with Retry-After (not failures) */
-    bool saw_pause;       /* queued while the upstream was paused */
-    uint64_t started_ns;  /* of the current / last transfer */
+    uint64_t deadline_ns;      /* UINT64_MAX on the bulk lane: none */
+    uint32_t attempts;         /* transfers started */
+    uint32_t limited;          /* ... answered 429, or 503 with Retry-After (not failures) */
+    bool saw_pause;            /* queued while the upstream was paused */
+    uint64_t started_ns;       /* of the current / last transfer */
     struct event *deadline_ev; /* made when first needed */
     struct event *backoff_ev;  /* made when first needed */
     CURL *easy;
@@ -128,8 +128,8 @@ struct br_upstream {
     br_breaker_state breaker;
     uint32_t consecutive_failures;
     uint64_t open_until_ns;
-    uint64_t opened_ns;        /* when it opened from closed */
-    uint64_t refused_now;      /* fetches refused or ended by it since then */
+    uint64_t opened_ns;      /* when it opened from closed */
+    uint64_t refused_now;    /* fetches refused or ended by it since then */
     uint64_t open_total_ns;  /* the outages that ended (open to closed), added up */
     uint32_t trials_running; /* requests of the half-open circuit's trial */
     uint32_t trial_burst;    /* fetches still allowed into it (br_upstream_trial_burst) */
@@ -213,8 +213,8 @@ void up_stop_transfer(br_upstream *up, req *r);
  * for no-store or no-cache; Retry-After sets *retry_after_ms (seconds or an
  * HTTP-date, as milliseconds from now; -1 when unreadable). Other lines
  * change nothing. */
-void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
-                    int64_t *max_age, int64_t *retry_after_ms);
+void up_header_line(const char *line, size_t len, char *etag, char *last_modified, int64_t *max_age,
+                    int64_t *retry_after_ms);
 
 /* ---- the libcurl <-> libevent glue (upstream_transfer.c) -------------------- */
 

@@ -55,7 +55,8 @@ void up_rate_update(br_upstream *up, uint64_t now)
     if (up->rate_cfg <= 0 || now <= up->rate_at_ns)
         return;
     if (up->rate < up->rate_cfg)
-        set_rate(up, BR_MIN(up->rate_cfg, up->rate + (double)(now - up->rate_at_ns) * up->rate_step));
+        set_rate(up,
+                 BR_MIN(up->rate_cfg, up->rate + (double)(now - up->rate_at_ns) * up->rate_step));
     up->rate_at_ns = now;
 }
 
@@ -92,8 +93,8 @@ static void pause_for(br_upstream *up, uint64_t now, uint64_t ms, long http)
     up->rate_at_ns = until;
     for (req *r = up->all; r; r = r->next)
         r->saw_pause = true;
-    up_log(up, LOG_NOTICE, "upstream answered %ld with Retry-After: no new request for %llu ms", http,
-           (unsigned long long)(ns / 1000000u));
+    up_log(up, LOG_NOTICE, "upstream answered %ld with Retry-After: no new request for %llu ms",
+           http, (unsigned long long)(ns / 1000000u));
 }
 
 void up_rate_limited(br_upstream *up, req *r)
@@ -105,7 +106,8 @@ void up_rate_limited(br_upstream *up, req *r)
         decrease_rate(up, r, now);
     if (r->retry_after_ms > 0)
         pause_for(up, now, (uint64_t)r->retry_after_ms, r->http_status);
-    snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld (rate limited)", r->http_status);
+    snprintf(r->last_error, sizeof(r->last_error), "HTTP status %ld (rate limited)",
+             r->http_status);
     if (r->trial) {
         up_finish(r, BR_UPSTREAM_RATE_LIMITED); /* the upstream is up: closes the circuit */
         return;

@@ -509,8 +509,8 @@ static int64_t parse_retry_after(const char *v, size_t len)
     return (int64_t)(when - now) * 1000;
 }
 
-void up_header_line(const char *line, size_t len, char *etag, char *last_modified,
-                    int64_t *max_age, int64_t *retry_after_ms)
+void up_header_line(const char *line, size_t len, char *etag, char *last_modified, int64_t *max_age,
+                    int64_t *retry_after_ms)
 {
     const char *v;
     size_t vl;

@@ -643,8 +643,7 @@ static void strip_controls(char **s, size_t *n)
  * ("localhost:8080"); a host when it has a dot ("x.com:abc", refused later
  * for its port); else a refused scheme ("javascript:x"). *scheme is
  * "http" without one; *rest the index after it and its slashes. */
-static int split_scheme(const char *s, size_t n, const char **scheme, size_t *rest,
-                        br_error *err)
+static int split_scheme(const char *s, size_t n, const char **scheme, size_t *rest, br_error *err)
 {
     *scheme = "http";
     *rest = 0;

@@ -16,7 +16,7 @@
 #include "core/error.h"
 
 #define BR_URL_CANON_VERSION 1
-#define BR_URL_MAX_LEN 8192        /* longer input is refused */
+#define BR_URL_MAX_LEN 8192 /* longer input is refused */
 #define BR_URL_MAX_HOST 253
 #define BR_URL_MAX_LABEL 63
 

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/util.h"
@@ -131,7 +130,6 @@ static inline char ascii_lower(char c)
 {
     return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 }
-
 
 /* Room for a canonical URL on the stack (br_url_canonicalize and
  * br_url_lookup_expressions): the usual URL fits, a longer one moves to the

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -104,7 +103,7 @@ static size_t host_spans(const char *host, size_t host_len, size_t max_comps, sp
  * expressions would not fit in br_url_exprs.expr. */
 static size_t max_comps_of(unsigned host_labels)
 {
-    return host_labels < BR_URL_SB_HOST_COMPONENTS   ? BR_URL_SB_HOST_COMPONENTS
+    return host_labels < BR_URL_SB_HOST_COMPONENTS ? BR_URL_SB_HOST_COMPONENTS
            : host_labels >= BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS - 1
                                                    : host_labels;
 }

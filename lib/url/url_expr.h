@@ -21,13 +21,14 @@
 /* With host suffixes up to BR_URL_MAX_HOST_LABELS components: the exact host
  * and the suffixes of 5 components and fewer make the 30, and a name of 127
  * labels adds one "suffix/" for each of its suffixes of 126..6 labels. */
-#define BR_URL_MAX_LOOKUP_EXPRESSIONS \
+#define BR_URL_MAX_LOOKUP_EXPRESSIONS                                                              \
     (BR_URL_MAX_EXPRESSIONS + BR_URL_MAX_HOST_LABELS - 1 - BR_URL_SB_HOST_COMPONENTS)
 
 typedef struct br_url_exprs {
     size_t n;
     char *expr[BR_URL_MAX_LOOKUP_EXPRESSIONS]; /* most specific first, each in block */
-    char *block; /* every expression: one allocation per URL (br_url_exprs_clear wipes and frees it) */
+    char *block; /* every expression: one allocation per URL (br_url_exprs_clear wipes and frees it)
+                  */
     size_t block_size;
 } br_url_exprs;
 

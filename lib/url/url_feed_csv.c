@@ -29,9 +29,9 @@ enum { COL_BY_NAME = -1, COL_UNUSABLE = -2 };
 
 struct br_csv {
     br_feed_format format;
-    long column;                     /* 0-based field index, or COL_* */
-    char name[COLUMN_NAME_MAX + 1];  /* the header name looked for */
-    uint64_t header_line;            /* where a header without the column was */
+    long column;                    /* 0-based field index, or COL_* */
+    char name[COLUMN_NAME_MAX + 1]; /* the header name looked for */
+    uint64_t header_line;           /* where a header without the column was */
     /* the record being read */
     char *buf; /* decoded fields, each ended by NUL */
     size_t len, cap;
@@ -172,8 +172,9 @@ static void take_entry(br_csv *c, br_fmt_result *res)
     }
     if ((size_t)c->column >= c->nf) {
         res->kind = BR_FMT_BAD;
-        snprintf(res->reason, sizeof(res->reason), "the record has %zu field%s; the URL is field %ld",
-                 c->nf, c->nf == 1 ? "" : "s", c->column + 1);
+        snprintf(res->reason, sizeof(res->reason),
+                 "the record has %zu field%s; the URL is field %ld", c->nf, c->nf == 1 ? "" : "s",
+                 c->column + 1);
         return;
     }
     const char *f = field(c, (size_t)c->column);
@@ -226,7 +227,7 @@ int br_csv_line(br_csv *c, const char *s, size_t n, uint64_t lineno, br_fmt_resu
         if (k == n || s[k] == '#') {
             res->kind = BR_FMT_COMMENT;
             return c->format == BR_FEED_URLHAUS && k < n ? urlhaus_comment(c, s + k, n - k, lineno)
-                                                        : 0;
+                                                         : 0;
         }
         record_reset(c);
         c->first_line = lineno;
@@ -273,7 +274,8 @@ void br_csv_finish(br_csv *c, br_fmt_result *res)
         return;
     res->kind = BR_FMT_BAD;
     res->line = c->first_line;
-    snprintf(res->reason, sizeof(res->reason), "a quoted field is not closed at the end of the file");
+    snprintf(res->reason, sizeof(res->reason),
+             "a quoted field is not closed at the end of the file");
     c->open = false;
 }
 

@@ -91,7 +91,8 @@ int br_fmt_json_read(const char *name, const char *buf, size_t len, br_fmt_json_
                  !json_object_is_type(url, json_type_string))
             r = bad(ctx, at, "an object without a \"url\" string");
         else
-            r = entry(ctx, json_object_get_string(url), (size_t)json_object_get_string_len(url), at);
+            r = entry(ctx, json_object_get_string(url), (size_t)json_object_get_string_len(url),
+                      at);
         json_object_put(obj);
         if (r < 0)
             break;

@@ -384,7 +384,7 @@ static bool raw_may_hold(const char *s, size_t n)
 #define BYTES(c) (0x0101010101010101ull * (uint8_t)(c))
 /* Some byte of w below c (c <= 0x80): exact for "some byte" (a borrow only
  * flags more bytes above one that is flagged anyway). */
-#define HAS_BELOW(w, c) (((w) - BYTES(c)) & ~(w) & BYTES(0x80))
+#define HAS_BELOW(w, c) (((w)-BYTES(c)) & ~(w)&BYTES(0x80))
 
 static bool raw_may_hold(const char *s, size_t n)
 {
@@ -534,8 +534,8 @@ size_t br_url_exprs_drop_email(br_url_exprs *e)
     return dropped;
 }
 
-int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
-                              br_url_exprs *out, size_t *dropped, br_error *err)
+int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels, br_url_exprs *out,
+                              size_t *dropped, br_error *err)
 {
     out->n = 0;
     out->block = NULL;

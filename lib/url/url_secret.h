@@ -116,5 +116,5 @@ size_t br_url_exprs_drop_email(br_url_exprs *e);
  * expression holds an address (text BR_URL_ALL_SECRET_TEXT); -EINVAL and
  * -ENOMEM as br_url_canonicalize. On failure out->n is 0. No error text
  * ever holds the URL. */
-int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels,
-                              br_url_exprs *out, size_t *dropped, br_error *err);
+int br_url_lookup_expressions(const char *url, size_t len, unsigned host_labels, br_url_exprs *out,
+                              size_t *dropped, br_error *err);

@@ -26,7 +26,8 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int build_open(const char *dir, unsigned arity, const uint64_t *keys, size_t n, br_pwfilter **out)
+static int build_open(const char *dir, unsigned arity, const uint64_t *keys, size_t n,
+                      br_pwfilter **out)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/bench_arity.%ld.%u.bfuse", dir, (long)getpid(), arity);
@@ -94,18 +95,20 @@ int main(int argc, char **argv)
             }
         }
     }
-    printf("bench_arity: %zu keys, batch of %zu present and %zu absent keys, %d rounds alternated\n\n", n,
-           QUERIES, QUERIES, rounds);
-    printf("| arity | present min ns | present median | absent min | absent median |\n|---:|---:|---:|---:|---:|\n");
+    printf(
+        "bench_arity: %zu keys, batch of %zu present and %zu absent keys, %d rounds alternated\n\n",
+        n, QUERIES, QUERIES, rounds);
+    printf("| arity | present min ns | present median | absent min | absent median "
+           "|\n|---:|---:|---:|---:|---:|\n");
     for (unsigned a = 0; a < 2; a++) {
         for (unsigned k = 0; k < 2; k++)
             qsort(t[a][k], (size_t)rounds, sizeof(double), cmp_double);
-        printf("| %u | %.1f | %.1f | %.1f | %.1f |\n", 3 + a, t[a][0][0], t[a][0][rounds / 2], t[a][1][0],
-               t[a][1][rounds / 2]);
+        printf("| %u | %.1f | %.1f | %.1f | %.1f |\n", 3 + a, t[a][0][0], t[a][0][rounds / 2],
+               t[a][1][0], t[a][1][rounds / 2]);
     }
     printf("\n4-wise / 3-wise: min %.2f present, %.2f absent; median %.2f present, %.2f absent\n",
-           t[1][0][0] / t[0][0][0], t[1][1][0] / t[0][1][0], t[1][0][rounds / 2] / t[0][0][rounds / 2],
-           t[1][1][rounds / 2] / t[0][1][rounds / 2]);
+           t[1][0][0] / t[0][0][0], t[1][1][0] / t[0][1][0],
+           t[1][0][rounds / 2] / t[0][0][rounds / 2], t[1][1][rounds / 2] / t[0][1][rounds / 2]);
     br_pwfilter_free(pf[0]);
     br_pwfilter_free(pf[1]);
     free(q[0]);

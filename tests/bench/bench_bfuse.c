@@ -59,8 +59,8 @@ static int bench(unsigned arity, unsigned fp_bits, size_t n)
 
     printf("%u-wise %2u-bit n=%zu: %.2f bits/key, build %.1f ns/key, contains %.1f ns/op, "
            "batch %.1f ns/op (hits %zu/%zu)\n",
-           arity, fp_bits, n, 8.0 * (double)br_bfuse_bytes(&f) / (double)n, best, ns_per(t0, t1, nq),
-           ns_per(t1, t2, nq), hits, hits2);
+           arity, fp_bits, n, 8.0 * (double)br_bfuse_bytes(&f) / (double)n, best,
+           ns_per(t0, t1, nq), ns_per(t1, t2, nq), hits, hits2);
     free(keys);
     free(copy);
     free(q);

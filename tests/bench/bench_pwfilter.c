@@ -59,7 +59,7 @@ typedef struct row {
     double add_ns, build_ns, cpu_ns; /* per key */
     double build1_ns;                /* 1-thread build, per key; < 0 when not run */
     double single_present, single_absent, batch_present, batch_absent; /* ns/op */
-    double lat_present, lat_absent;                                     /* ns/op */
+    double lat_present, lat_absent;                                    /* ns/op */
     uint64_t fp_hits, fp_tries;
     uint64_t hits_present; /* present keys answered "maybe" (must be all) */
     long maxrss_kib;
@@ -84,9 +84,9 @@ static unsigned online_cpus(void)
 }
 
 /* Build keys[0..n) into path; wall and CPU ns spent in total, and in adding. */
-static int build_file(const uint64_t *keys, size_t n, unsigned threads, unsigned arity, const char *tmp,
-                      const char *path, br_pwfilter_build_stats *bs, uint64_t *add_ns,
-                      uint64_t *wall_ns, double *cpu_ns)
+static int build_file(const uint64_t *keys, size_t n, unsigned threads, unsigned arity,
+                      const char *tmp, const char *path, br_pwfilter_build_stats *bs,
+                      uint64_t *add_ns, uint64_t *wall_ns, double *cpu_ns)
 {
     br_error err = {{0}};
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
@@ -129,8 +129,9 @@ static void time_queries(const br_pwfilter *pf, const uint64_t *q, size_t nq, bo
             h2 += out[i];
         sink += h1 + h2;
         if (h1 != h2) {
-            fprintf(stderr, "bench_pwfilter: single and batch disagree (%" PRIu64 " vs %" PRIu64
-                            ")\n", h1, h2);
+            fprintf(stderr,
+                    "bench_pwfilter: single and batch disagree (%" PRIu64 " vs %" PRIu64 ")\n", h1,
+                    h2);
             exit(1);
         }
         *single = BR_MIN(*single, (double)(t1 - t0) / (double)nq);
@@ -327,7 +328,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         size_t v;
         if ((!strcmp(a, "-q") || !strcmp(a, "-f") || !strcmp(a, "-t") || !strcmp(a, "-a") ||
-             !strcmp(a, "--single-max")) && i + 1 < argc) {
+             !strcmp(a, "--single-max")) &&
+            i + 1 < argc) {
             if (!parse_count(argv[++i], &v)) {
                 usage();
                 return 2;
@@ -343,8 +345,7 @@ int main(int argc, char **argv)
             else if (a[1] == 'a') {
                 usage();
                 return 2;
-            }
-            else
+            } else
                 o.single_max = v;
         } else if (parse_count(a, &v) && nsizes < MAX_SIZES) {
             sizes[nsizes++] = v;
@@ -363,14 +364,18 @@ int main(int argc, char **argv)
 
     printf("bench_pwfilter: %s, 16-bit, %u online CPUs, %zu present + %zu absent queries "
            "(best of 3; latency: the first %zu of each, chained), FPR over %zu absent keys\n",
-           o.arity == 3 ? "3-wise" : o.arity == 4 ? "4-wise" : "default arity", online_cpus(), o.q, o.q, BR_MIN(o.q, (size_t)1 << 20), o.f);
+           o.arity == 3   ? "3-wise"
+           : o.arity == 4 ? "4-wise"
+                          : "default arity",
+           online_cpus(), o.q, o.q, BR_MIN(o.q, (size_t)1 << 20), o.f);
     printf("build = br_keyset_add of all keys + br_pwfilter_build (partition, sort, "
            "construct, write, fsync, rename)\n\n");
     printf("| keys | shards | thr | bits/key fp | bits/key file | build ns/key wall | "
            "ns/key x thr | CPU ns/key | 1-thr ns/key | add ns/key | single present | "
            "single absent | batch present | batch absent | latency present | latency absent | "
            "FPR (x 2^-16) | peak RSS MiB* |\n");
-    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|-"
+           "--:|\n");
     int rc = 0;
     for (size_t s = 0; s < nsizes; s++) {
         row r;
@@ -390,8 +395,7 @@ int main(int argc, char **argv)
                r.n, r.shards, r.threads_used, r.bits_fp, r.bits_file, r.build_ns,
                r.build_ns * r.threads_used, r.cpu_ns, one, r.add_ns, r.single_present,
                r.single_absent, r.batch_present, r.batch_absent, r.lat_present, r.lat_absent, fpr,
-               fpr * 65536.0,
-               (double)r.maxrss_kib / 1024.0);
+               fpr * 65536.0, (double)r.maxrss_kib / 1024.0);
         fflush(stdout);
     }
     printf("\n* peak RSS of the process for that N: includes the key array (8 B/key) and the "

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "proto/client.h"
 #include "similar/similar.h"
 #include "core/util.h"

@@ -254,8 +254,10 @@ int main(int argc, char **argv)
         gen_squid(&d, n_urls, n_list);
     else
         gen(&d, n_urls, n_list);
-    printf("generated %zu URLs (%zu under the list) and a %zu-entry list (%zu domains, %zu URLs) in %.1f s\n",
-           d.stream.n, d.hits, d.domains.n + d.urls.n, d.domains.n, d.urls.n, (double)(br_now_ns() - t0) / 1e9);
+    printf("generated %zu URLs (%zu under the list) and a %zu-entry list (%zu domains, %zu URLs) "
+           "in %.1f s\n",
+           d.stream.n, d.hits, d.domains.n + d.urls.n, d.domains.n, d.urls.n,
+           (double)(br_now_ns() - t0) / 1e9);
     size_t bytes = 0;
     for (size_t i = 0; i < d.stream.n; i++)
         bytes += strlen(str_at(&d.stream, i));
@@ -284,9 +286,9 @@ int main(int argc, char **argv)
     br_urlfilter_get_info(uf, &info);
     printf("filter: %llu keys, k=%u, %.2f bits/key, %llu bytes, FPR model %.2e per expression "
            "(Bloom %.2e, %u of %u prefixes hold entries); built in process in %.0f ns/key\n",
-           (unsigned long long)info.key_count, info.k, info.bits_per_key, (unsigned long long)file_bytes,
-           info.fpr_now, info.bloom_fpr_now, info.prefixes_with_entries, (unsigned)BR_URLFILTER_PREFIXES,
-           build_ns);
+           (unsigned long long)info.key_count, info.k, info.bits_per_key,
+           (unsigned long long)file_bytes, info.fpr_now, info.bloom_fpr_now,
+           info.prefixes_with_entries, (unsigned)BR_URLFILTER_PREFIXES, build_ns);
 
     printf("\n%-6s %10s %12s %10s\n", "stage", "ns/URL", "URLs/s", "ns/expr");
     result best[STAGES];
@@ -306,24 +308,33 @@ int main(int argc, char **argv)
     d.check = true;
     result chk = run(&d, uf, STAGE_FULL);
     double mean_exprs = (double)f.exprs / (double)(d.stream.n - f.failed);
-    printf("\nper URL: %.2f expressions; %zu URLs refused by canonicalization\n", mean_exprs, f.failed);
-    printf("maybes: %zu URLs (%.3f%%) with at least one, %zu expressions; generated hits %zu, of which maybe %zu%s\n",
-           f.maybe_urls, 100.0 * (double)f.maybe_urls / (double)d.stream.n, f.maybe_exprs, d.hits, f.hits_maybe,
-           f.hits_maybe == d.hits ? " (no false negative)" : " (FALSE NEGATIVES!)");
-    printf("of the maybe URLs, %zu are on the list (the %zu generated hits, and random URLs that the small "
-           "syllable space made equal to listed entries); %zu maybe expressions are filter false positives "
+    printf("\nper URL: %.2f expressions; %zu URLs refused by canonicalization\n", mean_exprs,
+           f.failed);
+    printf("maybes: %zu URLs (%.3f%%) with at least one, %zu expressions; generated hits %zu, of "
+           "which maybe %zu%s\n",
+           f.maybe_urls, 100.0 * (double)f.maybe_urls / (double)d.stream.n, f.maybe_exprs, d.hits,
+           f.hits_maybe, f.hits_maybe == d.hits ? " (no false negative)" : " (FALSE NEGATIVES!)");
+    printf("of the maybe URLs, %zu are on the list (the %zu generated hits, and random URLs that "
+           "the small "
+           "syllable space made equal to listed entries); %zu maybe expressions are filter false "
+           "positives "
            "(%.2e per expression; model %.2e)\n",
-           chk.listed_urls, d.hits, chk.false_pos, (double)chk.false_pos / (double)chk.exprs, info.fpr_now);
-    printf("split of the full pipeline: canonicalize %.0f%%, expressions %.0f%%, SHA-256 %.0f%%, Bloom probes %.0f%%\n",
-           100.0 * (double)best[0].ns / (double)f.ns, 100.0 * ((double)best[1].ns - (double)best[0].ns) / (double)f.ns,
+           chk.listed_urls, d.hits, chk.false_pos, (double)chk.false_pos / (double)chk.exprs,
+           info.fpr_now);
+    printf("split of the full pipeline: canonicalize %.0f%%, expressions %.0f%%, SHA-256 %.0f%%, "
+           "Bloom probes %.0f%%\n",
+           100.0 * (double)best[0].ns / (double)f.ns,
+           100.0 * ((double)best[1].ns - (double)best[0].ns) / (double)f.ns,
            100.0 * ((double)best[2].ns - (double)best[1].ns) / (double)f.ns,
            100.0 * ((double)f.ns - (double)best[2].ns) / (double)f.ns);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("RESULT urls=%zu list=%zu ns_per_url=%.0f urls_per_s=%.0f exprs_per_url=%.2f maybe_urls=%zu "
+    printf("RESULT urls=%zu list=%zu ns_per_url=%.0f urls_per_s=%.0f exprs_per_url=%.2f "
+           "maybe_urls=%zu "
            "listed_urls=%zu false_pos=%zu hits=%zu hits_maybe=%zu peak_rss_mib=%ld\n",
-           d.stream.n, n_list, (double)f.ns / (double)d.stream.n, 1e9 * (double)d.stream.n / (double)f.ns,
-           mean_exprs, f.maybe_urls, chk.listed_urls, chk.false_pos, d.hits, f.hits_maybe, ru.ru_maxrss / 1024);
+           d.stream.n, n_list, (double)f.ns / (double)d.stream.n,
+           1e9 * (double)d.stream.n / (double)f.ns, mean_exprs, f.maybe_urls, chk.listed_urls,
+           chk.false_pos, d.hits, f.hits_maybe, ru.ru_maxrss / 1024);
     br_urlfilter_free(uf);
     return f.hits_maybe == d.hits ? 0 : 1;
 }

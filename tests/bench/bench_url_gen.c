@@ -58,9 +58,9 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-static const char *const onsets[] = {"b",  "c",  "d",  "f",  "g",  "h",  "j",  "k",  "l",  "m",  "n",
-                                      "p",  "r",  "s",  "t",  "v",  "w",  "z",  "ch", "sh", "th", "st",
-                                      "tr", "br", "pl", "gr", "kr", "fl", "",   "qu", "sp", "dr"};
+static const char *const onsets[] = {
+    "b", "c", "d",  "f",  "g",  "h",  "j",  "k",  "l",  "m",  "n",  "p",  "r", "s",  "t",  "v",
+    "w", "z", "ch", "sh", "th", "st", "tr", "br", "pl", "gr", "kr", "fl", "",  "qu", "sp", "dr"};
 static const char *const vowels[] = {"a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou", "ea", "y"};
 static const char *const codas[] = {"", "", "", "", "n", "r", "s", "l", "m", "x", "t", "ck"};
 
@@ -76,11 +76,12 @@ static void word(sbuf *b, unsigned min_syl, unsigned max_syl)
 }
 
 /* TLDs, weighted by repetition. */
-static const char *const tlds[] = {"com", "com", "com", "com", "com", "com", "com", "com", "net", "net",
-                                   "org", "org", "de",  "de",  "ru",  "ru",  "uk",  "io",  "info", "fr",
-                                   "jp",  "br",  "xyz", "top", "online", "nl", "it", "pl", "es",  "cn"};
-static const char *const subs[] = {"www", "www", "www", "www", "cdn", "static", "img", "mail", "api", "m",
-                                   "news", "shop", "login", "secure", "app", "blog"};
+static const char *const tlds[] = {"com",    "com", "com",  "com", "com", "com", "com", "com",
+                                   "net",    "net", "org",  "org", "de",  "de",  "ru",  "ru",
+                                   "uk",     "io",  "info", "fr",  "jp",  "br",  "xyz", "top",
+                                   "online", "nl",  "it",   "pl",  "es",  "cn"};
+static const char *const subs[] = {"www", "www", "www",  "www",  "cdn",   "static", "img", "mail",
+                                   "api", "m",   "news", "shop", "login", "secure", "app", "blog"};
 
 /* A registrable name: "word.tld", "word-word.tld" or "word.co.uk". */
 static void domain(sbuf *b)
@@ -114,7 +115,8 @@ static void host(sbuf *b)
     domain(b);
 }
 
-static const char *const exts[] = {".html", ".php", ".js", ".css", ".png", ".jpg", ".gif", ".htm", ".aspx", ".json"};
+static const char *const exts[] = {".html", ".php", ".js",  ".css",  ".png",
+                                   ".jpg",  ".gif", ".htm", ".aspx", ".json"};
 
 static void segment(sbuf *b)
 {
@@ -179,12 +181,10 @@ static void shout(sbuf *b, size_t from, size_t to)
             b->p[i] = (char)(b->p[i] - 32);
 }
 
-
 const char *str_at(const strs *s, size_t i)
 {
     return s->buf + s->off[i];
 }
-
 
 static void strs_from(strs *s, sbuf *b, size_t *offs, size_t n)
 {
@@ -322,7 +322,8 @@ int emit(const data *d, const char *dir)
     const struct {
         const char *name;
         const strs *s;
-    } files[] = {{"list-domains.txt", &d->domains}, {"list-urls.txt", &d->urls}, {"stream.txt", &d->stream}};
+    } files[] = {
+        {"list-domains.txt", &d->domains}, {"list-urls.txt", &d->urls}, {"stream.txt", &d->stream}};
     for (size_t f = 0; f < 3; f++) {
         char p[4096];
         snprintf(p, sizeof(p), "%s/%s", dir, files[f].name);
@@ -340,8 +341,8 @@ int emit(const data *d, const char *dir)
             return 1;
         }
     }
-    printf("wrote %s/{list-domains.txt (%zu), list-urls.txt (%zu), stream.txt (%zu URLs, %zu under the list)}\n",
+    printf("wrote %s/{list-domains.txt (%zu), list-urls.txt (%zu), stream.txt (%zu URLs, %zu under "
+           "the list)}\n",
            dir, d->domains.n, d->urls.n, d->stream.n, d->hits);
     return 0;
 }
-

@@ -138,8 +138,9 @@ int main(int argc, char **argv)
         }
     }
     if (optind + 2 > argc || strcmp(argv[optind + 1], "--") != 0 || optind + 3 > argc) {
-        fprintf(stderr, "usage: helperfeed [--format acl|rewrite] [-c N] [--verdicts FILE] [-q] STREAM -- "
-                        "COMMAND [ARGS...]\n");
+        fprintf(stderr,
+                "usage: helperfeed [--format acl|rewrite] [-c N] [--verdicts FILE] [-q] STREAM -- "
+                "COMMAND [ARGS...]\n");
         return 2;
     }
     if (load(argv[optind]) < 0)
@@ -194,7 +195,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < slots; i++)
         free_ch[n_free++] = slots - 1 - i;
 
-    size_t next = 0, answered = 0, outstanding = 0, in_order = 0; /* in_order: next URL answered without IDs */
+    size_t next = 0, answered = 0, outstanding = 0,
+           in_order = 0; /* in_order: next URL answered without IDs */
     uint64_t blocked = 0, passed = 0, bh = 0, other = 0;
     char *wbuf = malloc(1 << 20), *rbuf = malloc(1 << 20);
     size_t wlen = 0, woff = 0, rlen = 0;
@@ -217,9 +219,11 @@ int main(int argc, char **argv)
             next++;
             outstanding++;
         }
-        struct pollfd p[2] = {{.fd = woff < wlen ? wfd : -1, .events = POLLOUT}, {.fd = rfd, .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = woff < wlen ? wfd : -1, .events = POLLOUT},
+                              {.fd = rfd, .events = POLLIN}};
         if (poll(p, 2, 30000) <= 0) {
-            fprintf(stderr, "helperfeed: no progress for 30 s (%zu of %zu answered)\n", answered, n_urls);
+            fprintf(stderr, "helperfeed: no progress for 30 s (%zu of %zu answered)\n", answered,
+                    n_urls);
             failed = true;
             break;
         }
@@ -243,7 +247,8 @@ int main(int argc, char **argv)
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t r = read(rfd, rbuf + rlen, (1 << 20) - rlen);
             if (r <= 0) {
-                fprintf(stderr, "helperfeed: the helper closed its output (%zu of %zu answered)\n", answered, n_urls);
+                fprintf(stderr, "helperfeed: the helper closed its output (%zu of %zu answered)\n",
+                        answered, n_urls);
                 failed = true;
                 break;
             }
@@ -319,12 +324,12 @@ int main(int argc, char **argv)
     waitpid(pid, &status, 0);
     struct rusage ru;
     getrusage(RUSAGE_CHILDREN, &ru);
-    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-                 (double)ru.ru_stime.tv_usec / 1e6;
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
-    double own = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
-                 (double)self.ru_stime.tv_usec / 1e6;
+    double own = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 +
+                 (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
     double secs = t1 - t0;
     size_t timed = answered > 0 ? answered - 1 : 0;
     if (verdict_path) {
@@ -335,14 +340,18 @@ int main(int argc, char **argv)
         }
     }
     if (!quiet)
-        printf("helperfeed: %zu URLs in %.3f s: %.0f URLs/s (%s, %s); blocked %" PRIu64 ", passed %" PRIu64
-               ", BH %" PRIu64 ", other %" PRIu64 "; helper CPU %.2f s (%.0f ns/URL)\n",
-               answered, secs, (double)timed / secs, rewrite ? "url_rewrite protocol" : "external ACL protocol",
-               conc ? "closed loop" : "open loop", blocked, passed, bh, other, cpu, cpu * 1e9 / (double)n_urls);
-    printf("RESULT format=%s conc=%lu urls=%zu seconds=%.3f urls_per_s=%.0f blocked=%" PRIu64 " passed=%" PRIu64
-           " bh=%" PRIu64 " other=%" PRIu64 " child_cpu_s=%.2f feeder_cpu_s=%.2f\n",
-           rewrite ? "rewrite" : "acl", conc, answered, secs, (double)timed / secs, blocked, passed, bh, other,
-           cpu, own);
+        printf("helperfeed: %zu URLs in %.3f s: %.0f URLs/s (%s, %s); blocked %" PRIu64
+               ", passed %" PRIu64 ", BH %" PRIu64 ", other %" PRIu64
+               "; helper CPU %.2f s (%.0f ns/URL)\n",
+               answered, secs, (double)timed / secs,
+               rewrite ? "url_rewrite protocol" : "external ACL protocol",
+               conc ? "closed loop" : "open loop", blocked, passed, bh, other, cpu,
+               cpu * 1e9 / (double)n_urls);
+    printf("RESULT format=%s conc=%lu urls=%zu seconds=%.3f urls_per_s=%.0f blocked=%" PRIu64
+           " passed=%" PRIu64 " bh=%" PRIu64 " other=%" PRIu64
+           " child_cpu_s=%.2f feeder_cpu_s=%.2f\n",
+           rewrite ? "rewrite" : "acl", conc, answered, secs, (double)timed / secs, blocked, passed,
+           bh, other, cpu, own);
     for (size_t i = 0; i < n_urls; i++)
         free(urls[i]);
     free(urls);

@@ -84,7 +84,13 @@
 /* ---- options and shared state ---- */
 
 loadgen_opts opt = {
-    .conns = 50, .depth = 16, .threads = 1, .duration = 10, .warmup = 1, .seed = 2026, .stats = true,
+    .conns = 50,
+    .depth = 16,
+    .threads = 1,
+    .duration = 10,
+    .warmup = 1,
+    .seed = 2026,
+    .stats = true,
 };
 
 uint64_t g_measure_ns, g_end_ns; /* window of the measurement */
@@ -241,8 +247,16 @@ static int run_load(void)
     int64_t dcpu1 = dcpu0 >= 0 ? proc_cpu_ticks(g_daemon_pid) : -1;
     double scpu1 = self_cpu_s();
     daemon_stats after = opt.stats ? read_stats() : (daemon_stats){0};
-    measure m = {.t0 = t0, .t1 = t1, .dcpu0 = dcpu0, .dcpu1 = dcpu1, .dwait0 = dwait0,
-                 .dwait1 = dwait1, .scpu0 = scpu0, .scpu1 = scpu1, .before = before, .after = after};
+    measure m = {.t0 = t0,
+                 .t1 = t1,
+                 .dcpu0 = dcpu0,
+                 .dcpu1 = dcpu1,
+                 .dwait0 = dwait0,
+                 .dwait1 = dwait1,
+                 .scpu0 = scpu0,
+                 .scpu1 = scpu1,
+                 .before = before,
+                 .after = after};
     if (report(ws, T, &m) < 0)
         return 1;
     for (unsigned i = 0; i < opt.conns; i++) {
@@ -262,28 +276,31 @@ static int run_load(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: loadgen [--socket PATH] [-c N] [-P DEPTH] [-d SECONDS | -n COUNT] [-w WARMUP]\n"
-            "               [-t THREADS] [--absent FILTER | --urls FILE] [--seed S] [--no-stats] [-q]\n"
-            "       loadgen --idle [--socket PATH] [-c N] [-d SECONDS] [--ready-file FILE]\n"
-            "\n"
-            "  -s, --socket PATH      breachd's socket (default $BREACHD_SOCKET, else %s)\n"
-            "  -c, --connections N    connections (default 50)\n"
-            "  -P, --depth P          requests outstanding per connection (default 16)\n"
-            "  -d, --duration S       seconds measured (default 10; --idle: hold time, 0 = until a signal)\n"
-            "  -n, --requests N       instead of a duration: send N requests, wait for every answer\n"
-            "  -w, --warmup S         seconds before the measurement starts (default 1)\n"
-            "  -t, --threads T        threads, one epoll loop each (default 1)\n"
-            "      --absent FILTER    send only hashes that FILTER says definitely-no to\n"
-            "      --urls FILE        send \"URL <url>\" with the URLs of FILE (one a line) in turn\n"
-            "      --hashes FILE      PW requests take the 40-hex hashes of FILE in turn (not random ones)\n"
-            "      --mix W,W,W,W      mixed load: weights of PW, URL (needs --urls), PING and STATS\n"
-            "      --seed S           random seed (default 2026)\n"
-            "      --no-stats         do not read the daemon's STATS before and after\n"
-            "      --idle             open the connections, PING each, then hold them idle\n"
-            "      --ready-file FILE  --idle: create FILE once every connection answered\n"
-            "  -q, --quiet            print only the RESULT line\n",
-            "/run/breachd/breachd.sock");
+    fprintf(
+        f,
+        "Usage: loadgen [--socket PATH] [-c N] [-P DEPTH] [-d SECONDS | -n COUNT] [-w WARMUP]\n"
+        "               [-t THREADS] [--absent FILTER | --urls FILE] [--seed S] [--no-stats] [-q]\n"
+        "       loadgen --idle [--socket PATH] [-c N] [-d SECONDS] [--ready-file FILE]\n"
+        "\n"
+        "  -s, --socket PATH      breachd's socket (default $BREACHD_SOCKET, else %s)\n"
+        "  -c, --connections N    connections (default 50)\n"
+        "  -P, --depth P          requests outstanding per connection (default 16)\n"
+        "  -d, --duration S       seconds measured (default 10; --idle: hold time, 0 = until a "
+        "signal)\n"
+        "  -n, --requests N       instead of a duration: send N requests, wait for every answer\n"
+        "  -w, --warmup S         seconds before the measurement starts (default 1)\n"
+        "  -t, --threads T        threads, one epoll loop each (default 1)\n"
+        "      --absent FILTER    send only hashes that FILTER says definitely-no to\n"
+        "      --urls FILE        send \"URL <url>\" with the URLs of FILE (one a line) in turn\n"
+        "      --hashes FILE      PW requests take the 40-hex hashes of FILE in turn (not random "
+        "ones)\n"
+        "      --mix W,W,W,W      mixed load: weights of PW, URL (needs --urls), PING and STATS\n"
+        "      --seed S           random seed (default 2026)\n"
+        "      --no-stats         do not read the daemon's STATS before and after\n"
+        "      --idle             open the connections, PING each, then hold them idle\n"
+        "      --ready-file FILE  --idle: create FILE once every connection answered\n"
+        "  -q, --quiet            print only the RESULT line\n",
+        "/run/breachd/breachd.sock");
 }
 
 static bool parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -312,14 +329,22 @@ int main(int argc, char **argv)
 {
     enum { O_ABSENT = 256, O_SEED, O_NO_STATS, O_IDLE, O_READY, O_URLS, O_HASHES, O_MIX };
     static const struct option lo[] = {
-        {"socket", required_argument, NULL, 's'},      {"connections", required_argument, NULL, 'c'},
-        {"depth", required_argument, NULL, 'P'},       {"duration", required_argument, NULL, 'd'},
-        {"requests", required_argument, NULL, 'n'},    {"warmup", required_argument, NULL, 'w'},
-        {"threads", required_argument, NULL, 't'},     {"absent", required_argument, NULL, O_ABSENT},
-        {"seed", required_argument, NULL, O_SEED},     {"no-stats", no_argument, NULL, O_NO_STATS},
-        {"idle", no_argument, NULL, O_IDLE},           {"ready-file", required_argument, NULL, O_READY},
-        {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
-        {"urls", required_argument, NULL, O_URLS},     {"hashes", required_argument, NULL, O_HASHES},
+        {"socket", required_argument, NULL, 's'},
+        {"connections", required_argument, NULL, 'c'},
+        {"depth", required_argument, NULL, 'P'},
+        {"duration", required_argument, NULL, 'd'},
+        {"requests", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"threads", required_argument, NULL, 't'},
+        {"absent", required_argument, NULL, O_ABSENT},
+        {"seed", required_argument, NULL, O_SEED},
+        {"no-stats", no_argument, NULL, O_NO_STATS},
+        {"idle", no_argument, NULL, O_IDLE},
+        {"ready-file", required_argument, NULL, O_READY},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"urls", required_argument, NULL, O_URLS},
+        {"hashes", required_argument, NULL, O_HASHES},
         {"mix", required_argument, NULL, O_MIX},
         {0},
     };
@@ -396,7 +421,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind < argc || (opt.requests && duration_set && !opt.idle) || (!opt.idle && opt.duration <= 0 && !opt.requests)) {
+    if (optind < argc || (opt.requests && duration_set && !opt.idle) ||
+        (!opt.idle && opt.duration <= 0 && !opt.requests)) {
         usage(stderr);
         return 2;
     }

@@ -163,7 +163,8 @@ static void conn_fill(worker *w, conn *c, uint64_t now)
                 w->next_url = w->next_url + 1 == g_n_urls ? 0 : w->next_url + 1;
                 c->out_len += (size_t)sprintf(o, "%u URL %s\n", slot, u);
             } else {
-                c->out_len += (size_t)sprintf(o, "%u %s\n", slot, kind == MIX_PING ? "PING" : "STATS");
+                c->out_len +=
+                    (size_t)sprintf(o, "%u %s\n", slot, kind == MIX_PING ? "PING" : "STATS");
             }
             c->sent[slot] = now ? now : 1;
             w->issued++;
@@ -260,13 +261,15 @@ static int conn_answer(worker *w, conn *c, const char *line, size_t len, uint64_
             w->pwned++;
         else if (st_len >= 7 && memcmp(st, "UNKNOWN", 7) == 0)
             w->unknown++;
-        else if ((st_len >= 4 && memcmp(st, "PONG", 4) == 0) || (st_len >= 6 && memcmp(st, "STATS ", 6) == 0))
+        else if ((st_len >= 4 && memcmp(st, "PONG", 4) == 0) ||
+                 (st_len >= 6 && memcmp(st, "STATS ", 6) == 0))
             w->other++;
         else
             w->err++;
     }
     if (st_len >= 3 && memcmp(st, "ERR", 3) == 0 && w->err <= 3)
-        fprintf(stderr, "loadgen: connection %u: %.*s\n", c->idx, (int)(len > 120 ? 120 : len), line);
+        fprintf(stderr, "loadgen: connection %u: %.*s\n", c->idx, (int)(len > 120 ? 120 : len),
+                line);
     c->sent[slot] = 0;
     c->free_slots[c->n_free++] = slot;
     w->outstanding--;
@@ -277,7 +280,9 @@ static int conn_read(worker *w, conn *c)
 {
     ssize_t n = read(c->fd, c->in + c->in_len, IN_CAP - c->in_len);
     if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? 0 : (fail("connection %u: read: %s", c->idx, strerror(errno)), -1);
+        return errno == EAGAIN || errno == EINTR
+                   ? 0
+                   : (fail("connection %u: read: %s", c->idx, strerror(errno)), -1);
     if (n == 0) {
         fail("connection %u: breachd closed the connection", c->idx);
         return -1;

@@ -134,10 +134,9 @@ double self_cpu_s(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
-
 
 /* Nanoseconds task tid of pid spent runnable but waiting for a CPU (the
  * second field of /proc/PID/task/TID/schedstat); -1 when unreadable. */
@@ -182,13 +181,17 @@ int report(const worker *ws, unsigned nthreads, const measure *m)
     double p50 = (double)h_quantile(h, 0.50) / 1e3, p90 = (double)h_quantile(h, 0.90) / 1e3;
     double p99 = (double)h_quantile(h, 0.99) / 1e3, p999 = (double)h_quantile(h, 0.999) / 1e3;
     double mean = h->n ? (double)h->sum / (double)h->n / 1e3 : 0;
-    double dcpu = dcpu0 >= 0 && dcpu1 >= 0 ? (double)(dcpu1 - dcpu0) / (double)sysconf(_SC_CLK_TCK) : -1;
+    double dcpu =
+        dcpu0 >= 0 && dcpu1 >= 0 ? (double)(dcpu1 - dcpu0) / (double)sysconf(_SC_CLK_TCK) : -1;
     double lcpu = scpu1 - scpu0;
     double dwait = dwait0 >= 0 && dwait1 >= 0 ? (double)(dwait1 - dwait0) / 1e9 : -1;
     double lwait = 0;
     for (unsigned t = 0; t < T; t++)
-        lwait = ws[t].wait0 >= 0 && ws[t].wait1 >= 0 && lwait >= 0 ? lwait + (double)(ws[t].wait1 - ws[t].wait0) / 1e9 : -1;
-    double dns = dcpu > 0 && answered ? dcpu * 1e9 / (double)answered : -1; /* daemon CPU ns per answer */
+        lwait = ws[t].wait0 >= 0 && ws[t].wait1 >= 0 && lwait >= 0
+                    ? lwait + (double)(ws[t].wait1 - ws[t].wait0) / 1e9
+                    : -1;
+    double dns =
+        dcpu > 0 && answered ? dcpu * 1e9 / (double)answered : -1; /* daemon CPU ns per answer */
     int64_t maybes = -1, dnos = -1;
     if (before.ok && after.ok) {
         maybes = (int64_t)(after.pw_filter_maybe - before.pw_filter_maybe);
@@ -201,41 +204,53 @@ int report(const worker *ws, unsigned nthreads, const measure *m)
     if (!opt.quiet) {
         printf("loadgen: %u connections x depth %u, %u thread%s, %s, ", opt.conns, opt.depth, T,
                T == 1 ? "" : "s",
-               g_urls ? "URLs from --urls" : opt.absent_path ? "definite-no hashes (screened with --absent)" : "random hashes");
+               g_urls            ? "URLs from --urls"
+               : opt.absent_path ? "definite-no hashes (screened with --absent)"
+                                 : "random hashes");
         if (opt.requests)
             printf("%" PRIu64 " requests\n", opt.requests);
         else
             printf("%.1f s measured after %.1f s of warm-up\n", opt.duration, opt.warmup);
         printf("  answered   %" PRIu64 " in %.3f s: %.0f req/s\n", answered, secs, rps);
-        printf("  answers    %s %" PRIu64 "  %s %" PRIu64 "  UNKNOWN %" PRIu64 "  ERR/other %" PRIu64 "\n",
+        printf("  answers    %s %" PRIu64 "  %s %" PRIu64 "  UNKNOWN %" PRIu64
+               "  ERR/other %" PRIu64 "\n",
                g_urls ? "SAFE" : "CLEAN", clean, g_urls ? "BLOCKED" : "PWNED", pwned, unknown, err);
         if (maybes >= 0)
-            printf("  daemon     over the whole run (%" PRIu64 " %s sent): filter definitely-no %" PRId64
-                   ", maybe %" PRId64 " (%.4f%%)\n",
-                   issued, g_urls ? "URL" : "PW", dnos, maybes, dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
+            printf("  daemon     over the whole run (%" PRIu64
+                   " %s sent): filter definitely-no %" PRId64 ", maybe %" PRId64 " (%.4f%%)\n",
+                   issued, g_urls ? "URL" : "PW", dnos, maybes,
+                   dnos + maybes > 0 ? 100.0 * (double)maybes / (double)(dnos + maybes) : 0.0);
         if (opt.absent_path)
-            printf("  screening  a pool of %u random hashes the filter says definitely-no to, made before the run"
+            printf("  screening  a pool of %u random hashes the filter says definitely-no to, made "
+                   "before the run"
                    " (%" PRIu64 " maybes left out); requests draw from it\n",
                    ABSENT_POOL, g_pool_rejected);
         if (dcpu >= 0)
-            printf("  CPU        breachd (pid %d) %.0f%% of a core, %.0f ns per answer (%.2fM answers per CPU-second);"
+            printf("  CPU        breachd (pid %d) %.0f%% of a core, %.0f ns per answer (%.2fM "
+                   "answers per CPU-second);"
                    " loadgen %.0f%%\n",
-                   (int)g_daemon_pid, 100 * dcpu / secs, dns, dns > 0 ? 1e3 / dns : 0.0, 100 * lcpu / secs);
+                   (int)g_daemon_pid, 100 * dcpu / secs, dns, dns > 0 ? 1e3 / dns : 0.0,
+                   100 * lcpu / secs);
         if (dwait >= 0)
-            printf("  run queue  breachd's loop thread waited for a CPU %.0f%% of the time, loadgen's thread%s %.0f%%"
+            printf("  run queue  breachd's loop thread waited for a CPU %.0f%% of the time, "
+                   "loadgen's thread%s %.0f%%"
                    " (other work on the machine)\n",
                    100 * dwait / secs, T == 1 ? "" : "s", lwait >= 0 ? 100 * lwait / secs : -1.0);
-        printf("  latency    min %.1f us  mean %.1f us  p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
+        printf("  latency    min %.1f us  mean %.1f us  p50 %.1f us  p90 %.1f us  p99 %.1f us  "
+               "p99.9 %.1f us  "
                "max %.1f us\n",
                (double)h->min / 1e3, mean, p50, p90, p99, p999, (double)h->max / 1e3);
     }
-    printf("RESULT conns=%u depth=%u threads=%u seconds=%.3f answered=%" PRIu64 " rps=%.0f p50_us=%.1f "
+    printf("RESULT conns=%u depth=%u threads=%u seconds=%.3f answered=%" PRIu64
+           " rps=%.0f p50_us=%.1f "
            "p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f clean=%" PRIu64 " pwned=%" PRIu64
-           " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64 " daemon_cpu_pct=%.0f daemon_ns_per_req=%.0f"
+           " unknown=%" PRIu64 " err=%" PRIu64 " maybes=%" PRId64
+           " daemon_cpu_pct=%.0f daemon_ns_per_req=%.0f"
            " loadgen_cpu_pct=%.0f daemon_runq_pct=%.0f loadgen_runq_pct=%.0f other=%" PRIu64 "\n",
-           opt.conns, opt.depth, T, secs, answered, rps, p50, p90, p99, p999, (double)h->max / 1e3, clean,
-           pwned, unknown, err, maybes, dcpu >= 0 ? 100 * dcpu / secs : -1, dns, 100 * lcpu / secs,
-           dwait >= 0 ? 100 * dwait / secs : -1, lwait >= 0 ? 100 * lwait / secs : -1, other);
+           opt.conns, opt.depth, T, secs, answered, rps, p50, p90, p99, p999, (double)h->max / 1e3,
+           clean, pwned, unknown, err, maybes, dcpu >= 0 ? 100 * dcpu / secs : -1, dns,
+           100 * lcpu / secs, dwait >= 0 ? 100 * dwait / secs : -1,
+           lwait >= 0 ? 100 * lwait / secs : -1, other);
     free(h);
     return 0;
 }

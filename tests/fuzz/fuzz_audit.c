@@ -30,8 +30,7 @@ static void check_line(br_audit_reader *r, const char *line, size_t len)
         CHECK(rc == -EINVAL && why && *why);
         return;
     }
-    CHECK(rc == BR_AUDIT_LINE_ACCOUNT || rc == BR_AUDIT_LINE_NO_HASH ||
-          rc == BR_AUDIT_LINE_SKIP);
+    CHECK(rc == BR_AUDIT_LINE_ACCOUNT || rc == BR_AUDIT_LINE_NO_HASH || rc == BR_AUDIT_LINE_SKIP);
     if (rc == BR_AUDIT_LINE_SKIP) {
         CHECK((unsigned)a.skip < BR_AUDIT_SKIP_KINDS);
         return;
@@ -45,8 +44,8 @@ static void check_line(br_audit_reader *r, const char *line, size_t len)
     }
     if (sec == 0) { /* the accounts section: the line alone reads the same */
         int rc2 = br_audit_parse_line(r->fmt, r->ntlm, line, len, &b, &why2);
-        CHECK(rc2 == rc && b.name == a.name && b.name_len == a.name_len &&
-              b.history == a.history && memcmp(b.hash, a.hash, sizeof(a.hash)) == 0);
+        CHECK(rc2 == rc && b.name == a.name && b.name_len == a.name_len && b.history == a.history &&
+              memcmp(b.hash, a.hash, sizeof(a.hash)) == 0);
     }
 }
 

@@ -80,7 +80,8 @@ static void check_parse(const uint8_t *v, size_t len)
     size_t list = 0; /* flag bit 0: a decoy list after Last-Modified */
     if (want && (br_load_le16(v + 6) & 1)) {
         size_t off = 24 + (size_t)v[4] + v[5];
-        want = off < len && v[off] <= BR_RANGE_CACHE_MAX_DECOYS && off + 1 + 3 * (size_t)v[off] <= len;
+        want =
+            off < len && v[off] <= BR_RANGE_CACHE_MAX_DECOYS && off + 1 + 3 * (size_t)v[off] <= len;
         list = want ? 1 + 3 * (size_t)v[off] : 0;
     }
     CHECK((r == 0) == want);
@@ -173,7 +174,8 @@ static void check_touch(br_range_cache *c, br_range_kind kind, const uint8_t *v,
                         uint32_t prefix20)
 {
     entry_view ev;
-    bool ok = br_rc_entry_parse(v, len, &ev) == 0 && br_range_validate(kind, ev.rs, ev.rs_len, NULL) == 0;
+    bool ok =
+        br_rc_entry_parse(v, len, &ev) == 0 && br_range_validate(kind, ev.rs, ev.rs_len, NULL) == 0;
     int r = br_range_cache_touch(c, 0, kind, prefix20, 5, 6, NULL, "");
     CHECK(r == (ok ? 0 : -EINVAL));
     if (!ok)

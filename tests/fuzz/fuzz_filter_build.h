@@ -28,7 +28,7 @@ typedef struct fz_built {
     size_t len;
     bool edited; /* a byte edit changed the file: it may be refused */
     size_t n_keys;
-    uint64_t *keys64;                    /* password: every key it holds */
+    uint64_t *keys64;                  /* password: every key it holds */
     uint8_t (*keys256)[BR_SHA256_LEN]; /* URL: every key it holds */
 } fz_built;
 

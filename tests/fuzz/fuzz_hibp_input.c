@@ -106,8 +106,8 @@ static void write_gz(const char *path, const void *data, size_t len, bool two_me
         return;
     g = gzopen(path, "ab");
     CHECK(g);
-    CHECK(len == half || gzwrite(g, (const uint8_t *)data + half, (unsigned)(len - half)) ==
-                             (int)(len - half));
+    CHECK(len == half ||
+          gzwrite(g, (const uint8_t *)data + half, (unsigned)(len - half)) == (int)(len - half));
     CHECK(gzclose(g) == Z_OK);
 }
 

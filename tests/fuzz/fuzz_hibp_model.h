@@ -177,9 +177,9 @@ static inline void fz_model_file(fz_model *m, const br_input_opts *o, const uint
 typedef struct fz_dir_file {
     const uint8_t *data;
     size_t len;
-    char sub[16];  /* subdirectory ("" for the top) */
-    char rel[64];  /* path under the top */
-    char hex[6];   /* the name's prefix digits, as written */
+    char sub[16]; /* subdirectory ("" for the top) */
+    char rel[64]; /* path under the top */
+    char hex[6];  /* the name's prefix digits, as written */
     uint32_t prefix;
     bool is_prefix, hidden, gz, replaced, gzip_data;
 } fz_dir_file;

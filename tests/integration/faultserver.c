@@ -81,9 +81,9 @@
 
 static const char *state_dir;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned flaky_seen[1 << 20 >> 5]; /* one bit per prefix */
-static unsigned slow_seen[1 << 20 >> 5];  /* one bit per prefix */
-static unsigned char chaos_count[1 << 20];   /* requests per prefix, saturating */
+static unsigned flaky_seen[1 << 20 >> 5];  /* one bit per prefix */
+static unsigned slow_seen[1 << 20 >> 5];   /* one bit per prefix */
+static unsigned char chaos_count[1 << 20]; /* requests per prefix, saturating */
 
 static bool send_all(int fd, const void *buf, size_t len)
 {

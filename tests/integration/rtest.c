@@ -25,7 +25,6 @@
 #include "rtest_int.h"
 #include "core/util.h"
 
-
 /* ---- files and processes ------------------------------------------------------- */
 
 char *rt_fmt(const char *fmt, ...)
@@ -293,7 +292,7 @@ void rt_ans_cb(void *ctx, const br_resolve_result *res)
 }
 
 int rt_resolve_in(br_resolver *r, uint32_t partition, br_range_kind kind, const uint8_t *hash,
-                 rt_ans *a)
+                  rt_ans *a)
 {
     memset(a, 0, sizeof(*a));
     int rc = br_resolver_resolve(r, partition, kind, hash, rt_ans_cb, a, &a->res);
@@ -372,8 +371,8 @@ int64_t rt_clock_fn(void *ctx)
     return ((rt_clock *)ctx)->now;
 }
 
-static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
-                    int64_t expires_at, const uint8_t *value, size_t len)
+static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                    int64_t fetched_at, int64_t expires_at, const uint8_t *value, size_t len)
 {
     (void)partition;
     (void)kind;
@@ -400,8 +399,8 @@ typedef struct find_ctx {
     bool found;
 } find_ctx;
 
-static int find_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20, int64_t fetched_at,
-                   int64_t expires_at, const uint8_t *value, size_t len)
+static int find_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix20,
+                   int64_t fetched_at, int64_t expires_at, const uint8_t *value, size_t len)
 {
     (void)partition;
     (void)fetched_at;

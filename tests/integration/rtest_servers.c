@@ -91,42 +91,42 @@ void rt_nginx_start_opts(rt_nginx *n, const char *dir, const rt_nginx_opts *o)
                          n->port, dir, dir)
                 : rt_fmt("listen 127.0.0.1:%d;", n->port);
         char *access = o->no_access_log ? strdup("off") : rt_fmt("%s rt", n->access_log);
-        char *conf = rt_fmt("daemon off;\n"
-                            "master_process %s;\n"
-                            "worker_processes %d;\n"
-                            "pid %s/nginx.pid;\n"
-                            "error_log %s/error.log warn;\n"
-                            "events { worker_connections %d; }\n"
-                            "http {\n"
-                            "    log_format rt '$status $request_uri $connection "
-                            "$connection_requests $server_protocol "
-                            "$http_add_padding $http_user_agent';\n"
-                            "    access_log %s;\n"
-                            "    client_body_temp_path %s/body;\n"
-                            "    proxy_temp_path %s/proxy;\n"
-                            "    fastcgi_temp_path %s/fastcgi;\n"
-                            "    uwsgi_temp_path %s/uwsgi;\n"
-                            "    scgi_temp_path %s/scgi;\n"
-                            "    default_type text/plain;\n"
-                            "    keepalive_requests 100000;\n"
-                            "    keepalive_timeout 60s;\n"
-                            "    etag on;\n"
-                            "    gzip %s;\n"
-                            "    gzip_types text/plain;\n"
-                            "    gzip_min_length 64;\n"
-                            "    %s\n"
-                            "    server {\n"
-                            "        %s\n"
-                            "        root %s;\n"
-                            "        location = /range/EEEEE { return 500; }\n"
-                            "        location /range/ { try_files $uri.txt =404; %s }\n"
-                            "    }\n"
-                            "}\n",
-                            workers > 1 ? "on" : "off", workers, dir, dir,
-                            o->worker_connections > 0 ? o->worker_connections : 1024, access, tmp,
-                            tmp, tmp, tmp, tmp, gzip ? "on" : "off",
-                            o->http_extra ? o->http_extra : "", listen, n->www,
-                            o->location_extra ? o->location_extra : "");
+        char *conf =
+            rt_fmt("daemon off;\n"
+                   "master_process %s;\n"
+                   "worker_processes %d;\n"
+                   "pid %s/nginx.pid;\n"
+                   "error_log %s/error.log warn;\n"
+                   "events { worker_connections %d; }\n"
+                   "http {\n"
+                   "    log_format rt '$status $request_uri $connection "
+                   "$connection_requests $server_protocol "
+                   "$http_add_padding $http_user_agent';\n"
+                   "    access_log %s;\n"
+                   "    client_body_temp_path %s/body;\n"
+                   "    proxy_temp_path %s/proxy;\n"
+                   "    fastcgi_temp_path %s/fastcgi;\n"
+                   "    uwsgi_temp_path %s/uwsgi;\n"
+                   "    scgi_temp_path %s/scgi;\n"
+                   "    default_type text/plain;\n"
+                   "    keepalive_requests 100000;\n"
+                   "    keepalive_timeout 60s;\n"
+                   "    etag on;\n"
+                   "    gzip %s;\n"
+                   "    gzip_types text/plain;\n"
+                   "    gzip_min_length 64;\n"
+                   "    %s\n"
+                   "    server {\n"
+                   "        %s\n"
+                   "        root %s;\n"
+                   "        location = /range/EEEEE { return 500; }\n"
+                   "        location /range/ { try_files $uri.txt =404; %s }\n"
+                   "    }\n"
+                   "}\n",
+                   workers > 1 ? "on" : "off", workers, dir, dir,
+                   o->worker_connections > 0 ? o->worker_connections : 1024, access, tmp, tmp, tmp,
+                   tmp, tmp, gzip ? "on" : "off", o->http_extra ? o->http_extra : "", listen,
+                   n->www, o->location_extra ? o->location_extra : "");
         free(access);
         char *conf_path = rt_fmt("%s/nginx.conf", dir);
         rt_write_file(conf_path, conf, strlen(conf));

@@ -185,12 +185,12 @@ static void test_full(void **state)
     char *dir = rt_fmt("%s/d1", root), *single = rt_fmt("%s/single.txt", root);
     clear_log();
     double t0 = rt_now();
-    run_out r = ctl("full", "--out", dir, "--upstream", tmpl, "--range", range_arg,
-                    "--single-file", single, NULL);
+    run_out r = ctl("full", "--out", dir, "--upstream", tmpl, "--range", range_arg, "--single-file",
+                    single, NULL);
     fprintf(stderr, "  full run: %.2f s\n", rt_now() - t0);
     assert_int_equal(r.status, 0);
-    char *want = rt_fmt("download: complete: %d/%d prefixes present (%d written,", NPREFIX,
-                        NPREFIX, NPREFIX);
+    char *want = rt_fmt("download: complete: %d/%d prefixes present (%d written,", NPREFIX, NPREFIX,
+                        NPREFIX);
     assert_non_null(strstr(r.out, want));
     assert_int_equal(compare_dir(dir, false), 0);
 
@@ -232,8 +232,8 @@ static void test_full(void **state)
 
     /* the layout feeds the filter builder */
     char *filter = rt_fmt("%s/pw.bfuse", root);
-    char *argv[] = {BREACHCTL, "filter", "build", "--kind", "password-sha1", "--output", filter,
-                    "--input", dir, NULL};
+    char *argv[] = {BREACHCTL,  "filter", "build",   "--kind", "password-sha1",
+                    "--output", filter,   "--input", dir,      NULL};
     assert_int_equal(run_cmd(argv), 0);
     rt_range rr;
     rt_range_gen(&rr, BR_RANGE_PASSWORD_SHA1, 0x123, 1 + (0x123 + 1) % 6, 0, 1 * 7919 + 1);
@@ -276,8 +276,8 @@ static void test_changed(void **state)
     run_out r = ctl("changed", "--out", dir, "--upstream", tmpl, "--range", range_arg, NULL);
     fprintf(stderr, "  incremental run: %.2f s\n", rt_now() - t0);
     assert_int_equal(r.status, 0);
-    char *want = rt_fmt("(5 written, 0 unchanged, %d not modified, 0 resumed, 0 failed)",
-                        NPREFIX - 5);
+    char *want =
+        rt_fmt("(5 written, 0 unchanged, %d not modified, 0 resumed, 0 failed)", NPREFIX - 5);
     assert_non_null(strstr(r.out, want));
     size_t s200, s304, other;
     log_statuses(&s200, &s304, &other, NPREFIX);
@@ -318,8 +318,8 @@ static void test_force(void **state)
     for (uint32_t p = 0; p < NPREFIX; p++)
         stat_of(dir, p, &before[p]);
     clear_log();
-    run_out r = ctl("force", "--out", dir, "--upstream", tmpl, "--range", range_arg, "--force",
-                    NULL);
+    run_out r =
+        ctl("force", "--out", dir, "--upstream", tmpl, "--range", range_arg, "--force", NULL);
     assert_int_equal(r.status, 0);
     char *want = rt_fmt("(0 written, %d unchanged, 0 not modified", NPREFIX);
     assert_non_null(strstr(r.out, want));
@@ -410,7 +410,8 @@ static void test_kill_resume(void **state)
     assert_int_equal(symlink(mirror, link), 0);
     char *http_extra =
         rt_fmt("limit_req_zone $server_addr zone=dl:1m rate=%dr/s;", NPREFIX * 2 / 5);
-    rt_nginx_opts o = {.http_extra = http_extra, .location_extra = "limit_req zone=dl burst=100000;"};
+    rt_nginx_opts o = {.http_extra = http_extra,
+                       .location_extra = "limit_req zone=dl burst=100000;"};
     rt_nginx slow;
     rt_nginx_start_opts(&slow, ndir, &o);
     char *slow_tmpl = rt_fmt("http://127.0.0.1:%d/range/{prefix}", slow.port);
@@ -488,8 +489,8 @@ static void test_locked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full),    cmocka_unit_test(test_changed),
-        cmocka_unit_test(test_force),   cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_full),        cmocka_unit_test(test_changed),
+        cmocka_unit_test(test_force),       cmocka_unit_test(test_missing),
         cmocka_unit_test(test_kill_resume), cmocka_unit_test(test_locked),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -52,8 +52,8 @@ static void test_chaos(void **state)
     (void)state;
     char *dir = rt_fmt("%s/d4", root);
     char *t = rt_fmt("http://127.0.0.1:%d/chaos/{prefix}", fault.port);
-    run_out r = ctl("chaos", "--out", dir, "--upstream", t, "--range", "00100-001FF",
-                    "--parallel", "16", NULL);
+    run_out r = ctl("chaos", "--out", dir, "--upstream", t, "--range", "00100-001FF", "--parallel",
+                    "16", NULL);
     assert_int_equal(r.status, 0);
     check_ok_files(dir, 0x100, 0x1FF, 0);
     size_t total = rt_fault_count(&fault, "chaos", 0x100000);
@@ -80,11 +80,11 @@ static void test_badsome(void **state)
     char *t = rt_fmt("http://127.0.0.1:%d/badsome/{prefix}", fault.port);
     run_out r = ctl("badsome", "--out", dir, "--upstream", t, "--range", "00000-000FF", NULL);
     assert_int_equal(r.status, 2);
-    assert_non_null(strstr(
-        r.err, "breachctl: download: 8 of 256 prefixes missing: 00005 (failed: HTTP 503), "
-               "00006 (failed: malformed body), 00045 (failed: HTTP 503), 00046 (failed: "
-               "malformed body), 00085 (failed: HTTP 503), 00086 (failed: malformed body), "
-               "000C5 (failed: HTTP 503), 000C6 (failed: malformed body)\n"));
+    assert_non_null(
+        strstr(r.err, "breachctl: download: 8 of 256 prefixes missing: 00005 (failed: HTTP 503), "
+                      "00006 (failed: malformed body), 00045 (failed: HTTP 503), 00046 (failed: "
+                      "malformed body), 00085 (failed: HTTP 503), 00086 (failed: malformed body), "
+                      "000C5 (failed: HTTP 503), 000C6 (failed: malformed body)\n"));
     check_ok_files(dir, 0, 0xFF, 1);
     /* bounded: 3 fetches of 3 attempts for a 503, 3 fetches for a bad body */
     assert_int_equal(rt_fault_count(&fault, "badsome", 0x005), 9);

@@ -66,8 +66,7 @@ static void expect_found(const rt_ans *a)
 {
     assert_int_equal(a->calls, 1);
     if (a->res.status != BR_RESOLVE_FOUND)
-        fail_msg("expected FOUND, got %d (%s)", a->res.status,
-                 a->res.reason ? a->res.reason : "-");
+        fail_msg("expected FOUND, got %d (%s)", a->res.status, a->res.reason ? a->res.reason : "-");
     assert_int_equal(a->res.count, 42);
 }
 

@@ -339,7 +339,8 @@ static void test_no_upstream(void **s)
     rt_ans a;
     assert_int_equal(rt_resolve(r, BR_RANGE_URL_SHA256, h, &a), 1);
     assert_unknown(&a.res, BR_REASON_UNAVAILABLE);
-    assert_int_equal(br_resolver_resolve(r, 0, (br_range_kind)7, h, rt_ans_cb, &a, &a.res), -EINVAL);
+    assert_int_equal(br_resolver_resolve(r, 0, (br_range_kind)7, h, rt_ans_cb, &a, &a.res),
+                     -EINVAL);
     br_resolver_free(r);
     event_base_free(base);
 }

@@ -47,7 +47,8 @@ int fixture_teardown(void **state)
     return rc;
 }
 
-void gen_make(gen *g, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n)
+void gen_make(gen *g, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+              size_t max_n)
 {
     uint64_t rng = seed * UINT64_C(0x100000001B3) ^ ((uint64_t)prefix << 8) ^ (uint64_t)kind;
     size_t hl = br_range_hash_len(kind);
@@ -85,8 +86,8 @@ void gen_value(const gen *g, br_range_kind kind, uint8_t **v, size_t *len)
     free(body);
 }
 
-void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n,
-                    int64_t fetched, int64_t expires, const char *etag, const char *lm)
+void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+             size_t max_n, int64_t fetched, int64_t expires, const char *etag, const char *lm)
 {
     gen *g = malloc(sizeof(*g));
     assert_non_null(g);
@@ -100,8 +101,8 @@ void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t se
 }
 
 /* Check that (kind, prefix) answers exactly like generation seed. */
-void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n,
-                      int64_t now, br_range_cache_state want_state)
+void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+               size_t max_n, int64_t now, br_range_cache_state want_state)
 {
     gen *g = malloc(sizeof(*g));
     assert_non_null(g);

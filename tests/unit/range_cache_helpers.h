@@ -26,15 +26,16 @@ typedef struct gen {
     uint32_t count[256];
     char cat[256][16];
 } gen;
-void gen_make(gen *g, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n);
+void gen_make(gen *g, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+              size_t max_n);
 /* g as a parsed range set (*v, malloc'ed). */
 void gen_value(const gen *g, br_range_kind kind, uint8_t **v, size_t *len);
 /* Store generation seed of (kind, prefix) in partition 0. */
-void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n,
-             int64_t fetched, int64_t expires, const char *etag, const char *lm);
+void put_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+             size_t max_n, int64_t fetched, int64_t expires, const char *etag, const char *lm);
 /* Check that (kind, prefix) answers exactly like generation seed. */
-void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n, size_t max_n,
-               int64_t now, br_range_cache_state want_state);
+void check_gen(br_range_cache *c, br_range_kind kind, uint32_t prefix, uint64_t seed, size_t min_n,
+               size_t max_n, int64_t now, br_range_cache_state want_state);
 /* The fixture's cache, opened (must succeed). */
 br_range_cache *open_cache(const fixture *f, uint64_t max_size);
 /* A hash of prefix (hl bytes), the rest fixed. */

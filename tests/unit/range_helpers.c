@@ -64,7 +64,8 @@ void make_pw_set(pw_set *s, uint64_t seed)
 }
 
 /* Body of the set: real lines in order perm (or as is), then padding. */
-void pw_body(const pw_set *s, sbuf *b, int eol, bool final_eol, bool lower, bool shuffle, bool padding)
+void pw_body(const pw_set *s, sbuf *b, int eol, bool final_eol, bool lower, bool shuffle,
+             bool padding)
 {
     int order[NREAL];
     for (int i = 0; i < NREAL; i++)
@@ -124,7 +125,8 @@ void check_pw_set(const pw_set *s, const uint8_t *v, size_t len, bool expect_pad
     }
     if (expect_padding_absent)
         for (int i = 0; i < NPAD; i++)
-            assert_int_equal(br_range_lookup(BR_RANGE_PASSWORD_SHA1, v, len, s->pad[i], NULL, NULL), 0);
+            assert_int_equal(br_range_lookup(BR_RANGE_PASSWORD_SHA1, v, len, s->pad[i], NULL, NULL),
+                             0);
 }
 
 void parse_ok(br_range_kind kind, const char *body, size_t len, uint8_t **v, size_t *vlen)

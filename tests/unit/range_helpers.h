@@ -43,7 +43,8 @@ void make_pw_set(pw_set *s, uint64_t seed);
 enum { EOL_LF, EOL_CRLF, EOL_MIXED };
 
 /* Body of the set: real lines (shuffled or in order), then padding. */
-void pw_body(const pw_set *s, sbuf *b, int eol, bool final_eol, bool lower, bool shuffle, bool padding);
+void pw_body(const pw_set *s, sbuf *b, int eol, bool final_eol, bool lower, bool shuffle,
+             bool padding);
 /* v (len bytes) is the parsed set s: every real line found with its count,
  * and with expect_padding_absent, no padding line. */
 void check_pw_set(const pw_set *s, const uint8_t *v, size_t len, bool expect_padding_absent);

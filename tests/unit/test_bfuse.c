@@ -40,7 +40,8 @@ typedef struct built {
     void *fp;
 } built;
 
-static built build_ok(unsigned arity, unsigned fp_bits, const uint64_t *keys, size_t n, uint64_t seed_base)
+static built build_ok(unsigned arity, unsigned fp_bits, const uint64_t *keys, size_t n,
+                      uint64_t seed_base)
 {
     built b = {0};
     assert_int_equal(br_bfuse_layout(&b.f, arity, fp_bits, n), 0);
@@ -61,7 +62,8 @@ static built build_ok(unsigned arity, unsigned fp_bits, const uint64_t *keys, si
     /* the byte size never changes; the segment length may halve on a retry */
     assert_int_equal(b.f.array_length, laid.array_length);
     assert_int_equal(br_bfuse_bytes(&b.f), bytes);
-    assert_true(b.f.segment_length == laid.segment_length || b.f.segment_length * 2 == laid.segment_length);
+    assert_true(b.f.segment_length == laid.segment_length ||
+                b.f.segment_length * 2 == laid.segment_length);
     return b;
 }
 
@@ -88,8 +90,9 @@ static void test_layout(void **state)
     assert_int_equal(br_bfuse_layout(&f, 3, 64, 10), -EINVAL);
     assert_int_equal(br_bfuse_layout(&f, 3, 16, (size_t)BR_BFUSE_MAX_KEYS + 1), -E2BIG);
 
-    static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 10, 100, 1000, 11500, 65537, 1000000, 4u << 20,
-                                   100000000, BR_BFUSE_MAX_KEYS};
+    static const size_t sizes[] = {0,     1,       2,        3,         4,
+                                   5,     10,      100,      1000,      11500,
+                                   65537, 1000000, 4u << 20, 100000000, BR_BFUSE_MAX_KEYS};
     for (size_t a = 0; a < BR_ARRAY_SIZE(arities); a++) {
         for (size_t i = 0; i < BR_ARRAY_SIZE(sizes); i++) {
             unsigned arity = arities[a];
@@ -194,7 +197,8 @@ static void test_no_false_negatives_combos(void **state)
     for (size_t a = 0; a < BR_ARRAY_SIZE(arities); a++)
         for (size_t b = 0; b < BR_ARRAY_SIZE(fpbits); b++)
             for (size_t i = 0; i < BR_ARRAY_SIZE(sizes); i++)
-                check_no_false_negatives(arities[a], fpbits[b], sizes[i], 2000 + 100 * a + 10 * b + i);
+                check_no_false_negatives(arities[a], fpbits[b], sizes[i],
+                                         2000 + 100 * a + 10 * b + i);
     check_no_false_negatives(4, 8, 1000000, 2999);
 }
 
@@ -269,7 +273,9 @@ static void test_structured_keys(void **state)
     assert_non_null(k);
     for (int kind = 0; kind < 3; kind++) {
         for (size_t i = 0; i < n; i++)
-            k[i] = kind == 0 ? i : kind == 1 ? (uint64_t)i << 40 : UINT64_C(0xABCDE00000000000) | (i * 4096);
+            k[i] = kind == 0   ? i
+                   : kind == 1 ? (uint64_t)i << 40
+                               : UINT64_C(0xABCDE00000000000) | (i * 4096);
         for (size_t a = 0; a < BR_ARRAY_SIZE(arities); a++) {
             built b = build_ok(arities[a], 16, k, n, 99);
             assert_all_present(&b.f, k, n);
@@ -305,8 +311,9 @@ static void test_fpr_1m(void **state)
         uint64_t qs = ks.next_state; /* non-members: the stream after the members */
         double fpr = measure_fpr(&b.f, &qs, cases[c].queries);
         double ideal = 1.0 / (double)(UINT64_C(1) << cases[c].fp_bits);
-        print_message("%u-wise %2u-bit: fpr %.3g (ideal %.3g) over %zu queries, %.2f bits/key\n", cases[c].arity,
-                      cases[c].fp_bits, fpr, ideal, cases[c].queries, 8.0 * (double)br_bfuse_bytes(&b.f) / n);
+        print_message("%u-wise %2u-bit: fpr %.3g (ideal %.3g) over %zu queries, %.2f bits/key\n",
+                      cases[c].arity, cases[c].fp_bits, fpr, ideal, cases[c].queries,
+                      8.0 * (double)br_bfuse_bytes(&b.f) / n);
         if (cases[c].fp_bits == 32) {
             assert_true(fpr * (double)cases[c].queries <= 3.0);
         } else {
@@ -383,8 +390,8 @@ static void test_golden(void **state)
     built b = build_ok(3, 16, keys, BR_ARRAY_SIZE(keys), 42);
     uint64_t st = 42;
     uint64_t first_seed = br_splitmix64(&st);
-    print_message("golden: seed %#llx (first %#llx) length %u hash %#llx\n", (unsigned long long)b.f.seed,
-                  (unsigned long long)first_seed, b.f.array_length,
+    print_message("golden: seed %#llx (first %#llx) length %u hash %#llx\n",
+                  (unsigned long long)b.f.seed, (unsigned long long)first_seed, b.f.array_length,
                   (unsigned long long)fnv1a(b.fp, br_bfuse_bytes(&b.f)));
     assert_int_equal(b.f.segment_length, 128);
     assert_int_equal(b.f.array_length, 1408);
@@ -403,7 +410,8 @@ static void test_golden(void **state)
     uint32_t L = b.f.segment_length;
     uint32_t h0 = (uint32_t)(((unsigned __int128)h * b.f.segment_count_length) >> 64);
     unsigned shift = (unsigned)__builtin_ctz(L);
-    uint32_t p[3] = {h0, (h0 + L) ^ ((uint32_t)h & (L - 1)), (h0 + 2 * L) ^ ((uint32_t)(h >> shift) & (L - 1))};
+    uint32_t p[3] = {h0, (h0 + L) ^ ((uint32_t)h & (L - 1)),
+                     (h0 + 2 * L) ^ ((uint32_t)(h >> shift) & (L - 1))};
     uint16_t v = (uint16_t)(h ^ (h >> 32));
     for (int j = 0; j < 3; j++)
         v ^= (uint16_t)(a[2 * p[j]] | (a[2 * p[j] + 1] << 8));
@@ -473,14 +481,15 @@ static void test_check_rejects(void **state)
     BAD(fp_bits, 12);
     BAD(fp_bits, 24);
     BAD(fp_bits, 64);
-    BAD(segment_length, good.segment_length + 1);     /* not a power of two */
-    BAD(segment_length, good.segment_length * 3);     /* not a power of two */
-    BAD(segment_length, UINT32_C(1) << 19);           /* too long */
-    BAD(segment_length, UINT32_C(1) << 31);           /* too long */
-    BAD(segment_length, 0);                           /* empty, but lengths set */
-    BAD(segment_count_length, 0);                     /* no segment */
+    BAD(segment_length, good.segment_length + 1);             /* not a power of two */
+    BAD(segment_length, good.segment_length * 3);             /* not a power of two */
+    BAD(segment_length, UINT32_C(1) << 19);                   /* too long */
+    BAD(segment_length, UINT32_C(1) << 31);                   /* too long */
+    BAD(segment_length, 0);                                   /* empty, but lengths set */
+    BAD(segment_count_length, 0);                             /* no segment */
     BAD(segment_count_length, good.segment_count_length + 1); /* not whole segments */
-    BAD(segment_count_length, good.segment_count_length + good.segment_length); /* exceeds the array */
+    BAD(segment_count_length,
+        good.segment_count_length + good.segment_length); /* exceeds the array */
     BAD(array_length, good.array_length + 1);
     BAD(array_length, good.array_length - 1);
     BAD(array_length, good.array_length + good.segment_length);

@@ -111,8 +111,8 @@ static void test_no_false_negatives(void **state)
             for (uint64_t i = 0; i < sizes[s]; i++) {
                 random_key(&seed, k);
                 if (!br_bloom_contains(&b, k))
-                    fail_msg("false negative: key %llu of %llu at fpr %g",
-                             (unsigned long long)i, (unsigned long long)sizes[s], fprs[f]);
+                    fail_msg("false negative: key %llu of %llu at fpr %g", (unsigned long long)i,
+                             (unsigned long long)sizes[s], fprs[f]);
             }
             free(blocks);
         }
@@ -266,12 +266,9 @@ static void test_determinism(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_probe_rule),
-        cmocka_unit_test(test_no_false_negatives),
-        cmocka_unit_test(test_measured_fpr),
-        cmocka_unit_test(test_sizing_1e5),
-        cmocka_unit_test(test_sizing_table),
-        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_probe_rule),   cmocka_unit_test(test_no_false_negatives),
+        cmocka_unit_test(test_measured_fpr), cmocka_unit_test(test_sizing_1e5),
+        cmocka_unit_test(test_sizing_table), cmocka_unit_test(test_model),
         cmocka_unit_test(test_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,7 +118,8 @@ static void test_errors_values(void **state)
         expect_error(text, want);
     }
     expect_error("[urls]\nwhen_stale = bypass\n",
-                 NAME ":2: [urls] when_stale: bad when_stale value \"bypass\": expected filter, upstream or unknown");
+                 NAME ":2: [urls] when_stale: bad when_stale value \"bypass\": expected filter, "
+                      "upstream or unknown");
     expect_error("[cache]\npartition = gid\n",
                  NAME ":2: [cache] partition: bad partition value \"gid\": expected uid or none");
     /* modes */

@@ -56,7 +56,8 @@ static void test_population(void **s)
     /* empty population, or only the real prefix: no decoys */
     assert_int_equal(br_decoy_pick(key1, BR_RANGE_URL_SHA256, 7, bm, 0, 3, out), 0);
     set_bit(bm, 7);
-    assert_int_equal(br_decoy_pick(key1, BR_RANGE_URL_SHA256, 7, bm, br_decoy_population(bm), 3, out), 0);
+    assert_int_equal(
+        br_decoy_pick(key1, BR_RANGE_URL_SHA256, 7, bm, br_decoy_population(bm), 3, out), 0);
     /* three others: all of them, whatever is asked for */
     set_bit(bm, 100);
     set_bit(bm, 0xFFFFF);
@@ -91,7 +92,8 @@ static void test_bad_arguments(void **s)
     uint32_t out[4];
     assert_int_equal(br_decoy_pick(NULL, BR_RANGE_PASSWORD_SHA1, 1, NULL, 0, 1, out), -EINVAL);
     assert_int_equal(br_decoy_pick(key1, (br_range_kind)9, 1, NULL, 0, 1, out), -EINVAL);
-    assert_int_equal(br_decoy_pick(key1, BR_RANGE_PASSWORD_SHA1, 1u << 20, NULL, 0, 1, out), -EINVAL);
+    assert_int_equal(br_decoy_pick(key1, BR_RANGE_PASSWORD_SHA1, 1u << 20, NULL, 0, 1, out),
+                     -EINVAL);
     assert_int_equal(br_decoy_pick(key1, BR_RANGE_PASSWORD_SHA1, 1, NULL, 0, 0, NULL), 0);
 }
 

@@ -268,10 +268,13 @@ static void test_single_file(void **state)
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
     /* unsorted, mixed line ends, an empty line; byte order marks at the
      * start of lines (the official downloader's blocks) are left out */
-    const char *a = "\xEF\xBB\xBF" "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB:2\n"
+    const char *a = "\xEF\xBB\xBF"
+                    "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB:2\n"
                     "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:1\r\n\r\n"
-                    "\xEF\xBB\xBF" "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC:3";
-    const char *b = "\xEF\xBB\xBF" "00000000000000000000000000000000001:9\r\n";
+                    "\xEF\xBB\xBF"
+                    "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC:3";
+    const char *b = "\xEF\xBB\xBF"
+                    "00000000000000000000000000000000001:9\r\n";
     char *pa = tu_path("%s/00000.txt", dir), *pb = tu_path("%s/00001.txt", dir);
     assert_int_equal(tu_write_file(pa, a, strlen(a)), 0);
     assert_int_equal(tu_write_file(pb, b, strlen(b)), 0);

@@ -59,8 +59,10 @@ static void build(const char *dir, const char *path, uint64_t lo, uint64_t hi, u
     assert_int_equal(br_keyset_new(dir, 0, &ks, &err), 0);
     for (uint64_t i = lo; i < hi; i++)
         assert_int_equal(br_keyset_add(ks, key_of(i), &err), 0);
-    br_pwfilter_build_opts o = {.generation = gen, .build_time = (int64_t)(1000 + gen),
-                                .base_body_sha256 = base, .threads = 1};
+    br_pwfilter_build_opts o = {.generation = gen,
+                                .build_time = (int64_t)(1000 + gen),
+                                .base_body_sha256 = base,
+                                .threads = 1};
     if (br_pwfilter_build(ks, &o, path, NULL, &err) < 0)
         fail_msg("build %s: %s", path, err.text);
     br_keyset_free(ks);
@@ -219,7 +221,8 @@ static void test_delta_check_kind(void **state)
     set.body_sha256[0] = 1;
     br_filter_names names = {0};
     assert_int_equal(br_filter_names_add(&names, set.body_sha256), 0);
-    br_filter_header d = {.kind = BR_KIND_URL_SHA256, .key_encoding = BR_KEYENC_URL_EXPR_SHA256,
+    br_filter_header d = {.kind = BR_KIND_URL_SHA256,
+                          .key_encoding = BR_KEYENC_URL_EXPR_SHA256,
                           .role = BR_ROLE_DELTA};
     d.base_body_sha256[0] = 1;
     br_error err = {{0}};
@@ -329,20 +332,20 @@ static void test_layers_refused(void **state)
     char *bad = tu_path("%s/bad", f->dir);
     static const struct {
         size_t off;
-        uint8_t xor;
+        uint8_t xor ;
         const char *says;
     } cases[] = {
-        {72, 0x03, "param layer_count: 1"},       /* 2 -> 1 */
+        {72, 0x03, "param layer_count: 1"}, /* 2 -> 1 */
         {76, 0x01, "reserved param byte"},
-        {4096, 0x40, "layer 0: offset"},          /* first offset moved */
-        {4096 + 24, 0x01, "layer 1: offset"},     /* second size off by one */
-        {48, 0x01, "field key_count"},            /* key count */
-        {8192 + 16, 0x02, "layer 0"},             /* layer 0's kind, inside */
+        {4096, 0x40, "layer 0: offset"},      /* first offset moved */
+        {4096 + 24, 0x01, "layer 1: offset"}, /* second size off by one */
+        {48, 0x01, "field key_count"},        /* key count */
+        {8192 + 16, 0x02, "layer 0"},         /* layer 0's kind, inside */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint8_t *c = tu_xmalloc(len);
         memcpy(c, raw, len);
-        c[cases[i].off] ^= cases[i].xor;
+        c[cases[i].off] ^= cases[i].xor ;
         resum(c, len);
         assert_int_equal(tu_write_file(bad, c, len), 0);
         br_pwfilter *pf = NULL;

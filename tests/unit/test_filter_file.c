@@ -283,7 +283,8 @@ static void test_rewritten_in_place(void **state)
         assert_int_equal(fputc(0x55, w), 0x55);
         assert_int_equal(fflush(w), 0);
         assert_int_equal(stat(path, &st1), 0);
-    } while (st1.st_mtim.tv_sec == st0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
+    } while (st1.st_mtim.tv_sec == st0.st_mtim.tv_sec &&
+             st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
     fclose(w);
     assert_true(br_filter_file_changed(f));
     assert_true(br_filter_file_damaged(f));
@@ -335,12 +336,9 @@ static void test_kind_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_abandoned_writer_leaves_nothing),
-        cmocka_unit_test(test_field_checks),
-        cmocka_unit_test(test_peek),
-        cmocka_unit_test(test_kind_names),
-        cmocka_unit_test(test_rewritten_in_place),
+        cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_abandoned_writer_leaves_nothing),
+        cmocka_unit_test(test_field_checks), cmocka_unit_test(test_peek),
+        cmocka_unit_test(test_kind_names),   cmocka_unit_test(test_rewritten_in_place),
         cmocka_unit_test(test_owner_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

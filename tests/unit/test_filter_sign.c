@@ -175,18 +175,29 @@ static void test_replay(void **state)
     } cases[] = {
         {"kind", "signature is for a password-sha1 filter, the filter is url-sha256"},
         {"generation", "signature is for generation 7, the filter is generation 8"},
-        {"build_time", "signature is for build time 1764460800, the filter was built at 1764460801"},
+        {"build_time",
+         "signature is for build time 1764460800, the filter was built at 1764460801"},
         {"header", "signature is for another header"},
         {"body", "signature is for another body"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_filter_header h = f->h;
         switch (i) {
-        case 0: h.kind = BR_KIND_URL_SHA256; break;
-        case 1: h.generation = 8; break;
-        case 2: h.build_time++; break;
-        case 3: h.header_sha256[31] ^= 1; break;
-        default: h.body_sha256[0] ^= 0x80; break;
+        case 0:
+            h.kind = BR_KIND_URL_SHA256;
+            break;
+        case 1:
+            h.generation = 8;
+            break;
+        case 2:
+            h.build_time++;
+            break;
+        case 3:
+            h.header_sha256[31] ^= 1;
+            break;
+        default:
+            h.body_sha256[0] ^= 0x80;
+            break;
         }
         memset(&err, 0, sizeof(err));
         assert_int_equal(br_filter_sig_check(f->pk, &h, sig, sizeof(sig), &err), -EINVAL);

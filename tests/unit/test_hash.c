@@ -50,7 +50,8 @@ static void test_hasher_reuse(void **state)
 static void test_sha256_strings(void **state)
 {
     (void)state;
-    const char *const s[] = {"abc", "", "example.com/", "abc", "a longer expression/with/a/path?q=1"};
+    const char *const s[] = {"abc", "", "example.com/", "abc",
+                             "a longer expression/with/a/path?q=1"};
     uint8_t got[5][BR_SHA256_LEN], want[BR_SHA256_LEN];
     assert_int_equal(br_sha256_strings(s, 5, got), 0);
     for (size_t i = 0; i < 5; i++) {
@@ -76,10 +77,8 @@ static void test_hex(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1_known),
-        cmocka_unit_test(test_sha256_known),
-        cmocka_unit_test(test_hasher_reuse),
-        cmocka_unit_test(test_sha256_strings),
+        cmocka_unit_test(test_sha1_known),   cmocka_unit_test(test_sha256_known),
+        cmocka_unit_test(test_hasher_reuse), cmocka_unit_test(test_sha256_strings),
         cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,8 +245,8 @@ static void test_bad_gzip(void **state)
     collected_free(&c);
 
     /* corrupt bytes inside the deflate stream */
-    static const unsigned char junk[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff,
-                                         0xff, 0xff, 0xff, 0xff};
+    static const unsigned char junk[] = {0x1f, 0x8b, 8,    0,    0,    0,    0,    0,    0,
+                                         3,    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     tpath(p, sizeof(p), "junk.gz");
     write_bytes(p, junk, sizeof(junk));
     assert_int_equal(run(p, NULL, &c, &st, &err), -EINVAL);

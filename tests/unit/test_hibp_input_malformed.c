@@ -88,8 +88,9 @@ static const bad_case bad_cases[] = {
     {"\n\n" H_ONES "\n", 0, 2,
      ":3: a plain hash list has no counts, so the minimum count 2 cannot be applied"},
     /* a byte order mark is ignored at the start of a line only */
-    {G1 "FFFFF\xef\xbb\xbf" "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:1\n", 0, 0,
-     ":2: character 6 is not a hex digit"},
+    {G1 "FFFFF\xef\xbb\xbf"
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:1\n",
+     0, 0, ":2: character 6 is not a hex digit"},
     {"\xef\xbb\xbf\xef\xbb\xbf" G1, 0, 0, ":1: character 1 is not a hex digit"},
     /* NTLM: 32-hex hashes */
     {G1 "8846F7EAEE8FB117AD06BDD830B7586C:5\n", 0, 0,

@@ -124,8 +124,8 @@ static void test_single_file(void **state)
             len += (size_t)snprintf(t + len, cap - len, BOM);
             for (const char *l = C.text[i]; *l;) {
                 const char *e = strchr(l, '\n');
-                len += (size_t)snprintf(t + len, cap - len, "%05X%.*s%s", C.prefix[i],
-                                        (int)(e - l), l, crlf ? "\r\n" : "\n");
+                len += (size_t)snprintf(t + len, cap - len, "%05X%.*s%s", C.prefix[i], (int)(e - l),
+                                        l, crlf ? "\r\n" : "\n");
                 l = e + 1;
             }
         }
@@ -309,9 +309,9 @@ int main(void)
 {
     make_corpus();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_file),   cmocka_unit_test(test_prefix_layouts),
-        cmocka_unit_test(test_plain_list),    cmocka_unit_test(test_plaintext),
-        cmocka_unit_test(test_min_count),     cmocka_unit_test(test_wrong_kind),
+        cmocka_unit_test(test_single_file), cmocka_unit_test(test_prefix_layouts),
+        cmocka_unit_test(test_plain_list),  cmocka_unit_test(test_plaintext),
+        cmocka_unit_test(test_min_count),   cmocka_unit_test(test_wrong_kind),
         cmocka_unit_test(test_fixture),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -21,8 +21,9 @@
 #include "hibp_input_helpers.h"
 #include "core/util.h"
 
-#define NO_PREFIX_FILES                                                                      \
-    ": no prefix files (XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, XXXXX.txt.bz2, XXXXX.bz2 or XXXXX, also " \
+#define NO_PREFIX_FILES                                                                            \
+    ": no prefix files (XXXXX.txt, XXXXX.txt.gz, XXXXX.gz, XXXXX.txt.bz2, XXXXX.bz2 or XXXXX, "    \
+    "also "                                                                                        \
     "in subdirectories)"
 
 /* ---- per-prefix directories ---- */

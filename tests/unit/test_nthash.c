@@ -78,9 +78,12 @@ static const struct {
     {"123456", "32ED87BDB5FDC5E9CBA88547376818D4"},
     {"hunter2", "6608E4BC7B2B7A5F77CE3573570775AF"},
     {"Passw0rd!", "FC525C9683E8FE067095BA2DDC971889"},
-    {"p\xC3\xA4ssw\xC3\xB6rd", "0553152250AC01ADB4213CB9938663E4"},        /* pässwörd */
-    {"\xF0\x9F\x94\x91key", "08636AD2DBBE22210305DB7278DE577F"},            /* U+1F511 key */
-    {"\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9\xE2\x82\xAC", "616478F0F4C897D0535D5F1A058285CA"},
+    {"p\xC3\xA4ssw\xC3\xB6rd", "0553152250AC01ADB4213CB9938663E4"}, /* pässwörd */
+    {"\xF0\x9F\x94\x91key", "08636AD2DBBE22210305DB7278DE577F"},    /* U+1F511 key */
+    {"\xC3\x9Cn\xC3\xAF"
+     "c\xC3\xB6"
+     "d\xC3\xA9\xE2\x82\xAC",
+     "616478F0F4C897D0535D5F1A058285CA"},
 };
 
 static void test_nt_known(void **state)
@@ -155,26 +158,28 @@ static void test_utf16_rules(void **state)
 {
     (void)state;
     U16("aZ", 'a', 0, 'Z', 0);
-    U16("\xC3\xA9", 0xE9, 0);                     /* é, 2 bytes */
-    U16("\xE2\x82\xAC", 0xAC, 0x20);              /* €, 3 bytes */
-    U16("\xEF\xBF\xBD", 0xFD, 0xFF);              /* U+FFFD itself */
+    U16("\xC3\xA9", 0xE9, 0);                        /* é, 2 bytes */
+    U16("\xE2\x82\xAC", 0xAC, 0x20);                 /* €, 3 bytes */
+    U16("\xEF\xBF\xBD", 0xFD, 0xFF);                 /* U+FFFD itself */
     U16("\xF0\x9F\x94\x91", 0x3D, 0xD8, 0x11, 0xDD); /* U+1F511: a surrogate pair */
     U16("\xF4\x8F\xBF\xBF", 0xFF, 0xDB, 0xFF, 0xDF); /* U+10FFFF, the last one */
     /* not UTF-8: each byte alone as Latin-1 */
-    U16("\xE9", 0xE9, 0);                          /* é in Latin-1 */
+    U16("\xE9", 0xE9, 0); /* é in Latin-1 */
     U16("p\xE4ss", 'p', 0, 0xE4, 0, 's', 0, 's', 0);
-    U16("\x80", 0x80, 0);                          /* a stray continuation byte */
-    U16("\xC0\xAF", 0xC0, 0, 0xAF, 0);             /* overlong '/' */
+    U16("\x80", 0x80, 0);              /* a stray continuation byte */
+    U16("\xC0\xAF", 0xC0, 0, 0xAF, 0); /* overlong '/' */
     U16("\xC1\xBF", 0xC1, 0, 0xBF, 0);
-    U16("\xE0\x80\xAF", 0xE0, 0, 0x80, 0, 0xAF, 0); /* overlong, 3 bytes */
-    U16("\xED\xA0\x80", 0xED, 0, 0xA0, 0, 0x80, 0); /* an encoded surrogate */
+    U16("\xE0\x80\xAF", 0xE0, 0, 0x80, 0, 0xAF, 0);              /* overlong, 3 bytes */
+    U16("\xED\xA0\x80", 0xED, 0, 0xA0, 0, 0x80, 0);              /* an encoded surrogate */
     U16("\xF0\x80\x80\xAF", 0xF0, 0, 0x80, 0, 0x80, 0, 0xAF, 0); /* overlong, 4 bytes */
     U16("\xF4\x90\x80\x80", 0xF4, 0, 0x90, 0, 0x80, 0, 0x80, 0); /* above U+10FFFF */
     U16("\xF5\x80", 0xF5, 0, 0x80, 0);
     U16("\xFF", 0xFF, 0);
-    U16("\xE2\x82", 0xE2, 0, 0x82, 0);            /* cut short at the end */
-    U16("\xE2\x82" "a", 0xE2, 0, 0x82, 0, 'a', 0); /* cut short before another character */
-    U16("\xC3\xC3\xA9", 0xC3, 0, 0xE9, 0);        /* a lead byte, then a good sequence */
+    U16("\xE2\x82", 0xE2, 0, 0x82, 0); /* cut short at the end */
+    U16("\xE2\x82"
+        "a",
+        0xE2, 0, 0x82, 0, 'a', 0);         /* cut short before another character */
+    U16("\xC3\xC3\xA9", 0xC3, 0, 0xE9, 0); /* a lead byte, then a good sequence */
     U16("\xF0\x9F\x94", 0xF0, 0, 0x9F, 0, 0x94, 0);
     U16("\x00", 0, 0);
 }

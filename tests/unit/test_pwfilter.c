@@ -25,7 +25,7 @@ typedef struct build_spec {
     unsigned fp_bits;
     unsigned arity; /* 0: the default */
     unsigned threads;
-    size_t mem_keys;      /* 0: default (no spill for these sizes) */
+    size_t mem_keys;       /* 0: default (no spill for these sizes) */
     uint64_t shard_target; /* 0: default */
 } build_spec;
 
@@ -131,7 +131,8 @@ static void test_arity_shard_boundaries(void **state)
             br_pwfilter *pf = open_ok(path);
             assert_int_equal(br_pwfilter_header(pf)->key_count, n);
             assert_int_equal(br_pwfilter_arity(pf), arities[a] ? arities[a] : 4);
-            assert_int_equal(br_pwfilter_shard_count(pf), 1u << br_pwfilter_shard_bits(2 * n, 1000));
+            assert_int_equal(br_pwfilter_shard_count(pf),
+                             1u << br_pwfilter_shard_bits(2 * n, 1000));
             check_no_false_negatives(pf, keys, n);
             br_pwfilter_free(pf);
             free(keys);
@@ -209,8 +210,8 @@ static void test_determinism(void **state)
     static const uint64_t targets[] = {0, 4096, 32};
     for (size_t t = 0; t < BR_ARRAY_SIZE(targets); t++) {
         build_spec one = {.fp_bits = 16, .threads = 1, .shard_target = targets[t]};
-        build_spec many = {.fp_bits = 16, .threads = 4, .mem_keys = 1000,
-                           .shard_target = targets[t]};
+        build_spec many = {
+            .fp_bits = 16, .threads = 4, .mem_keys = 1000, .shard_target = targets[t]};
         build_file(dir, a, keys, n, &one);
         build_file(dir, b, shuffled, n + 100, &many);
         assert_same_file(a, b);
@@ -302,7 +303,8 @@ static void test_fixtures(void **state)
 
 /* Build the fixture keys as data/fixtures/make-fixtures did and compare the
  * file byte for byte with the golden one. */
-static void rebuild_fixture(const char *filter, unsigned arity, uint64_t shard_target, const char *source)
+static void rebuild_fixture(const char *filter, unsigned arity, uint64_t shard_target,
+                            const char *source)
 {
     char *kpath = tu_path("%s/password-sha1-v1.keys", FIXTURES_DIR);
     char *fpath = tu_path("%s/%s", FIXTURES_DIR, filter);
@@ -351,7 +353,8 @@ static void rebuild_fixture(const char *filter, unsigned arity, uint64_t shard_t
 static void test_fixture_rebuild(void **state)
 {
     (void)state;
-    rebuild_fixture("password-sha1-v1-fp16.bfuse", 3, 0, "breachd golden fixture, format v1, 1000 keys");
+    rebuild_fixture("password-sha1-v1-fp16.bfuse", 3, 0,
+                    "breachd golden fixture, format v1, 1000 keys");
     rebuild_fixture("password-sha1-v1-fp16-sharded.bfuse", 3, 64,
                     "breachd golden fixture, format v1, 1000 keys, 16 shards");
     rebuild_fixture("password-sha1-v1-fp16-4wise.bfuse", 0, 64,

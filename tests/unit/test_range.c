@@ -93,16 +93,16 @@ static void test_parse_variants_identical(void **state)
         int eol;
         bool final_eol, lower, shuffle, padding;
     } variants[] = {
-        {EOL_CRLF, true, false, false, false},  {EOL_CRLF, false, false, false, false},
-        {EOL_LF, false, false, false, false},   {EOL_MIXED, true, false, false, false},
-        {EOL_LF, true, true, false, false},     {EOL_CRLF, true, false, true, false},
-        {EOL_CRLF, true, false, false, true},   {EOL_LF, false, true, true, true},
+        {EOL_CRLF, true, false, false, false}, {EOL_CRLF, false, false, false, false},
+        {EOL_LF, false, false, false, false},  {EOL_MIXED, true, false, false, false},
+        {EOL_LF, true, true, false, false},    {EOL_CRLF, true, false, true, false},
+        {EOL_CRLF, true, false, false, true},  {EOL_LF, false, true, true, true},
         {EOL_MIXED, false, true, true, true},
     };
     for (size_t i = 0; i < BR_ARRAY_SIZE(variants); i++) {
         sbuf b = {0};
-        pw_body(s, &b, variants[i].eol, variants[i].final_eol, variants[i].lower, variants[i].shuffle,
-                variants[i].padding);
+        pw_body(s, &b, variants[i].eol, variants[i].final_eol, variants[i].lower,
+                variants[i].shuffle, variants[i].padding);
         uint8_t *v;
         size_t len;
         parse_ok(BR_RANGE_PASSWORD_SHA1, b.p, b.len, &v, &len);
@@ -134,8 +134,10 @@ static void test_padding_only_and_empty(void **state)
     uint8_t *v = (uint8_t *)"sentinel";
     size_t len = 0;
     br_error err = {{0}};
-    const char *pad = "00D4F6E8FA6EECAD2A3AA415EEC418D38EC:0\r\n0018A45C4D1DEF81644B54AB7F969B88D65:0";
-    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, pad, strlen(pad), 0, &v, &len, &err), 0);
+    const char *pad =
+        "00D4F6E8FA6EECAD2A3AA415EEC418D38EC:0\r\n0018A45C4D1DEF81644B54AB7F969B88D65:0";
+    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, pad, strlen(pad), 0, &v, &len, &err),
+                     0);
     assert_int_equal(len, BR_RANGE_HEADER_SIZE);
     uint32_t n = 99;
     assert_int_equal(br_range_validate(BR_RANGE_PASSWORD_SHA1, v, len, &n), 0);
@@ -148,12 +150,15 @@ static void test_padding_only_and_empty(void **state)
     const char *empties[] = {"", "\n", "\r\n", "\r\n\r\n\n"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(empties); i++) {
         v = (uint8_t *)"sentinel";
-        assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, empties[i], strlen(empties[i]), 0, &v, &len, &err),
+        assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, empties[i], strlen(empties[i]), 0,
+                                        &v, &len, &err),
                          -ENODATA);
         assert_null(v);
         assert_non_null(strstr(err.text, "empty"));
         /* URLs: an empty body is an answer with no entries (docs/upstream.md). */
-        assert_int_equal(br_range_parse(BR_RANGE_URL_SHA256, empties[i], strlen(empties[i]), 0, &v, &len, &err), 0);
+        assert_int_equal(
+            br_range_parse(BR_RANGE_URL_SHA256, empties[i], strlen(empties[i]), 0, &v, &len, &err),
+            0);
         assert_int_equal(len, BR_RANGE_HEADER_SIZE);
         n = 99;
         assert_int_equal(br_range_validate(BR_RANGE_URL_SHA256, v, len, &n), 0);
@@ -164,9 +169,9 @@ static void test_padding_only_and_empty(void **state)
     }
     assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, NULL, 0, 0, &v, &len, &err), -ENODATA);
     assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, NULL, 5, 0, &v, &len, &err), -EINVAL);
-    assert_int_equal(br_range_parse((br_range_kind)9, pad, strlen(pad), 0, &v, &len, &err), -EINVAL);
+    assert_int_equal(br_range_parse((br_range_kind)9, pad, strlen(pad), 0, &v, &len, &err),
+                     -EINVAL);
 }
-
 
 /* A copy of body with a UTF-8 BOM before every `every`-th line, the first
  * included: the official downloader's blocks. */
@@ -213,7 +218,8 @@ static void test_byte_order_marks(void **state)
     /* a URL body too */
     uint8_t *v;
     size_t len;
-    static const char url_body[] = "\xEF\xBB\xBF" S59 ":malware\r\n\xEF\xBB\xBF" S59 ":phishing\r\n";
+    static const char url_body[] =
+        "\xEF\xBB\xBF" S59 ":malware\r\n\xEF\xBB\xBF" S59 ":phishing\r\n";
     parse_ok(BR_RANGE_URL_SHA256, url_body, strlen(url_body), &v, &len);
     free(v);
     /* a BOM inside a line, or alone on one, is not ignored; columns count it */
@@ -245,7 +251,8 @@ static void test_byte_order_marks(void **state)
 static void test_duplicates(void **state)
 {
     (void)state;
-    const char *body = S35 ":5\n" S35 ":900\n" S35 ":0\n1E4C9B93F3F0682250B6CF8331B7EE68FD9:3\n" S35 ":7\n";
+    const char *body =
+        S35 ":5\n" S35 ":900\n" S35 ":0\n1E4C9B93F3F0682250B6CF8331B7EE68FD9:3\n" S35 ":7\n";
     uint8_t *v;
     size_t len;
     parse_ok(BR_RANGE_PASSWORD_SHA1, body, strlen(body), &v, &len);
@@ -274,10 +281,11 @@ static void test_duplicates(void **state)
 static void test_url_categories(void **state)
 {
     (void)state;
-    static const char *cats[] = {"phishing", "malware", "unwanted-software", "social_engineering", "0",
-                                 "abcdefghijklmnopqrstuvwxyz012345"};
+    static const char *cats[] = {
+        "phishing",           "malware", "unwanted-software",
+        "social_engineering", "0",       "abcdefghijklmnopqrstuvwxyz012345"};
     enum { N = 300 };
-    uint8_t (*hs)[BR_SHA256_LEN] = malloc(N * BR_SHA256_LEN);
+    uint8_t(*hs)[BR_SHA256_LEN] = malloc(N * BR_SHA256_LEN);
     assert_non_null(hs);
     uint64_t rng = 7;
     sbuf b = {0};
@@ -350,14 +358,10 @@ static void test_count_limits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prefix_helpers),
-        cmocka_unit_test(test_parse_known),
-        cmocka_unit_test(test_parse_variants_identical),
-        cmocka_unit_test(test_byte_order_marks),
-        cmocka_unit_test(test_padding_only_and_empty),
-        cmocka_unit_test(test_duplicates),
-        cmocka_unit_test(test_url_categories),
-        cmocka_unit_test(test_count_limits),
+        cmocka_unit_test(test_prefix_helpers),           cmocka_unit_test(test_parse_known),
+        cmocka_unit_test(test_parse_variants_identical), cmocka_unit_test(test_byte_order_marks),
+        cmocka_unit_test(test_padding_only_and_empty),   cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_url_categories),           cmocka_unit_test(test_count_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

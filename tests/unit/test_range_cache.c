@@ -119,15 +119,16 @@ static void test_expiry_and_stale(void **state)
         int64_t now, max_stale;
         br_range_cache_state state;
     } cases[] = {
-        {100, 0, BR_RANGE_CACHE_FRESH},   {199, 0, BR_RANGE_CACHE_FRESH},   {200, 0, BR_RANGE_CACHE_STALE},
-        {201, 0, BR_RANGE_CACHE_EXPIRED}, {250, 50, BR_RANGE_CACHE_STALE},  {251, 50, BR_RANGE_CACHE_EXPIRED},
-        {-5, 0, BR_RANGE_CACHE_FRESH},    {INT64_MAX, INT64_MAX, BR_RANGE_CACHE_STALE},
+        {100, 0, BR_RANGE_CACHE_FRESH},          {199, 0, BR_RANGE_CACHE_FRESH},
+        {200, 0, BR_RANGE_CACHE_STALE},          {201, 0, BR_RANGE_CACHE_EXPIRED},
+        {250, 50, BR_RANGE_CACHE_STALE},         {251, 50, BR_RANGE_CACHE_EXPIRED},
+        {-5, 0, BR_RANGE_CACHE_FRESH},           {INT64_MAX, INT64_MAX, BR_RANGE_CACHE_STALE},
         {INT64_MAX, 10, BR_RANGE_CACHE_EXPIRED}, {300, -7, BR_RANGE_CACHE_EXPIRED},
     };
     for (size_t i = 0; i < BR_ARRAY_SIZE(cases); i++) {
         br_range_cache_result r;
-        assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, g->hash[3], cases[i].now,
-                                               cases[i].max_stale, &r),
+        assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, g->hash[3],
+                                               cases[i].now, cases[i].max_stale, &r),
                          0);
         assert_int_equal(r.state, cases[i].state);
         assert_string_equal(r.etag, "W/\"x\"");
@@ -160,7 +161,8 @@ static void test_decoy_list(void **state)
     assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 3), 0);
     assert_int_equal(br_range_cache_flush(c), 0);
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 4, 5, 50, 300, 400, "\"b\"", NULL); /* a new range */
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 350, 450, NULL, NULL), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 350, 450, NULL, NULL),
+                     0);
     assert_int_equal(br_range_cache_flush(c), 0);
     br_range_cache_free(c);
     c = open_cache(f, 4 << 20);
@@ -173,8 +175,7 @@ static void test_decoy_list(void **state)
     assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 400, 0, &r), 0);
     assert_int_equal(r.n_decoys, 0);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 4, 5, 50, 400, BR_RANGE_CACHE_FRESH);
-    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 17),
-                     -EINVAL);
+    assert_int_equal(br_range_cache_set_decoys(c, 0, BR_RANGE_PASSWORD_SHA1, 7, list, 17), -EINVAL);
     br_range_cache_free(c);
 }
 
@@ -182,14 +183,16 @@ static void test_touch(void **state)
 {
     fixture *f = *state;
     br_range_cache *c = open_cache(f, 4 << 20);
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 10, 20, NULL, NULL), -ENOENT);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 10, 20, NULL, NULL),
+                     -ENOENT);
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 100, 200, "\"a\"", "lm-a");
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 8, 4, 5, 50, 100, 200, "\"b\"", "lm-b");
     assert_int_equal(br_range_cache_flush(c), 0);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 300, BR_RANGE_CACHE_STALE);
 
     /* Committed entry: touch, visible at once, and after flush and reopen. */
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 300, 400, NULL, NULL), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 7, 300, 400, NULL, NULL),
+                     0);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 7, 3, 5, 50, 300, BR_RANGE_CACHE_FRESH);
     assert_int_equal(br_range_cache_flush(c), 0);
     br_range_cache_free(c);
@@ -206,7 +209,8 @@ static void test_touch(void **state)
 
     /* Pending entry: touch replaces validators when given. */
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 9, 5, 5, 50, 100, 200, "\"c\"", "lm-c");
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 9, 500, 600, "\"d\"", ""), 0);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 9, 500, 600, "\"d\"", ""),
+                     0);
     hash_for(9, h, sizeof(h));
     assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 550, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
@@ -217,7 +221,8 @@ static void test_touch(void **state)
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 9, 5, 5, 50, 550, BR_RANGE_CACHE_FRESH);
     /* The other entry is untouched. */
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 8, 4, 5, 50, 150, BR_RANGE_CACHE_FRESH);
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_URL_SHA256, 7, 10, 20, NULL, NULL), -ENOENT);
+    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_URL_SHA256, 7, 10, 20, NULL, NULL),
+                     -ENOENT);
     br_range_cache_free(c);
 }
 
@@ -245,7 +250,8 @@ static void test_batching(void **state)
     assert_int_equal(u.entries, 200);
     assert_int_equal(u.commits - u0.commits, 1); /* one write transaction */
     for (uint32_t p = 0; p < 200; p += 13)
-        check_gen(c, BR_RANGE_PASSWORD_SHA1, p, p == 5 ? 999 : 100 + p, 1, 100, 15, BR_RANGE_CACHE_FRESH);
+        check_gen(c, BR_RANGE_PASSWORD_SHA1, p, p == 5 ? 999 : 100 + p, 1, 100, 15,
+                  BR_RANGE_CACHE_FRESH);
     check_gen(c, BR_RANGE_PASSWORD_SHA1, 5, 999, 1, 100, 15, BR_RANGE_CACHE_FRESH);
     assert_int_equal(br_range_cache_flush(c), 0); /* nothing pending: no-op */
     assert_int_equal(br_range_cache_stats(c, &u), 0);
@@ -265,19 +271,24 @@ static void test_batching(void **state)
 
     /* Bad puts. */
     uint8_t junk[40] = {0};
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, junk, sizeof(junk), 1, 2, NULL, NULL), -EINVAL);
+    assert_int_equal(
+        br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, junk, sizeof(junk), 1, 2, NULL, NULL),
+        -EINVAL);
     gen *g = malloc(sizeof(*g));
     gen_make(g, BR_RANGE_URL_SHA256, 1, 1, 1, 3);
     uint8_t *v;
     size_t len;
     gen_value(g, BR_RANGE_URL_SHA256, &v, &len);
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, v, len, 1, 2, NULL, NULL), -EINVAL);
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1 << 20, v, len, 1, 2, NULL, NULL), -EINVAL);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, v, len, 1, 2, NULL, NULL),
+                     -EINVAL);
+    assert_int_equal(
+        br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1 << 20, v, len, 1, 2, NULL, NULL), -EINVAL);
     /* An over-long ETag is not stored; the entry is. */
     char longtag[400];
     memset(longtag, 'e', sizeof(longtag) - 1);
     longtag[sizeof(longtag) - 1] = '\0';
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1, v, len, 1, 2, longtag, "lm"), 0);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_URL_SHA256, 1, v, len, 1, 2, longtag, "lm"),
+                     0);
     br_range_cache_result r;
     assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_URL_SHA256, g->hash[0], 1, 0, &r), 0);
     assert_int_equal(r.state, BR_RANGE_CACHE_FRESH);
@@ -299,14 +310,18 @@ static void test_partitions_and_secret(void **state)
 {
     fixture *f = *state;
     br_range_cache *c = open_cache(f, 8 << 20);
-    uint8_t s1[BR_RANGE_CACHE_SECRET_LEN], s2[BR_RANGE_CACHE_SECRET_LEN], zero[BR_RANGE_CACHE_SECRET_LEN] = {0};
+    uint8_t s1[BR_RANGE_CACHE_SECRET_LEN], s2[BR_RANGE_CACHE_SECRET_LEN],
+        zero[BR_RANGE_CACHE_SECRET_LEN] = {0};
     br_range_cache_secret(c, s1);
     assert_memory_not_equal(s1, zero, sizeof(zero));
     uint8_t *v;
     size_t len;
     const char *body = "00000000000000000000000000000000001:5";
-    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, strlen(body), 0, &v, &len, NULL), 0);
-    assert_int_equal(br_range_cache_put(c, 1000, BR_RANGE_PASSWORD_SHA1, 0x12345, v, len, 10, 20, "\"e\"", NULL), 0);
+    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, strlen(body), 0, &v, &len, NULL),
+                     0);
+    assert_int_equal(
+        br_range_cache_put(c, 1000, BR_RANGE_PASSWORD_SHA1, 0x12345, v, len, 10, 20, "\"e\"", NULL),
+        0);
     free(v);
     uint8_t h[BR_SHA1_LEN] = {0x12, 0x34, 0x50};
     h[19] = 1;
@@ -318,10 +333,13 @@ static void test_partitions_and_secret(void **state)
         assert_int_equal(r.count, 5);
         const uint32_t others[] = {0, 1001, UINT32_MAX, 1000u << 8};
         for (size_t i = 0; i < BR_ARRAY_SIZE(others); i++) {
-            assert_int_equal(br_range_cache_lookup(c, others[i], BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
+            assert_int_equal(
+                br_range_cache_lookup(c, others[i], BR_RANGE_PASSWORD_SHA1, h, 15, 0, &r), 0);
             assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
         }
-        assert_int_equal(br_range_cache_touch(c, 1001, BR_RANGE_PASSWORD_SHA1, 0x12345, 10, 30, NULL, NULL), -ENOENT);
+        assert_int_equal(
+            br_range_cache_touch(c, 1001, BR_RANGE_PASSWORD_SHA1, 0x12345, 10, 30, NULL, NULL),
+            -ENOENT);
         assert_int_equal(br_range_cache_flush(c), 0);
     }
     br_range_cache_free(c);
@@ -338,7 +356,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_errors, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_persistence, fixture_setup, fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_partitions_and_secret, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_partitions_and_secret, fixture_setup,
+                                        fixture_teardown),
         cmocka_unit_test_setup_teardown(test_expiry_and_stale, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_touch, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_decoy_list, fixture_setup, fixture_teardown),

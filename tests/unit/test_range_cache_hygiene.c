@@ -75,13 +75,16 @@ static void put_one(br_range_cache *c, uint32_t prefix, int64_t fetched, int64_t
     uint8_t *v;
     size_t len;
     br_error err = {{0}};
-    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, body, sizeof(body) - 1, 0, &v, &len, &err), 0);
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, prefix, v, len, fetched, expires, "\"e\"", NULL),
+    assert_int_equal(
+        br_range_parse(BR_RANGE_PASSWORD_SHA1, body, sizeof(body) - 1, 0, &v, &len, &err), 0);
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, prefix, v, len, fetched,
+                                        expires, "\"e\"", NULL),
                      0);
     free(v);
 }
 
-static br_range_cache_state state_of(br_range_cache *c, uint32_t prefix, int64_t now, int64_t max_stale)
+static br_range_cache_state state_of(br_range_cache *c, uint32_t prefix, int64_t now,
+                                     int64_t max_stale)
 {
     uint8_t h[BR_SHA1_LEN];
     hash_of(prefix, h);
@@ -93,7 +96,8 @@ static br_range_cache_state state_of(br_range_cache *c, uint32_t prefix, int64_t
 static int count_cb(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix,
                     int64_t fetched_at, int64_t expires_at, const uint8_t *value, size_t len)
 {
-    (void)partition, (void)kind, (void)prefix, (void)fetched_at, (void)expires_at, (void)value, (void)len;
+    (void)partition, (void)kind, (void)prefix, (void)fetched_at, (void)expires_at, (void)value,
+        (void)len;
     (*(size_t *)ctx)++;
     return 0;
 }
@@ -173,7 +177,8 @@ static void test_purge_after_touch(void **state)
     br_range_cache *c = open_ok(f->cache);
     put_one(c, 0x12345, 100, 200);
     assert_int_equal(br_range_cache_flush(c), 0);
-    assert_int_equal(br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 0x12345, 5000, 6000, NULL, NULL), 0);
+    assert_int_equal(
+        br_range_cache_touch(c, 0, BR_RANGE_PASSWORD_SHA1, 0x12345, 5000, 6000, NULL, NULL), 0);
     assert_int_equal(br_range_cache_flush(c), 0);
     uint64_t purged = 9;
     assert_int_equal(br_range_cache_purge(c, 5100, 10, &purged), 0);
@@ -311,8 +316,8 @@ static void truncated_case(fixture *f, const char *name, off_t size)
     assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 1500, 0, &r), -EIO);
     assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
     static const uint8_t empty_rs[16] = {'B', 'R', 'S', 1, BR_RANGE_PASSWORD_SHA1, 18, 4, 0};
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, empty_rs, sizeof(empty_rs), 1, 2, NULL,
-                                        NULL),
+    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 1, empty_rs, sizeof(empty_rs),
+                                        1, 2, NULL, NULL),
                      -EIO);
     assert_int_equal(br_range_cache_flush(c), -EIO);
     br_range_cache_usage u;
@@ -327,7 +332,8 @@ static void truncated_case(fixture *f, const char *name, off_t size)
         assert_non_null(strstr(err.text, "remove data.mdb and lock.mdb"));
     }
     assert_int_equal(unlink(file), 0);
-    char *other = tu_path("%s/%s", f->cache, strcmp(name, "data.mdb") == 0 ? "lock.mdb" : "data.mdb");
+    char *other =
+        tu_path("%s/%s", f->cache, strcmp(name, "data.mdb") == 0 ? "lock.mdb" : "data.mdb");
     assert_int_equal(unlink(other), 0);
     c = open_ok(f->cache);
     assert_false(br_range_cache_damaged(c));

@@ -101,7 +101,8 @@ static void test_entry_larger_than_map(void **state)
     /* Past the pending byte bound: the put flushes by itself, and that flush
      * drops the entry that can never fit. */
     put_gen(c, BR_RANGE_PASSWORD_SHA1, 3, 3, 10, 20, 30, 40, NULL, NULL);
-    assert_int_equal(br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 2, v, len, 30, 40, NULL, NULL), -EFBIG);
+    assert_int_equal(
+        br_range_cache_put(c, 0, BR_RANGE_PASSWORD_SHA1, 2, v, len, 30, 40, NULL, NULL), -EFBIG);
     br_range_cache_usage u;
     assert_int_equal(br_range_cache_stats(c, &u), 0);
     assert_int_equal(u.pending, 0);
@@ -145,7 +146,8 @@ static void crash_child(const char *path, uint64_t seed)
         int n = 1 + (int)(br_splitmix64(&rng) % 24);
         for (int i = 0; i < n; i++) {
             uint32_t prefix = (uint32_t)(br_splitmix64(&rng) % CRASH_PREFIXES) * 2593;
-            br_range_kind kind = br_splitmix64(&rng) % 4 ? BR_RANGE_PASSWORD_SHA1 : BR_RANGE_URL_SHA256;
+            br_range_kind kind =
+                br_splitmix64(&rng) % 4 ? BR_RANGE_PASSWORD_SHA1 : BR_RANGE_URL_SHA256;
             t++;
             gen g;
             gen_make(&g, kind, prefix, (uint64_t)t, CRASH_MIN, CRASH_MAX);
@@ -167,8 +169,8 @@ static void crash_child(const char *path, uint64_t seed)
     }
 }
 
-static int crash_verify(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix, int64_t fetched_at,
-                        int64_t expires_at, const uint8_t *value, size_t len)
+static int crash_verify(void *ctx, uint32_t partition, br_range_kind kind, uint32_t prefix,
+                        int64_t fetched_at, int64_t expires_at, const uint8_t *value, size_t len)
 {
     crash_check *cc = ctx;
     assert_int_equal(partition, 0);
@@ -222,8 +224,8 @@ static void test_crash(void **state)
         hash_for(0, h, sizeof(h));
         assert_int_equal(br_range_cache_lookup(c, 0, BR_RANGE_PASSWORD_SHA1, h, 0, 0, &r), 0);
         if (r.state != BR_RANGE_CACHE_MISS) {
-            check_gen(c, BR_RANGE_PASSWORD_SHA1, 0, (uint64_t)r.fetched_at, CRASH_MIN, CRASH_MAX, r.fetched_at,
-                      BR_RANGE_CACHE_FRESH);
+            check_gen(c, BR_RANGE_PASSWORD_SHA1, 0, (uint64_t)r.fetched_at, CRASH_MIN, CRASH_MAX,
+                      r.fetched_at, BR_RANGE_CACHE_FRESH);
         }
         br_range_cache_free(c);
     }
@@ -236,7 +238,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_eviction, fixture_setup, fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_entry_larger_than_map, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_entry_larger_than_map, fixture_setup,
+                                        fixture_teardown),
         cmocka_unit_test_setup_teardown(test_crash, fixture_setup, fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

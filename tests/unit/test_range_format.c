@@ -247,9 +247,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spelling), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_ntlm),   cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_refused),  cmocka_unit_test(test_padding),
+        cmocka_unit_test(test_counts),   cmocka_unit_test(test_ntlm),
+        cmocka_unit_test(test_empty),    cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

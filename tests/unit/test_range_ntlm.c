@@ -27,7 +27,8 @@
 #define BODY                                                                                       \
     "0000000000000000000000000AA:3\r\n"                                                            \
     "7EAEE8FB117AD06BDD830B7586C:10437277\r\n"                                                     \
-    "\xEF\xBB\xBF" "fffffffffffffffffffffffffff:0\r\n"                                            \
+    "\xEF\xBB\xBF"                                                                                 \
+    "fffffffffffffffffffffffffff:0\r\n"                                                            \
     "7eaee8fb117ad06bdd830b7586c:12\r\n"                                                           \
     "1234567890ABCDEF1234567890A:1"
 
@@ -144,12 +145,12 @@ static void test_cache_apart(void **state)
     size_t nlen, slen;
     parse_ok(BODY, &nv, &nlen);
     static const char sha1_body[] = "7EAEE8FB117AD06BDD830B7586C00000000:5\r\n";
-    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, sha1_body, strlen(sha1_body), 0, &sv,
-                                    &slen, &err),
-                     0);
-    assert_int_equal(br_range_cache_put(c, 7, BR_RANGE_PASSWORD_NTLM, 0x8846F, nv, nlen, 100, 1000,
-                                        NULL, NULL),
-                     0);
+    assert_int_equal(
+        br_range_parse(BR_RANGE_PASSWORD_SHA1, sha1_body, strlen(sha1_body), 0, &sv, &slen, &err),
+        0);
+    assert_int_equal(
+        br_range_cache_put(c, 7, BR_RANGE_PASSWORD_NTLM, 0x8846F, nv, nlen, 100, 1000, NULL, NULL),
+        0);
     uint8_t nt[BR_NT_LEN], sha1[BR_SHA1_LEN];
     assert_true(br_hex_decode(NT_PW, BR_NT_LEN, nt));
     assert_true(br_hex_decode("8846F7EAEE8FB117AD06BDD830B7586C00000000", BR_SHA1_LEN, sha1));
@@ -167,9 +168,9 @@ static void test_cache_apart(void **state)
         assert_int_equal(r.state, BR_RANGE_CACHE_MISS);
         assert_int_equal(br_range_cache_flush(c), 0);
     }
-    assert_int_equal(br_range_cache_put(c, 7, BR_RANGE_PASSWORD_SHA1, 0x8846F, sv, slen, 100, 1000,
-                                        NULL, NULL),
-                     0);
+    assert_int_equal(
+        br_range_cache_put(c, 7, BR_RANGE_PASSWORD_SHA1, 0x8846F, sv, slen, 100, 1000, NULL, NULL),
+        0);
     br_range_cache_result r;
     assert_int_equal(br_range_cache_lookup(c, 7, BR_RANGE_PASSWORD_SHA1, sha1, 200, 0, &r), 0);
     assert_true(r.found);
@@ -177,9 +178,9 @@ static void test_cache_apart(void **state)
     assert_int_equal(br_range_cache_lookup(c, 7, BR_RANGE_PASSWORD_NTLM, nt, 200, 0, &r), 0);
     assert_int_equal(r.count, 10437277);
     /* a range set of the wrong kind is refused */
-    assert_int_equal(br_range_cache_put(c, 7, BR_RANGE_PASSWORD_NTLM, 0x8846F, sv, slen, 100, 1000,
-                                        NULL, NULL),
-                     -EINVAL);
+    assert_int_equal(
+        br_range_cache_put(c, 7, BR_RANGE_PASSWORD_NTLM, 0x8846F, sv, slen, 100, 1000, NULL, NULL),
+        -EINVAL);
     br_range_cache_free(c);
     free(nv);
     free(sv);

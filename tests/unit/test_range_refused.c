@@ -20,7 +20,8 @@
 #include "core/util.h"
 
 /* Copy into an exactly sized heap buffer so that ASan sees any overread. */
-static int lookup_exact(br_range_kind kind, const uint8_t *v, size_t len, const uint8_t *h, uint32_t *c, char *cat)
+static int lookup_exact(br_range_kind kind, const uint8_t *v, size_t len, const uint8_t *h,
+                        uint32_t *c, char *cat)
 {
     uint8_t *copy = malloc(len ? len : 1);
     assert_non_null(copy);
@@ -49,7 +50,8 @@ static void test_too_large(void **state)
     assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, b.p, b.len, b.len, &v, &len, &err), 0);
     assert_int_equal(len, BR_RANGE_HEADER_SIZE + 22);
     free(v);
-    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, b.p, b.len, b.len - 1, &v, &len, &err), -EFBIG);
+    assert_int_equal(br_range_parse(BR_RANGE_PASSWORD_SHA1, b.p, b.len, b.len - 1, &v, &len, &err),
+                     -EFBIG);
     assert_null(v);
     free(b.p);
 
@@ -77,7 +79,8 @@ static void test_malformed(void **state)
         {BR_RANGE_PASSWORD_SHA1, "1E4C9B93F3F0682250B6CF8331B7EE68FD:5\n", 1, "too short"},
         {BR_RANGE_PASSWORD_SHA1, S35 "0:5\n", 1, "longer"},
         {BR_RANGE_PASSWORD_SHA1, S35 ":5\n1E4C9B93F3F0682250B6CF8331B7EE68FDG:5\n", 2, "hex"},
-        {BR_RANGE_PASSWORD_SHA1, S35 ":5\n" S35 ":7\n1E4C9B93 3F0682250B6CF8331B7EE68FD8:5\n", 3, "column 9"},
+        {BR_RANGE_PASSWORD_SHA1, S35 ":5\n" S35 ":7\n1E4C9B93 3F0682250B6CF8331B7EE68FD8:5\n", 3,
+         "column 9"},
         {BR_RANGE_PASSWORD_SHA1, S35 "\n", 1, "no ':'"},
         {BR_RANGE_PASSWORD_SHA1, S35 "\r\n", 1, "no ':'"},
         {BR_RANGE_PASSWORD_SHA1, S35 ";5\n", 1, "expected ':'"},
@@ -112,14 +115,16 @@ static void test_malformed(void **state)
         uint8_t *v = (uint8_t *)"sentinel";
         size_t len = 7;
         br_error err = {{0}};
-        int rc = br_range_parse(cases[i].kind, cases[i].body, strlen(cases[i].body), 0, &v, &len, &err);
+        int rc =
+            br_range_parse(cases[i].kind, cases[i].body, strlen(cases[i].body), 0, &v, &len, &err);
         if (rc != -EBADMSG)
             fail_msg("case %zu: rc %d, want -EBADMSG (%s)", i, rc, err.text);
         assert_null(v);
         char want_line[32];
         snprintf(want_line, sizeof(want_line), "line %zu", cases[i].line);
         if (!strstr(err.text, want_line) || !strstr(err.text, cases[i].what))
-            fail_msg("case %zu: reason \"%s\", want \"%s\" and \"%s\"", i, err.text, want_line, cases[i].what);
+            fail_msg("case %zu: reason \"%s\", want \"%s\" and \"%s\"", i, err.text, want_line,
+                     cases[i].what);
         /* The reason never carries hash content. */
         assert_null(strstr(err.text, "1E4C9"));
         assert_null(strstr(err.text, "C4E1A"));
@@ -150,7 +155,8 @@ static void test_too_many_categories(void **state)
     char *last = b.p + b.len - 1;
     while (last > b.p && last[-1] != '\n')
         last--;
-    assert_int_equal(br_range_parse(BR_RANGE_URL_SHA256, b.p, (size_t)(last - b.p), 0, &v, &len, &err), 0);
+    assert_int_equal(
+        br_range_parse(BR_RANGE_URL_SHA256, b.p, (size_t)(last - b.p), 0, &v, &len, &err), 0);
     assert_int_equal(v[7], 255);
     assert_int_equal(br_range_validate(BR_RANGE_URL_SHA256, v, len, NULL), 0);
     free(v);
@@ -171,12 +177,14 @@ static void test_corrupt_values(void **state)
 
     /* Every truncation. */
     for (size_t l = 0; l < len; l++)
-        assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, v, l, s->real[0], NULL, NULL), -EINVAL);
+        assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, v, l, s->real[0], NULL, NULL),
+                         -EINVAL);
     /* Longer than it says. */
     uint8_t *longer = malloc(len + 1);
     memcpy(longer, v, len);
     longer[len] = 0;
-    assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, longer, len + 1, s->real[0], NULL, NULL), -EINVAL);
+    assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, longer, len + 1, s->real[0], NULL, NULL),
+                     -EINVAL);
     free(longer);
 
     /* Random bytes. */
@@ -186,15 +194,18 @@ static void test_corrupt_values(void **state)
         uint8_t buf[300];
         for (size_t k = 0; k < l; k++)
             buf[k] = (uint8_t)br_splitmix64(&rng);
-        assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, buf, l, s->real[0], NULL, NULL), -EINVAL);
-        assert_int_equal(lookup_exact(BR_RANGE_URL_SHA256, buf, l, s->real[0], NULL, NULL), -EINVAL);
+        assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, buf, l, s->real[0], NULL, NULL),
+                         -EINVAL);
+        assert_int_equal(lookup_exact(BR_RANGE_URL_SHA256, buf, l, s->real[0], NULL, NULL),
+                         -EINVAL);
     }
 
     /* Every single header byte changed: rejected. */
     for (size_t k = 0; k < BR_RANGE_HEADER_SIZE; k++) {
         for (int bit = 0; bit < 8; bit++) {
             v[k] ^= (uint8_t)(1 << bit);
-            assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, v, len, s->real[0], NULL, NULL), -EINVAL);
+            assert_int_equal(lookup_exact(BR_RANGE_PASSWORD_SHA1, v, len, s->real[0], NULL, NULL),
+                             -EINVAL);
             v[k] ^= (uint8_t)(1 << bit);
         }
     }

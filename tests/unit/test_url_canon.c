@@ -154,7 +154,7 @@ static void test_whatwg_authority(void **state)
         {"http://h/a\\b", 0, "http://h/a/b"},
         {"http://h/a\\..\\b", 0, "http://h/b"},
         {"http://h/a%5Cb", 0, "http://h/a/b"},
-        {"http://h/a?b\\c", 0, "http://h/a?b\\c"},  /* the query keeps it */
+        {"http://h/a?b\\c", 0, "http://h/a?b\\c"}, /* the query keeps it */
         {"http://h/a?b%5Cc", 0, "http://h/a?b\\c"},
         {"http://h?\\@x.com", 0, "http://h/?\\@x.com"},
         /* An escaped '/', '?' or '\\' is userinfo: the host is after the '@'. */

@@ -111,10 +111,10 @@ static void test_long_domains(void **state)
     assert_int_equal(
         br_url_exprs_of("http://w.a.b.c.d.e.f/p", strlen("http://w.a.b.c.d.e.f/p"), 7, &ex, &err),
         0);
-    static const char *const want[] = {"w.a.b.c.d.e.f/p", "w.a.b.c.d.e.f/",
-                                       "a.b.c.d.e.f/", "b.c.d.e.f/p", "b.c.d.e.f/",
-                                       "c.d.e.f/p", "c.d.e.f/", "d.e.f/p", "d.e.f/",
-                                       "e.f/p", "e.f/"};
+    static const char *const want[] = {
+        "w.a.b.c.d.e.f/p", "w.a.b.c.d.e.f/", "a.b.c.d.e.f/", "b.c.d.e.f/p",
+        "b.c.d.e.f/",      "c.d.e.f/p",      "c.d.e.f/",     "d.e.f/p",
+        "d.e.f/",          "e.f/p",          "e.f/"};
     assert_int_equal(ex.n, BR_ARRAY_SIZE(want));
     for (size_t i = 0; i < ex.n; i++)
         assert_string_equal(ex.expr[i], want[i]);

@@ -109,7 +109,8 @@ static size_t count_files(const char *dir, size_t *temps)
 }
 
 /* The category the mirror gives for a key: parse its prefix file. */
-static int mirror_lookup(const char *dir, const uint8_t key[32], char cat[BR_RANGE_CATEGORY_MAX + 1])
+static int mirror_lookup(const char *dir, const uint8_t key[32],
+                         char cat[BR_RANGE_CATEGORY_MAX + 1])
 {
     char pfx[6];
     br_range_prefix_hex(br_urlfilter_prefix_of(key), pfx);
@@ -326,8 +327,8 @@ static void test_update(void **state)
             j++;
         bool changed = j == nb || before[j].ino != after[i].ino ||
                        before[j].mtime != after[i].mtime || before[j].mtime_ns != after[i].mtime_ns;
-        bool expect = strncmp(after[i].name, pfx_near, 5) == 0 ||
-                      strncmp(after[i].name, pfx_fresh, 5) == 0;
+        bool expect =
+            strncmp(after[i].name, pfx_near, 5) == 0 || strncmp(after[i].name, pfx_fresh, 5) == 0;
         if (changed != expect)
             fail_msg("%s: changed %d, expected %d", after[i].name, changed, expect);
         if (strcmp(after[i].name, BR_MIRROR_EMPTY) != 0)

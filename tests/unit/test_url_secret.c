@@ -244,10 +244,13 @@ static void test_fold_edges(void **state)
 {
     (void)state;
     /* Bytes that are not UTF-8 around a fullwidth at. */
-    const char *s = "x\xff\xfe" "a\xEF\xBC\xA0" "b.example\xC0";
+    const char *s = "x\xff\xfe"
+                    "a\xEF\xBC\xA0"
+                    "b.example\xC0";
     assert_true(br_url_holds_email(s, strlen(s)));
     /* Not UTF-8 in the middle of a sequence: no address. */
-    const char *t = "a\xEF\xBC" "b.example";
+    const char *t = "a\xEF\xBC"
+                    "b.example";
     assert_false(br_url_holds_email(t, strlen(t)));
     /* Deep escapes: %25 nested many times, then 40. */
     char deep[512] = "a%";
@@ -290,16 +293,37 @@ static void test_may_hold_email(void **state)
 {
     (void)state;
     static const char *const no[] = {
-        "http://www.example.com/a/b.html?q=1&r=2", "https://cdn.example.net:8443/x", "example.org",
-        "http://mail.example/to:x", "http://h/mailto", "MAILTO", "",
+        "http://www.example.com/a/b.html?q=1&r=2",
+        "https://cdn.example.net:8443/x",
+        "example.org",
+        "http://mail.example/to:x",
+        "http://h/mailto",
+        "MAILTO",
+        "",
         /* escapes that decode to harmless bytes need no folding */
-        "http://h/?q=a%20b%2Fc&d=%3D%3f", "http://h/p%41th", "http://h/%6dailto",
+        "http://h/?q=a%20b%2Fc&d=%3D%3f",
+        "http://h/p%41th",
+        "http://h/%6dailto",
     };
     static const char *const yes[] = {
-        "alice@example.com", "mailto:alice", "MailTo:bob", "http://h/?to=alice%40example.com",
-        "alice\xef\xbc\xa0" "example.com", "mail\tto:x", "http://h/\x7f", "http://h/%2540",
-        "http://h/?to=x%25", "http://h/%", "http://h/%4", "http://h/%%34%30", "%6Dailto%3Aalice",
-        "http://h/%6D%41ILTO:x", "http://h/%E2%80%A8", "http://h/%09", "http://h/%7F",
+        "alice@example.com",
+        "mailto:alice",
+        "MailTo:bob",
+        "http://h/?to=alice%40example.com",
+        "alice\xef\xbc\xa0"
+        "example.com",
+        "mail\tto:x",
+        "http://h/\x7f",
+        "http://h/%2540",
+        "http://h/?to=x%25",
+        "http://h/%",
+        "http://h/%4",
+        "http://h/%%34%30",
+        "%6Dailto%3Aalice",
+        "http://h/%6D%41ILTO:x",
+        "http://h/%E2%80%A8",
+        "http://h/%09",
+        "http://h/%7F",
     };
     for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
         if (br_url_may_hold_email(no[i], strlen(no[i])))
@@ -341,10 +365,11 @@ static void test_may_hold_email_random(void **state)
 {
     (void)state;
     static const char *const pieces[] = {
-        "%",  "%4",  "%40", "%25", "%2540", "%6D", "%6d", "%41", "mailto", "MaIlTo", "mail", "to",
-        ":",  "%3A", "%3a", "@",   "a",     "b",   ".",   "/",   "?",      "=",      "\t",  "x.com",
-        "%20", "%2F", "\xef\xbc\xa0", "%EF%BC%A0", "http://", "[", "]", "0", "1", "#", "%23",
-        "%%", "e", "%65", "%34", "%30",
+        "%",         "%4",      "%40", "%25", "%2540", "%6D",   "%6d", "%41", "mailto",
+        "MaIlTo",    "mail",    "to",  ":",   "%3A",   "%3a",   "@",   "a",   "b",
+        ".",         "/",       "?",   "=",   "\t",    "x.com", "%20", "%2F", "\xef\xbc\xa0",
+        "%EF%BC%A0", "http://", "[",   "]",   "0",     "1",     "#",   "%23", "%%",
+        "e",         "%65",     "%34", "%30",
     };
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     size_t no = 0;
@@ -433,10 +458,9 @@ static void check_plain(const char *s, size_t n, const char *what, size_t a, siz
 static void test_is_plain_blocks(void **state)
 {
     (void)state;
-    static const unsigned char bytes[] = {0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f,
-                                          0x80, 0xbf, 0xff, '@',  '?',  'A',  '%',
-                                          '$',  '&',  ':',  ';',  '9',  '\\', '[',
-                                          ']'};
+    static const unsigned char bytes[] = {0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80,
+                                          0xbf, 0xff, '@',  '?',  'A',  '%',  '$',  '&',
+                                          ':',  ';',  '9',  '\\', '[',  ']'};
     char s[80];
     for (size_t n = 0; n <= 70; n++) {
         memset(s, 'a', n);
@@ -476,11 +500,27 @@ static void test_is_plain_blocks(void **state)
 static void test_is_email(void **state)
 {
     (void)state;
-    static const char *const yes[] = {"a@b.example", "  MAILTO:x", "mailto:", "a.b+c@d.example:1/",
-                                      "a%40b.example", "a\xEF\xBC\xA0" "b.example", "a@b",
-                                      "a@1.2.3", "a@b:8080/x", "a @ @b", "a%u0040b"};
-    static const char *const no[] = {"http://a@b.example/", "x/a@b.example", "b.example/?a@c.d",
-                                     "@b.example", " @b", "a@", "a@/x", "a:p@b", "a/@b"};
+    static const char *const yes[] = {"a@b.example",
+                                      "  MAILTO:x",
+                                      "mailto:",
+                                      "a.b+c@d.example:1/",
+                                      "a%40b.example",
+                                      "a\xEF\xBC\xA0"
+                                      "b.example",
+                                      "a@b",
+                                      "a@1.2.3",
+                                      "a@b:8080/x",
+                                      "a @ @b",
+                                      "a%u0040b"};
+    static const char *const no[] = {"http://a@b.example/",
+                                     "x/a@b.example",
+                                     "b.example/?a@c.d",
+                                     "@b.example",
+                                     " @b",
+                                     "a@",
+                                     "a@/x",
+                                     "a:p@b",
+                                     "a/@b"};
     for (size_t i = 0; i < BR_ARRAY_SIZE(yes); i++)
         if (!br_url_is_email(yes[i], strlen(yes[i])))
             fail_msg("is_email(%s) should be true", yes[i]);

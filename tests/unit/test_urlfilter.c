@@ -49,7 +49,8 @@ static void build_file(const char *path, uint8_t (*keys)[32], size_t n, uint64_t
         fail_msg("draft: %s", err.text);
     for (size_t i = 0; i < n; i++)
         br_urlfilter_draft_add(d, keys[i], true);
-    br_urlfilter_save_opts o = {.generation = generation, .source = "unit", .build_time = BUILD_TIME};
+    br_urlfilter_save_opts o = {
+        .generation = generation, .source = "unit", .build_time = BUILD_TIME};
     if (br_urlfilter_draft_save(d, path, &o, NULL, &err) < 0)
         fail_msg("save: %s", err.text);
     br_urlfilter_draft_free(d);
@@ -229,7 +230,8 @@ static void test_every_byte_and_length(void **state)
         br_error err = {{0}};
         if (br_urlfilter_open(path, &uf, &err) == 0)
             fail_msg("%s was not detected", what);
-        if (!strstr(err.text, l < BR_FILTER_HEADER_SIZE ? "not a breachd filter file" : "truncated"))
+        if (!strstr(err.text,
+                    l < BR_FILTER_HEADER_SIZE ? "not a breachd filter file" : "truncated"))
             fail_msg("%s: reason '%s'", what, err.text);
     }
     close(fd);
@@ -244,8 +246,15 @@ static void test_every_byte_and_length(void **state)
 
 /* ---- parameters: change a header field, re-sign the header ---- */
 
-enum { OFF_KIND = 16, OFF_ALGO = 20, OFF_KEYENC = 24, OFF_GENERATION = 32, OFF_KEY_COUNT = 48,
-       OFF_PARAMS = 72, OFF_HEADER_SHA = 480 };
+enum {
+    OFF_KIND = 16,
+    OFF_ALGO = 20,
+    OFF_KEYENC = 24,
+    OFF_GENERATION = 32,
+    OFF_KEY_COUNT = 48,
+    OFF_PARAMS = 72,
+    OFF_HEADER_SHA = 480
+};
 
 static void resign(uint8_t *raw)
 {
@@ -366,7 +375,8 @@ static void test_add(void **state)
     for (size_t i = 0; i < na; i += 10) /* already there: not counted */
         assert_false(br_urlfilter_draft_add(d, a[i], false));
     assert_true(fresh >= nb - 1);
-    br_urlfilter_save_opts o = {.generation = 42, .source = "unit add", .build_time = BUILD_TIME + 60};
+    br_urlfilter_save_opts o = {
+        .generation = 42, .source = "unit add", .build_time = BUILD_TIME + 60};
     assert_int_equal(br_urlfilter_draft_save(d, path, &o, NULL, &err), 0);
     br_urlfilter_draft_free(d);
 
@@ -456,8 +466,8 @@ static void test_failed_save_keeps_old(void **state)
     for (size_t i = 0; i < 100; i++)
         br_urlfilter_draft_add(d, b[i], false);
     int calls = 0;
-    br_urlfilter_save_opts o = {.generation = 2, .build_time = BUILD_TIME, .before_commit = fail_commit,
-                                .ctx = &calls};
+    br_urlfilter_save_opts o = {
+        .generation = 2, .build_time = BUILD_TIME, .before_commit = fail_commit, .ctx = &calls};
     assert_int_equal(br_urlfilter_draft_save(d, path, &o, NULL, &err), -EIO);
     assert_int_equal(calls, 1);
     assert_non_null(strstr(err.text, "injected"));
