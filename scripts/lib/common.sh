@@ -6,6 +6,7 @@
 BREACHD_PACKAGES=(
   build-essential meson ninja-build pkg-config python3
   ccache  # meson compiles through it when present: the README path, the demo and repeated runs
+  clang-format  # Debian 12: clang-format-14; scripts/check-format, the clang-format test
   libssl-dev libevent-dev liblmdb-dev libcurl4-openssl-dev libcmocka-dev
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
   libbz2-dev  # bzip2 corpus input (lib/filter/hibp_input_decomp.c)
