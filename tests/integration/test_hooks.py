@@ -203,12 +203,13 @@ def samba_clean_and_pwned(ctx):
     r = samba(line, "password", d.sock, upn="alice@example.com", full_name="Alice A.")
     eq(r.rc, 1, "pwned: %r" % r)
     eq(r.out, "", "stdout")
+    # Samba's log: seen, never how often (docs/directories.md)
     eq(r.err.strip(), "samba-check-password: account alice: new password refused: it has been "
-       "seen %s times in data breaches" % seen(KNOWN["password"]), "message")
+       "seen in data breaches", "message")
     # UTF-8 bytes exactly as Samba writes them, no line break; nothing trimmed.
     r = samba(line, "p\u00e4ssw\u00f6rd", d.sock)
     eq(r.rc, 1, "UTF-8 password: %r" % r)
-    check(" 77 " in r.err, "count: %r" % r)
+    check("seen in data breaches" in r.err and "77" not in r.err, "no count: %r" % r)
     check(seen(1234567) == "1,234,567" and seen(577) == "577", "grouping")
     for variant in ["password ", " password", "Password", "password\t"]:
         r = samba(line, variant, d.sock)
@@ -248,6 +249,7 @@ def start_similar(ctx):
     return ctx.daemon(conf)
 
 
+SAMBA_SMALL = "it is a small change of a password seen in data breaches"
 SMALL = re.compile(r"it is a small change of a password seen 1,[12][0-9]{2} times in data "
                    r"breaches")  # Summer2024!: 1,234, an offline count at most 10% below
 
@@ -258,9 +260,9 @@ def similar_in_both_hooks(ctx):
     d = start_similar(ctx)
     tweak = "Summer2024!!"  # not in the corpus: Summer2024! with a repeat
     r = samba(f.samba + " --similar=reject", tweak, d.sock)
-    check(r.rc == 1 and SMALL.search(r.err) and "new password refused" in r.err, "%r" % r)
+    check(r.rc == 1 and SAMBA_SMALL in r.err and "new password refused" in r.err, "%r" % r)
     r = samba(f.samba, tweak, d.sock)  # warn, the default
-    check(r.rc == 0 and SMALL.search(r.err) and "accepted with a warning" in r.err, "%r" % r)
+    check(r.rc == 0 and SAMBA_SMALL in r.err and "accepted with a warning" in r.err, "%r" % r)
     r = samba(f.samba + " --similar=off", tweak, d.sock)
     eq((r.rc, r.err), (0, ""), "off: %r" % r)
     r = samba(f.samba + " --similar=reject --similar-min-count=2000", tweak, d.sock)
@@ -406,7 +408,7 @@ def samba_syslog(ctx):
     with open(record) as fh:
         logged = fh.read()
     eq(logged.strip(), "-t|samba-check-password|-p|auth.notice|--|account alice: new password "
-       "refused: it has been seen 1,234 times in data breaches|", "logger arguments")
+       "refused: it has been seen in data breaches|", "logger arguments")
     check("Summer2024" not in logged, "password logged")
     r = samba(f.samba + " --syslog", f.clean[0], d.sock, env={"PATH": path})
     eq(r.rc, 0, "clean")
