@@ -97,10 +97,9 @@ void br_urlfilter_free(br_urlfilter *uf)
     }
 }
 
-static int check_params(br_urlfilter *uf, br_error *err)
+/* The header names a URL range filter: its kind, algorithm and keys. */
+static int check_identity(const br_filter_header *h, br_error *err)
 {
-    const br_filter_header *h = br_filter_file_header(uf->file);
-    const uint8_t *p = h->params;
     if (h->kind != BR_KIND_URL_SHA256)
         return br_error_set(err, -EINVAL, "field kind: %s, expected url-sha256 for blocked-bloom",
                             br_filter_kind_name(h->kind));
@@ -115,6 +114,16 @@ static int check_params(br_urlfilter *uf, br_error *err)
         return br_error_set(err, -EINVAL,
                             "field key_encoding: %s v%u, expected url-expression-sha256",
                             br_key_encoding_name(h->key_encoding), h->key_encoding_version);
+    return 0;
+}
+
+static int check_params(br_urlfilter *uf, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(uf->file);
+    const uint8_t *p = h->params;
+    int rc = check_identity(h, err);
+    if (rc < 0)
+        return rc;
     unsigned k = p[P_K];
     if (k < BR_BLOOM_MIN_K || k > BR_BLOOM_MAX_K)
         return br_error_set(err, -EINVAL, "param k: %u, expected %d..%d", k, BR_BLOOM_MIN_K,
