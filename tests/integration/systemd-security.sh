@@ -76,6 +76,9 @@ grep -q '^SocketGroup=breachd$' "$srcdir/breachd.socket" || bad "SocketGroup"
 if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null && command -v systemd-tmpfiles >/dev/null; then
   root=$tmp/root
   mkdir -p "$root/etc"
+  # Debian's base-passwd groups the units name besides breachd's own (adm
+  # owns /var/log/breachd), as every Debian host has them.
+  grep '^adm:' /etc/group >"$root/etc/group" || echo 'adm:x:4:' >"$root/etc/group"
   systemd-sysusers --root="$root" "$srcdir/sysusers.d/breachd.conf" >"$tmp/sysusers" 2>&1 ||
     { cat "$tmp/sysusers" >&2; bad "systemd-sysusers failed"; }
   uid=$(awk -F: '$1 == "breachd" { print $3 }' "$root/etc/passwd" 2>/dev/null || true)
@@ -86,6 +89,9 @@ if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null && command -v 
   # directory, the service setting that must agree with it
   got=$(stat -c '%a %u %g' "$root/var/lib/breachd" 2>/dev/null || echo missing)
   [ "$got" = "755 0 0" ] || bad "/var/lib/breachd: got '$got', want mode 755 owner root:root"
+  adm=$(awk -F: '$1 == "adm" { print $3 }' "$root/etc/group")
+  got=$(stat -c '%a %u %g' "$root/var/log/breachd" 2>/dev/null || echo missing)
+  [ "$got" = "750 $uid $adm" ] || bad "/var/log/breachd: got '$got', want mode 750 owner breachd:adm"
   for pair in /var/cache/breachd:CacheDirectoryMode /run/breachd:RuntimeDirectoryMode; do
     dir=${pair%%:*}
     key=${pair#*:}
