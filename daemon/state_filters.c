@@ -122,27 +122,6 @@ static long also_trusted_uid(const breachd_config *cfg)
     return cfg->daemon.trust_own_filters ? (long)geteuid() : -1;
 }
 
-/* PATH.rollback, written by `breachctl filter rollback` (docs/fleet.md):
- * true when it holds the header SHA-256 of h, and belongs to root (or the
- * trusted uid) with no group or world write bit. */
-static bool rollback_marked(const breachd_config *cfg, const char *path, const br_filter_header *h)
-{
-    char mark[4096];
-    if (snprintf(mark, sizeof(mark), "%s.rollback", path) >= (int)sizeof(mark))
-        return false;
-    _cleanup_close_ int fd = open(mark, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)))
-        return false;
-    long also = also_trusted_uid(cfg);
-    if (st.st_uid != 0 && (also < 0 || st.st_uid != (uid_t)also))
-        return false;
-    char text[80];
-    ssize_t n = pread(fd, text, sizeof(text), 0);
-    uint8_t sum[32];
-    return n >= 64 && br_hex_decode(text, 32, sum) && memcmp(sum, h->header_sha256, 32) == 0;
-}
-
 /* Remember what path holds, for bd_filters_check_order. */
 static int note_id(const breachd_config *cfg, bd_filter_ids *ids, const char *section,
                    const char *path, const br_filter_header *h)
@@ -160,9 +139,7 @@ static int note_id(const breachd_config *cfg, bd_filter_ids *ids, const char *se
         return -ENOMEM;
     ids->n++;
     snprintf(id->section, sizeof(id->section), "%s", section);
-    id->generation = h->generation;
-    memcpy(id->header_sha256, h->header_sha256, 32);
-    id->rollback = rollback_marked(cfg, path, h);
+    br_filter_id_of(path, h, also_trusted_uid(cfg), &id->id);
     return 0;
 }
 
@@ -183,15 +160,14 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
             const bd_filter_id *b = &before->v[j];
             if (strcmp(a->path, b->path) != 0 || strcmp(a->section, b->section) != 0)
                 continue;
-            bool same = memcmp(a->header_sha256, b->header_sha256, 32) == 0;
-            if (!same && a->generation <= b->generation && !a->rollback)
+            if (!br_filter_generation_ok(&a->id, &b->id))
                 return br_error_set(err, -EINVAL,
                                     "[%s] filter %s: refused, generation %llu is not newer than "
                                     "the generation %llu breachd serves from it (an old file "
                                     "served again?); to go back on purpose use `breachctl filter "
                                     "rollback %s`",
-                                    a->section, a->path, (unsigned long long)a->generation,
-                                    (unsigned long long)b->generation, a->path);
+                                    a->section, a->path, (unsigned long long)a->id.generation,
+                                    (unsigned long long)b->id.generation, a->path);
         }
     }
     return 0;

@@ -8,6 +8,7 @@
 
 #include "conf.h"
 #include "core/error.h"
+#include "filter/filter_order.h"
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"
 
@@ -15,9 +16,7 @@
 typedef struct bd_filter_id {
     char *path;
     char section[16];
-    uint64_t generation;
-    uint8_t header_sha256[32];
-    bool rollback; /* PATH.rollback names this very file (breachctl filter rollback) */
+    br_filter_id id; /* its generation, and the mark breachctl filter rollback leaves */
 } bd_filter_id;
 
 typedef struct bd_filter_ids {
@@ -29,10 +28,9 @@ void bd_filter_ids_clear(bd_filter_ids *ids);
 
 /* A reload must not take an older file than the one it replaces: each
  * path of now that before (the serving state's; NULL at start) also had
- * must hold the same file (a reload of unchanged files) or a higher
- * generation, unless `breachctl filter rollback` marked it (PATH.rollback,
- * docs/fleet.md). 0, or -EINVAL with err naming the path and both
- * generations. */
+ * must pass br_filter_generation_ok (filter/filter_order.h: the same file,
+ * a higher generation, or marked by `breachctl filter rollback`). 0, or
+ * -EINVAL with err naming the path and both generations. */
 int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before, br_error *err);
 
 /* [passwords] filter, or *out = NULL when none is configured. Every file

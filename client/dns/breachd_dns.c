@@ -39,6 +39,7 @@
 
 typedef struct gen {
     br_pwfilter *set; /* NULL: none configured or none could load */
+    bdns_ids ids;     /* what each file of conf.filter held (dns_load.h) */
     bdns_conf conf;
     unsigned labels;
     uint64_t generation;
@@ -110,6 +111,7 @@ static void gen_free(gen *g)
     if (!g)
         return;
     br_pwfilter_free(g->set);
+    bdns_ids_clear(&g->ids);
     free(g);
 }
 
@@ -159,7 +161,11 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
      * changes */
     snprintf(h->watch_list, sizeof(h->watch_list), "%s", g->conf.filter);
     h->stamp = bdns_files_stamp(h->config_path, h->watch_list);
-    if ((*rc = bdns_load_set(&g->conf, &g->set, err)) < 0) {
+    /* only the watcher publishes: cur stays while it loads */
+    const gen *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+    bdns_serving serving = {.list = cur ? cur->conf.filter : "", .ids = cur ? &cur->ids : NULL};
+    const bdns_serving *compare = cur && cur->set ? &serving : NULL;
+    if ((*rc = bdns_load_set(&g->conf, compare, &g->set, &g->ids, err)) < 0) {
         free(g);
         return NULL;
     }

@@ -81,7 +81,43 @@ static int open_member(const char *path, size_t index, const br_sign_key *key, b
     return r;
 }
 
-int bdns_load_set(const bdns_conf *c, br_pwfilter **out, br_error *err)
+void bdns_ids_clear(bdns_ids *ids)
+{
+    free(ids->v);
+    ids->v = NULL;
+    ids->n = 0;
+}
+
+/* Note what path held as ids->v[ids->n], and check it against the file
+ * served from path, if any. */
+static int note_id(const char *path, const br_pwfilter *pf, const bdns_serving *serving,
+                   bdns_ids *ids, br_error *err)
+{
+    br_filter_id *v = realloc(ids->v, (ids->n + 1) * sizeof(*v));
+    if (!v)
+        return br_error_set(err, -ENOMEM, "out of memory");
+    ids->v = v;
+    br_filter_id *id = &v[ids->n++];
+    br_filter_id_of(path, br_pwfilter_file_header(pf), also_trusted_uid(), id);
+    if (!serving)
+        return 0;
+    const char *s = serving->list;
+    char was[PATH_MAX];
+    for (size_t i = 0; next_item(&s, was, sizeof(was)) && i < serving->ids->n; i++) {
+        const br_filter_id *b = &serving->ids->v[i];
+        if (strcmp(was, path) == 0 && !br_filter_generation_ok(id, b))
+            return br_error_set(err, -EINVAL,
+                                "%s: refused, generation %llu is not newer than the generation "
+                                "%llu served from it (an old file served again?); to go back on "
+                                "purpose use `breachctl filter rollback %s`",
+                                path, (unsigned long long)id->generation,
+                                (unsigned long long)b->generation, path);
+    }
+    return 0;
+}
+
+int bdns_load_set(const bdns_conf *c, const bdns_serving *serving, br_pwfilter **out, bdns_ids *ids,
+                  br_error *err)
 {
     *out = NULL;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
@@ -94,13 +130,17 @@ int bdns_load_set(const bdns_conf *c, br_pwfilter **out, br_error *err)
     for (size_t i = 0; r == 0 && next_item(&s, path, sizeof(path)); i++) {
         br_pwfilter *pf = NULL;
         r = open_member(path, i, key, &pf, err);
-        if (r == 0 && !set)
+        if (r == 0 && (r = note_id(path, pf, serving, ids, err)) < 0)
+            br_pwfilter_free(pf);
+        else if (r == 0 && !set)
             set = pf;
         else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
             br_error_prefix(err, r, "%s: refused", path);
     }
-    if (r < 0)
+    if (r < 0) {
+        bdns_ids_clear(ids);
         return r;
+    }
     *out = BR_TAKE_PTR(set);
     return 0;
 }
@@ -134,6 +174,7 @@ uint64_t bdns_files_stamp(const char *config_path, const char *filter_list)
         h = stamp_of(h, path, "");
         h = stamp_of(h, path, ".sig");
         h = stamp_of(h, path, ".verified");
+        h = stamp_of(h, path, ".rollback");
     }
     return h;
 }

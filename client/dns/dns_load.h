@@ -12,13 +12,35 @@
 #include <stdint.h>
 
 #include "dns_conf.h"
+#include "filter/filter_order.h"
 #include "filter/pwfilter.h"
 
-/* 0 and *out (NULL when c names no filter), or -errno with err naming the
- * file and what is wrong. */
-int bdns_load_set(const bdns_conf *c, br_pwfilter **out, br_error *err);
+/* What the files of a loaded list held, as the order of generations needs
+ * them (filter/filter_order.h): v[i] is the i-th path of the list. */
+typedef struct bdns_ids {
+    br_filter_id *v;
+    size_t n;
+} bdns_ids;
+
+void bdns_ids_clear(bdns_ids *ids);
+
+/* The list being served and its ids: what a reload is compared with. */
+typedef struct bdns_serving {
+    const char *list;
+    const bdns_ids *ids;
+} bdns_serving;
+
+/* 0 and *out (NULL when c names no filter) with ids, or -errno with err
+ * naming the file and what is wrong. With serving (NULL when nothing is
+ * served: at open, or fail-open), a path it also names must hold the same
+ * file, a higher generation, or the file `breachctl filter rollback` put
+ * back (br_filter_generation_ok; docs/filter-format.md, "Generations"), as
+ * breachd's reload requires: an older signed file served again is
+ * refused. */
+int bdns_load_set(const bdns_conf *c, const bdns_serving *serving, br_pwfilter **out, bdns_ids *ids,
+                  br_error *err);
 
 /* A number that changes when the configuration file or any file of its
- * filter list (or its .sig and .verified) is replaced or changed: the
- * watcher reloads when it does. */
+ * filter list (or its .sig, .verified and .rollback) is replaced or
+ * changed: the watcher reloads when it does. */
 uint64_t bdns_files_stamp(const char *config_path, const char *filter_list);

@@ -50,7 +50,10 @@ FEEDS = {
 }
 
 
-def build_filter(path, feeds, generation):
+def build_filter(path, feeds):
+    """Replace the filter with the feeds, one generation above the last: an
+    older one would be refused (docs/dns.md, "Older files")."""
+    generation = FIXTURE["generation"] = FIXTURE.get("generation", 9) + 1
     d = os.path.dirname(path)
     args = []
     for cat, text in feeds.items():
@@ -78,7 +81,7 @@ def setup():
     os.chmod(d, 0o755)
     FIXTURE["dir"] = d
     FIXTURE["filter"] = os.path.join(d, "urls.bf")
-    build_filter(FIXTURE["filter"], FEEDS, 10)
+    build_filter(FIXTURE["filter"], FEEDS)
     conf = os.path.join(d, "breachd.conf")
     with open(conf, "w") as f:
         f.write("[urls]\nfilter = %s\n[dns]\naction = nxdomain\naction.phishing = sinkhole\n"
@@ -187,7 +190,7 @@ def check_follows(port):
     """A new generation replacing the filter is followed; a bad one is not."""
     feeds = dict(FEEDS)
     feeds["malware"] = "evil.test\nnewly-listed.test\n"
-    build_filter(FIXTURE["filter"], feeds, 11)
+    build_filter(FIXTURE["filter"], feeds)
     # a new name each time: a resolver's cache answers a name it has seen
     # without asking the hook again (docs/dns.md, "Caches")
     fresh = iter(range(1000))
@@ -200,7 +203,7 @@ def check_follows(port):
     os.rename(FIXTURE["filter"] + ".tmp", FIXTURE["filter"])
     time.sleep(1)
     eq(status_of(dig(port, "evil.test")), "NXDOMAIN", "a truncated file: the last good serves")
-    build_filter(FIXTURE["filter"], FEEDS, 12)
+    build_filter(FIXTURE["filter"], FEEDS)
 
 
 def start(ctx, name, argv, port, env):

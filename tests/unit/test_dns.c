@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -418,8 +419,8 @@ static void test_follow_and_keep(void **state)
     assert_true(stat_of(f, "reload_failures") > failures);
     want_block(f, "new.example", "malware", "new.example", BREACHD_DNS_NXDOMAIN);
     assert_non_null(strstr(f->log, "the last good filter keeps serving"));
-    /* a rollback to an older generation is followed as any replacement */
-    build(f->filter, base_entries, BR_ARRAY_SIZE(base_entries), 9);
+    /* a good one after it is followed */
+    build(f->filter, base_entries, BR_ARRAY_SIZE(base_entries), 12);
     assert_true(wait_verdict(f, "evil.example", BREACHD_DNS_BLOCK));
     free(tmp);
     free(bytes);
@@ -479,6 +480,99 @@ static void test_signature(void **state)
     free(extra);
 }
 
+/* Sign path with key: path.sig, as `breachctl filter sign` writes it. */
+static void sign(const char *path, const br_sign_key *key)
+{
+    br_error err = {{0}};
+    br_filter_header h;
+    uint8_t sig[BR_SIG_SIZE];
+    assert_int_equal(br_filter_header_read(path, &h), 0);
+    assert_int_equal(br_filter_sign(key, &h, sig, &err), 0);
+    assert_int_equal(br_filter_sig_write(path, sig, &err), 0);
+}
+
+/* A copy of from at to (a file kept aside, to be renamed in later). */
+static void copy_file(const char *from, const char *to)
+{
+    size_t len = 0;
+    uint8_t *bytes = tu_read_file(from, &len);
+    assert_non_null(bytes);
+    assert_int_equal(tu_write_file(to, bytes, len), 0);
+    free(bytes);
+}
+
+/* The attack: an older signed generation (its signature still verifies)
+ * renamed over the one being served. It is refused and the newer one keeps
+ * serving, as breachd does (docs/filter-format.md, "Generations"); put back
+ * on purpose, with the mark `breachctl filter rollback` leaves, it is
+ * followed. */
+static void test_older_generation_refused(void **state)
+{
+    fx *f = *state;
+    br_error err = {{0}};
+    br_sign_key *key = NULL;
+    assert_int_equal(br_sign_key_generate(&key, &err), 0);
+    char *sec = tu_path("%s/k.sec", f->dir), *pub = tu_path("%s/k.pub", f->dir);
+    assert_int_equal(br_sign_key_save(key, sec, pub, &err), 0);
+    char *extra = tu_path("[urls]\npubkey = %s\n", pub);
+    write_conf(f, extra);
+    /* generation 10, signed: kept aside by whoever replays it */
+    char *old = tu_path("%s/old.bf", f->dir);
+    char *old_sig = br_filter_sig_path(old), *sig = br_filter_sig_path(f->filter);
+    build(old, base_entries, BR_ARRAY_SIZE(base_entries), 10);
+    sign(old, key);
+    sign(f->filter, key);
+    open_fx(f);
+    want_block(f, "evil.example", "malware", "evil.example", BREACHD_DNS_NXDOMAIN);
+    /* generation 11, signed, followed */
+    const entry next[] = {{"new.example", "malware"}};
+    char *tmp = tu_path("%s/next.bf", f->dir), *tmp_sig = br_filter_sig_path(tmp);
+    build(tmp, next, 1, 11);
+    sign(tmp, key);
+    assert_int_equal(rename(tmp_sig, sig), 0);
+    assert_int_equal(rename(tmp, f->filter), 0);
+    assert_true(wait_verdict(f, "new.example", BREACHD_DNS_BLOCK));
+    assert_int_equal(stat_of(f, "generation"), 11);
+    /* the replay: generation 10 and its valid .sig renamed over it */
+    uint64_t failures = stat_of(f, "reload_failures");
+    char *keep = tu_path("%s/keep.bf", f->dir), *keep_sig = br_filter_sig_path(keep);
+    copy_file(old, keep);
+    copy_file(old_sig, keep_sig);
+    assert_int_equal(rename(keep_sig, sig), 0);
+    assert_int_equal(rename(keep, f->filter), 0);
+    for (int i = 0; i < 200 && !strstr(f->log, "not newer"); i++) {
+        breachd_dns_result res;
+        if (check(f, "evil.example", &res) == BREACHD_DNS_BLOCK)
+            break;
+        usleep(50000);
+    }
+    want_pass(f, "evil.example", BREACHD_DNS_UNLISTED);
+    want_block(f, "new.example", "malware", "new.example", BREACHD_DNS_NXDOMAIN);
+    assert_int_equal(stat_of(f, "generation"), 11);
+    assert_true(stat_of(f, "reload_failures") > failures);
+    assert_non_null(strstr(f->log, "generation 10 is not newer than the generation 11"));
+    assert_non_null(strstr(f->log, "the last good filter keeps serving"));
+    /* a deliberate rollback: the mark names that file's header SHA-256 */
+    br_filter_header h;
+    assert_int_equal(br_filter_header_read(f->filter, &h), 0);
+    char line[66];
+    br_hex_encode_upper(h.header_sha256, 32, line);
+    line[64] = '\n';
+    char *mark = tu_path("%s.rollback", f->filter);
+    assert_int_equal(tu_write_file(mark, line, 65), 0);
+    assert_int_equal(chmod(mark, 0664), 0); /* others may write it: ignored */
+    usleep(600000);
+    want_pass(f, "evil.example", BREACHD_DNS_UNLISTED);
+    assert_int_equal(chmod(mark, 0644), 0);
+    assert_true(wait_verdict(f, "evil.example", BREACHD_DNS_BLOCK));
+    assert_int_equal(stat_of(f, "generation"), 10);
+    want_pass(f, "new.example", BREACHD_DNS_UNLISTED);
+    br_sign_key_free(key);
+    char *frees[] = {sec, pub, extra, old, old_sig, sig, tmp, tmp_sig, keep, keep_sig, mark};
+    for (size_t i = 0; i < BR_ARRAY_SIZE(frees); i++)
+        free(frees[i]);
+}
+
 /* A Bloom (range) URL filter is refused for DNS, with the reason. */
 static void test_bloom_refused(void **state)
 {
@@ -533,6 +627,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follow_and_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signature, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_older_generation_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bloom_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open, setup, teardown),
     };
