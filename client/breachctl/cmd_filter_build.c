@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "builder/pwfilter_build.h"
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter_build.h"
@@ -19,7 +20,6 @@
 #include "filter_url.h"
 #include "core/hash.h"
 #include "filter/hibp_input.h"
-#include "filter/keyset.h"
 #include "filter/pwfilter.h"
 #include "core/util.h"
 

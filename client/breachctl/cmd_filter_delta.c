@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "builder/filter_layers.h"
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter/filter_delta.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "builder/urlfilter_save.h"
 #include "breachctl.h"
 #include "ctl_opts.h"
 #include "filter/filter_delta.h"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "builder/urlfilter_save.h"
 #include "breachctl.h"
 #include "filter_fleet.h"
 #include "filter_url.h"

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "builder/pwfilter_build.h"
 #include "breachctl.h"
 #include "filter/filter_delta.h"
 #include "filter/filter_file.h"
 #include "filter_fleet.h"
 #include "filter_url.h"
 #include "core/hash.h"
-#include "filter/keyset.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
 #include "url/url_expr.h"

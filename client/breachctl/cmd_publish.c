@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "builder/pwfilter_build.h"
 #include "breachctl.h"
 #include "core/clock.h"
 #include "core/hash.h"
@@ -24,7 +25,6 @@
 #include "ctl_opts.h"
 #include "filter/filter_file.h"
 #include "filter/filter_sign.h"
-#include "filter/keyset.h"
 #include "filter/pwfilter.h"
 #include "publish.h"
 

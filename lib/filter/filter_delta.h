@@ -54,23 +54,11 @@ void br_filter_set_fold(br_filter_header *set, const br_filter_header *member);
  * before outer. */
 int br_filter_layers_open(const br_filter_file *outer, br_filter_file ***views, size_t *n,
                           br_error *err);
+/* Free views[0..n) and the array (from br_filter_layers_open). */
+void br_filter_views_free(br_filter_file **views, size_t n);
 
 /* The header of path's first filter: its own, or for a layered file that
  * of its first layer (what tells an offline set from another kind's).
  * Reads two headers, never the body: 0, or -errno as br_filter_header_read
  * (-EINVAL also for a layer table that points nowhere). */
 int br_filter_header_read_first(const char *path, br_filter_header *hdr);
-
-typedef struct br_filter_layers_opts {
-    uint64_t generation;
-    const char *source;
-    int64_t build_time; /* < 0: now (SOURCE_DATE_EPOCH when set) */
-} br_filter_layers_opts;
-
-/* Write a layered file at path from open, verified filter files: a full
- * filter (or a layered file, whose layers are taken over flat) and its
- * deltas, in set order (each naming a file before it). The layers are
- * copied byte for byte; the result names the same keys and answers exactly
- * as the set did. */
-int br_filter_layers_write(const char *path, br_filter_file *const *files, size_t n,
-                           const br_filter_layers_opts *opts, uint64_t *file_bytes, br_error *err);

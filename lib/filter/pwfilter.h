@@ -15,7 +15,6 @@
 #include "core/error.h"
 #include "filter_file.h"
 #include "core/hash.h"
-#include "keyset.h"
 #include "offline_codes.h"
 
 /* Arity when the caller gives none: 4-wise. Above ~600k keys a shard then
@@ -55,7 +54,7 @@ typedef struct br_pwfilter_build_opts {
      * NULL: a full filter. */
     const uint8_t *base_body_sha256;
     /* An offline filter (algorithm binary-fuse-offline, docs/filter-format.md):
-     * ks is counted (keyset.h) and each key gets a code. Passwords: counts
+     * ks is counted (builder/keyset.h) and each key gets a code. Passwords: counts
      * set, the pairs hold counts. URLs (kind url-sha256): categories set,
      * the pairs hold category codes (1..255). fp_bits is then 32. */
     const br_count_codes *counts;
@@ -81,10 +80,6 @@ typedef struct br_pwfilter_build_stats {
 
 /* Shard bits for about n keys: the fewest that keep shards at or under target. */
 unsigned br_pwfilter_shard_bits(uint64_t n, uint64_t target);
-
-/* Build the filter of every key in ks (which this finishes) into path. */
-int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *opts, const char *path,
-                      br_pwfilter_build_stats *stats, br_error *err);
 
 typedef struct br_pwfilter br_pwfilter;
 

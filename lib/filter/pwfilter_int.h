@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to the password filter: what pwfilter.c (the file, the build,
- * sets) and pwfilter_offline.c (an offline member's codes) share. */
+/* Internal to the password filter: what pwfilter.c (the file, sets),
+ * pwfilter_offline.c (an offline member's codes) and the build
+ * (builder/pwfilter_build.c) share. */
 #pragma once
 
 #include "filter_delta.h"
-#include "filter_writer.h"
 #include "offline_codes.h"
 #include "pwfilter.h"
 
@@ -63,10 +63,10 @@ int br_pwo_read(br_pwfilter *pf, br_error *err);
 void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
 /* True when o has an exact table (a file of key encoding v3). */
 bool br_pwo_exact(const br_pwfilter_build_opts *o);
-/* The code table of o, written at the writer's offset, and after it the
- * exact table of a url-sha256 build; *offset the code table's start. */
-int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uint64_t *offset,
-                       br_error *err);
+/* The bytes of o's code table (counts or category names). */
+uint64_t br_pwo_codes_bytes(const br_pwfilter_build_opts *o);
+/* Strictly ascending full keys (an exact table's order). */
+bool br_pwo_keys_sorted(const uint8_t (*k)[32], size_t n);
 /* Counted pairs (key, count or category code) into keys[] and codes[]. */
 int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
                  uint8_t *codes);

@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filter_writer.h"
 #include "pwfilter_int.h"
 
 /* The code table: at the payload's start, counts or category names. */
-static uint64_t codes_bytes(const br_pwfilter_build_opts *o)
+uint64_t br_pwo_codes_bytes(const br_pwfilter_build_opts *o)
 {
     return o->counts ? BR_COUNT_TABLE_BYTES
                      : (uint64_t)o->categories->count * BR_CATEGORY_ENTRY_BYTES;
@@ -25,7 +24,7 @@ void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *p, uint64_t codes_o
     br_store_le32(p + BR_PWP_OFF_CODE_COUNT, o->counts ? 255 : o->categories->count);
     br_store_le32(p + BR_PWP_OFF_RATIO_PPM, o->counts ? o->counts->ratio_ppm : 0);
     br_store_le64(p + BR_PWP_OFF_CODES_OFFSET, codes_offset);
-    br_store_le64(p + BR_PWP_OFF_CODES_SIZE, codes_bytes(o));
+    br_store_le64(p + BR_PWP_OFF_CODES_SIZE, br_pwo_codes_bytes(o));
     br_store_le64(p + BR_PWP_OFF_MIN_COUNT, o->min_count);
     if (!o->counts) {
         br_store_le32(p + BR_PWP_OFF_EXACT_ALLOW, (uint32_t)o->n_allow);
@@ -36,48 +35,6 @@ void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *p, uint64_t codes_o
 bool br_pwo_exact(const br_pwfilter_build_opts *o)
 {
     return !o->counts && (o->n_allow || o->n_removed);
-}
-
-/* Strictly ascending full keys: what the exact table's binary search needs. */
-static bool keys_sorted(const uint8_t (*k)[32], size_t n)
-{
-    for (size_t i = 1; i < n; i++)
-        if (memcmp(k[i - 1], k[i], 32) >= 0)
-            return false;
-    return true;
-}
-
-/* The exact table, right after the code table: the allow entries, then
- * the removals (docs/filter-format.md, "The exact table"). */
-static int write_exact(const br_pwfilter_build_opts *o, br_filter_writer *w, br_error *err)
-{
-    if (o->counts ? o->n_allow || o->n_removed
-                  : o->n_allow > UINT32_MAX || o->n_removed > UINT32_MAX)
-        return br_error_set(err, -EINVAL,
-                            "an exact table is for url-sha256, of at most 2^32-1 keys");
-    if (!keys_sorted(o->allow, o->n_allow) || !keys_sorted(o->removed, o->n_removed))
-        return br_error_set(err, -EINVAL, "the exact table's keys are not sorted and distinct");
-    int r = br_filter_writer_write(w, o->allow, o->n_allow * 32, err);
-    if (r >= 0)
-        r = br_filter_writer_write(w, o->removed, o->n_removed * 32, err);
-    return r;
-}
-
-int br_pwo_write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uint64_t *offset,
-                       br_error *err)
-{
-    uint8_t raw[BR_CATEGORY_MAX * BR_CATEGORY_ENTRY_BYTES > BR_COUNT_TABLE_BYTES
-                    ? BR_CATEGORY_MAX * BR_CATEGORY_ENTRY_BYTES
-                    : BR_COUNT_TABLE_BYTES];
-    if (!o->counts && (!o->categories || o->categories->count == 0))
-        return br_error_set(err, -EINVAL, "an offline URL filter needs at least one category");
-    if (o->counts)
-        br_count_codes_encode(o->counts, raw);
-    else
-        br_category_table_encode(o->categories, raw);
-    *offset = br_filter_writer_offset(w);
-    int r = br_filter_writer_write(w, raw, codes_bytes(o), err);
-    return r < 0 ? r : write_exact(o, w, err);
 }
 
 int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t n, uint64_t *keys,
@@ -99,6 +56,15 @@ int br_pwo_split(const br_pwfilter_build_opts *o, const uint64_t *pairs, size_t 
     return 0;
 }
 
+/* Strictly ascending full keys: what the exact table's binary search needs. */
+bool br_pwo_keys_sorted(const uint8_t (*k)[32], size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (memcmp(k[i - 1], k[i], 32) >= 0)
+            return false;
+    return true;
+}
+
 /* The exact table after the code table: in the file, sorted, and only in
  * a file of key encoding v3. */
 static int read_exact(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *err)
@@ -117,8 +83,8 @@ static int read_exact(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *er
                             x->n_allow, x->n_removed, (unsigned long long)x->codes_end);
     x->allow = br_filter_file_data(pf->file) + x->codes_end;
     x->removed = x->allow + 32 * (size_t)x->n_allow;
-    if (!keys_sorted((const uint8_t(*)[32])x->allow, x->n_allow) ||
-        !keys_sorted((const uint8_t(*)[32])x->removed, x->n_removed))
+    if (!br_pwo_keys_sorted((const uint8_t(*)[32])x->allow, x->n_allow) ||
+        !br_pwo_keys_sorted((const uint8_t(*)[32])x->removed, x->n_removed))
         return br_error_set(err, -EINVAL, "exact table: keys not sorted ascending and distinct");
     x->codes_end += bytes;
     return 0;

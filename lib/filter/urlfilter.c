@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The url-sha256 filter: the file (params, payload layout, validation,
- * probes), drafts (build and incremental add), and sets of a base and its
+ * probes), drafts (build, incremental add, and their header; builder/urlfilter_save.c
+ * writes them), and sets of a base and its
  * deltas and layered files (filter_delta.h). Layout in
  * docs/filter-format.md. */
 #include <errno.h>
@@ -11,7 +12,6 @@
 
 #include "filter_delta.h"
 #include "filter_set.h"
-#include "filter_writer.h"
 #include "url/url_expr.h"
 #include "urlfilter.h"
 
@@ -464,22 +464,9 @@ uint64_t br_urlfilter_draft_capacity(const br_urlfilter_draft *d)
     return d->capacity;
 }
 
-int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
-                            const br_urlfilter_save_opts *o, uint64_t *file_bytes, br_error *err)
+void br_urlfilter_draft_header(const br_urlfilter_draft *d, const br_urlfilter_save_opts *o,
+                               uint64_t bitmap_off, uint64_t blocks_off, br_filter_header *out)
 {
-    _cleanup_(br_filter_writer_freep) br_filter_writer *w = NULL;
-    int r = br_filter_writer_new(path, &w, err);
-    if (r < 0)
-        return r;
-    uint64_t bitmap_off = br_filter_writer_offset(w);
-    r = br_filter_writer_write(w, d->bitmap, BR_URLFILTER_BITMAP_BYTES, err);
-    if (r < 0)
-        return r;
-    uint64_t blocks_off = br_filter_writer_offset(w);
-    r = br_filter_writer_write(w, d->blocks, (size_t)d->block_count * BR_BLOOM_BLOCK_BYTES, err);
-    if (r < 0)
-        return r;
-
     br_filter_header hdr = {0};
     hdr.kind = BR_KIND_URL_SHA256;
     hdr.algorithm = BR_ALGO_BLOCKED_BLOOM;
@@ -505,21 +492,12 @@ int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
     br_store_le64(p + P_BASE_GENERATION, d->full_build ? o->generation : d->base_generation);
     if (o->source)
         snprintf(hdr.source, sizeof(hdr.source), "%s", o->source);
-    if (bitmap_off != BR_FILTER_PAYLOAD_ALIGN)
-        return br_error_set(err, -EINVAL, "unexpected payload offset %llu",
-                            (unsigned long long)bitmap_off);
-    uint64_t bytes = br_filter_writer_offset(w);
-    if (o->before_commit) {
-        r = o->before_commit(o->ctx, err);
-        if (r < 0)
-            return r;
-    }
-    r = br_filter_writer_commit(w, &hdr, err);
-    if (r < 0)
-        return r;
-    if (file_bytes)
-        *file_bytes = bytes;
-    return 0;
+    *out = hdr;
+}
+
+const uint8_t *br_urlfilter_draft_block_data(const br_urlfilter_draft *d)
+{
+    return d->blocks;
 }
 
 /* ---- sets: a base and its deltas, layered files ---- */

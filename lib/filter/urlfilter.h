@@ -166,10 +166,9 @@ typedef struct br_urlfilter_save_opts {
     const uint8_t *base_body_sha256;
 } br_urlfilter_save_opts;
 
-/* Write the draft to a temporary file beside path, fsync, and rename it over
- * path. A draft from br_urlfilter_draft_new() records itself as a full build
- * (base_key_count = its keys, base_generation = opts->generation); one from
- * br_urlfilter_draft_from() keeps the base of the filter it copied. */
-int br_urlfilter_draft_save(br_urlfilter_draft *d, const char *path,
-                            const br_urlfilter_save_opts *opts, uint64_t *file_bytes,
-                            br_error *err);
+/* The header of a file of the draft, its bitmap and blocks at the offsets
+ * given (builder/urlfilter_save.h writes it). */
+void br_urlfilter_draft_header(const br_urlfilter_draft *d, const br_urlfilter_save_opts *opts,
+                               uint64_t bitmap_off, uint64_t blocks_off, br_filter_header *out);
+/* The draft's Bloom blocks (br_urlfilter_draft_blocks() of them). */
+const uint8_t *br_urlfilter_draft_block_data(const br_urlfilter_draft *d);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # What one small file costs the kernel (ext4), by the way it is put in place:
 # the floor under any corpus downloader ("Corpus download" in
-# tests/bench/README.md). For each mode, N files of 80 bytes are written into
+# tests/bench/RESULTS.md). For each mode, N files of 80 bytes are written into
 # a new ext4 filesystem on a sparse loop image (direct I/O), then one
 # syncfs(); it prints wall, user and system seconds and system us per file.
 #   create   open(O_CREAT|O_EXCL) + write + close     (curl: not atomic)

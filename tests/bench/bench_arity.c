@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "filter/keyset.h"
+#include "builder/pwfilter_build.h"
 #include "filter/pwfilter.h"
 #include "core/util.h"
 

@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "filter/keyset.h"
+#include "builder/pwfilter_build.h"
 #include "filter/pwfilter.h"
 #include "core/util.h"
 

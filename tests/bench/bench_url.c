@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "builder/urlfilter_save.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "url/url_canon.h"

@@ -21,11 +21,12 @@
 
 #include <cmocka.h>
 
+#include "builder/pwfilter_build.h"
+#include "builder/urlfilter_save.h"
 #include "breachd-dns.h"
 #include "core/hash.h"
 #include "dns_name.h"
 #include "filter/filter_sign.h"
-#include "filter/keyset.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"

@@ -14,10 +14,11 @@
 
 #include <cmocka.h>
 
+#include "builder/pwfilter_build.h"
+#include "builder/filter_layers.h"
 #include "filter/filter_delta.h"
 #include "filter/filter_file.h"
 #include "core/hash.h"
-#include "filter/keyset.h"
 #include "filter/pwfilter.h"
 #include "testutil.h"
 #include "filter/urlfilter.h"

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
+#include "builder/filter_writer.h"
 #include "filter/filter_file.h"
-#include "filter/filter_writer.h"
 #include "core/hash.h"
 #include "testutil.h"
 

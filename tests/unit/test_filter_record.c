@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
+#include "builder/filter_writer.h"
 #include "filter/filter_file.h"
 #include "filter/filter_record.h"
-#include "filter/filter_writer.h"
 #include "testutil.h"
 
 static char *write_sample(const char *dir, const char *name)

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
+#include "builder/pwfilter_build.h"
 #include "filter/bfuse.h"
 #include "core/hash.h"
-#include "filter/keyset.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
 #include "testutil.h"

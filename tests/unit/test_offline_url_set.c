@@ -17,9 +17,11 @@
 
 #include <cmocka.h>
 
+#include "builder/pwfilter_build.h"
+#include "builder/filter_layers.h"
+#include "builder/urlfilter_save.h"
 #include "core/hash.h"
 #include "filter/filter_delta.h"
-#include "filter/keyset.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"

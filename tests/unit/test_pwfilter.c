@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "filter/filter_writer.h"
+#include "builder/pwfilter_build.h"
+#include "builder/filter_writer.h"
 #include "core/hash.h"
-#include "filter/keyset.h"
 #include "filter/pwfilter.h"
 #include "testutil.h"
 #include "core/util.h"

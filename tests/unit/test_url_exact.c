@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
+#include "builder/pwfilter_build.h"
 #include "core/hash.h"
 #include "filter/filter_file.h"
-#include "filter/keyset.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
 #include "testutil.h"

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "builder/urlfilter_save.h"
 #include "core/hash.h"
 #include "testutil.h"
 #include "url/url_canon.h"

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "filter_file.h"
+#include "filter/filter_file.h"
 #include "core/util.h"
 
 typedef struct br_filter_writer br_filter_writer;
