@@ -212,7 +212,14 @@ static void hold(pub_feed *f, const char *what, const char *detail)
 {
     f->held = true;
     f->holds++;
-    snprintf(f->reason, sizeof(f->reason), "%s%s", what, detail);
+    /* what, then as much of detail as fits: the reason is one field of the
+     * manifest's feed line, cut at its size (copied, not formatted: GCC -O3
+     * refuses a snprintf that may cut) */
+    size_t a = strnlen(what, sizeof(f->reason) - 1);
+    memcpy(f->reason, what, a);
+    size_t b = strnlen(detail, sizeof(f->reason) - 1 - a);
+    memcpy(f->reason + a, detail, b);
+    f->reason[a + b] = '\0';
     for (char *p = f->reason; *p; p++)
         if (*p == '\n')
             *p = ' ';
