@@ -231,7 +231,7 @@ static struct bufferevent *new_bev(struct event_base *base, void *arg)
     c->bev = bev;
     bufferevent_incref(bev);
     list_push(&h->fresh, c);
-    event_active(h->admit_ev, EV_TIMEOUT, 0);
+    event_active(h->admit_ev, 0, 0); /* res 0: a wake-up, not a timeout */
     return bev;
 }
 
@@ -285,7 +285,7 @@ static void request_done(struct evhttp_request *req, void *arg)
         /* now, before evhttp reads a next request from the buffer (that is
          * a deferred callback, run in the loop's next round) */
         c->close_now = true;
-        event_active(c->deadline, EV_TIMEOUT, 0);
+        event_active(c->deadline, 0, 0); /* res 0: a wake-up, not a timeout */
     } else {
         arm_deadline(c); /* for the next request on the connection */
     }

@@ -338,7 +338,7 @@ void bd_state_unref(bd_state *s)
      * callbacks (the answer to the last request made on an old state), and
      * a resolver must not be freed from its own callback: free it from the
      * loop instead. It stays on the live list (its figures still count). */
-    event_active(reap_ev, EV_TIMEOUT, 0);
+    event_active(reap_ev, 0, 0); /* res 0: a wake-up, not a timeout */
 }
 
 void bd_state_shutdown_all(void)

@@ -88,20 +88,40 @@ static int collect(const struct event_base *base, const struct event *ev, void *
     return 0;
 }
 
-/* Every pending timer due by_ns sooner. */
+/* Microseconds from now until when, clamped to [0, BR_SHIFT_MAX_US]: a
+ * timeval libevent reports is trusted only that far. */
+#define BR_SHIFT_MAX_US ((int64_t)400 * 86400 * 1000000)
+static int64_t usec_until(const struct timeval *now, const struct timeval *when)
+{
+    struct timeval d;
+    evutil_timersub(when, now, &d);
+    if (d.tv_sec < 0)
+        return 0;
+    if (d.tv_sec > BR_SHIFT_MAX_US / 1000000)
+        return BR_SHIFT_MAX_US;
+    return (int64_t)d.tv_sec * 1000000 + d.tv_usec;
+}
+
+/* Every pending timer due by_ns sooner. A timer already due is left as it
+ * is: it fires in this round anyway, and re-adding it would take it off
+ * libevent's active queue. Wake-ups made with event_active() carry res 0,
+ * not EV_TIMEOUT, so they are never collected (their timeval is not set). */
 static void shift_timers(struct event_base *base, uint64_t by_ns)
 {
     timers t = {.n = 0};
     event_base_foreach_event(base, collect, &t);
     struct timeval now;
     event_base_gettimeofday_cached(base, &now);
+    int64_t by_us =
+        by_ns / 1000 > (uint64_t)BR_SHIFT_MAX_US ? BR_SHIFT_MAX_US : (int64_t)(by_ns / 1000);
     for (size_t i = 0; i < t.n; i++) {
-        struct timeval when;
-        event_pending(t.ev[i], EV_TIMEOUT, &when);
-        int64_t left = ((int64_t)when.tv_sec - now.tv_sec) * 1000000 +
-                       (when.tv_usec - now.tv_usec) - (int64_t)(by_ns / 1000);
-        if (left < 0)
-            left = 0;
+        struct timeval when = now;
+        if (!(event_pending(t.ev[i], EV_TIMEOUT, &when) & EV_TIMEOUT))
+            continue;
+        int64_t left = usec_until(&now, &when);
+        if (left == 0)
+            continue;
+        left = left > by_us ? left - by_us : 0;
         struct timeval tv = {.tv_sec = left / 1000000, .tv_usec = left % 1000000};
         event_add(t.ev[i], &tv);
     }

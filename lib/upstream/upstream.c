@@ -154,7 +154,7 @@ void up_queue_remove(br_upstream *up, req *r)
 void up_schedule_pump(br_upstream *up)
 {
     if (!up->closing)
-        event_active(up->pump_ev, EV_TIMEOUT, 0);
+        event_active(up->pump_ev, 0, 0); /* res 0: a wake-up, not a timeout */
 }
 
 /* ---- ending a request ------------------------------------------------------- */
