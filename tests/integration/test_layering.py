@@ -22,7 +22,9 @@ source tree:
   files include;
 * product code reads the time only through lib/core/clock.h (no time(),
   clock_gettime(), gettimeofday() elsewhere), so that a test build can
-  drive it;
+  drive it, and wakes its loop with event_active(EV, 0, ...), never with
+  EV_TIMEOUT, which the test build would take for a timer whose timeout
+  libevent never set (tests/README.md, "Driven time");
 * no function is over 80 lines (scripts/long-functions), and the scripts
   it runs answer --help.
 
@@ -247,6 +249,9 @@ def check_ext_deps(root):
 # a direct read of the system's clocks
 TIME_READ = re.compile(r"\b(time\s*\(\s*(NULL|0)?\s*\)|clock_gettime|gettimeofday|"
                        r"event_base_gettimeofday_cached)\s*\(?")
+# a wake-up passing EV_TIMEOUT as its result: to the driven clock it looks
+# like a timer, and its unset timeout is read
+WAKE_AS_TIMEOUT = re.compile(r"\bevent_active\s*\([^;]*\bEV_TIMEOUT\b")
 # the files that may read them: the clock itself, the test build's driver,
 # and absolute deadlines for pthread_cond_timedwait() (the system's clock)
 TIME_READERS = {"lib/core/clock.c", "daemon/testclock_hook.c", "lib/download/download_writer.c",
@@ -266,6 +271,10 @@ def check_one_clock(root):
                         code = line.split("//")[0]
                         if TIME_READ.search(code) and not code.lstrip().startswith(("/*", "*")):
                             print("FAIL: %s:%d reads the time directly: use lib/core/clock.h"
+                                  % (rel, n))
+                            bad += 1
+                        if WAKE_AS_TIMEOUT.search(code):
+                            print("FAIL: %s:%d wakes the loop with EV_TIMEOUT: pass res 0"
                                   % (rel, n))
                             bad += 1
     return bad
