@@ -99,9 +99,13 @@ static void load_set(const pub_conf *c, pub_state *st)
     unsigned n = 0;
     if (!f)
         return;
-    if (fscanf(f, "%u\n", &n) == 1 && n <= BR_CATEGORY_MAX)
-        for (unsigned i = 0; i < n && fscanf(f, "%79s\n", name) == 1; i++)
+    /* lines read whole: a scanf "\n" would also eat the first key's
+     * leading bytes that look like white space */
+    if (fgets(name, sizeof(name), f) && sscanf(name, "%u", &n) == 1 && n <= BR_CATEGORY_MAX)
+        for (unsigned i = 0; i < n && fgets(name, sizeof(name), f); i++) {
+            name[strcspn(name, "\n")] = '\0';
             br_category_code(&st->cats, name);
+        }
     pub_entry e;
     while (fread(e.key, sizeof(pub_key), 1, f) == 1 && fread(&e.code, 1, 1, f) == 1) {
         pub_entry *v = realloc(st->set, (st->n + 1) * sizeof(*v));
