@@ -43,6 +43,7 @@ typedef struct pub_state {
     size_t n;
     br_manifest m;
     bool have_manifest;
+    bool announce; /* the first cycle of a service: its period in a manifest */
 } pub_state;
 
 static const ctl_usage publish_usage_rows[] = {
@@ -430,8 +431,9 @@ static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool 
                                      : (uint64_t)BR_MAX(br_build_time_now(), (int64_t)1);
     if (r == 0 && news)
         r = write_generation(c, st, key, gen, cur, n, &ch, &err);
-    if (r == 0 && (news || status))
+    if (r == 0 && (news || status || st->announce))
         r = write_manifest(c, st, key, now, &err);
+    st->announce = st->announce && r < 0;
     if (r == 0 && news) {
         free(st->set);
         st->set = BR_TAKE_PTR(cur);
@@ -457,17 +459,30 @@ static int run(const pub_conf *c, bool once)
         ctl_err("publish: [publish] key: %s", err.text);
         return EXIT_ERROR;
     }
-    pub_state st = {0};
+    pub_state st = {.announce = !once};
     for (size_t i = 0; i < c->n_feeds; i++) /* the table in the feeds' order */
         br_category_code(&st.cats, c->feeds[i].category);
     load_set(c, &st);
     load_manifest(c, &st);
     int status = 0;
+    /* Cycles start every interval on the dot (not an interval after the
+     * last one ended): the manifest announces the period (cycle), and the
+     * hosts poll just after each start (docs/fleet.md). --once announces
+     * none: it runs when a timer says. */
+    uint64_t period = (uint64_t)c->interval_s * 1000000000ull, next = br_clock_now_mono();
     for (;;) {
+        st.m.cycle_s = once ? 0 : c->interval_s;
         status = cycle(c, &st, key, once, br_clock_now_real());
         if (once)
             break;
-        sleep((unsigned)c->interval_s);
+        uint64_t now = br_clock_now_mono();
+        next += period;
+        if (next <= now) /* a cycle longer than the period: the next start */
+            next = now + period - (now - next) % period;
+        struct timespec ts = {.tv_sec = (time_t)((next - now) / 1000000000u),
+                              .tv_nsec = (long)((next - now) % 1000000000u)};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
     }
     free(st.set);
     br_manifest_fini(&st.m);

@@ -8,7 +8,8 @@ answer UNKNOWN filter-unavailable; then an addition reaches all three, a
 removal releases all three, and a feed that shrinks by 90% is held (the
 hosts keep blocking). Attacks, each refused while the hosts keep
 serving: a replayed (older) manifest, an unsigned one, one signed by
-another key. Waits have generous bounds; nothing asserts a time."""
+another key. Waits have generous bounds; nothing asserts a time. At a
+reload (driven time), follow and follow_interval take effect."""
 import hashlib
 import http.client
 import os
@@ -204,6 +205,95 @@ def three_hosts_follow(ctx):
         c.close()
     for d in daemons:
         d.stop_ok()
+
+
+def manifest_gets(ctx, loc):
+    """The GETs of LOC/manifest in nginx's access log."""
+    with open(ctx.path("nginx", "access.log")) as f:
+        return sum(1 for ln in f if '"GET /%s/manifest HTTP' % loc in ln)
+
+
+def reload(d, tag):
+    cl = d.client()
+    cl.send("%s RELOAD\n" % tag)
+    ans = cl.lines(1)[0]
+    cl.close()
+    check(ans == "%s RELOADED" % tag, "RELOAD %s: %r" % (tag, ans))
+
+
+@test
+def follow_on_reload(ctx):
+    """[urls] follow and follow_interval take effect at a reload (driven
+    time): turned on, a first poll at once; a longer interval counts from
+    the last poll; another URL, a poll of it at once; turned off, no more
+    polls."""
+    for d in ("feeds", "out"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\nlocation /mirror/ { alias %s/; }\n"
+                       % (ctx.path("feeds"), ctx.path("out"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    feed = ["h%d.example" % i for i in range(20)]
+    write(ctx.path("feeds", "main.txt"), feed, 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    clock = dtest.Clock(ctx)
+
+    def host(loc, interval):
+        urls = {"filter": "", "upstream": "none"}
+        if loc:
+            urls.update({"filter": ctx.path("host"), "pubkey": ctx.path("pub.pem"),
+                         "follow": "http://127.0.0.1:%d/%s/manifest" % (port, loc),
+                         "follow_interval": interval})
+        return ctx.config("host.conf", urls=urls)
+
+    d = ctx.daemon(host(None, None), clock=clock)
+
+    def says(url, want, what):  # a new connection: an advance closes idle ones
+        cl = d.client()
+        all_say([cl], url, want, what)
+        cl.close()
+
+    says("http://h1.example/", "UNKNOWN", "no URL filter")
+    clock.advance(3600)
+    check(manifest_gets(ctx, "pub") == 0, "not following: no poll")
+    # on at a reload: a poll at once, then every 10 minutes
+    host("pub", "10m")
+    reload(d, "on")
+    says("http://h1.example/", "BLOCKED malware", "followed after the reload")
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    # the saved set read back whole (its first key starts with a byte of
+    # white space for these 20 names)
+    check("1 added, 0 removed" in r.stderr, r.stderr)
+    clock.advance(600)
+    says("http://new.example/", "BLOCKED malware", "the next poll, 10 min later")
+    # a longer interval counts from the last poll (at most 10 min ago)
+    host("pub", "1h")
+    reload(d, "longer")
+    gets = manifest_gets(ctx, "pub")
+    clock.advance(49 * 60)
+    check(manifest_gets(ctx, "pub") == gets, "no poll 49 min after the last one")
+    clock.advance(11 * 60)
+    wait_for(lambda: manifest_gets(ctx, "pub") == gets + 1, timeout=30,
+             what="one poll an hour after the last one")
+    # another URL: a poll of it at once, none of the old one after
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example", "two.example"], 2)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    host("mirror", "1h")
+    reload(d, "moved")
+    says("http://two.example/", "BLOCKED malware", "followed at its new URL")
+    gets = manifest_gets(ctx, "pub")
+    # off: no poll, however long
+    host(None, None)
+    reload(d, "off")
+    mirror = manifest_gets(ctx, "mirror")
+    clock.advance(3 * 3600)
+    check(manifest_gets(ctx, "pub") == gets and manifest_gets(ctx, "mirror") == mirror,
+          "no poll once off")
+    check("[urls] follow: off" in d.log(), "the log says it")
+    d.stop_ok()
 
 
 @test
