@@ -30,6 +30,11 @@
 
 /* A new base once the deltas since the base hold this share of its bytes. */
 #define PUB_BASE_SHARE_PCT 25
+/* An unchanged manifest is written again after this long when a feed
+ * succeeded since: the hosts' feed ages (and their URL filter's age) stay
+ * the age of the data, under breachctl health's 15-minute warning
+ * (docs/fleet.md). */
+#define PUB_REFRESH_S 300
 
 typedef struct pub_entry {
     pub_key key;
@@ -404,6 +409,18 @@ static void clean_old(const pub_conf *c, const pub_state *st, int64_t now)
         closedir(d);
 }
 
+/* A feed succeeded after what the manifest says of it, and the manifest
+ * is PUB_REFRESH_S old: write it again, so that the hosts see the ages. */
+static bool refresh_due(const pub_conf *c, const pub_state *st, int64_t now)
+{
+    if (!st->have_manifest || now - st->m.published < PUB_REFRESH_S)
+        return false;
+    for (size_t i = 0; i < c->n_feeds && i < st->m.n_feeds; i++)
+        if (c->feeds[i].last_success > st->m.feeds[i].last_success)
+            return true;
+    return false;
+}
+
 /* One cycle: poll the due feeds (all of them: --once), publish what changed. */
 static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool all, int64_t now)
 {
@@ -431,7 +448,7 @@ static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool 
                                      : (uint64_t)BR_MAX(br_build_time_now(), (int64_t)1);
     if (r == 0 && news)
         r = write_generation(c, st, key, gen, cur, n, &ch, &err);
-    if (r == 0 && (news || status || st->announce))
+    if (r == 0 && (news || status || st->announce || refresh_due(c, st, now)))
         r = write_manifest(c, st, key, now, &err);
     st->announce = st->announce && r < 0;
     if (r == 0 && news) {

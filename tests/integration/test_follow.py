@@ -9,7 +9,8 @@ removal releases all three, and a feed that shrinks by 90% is held (the
 hosts keep blocking). Attacks, each refused while the hosts keep
 serving: a replayed (older) manifest, an unsigned one, one signed by
 another key. Waits have generous bounds; nothing asserts a time. At a
-reload (driven time), follow and follow_interval take effect."""
+reload (driven time), follow and follow_interval take effect. A feed held
+at the publisher ages the hosts' URL filter."""
 import hashlib
 import http.client
 import os
@@ -293,6 +294,56 @@ def follow_on_reload(ctx):
     check(manifest_gets(ctx, "pub") == gets and manifest_gets(ctx, "mirror") == mirror,
           "no poll once off")
     check("[urls] follow: off" in d.log(), "the log says it")
+    d.stop_ok()
+
+
+@test
+def held_feed_ages_the_set(ctx):
+    """A followed set is as old as its oldest feed at the publisher: one
+    feed held for 3 hours (its kept last success moved back 3 hours) while
+    another one changes makes a new delta, yet the hosts' URL filter is 3
+    hours old and past max_filter_age (1h), not as new as that delta."""
+    for d in ("feeds", "out"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\n" % (ctx.path("feeds"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    write(ctx.path("feeds", "main.txt"), ["m%d.example" % i for i in range(20)], 0)
+    write(ctx.path("feeds", "other.txt"), ["o%d.example" % i for i in range(20)], 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    with open(conf, "a") as f:
+        f.write("\n[feed other]\nurl = http://127.0.0.1:%d/feeds/other.txt\ncategory = phishing\n"
+                % port)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    c = ctx.config(urls={"filter": ctx.path("host"), "pubkey": ctx.path("pub.pem"),
+                         "follow": "http://127.0.0.1:%d/pub/manifest" % port,
+                         "follow_interval": "1s", "max_filter_age": "1h", "upstream": "none"})
+    d = ctx.daemon(c)
+    cl = d.client()
+    all_say([cl], "http://m1.example/", "BLOCKED malware", "the base")
+    st = d.stats()
+    check(int(st["url_filter_age_seconds"]) < 600 and int(st["url_filter_stale"]) == 0, st)
+    # main fails (a 404) and has for 3 hours; other gains a URL
+    os.unlink(ctx.path("feeds", "main.txt"))
+    meta = ctx.path("out.state", "feed-main.meta")
+    fields = open(meta).read().split("\n", 1)
+    head = fields[0].split()
+    head[0] = str(int(time.time()) - 3 * 3600)
+    with open(meta, "w") as f:
+        f.write(" ".join(head) + "\n" + fields[1])
+    write(ctx.path("feeds", "other.txt"), ["o%d.example" % i for i in range(21)], 1)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("1 added" in r.stderr and "feed main" in r.stderr, r.stderr)
+    all_say([cl], "http://o20.example/", "BLOCKED phishing", "the new delta")
+    all_say([cl], "http://m1.example/", "BLOCKED malware", "main's entries kept")
+    st = d.stats()
+    check(int(st["feed_age_main"]) >= 3 * 3600 and int(st["feed_age_other"]) < 600, st)
+    check(int(st["url_filter_age_seconds"]) >= 3 * 3600, "the data's age: %r" % st)
+    check(int(st["url_filter_stale"]) == 1, st)
+    r = ctx.breachctl("--socket", d.sock, "health", check_rc=False)
+    check(r.returncode == 2 and "feed main last succeeded" in r.stdout, r.stdout)
+    cl.close()
     d.stop_ok()
 
 
