@@ -154,14 +154,17 @@ static void sibling(const char *url, const char *name, char *out, size_t len)
     snprintf(out, len, "%.*s/%s", (int)(slash ? slash - url : 0), url, name);
 }
 
+/* gzip for the bases and deltas (docs/fleet.md: the publisher writes
+ * NAME.gz beside them), not for the manifest: an idle poll stays small. */
 static int fetch(const char *url, const char *path, const br_fetch_validators *have,
-                 br_fetch_result *res, uint64_t max, br_error *err)
+                 br_fetch_result *res, uint64_t max, bool gz, br_error *err)
 {
     br_fetch_opts o = {.url = url,
                        .have = have,
                        .connect_timeout_ms = 10000,
                        .stall_timeout_ms = 30000,
-                       .max_bytes = max};
+                       .max_bytes = max,
+                       .accept_gzip = gz};
     memset(res, 0, sizeof(*res));
     unlink(path);
     return br_fetch_file(path, &o, res, err);
@@ -178,10 +181,10 @@ static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest
     snprintf(sig, sizeof(sig), "%s.sig", part);
     br_fetch_result res;
     sibling(fw->cur.url, mf->name, url, sizeof(url));
-    int r = fetch(url, part, NULL, &res, mf->bytes, err);
+    int r = fetch(url, part, NULL, &res, mf->bytes, true, err);
     strncat(url, ".sig", sizeof(url) - strlen(url) - 1);
     if (r == 0)
-        r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, err);
+        r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, false, err);
     uint8_t *data = NULL;
     size_t len = 0;
     uint8_t sum[32];
@@ -281,11 +284,11 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
     snprintf(surl, sizeof(surl), "%s.sig", fw->cur.url);
     br_fetch_result res;
     int r = fetch(fw->cur.url, mpath, fw->val.etag[0] ? &fw->val : NULL, &res,
-                  BR_MANIFEST_MAX_BYTES, err);
+                  BR_MANIFEST_MAX_BYTES, false, err);
     if (r < 0 || res.status == BR_FETCH_NOT_MODIFIED)
         return r;
     br_fetch_validators got = res.got;
-    if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, err)) < 0)
+    if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, false, err)) < 0)
         return r;
     uint8_t *text = NULL, *sig = NULL;
     size_t len = 0, slen = 0;

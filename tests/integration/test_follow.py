@@ -4,16 +4,17 @@
 breachctl publish against feeds served by nginx, that nginx serving the
 publish directory too, and three breachd hosts following its manifest
 (follow_interval = 1s). The hosts start before any manifest exists and
-answer UNKNOWN filter-unavailable; then an addition reaches all three, a
-removal releases all three, and a feed that shrinks by 90% is held (the
-hosts keep blocking). Attacks, each refused while the hosts keep
-serving: a replayed (older) manifest, an unsigned one, one signed by
-another key. Waits have generous bounds; nothing asserts a time. At a
+answer UNKNOWN filter-unavailable; then an addition reaches all three (the
+deltas sent as their .gz: nginx gzip_static), a removal releases all
+three, and a feed that shrinks by 90% is held (the hosts keep blocking).
+Attacks, each refused while the hosts keep serving: a replayed (older)
+manifest, an unsigned one, one signed by another key. Waits have generous bounds; nothing asserts a time. At a
 reload (driven time), follow and follow_interval take effect. A feed held
 at the publisher ages the hosts' URL filter."""
 import hashlib
 import http.client
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,22 @@ def check_figures(ctx, d, mport):
         check(r.returncode == 0, r.stdout + r.stderr)
 
 
+def gzipped(ctx):
+    """Every delta went to the hosts as the publisher's DELTA.gz (nginx
+    gzip_static): its bytes on the wire are those of the .gz file."""
+    sent = {}
+    with open(ctx.path("nginx", "access.log")) as f:
+        for ln in f:
+            m = re.search(r'"GET /pub/(delta-[0-9]+\.bfuse) HTTP[^"]*" 200 ([0-9]+)', ln)
+            if m:
+                sent.setdefault(m.group(1), set()).add(int(m.group(2)))
+    check(sent, "no delta fetched")
+    for name, sizes in sent.items():
+        gz = os.path.getsize(ctx.path("out", name + ".gz"))
+        check(sizes == {gz} and gz < os.path.getsize(ctx.path("out", name)) / 2,
+              (name, sizes, gz))
+
+
 def publisher(ctx, out, key, port):
     conf = ctx.path("publish-%s.conf" % os.path.basename(out))
     with open(conf, "w") as f:
@@ -134,7 +151,7 @@ def three_hosts_follow(ctx):
     for d in ("feeds", "out", "other"):
         os.mkdir(ctx.path(d))
     port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
-                       "location /pub/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; gzip_static on; }\n"
                        % (ctx.path("feeds"), ctx.path("out")))
     ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
                   ctx.path("pub.pem"))
@@ -164,6 +181,7 @@ def three_hosts_follow(ctx):
     write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
     ctx.breachctl("publish", "--config", conf, "--once")
     all_say(hosts, "http://new.example/x", "BLOCKED malware", "an addition on every host")
+    gzipped(ctx)
     # a removal
     write(ctx.path("feeds", "main.txt"), feed[1:] + ["new.example"], 2)
     ctx.breachctl("publish", "--config", conf, "--once")
