@@ -416,7 +416,10 @@ static void arm(bd_follow *fw)
         at = fw->last_poll_ms + (int64_t)(phase % (uint64_t)fw->interval_ms);
     }
     fw->first = false;
+    /* never more than an interval and a cycle away: a wall clock stepped
+     * back does not hold the polls off by the step */
     int64_t ms = BR_MAX(at - now_ms(), (int64_t)0);
+    ms = BR_MIN(ms, fw->interval_ms + BR_MAX(w.cycle_s, (int64_t)0) * 1000);
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     evtimer_add(fw->timer, &tv);
 }
