@@ -8,7 +8,8 @@ holds the removal, and the set (base, delta) answers them; a feed that
 shrinks by 90%, one that is not a feed and one that fails keep their last
 good entries, held with their reason in the manifest, and publish nothing
 new; an unchanged cycle writes no generation. The service announces its
-cycle in the manifest, --once none. Also filter build --stats,
+cycle in the manifest, --once none; quiet feeds rewrite a 5-minute-old
+manifest. Also filter build --stats,
 the count histogram of a corpus. Standard library only."""
 import os
 import sys
@@ -130,6 +131,37 @@ def service_announces_its_cycle(ctx):
         p.terminate()
         p.wait()
     check("\ncycle 1\n" in manifest(ctx), manifest(ctx))
+
+
+@test
+def quiet_feeds_refresh_the_manifest(ctx):
+    """Unchanged feeds that succeed write no generation, but once the
+    manifest is 5 minutes old (its published time and the feeds' last
+    successes moved back 400 s here) a cycle writes it again with the
+    feeds' new successes, so the hosts' feed ages stay the data's."""
+    conf = setup(ctx)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    r = ctx.breachctl("publish", "--config", conf, "--once")  # 304s, fresh manifest
+    check("generation" not in r.stderr, r.stderr)
+    m = manifest(ctx)
+    pub = int(m.split("\npublished ")[1].split()[0])
+    old = pub - 400
+    lines = []
+    for ln in m.splitlines():
+        w = ln.split()
+        if w[0] == "published":
+            w[1] = str(old)
+        elif w[0] == "feed":
+            w[2] = str(old)
+        lines.append(" ".join(w))
+    with open(ctx.path("out", "manifest"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    m = manifest(ctx)
+    check(int(m.split("\npublished ")[1].split()[0]) >= pub, m)
+    ages = [int(ln.split()[2]) for ln in m.splitlines() if ln.startswith("feed ")]
+    check(len(ages) == 2 and min(ages) >= pub, m)
 
 
 @test
