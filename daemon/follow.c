@@ -11,8 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <event2/event.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/hash.h"
 #include "core/random.h"
 #include "core/util.h"
@@ -30,14 +33,30 @@ typedef struct held {
     br_manifest_file f[1024];
 } held;
 
+/* Where to follow: [urls] follow, filter (the directory) and pubkey. */
+typedef struct where {
+    char dir[4096], url[4096], pubkey[4096];
+} where;
+
+/* The loop schedules the polls (a timer, so that breachd-testclock's
+ * driven time moves it too); the thread does them, one at a time. */
 struct bd_follow {
+    struct event *timer;
+    bool on;              /* the loop's view: following */
+    bool first;           /* the next poll is the first after turning on */
+    int64_t interval_ms;  /* follow_interval */
+    int64_t last_poll_ms; /* real clock: the last poll asked */
+    uint16_t lag_draw;    /* this host's place in [cycle/6, cycle/2] */
+    /* shared, under mu */
     pthread_t thread;
+    bool started, stop, poll_asked;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stop;
-    char dir[4096], url[4096], pubkey[4096];
-    int64_t interval_s;
-    struct timespec next; /* CLOCK_MONOTONIC: the next poll */
+    where want;
+    int64_t published, cycle_s; /* of the newest manifest accepted */
+    /* the thread's */
+    where cur;
+    br_sign_key *key;
     br_fetch_validators val;
 };
 
@@ -135,14 +154,17 @@ static void sibling(const char *url, const char *name, char *out, size_t len)
     snprintf(out, len, "%.*s/%s", (int)(slash ? slash - url : 0), url, name);
 }
 
+/* gzip for the bases and deltas (docs/fleet.md: the publisher writes
+ * NAME.gz beside them), not for the manifest: an idle poll stays small. */
 static int fetch(const char *url, const char *path, const br_fetch_validators *have,
-                 br_fetch_result *res, uint64_t max, br_error *err)
+                 br_fetch_result *res, uint64_t max, bool gz, br_error *err)
 {
     br_fetch_opts o = {.url = url,
                        .have = have,
                        .connect_timeout_ms = 10000,
                        .stall_timeout_ms = 30000,
-                       .max_bytes = max};
+                       .max_bytes = max,
+                       .accept_gzip = gz};
     memset(res, 0, sizeof(*res));
     unlink(path);
     return br_fetch_file(path, &o, res, err);
@@ -155,14 +177,14 @@ static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest
                         bool base, br_error *err)
 {
     char url[4400], part[4300], sig[4400], final[4300], fsig[4400];
-    snprintf(part, sizeof(part), "%s/%s.part", fw->dir, mf->name);
+    snprintf(part, sizeof(part), "%s/%s.part", fw->cur.dir, mf->name);
     snprintf(sig, sizeof(sig), "%s.sig", part);
     br_fetch_result res;
-    sibling(fw->url, mf->name, url, sizeof(url));
-    int r = fetch(url, part, NULL, &res, mf->bytes, err);
+    sibling(fw->cur.url, mf->name, url, sizeof(url));
+    int r = fetch(url, part, NULL, &res, mf->bytes, true, err);
     strncat(url, ".sig", sizeof(url) - strlen(url) - 1);
     if (r == 0)
-        r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, err);
+        r = fetch(url, sig, NULL, &res, BR_SIG_SIZE, false, err);
     uint8_t *data = NULL;
     size_t len = 0;
     uint8_t sum[32];
@@ -185,7 +207,7 @@ static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest
                          base ? "base" : "delta", mf->generation);
     if (r == 0 && (r = br_filter_sig_verify(key, part, &h, err)) < 0)
         br_error_prefix(err, r, "%s", mf->name);
-    path_in(fw->dir, mf->name, final, sizeof(final));
+    path_in(fw->cur.dir, mf->name, final, sizeof(final));
     snprintf(fsig, sizeof(fsig), "%s.sig", final);
     if (r == 0 && (rename(sig, fsig) < 0 || rename(part, final) < 0))
         r = br_error_set(err, -errno, "%s: %s", final, strerror(errno));
@@ -200,7 +222,7 @@ static int try_set(bd_follow *fw, const held *h, br_error *err)
     const char *paths[BR_ARRAY_SIZE(h->f)];
     char buf[BR_ARRAY_SIZE(h->f)][300];
     for (size_t i = 0; i < h->n; i++) {
-        snprintf(buf[i], sizeof(buf[i]), "%.200s/%s", fw->dir, h->f[i].name);
+        snprintf(buf[i], sizeof(buf[i]), "%.200s/%s", fw->cur.dir, h->f[i].name);
         paths[i] = buf[i];
     }
     br_pwfilter *pf = NULL;
@@ -257,16 +279,16 @@ static void remove_old(const char *dir, const held *h)
 static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
 {
     char mpath[4200], spath[4200], surl[4200];
-    snprintf(mpath, sizeof(mpath), "%s/manifest.part", fw->dir);
-    snprintf(spath, sizeof(spath), "%s/manifest.sig.part", fw->dir);
-    snprintf(surl, sizeof(surl), "%s.sig", fw->url);
+    snprintf(mpath, sizeof(mpath), "%s/manifest.part", fw->cur.dir);
+    snprintf(spath, sizeof(spath), "%s/manifest.sig.part", fw->cur.dir);
+    snprintf(surl, sizeof(surl), "%s.sig", fw->cur.url);
     br_fetch_result res;
-    int r =
-        fetch(fw->url, mpath, fw->val.etag[0] ? &fw->val : NULL, &res, BR_MANIFEST_MAX_BYTES, err);
+    int r = fetch(fw->cur.url, mpath, fw->val.etag[0] ? &fw->val : NULL, &res,
+                  BR_MANIFEST_MAX_BYTES, false, err);
     if (r < 0 || res.status == BR_FETCH_NOT_MODIFIED)
         return r;
     br_fetch_validators got = res.got;
-    if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, err)) < 0)
+    if ((r = fetch(surl, spath, NULL, &res, BR_MANIFEST_SIG_SIZE, false, err)) < 0)
         return r;
     uint8_t *text = NULL, *sig = NULL;
     size_t len = 0, slen = 0;
@@ -280,15 +302,19 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
     if (r == 0)
         r = br_manifest_parse((const char *)text, len, &m, err);
     if (r == 0) {
-        read_held(fw->dir, h);
+        read_held(fw->cur.dir, h);
         r = install(fw, key, &m, h, err);
     }
     char final[4200];
-    path_in(fw->dir, "manifest", final, sizeof(final));
+    path_in(fw->cur.dir, "manifest", final, sizeof(final));
     if (r == 0 && (r = br_write_atomic(final, text, len)) == 0 &&
-        (r = write_held(fw->dir, h)) == 0) {
+        (r = write_held(fw->cur.dir, h)) == 0) {
         fw->val = got;
-        remove_old(fw->dir, h);
+        remove_old(fw->cur.dir, h);
+        pthread_mutex_lock(&fw->mu);
+        fw->published = m.published;
+        fw->cycle_s = m.cycle_s;
+        pthread_mutex_unlock(&fw->mu);
         r = 1;
     }
     unlink(mpath);
@@ -300,108 +326,192 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
     return r;
 }
 
-/* ---- the thread ---- */
+/* ---- the thread: polls when the loop asks ---- */
 
-static void add_ms(struct timespec *t, int64_t ms)
+/* Take the loop's settings: another manifest URL or directory starts
+ * without validators, another pubkey is read again. false: no key. */
+static bool take_settings(bd_follow *fw, const where *w)
 {
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (ms % 1000) * 1000000;
-    if (t->tv_nsec >= 1000000000) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000;
+    if (strcmp(w->url, fw->cur.url) != 0 || strcmp(w->dir, fw->cur.dir) != 0) {
+        memset(&fw->val, 0, sizeof(fw->val));
+        fw->val.last_modified = -1;
     }
-}
-
-/* Until the next poll: the first one follows the start's at a random
- * phase of the interval (hosts started together spread out), the others
- * one interval after the one before (at most one request per interval,
- * and no more than one interval between two). false: stop. */
-static bool wait_next(bd_follow *fw, bool first)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = fw->interval_s * 1000;
-    if (first) {
-        uint64_t phase = 0;
-        br_random_bytes(&phase, sizeof(phase));
-        fw->next = now;
-        add_ms(&fw->next, (int64_t)(phase % (uint64_t)ms));
-    } else {
-        add_ms(&fw->next, ms);
-        if (fw->next.tv_sec < now.tv_sec) { /* a poll took longer than the interval */
-            fw->next = now;
-            add_ms(&fw->next, ms);
-        }
+    if (!fw->key || strcmp(w->pubkey, fw->cur.pubkey) != 0) {
+        br_sign_key_free(fw->key);
+        fw->key = NULL;
+        br_error err = {{0}};
+        if (br_sign_key_load_public(w->pubkey, &fw->key, &err) < 0)
+            bd_log(LOG_ERR, "[urls] follow: [urls] pubkey: %s; not polling", err.text);
     }
-    pthread_mutex_lock(&fw->mu);
-    while (!fw->stop && pthread_cond_timedwait(&fw->cv, &fw->mu, &fw->next) == 0)
-        ;
-    bool stop = fw->stop;
-    pthread_mutex_unlock(&fw->mu);
-    return !stop;
+    fw->cur = *w;
+    return fw->key != NULL;
 }
 
 static void *follow_main(void *arg)
 {
     bd_follow *fw = arg;
-    br_sign_key *key = NULL;
-    br_error err = {{0}};
-    if (br_sign_key_load_public(fw->pubkey, &key, &err) < 0) {
-        bd_log(LOG_ERR, "[urls] follow: [urls] pubkey: %s; not following", err.text);
-        return NULL;
-    }
-    for (bool first = true;; first = false) {
-        memset(&err, 0, sizeof(err));
-        int r = poll_once(fw, key, &err);
+    where *w = malloc(sizeof(*w));
+    for (;;) {
+        pthread_mutex_lock(&fw->mu);
+        while (!fw->stop && !fw->poll_asked)
+            pthread_cond_wait(&fw->cv, &fw->mu);
+        bool stop = fw->stop;
+        fw->poll_asked = false;
+        if (w)
+            *w = fw->want;
+        pthread_mutex_unlock(&fw->mu);
+        if (stop)
+            break;
+        if (!w || !take_settings(fw, w))
+            continue;
+        br_error err = {{0}};
+        int r = poll_once(fw, fw->key, &err);
         if (r < 0)
             bd_log(LOG_WARNING, "[urls] follow %s: refused, the URL filter in use stays: %s",
-                   fw->url, err.text[0] ? err.text : strerror(-r));
+                   fw->cur.url, err.text[0] ? err.text : strerror(-r));
         else if (r > 0) {
-            bd_log(LOG_INFO, "[urls] follow: a new set in %s; reloading", fw->dir);
+            bd_log(LOG_INFO, "[urls] follow: a new set in %s; reloading", fw->cur.dir);
             kill(getpid(), SIGHUP); /* the ordinary reload swaps the new set in */
         }
-        if (!wait_next(fw, first))
-            break;
     }
-    br_sign_key_free(key);
+    free(w);
+    br_sign_key_free(fw->key);
+    fw->key = NULL;
     return NULL;
 }
 
-bd_follow *bd_follow_start(const breachd_config *cfg)
+/* ---- the schedule, on the loop ---- */
+
+static int64_t now_ms(void)
 {
-    if (!cfg->urls.follow || !cfg->urls.follow[0])
-        return NULL;
+    struct timespec ts;
+    br_clock_now_real_ts(&ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void ask_poll(bd_follow *fw)
+{
+    pthread_mutex_lock(&fw->mu);
+    fw->poll_asked = true;
+    pthread_cond_signal(&fw->cv);
+    pthread_mutex_unlock(&fw->mu);
+    fw->last_poll_ms = now_ms();
+}
+
+/* Arm the timer for the next poll: the first after turning on at a random
+ * phase of the interval (hosts started together spread out), then
+ * br_manifest_next_poll_ms. */
+static void arm(bd_follow *fw)
+{
+    br_manifest_when w = {
+        .last_poll_ms = fw->last_poll_ms, .interval_ms = fw->interval_ms, .lag_draw = fw->lag_draw};
+    pthread_mutex_lock(&fw->mu);
+    w.published = fw->published;
+    w.cycle_s = fw->cycle_s;
+    pthread_mutex_unlock(&fw->mu);
+    int64_t at = br_manifest_next_poll_ms(&w);
+    if (fw->first && w.cycle_s <= 0) {
+        uint64_t phase = 0;
+        br_random_bytes(&phase, sizeof(phase));
+        at = fw->last_poll_ms + (int64_t)(phase % (uint64_t)fw->interval_ms);
+    }
+    fw->first = false;
+    /* never more than an interval and a cycle away: a wall clock stepped
+     * back does not hold the polls off by the step */
+    int64_t ms = BR_MAX(at - now_ms(), (int64_t)0);
+    ms = BR_MIN(ms, fw->interval_ms + BR_MAX(w.cycle_s, (int64_t)0) * 1000);
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(fw->timer, &tv);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    bd_follow *fw = arg;
+    ask_poll(fw);
+    arm(fw);
+}
+
+bd_follow *bd_follow_new(struct event_base *base)
+{
     bd_follow *fw = calloc(1, sizeof(*fw));
     if (!fw)
         return NULL;
-    snprintf(fw->dir, sizeof(fw->dir), "%s", cfg->urls.filter);
-    snprintf(fw->url, sizeof(fw->url), "%s", cfg->urls.follow);
-    snprintf(fw->pubkey, sizeof(fw->pubkey), "%s", cfg->urls.pubkey);
-    fw->interval_s = cfg->urls.follow_interval_s > 0 ? cfg->urls.follow_interval_s : 30;
-    fw->val.last_modified = -1;
-    mkdir(fw->dir, 0755);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&fw->mu, NULL);
-    pthread_cond_init(&fw->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&fw->thread, NULL, follow_main, fw) != 0) {
+    fw->timer = evtimer_new(base, timer_cb, fw);
+    if (!fw->timer) {
         free(fw);
         return NULL;
     }
+    fw->published = -1;
+    br_random_bytes(&fw->lag_draw, sizeof(fw->lag_draw));
+    pthread_mutex_init(&fw->mu, NULL);
+    pthread_cond_init(&fw->cv, NULL);
     return fw;
 }
 
-void bd_follow_stop(bd_follow *fw)
+static bool same_where(const where *a, const where *b)
+{
+    return !strcmp(a->dir, b->dir) && !strcmp(a->url, b->url) && !strcmp(a->pubkey, b->pubkey);
+}
+
+static void follow_off(bd_follow *fw)
+{
+    if (fw->on)
+        bd_log(LOG_INFO, "[urls] follow: off; the URL filter is what [urls] filter names");
+    fw->on = false;
+    evtimer_del(fw->timer);
+    pthread_mutex_lock(&fw->mu);
+    fw->poll_asked = false;
+    pthread_mutex_unlock(&fw->mu);
+}
+
+void bd_follow_apply(bd_follow *fw, const breachd_config *cfg)
 {
     if (!fw)
         return;
+    if (!cfg->urls.follow || !cfg->urls.follow[0]) {
+        follow_off(fw);
+        return;
+    }
+    where w;
+    snprintf(w.dir, sizeof(w.dir), "%s", cfg->urls.filter);
+    snprintf(w.url, sizeof(w.url), "%s", cfg->urls.follow);
+    snprintf(w.pubkey, sizeof(w.pubkey), "%s", cfg->urls.pubkey);
     pthread_mutex_lock(&fw->mu);
-    fw->stop = true;
-    pthread_cond_signal(&fw->cv);
+    bool moved = !fw->on || !same_where(&w, &fw->want);
+    fw->want = w;
     pthread_mutex_unlock(&fw->mu);
-    pthread_join(fw->thread, NULL);
+    fw->interval_ms = (cfg->urls.follow_interval_s > 0 ? cfg->urls.follow_interval_s : 30) * 1000;
+    if (!fw->started) {
+        fw->started = pthread_create(&fw->thread, NULL, follow_main, fw) == 0;
+        if (!fw->started) {
+            bd_log(LOG_ERR, "[urls] follow: cannot start its thread; not following");
+            return;
+        }
+    }
+    evtimer_del(fw->timer);
+    if (moved) { /* turned on, or elsewhere: a poll now */
+        mkdir(w.dir, 0755);
+        fw->first = !fw->on;
+        fw->on = true;
+        ask_poll(fw);
+    }
+    arm(fw); /* another interval counts from the last poll */
+}
+
+void bd_follow_free(bd_follow *fw)
+{
+    if (!fw)
+        return;
+    event_free(fw->timer);
+    if (fw->started) {
+        pthread_mutex_lock(&fw->mu);
+        fw->stop = true;
+        pthread_cond_signal(&fw->cv);
+        pthread_mutex_unlock(&fw->mu);
+        pthread_join(fw->thread, NULL);
+    }
     pthread_mutex_destroy(&fw->mu);
     pthread_cond_destroy(&fw->cv);
     free(fw);

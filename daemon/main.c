@@ -188,6 +188,20 @@ static int start_server(struct event_base *base, const char *config_path, bd_sta
     return r;
 }
 
+/* What follows the configuration after a reload (bd_server's reloaded). */
+typedef struct followers {
+    bd_server *srv;
+    bd_canary *canary;
+    bd_follow *follow;
+} followers;
+
+static void reloaded(void *arg)
+{
+    followers *f = arg;
+    bd_canary_reloaded(f->canary);
+    bd_follow_apply(f->follow, f->srv->state->cfg);
+}
+
 /* From listening to stopped: the pid file, the readiness report, the loop,
  * then every pending answer and the cache flush. The exit status. */
 static int serve(bd_server *srv, int start_fd, const char *pidfile)
@@ -209,16 +223,20 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_canary *canary = bd_canary_new(srv);
     if (!canary)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
-    srv->reloaded = bd_canary_reloaded;
-    srv->reloaded_ctx = canary;
-    /* [urls] follow: the thread starts with the config of the start */
-    bd_follow *follow = bd_follow_start(srv->state->cfg);
+    /* [urls] follow: on at the start or at a reload, off at a reload */
+    bd_follow *follow = bd_follow_new(srv->base);
+    if (!follow)
+        bd_log(LOG_WARNING, "no [urls] follow timer (out of memory): not following");
+    bd_follow_apply(follow, srv->state->cfg);
+    followers f = {srv, canary, follow};
+    srv->reloaded = reloaded;
+    srv->reloaded_ctx = &f;
 
     event_base_dispatch(srv->base);
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
     srv->reloaded = NULL;
-    bd_follow_stop(follow);
+    bd_follow_free(follow);
     bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();

@@ -388,13 +388,26 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid)
     return (uint32_t)uid;
 }
 
+int64_t bd_state_url_data_time(const bd_state *s)
+{
+    if (s->urloffline && s->follow.published > 0) {
+        int64_t t = s->follow.published;
+        for (size_t i = 0; i < s->follow.n_feeds; i++) {
+            const br_manifest_feed *f = &s->follow.feeds[i];
+            t = BR_MIN(t, f->last_success >= 0 ? f->last_success : s->follow.published);
+        }
+        return t;
+    }
+    if (s->urloffline)
+        return br_pwfilter_header(s->urloffline)->build_time;
+    return s->urlfilter ? br_urlfilter_header(s->urlfilter)->build_time : 0;
+}
+
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
 {
-    if (s->urloffline)
-        return now - br_pwfilter_header(s->urloffline)->build_time > s->cfg->urls.max_filter_age_s;
-    if (!s->urlfilter)
+    if (!s->urloffline && !s->urlfilter)
         return false;
-    return now - br_urlfilter_header(s->urlfilter)->build_time > s->cfg->urls.max_filter_age_s;
+    return now - bd_state_url_data_time(s) > s->cfg->urls.max_filter_age_s;
 }
 
 /* members: the files of the set (a layered file's layers), shown when more

@@ -141,4 +141,10 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 #define BD_PARTITION_HTTP (UINT32_MAX - 1)
 /* The canary's (canary.h): given to no peer either, in the same way. */
 #define BD_PARTITION_CANARY (UINT32_MAX - 2)
+/* The time the URL data is as recent as: for a followed set ([urls]
+ * follow) the oldest last success of the publisher's feeds in the accepted
+ * manifest (docs/fleet.md), so that a publisher whose feeds are held, or
+ * that stopped, ages it; otherwise the filter's build time. 0: none. */
+int64_t bd_state_url_data_time(const bd_state *s);
+/* Past [urls] max_filter_age, by bd_state_url_data_time. */
 bool bd_state_url_filter_stale(const bd_state *s, int64_t now);

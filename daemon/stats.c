@@ -126,14 +126,14 @@ static void render_answers(const bd_counters *k, render_out *o)
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
- * _age_seconds, _stale (h NULL: no filter loaded). */
-static void render_filter(render_out *o, const char *prefix, const br_filter_header *h, int64_t now,
-                          bool stale)
+ * _age_seconds (since data_time), _stale (h NULL: no filter loaded). */
+static void render_filter(render_out *o, const char *prefix, const br_filter_header *h,
+                          int64_t data_time, int64_t now, bool stale)
 {
     static const char *const names[] = {"filter_loaded", "filter_generation", "filter_keys",
                                         "filter_age_seconds", "filter_stale"};
     uint64_t v[] = {h != NULL, h ? h->generation : 0, h ? h->key_count : 0,
-                    h && now > h->build_time ? (uint64_t)(now - h->build_time) : 0, stale};
+                    h && now > data_time ? (uint64_t)(now - data_time) : 0, stale};
     char key[64];
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         snprintf(key, sizeof(key), "%s%s", prefix, names[i]);
@@ -372,17 +372,18 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);
-    render_filter(o, "", st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL, now,
-                  bd_state_pw_filter_stale(st, now));
-    render_filter(o, "nt_", st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL, now,
-                  bd_state_nt_filter_stale(st, now));
-    render_filter(o, "similar_", st->simfilter ? br_pwfilter_header(st->simfilter) : NULL, now,
-                  false);
-    render_filter(o, "url_",
-                  st->urloffline  ? br_pwfilter_header(st->urloffline)
-                  : st->urlfilter ? br_urlfilter_header(st->urlfilter)
-                                  : NULL,
-                  now, bd_state_url_filter_stale(st, now));
+    const br_filter_header *pw = st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL,
+                           *nt = st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL,
+                           *sim = st->simfilter ? br_pwfilter_header(st->simfilter) : NULL,
+                           *url = st->urloffline  ? br_pwfilter_header(st->urloffline)
+                                  : st->urlfilter ? br_urlfilter_header(st->urlfilter)
+                                                  : NULL;
+    render_filter(o, "", pw, pw ? pw->build_time : 0, now, bd_state_pw_filter_stale(st, now));
+    render_filter(o, "nt_", nt, nt ? nt->build_time : 0, now, bd_state_nt_filter_stale(st, now));
+    render_filter(o, "similar_", sim, sim ? sim->build_time : 0, now, false);
+    /* a followed set: the age of its data (docs/fleet.md) */
+    render_filter(o, "url_", url, bd_state_url_data_time(st), now,
+                  bd_state_url_filter_stale(st, now));
     render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);

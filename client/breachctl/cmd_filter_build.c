@@ -70,6 +70,7 @@ typedef struct build_sink {
     br_error *err;
     const br_pwfilter *base; /* a delta: keys it answers maybe for stay out */
     uint64_t in_base;
+    uint64_t recounted; /* --offline: keys of the base whose count moved up */
     uint64_t max_count; /* --offline: the largest count read */
     bool offline;
     uint64_t *hist; /* --stats: keys at >= 1, 2, 10, 100, 1000, 10000; then without a count */
@@ -96,10 +97,13 @@ static int add_key_counted(void *ctx, const uint8_t *hash, uint64_t count)
 {
     build_sink *s = ctx;
     uint64_t key = br_hash_key64(hash);
-    if (s->base && br_pwfilter_contains_key(s->base, key)) {
+    if (s->base && br_pwfilter_count_same(s->base, key, count)) {
         s->in_base++;
         return 0;
     }
+    /* another count than the base set's: the delta carries the new one,
+     * which the set answers over the base's (the newest member wins) */
+    s->recounted += s->base && br_pwfilter_contains_key(s->base, key);
     s->max_count = BR_MAX(s->max_count, count);
     return br_keyset_add_counted(s->ks, key, count, s->err);
 }
@@ -143,7 +147,7 @@ typedef struct build_args {
     size_t n_bases;
     br_pwfilter *base;
     uint8_t base_body[32];
-    uint64_t in_base;
+    uint64_t in_base, recounted;
     bool offline;
     bool stats; /* --stats: the count histogram of the input */
     uint64_t hist[STATS_BUCKETS];
@@ -265,6 +269,7 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         prog->bytes_before += st->bytes - before;
     }
     a->in_base = sink.in_base;
+    a->recounted = sink.recounted;
     if (a->stats)
         print_stats(a->hist);
     if (a->offline && br_count_codes_make(sink.max_count, &a->counts) < 0) {
@@ -282,6 +287,21 @@ static int read_inputs(build_args *a, br_keyset *ks, progress *prog, br_input_st
         return -1;
     }
     return 0;
+}
+
+/* What a delta left out (and, offline, carried for a higher count). */
+static void print_delta(const build_args *a)
+{
+    if (a->offline)
+        fprintf(stderr,
+                "delta of %s: %" PRIu64 " keys of the input already in the base set with "
+                "their count were left out, %" PRIu64 " with a higher count are in it\n",
+                a->bases[a->n_bases - 1], a->in_base, a->recounted);
+    else
+        fprintf(stderr,
+                "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
+                "base set and were left out\n",
+                a->bases[a->n_bases - 1], a->in_base);
 }
 
 int pw_filter_build(int argc, char **argv)
@@ -349,10 +369,7 @@ int pw_filter_build(int argc, char **argv)
             st.keys - bs.keys - a.in_base, bs.shards, bs.shards == 1 ? "" : "s", bs.file_bytes,
             bs.keys ? 8.0 * (double)bs.fingerprint_bytes / (double)bs.keys : 0.0, secs);
     if (base)
-        fprintf(stderr,
-                "delta of %s: %" PRIu64 " keys of the input are already a maybe of the "
-                "base set and were left out\n",
-                a.bases[a.n_bases - 1], a.in_base);
+        print_delta(&a);
     if (br_keyset_spilled(ks)) { /* where the disk space and time went */
         const char *dir = a.tmpdir && *a.tmpdir ? a.tmpdir : getenv("TMPDIR");
         fprintf(stderr,

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "builder/pwfilter_build.h"
 #include "breachctl.h"
 #include "core/clock.h"
@@ -30,6 +32,11 @@
 
 /* A new base once the deltas since the base hold this share of its bytes. */
 #define PUB_BASE_SHARE_PCT 25
+/* An unchanged manifest is written again after this long when a feed
+ * succeeded since: the hosts' feed ages (and their URL filter's age) stay
+ * the age of the data, under breachctl health's 15-minute warning
+ * (docs/fleet.md). */
+#define PUB_REFRESH_S 300
 
 typedef struct pub_entry {
     pub_key key;
@@ -43,6 +50,7 @@ typedef struct pub_state {
     size_t n;
     br_manifest m;
     bool have_manifest;
+    bool announce; /* the first cycle of a service: its period in a manifest */
 } pub_state;
 
 static const ctl_usage publish_usage_rows[] = {
@@ -99,9 +107,13 @@ static void load_set(const pub_conf *c, pub_state *st)
     unsigned n = 0;
     if (!f)
         return;
-    if (fscanf(f, "%u\n", &n) == 1 && n <= BR_CATEGORY_MAX)
-        for (unsigned i = 0; i < n && fscanf(f, "%79s\n", name) == 1; i++)
+    /* lines read whole: a scanf "\n" would also eat the first key's
+     * leading bytes that look like white space */
+    if (fgets(name, sizeof(name), f) && sscanf(name, "%u", &n) == 1 && n <= BR_CATEGORY_MAX)
+        for (unsigned i = 0; i < n && fgets(name, sizeof(name), f); i++) {
+            name[strcspn(name, "\n")] = '\0';
             br_category_code(&st->cats, name);
+        }
     pub_entry e;
     while (fread(e.key, sizeof(pub_key), 1, f) == 1 && fread(&e.code, 1, 1, f) == 1) {
         pub_entry *v = realloc(st->set, (st->n + 1) * sizeof(*v));
@@ -235,7 +247,34 @@ static int build_file(const pub_conf *c, const pub_state *st, const char *path, 
     return r < 0 ? r : br_pwfilter_build(ks, &o, path, NULL, err);
 }
 
-/* Sign path (path.sig) and describe it for the manifest. */
+/* NAME.gz beside a base or delta when gzip makes it smaller, for a server
+ * that sends it to clients taking gzip (nginx gzip_static; docs/fleet.md):
+ * a delta's 4 KiB container header and its exact table compress, the
+ * fingerprints hardly. Best effort: without it the file is sent whole. */
+static void write_gz(const char *path, const uint8_t *data, size_t len)
+{
+    uLongf cap = compressBound((uLong)len) + 32, n = cap;
+    _cleanup_free_ uint8_t *out = malloc(cap);
+    z_stream z = {0};
+    if (!out || deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK)
+        return;
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int r = deflate(&z, Z_FINISH);
+    n = z.total_out;
+    deflateEnd(&z);
+    char gz[4400];
+    size_t pl = strlen(path);
+    if (r != Z_STREAM_END || n >= len || pl + 4 > sizeof(gz))
+        return;
+    memcpy(gz, path, pl);
+    memcpy(gz + pl, ".gz", 4);
+    br_write_atomic(gz, out, n);
+}
+
+/* Sign path (path.sig), write path.gz, and describe it for the manifest. */
 static int sign_file(const br_sign_key *key, const char *dir, const char *name, uint64_t gen,
                      br_manifest_file *mf, br_error *err)
 {
@@ -254,6 +293,7 @@ static int sign_file(const br_sign_key *key, const char *dir, const char *name, 
     if ((r = br_read_whole(path, SIZE_MAX / 2, &data, &len)) < 0)
         return br_error_set(err, r, "%s: %s", path, strerror(-r));
     br_sha256(data, len, mf->sha256);
+    write_gz(path, data, len);
     free(data);
     snprintf(mf->name, sizeof(mf->name), "%.64s", name);
     mf->generation = gen;
@@ -399,6 +439,18 @@ static void clean_old(const pub_conf *c, const pub_state *st, int64_t now)
         closedir(d);
 }
 
+/* A feed succeeded after what the manifest says of it, and the manifest
+ * is PUB_REFRESH_S old: write it again, so that the hosts see the ages. */
+static bool refresh_due(const pub_conf *c, const pub_state *st, int64_t now)
+{
+    if (!st->have_manifest || now - st->m.published < PUB_REFRESH_S)
+        return false;
+    for (size_t i = 0; i < c->n_feeds && i < st->m.n_feeds; i++)
+        if (c->feeds[i].last_success > st->m.feeds[i].last_success)
+            return true;
+    return false;
+}
+
 /* One cycle: poll the due feeds (all of them: --once), publish what changed. */
 static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool all, int64_t now)
 {
@@ -426,8 +478,9 @@ static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool 
                                      : (uint64_t)BR_MAX(br_build_time_now(), (int64_t)1);
     if (r == 0 && news)
         r = write_generation(c, st, key, gen, cur, n, &ch, &err);
-    if (r == 0 && (news || status))
+    if (r == 0 && (news || status || st->announce || refresh_due(c, st, now)))
         r = write_manifest(c, st, key, now, &err);
+    st->announce = st->announce && r < 0;
     if (r == 0 && news) {
         free(st->set);
         st->set = BR_TAKE_PTR(cur);
@@ -453,17 +506,30 @@ static int run(const pub_conf *c, bool once)
         ctl_err("publish: [publish] key: %s", err.text);
         return EXIT_ERROR;
     }
-    pub_state st = {0};
+    pub_state st = {.announce = !once};
     for (size_t i = 0; i < c->n_feeds; i++) /* the table in the feeds' order */
         br_category_code(&st.cats, c->feeds[i].category);
     load_set(c, &st);
     load_manifest(c, &st);
     int status = 0;
+    /* Cycles start every interval on the dot (not an interval after the
+     * last one ended): the manifest announces the period (cycle), and the
+     * hosts poll just after each start (docs/fleet.md). --once announces
+     * none: it runs when a timer says. */
+    uint64_t period = (uint64_t)c->interval_s * 1000000000ull, next = br_clock_now_mono();
     for (;;) {
+        st.m.cycle_s = once ? 0 : c->interval_s;
         status = cycle(c, &st, key, once, br_clock_now_real());
         if (once)
             break;
-        sleep((unsigned)c->interval_s);
+        uint64_t now = br_clock_now_mono();
+        next += period;
+        if (next <= now) /* a cycle longer than the period: the next start */
+            next = now + period - (now - next) % period;
+        struct timespec ts = {.tv_sec = (time_t)((next - now) / 1000000000u),
+                              .tv_nsec = (long)((next - now) % 1000000000u)};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
     }
     free(st.set);
     br_manifest_fini(&st.m);

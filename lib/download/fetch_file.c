@@ -214,6 +214,10 @@ static void set_options(CURL *c, const br_fetch_opts *o, xfer *x)
         curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
     if (o->ca_file)
         curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
+    /* decoded as it arrives; never with a partial body, whose Range counts
+     * the decoded bytes (CURLOPT_ACCEPT_ENCODING(3)) */
+    if (o->accept_gzip && !o->partial)
+        curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "gzip");
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);

@@ -40,6 +40,11 @@ typedef struct br_fetch_opts {
                       size_t reason_len);
     void *check_ctx;
     size_t head_len;
+    /* Accept-Encoding: gzip, the body decoded before it is written (and
+     * counted against max_bytes): a server with the file's NAME.gz beside
+     * it (nginx gzip_static) sends fewer bytes. Ignored with partial. The
+     * validators are then the compressed file's. */
+    bool accept_gzip;
 } br_fetch_opts;
 
 typedef enum br_fetch_status {

@@ -56,6 +56,8 @@ int br_manifest_format(const br_manifest *m, char **text, size_t *len)
         return -ENOMEM;
     fprintf(f, "breachd-manifest 1\nkind %s\ngeneration %" PRIu64 "\npublished %" PRId64 "\n",
             br_filter_kind_name(m->kind), m->generation, m->published);
+    if (m->cycle_s > 0)
+        fprintf(f, "cycle %" PRId64 "\n", m->cycle_s);
     put_file(f, "base", &m->base);
     for (size_t i = 0; i < m->n_deltas; i++)
         put_file(f, "delta", &m->deltas[i]);
@@ -138,11 +140,16 @@ static int parse_line(line_ctx *c, char *s, br_error *err)
             return bad(c, err, "kind: only url-sha256 is published");
         m->kind = BR_KIND_URL_SHA256;
         c->have[0] = true;
-    } else if (strcmp(s, "generation") == 0 || strcmp(s, "published") == 0) {
+    } else if (strcmp(s, "generation") == 0 || strcmp(s, "published") == 0 ||
+               strcmp(s, "cycle") == 0) {
         errno = 0;
         unsigned long long v = strtoull(rest, &end, 10);
         if (errno || end == rest || *end || !isdigit((unsigned char)rest[0]) || v > INT64_MAX)
             return bad(c, err, "expected a number");
+        if (s[0] == 'c') { /* optional */
+            m->cycle_s = (int64_t)v;
+            return 0;
+        }
         bool gen = s[0] == 'g';
         if (gen)
             m->generation = v;
@@ -284,4 +291,20 @@ int br_manifest_plan_for(const br_manifest *m, bool have_base, const uint8_t hav
     if (plan->first_delta > m->n_deltas) /* cannot be: generation >= have_generation */
         plan->first_delta = m->n_deltas;
     return 0;
+}
+
+/* ---- when a follower polls ---- */
+
+int64_t br_manifest_next_poll_ms(const br_manifest_when *w)
+{
+    int64_t earliest = w->last_poll_ms + w->interval_ms;
+    if (w->cycle_s <= 0 || w->published < 0) /* no period announced */
+        return earliest;
+    /* the first start after the last poll's, at most half a cycle early */
+    int64_t c = w->cycle_s * 1000, lag = c / 6 + (c / 3) * w->lag_draw / 65535;
+    earliest -= BR_MIN(w->interval_ms, c) / 2;
+    int64_t d = earliest - (w->published * 1000 + lag), k = d / c; /* toward 0 */
+    if (k * c < d)                                                 /* round up */
+        k++;
+    return earliest - d + k * c; /* the first start + lag at or after earliest */
 }

@@ -12,9 +12,13 @@
  *   kind url-sha256
  *   generation 42
  *   published 1765070000
+ *   cycle 30
  *   base base-40.bfuse 40 SHA256HEX BYTES
  *   delta delta-41.bfuse 41 SHA256HEX BYTES
  *   feed NAME LAST_SUCCESS ENTRIES ok|held REASON...
+ *
+ * cycle (optional) is the publisher's period in seconds: its cycles start
+ * at published + k * cycle, which a follower polls just after.
  *
  * manifest.sig: "BRCHMAN1", the key id (32 bytes), the Ed25519 signature
  * of the manifest's bytes (64): 104 bytes. */
@@ -52,6 +56,7 @@ typedef struct br_manifest {
     uint32_t kind; /* BR_KIND_URL_SHA256 */
     uint64_t generation;
     int64_t published;
+    int64_t cycle_s; /* the publisher's period; 0: none announced (--once) */
     br_manifest_file base;
     br_manifest_file *deltas; /* generations base+1, base+2, ... */
     size_t n_deltas;
@@ -90,3 +95,16 @@ typedef struct br_manifest_plan {
 int br_manifest_plan_for(const br_manifest *m, bool have_base, const uint8_t have_base_sha[32],
                          uint64_t have_generation, int64_t last_published, br_manifest_plan *plan,
                          br_error *err);
+
+/* When a follower's poll after last_poll_ms is due (milliseconds of the
+ * real clock): one interval later; when the manifest held announced the
+ * publisher's period (cycle_s > 0), at the first of its cycle starts
+ * (published + k * cycle) plus the host's lag, between cycle/6 and cycle/2
+ * by lag_draw (0..65535), no earlier than half a cycle (or half an
+ * interval) before one interval: once a cycle at most. */
+typedef struct br_manifest_when {
+    int64_t last_poll_ms, interval_ms;
+    int64_t published, cycle_s; /* of the manifest held; published -1: none */
+    uint16_t lag_draw;
+} br_manifest_when;
+int64_t br_manifest_next_poll_ms(const br_manifest_when *w);

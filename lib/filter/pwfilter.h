@@ -184,10 +184,15 @@ unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
  * what a delta of the set starts its own table with. NULL when the set
  * holds no categories. */
 const br_category_table *br_pwfilter_categories(const br_pwfilter *pf);
-/* The raw fingerprint code of a key in the set: the first member whose
- * fingerprints hold it; 0: none (no exact table, no removal: the count
- * lookups' primitive, and for tests). */
+/* The raw fingerprint code of a key in the set: the newest member whose
+ * fingerprints hold it (a delta's count of a key replaces the base's:
+ * docs/filter-format.md, "Deltas and layered files"); 0: none (no exact
+ * table, no removal: the count lookups' primitive, and for tests). */
 uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member);
+/* A password offline set (counts): true when the set already answers key
+ * with the code count would get in the member answering it (nothing for
+ * a delta to carry); false when it answers no, or a lower bucket. */
+bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count);
 /* A url-sha256 offline set: true when a member's fingerprints may hold
  * allow entries that are now ignored (a file of key encoding v2 whose
  * category table names BR_URL_ALLOW_CATEGORY: rebuild it). */

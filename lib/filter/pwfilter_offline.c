@@ -164,7 +164,8 @@ static inline const br_bfuse *shard_of(const br_pwfilter *pf, uint64_t key)
 
 uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter **member)
 {
-    for (; pf; pf = pf->next) {
+    uint8_t found = 0;
+    for (; pf; pf = pf->next) { /* base first: a later member's code wins */
         if (!pf->offline)
             continue;
         uint8_t code = br_bfuse_code(shard_of(pf, key), key);
@@ -173,10 +174,21 @@ uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter 
             code = 0;
         if (code) {
             *member = pf;
-            return code;
+            found = code;
         }
     }
-    return 0;
+    return found;
+}
+
+bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count)
+{
+    const br_pwfilter *m = NULL;
+    uint8_t code = br_pwfilter_code(pf, key, &m);
+    if (!code || m->offline->code_kind != BR_CODES_COUNTS)
+        return false;
+    /* past the member's table: a delta's own table holds it better */
+    return count < m->offline->counts.bound[256] &&
+           br_count_code(&m->offline->counts, count) == code;
 }
 
 int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_t *count)
@@ -258,8 +270,9 @@ bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf)
     return false;
 }
 
-/* One member's codes for the keys still 0, their slots prefetched a block
- * ahead so that the cache misses of a block overlap. */
+/* One member's codes over those of the members before it (the newest
+ * member's count wins: a delta raises counts), the slots prefetched a
+ * block ahead so that the cache misses of a block overlap. */
 static void member_codes(const br_pwfilter *pf, const uint64_t *keys, size_t n, uint8_t *codes,
                          const br_pwfilter **members)
 {
@@ -267,16 +280,15 @@ static void member_codes(const br_pwfilter *pf, const uint64_t *keys, size_t n, 
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t k = BR_MIN((size_t)BLOCK, n - i);
         for (size_t j = 0; j < k; j++)
-            if (!codes[i + j])
-                br_bfuse_prefetch(shard_of(pf, keys[i + j]), keys[i + j]);
+            br_bfuse_prefetch(shard_of(pf, keys[i + j]), keys[i + j]);
         for (size_t j = 0; j < k; j++) {
-            if (codes[i + j])
-                continue;
             uint8_t c = br_bfuse_code(shard_of(pf, keys[i + j]), keys[i + j]);
             if (c && pf->offline->code_kind == BR_CODES_CATEGORIES && c > pf->offline->cats.count)
                 c = 0;
-            codes[i + j] = c;
-            members[i + j] = pf;
+            if (c) {
+                codes[i + j] = c;
+                members[i + j] = pf;
+            }
         }
     }
 }

@@ -6,22 +6,27 @@ hand, on loopback:
   1. Time to every host: `breachctl publish` (cycle INTERVAL) polling a feed
      served by nginx (feed interval INTERVAL), the same nginx serving the
      publish directory, HOSTS breachd processes following it
-     (follow_interval INTERVAL). A URL is added to the feed at its source;
-     the time until it is BLOCKED on every host is taken per host (p50,
-     p99, max); then the same for its removal becoming SAFE.
+     (follow_interval INTERVAL). A URL is added to the feed at its source,
+     at the worst phase (just after the publisher polled the feed); the
+     time until it is BLOCKED on every host is taken per host (p50, p99,
+     max); then the same for its removal becoming SAFE; ROUNDS times.
+     --once-timer runs `publish --once` every INTERVAL instead of the
+     service: its manifest announces no cycle, and the hosts poll at a
+     random phase (the comparison).
   2. Idle hosts: requests and bytes (request and answer, nginx's
      $request_length and $bytes_sent) per host per hour while nothing
      changes.
   3. Bytes per added URL in a delta (1, 100, 10,000 URLs added to a base of
-     BASE URLs), with --once.
+     BASE URLs, then removed again), with --once, and the bytes of the
+     NAME.gz the publisher writes beside each file (nginx gzip_static).
   4. Catch-up: 24 h of 5-minute feed changes (ADD added, ADD/5 removed each)
      published with --once; what a host away for all of it fetches (a base
      and deltas, or deltas only), and how many bytes.
 
 Usage: tests/bench/bench-follow.py [--build DIR] [--hosts 50] [--interval 30]
-       [--base 10000] [--skip-fleet]
-About 3 minutes at the defaults (two events of up to 2 intervals, an idle
-minute); about 1 GB of memory for 50 breachd processes."""
+       [--base 10000] [--rounds 2] [--skip-fleet] [--skip-sizes] [--once-timer]
+About 5 minutes at the defaults (four events of up to 2 intervals, an
+idle minute); about 1 GB of memory for 50 breachd processes."""
 import argparse
 import os
 import shutil
@@ -138,6 +143,17 @@ def idle(log, socks, seconds):
                                          len(socks), sorted({x[1] for x in lines})))
 
 
+def after_feed_poll(log):
+    """Returns just after the publisher's next GET of the feed."""
+    start = os.path.getsize(log)
+    while True:
+        with open(log) as f:
+            f.seek(start)
+            if any("/feeds/main.txt" in ln for ln in f):
+                return
+        time.sleep(0.05)
+
+
 def fleet(a, scratch):
     feeds, out = os.path.join(scratch, "feeds"), os.path.join(scratch, "out")
     os.makedirs(feeds)
@@ -150,25 +166,32 @@ def fleet(a, scratch):
         f.write("[publish]\noutput = %s\nkey = %s/sec.pem\ninterval = %ds\n\n[feed main]\n"
                 "url = http://127.0.0.1:%d/feeds/main.txt\ncategory = malware\ninterval = %ds\n"
                 % (out, scratch, a.interval, port, a.interval))
-    pub = subprocess.Popen([a.breachctl, "publish", "--config", conf],
-                           stderr=open(os.path.join(scratch, "publish.log"), "w"))
+    argv = [a.breachctl, "publish", "--config", conf]
+    if a.once_timer:  # a timer running --once: no cycle announced, hosts at a random phase
+        argv = ["sh", "-c", "while :; do \"$@\" --once; sleep %d; done" % a.interval, "sh"] + argv
+    pub = subprocess.Popen(argv, stderr=open(os.path.join(scratch, "publish.log"), "w"),
+                           start_new_session=True)
     procs, socks = start_hosts(a, scratch, port, os.path.join(scratch, "pub.pem"))
     try:
         dtest.wait_for(lambda: all(ask(s, "http://b1.example/").startswith("BLOCKED")
                                    for s in socks), timeout=6 * a.interval, what="the base")
-        print("# %d hosts, publish cycle, feed poll and follow_interval %d s, base %d URLs" % (
-            a.hosts, a.interval, a.base))
-        write_feed(os.path.join(feeds, "main.txt"), base + ["fresh.example"])
-        t0 = time.monotonic()
-        report("addition BLOCKED everywhere", time_to_all(
-            socks, "http://fresh.example/", "BLOCKED", t0, 6 * a.interval), len(socks))
-        write_feed(os.path.join(feeds, "main.txt"), base)
-        t0 = time.monotonic()
-        report("removal SAFE everywhere", time_to_all(
-            socks, "http://fresh.example/", "SAFE", t0, 6 * a.interval), len(socks))
+        print("# %d hosts, publish cycle, feed poll and follow_interval %d s, base %d URLs%s" % (
+            a.hosts, a.interval, a.base, " (--once from a timer)" if a.once_timer else ""))
+        worst = []
+        for r in range(a.rounds):
+            for what, lines, want in (("addition BLOCKED", base + ["fresh.example"], "BLOCKED"),
+                                      ("removal SAFE", base, "SAFE")):
+                after_feed_poll(log)  # the worst phase: the change just missed a poll
+                write_feed(os.path.join(feeds, "main.txt"), lines)
+                t0 = time.monotonic()
+                times = time_to_all(socks, "http://fresh.example/", want, t0, 6 * a.interval)
+                report("%s everywhere (%d)" % (what, r + 1), times, len(socks))
+                worst += times
+        report("all events, every host", sorted(worst), len(worst))
         idle(log, socks, max(60, 2 * a.interval))
     finally:
-        for p in procs + [pub, ngx]:
+        os.killpg(pub.pid, 15)
+        for p in procs + [ngx]:
             p.terminate()
         for p in procs + [pub, ngx]:
             p.wait()
@@ -191,11 +214,23 @@ def once_setup(scratch, name):
     return d, feed, conf
 
 
+def gz_size(d, line):
+    """The NAME.gz the publisher wrote beside the file of its log line."""
+    name = line.split(": ")[2].split(",")[0]
+    gz = os.path.join(d, "out", name + ".gz")
+    if not os.path.exists(gz):
+        return "no .gz (gzip does not make it smaller)"
+    plain = os.path.getsize(os.path.join(d, "out", name))
+    return "its .gz %d bytes (%.0f%% saved)" % (os.path.getsize(gz),
+                                                 100 - 100.0 * os.path.getsize(gz) / plain)
+
+
 def delta_sizes(a, scratch):
     d, feed, conf = once_setup(scratch, "sizes")
     base = ["b%d.example/p/%d" % (i, i) for i in range(a.base)]
     write_feed(feed, base)
-    once(a, conf)
+    line = [ln for ln in once(a, conf).splitlines() if "generation" in ln][-1]
+    print("base of %d URLs: %s" % (a.base, gz_size(d, line)))
     for k in (1, 100, 10000):
         write_feed(feed, base + ["n%d-%d.example/x" % (k, i) for i in range(k)])
         os.utime(feed, (time.time() + k, time.time() + k))
@@ -203,10 +238,14 @@ def delta_sizes(a, scratch):
         line = [ln for ln in err.splitlines() if "generation" in ln][-1]
         byts = int(line.split(", ")[-1].split()[0])
         kind = "base" if "base-" in line else "delta"
-        print("%5d URLs added: a %s of %d bytes, %.1f bytes per URL" % (k, kind, byts, byts / k))
+        print("%5d URLs added: a %s of %d bytes, %.1f bytes per URL; %s" % (
+            k, kind, byts, byts / k, gz_size(d, line)))
         write_feed(feed, base)
         os.utime(feed, (time.time() + k + 1, time.time() + k + 1))
-        once(a, conf)
+        line = [ln for ln in once(a, conf).splitlines() if "generation" in ln][-1]
+        print("%5d URLs removed: a %s of %s bytes; %s" % (
+            k, "base" if "base-" in line else "delta", line.split(", ")[-1].split()[0],
+            gz_size(d, line)))
 
 
 def catch_up(a, scratch):
@@ -240,7 +279,11 @@ def main():
     ap.add_argument("--interval", type=int, default=30)
     ap.add_argument("--base", type=int, default=10000)
     ap.add_argument("--add", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skip-fleet", action="store_true")
+    ap.add_argument("--skip-sizes", action="store_true")
+    ap.add_argument("--once-timer", action="store_true",
+                    help="publish with --once every interval (no cycle in the manifest)")
     a = ap.parse_args()
     a.breachd = os.path.abspath(os.path.join(a.build, "daemon", "breachd"))
     a.breachctl = os.path.abspath(os.path.join(a.build, "client", "breachctl", "breachctl"))
@@ -249,8 +292,9 @@ def main():
         run(a.breachctl, "key", "generate", "--secret", os.path.join(scratch, "sec.pem"),
             "--public", os.path.join(scratch, "pub.pem"))
         print("# %s, %d CPUs" % (os.uname().release, os.cpu_count()))
-        delta_sizes(a, scratch)
-        catch_up(a, scratch)
+        if not a.skip_sizes:
+            delta_sizes(a, scratch)
+            catch_up(a, scratch)
         if not a.skip_fleet:
             fleet(a, scratch)
     finally:

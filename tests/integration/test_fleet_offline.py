@@ -9,7 +9,8 @@ the older file back and the daemon answers as before; a bit-flipped offline
 file is refused by the fetch (the installed files untouched) and, put in
 place by hand, by the daemon's RELOAD, which keeps serving the old set; a
 range (Bloom) delta published for the offline URL base is refused by the
-fetch before it is installed.
+fetch before it is installed. A password delta carries raised counts,
+which win over the base's.
 Fixtures: fleetfx.py (keys, publisher, publish, fetch). Standard library
 only; dtest.py is the harness."""
 import os
@@ -173,6 +174,38 @@ def offline_fetch_reload_rollback_tamper(ctx):
           r.stderr)
     eq({n: fleetfx.file_sha(p) for n, p in host.path.items()}, before, "installed files")
     eq(answers(cl, pw, urls), old, "after the refused fetch of a range delta")
+    cl.close()
+    d.stop_ok()
+
+
+@test
+def password_delta_counts(ctx):
+    """A password load as an offline delta (docs/fleet.md): the new keys and
+    the keys whose count grew, smaller than the base; a host loading base
+    and delta answers the delta's count (the newest file wins)."""
+    k1 = {fleetfx.sha1hex("load-%d" % i): 1 + i % 90 for i in range(5000)}
+    hot = sorted(k1)[11]
+    k2 = dict(k1)
+    k2[hot] = k1[hot] + 7  # its count grew in the load
+    fresh = fleetfx.sha1hex("load-new")
+    k2[fresh] = 42
+    base, delta = ctx.path("base.bfuse"), ctx.path("delta.bfuse")
+    ctx.breachctl("filter", "build", "--kind", "password-sha1", "--offline", "--input",
+                  fleetfx.write_keys(base + ".in", k1), "--output", base, "--generation", "1")
+    r = ctx.breachctl("filter", "build", "--kind", "password-sha1", "--offline", "--input",
+                      fleetfx.write_keys(delta + ".in", k2), "--base", base, "--output", delta,
+                      "--generation", "2")
+    check("with a higher count are in it" in r.stderr and " 1 with a higher count" in r.stderr,
+          r.stderr)
+    check(os.path.getsize(delta) < os.path.getsize(base) / 2,
+          (os.path.getsize(delta), os.path.getsize(base)))
+    conf = ctx.config(passwords={"filter": "%s, %s" % (base, delta), "upstream": "none"})
+    d = ctx.daemon(conf)
+    cl = d.client()
+    other = sorted(k1)[12]
+    eq(answers(cl, [hot, fresh, other], []),
+       {hot: "PWNED %d" % k2[hot], fresh: "PWNED 42", other: "PWNED %d" % k1[other]},
+       "the delta's counts over the base's")
     cl.close()
     d.stop_ok()
 

@@ -4,14 +4,17 @@
 breachctl publish against feeds served by nginx, that nginx serving the
 publish directory too, and three breachd hosts following its manifest
 (follow_interval = 1s). The hosts start before any manifest exists and
-answer UNKNOWN filter-unavailable; then an addition reaches all three, a
-removal releases all three, and a feed that shrinks by 90% is held (the
-hosts keep blocking). Attacks, each refused while the hosts keep
-serving: a replayed (older) manifest, an unsigned one, one signed by
-another key. Waits have generous bounds; nothing asserts a time."""
+answer UNKNOWN filter-unavailable; then an addition reaches all three (the
+deltas sent as their .gz: nginx gzip_static), a removal releases all
+three, and a feed that shrinks by 90% is held (the hosts keep blocking).
+Attacks, each refused while the hosts keep serving: a replayed (older)
+manifest, an unsigned one, one signed by another key. Waits have generous bounds; nothing asserts a time. At a
+reload (driven time), follow and follow_interval take effect. A feed held
+at the publisher ages the hosts' URL filter."""
 import hashlib
 import http.client
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +121,22 @@ def check_figures(ctx, d, mport):
         check(r.returncode == 0, r.stdout + r.stderr)
 
 
+def gzipped(ctx):
+    """Every delta went to the hosts as the publisher's DELTA.gz (nginx
+    gzip_static): its bytes on the wire are those of the .gz file."""
+    sent = {}
+    with open(ctx.path("nginx", "access.log")) as f:
+        for ln in f:
+            m = re.search(r'"GET /pub/(delta-[0-9]+\.bfuse) HTTP[^"]*" 200 ([0-9]+)', ln)
+            if m:
+                sent.setdefault(m.group(1), set()).add(int(m.group(2)))
+    check(sent, "no delta fetched")
+    for name, sizes in sent.items():
+        gz = os.path.getsize(ctx.path("out", name + ".gz"))
+        check(sizes == {gz} and gz < os.path.getsize(ctx.path("out", name)) / 2,
+              (name, sizes, gz))
+
+
 def publisher(ctx, out, key, port):
     conf = ctx.path("publish-%s.conf" % os.path.basename(out))
     with open(conf, "w") as f:
@@ -132,7 +151,7 @@ def three_hosts_follow(ctx):
     for d in ("feeds", "out", "other"):
         os.mkdir(ctx.path(d))
     port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
-                       "location /pub/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; gzip_static on; }\n"
                        % (ctx.path("feeds"), ctx.path("out")))
     ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
                   ctx.path("pub.pem"))
@@ -162,6 +181,7 @@ def three_hosts_follow(ctx):
     write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
     ctx.breachctl("publish", "--config", conf, "--once")
     all_say(hosts, "http://new.example/x", "BLOCKED malware", "an addition on every host")
+    gzipped(ctx)
     # a removal
     write(ctx.path("feeds", "main.txt"), feed[1:] + ["new.example"], 2)
     ctx.breachctl("publish", "--config", conf, "--once")
@@ -204,6 +224,145 @@ def three_hosts_follow(ctx):
         c.close()
     for d in daemons:
         d.stop_ok()
+
+
+def manifest_gets(ctx, loc):
+    """The GETs of LOC/manifest in nginx's access log."""
+    with open(ctx.path("nginx", "access.log")) as f:
+        return sum(1 for ln in f if '"GET /%s/manifest HTTP' % loc in ln)
+
+
+def reload(d, tag):
+    cl = d.client()
+    cl.send("%s RELOAD\n" % tag)
+    ans = cl.lines(1)[0]
+    cl.close()
+    check(ans == "%s RELOADED" % tag, "RELOAD %s: %r" % (tag, ans))
+
+
+@test
+def follow_on_reload(ctx):
+    """[urls] follow and follow_interval take effect at a reload (driven
+    time): turned on, a first poll at once; a longer interval counts from
+    the last poll; another URL, a poll of it at once; turned off, no more
+    polls."""
+    for d in ("feeds", "out"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\nlocation /mirror/ { alias %s/; }\n"
+                       % (ctx.path("feeds"), ctx.path("out"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    feed = ["h%d.example" % i for i in range(20)]
+    write(ctx.path("feeds", "main.txt"), feed, 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    clock = dtest.Clock(ctx)
+
+    def host(loc, interval):
+        urls = {"filter": "", "upstream": "none"}
+        if loc:
+            urls.update({"filter": ctx.path("host"), "pubkey": ctx.path("pub.pem"),
+                         "follow": "http://127.0.0.1:%d/%s/manifest" % (port, loc),
+                         "follow_interval": interval})
+        return ctx.config("host.conf", urls=urls)
+
+    d = ctx.daemon(host(None, None), clock=clock)
+
+    def says(url, want, what):  # a new connection: an advance closes idle ones
+        cl = d.client()
+        all_say([cl], url, want, what)
+        cl.close()
+
+    says("http://h1.example/", "UNKNOWN", "no URL filter")
+    clock.advance(3600)
+    check(manifest_gets(ctx, "pub") == 0, "not following: no poll")
+    # on at a reload: a poll at once, then every 10 minutes
+    host("pub", "10m")
+    reload(d, "on")
+    says("http://h1.example/", "BLOCKED malware", "followed after the reload")
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example"], 1)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    # the saved set read back whole (its first key starts with a byte of
+    # white space for these 20 names)
+    check("1 added, 0 removed" in r.stderr, r.stderr)
+    clock.advance(600)
+    says("http://new.example/", "BLOCKED malware", "the next poll, 10 min later")
+    # a longer interval counts from the last poll (at most 10 min ago)
+    host("pub", "1h")
+    reload(d, "longer")
+    gets = manifest_gets(ctx, "pub")
+    clock.advance(49 * 60)
+    check(manifest_gets(ctx, "pub") == gets, "no poll 49 min after the last one")
+    clock.advance(11 * 60)
+    wait_for(lambda: manifest_gets(ctx, "pub") == gets + 1, timeout=30,
+             what="one poll an hour after the last one")
+    # another URL: a poll of it at once, none of the old one after
+    write(ctx.path("feeds", "main.txt"), feed + ["new.example", "two.example"], 2)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    host("mirror", "1h")
+    reload(d, "moved")
+    says("http://two.example/", "BLOCKED malware", "followed at its new URL")
+    gets = manifest_gets(ctx, "pub")
+    # off: no poll, however long
+    host(None, None)
+    reload(d, "off")
+    mirror = manifest_gets(ctx, "mirror")
+    clock.advance(3 * 3600)
+    check(manifest_gets(ctx, "pub") == gets and manifest_gets(ctx, "mirror") == mirror,
+          "no poll once off")
+    check("[urls] follow: off" in d.log(), "the log says it")
+    d.stop_ok()
+
+
+@test
+def held_feed_ages_the_set(ctx):
+    """A followed set is as old as its oldest feed at the publisher: one
+    feed held for 3 hours (its kept last success moved back 3 hours) while
+    another one changes makes a new delta, yet the hosts' URL filter is 3
+    hours old and past max_filter_age (1h), not as new as that delta."""
+    for d in ("feeds", "out"):
+        os.mkdir(ctx.path(d))
+    port = dtest.nginx(ctx, "nginx", "location /feeds/ { alias %s/; }\n"
+                       "location /pub/ { alias %s/; }\n" % (ctx.path("feeds"), ctx.path("out")))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    write(ctx.path("feeds", "main.txt"), ["m%d.example" % i for i in range(20)], 0)
+    write(ctx.path("feeds", "other.txt"), ["o%d.example" % i for i in range(20)], 0)
+    conf = publisher(ctx, ctx.path("out"), ctx.path("sec.pem"), port)
+    with open(conf, "a") as f:
+        f.write("\n[feed other]\nurl = http://127.0.0.1:%d/feeds/other.txt\ncategory = phishing\n"
+                % port)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    c = ctx.config(urls={"filter": ctx.path("host"), "pubkey": ctx.path("pub.pem"),
+                         "follow": "http://127.0.0.1:%d/pub/manifest" % port,
+                         "follow_interval": "1s", "max_filter_age": "1h", "upstream": "none"})
+    d = ctx.daemon(c)
+    cl = d.client()
+    all_say([cl], "http://m1.example/", "BLOCKED malware", "the base")
+    st = d.stats()
+    check(int(st["url_filter_age_seconds"]) < 600 and int(st["url_filter_stale"]) == 0, st)
+    # main fails (a 404) and has for 3 hours; other gains a URL
+    os.unlink(ctx.path("feeds", "main.txt"))
+    meta = ctx.path("out.state", "feed-main.meta")
+    fields = open(meta).read().split("\n", 1)
+    head = fields[0].split()
+    head[0] = str(int(time.time()) - 3 * 3600)
+    with open(meta, "w") as f:
+        f.write(" ".join(head) + "\n" + fields[1])
+    write(ctx.path("feeds", "other.txt"), ["o%d.example" % i for i in range(21)], 1)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("1 added" in r.stderr and "feed main" in r.stderr, r.stderr)
+    all_say([cl], "http://o20.example/", "BLOCKED phishing", "the new delta")
+    all_say([cl], "http://m1.example/", "BLOCKED malware", "main's entries kept")
+    st = d.stats()
+    check(int(st["feed_age_main"]) >= 3 * 3600 and int(st["feed_age_other"]) < 600, st)
+    check(int(st["url_filter_age_seconds"]) >= 3 * 3600, "the data's age: %r" % st)
+    check(int(st["url_filter_stale"]) == 1, st)
+    r = ctx.breachctl("--socket", d.sock, "health", check_rc=False)
+    check(r.returncode == 2 and "feed main last succeeded" in r.stdout, r.stdout)
+    cl.close()
+    d.stop_ok()
 
 
 @test

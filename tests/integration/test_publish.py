@@ -7,7 +7,9 @@ signed manifest; an addition and a removal give a delta whose exact table
 holds the removal, and the set (base, delta) answers them; a feed that
 shrinks by 90%, one that is not a feed and one that fails keep their last
 good entries, held with their reason in the manifest, and publish nothing
-new; an unchanged cycle writes no generation. Also filter build --stats,
+new; an unchanged cycle writes no generation. The service announces its
+cycle in the manifest, --once none; quiet feeds rewrite a 5-minute-old
+manifest. Also filter build --stats,
 the count histogram of a corpus. Standard library only."""
 import os
 import sys
@@ -105,6 +107,61 @@ def publish_cycles(ctx):
     check("feed bad: fetch failed:" in r.stderr, r.stderr)
     check(" 100 held fetch failed" in manifest(ctx), manifest(ctx))
     eq(manifest(ctx).count("delta "), 1, "deltas after bad feeds")
+
+
+@test
+def service_announces_its_cycle(ctx):
+    """--once announces no period; the service (interval 1s) writes a
+    manifest at its first cycle, naming its period ("cycle 1"), and keeps
+    naming it in the manifests of its later generations."""
+    conf = setup(ctx)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    check("\ncycle " not in manifest(ctx), manifest(ctx))
+    p = ctx.spawn([dtest.ARGS.breachctl, "publish", "--config", conf],
+                  stderr=open(ctx.path("service.log"), "w"))
+    try:
+        dtest.wait_for(lambda: "\ncycle 1\n" in manifest(ctx), timeout=30,
+                       what="the service's manifest")
+        first = int(manifest(ctx).split("\npublished ")[1].split()[0])
+        write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(101)])
+        touch(ctx.path("feeds", "bad.txt"), 1)
+        dtest.wait_for(lambda: int(manifest(ctx).split("\npublished ")[1].split()[0]) > first,
+                       timeout=30, what="a new generation")
+    finally:
+        p.terminate()
+        p.wait()
+    check("\ncycle 1\n" in manifest(ctx), manifest(ctx))
+
+
+@test
+def quiet_feeds_refresh_the_manifest(ctx):
+    """Unchanged feeds that succeed write no generation, but once the
+    manifest is 5 minutes old (its published time and the feeds' last
+    successes moved back 400 s here) a cycle writes it again with the
+    feeds' new successes, so the hosts' feed ages stay the data's."""
+    conf = setup(ctx)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    r = ctx.breachctl("publish", "--config", conf, "--once")  # 304s, fresh manifest
+    check("generation" not in r.stderr, r.stderr)
+    m = manifest(ctx)
+    pub = int(m.split("\npublished ")[1].split()[0])
+    old = pub - 400
+    lines = []
+    for ln in m.splitlines():
+        w = ln.split()
+        if w[0] == "published":
+            w[1] = str(old)
+        elif w[0] == "feed":
+            w[2] = str(old)
+        lines.append(" ".join(w))
+    with open(ctx.path("out", "manifest"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    m = manifest(ctx)
+    check(int(m.split("\npublished ")[1].split()[0]) >= pub, m)
+    ages = [int(ln.split()[2]) for ln in m.splitlines() if ln.startswith("feed ")]
+    check(len(ages) == 2 and min(ages) >= pub, m)
 
 
 @test

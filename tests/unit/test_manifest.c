@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The publisher's manifest (lib/filter/manifest.h): format and parse round
- * trip, refusals naming the line (a gap in the chain, a bad name, an
- * unknown keyword, a generation that is not the newest file's), the
- * signature (another key, a changed byte, not a signature), and what a
- * follower fetches (the missing deltas, the base on another base, a
- * replay refused by generation or by publication time). */
+ * trip (with and without the publisher's cycle), refusals naming the line (a gap in the chain, a
+ * bad name, an unknown keyword, a generation that is not the newest file's), the signature (another
+ * key, a changed byte, not a signature), and what a follower fetches (the missing deltas, the base
+ * on another base, a replay refused by generation or by publication time). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,6 +72,14 @@ static void test_round_trip(void **state)
     assert_true(back.feeds[1].held);
     assert_string_equal(back.feeds[1].reason, "fetch failed: HTTP 503");
     assert_int_equal(back.feeds[1].last_success, -1);
+    assert_int_equal(back.cycle_s, 0); /* none announced: no line */
+    assert_null(strstr(text, "cycle"));
+    br_manifest_fini(&back);
+    free(text);
+    m.cycle_s = 30; /* a publisher's period: announced, read back */
+    assert_int_equal(br_manifest_format(&m, &text, &len), 0);
+    assert_int_equal(br_manifest_parse(text, len, &back, &err), 0);
+    assert_int_equal(back.cycle_s, 30);
     br_manifest_fini(&back);
     free(text);
 }
@@ -155,13 +162,35 @@ static void test_plan(void **state)
     assert_non_null(strstr(err.text, "published at 1000, before"));
 }
 
+/* A follower's schedule: one interval without a period; with one, just
+ * after each cycle start, once a cycle. */
+static void test_next_poll(void **state)
+{
+    (void)state;
+    br_manifest_when w = {.last_poll_ms = 1000000, .interval_ms = 30000, .published = -1};
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1030000);
+    w.cycle_s = 30;
+    w.published = 900; /* starts at 900 + 30k s; lag 5 s (draw 0) .. 15 s */
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1025000);
+    w.lag_draw = 65535;
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1035000);
+    w.last_poll_ms = 1035020; /* polled at 1035 s (late by 20 ms): the next cycle */
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1065000);
+    w.interval_ms = 60000; /* every other cycle */
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1095000);
+    w.interval_ms = 5000; /* shorter than the cycle: once a cycle */
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1065000);
+    w.interval_ms = 30000;
+    w.published = 1200; /* a publisher clock ahead: still within the cycle */
+    assert_int_equal(br_manifest_next_poll_ms(&w), 1065000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_signature),
-        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_signature),  cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_next_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

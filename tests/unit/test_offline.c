@@ -4,7 +4,8 @@
  * fit refused), coded binary fuse filters (every member's code, the measured
  * false-positive rate), counted key sets spilled or not giving the same
  * file, the lookup API, sets never mixing offline and range files, damaged
- * files refused, and the golden offline fixtures of data/fixtures/. */
+ * files refused, the golden offline fixtures of data/fixtures/, and a
+ * delta raising a count over its base's (the newest member wins). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -232,6 +233,61 @@ static void test_pwfilter_offline(void **state)
     free(dir);
 }
 
+/* A password delta raises counts: base of hashes 0..199, delta of hash 5
+ * at a higher count and hash 500 new; the set answers the delta's count
+ * (one lookup and the batch), and says which counts a delta would carry. */
+static void test_delta_counts(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *base = tu_path("%s/base", dir), *delta = tu_path("%s/delta", dir);
+    build_counted(dir, base, 200, 0, 0, 0);
+    br_pwfilter *set = open_ok(base);
+    br_keyset *ks = NULL;
+    br_error err = {{0}};
+    uint8_t h5[BR_SHA1_LEN], h500[BR_SHA1_LEN], h7[BR_SHA1_LEN];
+    hash_of(5, h5);
+    hash_of(500, h500);
+    hash_of(7, h7);
+    /* what filter build --offline --base keeps out, and carries */
+    assert_true(br_pwfilter_count_same(set, br_hash_key64(h7), count_of(7)));
+    assert_false(br_pwfilter_count_same(set, br_hash_key64(h5), 5000));
+    assert_false(br_pwfilter_count_same(set, br_hash_key64(h500), 3));
+    assert_int_equal(br_keyset_new(dir, 0, &ks, &err), 0);
+    assert_int_equal(br_keyset_add_counted(ks, br_hash_key64(h5), 5000, &err), 0);
+    assert_int_equal(br_keyset_add_counted(ks, br_hash_key64(h500), 3, &err), 0);
+    br_count_codes t;
+    assert_int_equal(br_count_codes_make(5000, &t), 0);
+    br_pwfilter_build_opts o = {.generation = 2,
+                                .source = "unit",
+                                .build_time = 1764892900,
+                                .counts = &t,
+                                .base_body_sha256 = br_pwfilter_file_header(set)->body_sha256};
+    if (br_pwfilter_build(ks, &o, delta, NULL, &err) < 0)
+        fail_msg("build: %s", err.text);
+    br_keyset_free(ks);
+    br_pwfilter_free(set);
+    const char *files[] = {base, delta};
+    set = NULL;
+    if (br_pwfilter_open_set(files, 2, &set, NULL, &err) < 0)
+        fail_msg("open the set: %s", err.text);
+    uint64_t got = 0, batch[3];
+    assert_int_equal(br_pwfilter_lookup_count(set, h5, &got), 1);
+    assert_count_ok(got, 5000); /* the delta's, not the base's 6 */
+    assert_int_equal(br_pwfilter_lookup_count(set, h500, &got), 1);
+    assert_int_equal(got, 3);
+    uint64_t keys[3] = {br_hash_key64(h5), br_hash_key64(h500), br_hash_key64(h7)};
+    assert_int_equal(br_pwfilter_count_batch(set, keys, 3, batch), 0);
+    assert_count_ok(batch[0], 5000);
+    assert_int_equal(batch[1], 3);
+    assert_int_equal(batch[2], count_of(7));
+    br_pwfilter_free(set);
+    tu_rmrf(dir);
+    free(base);
+    free(delta);
+    free(dir);
+}
+
 /* Golden file: built once by data/fixtures/make-fixtures, never rebuilt. */
 static void test_fixture(void **state)
 {
@@ -308,7 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_codes),      cmocka_unit_test(test_bfuse_coded),
         cmocka_unit_test(test_pwfilter_offline), cmocka_unit_test(test_fixture),
-        cmocka_unit_test(test_url_fixture),
+        cmocka_unit_test(test_url_fixture),      cmocka_unit_test(test_delta_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
