@@ -228,7 +228,7 @@ static bool parse_verb_and_arg(const char *line, size_t i, size_t len, br_reques
     size_t ve;
     if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
         return false;
-    bool takes_arg = verbs[req->verb].arg != BR_ARG_NONE;
+    bool takes_arg = br_verb_arg_kind(req->verb) != BR_ARG_NONE;
     if (ve == len) {
         if (takes_arg)
             return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].missing);
