@@ -122,21 +122,23 @@ void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
     conn_check_pressure(c);
 }
 
-void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
+void bd_conn_reply_n(bd_conn *c, const char *id, const char *text, size_t tl)
 {
     if (!c->open)
         return;
-    char line[BR_PROTO_MAX_ID + 64];
-    size_t idl = strnlen(id, BR_PROTO_MAX_ID), tl = strlen(text);
-    if (tl > sizeof(line) - idl - 2) {
-        bd_conn_reply(c, id, "%s", text);
+    if (tl > 64) {
+        bd_conn_reply(c, id, "%.*s", (int)tl, text);
         return;
     }
-    memcpy(line, id, idl);
-    line[idl] = ' ';
-    memcpy(line + idl + 1, text, tl);
-    line[idl + 1 + tl] = '\n';
-    bd_conn_out_add(c, line, idl + tl + 2);
+    size_t idl = strnlen(id, BR_PROTO_MAX_ID);
+    char *p = bd_conn_out_room(c, idl + tl + 2); /* put together in place: one copy */
+    if (p) {
+        memcpy(p, id, idl);
+        p[idl] = ' ';
+        memcpy(p + idl + 1, text, tl);
+        p[idl + 1 + tl] = '\n';
+    }
+    bd_conn_out_added(c, p ? idl + tl + 2 : 0);
     conn_check_pressure(c);
 }
 

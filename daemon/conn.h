@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "proto/protocol.h"
 #include "server_types.h"
@@ -16,8 +17,13 @@
 /* Append one response line (fmt without the id and the newline). */
 void bd_conn_reply(bd_conn *c, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The same for a fixed text ("CLEAN", "PONG"): no formatting. */
-void bd_conn_reply_text(bd_conn *c, const char *id, const char *text);
+/* The same for a fixed text of len bytes ("CLEAN", "PONG"): no
+ * formatting, the line put together where it is sent from. */
+void bd_conn_reply_n(bd_conn *c, const char *id, const char *text, size_t len);
+static inline void bd_conn_reply_text(bd_conn *c, const char *id, const char *text)
+{
+    bd_conn_reply_n(c, id, text, strlen(text)); /* a literal's length is known when compiled */
+}
 void bd_conn_reply_error(bd_conn *c, const char *id, br_proto_err code, const char *text);
 /* NULL when c may start one more request that waits for an answer, else the
  * text of its ERR busy: an interactive connection has [limits] max_inflight,

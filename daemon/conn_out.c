@@ -63,19 +63,30 @@ static bool out_reserve(bd_conn *c, size_t len)
     return true;
 }
 
-void bd_conn_out_add(bd_conn *c, const char *line, size_t len)
+char *bd_conn_out_room(bd_conn *c, size_t len)
 {
-    if (!out_reserve(c, len)) {
-        c->broken = true; /* an answer lost: the connection ends (server.c) */
-        c->closing = true;
-    } else {
-        memcpy(c->out + c->out_len, line, len);
-        c->out_len += len;
-    }
+    if (out_reserve(c, len))
+        return c->out + c->out_len;
+    c->broken = true; /* an answer lost: the connection ends (server.c) */
+    c->closing = true;
+    return NULL;
+}
+
+void bd_conn_out_added(bd_conn *c, size_t len)
+{
+    c->out_len += len;
     if (!c->serving && !c->flush_queued && c->wev) {
         c->flush_queued = true;
         event_active(c->wev, EV_WRITE, 1);
     }
+}
+
+void bd_conn_out_add(bd_conn *c, const char *line, size_t len)
+{
+    char *p = bd_conn_out_room(c, len);
+    if (p)
+        memcpy(p, line, len);
+    bd_conn_out_added(c, p ? len : 0);
 }
 
 /* How many bytes of whole lines from out_off one write takes. */

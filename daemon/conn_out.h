@@ -14,6 +14,12 @@ void bd_conn_out_fini(bd_conn *c);
 /* Add one answer line (LF included). Outside the read path (an answer that
  * came later: upstream, reload) the write is queued on the loop. */
 void bd_conn_out_add(bd_conn *c, const char *line, size_t len);
+/* The same in two steps, for a line put together in place: room for len
+ * bytes at the end of the output (NULL when out of memory: the connection
+ * then ends), then the line written there added (len 0 when there was no
+ * room). */
+char *bd_conn_out_room(bd_conn *c, size_t len);
+void bd_conn_out_added(bd_conn *c, size_t len);
 /* Answer bytes not yet written. */
 size_t bd_conn_out_unsent(const bd_conn *c);
 /* Write the answers, whole lines, as far as the socket takes them without

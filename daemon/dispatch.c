@@ -179,17 +179,20 @@ void bd_dispatch_batch(bd_conn *c, const char *const *lines, const size_t *lens,
     if (n == 0 || br_fails_assert(n <= BD_BATCH))
         return;
     bd_state_batch_begin();
+    _Static_assert(BR_VERB_COUNT_ <= 32, "one bit per verb");
+    unsigned present = 0; /* bit v: the batch holds a request of verb v */
     for (size_t i = 0; i < n; i++) {
         ok[i] = br_request_parse(lines[i], lens[i], &req[i], &e[i]);
         hint[i] = -1;
+        present |= ok[i] ? 1u << req[i].verb : 0;
     }
     for (int v = 0; v < BR_VERB_COUNT_; v++)
-        if (verbs[v].prepare)
+        if (verbs[v].prepare && (present >> v & 1))
             verbs[v].prepare(c, (br_verb)v, req, ok, n, hint);
     for (size_t i = 0; i < n; i++)
         dispatch_one(c, &req[i], ok[i], &e[i], hint[i]);
     for (int v = 0; v < BR_VERB_COUNT_; v++)
-        if (verbs[v].release)
+        if (verbs[v].release && (present >> v & 1))
             verbs[v].release();
     br_wipe(req, sizeof(req[0]) * n);
 }

@@ -79,16 +79,15 @@ static void pw_resolved(void *ctx, const br_resolve_result *res)
  * host sends"). Past max_filter_age it still answers (filter_stale, the
  * warning of housekeeping.c); changed or truncated in place, UNKNOWN
  * filter-damaged. */
-static void pw_offline(bd_conn *c, const br_request *req, br_pwfilter *filter, const uint8_t *hash,
-                       int hint)
+static void pw_offline(bd_conn *c, const br_request *req, br_pwfilter *filter, const uint8_t *hash)
 {
     pw_kind kd = kind_of(&c->srv->counters, req->verb);
     uint64_t count = 0;
-    /* hint 0: the batch found no code (bd_pw_prepare_batch); a hit is
-     * looked up again for its count (hits are the rare case) */
+    /* a hit of the batch's probe (hint 1) is looked up again for its count
+     * (hits are the rare case); its no (hint 0) was answered before */
     int r = -EIO;
     if (bd_state_pw_intact(c->srv->state, filter))
-        r = hint == 0 ? 0 : br_pwfilter_lookup_count(filter, hash, &count);
+        r = br_pwfilter_lookup_count(filter, hash, &count);
     if (r < 0) {
         (*kd.unknown)++;
         c->srv->counters.unknown_by_reason[BD_UNK_FILTER_DAMAGED]++;
@@ -110,18 +109,23 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
     pw_kind kd = kind_of(&srv->counters, req->verb);
+    if (hint == 0) { /* the batch's probe: no, from a filter found intact and usable */
+        (*kd.filter_no)++;
+        (*kd.clean)++;
+        bd_conn_reply_text(c, req->id, "CLEAN");
+        return;
+    }
     const uint8_t *hash = req->verb == BR_VERB_NT ? req->nt : req->sha1;
     bool stale;
     br_pwfilter *filter = filter_of(st, req->verb, &stale);
     if (filter && br_pwfilter_offline(filter)) {
-        pw_offline(c, req, filter, hash, hint);
+        pw_offline(c, req, filter, hash);
         return;
     }
     if (filter) {
         if (hint < 0 && stale) {
             (*kd.filter_bypassed)++;
-        } else if ((hint == 0 || (hint < 0 && !br_pwfilter_maybe(filter, hash))) &&
-                   bd_state_pw_intact(st, filter)) {
+        } else if (hint < 0 && !br_pwfilter_maybe(filter, hash) && bd_state_pw_intact(st, filter)) {
             (*kd.filter_no)++;
             (*kd.clean)++;
             bd_conn_reply_text(c, req->id, "CLEAN");
@@ -177,14 +181,12 @@ static void offline_batch(const br_pwfilter *filter, const uint64_t *keys, const
 
 /* Probe the filter of verb (PW or NT) for every such request of the batch
  * at once, so that their cache misses overlap instead of being waited for
- * one by one: hint[i] = 0 (no) or 1 (maybe; offline: a hit). */
+ * one by one: hint[i] = 0 (no) or 1 (maybe; offline: a hit). The filter's
+ * state (present, fresh unless offline, intact) is looked at once for the
+ * batch: a hint is only given from a filter that answers. */
 void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const bool *ok, size_t n,
                          int *hint)
 {
-    bool stale;
-    br_pwfilter *filter = filter_of(c->srv->state, verb, &stale);
-    if (!filter || (stale && !br_pwfilter_offline(filter)) || c->srv->draining)
-        return;
     uint64_t keys[BD_BATCH];
     size_t key_of[BD_BATCH], nk = 0;
     for (size_t i = 0; i < n; i++)
@@ -192,9 +194,16 @@ void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const 
             key_of[nk] = i;
             keys[nk++] = br_hash_key64(verb == BR_VERB_NT ? req[i].nt : req[i].sha1);
         }
-    if (nk > 1 && br_pwfilter_offline(filter)) {
+    bool stale;
+    br_pwfilter *filter = nk ? filter_of(c->srv->state, verb, &stale) : NULL;
+    if (!filter || (stale && !br_pwfilter_offline(filter)) || c->srv->draining ||
+        !bd_state_pw_intact(c->srv->state, filter)) {
+        br_wipe(keys, sizeof(keys[0]) * nk);
+        return;
+    }
+    if (br_pwfilter_offline(filter)) {
         offline_batch(filter, keys, key_of, nk, hint);
-    } else if (nk > 1) {
+    } else {
         bool maybe[BD_BATCH];
         br_pwfilter_contains_batch(filter, keys, nk, maybe);
         for (size_t j = 0; j < nk; j++)

@@ -59,10 +59,15 @@ const char *br_proto_err_name(br_proto_err e)
     return e < BR_PERR_COUNT_ ? err_names[e] : "?";
 }
 
+/* The bytes an id may hold (docs/protocol.md): A-Z a-z 0-9 . _ - */
+static const bool id_chars[256] = {
+    ['A' ... 'Z'] = true, ['a' ... 'z'] = true, ['0' ... '9'] = true,
+    ['.'] = true,         ['_'] = true,         ['-'] = true,
+};
+
 static bool is_id_char(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
+    return id_chars[c];
 }
 
 static bool fail(br_proto_error *e, br_proto_err code, const char *text)
@@ -128,18 +133,34 @@ static bool parse_index(const char *arg, size_t len, uint32_t *out)
 static bool parse_id(const char *line, size_t len, br_request *req, size_t *end, br_proto_error *e)
 {
     size_t i = 0;
-    while (i < len && line[i] != ' ')
+    /* one pass while the id is well formed (every request goes through it) */
+    while (i < len && i <= BR_PROTO_MAX_ID && is_id_char((unsigned char)line[i]))
         i++;
-    if (i == 0)
-        return fail(e, BR_PERR_BAD_ID, "the line does not start with an id");
-    if (i > BR_PROTO_MAX_ID)
-        return fail(e, BR_PERR_BAD_ID, "id longer than 16 characters");
-    for (size_t k = 0; k < i; k++)
-        if (!is_id_char((unsigned char)line[k]))
-            return fail(e, BR_PERR_BAD_ID, "id characters must be A-Z a-z 0-9 . _ -");
+    if (i == 0 || i > BR_PROTO_MAX_ID || i == len || line[i] != ' ') {
+        /* the error, if any, in the order of the rules */
+        while (i < len && line[i] != ' ')
+            i++;
+        if (i == 0)
+            return fail(e, BR_PERR_BAD_ID, "the line does not start with an id");
+        if (i > BR_PROTO_MAX_ID)
+            return fail(e, BR_PERR_BAD_ID, "id longer than 16 characters");
+        for (size_t k = 0; k < i; k++)
+            if (!is_id_char((unsigned char)line[k]))
+                return fail(e, BR_PERR_BAD_ID, "id characters must be A-Z a-z 0-9 . _ -");
+    }
     memcpy(req->id, line, i);
     req->id[i] = '\0';
     *end = i;
+    return true;
+}
+
+/* The n bytes at a and b are the same (n is a verb's length: a loop beats
+ * a call of memcmp). */
+static bool same_bytes(const char *a, const char *b, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (a[k] != b[k])
+            return false;
     return true;
 }
 
@@ -154,7 +175,7 @@ static bool parse_verb(const char *line, size_t vs, size_t len, br_verb *verb, s
         return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
     size_t vlen = ve - vs;
     for (int v = 0; v < BR_VERB_COUNT_; v++) {
-        if (verbs[v].name_len == vlen && memcmp(verbs[v].name, line + vs, vlen) == 0) {
+        if (verbs[v].name_len == vlen && same_bytes(verbs[v].name, line + vs, vlen)) {
             *verb = (br_verb)v;
             *end = ve;
             return true;
@@ -170,7 +191,7 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
     if (alen == 0 || arg[0] == ' ')
         return fail(e, BR_PERR_BAD_REQUEST, "fields must be separated by one space");
     bool ok = false;
-    switch (br_verb_arg_kind(req->verb)) {
+    switch (verbs[req->verb].arg) {
     case BR_ARG_SHA1:
         ok = alen == 2 * BR_SHA1_LEN && br_hex_decode(arg, BR_SHA1_LEN, req->sha1);
         break;
@@ -200,6 +221,24 @@ static bool parse_arg(const char *arg, size_t alen, br_request *req, br_proto_er
     return true;
 }
 
+/* The verb after the id (line[i] is its space), then its argument. */
+static bool parse_verb_and_arg(const char *line, size_t i, size_t len, br_request *req,
+                               br_proto_error *e)
+{
+    size_t ve;
+    if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
+        return false;
+    bool takes_arg = br_verb_arg_kind(req->verb) != BR_ARG_NONE;
+    if (ve == len) {
+        if (takes_arg)
+            return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].missing);
+        return true;
+    }
+    if (!takes_arg)
+        return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
+    return parse_arg(line + ve + 1, len - ve - 1, req, e);
+}
+
 bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_error *e)
 {
     memset(req, 0, sizeof(*req));
@@ -219,21 +258,15 @@ bool br_request_parse(const char *line, size_t len, br_request *req, br_proto_er
         return fail(e, BR_PERR_BAD_REQUEST, "no verb after the id");
 
     /* Control bytes anywhere after the id (tabs, NUL, a stray CR) are refused
-     * before anything looks at the argument. */
-    if (has_control(line + i, len - i))
+     * before anything else is said of the verb or the argument: looked for
+     * when the rest did not parse, or parsed by a rule that lets them
+     * through. A verb's name and the arguments of the other rules (hex
+     * digits, a lane's name, decimal digits) hold none. */
+    bool ok = parse_verb_and_arg(line, i, len, req, e);
+    bool exact = ok && verbs[req->verb].arg != BR_ARG_URL && verbs[req->verb].arg != BR_ARG_SIMILAR;
+    if (!exact && has_control(line + i, len - i))
         return fail(e, BR_PERR_BAD_REQUEST, "control character in the request");
-    size_t ve;
-    if (!parse_verb(line, i + 1, len, &req->verb, &ve, e))
-        return false;
-    bool takes_arg = br_verb_arg_kind(req->verb) != BR_ARG_NONE;
-    if (ve == len) {
-        if (takes_arg)
-            return fail(e, BR_PERR_BAD_REQUEST, verbs[req->verb].missing);
-        return true;
-    }
-    if (!takes_arg)
-        return fail(e, BR_PERR_BAD_REQUEST, "this verb takes no argument");
-    return parse_arg(line + ve + 1, len - ve - 1, req, e);
+    return ok;
 }
 
 size_t br_format_error(char *buf, size_t size, const char *id, br_proto_err code, const char *text)

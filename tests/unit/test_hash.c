@@ -74,12 +74,49 @@ static void test_hex(void **state)
     assert_true(br_hash_key64(h) == UINT64_C(0x5BAA61E4C9B93F3F));
 }
 
+/* Every byte value at every place of a SHA-1 (SSE2's blocks where built
+ * with it, the last one overlapping) and of a short run (one at a time),
+ * against br_hexval. */
+static void hex_every_byte(size_t len)
+{
+    const char *base = "0123456789abcdefABCDEF0123456789abcdefAB";
+    for (size_t pos = 0; pos < 2 * len; pos++) {
+        for (int b = 0; b < 256; b++) {
+            char s[40];
+            memcpy(s, base, 2 * len);
+            s[pos] = (char)b;
+            uint8_t out[20];
+            bool ok = br_hex_decode(s, len, out);
+            int v = br_hexval((unsigned char)b);
+            assert_int_equal(ok, v >= 0);
+            if (v < 0)
+                continue;
+            int other = br_hexval((unsigned char)s[pos ^ 1]);
+            int want = pos % 2 ? other << 4 | v : v << 4 | other;
+            assert_int_equal(out[pos / 2], want);
+            for (size_t k = 0; k < len; k++)
+                if (k != pos / 2)
+                    assert_int_equal(out[k], br_hexval((unsigned char)base[2 * k]) << 4 |
+                                                 br_hexval((unsigned char)base[2 * k + 1]));
+        }
+    }
+}
+
+static void test_hex_every_byte(void **state)
+{
+    (void)state;
+    hex_every_byte(20); /* PW */
+    hex_every_byte(16); /* NT */
+    hex_every_byte(8);
+    hex_every_byte(5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1_known),   cmocka_unit_test(test_sha256_known),
-        cmocka_unit_test(test_hasher_reuse), cmocka_unit_test(test_sha256_strings),
-        cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_sha1_known),     cmocka_unit_test(test_hex_every_byte),
+        cmocka_unit_test(test_sha256_known),   cmocka_unit_test(test_hasher_reuse),
+        cmocka_unit_test(test_sha256_strings), cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

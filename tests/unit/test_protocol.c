@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "core/hash.h"
 #include "proto/protocol.h"
 #include "proto/protocol_terms.h"
 #include "url/url_secret.h"
@@ -133,6 +134,9 @@ static void test_malformed(void **state)
         {"1 LANE fast", BR_PERR_BAD_REQUEST, "1"},
         {"1 LANE  bulk", BR_PERR_BAD_REQUEST, "1"},
         {"1 lane bulk", BR_PERR_UNKNOWN_VERB, "1"},
+        {"1 P\x01W " PW40, BR_PERR_BAD_REQUEST, "1"}, /* a control byte, not an unknown verb */
+        {"1 PING\x7f", BR_PERR_BAD_REQUEST, "1"},
+        {"0123456789abcdef. PING", BR_PERR_BAD_ID, "-"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         br_request req;
@@ -236,6 +240,20 @@ static void test_control_bytes(void **state)
             assert_int_equal(ok, !control && b != ' ');
             if (control)
                 assert_string_equal(e.text, "control character in the request");
+        }
+    }
+    /* The same in a PW line, verb and hash: its rules admit no control
+     * byte, and one is still named before anything else is said. */
+    for (size_t at = 2; at < 45; at++) {
+        for (int b = 0; b < 256; b++) {
+            memcpy(line, "1 PW " PW40, 45);
+            char was = line[at];
+            line[at] = (char)b;
+            bool ok = br_request_parse(line, 45, &req, &e);
+            if ((b < 0x20 || b == 0x7f) && !(at == 44 && b == '\r')) /* a final CR is dropped */
+                assert_string_equal(e.text, "control character in the request");
+            if (ok)
+                assert_true(b == was || (at >= 5 && br_hexval((unsigned char)b) >= 0));
         }
     }
 }
