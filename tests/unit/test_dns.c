@@ -610,12 +610,15 @@ static void test_open(void **state)
     write_conf(f, "filter = relative/urls.bf\n");
     assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
     assert_non_null(strstr(err, "[dns] filter: expected absolute paths"));
-    write_conf(f, "action = block\n");
+    write_conf(f, "action.x = block\n");
     assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
-    assert_non_null(strstr(err, "[dns] action: expected nxdomain, nodata, sinkhole"));
-    write_conf(f, "sinkhole = 0.0.0.0, nowhere\n");
+    assert_non_null(strstr(err, ":8: [dns] action.x: expected nxdomain, nodata, sinkhole"));
+    write_conf(f, "action = log\n"); /* write_conf sets action on line 4 */
     assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
-    assert_non_null(strstr(err, "[dns] sinkhole: expected at most one IPv4"));
+    assert_non_null(strstr(err, ":8: [dns] action: set twice"));
+    write_conf(f, "[dns]\nsinkhole = 0.0.0.0, nowhere\n"); /* [dns] again: its keys go on */
+    assert_null(breachd_dns_open(f->conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "[dns] sinkhole: set twice"));
 }
 
 int main(void)
