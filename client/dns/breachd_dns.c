@@ -174,7 +174,7 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
     /* only the watcher publishes: cur stays while it loads */
     const gen *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
     bdns_serving serving = {.list = cur ? cur->conf.filter : "", .ids = cur ? &cur->ids : NULL};
-    const bdns_serving *compare = cur && cur->set ? &serving : NULL;
+    const bdns_serving *compare = cur && cur->ids.n ? &serving : NULL;
     if ((*rc = bdns_load_set(&g->conf, compare, &g->set, &g->ids, err)) < 0) {
         free(g);
         return NULL;
@@ -265,9 +265,12 @@ static void try_reload(breachd_dns *h)
 }
 
 /* A file of the set served changed or truncated in place (not replaced by
- * rename): the set is damaged from then on and answers "unfiltered"
- * (filter/pwfilter.h). Said once per generation; a reload is tried at
- * once, and at each change of the files after. */
+ * rename): the set is damaged from then on (filter/pwfilter.h). It is
+ * swapped for a generation with no set, which answers "unfiltered" without
+ * reading the damaged mapping (then unmapped as any retired one), and
+ * keeps its ids, so that a reload is still held to the generations served
+ * (dns_load.h). Said once; a reload is tried at once, and at each change
+ * of the files after. */
 static void check_in_place(breachd_dns *h)
 {
     gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
@@ -276,6 +279,14 @@ static void check_in_place(breachd_dns *h)
     if (!br_pwfilter_changed(g->set) && !br_pwfilter_damaged(g->set))
         return;
     g->damage_noted = true;
+    gen *off = calloc(1, sizeof(*off));
+    if (off) { /* else the damaged set serves on: it answers "unfiltered" too */
+        off->conf = g->conf;
+        off->ids = g->ids; /* lookups never read the ids */
+        g->ids = (bdns_ids){0};
+        off->damage_noted = true;
+        publish(h, off);
+    }
     logf_(h, LOG_ERR,
           "%s: a file was changed or truncated in place under its mapping (replace filter files "
           "by rename, docs/dns.md): every name passes unfiltered (fail-open, counted) until a "

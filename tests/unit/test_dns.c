@@ -733,8 +733,8 @@ static void test_swap_under_lookups(void **state)
 /* The filter truncated in place (not replaced by rename) under threads
  * that look names up: reading its pages would raise SIGBUS and end the
  * process; the library's guard turns them into zero pages and the lookups
- * into passes counted "unfiltered" (fail-open), the watcher says so, and a
- * good file renamed in serves again. */
+ * into passes counted "unfiltered" (fail-open), the watcher says so and
+ * unmaps the damaged file, and a good file renamed in serves again. */
 static void test_truncated_in_place(void **state)
 {
     fx *f = *state;
@@ -746,10 +746,21 @@ static void test_truncated_in_place(void **state)
     for (int i = 0; i < 200 && stat_of(f, "reload_failures") == failures; i++)
         usleep(20000);
     hammer_more(&hm, 1000);
+    for (int i = 0; i < 200 && mappings_of(f->filter) > 0; i++) /* the damaged set retired */
+        usleep(20000);
+    hammer_more(&hm, 1000);
     hammer_stop(&hm);
+    assert_int_equal(mappings_of(f->filter), 0);
     assert_int_equal(hm.other, 0);
     assert_true(hm.unfiltered > 0);
     assert_true(stat_of(f, "unfiltered") > 0);
+    assert_true(stat_of(f, "reload_failures") > failures);
+    want_pass(f, "evil.example", BREACHD_DNS_NO_FILTER);
+    /* still held to the generation served: an older file is refused */
+    failures = stat_of(f, "reload_failures");
+    build(f->filter, base_entries, BR_ARRAY_SIZE(base_entries), 9);
+    for (int i = 0; i < 200 && stat_of(f, "reload_failures") == failures; i++)
+        usleep(20000);
     assert_true(stat_of(f, "reload_failures") > failures);
     want_pass(f, "evil.example", BREACHD_DNS_NO_FILTER);
     build(f->filter, base_entries, BR_ARRAY_SIZE(base_entries), 11);
