@@ -9,6 +9,7 @@
  * truncated in place (no crash: the library's SIGBUS guard). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,7 @@
 #include "breachd-dns.h"
 #include "core/hash.h"
 #include "dns_name.h"
+#include "dns_sigbus.h"
 #include "filter/filter_sign.h"
 #include "filter/offline_codes.h"
 #include "filter/pwfilter.h"
@@ -768,10 +770,44 @@ static void test_truncated_in_place(void **state)
     assert_non_null(strstr(f->log, "changed or truncated in place"));
 }
 
+static _Atomic int theirs_called;
+
+static void theirs(int sig, siginfo_t *si, void *uctx)
+{
+    (void)sig;
+    (void)si;
+    (void)uctx;
+    theirs_called++;
+}
+
+/* A SIGBUS that is not a fault in one of the library's mappings goes to the
+ * handler the process had before (here one sent with raise). */
+static void test_sigbus_chained(void **state)
+{
+    (void)state;
+    struct sigaction sa, saved;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = theirs;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGBUS, &sa, &saved), 0);
+    assert_int_equal(bdns_sigbus_install(), 0);
+    struct sigaction now;
+    assert_int_equal(sigaction(SIGBUS, NULL, &now), 0);
+    assert_true(now.sa_sigaction != theirs); /* the library's, in front */
+    assert_int_equal(raise(SIGBUS), 0);
+    assert_int_equal(theirs_called, 1);
+    assert_int_equal(bdns_sigbus_install(), 0); /* installed: kept, not chained to itself */
+    assert_int_equal(raise(SIGBUS), 0);
+    assert_int_equal(theirs_called, 2);
+    assert_int_equal(sigaction(SIGBUS, &saved, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_sigbus_chained),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_allocation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_names_never_logged, setup, teardown),
