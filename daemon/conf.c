@@ -37,6 +37,7 @@
 
 #include "core/br_assert.h"
 #include "conf_schema.h"
+#include "dns_conf.h"
 
 #define MAX_RAW_LINE 16384
 
@@ -69,9 +70,9 @@ static int fail_line(parse_state *st, int code, const char *fmt, ...)
     return br_error_set(st->err, code, "%s:%u: %s", st->name, st->lineno, msg);
 }
 
-/* A section breachd does not read: [dns] is libbreachd-dns's
- * (breachd.conf(5), "[dns]"; it checks its own keys when a resolver or
- * `breachctl dns` loads it). */
+/* A section breachd does not use: [dns] is libbreachd-dns's (breachd.conf(5),
+ * "THE [dns] SECTION"). breachd checks its keys with the library's code
+ * (dns_key), so that --check-config refuses what a resolver would. */
 static const char foreign_section[] = "dns";
 
 static bool known_section(const char *s, size_t len)
@@ -219,6 +220,18 @@ static const char *closest_key(const char *section, const char *name)
     return best;
 }
 
+/* A [dns] key, checked by libbreachd-dns's code with the same message as
+ * the library gives ("FILE:LINE: [dns] KEY: what"). */
+static int dns_key(parse_state *st, const char *name)
+{
+    br_error why = {{0}};
+    if (bdns_conf_key(st->cfg->dns, name, st->value, &why) < 0) {
+        fail_line(st, -EINVAL, "[%s] %s: %s", foreign_section, name, why.text);
+        return 0;
+    }
+    return 1;
+}
+
 static int ini_handler_fn(void *user, const char *section, const char *name, const char *ignored)
 {
     parse_state *st = user;
@@ -234,7 +247,7 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         return 0;
     }
     if (strcmp(section, foreign_section) == 0)
-        return 1;
+        return dns_key(st, name);
     size_t k = bd_conf_n_keys;
     for (size_t i = 0; i < bd_conf_n_keys; i++)
         if (strcmp(bd_conf_keys[i].section, section) == 0 &&

@@ -174,6 +174,10 @@ typedef struct breachd_config {
         int access_log;                      /* 0 (no, default) or 1: one log line per request */
         uint64_t prepared_size;              /* bytes of prepared range bodies kept; 0 = none */
     } http;
+
+    /* [dns], libbreachd-dns's: checked and printed by breachd with the
+     * library's code (client/dns/dns_conf.h), not used by it */
+    struct bdns_conf *dns;
 } breachd_config;
 
 /* Files in a filter list (a base and its deltas) at most. */

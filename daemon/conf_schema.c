@@ -14,6 +14,7 @@
 #include "core/br_assert.h"
 #include "conf_schema.h"
 #include "config.h"
+#include "dns_conf.h"
 
 #define F(field) offsetof(breachd_config, field)
 #define SUN_PATH_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1)
@@ -414,6 +415,7 @@ void breachd_config_free(breachd_config *c)
             break;
         }
     }
+    free(c->dns);
     free(c->key_lines);
     free(c->path);
     free(c);
@@ -437,8 +439,10 @@ int breachd_config_defaults(breachd_config **out)
     if (!c)
         return -ENOMEM;
     c->path = strdup("");
-    if (!c->path)
+    c->dns = malloc(sizeof(*c->dns));
+    if (!c->path || !c->dns)
         return -ENOMEM;
+    bdns_conf_defaults(c->dns);
     for (size_t i = 0; i < bd_conf_n_keys; i++) {
         br_error err;
         int rc = bd_conf_apply(c, &bd_conf_keys[i], bd_conf_keys[i].def, &err);
@@ -531,4 +535,5 @@ void breachd_config_dump(const breachd_config *c, bool secrets, FILE *out)
                      *(const uint32_t *const *)(const void *)((const char *)c + k->off2),
                      *(const size_t *)(const void *)((const char *)c + k->off3));
     }
+    bdns_conf_dump(c->dns, out);
 }

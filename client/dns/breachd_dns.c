@@ -4,14 +4,19 @@
  *
  * The filter being served is a generation: the opened set and the settings
  * it was loaded with. Lookups read the current generation through one
- * atomic pointer (acquire) and take no lock. The watcher thread stats the
+ * atomic pointer and take no lock. The watcher thread stats the
  * configuration and the filter files every BDNS_POLL_MS; when they changed
  * it loads a new generation beside the old one and publishes it with one
- * atomic store, then frees the old one after BDNS_GRACE_MS, long past any
- * lookup that read it (a lookup takes microseconds and never blocks). A
- * generation that fails to load is logged and the old one keeps serving. */
+ * atomic exchange, then frees the old one once no lookup can still read it
+ * (dns_readers.h: lookups are counted in and out, and the watcher waits
+ * for two grace steps). A generation that fails to load is logged and the
+ * old one keeps serving. A file of the generation served that is changed
+ * or truncated in place is noticed at the next poll (and a fault in it is
+ * repaired by dns_sigbus.h at once): the set answers "unfiltered" until a
+ * good file loads. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -27,10 +32,13 @@
 #include "dns_conf.h"
 #include "dns_load.h"
 #include "dns_name.h"
+#include "dns_readers.h"
+#include "dns_sigbus.h"
 #include "filter/offline_codes.h"
 
 #define BDNS_POLL_MS 200
-#define BDNS_GRACE_MS 5000
+/* grace steps tried per poll, yielding between them (dns_readers.h) */
+#define BDNS_GRACE_TRIES 64
 #define BDNS_FAIL_OPEN_LOG_S 60
 #define BDNS_MAX_CATEGORIES 256 /* the category table's 255, and one spare */
 /* The category an allow-list is built with: it wins over every other
@@ -43,8 +51,9 @@ typedef struct gen {
     bdns_conf conf;
     unsigned labels;
     uint64_t generation;
+    bool damage_noted; /* the watcher logged a file changed in place */
     struct gen *next_retired;
-    int64_t retired_ms;
+    uint64_t retired_phase; /* bdns_readers_phase() after it was swapped out */
 } gen;
 
 typedef struct counters {
@@ -57,6 +66,7 @@ struct breachd_dns {
     unsigned refs;     /* under registry_lock */
     breachd_dns *next; /* the registry */
     _Atomic(gen *) cur;
+    bdns_readers readers; /* lookups in flight, for freeing a retired generation */
     counters k;
     /* Categories seen by the watcher: names written before n is raised
      * (release), never changed after, so lookups read them lock-free. */
@@ -164,7 +174,7 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
     /* only the watcher publishes: cur stays while it loads */
     const gen *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
     bdns_serving serving = {.list = cur ? cur->conf.filter : "", .ids = cur ? &cur->ids : NULL};
-    const bdns_serving *compare = cur && cur->set ? &serving : NULL;
+    const bdns_serving *compare = cur && cur->ids.n ? &serving : NULL;
     if ((*rc = bdns_load_set(&g->conf, compare, &g->set, &g->ids, err)) < 0) {
         free(g);
         return NULL;
@@ -183,20 +193,33 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
 
 static void publish(breachd_dns *h, gen *g)
 {
-    gen *old = atomic_exchange_explicit(&h->cur, g, memory_order_acq_rel);
+    gen *old = atomic_exchange_explicit(&h->cur, g, memory_order_seq_cst);
     if (old) {
-        old->retired_ms = now_ms();
+        old->retired_phase = bdns_readers_phase(&h->readers);
         old->next_retired = h->retired;
         h->retired = old;
     }
 }
 
-/* Free the generations retired more than the grace period ago. */
-static void reap(breachd_dns *h, int64_t now, bool all)
+/* Free the retired generations no lookup can still read: two grace steps
+ * after each was swapped out (dns_readers.h); all: at close, when no
+ * lookup runs. */
+static void reap(breachd_dns *h, bool all)
 {
+    for (int i = 0; h->retired && !all && i < BDNS_GRACE_TRIES; i++) {
+        uint64_t phase = bdns_readers_phase(&h->readers);
+        bool pending = false;
+        for (const gen *g = h->retired; g && !pending; g = g->next_retired)
+            pending = phase < g->retired_phase + 2;
+        if (!pending)
+            break;
+        if (!bdns_readers_advance(&h->readers))
+            sched_yield(); /* a lookup in flight: microseconds */
+    }
+    uint64_t phase = bdns_readers_phase(&h->readers);
     for (gen **p = &h->retired; *p;) {
         gen *g = *p;
-        if (all || now - g->retired_ms >= BDNS_GRACE_MS) {
+        if (all || phase >= g->retired_phase + 2) {
             *p = g->next_retired;
             gen_free(g);
         } else {
@@ -227,9 +250,10 @@ static void try_reload(breachd_dns *h)
     if (!g) {
         INC(reload_failures);
         gen *cur = atomic_load_explicit(&h->cur, memory_order_acquire);
+        bool good = cur && cur->set && !br_pwfilter_damaged(cur->set);
         logf_(h, LOG_ERR, "%s; %s", err.text,
-              cur && cur->set ? "the last good filter keeps serving"
-                              : "no filter: every name passes (fail-open)");
+              good ? "the last good filter keeps serving"
+                   : "no good filter: every name passes (fail-open)");
         snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "%s", err.text);
         return;
     }
@@ -238,6 +262,39 @@ static void try_reload(breachd_dns *h)
     if (!g->set)
         snprintf(h->fail_open_reason, sizeof(h->fail_open_reason), "no filter configured");
     publish(h, g);
+}
+
+/* A file of the set served changed or truncated in place (not replaced by
+ * rename): the set is damaged from then on (filter/pwfilter.h). It is
+ * swapped for a generation with no set, which answers "unfiltered" without
+ * reading the damaged mapping (then unmapped as any retired one), and
+ * keeps its ids, so that a reload is still held to the generations served
+ * (dns_load.h). Said once; a reload is tried at once, and at each change
+ * of the files after. */
+static void check_in_place(breachd_dns *h)
+{
+    gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
+    if (!g || !g->set || g->damage_noted)
+        return;
+    if (!br_pwfilter_changed(g->set) && !br_pwfilter_damaged(g->set))
+        return;
+    g->damage_noted = true;
+    gen *off = calloc(1, sizeof(*off));
+    if (off) { /* else the damaged set serves on: it answers "unfiltered" too */
+        off->conf = g->conf;
+        off->ids = g->ids; /* lookups never read the ids */
+        g->ids = (bdns_ids){0};
+        off->damage_noted = true;
+        publish(h, off);
+    }
+    logf_(h, LOG_ERR,
+          "%s: a file was changed or truncated in place under its mapping (replace filter files "
+          "by rename, docs/dns.md): every name passes unfiltered (fail-open, counted) until a "
+          "good file loads",
+          g->conf.filter);
+    snprintf(h->fail_open_reason, sizeof(h->fail_open_reason),
+             "the filter served was changed in place under its mapping");
+    h->stamp = 0; /* try a reload now */
 }
 
 /* Once a minute at most: how many names passed unfiltered since the last
@@ -249,8 +306,8 @@ static void log_fail_open(breachd_dns *h, int64_t now)
         (h->fail_open_logged_ms && now - h->fail_open_logged_ms < BDNS_FAIL_OPEN_LOG_S * 1000))
         return;
     logf_(h, LOG_WARNING,
-          "%llu name(s) passed unfiltered (fail-open; counter unfiltered, %llu in all): no filter "
-          "was ever loaded: %s",
+          "%llu name(s) passed unfiltered (fail-open; counter unfiltered, %llu in all): no good "
+          "filter: %s",
           (unsigned long long)(n - h->fail_open_logged_count), (unsigned long long)n,
           h->fail_open_reason[0] ? h->fail_open_reason : "?");
     h->fail_open_logged_count = n;
@@ -271,11 +328,11 @@ static void *watch(void *arg)
         if (h->stop)
             break;
         pthread_mutex_unlock(&h->stop_lock);
+        check_in_place(h);
         if (bdns_files_stamp(h->config_path, h->watch_list) != h->stamp)
             try_reload(h);
-        int64_t now = now_ms();
-        reap(h, now, false);
-        log_fail_open(h, now);
+        reap(h, false);
+        log_fail_open(h, now_ms());
         pthread_mutex_lock(&h->stop_lock);
     }
     pthread_mutex_unlock(&h->stop_lock);
@@ -294,6 +351,7 @@ static void start_watcher(breachd_dns *h)
 static void atfork_child(void)
 {
     for (breachd_dns *h = registry; h; h = h->next) {
+        bdns_readers_reset(&h->readers); /* the threads in lookups stayed in the parent */
         h->thread_running = false;
         pthread_mutex_init(&h->stop_lock, NULL);
         pthread_cond_init(&h->stop_cond, NULL);
@@ -311,7 +369,12 @@ static void install_atfork(void)
 
 static breachd_dns *handle_new(const char *path, char *errbuf, size_t errlen)
 {
-    breachd_dns *h = calloc(1, sizeof(*h));
+    /* aligned: the reader slots are cache lines of their own */
+    size_t size = (sizeof(breachd_dns) + _Alignof(breachd_dns) - 1) / _Alignof(breachd_dns) *
+                  _Alignof(breachd_dns);
+    breachd_dns *h = aligned_alloc(_Alignof(breachd_dns), size);
+    if (h)
+        memset(h, 0, size);
     if (!h) {
         snprintf(errbuf, errlen, "out of memory");
         return NULL;
@@ -361,6 +424,7 @@ breachd_dns *breachd_dns_open(const char *config_path, char *errbuf, size_t errl
     if (!config_path || !config_path[0])
         config_path = BREACHD_CONFIG_PATH;
     pthread_once(&atfork_once, install_atfork);
+    int sigbus = bdns_sigbus_install();
     pthread_mutex_lock(&registry_lock);
     breachd_dns *h = registry;
     while (h && strcmp(h->config_path, config_path) != 0)
@@ -372,6 +436,11 @@ breachd_dns *breachd_dns_open(const char *config_path, char *errbuf, size_t errl
         registry = h;
     }
     pthread_mutex_unlock(&registry_lock);
+    if (h && sigbus < 0)
+        logf_(h, LOG_ERR,
+              "cannot install the SIGBUS handler (%s): a filter file truncated in place "
+              "would end the process",
+              strerror(-sigbus));
     return h;
 }
 
@@ -397,7 +466,7 @@ void breachd_dns_close(breachd_dns *h)
         pthread_mutex_unlock(&h->stop_lock);
         pthread_join(h->thread, NULL);
     }
-    reap(h, 0, true);
+    reap(h, true);
     gen_free(atomic_load(&h->cur));
     pthread_mutex_destroy(&h->stop_lock);
     pthread_cond_destroy(&h->stop_cond);
@@ -473,16 +542,10 @@ static void fill_block(const gen *g, const bdns_keys *keys, int best, const char
     memcpy(res->redirect, g->conf.redirect, sizeof(res->redirect));
 }
 
-int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res)
+/* The lookup in generation g, which stays mapped until it returns. */
+static int check_gen(breachd_dns *h, const gen *g, const char *name, size_t len,
+                     breachd_dns_result *res)
 {
-    res->verdict = BREACHD_DNS_PASS;
-    res->reason = BREACHD_DNS_UNLISTED;
-    res->action = 0;
-    res->category[0] = res->domain[0] = '\0';
-    if (atomic_load_explicit(&h->need_thread, memory_order_relaxed))
-        restart_watcher(h);
-    INC(lookups);
-    const gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
     if (!g || !g->set) {
         INC(unfiltered);
         return pass(h, res, BREACHD_DNS_NO_FILTER);
@@ -516,6 +579,22 @@ int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_
     res->verdict = BREACHD_DNS_BLOCK;
     res->reason = 0;
     return BREACHD_DNS_BLOCK;
+}
+
+int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_result *res)
+{
+    res->verdict = BREACHD_DNS_PASS;
+    res->reason = BREACHD_DNS_UNLISTED;
+    res->action = 0;
+    res->category[0] = res->domain[0] = '\0';
+    if (atomic_load_explicit(&h->need_thread, memory_order_relaxed))
+        restart_watcher(h);
+    INC(lookups);
+    unsigned in = bdns_reader_enter(&h->readers);
+    const gen *g = atomic_load_explicit(&h->cur, memory_order_seq_cst);
+    int verdict = check_gen(h, g, name, len, res);
+    bdns_reader_exit(&h->readers, in);
+    return verdict;
 }
 
 /* One "name value\n" line into buf at *at, if it fits; *need grows anyway. */
@@ -554,8 +633,12 @@ size_t breachd_dns_stats(const breachd_dns *h, char *buf, size_t len)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         line(buf, len, &at, &need, "", rows[i].name, atomic_load(rows[i].v));
-    const gen *g = atomic_load_explicit(&h->cur, memory_order_acquire);
-    line(buf, len, &at, &need, "", "generation", g ? g->generation : 0);
+    bdns_readers *readers = (bdns_readers *)&h->readers; /* counted in, not changed */
+    unsigned in = bdns_reader_enter(readers);
+    const gen *g = atomic_load_explicit(&h->cur, memory_order_seq_cst);
+    uint64_t generation = g ? g->generation : 0;
+    bdns_reader_exit(readers, in);
+    line(buf, len, &at, &need, "", "generation", generation);
     unsigned n = atomic_load_explicit(&h->n_cat, memory_order_acquire);
     for (unsigned i = 0; i < n; i++)
         if (strcmp(h->cat_name[i], BDNS_ALLOW_CATEGORY) != 0)

@@ -13,9 +13,19 @@ test. to it. Measured, each against its baseline in the same run:
   - bench_dns: ns per name in process (warm), false blocks in random names;
   - resident memory (VmRSS) of PowerDNS Recursor and unbound with the list
     through the library, through their own mechanism, and with none;
-  - dnsperf queries per second on cached answers, the same three ways;
+  - dnsperf queries per second on cached answers, the same three ways:
+    the three instances of a resolver run at once, and BENCH_ROUNDS
+    (default 3) rounds of BENCH_SECONDS (default 6) each alternate between
+    them, the order rotated each round; medians and ratios are printed;
+  - reloads under load, PowerDNS and unbound: dnsperf -v (every answer's
+    latency) on a mix of cached names and listed (blocked, so the hook
+    answers every time) names, a steady run then a run during which the
+    configuration switches between two N-domain filters every second,
+    alternated for BENCH_ROUNDS rounds: p99 latency, lost and failed
+    (SERVFAIL) queries of each, the swap's p99 against the steady one;
   - a new N-domain filter swapped in while dnsperf runs (PowerDNS): lost
     queries, the per-second rate around the swap, RSS before and during.
+The load average is printed at each step: the machine is shared.
 Nothing reaches the internet; everything runs in a temp dir."""
 import os
 import random
@@ -35,6 +45,23 @@ CTL = os.path.join(BUILD, "client", "breachctl", "breachctl")
 LIBDIR = os.path.join(BUILD, "client", "dns")
 D = tempfile.mkdtemp(prefix="bench-dns.")
 PROCS = []
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "6"))
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def percentile(v, q):
+    s = sorted(v)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
 def free_port():
@@ -94,11 +121,14 @@ def make_lists():
     with open(os.path.join(D, "domains.txt"), "w") as f:
         f.writelines("%s\n" % n for n in names[half:])
     with open(os.path.join(D, "listed.txt"), "w") as f:
-        f.writelines("%s\n" % n for n in rng.sample(names, 100000))
+        f.writelines("%s\n" % n for n in rng.sample(names, min(N, 100000)))
     with open(os.path.join(D, "unlisted.txt"), "w") as f:
         f.writelines("u%d-%08x.bench.example\n" % (i, rng.getrandbits(32)) for i in range(100000))
     with open(os.path.join(D, "queries.txt"), "w") as f:  # cached answers: 1000 names
         f.writelines("q%d.test A\n" % i for i in range(1000))
+    with open(os.path.join(D, "mixed.txt"), "w") as f:  # cached, and blocked by the hook
+        for i, n in enumerate(rng.sample(names, min(N, 1000))):
+            f.write("q%d.test A\n%s A\n" % (i, n))
     return names
 
 
@@ -137,11 +167,15 @@ def nsd():
 
 
 def conf(path, filt):
-    with open(path, "w") as f:
-        f.write("[dns]\nfilter = %s\n" % filt)
+    """Written beside and renamed in, as a configuration is replaced. The
+    second filter lists the same names in swapped categories: ads answer
+    NODATA, so the rcode mix shows which filter answered."""
+    with open(path + ".tmp", "w") as f:
+        f.write("[dns]\nfilter = %s\naction.ads = nodata\n" % filt)
+    os.rename(path + ".tmp", path)
 
 
-def pdns(nsd_port, mode, tag):
+def pdns(nsd_port, mode, tag, extra=()):
     """mode: none, lua, rpz. Returns (process, port)."""
     port = free_port()
     rundir = os.path.join(D, "pdns-" + tag)
@@ -151,6 +185,7 @@ def pdns(nsd_port, mode, tag):
             "--forward-zones=test.=127.0.0.1:%d" % nsd_port,
             "--hint-file=" + os.path.join(D, "root.hints"), "--security-poll-suffix=",
             "--daemon=no", "--disable-syslog", "--threads=1", "--dnssec=off", "--loglevel=3"]
+    argv += list(extra)
     if mode == "lua":
         argv.append("--lua-dns-script=" + os.path.join(SRC, "data", "dns", "pdns-recursor.lua"))
     if mode == "rpz":
@@ -165,7 +200,8 @@ def pdns(nsd_port, mode, tag):
     return p, port
 
 
-def unbound(nsd_port, mode, tag):
+def unbound(nsd_port, mode, tag, extra=()):
+    del extra  # unbound runs the module only on a cache miss: blocked names miss
     port = free_port()
     path = os.path.join(D, "unbound-%s.conf" % tag)
     mods = "python iterator" if mode == "lua" else "iterator"
@@ -190,9 +226,9 @@ def unbound(nsd_port, mode, tag):
     return p, port
 
 
-def dnsperf(port, seconds=8, extra=()):
+def dnsperf(port, seconds=8, extra=(), queries="queries.txt"):
     r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d",
-                        os.path.join(D, "queries.txt"), "-l", str(seconds), "-c", "4", "-q", "200"]
+                        os.path.join(D, queries), "-l", str(seconds), "-c", "4", "-q", "200"]
                        + list(extra), capture_output=True, text=True)
     qps = float(re.search(r"Queries per second:\s+([\d.]+)", r.stdout).group(1))
     lost = int(re.search(r"Queries lost:\s+(\d+)", r.stdout).group(1))
@@ -212,6 +248,110 @@ def resolver_rows(nsd_port, start, modes, label):
               % (label, mode, rss / 1024, qps, lost, lat), flush=True)
         stop(p)
     return rows
+
+
+def qps_rounds(nsd_port, start, modes, label):
+    """The instances of modes at once; ROUNDS rounds alternate between them."""
+    procs = {m: start(nsd_port, m, "q-" + m) for m in modes}
+    for m in modes:
+        dnsperf(procs[m][1], 2)  # warm the cache
+    rss = {m: rss_kb(procs[m][0].pid) for m in modes}
+    qps = {m: [] for m in modes}
+    lost = {m: 0 for m in modes}
+    for r in range(ROUNDS):
+        order = modes[r % len(modes):] + modes[:r % len(modes)]
+        for m in order:
+            q, lo, lat, _ = dnsperf(procs[m][1], SECONDS)
+            qps[m].append(q)
+            lost[m] += lo
+            print("%-8s round %d %-11s %9.0f qps  lost %d  avg %5.0f us  load %.1f"
+                  % (label, r + 1, m, q, lo, lat, load()), flush=True)
+    for m in modes:
+        stop(procs[m][0])
+    med = {m: median(qps[m]) for m in modes}
+    for m in modes:
+        print("%-8s %-11s RSS %7.1f MB  median %9.0f qps (%s)  lost %d"
+              % (label, m, rss[m] / 1024, med[m], " ".join("%.0f" % q for q in qps[m]), lost[m]),
+              flush=True)
+    print("%-8s ratios of medians: lua/none %.3f, lua/%s %.3f" % (
+        label, med["lua"] / med["none"], modes[2], med["lua"] / med[modes[2]]), flush=True)
+
+
+def perf_latencies(port, seconds):
+    """dnsperf -v on the mix at RATE queries a second (below saturation, so
+    that latency is the resolver's work, not a queue): (latencies in us,
+    lost, SERVFAIL, rcode counts)."""
+    r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d",
+                        os.path.join(D, "mixed.txt"), "-l", str(seconds), "-c", "4", "-q", "100",
+                        "-Q", os.environ.get("BENCH_RATE", "3000"), "-v"],
+                       capture_output=True, text=True)
+    lat, rcodes = [], {}
+    for m in re.finditer(r"^> (\w+) \S+ \S+ ([\d.]+)$", r.stdout, re.M):
+        rcodes[m.group(1)] = rcodes.get(m.group(1), 0) + 1
+        lat.append(float(m.group(2)) * 1e6)
+    lost = int(re.search(r"Queries lost:\s+(\d+)", r.stdout).group(1))
+    return lat, lost, rcodes.get("SERVFAIL", 0), rcodes
+
+
+def rcode(port, name):
+    r = subprocess.run(["dig", "@127.0.0.1", "-p", str(port), "+time=2", "+tries=1", name],
+                       capture_output=True, text=True)
+    m = re.search(r"status: (\w+)", r.stdout)
+    return m.group(1) if m else "none"
+
+
+def switch_seen(port):
+    """A name of the hosts half: malware (NXDOMAIN) in urls.bf, ads (NODATA)
+    in urls2.bf. True when the answer follows [dns] filter both ways."""
+    with open(os.path.join(D, "hosts.txt")) as f:
+        name = f.readline().split()[1]
+    seen = []
+    for path, want in (("urls2.bf", "NOERROR"), ("urls.bf", "NXDOMAIN")):
+        conf(os.path.join(D, "dns.conf"), os.path.join(D, path))
+        time.sleep(1.5)
+        seen.append(rcode(port, name) == want)
+    return all(seen)
+
+
+def swap_rounds(nsd_port, start, label, extra=()):
+    """Steady runs and runs with a filter switch every second, alternated."""
+    a, b = os.path.join(D, "urls.bf"), os.path.join(D, "urls2.bf")
+    p, port = start(nsd_port, "lua", "swap-" + label, extra)
+    for _ in range(10):  # warm: every cached name resolved once (a first one may time out)
+        if perf_latencies(port, 2)[2] == 0:
+            break
+    ratios = []
+    for r in range(ROUNDS):
+        row = {}
+        for kind in ("steady", "swap"):
+            done = threading.Event()
+            switches = [0]
+
+            def switch():
+                while not done.wait(1.0):
+                    switches[0] += 1
+                    conf(os.path.join(D, "dns.conf"), b if switches[0] % 2 else a)
+
+            t = threading.Thread(target=switch)
+            if kind == "swap":
+                t.start()
+            lat, lost, fails, rcodes = perf_latencies(port, SECONDS)
+            done.set()
+            if kind == "swap":
+                t.join()
+            conf(os.path.join(D, "dns.conf"), a)
+            row[kind] = percentile(lat, 0.99)
+            print("%-8s round %d %-6s p99 %6.0f us  p50 %5.0f us  %d answers  lost %d  "
+                  "SERVFAIL %d  rcodes %s  switches %d  load %.1f"
+                  % (label, r + 1, kind, row[kind], percentile(lat, 0.5), len(lat), lost, fails,
+                     rcodes, switches[0] if kind == "swap" else 0, load()), flush=True)
+            time.sleep(1.5)  # the switch back to a is loaded before the next run
+        ratios.append(row["swap"] / row["steady"])
+    seen = switch_seen(port)
+    stop(p)
+    print("%-8s p99 during switches / steady: median %.2f (%s); switches followed: %s"
+          % (label, median(ratios), " ".join("%.2f" % x for x in ratios),
+             "yes" if seen else "NO"), flush=True)
 
 
 def swap_during_dnsperf(nsd_port):
@@ -276,9 +416,19 @@ def main():
                        env=env, capture_output=True, text=True)
     print(r.stdout + r.stderr, flush=True)
     nsd_port = nsd()
-    resolver_rows(nsd_port, pdns, ("none", "lua", "rpz"), "pdns")
-    resolver_rows(nsd_port, unbound, ("none", "lua", "local-zone"), "unbound")
-    swap_during_dnsperf(nsd_port)
+    print("load average %.1f" % load(), flush=True)
+    only = os.environ.get("BENCH_ONLY", "qps,swap,rss").split(",")
+    if "qps" in only:
+        qps_rounds(nsd_port, pdns, ("none", "lua", "rpz"), "pdns")
+        qps_rounds(nsd_port, unbound, ("none", "lua", "local-zone"), "unbound")
+    if "swap" in only:
+        # no packet cache: PowerDNS runs the hook for every query
+        swap_rounds(nsd_port, pdns, "pdns", ["--disable-packetcache"])
+        swap_rounds(nsd_port, unbound, "unbound")
+    if "rss" in only:
+        resolver_rows(nsd_port, pdns, ("none", "lua", "rpz"), "pdns")
+        resolver_rows(nsd_port, unbound, ("none", "lua", "local-zone"), "unbound")
+        swap_during_dnsperf(nsd_port)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,10 @@ def config(ctx, mport, hport):
         passwords={"filter": c.filter, "upstream": "file://%s/{prefix}.txt" % c.mirror},
         ntlm={"upstream": "file://%s/{prefix}.txt" % c.mirror},
         urls={"upstream": "file://%s/{prefix}.txt" % c.mirror},
-        http={"listen": "127.0.0.1:%d" % hport})
+        http={"listen": "127.0.0.1:%d" % hport},
+        # libbreachd-dns's section: checked and printed by --check-config
+        dns={"action": "sinkhole", "action.phishing": "redirect", "redirect": "block.example",
+             "sinkhole": "10.0.0.1"})
 
 
 def stats_text(line):

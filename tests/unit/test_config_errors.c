@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* breachd.conf parsing (daemon/conf.c), bad values: durations, sizes,
  * numbers, modes, log levels, paths, URL templates, proxies, metrics_listen,
- * user and group lists; every error with its exact FILE:LINE message. */
+ * user and group lists; every error with its exact FILE:LINE message. The
+ * [dns] keys: the same message from breachd and from libbreachd-dns. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "conf.h"
 #include "config_helpers.h"
+#include "dns_conf.h"
 #include "testutil.h"
 
 static void test_errors_values(void **state)
@@ -252,12 +254,81 @@ static void test_errors_users(void **state)
     free(many);
 }
 
+/* text as a file read by breachd and by libbreachd-dns: both refuse it
+ * with want (after "FILE:"). */
+static void expect_dns_error(const char *text, const char *want)
+{
+    char *dir = tu_mkdtemp(), *path = tu_path("%s/breachd.conf", dir);
+    assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
+    char *full = tu_path("%s:%s", path, want);
+    breachd_config *c = NULL;
+    br_error err = {{0}};
+    assert_int_equal(breachd_config_load(path, &c, &err), -EINVAL);
+    if (strcmp(err.text, full) != 0)
+        fail_msg("breachd\n  got:  %s\n  want: %s", err.text, full);
+    bdns_conf *d = tu_xmalloc(sizeof(*d));
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(bdns_conf_load(path, d, &err), -EINVAL);
+    if (strcmp(err.text, full) != 0)
+        fail_msg("libbreachd-dns\n  got:  %s\n  want: %s", err.text, full);
+    free(d);
+    free(full);
+    tu_rmrf(dir);
+    free(path);
+    free(dir);
+}
+
+static void test_errors_dns(void **state)
+{
+    (void)state;
+    expect_dns_error("[urls]\nfilter = /x\n\n[dns]\naction = nxdomain\naction.malware = drop\n",
+                     "6: [dns] action.malware: expected nxdomain, nodata, sinkhole, redirect or "
+                     "log, not \"drop\"");
+    expect_dns_error("[dns]\n# a comment\naction.Mal_ware = sinkhole\n",
+                     "3: [dns] action.Mal_ware: a category is 1 to 32 of a-z 0-9 _ -");
+    expect_dns_error("[dns]\naction = block\n",
+                     "2: [dns] action: expected nxdomain, nodata, sinkhole, redirect or log, not "
+                     "\"block\"");
+    expect_dns_error("[dns]\naction = log\naction = nodata\n", "3: [dns] action: set twice");
+    expect_dns_error("[dns]\nsinkhole = 0.0.0.0, 1.2.3.4\n",
+                     "2: [dns] sinkhole: expected at most one IPv4 and one IPv6 address, "
+                     "comma-separated, not \"1.2.3.4\"");
+    expect_dns_error("[dns]\nfilter = relative.bin\n",
+                     "2: [dns] filter: expected absolute paths, comma-separated, not "
+                     "\"relative.bin\"");
+    expect_dns_error("[dns]\nactions = log\n",
+                     "2: [dns] actions: unknown key (filter, action, action.CATEGORY, sinkhole, "
+                     "redirect)");
+    expect_dns_error("[dns]\nredirect = block page\n",
+                     "2: [dns] redirect: expected a host name, not \"block page\"");
+}
+
+/* A good [dns] section is printed back by --check-config's dump. */
+static void test_dns_dump(void **state)
+{
+    (void)state;
+    breachd_config *c = load_ok("[dns]\naction = sinkhole\naction.phishing = redirect\n"
+                                "redirect = block.example\nsinkhole = 10.0.0.1\n");
+    char *text = dump_to_string(c);
+    assert_non_null(strstr(text, "\n[dns]\n"));
+    assert_non_null(strstr(text, "\naction = sinkhole\naction.phishing = redirect\n"));
+    assert_non_null(strstr(text, "\nsinkhole = 10.0.0.1\n"));
+    assert_non_null(strstr(text, "\nredirect = block.example\n"));
+    breachd_config *again = load_ok(text); /* the dump loads */
+    char *text2 = dump_to_string(again);
+    assert_string_equal(text, text2);
+    free(text2);
+    free(text);
+    breachd_config_free(again);
+    breachd_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors_values),
-        cmocka_unit_test(test_errors_paths_urls),
-        cmocka_unit_test(test_errors_users),
+        cmocka_unit_test(test_errors_values), cmocka_unit_test(test_errors_paths_urls),
+        cmocka_unit_test(test_errors_users),  cmocka_unit_test(test_errors_dns),
+        cmocka_unit_test(test_dns_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
