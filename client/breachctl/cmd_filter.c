@@ -154,10 +154,12 @@ static int filter_info(const char *path, bool force)
         bool cats = off->code_kind == BR_CODES_CATEGORIES;
         printf("%-18s offline: hits are answered on the host, with their %s\n",
                "mode:", cats ? "category" : "count");
-        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n",
-               "slots:", cats ? "category" : "count");
-        printf("%-18s about 1 in %.0f (2^-24) per absent key\n",
-               "false positives:", ldexp(1.0, 24));
+        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots%s\n",
+               "slots:", cats ? "category" : "count",
+               off->check_bits ? ", and a 16-bit check filter" : "");
+        unsigned bits = 24 + off->check_bits;
+        printf("%-18s about 1 in %.0f (2^-%u) per absent key\n",
+               "false positives:", ldexp(1.0, (int)bits), bits);
         if (off->code_kind == BR_CODES_CATEGORIES) {
             printf("%-18s %u:", "categories:", off->cats.count);
             for (unsigned i = 0; i < off->cats.count; i++)
