@@ -48,11 +48,12 @@ static const ctl_usage filter_usage[] = {
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
      "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...\n"
-     "          [--offline]",
+     "          [--offline [--no-check-filter]]",
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
-     "categories; with --base, a delta of an offline set). FORMAT: " BR_FEED_FORMAT_NAMES
+     "categories; with --base, a delta of an offline set); --no-check-filter: "
+     "without the 16-bit check filter, for readers older than it. FORMAT: " BR_FEED_FORMAT_NAMES
      " (:FORMAT for one feed, --format for the others). CATEGORY: "
      "[a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY "; the first --input listing "
      "an expression sets its category. Feeds may be gzip or bzip2 data (told by their "
@@ -154,10 +155,12 @@ static int filter_info(const char *path, bool force)
         bool cats = off->code_kind == BR_CODES_CATEGORIES;
         printf("%-18s offline: hits are answered on the host, with their %s\n",
                "mode:", cats ? "category" : "count");
-        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots\n",
-               "slots:", cats ? "category" : "count");
-        printf("%-18s about 1 in %.0f (2^-24) per absent key\n",
-               "false positives:", ldexp(1.0, 24));
+        printf("%-18s 24-bit fingerprint and 8-bit %s code in 32-bit slots%s\n",
+               "slots:", cats ? "category" : "count",
+               off->check_bits ? ", and a 16-bit check filter" : "");
+        unsigned bits = 24 + off->check_bits;
+        printf("%-18s about 1 in %.0f (2^-%u) per absent key\n",
+               "false positives:", ldexp(1.0, (int)bits), bits);
         if (off->code_kind == BR_CODES_CATEGORIES) {
             printf("%-18s %u:", "categories:", off->cats.count);
             for (unsigned i = 0; i < off->cats.count; i++)

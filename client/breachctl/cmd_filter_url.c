@@ -81,7 +81,8 @@ typedef struct url_build {
     uint64_t capacity, generation;
     const char *bases[BR_LAYERS_MAX]; /* --base: a delta of this set */
     size_t n_bases;
-    bool offline; /* --offline: cmd_filter_url_offline.c */
+    bool offline;  /* --offline: cmd_filter_url_offline.c */
+    bool no_check; /* --no-check-filter */
 } url_build;
 
 static bool opt_fpr(const char *cmd, const char *arg, void *dst)
@@ -124,6 +125,7 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         CTL_FN("source", &a->source, ctl_opt_source),
         CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_FLAG("offline", &a->offline),
+        CTL_FLAG("no-check-filter", &a->no_check),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -138,6 +140,10 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
     if (!a->kind || strcmp(a->kind, "url-sha256") != 0 || !a->output || a->f.n == 0) {
         ctl_err("%s: --kind url-sha256, --output and at least one --input are required", cmd);
         build_usage(stderr);
+        return -1;
+    }
+    if (a->no_check && !a->offline) {
+        ctl_err("%s: --no-check-filter: only an offline filter (--offline) has check filters", cmd);
         return -1;
     }
     if (a->offline && a->ranges) {
@@ -269,7 +275,8 @@ int url_filter_build(int argc, char **argv)
                                .default_source = defsrc,
                                .generation = a.generation,
                                .bases = a.bases,
-                               .n_bases = a.n_bases};
+                               .n_bases = a.n_bases,
+                               .no_check = a.no_check};
         return url_offline_build(cmd, &oa);
     }
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;

@@ -165,9 +165,10 @@ static void offline_report(const url_offline_args *a, const br_pwfilter_build_op
 {
     fprintf(stderr,
             "wrote %s: %" PRIu64 " expressions and %zu allow-list entries (exact), %u "
-            "categories, offline (24-bit fingerprints, a category code each), %.2f bits/key, "
+            "categories, offline (24-bit fingerprints, a category code each%s), %.2f bits/key, "
             "%" PRIu64 " bytes\n",
             a->output, st->keys, o->n_allow, o->categories->count,
+            o->no_check ? "" : ", 16-bit check filters",
             st->keys ? 8.0 * (double)st->fingerprint_bytes / (double)st->keys : 0.0,
             st->file_bytes);
     if (a->n_bases)
@@ -194,6 +195,7 @@ int url_offline_build(const char *cmd, const url_offline_args *a)
         .build_time = -1,
         .max_domain_labels = br_feedset_max_domain_labels(a->fs),
         .base_body_sha256 = base ? base_body : NULL,
+        .no_check = a->no_check,
     };
     uint64_t dflt = ctl_generation_after(base ? br_pwfilter_header(base)->generation : 0);
     if (ctl_generation_for(cmd, a->output, dflt, &o.generation) < 0)

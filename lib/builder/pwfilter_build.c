@@ -50,8 +50,8 @@ static int write_codes(const br_pwfilter_build_opts *o, br_filter_writer *w, uin
 }
 
 typedef struct shard_result {
-    br_bfuse f;
-    void *fp;
+    br_bfuse f, check; /* check: url-sha256 key encoding v4 only */
+    void *fp, *check_fp;
     uint64_t keys;
     bool done;
 } shard_result;
@@ -60,6 +60,7 @@ typedef struct build_ctx {
     br_keyset *ks;
     const br_pwfilter_build_opts *o;
     unsigned arity, fp_bits;
+    bool checked; /* check filters too (br_pwo_checked) */
     uint32_t shards;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -70,6 +71,26 @@ typedef struct build_ctx {
     int error;
     br_error err;
 } build_ctx;
+
+/* Shard i's check filter (docs/filter-format.md, "The check filter"): a
+ * 16-bit filter of the check keys of its n keys (rewritten in place). */
+static int build_check(build_ctx *c, uint32_t i, uint64_t *keys, size_t n, br_error *err)
+{
+    shard_result *s = &c->res[i];
+    for (size_t j = 0; j < n; j++)
+        keys[j] = br_pwo_check_key(keys[j]);
+    int r = br_bfuse_layout(&s->check, c->arity, BR_PWO_CHECK_BITS, n);
+    if (r < 0)
+        return br_error_set(err, r, "shard %u: %zu keys do not fit one filter", i, n);
+    s->check_fp = malloc(BR_MAX(br_bfuse_bytes(&s->check), (size_t)1));
+    if (!s->check_fp)
+        return br_error_set(err, -ENOMEM, "shard %u: out of memory", i);
+    r = br_bfuse_build(&s->check, keys, n, BR_PWO_CHECK_SEED_BASE ^ i, s->check_fp);
+    if (r < 0)
+        return br_error_set(err, r, "shard %u: check filter construction failed: %s", i,
+                            strerror(-r));
+    return 0;
+}
 
 static int build_one(build_ctx *c, uint32_t i, br_error *err)
 {
@@ -103,11 +124,14 @@ static int build_one(build_ctx *c, uint32_t i, br_error *err)
     }
     r = codes ? br_bfuse_build_coded(&s->f, keys, codes, n, SEED_BASE ^ i, s->fp)
               : br_bfuse_build(&s->f, keys, n, SEED_BASE ^ i, s->fp);
-    free(keys);
-    if (r < 0)
+    if (r < 0) {
+        free(keys);
         return br_error_set(err, r, "shard %u: filter construction failed: %s", i, strerror(-r));
+    }
+    r = c->checked ? build_check(c, i, keys, n, err) : 0;
+    free(keys);
     s->keys = n;
-    return 0;
+    return r;
 }
 
 static void *build_worker(void *arg)
@@ -159,9 +183,14 @@ static int write_shards(build_ctx *c, br_filter_writer *w, uint64_t *offsets,
             return r;
         offsets[i] = br_filter_writer_offset(w);
         r = br_filter_writer_write(w, s->fp, br_bfuse_bytes(&s->f), err);
+        if (r >= 0 && c->checked && (r = br_filter_writer_align(w, 64, err)) >= 0) {
+            offsets[c->shards + i] = br_filter_writer_offset(w);
+            r = br_filter_writer_write(w, s->check_fp, br_bfuse_bytes(&s->check), err);
+        }
         free(s->fp);
-        s->fp = NULL;
-        s->f.fingerprints = NULL;
+        free(s->check_fp);
+        s->fp = s->check_fp = NULL;
+        s->f.fingerprints = s->check.fingerprints = NULL;
         if (r < 0)
             return r;
         pthread_mutex_lock(&c->mu);
@@ -222,7 +251,21 @@ static int run_workers(build_ctx *c, br_filter_writer *w, uint64_t *offsets,
     return r;
 }
 
-/* The shard table, after the fingerprints, 64-byte aligned. */
+static int write_entry(br_filter_writer *w, const br_bfuse *f, uint64_t offset, uint64_t keys,
+                       br_error *err)
+{
+    uint8_t e[ENTRY_SIZE];
+    br_store_le64(e + E_SEED, f->seed);
+    br_store_le64(e + E_FP_OFFSET, offset);
+    br_store_le32(e + E_KEY_COUNT, (uint32_t)keys);
+    br_store_le32(e + E_SEGMENT_LENGTH, f->segment_length);
+    br_store_le32(e + E_SEGMENT_COUNT_LENGTH, f->segment_count_length);
+    br_store_le32(e + E_ARRAY_LENGTH, f->array_length);
+    return br_filter_writer_write(w, e, sizeof(e), err);
+}
+
+/* The shard table, after the fingerprints, 64-byte aligned; then the check
+ * filters' table, which ends the file. */
 static int write_table(const build_ctx *c, br_filter_writer *w, const uint64_t *offsets,
                        uint64_t *table_offset, br_pwfilter_build_stats *st, br_error *err)
 {
@@ -230,16 +273,14 @@ static int write_table(const build_ctx *c, br_filter_writer *w, const uint64_t *
     *table_offset = br_filter_writer_offset(w);
     for (uint32_t i = 0; r >= 0 && i < c->shards; i++) {
         const shard_result *s = &c->res[i];
-        uint8_t e[ENTRY_SIZE];
-        br_store_le64(e + E_SEED, s->f.seed);
-        br_store_le64(e + E_FP_OFFSET, offsets[i]);
-        br_store_le32(e + E_KEY_COUNT, (uint32_t)s->keys);
-        br_store_le32(e + E_SEGMENT_LENGTH, s->f.segment_length);
-        br_store_le32(e + E_SEGMENT_COUNT_LENGTH, s->f.segment_count_length);
-        br_store_le32(e + E_ARRAY_LENGTH, s->f.array_length);
-        r = br_filter_writer_write(w, e, sizeof(e), err);
+        r = write_entry(w, &s->f, offsets[i], s->keys, err);
         st->keys += s->keys;
         st->fingerprint_bytes += br_bfuse_bytes(&s->f);
+    }
+    for (uint32_t i = 0; r >= 0 && c->checked && i < c->shards; i++) {
+        const shard_result *s = &c->res[i];
+        r = write_entry(w, &s->check, offsets[c->shards + i], s->keys, err);
+        st->fingerprint_bytes += br_bfuse_bytes(&s->check);
     }
     return r;
 }
@@ -257,7 +298,7 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o, 
         br_pwo_header(o, hdr->params, codes_offset);
         if (hdr->kind == BR_KIND_URL_SHA256) {
             hdr->key_encoding = BR_KEYENC_URL_EXPR_SHA256;
-            hdr->key_encoding_version = br_pwo_exact(o) ? 3 : 2;
+            hdr->key_encoding_version = br_pwo_checked(o) ? 4 : br_pwo_exact(o) ? 3 : 2;
         }
     }
     hdr->generation = o->generation;
@@ -306,11 +347,12 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
         .o = o,
         .arity = arity,
         .fp_bits = fp_bits,
+        .checked = offline && br_pwo_checked(o),
         .shards = UINT32_C(1) << shard_bits,
     };
     c.window = build_threads(o, ks, c.shards);
     c.res = calloc(c.shards, sizeof(*c.res));
-    _cleanup_free_ uint64_t *offsets = calloc(c.shards, sizeof(uint64_t));
+    _cleanup_free_ uint64_t *offsets = calloc((size_t)c.shards * 2, sizeof(uint64_t));
     if (!c.res || !offsets) {
         free(c.res);
         return -ENOMEM;
@@ -322,8 +364,10 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     uint64_t table_offset = 0;
     if (r >= 0)
         r = write_table(&c, w, offsets, &table_offset, &st, err);
-    for (uint32_t i = 0; i < c.shards; i++)
+    for (uint32_t i = 0; i < c.shards; i++) {
         free(c.res[i].fp);
+        free(c.res[i].check_fp);
+    }
     free(c.res);
     pthread_mutex_destroy(&c.mu);
     pthread_cond_destroy(&c.cv);

@@ -34,6 +34,7 @@ void br_pwfilter_free(br_pwfilter *pf)
         br_filter_file *outer = pf->outer;
         br_filter_file_free(pf->file);
         free(pf->shards);
+        free(pf->checks);
         free(pf->offline);
         br_filter_names_fini(&pf->names);
         free(pf);
@@ -47,13 +48,14 @@ void br_pwfilter_free(br_pwfilter *pf)
     }
 }
 
-static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint64_t table_offset,
-                       uint64_t *key_sum, br_error *err)
+/* Shard i's entry e into f (of fp_bits: the shards', or the check filters'
+ * of check_entry below). */
+static int read_entry(const br_pwfilter *pf, br_bfuse *f, unsigned fp_bits, uint32_t i,
+                      const uint8_t *e, uint64_t table_offset, uint64_t *key_sum, br_error *err)
 {
     const br_filter_header *h = br_filter_file_header(pf->file);
-    br_bfuse *f = &pf->shards[i];
     uint32_t keys = br_load_le32(e + E_KEY_COUNT);
-    int r = br_bfuse_layout(f, pf->arity, pf->fp_bits, keys);
+    int r = br_bfuse_layout(f, pf->arity, fp_bits, keys);
     if (r < 0)
         return br_error_set(err, -EINVAL, "shard %u: key_count %u out of range", i, keys);
     /* The array size is a pure function of the key count; the segment
@@ -77,6 +79,62 @@ static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint
         return br_error_set(err, -EINVAL, "shard %u: inconsistent filter parameters", i);
     *key_sum += keys;
     return 0;
+}
+
+static int check_entry(const br_pwfilter *pf, uint32_t i, const uint8_t *e, uint64_t table_offset,
+                       uint64_t *key_sum, br_error *err)
+{
+    return read_entry(pf, &pf->shards[i], pf->fp_bits, i, e, table_offset, key_sum, err);
+}
+
+/* The check filters' table, after the shards' (docs/filter-format.md, "The
+ * check filter"): one per shard, over as many keys as it. */
+static int read_checks(br_pwfilter *pf, const uint8_t *table, uint64_t table_offset, br_error *err)
+{
+    pf->checks = calloc(pf->shard_count, sizeof(br_bfuse));
+    if (!pf->checks)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < pf->shard_count; i++) {
+        uint64_t keys = 0;
+        int r = read_entry(pf, &pf->checks[i], BR_PWO_CHECK_BITS, i,
+                           table + ((size_t)pf->shard_count + i) * ENTRY_SIZE, table_offset, &keys,
+                           err);
+        if (r < 0)
+            return br_error_prefix(err, r, "check filter");
+        if (keys != br_load_le32(table + (size_t)i * ENTRY_SIZE + E_KEY_COUNT))
+            return br_error_set(err, -EINVAL,
+                                "check filter of shard %u: key_count %llu, but the shard holds %u",
+                                i, (unsigned long long)keys,
+                                br_load_le32(table + (size_t)i * ENTRY_SIZE + E_KEY_COUNT));
+    }
+    return 0;
+}
+
+/* The shard table at table_offset (and the check filters' after it), which
+ * ends the file. */
+static int read_tables(br_pwfilter *pf, uint64_t table_offset, bool checked, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(pf->file);
+    uint64_t size = br_filter_file_size(pf->file);
+    uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE * (checked ? 2 : 1);
+    if (table_offset < h->payload_offset || table_offset > size ||
+        size - table_offset != table_bytes)
+        return br_error_set(err, -EINVAL, "param shard_table_offset: %llu out of range",
+                            (unsigned long long)table_offset);
+    pf->shards = calloc(pf->shard_count, sizeof(br_bfuse));
+    if (!pf->shards)
+        return -ENOMEM;
+    const uint8_t *table = br_filter_file_data(pf->file) + table_offset;
+    uint64_t key_sum = 0;
+    for (uint32_t i = 0; i < pf->shard_count; i++) {
+        int r = check_entry(pf, i, table + (size_t)i * ENTRY_SIZE, table_offset, &key_sum, err);
+        if (r < 0)
+            return r;
+    }
+    if (key_sum != h->key_count)
+        return br_error_set(err, -EINVAL, "field key_count: %llu, but the shards hold %llu",
+                            (unsigned long long)h->key_count, (unsigned long long)key_sum);
+    return checked ? read_checks(pf, table, table_offset, err) : 0;
 }
 
 int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err)
@@ -122,7 +180,7 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     if (pf->shard_bits > MAX_SHARD_BITS || pf->shard_count != (UINT32_C(1) << pf->shard_bits))
         return br_error_set(err, -EINVAL, "param shard_bits %u / shard_count %u out of range",
                             pf->shard_bits, pf->shard_count);
-    if (p[3] != 0 || br_load_le32(p + P_ENTRY_SIZE) != ENTRY_SIZE)
+    if ((p[3] != 0 && !offline) || br_load_le32(p + P_ENTRY_SIZE) != ENTRY_SIZE)
         return br_error_set(err, -EINVAL, "param shard_entry_size: %u, expected %d",
                             br_load_le32(p + P_ENTRY_SIZE), ENTRY_SIZE);
     for (size_t i = P_END; i < BR_FILTER_PARAMS_SIZE && !offline; i++)
@@ -135,25 +193,10 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
         if (r < 0)
             return r;
     }
-    uint64_t size = br_filter_file_size(file);
-    uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE;
-    if (table_offset < h->payload_offset || table_offset > size ||
-        size - table_offset != table_bytes)
-        return br_error_set(err, -EINVAL, "param shard_table_offset: %llu out of range",
-                            (unsigned long long)table_offset);
-    pf->shards = calloc(pf->shard_count, sizeof(br_bfuse));
-    if (!pf->shards)
-        return -ENOMEM;
-    const uint8_t *table = br_filter_file_data(file) + table_offset;
-    uint64_t key_sum = 0;
-    for (uint32_t i = 0; i < pf->shard_count; i++) {
-        int r = check_entry(pf, i, table + (size_t)i * ENTRY_SIZE, table_offset, &key_sum, err);
-        if (r < 0)
-            return r;
-    }
-    if (key_sum != h->key_count)
-        return br_error_set(err, -EINVAL, "field key_count: %llu, but the shards hold %llu",
-                            (unsigned long long)h->key_count, (unsigned long long)key_sum);
+    bool checked = offline && p[BR_PWP_OFF_CHECK_BITS] != 0; /* br_pwo_read checked it */
+    int r = read_tables(pf, table_offset, checked, err);
+    if (r < 0)
+        return r;
     *out = BR_TAKE_PTR(pf);
     return 0;
 }
@@ -200,7 +243,8 @@ uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf)
     uint64_t sum = 0;
     for (; pf; pf = pf->next)
         for (uint32_t i = 0; i < pf->shard_count; i++)
-            sum += br_bfuse_bytes(&pf->shards[i]);
+            sum +=
+                br_bfuse_bytes(&pf->shards[i]) + (pf->checks ? br_bfuse_bytes(&pf->checks[i]) : 0);
     return sum;
 }
 
@@ -218,7 +262,8 @@ static bool range_member_contains(const br_pwfilter *pf, uint64_t key)
 
 static bool offline_member_contains(const br_pwfilter *pf, uint64_t key)
 {
-    return br_bfuse_code(shard_for(pf, key), key) != 0 || br_filter_file_damaged(pf->file);
+    return (br_bfuse_code(shard_for(pf, key), key) != 0 && br_pwo_check(pf, key)) ||
+           br_filter_file_damaged(pf->file);
 }
 
 bool br_pwfilter_contains_key(const br_pwfilter *pf, uint64_t key)

@@ -69,13 +69,17 @@ typedef struct br_pwfilter_build_opts {
     size_t n_allow;
     const uint8_t (*removed)[32];
     size_t n_removed;
+    /* URLs: write no check filters (docs/filter-format.md, "The check
+     * filter"), the layout of key encodings v2 and v3 that every earlier
+     * reader reads; its false blocks are 2^16 times as frequent. */
+    bool no_check;
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
     uint64_t keys; /* distinct keys in the filter */
     uint32_t shards;
     uint64_t file_bytes;
-    uint64_t fingerprint_bytes;
+    uint64_t fingerprint_bytes; /* the shards' arrays and their check filters' */
 } br_pwfilter_build_stats;
 
 /* Shard bits for about n keys: the fewest that keep shards at or under target. */
@@ -93,6 +97,7 @@ typedef struct br_pwo {
     /* url-sha256: the exact table (in the mapping), sorted SHA-256 keys */
     const uint8_t *allow, *removed;
     uint32_t n_allow, n_removed;
+    unsigned check_bits; /* url-sha256 key encoding v4: its check filters' (16); else 0 */
     br_count_codes counts;
     br_category_table cats;
 } br_pwo;
@@ -132,8 +137,8 @@ unsigned br_pwfilter_fp_bits(const br_pwfilter *pf);
 uint32_t br_pwfilter_shard_count(const br_pwfilter *pf);
 /* The first file's size (a layered file's whole size). */
 uint64_t br_pwfilter_file_size(const br_pwfilter *pf);
-/* Bytes of all the shards' fingerprint arrays, over the set (what bits/key
- * is made of). */
+/* Bytes of all the shards' fingerprint arrays, and of their check filters,
+ * over the set (what bits/key is made of). */
 uint64_t br_pwfilter_fingerprint_bytes(const br_pwfilter *pf);
 
 /* false: definitely not in the set; true: maybe (resolve exactly elsewhere).

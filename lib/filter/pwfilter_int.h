@@ -18,6 +18,7 @@ enum {
     BR_PWP_ENTRY_SIZE = 16,
     BR_PWP_END = 20, /* binary-fuse: zero from here on */
     /* binary-fuse-offline only */
+    BR_PWP_OFF_CHECK_BITS = 3, /* url-sha256, key encoding v4: the check filter's bits */
     BR_PWP_OFF_FP_BITS = 20,
     BR_PWP_OFF_CODE_BITS = 21,
     BR_PWP_OFF_CODE_KIND = 22,
@@ -55,12 +56,26 @@ struct br_pwfilter {
     br_filter_names names;
     br_filter_file *outer; /* a layered file: the container of the members' views */
     br_pwo *offline;       /* algorithm binary-fuse-offline: its codes; else NULL */
+    /* url-sha256, key encoding v4: the check filters, one per shard (a key's
+     * shard's), over br_pwo_check_key() of its keys; else NULL. */
+    br_bfuse *checks;
 };
+
+/* The check filter of a url-sha256 offline file of key encoding v4
+ * (docs/filter-format.md, "The check filter"): its fingerprint bits, the
+ * seeds of its construction, and the key it holds for a filter key. */
+#define BR_PWO_CHECK_BITS 16
+#define BR_PWO_CHECK_SEED_BASE UINT64_C(0x636865636b656400) /* "checked\0" */
+uint64_t br_pwo_check_key(uint64_t key);
+/* True unless pf has check filters and key's says no. */
+bool br_pwo_check(const br_pwfilter *pf, uint64_t key);
 
 /* pwfilter_offline.c: read an offline member's params and code table (the
  * generic params were read already); write them. */
 int br_pwo_read(br_pwfilter *pf, br_error *err);
 void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
+/* True when o's file gets check filters (url-sha256, key encoding v4). */
+bool br_pwo_checked(const br_pwfilter_build_opts *o);
 /* True when o has an exact table (a file of key encoding v3). */
 bool br_pwo_exact(const br_pwfilter_build_opts *o);
 /* The bytes of o's code table (counts or category names). */

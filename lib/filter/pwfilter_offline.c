@@ -30,6 +30,32 @@ void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *p, uint64_t codes_o
         br_store_le32(p + BR_PWP_OFF_EXACT_ALLOW, (uint32_t)o->n_allow);
         br_store_le32(p + BR_PWP_OFF_EXACT_REMOVED, (uint32_t)o->n_removed);
     }
+    p[BR_PWP_OFF_CHECK_BITS] = br_pwo_checked(o) ? BR_PWO_CHECK_BITS : 0;
+}
+
+bool br_pwo_checked(const br_pwfilter_build_opts *o)
+{
+    return !o->counts && !o->no_check;
+}
+
+/* A second 64-bit mix (splitmix64's finalizer, not the filters' fmix64) of
+ * the key XOR a constant: the check filter hashes it again with its own
+ * seed, so that its answer for a key that is not a member is independent
+ * of the first filter's. A bijection: distinct keys stay distinct. */
+uint64_t br_pwo_check_key(uint64_t key)
+{
+    uint64_t z = key ^ BR_PWO_CHECK_SEED_BASE;
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+bool br_pwo_check(const br_pwfilter *pf, uint64_t key)
+{
+    if (!pf->checks)
+        return true;
+    const br_bfuse *c = &pf->checks[pf->shard_bits ? key >> (64 - pf->shard_bits) : 0];
+    return br_bfuse_contains(c, br_pwo_check_key(key));
 }
 
 bool br_pwo_exact(const br_pwfilter_build_opts *o)
@@ -142,8 +168,11 @@ int br_pwo_read(br_pwfilter *pf, br_error *err)
     for (size_t i = url ? BR_PWP_OFF_END : BR_PWP_OFF_EXACT_ALLOW; i < BR_FILTER_PARAMS_SIZE; i++)
         if (p[i])
             return br_error_set(err, -EINVAL, "reserved param byte %zu is not zero", i);
-    if (p[3] != 0)
-        return br_error_set(err, -EINVAL, "reserved param byte 3 is not zero");
+    unsigned check = p[BR_PWP_OFF_CHECK_BITS], want = url && h->key_encoding_version >= 4 ? 16 : 0;
+    if (check != want)
+        return br_error_set(err, -EINVAL, "param check_bits: %u, expected %u for key encoding v%u",
+                            check, want, h->key_encoding_version);
+    x->check_bits = check;
     return read_codes(pf, x, p, err);
 }
 
@@ -171,6 +200,8 @@ uint8_t br_pwfilter_code(const br_pwfilter *pf, uint64_t key, const br_pwfilter 
         uint8_t code = br_bfuse_code(shard_of(pf, key), key);
         /* a code past a member's table is a false positive's */
         if (code && pf->offline->code_kind == BR_CODES_CATEGORIES && code > pf->offline->cats.count)
+            code = 0;
+        if (code && !br_pwo_check(pf, key))
             code = 0;
         if (code) {
             *member = pf;
@@ -231,6 +262,8 @@ static int member_category(const br_pwfilter *m, const uint8_t sha256[32], uint6
     const char *name = br_category_name(&x->cats, code); /* NULL: 0 or past the table */
     if (!name || strcmp(name, BR_URL_ALLOW_CATEGORY) == 0)
         return -1; /* a fingerprint never says allow */
+    if (!br_pwo_check(m, key))
+        return -1; /* 24 bits matched by chance; the check filter's 16 did not */
     *category = name;
     return 1;
 }

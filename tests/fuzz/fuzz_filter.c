@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target for loading filter files (docs/filter-format.md): the
  * container (br_filter_header_decode, br_filter_file_open), the sharded
- * binary fuse filter (br_pwfilter_open: params, shard table, fuse payload)
+ * binary fuse filter (br_pwfilter_open: params, shard table, fuse payload;
+ * offline files with their codes and check filters)
  * and the URL blocked-Bloom filter (br_urlfilter_open: params, prefix
  * bitmap, Bloom payload). The file goes to a memfd and is opened by path.
  *
@@ -34,6 +35,7 @@
 #include "filter/filter_file.h"
 #include "core/hash.h"
 #include "filter/pwfilter.h"
+#include "filter/pwfilter_int.h" /* br_pwo_check_key: an offline URL file's check filters */
 #include "filter/urlfilter.h"
 
 #define FUZZ_NAME "fuzz_filter"
@@ -46,14 +48,39 @@
 /* ---- the password filter against copies of its shards ---- */
 
 /* What a member answers for k from its copied shard: the fingerprint match
- * (binary-fuse), or a code in the member's table (binary-fuse-offline). */
-static bool shard_says(const br_pwfilter *pf, const br_bfuse *f, uint64_t k)
+ * (binary-fuse), or a code in the member's table (binary-fuse-offline) that
+ * its copied check filter, if any, agrees with. */
+static bool shard_says(const br_pwfilter *pf, const br_bfuse *f, const br_bfuse *check, uint64_t k)
 {
     const br_pwo *off = br_pwfilter_offline_info(pf);
     if (!off)
         return br_bfuse_contains(f, k);
     uint8_t code = br_bfuse_code(f, k);
-    return code && (off->code_kind != BR_CODES_CATEGORIES || code <= off->cats.count);
+    bool hit = code && (off->code_kind != BR_CODES_CATEGORIES || code <= off->cats.count);
+    return hit && (!check || br_bfuse_contains(check, br_pwo_check_key(k)));
+}
+
+/* The filter of table entry e (fp_bits wide), its array copied alone into a
+ * heap block of exactly its size (returned; f points at it). */
+static uint8_t *shard_copy(const uint8_t *file, const uint8_t *e, unsigned arity, unsigned fp_bits,
+                           uint64_t payload, uint64_t table, br_bfuse *f, uint64_t *fp_bytes)
+{
+    memset(f, 0, sizeof(*f));
+    CHECK(br_bfuse_layout(f, arity, fp_bits, br_load_le32(e + 16)) == 0);
+    CHECK(f->array_length == br_load_le32(e + 28));
+    f->seed = br_load_le64(e);
+    f->segment_length = br_load_le32(e + 20);
+    f->segment_count_length = br_load_le32(e + 24);
+    CHECK(br_bfuse_check(f) == 0);
+    size_t bytes = br_bfuse_bytes(f);
+    uint64_t off = br_load_le64(e + 8);
+    CHECK(off >= payload && off <= table && bytes <= table - off);
+    *fp_bytes += bytes;
+    uint8_t *copy = malloc(bytes ? bytes : 1);
+    CHECK(copy);
+    memcpy(copy, file + off, bytes);
+    f->fingerprints = bytes ? copy : NULL;
+    return copy;
 }
 
 static void check_pwfilter(const br_pwfilter *pf, const uint8_t *file, size_t len, uint64_t seed)
@@ -64,28 +91,22 @@ static void check_pwfilter(const br_pwfilter *pf, const uint8_t *file, size_t le
     uint32_t shards = br_pwfilter_shard_count(pf);
     CHECK(shards == UINT32_C(1) << shard_bits);
     CHECK(br_pwfilter_arity(pf) == p[0] && br_pwfilter_fp_bits(pf) == p[1]);
+    const br_pwo *offline = br_pwfilter_offline_info(pf);
+    bool checked = offline && offline->check_bits; /* check filters: a second table */
     uint64_t table = br_load_le64(p + 8);
-    CHECK(table <= len && len - table == (uint64_t)shards * 32);
+    CHECK(table <= len && len - table == (uint64_t)shards * 32 * (checked ? 2 : 1));
     uint64_t fp_bytes = 0, keys = 0;
     for (uint32_t s = 0; s < shards; s++) {
         const uint8_t *e = file + table + (size_t)s * 32;
-        br_bfuse f = {0};
-        CHECK(br_bfuse_layout(&f, p[0], p[1], br_load_le32(e + 16)) == 0);
-        CHECK(f.array_length == br_load_le32(e + 28));
-        f.seed = br_load_le64(e);
-        f.segment_length = br_load_le32(e + 20);
-        f.segment_count_length = br_load_le32(e + 24);
-        CHECK(br_bfuse_check(&f) == 0);
-        size_t bytes = br_bfuse_bytes(&f);
-        uint64_t off = br_load_le64(e + 8);
-        CHECK(off >= h->payload_offset && off <= table && bytes <= table - off);
-        fp_bytes += bytes;
+        br_bfuse f, c;
+        uint8_t *copy = shard_copy(file, e, p[0], p[1], h->payload_offset, table, &f, &fp_bytes);
+        uint8_t *ccopy = NULL;
+        if (checked) {
+            const uint8_t *ce = file + table + ((size_t)shards + s) * 32;
+            CHECK(br_load_le32(ce + 16) == br_load_le32(e + 16));
+            ccopy = shard_copy(file, ce, p[0], 16, h->payload_offset, table, &c, &fp_bytes);
+        }
         keys += br_load_le32(e + 16);
-        /* The shard's array alone, in a heap block of exactly its size. */
-        uint8_t *copy = malloc(bytes ? bytes : 1);
-        CHECK(copy);
-        memcpy(copy, file + off, bytes);
-        f.fingerprints = bytes ? copy : NULL;
         uint64_t keys_in[PROBES];
         bool batch[PROBES];
         for (int i = 0; i < PROBES; i++) {
@@ -93,12 +114,13 @@ static void check_pwfilter(const br_pwfilter *pf, const uint8_t *file, size_t le
             if (shard_bits)
                 k = ((uint64_t)s << (64 - shard_bits)) | (k >> shard_bits);
             keys_in[i] = k;
-            CHECK(br_pwfilter_contains_key(pf, k) == shard_says(pf, &f, k));
+            CHECK(br_pwfilter_contains_key(pf, k) == shard_says(pf, &f, ccopy ? &c : NULL, k));
         }
         br_pwfilter_contains_batch(pf, keys_in, PROBES, batch);
         for (int i = 0; i < PROBES; i++)
-            CHECK(batch[i] == shard_says(pf, &f, keys_in[i]));
+            CHECK(batch[i] == shard_says(pf, &f, ccopy ? &c : NULL, keys_in[i]));
         free(copy);
+        free(ccopy);
     }
     CHECK(keys == h->key_count);
     CHECK(br_pwfilter_fingerprint_bytes(pf) == fp_bytes);
@@ -193,7 +215,8 @@ static void load(const uint8_t *file, size_t len, const fz_built *built)
         CHECK(pf == NULL && err.text[0] != '\0' && r == -EINVAL);
         CHECK(!built || built->kind != FZ_BUILT_PASSWORD || built->edited);
     } else {
-        CHECK(container_ok && hraw.algorithm == BR_ALGO_BINARY_FUSE);
+        CHECK(container_ok &&
+              (hraw.algorithm == BR_ALGO_BINARY_FUSE || hraw.algorithm == BR_ALGO_FUSE_OFFLINE));
         check_pwfilter(pf, file, len, hraw.generation ^ len);
         if (built && built->kind == FZ_BUILT_PASSWORD && !built->edited)
             for (size_t i = 0; i < built->n_keys; i++)

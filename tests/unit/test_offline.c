@@ -331,14 +331,16 @@ static void check_url(const br_pwfilter *pf, const char *expr, const char *want)
         fail_msg("%s: %d %s, expected %s", expr, r, r > 0 ? cat : "", want ? want : "none");
 }
 
-/* The offline URL fixture: every entry of the two feeds with its category. */
-static void test_url_fixture(void **state)
+/* An offline URL fixture: every entry of the two feeds with its category;
+ * key encoding keyenc, with check filters from v4 on. */
+static void url_fixture(const char *name, unsigned keyenc)
 {
-    (void)state;
-    char *fpath = tu_path("%s/url-sha256-v2-offline.bfuse", FIXTURES_DIR);
+    char *fpath = tu_path("%s/%s", FIXTURES_DIR, name);
     br_pwfilter *pf = open_ok(fpath);
     assert_true(br_pwfilter_offline(pf));
     assert_int_equal(br_pwfilter_header(pf)->kind, BR_KIND_URL_SHA256);
+    assert_int_equal(br_pwfilter_header(pf)->key_encoding_version, keyenc);
+    assert_int_equal(br_pwfilter_offline_info(pf)->check_bits, keyenc >= 4 ? 16 : 0);
     assert_int_equal(br_pwfilter_header(pf)->key_count, 1050);
     uint64_t count;
     assert_int_equal(br_pwfilter_lookup_count(pf, (const uint8_t *)"01234567", &count), -ENOTSUP);
@@ -359,12 +361,26 @@ static void test_url_fixture(void **state)
     free(fpath);
 }
 
+static void test_url_fixture(void **state)
+{
+    (void)state;
+    url_fixture("url-sha256-v2-offline.bfuse", 2);
+}
+
+/* Key encoding v4: the same entries, with check filters. */
+static void test_url_fixture_keyenc4(void **state)
+{
+    (void)state;
+    url_fixture("url-sha256-v2-offline-keyenc4.bfuse", 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_codes),      cmocka_unit_test(test_bfuse_coded),
-        cmocka_unit_test(test_pwfilter_offline), cmocka_unit_test(test_fixture),
-        cmocka_unit_test(test_url_fixture),      cmocka_unit_test(test_delta_counts),
+        cmocka_unit_test(test_count_codes),         cmocka_unit_test(test_bfuse_coded),
+        cmocka_unit_test(test_pwfilter_offline),    cmocka_unit_test(test_fixture),
+        cmocka_unit_test(test_url_fixture),         cmocka_unit_test(test_delta_counts),
+        cmocka_unit_test(test_url_fixture_keyenc4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,7 @@ typedef struct build_spec {
     const char *allow_prefix, *removed_prefix;
     int n_allow, n_removed;
     const uint8_t *base_body;
+    bool no_check; /* the layout before check filters (key encodings v2, v3) */
 } build_spec;
 
 /* n expressions of a prefix as sorted SHA-256 keys (NULL for none). */
@@ -89,7 +90,8 @@ static int build(const char *path, const build_spec *s, br_error *err)
                                 .allow = (const uint8_t(*)[32])allow,
                                 .n_allow = (size_t)s->n_allow,
                                 .removed = (const uint8_t(*)[32])removed,
-                                .n_removed = (size_t)s->n_removed};
+                                .n_removed = (size_t)s->n_removed,
+                                .no_check = s->no_check};
     int r = br_pwfilter_build(ks, &o, path, NULL, err);
     br_keyset_free(ks);
     free(allow);
@@ -148,8 +150,13 @@ static void test_fp_never_allows(void **state)
     char *dir = tu_mkdtemp();
     char *path = tu_path("%s/old.bfuse", dir);
     static const uint8_t codes[] = {1, 2}; /* allow, malware */
-    build_spec s = {
-        .names = allow_malware, .ncat = 2, .prefix = "e", .n = 64, .codes = codes, .nc = 2};
+    build_spec s = {.names = allow_malware,
+                    .ncat = 2,
+                    .prefix = "e",
+                    .n = 64,
+                    .codes = codes,
+                    .nc = 2,
+                    .no_check = true}; /* a search finds no 40-bit match */
     build_ok(path, &s);
     const char *paths[] = {path};
     br_pwfilter *pf = open_set(paths, 1);
@@ -199,7 +206,7 @@ static void test_exact_allow(void **state)
     build_ok(path, &s);
     const char *paths[] = {path};
     br_pwfilter *pf = open_set(paths, 1);
-    assert_int_equal(br_pwfilter_header(pf)->key_encoding_version, 3);
+    assert_int_equal(br_pwfilter_header(pf)->key_encoding_version, 4);
     assert_false(br_pwfilter_url_fuse_allow(pf));
     for (int i = 0; i < 200; i++)
         want(pf, "bad", i, "malware");
