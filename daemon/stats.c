@@ -99,30 +99,29 @@ static void render_requests(const bd_counters *k, render_out *o)
     }
 }
 
+/* PREFIXKEY into key (an answer or a figure of a kind's row). */
+static const char *kind_key(char *key, size_t size, const char *prefix, const char *name)
+{
+    snprintf(key, size, "%s%s", prefix, name);
+    return key;
+}
+
+/* Each kind's answers, then what its filter answered (kinds.h). */
 static void render_answers(const bd_counters *k, render_out *o)
 {
-    U64(o, "pw_clean", k->pw_clean);
-    U64(o, "pw_pwned", k->pw_pwned);
-    U64(o, "pw_unknown", k->pw_unknown);
-    U64(o, "pw_filter_no", k->pw_filter_no);
-    U64(o, "pw_filter_maybe", k->pw_filter_maybe);
-    U64(o, "pw_filter_bypassed", k->pw_filter_bypassed);
-    U64(o, "nt_clean", k->nt_clean);
-    U64(o, "nt_pwned", k->nt_pwned);
-    U64(o, "nt_unknown", k->nt_unknown);
-    U64(o, "nt_filter_no", k->nt_filter_no);
-    U64(o, "nt_filter_maybe", k->nt_filter_maybe);
-    U64(o, "nt_filter_bypassed", k->nt_filter_bypassed);
-    U64(o, "url_safe", k->url_safe);
-    U64(o, "url_blocked", k->url_blocked);
-    U64(o, "url_allowed", k->url_allowed);
-    U64(o, "url_unknown", k->url_unknown);
-    U64(o, "url_filter_no", k->url_filter_no);
-    U64(o, "url_filter_maybe", k->url_filter_maybe);
-    U64(o, "url_filter_bypassed", k->url_filter_bypassed);
-    U64(o, "similar_hits", k->similar_hits);
-    U64(o, "similar_clean", k->similar_clean);
-    U64(o, "similar_unknown", k->similar_unknown);
+    char key[64];
+    for (int i = 0; i < BD_KINDS_; i++) {
+        const bd_kind_row *row = &bd_kinds[i];
+        for (const bd_answer_row *a = row->answers; a->name; a++)
+            U64(o, kind_key(key, sizeof(key), row->counts_prefix, a->name),
+                k->answers[i][a->answer]);
+        if (!row->counts_filter)
+            continue;
+        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_no"), k->filter[i].no);
+        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_maybe"), k->filter[i].maybe);
+        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_bypassed"),
+            k->filter[i].bypassed);
+    }
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
@@ -160,7 +159,8 @@ static void put_raw(render_out *o, const char *fmt, ...)
  * breachd_feed_age_seconds{feed="NAME"}. */
 static void render_follow(const bd_state *st, render_out *o, int64_t now)
 {
-    U64(o, "urls_generation", st->urloffline ? br_pwfilter_header(st->urloffline)->generation : 0);
+    const br_pwfilter *offline = st->filter[BD_KIND_URL];
+    U64(o, "urls_generation", offline ? br_pwfilter_header(offline)->generation : 0);
     char key[96];
     for (size_t i = 0; i < st->follow.n_feeds; i++) {
         const br_manifest_feed *f = &st->follow.feeds[i];
@@ -206,7 +206,7 @@ static uint64_t upstream_errors(const br_upstream_stats *u)
 
 static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, bool numeric_only)
 {
-    const br_upstream_stats *pw = &t->pw_upstream, *nt = &t->nt_upstream;
+    const br_upstream_stats *pw = &t->upstream[BD_KIND_PW], *nt = &t->upstream[BD_KIND_NT];
     U64(o, "upstream_fetches", pw->fetches);
     U64(o, "upstream_transfers", pw->transfers);
     U64(o, "upstream_retries", pw->retries);
@@ -245,7 +245,7 @@ static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, b
  * (docs/protocol.md "STATS"); all 0 without an [ntlm] upstream. */
 static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_only)
 {
-    const br_upstream_stats *nt = &t->nt_upstream;
+    const br_upstream_stats *nt = &t->upstream[BD_KIND_NT];
     U64(o, "nt_upstream_transfers", nt->transfers);
     U64(o, "nt_upstream_retries", nt->retries);
     U64(o, "nt_upstream_timeouts", nt->err_timeout);
@@ -303,11 +303,11 @@ static void render_unknown(const bd_counters *k, render_out *o)
  * the cache is set aside). */
 static void render_damage(const bd_state *st, render_out *o)
 {
-    U64(o, "filter_damaged", st->told_pw || (st->pwfilter && br_pwfilter_damaged(st->pwfilter)));
-    U64(o, "nt_filter_damaged", st->told_nt || (st->ntfilter && br_pwfilter_damaged(st->ntfilter)));
-    U64(o, "url_filter_damaged",
-        st->told_url || (st->urlfilter && br_urlfilter_damaged(st->urlfilter)) ||
-            (st->urloffline && br_pwfilter_damaged(st->urloffline)));
+    char key[64];
+    for (int i = 0; i < BD_KINDS_; i++)
+        if (bd_kinds[i].damage_figure)
+            U64(o, kind_key(key, sizeof(key), bd_kinds[i].prefix, "filter_damaged"),
+                bd_state_damaged(st, (bd_kind)i));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
 }
@@ -316,12 +316,11 @@ static void render_damage(const bd_state *st, render_out *o)
  * PREFIXcanary_reason (STATS only), _ok, _last_time, _runs, _failures. */
 static void render_canary(const bd_counters *k, render_out *o, bool numeric_only)
 {
-    static const char *const prefixes[BD_CANARY_KINDS_] = {"", "nt_", "url_"};
     U64(o, "canary_interval_ms", k->canary_interval_ms);
     char key[64];
     for (int i = 0; i < BD_CANARY_KINDS_; i++) {
         const bd_canary_figures *f = &k->canary[i];
-        const char *p = prefixes[i];
+        const char *p = bd_kinds[i].prefix;
         if (!numeric_only) {
             snprintf(key, sizeof(key), "%scanary", p);
             put(o, key, "%s",
@@ -357,6 +356,11 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_prepared", k->http_prepared);
 }
 
+/* The order of the kinds' filter figures in STATS: every kind, once. */
+static const bd_kind filter_order[] = {BD_KIND_PW, BD_KIND_NT, BD_KIND_SIMILAR, BD_KIND_URL};
+_Static_assert(sizeof(filter_order) / sizeof(filter_order[0]) == BD_KINDS_,
+               "a kind of kinds.h has no place among the filter figures of STATS");
+
 /* Every figure, in the order the STATS line has always had. */
 static void render(bd_server *srv, render_out *o, bool numeric_only)
 {
@@ -372,17 +376,11 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);
-    render_filter(o, "", st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL, now,
-                  bd_state_pw_filter_stale(st, now));
-    render_filter(o, "nt_", st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL, now,
-                  bd_state_nt_filter_stale(st, now));
-    render_filter(o, "similar_", st->simfilter ? br_pwfilter_header(st->simfilter) : NULL, now,
-                  false);
-    render_filter(o, "url_",
-                  st->urloffline  ? br_pwfilter_header(st->urloffline)
-                  : st->urlfilter ? br_urlfilter_header(st->urlfilter)
-                                  : NULL,
-                  now, bd_state_url_filter_stale(st, now));
+    for (size_t i = 0; i < sizeof(filter_order) / sizeof(filter_order[0]); i++) {
+        bd_kind kind = filter_order[i];
+        render_filter(o, bd_kinds[kind].prefix, bd_state_filter_header(st, kind), now,
+                      bd_state_filter_stale(st, kind, now));
+    }
     render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);
@@ -393,8 +391,8 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
-    U64(o, "upstream_breaker_open_ms", t.pw_upstream.breaker_open_ms);
-    U64(o, "nt_upstream_breaker_open_ms", t.nt_upstream.breaker_open_ms);
+    U64(o, "upstream_breaker_open_ms", t.upstream[BD_KIND_PW].breaker_open_ms);
+    U64(o, "nt_upstream_breaker_open_ms", t.upstream[BD_KIND_NT].breaker_open_ms);
     render_unknown(k, o);
     render_damage(st, o);
     render_canary(k, o, numeric_only);

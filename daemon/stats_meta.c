@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kinds.h"
 #include "stats_meta.h"
 
 typedef struct meta {
@@ -126,17 +127,13 @@ static const meta *find(const char *key)
 
 bool bd_stats_meta(const char *key, char *help, size_t size)
 {
-    static const struct {
-        const char *prefix, *what;
-    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "},
-                 {"url_", "URLs ([urls]): "},
-                 {"similar_", "similar passwords ([passwords] similar_filter): "}};
+    /* a kind's key: PREFIX and the key of the meta it shares (kinds.h) */
     const meta *m = find(key);
     const char *what = "";
-    for (size_t i = 0; !m && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        size_t n = strlen(kinds[i].prefix);
-        if (strncmp(key, kinds[i].prefix, n) == 0 && (m = find(key + n)) != NULL)
-            what = kinds[i].what;
+    for (int i = 0; !m && i < BD_KINDS_; i++) {
+        size_t n = strlen(bd_kinds[i].prefix);
+        if (n && strncmp(key, bd_kinds[i].prefix, n) == 0 && (m = find(key + n)) != NULL)
+            what = bd_kinds[i].stats_what;
     }
     if (!m) {
         snprintf(help, size, "the STATS key %s (docs/protocol.md)", key);
