@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "server_types.h"
 #include "stats.h"
+#include "stats_figures.h"
 #include "stats_meta.h"
 
 typedef struct render_out {
@@ -181,14 +182,93 @@ static void render_follow(const bd_state *st, render_out *o, int64_t now)
     }
 }
 
+/* A figure of a library's list (stats_figures.h) under prefix (a kind's,
+ * for its upstream's): a breaker's state is its name in STATS, a number
+ * under KEY_state in Prometheus. */
+static void put_figure(render_out *o, const char *prefix, const bd_figure_meta *m,
+                       bd_figure_value v, bool numeric_only)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "%s%s%s", prefix, m->key,
+             m->form == BD_FIG_BREAKER && numeric_only ? "_state" : "");
+    if (m->form == BD_FIG_REAL)
+        put(o, key, "%.6g", v.d);
+    else if (m->form == BD_FIG_BREAKER && !numeric_only)
+        put(o, key, "%s", br_breaker_state_name((br_breaker_state)v.u));
+    else
+        U64(o, key, v.u);
+}
+
+/* One line of a sequence: a figure of a kind's upstream, a sum of them, or
+ * a figure of the resolver. */
+typedef struct figure_ref {
+    enum { REF_UP, REF_SUM, REF_RES } src;
+    unsigned char i;
+    bd_kind kind; /* REF_UP, REF_SUM */
+} figure_ref;
+
+#define UP(k, f)                                                                                   \
+    {                                                                                              \
+        REF_UP, BD_UPF_##f, BD_KIND_##k                                                            \
+    }
+#define SUM(k, f)                                                                                  \
+    {                                                                                              \
+        REF_SUM, BD_UPS_##f, BD_KIND_##k                                                           \
+    }
+#define RES(f)                                                                                     \
+    {                                                                                              \
+        REF_RES, BD_RSF_##f, 0                                                                     \
+    }
+
+static void render_refs(const bd_totals *t, const figure_ref *refs, size_t n, render_out *o,
+                        bool numeric_only)
+{
+    for (size_t i = 0; i < n; i++) {
+        const figure_ref *r = &refs[i];
+        const br_upstream_stats *u = &t->upstream[r->kind];
+        const char *prefix = r->src == REF_RES ? "" : bd_kinds[r->kind].prefix;
+        if (r->src == REF_UP)
+            put_figure(o, prefix, &bd_upstream_meta[r->i],
+                       bd_upstream_value(u, (bd_upstream_figure)r->i), numeric_only);
+        else if (r->src == REF_SUM)
+            put_figure(o, prefix, &bd_upstream_sum_meta[r->i],
+                       (bd_figure_value){bd_upstream_sum_value(u, (bd_upstream_sum)r->i), 0},
+                       numeric_only);
+        else
+            put_figure(o, prefix, &bd_resolver_meta[r->i],
+                       bd_resolver_value(&t->resolver, (bd_resolver_figure)r->i), numeric_only);
+    }
+}
+
+#define RENDER_REFS(t, refs, o, numeric_only)                                                      \
+    render_refs(t, refs, sizeof(refs) / sizeof(refs[0]), o, numeric_only)
+
+/* The order of the STATS line (docs/protocol.md "STATS"): the figures'
+ * keys and help are their rows' (stats_figures.c). */
+static const figure_ref cache_figures[] = {RES(cache_fresh),   RES(fetches),
+                                           RES(stale_answers), RES(revalidations),
+                                           RES(not_modified),  RES(cache_errors)};
+static const figure_ref upstream_figures[] = {
+    UP(PW, fetches),      UP(PW, transfers),      UP(PW, retries),          SUM(PW, ERRORS),
+    UP(PW, err_timeout),  RES(parse_errors),      UP(PW, inflight),         UP(PW, queued),
+    RES(decoys),          UP(PW, breaker_trips),  SUM(PW, CIRCUIT_REFUSED), UP(NT, fetches),
+    SUM(NT, ERRORS),      UP(NT, inflight),       UP(NT, queued),           UP(PW, rate_effective),
+    UP(PW, rate_limited), UP(PW, rate_decreases), UP(PW, pauses),           UP(PW, paused_ms),
+    UP(PW, pause_left_ms)};
+static const figure_ref bulk_figures[] = {UP(PW, bulk_queued),   UP(PW, bulk_inflight),
+                                          RES(promoted),         UP(PW, http_queued),
+                                          UP(PW, http_inflight), UP(PW, breaker)};
+/* the [ntlm] upstream's beyond the four above (all 0 without one) */
+static const figure_ref nt_upstream_figures[] = {
+    UP(NT, transfers),        UP(NT, retries),        UP(NT, err_timeout),   UP(NT, breaker_trips),
+    SUM(NT, CIRCUIT_REFUSED), UP(NT, rate_effective), UP(NT, rate_limited),  UP(NT, rate_decreases),
+    UP(NT, pauses),           UP(NT, paused_ms),      UP(NT, pause_left_ms), UP(NT, bulk_queued),
+    UP(NT, bulk_inflight),    UP(NT, breaker)};
+static const figure_ref breaker_open_figures[] = {UP(PW, breaker_open_ms), UP(NT, breaker_open_ms)};
+
 static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
 {
-    U64(o, "cache_hits", t->resolver.cache_fresh);
-    U64(o, "cache_misses", t->resolver.fetches);
-    U64(o, "cache_stale_answers", t->resolver.stale_answers);
-    U64(o, "cache_revalidations", t->resolver.revalidations);
-    U64(o, "cache_not_modified", t->resolver.not_modified);
-    U64(o, "cache_errors", t->resolver.cache_errors);
+    RENDER_REFS(t, cache_figures, o, false);
     br_range_cache_usage cu = {0};
     if (st->cache)
         br_range_cache_stats(st->cache->cache, &cu);
@@ -196,73 +276,15 @@ static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
     U64(o, "cache_bytes", cu.used_bytes);
     U64(o, "cache_max_bytes", cu.max_bytes);
     U64(o, "cache_evicted", cu.evicted);
-    U64(o, "lookups_coalesced", t->resolver.coalesced);
-}
-
-static uint64_t upstream_errors(const br_upstream_stats *u)
-{
-    return u->err_http + u->err_timeout + u->err_unavailable + u->err_too_large;
+    figure_ref coalesced = RES(coalesced);
+    render_refs(t, &coalesced, 1, o, false);
 }
 
 static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, bool numeric_only)
 {
-    const br_upstream_stats *pw = &t->upstream[BD_KIND_PW], *nt = &t->upstream[BD_KIND_NT];
-    U64(o, "upstream_fetches", pw->fetches);
-    U64(o, "upstream_transfers", pw->transfers);
-    U64(o, "upstream_retries", pw->retries);
-    U64(o, "upstream_errors", upstream_errors(pw));
-    U64(o, "upstream_timeouts", pw->err_timeout);
-    U64(o, "upstream_parse_errors", t->resolver.parse_errors);
-    U64(o, "upstream_in_flight", pw->inflight);
-    U64(o, "upstream_queued", pw->queued);
-    U64(o, "upstream_decoys", t->resolver.decoys);
-    U64(o, "upstream_breaker_trips", pw->breaker_trips);
-    U64(o, "upstream_circuit_refused", pw->refused_circuit + pw->err_circuit);
-    U64(o, "nt_upstream_fetches", nt->fetches);
-    U64(o, "nt_upstream_errors", upstream_errors(nt));
-    U64(o, "nt_upstream_in_flight", nt->inflight);
-    U64(o, "nt_upstream_queued", nt->queued);
-    put(o, "upstream_rate_effective", "%.6g", pw->rate_effective);
-    U64(o, "upstream_rate_limited", pw->rate_limited);
-    U64(o, "upstream_rate_decreases", pw->rate_decreases);
-    U64(o, "upstream_pauses", pw->pauses);
-    U64(o, "upstream_paused_ms", pw->paused_ms);
-    U64(o, "upstream_pause_left_ms", pw->pause_left_ms);
+    RENDER_REFS(t, upstream_figures, o, numeric_only);
     U64(o, "bulk_queue_depth", srv->bulk_pending);
-    U64(o, "upstream_bulk_queued", pw->bulk_queued);
-    U64(o, "upstream_bulk_in_flight", pw->bulk_inflight);
-    U64(o, "upstream_promoted", t->resolver.promoted);
-    U64(o, "upstream_http_queued", pw->http_queued);
-    U64(o, "upstream_http_in_flight", pw->http_inflight);
-    if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
-        U64(o, "circuit_state", pw->breaker);
-    else
-        put(o, "circuit", "%s", br_breaker_state_name(pw->breaker));
-}
-
-/* The [ntlm] upstream's figures beyond the four nt_upstream_* of
- * render_upstream, named as the SHA-1 ones with nt_ in front
- * (docs/protocol.md "STATS"); all 0 without an [ntlm] upstream. */
-static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_only)
-{
-    const br_upstream_stats *nt = &t->upstream[BD_KIND_NT];
-    U64(o, "nt_upstream_transfers", nt->transfers);
-    U64(o, "nt_upstream_retries", nt->retries);
-    U64(o, "nt_upstream_timeouts", nt->err_timeout);
-    U64(o, "nt_upstream_breaker_trips", nt->breaker_trips);
-    U64(o, "nt_upstream_circuit_refused", nt->refused_circuit + nt->err_circuit);
-    put(o, "nt_upstream_rate_effective", "%.6g", nt->rate_effective);
-    U64(o, "nt_upstream_rate_limited", nt->rate_limited);
-    U64(o, "nt_upstream_rate_decreases", nt->rate_decreases);
-    U64(o, "nt_upstream_pauses", nt->pauses);
-    U64(o, "nt_upstream_paused_ms", nt->paused_ms);
-    U64(o, "nt_upstream_pause_left_ms", nt->pause_left_ms);
-    U64(o, "nt_upstream_bulk_queued", nt->bulk_queued);
-    U64(o, "nt_upstream_bulk_in_flight", nt->bulk_inflight);
-    if (numeric_only)
-        U64(o, "nt_circuit_state", nt->breaker);
-    else
-        put(o, "nt_circuit", "%s", br_breaker_state_name(nt->breaker));
+    RENDER_REFS(t, bulk_figures, o, numeric_only);
 }
 
 /* UNKNOWN answers by reason: unknown_REASON (docs/operations.md). */
@@ -386,13 +408,12 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
     render_upstream(srv, &t, o, numeric_only);
-    render_nt_upstream(&t, o, numeric_only);
+    RENDER_REFS(&t, nt_upstream_figures, o, numeric_only);
     render_http(k, o);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
-    U64(o, "upstream_breaker_open_ms", t.upstream[BD_KIND_PW].breaker_open_ms);
-    U64(o, "nt_upstream_breaker_open_ms", t.upstream[BD_KIND_NT].breaker_open_ms);
+    RENDER_REFS(&t, breaker_open_figures, o, numeric_only);
     render_unknown(k, o);
     render_damage(st, o);
     render_canary(k, o, numeric_only);
