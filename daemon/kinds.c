@@ -51,22 +51,3 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
     },
 };
 /* clang-format on */
-
-const char *bd_kind_filter_path(const breachd_config *cfg, bd_kind k)
-{
-    return *(char *const *)((const char *)cfg + bd_kinds[k].filter_off);
-}
-
-const char *bd_kind_upstream(const breachd_config *cfg, bd_kind k)
-{
-    if (!bd_kinds[k].upstream_off)
-        return "";
-    return *(char *const *)((const char *)cfg + bd_kinds[k].upstream_off);
-}
-
-int64_t bd_kind_max_age(const breachd_config *cfg, bd_kind k)
-{
-    if (!bd_kinds[k].max_age_off)
-        return INT64_MAX;
-    return *(const int64_t *)((const char *)cfg + bd_kinds[k].max_age_off);
-}

@@ -63,9 +63,24 @@ typedef struct bd_kind_row {
 
 extern const bd_kind_row bd_kinds[BD_KINDS_];
 
+/* A key of kind k's section in cfg, at offset off of breachd_config. */
+#define BD_KIND_CFG_(cfg, off, type) (*(const type *)((const char *)(cfg) + (off)))
+
 /* The configured filter path of kind k ("" when none). */
-const char *bd_kind_filter_path(const struct breachd_config *cfg, bd_kind k);
+static inline const char *bd_kind_filter_path(const struct breachd_config *cfg, bd_kind k)
+{
+    return BD_KIND_CFG_(cfg, bd_kinds[k].filter_off, char *);
+}
+
 /* Its upstream (range API URL template; "" when none, or no such key). */
-const char *bd_kind_upstream(const struct breachd_config *cfg, bd_kind k);
+static inline const char *bd_kind_upstream(const struct breachd_config *cfg, bd_kind k)
+{
+    return bd_kinds[k].upstream_off ? BD_KIND_CFG_(cfg, bd_kinds[k].upstream_off, char *) : "";
+}
+
 /* Its max_filter_age in seconds; INT64_MAX for a kind that never ages. */
-int64_t bd_kind_max_age(const struct breachd_config *cfg, bd_kind k);
+static inline int64_t bd_kind_max_age(const struct breachd_config *cfg, bd_kind k)
+{
+    return bd_kinds[k].max_age_off ? BD_KIND_CFG_(cfg, bd_kinds[k].max_age_off, int64_t)
+                                   : INT64_MAX;
+}

@@ -100,10 +100,20 @@ static void render_requests(const bd_counters *k, render_out *o)
     }
 }
 
-/* PREFIXKEY into key (an answer or a figure of a kind's row). */
-static const char *kind_key(char *key, size_t size, const char *prefix, const char *name)
+/* a, b and c joined into key (KEY_MAX bytes, cut to fit): the key of a
+ * kind's figure, its prefix before it. memcpy, not snprintf: STATS makes
+ * dozens of them. */
+#define KEY_MAX 64
+static const char *join_key(char *key, const char *a, const char *b, const char *c)
 {
-    snprintf(key, size, "%s%s", prefix, name);
+    const char *parts[] = {a, b, c};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        size_t len = strnlen(parts[i], KEY_MAX - 1 - n);
+        memcpy(key + n, parts[i], len);
+        n += len;
+    }
+    key[n] = '\0';
     return key;
 }
 
@@ -114,14 +124,12 @@ static void render_answers(const bd_counters *k, render_out *o)
     for (int i = 0; i < BD_KINDS_; i++) {
         const bd_kind_row *row = &bd_kinds[i];
         for (const bd_answer_row *a = row->answers; a->name; a++)
-            U64(o, kind_key(key, sizeof(key), row->counts_prefix, a->name),
-                k->answers[i][a->answer]);
+            U64(o, join_key(key, row->counts_prefix, a->name, ""), k->answers[i][a->answer]);
         if (!row->counts_filter)
             continue;
-        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_no"), k->filter[i].no);
-        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_maybe"), k->filter[i].maybe);
-        U64(o, kind_key(key, sizeof(key), row->counts_prefix, "filter_bypassed"),
-            k->filter[i].bypassed);
+        U64(o, join_key(key, row->counts_prefix, "filter_no", ""), k->filter[i].no);
+        U64(o, join_key(key, row->counts_prefix, "filter_maybe", ""), k->filter[i].maybe);
+        U64(o, join_key(key, row->counts_prefix, "filter_bypassed", ""), k->filter[i].bypassed);
     }
 }
 
@@ -188,9 +196,11 @@ static void render_follow(const bd_state *st, render_out *o, int64_t now)
 static void put_figure(render_out *o, const char *prefix, const bd_figure_meta *m,
                        bd_figure_value v, bool numeric_only)
 {
-    char key[64];
-    snprintf(key, sizeof(key), "%s%s%s", prefix, m->key,
-             m->form == BD_FIG_BREAKER && numeric_only ? "_state" : "");
+    char buf[KEY_MAX];
+    const char *key = !prefix[0] && m->form != BD_FIG_BREAKER
+                          ? m->key
+                          : join_key(buf, prefix, m->key,
+                                     m->form == BD_FIG_BREAKER && numeric_only ? "_state" : "");
     if (m->form == BD_FIG_REAL)
         put(o, key, "%.6g", v.d);
     else if (m->form == BD_FIG_BREAKER && !numeric_only)
@@ -328,7 +338,7 @@ static void render_damage(const bd_state *st, render_out *o)
     char key[64];
     for (int i = 0; i < BD_KINDS_; i++)
         if (bd_kinds[i].damage_figure)
-            U64(o, kind_key(key, sizeof(key), bd_kinds[i].prefix, "filter_damaged"),
+            U64(o, join_key(key, bd_kinds[i].prefix, "filter_damaged", ""),
                 bd_state_damaged(st, (bd_kind)i));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
