@@ -51,6 +51,7 @@ static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
 }
 
 static void state_figures(bd_state *s, bd_totals *t);
+static void set_stale_after(bd_state *s);
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
 
 /* Free a state's resolver (answering what is pending on it), keeping its figures. */
@@ -284,6 +285,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->follow = files->follow;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
+    set_stale_after(s);
     s->loaded_at = br_clock_now_real();
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
@@ -398,10 +400,18 @@ const br_filter_header *bd_state_filter_header(const bd_state *s, bd_kind k)
     return NULL;
 }
 
-bool bd_state_filter_stale(const bd_state *s, bd_kind k, int64_t now)
+/* When each kind's filter goes stale (bd_state_filter_stale): its build
+ * time plus its section's max_filter_age, INT64_MAX for none. */
+static void set_stale_after(bd_state *s)
 {
-    const br_filter_header *h = bd_state_filter_header(s, k);
-    return h && bd_kinds[k].max_age_off && now - h->build_time > bd_kind_max_age(s->cfg, k);
+    for (int k = 0; k < BD_KINDS_; k++) {
+        const br_filter_header *h = bd_state_filter_header(s, (bd_kind)k);
+        int64_t at;
+        if (!h || !bd_kinds[k].max_age_off ||
+            __builtin_add_overflow(h->build_time, bd_kind_max_age(s->cfg, (bd_kind)k), &at))
+            at = INT64_MAX;
+        s->stale_after[k] = at;
+    }
 }
 
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)

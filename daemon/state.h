@@ -46,10 +46,11 @@ typedef struct bd_state {
     br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
-    int64_t loaded_at;          /* wall clock, seconds */
-    bd_filter_ids filter_ids;   /* what each filter path held when loaded */
-    bool told[BD_KINDS_];       /* its damage was logged */
-    uint64_t intact[BD_KINDS_]; /* when (br_now_ns) each was last found intact */
+    int64_t loaded_at;              /* wall clock, seconds */
+    bd_filter_ids filter_ids;       /* what each filter path held when loaded */
+    int64_t stale_after[BD_KINDS_]; /* wall clock, s (bd_state_filter_stale) */
+    bool told[BD_KINDS_];           /* its damage was logged */
+    uint64_t intact[BD_KINDS_];     /* when (br_now_ns) each was last found intact */
 } bd_state;
 
 /* The parts a worker thread can build without the event loop. */
@@ -128,7 +129,10 @@ const br_filter_header *bd_state_filter_header(const bd_state *s, bd_kind k);
 /* The filter answers "definitely not" only when present and not older than
  * its section's max_filter_age; a stale filter is bypassed (every check goes
  * upstream), an offline one still answers, and [urls] follows when_stale. */
-bool bd_state_filter_stale(const bd_state *s, bd_kind k, int64_t now);
+static inline bool bd_state_filter_stale(const bd_state *s, bd_kind k, int64_t now)
+{
+    return now > s->stale_after[k]; /* INT64_MAX: no filter, or it never ages */
+}
 /* The resolver partition of a peer's lookups ([cache] partition). */
 uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 /* The resolver partition of the range endpoint's clients on a Unix socket
