@@ -50,6 +50,22 @@ static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
     BR_UPSTREAM_FIGURES(BR_FIGURE_SET_NOW)
 }
 
+/* b's figures added into a (gauges: copied too when now), for each kind
+ * that has a range API of its own. */
+static void add_totals(bd_totals *a, const bd_totals *b, bool now)
+{
+    add_resolver(&a->resolver, &b->resolver);
+    if (now)
+        resolver_gauges(&a->resolver, &b->resolver);
+    for (int k = 0; k < BD_KINDS_; k++) {
+        if (!bd_kinds[k].upstream_figures)
+            continue;
+        add_upstream(&a->upstream[k], &b->upstream[k]);
+        if (now)
+            upstream_gauges(&a->upstream[k], &b->upstream[k]);
+    }
+}
+
 static void state_figures(bd_state *s, bd_totals *t);
 static void set_stale_after(bd_state *s);
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
@@ -61,9 +77,7 @@ static void retire_resolver(bd_state *s)
         return;
     bd_totals one;
     state_figures(s, &one);
-    add_resolver(&retired.resolver, &one.resolver);
-    for (int k = 0; k < BD_KINDS_; k++)
-        add_upstream(&retired.upstream[k], &one.upstream[k]);
+    add_totals(&retired, &one, false);
     /* Detach first: freeing answers pending lookups, whose callbacks may
      * drop the last reference to this very state. */
     br_resolver *r = s->resolver;
@@ -93,14 +107,7 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     for (bd_state *s = live_states; s; s = s->next) {
         bd_totals one;
         state_figures(s, &one);
-        add_resolver(&t->resolver, &one.resolver);
-        for (int k = 0; k < BD_KINDS_; k++)
-            add_upstream(&t->upstream[k], &one.upstream[k]);
-        if (s == current) {
-            resolver_gauges(&t->resolver, &one.resolver);
-            for (int k = 0; k < BD_KINDS_; k++)
-                upstream_gauges(&t->upstream[k], &one.upstream[k]);
-        }
+        add_totals(t, &one, s == current);
     }
 }
 
