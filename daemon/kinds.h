@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The filter kinds the daemon serves, as one table (docs/architecture.md,
  * "Filter kinds"): a row per kind says its configuration section, its range
- * kind and verb, its STATS prefix and answers, whether it ages, and how its
- * filter loads. The state (state.h), the counters (counters.h) and STATS
- * (stats.c) are arrays indexed by bd_kind and loops over the rows; the
- * tables beside them (state.c's loaders, stats.c's filter order) are
- * positional arrays whose size a static assertion ties to BD_KINDS_. */
+ * kind and verb, its STATS prefix and answers, and whether it ages. The
+ * state (state.h), the counters (counters.h) and STATS (stats.c) are arrays
+ * indexed by bd_kind and loops over the rows; the tables beside them
+ * (state.c's loaders, stats.c's filter order) are arrays whose size a
+ * static assertion ties to BD_KINDS_. */
 #pragma once
 
 #include <stdbool.h>
@@ -44,10 +44,10 @@ struct breachd_config;
 typedef struct bd_kind_row {
     const char *name;          /* in log lines: "password", "NTLM" */
     const char *section;       /* its breachd.conf section */
-    const char *checks;        /* its checks in log lines: "every NT check" */
+    const char *checks;        /* before "check" in log lines: "NT" */
     const char *prefix;        /* of its STATS keys: "", "nt_" */
     const char *counts_prefix; /* of its answers and filter counts: "pw_", "nt_" */
-    /* before the Prometheus help of a PREFIX key (stats_meta.c); "" for "" */
+    /* before the Prometheus help of a PREFIX key (stats_meta.c); NULL: no prefix */
     const char *stats_what;
     br_range_kind range;
     br_verb verb;

@@ -27,10 +27,28 @@ typedef struct render_out {
     bool prom;          /* Prometheus: # HELP and # TYPE lines, counters named _total */
 } render_out;
 
-/* The start of one Prometheus sample: its # HELP and # TYPE lines and its
- * name (docs/protocol.md "STATS"). */
-static int prom_head(render_out *o, const char *key)
+/* a, b and c joined into key (KEY_MAX bytes, cut to fit): a kind's key,
+ * its prefix before it, as Prometheus text names it. */
+#define KEY_MAX 64
+static const char *join_key(char *key, const char *a, const char *b, const char *c)
 {
+    const char *parts[] = {a, b, c};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        size_t len = strnlen(parts[i], KEY_MAX - 1 - n);
+        memcpy(key + n, parts[i], len);
+        n += len;
+    }
+    key[n] = '\0';
+    return key;
+}
+
+/* The start of one Prometheus sample: its # HELP and # TYPE lines and its
+ * name (docs/protocol.md "STATS"), pre and key. */
+static int prom_head(render_out *o, const char *pre, const char *name)
+{
+    char buf[KEY_MAX];
+    const char *key = pre[0] ? join_key(buf, pre, name, "") : name;
     char help[160];
     bool counter = bd_stats_meta(key, help, sizeof(help));
     size_t kl = strlen(key);
@@ -41,42 +59,64 @@ static int prom_head(render_out *o, const char *key)
                     o->prefix, key, sfx, o->eq);
 }
 
-static void put(render_out *o, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void put(render_out *o, const char *key, const char *fmt, ...)
+/* s after o's text, as snprintf would put it (cut to fit, o then full):
+ * the keys of a STATS line, dozens a request, without printf. */
+static bool append(render_out *o, const char *s)
+{
+    size_t n = strlen(s), room = o->size - 1 - o->len;
+    bool fits = n <= room;
+    memcpy(o->buf + o->len, s, fits ? n : room);
+    o->len = fits ? o->len + n : o->size - 1;
+    o->buf[o->len] = '\0';
+    return fits;
+}
+
+/* The pair pre key = value (pre: a kind's prefix, or ""). */
+static void put_kv(render_out *o, const char *pre, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put_kv(render_out *o, const char *pre, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
         return;
-    int n = o->prom ? prom_head(o, key)
-                    : snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
-                               o->prefix, key, o->eq);
-    if (n < 0 || (size_t)n >= o->size - o->len) {
-        o->len = o->size - 1;
-        return;
+    if (!o->prom) {
+        const char *head[] = {o->len ? o->sep : "", o->prefix, pre, key, o->eq};
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+            if (!append(o, head[i]))
+                return;
+    } else {
+        int n = prom_head(o, pre, key);
+        if (n < 0 || (size_t)n >= o->size - o->len) {
+            o->len = o->size - 1;
+            return;
+        }
+        o->len += (size_t)n;
     }
-    o->len += (size_t)n;
     va_list ap;
     va_start(ap, fmt);
-    n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
     va_end(ap);
     o->len = n < 0 || (size_t)n >= o->size - o->len ? o->size - 1 : o->len + (size_t)n;
 }
 
+#define put(o, key, ...) put_kv(o, "", key, __VA_ARGS__)
+
 /* A whole number; in Prometheus text a KEY_ms figure is KEY_seconds (the
  * format's base unit). */
-static void put_u64(render_out *o, const char *key, uint64_t v)
+static void put_u64(render_out *o, const char *pre, const char *key, uint64_t v)
 {
     size_t kl = strlen(key);
     if (!o->prom || kl < 3 || kl > 60 || strcmp(key + kl - 3, "_ms") != 0) {
-        put(o, key, "%llu", (unsigned long long)v);
+        put_kv(o, pre, key, "%llu", (unsigned long long)v);
         return;
     }
     char name[64];
     snprintf(name, sizeof(name), "%.*s_seconds", (int)(kl - 3), key);
-    put(o, name, "%llu.%03u", (unsigned long long)(v / 1000), (unsigned)(v % 1000));
+    put_kv(o, pre, name, "%llu.%03u", (unsigned long long)(v / 1000), (unsigned)(v % 1000));
 }
 
-#define U64(o, key, v) put_u64(o, key, (uint64_t)(v))
+#define U64(o, key, v) put_u64(o, "", key, (uint64_t)(v))
+/* A kind's figure: its prefix pre before key. */
+#define KIND_U64(o, pre, key, v) put_u64(o, pre, key, (uint64_t)(v))
 
 /* requests_total, then requests_VERB and errors_CODE, lowercase. */
 static void render_requests(const bd_counters *k, render_out *o)
@@ -100,36 +140,18 @@ static void render_requests(const bd_counters *k, render_out *o)
     }
 }
 
-/* a, b and c joined into key (KEY_MAX bytes, cut to fit): the key of a
- * kind's figure, its prefix before it. memcpy, not snprintf: STATS makes
- * dozens of them. */
-#define KEY_MAX 64
-static const char *join_key(char *key, const char *a, const char *b, const char *c)
-{
-    const char *parts[] = {a, b, c};
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-        size_t len = strnlen(parts[i], KEY_MAX - 1 - n);
-        memcpy(key + n, parts[i], len);
-        n += len;
-    }
-    key[n] = '\0';
-    return key;
-}
-
 /* Each kind's answers, then what its filter answered (kinds.h). */
 static void render_answers(const bd_counters *k, render_out *o)
 {
-    char key[64];
     for (int i = 0; i < BD_KINDS_; i++) {
         const bd_kind_row *row = &bd_kinds[i];
         for (const bd_answer_row *a = row->answers; a->name; a++)
-            U64(o, join_key(key, row->counts_prefix, a->name, ""), k->answers[i][a->answer]);
+            KIND_U64(o, row->counts_prefix, a->name, k->answers[i][a->answer]);
         if (!row->counts_filter)
             continue;
-        U64(o, join_key(key, row->counts_prefix, "filter_no", ""), k->filter[i].no);
-        U64(o, join_key(key, row->counts_prefix, "filter_maybe", ""), k->filter[i].maybe);
-        U64(o, join_key(key, row->counts_prefix, "filter_bypassed", ""), k->filter[i].bypassed);
+        KIND_U64(o, row->counts_prefix, "filter_no", k->filter[i].no);
+        KIND_U64(o, row->counts_prefix, "filter_maybe", k->filter[i].maybe);
+        KIND_U64(o, row->counts_prefix, "filter_bypassed", k->filter[i].bypassed);
     }
 }
 
@@ -197,16 +219,14 @@ static void put_figure(render_out *o, const char *prefix, const bd_figure_meta *
                        bd_figure_value v, bool numeric_only)
 {
     char buf[KEY_MAX];
-    const char *key = !prefix[0] && m->form != BD_FIG_BREAKER
-                          ? m->key
-                          : join_key(buf, prefix, m->key,
-                                     m->form == BD_FIG_BREAKER && numeric_only ? "_state" : "");
     if (m->form == BD_FIG_REAL)
-        put(o, key, "%.6g", v.d);
+        put_kv(o, prefix, m->key, "%.6g", v.d);
     else if (m->form == BD_FIG_BREAKER && !numeric_only)
-        put(o, key, "%s", br_breaker_state_name((br_breaker_state)v.u));
+        put_kv(o, prefix, m->key, "%s", br_breaker_state_name((br_breaker_state)v.u));
+    else if (m->form == BD_FIG_BREAKER)
+        put_u64(o, "", join_key(buf, prefix, m->key, "_state"), v.u);
     else
-        U64(o, key, v.u);
+        put_u64(o, prefix, m->key, v.u);
 }
 
 /* One line of a sequence: a figure of a kind's upstream, a sum of them, or
@@ -335,11 +355,9 @@ static void render_unknown(const bd_counters *k, render_out *o)
  * the cache is set aside). */
 static void render_damage(const bd_state *st, render_out *o)
 {
-    char key[64];
     for (int i = 0; i < BD_KINDS_; i++)
         if (bd_kinds[i].damage_figure)
-            U64(o, join_key(key, bd_kinds[i].prefix, "filter_damaged", ""),
-                bd_state_damaged(st, (bd_kind)i));
+            KIND_U64(o, bd_kinds[i].prefix, "filter_damaged", bd_state_damaged(st, (bd_kind)i));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
 }
