@@ -146,10 +146,8 @@ static void resolve(bd_canary *cn, int kind, br_range_kind rk, const uint8_t *ke
 static bool kind_configured(const bd_state *st, int kind)
 {
     if (kind == BD_CANARY_URL)
-        return st->urlfilter || st->urloffline;
-    bool nt = kind == BD_CANARY_NT;
-    const char *upstream = nt ? st->cfg->ntlm.upstream : st->cfg->passwords.upstream;
-    return (nt ? st->ntfilter : st->pwfilter) || !bd_upstream_none(upstream);
+        return bd_state_filter_header(st, BD_KIND_URL) != NULL;
+    return st->filter[kind] || !bd_upstream_none(bd_kind_upstream(st->cfg, (bd_kind)kind));
 }
 
 /* An offline filter answers the canary as it answers a client (pw_check.c,
@@ -178,8 +176,8 @@ static void run_password(bd_canary *cn, int kind)
 {
     bd_state *st = cn->srv->state;
     bool nt = kind == BD_CANARY_NT;
-    br_pwfilter *filter = nt ? st->ntfilter : st->pwfilter;
-    const char *upstream = nt ? st->cfg->ntlm.upstream : st->cfg->passwords.upstream;
+    br_pwfilter *filter = st->filter[kind];
+    const char *upstream = bd_kind_upstream(st->cfg, (bd_kind)kind);
     if (!cn->srv->counters.canary[kind].configured || cn->pending[kind])
         return;
     uint8_t key[BR_SHA1_LEN];
@@ -189,11 +187,11 @@ static void run_password(bd_canary *cn, int kind)
         return;
     }
     if (filter && br_pwfilter_offline(filter)) {
-        record(cn, kind, offline_reason(filter, bd_state_pw_intact(st, filter), key, true));
+        record(cn, kind, offline_reason(filter, bd_state_intact(st, (bd_kind)kind), key, true));
         return;
     }
     int64_t now = br_clock_now_real();
-    bool stale = nt ? bd_state_nt_filter_stale(st, now) : bd_state_pw_filter_stale(st, now);
+    bool stale = bd_state_filter_stale(st, (bd_kind)kind, now);
     if (filter && br_pwfilter_damaged(filter)) {
         record(cn, kind, R_FILTER_DAMAGED);
         return;
@@ -206,7 +204,7 @@ static void run_password(bd_canary *cn, int kind)
         record(cn, kind, filter && !stale ? NULL : R_NO_UPSTREAM);
         return;
     }
-    resolve(cn, kind, nt ? BR_RANGE_PASSWORD_NTLM : BR_RANGE_PASSWORD_SHA1, key);
+    resolve(cn, kind, bd_kinds[kind].range, key);
 }
 
 /* URL: the test expression through the URL filter, then (on a maybe) the
@@ -223,20 +221,22 @@ static void run_url(bd_canary *cn)
         record(cn, BD_CANARY_URL, R_ERROR);
         return;
     }
-    if (st->urloffline) {
-        record(cn, BD_CANARY_URL,
-               offline_reason(st->urloffline, bd_state_url_intact(st), key, false));
+    if (st->filter[BD_KIND_URL]) {
+        record(
+            cn, BD_CANARY_URL,
+            offline_reason(st->filter[BD_KIND_URL], bd_state_intact(st, BD_KIND_URL), key, false));
         return;
     }
     if (br_urlfilter_damaged(st->urlfilter)) {
         record(cn, BD_CANARY_URL, R_FILTER_DAMAGED);
         return;
     }
-    if (!br_urlfilter_maybe(st->urlfilter, key) || bd_upstream_none(st->cfg->urls.upstream)) {
+    if (!br_urlfilter_maybe(st->urlfilter, key) ||
+        bd_upstream_none(bd_kind_upstream(st->cfg, BD_KIND_URL))) {
         record(cn, BD_CANARY_URL, NULL);
         return;
     }
-    resolve(cn, BD_CANARY_URL, BR_RANGE_URL_SHA256, key);
+    resolve(cn, BD_CANARY_URL, bd_kinds[BD_KIND_URL].range, key);
 }
 
 /* The figures follow the configuration: a kind that is off (canary = 0, or

@@ -49,6 +49,23 @@
         .choices = (names), .def = (dflt), .doc = (text)                                           \
     }
 
+/* The keys every filter kind's section opens with (daemon/kinds.h), in
+ * this order: its filter (and deltas), pubkey, filter_url, upstream (its
+ * default and doc) and max_filter_age (its default and doc). */
+/* clang-format off */
+#define FILTER_KEYS(sec, filter_doc, upstream_default, upstream_doc, age_default, age_doc)         \
+    STR(#sec, "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, sec.filter, PATH_MAX - 1, "",             \
+        filter_doc),                                                                               \
+    STR(#sec, "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, sec.pubkey, PATH_MAX - 1, "",              \
+        "Ed25519 public key (PEM); set: only filters it signed load"),                             \
+    STR(#sec, "filter_url", BD_CONF_URLS, 0, sec.filter_url, 0, "",                                \
+        "where breachctl filter fetch --config gets each filter file (a URL per file)"),           \
+    STR(#sec, "upstream", BD_CONF_URL_TEMPLATE, 0, sec.upstream, 0, upstream_default,              \
+        upstream_doc),                                                                             \
+    NUM(#sec, "max_filter_age", BD_CONF_SECONDS, sec.max_filter_age_s, 1, 3650 * DAY,              \
+        age_default, age_doc)
+/* clang-format on */
+
 /* clang-format off */
 const bd_conf_key bd_conf_keys[] = {
     STR("daemon", "socket", BD_CONF_PATH, 0, daemon.socket, SUN_PATH_MAX, BREACHD_DEFAULT_SOCKET,
@@ -87,16 +104,10 @@ const bd_conf_key bd_conf_keys[] = {
     NUM("limits", "drain_timeout", BD_CONF_MILLIS, limits.drain_timeout_ms, 0, 3600 * 1000, "10s",
         "on SIGTERM, how long pending requests may take"),
 
-    STR("passwords", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, passwords.filter, PATH_MAX - 1, "",
-        "the password filter, then its deltas; empty: every check goes to the range API"),
-    STR("passwords", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, passwords.pubkey, PATH_MAX - 1, "",
-        "Ed25519 public key (PEM); set: only filters it signed load"),
-    STR("passwords", "filter_url", BD_CONF_URLS, 0, passwords.filter_url, 0, "",
-        "where breachctl filter fetch --config gets each filter file (a URL per file)"),
-    STR("passwords", "upstream", BD_CONF_URL_TEMPLATE, 0, passwords.upstream, 0,
-        "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none"),
-    NUM("passwords", "max_filter_age", BD_CONF_SECONDS, passwords.max_filter_age_s, 1, 3650 * DAY,
-        "45d", "an older filter is bypassed"),
+    FILTER_KEYS(passwords, "the password filter, then its deltas; empty: every check goes to the "
+                "range API",
+                "https://api.pwnedpasswords.com/range/{prefix}", "the range API; empty: none",
+                "45d", "an older filter is bypassed"),
     CHOICE("passwords", "min_count_ok", passwords.min_count_ok, &bd_conf_yes_no, "no",
            "yes: a filter built with --min-count may serve (rarer breaches: CLEAN)"),
     STR("passwords", "similar_filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, passwords.similar_filter,
@@ -109,30 +120,15 @@ const bd_conf_key bd_conf_keys[] = {
     NUM("passwords", "min_score", BD_CONF_UINT, passwords.min_score, 1, 100, "5",
         "a new password holding a banned term or name is refused below this score"),
 
-    STR("ntlm", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, ntlm.filter, PATH_MAX - 1, "",
-        "the password-ntlm filter (NT verb), then its deltas; empty: every NT check goes to the "
-        "range API"),
-    STR("ntlm", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, ntlm.pubkey, PATH_MAX - 1, "",
-        "Ed25519 public key (PEM); set: only filters it signed load"),
-    STR("ntlm", "filter_url", BD_CONF_URLS, 0, ntlm.filter_url, 0, "",
-        "where breachctl filter fetch --config gets each filter file (a URL per file)"),
-    STR("ntlm", "upstream", BD_CONF_URL_TEMPLATE, 0, ntlm.upstream, 0,
-        "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
-        "the NTLM range API; empty: none"),
-    NUM("ntlm", "max_filter_age", BD_CONF_SECONDS, ntlm.max_filter_age_s, 1, 3650 * DAY, "45d",
-        "an older filter is bypassed"),
+    FILTER_KEYS(ntlm, "the password-ntlm filter (NT verb), then its deltas; empty: every NT check "
+                "goes to the range API",
+                "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
+                "the NTLM range API; empty: none", "45d", "an older filter is bypassed"),
     CHOICE("ntlm", "min_count_ok", ntlm.min_count_ok, &bd_conf_yes_no, "no", "as for passwords"),
 
-    STR("urls", "filter", BD_CONF_PATHS, BD_CONF_EMPTY_OK, urls.filter, PATH_MAX - 1, "",
-        "the URL filter, then its deltas; empty: URL checks answer UNKNOWN filter-unavailable"),
-    STR("urls", "pubkey", BD_CONF_PATH, BD_CONF_EMPTY_OK, urls.pubkey, PATH_MAX - 1, "",
-        "Ed25519 public key (PEM); set: only filters it signed load"),
-    STR("urls", "filter_url", BD_CONF_URLS, 0, urls.filter_url, 0, "",
-        "where breachctl filter fetch --config gets each filter file (a URL per file)"),
-    STR("urls", "upstream", BD_CONF_URL_TEMPLATE, 0, urls.upstream, 0, "",
-        "the URL range API; empty: none"),
-    NUM("urls", "max_filter_age", BD_CONF_SECONDS, urls.max_filter_age_s, 1, 3650 * DAY, "2d",
-        "an older filter is stale"),
+    FILTER_KEYS(urls, "the URL filter, then its deltas; empty: URL checks answer UNKNOWN "
+                "filter-unavailable",
+                "", "the URL range API; empty: none", "2d", "an older filter is stale"),
     CHOICE("urls", "when_stale", urls.when_stale, &bd_conf_when_stale, "filter",
            "a stale filter: filter (keep using it), upstream or unknown"),
     STR("urls", "follow", BD_CONF_URLS, 0, urls.follow, 0, "",

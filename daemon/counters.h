@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kinds.h"
 #include "proto/protocol.h"
 
 /* The reasons of an UNKNOWN answer, counted apart (docs/operations.md):
@@ -37,22 +38,27 @@ typedef struct bd_canary_figures {
     const char *reason; /* the last failure's reason (static), NULL after a pass */
 } bd_canary_figures;
 
-enum { BD_CANARY_PW, BD_CANARY_NT, BD_CANARY_URL, BD_CANARY_KINDS_ };
+/* The kinds the canary checks: the first rows of kinds.h. */
+enum {
+    BD_CANARY_PW = BD_KIND_PW,
+    BD_CANARY_NT = BD_KIND_NT,
+    BD_CANARY_URL = BD_KIND_URL,
+    BD_CANARY_KINDS_
+};
+
+/* What a kind's filter answered (STATS PREFIXfilter_no, _maybe, _bypassed). */
+typedef struct bd_filter_counts {
+    uint64_t no, maybe, bypassed;
+} bd_filter_counts;
 
 typedef struct bd_counters {
     uint64_t requests[BR_VERB_COUNT_];
     uint64_t errors[BR_PERR_COUNT_];
-    uint64_t pw_clean, pw_pwned, pw_unknown;
-    uint64_t pw_filter_no, pw_filter_maybe, pw_filter_bypassed;
-    uint64_t nt_clean, nt_pwned, nt_unknown; /* NT: as pw_* for NT hashes */
-    uint64_t nt_filter_no, nt_filter_maybe, nt_filter_bypassed;
-    uint64_t url_safe, url_blocked, url_unknown;
-    uint64_t url_allowed; /* SAFE because an allow entry matched (url_check.h); in url_safe too */
-    uint64_t url_filter_no, url_filter_maybe, url_filter_bypassed;
-    /* SIMILAR (similar.h): answers by kind, and the hashes looked up */
-    /* SIMILAR answers by kind; never the variants looked up, whose count
-     * would tell another user which password made them (docs/privacy.md) */
-    uint64_t similar_hits, similar_clean, similar_unknown;
+    /* each kind's answers (kinds.h: the row names them in STATS);
+     * SIMILAR's never count the variants looked up, whose count would tell
+     * another user which password made them (docs/privacy.md) */
+    uint64_t answers[BD_KINDS_][BD_ANS_COUNT_];
+    bd_filter_counts filter[BD_KINDS_]; /* kinds whose row counts_filter */
     uint64_t connections_total, connections_refused;
     uint64_t accept_pauses; /* accepting paused: out of descriptors or memory */
     uint64_t writes_early;  /* answers written between the batches of one read (server.c) */

@@ -71,7 +71,7 @@ struct bd_housekeeping {
     /* The damaged cache already reported (compared by address only). */
     const void *told_cache; /* the filters' reports: bd_state_check_filters */
     /* The filters already reported past their max_filter_age. */
-    const void *stale_pw, *stale_nt, *stale_url;
+    const void *stale[BD_KINDS_]; /* each kind's filter last told stale */
 };
 
 /* A tenth of the horizon, between 1 s and a minute: an entry is gone at
@@ -145,23 +145,21 @@ static void report_stale(bd_housekeeping *hk)
 {
     bd_state *st = hk->srv->state;
     int64_t now = br_clock_now_real();
-    if (st->pwfilter && hk->stale_pw != st->pwfilter && bd_state_pw_filter_stale(st, now)) {
-        hk->stale_pw = st->pwfilter;
-        tell_stale("password", "passwords", st->cfg->passwords.filter,
-                   br_pwfilter_offline(st->pwfilter), "password");
-    }
-    if (st->ntfilter && hk->stale_nt != st->ntfilter && bd_state_nt_filter_stale(st, now)) {
-        hk->stale_nt = st->ntfilter;
-        tell_stale("NTLM", "ntlm", st->cfg->ntlm.filter, br_pwfilter_offline(st->ntfilter), "NT");
-    }
-    const void *url = st->urloffline ? (const void *)st->urloffline : (const void *)st->urlfilter;
-    if (url && hk->stale_url != url && bd_state_url_filter_stale(st, now)) {
-        hk->stale_url = url;
-        bd_log(LOG_WARNING,
-               "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale%s; "
-               "install a fresh filter and reload",
-               st->cfg->urls.filter,
-               st->urloffline ? " (an offline filter: upstream is taken as filter)" : "");
+    for (int k = 0; k < BD_KINDS_; k++) {
+        const bd_kind_row *row = &bd_kinds[k];
+        const void *f = bd_state_filter_header(st, (bd_kind)k); /* its identity */
+        if (!f || hk->stale[k] == f || !bd_state_filter_stale(st, (bd_kind)k, now))
+            continue;
+        hk->stale[k] = f;
+        const char *path = bd_kind_filter_path(st->cfg, (bd_kind)k);
+        if (k == BD_KIND_URL)
+            bd_log(LOG_WARNING,
+                   "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale%s; "
+                   "install a fresh filter and reload",
+                   path, st->filter[k] ? " (an offline filter: upstream is taken as filter)" : "");
+        else
+            tell_stale(row->name, row->section, path, br_pwfilter_offline(st->filter[k]),
+                       row->checks);
     }
 }
 

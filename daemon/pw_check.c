@@ -15,34 +15,27 @@
 #include "pw_check.h"
 #include "core/util.h"
 
-/* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in these. */
+/* PW (SHA-1, [passwords]) and NT (NT hashes, [ntlm]) differ only in their
+ * row of the kinds table (kinds.h) and their counters. */
 typedef struct pw_kind {
-    br_range_kind range;
-    uint64_t *clean, *pwned, *unknown, *filter_no, *filter_maybe, *filter_bypassed;
+    bd_kind kind;
+    uint64_t *answers;         /* bd_counters.answers[kind] */
+    bd_filter_counts *counted; /* bd_counters.filter[kind] */
 } pw_kind;
 
 static pw_kind kind_of(bd_counters *k, br_verb verb)
 {
-    if (verb == BR_VERB_NT)
-        return (pw_kind){BR_RANGE_PASSWORD_NTLM, &k->nt_clean,     &k->nt_pwned,
-                         &k->nt_unknown,         &k->nt_filter_no, &k->nt_filter_maybe,
-                         &k->nt_filter_bypassed};
-    return (pw_kind){BR_RANGE_PASSWORD_SHA1, &k->pw_clean,     &k->pw_pwned,
-                     &k->pw_unknown,         &k->pw_filter_no, &k->pw_filter_maybe,
-                     &k->pw_filter_bypassed};
+    bd_kind kind = verb == BR_VERB_NT ? BD_KIND_NT : BD_KIND_PW;
+    return (pw_kind){kind, k->answers[kind], &k->filter[kind]};
 }
 
 /* The filter of a PW or NT request, NULL when none; *stale when past its
  * max_filter_age (then bypassed, unless it is offline). */
 static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
 {
-    int64_t now = br_clock_now_real();
-    if (verb == BR_VERB_NT) {
-        *stale = bd_state_nt_filter_stale(st, now);
-        return st->ntfilter;
-    }
-    *stale = bd_state_pw_filter_stale(st, now);
-    return st->pwfilter;
+    bd_kind kind = verb == BR_VERB_NT ? BD_KIND_NT : BD_KIND_PW;
+    *stale = bd_state_filter_stale(st, kind, br_clock_now_real());
+    return st->filter[kind];
 }
 
 static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve_result *res)
@@ -50,16 +43,16 @@ static void pw_answer(bd_conn *c, const char *id, br_verb verb, const br_resolve
     pw_kind kd = kind_of(&c->srv->counters, verb);
     switch (res->status) {
     case BR_RESOLVE_FOUND:
-        (*kd.pwned)++;
+        kd.answers[BD_ANS_HIT]++;
         bd_conn_reply(c, id, "PWNED %u", res->count);
         break;
     case BR_RESOLVE_NOT_FOUND:
-        (*kd.clean)++; /* a filter false positive */
+        kd.answers[BD_ANS_PASS]++; /* a filter false positive */
         bd_conn_reply_text(c, id, "CLEAN");
         break;
     default: {
         const char *reason = br_fails_assert(res->reason) ? BR_REASON_ERROR : res->reason;
-        (*kd.unknown)++;
+        kd.answers[BD_ANS_UNKNOWN]++;
         c->srv->counters.unknown_by_reason[bd_unknown_reason_of(reason)]++;
         bd_conn_reply(c, id, "UNKNOWN %s", reason);
         break;
@@ -86,18 +79,18 @@ static void pw_offline(bd_conn *c, const br_request *req, br_pwfilter *filter, c
     /* a hit of the batch's probe (hint 1) is looked up again for its count
      * (hits are the rare case); its no (hint 0) was answered before */
     int r = -EIO;
-    if (bd_state_pw_intact(c->srv->state, filter))
+    if (bd_state_intact(c->srv->state, kd.kind))
         r = br_pwfilter_lookup_count(filter, hash, &count);
     if (r < 0) {
-        (*kd.unknown)++;
+        kd.answers[BD_ANS_UNKNOWN]++;
         c->srv->counters.unknown_by_reason[BD_UNK_FILTER_DAMAGED]++;
         bd_conn_reply_text(c, req->id, "UNKNOWN " BD_REASON_FILTER_DAMAGED);
     } else if (r == 0) {
-        (*kd.filter_no)++;
-        (*kd.clean)++;
+        kd.counted->no++;
+        kd.answers[BD_ANS_PASS]++;
         bd_conn_reply_text(c, req->id, "CLEAN");
     } else {
-        (*kd.pwned)++;
+        kd.answers[BD_ANS_HIT]++;
         bd_conn_reply(c, req->id, "PWNED %" PRIu64, count);
     }
 }
@@ -110,8 +103,8 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     bd_state *st = srv->state;
     pw_kind kd = kind_of(&srv->counters, req->verb);
     if (hint == 0) { /* the batch's probe: no, from a filter found intact and usable */
-        (*kd.filter_no)++;
-        (*kd.clean)++;
+        kd.counted->no++;
+        kd.answers[BD_ANS_PASS]++;
         bd_conn_reply_text(c, req->id, "CLEAN");
         return;
     }
@@ -124,21 +117,20 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
     }
     if (filter) {
         if (hint < 0 && stale) {
-            (*kd.filter_bypassed)++;
-        } else if (hint < 0 && !br_pwfilter_maybe(filter, hash) && bd_state_pw_intact(st, filter)) {
-            (*kd.filter_no)++;
-            (*kd.clean)++;
+            kd.counted->bypassed++;
+        } else if (hint < 0 && !br_pwfilter_maybe(filter, hash) && bd_state_intact(st, kd.kind)) {
+            kd.counted->no++;
+            kd.answers[BD_ANS_PASS]++;
             bd_conn_reply_text(c, req->id, "CLEAN");
             return;
         } else {
-            (*kd.filter_maybe)++;
+            kd.counted->maybe++;
             if (br_pwfilter_damaged(filter)) /* logged at once, not at the next tick */
-                (void)bd_state_pw_intact(st, filter);
+                (void)bd_state_intact(st, kd.kind);
         }
     }
-    if (bd_upstream_none(req->verb == BR_VERB_NT ? st->cfg->ntlm.upstream
-                                                 : st->cfg->passwords.upstream)) {
-        (*kd.unknown)++;
+    if (bd_upstream_none(bd_kind_upstream(st->cfg, kd.kind))) {
+        kd.answers[BD_ANS_UNKNOWN]++;
         bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
         return;
     }
@@ -153,8 +145,8 @@ void bd_pw_check(bd_conn *c, const br_request *req, int hint)
         return;
     }
     br_resolve_result res;
-    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid), kd.range, hash,
-                                     c->lane, pw_resolved, w, &res);
+    int r = br_resolver_resolve_lane(st->resolver, bd_state_partition(st, c->uid),
+                                     bd_kinds[kd.kind].range, hash, c->lane, pw_resolved, w, &res);
     if (r == 0)
         return; /* answered later, from the loop */
     if (r < 0) {
@@ -197,7 +189,7 @@ void bd_pw_prepare_batch(bd_conn *c, br_verb verb, const br_request *req, const 
     bool stale;
     br_pwfilter *filter = nk ? filter_of(c->srv->state, verb, &stale) : NULL;
     if (!filter || (stale && !br_pwfilter_offline(filter)) || c->srv->draining ||
-        !bd_state_pw_intact(c->srv->state, filter)) {
+        !bd_state_intact(c->srv->state, kind_of(&c->srv->counters, verb).kind)) {
         br_wipe(keys, sizeof(keys[0]) * nk);
         return;
     }

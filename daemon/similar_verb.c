@@ -15,11 +15,10 @@
 /* The filter that answers SIMILAR of this kind, NULL when none. */
 static const br_pwfilter *similar_filter_of(const bd_state *st, bool nt)
 {
-    if (nt)
-        return st->ntfilter && br_pwfilter_offline(st->ntfilter) ? st->ntfilter : NULL;
-    if (st->simfilter)
-        return st->simfilter;
-    return st->pwfilter && br_pwfilter_offline(st->pwfilter) ? st->pwfilter : NULL;
+    const br_pwfilter *f = st->filter[nt ? BD_KIND_NT : BD_KIND_PW];
+    if (!nt && st->filter[BD_KIND_SIMILAR])
+        return st->filter[BD_KIND_SIMILAR];
+    return f && br_pwfilter_offline(f) ? f : NULL;
 }
 
 /* The highest count among the n hashes of q in f and how many hit (*hits);
@@ -46,22 +45,22 @@ static int lookup_all(const br_pwfilter *f, const br_similar_request *q, uint64_
 
 static void answer(bd_conn *c, const char *id, const br_pwfilter *f, const br_similar_request *q)
 {
-    bd_counters *k = &c->srv->counters;
+    uint64_t *k = c->srv->counters.answers[BD_KIND_SIMILAR];
     uint64_t best;
     unsigned hits;
     /* A file rewritten in place or truncated under its mapping answers
      * nothing (its "no" cannot be trusted). */
     if (br_pwfilter_changed(f) || br_pwfilter_damaged(f) || lookup_all(f, q, &best, &hits) < 0) {
-        k->similar_unknown++;
+        k[BD_ANS_UNKNOWN]++;
         bd_conn_reply_text(c, id, "UNKNOWN filter-unavailable");
         return;
     }
     if (hits == 0) {
-        k->similar_clean++;
+        k[BD_ANS_PASS]++;
         bd_conn_reply_text(c, id, "CLEAN");
         return;
     }
-    k->similar_hits++;
+    k[BD_ANS_HIT]++;
     bd_conn_reply(c, id, "SIMILAR %" PRIu64 " %u", best, hits);
 }
 
@@ -80,7 +79,7 @@ void bd_similar_check(bd_conn *c, const br_request *req)
         if (f) {
             answer(c, req->id, f, q);
         } else {
-            c->srv->counters.similar_unknown++;
+            c->srv->counters.answers[BD_KIND_SIMILAR][BD_ANS_UNKNOWN]++;
             bd_conn_reply_text(c, req->id, "UNKNOWN no-similar-filter");
         }
     }

@@ -50,7 +50,24 @@ static void upstream_gauges(br_upstream_stats *a, const br_upstream_stats *b)
     BR_UPSTREAM_FIGURES(BR_FIGURE_SET_NOW)
 }
 
+/* b's figures added into a (gauges: copied too when now), for each kind
+ * that has a range API of its own. */
+static void add_totals(bd_totals *a, const bd_totals *b, bool now)
+{
+    add_resolver(&a->resolver, &b->resolver);
+    if (now)
+        resolver_gauges(&a->resolver, &b->resolver);
+    for (int k = 0; k < BD_KINDS_; k++) {
+        if (!bd_kinds[k].upstream_figures)
+            continue;
+        add_upstream(&a->upstream[k], &b->upstream[k]);
+        if (now)
+            upstream_gauges(&a->upstream[k], &b->upstream[k]);
+    }
+}
+
 static void state_figures(bd_state *s, bd_totals *t);
+static void set_stale_after(bd_state *s);
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
 
 /* Free a state's resolver (answering what is pending on it), keeping its figures. */
@@ -60,9 +77,7 @@ static void retire_resolver(bd_state *s)
         return;
     bd_totals one;
     state_figures(s, &one);
-    add_resolver(&retired.resolver, &one.resolver);
-    add_upstream(&retired.pw_upstream, &one.pw_upstream);
-    add_upstream(&retired.nt_upstream, &one.nt_upstream);
+    add_totals(&retired, &one, false);
     /* Detach first: freeing answers pending lookups, whose callbacks may
      * drop the last reference to this very state. */
     br_resolver *r = s->resolver;
@@ -76,12 +91,14 @@ static void state_figures(bd_state *s, bd_totals *t)
     if (!s->resolver)
         return;
     br_resolver_get_stats(s->resolver, &t->resolver);
-    br_upstream *up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_SHA1);
-    if (up)
-        br_upstream_get_stats(up, &t->pw_upstream);
-    up = br_resolver_upstream(s->resolver, BR_RANGE_PASSWORD_NTLM);
-    if (up)
-        br_upstream_get_stats(up, &t->nt_upstream);
+    for (int k = 0; k < BD_KINDS_; k++) {
+        /* a kind that shares another's range API has no figures of its own */
+        br_upstream *up = bd_kinds[k].upstream_figures
+                              ? br_resolver_upstream(s->resolver, bd_kinds[k].range)
+                              : NULL;
+        if (up)
+            br_upstream_get_stats(up, &t->upstream[k]);
+    }
 }
 
 void bd_state_totals(const bd_state *current, bd_totals *t)
@@ -90,15 +107,23 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     for (bd_state *s = live_states; s; s = s->next) {
         bd_totals one;
         state_figures(s, &one);
-        add_resolver(&t->resolver, &one.resolver);
-        add_upstream(&t->pw_upstream, &one.pw_upstream);
-        add_upstream(&t->nt_upstream, &one.nt_upstream);
-        if (s == current) {
-            resolver_gauges(&t->resolver, &one.resolver);
-            upstream_gauges(&t->pw_upstream, &one.pw_upstream);
-            upstream_gauges(&t->nt_upstream, &one.nt_upstream);
-        }
+        add_totals(t, &one, s == current);
     }
+}
+
+static int load_pw(bd_state_files *f, br_error *err)
+{
+    return bd_filters_load_passwords(f->cfg, &f->filter[BD_KIND_PW], &f->filter_ids, err);
+}
+
+static int load_nt(bd_state_files *f, br_error *err)
+{
+    return bd_filters_load_ntlm(f->cfg, &f->filter[BD_KIND_NT], &f->filter_ids, err);
+}
+
+static int load_similar(bd_state_files *f, br_error *err)
+{
+    return bd_filters_load_similar(f->cfg, &f->filter[BD_KIND_SIMILAR], &f->filter_ids, err);
 }
 
 /* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
@@ -114,11 +139,32 @@ static int load_followed(bd_state_files *out, br_error *err)
     char *list = NULL;
     int r = bd_follow_read(c->urls.filter, &list, &out->follow);
     if (r == 0 && list)
-        r = bd_filters_load_urls_list(out->cfg, list, true, &out->urloffline, &out->filter_ids,
-                                      err);
+        r = bd_filters_load_urls_list(out->cfg, list, true, &out->filter[BD_KIND_URL],
+                                      &out->filter_ids, err);
     free(list);
     return r;
 }
+
+/* [urls] filter: the followed set, an offline set or a range filter (the
+ * one kind with two forms: s->urlfilter is the range one). */
+static int load_urls(bd_state_files *f, br_error *err)
+{
+    if (f->cfg->urls.follow[0]) /* the followed set, or none yet */
+        return load_followed(f, err);
+    if (bd_offline_urls_configured(f->cfg))
+        return bd_filters_load_urls_offline(f->cfg, &f->filter[BD_KIND_URL], &f->filter_ids, err);
+    return bd_filters_load_urls(f->cfg, &f->urlfilter, &f->filter_ids, err);
+}
+
+/* Each kind's loader (kinds.h): open and verify its filter into the files,
+ * 0 or a negative errno with err naming the file. */
+static int (*const loaders[])(bd_state_files *, br_error *) = {
+    [BD_KIND_PW] = load_pw,
+    [BD_KIND_NT] = load_nt,
+    [BD_KIND_URL] = load_urls,
+    [BD_KIND_SIMILAR] = load_similar,
+};
+_Static_assert(sizeof(loaders) / sizeof(loaders[0]) == BD_KINDS_, "a kind has no loader");
 
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
@@ -126,26 +172,18 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     int r = breachd_config_load(config_path, &out->cfg, err);
     if (r < 0)
         return r;
-    r = bd_filters_load_passwords(out->cfg, &out->pwfilter, &out->filter_ids, err);
-    if (r >= 0)
-        r = bd_filters_load_ntlm(out->cfg, &out->ntfilter, &out->filter_ids, err);
-    if (r >= 0)
-        r = bd_filters_load_similar(out->cfg, &out->simfilter, &out->filter_ids, err);
+    /* [http] without an upstream: refused; upstream = none: warned */
+    r = bd_offline_check_config(out->cfg, err);
+    for (int k = 0; r >= 0 && k < BD_KINDS_; k++)
+        r = loaders[k](out, err);
     if (r >= 0)
         r = bd_banned_load(out->cfg, &out->banned, &out->banned_generation, err);
-    if (r >= 0) /* [http] without an upstream: refused; upstream = none: warned */
-        r = bd_offline_check_config(out->cfg, err);
-    if (r >= 0 && out->cfg->urls.follow[0]) /* the followed set, or none yet */
-        r = load_followed(out, err);
-    else if (r >= 0)
-        r = bd_offline_urls_configured(out->cfg)
-                ? bd_filters_load_urls_offline(out->cfg, &out->urloffline, &out->filter_ids, err)
-                : bd_filters_load_urls(out->cfg, &out->urlfilter, &out->filter_ids, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out->cfg, out->pwfilter, out->ntfilter, out->urloffline);
+    bd_offline_warn(out->cfg, out->filter[BD_KIND_PW], out->filter[BD_KIND_NT],
+                    out->filter[BD_KIND_URL]);
     if (out->cfg->daemon.trust_own_filters)
         bd_log(LOG_WARNING,
                "[daemon] trust_own_filters = yes: filter files owned by uid %u (breachd's own "
@@ -157,12 +195,10 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
 
 void bd_state_files_clear(bd_state_files *f)
 {
-    br_pwfilter_free(f->pwfilter);
-    br_pwfilter_free(f->ntfilter);
-    br_pwfilter_free(f->simfilter);
+    for (int k = 0; k < BD_KINDS_; k++)
+        br_pwfilter_free(f->filter[k]);
     br_banned_free(f->banned);
     br_urlfilter_free(f->urlfilter);
-    br_pwfilter_free(f->urloffline);
     br_manifest_fini(&f->follow);
     breachd_config_free(f->cfg);
     bd_filter_ids_clear(&f->filter_ids);
@@ -249,16 +285,14 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
         live_states->prev = s;
     live_states = s;
     s->cfg = files->cfg;
-    s->pwfilter = files->pwfilter;
-    s->ntfilter = files->ntfilter;
-    s->simfilter = files->simfilter;
+    memcpy(s->filter, files->filter, sizeof(s->filter));
     s->banned = files->banned;
     s->banned_generation = files->banned_generation;
     s->urlfilter = files->urlfilter;
-    s->urloffline = files->urloffline;
     s->follow = files->follow;
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
+    set_stale_after(s);
     s->loaded_at = br_clock_now_real();
     if (!reap_ev && !(reap_ev = event_new(base, -1, 0, reap_cb, NULL)))
         r = -ENOMEM;
@@ -298,12 +332,10 @@ static void state_free(bd_state *s)
         s->next->prev = s->prev;
     retire_resolver(s);
     cache_unref(s->cache);
-    br_pwfilter_free(s->pwfilter);
-    br_pwfilter_free(s->ntfilter);
-    br_pwfilter_free(s->simfilter);
+    for (int k = 0; k < BD_KINDS_; k++)
+        br_pwfilter_free(s->filter[k]);
     br_banned_free(s->banned);
     br_urlfilter_free(s->urlfilter);
-    br_pwfilter_free(s->urloffline);
     br_manifest_fini(&s->follow);
     breachd_config_free(s->cfg);
     bd_filter_ids_clear(&s->filter_ids);
@@ -366,18 +398,29 @@ void bd_state_shutdown_all(void)
     }
 }
 
-bool bd_state_pw_filter_stale(const bd_state *s, int64_t now)
+const br_filter_header *bd_state_filter_header(const bd_state *s, bd_kind k)
 {
-    if (!s->pwfilter)
-        return false;
-    return now - br_pwfilter_header(s->pwfilter)->build_time > s->cfg->passwords.max_filter_age_s;
+    if (s->filter[k])
+        return br_pwfilter_header(s->filter[k]);
+    if (k == BD_KIND_URL && s->urlfilter)
+        return br_urlfilter_header(s->urlfilter);
+    return NULL;
 }
 
-bool bd_state_nt_filter_stale(const bd_state *s, int64_t now)
+/* When each kind's filter goes stale (bd_state_filter_stale): the time of
+ * its data (bd_state_data_time) plus its section's max_filter_age,
+ * INT64_MAX for none. */
+static void set_stale_after(bd_state *s)
 {
-    if (!s->ntfilter)
-        return false;
-    return now - br_pwfilter_header(s->ntfilter)->build_time > s->cfg->ntlm.max_filter_age_s;
+    for (int k = 0; k < BD_KINDS_; k++) {
+        const br_filter_header *h = bd_state_filter_header(s, (bd_kind)k);
+        int64_t at;
+        if (!h || !bd_kinds[k].max_age_off ||
+            __builtin_add_overflow(bd_state_data_time(s, (bd_kind)k),
+                                   bd_kind_max_age(s->cfg, (bd_kind)k), &at))
+            at = INT64_MAX;
+        s->stale_after[k] = at;
+    }
 }
 
 uint32_t bd_state_partition(const bd_state *s, uid_t uid)
@@ -388,26 +431,19 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid)
     return (uint32_t)uid;
 }
 
-int64_t bd_state_url_data_time(const bd_state *s)
+int64_t bd_state_data_time(const bd_state *s, bd_kind k)
 {
-    if (s->urloffline && s->follow.published > 0) {
-        int64_t t = s->follow.published;
-        for (size_t i = 0; i < s->follow.n_feeds; i++) {
-            const br_manifest_feed *f = &s->follow.feeds[i];
-            t = BR_MIN(t, f->last_success >= 0 ? f->last_success : s->follow.published);
-        }
-        return t;
+    const br_filter_header *h = bd_state_filter_header(s, k);
+    if (!h)
+        return 0;
+    if (k != BD_KIND_URL || !s->filter[BD_KIND_URL] || s->follow.published <= 0)
+        return h->build_time;
+    int64_t t = s->follow.published;
+    for (size_t i = 0; i < s->follow.n_feeds; i++) {
+        const br_manifest_feed *f = &s->follow.feeds[i];
+        t = BR_MIN(t, f->last_success >= 0 ? f->last_success : s->follow.published);
     }
-    if (s->urloffline)
-        return br_pwfilter_header(s->urloffline)->build_time;
-    return s->urlfilter ? br_urlfilter_header(s->urlfilter)->build_time : 0;
-}
-
-bool bd_state_url_filter_stale(const bd_state *s, int64_t now)
-{
-    if (!s->urloffline && !s->urlfilter)
-        return false;
-    return now - bd_state_url_data_time(s) > s->cfg->urls.max_filter_age_s;
+    return t;
 }
 
 /* members: the files of the set (a layered file's layers), shown when more
@@ -429,39 +465,39 @@ static void log_filter(const char *what, const char *section, const char *path,
         bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
 
-void bd_state_log_filters(const bd_state *s)
+/* Kind k's filter in the log, or, for [passwords], what its absence means. */
+static void log_kind(const bd_state *s, bd_kind k)
 {
-    if (s->pwfilter)
-        log_filter("password", "passwords", s->cfg->passwords.filter,
-                   br_pwfilter_header(s->pwfilter), br_pwfilter_members(s->pwfilter),
-                   "every check goes to the range API");
-    else if (bd_upstream_none(s->cfg->passwords.upstream))
+    const bd_kind_row *row = &bd_kinds[k];
+    const char *path = bd_kind_filter_path(s->cfg, k);
+    if (s->filter[k])
+        log_filter(k == BD_KIND_URL ? "offline URL" : row->name, row->section, path,
+                   br_pwfilter_header(s->filter[k]), br_pwfilter_members(s->filter[k]),
+                   row->if_empty);
+    else if (k == BD_KIND_URL && s->urlfilter)
+        log_filter(row->name, row->section, path, br_urlfilter_header(s->urlfilter),
+                   br_urlfilter_members(s->urlfilter), row->if_empty);
+    else if (k == BD_KIND_PW && bd_upstream_none(s->cfg->passwords.upstream))
         bd_log(LOG_INFO, "no password filter and [passwords] upstream = none: every password "
                          "check is answered UNKNOWN no-upstream");
-    else
+    else if (k == BD_KIND_PW)
         bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
-    if (s->simfilter)
-        log_filter("similar-password", "passwords", s->cfg->passwords.similar_filter,
-                   br_pwfilter_header(s->simfilter), br_pwfilter_members(s->simfilter),
-                   "SIMILAR finds nothing");
+}
+
+void bd_state_log_filters(const bd_state *s)
+{
+    for (int k = 0; k < BD_KINDS_; k++)
+        log_kind(s, (bd_kind)k);
     if (s->banned)
         bd_log(LOG_INFO, "banned terms: %zu (site_terms and banned_terms), min_score %u",
                br_banned_count(s->banned), (unsigned)s->cfg->passwords.min_score);
-    if (s->ntfilter)
-        log_filter("NTLM", "ntlm", s->cfg->ntlm.filter, br_pwfilter_header(s->ntfilter),
-                   br_pwfilter_members(s->ntfilter), "every NT check goes to the range API");
-    if (s->urloffline)
-        log_filter("offline URL", "urls", s->cfg->urls.filter, br_pwfilter_header(s->urloffline),
-                   br_pwfilter_members(s->urloffline), "it blocks no URL");
-    if (s->urloffline && br_pwfilter_url_fuse_allow(s->urloffline))
+    const br_pwfilter *url = s->filter[BD_KIND_URL];
+    if (url && br_pwfilter_url_fuse_allow(url))
         bd_log(LOG_WARNING,
                "[urls] filter %s: a file written before the exact table holds its allow-list in "
                "its fingerprints, which no longer answer allow (a false positive could release a "
                "blocked URL): rebuild it with breachctl filter build (docs/filter-format.md)",
                s->cfg->urls.filter);
-    if (s->urlfilter)
-        log_filter("URL", "urls", s->cfg->urls.filter, br_urlfilter_header(s->urlfilter),
-                   br_urlfilter_members(s->urlfilter), "it blocks no URL");
 }
 
 /* offline: the filter answers UNKNOWN filter-damaged from now on (it never
@@ -491,52 +527,40 @@ static bool recently_intact(const uint64_t *ok, uint64_t now)
     return *ok && now - *ok < BD_INTACT_RECHECK_NS;
 }
 
-bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f)
+/* Kind k's filter, whichever its form, damaged or rewritten in place. */
+static bool kind_damaged(const bd_state *s, bd_kind k)
 {
-    bool nt = f == s->ntfilter;
-    uint64_t *ok = nt ? &s->nt_ok : &s->pw_ok;
+    return s->filter[k] ? br_pwfilter_damaged(s->filter[k])
+                        : k == BD_KIND_URL && br_urlfilter_damaged(s->urlfilter);
+}
+
+static bool kind_changed(const bd_state *s, bd_kind k)
+{
+    return s->filter[k] ? br_pwfilter_changed(s->filter[k])
+                        : k == BD_KIND_URL && br_urlfilter_changed(s->urlfilter);
+}
+
+bool bd_state_intact(bd_state *s, bd_kind k)
+{
     uint64_t now = batch_now ? batch_now : br_now_ns();
-    if (recently_intact(ok, now) && !br_pwfilter_damaged(f))
+    bool none = !s->filter[k] && !(k == BD_KIND_URL && s->urlfilter);
+    if (none || (recently_intact(&s->intact[k], now) && !kind_damaged(s, k)))
         return true;
-    bool bad = br_pwfilter_changed(f) || br_pwfilter_damaged(f);
-    if (!bad) {
-        *ok = now;
+    if (!kind_changed(s, k) && !kind_damaged(s, k)) {
+        s->intact[k] = now;
         return true;
     }
-    bool *told = nt ? &s->told_nt : &s->told_pw;
-    if (!*told) {
-        *told = true;
-        tell_damage(nt ? "NTLM" : "password", nt ? "NT" : "password",
-                    nt ? s->cfg->ntlm.filter : s->cfg->passwords.filter, br_pwfilter_offline(f));
+    if (!s->told[k]) {
+        s->told[k] = true;
+        tell_damage(bd_kinds[k].name, bd_kinds[k].checks, bd_kind_filter_path(s->cfg, k),
+                    s->filter[k] && br_pwfilter_offline(s->filter[k]));
     }
     return false;
 }
 
-/* The [urls] filter, a Bloom set or an offline one. */
-static bool url_damaged(const bd_state *s)
+bool bd_state_damaged(const bd_state *s, bd_kind k)
 {
-    return s->urloffline ? br_pwfilter_damaged(s->urloffline) : br_urlfilter_damaged(s->urlfilter);
-}
-
-static bool url_changed(const bd_state *s)
-{
-    return s->urloffline ? br_pwfilter_changed(s->urloffline) : br_urlfilter_changed(s->urlfilter);
-}
-
-bool bd_state_url_intact(bd_state *s)
-{
-    uint64_t now = batch_now ? batch_now : br_now_ns();
-    if ((!s->urlfilter && !s->urloffline) || (recently_intact(&s->url_ok, now) && !url_damaged(s)))
-        return true;
-    if (!url_changed(s) && !url_damaged(s)) {
-        s->url_ok = now;
-        return true;
-    }
-    if (!s->told_url) {
-        s->told_url = true;
-        tell_damage("URL", "URL", s->cfg->urls.filter, s->urloffline != NULL);
-    }
-    return false;
+    return s->told[k] || kind_damaged(s, k);
 }
 
 void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
@@ -544,7 +568,7 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
     bool any_no = false;
     for (size_t i = 0; i < n && !any_no; i++)
         any_no = !maybe[i];
-    if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_url_intact(s))
+    if ((any_no || br_urlfilter_damaged(s->urlfilter)) && !bd_state_intact(s, BD_KIND_URL))
         for (size_t i = 0; i < n; i++)
             maybe[i] = true;
 }
@@ -552,10 +576,9 @@ void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n)
 /* Each filter of s: a broken lease let go (no log: not the current state). */
 static void release_broken(const bd_state *s)
 {
-    const br_pwfilter *pw[] = {s->pwfilter, s->ntfilter, s->simfilter, s->urloffline};
-    for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++)
-        if (pw[i])
-            (void)br_pwfilter_changed(pw[i]);
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (s->filter[k])
+            (void)br_pwfilter_changed(s->filter[k]);
     if (s->urlfilter)
         (void)br_urlfilter_changed(s->urlfilter);
 }
@@ -571,11 +594,9 @@ void bd_state_writers_check(bd_state *current)
 
 void bd_state_check_filters(bd_state *s)
 {
-    s->pw_ok = s->nt_ok = s->url_ok = 0; /* fstat now */
+    memset(s->intact, 0, sizeof(s->intact)); /* fstat now */
     batch_now = br_now_ns();
-    if (s->pwfilter)
-        (void)bd_state_pw_intact(s, s->pwfilter);
-    if (s->ntfilter)
-        (void)bd_state_pw_intact(s, s->ntfilter);
-    (void)bd_state_url_intact(s);
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (bd_kinds[k].damage_figure)
+            (void)bd_state_intact(s, (bd_kind)k);
 }

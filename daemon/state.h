@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"
+#include "kinds.h"
 #include "range/range_cache.h"
 #include "range/resolver.h"
 #include "state_banned.h"
@@ -35,34 +36,30 @@ typedef struct bd_state {
     int refs;
     struct bd_state *prev, *next; /* every live state, current and old */
     breachd_config *cfg;
-    br_pwfilter *pwfilter;  /* NULL: no password filter configured */
-    br_pwfilter *ntfilter;  /* [ntlm] filter (password-ntlm); NULL: none */
-    br_pwfilter *simfilter; /* [passwords] similar_filter (offline); NULL: none */
-    br_banned *banned;      /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
+    /* Each kind's filter (kinds.h), NULL: none configured. [urls]: an
+     * offline set (offline.h), answered on the host; a range (Bloom) URL
+     * filter is urlfilter instead. */
+    br_pwfilter *filter[BD_KINDS_];
+    br_urlfilter *urlfilter; /* NULL (and no offline set): URL checks answer UNKNOWN */
+    br_banned *banned;       /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
     uint64_t banned_generation;
-    br_urlfilter *urlfilter; /* NULL: URL checks answer UNKNOWN filter-unavailable */
-    /* An offline [urls] filter (algorithm binary-fuse-offline, offline.h):
-     * hits answered on the host; urlfilter is then NULL. */
-    br_pwfilter *urloffline;
     br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
-    int64_t loaded_at;               /* wall clock, seconds */
-    bd_filter_ids filter_ids;        /* what each filter path held when loaded */
-    bool told_pw, told_nt, told_url; /* its damage was logged */
-    uint64_t pw_ok, nt_ok, url_ok;   /* when (br_now_ns) each was last found intact */
+    int64_t loaded_at;              /* wall clock, seconds */
+    bd_filter_ids filter_ids;       /* what each filter path held when loaded */
+    int64_t stale_after[BD_KINDS_]; /* wall clock, s (bd_state_filter_stale) */
+    bool told[BD_KINDS_];           /* its damage was logged */
+    uint64_t intact[BD_KINDS_];     /* when (br_now_ns) each was last found intact */
 } bd_state;
 
 /* The parts a worker thread can build without the event loop. */
 typedef struct bd_state_files {
     breachd_config *cfg;
-    br_pwfilter *pwfilter;
-    br_pwfilter *ntfilter;
-    br_pwfilter *simfilter;
+    br_pwfilter *filter[BD_KINDS_];
+    br_urlfilter *urlfilter;
     br_banned *banned;
     uint64_t banned_generation;
-    br_urlfilter *urlfilter;
-    br_pwfilter *urloffline;
     br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
     bd_filter_ids filter_ids;
 } bd_state_files;
@@ -89,8 +86,9 @@ void bd_state_unref(bd_state *s);
  * in-flight, queued and breaker figures are those of the current state. */
 typedef struct bd_totals {
     br_resolver_stats resolver;
-    br_upstream_stats pw_upstream;
-    br_upstream_stats nt_upstream; /* the [ntlm] range API */
+    /* each kind's range API (the PW one's are STATS upstream_*, the NT
+     * one's nt_upstream_*); 0 for a kind with none */
+    br_upstream_stats upstream[BD_KINDS_];
 } bd_totals;
 void bd_state_totals(const bd_state *current, bd_totals *t);
 
@@ -100,18 +98,19 @@ void bd_state_totals(const bd_state *current, bd_totals *t);
  * reload, and the first time this is logged at once. The files are
  * fstat'ed at a "no" unless they were found intact less than
  * BD_INTACT_RECHECK_NS ago: an fstat costs about as much as the rest of a
- * pipelined request. Loop thread. */
+ * pipelined request. A kind with no filter is intact. Loop thread. */
 #define BD_INTACT_RECHECK_NS 100000 /* 100 us */
 /* The clock of those checks, read once per batch of requests. */
 void bd_state_batch_begin(void);
-bool bd_state_pw_intact(bd_state *s, const br_pwfilter *f);
-bool bd_state_url_intact(bd_state *s);
+bool bd_state_intact(bd_state *s, bd_kind k);
 /* After a probe of the URL filter: when it said "no" to any of maybe[0..n)
  * and is not intact, every answer becomes "maybe". */
 void bd_state_url_recheck(bd_state *s, bool *maybe, size_t n);
 /* The same check of every filter of s, logging each damaged one once: the
  * housekeeping tick's. */
 void bd_state_check_filters(bd_state *s);
+/* Kind k's filter was found damaged: logged, or truncated now. */
+bool bd_state_damaged(const bd_state *s, bd_kind k);
 
 /* A filter's read lease was broken (SIGIO: someone opened a filter file for
  * writing; filter_file.h, br_filter_file_lease): every live state's
@@ -124,11 +123,16 @@ void bd_state_writers_check(bd_state *current);
  * generation and key count, a warning for a filter with no key. */
 void bd_state_log_filters(const bd_state *s);
 
+/* Kind k's filter, whichever its form (a range URL filter's header too);
+ * NULL: none. */
+const br_filter_header *bd_state_filter_header(const bd_state *s, bd_kind k);
 /* The filter answers "definitely not" only when present and not older than
- * max_filter_age; a stale filter is bypassed (every check goes upstream). */
-bool bd_state_pw_filter_stale(const bd_state *s, int64_t now);
-/* The same for the [ntlm] filter and its max_filter_age. */
-bool bd_state_nt_filter_stale(const bd_state *s, int64_t now);
+ * its section's max_filter_age; a stale filter is bypassed (every check goes
+ * upstream), an offline one still answers, and [urls] follows when_stale. */
+static inline bool bd_state_filter_stale(const bd_state *s, bd_kind k, int64_t now)
+{
+    return now > s->stale_after[k]; /* INT64_MAX: no filter, or it never ages */
+}
 /* The resolver partition of a peer's lookups ([cache] partition). */
 uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 /* The resolver partition of the range endpoint's clients on a Unix socket
@@ -141,10 +145,9 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 #define BD_PARTITION_HTTP (UINT32_MAX - 1)
 /* The canary's (canary.h): given to no peer either, in the same way. */
 #define BD_PARTITION_CANARY (UINT32_MAX - 2)
-/* The time the URL data is as recent as: for a followed set ([urls]
+/* The time kind k's data is as recent as: for a followed URL set ([urls]
  * follow) the oldest last success of the publisher's feeds in the accepted
  * manifest (docs/fleet.md), so that a publisher whose feeds are held, or
- * that stopped, ages it; otherwise the filter's build time. 0: none. */
-int64_t bd_state_url_data_time(const bd_state *s);
-/* Past [urls] max_filter_age, by bd_state_url_data_time. */
-bool bd_state_url_filter_stale(const bd_state *s, int64_t now);
+ * that stopped, ages it; otherwise the filter's build time. 0: none. Its
+ * age against max_filter_age is bd_state_filter_stale's. */
+int64_t bd_state_data_time(const bd_state *s, bd_kind k);

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "server_types.h"
 #include "stats.h"
+#include "stats_figures.h"
 #include "stats_meta.h"
 
 typedef struct render_out {
@@ -26,10 +27,28 @@ typedef struct render_out {
     bool prom;          /* Prometheus: # HELP and # TYPE lines, counters named _total */
 } render_out;
 
-/* The start of one Prometheus sample: its # HELP and # TYPE lines and its
- * name (docs/protocol.md "STATS"). */
-static int prom_head(render_out *o, const char *key)
+/* a, b and c joined into key (KEY_MAX bytes, cut to fit): a kind's key,
+ * its prefix before it, as Prometheus text names it. */
+#define KEY_MAX 64
+static const char *join_key(char *key, const char *a, const char *b, const char *c)
 {
+    const char *parts[] = {a, b, c};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        size_t len = strnlen(parts[i], KEY_MAX - 1 - n);
+        memcpy(key + n, parts[i], len);
+        n += len;
+    }
+    key[n] = '\0';
+    return key;
+}
+
+/* The start of one Prometheus sample: its # HELP and # TYPE lines and its
+ * name (docs/protocol.md "STATS"), pre and key. */
+static int prom_head(render_out *o, const char *pre, const char *name)
+{
+    char buf[KEY_MAX];
+    const char *key = pre[0] ? join_key(buf, pre, name, "") : name;
     char help[160];
     bool counter = bd_stats_meta(key, help, sizeof(help));
     size_t kl = strlen(key);
@@ -40,42 +59,64 @@ static int prom_head(render_out *o, const char *key)
                     o->prefix, key, sfx, o->eq);
 }
 
-static void put(render_out *o, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void put(render_out *o, const char *key, const char *fmt, ...)
+/* s after o's text, as snprintf would put it (cut to fit, o then full):
+ * the keys of a STATS line, dozens a request, without printf. */
+static bool append(render_out *o, const char *s)
+{
+    size_t n = strlen(s), room = o->size - 1 - o->len;
+    bool fits = n <= room;
+    memcpy(o->buf + o->len, s, fits ? n : room);
+    o->len = fits ? o->len + n : o->size - 1;
+    o->buf[o->len] = '\0';
+    return fits;
+}
+
+/* The pair pre key = value (pre: a kind's prefix, or ""). */
+static void put_kv(render_out *o, const char *pre, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put_kv(render_out *o, const char *pre, const char *key, const char *fmt, ...)
 {
     if (o->len + 1 >= o->size)
         return;
-    int n = o->prom ? prom_head(o, key)
-                    : snprintf(o->buf + o->len, o->size - o->len, "%s%s%s%s", o->len ? o->sep : "",
-                               o->prefix, key, o->eq);
-    if (n < 0 || (size_t)n >= o->size - o->len) {
-        o->len = o->size - 1;
-        return;
+    if (!o->prom) {
+        const char *head[] = {o->len ? o->sep : "", o->prefix, pre, key, o->eq};
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+            if (!append(o, head[i]))
+                return;
+    } else {
+        int n = prom_head(o, pre, key);
+        if (n < 0 || (size_t)n >= o->size - o->len) {
+            o->len = o->size - 1;
+            return;
+        }
+        o->len += (size_t)n;
     }
-    o->len += (size_t)n;
     va_list ap;
     va_start(ap, fmt);
-    n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
     va_end(ap);
     o->len = n < 0 || (size_t)n >= o->size - o->len ? o->size - 1 : o->len + (size_t)n;
 }
 
+#define put(o, key, ...) put_kv(o, "", key, __VA_ARGS__)
+
 /* A whole number; in Prometheus text a KEY_ms figure is KEY_seconds (the
  * format's base unit). */
-static void put_u64(render_out *o, const char *key, uint64_t v)
+static void put_u64(render_out *o, const char *pre, const char *key, uint64_t v)
 {
     size_t kl = strlen(key);
     if (!o->prom || kl < 3 || kl > 60 || strcmp(key + kl - 3, "_ms") != 0) {
-        put(o, key, "%llu", (unsigned long long)v);
+        put_kv(o, pre, key, "%llu", (unsigned long long)v);
         return;
     }
     char name[64];
     snprintf(name, sizeof(name), "%.*s_seconds", (int)(kl - 3), key);
-    put(o, name, "%llu.%03u", (unsigned long long)(v / 1000), (unsigned)(v % 1000));
+    put_kv(o, pre, name, "%llu.%03u", (unsigned long long)(v / 1000), (unsigned)(v % 1000));
 }
 
-#define U64(o, key, v) put_u64(o, key, (uint64_t)(v))
+#define U64(o, key, v) put_u64(o, "", key, (uint64_t)(v))
+/* A kind's figure: its prefix pre before key. */
+#define KIND_U64(o, pre, key, v) put_u64(o, pre, key, (uint64_t)(v))
 
 /* requests_total, then requests_VERB and errors_CODE, lowercase. */
 static void render_requests(const bd_counters *k, render_out *o)
@@ -99,30 +140,19 @@ static void render_requests(const bd_counters *k, render_out *o)
     }
 }
 
+/* Each kind's answers, then what its filter answered (kinds.h). */
 static void render_answers(const bd_counters *k, render_out *o)
 {
-    U64(o, "pw_clean", k->pw_clean);
-    U64(o, "pw_pwned", k->pw_pwned);
-    U64(o, "pw_unknown", k->pw_unknown);
-    U64(o, "pw_filter_no", k->pw_filter_no);
-    U64(o, "pw_filter_maybe", k->pw_filter_maybe);
-    U64(o, "pw_filter_bypassed", k->pw_filter_bypassed);
-    U64(o, "nt_clean", k->nt_clean);
-    U64(o, "nt_pwned", k->nt_pwned);
-    U64(o, "nt_unknown", k->nt_unknown);
-    U64(o, "nt_filter_no", k->nt_filter_no);
-    U64(o, "nt_filter_maybe", k->nt_filter_maybe);
-    U64(o, "nt_filter_bypassed", k->nt_filter_bypassed);
-    U64(o, "url_safe", k->url_safe);
-    U64(o, "url_blocked", k->url_blocked);
-    U64(o, "url_allowed", k->url_allowed);
-    U64(o, "url_unknown", k->url_unknown);
-    U64(o, "url_filter_no", k->url_filter_no);
-    U64(o, "url_filter_maybe", k->url_filter_maybe);
-    U64(o, "url_filter_bypassed", k->url_filter_bypassed);
-    U64(o, "similar_hits", k->similar_hits);
-    U64(o, "similar_clean", k->similar_clean);
-    U64(o, "similar_unknown", k->similar_unknown);
+    for (int i = 0; i < BD_KINDS_; i++) {
+        const bd_kind_row *row = &bd_kinds[i];
+        for (const bd_answer_row *a = row->answers; a->name; a++)
+            KIND_U64(o, row->counts_prefix, a->name, k->answers[i][a->answer]);
+        if (!row->counts_filter)
+            continue;
+        KIND_U64(o, row->counts_prefix, "filter_no", k->filter[i].no);
+        KIND_U64(o, row->counts_prefix, "filter_maybe", k->filter[i].maybe);
+        KIND_U64(o, row->counts_prefix, "filter_bypassed", k->filter[i].bypassed);
+    }
 }
 
 /* One filter's figures: PREFIXfilter_loaded, _generation, _keys,
@@ -160,7 +190,8 @@ static void put_raw(render_out *o, const char *fmt, ...)
  * breachd_feed_age_seconds{feed="NAME"}. */
 static void render_follow(const bd_state *st, render_out *o, int64_t now)
 {
-    U64(o, "urls_generation", st->urloffline ? br_pwfilter_header(st->urloffline)->generation : 0);
+    const br_pwfilter *offline = st->filter[BD_KIND_URL];
+    U64(o, "urls_generation", offline ? br_pwfilter_header(offline)->generation : 0);
     char key[96];
     for (size_t i = 0; i < st->follow.n_feeds; i++) {
         const br_manifest_feed *f = &st->follow.feeds[i];
@@ -181,14 +212,93 @@ static void render_follow(const bd_state *st, render_out *o, int64_t now)
     }
 }
 
+/* A figure of a library's list (stats_figures.h) under prefix (a kind's,
+ * for its upstream's): a breaker's state is its name in STATS, a number
+ * under KEY_state in Prometheus. */
+static void put_figure(render_out *o, const char *prefix, const bd_figure_meta *m,
+                       bd_figure_value v, bool numeric_only)
+{
+    char buf[KEY_MAX];
+    if (m->form == BD_FIG_REAL)
+        put_kv(o, prefix, m->key, "%.6g", v.d);
+    else if (m->form == BD_FIG_BREAKER && !numeric_only)
+        put_kv(o, prefix, m->key, "%s", br_breaker_state_name((br_breaker_state)v.u));
+    else if (m->form == BD_FIG_BREAKER)
+        put_u64(o, "", join_key(buf, prefix, m->key, "_state"), v.u);
+    else
+        put_u64(o, prefix, m->key, v.u);
+}
+
+/* One line of a sequence: a figure of a kind's upstream, a sum of them, or
+ * a figure of the resolver. */
+typedef struct figure_ref {
+    enum { REF_UP, REF_SUM, REF_RES } src;
+    unsigned char i;
+    bd_kind kind; /* REF_UP, REF_SUM */
+} figure_ref;
+
+#define UP(k, f)                                                                                   \
+    {                                                                                              \
+        REF_UP, BD_UPF_##f, BD_KIND_##k                                                            \
+    }
+#define SUM(k, f)                                                                                  \
+    {                                                                                              \
+        REF_SUM, BD_UPS_##f, BD_KIND_##k                                                           \
+    }
+#define RES(f)                                                                                     \
+    {                                                                                              \
+        REF_RES, BD_RSF_##f, 0                                                                     \
+    }
+
+static void render_refs(const bd_totals *t, const figure_ref *refs, size_t n, render_out *o,
+                        bool numeric_only)
+{
+    for (size_t i = 0; i < n; i++) {
+        const figure_ref *r = &refs[i];
+        const br_upstream_stats *u = &t->upstream[r->kind];
+        const char *prefix = r->src == REF_RES ? "" : bd_kinds[r->kind].prefix;
+        if (r->src == REF_UP)
+            put_figure(o, prefix, &bd_upstream_meta[r->i],
+                       bd_upstream_value(u, (bd_upstream_figure)r->i), numeric_only);
+        else if (r->src == REF_SUM)
+            put_figure(o, prefix, &bd_upstream_sum_meta[r->i],
+                       (bd_figure_value){bd_upstream_sum_value(u, (bd_upstream_sum)r->i), 0},
+                       numeric_only);
+        else
+            put_figure(o, prefix, &bd_resolver_meta[r->i],
+                       bd_resolver_value(&t->resolver, (bd_resolver_figure)r->i), numeric_only);
+    }
+}
+
+#define RENDER_REFS(t, refs, o, numeric_only)                                                      \
+    render_refs(t, refs, sizeof(refs) / sizeof(refs[0]), o, numeric_only)
+
+/* The order of the STATS line (docs/protocol.md "STATS"): the figures'
+ * keys and help are their rows' (stats_figures.c). */
+static const figure_ref cache_figures[] = {RES(cache_fresh),   RES(fetches),
+                                           RES(stale_answers), RES(revalidations),
+                                           RES(not_modified),  RES(cache_errors)};
+static const figure_ref upstream_figures[] = {
+    UP(PW, fetches),      UP(PW, transfers),      UP(PW, retries),          SUM(PW, ERRORS),
+    UP(PW, err_timeout),  RES(parse_errors),      UP(PW, inflight),         UP(PW, queued),
+    RES(decoys),          UP(PW, breaker_trips),  SUM(PW, CIRCUIT_REFUSED), UP(NT, fetches),
+    SUM(NT, ERRORS),      UP(NT, inflight),       UP(NT, queued),           UP(PW, rate_effective),
+    UP(PW, rate_limited), UP(PW, rate_decreases), UP(PW, pauses),           UP(PW, paused_ms),
+    UP(PW, pause_left_ms)};
+static const figure_ref bulk_figures[] = {UP(PW, bulk_queued),   UP(PW, bulk_inflight),
+                                          RES(promoted),         UP(PW, http_queued),
+                                          UP(PW, http_inflight), UP(PW, breaker)};
+/* the [ntlm] upstream's beyond the four above (all 0 without one) */
+static const figure_ref nt_upstream_figures[] = {
+    UP(NT, transfers),        UP(NT, retries),        UP(NT, err_timeout),   UP(NT, breaker_trips),
+    SUM(NT, CIRCUIT_REFUSED), UP(NT, rate_effective), UP(NT, rate_limited),  UP(NT, rate_decreases),
+    UP(NT, pauses),           UP(NT, paused_ms),      UP(NT, pause_left_ms), UP(NT, bulk_queued),
+    UP(NT, bulk_inflight),    UP(NT, breaker)};
+static const figure_ref breaker_open_figures[] = {UP(PW, breaker_open_ms), UP(NT, breaker_open_ms)};
+
 static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
 {
-    U64(o, "cache_hits", t->resolver.cache_fresh);
-    U64(o, "cache_misses", t->resolver.fetches);
-    U64(o, "cache_stale_answers", t->resolver.stale_answers);
-    U64(o, "cache_revalidations", t->resolver.revalidations);
-    U64(o, "cache_not_modified", t->resolver.not_modified);
-    U64(o, "cache_errors", t->resolver.cache_errors);
+    RENDER_REFS(t, cache_figures, o, false);
     br_range_cache_usage cu = {0};
     if (st->cache)
         br_range_cache_stats(st->cache->cache, &cu);
@@ -196,73 +306,15 @@ static void render_cache(const bd_state *st, const bd_totals *t, render_out *o)
     U64(o, "cache_bytes", cu.used_bytes);
     U64(o, "cache_max_bytes", cu.max_bytes);
     U64(o, "cache_evicted", cu.evicted);
-    U64(o, "lookups_coalesced", t->resolver.coalesced);
-}
-
-static uint64_t upstream_errors(const br_upstream_stats *u)
-{
-    return u->err_http + u->err_timeout + u->err_unavailable + u->err_too_large;
+    figure_ref coalesced = RES(coalesced);
+    render_refs(t, &coalesced, 1, o, false);
 }
 
 static void render_upstream(bd_server *srv, const bd_totals *t, render_out *o, bool numeric_only)
 {
-    const br_upstream_stats *pw = &t->pw_upstream, *nt = &t->nt_upstream;
-    U64(o, "upstream_fetches", pw->fetches);
-    U64(o, "upstream_transfers", pw->transfers);
-    U64(o, "upstream_retries", pw->retries);
-    U64(o, "upstream_errors", upstream_errors(pw));
-    U64(o, "upstream_timeouts", pw->err_timeout);
-    U64(o, "upstream_parse_errors", t->resolver.parse_errors);
-    U64(o, "upstream_in_flight", pw->inflight);
-    U64(o, "upstream_queued", pw->queued);
-    U64(o, "upstream_decoys", t->resolver.decoys);
-    U64(o, "upstream_breaker_trips", pw->breaker_trips);
-    U64(o, "upstream_circuit_refused", pw->refused_circuit + pw->err_circuit);
-    U64(o, "nt_upstream_fetches", nt->fetches);
-    U64(o, "nt_upstream_errors", upstream_errors(nt));
-    U64(o, "nt_upstream_in_flight", nt->inflight);
-    U64(o, "nt_upstream_queued", nt->queued);
-    put(o, "upstream_rate_effective", "%.6g", pw->rate_effective);
-    U64(o, "upstream_rate_limited", pw->rate_limited);
-    U64(o, "upstream_rate_decreases", pw->rate_decreases);
-    U64(o, "upstream_pauses", pw->pauses);
-    U64(o, "upstream_paused_ms", pw->paused_ms);
-    U64(o, "upstream_pause_left_ms", pw->pause_left_ms);
+    RENDER_REFS(t, upstream_figures, o, numeric_only);
     U64(o, "bulk_queue_depth", srv->bulk_pending);
-    U64(o, "upstream_bulk_queued", pw->bulk_queued);
-    U64(o, "upstream_bulk_in_flight", pw->bulk_inflight);
-    U64(o, "upstream_promoted", t->resolver.promoted);
-    U64(o, "upstream_http_queued", pw->http_queued);
-    U64(o, "upstream_http_in_flight", pw->http_inflight);
-    if (numeric_only) /* Prometheus: 0 closed, 1 open, 2 half-open */
-        U64(o, "circuit_state", pw->breaker);
-    else
-        put(o, "circuit", "%s", br_breaker_state_name(pw->breaker));
-}
-
-/* The [ntlm] upstream's figures beyond the four nt_upstream_* of
- * render_upstream, named as the SHA-1 ones with nt_ in front
- * (docs/protocol.md "STATS"); all 0 without an [ntlm] upstream. */
-static void render_nt_upstream(const bd_totals *t, render_out *o, bool numeric_only)
-{
-    const br_upstream_stats *nt = &t->nt_upstream;
-    U64(o, "nt_upstream_transfers", nt->transfers);
-    U64(o, "nt_upstream_retries", nt->retries);
-    U64(o, "nt_upstream_timeouts", nt->err_timeout);
-    U64(o, "nt_upstream_breaker_trips", nt->breaker_trips);
-    U64(o, "nt_upstream_circuit_refused", nt->refused_circuit + nt->err_circuit);
-    put(o, "nt_upstream_rate_effective", "%.6g", nt->rate_effective);
-    U64(o, "nt_upstream_rate_limited", nt->rate_limited);
-    U64(o, "nt_upstream_rate_decreases", nt->rate_decreases);
-    U64(o, "nt_upstream_pauses", nt->pauses);
-    U64(o, "nt_upstream_paused_ms", nt->paused_ms);
-    U64(o, "nt_upstream_pause_left_ms", nt->pause_left_ms);
-    U64(o, "nt_upstream_bulk_queued", nt->bulk_queued);
-    U64(o, "nt_upstream_bulk_in_flight", nt->bulk_inflight);
-    if (numeric_only)
-        U64(o, "nt_circuit_state", nt->breaker);
-    else
-        put(o, "nt_circuit", "%s", br_breaker_state_name(nt->breaker));
+    RENDER_REFS(t, bulk_figures, o, numeric_only);
 }
 
 /* UNKNOWN answers by reason: unknown_REASON (docs/operations.md). */
@@ -303,11 +355,9 @@ static void render_unknown(const bd_counters *k, render_out *o)
  * the cache is set aside). */
 static void render_damage(const bd_state *st, render_out *o)
 {
-    U64(o, "filter_damaged", st->told_pw || (st->pwfilter && br_pwfilter_damaged(st->pwfilter)));
-    U64(o, "nt_filter_damaged", st->told_nt || (st->ntfilter && br_pwfilter_damaged(st->ntfilter)));
-    U64(o, "url_filter_damaged",
-        st->told_url || (st->urlfilter && br_urlfilter_damaged(st->urlfilter)) ||
-            (st->urloffline && br_pwfilter_damaged(st->urloffline)));
+    for (int i = 0; i < BD_KINDS_; i++)
+        if (bd_kinds[i].damage_figure)
+            KIND_U64(o, bd_kinds[i].prefix, "filter_damaged", bd_state_damaged(st, (bd_kind)i));
     U64(o, "cache_damaged",
         st->cache && st->cache->cache && br_range_cache_damaged(st->cache->cache));
 }
@@ -316,12 +366,11 @@ static void render_damage(const bd_state *st, render_out *o)
  * PREFIXcanary_reason (STATS only), _ok, _last_time, _runs, _failures. */
 static void render_canary(const bd_counters *k, render_out *o, bool numeric_only)
 {
-    static const char *const prefixes[BD_CANARY_KINDS_] = {"", "nt_", "url_"};
     U64(o, "canary_interval_ms", k->canary_interval_ms);
     char key[64];
     for (int i = 0; i < BD_CANARY_KINDS_; i++) {
         const bd_canary_figures *f = &k->canary[i];
-        const char *p = prefixes[i];
+        const char *p = bd_kinds[i].prefix;
         if (!numeric_only) {
             snprintf(key, sizeof(key), "%scanary", p);
             put(o, key, "%s",
@@ -357,6 +406,11 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_prepared", k->http_prepared);
 }
 
+/* The order of the kinds' filter figures in STATS: every kind, once. */
+static const bd_kind filter_order[] = {BD_KIND_PW, BD_KIND_NT, BD_KIND_SIMILAR, BD_KIND_URL};
+_Static_assert(sizeof(filter_order) / sizeof(filter_order[0]) == BD_KINDS_,
+               "a kind of kinds.h has no place among the filter figures of STATS");
+
 /* Every figure, in the order the STATS line has always had. */
 static void render(bd_server *srv, render_out *o, bool numeric_only)
 {
@@ -372,30 +426,22 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);
-    const br_filter_header *pw = st->pwfilter ? br_pwfilter_header(st->pwfilter) : NULL,
-                           *nt = st->ntfilter ? br_pwfilter_header(st->ntfilter) : NULL,
-                           *sim = st->simfilter ? br_pwfilter_header(st->simfilter) : NULL,
-                           *url = st->urloffline  ? br_pwfilter_header(st->urloffline)
-                                  : st->urlfilter ? br_urlfilter_header(st->urlfilter)
-                                                  : NULL;
-    render_filter(o, "", pw, pw ? pw->build_time : 0, now, bd_state_pw_filter_stale(st, now));
-    render_filter(o, "nt_", nt, nt ? nt->build_time : 0, now, bd_state_nt_filter_stale(st, now));
-    render_filter(o, "similar_", sim, sim ? sim->build_time : 0, now, false);
-    /* a followed set: the age of its data (docs/fleet.md) */
-    render_filter(o, "url_", url, bd_state_url_data_time(st), now,
-                  bd_state_url_filter_stale(st, now));
+    for (size_t i = 0; i < sizeof(filter_order) / sizeof(filter_order[0]); i++) {
+        bd_kind kind = filter_order[i];
+        render_filter(o, bd_kinds[kind].prefix, bd_state_filter_header(st, kind),
+                      bd_state_data_time(st, kind), now, bd_state_filter_stale(st, kind, now));
+    }
     render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);
     render_cache(st, &t, o);
     render_upstream(srv, &t, o, numeric_only);
-    render_nt_upstream(&t, o, numeric_only);
+    RENDER_REFS(&t, nt_upstream_figures, o, numeric_only);
     render_http(k, o);
     U64(o, "reloads", k->reloads);
     U64(o, "reload_failures", k->reload_failures);
     U64(o, "internal_errors", br_assert_failures());
-    U64(o, "upstream_breaker_open_ms", t.pw_upstream.breaker_open_ms);
-    U64(o, "nt_upstream_breaker_open_ms", t.nt_upstream.breaker_open_ms);
+    RENDER_REFS(&t, breaker_open_figures, o, numeric_only);
     render_unknown(k, o);
     render_damage(st, o);
     render_canary(k, o, numeric_only);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kinds.h"
+#include "stats_figures.h"
 #include "stats_meta.h"
 
 typedef struct meta {
@@ -53,46 +55,12 @@ static const meta metas[] = {
     C("filter_no", "checks the filter answered definitely not"),
     C("filter_maybe", "checks the filter answered maybe"),
     C("filter_bypassed", "checks that bypassed a stale filter"),
-    C("cache_hits", "lookups answered from a fresh cache entry"),
-    C("cache_misses", "range fetches started"),
-    C("cache_stale_answers", "answers from an expired entry after an upstream failure"),
-    C("cache_revalidations", "conditional range fetches"),
-    C("cache_not_modified", "304 answers to them"),
-    C("cache_errors", "failed cache reads and writes"),
     G("cache_entries", "entries in the range cache"),
     G("cache_bytes", "bytes the range cache uses"),
     G("cache_max_bytes", "the range cache's max_size"),
     C("cache_evicted", "entries evicted for room"),
     G("cache_damaged", "1 when the cache files were found truncated or rewritten in place"),
-    C("lookups_coalesced", "lookups that joined a pending fetch"),
-    C("upstream_fetches", "range fetches asked of the upstream"),
-    C("upstream_transfers", "HTTP transfers started"),
-    C("upstream_retries", "transfers after the first of a fetch"),
-    C("upstream_errors", "fetches that failed"),
-    C("upstream_timeouts", "fetches that timed out"),
-    C("upstream_parse_errors", "range bodies rejected"),
-    G("upstream_in_flight", "transfers running"),
-    G("upstream_queued", "fetches waiting for a slot or a token"),
-    C("upstream_decoys", "decoy fetches sent"),
-    C("upstream_breaker_trips", "times the circuit breaker opened"),
-    C("upstream_circuit_refused", "fetches the open circuit refused or ended"),
-    C("upstream_breaker_open_ms", "time the circuit breaker was open or half-open"),
-    C("upstream_breaker_open_seconds", "time the circuit breaker was open or half-open"),
-    G("upstream_rate_effective", "transfers per second allowed now"),
-    C("upstream_rate_limited", "429 answers, and 503 with Retry-After"),
-    C("upstream_rate_decreases", "halvings of the effective rate"),
-    C("upstream_pauses", "pauses a Retry-After started"),
-    C("upstream_paused_ms", "milliseconds paused by Retry-After"),
-    G("upstream_pause_left_ms", "milliseconds left of the pause now"),
-    C("upstream_paused_seconds", "time paused by Retry-After"),
-    G("upstream_pause_left_seconds", "time left of the pause now"),
     G("bulk_queue_depth", "bulk-lane checks waiting"),
-    G("upstream_bulk_queued", "bulk-lane fetches waiting"),
-    G("upstream_bulk_in_flight", "bulk-lane transfers running"),
-    C("upstream_promoted", "bulk fetches promoted by an interactive check"),
-    G("upstream_http_queued", "range endpoint (http lane) fetches waiting"),
-    G("upstream_http_in_flight", "range endpoint (http lane) transfers running"),
-    G("circuit_state", "the circuit breaker: 0 closed, 1 open, 2 half-open"),
     C("http_requests", "range endpoint requests"),
     C("http_ok", "range endpoint 200 answers"),
     C("http_not_modified", "range endpoint 304 answers"),
@@ -114,35 +82,45 @@ static const meta metas[] = {
 };
 /* clang-format on */
 
-static const meta *find(const char *key)
+/* The metadata of key: the table above, or the row of a library's figure
+ * (stats_figures.h). */
+static bool find(const char *key, bool *counter, const char **help)
 {
     for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
         const char *k = metas[i].key;
         size_t n = strlen(k);
-        if (k[n - 1] == '*' ? strncmp(key, k, n - 1) == 0 : strcmp(key, k) == 0)
-            return &metas[i];
+        if (k[n - 1] == '*' ? strncmp(key, k, n - 1) == 0 : strcmp(key, k) == 0) {
+            *counter = metas[i].counter;
+            *help = metas[i].help;
+            return true;
+        }
     }
-    return NULL;
+    const bd_figure_meta *f = bd_figure_meta_find(key);
+    if (f) {
+        *counter = f->counter;
+        *help = f->help;
+    }
+    return f != NULL;
 }
 
 bool bd_stats_meta(const char *key, char *help, size_t size)
 {
-    static const struct {
-        const char *prefix, *what;
-    } kinds[] = {{"nt_", "NT hashes ([ntlm]): "},
-                 {"url_", "URLs ([urls]): "},
-                 {"similar_", "similar passwords ([passwords] similar_filter): "}};
-    const meta *m = find(key);
+    /* a kind's key: PREFIX and the key of the meta it shares (kinds.h) */
+    bool counter = false;
+    const char *h = NULL;
+    bool found = find(key, &counter, &h);
     const char *what = "";
-    for (size_t i = 0; !m && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        size_t n = strlen(kinds[i].prefix);
-        if (strncmp(key, kinds[i].prefix, n) == 0 && (m = find(key + n)) != NULL)
-            what = kinds[i].what;
+    for (int i = 0; !found && i < BD_KINDS_; i++) {
+        size_t n = strlen(bd_kinds[i].prefix);
+        if (n && strncmp(key, bd_kinds[i].prefix, n) == 0 && find(key + n, &counter, &h)) {
+            what = bd_kinds[i].stats_what;
+            found = true;
+        }
     }
-    if (!m) {
+    if (!found) {
         snprintf(help, size, "the STATS key %s (docs/protocol.md)", key);
         return false;
     }
-    snprintf(help, size, "%s%s", what, m->help);
-    return m->counter;
+    snprintf(help, size, "%s%s", what, h);
+    return counter;
 }

@@ -45,18 +45,18 @@ static void job_finish(url_job *j)
     bd_conn *c = j->w->conn;
     bd_counters *k = &c->srv->counters;
     if (j->allowed) {
-        k->url_allowed++;
-        k->url_safe++;
+        k->answers[BD_KIND_URL][BD_ANS_ALLOWED]++;
+        k->answers[BD_KIND_URL][BD_ANS_PASS]++;
         bd_conn_reply(c, j->w->id, "SAFE");
     } else if (j->best >= 0) {
-        k->url_blocked++;
+        k->answers[BD_KIND_URL][BD_ANS_HIT]++;
         bd_conn_reply(c, j->w->id, "BLOCKED %s %s", j->category, j->exprs.expr[j->best]);
     } else if (j->unknown) {
-        k->url_unknown++;
+        k->answers[BD_KIND_URL][BD_ANS_UNKNOWN]++;
         k->unknown_by_reason[bd_unknown_reason_of(j->unknown)]++;
         bd_conn_reply(c, j->w->id, "UNKNOWN %s", j->unknown);
     } else {
-        k->url_safe++;
+        k->answers[BD_KIND_URL][BD_ANS_PASS]++;
         bd_conn_reply(c, j->w->id, "SAFE");
     }
     br_url_exprs_clear(&j->exprs);
@@ -89,9 +89,9 @@ static void probe_filter(bd_state *st, bd_counters *k, const uint8_t (*keys)[BR_
                          size_t n, bool *maybe, int64_t now)
 {
     static int64_t warned_at = INT64_MIN;
-    if (bd_state_url_filter_stale(st, now)) {
+    if (bd_state_filter_stale(st, BD_KIND_URL, now)) {
         if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM) {
-            k->url_filter_bypassed++;
+            k->filter[BD_KIND_URL].bypassed++;
             for (size_t i = 0; i < n; i++)
                 maybe[i] = true;
             return;
@@ -136,13 +136,13 @@ static bool url_refused(bd_conn *c, const br_request *req, const bd_url_prep *p)
         return true;
     }
     const char *unknown = NULL;
-    if (!st->urlfilter && !st->urloffline)
+    if (!st->urlfilter && !st->filter[BD_KIND_URL])
         unknown = "UNKNOWN filter-unavailable";
     else if (st->cfg->urls.when_stale == BREACHD_WHEN_STALE_UNKNOWN &&
-             bd_state_url_filter_stale(st, br_clock_now_real()))
+             bd_state_filter_stale(st, BD_KIND_URL, br_clock_now_real()))
         unknown = "UNKNOWN filter-stale";
     if (unknown) {
-        srv->counters.url_unknown++;
+        srv->counters.answers[BD_KIND_URL][BD_ANS_UNKNOWN]++;
         srv->counters.unknown_by_reason[bd_unknown_reason_of(unknown + strlen("UNKNOWN "))]++;
         bd_conn_reply_text(c, req->id, unknown);
         return true;
@@ -212,7 +212,7 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
  * host sends"). */
 static void url_offline_damaged(bd_conn *c, const br_request *req, bd_url_prep *p)
 {
-    c->srv->counters.url_unknown++;
+    c->srv->counters.answers[BD_KIND_URL][BD_ANS_UNKNOWN]++;
     c->srv->counters.unknown_by_reason[BD_UNK_FILTER_DAMAGED]++;
     bd_conn_reply_text(c, req->id, "UNKNOWN " BD_REASON_FILTER_DAMAGED);
     br_url_exprs_clear(&p->exprs);
@@ -228,7 +228,7 @@ static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
 {
     bd_state *st = c->srv->state;
     bd_counters *k = &c->srv->counters;
-    if (!bd_state_url_intact(st)) {
+    if (!bd_state_intact(st, BD_KIND_URL)) {
         url_offline_damaged(c, req, p);
         return;
     }
@@ -237,7 +237,7 @@ static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
     bool found = false, allowed = false;
     for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
         const char *category = NULL;
-        int r = br_pwfilter_lookup_category(st->urloffline, p->keys[i], &category);
+        int r = br_pwfilter_lookup_category(st->filter[BD_KIND_URL], p->keys[i], &category);
         if (r < 0) {
             url_offline_damaged(c, req, p);
             return;
@@ -251,17 +251,17 @@ static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
         found = found || r > 0;
     }
     if (found)
-        k->url_filter_maybe++;
+        k->filter[BD_KIND_URL].maybe++;
     else
-        k->url_filter_no++;
+        k->filter[BD_KIND_URL].no++;
     if (best_category && !allowed) {
-        k->url_blocked++;
+        k->answers[BD_KIND_URL][BD_ANS_HIT]++;
         bd_conn_reply(c, req->id, "BLOCKED %s %s", best_category, p->exprs.expr[best]);
         br_url_exprs_clear(&p->exprs);
         return;
     }
-    k->url_allowed += allowed;
-    k->url_safe++;
+    k->answers[BD_KIND_URL][BD_ANS_ALLOWED] += allowed;
+    k->answers[BD_KIND_URL][BD_ANS_PASS]++;
     bd_conn_reply_text(c, req->id, "SAFE");
     br_url_exprs_clear(&p->exprs);
 }
@@ -290,7 +290,7 @@ void bd_url_check(bd_conn *c, const br_request *req)
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
     }
-    if (st->urloffline) {
+    if (st->filter[BD_KIND_URL]) {
         url_offline(c, req, p);
         br_wipe(p->keys, n * sizeof(p->keys[0]));
         return;
@@ -301,17 +301,17 @@ void bd_url_check(bd_conn *c, const br_request *req)
     for (size_t i = 0; i < n; i++)
         n_maybe += p->maybe[i];
     if (n_maybe == 0) {
-        k->url_filter_no++;
-        k->url_safe++;
+        k->filter[BD_KIND_URL].no++;
+        k->answers[BD_KIND_URL][BD_ANS_PASS]++;
         bd_conn_reply_text(c, req->id, "SAFE");
         br_url_exprs_clear(&p->exprs);
     } else if (bd_upstream_none(st->cfg->urls.upstream)) {
-        k->url_filter_maybe++;
-        k->url_unknown++;
+        k->filter[BD_KIND_URL].maybe++;
+        k->answers[BD_KIND_URL][BD_ANS_UNKNOWN]++;
         bd_conn_reply_text(c, req->id, "UNKNOWN no-upstream");
         br_url_exprs_clear(&p->exprs);
     } else {
-        k->url_filter_maybe++;
+        k->filter[BD_KIND_URL].maybe++;
         url_resolve(c, req, p);
     }
     br_wipe(p->keys, n * sizeof(p->keys[0]));

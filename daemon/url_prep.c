@@ -27,9 +27,9 @@ void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
     p->keys = keys;
     p->maybe = maybe;
     p->probed = p->taken = false;
-    unsigned labels = st->urlfilter    ? br_urlfilter_lookup_labels(st->urlfilter)
-                      : st->urloffline ? bd_offline_url_labels(st->urloffline)
-                                       : BR_URL_SB_HOST_COMPONENTS;
+    unsigned labels = st->urlfilter             ? br_urlfilter_lookup_labels(st->urlfilter)
+                      : st->filter[BD_KIND_URL] ? bd_offline_url_labels(st->filter[BD_KIND_URL])
+                                                : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);
     if (p->r == 0 && br_sha256_strings((const char *const *)p->exprs.expr, p->exprs.n, keys) < 0) {
         br_url_exprs_clear(&p->exprs);
@@ -46,7 +46,7 @@ void bd_url_prepare_batch(const bd_conn *c, const br_request *req, const bool *o
     for (size_t i = 0; i < n; i++)
         urls += ok[i] && req[i].verb == BR_VERB_URL;
     if (urls < 2 || srv->draining || !st->urlfilter ||
-        bd_state_url_filter_stale(st, br_clock_now_real()))
+        bd_state_filter_stale(st, BD_KIND_URL, br_clock_now_real()))
         return;
     for (size_t i = 0; i < n; i++) {
         if (!ok[i] || req[i].verb != BR_VERB_URL)

@@ -18,6 +18,13 @@
 #    (utime + stime of /proc/PID/stat over the run, 10 ms ticks), the
 #    steadier of the two on a busy machine. Then the medians and the
 #    AFTER/BEFORE ratios.
+# 4. Unless CG_N=0, once per build (instructions do not depend on the
+#    machine's load): breachd under valgrind --tool=callgrind, collection
+#    switched on around loadgen -c 50 -P 16 -n CG_N (default 100,000) PW
+#    checks, then CG_N URL checks, then CG_N/100 STATS (loadgen --mix
+#    0,0,0,1; the config lets the running user ask), each dumped apart:
+#    instructions per request of the whole process in each lane, and
+#    AFTER/BEFORE.
 #
 # With OFFLINE=1, one build and two kinds of filter of the same keys and
 # lists instead: "before" runs on the range filters above, "after" on
@@ -32,7 +39,8 @@
 #        --buildtype=debugoptimized as bench-daemon.sh does)
 #        OFFLINE=1 AFTER=DIR tests/bench/bench-daemon-ab.sh
 # Env:   ROUNDS (6), NPW (2000000), NURL (600000), PW_KEYS (2000000),
-#        URLS (200000), OFFLINE (0), TMPDIR (scratch space, default /var/tmp).
+#        URLS (200000), OFFLINE (0), CG_N (100000; 0 = no callgrind),
+#        TMPDIR (scratch space, default /var/tmp).
 set -euo pipefail
 OFFLINE=${OFFLINE:-0}
 [ "$OFFLINE" = 1 ] && BEFORE=${BEFORE:-${AFTER:-}}
@@ -42,6 +50,7 @@ NPW=${NPW:-2000000}
 NURL=${NURL:-600000}
 PW_KEYS=${PW_KEYS:-2000000}
 URLS=${URLS:-200000}
+CG_N=${CG_N:-100000}
 LOADGEN=$BEFORE/tests/bench/loadgen
 CTL=$BEFORE/client/breachctl/breachctl
 for p in "$BEFORE/daemon/breachd" "$AFTER/daemon/breachd" "$LOADGEN" "$CTL" \
@@ -77,6 +86,7 @@ conf() { # SIDE PW_FILTER URL_FILTER
 socket = $S/breachd.sock
 socket_mode = 0600
 log_level = notice
+admin_users = $(id -u)
 [passwords]
 filter = $2
 upstream =
@@ -145,3 +155,45 @@ awk '
             printf "| %s | %.0f | %.0f | %.3f |\n", name[k - 1], mb, ma, mb ? ma / mb : 0
         }
     }' "$S/runs"
+
+# callgrind: instructions per request of each build's whole process, per lane.
+cg() { # BUILD SIDE: prints "pw url stats" instructions per request
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$S/cg.out" \
+        "$1/daemon/breachd" --config "$S/$2.conf" --foreground 2>"$S/breachd.log" &
+    local pid=$! lane
+    for _ in $(seq 300); do
+        "$LOADGEN" -s "$S/breachd.sock" -c 1 -P 1 -n 1 --no-stats -q >/dev/null 2>&1 && break
+        kill -0 "$pid" 2>/dev/null || { cat "$S/breachd.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    callgrind_control -i on "$pid" >/dev/null 2>&1
+    "$LOADGEN" -s "$S/breachd.sock" -c 50 -P 16 -n "$CG_N" -w 0 --no-stats -q >/dev/null
+    callgrind_control -d pw "$pid" >/dev/null 2>&1
+    "$LOADGEN" -s "$S/breachd.sock" -c 50 -P 16 -n "$CG_N" -w 0 --urls "$S/data/stream.txt" \
+        --no-stats -q >/dev/null
+    callgrind_control -d url "$pid" >/dev/null 2>&1
+    "$LOADGEN" -s "$S/breachd.sock" -c 1 -P 1 -n $((CG_N / 100)) -w 0 --mix 0,0,0,1 \
+        --no-stats -q >/dev/null
+    callgrind_control -d stats "$pid" >/dev/null 2>&1
+    callgrind_control -i off "$pid" >/dev/null 2>&1
+    kill -TERM "$pid"
+    wait "$pid" || true
+    local i=0
+    for lane in pw url stats; do # the dumps, in order: cg.out.1, .2, .3
+        i=$((i + 1))
+        awk -v n="$([ $lane = stats ] && echo $((CG_N / 100)) || echo "$CG_N")" \
+            '/^(summary|totals):/ { t = $2 } END { printf "%.0f ", t / n }' "$S/cg.out.$i"
+    done
+    rm -f "$S"/cg.out*
+}
+if [ "$CG_N" -gt 0 ] && command -v valgrind >/dev/null; then
+    read -r bpw burl bstats <<<"$(cg "$BEFORE" before)"
+    read -r apw aurl astats <<<"$(cg "$AFTER" after)"
+    echo
+    echo "| instructions/req (callgrind) | before | after | after/before |"
+    echo "|---|---:|---:|---:|"
+    awk -v b="$bpw" -v a="$apw" 'BEGIN { printf "| PW | %s | %s | %.4f |\n", b, a, a / b }'
+    awk -v b="$burl" -v a="$aurl" 'BEGIN { printf "| URL | %s | %s | %.4f |\n", b, a, a / b }'
+    awk -v b="$bstats" -v a="$astats" 'BEGIN { printf "| STATS | %s | %s | %.4f |\n", b, a, a / b }'
+fi

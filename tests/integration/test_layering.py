@@ -64,23 +64,25 @@ DAEMON_LAYERS = {
     # the verbs: the table, then each verb's handler
     "dispatch": {"pw_check", "url_check", "url_prep", "similar_verb", "banned_verb", "stats", "conn",
                  "server_types", "state", "conf"},
-    "pw_check": {"conn", "stats", "server_types", "state", "offline", "log"},
+    "pw_check": {"conn", "stats", "server_types", "state", "kinds", "offline", "log"},
     "similar_verb": {"conn", "server_types", "state"},
     "banned_verb": {"conn", "server_types", "state"},
     "url_check": {"url_prep", "conn", "stats", "server_types", "state", "offline", "log"},
     "url_prep": {"server_types", "state", "offline"},
     # the range endpoint, the figures, the timers
     "http": {"conn", "server_types", "state", "conf", "accept_pause", "log"},
-    "stats": {"server_types", "state", "accept_pause", "log"},
-    "canary": {"server_types", "state", "offline", "log"},
-    "housekeeping": {"server_types", "state", "log"},
+    "stats": {"server_types", "state", "kinds", "accept_pause", "log"},
+    "canary": {"server_types", "state", "kinds", "offline", "log"},
+    "housekeeping": {"server_types", "state", "kinds", "log"},
     # answering and the connection's life; its output
     "conn": {"conn_out", "server_types", "state", "accept_pause", "log"},
     "conn_out": {"server_types"},
     # data: the server, connections, waiters and counters
     "server_types": {"accept_pause", "counters", "state"},
-    "counters": set(),
-    "state": {"offline", "follow", "conf", "log"},
+    "counters": {"kinds"},
+    "state": {"kinds", "offline", "follow", "conf", "log"},
+    # the filter kinds as a table: below the state indexed by it
+    "kinds": {"conf"},
     # [urls] follow: the thread that installs a publisher's files, and
     # what it installed, read by the state that loads them
     "follow": {"conf", "log"},

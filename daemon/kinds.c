@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of filter kinds (kinds.h): one row per kind. */
+#include <stdint.h>
+
+#include "conf.h"
+#include "kinds.h"
+
+#define CFG(field) offsetof(breachd_config, field)
+
+/* The keys every filter section has: filter, max_filter_age, upstream. */
+#define SECTION_KEYS(sec)                                                                          \
+    .section = #sec, .filter_off = CFG(sec.filter), .max_age_off = CFG(sec.max_filter_age_s),      \
+    .upstream_off = CFG(sec.upstream)
+
+/* clang-format off */
+const bd_kind_row bd_kinds[BD_KINDS_] = {
+    [BD_KIND_PW] = {
+        SECTION_KEYS(passwords), .name = "password", .checks = "password",
+        .prefix = "", .counts_prefix = "pw_",
+        .range = BR_RANGE_PASSWORD_SHA1, .verb = BR_VERB_PW,
+        .counts_filter = true, .upstream_figures = true, .damage_figure = true,
+        .if_empty = "every check goes to the range API",
+        .answers = {{"clean", BD_ANS_PASS}, {"pwned", BD_ANS_HIT}, {"unknown", BD_ANS_UNKNOWN}},
+    },
+    [BD_KIND_NT] = {
+        SECTION_KEYS(ntlm), .name = "NTLM", .checks = "NT",
+        .prefix = "nt_", .counts_prefix = "nt_", .stats_what = "NT hashes ([ntlm]): ",
+        .range = BR_RANGE_PASSWORD_NTLM, .verb = BR_VERB_NT,
+        .counts_filter = true, .upstream_figures = true, .damage_figure = true,
+        .if_empty = "every NT check goes to the range API",
+        .answers = {{"clean", BD_ANS_PASS}, {"pwned", BD_ANS_HIT}, {"unknown", BD_ANS_UNKNOWN}},
+    },
+    [BD_KIND_URL] = {
+        SECTION_KEYS(urls), .name = "URL", .checks = "URL",
+        .prefix = "url_", .counts_prefix = "url_", .stats_what = "URLs ([urls]): ",
+        .range = BR_RANGE_URL_SHA256, .verb = BR_VERB_URL,
+        .counts_filter = true, .damage_figure = true,
+        .if_empty = "it blocks no URL",
+        .answers = {{"safe", BD_ANS_PASS}, {"blocked", BD_ANS_HIT}, {"allowed", BD_ANS_ALLOWED},
+                    {"unknown", BD_ANS_UNKNOWN}},
+    },
+    /* offline only, it never ages, it shares [passwords]' keys */
+    [BD_KIND_SIMILAR] = {
+        .section = "passwords", .filter_off = CFG(passwords.similar_filter),
+        .name = "similar-password", .checks = "SIMILAR",
+        .prefix = "similar_", .counts_prefix = "similar_",
+        .stats_what = "similar passwords ([passwords] similar_filter): ",
+        .range = BR_RANGE_PASSWORD_SHA1, .verb = BR_VERB_SIMILAR,
+        .if_empty = "SIMILAR finds nothing",
+        .answers = {{"hits", BD_ANS_HIT}, {"clean", BD_ANS_PASS}, {"unknown", BD_ANS_UNKNOWN}},
+    },
+};
+/* clang-format on */

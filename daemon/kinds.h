@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* The filter kinds the daemon serves, as one table (docs/architecture.md,
+ * "Filter kinds"): a row per kind says its configuration section, its range
+ * kind and verb, its STATS prefix and answers, and whether it ages. The
+ * state (state.h), the counters (counters.h) and STATS (stats.c) are arrays
+ * indexed by bd_kind and loops over the rows; the tables beside them
+ * (state.c's loaders, stats.c's filter order) are arrays whose size a
+ * static assertion ties to BD_KINDS_. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/protocol.h"
+#include "range/range.h"
+
+/* The order of the rows is the order of their STATS answer lines. */
+typedef enum bd_kind {
+    BD_KIND_PW,      /* [passwords] filter: PW, SHA-1 */
+    BD_KIND_NT,      /* [ntlm] filter: NT, NT hashes */
+    BD_KIND_URL,     /* [urls] filter: URL (a range filter or an offline set) */
+    BD_KIND_SIMILAR, /* [passwords] similar_filter: SIMILAR (offline only) */
+    BD_KINDS_
+} bd_kind;
+
+/* The answers counted per kind (bd_counters.answers), named by each row. */
+typedef enum bd_answer {
+    BD_ANS_PASS,    /* CLEAN, SAFE */
+    BD_ANS_HIT,     /* PWNED, BLOCKED, SIMILAR */
+    BD_ANS_ALLOWED, /* SAFE because an allow entry matched (counted in PASS too) */
+    BD_ANS_UNKNOWN,
+    BD_ANS_COUNT_
+} bd_answer;
+
+/* One STATS answer line: PREFIX name, and its counter. */
+typedef struct bd_answer_row {
+    const char *name; /* NULL ends the list */
+    bd_answer answer;
+} bd_answer_row;
+
+struct breachd_config;
+
+typedef struct bd_kind_row {
+    const char *name;          /* in log lines: "password", "NTLM" */
+    const char *section;       /* its breachd.conf section */
+    const char *checks;        /* before "check" in log lines: "NT" */
+    const char *prefix;        /* of its STATS keys: "", "nt_" */
+    const char *counts_prefix; /* of its answers and filter counts: "pw_", "nt_" */
+    /* before the Prometheus help of a PREFIX key (stats_meta.c); NULL: no prefix */
+    const char *stats_what;
+    br_range_kind range;
+    br_verb verb;
+    size_t filter_off;     /* offsetof(breachd_config, its filter key) */
+    size_t max_age_off;    /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
+    size_t upstream_off;   /* offsetof(breachd_config, its upstream key); 0: none */
+    bool counts_filter;    /* STATS PREFIXfilter_no, _maybe, _bypassed */
+    bool upstream_figures; /* its range API's figures in STATS (PREFIXupstream_*) */
+    bool damage_figure;    /* STATS PREFIXfilter_damaged */
+    const char *if_empty;  /* logged for a filter with no key */
+    bd_answer_row answers[BD_ANS_COUNT_ + 1];
+} bd_kind_row;
+
+extern const bd_kind_row bd_kinds[BD_KINDS_];
+
+/* A key of kind k's section in cfg, at offset off of breachd_config. */
+#define BD_KIND_CFG_(cfg, off, type) (*(const type *)((const char *)(cfg) + (off)))
+
+/* The configured filter path of kind k ("" when none). */
+static inline const char *bd_kind_filter_path(const struct breachd_config *cfg, bd_kind k)
+{
+    return BD_KIND_CFG_(cfg, bd_kinds[k].filter_off, char *);
+}
+
+/* Its upstream (range API URL template; "" when none, or no such key). */
+static inline const char *bd_kind_upstream(const struct breachd_config *cfg, bd_kind k)
+{
+    return bd_kinds[k].upstream_off ? BD_KIND_CFG_(cfg, bd_kinds[k].upstream_off, char *) : "";
+}
+
+/* Its max_filter_age in seconds; INT64_MAX for a kind that never ages. */
+static inline int64_t bd_kind_max_age(const struct breachd_config *cfg, bd_kind k)
+{
+    return bd_kinds[k].max_age_off ? BD_KIND_CFG_(cfg, bd_kinds[k].max_age_off, int64_t)
+                                   : INT64_MAX;
+}
