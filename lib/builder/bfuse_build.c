@@ -45,15 +45,21 @@ static void bfuse_work_free(bfuse_work *w)
 }
 
 /* Fill w->hashes with the hashes of keys in order of segment (and
- * w->codes with their codes when codes is given). */
+ * w->codes with their codes when codes is given). Each key is hashed once:
+ * the first pass keeps the hashes in w->sxor (m >= n slots), which the
+ * attempt clears afterwards. */
 static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, const uint8_t *codes,
                               size_t n, uint64_t seed, bfuse_work *w)
 {
     uint32_t nseg = g->scl >> g->shift;
     uint32_t *b = w->bucket;
+    uint64_t *tmp = w->sxor;
     memset(b, 0, ((size_t)nseg + 1) * sizeof(*b));
-    for (size_t i = 0; i < n; i++)
-        b[bfuse_mulhi(bfuse_mix(keys[i] + seed), g->scl) >> g->shift]++;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = bfuse_mix(keys[i] + seed);
+        tmp[i] = h;
+        b[bfuse_mulhi(h, g->scl) >> g->shift]++;
+    }
     uint32_t sum = 0;
     for (uint32_t s = 0; s < nseg; s++) {
         uint32_t c = b[s];
@@ -61,7 +67,7 @@ static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, const u
         sum += c;
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t h = bfuse_mix(keys[i] + seed);
+        uint64_t h = tmp[i];
         uint32_t at = b[bfuse_mulhi(h, g->scl) >> g->shift]++;
         w->hashes[at] = h;
         if (codes)
@@ -70,7 +76,9 @@ static void bfuse_sort_hashes(const bfuse_geom *g, const uint64_t *keys, const u
 }
 
 /* Assign in reverse peel order: each slot is still 0 when its key comes,
- * so XOR-ing over all the key's slots gives the value to store. */
+ * so XOR-ing over all the key's slots gives the value to store. The k-th
+ * peeled key's hash (and code) is w->hashes[k] (w->codes[k]): read in
+ * sequence, not from its slot. */
 static inline __attribute__((always_inline)) void bfuse_assign(const bfuse_geom *g, unsigned arity,
                                                                unsigned fpb, bool coded,
                                                                size_t peeled, uint32_t m,
@@ -80,10 +88,10 @@ static inline __attribute__((always_inline)) void bfuse_assign(const bfuse_geom 
     memset(out, 0, (size_t)m * fpb);
     for (size_t k = peeled; k-- > 0;) {
         uint32_t q = w->order[k];
-        uint64_t h = w->sxor[q];
+        uint64_t h = w->hashes[k];
         bfuse_positions(g, h, arity, p);
         /* coded: the slots XOR to the fingerprint's top 24 bits and the code */
-        uint32_t v = coded ? (bfuse_fp(h) & ~UINT32_C(0xff)) | w->cxor[q] : bfuse_fp(h);
+        uint32_t v = coded ? (bfuse_fp(h) & ~UINT32_C(0xff)) | w->codes[k] : bfuse_fp(h);
         for (unsigned j = 0; j < arity; j++)
             v ^= bfuse_load(out, p[j], fpb);
         bfuse_store(out, q, v & bfuse_fp_mask(fpb), fpb);
@@ -126,8 +134,10 @@ bfuse_try(const bfuse_geom *g, unsigned arity, unsigned fpb, const uint64_t *key
     /* Peel. order[0 .. peeled) is the peel order, order[top .. m) the stack.
      * A slot is pushed at most once (when first seen with count 1, or when
      * its count drops from 2 to 1), and every peel pops one push, so
-     * peeled + stack size <= m: the two never meet. A peeled slot keeps the
-     * hash of its key in sxor and gets count 0. */
+     * peeled + stack size <= m: the two never meet. Each peel removes one
+     * key, so peeled <= n: the k-th peeled key's hash and code overwrite
+     * w->hashes[k] and w->codes[k], which the insertion above was the last
+     * to read. A peeled slot gets count 0. */
     size_t peeled = 0;
     uint32_t top = m;
     for (uint32_t s = 0; s < m; s++) {
@@ -149,9 +159,9 @@ bfuse_try(const bfuse_geom *g, unsigned arity, unsigned fpb, const uint64_t *key
                 if (--count[r] == 1)
                     order[--top] = r;
             }
-            sxor[q] = h; /* count[q] is now 0 */
+            w->hashes[peeled] = h; /* count[q] is now 0 */
             if (codes)
-                cxor[q] = code;
+                w->codes[peeled] = code;
             order[peeled++] = q;
         }
     }
@@ -227,7 +237,8 @@ static int bfuse_build(br_bfuse *f, uint64_t *keys, const uint8_t *codes, size_t
         f->fingerprints = fp_out;
         return 0;
     }
-    if (f->array_length == 0 || !keys || !fp_out)
+    /* a layout for fewer keys (the hashing scratch needs m >= n slots) */
+    if (f->array_length < n || !keys || !fp_out)
         return -EINVAL;
 
     uint32_t m = f->array_length;
