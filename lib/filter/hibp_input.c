@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/br_assert.h"
 #include "filter_file.h"
@@ -156,6 +159,45 @@ static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *k
     return rc;
 }
 
+#if defined(__SSE2__)
+/* The hex digits in the low `bytes` bytes of v (16 or 8) into bytes/2
+ * bytes at out; false if one of them is not a hex digit (any case). The
+ * same answer as br_hex_decode, 16 digits at a time: the corpus holds
+ * billions of hashes, and the scalar decode was a third of a build's
+ * instructions (tests/bench/RESULTS.md, "Build profile"). */
+static inline bool hex_simd(__m128i v, unsigned bytes, uint8_t *out)
+{
+    const __m128i dig = _mm_sub_epi8(v, _mm_set1_epi8('0')); /* 0..9 for '0'..'9' */
+    const __m128i let = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+    const __m128i is_d = _mm_cmpeq_epi8(_mm_min_epu8(dig, _mm_set1_epi8(9)), dig);
+    const __m128i is_l = _mm_cmpeq_epi8(_mm_min_epu8(let, _mm_set1_epi8(5)), let);
+    unsigned ok = (unsigned)_mm_movemask_epi8(_mm_or_si128(is_d, is_l));
+    unsigned want = bytes == 16 ? 0xFFFFu : 0xFFu;
+    if ((ok & want) != want)
+        return false;
+    __m128i nib = _mm_or_si128(_mm_and_si128(is_d, dig),
+                               _mm_andnot_si128(is_d, _mm_add_epi8(let, _mm_set1_epi8(10))));
+    /* each 16-bit lane holds (first digit) | (second digit) << 8 */
+    __m128i pair = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(nib, 4), _mm_set1_epi16(0xF0)),
+                                _mm_srli_epi16(nib, 8));
+    __m128i packed = _mm_packus_epi16(pair, pair);
+    if (bytes == 16)
+        _mm_storel_epi64((__m128i *)out, packed);
+    else
+        memcpy(out, &packed, 4);
+    return true;
+}
+
+/* A SHA-1's 40 or an NT hash's 32 digits: reads exactly those bytes. */
+static inline bool decode_hex(const uint8_t *p, size_t hash_len, uint8_t key[BR_SHA1_LEN])
+{
+    bool ok = hex_simd(_mm_loadu_si128((const __m128i *)p), 16, key) &
+              hex_simd(_mm_loadu_si128((const __m128i *)(p + 16)), 16, key + 8);
+    if (hash_len == BR_SHA1_LEN)
+        ok &= hex_simd(_mm_loadl_epi64((const __m128i *)(p + 32)), 8, key + 16);
+    return ok;
+}
+#else
 /* Constant lengths, so that each decode is unrolled. */
 static inline bool decode_hex(const uint8_t *p, size_t hash_len, uint8_t key[BR_SHA1_LEN])
 {
@@ -163,6 +205,7 @@ static inline bool decode_hex(const uint8_t *p, size_t hash_len, uint8_t key[BR_
         return br_hex_decode((const char *)p, BR_SHA1_LEN, key);
     return br_hex_decode((const char *)p, BR_NT_LEN, key);
 }
+#endif
 
 static inline bool decode_key(file_ctx *f, const uint8_t *p, uint8_t key[BR_SHA1_LEN])
 {
