@@ -3,9 +3,11 @@
  * SHA-1 of the exact UTF-8 bytes of the password, as HIBP computes it. */
 #pragma once
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BR_SHA1_LEN 20
 #define BR_SHA256_LEN 32
@@ -61,8 +63,7 @@ void br_hex_encode_upper(const uint8_t *in, size_t len, char *out);
  * leading hex digits of the hash are the leading bits of the key. */
 static inline uint64_t br_hash_key64(const uint8_t *hash)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | hash[i];
-    return v;
+    uint64_t v;
+    memcpy(&v, hash, sizeof(v));
+    return be64toh(v); /* one load and a byte swap */
 }

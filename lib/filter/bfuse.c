@@ -179,18 +179,27 @@ bool br_bfuse_contains(const br_bfuse *f, uint64_t key)
     return bfuse_contains_one(f, &g, 4, 4, key);
 }
 
+static inline __attribute__((always_inline)) void bfuse_prefetch_one(const br_bfuse *f,
+                                                                     unsigned arity, uint64_t key)
+{
+    bfuse_geom g;
+    bfuse_geom_of(f, &g);
+    uint32_t p[4];
+    bfuse_positions(&g, bfuse_mix(key + f->seed), arity, p);
+    const uint8_t *a = f->fingerprints;
+    unsigned fpb = f->fp_bits / 8u;
+    for (unsigned t = 0; t < arity; t++)
+        __builtin_prefetch(a + (size_t)p[t] * fpb);
+}
+
 void br_bfuse_prefetch(const br_bfuse *f, uint64_t key)
 {
     if (f->array_length == 0)
         return;
-    bfuse_geom g;
-    bfuse_geom_of(f, &g);
-    uint32_t p[4];
-    bfuse_positions(&g, bfuse_mix(key + f->seed), f->arity, p);
-    const uint8_t *a = f->fingerprints;
-    unsigned fpb = f->fp_bits / 8u;
-    for (unsigned t = 0; t < f->arity; t++)
-        __builtin_prefetch(a + (size_t)p[t] * fpb);
+    if (f->arity == 4)
+        bfuse_prefetch_one(f, 4, key);
+    else
+        bfuse_prefetch_one(f, 3, key);
 }
 
 static inline __attribute__((always_inline)) void bfuse_batch(const br_bfuse *f,
@@ -253,14 +262,21 @@ bfuse_code_of(const uint8_t *a, const uint32_t p[4], unsigned arity, uint64_t h)
     return (v >> 8) == 0 ? (uint8_t)v : 0;
 }
 
-uint8_t br_bfuse_code(const br_bfuse *f, uint64_t key)
+static inline __attribute__((always_inline)) uint8_t bfuse_code_one(const br_bfuse *f,
+                                                                    unsigned arity, uint64_t key)
 {
-    if (f->array_length == 0 || f->fp_bits != 32)
-        return 0;
     bfuse_geom g;
     bfuse_geom_of(f, &g);
     uint32_t p[4];
     uint64_t h = bfuse_mix(key + f->seed);
-    bfuse_positions(&g, h, f->arity, p);
-    return bfuse_code_of(f->fingerprints, p, f->arity, h);
+    bfuse_positions(&g, h, arity, p);
+    return bfuse_code_of(f->fingerprints, p, arity, h);
+}
+
+/* One body per arity: its slot loads unrolled, issued back to back. */
+uint8_t br_bfuse_code(const br_bfuse *f, uint64_t key)
+{
+    if (f->array_length == 0 || f->fp_bits != 32)
+        return 0;
+    return f->arity == 4 ? bfuse_code_one(f, 4, key) : bfuse_code_one(f, 3, key);
 }
