@@ -163,8 +163,8 @@ static inline int deliver_counted(reader *r, const file_ctx *f, const uint8_t *k
 /* The hex digits in the low `bytes` bytes of v (16 or 8) into bytes/2
  * bytes at out; false if one of them is not a hex digit (any case). The
  * same answer as br_hex_decode, 16 digits at a time: the corpus holds
- * billions of hashes, and the scalar decode was a third of a build's
- * instructions (tests/bench/RESULTS.md, "Build profile"). */
+ * billions of hashes, and one digit at a time the decode was most of the
+ * build's serial input pass. */
 static inline bool hex_simd(__m128i v, unsigned bytes, uint8_t *out)
 {
     const __m128i dig = _mm_sub_epi8(v, _mm_set1_epi8('0')); /* 0..9 for '0'..'9' */
