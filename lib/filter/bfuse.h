@@ -42,7 +42,8 @@ int br_bfuse_check(const br_bfuse *f);
  * after br_bfuse_layout(). The keys array may be reordered. Seeds are derived
  * from seed_base and the attempt number, so the same keys and seed_base give
  * the same bytes. Sets f->seed and f->fingerprints = fp_out.
- * 0, -ENOMEM, or -EDEADLK if construction failed on every attempt (only with
+ * 0, -ENOMEM, -EINVAL (a layout for fewer than n keys, or a NULL keys or
+ * fp_out), or -EDEADLK if construction failed on every attempt (only with
  * duplicate keys, which callers remove first).
  *
  * The result depends on the set of keys only, not on their order: no sort is

@@ -600,6 +600,16 @@ static void test_bad_args(void **state)
     assert_int_equal(br_bfuse_build(&f, k, 4, 0, buf), 0);
     for (size_t i = 0; i < 4; i++)
         assert_true(br_bfuse_contains(&f, k[i]));
+    /* more keys than the layout was made for */
+    enum { MANY = 4096 };
+    uint64_t *many = calloc(MANY, sizeof(*many));
+    assert_non_null(many);
+    for (size_t i = 0; i < MANY; i++)
+        many[i] = i + 1;
+    assert_int_equal(br_bfuse_layout(&f, 3, 16, 4), 0);
+    assert_true(br_bfuse_bytes(&f) <= sizeof(buf));
+    assert_int_equal(br_bfuse_build(&f, many, MANY, 0, buf), -EINVAL);
+    free(many);
 }
 
 int main(void)

@@ -123,6 +123,44 @@ static void test_malformed_matrix(void **state)
     }
 }
 
+/* Every byte value at digit positions on both sides of each 16-digit block
+ * of the decoder: accepted with the right key exactly when it is a hex
+ * digit (any case), refused otherwise. */
+static void test_every_byte_in_a_hash(void **state)
+{
+    (void)state;
+    static const size_t pos[] = {0, 8, 15, 16, 31, 32, 39};
+    char p[256], line[128];
+    tpath(p, sizeof(p), "bytes.txt");
+    for (size_t i = 0; i < BR_ARRAY_SIZE(pos); i++) {
+        for (unsigned b = 0; b < 256; b++) {
+            char hash[2 * BR_SHA1_LEN + 1];
+            memcpy(hash, H_SEQ, sizeof(hash));
+            hash[pos[i]] = (char)b;
+            int len = snprintf(line, sizeof(line), "%s", G1);
+            memcpy(line + len, hash, 2 * BR_SHA1_LEN);
+            len += 2 * BR_SHA1_LEN;
+            len += snprintf(line + len, sizeof(line) - (size_t)len, ":3\n");
+            write_bytes(p, line, (size_t)len);
+            br_input_opts o = {0};
+            collected c = {0};
+            br_input_stats st = {0};
+            br_error err;
+            int rc = run(p, &o, &c, &st, &err);
+            bool hex = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
+            if (hex != (rc == 0))
+                print_error("position %zu, byte 0x%02x: rc %d\n", pos[i], b, rc);
+            assert_int_equal(rc, hex ? 0 : -EINVAL);
+            if (hex) {
+                assert_int_equal(c.n, 2);
+                hash[pos[i]] = (char)(b >= 'a' ? b - 'a' + 'A' : b);
+                assert_string_equal(c.hex[1], hash);
+            }
+            collected_free(&c);
+        }
+    }
+}
+
 static void test_long_hash_lines(void **state)
 {
     (void)state;
@@ -194,6 +232,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malformed_matrix),
+        cmocka_unit_test(test_every_byte_in_a_hash),
         cmocka_unit_test(test_long_hash_lines),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
