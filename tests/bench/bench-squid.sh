@@ -196,6 +196,11 @@ if [ "$PROFILE" = perf ]; then
     echo
     perf report -i "$SCRATCH/perf.data" --children --percent-limit 3 --stdio -g none 2>/dev/null |
         grep -E '^ +[0-9]' | head -30
+    echo
+    echo "### breachd: share of its CPU time by library (libcrypto: SHA-256 and the wipes)"
+    echo
+    perf report -i "$SCRATCH/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null |
+        grep -E '^ +[0-9]' | head -10
     exit 0
 fi
 if [ "$PROFILE" = 1 ]; then
