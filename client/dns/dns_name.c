@@ -70,14 +70,15 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
     return 0;
 }
 
-/* A host byte lowercased (letters, digits, '-', '_'), or 0. */
-static inline unsigned char host_lower(unsigned char c)
-{
-    unsigned char l = c | 0x20; /* a letter's lowercase; no other byte lands in a..z */
-    if (l >= 'a' && l <= 'z')
-        return l;
-    return (c >= '0' && c <= '9') || c == '-' || c == '_' ? c : 0;
-}
+/* A host byte lowercased (letters, digits, '-', '_'), or 0: one load. */
+#define LC1(c)                                                                                     \
+    ((c) >= 'A' && (c) <= 'Z' ? (c) + 32                                                           \
+     : ((c) >= 'a' && (c) <= 'z') || ((c) >= '0' && (c) <= '9') || (c) == '-' || (c) == '_' ? (c)  \
+                                                                                            : 0)
+#define LC4(c) LC1(c), LC1((c) + 1), LC1((c) + 2), LC1((c) + 3)
+#define LC16(c) LC4(c), LC4((c) + 4), LC4((c) + 8), LC4((c) + 12)
+#define LC64(c) LC16(c), LC16((c) + 16), LC16((c) + 32), LC16((c) + 48)
+static const unsigned char host_lower[256] = {LC64(0), LC64(64), LC64(128), LC64(192)};
 
 /* The usual name, in one pass, as to_url makes it: 1 and url filled, 0 when
  * the name needs to_url (an escape, or longer than a host once unescaped
@@ -96,7 +97,7 @@ static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len
     *last = 7;
     *a_label = false;
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i], v = host_lower(c);
+        unsigned char c = (unsigned char)name[i], v = host_lower[c];
         if (v) {
             if (++label > BR_URL_MAX_LABEL)
                 return -EINVAL;
