@@ -161,7 +161,9 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
 {
     bd_server *srv = c->srv;
     bd_state *st = srv->state;
-    url_job *j = calloc(1, sizeof(*j));
+    /* Set field by field: most of a job is its expressions' arrays, of
+     * which only the first exprs.n entries are read. */
+    url_job *j = malloc(sizeof(*j));
     bd_waiter *w = j ? bd_waiter_new(c, req) : NULL;
     if (!w) {
         free(j);
@@ -171,7 +173,15 @@ static void url_resolve(bd_conn *c, const br_request *req, bd_url_prep *p)
     }
     j->w = w;
     j->best = -1;
-    j->exprs = p->exprs; /* the block is j's now */
+    j->unknown = NULL;
+    j->allowed = false;
+    j->category[0] = '\0';
+    /* the block is j's now */
+    j->exprs.n = p->exprs.n;
+    j->exprs.block = p->exprs.block;
+    j->exprs.block_size = p->exprs.block_size;
+    memcpy(j->exprs.expr, p->exprs.expr, p->exprs.n * sizeof(p->exprs.expr[0]));
+    memcpy(j->exprs.len, p->exprs.len, p->exprs.n * sizeof(p->exprs.len[0]));
     p->exprs.n = 0;
     p->exprs.block = NULL;
     /* One reference for this loop, so that answers made synchronously

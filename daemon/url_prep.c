@@ -31,7 +31,8 @@ void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
                       : st->filter[BD_KIND_URL] ? bd_offline_url_labels(st->filter[BD_KIND_URL])
                                                 : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);
-    if (p->r == 0 && br_sha256_strings((const char *const *)p->exprs.expr, p->exprs.n, keys) < 0) {
+    if (p->r == 0 &&
+        br_sha256_many((const void *const *)p->exprs.expr, p->exprs.len, p->exprs.n, keys) < 0) {
         br_url_exprs_clear(&p->exprs);
         p->r = -ENOMEM;
     }

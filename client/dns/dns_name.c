@@ -70,24 +70,89 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
     return 0;
 }
 
-/* Whether host[0..n) (lowercase letters, digits, '-', '_' and single dots,
- * as to_url leaves it) is already what the URL canonicalization makes of
- * it: true unless its last label could read as part of an IPv4 address
- * (digits, hex "0x..": all of [0-9a-fx]), which the canonicalization
- * rewrites, or a label is an A-label ("xn--"), which it checks. */
-static bool canonical_already(const char *host, size_t n)
+/* A host byte lowercased (letters, digits, '-', '_'), or 0: one load. */
+#define LC1(c)                                                                                     \
+    ((c) >= 'A' && (c) <= 'Z' ? (c) + 32                                                           \
+     : ((c) >= 'a' && (c) <= 'z') || ((c) >= '0' && (c) <= '9') || (c) == '-' || (c) == '_' ? (c)  \
+                                                                                            : 0)
+#define LC4(c) LC1(c), LC1((c) + 1), LC1((c) + 2), LC1((c) + 3)
+#define LC16(c) LC4(c), LC4((c) + 4), LC4((c) + 8), LC4((c) + 12)
+#define LC64(c) LC16(c), LC16((c) + 16), LC16((c) + 32), LC16((c) + 48)
+static const unsigned char host_lower[256] = {LC64(0), LC64(64), LC64(128), LC64(192)};
+
+/* The usual name, in one pass, as to_url makes it: 1 and url filled, 0 when
+ * the name needs to_url (an escape, or longer than a host once unescaped
+ * might be), -EINVAL when it is not a host name. *last: where the last
+ * label starts in url; *a_label: whether a label starts with "xn--". */
+static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len, size_t *last,
+                        bool *a_label)
 {
-    const char *last = host;
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (host[i] == '.')
-            last = host + i + 1;
-        if ((i == 0 || host[i - 1] == '.') && n - i >= 4 && memcmp(host + i, "xn--", 4) == 0)
-            return false;
+    if (len > 0 && name[len - 1] == '.')
+        len--; /* the root label ("\." ends in an escape: to_url's) */
+    if (len > BR_URL_MAX_HOST)
+        return 0;
+    memcpy(url, "http://", 7);
+    char *o = url + 7;
+    size_t label = 0;
+    *last = 7;
+    *a_label = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i], v = host_lower[c];
+        if (v) {
+            if (++label > BR_URL_MAX_LABEL)
+                return -EINVAL;
+            o[i] = (char)v;
+            if (label == 1 && v == 'x' && len - i >= 4 && (name[i + 1] | 0x20) == 'n' &&
+                name[i + 2] == '-' && name[i + 3] == '-')
+                *a_label = true;
+        } else if (c == '.') {
+            if (label == 0)
+                return -EINVAL; /* empty label */
+            label = 0;
+            o[i] = '.';
+            *last = 7 + i + 1;
+        } else {
+            return c == '\\' ? 0 : -EINVAL;
+        }
     }
-    for (const char *p = last; p < host + n; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == 'x'))
+    if (label == 0)
+        return -EINVAL; /* empty name, or a name ending in ".." */
+    o[len] = '/';
+    *url_len = 7 + len + 1;
+    return 1;
+}
+
+/* Whether a label of host[0..n) is an A-label ("xn--"). */
+static bool has_a_label(const char *host, size_t n)
+{
+    for (size_t i = 0; i + 4 <= n; i++)
+        if ((i == 0 || host[i - 1] == '.') && memcmp(host + i, "xn--", 4) == 0)
             return true;
     return false;
+}
+
+/* Whether host[i..n) (lowercase letters, digits, '-', '_' and single dots,
+ * as to_url leaves it; i where its last label starts; a_label: whether a
+ * label is an A-label) is already what the URL canonicalization makes of
+ * it: true unless its last label could read as part of an IPv4 address
+ * (digits, hex "0x..": all of [0-9a-fx]), which the canonicalization
+ * rewrites, or a label is an A-label, which it checks. */
+static bool canonical_already(const char *host, size_t n, size_t i, bool a_label)
+{
+    if (a_label)
+        return false;
+    for (; i < n; i++)
+        if (!((host[i] >= '0' && host[i] <= '9') || (host[i] >= 'a' && host[i] <= 'f') ||
+              host[i] == 'x'))
+            return true;
+    return false;
+}
+
+/* The last label's start in host[0..n). */
+static size_t last_label(const char *host, size_t n)
+{
+    const char *dot = memrchr(host, '.', n);
+    return dot ? (size_t)(dot - host) + 1 : 0;
 }
 
 int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
@@ -95,39 +160,44 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
     out->n = 0;
     /* canon: room to spare, as the canonicalization's buffer grows ahead */
     char url[URL_ROOM], canon[1024];
-    size_t url_len, canon_len;
+    size_t url_len, canon_len, last;
     br_error err;
-    if (to_url(name, len, url, &url_len) < 0)
+    bool a_label;
+    int plain = to_url_plain(name, len, url, &url_len, &last, &a_label);
+    if (plain < 0 || (plain == 0 && to_url(name, len, url, &url_len) < 0))
         return -EINVAL;
-    if (canonical_already(url + 7, url_len - 8)) { /* the usual name: no work to redo */
-        memcpy(canon, url, url_len);
-        canon_len = url_len;
-    } else if (br_url_canonicalize_buf(url, url_len, canon, sizeof(canon), &canon_len, &err) < 0) {
-        return -EINVAL;
+    if (plain == 0) {
+        last = 7 + last_label(url + 7, url_len - 8);
+        a_label = has_a_label(url + 7, url_len - 8);
+    }
+    const char *cu = url; /* the canonical URL "http://HOST/" */
+    if (!canonical_already(url + 7, url_len - 8, last - 7, a_label)) {
+        if (br_url_canonicalize_buf(url, url_len, canon, sizeof(canon), &canon_len, &err) < 0)
+            return -EINVAL;
+        cu = canon;
+        url_len = canon_len;
     }
     /* "http://HOST/": the canonical form of a bare host keeps its one '/' */
-    const char *host = canon + 7;
-    const char *slash = memchr(host, '/', canon_len - 7);
-    if (canon_len < 9 || memcmp(canon, "http://", 7) != 0 || !slash || slash == host ||
+    const char *host = cu + 7;
+    const char *slash = memchr(host, '/', url_len - 7);
+    if (url_len < 9 || memcmp(cu, "http://", 7) != 0 || !slash || slash == host ||
         (size_t)(slash - host) > BR_URL_MAX_HOST)
         return -EINVAL;
     out->host_len = (size_t)(slash - host);
     memcpy(out->host, host, out->host_len);
     out->host[out->host_len] = '\0';
     out->n = br_url_host_suffixes(out->host, out->host_len, labels, out->start);
-    /* Each suffix's expression "SUFFIX/", hashed (one buffer on the stack:
-     * resolvers run hooks on small coroutine stacks). */
-    char expr[BR_URL_MAX_HOST + 2];
-    const char *list[1] = {expr};
+    /* Each suffix's expression "SUFFIX/" is a tail of the canonical URL
+     * "http://HOST/": hashed where it is, every suffix in one call. */
+    const void *expr[BR_URL_MAX_HOST_LABELS];
+    size_t expr_len[BR_URL_MAX_HOST_LABELS];
     for (size_t i = 0; i < out->n; i++) {
-        size_t n = out->host_len - out->start[i];
-        memcpy(expr, out->host + out->start[i], n);
-        expr[n] = '/';
-        expr[n + 1] = '\0';
-        if (br_sha256_strings(list, 1, &out->key[i]) < 0) {
-            out->n = 0;
-            return -EIO;
-        }
+        expr[i] = host + out->start[i];
+        expr_len[i] = out->host_len - out->start[i] + 1;
+    }
+    if (br_sha256_many(expr, expr_len, out->n, out->key) < 0) {
+        out->n = 0;
+        return -EIO;
     }
     return 0;
 }

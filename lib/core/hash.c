@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-1 and SHA-256 through OpenSSL EVP, and the hex helpers (hash.h). */
+/* SHA-1 and SHA-256 through OpenSSL, and the hex helpers (hash.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -89,11 +89,17 @@ int br_sha1(const void *buf, size_t len, uint8_t out[BR_SHA1_LEN])
     return EVP_Digest(buf, len, out, NULL, md, NULL) == 1 ? 0 : -EIO;
 }
 
-int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
+static int evp_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
 {
     pthread_once(&fetch_once, fetch_mds);
     const EVP_MD *md = fetched_sha256 ? fetched_sha256 : EVP_sha256();
     return EVP_Digest(buf, len, out, NULL, md, NULL) == 1 ? 0 : -EIO;
+}
+
+/* Message i of a br_sha256_many call: len NULL means NUL-terminated. */
+static size_t msg_len(const void *const *msg, const size_t *len, size_t i)
+{
+    return len ? len[i] : strlen((const char *)msg[i]);
 }
 
 #if OPENSSL_VERSION_MAJOR < 4
@@ -101,23 +107,25 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
  * every EVP digest init pays (a URL expression is a block or two, so that
  * dispatch is most of its cost). Deprecated, not removed: used while they
  * are there; the EVP path below otherwise. */
-int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
+static int sha256_many(const void *const *msg, const size_t *len, size_t n,
+                       uint8_t (*out)[BR_SHA256_LEN])
 {
     /* One context for all: SHA256_Final clears its data block, and each
      * SHA256_Init overwrites the rest; the one wipe at the end takes what
-     * is left of the last string (its length, the state that is its
+     * is left of the last message (its length, the state that is its
      * digest). */
     SHA256_CTX c;
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++)
-        if (SHA256_Init(&c) != 1 || SHA256_Update(&c, s[i], strlen(s[i])) != 1 ||
+        if (SHA256_Init(&c) != 1 || SHA256_Update(&c, msg[i], msg_len(msg, len, i)) != 1 ||
             SHA256_Final(out[i], &c) != 1)
             r = -EIO;
     br_wipe(&c, sizeof(c));
     return r;
 }
 #else
-int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
+static int sha256_many(const void *const *msg, const size_t *len, size_t n,
+                       uint8_t (*out)[BR_SHA256_LEN])
 {
     pthread_once(&fetch_once, fetch_mds);
     const EVP_MD *md = fetched_sha256 ? fetched_sha256 : EVP_sha256();
@@ -127,9 +135,9 @@ int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_L
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
         /* The digest is set once; later inits reuse it (no fetch, no
-         * reference taken per string). */
+         * reference taken per message). */
         if (EVP_DigestInit_ex2(ctx, i == 0 ? md : NULL, NULL) != 1 ||
-            EVP_DigestUpdate(ctx, s[i], strlen(s[i])) != 1 ||
+            EVP_DigestUpdate(ctx, msg[i], msg_len(msg, len, i)) != 1 ||
             EVP_DigestFinal_ex(ctx, out[i], NULL) != 1)
             r = -EIO;
     }
@@ -137,6 +145,27 @@ int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_L
     return r;
 }
 #endif
+
+/* A short message (a URL expression, a header) the cheap way; a long one
+ * (a file) through EVP, which may have faster code for many blocks. */
+int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN])
+{
+    if (len > 1024)
+        return evp_sha256(buf, len, out);
+    const void *msg[1] = {buf ? buf : ""};
+    return sha256_many(msg, &len, 1, (uint8_t(*)[BR_SHA256_LEN])out);
+}
+
+int br_sha256_many(const void *const *msg, const size_t *len, size_t n,
+                   uint8_t (*out)[BR_SHA256_LEN])
+{
+    return sha256_many(msg, len, n, out);
+}
+
+int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
+{
+    return sha256_many((const void *const *)s, NULL, n, out);
+}
 
 #define HX(c)                                                                                      \
     ((c) >= '0' && (c) <= '9'   ? (c) - '0'                                                        \

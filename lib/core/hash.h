@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-1 / SHA-256 through OpenSSL EVP, and hex helpers. A password key is the
+/* SHA-1 / SHA-256 through OpenSSL, and hex helpers. A password key is the
  * SHA-1 of the exact UTF-8 bytes of the password, as HIBP computes it. */
 #pragma once
 
@@ -25,11 +25,17 @@ void br_hasher_free(br_hasher *h);
 /* Hash buf into out (20 or 32 bytes). 0 or -EIO. */
 int br_hasher_digest(br_hasher *h, const void *buf, size_t len, uint8_t *out);
 
-/* One-shot helpers. */
+/* One-shot helpers (br_sha256 of a short message as br_sha256_many). */
 int br_sha1(const void *buf, size_t len, uint8_t out[BR_SHA1_LEN]);
 int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN]);
-/* The SHA-256 of each of n NUL-terminated strings (without the NUL) into
- * out[i], with one context for all: a URL's lookup expressions. */
+/* The SHA-256 of each of n messages, msg[i][0..len[i]), into out[i]: the
+ * filter keys of one lookup (a URL's expressions, a name's suffixes), the
+ * cheap way for short messages: one context for all, no EVP dispatch or
+ * allocation per message (OpenSSL still picks its fastest code: the SHA
+ * extensions where the CPU has them). 0 or -EIO. */
+int br_sha256_many(const void *const *msg, const size_t *len, size_t n,
+                   uint8_t (*out)[BR_SHA256_LEN]);
+/* br_sha256_many of n NUL-terminated strings (without the NUL). */
 int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN]);
 
 /* Value of one hex digit (any case), or -1. */

@@ -137,6 +137,7 @@ static int add_exprs(br_url_exprs *out, const span *hosts, size_t nh, const span
             size_t n = hosts[h].n + (hosts[h].domain_only ? root : paths[p]).n;
             memcpy(at, hosts[h].p, n);
             at[n] = '\0';
+            out->len[out->n] = n;
             out->expr[out->n++] = at;
             at += n + 1;
         }

@@ -27,6 +27,7 @@
 typedef struct br_url_exprs {
     size_t n;
     char *expr[BR_URL_MAX_LOOKUP_EXPRESSIONS]; /* most specific first, each in block */
+    size_t len[BR_URL_MAX_LOOKUP_EXPRESSIONS]; /* strlen(expr[i]): hashed without a scan */
     char *block; /* every expression: one allocation per URL (br_url_exprs_clear wipes and frees it)
                   */
     size_t block_size;

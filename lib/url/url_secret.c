@@ -521,10 +521,11 @@ size_t br_url_exprs_drop_email(br_url_exprs *e)
     size_t o = 0, dropped = 0;
     for (size_t i = 0; i < e->n; i++) {
         char *x = e->expr[i];
-        if (br_url_holds_email(x, strlen(x))) {
-            br_wipe(x, strlen(x)); /* wiped now, freed at the clear */
+        if (br_url_holds_email(x, e->len[i])) {
+            br_wipe(x, e->len[i]); /* wiped now, freed at the clear */
             dropped++;
         } else {
+            e->len[o] = e->len[i];
             e->expr[o++] = x;
         }
     }

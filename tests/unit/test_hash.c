@@ -61,6 +61,48 @@ static void test_sha256_strings(void **state)
     assert_int_equal(br_sha256_strings(s, 0, got), 0);
 }
 
+/* The SHA extensions' path (and OpenSSL's where the CPU has none) against
+ * OpenSSL's EVP: every length across the one- and two-block boundaries and
+ * past the long-message cut, paired with every other length. */
+static void test_sha256_many_lengths(void **state)
+{
+    (void)state;
+    enum { MAXLEN = 1100, N = 7 };
+    static uint8_t data[MAXLEN];
+    uint32_t x = 0x12345678;
+    for (size_t i = 0; i < MAXLEN; i++) {
+        x = x * 1103515245u + 12345u;
+        data[i] = (uint8_t)(x >> 24);
+    }
+    br_hasher *evp = br_hasher_new_sha256();
+    assert_non_null(evp);
+    uint8_t want[N][BR_SHA256_LEN], got[N][BR_SHA256_LEN], one[BR_SHA256_LEN];
+    for (size_t len = 0; len < MAXLEN; len += len < 300 ? 1 : 37) {
+        const void *msg[N];
+        size_t lens[N];
+        for (size_t k = 0; k < N; k++) {
+            /* lengths around len, and a short and a long neighbour */
+            lens[k] = k < 3 ? len : k == 3 ? (len * 7 + 3) % 130 : (len + 64 * k) % MAXLEN;
+            msg[k] = data + (k * 13) % 50;
+            if (lens[k] + (k * 13) % 50 > MAXLEN)
+                lens[k] = MAXLEN - (k * 13) % 50;
+            assert_int_equal(br_hasher_digest(evp, msg[k], lens[k], want[k]), 0);
+        }
+        for (size_t n = 0; n <= N; n++) {
+            memset(got, 0, sizeof(got));
+            assert_int_equal(br_sha256_many(msg, lens, n, got), 0);
+            for (size_t k = 0; k < n; k++)
+                assert_memory_equal(got[k], want[k], BR_SHA256_LEN);
+        }
+        assert_int_equal(br_sha256(msg[0], lens[0], one), 0);
+        assert_memory_equal(one, want[0], BR_SHA256_LEN);
+    }
+    assert_int_equal(br_sha256(NULL, 0, one), 0);
+    assert_int_equal(br_hasher_digest(evp, "", 0, want[0]), 0);
+    assert_memory_equal(one, want[0], BR_SHA256_LEN);
+    br_hasher_free(evp);
+}
+
 static void test_hex(void **state)
 {
     (void)state;
@@ -114,9 +156,10 @@ static void test_hex_every_byte(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1_known),     cmocka_unit_test(test_hex_every_byte),
-        cmocka_unit_test(test_sha256_known),   cmocka_unit_test(test_hasher_reuse),
-        cmocka_unit_test(test_sha256_strings), cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_sha1_known),          cmocka_unit_test(test_hex_every_byte),
+        cmocka_unit_test(test_sha256_known),        cmocka_unit_test(test_sha256_many_lengths),
+        cmocka_unit_test(test_hasher_reuse),        cmocka_unit_test(test_sha256_strings),
+        cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,8 @@ static void test_own_expressions(void **state)
     assert_string_equal(ex.expr[5], "a.b.c.d.e.f.g.h/");
     assert_string_equal(ex.expr[6], "d.e.f.g.h/1/2/3/4/5.html?x/y/z");
     assert_string_equal(ex.expr[29], "g.h/");
+    for (size_t i = 0; i < ex.n; i++)
+        assert_int_equal(ex.len[i], strlen(ex.expr[i]));
     br_url_exprs_clear(&ex);
     free(canon);
     /* Escaped bytes stay escaped in expressions. */

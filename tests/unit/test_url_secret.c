@@ -188,6 +188,8 @@ static void check_row(const row *r)
         if (rc != 0)
             fail_msg("row %u (%s): %d %s: %s", r->n, r->note, rc, err.text, url);
         assert_true(ex.n >= 1);
+        for (size_t i = 0; i < ex.n; i++) /* the lengths follow the expressions kept */
+            assert_int_equal(ex.len[i], strlen(ex.expr[i]));
         if (strcmp(r->kind, "cut") == 0 && dropped == 0)
             fail_msg("row %u (%s): nothing dropped: %s", r->n, r->note, url);
         if (strcmp(r->kind, "cut") != 0 && dropped != 0)
