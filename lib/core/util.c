@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "error.h"
 #include "util.h"
 
@@ -127,11 +129,7 @@ int br_error_prefix(br_error *err, int code, const char *fmt, ...)
 
 void br_wipe(void *p, size_t n)
 {
-    /* glibc's explicit_bzero is its vectorized memset behind a compiler
-     * barrier; OpenSSL's x86-64 OPENSSL_cleanse stores 8 bytes a turn, and
-     * every URL check wipes 1.5 KB or more. */
-    if (n)
-        explicit_bzero(p, n);
+    OPENSSL_cleanse(p, n);
 }
 
 void *br_secret_alloc(size_t n)

@@ -103,7 +103,7 @@ int br_write_atomic(const char *path, const void *data, size_t len);
  * so that builds can be reproduced byte for byte. */
 int64_t br_build_time_now(void);
 /* Wipe n bytes at p (a password, a hash, a URL) so that the compiler cannot
- * drop the stores as dead: the one wipe every file uses (explicit_bzero
+ * drop the stores as dead: the one wipe every file uses (OPENSSL_cleanse
  * underneath). */
 void br_wipe(void *p, size_t n);
 /* Memory for many secrets at once (a password's variants and their

@@ -3,7 +3,7 @@
  * PAM module and the Squid helper. Every call has a deadline (poll), requests
  * can be pipelined in a batch, and answers are matched by id (they may come
  * out of order). Passwords are hashed here, with SHA-1 (PW) or to their NT
- * hash (NT, nthash.h), and every copy is wiped (br_wipe); the
+ * hash (NT, nthash.h), and every copy is wiped (OPENSSL_cleanse); the
  * library never writes a password anywhere. */
 #pragma once
 

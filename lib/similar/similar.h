@@ -34,7 +34,7 @@
  * steps are the ones cut.
  *
  * Every buffer that held a variant or a hash of one is wiped with
- * br_wipe before the call returns; nothing is logged. */
+ * OPENSSL_cleanse before the call returns; nothing is logged. */
 #pragma once
 
 #include <stddef.h>
