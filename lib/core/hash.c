@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SHA256_Init and friends (br_sha256_strings) */
+/* SHA256_Init and friends (br_sha256_many) */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -160,11 +160,6 @@ int br_sha256_many(const void *const *msg, const size_t *len, size_t n,
                    uint8_t (*out)[BR_SHA256_LEN])
 {
     return sha256_many(msg, len, n, out);
-}
-
-int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN])
-{
-    return sha256_many((const void *const *)s, NULL, n, out);
 }
 
 #define HX(c)                                                                                      \

@@ -32,11 +32,10 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN]);
  * filter keys of one lookup (a URL's expressions, a name's suffixes), the
  * cheap way for short messages: one context for all, no EVP dispatch or
  * allocation per message (OpenSSL still picks its fastest code: the SHA
- * extensions where the CPU has them). 0 or -EIO. */
+ * extensions where the CPU has them). len NULL: the messages are
+ * NUL-terminated strings (hashed without the NUL). 0 or -EIO. */
 int br_sha256_many(const void *const *msg, const size_t *len, size_t n,
                    uint8_t (*out)[BR_SHA256_LEN]);
-/* br_sha256_many of n NUL-terminated strings (without the NUL). */
-int br_sha256_strings(const char *const *s, size_t n, uint8_t (*out)[BR_SHA256_LEN]);
 
 /* Value of one hex digit (any case), or -1. */
 static inline int br_hexval(unsigned char c)

@@ -22,7 +22,7 @@
  *   canon   br_url_canonicalize
  *   +expr   br_url_lookup_expressions (canonicalization, the expressions
  *           with the filter's br_urlfilter_lookup_labels, the e-mail rule)
- *   +sha    ... and br_sha256_strings over the expressions
+ *   +sha    ... and br_sha256_many over the expressions
  *   full    ... and br_urlfilter_maybe_batch: the daemon's per-URL work
  *           before any range query (daemon/url_prep.c, url_check.c)
  * (best of 5 runs) reported as ns/URL and URLs/s, with the mean expressions per URL, the URLs
@@ -182,7 +182,7 @@ static result run(const data *d, const br_urlfilter *uf, int stage)
             continue;
         }
         uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
-        br_sha256_strings((const char *const *)e.expr, e.n, keys);
+        br_sha256_many((const void *const *)e.expr, NULL, e.n, keys);
         if (stage == STAGE_SHA) {
             sink += keys[0][0];
             br_url_exprs_clear(&e);
