@@ -21,7 +21,9 @@
 #define BUCKETS 4096 /* a power of two */
 
 struct bd_prepared {
-    bd_prep_key key;
+    bd_prep_key key;  /* its etag and last_modified point into validators */
+    char *validators; /* the copies: "ETAG\0LAST-MODIFIED\0" */
+    bd_prep_meta meta;
     bd_prepared *hnext;       /* in its bucket */
     bd_prepared *prev, *next; /* in the use order */
     int refs;                 /* 1 while in the table, +1 per reference given */
@@ -45,7 +47,7 @@ bd_http_prep *bd_http_prep_new(void)
 
 static size_t entry_bytes(const bd_prepared *e)
 {
-    size_t n = sizeof(*e);
+    size_t n = sizeof(*e) + strlen(e->key.etag) + strlen(e->key.last_modified) + 2;
     for (int i = 0; i < BD_PREP_CODINGS; i++)
         n += e->len[i];
     return n;
@@ -61,6 +63,7 @@ static void entry_unref(bd_prepared *e)
         munmap(e->body[0], e->len[0]);
         close(e->fd);
     }
+    free(e->validators);
     free(e);
 }
 
@@ -105,7 +108,8 @@ static bool same_range(const bd_prep_key *a, const bd_prep_key *b)
 
 static bool same_version(const bd_prep_key *a, const bd_prep_key *b)
 {
-    return a->fetched_at == b->fetched_at && a->len == b->len && !strcmp(a->core, b->core);
+    return a->fetched_at == b->fetched_at && a->len == b->len && !strcmp(a->core, b->core) &&
+           !strcmp(a->etag, b->etag) && !strcmp(a->last_modified, b->last_modified);
 }
 
 static void list_unlink(bd_http_prep *t, bd_prepared *e)
@@ -170,13 +174,33 @@ bd_prepared *bd_http_prep_find(bd_http_prep *t, const bd_prep_key *key)
     return e;
 }
 
-bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key)
+/* key's validators copied into e. false when out of memory. */
+static bool keep_validators(bd_prepared *e, const bd_prep_key *key)
 {
-    (void)bd_http_prep_find(t, key); /* an older version goes */
-    bd_prepared *e = calloc(1, sizeof(*e));
-    if (!e)
-        return NULL;
+    size_t el = strlen(key->etag), ll = strlen(key->last_modified);
+    if (!(e->validators = malloc(el + ll + 2)))
+        return false;
+    memcpy(e->validators, key->etag, el + 1);
+    memcpy(e->validators + el + 1, key->last_modified, ll + 1);
     e->key = *key;
+    e->key.etag = e->validators;
+    e->key.last_modified = e->validators + el + 1;
+    return true;
+}
+
+bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key, const bd_prep_meta *meta)
+{
+    bd_prepared *old = bd_http_prep_find(t, key);
+    if (old) { /* the caller found none; all the same, one entry a version */
+        drop(t, old);
+        entry_unref(old);
+    }
+    bd_prepared *e = calloc(1, sizeof(*e));
+    if (!e || !keep_validators(e, key)) {
+        free(e);
+        return NULL;
+    }
+    e->meta = *meta;
     e->fd = -1;
     e->refs = 2; /* the table's and the caller's */
     e->in_table = true;
@@ -259,6 +283,11 @@ void bd_http_prep_release(bd_prepared *e)
 uint32_t bd_http_prep_lines(const bd_prepared *e)
 {
     return e->n_lines;
+}
+
+const bd_prep_meta *bd_http_prep_meta(const bd_prepared *e)
+{
+    return &e->meta;
 }
 
 static void given_done(const void *data, size_t datalen, void *extra)

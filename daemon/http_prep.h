@@ -29,10 +29,19 @@ typedef struct bd_prep_key {
     uint32_t partition;
     uint32_t prefix20;
     br_range_kind kind;
-    int64_t fetched_at; /* the version: br_range_answer's fetched_at, */
-    size_t len;         /* ... the size of its range set */
-    char core[33];      /* ... and its entity tag core */
+    int64_t fetched_at;        /* the version: br_range_answer's fetched_at, */
+    size_t len;                /* ... the size of its range set, */
+    const char *etag;          /* ... the upstream's validators ("" when none; */
+    const char *last_modified; /*     borrowed: an entry keeps copies) */
+    char core[33];             /* ... without validators, the entity tag core */
 } bd_prep_key;
+
+/* What every answer of one version shares, made once with its entry. */
+typedef struct bd_prep_meta {
+    char core[33]; /* the entity tag core */
+    char lm[64];   /* Last-Modified (the upstream's, canonical), "" when none */
+    int64_t lm_s;  /* its time in seconds, -1 when none */
+} bd_prep_meta;
 
 bd_http_prep *bd_http_prep_new(void);
 /* Drops every entry; bodies still being sent stay until they are. */
@@ -42,9 +51,9 @@ void bd_http_prep_free(bd_http_prep *t);
  * prefix but another version is dropped (the cache entry changed). The
  * caller holds the entry until bd_http_prep_release. */
 bd_prepared *bd_http_prep_find(bd_http_prep *t, const bd_prep_key *key);
-/* A new entry for key without bodies (held, as by find), or NULL when out
- * of memory. */
-bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key);
+/* A new entry for key with meta and without bodies (held, as by find), or
+ * NULL when out of memory. */
+bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key, const bd_prep_meta *meta);
 /* Done with an entry find or add gave (NULL is fine). */
 void bd_http_prep_release(bd_prepared *e);
 /* Give the entry the body of coding enc (malloc'd bytes p, len, taken),
@@ -58,6 +67,8 @@ int bd_http_prep_set(bd_http_prep *t, bd_prepared *e, int enc, char *p, size_t l
  * body's line count. */
 bool bd_http_prep_body(const bd_prepared *e, int enc, const char **p, size_t *len);
 uint32_t bd_http_prep_lines(const bd_prepared *e);
+/* The validators add gave e. */
+const bd_prep_meta *bd_http_prep_meta(const bd_prepared *e);
 /* Append e's body of coding enc to out by reference: e stays (even if
  * dropped) until out is done with it. 0 or -ENOMEM. */
 int bd_http_prep_give(bd_prepared *e, int enc, struct evbuffer *out);
