@@ -782,7 +782,7 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
     h->listen = strdup(cfg->http.listen);
     h->rate = bd_rate_new();
     h->evh = evhttp_new(srv->base);
-    h->prep = bd_http_prep_new();
+    h->prep = bd_http_prep_new(cfg->cache.path);
     if (!h->listen || !h->rate || !h->evh || !h->prep) {
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");

@@ -43,7 +43,10 @@ typedef struct bd_prep_meta {
     int64_t lm_s;  /* its time in seconds, -1 when none */
 } bd_prep_meta;
 
-bd_http_prep *bd_http_prep_new(void);
+/* A table whose identity bodies are unnamed files in dir (the range
+ * cache's directory; NULL or "": memfds, as when dir takes none), or NULL
+ * when out of memory. */
+bd_http_prep *bd_http_prep_new(const char *dir);
 /* Drops every entry; bodies still being sent stay until they are. */
 void bd_http_prep_free(bd_http_prep *t);
 
