@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Prepared range bodies of the range endpoint (http_prep.c): the formatted
  * body of one range, and its gzip and brotli codings, kept per cache
- * partition, kind and prefix, so that a range asked again is sent from
- * memory by reference instead of formatted (and compressed) again. An
- * entry is for one version of the cache entry (when it was fetched or
- * confirmed, its size and its entity tag core): a changed entry is
- * prepared anew. The memory is bounded in all ([http] prepared_size) and
- * per partition ([cache] partition_share of it), as the range cache is
- * (docs/privacy.md, "An HTTP client of the range endpoint"). Used by
- * http_range.c, on the loop's thread only. */
+ * partition, kind and prefix, so that a range asked again is sent by
+ * reference (the plain body from a file) instead of formatted (and
+ * compressed) again, with the validators made once. An entry is for one
+ * version of the cache entry (when it was fetched or confirmed, its size,
+ * the upstream's ETag and Last-Modified, or without them its entity tag
+ * core): a changed entry is prepared anew. The memory is bounded in all
+ * ([http] prepared_size) and per partition ([cache] partition_share of
+ * it), as the range cache is (docs/privacy.md, "An HTTP client of the
+ * range endpoint"). Used by http_range.c, on the loop's thread only. */
 #pragma once
 
 #include <stdbool.h>
