@@ -2,7 +2,6 @@
 /* Process hygiene, the SIGBUS handler for truncated filters and cache files,
  * and the purge timer; see housekeeping.h. */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +56,6 @@ int bd_hygiene_init(void)
      * handles it (bd_housekeeping_new). */
     if (signal(SIGIO, SIG_IGN) == SIG_ERR)
         return -errno;
-    /* No fastbins (mallopt(3) M_MXFAST): every request's small blocks
-     * (libevent's headers and buffers) would otherwise be merged back by
-     * malloc_consolidate on each larger allocation, some tenth of the
-     * range endpoint's CPU; the per-thread cache still serves them. */
-    (void)mallopt(M_MXFAST, 0);
     return 0;
 }
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What breachd does besides answering (breachd(8), docs/privacy.md):
  *  - process hygiene at start: no core dumps, no ptrace or /proc/PID/mem
- *    access by other processes of the same user (PR_SET_DUMPABLE 0); the
- *    allocator without fastbins (mallopt(3) M_MXFAST 0);
+ *    access by other processes of the same user (PR_SET_DUMPABLE 0);
  *  - a SIGBUS handler for filter files truncated in place while mapped
  *    (filter_file.h): the fault is survived, the filter answers "maybe";
  *    and for the range cache's files (range_cache.h): the cache is set
@@ -15,7 +14,7 @@
 
 #include "server_types.h"
 
-/* PR_SET_DUMPABLE 0, M_MXFAST 0 and the SIGBUS handler. 0 or a negative errno. Call
+/* PR_SET_DUMPABLE 0 and the SIGBUS handler. 0 or a negative errno. Call
  * before any filter is mapped or thread started. */
 int bd_hygiene_init(void);
 
