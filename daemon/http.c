@@ -37,10 +37,12 @@
 #include <event2/keyvalq_struct.h>
 
 #include "conn.h"
+#include "core/hash.h"
 #include "http_int.h"
 #include "http_prep.h"
 #include "http_range.h"
 #include "log.h"
+#include "server_types.h"
 #include "state.h"
 #include "core/clock.h"
 #include "core/random.h"
@@ -50,6 +52,7 @@
 #define MAX_BODY_SIZE 4096
 #define UNIX_BACKLOG 128
 #define MAX_SINGLE_WRITE (256 * 1024)
+#define CORK_MIN 4096 /* smaller answers go in one write anyway */
 
 /* ---- connections: the caps and the header deadline ---- */
 
@@ -62,10 +65,16 @@ struct bd_http_conn {
     bd_http_conn *prev, *next; /* h->fresh (waiting) or h->conns (admitted) */
     uint8_t key[16];
     bool keyed;         /* false: a Unix socket peer, no per-client cap */
+    bool tcp;           /* a TCP peer: answers can be corked (tcp(7) TCP_CORK) */
+    bool corked;        /* TCP_CORK set for the answer being written */
     bool bad_bytes;     /* a NUL byte came in */
     bool close_after;   /* end the connection after the answer being written */
     bool close_now;     /* the deadline event closes, not a timeout */
     bool drain_pending; /* an answer made while draining, not written yet */
+    bool has_partition; /* partition is the client's for part_bits */
+    uint32_t partition;
+    uint32_t part_bits; /* the [http] ipv6_prefix it was made for */
+    int fd;             /* its socket: h->by_fd[fd] is c */
 };
 
 static void list_push(bd_http_conn **head, bd_http_conn *c)
@@ -141,6 +150,7 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
         evbuffer_remove_cb_entry(bufferevent_get_input(bev), c->input_cb);
     list_remove(&c->h->conns, c);
     c->h->n_conns--;
+    c->h->by_fd[c->fd] = NULL;
     drain_end(c);
     conn_free(c);
 }
@@ -171,6 +181,54 @@ static void input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
         c->bad_bytes = true;
 }
 
+/* c found by its socket's number (at most one connection has it): grow
+ * h->by_fd to hold fd. false when out of memory. */
+static bool index_conn(bd_http *h, bd_http_conn *c, int fd)
+{
+    if (fd < 0)
+        return false;
+    if ((size_t)fd >= h->n_by_fd) {
+        size_t n = h->n_by_fd ? h->n_by_fd : 64;
+        while (n <= (size_t)fd)
+            n *= 2;
+        bd_http_conn **b = realloc(h->by_fd, n * sizeof(*b));
+        if (!b)
+            return false;
+        memset(b + h->n_by_fd, 0, (n - h->n_by_fd) * sizeof(*b));
+        h->by_fd = b;
+        h->n_by_fd = n;
+    }
+    h->by_fd[fd] = c;
+    c->fd = fd;
+    return true;
+}
+
+/* Answers go out at once, however they are cut into segments (without
+ * TCP_NODELAY the last part of a body waits for the client's delayed ACK),
+ * and a body in as few writes as the socket takes. Once per connection. */
+static void tune_connection(bd_http_conn *c, const struct sockaddr *sa)
+{
+    bufferevent_set_max_single_write(c->bev, MAX_SINGLE_WRITE);
+    c->tcp = sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+    if (c->tcp) {
+        int one = 1;
+        (void)setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+}
+
+/* An answer in more than one piece (its head, a body sent from a file,
+ * padding after it) is held by TCP_CORK (tcp(7)) until it is written
+ * whole: full segments, not one for the head and one per piece, each a
+ * transmission the client is woken for. Uncorked in request_done. */
+static void cork(bd_http_conn *c, bool on)
+{
+    if (!c->tcp || c->corked == on)
+        return;
+    int v = on;
+    if (setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_CORK, &v, sizeof(v)) == 0)
+        c->corked = on;
+}
+
 /* Admit c or close its connection. false when closed (c is then freed). */
 static bool admit(bd_http *h, bd_http_conn *c, struct evhttp_connection *evcon)
 {
@@ -183,7 +241,7 @@ static bool admit(bd_http *h, bd_http_conn *c, struct evhttp_connection *evcon)
               (!c->keyed || same_client(h, c->key) < cfg->http.max_connections_per_client);
     if (ok) {
         c->input_cb = evbuffer_add_cb(bufferevent_get_input(c->bev), input_cb, c);
-        ok = c->input_cb != NULL;
+        ok = c->input_cb != NULL && index_conn(h, c, bufferevent_getfd(c->bev));
     }
     if (!ok) {
         h->srv->counters.http_connections_refused++;
@@ -194,6 +252,7 @@ static bool admit(bd_http *h, bd_http_conn *c, struct evhttp_connection *evcon)
     list_push(&h->conns, c);
     h->n_conns++;
     evhttp_connection_set_closecb(evcon, conn_closed, c);
+    tune_connection(c, sa);
     arm_deadline(c);
     return true;
 }
@@ -268,12 +327,10 @@ static void bd_http_conns_fini(bd_http *h)
 static bd_http_conn *bd_http_conn_of(bd_http *h, struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    if (!evcon)
-        return NULL;
-    for (bd_http_conn *c = h->conns; c; c = c->next)
-        if (c->evcon == evcon)
-            return c;
-    return NULL;
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    int fd = bev ? bufferevent_getfd(bev) : -1;
+    bd_http_conn *c = fd >= 0 && (size_t)fd < h->n_by_fd ? h->by_fd[fd] : NULL;
+    return c && c->evcon == evcon ? c : NULL;
 }
 
 static void request_done(struct evhttp_request *req, void *arg)
@@ -281,6 +338,7 @@ static void request_done(struct evhttp_request *req, void *arg)
     (void)req;
     bd_http_conn *c = arg;
     drain_end(c);
+    cork(c, false); /* the answer is written: its last segment goes now */
     if (c->close_after) {
         /* now, before evhttp reads a next request from the buffer (that is
          * a deferred callback, run in the loop's next round) */
@@ -433,6 +491,8 @@ void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char 
         else if (c)
             bd_http_conn_close_after(c);
     }
+    if (c && body && len >= CORK_MIN)
+        cork(c, true);
     evhttp_send_reply(req, code, reason, body);
 }
 
@@ -491,6 +551,49 @@ void bd_http_job_free(bd_http_job *j)
         bd_maybe_finish_drain(h->srv);
 }
 
+/* ---- the client's partition ---- */
+
+/* The cache partition of req's client (docs/privacy.md "An HTTP client of
+ * the range endpoint"): each client (an IPv4 address, an IPv6 network of
+ * [http] ipv6_prefix bits) has its own, so that no client is answered from,
+ * waits on or is sped up by another's entry or fetch. Its number is a keyed
+ * hash of the client into the upper half of the numbers (uids are below
+ * 2^31 on any usual system), BD_PARTITION_HTTP and
+ * BR_RESOLVER_PARTITION_SHARED left out; the key is the cache's secret, so
+ * a client keeps its partition across restarts. Clients of a Unix socket
+ * listener share BD_PARTITION_HTTP. */
+static uint32_t client_partition(const bd_http *h, const struct sockaddr *sa)
+{
+    uint8_t in[sizeof(h->part_secret) + 16], md[BR_SHA256_LEN];
+    if (!sa ||
+        !bd_http_client_key(sa, h->srv->state->cfg->http.ipv6_prefix, in + sizeof(h->part_secret)))
+        return BD_PARTITION_HTTP;
+    memcpy(in, h->part_secret, sizeof(h->part_secret));
+    int rc = br_sha256(in, sizeof(in), md);
+    br_wipe(in, sizeof(in));
+    if (rc < 0)
+        return BD_PARTITION_HTTP;
+    uint32_t p;
+    memcpy(&p, md, sizeof(p));
+    p |= UINT32_C(0x80000000);
+    return p >= BD_PARTITION_HTTP ? p - 2 : p;
+}
+
+uint32_t bd_http_partition(bd_http *h, struct evhttp_request *req)
+{
+    bd_http_conn *c = bd_http_conn_of(h, req);
+    uint32_t bits = h->srv->state->cfg->http.ipv6_prefix;
+    if (c && c->has_partition && c->part_bits == bits)
+        return c->partition;
+    uint32_t p = client_partition(h, peer_of(req));
+    if (c) {
+        c->partition = p;
+        c->part_bits = bits;
+        c->has_partition = true;
+    }
+    return p;
+}
+
 /* ---- the gate ---- */
 
 static uint64_t now_ms(void)
@@ -524,22 +627,6 @@ static void cors_headers(struct evhttp_request *req)
     evhttp_add_header(out, "Access-Control-Allow-Methods", "GET");
     evhttp_add_header(out, "Access-Control-Allow-Headers", "Add-Padding");
     evhttp_add_header(out, "Access-Control-Max-Age", "1728000");
-}
-
-/* Answers go out at once, however they are cut into segments (without
- * TCP_NODELAY the last part of a body waits for the client's delayed ACK),
- * and a body in as few writes as the socket takes. */
-static void tune_connection(struct evhttp_request *req, const struct sockaddr *sa)
-{
-    struct evhttp_connection *con = evhttp_request_get_connection(req);
-    struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-    if (!bev)
-        return;
-    bufferevent_set_max_single_write(bev, MAX_SINGLE_WRITE);
-    if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)) {
-        int one = 1;
-        (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
 }
 
 static bool is_tchar(unsigned char ch)
@@ -577,7 +664,6 @@ static void request_cb(struct evhttp_request *req, void *arg)
     bd_server *srv = h->srv;
     srv->counters.http_requests++;
     const struct sockaddr *sa = peer_of(req);
-    tune_connection(req, sa);
     bd_http_conn *c = bd_http_conn_of(h, req);
     if (c)
         bd_http_conn_request(c, req);
@@ -696,7 +782,7 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
     h->listen = strdup(cfg->http.listen);
     h->rate = bd_rate_new();
     h->evh = evhttp_new(srv->base);
-    h->prep = bd_http_prep_new();
+    h->prep = bd_http_prep_new(cfg->cache.path);
     if (!h->listen || !h->rate || !h->evh || !h->prep) {
         bd_http_free(h);
         return br_error_set(err, -ENOMEM, "[http]: out of memory");
@@ -751,6 +837,7 @@ void bd_http_free(bd_http *h)
     if (h->evh)
         evhttp_free(h->evh);
     bd_http_conns_fini(h);
+    free(h->by_fd);
     bd_http_prep_free(h->prep); /* bodies still referenced stay until sent */
     br_wipe(h->part_secret, sizeof(h->part_secret));
     for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)

@@ -46,7 +46,9 @@ struct bd_http {
     bd_accept_pause pauses[BD_HTTP_MAX_LISTEN]; /* its listeners out of descriptors */
     bd_rate_table *rate;
     bd_http_conn *conns, *fresh; /* admitted; accepted, to be admitted */
-    uint32_t n_conns;            /* admitted */
+    bd_http_conn **by_fd;        /* admitted, by socket number */
+    size_t n_by_fd;
+    uint32_t n_conns; /* admitted */
     struct event *admit_ev;
     uint8_t part_secret[32];   /* keys the clients' cache partitions */
     struct bd_http_prep *prep; /* prepared bodies (http_prep.h) */
@@ -63,6 +65,10 @@ void bd_http_reply(bd_http *h, struct evhttp_request *req, int code, const char 
 /* The same with a text body (HIBP's error texts) and Content-Type text/plain. */
 void bd_http_reply_text(bd_http *h, struct evhttp_request *req, int code, const char *reason,
                         const char *text);
+/* The cache partition of req's client (http.c, docs/privacy.md "An HTTP
+ * client of the range endpoint"): a keyed hash of the client, made once per
+ * connection (and again when [http] ipv6_prefix changed). */
+uint32_t bd_http_partition(bd_http *h, struct evhttp_request *req);
 /* A job for req on h (holds the current state); NULL when out of memory. */
 bd_http_job *bd_http_job_new(bd_http *h, struct evhttp_request *req);
 void bd_http_job_free(bd_http_job *j);

@@ -2,13 +2,17 @@
 /* Prepared range bodies: a table of entries by (partition, kind, prefix),
  * in one list from the most to the least recently used. See http_prep.h.
  *
- * The identity body lives in a memfd (memfd_create(2)), mapped for the
- * codings and the padding, and goes out as a file segment: libevent sends
- * it with sendfile(2), which hands the socket the pages instead of copying
- * ~78 KB per answer (the copy was a quarter of the endpoint's CPU, as
- * nginx's sendfile avoids it). Without a memfd the body is sent from
+ * The identity body lives in a file, mapped for the codings and the
+ * padding, and goes out as a file segment: libevent sends it with
+ * sendfile(2), which hands the socket the pages instead of copying ~78 KB
+ * per answer (the copy was a quarter of the endpoint's CPU, as nginx's
+ * sendfile avoids it). The file is an unnamed one in the cache's directory
+ * (open(2) O_TMPFILE), else a memfd (memfd_create(2)): a disk file's page
+ * cache is read in batches of large folios where shmem is looked up a page
+ * at a time (half of sendfile's cost). Without either the body is sent from
  * memory by reference. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,7 +25,9 @@
 #define BUCKETS 4096 /* a power of two */
 
 struct bd_prepared {
-    bd_prep_key key;
+    bd_prep_key key;  /* its etag and last_modified point into validators */
+    char *validators; /* the copies: "ETAG\0LAST-MODIFIED\0" */
+    bd_prep_meta meta;
     bd_prepared *hnext;       /* in its bucket */
     bd_prepared *prev, *next; /* in the use order */
     int refs;                 /* 1 while in the table, +1 per reference given */
@@ -33,19 +39,25 @@ struct bd_prepared {
 };
 
 struct bd_http_prep {
+    char *dir; /* where the bodies' files are made, NULL: memfds */
     bd_prepared *buckets[BUCKETS];
     bd_prepared *head, *tail; /* most and least recently used */
     uint64_t bytes;
 };
 
-bd_http_prep *bd_http_prep_new(void)
+bd_http_prep *bd_http_prep_new(const char *dir)
 {
-    return calloc(1, sizeof(bd_http_prep));
+    bd_http_prep *t = calloc(1, sizeof(*t));
+    if (t && dir && dir[0] && !(t->dir = strdup(dir))) {
+        free(t);
+        return NULL;
+    }
+    return t;
 }
 
 static size_t entry_bytes(const bd_prepared *e)
 {
-    size_t n = sizeof(*e);
+    size_t n = sizeof(*e) + strlen(e->key.etag) + strlen(e->key.last_modified) + 2;
     for (int i = 0; i < BD_PREP_CODINGS; i++)
         n += e->len[i];
     return n;
@@ -61,16 +73,20 @@ static void entry_unref(bd_prepared *e)
         munmap(e->body[0], e->len[0]);
         close(e->fd);
     }
+    free(e->validators);
     free(e);
 }
 
-/* The identity body (p, len) moved into a memfd, mapped read-only at
- * *map: its fd, or -1 (then p stays as it is). */
-static int to_memfd(const char *p, size_t len, char **map)
+/* The identity body (p, len) moved into a file of its own (t->dir's,
+ * else a memfd), mapped read-only at *map: its fd, or -1 (then p stays as
+ * it is). */
+static int to_file(const bd_http_prep *t, const char *p, size_t len, char **map)
 {
     if (len == 0)
         return -1;
-    int fd = memfd_create("breachd-range", MFD_CLOEXEC);
+    int fd = t->dir ? open(t->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+    if (fd < 0)
+        fd = memfd_create("breachd-range", MFD_CLOEXEC);
     if (fd < 0)
         return -1;
     size_t off = 0;
@@ -105,7 +121,8 @@ static bool same_range(const bd_prep_key *a, const bd_prep_key *b)
 
 static bool same_version(const bd_prep_key *a, const bd_prep_key *b)
 {
-    return a->fetched_at == b->fetched_at && a->len == b->len && !strcmp(a->core, b->core);
+    return a->fetched_at == b->fetched_at && a->len == b->len && !strcmp(a->core, b->core) &&
+           !strcmp(a->etag, b->etag) && !strcmp(a->last_modified, b->last_modified);
 }
 
 static void list_unlink(bd_http_prep *t, bd_prepared *e)
@@ -150,6 +167,7 @@ void bd_http_prep_free(bd_http_prep *t)
         return;
     while (t->head)
         drop(t, t->head);
+    free(t->dir);
     free(t);
 }
 
@@ -170,13 +188,33 @@ bd_prepared *bd_http_prep_find(bd_http_prep *t, const bd_prep_key *key)
     return e;
 }
 
-bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key)
+/* key's validators copied into e. false when out of memory. */
+static bool keep_validators(bd_prepared *e, const bd_prep_key *key)
 {
-    (void)bd_http_prep_find(t, key); /* an older version goes */
-    bd_prepared *e = calloc(1, sizeof(*e));
-    if (!e)
-        return NULL;
+    size_t el = strlen(key->etag), ll = strlen(key->last_modified);
+    if (!(e->validators = malloc(el + ll + 2)))
+        return false;
+    memcpy(e->validators, key->etag, el + 1);
+    memcpy(e->validators + el + 1, key->last_modified, ll + 1);
     e->key = *key;
+    e->key.etag = e->validators;
+    e->key.last_modified = e->validators + el + 1;
+    return true;
+}
+
+bd_prepared *bd_http_prep_add(bd_http_prep *t, const bd_prep_key *key, const bd_prep_meta *meta)
+{
+    bd_prepared *old = bd_http_prep_find(t, key);
+    if (old) { /* the caller found none; all the same, one entry a version */
+        drop(t, old);
+        entry_unref(old);
+    }
+    bd_prepared *e = calloc(1, sizeof(*e));
+    if (!e || !keep_validators(e, key)) {
+        free(e);
+        return NULL;
+    }
+    e->meta = *meta;
     e->fd = -1;
     e->refs = 2; /* the table's and the caller's */
     e->in_table = true;
@@ -220,7 +258,7 @@ int bd_http_prep_set(bd_http_prep *t, bd_prepared *e, int enc, char *p, size_t l
     if (enc == 0) {
         e->n_lines = n_lines;
         char *map;
-        if ((e->fd = to_memfd(p, len, &map)) >= 0) {
+        if ((e->fd = to_file(t, p, len, &map)) >= 0) {
             free(p);
             e->body[0] = map;
         }
@@ -259,6 +297,11 @@ void bd_http_prep_release(bd_prepared *e)
 uint32_t bd_http_prep_lines(const bd_prepared *e)
 {
     return e->n_lines;
+}
+
+const bd_prep_meta *bd_http_prep_meta(const bd_prepared *e)
+{
+    return &e->meta;
 }
 
 static void given_done(const void *data, size_t datalen, void *extra)

@@ -464,34 +464,64 @@ static void answer_unknown(bd_http_job *j, const char *reason)
 
 /* The validators and caching headers of an answer from a. */
 typedef struct rep_meta {
-    char etag[48]; /* the representation's tag, quoted, W/ when padded */
-    char core[33];
-    char lm[64]; /* Last-Modified (the upstream's, canonical), "" when none */
-    int64_t lm_s;
+    bd_prep_meta v; /* the version's, kept with its prepared body */
+    char etag[48];  /* the representation's tag, quoted, W/ when padded */
     char cache_control[64];
 } rep_meta;
 
-static int meta_of(const bd_http_job *j, const br_range_answer *a, bool pad, bd_http_enc enc,
-                   rep_meta *m)
+/* The validators of a's version: the entity tag core, Last-Modified. */
+static int version_meta(const bd_http_job *j, const br_range_answer *a, bd_prep_meta *v)
 {
-    if (bd_http_etag_core(j->kind, j->prefix20, a, m->core) < 0)
+    if (bd_http_etag_core(j->kind, j->prefix20, a, v->core) < 0)
         return -EIO;
-    const char *suffix = enc == BD_ENC_GZIP ? "-gzip" : enc == BD_ENC_BR ? "-br" : "";
-    snprintf(m->etag, sizeof(m->etag), "%s\"%s%s\"", pad ? "W/" : "", m->core, suffix);
-    m->lm[0] = '\0';
-    m->lm_s = bd_http_parse_date(a->last_modified);
-    if (m->lm_s >= 0) {
+    v->lm[0] = '\0';
+    v->lm_s = bd_http_parse_date(a->last_modified);
+    if (v->lm_s >= 0) {
         struct tm tm;
-        time_t t = (time_t)m->lm_s;
+        time_t t = (time_t)v->lm_s;
         gmtime_r(&t, &tm);
-        strftime(m->lm, sizeof(m->lm), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        if (!strftime(v->lm, sizeof(v->lm), "%a, %d %b %Y %H:%M:%S GMT", &tm))
+            v->lm_s = -1;
     }
+    return 0;
+}
+
+/* s (len bytes) at *p, moved past. */
+static void put(char **p, const char *s, size_t len)
+{
+    memcpy(*p, s, len);
+    *p += len;
+}
+
+/* This answer's own: its entity tag and Cache-Control, written out without
+ * printf (its setup per call costs more than the few bytes). */
+static void answer_meta(const br_range_answer *a, bool pad, bd_http_enc enc, rep_meta *m)
+{
+    char *p = m->etag;
+    if (pad)
+        put(&p, "W/", 2);
+    put(&p, "\"", 1);
+    put(&p, m->v.core, strlen(m->v.core));
+    if (enc == BD_ENC_GZIP)
+        put(&p, "-gzip", 5);
+    else if (enc == BD_ENC_BR)
+        put(&p, "-br", 3);
+    put(&p, "\"", 2); /* with its NUL */
     /* The freshness the entry was given, not its age: the time a range was
      * fetched tells when someone asked for it (docs/privacy.md). */
     int64_t life = a->stale ? 0 : a->expires_at - a->fetched_at;
-    snprintf(m->cache_control, sizeof(m->cache_control), "%s, max-age=%lld",
-             pad ? "private" : "public", (long long)(life > 0 ? life : 0));
-    return 0;
+    uint64_t v = life > 0 ? (uint64_t)life : 0;
+    char digits[24], *d = digits + sizeof(digits);
+    do
+        *--d = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    p = m->cache_control;
+    if (pad)
+        put(&p, "private, max-age=", 17);
+    else
+        put(&p, "public, max-age=", 16);
+    put(&p, d, (size_t)(digits + sizeof(digits) - d));
+    *p = '\0';
 }
 
 /* If-None-Match, else If-Modified-Since (RFC 9110 13.2.2). */
@@ -500,12 +530,12 @@ static bool not_modified(struct evhttp_request *req, const rep_meta *m)
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     const char *inm = evhttp_find_header(in, "If-None-Match");
     if (inm)
-        return bd_http_inm_matches(inm, m->core);
+        return bd_http_inm_matches(inm, m->v.core);
     const char *ims = evhttp_find_header(in, "If-Modified-Since");
-    if (!ims || m->lm_s < 0)
+    if (!ims || m->v.lm_s < 0)
         return false;
     int64_t since = bd_http_parse_date(ims);
-    return since >= 0 && m->lm_s <= since;
+    return since >= 0 && m->v.lm_s <= since;
 }
 
 static void add_meta_headers(struct evhttp_request *req, const rep_meta *m)
@@ -513,8 +543,8 @@ static void add_meta_headers(struct evhttp_request *req, const rep_meta *m)
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "Cache-Control", m->cache_control);
     evhttp_add_header(out, "ETag", m->etag);
-    if (m->lm[0])
-        evhttp_add_header(out, "Last-Modified", m->lm);
+    if (m->v.lm[0])
+        evhttp_add_header(out, "Last-Modified", m->v.lm);
     evhttp_add_header(out, "Vary", "Accept-Encoding, Add-Padding");
 }
 
@@ -576,33 +606,45 @@ static void prep_bounds(const bd_http_job *j, uint64_t *budget, uint64_t *share)
     *share = *budget / 100 * cfg->cache.partition_share_pct;
 }
 
-/* The prepared entry of j's range at a's version, with its identity body
- * (held: released by the caller; *made when formatted now), or NULL: none kept ([http]
- * prepared_size 0) or out of memory; the body is then made for this answer alone. */
-static bd_prepared *prepared_of(const bd_http_job *j, const br_range_answer *a, const rep_meta *m,
-                                bool *made)
+/* Are bodies prepared ([http] prepared_size)? The most they may take, in
+ * all and per partition. */
+static bool prep_on(const bd_http_job *j)
+{
+    return j->http->prep && j->state->cfg->http.prepared_size > 0;
+}
+
+/* The key of j's range at a's version: 0, or -EIO. */
+static int prep_key(const bd_http_job *j, const br_range_answer *a, bd_prep_key *key)
+{
+    *key = (bd_prep_key){.partition = j->partition,
+                         .prefix20 = j->prefix20,
+                         .kind = j->kind,
+                         .fetched_at = a->fetched_at,
+                         .len = a->len,
+                         .etag = a->etag,
+                         .last_modified = a->last_modified};
+    /* the validators stand for the content; without them, its digest */
+    if (!a->etag[0] && !a->last_modified[0])
+        return bd_http_etag_core(j->kind, j->prefix20, a, key->core) < 0 ? -EIO : 0;
+    return 0;
+}
+
+/* A new prepared entry for key with a's identity body (held: released by
+ * the caller), or NULL: out of memory; the body is then made for this
+ * answer alone. */
+static bd_prepared *prepared_new(const bd_http_job *j, const br_range_answer *a,
+                                 const bd_prep_key *key, const bd_prep_meta *v)
 {
     bd_http_prep *t = j->http->prep;
     uint64_t budget, share;
     prep_bounds(j, &budget, &share);
-    if (!t || budget == 0)
-        return NULL;
-    bd_prep_key key = {.partition = j->partition,
-                       .prefix20 = j->prefix20,
-                       .kind = j->kind,
-                       .fetched_at = a->fetched_at,
-                       .len = a->len};
-    memcpy(key.core, m->core, sizeof(key.core));
-    bd_prepared *e = bd_http_prep_find(t, &key);
-    if (e)
-        return e;
     char *p;
     size_t len;
     uint32_t n;
     if (format_plain(j->kind, a, &p, &len, &n) < 0)
         return NULL;
-    *made = true;
-    if (!(e = bd_http_prep_add(t, &key))) {
+    bd_prepared *e = bd_http_prep_add(t, key, v);
+    if (!e) {
         free(p);
         return NULL;
     }
@@ -666,19 +708,77 @@ static int prepared_body(const bd_http_job *j, bd_prepared *e, bool pad, bd_http
     return bd_http_buf_give(&b, out);
 }
 
-/* The body of the answer into out: from the prepared entry when one can be
- * had, else made for this answer. */
-static int answer_body(const bd_http_job *j, const br_range_answer *a, const rep_meta *m, bool pad,
-                       bd_http_enc enc, struct evbuffer *out)
+/* The body of the answer into out: from e, the prepared entry found, or
+ * one prepared now when key is given, else made for this answer. */
+static int answer_body(const bd_http_job *j, const br_range_answer *a, const rep_meta *m,
+                       const bd_prep_key *key, bd_prepared *e, bool pad, bd_http_enc enc,
+                       struct evbuffer *out)
 {
-    bool made = false;
-    bd_prepared *e = pad && enc != BD_ENC_IDENTITY ? NULL : prepared_of(j, a, m, &made);
-    if (!e)
+    bd_prepared *made = !e && key ? prepared_new(j, a, key, &m->v) : NULL;
+    if (!e && !made)
         return make_body(j, a, pad, enc, out);
     j->http->srv->counters.http_prepared += !made;
-    int rc = prepared_body(j, e, pad, enc, out);
-    bd_http_prep_release(e);
+    int rc = prepared_body(j, e ? e : made, pad, enc, out);
+    bd_http_prep_release(made);
     return rc;
+}
+
+/* The prepared entry of a's version (held), when bodies are prepared for
+ * this answer (a padded coded body is made per answer); *key is set for
+ * one to be prepared. NULL with *use: none yet. -EIO on a failed digest. */
+static int prepared_find(const bd_http_job *j, const br_range_answer *a, bool pad, bd_http_enc enc,
+                         bd_prep_key *key, bool *use, bd_prepared **e)
+{
+    *e = NULL;
+    *use = prep_on(j) && !(pad && enc != BD_ENC_IDENTITY);
+    if (!*use)
+        return 0;
+    if (prep_key(j, a, key) < 0)
+        return -EIO;
+    *e = bd_http_prep_find(j->http->prep, key);
+    return 0;
+}
+
+/* The answer's validators: the prepared entry's, else made now. */
+static int answer_meta_of(const bd_http_job *j, const br_range_answer *a, const bd_prepared *e,
+                          bool pad, bd_http_enc enc, rep_meta *m)
+{
+    if (e)
+        m->v = *bd_http_prep_meta(e);
+    else if (version_meta(j, a, &m->v) < 0)
+        return -EIO;
+    answer_meta(a, pad, enc, m);
+    return 0;
+}
+
+static void answer_fail(bd_http_job *j)
+{
+    bd_http_reply_text(j->http, j->req, 500, "Internal Server Error", "Internal Server Error");
+}
+
+/* 200 with the body, in a buffer sent whole. */
+static void answer_ok(bd_http_job *j, const br_range_answer *a, const rep_meta *m,
+                      const bd_prep_key *key, bd_prepared *e, bool pad, bd_http_enc enc)
+{
+    struct evhttp_request *req = j->req;
+    struct evbuffer *body = evbuffer_new();
+    /* it goes to the socket whole (evhttp moves its chains to the
+     * connection's output): a prepared body's file segment stays one, to
+     * be sent with sendfile, instead of being read into memory */
+    if (body)
+        evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD);
+    if (!body || answer_body(j, a, m, key, e, pad, enc, body) < 0) {
+        if (body)
+            evbuffer_free(body);
+        answer_fail(j);
+        return;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "Content-Type", "text/plain");
+    if (enc != BD_ENC_IDENTITY)
+        evhttp_add_header(out, "Content-Encoding", bd_http_enc_name(enc));
+    bd_http_reply(j->http, req, 200, "OK", body);
+    evbuffer_free(body);
 }
 
 static void answer_range(bd_http_job *j, const br_range_answer *a)
@@ -688,34 +788,22 @@ static void answer_range(bd_http_job *j, const br_range_answer *a)
     const char *ap = evhttp_find_header(in, "Add-Padding");
     bool pad = ap && !strcasecmp(ap, "true");
     bd_http_enc enc = bd_http_pick_encoding(evhttp_find_header(in, "Accept-Encoding"), false);
+    bd_prep_key key;
+    bool use;
+    bd_prepared *e;
     rep_meta m;
-    if (meta_of(j, a, pad, enc, &m) < 0) {
-        bd_http_reply_text(j->http, req, 500, "Internal Server Error", "Internal Server Error");
+    if (prepared_find(j, a, pad, enc, &key, &use, &e) < 0 ||
+        answer_meta_of(j, a, e, pad, enc, &m) < 0) {
+        bd_http_prep_release(e);
+        answer_fail(j);
         return;
     }
     add_meta_headers(req, &m);
-    if (not_modified(req, &m)) {
+    if (not_modified(req, &m))
         bd_http_reply(j->http, req, 304, "Not Modified", NULL);
-        return;
-    }
-    struct evbuffer *body = evbuffer_new();
-    /* it goes to the socket whole (evhttp moves its chains to the
-     * connection's output): a prepared body's file segment stays one, to
-     * be sent with sendfile, instead of being read into memory */
-    if (body)
-        evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD);
-    if (!body || answer_body(j, a, &m, pad, enc, body) < 0) {
-        if (body)
-            evbuffer_free(body);
-        bd_http_reply_text(j->http, req, 500, "Internal Server Error", "Internal Server Error");
-        return;
-    }
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "Content-Type", "text/plain");
-    if (enc != BD_ENC_IDENTITY)
-        evhttp_add_header(out, "Content-Encoding", bd_http_enc_name(enc));
-    bd_http_reply(j->http, req, 200, "OK", body);
-    evbuffer_free(body);
+    else
+        answer_ok(j, a, &m, use ? &key : NULL, e, pad, enc);
+    bd_http_prep_release(e);
 }
 
 static void range_cb(void *ctx, const br_range_answer *a)
@@ -728,36 +816,6 @@ static void range_cb(void *ctx, const br_range_answer *a)
             answer_range(j, a);
     }
     bd_http_job_free(j);
-}
-
-/* ---- the client's partition ---- */
-
-/* The cache partition of req's client (docs/privacy.md "An HTTP client of
- * the range endpoint"): each client (an IPv4 address, an IPv6 network of
- * [http] ipv6_prefix bits) has its own, so that no client is answered from,
- * waits on or is sped up by another's entry or fetch. Its number is a keyed
- * hash of the client into the upper half of the numbers (uids are below
- * 2^31 on any usual system), BD_PARTITION_HTTP and
- * BR_RESOLVER_PARTITION_SHARED left out; the key is the cache's secret, so
- * a client keeps its partition across restarts. Clients of a Unix socket
- * listener share BD_PARTITION_HTTP. */
-static uint32_t client_partition(const bd_http *h, struct evhttp_request *req)
-{
-    struct evhttp_connection *con = evhttp_request_get_connection(req);
-    const struct sockaddr *sa = con ? evhttp_connection_get_addr(con) : NULL;
-    uint8_t in[sizeof(h->part_secret) + 16], md[BR_SHA256_LEN];
-    if (!sa ||
-        !bd_http_client_key(sa, h->srv->state->cfg->http.ipv6_prefix, in + sizeof(h->part_secret)))
-        return BD_PARTITION_HTTP;
-    memcpy(in, h->part_secret, sizeof(h->part_secret));
-    int rc = br_sha256(in, sizeof(in), md);
-    br_wipe(in, sizeof(in));
-    if (rc < 0)
-        return BD_PARTITION_HTTP;
-    uint32_t p;
-    memcpy(&p, md, sizeof(p));
-    p |= UINT32_C(0x80000000);
-    return p >= BD_PARTITION_HTTP ? p - 2 : p;
 }
 
 /* ---- the request ---- */
@@ -785,7 +843,7 @@ void bd_http_range(bd_http *h, struct evhttp_request *req, const char *rest)
     }
     j->kind = kind;
     j->prefix20 = br_range_prefix20(bytes);
-    j->partition = client_partition(h, req);
+    j->partition = bd_http_partition(h, req);
     int rc =
         br_resolver_resolve_range(j->state->resolver, j->partition, kind, j->prefix20, range_cb, j);
     if (rc < 0) {

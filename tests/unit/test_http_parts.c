@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The range endpoint's pure parts (daemon/http_range.h, http_rate.h): HIBP's padding
  * count, Accept-Encoding, If-None-Match, HTTP dates, entity tags, the
- * per-address token buckets (on a given clock) and the body pool. */
+ * per-address token buckets (on a given clock), the body pool and the
+ * prepared bodies' versions (http_prep.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,11 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/buffer.h>
 
 #include "config.h"
+#include "http_prep.h"
 #include "http_range.h"
 #include "http_rate.h"
 
@@ -197,13 +200,74 @@ static void test_pool(void **s)
     bd_http_buf_put(&b); /* empty: fine */
 }
 
+/* An entry with a plain body of text, held. */
+static bd_prepared *prep_with(bd_http_prep *t, const bd_prep_key *k, const char *text)
+{
+    bd_prep_meta m = {.core = "C0RE", .lm = "", .lm_s = -1};
+    bd_prepared *e = bd_http_prep_add(t, k, &m);
+    assert_non_null(e);
+    assert_int_equal(bd_http_prep_set(t, e, 0, strdup(text), strlen(text), 1, 1 << 20, 1 << 20), 0);
+    return e;
+}
+
+/* One entry per range and version: the upstream's validators tell the
+ * version (the caller's strings are copied), a changed one drops the entry;
+ * the body is the same from an unnamed file in the directory or a memfd. */
+static void test_prep_versions(void **s)
+{
+    (void)s;
+    char dir[] = "/tmp/breachd-prep-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *dirs[] = {dir, NULL, "/nonexistent/breachd"};
+    for (size_t i = 0; i < 3; i++) {
+        bd_http_prep *t = bd_http_prep_new(dirs[i]);
+        assert_non_null(t);
+        char etag[16] = "\"v1\"";
+        bd_prep_key k = {.partition = 7,
+                         .prefix20 = 0x12345,
+                         .fetched_at = 100,
+                         .len = 40,
+                         .etag = etag,
+                         .last_modified = ""};
+        bd_http_prep_release(prep_with(t, &k, "ABC:1"));
+        memcpy(etag, "\"zz\"", 5); /* the caller's buffer changes: not the entry's */
+        assert_null(bd_http_prep_find(t, &k));
+        memcpy(etag, "\"v1\"", 5);
+        assert_null(bd_http_prep_find(t, &k)); /* dropped by the other version */
+        bd_http_prep_release(prep_with(t, &k, "ABC:1"));
+        bd_prepared *e = bd_http_prep_find(t, &k);
+        assert_non_null(e);
+        assert_string_equal(bd_http_prep_meta(e)->core, "C0RE");
+        const char *p;
+        size_t len;
+        assert_true(bd_http_prep_body(e, 0, &p, &len));
+        assert_int_equal(len, 5);
+        assert_memory_equal(p, "ABC:1", 5);
+        struct evbuffer *out = evbuffer_new();
+        assert_int_equal(bd_http_prep_give(e, 0, out), 0);
+        bd_http_prep_release(e);
+        bd_http_prep_free(t); /* the body stays until out is done with it */
+        char got[8] = {0};
+        assert_int_equal(evbuffer_remove(out, got, sizeof(got)), 5);
+        assert_string_equal(got, "ABC:1");
+        evbuffer_free(out);
+        k.last_modified = "Mon, 07 Dec 2026 00:00:00 GMT";
+        t = bd_http_prep_new(dirs[i]);
+        bd_http_prep_release(prep_with(t, &k, "X"));
+        k.last_modified = "Tue, 08 Dec 2026 00:00:00 GMT";
+        assert_null(bd_http_prep_find(t, &k));
+        bd_http_prep_free(t);
+    }
+    assert_int_equal(rmdir(dir), 0); /* nothing named left in it */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pad_count),     cmocka_unit_test(test_encoding),
         cmocka_unit_test(test_if_none_match), cmocka_unit_test(test_dates),
         cmocka_unit_test(test_etag),          cmocka_unit_test(test_rate),
-        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_pool),          cmocka_unit_test(test_prep_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
