@@ -6,7 +6,9 @@
  * when the deltas pass a share of the base, a base; otherwise a delta
  * over the published base and deltas (--base), which carries the new keys
  * and the keys whose count went up, and is replaced by a base when it
- * would not be smaller. Then sign it and write the manifest. */
+ * would not be smaller. A delta with no key publishes nothing; a base that
+ * would shrink the set past max_shrink is held. Then sign it and write
+ * the manifest. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -96,6 +98,9 @@ static int stamp_save(const pub_conf *c, const char *stamp)
 
 /* ---- one build: breachctl filter build --offline ---- */
 
+/* What a cycle's build gave (or EXIT_ERROR). */
+enum { PW_NEW = 0, PW_NOTHING = 1, PW_HELD = 3, PW_BASE = 4 };
+
 #define PW_ARGS_MAX (16 + 2 * (BR_LAYERS_MAX + 64))
 
 /* Build OUTPUT/name of generation gen from the corpora; over the
@@ -148,32 +153,91 @@ static uint64_t file_keys(const pub_conf *c, const char *name)
     return br_filter_header_read(path, &h) == 0 ? h.key_count : 0;
 }
 
+/* Remove OUTPUT/name and its .sig and .gz: a build not published. */
+static void drop(const pub_conf *c, const char *name)
+{
+    char path[4400];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s%s", c->output, name,
+                 (const char *[]){"", ".sig", ".gz"}[i]);
+        unlink(path);
+    }
+}
+
+/* The keys of m's set: its base's and its deltas' (a key whose count went
+ * up counted again). */
+static uint64_t set_keys(const pub_conf *c, const br_manifest *m)
+{
+    uint64_t keys = file_keys(c, m->base.name);
+    for (size_t i = 0; i < m->n_deltas; i++)
+        keys += file_keys(c, m->deltas[i].name);
+    return keys;
+}
+
+/* Build and sign a delta of generation gen over m into *mf: PW_NEW,
+ * PW_NOTHING when it holds no key, PW_BASE when it would not be smaller
+ * than the base (a base instead), or EXIT_ERROR. */
+static int build_delta(const pub_conf *c, const br_manifest *m, const br_sign_key *key,
+                       uint64_t gen, br_manifest_file *mf, br_error *err)
+{
+    char name[80];
+    snprintf(name, sizeof(name), "delta-%" PRIu64 ".bfuse", gen);
+    if (build(c, m, true, name, gen) != 0)
+        return EXIT_ERROR;
+    if (file_keys(c, name) == 0) {
+        fprintf(stderr, "publish: the corpus changed, but holds no new key or count\n");
+        drop(c, name);
+        return PW_NOTHING;
+    }
+    if (pub_sign_file(key, c->output, name, gen, mf, err) < 0)
+        return EXIT_ERROR;
+    if (mf->bytes < m->base.bytes)
+        return PW_NEW;
+    fprintf(stderr, "publish: delta %s of %" PRIu64 " bytes is not smaller than the base\n", name,
+            mf->bytes);
+    drop(c, name);
+    return PW_BASE;
+}
+
+/* Build and sign a base of generation gen into *mf: PW_NEW, PW_HELD when
+ * it would shrink the published base by more than max_shrink (a truncated
+ * corpus: the set stays), or EXIT_ERROR. */
+static int build_base(const pub_conf *c, const br_manifest *m, bool have, const br_sign_key *key,
+                      uint64_t gen, br_manifest_file *mf, br_error *err)
+{
+    char name[80];
+    snprintf(name, sizeof(name), "base-%" PRIu64 ".bfuse", gen);
+    if (build(c, m, false, name, gen) != 0)
+        return EXIT_ERROR;
+    uint64_t keys = file_keys(c, name), had = have ? set_keys(c, m) : 0;
+    if (keys * 100 < had * (100 - c->max_shrink_pct)) {
+        ctl_err("publish: a base of %" PRIu64 " keys would replace a set of %" PRIu64
+                " (more than max_shrink); the published set stays",
+                keys, had);
+        drop(c, name);
+        return PW_HELD;
+    }
+    return pub_sign_file(key, c->output, name, gen, mf, err) < 0 ? EXIT_ERROR : PW_NEW;
+}
+
 /* Build, sign and add generation gen to m: a delta when one is due and
- * smaller than the base, a base otherwise. */
+ * smaller than the base, a base otherwise. PW_NEW, PW_NOTHING, PW_HELD or
+ * EXIT_ERROR. */
 static int write_generation(const pub_conf *c, br_manifest *m, bool have, const br_sign_key *key,
                             uint64_t gen)
 {
-    bool delta = have && !pub_want_base(m);
-    char name[80];
     br_manifest_file mf;
     br_error err = {{0}};
-    snprintf(name, sizeof(name), "delta-%" PRIu64 ".bfuse", gen);
-    int r = delta ? build(c, m, true, name, gen) : 0;
-    if (r == 0 && delta && (r = pub_sign_file(key, c->output, name, gen, &mf, &err)) == 0 &&
-        mf.bytes >= m->base.bytes) { /* a load as large as a base: a base */
-        fprintf(stderr, "publish: delta %s of %" PRIu64 " bytes is not smaller than the base\n",
-                name, mf.bytes);
+    bool delta = have && !pub_want_base(m);
+    int r = delta ? build_delta(c, m, key, gen, &mf, &err) : PW_BASE;
+    if (r == PW_BASE) {
         delta = false;
+        r = build_base(c, m, have, key, gen, &mf, &err);
     }
-    if (r == 0 && !delta) {
-        snprintf(name, sizeof(name), "base-%" PRIu64 ".bfuse", gen);
-        if ((r = build(c, m, false, name, gen)) == 0)
-            r = pub_sign_file(key, c->output, name, gen, &mf, &err);
-    }
-    if (r != 0) {
+    if (r != PW_NEW) {
         if (err.text[0])
             ctl_err("publish: %s", err.text);
-        return EXIT_ERROR;
+        return r;
     }
     br_manifest_file *v = delta ? realloc(m->deltas, (m->n_deltas + 1) * sizeof(*v)) : NULL;
     if (delta && !v)
@@ -188,18 +252,17 @@ static int write_generation(const pub_conf *c, br_manifest *m, bool have, const 
         m->base = mf;
     }
     m->generation = gen;
-    fprintf(stderr, "publish: generation %" PRIu64 ": %s, %" PRIu64 " bytes\n", gen, name,
+    fprintf(stderr, "publish: generation %" PRIu64 ": %s, %" PRIu64 " bytes\n", gen, mf.name,
             mf.bytes);
     return 0;
 }
 
-/* Each corpus's line in the manifest: its last build, the set's keys (the
- * base's and the deltas', a key whose count went up counted again). */
-static void corpus_lines(const pub_conf *c, const br_manifest *m, bool built, int64_t now)
+/* Each corpus's line in the manifest: its last build (built), the set's
+ * keys, held with the reason when a base was refused. */
+static void corpus_lines(const pub_conf *c, const br_manifest *m, bool built, const char *held,
+                         int64_t now)
 {
-    uint64_t keys = file_keys(c, m->base.name);
-    for (size_t i = 0; i < m->n_deltas; i++)
-        keys += file_keys(c, m->deltas[i].name);
+    uint64_t keys = set_keys(c, m);
     for (size_t i = 0; i < c->n_feeds; i++) {
         pub_feed *f = &c->feeds[i];
         for (size_t j = 0; !built && j < m->n_feeds; j++)
@@ -208,6 +271,8 @@ static void corpus_lines(const pub_conf *c, const br_manifest *m, bool built, in
         if (built)
             f->last_success = now;
         f->n = keys;
+        f->held = held != NULL;
+        snprintf(f->reason, sizeof(f->reason), "%s", held ? held : "");
     }
 }
 
@@ -217,19 +282,25 @@ int pub_pw_cycle(const pub_conf *c, br_manifest *m, bool *have_manifest, const b
     _cleanup_free_ char *stamp = inputs_stamp(c);
     if (!stamp)
         return EXIT_ERROR;
-    bool news = !*have_manifest || !stamp_same(c, stamp);
-    if (!news && !announce)
+    bool changed = !*have_manifest || !stamp_same(c, stamp);
+    if (!changed && !announce)
         return 0;
     uint64_t gen =
         *have_manifest ? m->generation + 1 : (uint64_t)BR_MAX(br_build_time_now(), (int64_t)1);
-    if (news && write_generation(c, m, *have_manifest, key, gen) != 0)
+    int w = changed ? write_generation(c, m, *have_manifest, key, gen) : PW_NOTHING;
+    if (w == EXIT_ERROR)
         return EXIT_ERROR;
-    corpus_lines(c, m, news, now);
+    /* a held base is built again at the next cycle: its stamp is not kept */
     br_error err = {{0}};
-    int r = pub_write_manifest(c, m, key, now, &err);
-    *have_manifest = *have_manifest || (news && r == 0);
-    if (r == 0 && news && (r = stamp_save(c, stamp)) < 0)
+    int r = changed && w != PW_HELD ? stamp_save(c, stamp) : 0;
+    if (r < 0)
         br_error_set(&err, r, "%s: cannot save the corpus stamp", c->state);
+    if (r == 0 && (w != PW_NOTHING || announce)) {
+        corpus_lines(c, m, w == PW_NEW, w == PW_HELD ? "the corpus shrank past max_shrink" : NULL,
+                     now);
+        r = pub_write_manifest(c, m, key, now, &err);
+        *have_manifest = *have_manifest || r == 0;
+    }
     if (r < 0) {
         ctl_err("publish: %s", err.text[0] ? err.text : strerror(-r));
         return EXIT_ERROR;

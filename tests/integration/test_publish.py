@@ -12,7 +12,8 @@ cycle in the manifest, --once none; quiet feeds rewrite a 5-minute-old
 manifest. A password set (kind password-sha1, a [corpus NAME]): a base,
 then a load published as a delta of the new keys and raised counts,
 smaller than the base, which breachd answers over the base; a load as
-large as the base is a base. Also filter build --stats,
+large as the base is a base; a rewrite with nothing new publishes
+nothing; a truncated corpus whose base is due is held. Also filter build --stats,
 the count histogram of a corpus. Standard library only."""
 import os
 import random
@@ -248,6 +249,25 @@ def publish_passwords(ctx):
     check("not smaller than the base" in r.stderr, r.stderr)
     eq((len(files_of(m, "base")), len(files_of(m, "delta"))), (1, 0), "a new base: " + m)
     check(files_of(m, "base") != base, "another base")
+    # a corpus rewritten with nothing new: no generation
+    gen = m.split("\ngeneration ")[1].split()[0]
+    write_corpus(ctx.path("corpus.txt"), entries)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("no new key or count" in r.stderr and "\ngeneration %s\n" % gen in manifest(ctx),
+          r.stderr)
+    # a delta past a quarter of the base, then a truncated corpus: the base
+    # that is due would shrink the set past max_shrink; the set stays, held
+    entries.update({sha1hex("more-%d" % i): 5 for i in range(20000)})
+    write_corpus(ctx.path("corpus.txt"), entries)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    m = manifest(ctx)
+    eq(len(files_of(m, "delta")), 1, "a delta of 20000 keys: " + m)
+    write_corpus(ctx.path("corpus.txt"), dict(sorted(entries.items())[:1000]))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("a base of 1000 keys would replace a set of 80020" in r.stderr, r.stderr)
+    held = manifest(ctx)
+    eq(files_of(held, "delta"), files_of(m, "delta"), "the set stays: " + held)
+    check(" held the corpus shrank past max_shrink\n" in held, held)
 
 
 @test
