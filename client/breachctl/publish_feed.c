@@ -150,6 +150,7 @@ int pub_conf_read(const char *path, pub_conf *c)
     }
     if (line > 0) {
         ctl_err("publish: %s:%d: %s", path, line, x.err[0] ? x.err : "syntax error");
+        pub_conf_free(c);
         return -1;
     }
     const char *missing = !c->output[0] ? "[publish] output" : !c->key[0] ? "[publish] key" : NULL;
@@ -165,6 +166,7 @@ int pub_conf_read(const char *path, pub_conf *c)
                 missing ? missing
                 : pw    ? "no [corpus NAME] section"
                         : "no [feed NAME] section");
+        pub_conf_free(c);
         return -1;
     }
     snprintf(c->state, sizeof(c->state), "%s.state", c->output);
