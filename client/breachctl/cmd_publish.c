@@ -57,7 +57,8 @@ static const ctl_usage publish_usage_rows[] = {
     {"publish", "--config FILE [--once]",
      "Publishes an offline URL filter for hosts that follow it ([urls] follow): polls the feeds "
      "of FILE, writes signed deltas (additions and removals), bases and a signed manifest into "
-     "the output directory, every interval; --once: one cycle with every feed polled."},
+     "the output directory, every interval; --once: one cycle with every feed polled. With a "
+     "password kind, [corpus NAME] inputs give offline password bases and deltas."},
 };
 
 void cmd_publish_summary(FILE *out)
