@@ -301,6 +301,9 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
         r = br_manifest_verify(key, (const char *)text, len, sig, slen, err);
     if (r == 0)
         r = br_manifest_parse((const char *)text, len, &m, err);
+    if (r == 0 && m.kind != BR_KIND_URL_SHA256) /* a password set's manifest */
+        r = br_error_set(err, -EINVAL, "a manifest of kind %s, not url-sha256",
+                         br_filter_kind_name(m.kind));
     if (r == 0) {
         read_held(fw->cur.dir, h);
         r = install(fw, key, &m, h, err);

@@ -57,7 +57,8 @@ static const ctl_usage publish_usage_rows[] = {
     {"publish", "--config FILE [--once]",
      "Publishes an offline URL filter for hosts that follow it ([urls] follow): polls the feeds "
      "of FILE, writes signed deltas (additions and removals), bases and a signed manifest into "
-     "the output directory, every interval; --once: one cycle with every feed polled."},
+     "the output directory, every interval; --once: one cycle with every feed polled. With a "
+     "password kind, [corpus NAME] inputs give offline password bases and deltas."},
 };
 
 void cmd_publish_summary(FILE *out)
@@ -275,8 +276,8 @@ static void write_gz(const char *path, const uint8_t *data, size_t len)
 }
 
 /* Sign path (path.sig), write path.gz, and describe it for the manifest. */
-static int sign_file(const br_sign_key *key, const char *dir, const char *name, uint64_t gen,
-                     br_manifest_file *mf, br_error *err)
+int pub_sign_file(const br_sign_key *key, const char *dir, const char *name, uint64_t gen,
+                  br_manifest_file *mf, br_error *err)
 {
     char path[4400];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -314,21 +315,19 @@ static int last_body(const pub_conf *c, const br_manifest *m, uint8_t body[32])
     return r;
 }
 
-static bool want_base(const pub_state *st)
+bool pub_want_base(const br_manifest *m)
 {
-    if (!st->have_manifest)
-        return true;
     uint64_t bytes = 0;
-    for (size_t i = 0; i < st->m.n_deltas; i++)
-        bytes += st->m.deltas[i].bytes;
-    return bytes * 100 > st->m.base.bytes * PUB_BASE_SHARE_PCT;
+    for (size_t i = 0; i < m->n_deltas; i++)
+        bytes += m->deltas[i].bytes;
+    return bytes * 100 > m->base.bytes * PUB_BASE_SHARE_PCT;
 }
 
 /* Write generation gen: a base of cur, or a delta of ch; updates st->m. */
 static int write_generation(const pub_conf *c, pub_state *st, const br_sign_key *key, uint64_t gen,
                             const pub_entry *cur, size_t n, const changes *ch, br_error *err)
 {
-    bool base = want_base(st);
+    bool base = !st->have_manifest || pub_want_base(&st->m);
     char name[80], path[4400];
     snprintf(name, sizeof(name), "%s-%" PRIu64 ".bfuse", base ? "base" : "delta", gen);
     snprintf(path, sizeof(path), "%s/%s", c->output, name);
@@ -340,7 +339,7 @@ static int write_generation(const pub_conf *c, pub_state *st, const br_sign_key 
              : build_file(c, st, path, gen, ch->add, ch->n_add, ch, body, err);
     br_manifest_file mf;
     if (r >= 0)
-        r = sign_file(key, c->output, name, gen, &mf, err);
+        r = pub_sign_file(key, c->output, name, gen, &mf, err);
     if (r < 0)
         return r;
     if (base) {
@@ -373,11 +372,10 @@ static void later_mtime(const char *path, time_t old_mtime)
     utimensat(AT_FDCWD, path, ts, 0);
 }
 
-static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *key, int64_t now,
-                          br_error *err)
+int pub_write_manifest(const pub_conf *c, br_manifest *m, const br_sign_key *key, int64_t now,
+                       br_error *err)
 {
-    br_manifest *m = &st->m;
-    m->kind = BR_KIND_URL_SHA256;
+    m->kind = c->kind;
     m->published = BR_MAX(now, m->published + 1); /* strictly increasing */
     free(m->feeds);
     m->feeds = calloc(c->n_feeds, sizeof(*m->feeds));
@@ -414,23 +412,22 @@ static int write_manifest(const pub_conf *c, pub_state *st, const br_sign_key *k
         else if (had)
             later_mtime(path, old.st_mtime);
     }
-    st->have_manifest = r == 0;
     free(text);
     return r;
 }
 
 /* Files of older generations, once keep has passed since they left the
  * manifest (their mtime). */
-static void clean_old(const pub_conf *c, const pub_state *st, int64_t now)
+void pub_clean_old(const pub_conf *c, const br_manifest *m, int64_t now)
 {
     DIR *d = opendir(c->output);
     struct dirent *e;
     while (d && (e = readdir(d))) {
         if (strncmp(e->d_name, "base-", 5) && strncmp(e->d_name, "delta-", 6))
             continue;
-        bool used = strncmp(e->d_name, st->m.base.name, strlen(st->m.base.name)) == 0;
-        for (size_t i = 0; !used && i < st->m.n_deltas; i++)
-            used = strncmp(e->d_name, st->m.deltas[i].name, strlen(st->m.deltas[i].name)) == 0;
+        bool used = strncmp(e->d_name, m->base.name, strlen(m->base.name)) == 0;
+        for (size_t i = 0; !used && i < m->n_deltas; i++)
+            used = strncmp(e->d_name, m->deltas[i].name, strlen(m->deltas[i].name)) == 0;
         struct stat sb;
         if (!used && fstatat(dirfd(d), e->d_name, &sb, 0) == 0 && sb.st_mtime + c->keep_s < now)
             unlinkat(dirfd(d), e->d_name, 0);
@@ -479,7 +476,7 @@ static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool 
     if (r == 0 && news)
         r = write_generation(c, st, key, gen, cur, n, &ch, &err);
     if (r == 0 && (news || status || st->announce || refresh_due(c, st, now)))
-        r = write_manifest(c, st, key, now, &err);
+        st->have_manifest = (r = pub_write_manifest(c, &st->m, key, now, &err)) == 0;
     st->announce = st->announce && r < 0;
     if (r == 0 && news) {
         free(st->set);
@@ -494,7 +491,7 @@ static int cycle(const pub_conf *c, pub_state *st, const br_sign_key *key, bool 
         ctl_err("publish: %s", err.text[0] ? err.text : strerror(-r));
         return EXIT_ERROR;
     }
-    clean_old(c, st, now);
+    pub_clean_old(c, &st->m, now);
     return 0;
 }
 
@@ -519,7 +516,12 @@ static int run(const pub_conf *c, bool once)
     uint64_t period = (uint64_t)c->interval_s * 1000000000ull, next = br_clock_now_mono();
     for (;;) {
         st.m.cycle_s = once ? 0 : c->interval_s;
-        status = cycle(c, &st, key, once, br_clock_now_real());
+        if (c->kind == BR_KIND_URL_SHA256)
+            status = cycle(c, &st, key, once, br_clock_now_real());
+        else
+            status =
+                pub_pw_cycle(c, &st.m, &st.have_manifest, key, st.announce, br_clock_now_real());
+        st.announce = st.announce && status != 0;
         if (once)
             break;
         uint64_t now = br_clock_now_mono();

@@ -31,8 +31,11 @@ typedef struct pub_feed {
     unsigned labels;
 } pub_feed;
 
+/* A [feed NAME] section of kind url-sha256, or a [corpus NAME] section of
+ * a password kind (format "corpus", url its input path). */
 typedef struct pub_conf {
     char path[4096];
+    uint32_t kind; /* br_filter_kind of [publish] kind */
     char output[4096], state[4200], key[4096];
     int64_t interval_s, keep_s;
     unsigned max_shrink_pct;
@@ -49,3 +52,25 @@ int pub_feeds_load(pub_conf *c);
  * failed, the body was not a feed, or it shrank past max_shrink (f->held,
  * f->reason; logged with the feed's name). true when its entries changed. */
 bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now);
+
+/* ---- shared by the cycles of URL feeds and of password corpora ---- */
+
+/* Sign DIR/NAME (NAME.sig), write NAME.gz, describe it for the manifest. */
+int pub_sign_file(const br_sign_key *key, const char *dir, const char *name, uint64_t gen,
+                  br_manifest_file *mf, br_error *err);
+/* Write the signed manifest m (its feed lines from c's sections). */
+int pub_write_manifest(const pub_conf *c, br_manifest *m, const br_sign_key *key, int64_t now,
+                       br_error *err);
+/* Remove files that left the manifest keep ago. */
+void pub_clean_old(const pub_conf *c, const br_manifest *m, int64_t now);
+/* True when the deltas since the base hold a share of its bytes that
+ * calls for a new base. */
+bool pub_want_base(const br_manifest *m);
+
+/* One cycle of a password kind (publish_pw.c): when a corpus input
+ * changed, build an offline password filter of it, a delta over the
+ * published set (new keys and raised counts) or a base, sign it and write
+ * the manifest. announce: write the manifest even with nothing new.
+ * *have_manifest is m's state. Returns 0 or an exit status. */
+int pub_pw_cycle(const pub_conf *c, br_manifest *m, bool *have_manifest, const br_sign_key *key,
+                 bool announce, int64_t now);

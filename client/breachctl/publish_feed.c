@@ -36,8 +36,11 @@ static int set_publish(conf_ctx *x, const char *name, const char *value)
     else if (strcmp(name, "key") == 0)
         snprintf(c->key, sizeof(c->key), "%s", value);
     else if (strcmp(name, "kind") == 0) {
-        if (strcmp(value, "url-sha256") != 0)
-            snprintf(x->err, sizeof(x->err), "kind = %s: only url-sha256 is published", value);
+        br_filter_kind kind;
+        if (br_filter_kind_from_name(value, &kind) < 0)
+            snprintf(x->err, sizeof(x->err),
+                     "kind = %s: expected url-sha256, password-sha1 or password-ntlm", value);
+        c->kind = kind;
     } else if (strcmp(name, "interval") == 0) {
         if (bd_conf_parse_duration_s(value, 1, 86400, &c->interval_s, &e) < 0)
             snprintf(x->err, sizeof(x->err), "interval: %s", e.text);
@@ -78,6 +81,18 @@ static int set_feed(conf_ctx *x, pub_feed *f, const char *name, const char *valu
     return x->err[0] ? 0 : 1;
 }
 
+/* [corpus NAME] input = a HIBP corpus file or directory (the forms of
+ * breachctl filter build --input). */
+static int set_corpus(conf_ctx *x, pub_feed *f, const char *name, const char *value)
+{
+    if (strcmp(name, "input") == 0) {
+        snprintf(f->url, sizeof(f->url), "%s", value);
+        snprintf(f->format, sizeof(f->format), "corpus");
+    } else
+        snprintf(x->err, sizeof(x->err), "[corpus %s] %s: unknown key", f->name, name);
+    return x->err[0] ? 0 : 1;
+}
+
 static pub_feed *feed_named(conf_ctx *x, const char *name)
 {
     pub_conf *c = x->c;
@@ -111,6 +126,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
         pub_feed *f = feed_named(x, section + 5);
         return f ? set_feed(x, f, name, value) : 0;
     }
+    if (strncmp(section, "corpus ", 7) == 0) {
+        pub_feed *f = feed_named(x, section + 7);
+        return f ? set_corpus(x, f, name, value) : 0;
+    }
     snprintf(x->err, sizeof(x->err), "[%s]: unknown section", section);
     return 0;
 }
@@ -122,6 +141,7 @@ int pub_conf_read(const char *path, pub_conf *c)
     c->interval_s = 30;
     c->keep_s = 86400;
     c->max_shrink_pct = 50;
+    c->kind = BR_KIND_URL_SHA256;
     conf_ctx x = {.c = c};
     int line = ini_parse(path, on_key, &x);
     if (line < 0) {
@@ -130,14 +150,23 @@ int pub_conf_read(const char *path, pub_conf *c)
     }
     if (line > 0) {
         ctl_err("publish: %s:%d: %s", path, line, x.err[0] ? x.err : "syntax error");
+        pub_conf_free(c);
         return -1;
     }
     const char *missing = !c->output[0] ? "[publish] output" : !c->key[0] ? "[publish] key" : NULL;
+    bool pw = c->kind != BR_KIND_URL_SHA256;
     for (size_t i = 0; !missing && i < c->n_feeds; i++)
-        if (!c->feeds[i].url[0] || !c->feeds[i].category[0])
-            missing = "url and category in every [feed NAME]";
+        if (pw != (strcmp(c->feeds[i].format, "corpus") == 0))
+            missing = pw ? "[feed NAME] sections only for kind = url-sha256"
+                         : "[corpus NAME] sections only for a password kind";
+        else if (!c->feeds[i].url[0] || (!pw && !c->feeds[i].category[0]))
+            missing = pw ? "input in every [corpus NAME]" : "url and category in every [feed NAME]";
     if (missing || c->n_feeds == 0) {
-        ctl_err("publish: %s: %s", path, missing ? missing : "no [feed NAME] section");
+        ctl_err("publish: %s: %s", path,
+                missing ? missing
+                : pw    ? "no [corpus NAME] section"
+                        : "no [feed NAME] section");
+        pub_conf_free(c);
         return -1;
     }
     snprintf(c->state, sizeof(c->state), "%s.state", c->output);

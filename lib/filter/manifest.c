@@ -136,9 +136,10 @@ static int parse_line(line_ctx *c, char *s, br_error *err)
     br_manifest *m = c->m;
     char *end = NULL;
     if (strcmp(s, "kind") == 0) {
-        if (strcmp(rest, "url-sha256") != 0)
-            return bad(c, err, "kind: only url-sha256 is published");
-        m->kind = BR_KIND_URL_SHA256;
+        br_filter_kind kind;
+        if (br_filter_kind_from_name(rest, &kind) < 0)
+            return bad(c, err, "kind: expected url-sha256, password-sha1 or password-ntlm");
+        m->kind = kind;
         c->have[0] = true;
     } else if (strcmp(s, "generation") == 0 || strcmp(s, "published") == 0 ||
                strcmp(s, "cycle") == 0) {

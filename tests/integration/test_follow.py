@@ -8,7 +8,8 @@ answer UNKNOWN filter-unavailable; then an addition reaches all three (the
 deltas sent as their .gz: nginx gzip_static), a removal releases all
 three, and a feed that shrinks by 90% is held (the hosts keep blocking).
 Attacks, each refused while the hosts keep serving: a replayed (older)
-manifest, an unsigned one, one signed by another key. Waits have generous bounds; nothing asserts a time. At a
+manifest, an unsigned one, one signed by another key, a chain with a gap,
+a delta of the wrong kind, a manifest of a password set. Waits have generous bounds; nothing asserts a time. At a
 reload (driven time), follow and follow_interval take effect. A feed held
 at the publisher ages the hosts' URL filter."""
 import hashlib
@@ -89,6 +90,15 @@ def wrong_kind(ctx, good):
     data = open(path, "rb").read()
     line = "delta %s %d %s %d" % (name, gen, hashlib.sha256(data).hexdigest().upper(), len(data))
     return crafted(ctx, good, (line, gen))
+
+
+def password_kind(ctx, good):
+    """The good manifest, signed and later, of a password set's kind."""
+    lines = good.decode().replace("kind url-sha256\n", "kind password-sha1\n").splitlines()
+    pub = [i for i, ln in enumerate(lines) if ln.startswith("published ")][0]
+    lines[pub] = "published %d" % (int(lines[pub].split()[1]) + 1000)
+    text = ("\n".join(lines) + "\n").encode()
+    return {"manifest": text, "manifest.sig": sign(ctx, text)}
 
 
 def gap(ctx, good):
@@ -205,7 +215,8 @@ def three_hosts_follow(ctx):
              ({"manifest": good["manifest"] + b"", "manifest.sig": b""}, "not a manifest signature"),
              (foreign, "signed by another key"),
              (gap(ctx, good["manifest"]), "a chain with a gap"),
-             (wrong_kind(ctx, good["manifest"]), "not the offline url-sha256 delta")]
+             (wrong_kind(ctx, good["manifest"]), "not the offline url-sha256 delta"),
+             (password_kind(ctx, good["manifest"]), "a manifest of kind password-sha1")]
     for files, reason in cases:
         for n, data in files.items():
             with open(ctx.path("out", n + ".tmp"), "wb") as f:

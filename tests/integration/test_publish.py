@@ -9,15 +9,20 @@ shrinks by 90%, one that is not a feed and one that fails keep their last
 good entries, held with their reason in the manifest, and publish nothing
 new; an unchanged cycle writes no generation. The service announces its
 cycle in the manifest, --once none; quiet feeds rewrite a 5-minute-old
-manifest. Also filter build --stats,
+manifest. A password set (kind password-sha1, a [corpus NAME]): a base,
+then a load published as a delta of the new keys and raised counts,
+smaller than the base, which breachd answers over the base; a load as
+large as the base is a base; a rewrite with nothing new publishes
+nothing; a truncated corpus whose base is due is held. Also filter build --stats,
 the count histogram of a corpus. Standard library only."""
 import os
+import random
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
-from dtest import check, eq, test  # noqa: E402
+from dtest import check, eq, sha1hex, test  # noqa: E402
 
 
 def write(path, lines):
@@ -179,6 +184,92 @@ def build_stats(ctx):
         check(r.stdout.endswith(want), r.stdout)
 
 
+def write_corpus(path, entries):
+    """A HIBP corpus file (HASH:COUNT lines), replaced whole."""
+    write(path, ["%s:%d" % (h, entries[h]) for h in sorted(entries)])
+
+
+def files_of(m, what):
+    """{name: bytes} of the manifest's base or delta lines."""
+    return {ln.split()[1]: int(ln.split()[4]) for ln in m.splitlines()
+            if ln.startswith(what + " ")}
+
+
+@test
+def publish_passwords(ctx):
+    """A password load is published as a delta (new keys, raised counts)
+    smaller than the base, which breachd answers over the base."""
+    rng = random.Random(36)
+    entries = {sha1hex("pw-%d" % i): rng.choice([1, 3, 40]) for i in range(20000)}
+    os.mkdir(ctx.path("out"))
+    write_corpus(ctx.path("corpus.txt"), entries)
+    sec, pub = ctx.path("sec.pem"), ctx.path("pub.pem")
+    ctx.breachctl("key", "generate", "--secret", sec, "--public", pub)
+    conf = ctx.path("publish.conf")
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = %s\nkey = %s\nkind = password-sha1\n\n"
+                "[corpus hibp]\ninput = %s\n" % (ctx.path("out"), sec, ctx.path("corpus.txt")))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    m = manifest(ctx)
+    check(m.startswith("breachd-manifest 1\nkind password-sha1\n"), m)
+    check("\nfeed hibp " in m and " 20000 ok\n" in m, m)
+    base = files_of(m, "base")
+    eq(len(base), 1, "one base")
+    # an unchanged corpus: no new generation
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    # a load: 20 new keys, 10 counts raised, the rest unchanged
+    new = {sha1hex("load-%d" % i): 50 + i for i in range(20)}
+    raised = sorted(entries)[:10]
+    entries.update(new)
+    entries.update({h: 99 for h in raised})
+    write_corpus(ctx.path("corpus.txt"), entries)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    m = manifest(ctx)
+    delta = files_of(m, "delta")
+    eq(len(delta), 1, "one delta: %s" % r.stderr)
+    check(list(delta.values())[0] < list(base.values())[0], "the delta is smaller: %s" % m)
+    info = ctx.breachctl("filter", "info", ctx.path("out", list(delta)[0])).stdout
+    check("keys:              30\n" in info, "new keys and raised counts: " + info)
+    files = [ctx.path("out", x) for x in list(base) + list(delta)]
+    d = ctx.daemon(ctx.config(passwords={"filter": ", ".join(files), "upstream": "none",
+                                         "pubkey": pub}))
+    c = d.client()
+    eq(c.ask("a PW " + sha1hex("load-7")), "a PWNED 57", "a new key")
+    eq(c.ask("b PW " + raised[3]), "b PWNED 99", "a raised count")
+    old = sorted(entries)[-1]
+    eq(c.ask("c PW " + old), "c PWNED %d" % entries[old], "a key of the base")
+    c.close()
+    d.stop_ok()
+    # a load larger than the base: published as a base
+    entries.update({sha1hex("big-%d" % i): 2 for i in range(40000)})
+    write_corpus(ctx.path("corpus.txt"), entries)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    m = manifest(ctx)
+    check("not smaller than the base" in r.stderr, r.stderr)
+    eq((len(files_of(m, "base")), len(files_of(m, "delta"))), (1, 0), "a new base: " + m)
+    check(files_of(m, "base") != base, "another base")
+    # a corpus rewritten with nothing new: no generation
+    gen = m.split("\ngeneration ")[1].split()[0]
+    write_corpus(ctx.path("corpus.txt"), entries)
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("no new key or count" in r.stderr and "\ngeneration %s\n" % gen in manifest(ctx),
+          r.stderr)
+    # a delta past a quarter of the base, then a truncated corpus: the base
+    # that is due would shrink the set past max_shrink; the set stays, held
+    entries.update({sha1hex("more-%d" % i): 5 for i in range(20000)})
+    write_corpus(ctx.path("corpus.txt"), entries)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    m = manifest(ctx)
+    eq(len(files_of(m, "delta")), 1, "a delta of 20000 keys: " + m)
+    write_corpus(ctx.path("corpus.txt"), dict(sorted(entries.items())[:1000]))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("a base of 1000 keys would replace a set of 80020" in r.stderr, r.stderr)
+    held = manifest(ctx)
+    eq(files_of(held, "delta"), files_of(m, "delta"), "the set stays: " + held)
+    check(" held the corpus shrank past max_shrink\n" in held, held)
+
+
 @test
 def config_errors(ctx):
     conf = ctx.path("bad.conf")
@@ -190,6 +281,17 @@ def config_errors(ctx):
         f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\n[feed Bad-Name]\nurl = x\n")
     r = ctx.breachctl("publish", "--config", conf, check_rc=False)
     check(r.returncode == 2 and "a feed name is [a-z0-9_]" in r.stderr, r.stderr)
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nkind = password-sha1\n"
+                "[feed a]\nurl = x\ncategory = malware\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and "[feed NAME] sections only for kind = url-sha256" in r.stderr,
+          r.stderr)
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\n[corpus a]\ninput = x\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and "[corpus NAME] sections only for a password kind" in r.stderr,
+          r.stderr)
 
 
 if __name__ == "__main__":

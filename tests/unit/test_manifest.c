@@ -108,7 +108,7 @@ static void test_refusals(void **state)
     refused(HEAD "base b 12 " SHA " 9\nfrobnicate 1\n", "manifest:6: unknown keyword");
     refused("breachd-manifest 2\n", "manifest:1: not a breachd manifest");
     refused(HEAD, "no base line");
-    refused("breachd-manifest 1\nkind password-sha1\n", "only url-sha256");
+    refused("breachd-manifest 1\nkind password-md5\n", "kind: expected url-sha256");
     refused(HEAD "base b 12 " SHA " 9", "ending in a newline");
 }
 
