@@ -12,6 +12,14 @@
     .section = #sec, .filter_off = CFG(sec.filter), .max_age_off = CFG(sec.max_filter_age_s),      \
     .upstream_off = CFG(sec.upstream)
 
+/* The canary's keys (canary.h): the SHA-1 of "password" and its NT hash, in
+ * every breach corpus; and Google's public Safe Browsing test page, which
+ * blocklists do not hold (a filter's "no" is a pass; a feed that lists it
+ * makes the canary go through the URL range API too). */
+#define CANARY_SHA1_HEX "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
+#define CANARY_NT_HEX "8846F7EAEE8FB117AD06BDD830B7586C"
+#define CANARY_URL_EXPR "testsafebrowsing.appspot.com/s/malware.html"
+
 /* clang-format off */
 const bd_kind_row bd_kinds[BD_KINDS_] = {
     [BD_KIND_PW] = {
@@ -19,7 +27,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
         .prefix = "", .counts_prefix = "pw_",
         .range = BR_RANGE_PASSWORD_SHA1, .verb = BR_VERB_PW,
         .counts_filter = true, .upstream_figures = true, .damage_figure = true,
-        .if_empty = "every check goes to the range API",
+        .if_empty = "every check goes to the range API", .canary_hex = CANARY_SHA1_HEX,
         .answers = {{"clean", BD_ANS_PASS}, {"pwned", BD_ANS_HIT}, {"unknown", BD_ANS_UNKNOWN}},
     },
     [BD_KIND_NT] = {
@@ -27,7 +35,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
         .prefix = "nt_", .counts_prefix = "nt_", .stats_what = "NT hashes ([ntlm]): ",
         .range = BR_RANGE_PASSWORD_NTLM, .verb = BR_VERB_NT,
         .counts_filter = true, .upstream_figures = true, .damage_figure = true,
-        .if_empty = "every NT check goes to the range API",
+        .if_empty = "every NT check goes to the range API", .canary_hex = CANARY_NT_HEX,
         .answers = {{"clean", BD_ANS_PASS}, {"pwned", BD_ANS_HIT}, {"unknown", BD_ANS_UNKNOWN}},
     },
     [BD_KIND_URL] = {
@@ -35,7 +43,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
         .prefix = "url_", .counts_prefix = "url_", .stats_what = "URLs ([urls]): ",
         .range = BR_RANGE_URL_SHA256, .verb = BR_VERB_URL,
         .counts_filter = true, .damage_figure = true,
-        .if_empty = "it blocks no URL",
+        .if_empty = "it blocks no URL", .canary_expr = CANARY_URL_EXPR,
         .answers = {{"safe", BD_ANS_PASS}, {"blocked", BD_ANS_HIT}, {"allowed", BD_ANS_ALLOWED},
                     {"unknown", BD_ANS_UNKNOWN}},
     },

@@ -58,6 +58,10 @@ typedef struct bd_kind_row {
     bool upstream_figures; /* its range API's figures in STATS (PREFIXupstream_*) */
     bool damage_figure;    /* STATS PREFIXfilter_damaged */
     const char *if_empty;  /* logged for a filter with no key */
+    /* its canary (canary.h; NULL: none): the hex of a key every breach
+     * corpus holds, which its filter must find, or the lookup expression of
+     * a test URL, which a feed need not list (canary_expr) */
+    const char *canary_hex, *canary_expr;
     bd_answer_row answers[BD_ANS_COUNT_ + 1];
 } bd_kind_row;
 

@@ -368,7 +368,9 @@ static void render_canary(const bd_counters *k, render_out *o, bool numeric_only
 {
     U64(o, "canary_interval_ms", k->canary_interval_ms);
     char key[64];
-    for (int i = 0; i < BD_CANARY_KINDS_; i++) {
+    for (int i = 0; i < BD_KINDS_; i++) {
+        if (!bd_kinds[i].canary_hex && !bd_kinds[i].canary_expr)
+            continue;
         const bd_canary_figures *f = &k->canary[i];
         const char *p = bd_kinds[i].prefix;
         if (!numeric_only) {
