@@ -25,6 +25,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
     [BD_KIND_PW] = {
         SECTION_KEYS(passwords), .name = "password", .checks = "password",
         .prefix = "", .counts_prefix = "pw_",
+        .min_count_ok_off = CFG(passwords.min_count_ok), .range_endpoint = true,
         .range = BR_RANGE_PASSWORD_SHA1, .verb = BR_VERB_PW,
         .counts_filter = true, .upstream_figures = true, .damage_figure = true,
         .if_empty = "every check goes to the range API", .canary_hex = CANARY_SHA1_HEX,
@@ -33,6 +34,8 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
     [BD_KIND_NT] = {
         SECTION_KEYS(ntlm), .name = "NTLM", .checks = "NT",
         .prefix = "nt_", .counts_prefix = "nt_", .stats_what = "NT hashes ([ntlm]): ",
+        .min_count_ok_off = CFG(ntlm.min_count_ok), .range_endpoint = true,
+        .off_without_filter = true,
         .range = BR_RANGE_PASSWORD_NTLM, .verb = BR_VERB_NT,
         .counts_filter = true, .upstream_figures = true, .damage_figure = true,
         .if_empty = "every NT check goes to the range API", .canary_hex = CANARY_NT_HEX,
@@ -41,6 +44,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
     [BD_KIND_URL] = {
         SECTION_KEYS(urls), .name = "URL", .checks = "URL",
         .prefix = "url_", .counts_prefix = "url_", .stats_what = "URLs ([urls]): ",
+        .upstream_default_none = true, .off_without_filter = true,
         .range = BR_RANGE_URL_SHA256, .verb = BR_VERB_URL,
         .counts_filter = true, .damage_figure = true,
         .if_empty = "it blocks no URL", .canary_expr = CANARY_URL_EXPR,

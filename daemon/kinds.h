@@ -51,13 +51,17 @@ typedef struct bd_kind_row {
     const char *stats_what;
     br_range_kind range;
     br_verb verb;
-    size_t filter_off;     /* offsetof(breachd_config, its filter key) */
-    size_t max_age_off;    /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
-    size_t upstream_off;   /* offsetof(breachd_config, its upstream key); 0: none */
-    bool counts_filter;    /* STATS PREFIXfilter_no, _maybe, _bypassed */
-    bool upstream_figures; /* its range API's figures in STATS (PREFIXupstream_*) */
-    bool damage_figure;    /* STATS PREFIXfilter_damaged */
-    const char *if_empty;  /* logged for a filter with no key */
+    size_t filter_off;          /* offsetof(breachd_config, its filter key) */
+    size_t max_age_off;         /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
+    size_t upstream_off;        /* offsetof(breachd_config, its upstream key); 0: none */
+    bool counts_filter;         /* STATS PREFIXfilter_no, _maybe, _bypassed */
+    bool upstream_figures;      /* its range API's figures in STATS (PREFIXupstream_*) */
+    bool damage_figure;         /* STATS PREFIXfilter_damaged */
+    size_t min_count_ok_off;    /* offsetof(breachd_config, its min_count_ok); 0: none */
+    bool range_endpoint;        /* [http] listen serves its range bodies (offline.c) */
+    bool upstream_default_none; /* its upstream is none by default: none says nothing */
+    bool off_without_filter;    /* with no filter, upstream = none turns it off */
+    const char *if_empty;       /* logged for a filter with no key */
     /* its canary (canary.h; NULL: none): the hex of a key every breach
      * corpus holds, which its filter must find, or the lookup expression of
      * a test URL, which a feed need not list (canary_expr) */

@@ -182,8 +182,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out->cfg, out->filter[BD_KIND_PW], out->filter[BD_KIND_NT],
-                    out->filter[BD_KIND_URL]);
+    bd_offline_warn(out->cfg, (const br_pwfilter *const *)out->filter);
     if (out->cfg->daemon.trust_own_filters)
         bd_log(LOG_WARNING,
                "[daemon] trust_own_filters = yes: filter files owned by uid %u (breachd's own "
