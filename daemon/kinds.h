@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "filter/filter_file.h"
 #include "proto/protocol.h"
 #include "range/range.h"
 
@@ -51,7 +52,13 @@ typedef struct bd_kind_row {
     const char *stats_what;
     br_range_kind range;
     br_verb verb;
-    size_t filter_off;          /* offsetof(breachd_config, its filter key) */
+    size_t filter_off;      /* offsetof(breachd_config, its filter key) */
+    const char *filter_key; /* that key's name: "filter", "similar_filter" */
+    size_t pubkey_off;      /* offsetof(breachd_config, the pubkey its files verify against) */
+    uint32_t filter_kind;   /* of its files (BR_KIND_*, filter_file.h) */
+    /* its br_pwfilter must be offline ([urls]: a range one is a br_urlfilter, state.h) */
+    bool offline_only;
+    const char *build_hint;     /* after "build one with" when its file is missing */
     size_t max_age_off;         /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
     size_t upstream_off;        /* offsetof(breachd_config, its upstream key); 0: none */
     bool counts_filter;         /* STATS PREFIXfilter_no, _maybe, _bypassed */

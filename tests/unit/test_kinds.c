@@ -2,7 +2,7 @@
 /* The table of filter kinds (daemon/kinds.c) against the configuration
  * schema (daemon/conf_schema.c) and the STATS metadata (daemon/stats_meta.c,
  * daemon/stats_figures.c): a row's offsets are the keys of its own section
- * (filter, upstream, max_filter_age, min_count_ok), its STATS prefixes are its own, and
+ * (filter, pubkey, upstream, max_filter_age, min_count_ok), its STATS prefixes are its own, and
  * every key it puts in STATS has Prometheus help; every upstream and
  * resolver figure shown has a key, a help line and no twin. */
 #include <setjmp.h>
@@ -50,7 +50,10 @@ static void test_rows_name_their_own_keys(void **state)
         assert_non_null(r->section);
         assert_non_null(r->checks);
         assert_non_null(r->if_empty);
-        assert_key(r->filter_off, r->section, NULL); /* filter, or similar_filter */
+        assert_key(r->filter_off, r->section, r->filter_key); /* filter, or similar_filter */
+        assert_key(r->pubkey_off, r->section, "pubkey");
+        assert_non_null(r->build_hint);
+        assert_non_null(strstr(r->build_hint, r->filter_key));
         if (r->upstream_off)
             assert_key(r->upstream_off, r->section, "upstream");
         if (r->max_age_off)
