@@ -53,7 +53,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
         .prefix = "url_", .counts_prefix = "url_", .stats_what = "URLs ([urls]): ",
         .upstream_default_none = true, .off_without_filter = true,
         .range = BR_RANGE_URL_SHA256, .verb = BR_VERB_URL, .filter_kind = BR_KIND_URL_SHA256,
-        .offline_only = true,
+        .offline_only = true, .when_stale_off = CFG(urls.when_stale),
         .build_hint = BUILD "[urls] filter empty (URL checks then answer UNKNOWN)",
         .counts_filter = true, .damage_figure = true,
         .if_empty = "it blocks no URL", .canary_expr = CANARY_URL_EXPR,
@@ -76,3 +76,11 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
     },
 };
 /* clang-format on */
+
+bd_kind bd_kind_of_verb(br_verb verb)
+{
+    int k = 0;
+    while (k < BD_KINDS_ && bd_kinds[k].verb != verb)
+        k++;
+    return (bd_kind)k;
+}

@@ -58,6 +58,9 @@ typedef struct bd_kind_row {
     uint32_t filter_kind;   /* of its files (BR_KIND_*, filter_file.h) */
     /* its br_pwfilter must be offline ([urls]: a range one is a br_urlfilter, state.h) */
     bool offline_only;
+    /* offsetof(breachd_config, its when_stale key); 0: none, a stale range
+     * filter is bypassed (an offline one keeps answering) */
+    size_t when_stale_off;
     const char *build_hint;     /* after "build one with" when its file is missing */
     size_t max_age_off;         /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
     size_t upstream_off;        /* offsetof(breachd_config, its upstream key); 0: none */
@@ -77,6 +80,9 @@ typedef struct bd_kind_row {
 } bd_kind_row;
 
 extern const bd_kind_row bd_kinds[BD_KINDS_];
+
+/* The kind whose row answers verb; BD_KINDS_ for a verb of no kind. */
+bd_kind bd_kind_of_verb(br_verb verb);
 
 /* A key of kind k's section in cfg, at offset off of breachd_config. */
 #define BD_KIND_CFG_(cfg, off, type) (*(const type *)((const char *)(cfg) + (off)))

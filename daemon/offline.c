@@ -139,9 +139,13 @@ void bd_offline_warn(const breachd_config *c, const br_pwfilter *const filter[BD
                                   bd_kinds[k].range_endpoint);
         offline[k] = off || none_offline(c, k);
     }
-    if (filter[BD_KIND_URL] && c->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM)
-        bd_log(LOG_WARNING, "[urls] when_stale = upstream with an offline filter: taken as "
-                            "filter (an offline filter never sends a check upstream)");
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (filter[k] && bd_kinds[k].when_stale_off &&
+            BD_KIND_CFG_(c, bd_kinds[k].when_stale_off, int) == BREACHD_WHEN_STALE_UPSTREAM)
+            bd_log(LOG_WARNING,
+                   "[%s] when_stale = upstream with an offline filter: taken as filter (an "
+                   "offline filter never sends a check upstream)",
+                   bd_kinds[k].section);
     warn_mix(c, offline);
 }
 

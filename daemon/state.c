@@ -448,7 +448,8 @@ static void log_filter(const char *what, const char *section, const char *path,
         bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
 
-/* Kind k's filter in the log, or, for [passwords], what its absence means. */
+/* Kind k's filter in the log, or, for a kind on without one ([passwords]),
+ * what its absence means. */
 static void log_kind(const bd_state *s, bd_kind k)
 {
     const bd_kind_row *row = &bd_kinds[k];
@@ -460,11 +461,16 @@ static void log_kind(const bd_state *s, bd_kind k)
     else if (k == BD_KIND_URL && s->urlfilter)
         log_filter(row->name, row->section, path, br_urlfilter_header(s->urlfilter),
                    br_urlfilter_members(s->urlfilter), row->if_empty);
-    else if (k == BD_KIND_PW && bd_upstream_none(s->cfg->passwords.upstream))
-        bd_log(LOG_INFO, "no password filter and [passwords] upstream = none: every password "
-                         "check is answered UNKNOWN no-upstream");
-    else if (k == BD_KIND_PW)
-        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    else if (!row->upstream_off || row->off_without_filter)
+        return; /* off without a filter (or with another kind's) */
+    else if (bd_upstream_none(bd_kind_upstream(s->cfg, k)))
+        bd_log(LOG_INFO,
+               "no %s filter and [%s] upstream = none: every %s check is answered UNKNOWN "
+               "no-upstream",
+               row->name, row->section, row->checks);
+    else
+        bd_log(LOG_INFO, "no %s filter: every %s check goes to the range API", row->name,
+               row->checks);
 }
 
 void bd_state_log_filters(const bd_state *s)

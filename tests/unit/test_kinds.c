@@ -60,6 +60,9 @@ static void test_rows_name_their_own_keys(void **state)
             assert_key(r->max_age_off, r->section, "max_filter_age");
         if (r->min_count_ok_off)
             assert_key(r->min_count_ok_off, r->section, "min_count_ok");
+        if (r->when_stale_off)
+            assert_key(r->when_stale_off, r->section, "when_stale");
+        assert_int_equal(bd_kind_of_verb(r->verb), i); /* one kind a verb */
         /* the offline warnings (offline.c) read these of a kind with an upstream */
         if (!r->upstream_off)
             assert_false(r->min_count_ok_off || r->range_endpoint || r->upstream_default_none);
