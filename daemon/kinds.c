@@ -53,7 +53,7 @@ const bd_kind_row bd_kinds[BD_KINDS_] = {
         .prefix = "url_", .counts_prefix = "url_", .stats_what = "URLs ([urls]): ",
         .upstream_default_none = true, .off_without_filter = true,
         .range = BR_RANGE_URL_SHA256, .verb = BR_VERB_URL, .filter_kind = BR_KIND_URL_SHA256,
-        .offline_only = true, .when_stale_off = CFG(urls.when_stale),
+        .offline_only = true, .when_stale_off = CFG(urls.when_stale), .filter_figures_last = true,
         .build_hint = BUILD "[urls] filter empty (URL checks then answer UNKNOWN)",
         .counts_filter = true, .damage_figure = true,
         .if_empty = "it blocks no URL", .canary_expr = CANARY_URL_EXPR,

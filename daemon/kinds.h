@@ -3,9 +3,9 @@
  * "Filter kinds"): a row per kind says its configuration section, its range
  * kind and verb, its STATS prefix and answers, and whether it ages. The
  * state (state.h), the counters (counters.h) and STATS (stats.c) are arrays
- * indexed by bd_kind and loops over the rows; the tables beside them
- * (state.c's loaders, stats.c's filter order) are arrays whose size a
- * static assertion ties to BD_KINDS_. */
+ * indexed by bd_kind and loops over the rows, and so are the loaders
+ * (state_filters.c), the canary (canary.c) and the offline warnings
+ * (offline.c): each reads what it needs of a kind from its row. */
 #pragma once
 
 #include <stdbool.h>
@@ -61,12 +61,15 @@ typedef struct bd_kind_row {
     /* offsetof(breachd_config, its when_stale key); 0: none, a stale range
      * filter is bypassed (an offline one keeps answering) */
     size_t when_stale_off;
-    const char *build_hint;     /* after "build one with" when its file is missing */
-    size_t max_age_off;         /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
-    size_t upstream_off;        /* offsetof(breachd_config, its upstream key); 0: none */
-    bool counts_filter;         /* STATS PREFIXfilter_no, _maybe, _bypassed */
-    bool upstream_figures;      /* its range API's figures in STATS (PREFIXupstream_*) */
-    bool damage_figure;         /* STATS PREFIXfilter_damaged */
+    const char *build_hint; /* after "build one with" when its file is missing */
+    size_t max_age_off;     /* offsetof(breachd_config, its max_filter_age_s); 0: never stale */
+    size_t upstream_off;    /* offsetof(breachd_config, its upstream key); 0: none */
+    bool counts_filter;     /* STATS PREFIXfilter_no, _maybe, _bypassed */
+    bool upstream_figures;  /* its range API's figures in STATS (PREFIXupstream_*) */
+    bool damage_figure;     /* STATS PREFIXfilter_damaged */
+    /* its PREFIXfilter_* figures after the other kinds' (the order STATS
+     * has always had: [urls]' last) */
+    bool filter_figures_last;
     size_t min_count_ok_off;    /* offsetof(breachd_config, its min_count_ok); 0: none */
     bool range_endpoint;        /* [http] listen serves its range bodies (offline.c) */
     bool upstream_default_none; /* its upstream is none by default: none says nothing */
