@@ -32,19 +32,17 @@ typedef struct probe probe;
 struct bd_canary {
     bd_server *srv;
     struct event *ev;
-    probe *pending[BD_CANARY_KINDS_]; /* a lookup not answered yet */
-    int64_t logged_at[BD_CANARY_KINDS_];
-    const char *logged_reason[BD_CANARY_KINDS_];
+    probe *pending[BD_KINDS_]; /* a lookup not answered yet */
+    int64_t logged_at[BD_KINDS_];
+    const char *logged_reason[BD_KINDS_];
 };
 
 /* One lookup; outlives the canary when it is freed first (cn = NULL). */
 struct probe {
     bd_canary *cn;
-    int kind; /* BD_CANARY_* */
+    int kind; /* bd_kind */
     bd_state *state;
 };
-
-static const char *const kind_names[] = {"password", "NT", "URL"};
 
 static const char *explain(const char *reason)
 {
@@ -77,7 +75,7 @@ static void record(bd_canary *cn, int kind, const char *reason)
     f->reason = reason;
     if (!reason) {
         if (was_failing)
-            bd_log(LOG_NOTICE, "canary: the %s check passes again", kind_names[kind]);
+            bd_log(LOG_NOTICE, "canary: the %s check passes again", bd_kinds[kind].checks);
         cn->logged_reason[kind] = NULL;
         return;
     }
@@ -88,7 +86,7 @@ static void record(bd_canary *cn, int kind, const char *reason)
     cn->logged_at[kind] = now;
     bd_log(LOG_WARNING,
            "canary: the %s check of a public breached key (breachd.conf(5) canary) failed: %s: %s",
-           kind_names[kind], reason, explain(reason));
+           bd_kinds[kind].checks, reason, explain(reason));
 }
 
 static const char *reason_of(int kind, const br_resolve_result *res)
@@ -97,7 +95,7 @@ static const char *reason_of(int kind, const br_resolve_result *res)
         return res->reason ? res->reason : R_ERROR;
     if (res->stale)
         return R_STALE;
-    if (res->status == BR_RESOLVE_NOT_FOUND && kind != BD_CANARY_URL)
+    if (res->status == BR_RESOLVE_NOT_FOUND && !bd_kinds[kind].canary_expr)
         return R_UPSTREAM_MISSING;
     return NULL; /* found; for URLs, absent too (a Bloom false positive) */
 }
@@ -141,13 +139,14 @@ static void resolve(bd_canary *cn, int kind, br_range_kind rk, const uint8_t *ke
     probe_done(p, &res);
 }
 
-/* Whether the canary of kind has anything to check in st: a filter or an
- * upstream (upstream = none and empty are none). */
+/* Whether kind has a canary with anything to check in st: a URL filter, or
+ * a password kind's filter or upstream (upstream = none and empty are none). */
 static bool kind_configured(const bd_state *st, int kind)
 {
-    if (kind == BD_CANARY_URL)
-        return bd_state_filter_header(st, BD_KIND_URL) != NULL;
-    return st->filter[kind] || !bd_upstream_none(bd_kind_upstream(st->cfg, (bd_kind)kind));
+    if (bd_kinds[kind].canary_expr)
+        return bd_state_filter_header(st, (bd_kind)kind) != NULL;
+    return bd_kinds[kind].canary_hex &&
+           (st->filter[kind] || !bd_upstream_none(bd_kind_upstream(st->cfg, (bd_kind)kind)));
 }
 
 /* An offline filter answers the canary as it answers a client (pw_check.c,
@@ -168,20 +167,19 @@ static const char *offline_reason(const br_pwfilter *f, bool intact, const uint8
     return r == 0 && want_key ? R_FILTER_MISSING : NULL;
 }
 
-/* PW or NT: an offline filter answers alone; a range filter (unless stale:
+/* A kind with a canary key (PW, NT): an offline filter answers alone; a range filter (unless stale:
  * bypassed, as for a client) then the range lookup, or, with upstream =
  * none, the filter's maybe is the pass (nothing else is configured to
  * check). */
 static void run_password(bd_canary *cn, int kind)
 {
     bd_state *st = cn->srv->state;
-    bool nt = kind == BD_CANARY_NT;
     br_pwfilter *filter = st->filter[kind];
     const char *upstream = bd_kind_upstream(st->cfg, (bd_kind)kind);
     if (!cn->srv->counters.canary[kind].configured || cn->pending[kind])
         return;
     uint8_t key[BR_SHA1_LEN];
-    const char *hex = nt ? BD_CANARY_NT_HEX : BD_CANARY_SHA1_HEX;
+    const char *hex = bd_kinds[kind].canary_hex;
     if (!br_hex_decode(hex, strlen(hex) / 2, key)) {
         record(cn, kind, R_ERROR);
         return;
@@ -207,36 +205,35 @@ static void run_password(bd_canary *cn, int kind)
     resolve(cn, kind, bd_kinds[kind].range, key);
 }
 
-/* URL: the test expression through the URL filter, then (on a maybe) the
- * range lookup. The filter's "no" is a pass: feeds do not list it; so is
- * a maybe with no URL upstream, and any answer of an intact offline
- * filter. */
-static void run_url(bd_canary *cn)
+/* A kind with a canary expression (URL): the test expression through the
+ * URL filter, then (on a maybe) the range lookup. The filter's "no" is a
+ * pass: feeds do not list it; so is a maybe with no URL upstream, and any
+ * answer of an intact offline filter. */
+static void run_url(bd_canary *cn, int kind)
 {
     bd_state *st = cn->srv->state;
-    if (!cn->srv->counters.canary[BD_CANARY_URL].configured || cn->pending[BD_CANARY_URL])
+    if (!cn->srv->counters.canary[kind].configured || cn->pending[kind])
         return;
     uint8_t key[BR_SHA256_LEN];
-    if (br_url_expr_hash(BD_CANARY_URL_EXPR, key) < 0) {
-        record(cn, BD_CANARY_URL, R_ERROR);
+    if (br_url_expr_hash(bd_kinds[kind].canary_expr, key) < 0) {
+        record(cn, kind, R_ERROR);
         return;
     }
-    if (st->filter[BD_KIND_URL]) {
-        record(
-            cn, BD_CANARY_URL,
-            offline_reason(st->filter[BD_KIND_URL], bd_state_intact(st, BD_KIND_URL), key, false));
+    if (st->filter[kind]) {
+        record(cn, kind,
+               offline_reason(st->filter[kind], bd_state_intact(st, (bd_kind)kind), key, false));
         return;
     }
     if (br_urlfilter_damaged(st->urlfilter)) {
-        record(cn, BD_CANARY_URL, R_FILTER_DAMAGED);
+        record(cn, kind, R_FILTER_DAMAGED);
         return;
     }
     if (!br_urlfilter_maybe(st->urlfilter, key) ||
-        bd_upstream_none(bd_kind_upstream(st->cfg, BD_KIND_URL))) {
-        record(cn, BD_CANARY_URL, NULL);
+        bd_upstream_none(bd_kind_upstream(st->cfg, (bd_kind)kind))) {
+        record(cn, kind, NULL);
         return;
     }
-    resolve(cn, BD_CANARY_URL, bd_kinds[BD_KIND_URL].range, key);
+    resolve(cn, kind, bd_kinds[kind].range, key);
 }
 
 /* The figures follow the configuration: a kind that is off (canary = 0, or
@@ -248,7 +245,7 @@ static void sync_figures(bd_canary *cn)
     bd_counters *k = &cn->srv->counters;
     const bd_state *st = cn->srv->state;
     k->canary_interval_ms = st->cfg->daemon.canary_ms;
-    for (int kind = 0; kind < BD_CANARY_KINDS_; kind++) {
+    for (int kind = 0; kind < BD_KINDS_; kind++) {
         bd_canary_figures *f = &k->canary[kind];
         if (cn->pending[kind]) {
             cn->pending[kind]->cn = NULL;
@@ -277,9 +274,11 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     bd_canary *cn = arg;
     if (cn->srv->counters.canary_interval_ms && !cn->srv->draining) {
-        run_password(cn, BD_CANARY_PW);
-        run_password(cn, BD_CANARY_NT);
-        run_url(cn);
+        for (int kind = 0; kind < BD_KINDS_; kind++)
+            if (bd_kinds[kind].canary_hex)
+                run_password(cn, kind);
+            else if (bd_kinds[kind].canary_expr)
+                run_url(cn, kind);
     }
     schedule(cn);
 }
@@ -317,7 +316,7 @@ void bd_canary_free(bd_canary *cn)
 {
     if (!cn)
         return;
-    for (int k = 0; k < BD_CANARY_KINDS_; k++)
+    for (int k = 0; k < BD_KINDS_; k++)
         if (cn->pending[k])
             cn->pending[k]->cn = NULL;
     event_free(cn->ev);

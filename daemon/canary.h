@@ -15,18 +15,12 @@
  * no peer's cache entries, waits or figures are touched, and the answer
  * counters users see (pw_*, requests_*) do not count it; the cache and
  * upstream figures do (as any fetch, decoys included).
+ * The keys and the URL expression are the rows' canary_hex and canary_expr
+ * (kinds.c); the canary runs every kind that has one.
  * Loop thread only. */
 #pragma once
 
 #include "server_types.h"
-
-/* The SHA-1 of "password" and its NT hash: in every breach corpus. */
-#define BD_CANARY_SHA1_HEX "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
-#define BD_CANARY_NT_HEX "8846F7EAEE8FB117AD06BDD830B7586C"
-/* The URL canary's lookup expression: Google's public Safe Browsing test
- * page. Blocklists do not hold it, so a filter's "no" is a pass; a feed that
- * lists it makes the canary go through the URL range API too. */
-#define BD_CANARY_URL_EXPR "testsafebrowsing.appspot.com/s/malware.html"
 
 typedef struct bd_canary bd_canary;
 

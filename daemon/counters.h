@@ -38,14 +38,6 @@ typedef struct bd_canary_figures {
     const char *reason; /* the last failure's reason (static), NULL after a pass */
 } bd_canary_figures;
 
-/* The kinds the canary checks: the first rows of kinds.h. */
-enum {
-    BD_CANARY_PW = BD_KIND_PW,
-    BD_CANARY_NT = BD_KIND_NT,
-    BD_CANARY_URL = BD_KIND_URL,
-    BD_CANARY_KINDS_
-};
-
 /* What a kind's filter answered (STATS PREFIXfilter_no, _maybe, _bypassed). */
 typedef struct bd_filter_counts {
     uint64_t no, maybe, bypassed;
@@ -70,7 +62,7 @@ typedef struct bd_counters {
     uint64_t unknown_by_reason[BD_UNK_COUNT_];
     /* the canary (canary.h): its interval (0: off) and each kind's outcome */
     uint64_t canary_interval_ms;
-    bd_canary_figures canary[BD_CANARY_KINDS_];
+    bd_canary_figures canary[BD_KINDS_]; /* kinds whose row has a canary */
     /* connections closed at accept past [http] max_connections(_per_client),
      * and closed at [http] header_timeout */
     uint64_t http_connections_refused, http_header_timeouts;

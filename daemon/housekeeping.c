@@ -152,11 +152,12 @@ static void report_stale(bd_housekeeping *hk)
             continue;
         hk->stale[k] = f;
         const char *path = bd_kind_filter_path(st->cfg, (bd_kind)k);
-        if (k == BD_KIND_URL)
+        if (row->when_stale_off)
             bd_log(LOG_WARNING,
-                   "URL filter %s is past [urls] max_filter_age: URL checks follow when_stale%s; "
+                   "%s filter %s is past [%s] max_filter_age: %s checks follow when_stale%s; "
                    "install a fresh filter and reload",
-                   path, st->filter[k] ? " (an offline filter: upstream is taken as filter)" : "");
+                   row->name, path, row->section, row->checks,
+                   st->filter[k] ? " (an offline filter: upstream is taken as filter)" : "");
         else
             tell_stale(row->name, row->section, path, br_pwfilter_offline(st->filter[k]),
                        row->checks);

@@ -71,23 +71,33 @@ static void warn_offline_upstream(const breachd_config *c, const char *section,
                         : "");
 }
 
+/* Whether upstream = none puts kind k offline: a kind whose range API is
+ * on by default (a [urls] upstream is not), and whose section is in use
+ * (one that is off without a filter, [ntlm], needs its filter). */
+static bool none_offline(const breachd_config *c, int k)
+{
+    const bd_kind_row *row = &bd_kinds[k];
+    return !row->upstream_default_none && bd_upstream_none(bd_kind_upstream(c, (bd_kind)k)) &&
+           (!row->off_without_filter || bd_kind_filter_path(c, (bd_kind)k)[0]);
+}
+
 /* A section offline (an offline filter, or upstream = none) next to one
  * whose upstream is still HIBP's: that section's checks leave the host. */
-static void warn_mix(const breachd_config *c, const bool offline[3])
+static void warn_mix(const breachd_config *c, const bool offline[BD_KINDS_])
 {
-    static const char *const names[3] = {"passwords", "ntlm", "urls"};
-    const char *up[3] = {c->passwords.upstream, c->ntlm.upstream, c->urls.upstream};
     const char *quiet = NULL;
-    for (int i = 0; i < 3 && !quiet; i++)
-        if (offline[i])
-            quiet = names[i];
-    for (int i = 0; quiet && i < 3; i++)
-        if (!offline[i] && bd_upstream_hibp(up[i]))
+    for (int k = 0; k < BD_KINDS_ && !quiet; k++)
+        if (offline[k])
+            quiet = bd_kinds[k].section;
+    for (int k = 0; quiet && k < BD_KINDS_; k++) {
+        const char *section = bd_kinds[k].section;
+        if (!offline[k] && bd_upstream_hibp(bd_kind_upstream(c, (bd_kind)k)))
             bd_log(LOG_WARNING,
                    "[%s] is offline (or upstream = none) but [%s] upstream is still HIBP's range "
                    "API (%s): the prefixes of %s checks leave the host; set [%s] upstream = none "
                    "(and an offline filter) on a host that must send nothing",
-                   quiet, names[i], BD_HIBP_HOST, i == 1 ? "NT" : names[i], names[i]);
+                   quiet, section, BD_HIBP_HOST, bd_kinds[k].checks, section);
+    }
 }
 
 uint64_t bd_filter_min_count(const br_pwfilter *pf)
@@ -108,29 +118,34 @@ static void warn_min_count(const char *section, const br_pwfilter *pf)
                section, n, n);
 }
 
-void bd_offline_warn(const breachd_config *c, const br_pwfilter *pwfilter,
-                     const br_pwfilter *ntfilter, const br_pwfilter *urloffline)
+/* Every kind with an upstream key of its own (a kind sharing a section's
+ * upstream, SIMILAR, is that section's), one warning at a time in the
+ * kinds' order. */
+void bd_offline_warn(const breachd_config *c, const br_pwfilter *const filter[BD_KINDS_])
 {
-    warn_min_count("passwords", pwfilter);
-    warn_min_count("ntlm", ntfilter);
-    if (bd_upstream_none(c->passwords.upstream))
-        warn_section("passwords", c->passwords.filter, pwfilter);
-    if (bd_upstream_none(c->ntlm.upstream) && c->ntlm.filter[0])
-        warn_section("ntlm", c->ntlm.filter, ntfilter);
-    bool pw_off = pwfilter && br_pwfilter_offline(pwfilter);
-    bool nt_off = ntfilter && br_pwfilter_offline(ntfilter);
-    if (pw_off)
-        warn_offline_upstream(c, "passwords", c->passwords.upstream, true);
-    if (nt_off)
-        warn_offline_upstream(c, "ntlm", c->ntlm.upstream, true);
-    if (urloffline)
-        warn_offline_upstream(c, "urls", c->urls.upstream, false);
-    if (urloffline && c->urls.when_stale == BREACHD_WHEN_STALE_UPSTREAM)
-        bd_log(LOG_WARNING, "[urls] when_stale = upstream with an offline filter: taken as "
-                            "filter (an offline filter never sends a check upstream)");
-    bool offline[3] = {pw_off || bd_upstream_none(c->passwords.upstream),
-                       nt_off || (c->ntlm.filter[0] && bd_upstream_none(c->ntlm.upstream)),
-                       urloffline != NULL};
+    bool offline[BD_KINDS_] = {false};
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (bd_kinds[k].upstream_off && bd_kinds[k].min_count_ok_off)
+            warn_min_count(bd_kinds[k].section, filter[k]);
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (bd_kinds[k].upstream_off && none_offline(c, k))
+            warn_section(bd_kinds[k].section, bd_kind_filter_path(c, (bd_kind)k), filter[k]);
+    for (int k = 0; k < BD_KINDS_; k++) {
+        bool off = filter[k] && br_pwfilter_offline(filter[k]);
+        if (!bd_kinds[k].upstream_off)
+            continue;
+        if (off)
+            warn_offline_upstream(c, bd_kinds[k].section, bd_kind_upstream(c, (bd_kind)k),
+                                  bd_kinds[k].range_endpoint);
+        offline[k] = off || none_offline(c, k);
+    }
+    for (int k = 0; k < BD_KINDS_; k++)
+        if (filter[k] && bd_kinds[k].when_stale_off &&
+            BD_KIND_CFG_(c, bd_kinds[k].when_stale_off, int) == BREACHD_WHEN_STALE_UPSTREAM)
+            bd_log(LOG_WARNING,
+                   "[%s] when_stale = upstream with an offline filter: taken as filter (an "
+                   "offline filter never sends a check upstream)",
+                   bd_kinds[k].section);
     warn_mix(c, offline);
 }
 

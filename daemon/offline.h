@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "core/error.h"
 #include "filter/pwfilter.h"
+#include "kinds.h"
 
 /* The `upstream` value that means: no range API at all. An empty value
  * means the same. */
@@ -34,10 +35,9 @@ int bd_offline_check_config(const breachd_config *cfg, br_error *err);
  *    or [ntlm] one is kept for [http] listen);
  *  - a section offline (or none) next to one still naming HIBP;
  *  - a --min-count filter let in by min_count_ok = yes, with its threshold.
- * pwfilter, ntfilter and urloffline are the filters loaded for cfg (NULL:
- * none; urloffline: an offline [urls] filter). */
-void bd_offline_warn(const breachd_config *cfg, const br_pwfilter *pwfilter,
-                     const br_pwfilter *ntfilter, const br_pwfilter *urloffline);
+ * filter holds the filters loaded for cfg by kind (kinds.h; NULL: none;
+ * [urls]: its offline filter); each row says which of these apply to it. */
+void bd_offline_warn(const breachd_config *cfg, const br_pwfilter *const filter[BD_KINDS_]);
 
 /* The --min-count an offline filter (its first file) was built with; 0 or
  * 1: none, or not offline (a range filter does not record it). */

@@ -25,7 +25,7 @@ typedef struct pw_kind {
 
 static pw_kind kind_of(bd_counters *k, br_verb verb)
 {
-    bd_kind kind = verb == BR_VERB_NT ? BD_KIND_NT : BD_KIND_PW;
+    bd_kind kind = bd_kind_of_verb(verb);
     return (pw_kind){kind, k->answers[kind], &k->filter[kind]};
 }
 
@@ -33,7 +33,7 @@ static pw_kind kind_of(bd_counters *k, br_verb verb)
  * max_filter_age (then bypassed, unless it is offline). */
 static br_pwfilter *filter_of(const bd_state *st, br_verb verb, bool *stale)
 {
-    bd_kind kind = verb == BR_VERB_NT ? BD_KIND_NT : BD_KIND_PW;
+    bd_kind kind = bd_kind_of_verb(verb);
     *stale = bd_state_filter_stale(st, kind, br_clock_now_real());
     return st->filter[kind];
 }

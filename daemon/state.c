@@ -111,21 +111,6 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
-static int load_pw(bd_state_files *f, br_error *err)
-{
-    return bd_filters_load_passwords(f->cfg, &f->filter[BD_KIND_PW], &f->filter_ids, err);
-}
-
-static int load_nt(bd_state_files *f, br_error *err)
-{
-    return bd_filters_load_ntlm(f->cfg, &f->filter[BD_KIND_NT], &f->filter_ids, err);
-}
-
-static int load_similar(bd_state_files *f, br_error *err)
-{
-    return bd_filters_load_similar(f->cfg, &f->filter[BD_KIND_SIMILAR], &f->filter_ids, err);
-}
-
 /* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
 static int load_followed(bd_state_files *out, br_error *err)
 {
@@ -139,8 +124,8 @@ static int load_followed(bd_state_files *out, br_error *err)
     char *list = NULL;
     int r = bd_follow_read(c->urls.filter, &list, &out->follow);
     if (r == 0 && list)
-        r = bd_filters_load_urls_list(out->cfg, list, true, &out->filter[BD_KIND_URL],
-                                      &out->filter_ids, err);
+        r = bd_filters_load_kind(out->cfg, BD_KIND_URL, list, true, &out->filter[BD_KIND_URL],
+                                 &out->filter_ids, err);
     free(list);
     return r;
 }
@@ -152,19 +137,16 @@ static int load_urls(bd_state_files *f, br_error *err)
     if (f->cfg->urls.follow[0]) /* the followed set, or none yet */
         return load_followed(f, err);
     if (bd_offline_urls_configured(f->cfg))
-        return bd_filters_load_urls_offline(f->cfg, &f->filter[BD_KIND_URL], &f->filter_ids, err);
+        return bd_filters_load_kind(f->cfg, BD_KIND_URL, NULL, false, &f->filter[BD_KIND_URL],
+                                    &f->filter_ids, err);
     return bd_filters_load_urls(f->cfg, &f->urlfilter, &f->filter_ids, err);
 }
 
-/* Each kind's loader (kinds.h): open and verify its filter into the files,
- * 0 or a negative errno with err naming the file. */
-static int (*const loaders[])(bd_state_files *, br_error *) = {
-    [BD_KIND_PW] = load_pw,
-    [BD_KIND_NT] = load_nt,
+/* A kind whose filter loads its own way (kinds.h); the others load with
+ * bd_filters_load_kind, from their row. */
+static int (*const own_loader[BD_KINDS_])(bd_state_files *, br_error *) = {
     [BD_KIND_URL] = load_urls,
-    [BD_KIND_SIMILAR] = load_similar,
 };
-_Static_assert(sizeof(loaders) / sizeof(loaders[0]) == BD_KINDS_, "a kind has no loader");
 
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
@@ -175,15 +157,16 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     /* [http] without an upstream: refused; upstream = none: warned */
     r = bd_offline_check_config(out->cfg, err);
     for (int k = 0; r >= 0 && k < BD_KINDS_; k++)
-        r = loaders[k](out, err);
+        r = own_loader[k] ? own_loader[k](out, err)
+                          : bd_filters_load_kind(out->cfg, (bd_kind)k, NULL, false, &out->filter[k],
+                                                 &out->filter_ids, err);
     if (r >= 0)
         r = bd_banned_load(out->cfg, &out->banned, &out->banned_generation, err);
     if (r < 0) {
         bd_state_files_clear(out);
         return r;
     }
-    bd_offline_warn(out->cfg, out->filter[BD_KIND_PW], out->filter[BD_KIND_NT],
-                    out->filter[BD_KIND_URL]);
+    bd_offline_warn(out->cfg, (const br_pwfilter *const *)out->filter);
     if (out->cfg->daemon.trust_own_filters)
         bd_log(LOG_WARNING,
                "[daemon] trust_own_filters = yes: filter files owned by uid %u (breachd's own "
@@ -465,7 +448,8 @@ static void log_filter(const char *what, const char *section, const char *path,
         bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: %s", section, path, if_empty);
 }
 
-/* Kind k's filter in the log, or, for [passwords], what its absence means. */
+/* Kind k's filter in the log, or, for a kind on without one ([passwords]),
+ * what its absence means. */
 static void log_kind(const bd_state *s, bd_kind k)
 {
     const bd_kind_row *row = &bd_kinds[k];
@@ -477,11 +461,16 @@ static void log_kind(const bd_state *s, bd_kind k)
     else if (k == BD_KIND_URL && s->urlfilter)
         log_filter(row->name, row->section, path, br_urlfilter_header(s->urlfilter),
                    br_urlfilter_members(s->urlfilter), row->if_empty);
-    else if (k == BD_KIND_PW && bd_upstream_none(s->cfg->passwords.upstream))
-        bd_log(LOG_INFO, "no password filter and [passwords] upstream = none: every password "
-                         "check is answered UNKNOWN no-upstream");
-    else if (k == BD_KIND_PW)
-        bd_log(LOG_INFO, "no password filter: every password check goes to the range API");
+    else if (!row->upstream_off || row->off_without_filter)
+        return; /* off without a filter (or with another kind's) */
+    else if (bd_upstream_none(bd_kind_upstream(s->cfg, k)))
+        bd_log(LOG_INFO,
+               "no %s filter and [%s] upstream = none: every %s check is answered UNKNOWN "
+               "no-upstream",
+               row->name, row->section, row->checks);
+    else
+        bd_log(LOG_INFO, "no %s filter: every %s check goes to the range API", row->name,
+               row->checks);
 }
 
 void bd_state_log_filters(const bd_state *s)

@@ -18,53 +18,59 @@
 #include "offline.h"
 #include "state_filters.h"
 
-/* What a password section wants: [passwords] answers PW from password-sha1
- * filters, [ntlm] answers NT from password-ntlm ones. */
+/* What a kind's filter key wants (kinds.h: its row says the section, the
+ * key, the filter kind and the verb it answers): [passwords] answers PW
+ * from password-sha1 filters, [ntlm] answers NT from password-ntlm ones. */
 typedef struct pw_section {
-    const char *name, *verb, *list, *pubkey;
-    uint32_t kind;
+    const bd_kind_row *row;
+    const char *list, *pubkey;
     /* files [urls] follow fetched: breachd's own, each verified against
      * the pubkey (which follow requires) in place of root's ownership */
     bool followed;
 } pw_section;
 
-static int wrong_kind(const pw_section *sec, const char *path, uint32_t kind, br_error *err)
+/* The [urls] row, for the range form of its filter (br_urlfilter). */
+#define URLS (&bd_kinds[BD_KIND_URL])
+
+/* A filter that would not open, said with the config line that names it
+ * and, for a missing file, what to do about it (its row's build_hint). */
+static int filter_error(const breachd_config *cfg, const bd_kind_row *row, int r, br_error *err)
 {
+    unsigned line = breachd_config_key_line(cfg, row->section, row->filter_key);
+    if (r == -ENOENT) {
+        char text[sizeof(err->text)];
+        snprintf(text, sizeof(text), "%s", err->text);
+        br_error_set(err, r, "%s; build one with %s", text, row->build_hint);
+    }
+    if (line)
+        return br_error_prefix(err, r, "%s:%u: [%s] %s", cfg->path, line, row->section,
+                               row->filter_key);
+    return br_error_prefix(err, r, "[%s] %s", row->section, row->filter_key);
+}
+
+/* A file of another filter kind than its row's, with its config line. */
+static int wrong_kind(const breachd_config *cfg, const pw_section *sec, const char *path,
+                      uint32_t kind, br_error *err)
+{
+    const bd_kind_row *row = sec->row;
     const char *name = br_filter_kind_name(kind);
-    return br_error_set(
-        err, -EINVAL, "[%s] filter %s: kind %s, but breachd answers %s with %s filters only",
-        sec->name, path, name ? name : "?", sec->verb, br_filter_kind_name(sec->kind));
+    br_error_set(err, -EINVAL, "[%s] %s %s: kind %s, but breachd answers %s with %s filters only",
+                 row->section, row->filter_key, path, name ? name : "?", br_verb_name(row->verb),
+                 br_filter_kind_name(row->filter_kind));
+    unsigned line = breachd_config_key_line(cfg, row->section, row->filter_key);
+    return line ? br_error_prefix(err, -EINVAL, "%s:%u", cfg->path, line) : -EINVAL;
 }
 
 /* The kind of an intact header, before the full open: a filter of another
  * kind (a URL filter named by mistake) is refused by its kind, not by the
  * first algorithm field the password filter reader does not expect. */
-static int check_kind_first(const pw_section *sec, const char *path, br_error *err)
+static int check_kind_first(const breachd_config *cfg, const pw_section *sec, const char *path,
+                            br_error *err)
 {
     br_filter_header h;
     if (br_filter_header_read(path, &h) < 0)
         return 0; /* the open below says why */
-    return h.kind == sec->kind ? 0 : wrong_kind(sec, path, h.kind, err);
-}
-
-/* A filter that would not open, said with the config line that names it
- * and, for a missing file, what to do about it. */
-static int filter_error(const breachd_config *cfg, const char *section, int r, br_error *err)
-{
-    unsigned line = breachd_config_key_line(cfg, section, "filter");
-    if (r == -ENOENT) {
-        char text[sizeof(err->text)];
-        snprintf(text, sizeof(text), "%s", err->text);
-        br_error_set(err, r,
-                     "%s; build one with `breachctl filter build` (docs/corpus.md), or leave "
-                     "[%s] filter empty%s",
-                     text, section,
-                     strcmp(section, "urls") ? " to send every check to the range API"
-                                             : " (URL checks then answer UNKNOWN)");
-    }
-    if (line)
-        return br_error_prefix(err, r, "%s:%u: [%s] filter", cfg->path, line, section);
-    return br_error_prefix(err, r, "[%s] filter", section);
+    return h.kind == sec->row->filter_kind ? 0 : wrong_kind(cfg, sec, path, h.kind, err);
 }
 
 /* The section's pubkey, or *out = NULL when it names none. */
@@ -86,16 +92,17 @@ static int load_pubkey(const breachd_config *cfg, const char *section, const cha
 
 /* With a pubkey, a filter loads only when FILE.sig verifies against it
  * and the filter's (verified) header. */
-static int check_signature(const breachd_config *cfg, const char *section, const br_sign_key *key,
-                           const char *path, const br_filter_header *h, br_error *err)
+static int check_signature(const breachd_config *cfg, const bd_kind_row *row,
+                           const br_sign_key *key, const char *path, const br_filter_header *h,
+                           br_error *err)
 {
     if (!key)
         return 0;
     int r = br_filter_sig_verify(key, path, h, err);
     if (r < 0) {
         br_error_prefix(err, r, "%s: refused, its signature does not verify against [%s] pubkey",
-                        path, section);
-        return filter_error(cfg, section, r, err);
+                        path, row->section);
+        return filter_error(cfg, row, r, err);
     }
     return 0;
 }
@@ -178,33 +185,33 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
  * user neither owns the file nor has CAP_LEASE: root's files, the
  * packaged setup, where only root may write them) fstat alone watches it
  * (breachd(8), FILES). */
-static int lease(const char *section, const char *path, br_filter_file *f, br_error *err)
+static int lease(const bd_kind_row *row, const char *path, br_filter_file *f, br_error *err)
 {
     int r = br_filter_file_lease(f, path, err);
     if (r == 0)
         bd_log(LOG_DEBUG,
-               "[%s] filter %s: no read lease (not its owner, no CAP_LEASE): a writer is "
+               "[%s] %s %s: no read lease (not its owner, no CAP_LEASE): a writer is "
                "noticed by its times only",
-               section, path);
+               row->section, row->filter_key, path);
     return r < 0 ? r : 0;
 }
 
 /* Open path's container, refused unless root owns it and no one else may
  * write it (breachd(8), "Files"), or when someone has it open for writing. */
-static int open_owned(const breachd_config *cfg, const char *section, const char *path,
+static int open_owned(const breachd_config *cfg, const bd_kind_row *row, const char *path,
                       bool followed, br_filter_file **out, br_error *err)
 {
     *out = NULL;
     long also = followed ? (long)geteuid() : also_trusted_uid(cfg);
     int r = br_filter_file_open_trusting(path, also, out, err);
     if (r == 0 && (r = br_filter_file_check_owner(*out, path, also, err)) == 0)
-        r = lease(section, path, *out, err);
+        r = lease(row, path, *out, err);
     if (r < 0 && *out) {
         br_filter_file_free(*out);
         *out = NULL;
     }
     if (r < 0)
-        return filter_error(cfg, section, r, err);
+        return filter_error(cfg, row, r, err);
     int64_t at = br_filter_file_record_time(*out);
     char when[32];
     time_t t = (time_t)at;
@@ -213,14 +220,13 @@ static int open_owned(const breachd_config *cfg, const char *section, const char
         snprintf(when, sizeof(when), "%lld", (long long)at);
     if (at >= 0) /* a date, not a Unix time: the line is read by people */
         bd_log(LOG_INFO,
-               "[%s] filter %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX
-               " of %s vouches for it",
-               section, path, path, when);
+               "[%s] %s %s: body not hashed: %s" BR_FILTER_RECORD_SUFFIX " of %s vouches for it",
+               row->section, row->filter_key, path, path, when);
     else
         bd_log(LOG_INFO,
-               "[%s] filter %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX
+               "[%s] %s %s: body hashed whole (no valid %s" BR_FILTER_RECORD_SUFFIX
                "; `breachctl filter verify` writes one)",
-               section, path, path);
+               row->section, row->filter_key, path, path);
     return 0;
 }
 
@@ -228,23 +234,23 @@ static int open_pw_member(const breachd_config *cfg, const pw_section *sec, cons
                           const char *path, size_t index, br_pwfilter **out, bd_filter_ids *ids,
                           br_error *err)
 {
-    int r = check_kind_first(sec, path, err);
+    int r = check_kind_first(cfg, sec, path, err);
     if (r < 0)
         return r;
     br_filter_file *file = NULL;
-    if ((r = open_owned(cfg, sec->name, path, sec->followed, &file, err)) < 0)
+    if ((r = open_owned(cfg, sec->row, path, sec->followed, &file, err)) < 0)
         return r;
     if ((r = br_pwfilter_from_file(file, out, err)) < 0)
-        return filter_error(cfg, sec->name, br_error_prefix(err, r, "%s", path), err);
+        return filter_error(cfg, sec->row, br_error_prefix(err, r, "%s", path), err);
     const br_filter_header *h = br_pwfilter_file_header(*out);
-    if (h->kind != sec->kind)
-        r = wrong_kind(sec, path, h->kind, err);
+    if (h->kind != sec->row->filter_kind)
+        r = wrong_kind(cfg, sec, path, h->kind, err);
     if (r == 0)
-        r = check_signature(cfg, sec->name, key, path, h, err);
+        r = check_signature(cfg, sec->row, key, path, h, err);
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
-        r = filter_error(cfg, sec->name, r, err);
+        r = filter_error(cfg, sec->row, r, err);
     if (r == 0)
-        r = note_id(cfg, ids, sec->name, path, h);
+        r = note_id(cfg, ids, sec->row->section, path, h);
     if (r < 0) {
         br_pwfilter_free(*out);
         *out = NULL;
@@ -259,7 +265,7 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
     if (!sec->list[0])
         return 0;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
-    int r = load_pubkey(cfg, sec->name, sec->pubkey, &key, err);
+    int r = load_pubkey(cfg, sec->row->section, sec->pubkey, &key, err);
     if (r < 0)
         return r;
     char **paths;
@@ -273,11 +279,11 @@ static int load_pw_section(const breachd_config *cfg, const pw_section *sec, br_
         if (r == 0 && i == 0)
             set = pf;
         else if (r == 0 && (r = br_pwfilter_attach(set, pf, err)) < 0)
-            r = filter_error(cfg, sec->name, attach_error(paths[i], r, err), err);
+            r = filter_error(cfg, sec->row, attach_error(paths[i], r, err), err);
     }
     if (r == 0 && br_pwfilter_header(set)->key_count == 0)
-        bd_log(LOG_WARNING, "[%s] filter %s holds 0 keys: it finds no password breached", sec->name,
-               sec->list);
+        bd_log(LOG_WARNING, "[%s] %s %s holds 0 keys: it finds no password breached",
+               sec->row->section, sec->row->filter_key, sec->list);
     breachd_config_list_free(paths, n);
     if (r < 0)
         return r;
@@ -297,109 +303,49 @@ static int check_min_count(const breachd_config *cfg, const pw_section *sec, boo
     br_pwfilter_free(*out);
     *out = NULL;
     return filter_error(
-        cfg, sec->name,
+        cfg, sec->row,
         br_error_set(err, -EINVAL,
                      "%s: built with --min-count %" PRIu64 ": every breached password seen fewer "
                      "than %" PRIu64 " times would answer CLEAN; name a filter of the whole "
                      "corpus (a --min-count filter belongs in [passwords] similar_filter), or set "
                      "[%s] min_count_ok = yes to accept that",
-                     sec->list, n, n, sec->name),
+                     sec->list, n, n, sec->row->section),
         err);
 }
 
-int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                              br_error *err)
+int bd_filters_load_kind(const breachd_config *cfg, bd_kind k, const char *list, bool followed,
+                         br_pwfilter **out, bd_filter_ids *ids, br_error *err)
 {
-    const pw_section sec = {"passwords",           "PW",
-                            cfg->passwords.filter, cfg->passwords.pubkey,
-                            BR_KIND_PASSWORD_SHA1, false};
+    const bd_kind_row *row = &bd_kinds[k];
+    const pw_section sec = {row, list ? list : bd_kind_filter_path(cfg, k),
+                            BD_KIND_CFG_(cfg, row->pubkey_off, char *), followed};
     int r = load_pw_section(cfg, &sec, out, ids, err);
-    return r < 0 ? r : check_min_count(cfg, &sec, cfg->passwords.min_count_ok, out, err);
-}
-
-int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                         br_error *err)
-{
-    const pw_section sec = {"ntlm", "NT", cfg->ntlm.filter, cfg->ntlm.pubkey, BR_KIND_PASSWORD_NTLM,
-                            false};
-    int r = load_pw_section(cfg, &sec, out, ids, err);
-    return r < 0 ? r : check_min_count(cfg, &sec, cfg->ntlm.min_count_ok, out, err);
-}
-
-/* load_pw_section's errors name "[passwords] filter" and its line: name
- * similar_filter and its line instead, and how to build one. */
-static int similar_error(const breachd_config *cfg, int r, br_error *err)
-{
-    static const char tag[] = "[passwords] filter", hint[] = "; build one with";
-    const char *p = strstr(err->text, tag);
-    if (!p)
+    if (r == 0 && *out && row->offline_only && !br_pwfilter_offline(*out)) {
+        br_pwfilter_free(*out);
+        *out = NULL;
+        return filter_error(cfg, row,
+                            br_error_set(err, -EINVAL, "%s: not an offline filter", sec.list), err);
+    }
+    if (r < 0 || !row->min_count_ok_off)
         return r;
-    char rest[sizeof(err->text)];
-    snprintf(rest, sizeof(rest), "%s", p + strlen(tag));
-    char *h = strstr(rest, hint);
-    if (h)
-        snprintf(h, sizeof(rest) - (size_t)(h - rest),
-                 "; build one with `breachctl filter build --offline --min-count N` "
-                 "(docs/similar.md), or leave [passwords] similar_filter empty");
-    unsigned line = breachd_config_key_line(cfg, "passwords", "similar_filter");
-    if (line)
-        return br_error_set(err, r, "%s:%u: [passwords] similar_filter%s", cfg->path, line, rest);
-    return br_error_set(err, r, "[passwords] similar_filter%s", rest);
-}
-
-int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                            br_error *err)
-{
-    const pw_section sec = {
-        "passwords",           "SIMILAR", cfg->passwords.similar_filter, cfg->passwords.pubkey,
-        BR_KIND_PASSWORD_SHA1, false};
-    int r = load_pw_section(cfg, &sec, out, ids, err);
-    if (r == 0 && *out && !br_pwfilter_offline(*out)) {
-        br_pwfilter_free(*out);
-        *out = NULL;
-        r = filter_error(
-            cfg, "passwords",
-            br_error_set(err, -EINVAL, "%s: not an offline filter", cfg->passwords.similar_filter),
-            err);
-    }
-    return r < 0 ? similar_error(cfg, r, err) : r;
-}
-
-int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                                 br_error *err)
-{
-    return bd_filters_load_urls_list(cfg, cfg->urls.filter, false, out, ids, err);
-}
-
-int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,
-                              br_pwfilter **out, bd_filter_ids *ids, br_error *err)
-{
-    const pw_section sec = {"urls", "URL", list, cfg->urls.pubkey, BR_KIND_URL_SHA256, followed};
-    int r = load_pw_section(cfg, &sec, out, ids, err);
-    if (r == 0 && *out && !br_pwfilter_offline(*out)) {
-        br_pwfilter_free(*out);
-        *out = NULL;
-        r = filter_error(cfg, "urls", br_error_set(err, -EINVAL, "%s: not an offline filter", list),
-                         err);
-    }
-    return r;
+    return check_min_count(cfg, &sec, BD_KIND_CFG_(cfg, row->min_count_ok_off, int), out, err);
 }
 
 static int open_url_member(const breachd_config *cfg, const br_sign_key *key, const char *path,
                            size_t index, br_urlfilter **out, bd_filter_ids *ids, br_error *err)
 {
     br_filter_file *file = NULL;
-    int r = open_owned(cfg, "urls", path, false, &file, err);
+    int r = open_owned(cfg, URLS, path, false, &file, err);
     if (r < 0)
         return r;
     if ((r = br_urlfilter_from_file(file, out, err)) < 0)
-        return filter_error(cfg, "urls", br_error_prefix(err, r, "%s", path), err);
+        return filter_error(cfg, URLS, br_error_prefix(err, r, "%s", path), err);
     const br_filter_header *h = br_urlfilter_file_header(*out);
-    r = check_signature(cfg, "urls", key, path, h, err);
+    r = check_signature(cfg, URLS, key, path, h, err);
     if (r == 0 && (r = check_role(path, index, h, err)) < 0)
-        r = filter_error(cfg, "urls", r, err);
+        r = filter_error(cfg, URLS, r, err);
     if (r == 0)
-        r = note_id(cfg, ids, "urls", path, h);
+        r = note_id(cfg, ids, URLS->section, path, h);
     if (r < 0) {
         br_urlfilter_free(*out);
         *out = NULL;
@@ -414,7 +360,7 @@ int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filte
     if (!cfg->urls.filter[0])
         return 0;
     _cleanup_(br_sign_key_freep) br_sign_key *key = NULL;
-    int r = load_pubkey(cfg, "urls", cfg->urls.pubkey, &key, err);
+    int r = load_pubkey(cfg, URLS->section, cfg->urls.pubkey, &key, err);
     if (r < 0)
         return r;
     char **paths;
@@ -428,7 +374,7 @@ int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filte
         if (r == 0 && i == 0)
             set = uf;
         else if (r == 0 && (r = br_urlfilter_attach(set, uf, err)) < 0)
-            r = filter_error(cfg, "urls", attach_error(paths[i], r, err), err);
+            r = filter_error(cfg, URLS, attach_error(paths[i], r, err), err);
     }
     breachd_config_list_free(paths, n);
     if (r < 0)

@@ -11,6 +11,7 @@
 #include "filter/filter_order.h"
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"
+#include "kinds.h"
 
 /* What one configured file held when it was loaded. */
 typedef struct bd_filter_id {
@@ -33,29 +34,21 @@ void bd_filter_ids_clear(bd_filter_ids *ids);
  * -EINVAL with err naming the path and both generations. */
 int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before, br_error *err);
 
-/* [passwords] filter, or *out = NULL when none is configured. Every file
- * must belong to root and be writable by no one else (breachd(8),
- * "Files"); a filter built with --min-count needs min_count_ok = yes. 0,
- * or a negative errno with err naming the config line, the file and the
- * reason. Each file loaded is added to ids (may be NULL). */
-int bd_filters_load_passwords(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                              br_error *err);
-/* [ntlm] filter (password-ntlm, the NT verb), the same way. */
-int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                         br_error *err);
-/* [passwords] similar_filter (the SIMILAR verb), the same way with
- * [passwords] pubkey; a set that is not offline is refused. */
-int bd_filters_load_similar(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                            br_error *err);
-/* [urls] filter, the same way. */
+/* Kind k's filter (its row's section and filter key: [passwords] filter,
+ * [ntlm] filter, [passwords] similar_filter, [urls] filter as an offline
+ * set), or *out = NULL when none is configured. list: the files to load,
+ * NULL for the configured ones; followed: files [urls] follow fetched
+ * (follow.h), breachd's own and verified against the section's pubkey.
+ * Every file must belong to root and be writable by no one else
+ * (breachd(8), "Files"), be of the row's filter kind, verify against the
+ * section's pubkey when it names one, and be offline when the row says
+ * offline_only; a filter built with --min-count needs the section's
+ * min_count_ok = yes. 0, or a negative errno with err naming the config
+ * line, the file and the reason. Each file loaded is added to ids (may be
+ * NULL). */
+int bd_filters_load_kind(const breachd_config *cfg, bd_kind k, const char *list, bool followed,
+                         br_pwfilter **out, bd_filter_ids *ids, br_error *err);
+/* [urls] filter as a range filter (the one kind with a second form), the
+ * same way. */
 int bd_filters_load_urls(const breachd_config *cfg, br_urlfilter **out, bd_filter_ids *ids,
                          br_error *err);
-/* [urls] filter when it is an offline set (offline.h), the same way: owner,
- * kind, signature, base and deltas, generation; a set that is not offline
- * is refused. */
-int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, bd_filter_ids *ids,
-                                 br_error *err);
-/* The same for the files of list; followed: files [urls] follow fetched
- * (follow.h), breachd's own and verified against [urls] pubkey. */
-int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,
-                              br_pwfilter **out, bd_filter_ids *ids, br_error *err);

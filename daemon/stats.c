@@ -368,7 +368,9 @@ static void render_canary(const bd_counters *k, render_out *o, bool numeric_only
 {
     U64(o, "canary_interval_ms", k->canary_interval_ms);
     char key[64];
-    for (int i = 0; i < BD_CANARY_KINDS_; i++) {
+    for (int i = 0; i < BD_KINDS_; i++) {
+        if (!bd_kinds[i].canary_hex && !bd_kinds[i].canary_expr)
+            continue;
         const bd_canary_figures *f = &k->canary[i];
         const char *p = bd_kinds[i].prefix;
         if (!numeric_only) {
@@ -406,10 +408,17 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_prepared", k->http_prepared);
 }
 
-/* The order of the kinds' filter figures in STATS: every kind, once. */
-static const bd_kind filter_order[] = {BD_KIND_PW, BD_KIND_NT, BD_KIND_SIMILAR, BD_KIND_URL};
-_Static_assert(sizeof(filter_order) / sizeof(filter_order[0]) == BD_KINDS_,
-               "a kind of kinds.h has no place among the filter figures of STATS");
+/* Each kind's filter figures in STATS: the rows in order, those whose
+ * filter_figures_last is set after the others. */
+static void render_filters(const bd_state *st, render_out *o, int64_t now)
+{
+    for (int last = 0; last < 2; last++)
+        for (int k = 0; k < BD_KINDS_; k++)
+            if (bd_kinds[k].filter_figures_last == last)
+                render_filter(o, bd_kinds[k].prefix, bd_state_filter_header(st, (bd_kind)k),
+                              bd_state_data_time(st, (bd_kind)k), now,
+                              bd_state_filter_stale(st, (bd_kind)k, now));
+}
 
 /* Every figure, in the order the STATS line has always had. */
 static void render(bd_server *srv, render_out *o, bool numeric_only)
@@ -426,11 +435,7 @@ static void render(bd_server *srv, render_out *o, bool numeric_only)
     U64(o, "requests_in_flight", srv->inflight);
     render_requests(k, o);
     render_answers(k, o);
-    for (size_t i = 0; i < sizeof(filter_order) / sizeof(filter_order[0]); i++) {
-        bd_kind kind = filter_order[i];
-        render_filter(o, bd_kinds[kind].prefix, bd_state_filter_header(st, kind),
-                      bd_state_data_time(st, kind), now, bd_state_filter_stale(st, kind, now));
-    }
+    render_filters(st, o, now);
     render_follow(st, o, now);
     bd_totals t;
     bd_state_totals(st, &t);

@@ -87,7 +87,7 @@ DAEMON_LAYERS = {
     # what it installed, read by the state that loads them
     "follow": {"conf", "log"},
     # offline filters and upstream = none: below the state that loads them
-    "offline": {"conf", "log"},
+    "offline": {"kinds", "conf", "log"},
     "accept_pause": {"log"},
     "conf": set(),
     "startup": set(),

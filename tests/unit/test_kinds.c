@@ -2,7 +2,7 @@
 /* The table of filter kinds (daemon/kinds.c) against the configuration
  * schema (daemon/conf_schema.c) and the STATS metadata (daemon/stats_meta.c,
  * daemon/stats_figures.c): a row's offsets are the keys of its own section
- * (filter, upstream, max_filter_age), its STATS prefixes are its own, and
+ * (filter, pubkey, upstream, max_filter_age, min_count_ok), its STATS prefixes are its own, and
  * every key it puts in STATS has Prometheus help; every upstream and
  * resolver figure shown has a key, a help line and no twin. */
 #include <setjmp.h>
@@ -50,12 +50,24 @@ static void test_rows_name_their_own_keys(void **state)
         assert_non_null(r->section);
         assert_non_null(r->checks);
         assert_non_null(r->if_empty);
-        assert_key(r->filter_off, r->section, NULL); /* filter, or similar_filter */
+        assert_key(r->filter_off, r->section, r->filter_key); /* filter, or similar_filter */
+        assert_key(r->pubkey_off, r->section, "pubkey");
+        assert_non_null(r->build_hint);
+        assert_non_null(strstr(r->build_hint, r->filter_key));
         if (r->upstream_off)
             assert_key(r->upstream_off, r->section, "upstream");
         if (r->max_age_off)
             assert_key(r->max_age_off, r->section, "max_filter_age");
-        assert_non_null(r->answers[0].name); /* every kind answers */
+        if (r->min_count_ok_off)
+            assert_key(r->min_count_ok_off, r->section, "min_count_ok");
+        if (r->when_stale_off)
+            assert_key(r->when_stale_off, r->section, "when_stale");
+        assert_int_equal(bd_kind_of_verb(r->verb), i); /* one kind a verb */
+        /* the offline warnings (offline.c) read these of a kind with an upstream */
+        if (!r->upstream_off)
+            assert_false(r->min_count_ok_off || r->range_endpoint || r->upstream_default_none);
+        assert_false(r->canary_hex && r->canary_expr); /* one canary at most */
+        assert_non_null(r->answers[0].name);           /* every kind answers */
     }
 }
 
@@ -95,6 +107,12 @@ static void test_kind_figures_have_help(void **state)
         }
         if (r->damage_figure)
             assert_documented(r->prefix, "filter_damaged");
+        if (r->canary_hex || r->canary_expr) {
+            assert_documented(r->prefix, "canary_ok");
+            assert_documented(r->prefix, "canary_last_time");
+            assert_documented(r->prefix, "canary_runs");
+            assert_documented(r->prefix, "canary_failures");
+        }
     }
 }
 
