@@ -23,8 +23,8 @@
 typedef struct pw_section {
     const char *name, *verb, *list, *pubkey;
     uint32_t kind;
-    /* files [urls] follow fetched: breachd's own, each verified against
-     * the pubkey (which follow requires) in place of root's ownership */
+    /* files a section's follow fetched: breachd's own, each verified
+     * against the pubkey (which follow requires) in place of root's ownership */
     bool followed;
 } pw_section;
 
@@ -324,6 +324,20 @@ int bd_filters_load_ntlm(const breachd_config *cfg, br_pwfilter **out, bd_filter
                             false};
     int r = load_pw_section(cfg, &sec, out, ids, err);
     return r < 0 ? r : check_min_count(cfg, &sec, cfg->ntlm.min_count_ok, out, err);
+}
+
+int bd_filters_load_followed_pw(const breachd_config *cfg, bool ntlm, const char *list,
+                                br_pwfilter **out, bd_filter_ids *ids, br_error *err)
+{
+    const pw_section sec = {ntlm ? "ntlm" : "passwords",
+                            ntlm ? "NT" : "PW",
+                            list,
+                            ntlm ? cfg->ntlm.pubkey : cfg->passwords.pubkey,
+                            ntlm ? BR_KIND_PASSWORD_NTLM : BR_KIND_PASSWORD_SHA1,
+                            true};
+    int r = load_pw_section(cfg, &sec, out, ids, err);
+    int ok = ntlm ? cfg->ntlm.min_count_ok : cfg->passwords.min_count_ok;
+    return r < 0 ? r : check_min_count(cfg, &sec, ok, out, err);
 }
 
 /* load_pw_section's errors name "[passwords] filter" and its line: name

@@ -57,5 +57,11 @@ int bd_filters_load_urls_offline(const breachd_config *cfg, br_pwfilter **out, b
                                  br_error *err);
 /* The same for the files of list; followed: files [urls] follow fetched
  * (follow.h), breachd's own and verified against [urls] pubkey. */
+/* The files a [passwords] follow (ntlm: [ntlm] follow) fetched, list
+ * "DIR/base, DIR/delta, ...": as bd_filters_load_passwords (ntlm) with list
+ * as the filter, each file breachd's own and verified against the section's
+ * pubkey (docs/fleet.md). */
+int bd_filters_load_followed_pw(const breachd_config *cfg, bool ntlm, const char *list,
+                                br_pwfilter **out, bd_filter_ids *ids, br_error *err);
 int bd_filters_load_urls_list(const breachd_config *cfg, const char *list, bool followed,
                               br_pwfilter **out, bd_filter_ids *ids, br_error *err);
