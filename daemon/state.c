@@ -124,6 +124,15 @@ static int load_followed(bd_state_files *out, bd_kind k, br_error *err)
                             "verified against) and [%s] filter, one directory for the "
                             "followed files",
                             c->path, fc.section, fc.section, fc.section);
+    for (int o = 0; o < BD_KINDS_; o++) { /* each keeps its own DIR/set, DIR/manifest */
+        bd_follow_config oc;
+        bd_follow_config_of(c, (bd_kind)o, &oc);
+        if (o != (int)k && oc.url[0] && strcmp(oc.dir, fc.dir) == 0)
+            return br_error_set(err, -EINVAL,
+                                "%s: [%s] filter and [%s] filter are both %s: each followed "
+                                "section needs a directory of its own",
+                                c->path, fc.section, oc.section, fc.dir);
+    }
     char *list = NULL;
     int r = bd_follow_read(fc.dir, &list, &out->follow[k]);
     if (r == 0 && list && k == BD_KIND_URL)

@@ -461,6 +461,12 @@ def follow_needs_pubkey(ctx):
                        capture_output=True, text=True)
     check(r.returncode != 0 and "[passwords] follow needs [passwords] pubkey" in r.stderr,
           r.stderr)
+    follow = {"filter": ctx.path("dir"), "pubkey": ctx.path("pub.pem"), "upstream": "none",
+              "follow": "http://127.0.0.1:9/manifest"}
+    conf = ctx.config(passwords=follow, urls=follow)
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "needs a directory of its own" in r.stderr, r.stderr)
 
 
 if __name__ == "__main__":
