@@ -114,6 +114,8 @@ typedef struct breachd_config {
         char *banned_terms;       /* terms file for BANNED (docs/banned.md); "" none */
         char *site_terms;         /* the site's names, a comma list; "" none */
         uint32_t min_score;       /* the clients' minimum score (docs/banned.md) */
+        char *follow;             /* a password set's manifest URL; "" = none (follow.h) */
+        int64_t follow_interval_s;
     } passwords;
 
     struct {              /* NT hashes (the NT verb), like passwords */
@@ -123,6 +125,8 @@ typedef struct breachd_config {
         char *upstream;   /* URL template; "" = none */
         int64_t max_filter_age_s;
         int min_count_ok; /* as for passwords */
+        char *follow;     /* as for passwords */
+        int64_t follow_interval_s;
     } ntlm;
 
     struct {

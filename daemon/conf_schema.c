@@ -119,12 +119,20 @@ const bd_conf_key bd_conf_keys[] = {
         "the site's own names, a comma list (the organisation, its domains, products)"),
     NUM("passwords", "min_score", BD_CONF_UINT, passwords.min_score, 1, 100, "5",
         "a new password holding a banned term or name is refused below this score"),
+    STR("passwords", "follow", BD_CONF_URLS, 0, passwords.follow, 0, "",
+        "a password set's manifest URL; set: filter is the directory of the followed files"),
+    NUM("passwords", "follow_interval", BD_CONF_SECONDS, passwords.follow_interval_s, 1, DAY,
+        "30s", "how often the manifest is polled (at a random phase)"),
 
     FILTER_KEYS(ntlm, "the password-ntlm filter (NT verb), then its deltas; empty: every NT check "
                 "goes to the range API",
                 "https://api.pwnedpasswords.com/range/{prefix}?mode=ntlm",
                 "the NTLM range API; empty: none", "45d", "an older filter is bypassed"),
     CHOICE("ntlm", "min_count_ok", ntlm.min_count_ok, &bd_conf_yes_no, "no", "as for passwords"),
+    STR("ntlm", "follow", BD_CONF_URLS, 0, ntlm.follow, 0, "",
+        "a password-ntlm set's manifest URL; set: filter is the directory of the followed files"),
+    NUM("ntlm", "follow_interval", BD_CONF_SECONDS, ntlm.follow_interval_s, 1, DAY, "30s",
+        "as for passwords"),
 
     FILTER_KEYS(urls, "the URL filter, then its deltas; empty: URL checks answer UNKNOWN "
                 "filter-unavailable",

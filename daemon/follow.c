@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* [urls] follow: poll, verify, fetch, install, reload (follow.h). */
+/* [urls], [passwords] and [ntlm] follow: poll, verify, fetch, install,
+ * reload (follow.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,7 +35,48 @@ typedef struct held {
     br_manifest_file f[1024];
 } held;
 
-/* Where to follow: [urls] follow, filter (the directory) and pubkey. */
+/* The followed sections (breachd.conf(5)): their keys, and the one kind of
+ * filter their manifests, bases and deltas must be. */
+typedef struct section {
+    bd_kind kind;
+    const char *name, *what; /* "urls", "URL" */
+    uint32_t filter_kind;
+    size_t follow_off, interval_off, pubkey_off;
+} section;
+
+#define CFG_(m) offsetof(breachd_config, m)
+#define SECTION_(k, sec, what, fk)                                                                 \
+    {                                                                                              \
+        k, #sec, what, fk, CFG_(sec.follow), CFG_(sec.follow_interval_s), CFG_(sec.pubkey)         \
+    }
+static const section sections[] = {
+    SECTION_(BD_KIND_PW, passwords, "password", BR_KIND_PASSWORD_SHA1),
+    SECTION_(BD_KIND_NT, ntlm, "NTLM", BR_KIND_PASSWORD_NTLM),
+    SECTION_(BD_KIND_URL, urls, "URL", BR_KIND_URL_SHA256),
+};
+
+static const section *section_of(bd_kind k)
+{
+    for (size_t i = 0; i < BR_ARRAY_SIZE(sections); i++)
+        if (sections[i].kind == k)
+            return &sections[i];
+    return NULL;
+}
+
+void bd_follow_config_of(const breachd_config *cfg, bd_kind k, bd_follow_config *out)
+{
+    const section *sec = section_of(k);
+    *out =
+        (bd_follow_config){.section = sec ? sec->name : NULL,
+                           .url = sec ? BD_KIND_CFG_(cfg, sec->follow_off, char *) : "",
+                           .dir = bd_kind_filter_path(cfg, k),
+                           .pubkey = sec ? BD_KIND_CFG_(cfg, sec->pubkey_off, char *) : "",
+                           .interval_s = sec ? BD_KIND_CFG_(cfg, sec->interval_off, int64_t) : 0};
+    if (!out->url)
+        out->url = "";
+}
+
+/* Where to follow: the section's follow, filter (the directory) and pubkey. */
 typedef struct where {
     char dir[4096], url[4096], pubkey[4096];
 } where;
@@ -41,6 +84,7 @@ typedef struct where {
 /* The loop schedules the polls (a timer, so that breachd-testclock's
  * driven time moves it too); the thread does them, one at a time. */
 struct bd_follow {
+    const section *sec;
     struct event *timer;
     bool on;              /* the loop's view: following */
     bool first;           /* the next poll is the first after turning on */
@@ -171,8 +215,8 @@ static int fetch(const char *url, const char *path, const br_fetch_validators *h
 }
 
 /* Fetch one file of the manifest into DIR/NAME (and NAME.sig): its
- * SHA-256 the manifest's, a url-sha256 offline file of that generation,
- * signed by key. */
+ * SHA-256 the manifest's, an offline file of the section's kind and that
+ * generation, signed by key. */
 static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest_file *mf,
                         bool base, br_error *err)
 {
@@ -197,14 +241,14 @@ static int fetch_member(bd_follow *fw, const br_sign_key *key, const br_manifest
     if (r == 0 && (r = br_filter_header_read(part, &h)) < 0)
         br_error_set(err, r, "%s: not a filter file", mf->name);
     if (r == 0 &&
-        (h.kind != BR_KIND_URL_SHA256 || h.algorithm != BR_ALGO_FUSE_OFFLINE ||
+        (h.kind != fw->sec->filter_kind || h.algorithm != BR_ALGO_FUSE_OFFLINE ||
          h.generation != mf->generation || h.role != (base ? BR_ROLE_FULL : BR_ROLE_DELTA)))
         r = br_error_set(err, -EINVAL,
                          "%s: a %s file of generation %" PRIu64
-                         ", not the offline url-sha256 %s of generation %" PRIu64
-                         " the manifest names",
+                         ", not the offline %s %s of generation %" PRIu64 " the manifest names",
                          mf->name, br_filter_kind_name(h.kind), h.generation,
-                         base ? "base" : "delta", mf->generation);
+                         br_filter_kind_name(fw->sec->filter_kind), base ? "base" : "delta",
+                         mf->generation);
     if (r == 0 && (r = br_filter_sig_verify(key, part, &h, err)) < 0)
         br_error_prefix(err, r, "%s", mf->name);
     path_in(fw->cur.dir, mf->name, final, sizeof(final));
@@ -301,9 +345,10 @@ static int poll_once(bd_follow *fw, const br_sign_key *key, br_error *err)
         r = br_manifest_verify(key, (const char *)text, len, sig, slen, err);
     if (r == 0)
         r = br_manifest_parse((const char *)text, len, &m, err);
-    if (r == 0 && m.kind != BR_KIND_URL_SHA256) /* a password set's manifest */
-        r = br_error_set(err, -EINVAL, "a manifest of kind %s, not url-sha256",
-                         br_filter_kind_name(m.kind));
+    if (r == 0 && m.kind != fw->sec->filter_kind) /* another section's set */
+        r = br_error_set(err, -EINVAL, "a manifest of kind %s, not %s ([%s] follow)",
+                         br_filter_kind_name(m.kind), br_filter_kind_name(fw->sec->filter_kind),
+                         fw->sec->name);
     if (r == 0) {
         read_held(fw->cur.dir, h);
         r = install(fw, key, &m, h, err);
@@ -344,7 +389,8 @@ static bool take_settings(bd_follow *fw, const where *w)
         fw->key = NULL;
         br_error err = {{0}};
         if (br_sign_key_load_public(w->pubkey, &fw->key, &err) < 0)
-            bd_log(LOG_ERR, "[urls] follow: [urls] pubkey: %s; not polling", err.text);
+            bd_log(LOG_ERR, "[%s] follow: [%s] pubkey: %s; not polling", fw->sec->name,
+                   fw->sec->name, err.text);
     }
     fw->cur = *w;
     return fw->key != NULL;
@@ -370,10 +416,11 @@ static void *follow_main(void *arg)
         br_error err = {{0}};
         int r = poll_once(fw, fw->key, &err);
         if (r < 0)
-            bd_log(LOG_WARNING, "[urls] follow %s: refused, the URL filter in use stays: %s",
-                   fw->cur.url, err.text[0] ? err.text : strerror(-r));
+            bd_log(LOG_WARNING, "[%s] follow %s: refused, the %s filter in use stays: %s",
+                   fw->sec->name, fw->cur.url, fw->sec->what,
+                   err.text[0] ? err.text : strerror(-r));
         else if (r > 0) {
-            bd_log(LOG_INFO, "[urls] follow: a new set in %s; reloading", fw->cur.dir);
+            bd_log(LOG_INFO, "[%s] follow: a new set in %s; reloading", fw->sec->name, fw->cur.dir);
             kill(getpid(), SIGHUP); /* the ordinary reload swaps the new set in */
         }
     }
@@ -436,11 +483,13 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     arm(fw);
 }
 
-bd_follow *bd_follow_new(struct event_base *base)
+bd_follow *bd_follow_new(struct event_base *base, bd_kind k)
 {
-    bd_follow *fw = calloc(1, sizeof(*fw));
+    const section *sec = section_of(k);
+    bd_follow *fw = sec ? calloc(1, sizeof(*fw)) : NULL;
     if (!fw)
         return NULL;
+    fw->sec = sec;
     fw->timer = evtimer_new(base, timer_cb, fw);
     if (!fw->timer) {
         free(fw);
@@ -461,7 +510,8 @@ static bool same_where(const where *a, const where *b)
 static void follow_off(bd_follow *fw)
 {
     if (fw->on)
-        bd_log(LOG_INFO, "[urls] follow: off; the URL filter is what [urls] filter names");
+        bd_log(LOG_INFO, "[%s] follow: off; the %s filter is what [%s] filter names", fw->sec->name,
+               fw->sec->what, fw->sec->name);
     fw->on = false;
     evtimer_del(fw->timer);
     pthread_mutex_lock(&fw->mu);
@@ -473,23 +523,25 @@ void bd_follow_apply(bd_follow *fw, const breachd_config *cfg)
 {
     if (!fw)
         return;
-    if (!cfg->urls.follow || !cfg->urls.follow[0]) {
+    bd_follow_config c;
+    bd_follow_config_of(cfg, fw->sec->kind, &c);
+    if (!c.url[0]) {
         follow_off(fw);
         return;
     }
     where w;
-    snprintf(w.dir, sizeof(w.dir), "%s", cfg->urls.filter);
-    snprintf(w.url, sizeof(w.url), "%s", cfg->urls.follow);
-    snprintf(w.pubkey, sizeof(w.pubkey), "%s", cfg->urls.pubkey);
+    snprintf(w.dir, sizeof(w.dir), "%s", c.dir);
+    snprintf(w.url, sizeof(w.url), "%s", c.url);
+    snprintf(w.pubkey, sizeof(w.pubkey), "%s", c.pubkey);
     pthread_mutex_lock(&fw->mu);
     bool moved = !fw->on || !same_where(&w, &fw->want);
     fw->want = w;
     pthread_mutex_unlock(&fw->mu);
-    fw->interval_ms = (cfg->urls.follow_interval_s > 0 ? cfg->urls.follow_interval_s : 30) * 1000;
+    fw->interval_ms = (c.interval_s > 0 ? c.interval_s : 30) * 1000;
     if (!fw->started) {
         fw->started = pthread_create(&fw->thread, NULL, follow_main, fw) == 0;
         if (!fw->started) {
-            bd_log(LOG_ERR, "[urls] follow: cannot start its thread; not following");
+            bd_log(LOG_ERR, "[%s] follow: cannot start its thread; not following", fw->sec->name);
             return;
         }
     }

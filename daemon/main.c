@@ -192,14 +192,31 @@ static int start_server(struct event_base *base, const char *config_path, bd_sta
 typedef struct followers {
     bd_server *srv;
     bd_canary *canary;
-    bd_follow *follow;
+    bd_follow *follow[BD_KINDS_]; /* NULL: no section follows the kind */
 } followers;
 
 static void reloaded(void *arg)
 {
     followers *f = arg;
     bd_canary_reloaded(f->canary);
-    bd_follow_apply(f->follow, f->srv->state->cfg);
+    for (int k = 0; k < BD_KINDS_; k++)
+        bd_follow_apply(f->follow[k], f->srv->state->cfg);
+}
+
+/* [urls], [passwords], [ntlm] follow: on at the start or at a reload, off
+ * at a reload; one follower per followed section. */
+static void followers_start(followers *f)
+{
+    for (int k = 0; k < BD_KINDS_; k++) {
+        bd_follow_config c;
+        bd_follow_config_of(f->srv->state->cfg, (bd_kind)k, &c);
+        if (!c.section) /* SIMILAR */
+            continue;
+        f->follow[k] = bd_follow_new(f->srv->base, (bd_kind)k);
+        if (!f->follow[k])
+            bd_log(LOG_WARNING, "no [%s] follow timer (out of memory): not following", c.section);
+        bd_follow_apply(f->follow[k], f->srv->state->cfg);
+    }
 }
 
 /* From listening to stopped: the pid file, the readiness report, the loop,
@@ -223,12 +240,8 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
     bd_canary *canary = bd_canary_new(srv);
     if (!canary)
         bd_log(LOG_WARNING, "no canary timer (out of memory): the canary does not run");
-    /* [urls] follow: on at the start or at a reload, off at a reload */
-    bd_follow *follow = bd_follow_new(srv->base);
-    if (!follow)
-        bd_log(LOG_WARNING, "no [urls] follow timer (out of memory): not following");
-    bd_follow_apply(follow, srv->state->cfg);
-    followers f = {srv, canary, follow};
+    followers f = {srv, canary, {NULL}};
+    followers_start(&f);
     srv->reloaded = reloaded;
     srv->reloaded_ctx = &f;
 
@@ -236,7 +249,8 @@ static int serve(bd_server *srv, int start_fd, const char *pidfile)
 
     /* Answer what is still pending (drain timeout), flush the cache, go. */
     srv->reloaded = NULL;
-    bd_follow_free(follow);
+    for (int k = 0; k < BD_KINDS_; k++)
+        bd_follow_free(f.follow[k]);
     bd_canary_free(canary);
     bd_housekeeping_free(hk);
     bd_state_shutdown_all();

@@ -111,31 +111,47 @@ void bd_state_totals(const bd_state *current, bd_totals *t)
     }
 }
 
-/* [urls] follow: the set the follower installed in [urls] filter (follow.h). */
-static int load_followed(bd_state_files *out, br_error *err)
+/* A followed section (follow.h): the set its follower installed in the
+ * section's filter directory, loaded from its row (bd_filters_load_kind). */
+static int load_followed(bd_state_files *out, bd_kind k, br_error *err)
 {
     const breachd_config *c = out->cfg;
-    if (!c->urls.pubkey[0] || !c->urls.filter[0] || strchr(c->urls.filter, ','))
+    bd_follow_config fc;
+    bd_follow_config_of(c, k, &fc);
+    if (!fc.pubkey[0] || !fc.dir[0] || strchr(fc.dir, ','))
         return br_error_set(err, -EINVAL,
-                            "%s: [urls] follow needs [urls] pubkey (what every followed file is "
-                            "verified against) and [urls] filter, one directory for the "
+                            "%s: [%s] follow needs [%s] pubkey (what every followed file is "
+                            "verified against) and [%s] filter, one directory for the "
                             "followed files",
-                            c->path);
+                            c->path, fc.section, fc.section, fc.section);
+    for (int o = 0; o < BD_KINDS_; o++) { /* each keeps its own DIR/set, DIR/manifest */
+        bd_follow_config oc;
+        bd_follow_config_of(c, (bd_kind)o, &oc);
+        if (o != (int)k && oc.url[0] && strcmp(oc.dir, fc.dir) == 0)
+            return br_error_set(err, -EINVAL,
+                                "%s: [%s] filter and [%s] filter are both %s: each followed "
+                                "section needs a directory of its own",
+                                c->path, fc.section, oc.section, fc.dir);
+    }
     char *list = NULL;
-    int r = bd_follow_read(c->urls.filter, &list, &out->follow);
+    int r = bd_follow_read(fc.dir, &list, &out->follow[k]);
     if (r == 0 && list)
-        r = bd_filters_load_kind(out->cfg, BD_KIND_URL, list, true, &out->filter[BD_KIND_URL],
-                                 &out->filter_ids, err);
+        r = bd_filters_load_kind(out->cfg, k, list, true, &out->filter[k], &out->filter_ids, err);
     free(list);
     return r;
 }
 
-/* [urls] filter: the followed set, an offline set or a range filter (the
+static bool followed(const bd_state_files *f, bd_kind k)
+{
+    bd_follow_config fc;
+    bd_follow_config_of(f->cfg, k, &fc);
+    return fc.url[0] != 0;
+}
+
+/* [urls] filter, when not followed: an offline set or a range filter (the
  * one kind with two forms: s->urlfilter is the range one). */
 static int load_urls(bd_state_files *f, br_error *err)
 {
-    if (f->cfg->urls.follow[0]) /* the followed set, or none yet */
-        return load_followed(f, err);
     if (bd_offline_urls_configured(f->cfg))
         return bd_filters_load_kind(f->cfg, BD_KIND_URL, NULL, false, &f->filter[BD_KIND_URL],
                                     &f->filter_ids, err);
@@ -148,6 +164,17 @@ static int (*const own_loader[BD_KINDS_])(bd_state_files *, br_error *) = {
     [BD_KIND_URL] = load_urls,
 };
 
+/* Kind k's filter: the set its follower installed (or none yet), its own
+ * loader's, or the one its row describes. */
+static int load_kind(bd_state_files *f, bd_kind k, br_error *err)
+{
+    if (followed(f, k))
+        return load_followed(f, k, err);
+    if (own_loader[k])
+        return own_loader[k](f, err);
+    return bd_filters_load_kind(f->cfg, k, NULL, false, &f->filter[k], &f->filter_ids, err);
+}
+
 int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -157,9 +184,7 @@ int bd_state_files_load(const char *config_path, bd_state_files *out, br_error *
     /* [http] without an upstream: refused; upstream = none: warned */
     r = bd_offline_check_config(out->cfg, err);
     for (int k = 0; r >= 0 && k < BD_KINDS_; k++)
-        r = own_loader[k] ? own_loader[k](out, err)
-                          : bd_filters_load_kind(out->cfg, (bd_kind)k, NULL, false, &out->filter[k],
-                                                 &out->filter_ids, err);
+        r = load_kind(out, (bd_kind)k, err);
     if (r >= 0)
         r = bd_banned_load(out->cfg, &out->banned, &out->banned_generation, err);
     if (r < 0) {
@@ -182,7 +207,8 @@ void bd_state_files_clear(bd_state_files *f)
         br_pwfilter_free(f->filter[k]);
     br_banned_free(f->banned);
     br_urlfilter_free(f->urlfilter);
-    br_manifest_fini(&f->follow);
+    for (int k = 0; k < BD_KINDS_; k++)
+        br_manifest_fini(&f->follow[k]);
     breachd_config_free(f->cfg);
     bd_filter_ids_clear(&f->filter_ids);
     memset(f, 0, sizeof(*f));
@@ -272,7 +298,7 @@ int bd_state_new(struct event_base *base, bd_state_files *files, const bd_state 
     s->banned = files->banned;
     s->banned_generation = files->banned_generation;
     s->urlfilter = files->urlfilter;
-    s->follow = files->follow;
+    memcpy(s->follow, files->follow, sizeof(s->follow));
     s->filter_ids = files->filter_ids;
     memset(files, 0, sizeof(*files));
     set_stale_after(s);
@@ -319,7 +345,8 @@ static void state_free(bd_state *s)
         br_pwfilter_free(s->filter[k]);
     br_banned_free(s->banned);
     br_urlfilter_free(s->urlfilter);
-    br_manifest_fini(&s->follow);
+    for (int k = 0; k < BD_KINDS_; k++)
+        br_manifest_fini(&s->follow[k]);
     breachd_config_free(s->cfg);
     bd_filter_ids_clear(&s->filter_ids);
     free(s);
@@ -419,12 +446,13 @@ int64_t bd_state_data_time(const bd_state *s, bd_kind k)
     const br_filter_header *h = bd_state_filter_header(s, k);
     if (!h)
         return 0;
-    if (k != BD_KIND_URL || !s->filter[BD_KIND_URL] || s->follow.published <= 0)
+    const br_manifest *m = &s->follow[k];
+    if (!s->filter[k] || m->published <= 0)
         return h->build_time;
-    int64_t t = s->follow.published;
-    for (size_t i = 0; i < s->follow.n_feeds; i++) {
-        const br_manifest_feed *f = &s->follow.feeds[i];
-        t = BR_MIN(t, f->last_success >= 0 ? f->last_success : s->follow.published);
+    int64_t t = m->published;
+    for (size_t i = 0; i < m->n_feeds; i++) {
+        const br_manifest_feed *f = &m->feeds[i];
+        t = BR_MIN(t, f->last_success >= 0 ? f->last_success : m->published);
     }
     return t;
 }

@@ -43,7 +43,7 @@ typedef struct bd_state {
     br_urlfilter *urlfilter; /* NULL (and no offline set): URL checks answer UNKNOWN */
     br_banned *banned;       /* [passwords] banned_terms, site_terms (BANNED); NULL: none */
     uint64_t banned_generation;
-    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
+    br_manifest follow[BD_KINDS_]; /* a followed section's accepted manifest (feed ages) */
     bd_cache *cache;
     br_resolver *resolver;
     int64_t loaded_at;              /* wall clock, seconds */
@@ -60,7 +60,7 @@ typedef struct bd_state_files {
     br_urlfilter *urlfilter;
     br_banned *banned;
     uint64_t banned_generation;
-    br_manifest follow; /* [urls] follow: the accepted manifest (feed ages) */
+    br_manifest follow[BD_KINDS_]; /* a followed section's accepted manifest (feed ages) */
     bd_filter_ids filter_ids;
 } bd_state_files;
 
@@ -145,8 +145,8 @@ uint32_t bd_state_partition(const bd_state *s, uid_t uid);
 #define BD_PARTITION_HTTP (UINT32_MAX - 1)
 /* The canary's (canary.h): given to no peer either, in the same way. */
 #define BD_PARTITION_CANARY (UINT32_MAX - 2)
-/* The time kind k's data is as recent as: for a followed URL set ([urls]
- * follow) the oldest last success of the publisher's feeds in the accepted
+/* The time kind k's data is as recent as: for a followed set ([urls],
+ * [passwords], [ntlm] follow) the oldest last success of the publisher's feeds in the accepted
  * manifest (docs/fleet.md), so that a publisher whose feeds are held, or
  * that stopped, ages it; otherwise the filter's build time. 0: none. Its
  * age against max_filter_age is bd_state_filter_stale's. */

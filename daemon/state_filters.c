@@ -24,8 +24,8 @@
 typedef struct pw_section {
     const bd_kind_row *row;
     const char *list, *pubkey;
-    /* files [urls] follow fetched: breachd's own, each verified against
-     * the pubkey (which follow requires) in place of root's ownership */
+    /* files a section's follow fetched: breachd's own, each verified
+     * against the pubkey (which follow requires) in place of root's ownership */
     bool followed;
 } pw_section;
 

@@ -37,8 +37,8 @@ int bd_filters_check_order(const bd_filter_ids *now, const bd_filter_ids *before
 /* Kind k's filter (its row's section and filter key: [passwords] filter,
  * [ntlm] filter, [passwords] similar_filter, [urls] filter as an offline
  * set), or *out = NULL when none is configured. list: the files to load,
- * NULL for the configured ones; followed: files [urls] follow fetched
- * (follow.h), breachd's own and verified against the section's pubkey.
+ * NULL for the configured ones; followed: files the section's follow
+ * fetched (follow.h), breachd's own and verified against the section's pubkey.
  * Every file must belong to root and be writable by no one else
  * (breachd(8), "Files"), be of the row's filter kind, verify against the
  * section's pubkey when it names one, and be offline when the row says

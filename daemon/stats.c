@@ -193,9 +193,10 @@ static void render_follow(const bd_state *st, render_out *o, int64_t now)
     const br_pwfilter *offline = st->filter[BD_KIND_URL];
     U64(o, "urls_generation", offline ? br_pwfilter_header(offline)->generation : 0);
     char key[96];
-    for (size_t i = 0; i < st->follow.n_feeds; i++) {
-        const br_manifest_feed *f = &st->follow.feeds[i];
-        int64_t at = f->last_success >= 0 ? f->last_success : st->follow.published;
+    const br_manifest *m = &st->follow[BD_KIND_URL];
+    for (size_t i = 0; i < m->n_feeds; i++) {
+        const br_manifest_feed *f = &m->feeds[i];
+        int64_t at = f->last_success >= 0 ? f->last_success : m->published;
         uint64_t age = now > at ? (uint64_t)(now - at) : 0;
         if (!o->prom) {
             snprintf(key, sizeof(key), "feed_age_%s", f->name);

@@ -48,8 +48,8 @@ static const meta metas[] = {
     G("filter_loaded", "1 when the filter is loaded"),
     G("filter_generation", "the loaded filter's generation"),
     G("filter_keys", "the loaded filter's key count"),
-    G("filter_age_seconds", "seconds since the loaded filter was built (a followed URL set: "
-                            "since its oldest feed's last success)"),
+    G("filter_age_seconds", "seconds since the loaded filter was built (a followed set: "
+                            "since its oldest feed's or corpus's last success)"),
     G("filter_stale", "1 when the filter is past max_filter_age (bypassed, unless offline)"),
     G("filter_damaged", "1 when the filter was found truncated or rewritten in place"),
     C("filter_no", "checks the filter answered definitely not"),

@@ -11,8 +11,12 @@ Attacks, each refused while the hosts keep serving: a replayed (older)
 manifest, an unsigned one, one signed by another key, a chain with a gap,
 a delta of the wrong kind, a manifest of a password set. Waits have generous bounds; nothing asserts a time. At a
 reload (driven time), follow and follow_interval take effect. A feed held
-at the publisher ages the hosts' URL filter."""
+at the publisher ages the hosts' URL filter. [passwords] follow (and
+[ntlm] follow): a password set's delta (a new key, a raised count) reaches
+the host; manifests of another kind (a URL set, the other password kind)
+are refused."""
 import hashlib
+import random
 import http.client
 import os
 import re
@@ -23,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dtest  # noqa: E402
-from dtest import check, test, wait_for  # noqa: E402
+from dtest import check, eq, sha1hex, test, wait_for  # noqa: E402
 
 
 def write(path, lines, step):
@@ -376,12 +380,106 @@ def held_feed_ages_the_set(ctx):
     d.stop_ok()
 
 
+def write_corpus(path, entries, step):
+    """A HIBP corpus file (HASH:COUNT lines), replaced whole."""
+    write(path, ["%s:%d" % (h, entries[h]) for h in sorted(entries)], step)
+
+
+def other_kind(ctx, good, kind, other):
+    """The good KIND manifest, signed and later, of kind OTHER."""
+    lines = good.decode().replace("kind %s\n" % kind, "kind %s\n" % other).splitlines()
+    pub = [i for i, ln in enumerate(lines) if ln.startswith("published ")][0]
+    lines[pub] = "published %d" % (int(lines[pub].split()[1]) + 1000)
+    text = ("\n".join(lines) + "\n").encode()
+    return {"manifest": text, "manifest.sig": sign(ctx, text)}
+
+
+def follow_password_set(ctx, section, kind, verb, key, others, what):
+    """SECTION follow of a KIND set (VERB checks, key(TEXT) a corpus hash):
+    a host with no set yet takes the base, then a load published as a
+    delta (a new key, a raised count); a manifest of each of OTHERS kinds
+    is refused and the set stays."""
+    os.mkdir(ctx.path("out"))
+    port = dtest.nginx(ctx, "nginx", "location /pw/ { alias %s/; gzip_static on; }\n"
+                       % ctx.path("out"))
+    ctx.breachctl("key", "generate", "--secret", ctx.path("sec.pem"), "--public",
+                  ctx.path("pub.pem"))
+    rng = random.Random(36)
+    entries = {key("pw-%d" % i): rng.choice([1, 3, 40]) for i in range(10000)}
+    write_corpus(ctx.path("corpus.txt"), entries, 0)
+    conf = ctx.path("publish.conf")
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = %s\nkey = %s\nkind = %s\n\n[corpus hibp]\ninput = %s\n"
+                % (ctx.path("out"), ctx.path("sec.pem"), kind, ctx.path("corpus.txt")))
+    d = ctx.daemon(ctx.config(**{section: {
+        "filter": ctx.path("host"), "pubkey": ctx.path("pub.pem"), "upstream": "none",
+        "follow": "http://127.0.0.1:%d/pw/manifest" % port, "follow_interval": "1s"}}))
+    c = d.client()
+    old = sorted(entries)[-1]
+    ask = lambda tag, h: c.ask("%s %s %s" % (tag, verb, h))  # noqa: E731
+    check(not ask("a", old).startswith("a PWNED"), "no set before the first fetch")
+    ctx.breachctl("publish", "--config", conf, "--once")
+    wait_for(lambda: ask("b", old) == "b PWNED %d" % entries[old], timeout=60,
+             what="the base on the host")
+    # a load: a new key and a raised count, published as a delta
+    new, raised = key("load-1"), sorted(entries)[3]
+    entries.update({new: 77, raised: 99})
+    write_corpus(ctx.path("corpus.txt"), entries, 1)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    m = open(ctx.path("out", "manifest")).read()
+    check("\ndelta " in m, "published as a delta: " + m)
+    wait_for(lambda: ask("c", new) == "c PWNED 77", timeout=60, what="the new key")
+    eq(ask("d", raised), "d PWNED 99", "the raised count")
+    eq(ask("e", old), "e PWNED %d" % entries[old], "a key of the base")
+    held = [ln.split()[1] for ln in open(ctx.path("host", "set")) if ln.startswith("file ")]
+    check(len(held) == 2 and held[1].startswith("delta-"), held)
+    good = open(ctx.path("out", "manifest"), "rb").read()
+    for step, other in enumerate(others):
+        for n, data in other_kind(ctx, good, kind, other).items():
+            with open(ctx.path("out", n + ".tmp"), "wb") as f:
+                f.write(data)
+            t = time.time() + 100 * (step + 1)  # a later Last-Modified each time
+            os.utime(ctx.path("out", n + ".tmp"), (t, t))
+        os.rename(ctx.path("out", "manifest.sig.tmp"), ctx.path("out", "manifest.sig"))
+        os.rename(ctx.path("out", "manifest.tmp"), ctx.path("out", "manifest"))
+        reason = "a manifest of kind %s, not %s ([%s] follow)" % (other, kind, section)
+        wait_for(lambda: reason in d.log(), timeout=60, what="refused: " + other)
+        eq(ask("f", new), "f PWNED 77", "still the set after a %s manifest" % other)
+    check("the %s filter in use stays" % what in d.log(), "the log says what stays")
+    c.close()
+    d.stop_ok()
+
+
+@test
+def passwords_follow(ctx):
+    follow_password_set(ctx, "passwords", "password-sha1", "PW", sha1hex,
+                        ("url-sha256", "password-ntlm"), "password")
+
+
+@test
+def ntlm_follow(ctx):
+    follow_password_set(ctx, "ntlm", "password-ntlm", "NT", lambda t: sha1hex(t)[:32],
+                        ("password-sha1",), "NTLM")
+
+
 @test
 def follow_needs_pubkey(ctx):
     conf = ctx.config(urls={"filter": ctx.path("dir"), "follow": "http://127.0.0.1:9/manifest"})
     r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
                        capture_output=True, text=True)
     check(r.returncode != 0 and "[urls] follow needs [urls] pubkey" in r.stderr, r.stderr)
+    conf = ctx.config(passwords={"filter": ctx.path("dir"), "upstream": "none",
+                                 "follow": "http://127.0.0.1:9/manifest"})
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "[passwords] follow needs [passwords] pubkey" in r.stderr,
+          r.stderr)
+    follow = {"filter": ctx.path("dir"), "pubkey": ctx.path("pub.pem"), "upstream": "none",
+              "follow": "http://127.0.0.1:9/manifest"}
+    conf = ctx.config(passwords=follow, urls=follow)
+    r = subprocess.run([dtest.ARGS.breachd, "--config", conf, "--check-config"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "needs a directory of its own" in r.stderr, r.stderr)
 
 
 if __name__ == "__main__":

@@ -83,9 +83,10 @@ DAEMON_LAYERS = {
     "state": {"kinds", "offline", "follow", "conf", "log"},
     # the filter kinds as a table: below the state indexed by it
     "kinds": {"conf"},
-    # [urls] follow: the thread that installs a publisher's files, and
-    # what it installed, read by the state that loads them
-    "follow": {"conf", "log"},
+    # [urls], [passwords], [ntlm] follow: the threads that install a
+    # publisher's files (one per followed kind), and what they installed,
+    # read by the state that loads them
+    "follow": {"conf", "kinds", "log"},
     # offline filters and upstream = none: below the state that loads them
     "offline": {"kinds", "conf", "log"},
     "accept_pause": {"log"},
