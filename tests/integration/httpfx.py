@@ -72,10 +72,10 @@ def absent_prefix(mirror, rng):
             return p
 
 
-def start(ctx, mirror, http=None, ntlm_mirror=None, **sections):
+def start(ctx, mirror, http=None, ntlm_mirror=None, clock=None, **sections):
     """A daemon with the password upstream at mirror, serving [http] on a free
-    127.0.0.1 port (rate unlimited unless http says otherwise). Returns
-    (daemon, port)."""
+    127.0.0.1 port (rate unlimited unless http says otherwise); clock: a
+    dtest.Clock driving it (breachd-testclock). Returns (daemon, port)."""
     port = dtest.free_port()
     hs = {"listen": "127.0.0.1:%d" % port, "rate": "0"}
     hs.update(http or {})
@@ -83,7 +83,7 @@ def start(ctx, mirror, http=None, ntlm_mirror=None, **sections):
     if ntlm_mirror:
         sections["ntlm"] = {"upstream": ntlm_mirror.template()}
     conf = ctx.config(http=hs, **sections)
-    return ctx.daemon(conf), port
+    return ctx.daemon(conf, clock=clock), port
 
 
 # ---- clients --------------------------------------------------------------------

@@ -322,7 +322,8 @@ def prepared_body_follows_the_entry(ctx):
     answers the new range, not the prepared old one."""
     m = mirror(ctx)
     prefix = next(p for p in m.present if len(m.ranges[p]) >= 40)
-    d, port = httpfx.start(ctx, m, cache={"ttl": "1s"})
+    clock = dtest.Clock(ctx)
+    d, port = httpfx.start(ctx, m, cache={"ttl": "1h"}, clock=clock)
 
     def bodies():
         plain = get(port, "/range/" + prefix)[2].decode()
@@ -340,7 +341,7 @@ def prepared_body_follows_the_entry(ctx):
     old = m.body(prefix)
     m.add_range(prefix, entries)
     eq(len(m.body(prefix)), len(old), "the changed range's size")
-    time.sleep(1.5)  # past the ttl: the next request refetches
+    clock.advance(3601)  # past the ttl: the next request refetches
     for _ in range(2):
         eq(bodies(), (m.body(prefix),) * 3, "after the change")
     d.stop_ok()
