@@ -2,6 +2,7 @@
 /* DNS query name to filter keys (dns_name.h). */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dns_name.h"
@@ -80,13 +81,21 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
 #define LC64(c) LC16(c), LC16((c) + 16), LC16((c) + 32), LC16((c) + 48)
 static const unsigned char host_lower[256] = {LC64(0), LC64(64), LC64(128), LC64(192)};
 
+/* Where the dots of the host in url are, as to_url_plain finds them. */
+typedef struct dots {
+    size_t n;
+    uint8_t at[BR_URL_MAX_HOST_LABELS]; /* offsets in the host (< 253) */
+} dots;
+
 /* The usual name, in one pass, as to_url makes it: 1 and url filled, 0 when
  * the name needs to_url (an escape, or longer than a host once unescaped
  * might be), -EINVAL when it is not a host name. *last: where the last
- * label starts in url; *a_label: whether a label starts with "xn--". */
+ * label starts in url; *a_label: whether a label starts with "xn--"; d:
+ * the host's dots. */
 static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len, size_t *last,
-                        bool *a_label)
+                        bool *a_label, dots *d)
 {
+    d->n = 0;
     if (len > 0 && name[len - 1] == '.')
         len--; /* the root label ("\." ends in an escape: to_url's) */
     if (len > BR_URL_MAX_HOST)
@@ -111,6 +120,7 @@ static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len
             label = 0;
             o[i] = '.';
             *last = 7 + i + 1;
+            d->at[d->n++] = (uint8_t)i; /* labels of 1 byte or more: at most 127 dots */
         } else {
             return c == '\\' ? 0 : -EINVAL;
         }
@@ -155,6 +165,22 @@ static size_t last_label(const char *host, size_t n)
     return dot ? (size_t)(dot - host) + 1 : 0;
 }
 
+/* br_url_host_suffixes of a host that is not an IP address, from its dots
+ * (url_expr.h): the host, then its parents of up to max(5, labels)
+ * components (at most 126), longest first, down to two (never the bare
+ * top-level domain). */
+static size_t suffixes_of_dots(const dots *d, unsigned labels, size_t *start)
+{
+    size_t max = labels < BR_URL_SB_HOST_COMPONENTS ? BR_URL_SB_HOST_COMPONENTS
+                 : labels >= BR_URL_MAX_HOST_LABELS ? BR_URL_MAX_HOST_LABELS - 1
+                                                    : labels;
+    size_t comps = d->n < max ? d->n : max, n = 0;
+    start[n++] = 0;
+    for (size_t k = comps; k >= 2; k--)
+        start[n++] = (size_t)d->at[d->n - k] + 1; /* past the k-th dot from the end */
+    return n;
+}
+
 int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
 {
     out->n = 0;
@@ -163,7 +189,8 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
     size_t url_len, canon_len, last;
     br_error err;
     bool a_label;
-    int plain = to_url_plain(name, len, url, &url_len, &last, &a_label);
+    dots d;
+    int plain = to_url_plain(name, len, url, &url_len, &last, &a_label, &d);
     if (plain < 0 || (plain == 0 && to_url(name, len, url, &url_len) < 0))
         return -EINVAL;
     if (plain == 0) {
@@ -171,7 +198,8 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
         a_label = has_a_label(url + 7, url_len - 8);
     }
     const char *cu = url; /* the canonical URL "http://HOST/" */
-    if (!canonical_already(url + 7, url_len - 8, last - 7, a_label)) {
+    bool same = canonical_already(url + 7, url_len - 8, last - 7, a_label);
+    if (!same) {
         if (br_url_canonicalize_buf(url, url_len, canon, sizeof(canon), &canon_len, &err) < 0)
             return -EINVAL;
         cu = canon;
@@ -186,7 +214,11 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
     out->host_len = (size_t)(slash - host);
     memcpy(out->host, host, out->host_len);
     out->host[out->host_len] = '\0';
-    out->n = br_url_host_suffixes(out->host, out->host_len, labels, out->start);
+    /* a plain name already canonical is no IP address (its last label is
+     * not all hex): its dots give the suffixes */
+    out->n = plain == 1 && same
+                 ? suffixes_of_dots(&d, labels, out->start)
+                 : br_url_host_suffixes(out->host, out->host_len, labels, out->start);
     /* Each suffix's expression "SUFFIX/" is a tail of the canonical URL
      * "http://HOST/": hashed where it is, every suffix in one call. */
     const void *expr[BR_URL_MAX_HOST_LABELS];
