@@ -87,11 +87,25 @@ typedef struct dots {
     uint8_t at[BR_URL_MAX_HOST_LABELS]; /* offsets in the host (< 253) */
 } dots;
 
+/* The label name[start..end) of a plain name: -EINVAL when it is empty or
+ * longer than 63 bytes; *a_label set when it starts with "xn--". */
+static int plain_label(const char *name, size_t start, size_t end, bool *a_label)
+{
+    size_t n = end - start;
+    if (n == 0 || n > BR_URL_MAX_LABEL)
+        return -EINVAL; /* an empty label, or a name ending in ".." */
+    if (n >= 4 && (name[start] | 0x20) == 'x' && (name[start + 1] | 0x20) == 'n' &&
+        name[start + 2] == '-' && name[start + 3] == '-')
+        *a_label = true;
+    return 0;
+}
+
 /* The usual name, in one pass, as to_url makes it: 1 and url filled, 0 when
  * the name needs to_url (an escape, or longer than a host once unescaped
  * might be), -EINVAL when it is not a host name. *last: where the last
  * label starts in url; *a_label: whether a label starts with "xn--"; d:
- * the host's dots. */
+ * the host's dots. Each byte is one table load; labels are checked at
+ * their ends. */
 static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len, size_t *last,
                         bool *a_label, dots *d)
 {
@@ -102,31 +116,25 @@ static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len
         return 0;
     memcpy(url, "http://", 7);
     char *o = url + 7;
-    size_t label = 0;
-    *last = 7;
+    size_t start = 0; /* of the label being read */
     *a_label = false;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i], v = host_lower[c];
         if (v) {
-            if (++label > BR_URL_MAX_LABEL)
-                return -EINVAL;
             o[i] = (char)v;
-            if (label == 1 && v == 'x' && len - i >= 4 && (name[i + 1] | 0x20) == 'n' &&
-                name[i + 2] == '-' && name[i + 3] == '-')
-                *a_label = true;
-        } else if (c == '.') {
-            if (label == 0)
-                return -EINVAL; /* empty label */
-            label = 0;
-            o[i] = '.';
-            *last = 7 + i + 1;
-            d->at[d->n++] = (uint8_t)i; /* labels of 1 byte or more: at most 127 dots */
-        } else {
-            return c == '\\' ? 0 : -EINVAL;
+            continue;
         }
+        if (c != '.')
+            return c == '\\' ? 0 : -EINVAL;
+        if (plain_label(name, start, i, a_label) < 0)
+            return -EINVAL;
+        o[i] = '.';
+        d->at[d->n++] = (uint8_t)i; /* labels of 1 byte or more: at most 126 dots */
+        start = i + 1;
     }
-    if (label == 0)
-        return -EINVAL; /* empty name, or a name ending in ".." */
+    if (plain_label(name, start, len, a_label) < 0)
+        return -EINVAL;
+    *last = 7 + start;
     o[len] = '/';
     *url_len = 7 + len + 1;
     return 1;
@@ -163,6 +171,19 @@ static size_t last_label(const char *host, size_t n)
 {
     const char *dot = memrchr(host, '.', n);
     return dot ? (size_t)(dot - host) + 1 : 0;
+}
+
+/* The host's length in the canonical URL cu[0..len), "http://HOST/": the
+ * canonical form of a bare host keeps its one '/'. */
+static int canonical_host(const char *cu, size_t len, size_t *host_len)
+{
+    const char *host = cu + 7;
+    const char *slash = len >= 9 ? memchr(host, '/', len - 7) : NULL;
+    if (!slash || memcmp(cu, "http://", 7) != 0 || slash == host ||
+        (size_t)(slash - host) > BR_URL_MAX_HOST)
+        return -EINVAL;
+    *host_len = (size_t)(slash - host);
+    return 0;
 }
 
 /* br_url_host_suffixes of a host that is not an IP address, from its dots
@@ -205,13 +226,11 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
         cu = canon;
         url_len = canon_len;
     }
-    /* "http://HOST/": the canonical form of a bare host keeps its one '/' */
     const char *host = cu + 7;
-    const char *slash = memchr(host, '/', url_len - 7);
-    if (url_len < 9 || memcmp(cu, "http://", 7) != 0 || !slash || slash == host ||
-        (size_t)(slash - host) > BR_URL_MAX_HOST)
+    if (same) /* "http://HOST/" as to_url made it */
+        out->host_len = url_len - 8;
+    else if (canonical_host(cu, url_len, &out->host_len) < 0)
         return -EINVAL;
-    out->host_len = (size_t)(slash - host);
     memcpy(out->host, host, out->host_len);
     out->host[out->host_len] = '\0';
     /* a plain name already canonical is no IP address (its last label is
