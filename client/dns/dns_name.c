@@ -7,8 +7,13 @@
 
 #include "dns_name.h"
 
-/* "http://" + 253 bytes + "/": what the URL canonicalization is given. */
-#define URL_ROOM (7 + BR_URL_MAX_HOST + 2)
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* "http://" + 253 bytes + "/": what the URL canonicalization is given;
+ * and room for lower_scan's last 16-byte store. */
+#define URL_ROOM (7 + BR_URL_MAX_HOST + 2 + 16)
 
 static bool host_byte(unsigned char c)
 {
@@ -71,6 +76,7 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
     return 0;
 }
 
+#if !defined(__SSE2__)
 /* A host byte lowercased (letters, digits, '-', '_'), or 0: one load. */
 #define LC1(c)                                                                                     \
     ((c) >= 'A' && (c) <= 'Z' ? (c) + 32                                                           \
@@ -80,12 +86,70 @@ static int to_url(const char *name, size_t len, char *url, size_t *url_len)
 #define LC16(c) LC4(c), LC4((c) + 4), LC4((c) + 8), LC4((c) + 12)
 #define LC64(c) LC16(c), LC16((c) + 16), LC16((c) + 32), LC16((c) + 48)
 static const unsigned char host_lower[256] = {LC64(0), LC64(64), LC64(128), LC64(192)};
+#endif
 
 /* Where the dots of the host in url are, as to_url_plain finds them. */
 typedef struct dots {
     size_t n;
-    uint8_t at[BR_URL_MAX_HOST_LABELS]; /* offsets in the host (< 253) */
+    uint8_t at[BR_URL_MAX_HOST]; /* offsets in the host (< 253) */
 } dots;
+
+#if defined(__SSE2__)
+/* Bytes of c in [lo, hi] (signed compares: bytes above 0x7f are in none). */
+static __m128i in_range(__m128i c, char lo, char hi)
+{
+    return _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8((char)(lo - 1))),
+                         _mm_cmplt_epi8(c, _mm_set1_epi8((char)(hi + 1))));
+}
+
+/* name[0..len) (len <= 253) lowercased into o[0..len) (16 bytes a step:
+ * o has room for 15 more), the dots noted in d, up to the first byte that
+ * is neither a host byte nor a dot: its index, or len. */
+static size_t lower_scan(const char *name, size_t len, char *o, dots *d)
+{
+    char buf[BR_URL_MAX_HOST + 16];
+    memcpy(buf, name, len);
+    memset(buf + len, 0, 16);
+    for (size_t i = 0; i < len; i += 16) {
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+        __m128i up = in_range(c, 'A', 'Z'), dot = _mm_cmpeq_epi8(c, _mm_set1_epi8('.'));
+        __m128i ok = _mm_or_si128(_mm_or_si128(up, in_range(c, 'a', 'z')),
+                                  _mm_or_si128(in_range(c, '0', '9'), dot));
+        ok = _mm_or_si128(ok, _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8('-')),
+                                           _mm_cmpeq_epi8(c, _mm_set1_epi8('_'))));
+        _mm_storeu_si128((__m128i *)(void *)(o + i),
+                         _mm_add_epi8(c, _mm_and_si128(up, _mm_set1_epi8(0x20))));
+        unsigned in = len - i < 16 ? (1u << (len - i)) - 1 : 0xffffu;
+        unsigned bad = ~(unsigned)_mm_movemask_epi8(ok) & in;
+        unsigned dm = (unsigned)_mm_movemask_epi8(dot) & in;
+        if (bad)
+            dm &= (1u << __builtin_ctz(bad)) - 1;
+        for (; dm; dm &= dm - 1)
+            d->at[d->n++] = (uint8_t)(i + (size_t)__builtin_ctz(dm));
+        if (bad)
+            return i + (size_t)__builtin_ctz(bad);
+    }
+    return len;
+}
+#else
+/* name[0..len) lowercased into o[0..len), the dots noted in d, up to the
+ * first byte that is neither a host byte nor a dot: its index, or len. */
+static size_t lower_scan(const char *name, size_t len, char *o, dots *d)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i], v = host_lower[c];
+        if (v) {
+            o[i] = (char)v;
+        } else if (c == '.') {
+            o[i] = '.';
+            d->at[d->n++] = (uint8_t)i;
+        } else {
+            return i;
+        }
+    }
+    return len;
+}
+#endif
 
 /* The label name[start..end) of a plain name: -EINVAL when it is empty or
  * longer than 63 bytes; *a_label set when it starts with "xn--". */
@@ -100,42 +164,35 @@ static int plain_label(const char *name, size_t start, size_t end, bool *a_label
     return 0;
 }
 
-/* The usual name, in one pass, as to_url makes it: 1 and url filled, 0 when
- * the name needs to_url (an escape, or longer than a host once unescaped
- * might be), -EINVAL when it is not a host name. *last: where the last
- * label starts in url; *a_label: whether a label starts with "xn--"; d:
- * the host's dots. Each byte is one table load; labels are checked at
- * their ends. */
+/* The usual name, as to_url makes it: 1 and url filled, 0 when the name
+ * needs to_url (an escape, or longer than a host once unescaped might be),
+ * -EINVAL when it is not a host name. *last: where the last label starts
+ * in url; *a_label: whether a label starts with "xn--"; d: the host's
+ * dots. A name with an escape is to_url's whole, whatever comes before it
+ * (to_url refuses what this would). */
 static int to_url_plain(const char *name, size_t len, char *url, size_t *url_len, size_t *last,
                         bool *a_label, dots *d)
 {
     d->n = 0;
     if (len > 0 && name[len - 1] == '.')
-        len--; /* the root label ("\." ends in an escape: to_url's) */
+        len--; /* the root label ("\\." ends in an escape: to_url's) */
     if (len > BR_URL_MAX_HOST)
         return 0;
     memcpy(url, "http://", 7);
-    char *o = url + 7;
-    size_t start = 0; /* of the label being read */
+    size_t stop = lower_scan(name, len, url + 7, d);
+    if (stop < len)
+        return name[stop] == '\\' ? 0 : -EINVAL;
+    size_t start = 0; /* of each label */
     *a_label = false;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i], v = host_lower[c];
-        if (v) {
-            o[i] = (char)v;
-            continue;
-        }
-        if (c != '.')
-            return c == '\\' ? 0 : -EINVAL;
-        if (plain_label(name, start, i, a_label) < 0)
+    for (size_t k = 0; k < d->n; k++) {
+        if (plain_label(name, start, d->at[k], a_label) < 0)
             return -EINVAL;
-        o[i] = '.';
-        d->at[d->n++] = (uint8_t)i; /* labels of 1 byte or more: at most 126 dots */
-        start = i + 1;
+        start = (size_t)d->at[k] + 1;
     }
     if (plain_label(name, start, len, a_label) < 0)
         return -EINVAL;
     *last = 7 + start;
-    o[len] = '/';
+    url[7 + len] = '/';
     *url_len = 7 + len + 1;
     return 1;
 }
