@@ -56,10 +56,16 @@ typedef struct gen {
     uint64_t retired_phase; /* bdns_readers_phase() after it was swapped out */
 } gen;
 
+/* The watcher's counters; the lookups' are in their reader slots
+ * (dns_readers.h): */
 typedef struct counters {
-    _Atomic uint64_t lookups, blocked, passed, allowed, invalid, unfiltered, logged;
     _Atomic uint64_t reloads, reload_failures;
 } counters;
+
+/* The lookups' counters, by their index in a reader slot; a lookup is
+ * either passed or blocked, so "lookups" is their sum. */
+enum { K_BLOCKED, K_PASSED, K_ALLOWED, K_LOGGED, K_INVALID, K_UNFILTERED, K_COUNT };
+_Static_assert(K_COUNT <= BDNS_SLOT_COUNTERS, "the lookups' counters fit a reader slot");
 
 struct breachd_dns {
     char config_path[PATH_MAX];
@@ -150,6 +156,8 @@ static void count_category(breachd_dns *h, const char *name)
 }
 
 #define INC(field) atomic_fetch_add_explicit(&h->k.field, 1, memory_order_relaxed)
+/* one of the lookups' counters, in the slot of the lookup's token in */
+#define COUNT(i) bdns_reader_count(&h->readers, in, (i))
 
 /* ---- loading a generation (the watcher, and open) ---- */
 
@@ -301,7 +309,7 @@ static void check_in_place(breachd_dns *h)
  * line (docs/dns.md, "Fail-open"). */
 static void log_fail_open(breachd_dns *h, int64_t now)
 {
-    uint64_t n = atomic_load_explicit(&h->k.unfiltered, memory_order_relaxed);
+    uint64_t n = bdns_readers_sum(&h->readers, K_UNFILTERED);
     if (n == h->fail_open_logged_count ||
         (h->fail_open_logged_ms && now - h->fail_open_logged_ms < BDNS_FAIL_OPEN_LOG_S * 1000))
         return;
@@ -493,11 +501,11 @@ static void restart_watcher(breachd_dns *h)
         start_watcher(h);
 }
 
-static int pass(breachd_dns *h, breachd_dns_result *res, int reason)
+static int pass(breachd_dns *h, unsigned in, breachd_dns_result *res, int reason)
 {
     res->verdict = BREACHD_DNS_PASS;
     res->reason = reason;
-    INC(passed);
+    COUNT(K_PASSED);
     return BREACHD_DNS_PASS;
 }
 
@@ -542,40 +550,41 @@ static void fill_block(const gen *g, const bdns_keys *keys, int best, const char
     memcpy(res->redirect, g->conf.redirect, sizeof(res->redirect));
 }
 
-/* The lookup in generation g, which stays mapped until it returns. */
-static int check_gen(breachd_dns *h, const gen *g, const char *name, size_t len,
+/* The lookup in generation g, which stays mapped until it returns; in:
+ * the lookup's reader token. */
+static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name, size_t len,
                      breachd_dns_result *res)
 {
     if (!g || !g->set) {
-        INC(unfiltered);
-        return pass(h, res, BREACHD_DNS_NO_FILTER);
+        COUNT(K_UNFILTERED);
+        return pass(h, in, res, BREACHD_DNS_NO_FILTER);
     }
     bdns_keys keys;
     if (bdns_name_keys(name, len, g->labels, &keys) < 0) {
-        INC(invalid);
-        return pass(h, res, BREACHD_DNS_INVALID);
+        COUNT(K_INVALID);
+        return pass(h, in, res, BREACHD_DNS_INVALID);
     }
     const char *cat = NULL;
     bool allowed;
     int best = find(g, &keys, &cat, &allowed);
     if (best == -2) { /* damaged under its mapping: no answer can be trusted */
-        INC(unfiltered);
-        return pass(h, res, BREACHD_DNS_NO_FILTER);
+        COUNT(K_UNFILTERED);
+        return pass(h, in, res, BREACHD_DNS_NO_FILTER);
     }
     if (allowed) {
-        INC(allowed);
+        COUNT(K_ALLOWED);
         copy_str(res->category, sizeof(res->category), BDNS_ALLOW_CATEGORY);
-        return pass(h, res, BREACHD_DNS_ALLOWED);
+        return pass(h, in, res, BREACHD_DNS_ALLOWED);
     }
     if (best < 0)
-        return pass(h, res, BREACHD_DNS_UNLISTED);
+        return pass(h, in, res, BREACHD_DNS_UNLISTED);
     fill_block(g, &keys, best, cat, res);
     count_category(h, cat);
     if (res->action == BREACHD_DNS_LOG) {
-        INC(logged);
-        return pass(h, res, BREACHD_DNS_LOGGED);
+        COUNT(K_LOGGED);
+        return pass(h, in, res, BREACHD_DNS_LOGGED);
     }
-    INC(blocked);
+    COUNT(K_BLOCKED);
     res->verdict = BREACHD_DNS_BLOCK;
     res->reason = 0;
     return BREACHD_DNS_BLOCK;
@@ -589,10 +598,9 @@ int breachd_dns_check(breachd_dns *h, const char *name, size_t len, breachd_dns_
     res->category[0] = res->domain[0] = '\0';
     if (atomic_load_explicit(&h->need_thread, memory_order_relaxed))
         restart_watcher(h);
-    INC(lookups);
     unsigned in = bdns_reader_enter(&h->readers);
     const gen *g = atomic_load_explicit(&h->cur, memory_order_seq_cst);
-    int verdict = check_gen(h, g, name, len, res);
+    int verdict = check_gen(h, in, g, name, len, res);
     bdns_reader_exit(&h->readers, in);
     return verdict;
 }
@@ -617,22 +625,25 @@ size_t breachd_dns_stats(const breachd_dns *h, char *buf, size_t len)
     size_t at = 0, need = 0;
     if (len)
         buf[0] = '\0';
+    uint64_t k[K_COUNT];
+    for (unsigned i = 0; i < K_COUNT; i++)
+        k[i] = bdns_readers_sum(&h->readers, i);
     const struct {
         const char *name;
-        const _Atomic uint64_t *v;
+        uint64_t v;
     } rows[] = {
-        {"lookups", &h->k.lookups},
-        {"blocked", &h->k.blocked},
-        {"passed", &h->k.passed},
-        {"allowed", &h->k.allowed},
-        {"logged", &h->k.logged},
-        {"invalid", &h->k.invalid},
-        {"unfiltered", &h->k.unfiltered},
-        {"reloads", &h->k.reloads},
-        {"reload_failures", &h->k.reload_failures},
+        {"lookups", k[K_BLOCKED] + k[K_PASSED]},
+        {"blocked", k[K_BLOCKED]},
+        {"passed", k[K_PASSED]},
+        {"allowed", k[K_ALLOWED]},
+        {"logged", k[K_LOGGED]},
+        {"invalid", k[K_INVALID]},
+        {"unfiltered", k[K_UNFILTERED]},
+        {"reloads", atomic_load(&h->k.reloads)},
+        {"reload_failures", atomic_load(&h->k.reload_failures)},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        line(buf, len, &at, &need, "", rows[i].name, atomic_load(rows[i].v));
+        line(buf, len, &at, &need, "", rows[i].name, rows[i].v);
     bdns_readers *readers = (bdns_readers *)&h->readers; /* counted in, not changed */
     unsigned in = bdns_reader_enter(readers);
     const gen *g = atomic_load_explicit(&h->cur, memory_order_seq_cst);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The grace steps of lookups in flight (dns_readers.h). */
+/* The grace steps of lookups in flight, and the lookups' counters
+ * (dns_readers.h). */
 #include <string.h>
 
 #include "dns_readers.h"
@@ -18,6 +19,14 @@ bool bdns_readers_advance(bdns_readers *r)
             return false;
     atomic_store_explicit(&r->phase, p + 1, memory_order_seq_cst);
     return true;
+}
+
+uint64_t bdns_readers_sum(const bdns_readers *r, unsigned i)
+{
+    uint64_t sum = 0;
+    for (unsigned s = 0; s < BDNS_READER_SLOTS; s++)
+        sum += atomic_load_explicit(&r->slot[s].count[i], memory_order_relaxed);
+    return sum;
 }
 
 void bdns_readers_reset(bdns_readers *r)

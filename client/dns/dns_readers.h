@@ -21,7 +21,11 @@
  * was left. The adds, the generation's load and swap and the counters'
  * reads are sequentially consistent, so "before X" and "after X" are one
  * order for all threads. Why it advances: after a move to p, new lookups
- * count under p & 1, so the other parity only drains. */
+ * count under p & 1, so the other parity only drains.
+ *
+ * A slot's cache line also holds the lookups' counters (what each answered,
+ * docs/dns.md "Counters"): a lookup adds to those of its own slot, a line
+ * its thread already holds, and a reader of the counters sums the slots. */
 #pragma once
 
 #include <pthread.h>
@@ -30,10 +34,12 @@
 #include <stdint.h>
 
 #define BDNS_READER_SLOTS 64
+#define BDNS_SLOT_COUNTERS 6 /* the rest of the slot's 64-byte line */
 
 typedef struct bdns_readers {
     struct {
         _Alignas(64) _Atomic uint64_t n[2];
+        _Atomic uint64_t count[BDNS_SLOT_COUNTERS];
     } slot[BDNS_READER_SLOTS];
     _Alignas(64) _Atomic uint64_t phase;
 } bdns_readers;
@@ -54,6 +60,15 @@ static inline void bdns_reader_exit(bdns_readers *r, unsigned token)
     atomic_fetch_sub_explicit(&r->slot[token >> 1].n[token & 1], 1, memory_order_release);
 }
 
+/* Add one to counter i (< BDNS_SLOT_COUNTERS) of the slot of token, a
+ * token of bdns_reader_enter not yet given to bdns_reader_exit. */
+static inline void bdns_reader_count(bdns_readers *r, unsigned token, unsigned i)
+{
+    atomic_fetch_add_explicit(&r->slot[token >> 1].count[i], 1, memory_order_relaxed);
+}
+
+/* Counter i summed over the slots. */
+uint64_t bdns_readers_sum(const bdns_readers *r, unsigned i);
 /* The phase now (read after the swap that retires a generation). */
 uint64_t bdns_readers_phase(bdns_readers *r);
 /* One step: the phase moves on when the parity before its last move has

@@ -343,6 +343,61 @@ static void test_names(void **state)
     keys_of(name, -EINVAL, NULL, 0);
 }
 
+/* The suffixes and keys of a name against br_url_host_suffixes and
+ * br_sha256 of each "SUFFIX/" of the canonical host, for many label
+ * counts: the plain names' path finds the suffixes from its own scan. */
+static void suffixes_match(const char *name, unsigned labels)
+{
+    bdns_keys k;
+    if (bdns_name_keys(name, strlen(name), labels, &k) < 0)
+        return;
+    size_t start[BR_URL_MAX_HOST_LABELS];
+    size_t n = br_url_host_suffixes(k.host, k.host_len, labels, start);
+    if (n != k.n)
+        fail_msg("'%s' labels %u: %zu suffixes, expected %zu", name, labels, k.n, n);
+    for (size_t i = 0; i < n; i++) {
+        char expr[BR_URL_MAX_HOST + 2];
+        size_t len = k.host_len - start[i];
+        assert_int_equal(k.start[i], start[i]);
+        memcpy(expr, k.host + start[i], len);
+        expr[len] = '/';
+        uint8_t key[BR_SHA256_LEN];
+        br_sha256(expr, len + 1, key);
+        assert_memory_equal(k.key[i], key, sizeof(key));
+    }
+}
+
+static void test_name_suffixes(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "com",
+        "example.com",
+        "www.example.com.",
+        "A.B.C.D.E.F.G.H.example.COM",
+        "1.2.3.4",
+        "10.0.0.1.in-addr.arpa",
+        "x.0x7f.1",
+        "xn--e1afmkfd.xn--p1ai",
+        "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.0.1.2.3.4.5.6.7.8.9.net",
+        "\\119ww.example.com",
+        "_dmarc.example.com",
+        "deadbeef.cafe",
+        "a.b.c.dead",
+    };
+    static const unsigned labels[] = {0, 2, 5, 6, 9, 30, 126, 127, 200};
+    char many[300];
+    for (size_t i = 0; i < 252; i++)
+        many[i] = i % 2 ? '.' : 'q';
+    many[252] = 'q';
+    many[253] = '\0';
+    for (size_t l = 0; l < sizeof(labels) / sizeof(labels[0]); l++) {
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            suffixes_match(names[i], labels[l]);
+        suffixes_match(many, labels[l]);
+    }
+}
+
 /* ---- lookups ---- */
 
 static void test_rules(void **state)
@@ -807,6 +862,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_name_suffixes),
         cmocka_unit_test(test_sigbus_chained),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_allocation, setup, teardown),
