@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* SHA-1 and SHA-256 through OpenSSL, and the hex helpers (hash.h). */
-#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -108,58 +107,20 @@ static size_t msg_len(const void *const *msg, const size_t *len, size_t i)
  * every EVP digest init pays (a URL expression is a block or two, so that
  * dispatch is most of its cost). Deprecated, not removed: used while they
  * are there; the EVP path below otherwise. */
-/* A message of at most 55 bytes is one block once padded (FIPS 180-4,
- * 5.1.1: the message, 0x80, zeros, its length in bits as 64 bits
- * big-endian): padded here and given to SHA256_Transform, OpenSSL's block
- * function, from the initial state, which is then the digest. Update and
- * Final would cost more than the block itself (their buffering and wipe). */
-#define ONE_BLOCK_MAX 55
-
-static void sha256_one_block(SHA256_CTX *c, uint8_t block[64], const void *msg, size_t len,
-                             uint8_t out[BR_SHA256_LEN])
-{
-    memcpy(block, msg, len);
-    block[len] = 0x80;
-    memset(block + len + 1, 0, 64 - 8 - (len + 1));
-    uint64_t bits = htobe64((uint64_t)len * 8);
-    memcpy(block + 56, &bits, 8);
-    SHA256_Init(c);
-    SHA256_Transform(c, block);
-    for (int k = 0; k < 8; k++) {
-        uint32_t w = htobe32(c->h[k]);
-        memcpy(out + 4 * k, &w, 4);
-    }
-}
-
 static int sha256_many(const void *const *msg, const size_t *len, size_t n,
                        uint8_t (*out)[BR_SHA256_LEN])
 {
     /* One context for all: SHA256_Final clears its data block, and each
-     * SHA256_Init overwrites the rest; a one-block message's block is
-     * overwritten by the next one's, and leaves in the context only the
-     * state that is its digest. The wipes at the end take what is left of
-     * the last message (its length, its block, that state). */
+     * SHA256_Init overwrites the rest; the one wipe at the end takes what
+     * is left of the last message (its length, the state that is its
+     * digest). */
     SHA256_CTX c;
-    uint8_t block[64];
-    bool updated = false;
     int r = 0;
-    for (size_t i = 0; i < n && r == 0; i++) {
-        size_t l = msg_len(msg, len, i);
-        if (l <= ONE_BLOCK_MAX) {
-            sha256_one_block(&c, block, msg[i], l, out[i]);
-            continue;
-        }
-        updated = true;
-        if (SHA256_Init(&c) != 1 || SHA256_Update(&c, msg[i], l) != 1 ||
+    for (size_t i = 0; i < n && r == 0; i++)
+        if (SHA256_Init(&c) != 1 || SHA256_Update(&c, msg[i], msg_len(msg, len, i)) != 1 ||
             SHA256_Final(out[i], &c) != 1)
             r = -EIO;
-    }
-    if (updated)
-        br_wipe(&c, sizeof(c));
-    else if (n)
-        br_wipe(c.h, sizeof(c.h));
-    if (n)
-        br_wipe(block, sizeof(block));
+    br_wipe(&c, sizeof(c));
     return r;
 }
 #else
