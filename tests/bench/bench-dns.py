@@ -16,7 +16,9 @@ test. to it. Measured, each against its baseline in the same run:
   - dnsperf queries per second on cached answers, the same three ways:
     the three instances of a resolver run at once, and BENCH_ROUNDS
     (default 3) rounds of BENCH_SECONDS (default 6) each alternate between
-    them, the order rotated each round; medians and ratios are printed;
+    them, the order rotated each round; medians and ratios are printed,
+    of the rates and of the resolver's CPU time per answered query (from
+    /proc: the figure that stays put on a shared machine);
   - reloads under load, PowerDNS and unbound: dnsperf -v (every answer's
     latency) on a mix of cached names and listed (blocked, so the hook
     answers every time) names, a steady run then a run during which the
@@ -226,14 +228,27 @@ def unbound(nsd_port, mode, tag, extra=()):
     return p, port
 
 
-def dnsperf(port, seconds=8, extra=(), queries="queries.txt"):
+def cpu_s(pid):
+    """The process's CPU time so far (user + system, all its threads), s."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def dnsperf(port, seconds=8, extra=(), queries="queries.txt", pid=None):
+    """(qps, lost, average latency in us, output, the resolver's CPU us per
+    answered query when pid is given: the figure the machine's other load
+    moves least)."""
+    cpu0 = cpu_s(pid) if pid else 0.0
     r = subprocess.run(["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d",
                         os.path.join(D, queries), "-l", str(seconds), "-c", "4", "-q", "200"]
                        + list(extra), capture_output=True, text=True)
     qps = float(re.search(r"Queries per second:\s+([\d.]+)", r.stdout).group(1))
     lost = int(re.search(r"Queries lost:\s+(\d+)", r.stdout).group(1))
     lat = re.search(r"Average Latency \(s\):\s+([\d.]+)", r.stdout)
-    return qps, lost, float(lat.group(1)) * 1e6 if lat else 0.0, r.stdout
+    done = int(re.search(r"Queries completed:\s+(\d+)", r.stdout).group(1))
+    cpu_us = (cpu_s(pid) - cpu0) * 1e6 / max(done, 1) if pid else 0.0
+    return qps, lost, float(lat.group(1)) * 1e6 if lat else 0.0, r.stdout, cpu_us
 
 
 def resolver_rows(nsd_port, start, modes, label):
@@ -242,7 +257,7 @@ def resolver_rows(nsd_port, start, modes, label):
         p, port = start(nsd_port, mode, mode)
         dnsperf(port, 2)  # warm the cache
         rss = rss_kb(p.pid)
-        qps, lost, lat, _ = dnsperf(port)
+        qps, lost, lat, _, _ = dnsperf(port)
         rows.append((label, mode, rss, qps, lost, lat))
         print("%-8s %-11s RSS %8.1f MB  %9.0f qps  lost %d  avg %5.0f us"
               % (label, mode, rss / 1024, qps, lost, lat), flush=True)
@@ -257,24 +272,29 @@ def qps_rounds(nsd_port, start, modes, label):
         dnsperf(procs[m][1], 2)  # warm the cache
     rss = {m: rss_kb(procs[m][0].pid) for m in modes}
     qps = {m: [] for m in modes}
+    cpu = {m: [] for m in modes}
     lost = {m: 0 for m in modes}
     for r in range(ROUNDS):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
-            q, lo, lat, _ = dnsperf(procs[m][1], SECONDS)
+            q, lo, lat, _, c = dnsperf(procs[m][1], SECONDS, pid=procs[m][0].pid)
             qps[m].append(q)
+            cpu[m].append(c)
             lost[m] += lo
-            print("%-8s round %d %-11s %9.0f qps  lost %d  avg %5.0f us  load %.1f"
-                  % (label, r + 1, m, q, lo, lat, load()), flush=True)
+            print("%-8s round %d %-11s %9.0f qps  %6.2f us CPU/query  lost %d  avg %5.0f us"
+                  "  load %.1f" % (label, r + 1, m, q, c, lo, lat, load()), flush=True)
     for m in modes:
         stop(procs[m][0])
     med = {m: median(qps[m]) for m in modes}
+    mcpu = {m: median(cpu[m]) for m in modes}
     for m in modes:
-        print("%-8s %-11s RSS %7.1f MB  median %9.0f qps (%s)  lost %d"
-              % (label, m, rss[m] / 1024, med[m], " ".join("%.0f" % q for q in qps[m]), lost[m]),
-              flush=True)
-    print("%-8s ratios of medians: lua/none %.3f, lua/%s %.3f" % (
-        label, med["lua"] / med["none"], modes[2], med["lua"] / med[modes[2]]), flush=True)
+        print("%-8s %-11s RSS %7.1f MB  median %9.0f qps (%s)  %.2f us CPU/query (%s)  lost %d"
+              % (label, m, rss[m] / 1024, med[m], " ".join("%.0f" % q for q in qps[m]), mcpu[m],
+                 " ".join("%.2f" % c for c in cpu[m]), lost[m]), flush=True)
+    print("%-8s ratios of medians: qps lua/none %.3f, lua/%s %.3f; CPU per query none/lua %.3f,"
+          " %s/lua %.3f (as qps ratios: above 1 is better)" % (
+              label, med["lua"] / med["none"], modes[2], med["lua"] / med[modes[2]],
+              mcpu["none"] / mcpu["lua"], modes[2], mcpu[modes[2]] / mcpu["lua"]), flush=True)
 
 
 def perf_latencies(port, seconds):
@@ -381,7 +401,7 @@ def swap_during_dnsperf(nsd_port):
     perf.join()
     done.set()
     t.join()
-    qps, lost, lat, text = out["r"]
+    qps, lost, lat, text, _ = out["r"]
     # -S 1 lines: "TIMESTAMP: QPS"
     rates = re.findall(r"^\d+\.\d+: ([\d.]+)", text, re.M)
     print("swap     lua         steady RSS %.1f MB, during the swap max %.1f MB (%.2fx); "
