@@ -325,26 +325,31 @@ def url_offline_every_format(ctx):
 
 @test
 def url_offline_check_filter(ctx):
-    """Offline URL filters carry a 16-bit check filter (key encoding v4);
-    --no-check-filter writes the layout before it (v2), which answers the
-    same for listed and unlisted URLs; without --offline it is refused."""
+    """Offline URL filters carry a 16-bit check filter and an 8-bit quick
+    filter (key encoding v5); --no-quick-filter writes v4 (check filters
+    only), --no-check-filter the layout before both (v2), which answer the
+    same for listed and unlisted URLs; without --offline both are refused."""
     fxs, _ = url_feeds(ctx)
     fx = [f for f in fxs if f.blocked and f.safe][0]
     urls = list(fx.blocked) + list(fx.safe)
     answers = []
-    for extra, enc, rate in (((), "v4", "2^-40"), (("--no-check-filter",), "v2", "2^-24")):
+    for extra, enc, rate in (((), "v5", "2^-40"), (("--no-quick-filter",), "v4", "2^-40"),
+                             (("--no-check-filter",), "v2", "2^-24")):
         o = ctx.path("c%s.off" % enc)
         ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
                       "%s=%s" % (fx.path, fx.category), "--output", o, "--skip-bad",
                       "--max-bad", "1", *fx.format_args(), *extra)
         info = ctx.breachctl("filter", "info", o).stdout
         check("url-expression-sha256 " + enc in info and rate in info, info)
-        check(("check filter" in info) == (enc == "v4"), info)
+        check(("check filter" in info) == (enc != "v2"), info)
+        check(("quick filter:" in info) == (enc == "v5"), info)
         answers.append(ctx.breachctl("filter", "query", o, "--url", *urls).stdout)
-    eq(answers[0], answers[1], "the same answers with and without check filters")
-    r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", fx.path, "--output",
-                      ctx.path("r.bbf"), "--no-check-filter", check_rc=False)
-    check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
+    eq(answers[0], answers[1], "the same answers with and without the quick filter")
+    eq(answers[0], answers[2], "the same answers with and without check filters")
+    for flag in ("--no-check-filter", "--no-quick-filter"):
+        r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", fx.path,
+                          "--output", ctx.path("r.bbf"), flag, check_rc=False)
+        check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
 
 
 @test
