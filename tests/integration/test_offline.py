@@ -352,6 +352,50 @@ def url_offline_check_filter(ctx):
         check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
 
 
+def write_lines(path, lines):
+    with open(path, "w") as f:
+        f.writelines(ln + "\n" for ln in lines)
+
+
+@test
+def url_offline_quick_filter_dns(ctx):
+    """The feeds built with the quick filter (v5) and without it
+    (--no-quick-filter, v4): breachctl dns, through libbreachd-dns, answers
+    listed, allowed, subdomain and random names alike (the quick keys come
+    from the feed text: docs/filter-format.md, "The quick filter")."""
+    rng = random.Random(5)
+    bad = ["b%d-%x.example" % (i, rng.getrandbits(24)) for i in range(1500)]
+    phish = ["p%d.%x.test" % (i, rng.getrandbits(24)) for i in range(500)]
+    ok = ["ok%d.%s" % (i, bad[i * 3]) for i in range(200)]
+    write_lines(ctx.path("hosts.txt"), ["0.0.0.0 " + d for d in bad])
+    write_lines(ctx.path("phish.txt"), phish)
+    write_lines(ctx.path("allow.txt"), ok)
+    names = (bad[::5] + phish[::3] + ok[::2] + ["x.y." + d for d in bad[1::7]] +
+             ["deep." + d for d in ok[1::3]] +
+             ["r%x.s%x.net" % (rng.getrandbits(40), i) for i in range(400)])
+    out = {}
+    for enc, extra in (("v5", ()), ("v4", ("--no-quick-filter",))):
+        f = ctx.path("q%s.off" % enc)
+        ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", f,
+                      "--input", ctx.path("hosts.txt") + "=malware",
+                      "--input", ctx.path("phish.txt") + "=phishing",
+                      "--input", ctx.path("allow.txt") + "=allow", *extra)
+        info = ctx.breachctl("filter", "info", f).stdout
+        check("url-expression-sha256 " + enc in info, info)
+        conf = ctx.path("dns-%s.conf" % enc)
+        write_lines(conf, ["[dns]", "filter = " + f])
+        r = ctx.breachctl("dns", *names, env={"BREACHD_CONFIG": conf,
+                                              "BREACHD_TRUST_OWN_FILTERS": "1"}, check_rc=False)
+        check(r.returncode == 1, r.stderr)
+        out[enc] = r.stdout
+    lines = out["v5"].splitlines()
+    diff = [(n, a, b) for n, a, b in zip(names, lines, out["v4"].splitlines()) if a != b]
+    check(not diff, "v5 and v4 answer differently, first: %r" % (diff[:1],))
+    eq(len(lines), len(names), "an answer per name")
+    check(sum(ln.startswith("block malware") for ln in lines) > 300 and
+          sum(ln.startswith("block phishing") for ln in lines) > 100, out["v5"][:500])
+
+
 @test
 def daemon_answers_urls_locally(ctx):
     fxs, _ = url_feeds(ctx)
