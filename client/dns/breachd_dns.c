@@ -566,7 +566,7 @@ static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name
         return pass(h, in, res, BREACHD_DNS_NO_FILTER);
     }
     bdns_keys keys;
-    if (bdns_name_keys_quick(name, len, g->labels, g->quick, &keys) < 0) {
+    if (bdns_name_keys(name, len, g->labels, g->quick, &keys) < 0) {
         COUNT(K_INVALID);
         return pass(h, in, res, BREACHD_DNS_INVALID);
     }

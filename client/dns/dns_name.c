@@ -287,13 +287,8 @@ static int hash_suffixes(const char *host, const br_pwfilter *quick, bdns_keys *
     return r;
 }
 
-int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
-{
-    return bdns_name_keys_quick(name, len, labels, NULL, out);
-}
-
-int bdns_name_keys_quick(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
-                         bdns_keys *out)
+int bdns_name_keys(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
+                   bdns_keys *out)
 {
     out->n = 0;
     /* canon: room to spare, as the canonicalization's buffer grows ahead */

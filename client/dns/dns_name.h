@@ -32,12 +32,11 @@ typedef struct bdns_keys {
  * empty name or label, a label over 63 bytes or a name over 253 (after
  * unescaping, without the trailing dot), a byte other than a letter, digit,
  * '-' or '_', a bad escape, or a host the URL canonicalization refuses.
- * labels: the filter's lookup label count (br_pwfilter_max_domain_labels). */
-int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out);
-/* The same, but a suffix's SHA-256 is computed only when quick (a set with
- * quick filters in every member: br_pwfilter_has_quick) says maybe for the
- * XXH3 of its expression (br_pwfilter_quick_maybe: docs/filter-format.md,
- * "The quick filter"); the others are left unhashed (hashed[i] false), as
- * no member holds them. quick NULL: every suffix is hashed. */
-int bdns_name_keys_quick(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
-                         bdns_keys *out);
+ * labels: the filter's lookup label count (br_pwfilter_max_domain_labels).
+ * quick: a set with quick filters in every member (br_pwfilter_has_quick):
+ * a suffix's SHA-256 is computed only when br_pwfilter_quick_maybe says
+ * maybe for the XXH3 of its expression (docs/filter-format.md, "The quick
+ * filter"); the others are left unhashed (hashed[i] false), as no member
+ * holds them. NULL: every suffix is hashed. */
+int bdns_name_keys(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
+                   bdns_keys *out);
