@@ -53,7 +53,7 @@ static void listed_name(char *buf, size_t n, int i)
 static void allowed_name(char *buf, size_t n, int i)
 {
     if (i % 2) {
-        char parent[128];
+        char parent[64];
         listed_name(parent, sizeof(parent), i * 7);
         snprintf(buf, n, "ok%d.%s", i, parent);
     } else {
