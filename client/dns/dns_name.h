@@ -4,7 +4,7 @@
  * host name, canonicalized as a URL's host (url_canon.h), then the domain
  * entry expression "SUFFIX/" of the host and each parent domain that URL
  * checks form (br_url_host_suffixes), with their SHA-256 (only those a
- * quick filter lets through, with bdns_name_keys_quick). No allocation:
+ * quick filter lets through, when given one). No allocation:
  * everything is in the caller's bdns_keys. */
 #pragma once
 

@@ -111,18 +111,20 @@ static int read_checks(br_pwfilter *pf, const uint8_t *table, uint64_t table_off
 }
 
 /* The quick filter's entry, after the check filters' table (docs/filter-format.md,
- * "The quick filter"): over at most as many keys as the file's expressions. */
+ * "The quick filter"): not empty when the file holds a key. Its keys are the
+ * expressions', which may outnumber the 64-bit keys (two expressions whose
+ * SHA-256 share 8 bytes are one key), so no upper bound but the filter's. */
 static int read_quick(br_pwfilter *pf, const uint8_t *e, uint64_t table_offset, br_error *err)
 {
     const br_filter_header *h = br_filter_file_header(pf->file);
-    uint64_t keys = 0, most = h->key_count + pf->offline->n_allow;
+    uint64_t keys = 0, held = h->key_count + pf->offline->n_allow;
     int r = read_entry(pf, &pf->quick, BR_PWO_QUICK_BITS, 0, e, table_offset, &keys, err);
     if (r < 0)
         return br_error_prefix(err, r, "quick filter");
-    if (keys > most || (keys == 0 && most > 0))
+    if (keys == 0 && held > 0)
         return br_error_set(err, -EINVAL,
-                            "quick filter: key_count %llu, but the file holds %llu expressions",
-                            (unsigned long long)keys, (unsigned long long)most);
+                            "quick filter: key_count 0, but the file holds %llu expressions",
+                            (unsigned long long)held);
     pf->has_quick = true;
     pf->offline->quick_keys = (uint32_t)keys;
     return 0;

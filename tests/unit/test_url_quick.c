@@ -62,10 +62,11 @@ static void allowed_name(char *buf, size_t n, int i)
 }
 
 typedef struct opts {
-    bool quick;     /* a quick filter (v5) */
-    bool no_check;  /* no check filters (v2, v3) */
-    bool no_allow;  /* no allow entries (v2 without check filters) */
-    int drop_quick; /* >= 0: that listed entry's key left out of the quick filter */
+    bool quick;      /* a quick filter (v5) */
+    bool no_check;   /* no check filters (v2, v3) */
+    bool no_allow;   /* no allow entries (v2 without check filters) */
+    int drop_quick;  /* >= 0: that listed entry's key left out of the quick filter */
+    int extra_quick; /* quick keys of expressions whose 64-bit keys the file has already */
     int first, count;
     uint64_t generation;
     const uint8_t *base;
@@ -88,7 +89,7 @@ static void build(const char *path, const opts *op)
     br_keyset *ks = NULL;
     br_error err = {{0}};
     assert_int_equal(br_keyset_new(NULL, 0, &ks, &err), 0);
-    uint64_t *quick = calloc(NLISTED + NALLOW, sizeof(uint64_t));
+    uint64_t *quick = calloc(NLISTED + NALLOW + (size_t)op->extra_quick, sizeof(uint64_t));
     uint8_t(*allow)[BR_SHA256_LEN] = calloc(NALLOW + 1, BR_SHA256_LEN);
     size_t nq = 0, na = 0;
     for (int i = op->first; i < op->first + op->count; i++) {
@@ -109,6 +110,8 @@ static void build(const char *path, const opts *op)
         assert_int_equal(br_url_expr_hash(expr, allow[na++]), 0);
         quick[nq++] = br_xxh3_64(expr, strlen(expr));
     }
+    for (int i = 0; i < op->extra_quick; i++) /* as if their SHA-256 shared 8 bytes */
+        quick[nq++] = UINT64_C(0x5eed000000000000) + (uint64_t)i;
     qsort(allow, na, BR_SHA256_LEN, by_key);
     br_pwfilter_build_opts o = {.kind = BR_KIND_URL_SHA256,
                                 .generation = op->generation ? op->generation : 1,
@@ -191,6 +194,26 @@ static void test_versions(void **state)
     br_keyset_free(ks);
     free(bad);
     tu_rmrf(dir);
+    free(dir);
+}
+
+/* More quick keys than 64-bit keys (two expressions, one 8-byte SHA-256
+ * prefix): the file still loads. */
+static void test_more_quick_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = tu_path("%s/more.off", dir);
+    opts o = {.quick = true, .count = 50, .drop_quick = -1, .extra_quick = 400};
+    build(path, &o);
+    const char *p[] = {path};
+    br_pwfilter *pf = open_set(p, 1, NULL);
+    assert_int_equal(br_pwfilter_header(pf)->key_count, 50);
+    assert_int_equal(br_pwfilter_offline_info(pf)->quick_keys, 50 + NALLOW + 400);
+    assert_true(br_pwfilter_quick_maybe(pf, UINT64_C(0x5eed000000000000) + 399));
+    br_pwfilter_free(pf);
+    tu_rmrf(dir);
+    free(path);
     free(dir);
 }
 
@@ -423,11 +446,9 @@ static void test_dns_differential(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_no_false_negatives),
-        cmocka_unit_test(test_sets),
-        cmocka_unit_test(test_header_disagrees),
-        cmocka_unit_test(test_dns_differential),
+        cmocka_unit_test(test_versions),         cmocka_unit_test(test_no_false_negatives),
+        cmocka_unit_test(test_more_quick_keys),  cmocka_unit_test(test_sets),
+        cmocka_unit_test(test_header_disagrees), cmocka_unit_test(test_dns_differential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
