@@ -247,6 +247,8 @@ static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
     bool found = false, allowed = false;
     for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
         const char *category = NULL;
+        if (p->quick && !p->maybe[i]) /* its quick filter: no file holds it */
+            continue;
         int r = br_pwfilter_lookup_category(st->filter[BD_KIND_URL], p->keys[i], &category);
         if (r < 0) {
             url_offline_damaged(c, req, p);

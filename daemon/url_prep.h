@@ -25,12 +25,18 @@ typedef struct bd_url_prep {
     br_url_exprs exprs;
     uint8_t (*keys)[BR_SHA256_LEN]; /* exprs.n keys */
     bool *maybe;                    /* exprs.n filter answers, when probed */
+    /* An offline set with quick filters in every file: maybe[i] is its quick
+     * filter's word on expression i, and keys[i] is set only when true
+     * (docs/filter-format.md, "The quick filter"); the others no file holds. */
+    bool quick;
     bool probed;
     bool taken;
 } bd_url_prep;
 
 /* A URL's expressions free of e-mail addresses (url_secret.h) and their
- * keys, into p (keys: room for BR_URL_MAX_LOOKUP_EXPRESSIONS); not probed. */
+ * keys, into p (keys: room for BR_URL_MAX_LOOKUP_EXPRESSIONS); not probed.
+ * With an offline set whose files all have quick filters, only the keys
+ * of the expressions it lets through (p->quick). */
 void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
                      uint8_t (*keys)[BR_SHA256_LEN], bool *maybe);
 

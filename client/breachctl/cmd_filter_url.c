@@ -83,6 +83,7 @@ typedef struct url_build {
     size_t n_bases;
     bool offline;  /* --offline: cmd_filter_url_offline.c */
     bool no_check; /* --no-check-filter */
+    bool no_quick; /* --no-quick-filter */
 } url_build;
 
 static bool opt_fpr(const char *cmd, const char *arg, void *dst)
@@ -126,6 +127,7 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         CTL_LIST("base", a->bases, &a->n_bases, BR_LAYERS_MAX, "more than 64 --base options"),
         CTL_FLAG("offline", &a->offline),
         CTL_FLAG("no-check-filter", &a->no_check),
+        CTL_FLAG("no-quick-filter", &a->no_quick),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -144,6 +146,11 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
     }
     if (a->no_check && !a->offline) {
         ctl_err("%s: --no-check-filter: only an offline filter (--offline) has check filters", cmd);
+        return -1;
+    }
+    if (a->no_quick && !a->offline) {
+        ctl_err("%s: --no-quick-filter: only an offline filter (--offline) has a quick filter",
+                cmd);
         return -1;
     }
     if (a->offline && a->ranges) {
@@ -276,7 +283,8 @@ int url_filter_build(int argc, char **argv)
                                .generation = a.generation,
                                .bases = a.bases,
                                .n_bases = a.n_bases,
-                               .no_check = a.no_check};
+                               .no_check = a.no_check,
+                               .no_quick = a.no_quick};
         return url_offline_build(cmd, &oa);
     }
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;

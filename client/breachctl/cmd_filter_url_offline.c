@@ -111,6 +111,8 @@ typedef struct delta_count {
     uint64_t in_base, recategorized;
     uint8_t (*allow)[BR_SHA256_LEN];
     size_t n_allow;
+    uint64_t *quick; /* the quick filter's keys: the file's expressions' XXH3; NULL: none */
+    size_t n_quick;
 } delta_count;
 
 static int cmp_key(const void *a, const void *b)
@@ -140,6 +142,10 @@ static int add_keys(const url_offline_args *a, const br_pwfilter *base, const ui
     dc->allow = calloc(br_feedset_count(a->fs) + 1, BR_SHA256_LEN);
     if (!dc->allow)
         return -ENOMEM;
+    /* the quick filter needs every expression's text (and check filters) */
+    if (!a->no_quick && !a->no_check && br_feedset_has_quick(a->fs) &&
+        !(dc->quick = calloc(br_feedset_count(a->fs) + 1, sizeof(uint64_t))))
+        return -ENOMEM;
     for (size_t i = 0; i < br_feedset_count(a->fs); i++) {
         const char *cat = NULL;
         int r = base ? br_pwfilter_lookup_category(base, e[i].hash, &cat) : 0;
@@ -150,6 +156,8 @@ static int add_keys(const url_offline_args *a, const br_pwfilter *base, const ui
             dc->recategorized += strcmp(cat, br_feedset_category(a->fs, e[i].category)) != 0;
             continue;
         }
+        if (dc->quick) /* what the file holds: its fingerprints and its allow entries */
+            dc->quick[dc->n_quick++] = e[i].quick;
         if (strcmp(br_feedset_category(a->fs, e[i].category), BR_URL_ALLOW_CATEGORY) == 0) {
             memcpy(dc->allow[dc->n_allow++], e[i].hash, BR_SHA256_LEN);
             continue;
@@ -165,11 +173,13 @@ static void offline_report(const url_offline_args *a, const br_pwfilter_build_op
 {
     fprintf(stderr,
             "wrote %s: %" PRIu64 " expressions and %zu allow-list entries (exact), %u "
-            "categories, offline (24-bit fingerprints, a category code each%s), %.2f bits/key, "
-            "%" PRIu64 " bytes\n",
+            "categories, offline (24-bit fingerprints, a category code each%s%s), %.2f "
+            "bits/key, %" PRIu64 " bytes\n",
             a->output, st->keys, o->n_allow, o->categories->count,
             o->no_check ? "" : ", 16-bit check filters",
-            st->keys ? 8.0 * (double)st->fingerprint_bytes / (double)st->keys : 0.0,
+            st->quick_bytes ? ", an 8-bit quick filter" : "",
+            st->keys ? 8.0 * (double)(st->fingerprint_bytes + st->quick_bytes) / (double)st->keys
+                     : 0.0,
             st->file_bytes);
     if (a->n_bases)
         fprintf(stderr,
@@ -214,10 +224,13 @@ int url_offline_build(const char *cmd, const url_offline_args *a)
     sort_unique(dc.allow, &dc.n_allow);
     o.allow = (const uint8_t(*)[32])dc.allow;
     o.n_allow = dc.n_allow;
+    o.quick = dc.quick;
+    o.n_quick = dc.n_quick;
     br_pwfilter_build_stats st = {0};
     if (!status && br_pwfilter_build(ks, &o, a->output, &st, &err) < 0)
         status = EXIT_ERROR;
     free(dc.allow);
+    free(dc.quick);
     if (status && err.text[0])
         ctl_err("%s: %s", cmd, err.text);
     else if (!status)

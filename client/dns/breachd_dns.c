@@ -50,6 +50,9 @@ typedef struct gen {
     bdns_ids ids;     /* what each file of conf.filter held (dns_load.h) */
     bdns_conf conf;
     unsigned labels;
+    /* set when every file of it has a quick filter (br_pwfilter_has_quick):
+     * unlisted names skip SHA-256 */
+    const br_pwfilter *quick;
     uint64_t generation;
     bool damage_noted; /* the watcher logged a file changed in place */
     struct gen *next_retired;
@@ -189,6 +192,7 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
     }
     if (g->set) {
         g->labels = br_pwfilter_max_domain_labels(g->set);
+        g->quick = br_pwfilter_has_quick(g->set) ? g->set : NULL;
         g->generation = br_pwfilter_header(g->set)->generation;
         const br_category_table *t = br_pwfilter_categories(g->set);
         for (unsigned i = 0; t && i < t->count; i++)
@@ -517,6 +521,8 @@ static int find(const gen *g, const bdns_keys *keys, const char **category, bool
     *allowed = false;
     for (size_t i = 0; i < keys->n && !*allowed; i++) {
         const char *cat = NULL;
+        if (!keys->hashed[i]) /* the quick filter: no member holds it */
+            continue;
         int r = br_pwfilter_lookup_category(g->set, keys->key[i], &cat);
         if (r < 0)
             return -2;
@@ -560,7 +566,7 @@ static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name
         return pass(h, in, res, BREACHD_DNS_NO_FILTER);
     }
     bdns_keys keys;
-    if (bdns_name_keys(name, len, g->labels, &keys) < 0) {
+    if (bdns_name_keys(name, len, g->labels, g->quick, &keys) < 0) {
         COUNT(K_INVALID);
         return pass(h, in, res, BREACHD_DNS_INVALID);
     }

@@ -259,7 +259,36 @@ static size_t suffixes_of_dots(const dots *d, unsigned labels, size_t *start)
     return n;
 }
 
-int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
+/* The SHA-256 of each suffix i's expression host[start[i]..host_len] (its
+ * "SUFFIX/": the canonical URL's '/' follows host) that quick lets through
+ * (all with quick NULL), every one in one call. */
+static int hash_suffixes(const char *host, const br_pwfilter *quick, bdns_keys *out)
+{
+    const void *expr[BR_URL_MAX_HOST_LABELS];
+    size_t expr_len[BR_URL_MAX_HOST_LABELS], at[BR_URL_MAX_HOST_LABELS], m = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        const char *x = host + out->start[i];
+        size_t xl = out->host_len - out->start[i] + 1;
+        out->hashed[i] = !quick || br_pwfilter_quick_maybe(quick, br_xxh3_64(x, xl));
+        if (out->hashed[i]) {
+            expr[m] = x;
+            expr_len[m] = xl;
+            at[m++] = i;
+        }
+    }
+    if (m == 0)
+        return 0;
+    if (m == out->n) /* most lookups without quick filters: in place */
+        return br_sha256_many(expr, expr_len, m, out->key);
+    uint8_t key[BR_URL_MAX_HOST_LABELS][BR_SHA256_LEN];
+    int r = br_sha256_many(expr, expr_len, m, key);
+    for (size_t j = 0; r >= 0 && j < m; j++)
+        memcpy(out->key[at[j]], key[j], BR_SHA256_LEN);
+    return r;
+}
+
+int bdns_name_keys(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
+                   bdns_keys *out)
 {
     out->n = 0;
     /* canon: room to spare, as the canonicalization's buffer grows ahead */
@@ -296,14 +325,8 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out
                  ? suffixes_of_dots(&d, labels, out->start)
                  : br_url_host_suffixes(out->host, out->host_len, labels, out->start);
     /* Each suffix's expression "SUFFIX/" is a tail of the canonical URL
-     * "http://HOST/": hashed where it is, every suffix in one call. */
-    const void *expr[BR_URL_MAX_HOST_LABELS];
-    size_t expr_len[BR_URL_MAX_HOST_LABELS];
-    for (size_t i = 0; i < out->n; i++) {
-        expr[i] = host + out->start[i];
-        expr_len[i] = out->host_len - out->start[i] + 1;
-    }
-    if (br_sha256_many(expr, expr_len, out->n, out->key) < 0) {
+     * "http://HOST/": hashed where it is. */
+    if (hash_suffixes(host, quick, out) < 0) {
         out->n = 0;
         return -EIO;
     }

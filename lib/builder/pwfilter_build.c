@@ -251,6 +251,44 @@ static int run_workers(build_ctx *c, br_filter_writer *w, uint64_t *offsets,
     return r;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The quick filter (docs/filter-format.md, "The quick filter"): 8-bit, of
+ * the distinct XXH3 keys of o->quick, written 64-byte aligned after the
+ * shards' arrays; q->fingerprints is left NULL, *offset where it went. */
+static int write_quick(const br_pwfilter_build_opts *o, unsigned arity, br_filter_writer *w,
+                       br_bfuse *q, uint64_t *keys_out, uint64_t *offset, br_error *err)
+{
+    _cleanup_free_ uint64_t *keys = malloc(BR_MAX(o->n_quick, (size_t)1) * sizeof(uint64_t));
+    if (!keys)
+        return br_error_set(err, -ENOMEM, "quick filter: out of memory");
+    memcpy(keys, o->quick, o->n_quick * sizeof(uint64_t));
+    qsort(keys, o->n_quick, sizeof(uint64_t), cmp_u64);
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_quick; i++)
+        if (n == 0 || keys[n - 1] != keys[i])
+            keys[n++] = keys[i];
+    int r = br_bfuse_layout(q, arity, BR_PWO_QUICK_BITS, n);
+    if (r < 0)
+        return br_error_set(err, r, "quick filter: %zu keys do not fit one filter", n);
+    _cleanup_free_ void *fp = malloc(BR_MAX(br_bfuse_bytes(q), (size_t)1));
+    if (!fp)
+        return br_error_set(err, -ENOMEM, "quick filter: out of memory");
+    r = br_bfuse_build(q, keys, n, BR_PWO_QUICK_SEED_BASE, fp);
+    if (r < 0)
+        return br_error_set(err, r, "quick filter: construction failed: %s", strerror(-r));
+    q->fingerprints = NULL;
+    *keys_out = n;
+    if ((r = br_filter_writer_align(w, 64, err)) < 0)
+        return r;
+    *offset = br_filter_writer_offset(w);
+    return br_filter_writer_write(w, fp, br_bfuse_bytes(q), err);
+}
+
 static int write_entry(br_filter_writer *w, const br_bfuse *f, uint64_t offset, uint64_t keys,
                        br_error *err)
 {
@@ -298,7 +336,10 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o, 
         br_pwo_header(o, hdr->params, codes_offset);
         if (hdr->kind == BR_KIND_URL_SHA256) {
             hdr->key_encoding = BR_KEYENC_URL_EXPR_SHA256;
-            hdr->key_encoding_version = br_pwo_checked(o) ? 4 : br_pwo_exact(o) ? 3 : 2;
+            hdr->key_encoding_version = br_pwo_quick(o)     ? 5
+                                        : br_pwo_checked(o) ? 4
+                                        : br_pwo_exact(o)   ? 3
+                                                            : 2;
         }
     }
     hdr->generation = o->generation;
@@ -323,6 +364,9 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     unsigned arity = o->arity ? o->arity : BR_PWFILTER_ARITY_DEFAULT;
     bool offline = o->counts || o->categories;
     unsigned fp_bits = offline ? 32 : o->fp_bits ? o->fp_bits : 16;
+    if (o->quick && (!offline || o->counts || o->no_check))
+        return br_error_set(err, -EINVAL,
+                            "a quick filter is for an offline url-sha256 file with check filters");
     if (offline != br_keyset_counted(ks) && br_keyset_count(ks) > 0)
         return br_error_set(err, -EINVAL, "an offline build needs a counted key set, and only it");
     if ((arity != 3 && arity != 4) || (fp_bits != 8 && fp_bits != 16 && fp_bits != 32))
@@ -361,9 +405,16 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     pthread_cond_init(&c.cv, NULL);
     r = run_workers(&c, w, offsets, o, err);
     br_pwfilter_build_stats st = {.shards = c.shards};
-    uint64_t table_offset = 0;
+    uint64_t table_offset = 0, quick_offset = 0;
+    br_bfuse quick = {0};
+    if (r >= 0 && offline && br_pwo_quick(o))
+        r = write_quick(o, arity, w, &quick, &st.quick_keys, &quick_offset, err);
     if (r >= 0)
         r = write_table(&c, w, offsets, &table_offset, &st, err);
+    if (r >= 0 && offline && br_pwo_quick(o)) { /* its entry ends the file */
+        r = write_entry(w, &quick, quick_offset, st.quick_keys, err);
+        st.quick_bytes = br_bfuse_bytes(&quick);
+    }
     for (uint32_t i = 0; i < c.shards; i++) {
         free(c.res[i].fp);
         free(c.res[i].check_fp);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-1 and SHA-256 through OpenSSL, and the hex helpers (hash.h). */
+/* SHA-1 and SHA-256 through OpenSSL, XXH3 through libxxhash, and the hex
+ * helpers (hash.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -10,6 +11,10 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+
+/* header-only: XXH3 inlined here, no libxxhash to link */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "hash.h"
 #include "util.h"
@@ -180,4 +185,9 @@ void br_hex_encode_upper(const uint8_t *in, size_t len, char *out)
         out[2 * i + 1] = digits[in[i] & 15];
     }
     out[2 * len] = '\0';
+}
+
+uint64_t br_xxh3_64(const void *buf, size_t len)
+{
+    return XXH3_64bits(buf, len);
 }

@@ -37,6 +37,12 @@ int br_sha256(const void *buf, size_t len, uint8_t out[BR_SHA256_LEN]);
 int br_sha256_many(const void *const *msg, const size_t *len, size_t n,
                    uint8_t (*out)[BR_SHA256_LEN]);
 
+/* XXH3-64 (seed 0) of buf[0..len): a fast non-cryptographic hash, the key
+ * of an offline URL filter's quick filter (docs/filter-format.md, "The
+ * quick filter"). Never a filter key where an adversary's collisions
+ * matter: a quick filter only sends lookups on to the SHA-256 keys. */
+uint64_t br_xxh3_64(const void *buf, size_t len);
+
 /* Value of one hex digit (any case), or -1. */
 static inline int br_hexval(unsigned char c)
 {

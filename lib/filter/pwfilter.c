@@ -110,13 +110,35 @@ static int read_checks(br_pwfilter *pf, const uint8_t *table, uint64_t table_off
     return 0;
 }
 
-/* The shard table at table_offset (and the check filters' after it), which
- * ends the file. */
-static int read_tables(br_pwfilter *pf, uint64_t table_offset, bool checked, br_error *err)
+/* The quick filter's entry, after the check filters' table (docs/filter-format.md,
+ * "The quick filter"): not empty when the file holds a key. Its keys are the
+ * expressions', which may outnumber the 64-bit keys (two expressions whose
+ * SHA-256 share 8 bytes are one key), so no upper bound but the filter's. */
+static int read_quick(br_pwfilter *pf, const uint8_t *e, uint64_t table_offset, br_error *err)
+{
+    const br_filter_header *h = br_filter_file_header(pf->file);
+    uint64_t keys = 0, held = h->key_count + pf->offline->n_allow;
+    int r = read_entry(pf, &pf->quick, BR_PWO_QUICK_BITS, 0, e, table_offset, &keys, err);
+    if (r < 0)
+        return br_error_prefix(err, r, "quick filter");
+    if (keys == 0 && held > 0)
+        return br_error_set(err, -EINVAL,
+                            "quick filter: key_count 0, but the file holds %llu expressions",
+                            (unsigned long long)held);
+    pf->has_quick = true;
+    pf->offline->quick_keys = (uint32_t)keys;
+    return 0;
+}
+
+/* The shard table at table_offset (and the check filters' after it, then
+ * the quick filter's entry), which ends the file. */
+static int read_tables(br_pwfilter *pf, uint64_t table_offset, bool checked, bool quick,
+                       br_error *err)
 {
     const br_filter_header *h = br_filter_file_header(pf->file);
     uint64_t size = br_filter_file_size(pf->file);
-    uint64_t table_bytes = (uint64_t)pf->shard_count * ENTRY_SIZE * (checked ? 2 : 1);
+    uint64_t table_bytes =
+        (uint64_t)pf->shard_count * ENTRY_SIZE * (checked ? 2 : 1) + (quick ? ENTRY_SIZE : 0);
     if (table_offset < h->payload_offset || table_offset > size ||
         size - table_offset != table_bytes)
         return br_error_set(err, -EINVAL, "param shard_table_offset: %llu out of range",
@@ -134,7 +156,10 @@ static int read_tables(br_pwfilter *pf, uint64_t table_offset, bool checked, br_
     if (key_sum != h->key_count)
         return br_error_set(err, -EINVAL, "field key_count: %llu, but the shards hold %llu",
                             (unsigned long long)h->key_count, (unsigned long long)key_sum);
-    return checked ? read_checks(pf, table, table_offset, err) : 0;
+    int r = checked ? read_checks(pf, table, table_offset, err) : 0;
+    if (r >= 0 && quick)
+        r = read_quick(pf, table + (size_t)pf->shard_count * 2 * ENTRY_SIZE, table_offset, err);
+    return r;
 }
 
 int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err)
@@ -194,7 +219,9 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
             return r;
     }
     bool checked = offline && p[BR_PWP_OFF_CHECK_BITS] != 0; /* br_pwo_read checked it */
-    int r = read_tables(pf, table_offset, checked, err);
+    /* key encoding v5 is v4 and a quick filter: only with check filters */
+    bool quick = checked && h->key_encoding_version >= 5;
+    int r = read_tables(pf, table_offset, checked, quick, err);
     if (r < 0)
         return r;
     *out = BR_TAKE_PTR(pf);

@@ -73,13 +73,20 @@ typedef struct br_pwfilter_build_opts {
      * filter"), the layout of key encodings v2 and v3 that every earlier
      * reader reads; its false blocks are 2^16 times as frequent. */
     bool no_check;
+    /* URLs with check filters: the quick filter's keys (docs/filter-format.md,
+     * "The quick filter"), br_xxh3_64 of every expression the file holds,
+     * its fingerprints' and its allow entries' (repeats allowed); the file
+     * is then of key encoding v5. NULL: no quick filter (v4). */
+    const uint64_t *quick;
+    size_t n_quick;
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
     uint64_t keys; /* distinct keys in the filter */
     uint32_t shards;
     uint64_t file_bytes;
-    uint64_t fingerprint_bytes; /* the shards' arrays and their check filters' */
+    uint64_t fingerprint_bytes;       /* the shards' arrays and their check filters' */
+    uint64_t quick_keys, quick_bytes; /* the quick filter's distinct keys and array */
 } br_pwfilter_build_stats;
 
 /* Shard bits for about n keys: the fewest that keep shards at or under target. */
@@ -98,6 +105,7 @@ typedef struct br_pwo {
     const uint8_t *allow, *removed;
     uint32_t n_allow, n_removed;
     unsigned check_bits; /* url-sha256 key encoding v4: its check filters' (16); else 0 */
+    uint32_t quick_keys; /* url-sha256 key encoding v5: its quick filter's keys; else 0 */
     br_count_codes counts;
     br_category_table cats;
 } br_pwo;
@@ -202,6 +210,19 @@ bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count)
  * allow entries that are now ignored (a file of key encoding v2 whose
  * category table names BR_URL_ALLOW_CATEGORY: rebuild it). */
 bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf);
+/* ---- the quick filter (url-sha256, key encoding v5) ----
+ * True when every member of the set has a quick filter (docs/filter-format.md,
+ * "The quick filter"): only then can br_pwfilter_quick_maybe say no. */
+bool br_pwfilter_has_quick(const br_pwfilter *pf);
+/* false: no member of the set holds an expression whose br_xxh3_64 is hash
+ * (not in its fingerprints, not in its allow entries), so that
+ * br_pwfilter_lookup_category of the expression's SHA-256 has nothing to
+ * find but a fingerprint's false positive: skip the SHA-256. true: maybe.
+ * No false negatives: true for every expression a member holds, and always
+ * true for a set without quick filters everywhere (br_pwfilter_has_quick
+ * false) or a damaged one (filter_file.h). About 1 in 256 other hashes per
+ * member is a maybe too. Any thread. */
+bool br_pwfilter_quick_maybe(const br_pwfilter *pf, uint64_t hash);
 /* An offline member's description for `filter info`: the code kind, the
  * count ratio (ppm), --min-count, categories. NULL when not offline. */
 const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);

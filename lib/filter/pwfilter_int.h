@@ -59,6 +59,10 @@ struct br_pwfilter {
     /* url-sha256, key encoding v4: the check filters, one per shard (a key's
      * shard's), over br_pwo_check_key() of its keys; else NULL. */
     br_bfuse *checks;
+    /* url-sha256, key encoding v5: the quick filter over the XXH3 of the
+     * file's expressions (has_quick); else none. */
+    br_bfuse quick;
+    bool has_quick;
 };
 
 /* The check filter of a url-sha256 offline file of key encoding v4
@@ -67,6 +71,10 @@ struct br_pwfilter {
 #define BR_PWO_CHECK_BITS 16
 #define BR_PWO_CHECK_SEED_BASE UINT64_C(0x636865636b656400) /* "checked\0" */
 uint64_t br_pwo_check_key(uint64_t key);
+/* The quick filter of key encoding v5 (docs/filter-format.md, "The quick
+ * filter"): 8-bit fingerprints, one filter per file, its seeds'  base. */
+#define BR_PWO_QUICK_BITS 8
+#define BR_PWO_QUICK_SEED_BASE UINT64_C(0x717569636b000000) /* "quick\0\0\0" */
 /* True unless pf has check filters and key's says no. */
 bool br_pwo_check(const br_pwfilter *pf, uint64_t key);
 
@@ -76,6 +84,8 @@ int br_pwo_read(br_pwfilter *pf, br_error *err);
 void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
 /* True when o's file gets check filters (url-sha256, key encoding v4). */
 bool br_pwo_checked(const br_pwfilter_build_opts *o);
+/* True when o's file gets a quick filter (url-sha256, key encoding v5). */
+bool br_pwo_quick(const br_pwfilter_build_opts *o);
 /* True when o has an exact table (a file of key encoding v3). */
 bool br_pwo_exact(const br_pwfilter_build_opts *o);
 /* The bytes of o's code table (counts or category names). */

@@ -58,6 +58,11 @@ bool br_pwo_check(const br_pwfilter *pf, uint64_t key)
     return br_bfuse_contains(c, br_pwo_check_key(key));
 }
 
+bool br_pwo_quick(const br_pwfilter_build_opts *o)
+{
+    return br_pwo_checked(o) && o->quick;
+}
+
 bool br_pwo_exact(const br_pwfilter_build_opts *o)
 {
     return !o->counts && (o->n_allow || o->n_removed);
@@ -286,6 +291,23 @@ int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
     if (br_pwfilter_damaged(pf)) /* probe first, then the flag: a faulted probe read zeros */
         return -EIO;
     return found;
+}
+
+bool br_pwfilter_has_quick(const br_pwfilter *pf)
+{
+    for (; pf; pf = pf->next)
+        if (!pf->has_quick)
+            return false;
+    return true;
+}
+
+bool br_pwfilter_quick_maybe(const br_pwfilter *set, uint64_t hash)
+{
+    for (const br_pwfilter *pf = set; pf; pf = pf->next)
+        if (!pf->has_quick || br_bfuse_contains(&pf->quick, hash))
+            return true;
+    /* probe first, then the flag: a faulted probe read zeros */
+    return br_pwfilter_damaged(set);
 }
 
 bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf)

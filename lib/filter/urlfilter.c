@@ -110,7 +110,7 @@ static int check_identity(const br_filter_header *h, br_error *err)
                                 ? " (an offline filter: a URL range set holds no offline files)"
                                 : "");
     if (h->key_encoding != BR_KEYENC_URL_EXPR_SHA256 ||
-        h->key_encoding_version > 2) /* v3 and v4: offline */
+        h->key_encoding_version > 2) /* v3 to v5: offline */
         return br_error_set(err, -EINVAL,
                             "field key_encoding: %s v%u, expected url-expression-sha256",
                             br_key_encoding_name(h->key_encoding), h->key_encoding_version);

@@ -217,6 +217,7 @@ struct br_feedset {
     unsigned max_domain_labels;
     char cats[BR_FEED_MAX_CATEGORIES][BR_FEED_CATEGORY_MAX + 1];
     unsigned ncats;
+    bool keys_only; /* br_feedset_add_key added an entry without its text */
 };
 
 int br_feedset_new(br_feedset **out)
@@ -259,8 +260,8 @@ static int br_feedset_category_index(br_feedset *fs, const char *category, uint8
 
 /* Append one entry (its expression's hash, the category index): 0, -E2BIG
  * or -ENOMEM. */
-static int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint8_t cat,
-                           br_error *err)
+static int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], uint64_t quick,
+                           uint8_t cat, br_error *err)
 {
     if (fs->n == fs->cap) {
         if (fs->cap >= UINT32_MAX / 2)
@@ -274,6 +275,7 @@ static int br_feedset_push(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], ui
     }
     br_feed_entry *x = &fs->e[fs->n];
     memcpy(x->hash, hash, BR_SHA256_LEN);
+    x->quick = quick;
     x->seq = (uint32_t)fs->n;
     x->category = cat;
     fs->n++;
@@ -285,7 +287,13 @@ int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const 
 {
     uint8_t cat;
     int r = br_feedset_category_index(fs, category, &cat, err);
-    return r < 0 ? r : br_feedset_push(fs, hash, cat, err);
+    fs->keys_only = true;
+    return r < 0 ? r : br_feedset_push(fs, hash, 0, cat, err);
+}
+
+bool br_feedset_has_quick(const br_feedset *fs)
+{
+    return !fs->keys_only;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -491,7 +499,7 @@ static int add_entry(reader *rd, br_feed_format rule, const char *s, size_t n, u
     uint8_t h[BR_SHA256_LEN];
     if (br_url_expr_hash(expr, h) < 0)
         return br_error_set(rd->err, -EIO, "SHA-256 failed");
-    r = br_feedset_push(rd->fs, h, rd->cat, rd->err);
+    r = br_feedset_push(rd->fs, h, br_xxh3_64(expr, strlen(expr)), rd->cat, rd->err);
     if (r < 0)
         return r;
     if (rd->o->on_entry && (r = rd->o->on_entry(rd->o->entry_ctx, expr, rd->cat)) < 0)

@@ -142,6 +142,7 @@ int br_feed_entry_expression(br_feed_format format, const char *entry, size_t le
 
 typedef struct br_feed_entry {
     uint8_t hash[BR_SHA256_LEN];
+    uint64_t quick;   /* br_xxh3_64 of the expression (a quick filter's key) */
     uint32_t seq;     /* order of appearance over the whole set */
     uint8_t category; /* index into the set's categories */
 } br_feed_entry;
@@ -201,6 +202,11 @@ typedef struct br_feedset_stats {
  * of crafted keys (keys sharing a range prefix), which no feed text gives. */
 int br_feedset_add_key(br_feedset *fs, const uint8_t hash[BR_SHA256_LEN], const char *category,
                        br_error *err);
+
+/* True when every entry was read from feed text, so that its quick is
+ * its expression's XXH3; false once br_feedset_add_key added a key alone
+ * (then no quick filter can be built: docs/filter-format.md). */
+bool br_feedset_has_quick(const br_feedset *fs);
 
 /* Sort by key and keep the first occurrence of each key. No reads after. */
 void br_feedset_finish(br_feedset *fs, br_feedset_stats *st);

@@ -11,6 +11,7 @@ BREACHD_PACKAGES=(
   libpam0g-dev libinih-dev libidn2-dev libunistring-dev libsystemd-dev zlib1g-dev libjson-c-dev
   libbz2-dev  # bzip2 corpus input (lib/filter/hibp_input_decomp.c)
   libbrotli-dev  # brotli answers of the range endpoint (daemon/http_range.c)
+  libxxhash-dev  # XXH3, header-only: the offline URL filter's quick filter (lib/core/hash.c)
   john-data nginx-light
   systemd  # systemd-analyze, -sysusers, -tmpfiles: tests/integration/systemd-security.sh
   pamtester libpam-wrapper libpam-pwquality libnss-wrapper  # tests/integration/test_pam*.py

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *name = size ? (const char *)data + 1 : "";
     size_t len = size ? size - 1 : 0;
     bdns_keys k;
-    int r = bdns_name_keys(name, len, labels, &k);
+    int r = bdns_name_keys(name, len, labels, NULL, &k);
     if (r < 0) {
         CHECK(r == -EINVAL);
         CHECK(k.n == 0);

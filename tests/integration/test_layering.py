@@ -192,7 +192,7 @@ EXT_HEADERS = {
     "crypto": ("openssl/",), "thread": ("pthread.h",), "idn2": ("idn2.h",),
     "unistring": ("uninorm.h", "unistr.h", "unicase.h", "uniconv.h"), "jsonc": ("json-c/",),
     "zlib": ("zlib.h",), "bz2": ("bzlib.h",), "m": ("math.h",), "libcurl": ("curl/",),
-    "libevent": ("event2/",), "lmdb": ("lmdb.h",),
+    "libevent": ("event2/",), "lmdb": ("lmdb.h",), "xxhash": ("xxhash.h",),
 }
 SYS_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 

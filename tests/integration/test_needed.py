@@ -24,7 +24,8 @@ ALWAYS = {"c", "m", "asan", "ubsan", "lsan", "gcc_s", "stdc++", "pthread", "dl"}
 # a meson dependency variable (NAME_dep) -> its NEEDED name; None: no library
 SONAME = {"crypto": "crypto", "thread": None, "lmdb": "lmdb", "libevent": "event",
           "libcurl": "curl", "idn2": "idn2", "zlib": "z", "jsonc": "json-c",
-          "unistring": "unistring", "bz2": "bz2", "m": "m"}
+          "unistring": "unistring", "bz2": "bz2", "m": "m",
+          "xxhash": None}  # header-only (XXH_INLINE_ALL): nothing to link
 
 
 def folder_libs(root, folder, seen=None):

@@ -12,6 +12,7 @@ show that nothing was fetched or cached. `upstream = none`: UNKNOWN
 no-upstream for a range filter's maybe, and what --check-config says about
 it and about [http] without an upstream. Standard library only; dtest.py is
 the harness."""
+import hashlib
 import os
 import random
 import subprocess
@@ -325,26 +326,136 @@ def url_offline_every_format(ctx):
 
 @test
 def url_offline_check_filter(ctx):
-    """Offline URL filters carry a 16-bit check filter (key encoding v4);
-    --no-check-filter writes the layout before it (v2), which answers the
-    same for listed and unlisted URLs; without --offline it is refused."""
+    """Offline URL filters carry a 16-bit check filter and an 8-bit quick
+    filter (key encoding v5); --no-quick-filter writes v4 (check filters
+    only), --no-check-filter the layout before both (v2), which answer the
+    same for listed and unlisted URLs; without --offline both are refused."""
     fxs, _ = url_feeds(ctx)
     fx = [f for f in fxs if f.blocked and f.safe][0]
     urls = list(fx.blocked) + list(fx.safe)
     answers = []
-    for extra, enc, rate in (((), "v4", "2^-40"), (("--no-check-filter",), "v2", "2^-24")):
+    for extra, enc, rate in (((), "v5", "2^-40"), (("--no-quick-filter",), "v4", "2^-40"),
+                             (("--no-check-filter",), "v2", "2^-24")):
         o = ctx.path("c%s.off" % enc)
         ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
                       "%s=%s" % (fx.path, fx.category), "--output", o, "--skip-bad",
                       "--max-bad", "1", *fx.format_args(), *extra)
         info = ctx.breachctl("filter", "info", o).stdout
         check("url-expression-sha256 " + enc in info and rate in info, info)
-        check(("check filter" in info) == (enc == "v4"), info)
+        check(("check filter" in info) == (enc != "v2"), info)
+        check(("quick filter:" in info) == (enc == "v5"), info)
         answers.append(ctx.breachctl("filter", "query", o, "--url", *urls).stdout)
-    eq(answers[0], answers[1], "the same answers with and without check filters")
-    r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", fx.path, "--output",
-                      ctx.path("r.bbf"), "--no-check-filter", check_rc=False)
-    check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
+    eq(answers[0], answers[1], "the same answers with and without the quick filter")
+    eq(answers[0], answers[2], "the same answers with and without check filters")
+    for flag in ("--no-check-filter", "--no-quick-filter"):
+        r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", fx.path,
+                          "--output", ctx.path("r.bbf"), flag, check_rc=False)
+        check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
+
+
+def write_lines(path, lines):
+    with open(path, "w") as f:
+        f.writelines(ln + "\n" for ln in lines)
+
+
+@test
+def url_offline_quick_filter_dns(ctx):
+    """The feeds built with the quick filter (v5) and without it
+    (--no-quick-filter, v4): breachctl dns, through libbreachd-dns, answers
+    listed, allowed, subdomain and random names alike (the quick keys come
+    from the feed text: docs/filter-format.md, "The quick filter")."""
+    rng = random.Random(5)
+    bad = ["b%d-%x.example" % (i, rng.getrandbits(24)) for i in range(1500)]
+    phish = ["p%d.%x.test" % (i, rng.getrandbits(24)) for i in range(500)]
+    ok = ["ok%d.%s" % (i, bad[i * 3]) for i in range(200)]
+    write_lines(ctx.path("hosts.txt"), ["0.0.0.0 " + d for d in bad])
+    write_lines(ctx.path("phish.txt"), phish)
+    write_lines(ctx.path("allow.txt"), ok)
+    names = (bad[::5] + phish[::3] + ok[::2] + ["x.y." + d for d in bad[1::7]] +
+             ["deep." + d for d in ok[1::3]] +
+             ["r%x.s%x.net" % (rng.getrandbits(40), i) for i in range(400)])
+    out = {}
+    for enc, extra in (("v5", ()), ("v4", ("--no-quick-filter",))):
+        f = ctx.path("q%s.off" % enc)
+        ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", f,
+                      "--input", ctx.path("hosts.txt") + "=malware",
+                      "--input", ctx.path("phish.txt") + "=phishing",
+                      "--input", ctx.path("allow.txt") + "=allow", *extra)
+        info = ctx.breachctl("filter", "info", f).stdout
+        check("url-expression-sha256 " + enc in info, info)
+        conf = ctx.path("dns-%s.conf" % enc)
+        write_lines(conf, ["[dns]", "filter = " + f])
+        r = ctx.breachctl("dns", *names, env={"BREACHD_CONFIG": conf,
+                                              "BREACHD_TRUST_OWN_FILTERS": "1"}, check_rc=False)
+        check(r.returncode == 1, r.stderr)
+        out[enc] = r.stdout
+    lines = out["v5"].splitlines()
+    diff = [(n, a, b) for n, a, b in zip(names, lines, out["v4"].splitlines()) if a != b]
+    check(not diff, "v5 and v4 answer differently, first: %r" % (diff[:1],))
+    eq(len(lines), len(names), "an answer per name")
+    check(sum(ln.startswith("block malware") for ln in lines) > 300 and
+          sum(ln.startswith("block phishing") for ln in lines) > 100, out["v5"][:500])
+
+
+def blind_quick(src, dst):
+    """A copy of the v5 file src whose quick filter's slots are zeroed (its
+    sums made again): it says no to about 255 in 256 expressions, listed or
+    not, so a reader that consults it misses listed URLs."""
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    entry = data[-32:]  # the quick entry ends a v5 file (filter-format.md)
+    off = int.from_bytes(entry[8:16], "little")
+    n = int.from_bytes(entry[28:32], "little")  # array_length, 1 byte a slot
+    data[off:off + n] = bytes(n)
+    data[448:480] = hashlib.sha256(data[512:]).digest()
+    data[480:512] = hashlib.sha256(data[0:480]).digest()
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+@test
+def daemon_urls_quick_filter(ctx):
+    """breachd answers URLs from an offline set with the quick filter (v5)
+    as from the same feeds without it (v4): unlisted expressions skip
+    SHA-256 (filter-format.md, "The quick filter"). A v5 file whose quick
+    filter says no to everything misses listed URLs: the daemon consults it."""
+    rng = random.Random(7)
+    bad = ["b%d-%x.example" % (i, rng.getrandbits(24)) for i in range(300)]
+    paths = ["http://u%d.example.net/dir/p%d.html" % (i, i) for i in range(200)]
+    ok = ["ok%d.%s" % (i, bad[i * 2]) for i in range(50)]
+    write_lines(ctx.path("hosts.txt"), ["0.0.0.0 " + d for d in bad])
+    write_lines(ctx.path("paths.txt"), paths)
+    write_lines(ctx.path("allow.txt"), ok)
+    urls = (["http://%s/" % d for d in bad[::3]] + ["http://x.%s/a/b?c=1" % d for d in bad[1::3]] +
+            paths[::4] + ["http://u%d.example.net/dir/other.html" % i for i in range(0, 200, 9)] +
+            ["https://%s/q" % d for d in ok] +
+            ["http://r%x.example/%x" % (rng.getrandbits(40), i) for i in range(200)])
+    answers = {}
+    for enc, extra in (("v5", ()), ("v4", ("--no-quick-filter",))):
+        f = ctx.path("d%s.off" % enc)
+        ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", f,
+                      "--input", ctx.path("hosts.txt") + "=malware",
+                      "--input", ctx.path("paths.txt") + "=phishing",
+                      "--input", ctx.path("allow.txt") + "=allow", *extra)
+    blind_quick(ctx.path("dv5.off"), ctx.path("dblind.off"))
+    for enc in ("v5", "v4", "blind"):
+        conf = ctx.config(name="%s.conf" % enc,
+                          urls={"filter": ctx.path("d%s.off" % enc), "upstream": "none"})
+        d = ctx.daemon(conf)
+        c = d.client()
+        for i, u in enumerate(urls):
+            c.send("u%d URL %s\n" % (i, u))
+        got = dict(ln.split(" ", 1) for ln in c.lines(len(urls)))
+        answers[enc] = [got["u%d" % i] for i in range(len(urls))]
+        c.close()
+        d.stop_ok()
+    diff = [(u, a, b) for u, a, b in zip(urls, answers["v5"], answers["v4"]) if a != b]
+    check(not diff, "v5 and v4 answer differently, first: %r" % (diff[:1],))
+    blocked = sum(a.startswith("BLOCKED") for a in answers["v4"])
+    check(blocked > 150 and answers["v4"].count("SAFE") > 250, answers["v4"][:5])
+    blind = sum(a.startswith("BLOCKED") for a in answers["blind"])
+    check(blind < blocked // 4, "the blinded quick filter still blocked %d of %d"
+          % (blind, blocked))
 
 
 @test

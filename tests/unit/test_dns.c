@@ -288,7 +288,7 @@ static uint64_t stat_of(fx *f, const char *key)
 static void keys_of(const char *name, int want, const char *host, size_t n)
 {
     bdns_keys k;
-    int r = bdns_name_keys(name, strlen(name), 5, &k);
+    int r = bdns_name_keys(name, strlen(name), 5, NULL, &k);
     if (r != want)
         fail_msg("'%s': %d, expected %d", name, r, want);
     if (r == 0) {
@@ -349,7 +349,7 @@ static void test_names(void **state)
 static void suffixes_match(const char *name, unsigned labels)
 {
     bdns_keys k;
-    if (bdns_name_keys(name, strlen(name), labels, &k) < 0)
+    if (bdns_name_keys(name, strlen(name), labels, NULL, &k) < 0)
         return;
     size_t start[BR_URL_MAX_HOST_LABELS];
     size_t n = br_url_host_suffixes(k.host, k.host_len, labels, start);

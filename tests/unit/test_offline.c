@@ -357,6 +357,15 @@ static void url_fixture(const char *name, unsigned keyenc)
         check_url(pf, expr, "phishing");
     }
     check_url(pf, "breachd-fixture-1.example/", NULL);
+    /* v5: the quick filter holds every expression (docs/filter-format.md) */
+    assert_int_equal(br_pwfilter_has_quick(pf), keyenc >= 5);
+    for (int i = 0; keyenc >= 5 && i < 1000; i++) {
+        if (i % 2 == 0)
+            snprintf(expr, sizeof(expr), "breachd-fixture-%d.example/", i);
+        else
+            snprintf(expr, sizeof(expr), "breachd-fixture-%d.example/p/%d?q", i, i);
+        assert_true(br_pwfilter_quick_maybe(pf, br_xxh3_64(expr, strlen(expr))));
+    }
     br_pwfilter_free(pf);
     free(fpath);
 }
@@ -374,13 +383,19 @@ static void test_url_fixture_keyenc4(void **state)
     url_fixture("url-sha256-v2-offline-keyenc4.bfuse", 4);
 }
 
+static void test_url_fixture_keyenc5(void **state)
+{
+    (void)state;
+    url_fixture("url-sha256-v2-offline-keyenc5.bfuse", 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_codes),         cmocka_unit_test(test_bfuse_coded),
         cmocka_unit_test(test_pwfilter_offline),    cmocka_unit_test(test_fixture),
         cmocka_unit_test(test_url_fixture),         cmocka_unit_test(test_delta_counts),
-        cmocka_unit_test(test_url_fixture_keyenc4),
+        cmocka_unit_test(test_url_fixture_keyenc4), cmocka_unit_test(test_url_fixture_keyenc5),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
