@@ -68,6 +68,8 @@ typedef struct bd_counters {
     uint64_t http_connections_refused, http_header_timeouts;
     /* 200 answers whose body came from a prepared one (http_prep.h) */
     uint64_t http_prepared;
+    /* requests answered by the fast path, without evhttp (http.c) */
+    uint64_t http_fast;
 } bd_counters;
 
 /* The counter index of an UNKNOWN reason string. */

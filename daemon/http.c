@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The range endpoint (http.h): listeners, the connections, the gate every
  * request passes (allowed_networks, rate, route, method), the requests
- * waiting for a range, replies and the optional access log; the answers
- * themselves are http_range.c.
+ * waiting for a range, replies and the optional access log, and the fast
+ * path that answers the plainest GET of a range without evhttp
+ * (http_fast.h); the answers themselves are http_range.c.
  *
  * The connections (breachd.conf(5) [http] max_connections,
  * max_connections_per_client, header_timeout): each one is admitted or
@@ -19,12 +20,14 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -38,6 +41,7 @@
 
 #include "conn.h"
 #include "core/hash.h"
+#include "http_fast.h"
 #include "http_int.h"
 #include "http_prep.h"
 #include "http_range.h"
@@ -64,14 +68,21 @@ struct bd_http_conn {
     struct evbuffer_cb_entry *input_cb;
     bd_http_conn *prev, *next; /* h->fresh (waiting) or h->conns (admitted) */
     uint8_t key[16];
-    bool keyed;         /* false: a Unix socket peer, no per-client cap */
-    bool tcp;           /* a TCP peer: answers can be corked (tcp(7) TCP_CORK) */
-    bool corked;        /* TCP_CORK set for the answer being written */
-    bool bad_bytes;     /* a NUL byte came in */
-    bool close_after;   /* end the connection after the answer being written */
-    bool close_now;     /* the deadline event closes, not a timeout */
-    bool drain_pending; /* an answer made while draining, not written yet */
-    bool has_partition; /* partition is the client's for part_bits */
+    bool keyed;            /* false: a Unix socket peer, no per-client cap */
+    bool tcp;              /* a TCP peer: answers can be corked (tcp(7) TCP_CORK) */
+    bool corked;           /* TCP_CORK set for the answer being written */
+    bool bad_bytes;        /* a NUL byte came in */
+    bool close_after;      /* end the connection after the answer being written */
+    bool close_now;        /* the deadline event closes, not a timeout */
+    bool drain_pending;    /* an answer made while draining, not written yet */
+    bool has_partition;    /* partition is the client's for part_bits */
+    bool to_evhttp;        /* evhttp has bytes of a request of c (http_fast.c) */
+    bool fast_on;          /* the fast path's answer is being written */
+    bool fast_paused;      /* ... and c's reads stopped until it is */
+    bd_http_fast *fast;    /* that answer (made on first use) */
+    struct event *fast_ev; /* ... waiting for the socket */
+    size_t fast_head_off;  /* ... its head written so far */
+    off_t fast_body_off;   /* ... its body written so far */
     uint32_t partition;
     uint32_t part_bits; /* the [http] ipv6_prefix it was made for */
     int fd;             /* its socket: h->by_fd[fd] is c */
@@ -128,6 +139,11 @@ static void conn_free(bd_http_conn *c)
 {
     if (c->deadline)
         event_free(c->deadline);
+    if (c->fast_ev)
+        event_free(c->fast_ev);
+    if (c->fast_on)
+        bd_http_prep_release(c->fast->e);
+    free(c->fast);
     free(c);
 }
 
@@ -165,8 +181,12 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
     evhttp_connection_free(c->evcon); /* conn_closed frees c */
 }
 
+static bool fast_request(bd_http_conn *c, struct evbuffer *buf, size_t orig_size);
+
 /* Bytes came in: a NUL anywhere in a request's head is refused (the
- * parser would cut the value at it); the endpoint takes no bodies. */
+ * parser would cut the value at it); the endpoint takes no bodies. The
+ * plainest GET of a range is answered here (fast_request), anything else
+ * by evhttp, which reads the bytes next. */
 static void input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     bd_http_conn *c = arg;
@@ -179,6 +199,8 @@ static void input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
     struct evbuffer_ptr p = evbuffer_search(buf, "", 1, tail ? &from : NULL);
     if (p.pos >= 0)
         c->bad_bytes = true;
+    if (c->bad_bytes || !fast_request(c, buf, info->orig_size))
+        c->to_evhttp = true;
 }
 
 /* c found by its socket's number (at most one connection has it): grow
@@ -338,6 +360,9 @@ static void request_done(struct evhttp_request *req, void *arg)
     (void)req;
     bd_http_conn *c = arg;
     drain_end(c);
+    /* evhttp is idle once its answer is written and nothing is left to read */
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+        c->to_evhttp = false;
     cork(c, false); /* the answer is written: its last segment goes now */
     if (c->close_after) {
         /* now, before evhttp reads a next request from the buffer (that is
@@ -579,19 +604,25 @@ static uint32_t client_partition(const bd_http *h, const struct sockaddr *sa)
     return p >= BD_PARTITION_HTTP ? p - 2 : p;
 }
 
-uint32_t bd_http_partition(bd_http *h, struct evhttp_request *req)
+/* The partition of c's client (at sa), or of a client not tracked (c
+ * NULL). */
+static uint32_t conn_partition(bd_http *h, bd_http_conn *c, const struct sockaddr *sa)
 {
-    bd_http_conn *c = bd_http_conn_of(h, req);
     uint32_t bits = h->srv->state->cfg->http.ipv6_prefix;
     if (c && c->has_partition && c->part_bits == bits)
         return c->partition;
-    uint32_t p = client_partition(h, peer_of(req));
+    uint32_t p = client_partition(h, sa);
     if (c) {
         c->partition = p;
         c->part_bits = bits;
         c->has_partition = true;
     }
     return p;
+}
+
+uint32_t bd_http_partition(bd_http *h, struct evhttp_request *req)
+{
+    return conn_partition(h, bd_http_conn_of(h, req), peer_of(req));
 }
 
 /* ---- the gate ---- */
@@ -707,6 +738,125 @@ static void request_cb(struct evhttp_request *req, void *arg)
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Access-Control-Allow-Origin", "*");
     bd_http_range(h, req, path + 7);
+}
+
+/* ---- the fast path: a plain GET answered without evhttp ----
+ * A HIBP client asks GET /range/{prefix} again and again on a kept-alive
+ * connection. When such a request (http_fast.h) comes in whole, alone, on
+ * a connection where evhttp holds nothing, and its answer is a prepared
+ * body of a fresh stored range, it is answered here: the head evhttp would
+ * write for it in one send(2) (MSG_MORE: it waits for the body, as
+ * TCP_CORK held it) and the body with sendfile(2), without evhttp's request,
+ * header tables and printf, and without the writes through the
+ * bufferevent. Everything else goes through request_cb as before. */
+
+static void fast_write(bd_http_conn *c);
+
+static void fast_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    bd_http_conn *c = arg;
+    if (what & EV_TIMEOUT) {
+        c->fast_head_off = SIZE_MAX; /* written nothing for idle_timeout: fail */
+    }
+    fast_write(c);
+}
+
+/* Write c's answer as far as the socket takes it: 0 written, 1 the socket
+ * is full, -1 failed (the connection is to end). */
+static int fast_send(bd_http_conn *c)
+{
+    const bd_http_fast *f = c->fast;
+    if (c->fast_head_off == SIZE_MAX)
+        return -1;
+    while (c->fast_head_off < f->head_len) {
+        ssize_t w = send(c->fd, f->head + c->fast_head_off, f->head_len - c->fast_head_off,
+                         MSG_NOSIGNAL | (c->tcp ? MSG_MORE : 0));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
+        c->fast_head_off += (size_t)w;
+    }
+    while ((size_t)c->fast_body_off < f->len) {
+        ssize_t w = sendfile(c->fd, f->fd, &c->fast_body_off, f->len - (size_t)c->fast_body_off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
+        if (w == 0)
+            return -1; /* the file is shorter than it was: cannot be */
+    }
+    return 0;
+}
+
+/* Go on writing c's answer; once written the next request is read, as
+ * after request_done. On failure the connection ends, as evhttp ends it. */
+static void fast_write(bd_http_conn *c)
+{
+    int rc = fast_send(c);
+    if (rc > 0) {
+        uint32_t ms = c->h->srv->state->cfg->limits.idle_timeout_ms;
+        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+        if (!c->fast_ev)
+            c->fast_ev = event_new(c->h->srv->base, c->fd, EV_WRITE, fast_write_cb, c);
+        if (c->fast_ev && event_add(c->fast_ev, &tv) == 0) {
+            if (!c->fast_paused)
+                bufferevent_disable(c->bev, EV_READ); /* no next request yet */
+            c->fast_paused = true;
+            return;
+        }
+        rc = -1;
+    }
+    c->fast_on = false;
+    bd_http_prep_release(c->fast->e);
+    if (c->fast_paused)
+        bufferevent_enable(c->bev, EV_READ);
+    c->fast_paused = false;
+    if (rc == 0) {
+        arm_deadline(c); /* for the next request on the connection */
+        return;
+    }
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    c->close_now = true;
+    event_active(c->deadline, 0, 0); /* res 0: a wake-up, not a timeout */
+}
+
+/* The request in buf (orig_size bytes were there before this read), when
+ * the fast path answers it: then it is counted as request_cb and
+ * bd_http_reply count it, taken from buf and its answer written. */
+static bool fast_request(bd_http_conn *c, struct evbuffer *buf, size_t orig_size)
+{
+    bd_http *h = c->h;
+    const breachd_config *cfg = h->srv->state->cfg;
+    size_t n = evbuffer_get_length(buf);
+    if (c->to_evhttp || c->fast_on || c->close_after || orig_size != 0 || n > BD_HTTP_FAST_MAX ||
+        h->srv->draining || cfg->http.access_log)
+        return false;
+    const struct sockaddr *sa = evhttp_connection_get_addr(c->evcon);
+    if ((cfg->http.rate != 0 && sa && sa->sa_family != AF_UNIX) ||
+        !breachd_config_http_allowed(cfg, sa))
+        return false; /* request_cb's gate answers */
+    const char *p = (const char *)evbuffer_pullup(buf, -1);
+    uint32_t prefix20;
+    if (!p || !bd_http_fast_parse(p, n, &prefix20))
+        return false;
+    if (!c->fast && !(c->fast = malloc(sizeof(*c->fast))))
+        return false;
+    char date[50]; /* evhttp's Date, made as evhttp makes it */
+    evutil_date_rfc1123(date, sizeof(date), NULL);
+    if (!bd_http_range_fast(h, conn_partition(h, c, sa), prefix20, date, c->fast))
+        return false;
+    h->srv->counters.http_requests++;
+    h->srv->counters.http_fast++;
+    count_status(h, 200);
+    evbuffer_drain(buf, n);
+    evtimer_del(c->deadline);
+    c->fast_on = true;
+    c->fast_head_off = 0;
+    c->fast_body_off = 0;
+    fast_write(c);
+    return true;
 }
 
 /* ---- listeners ---- */

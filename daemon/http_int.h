@@ -20,6 +20,7 @@ struct evhttp_request;
 struct evbuffer;
 struct bd_server;
 struct bd_state;
+struct bd_prepared;
 
 #define BD_HTTP_MAX_LISTEN 16
 
@@ -72,3 +73,20 @@ uint32_t bd_http_partition(bd_http *h, struct evhttp_request *req);
 /* A job for req on h (holds the current state); NULL when out of memory. */
 bd_http_job *bd_http_job_new(bd_http *h, struct evhttp_request *req);
 void bd_http_job_free(bd_http_job *j);
+
+/* A plain GET answered without evhttp (http.c's fast path): the head, as
+ * evhttp writes it for the same answer, and the prepared body's file. */
+typedef struct bd_http_fast {
+    char head[1024];
+    size_t head_len;
+    struct bd_prepared *e; /* held (http_prep.h): released once sent */
+    int fd;                /* the identity body's file, sent with sendfile(2) */
+    size_t len;            /* its length */
+} bd_http_fast;
+/* The answer to an HTTP/1.1 GET /range/{prefix20} (SHA-1, no padding, the
+ * identity coding, no condition) of a client of partition: true with *out
+ * when a fresh stored entry and its prepared body make it (date is the
+ * Date value); false when the general path is to answer, nothing counted
+ * then. Counts http_prepared; the caller counts the rest. */
+bool bd_http_range_fast(bd_http *h, uint32_t partition, uint32_t prefix20, const char *date,
+                        bd_http_fast *out);

@@ -299,6 +299,12 @@ uint32_t bd_http_prep_lines(const bd_prepared *e)
     return e->n_lines;
 }
 
+int bd_http_prep_file(const bd_prepared *e, size_t *len)
+{
+    *len = e->len[0];
+    return e->body[0] ? e->fd : -1;
+}
+
 const bd_prep_meta *bd_http_prep_meta(const bd_prepared *e)
 {
     return &e->meta;

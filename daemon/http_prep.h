@@ -71,6 +71,9 @@ int bd_http_prep_set(bd_http_prep *t, bd_prepared *e, int enc, char *p, size_t l
  * body's line count. */
 bool bd_http_prep_body(const bd_prepared *e, int enc, const char **p, size_t *len);
 uint32_t bd_http_prep_lines(const bd_prepared *e);
+/* The file the identity body of e is in (sent with sendfile(2)), -1 when
+ * it is in memory only; *len its length. */
+int bd_http_prep_file(const bd_prepared *e, size_t *len);
 /* The validators add gave e. */
 const bd_prep_meta *bd_http_prep_meta(const bd_prepared *e);
 /* Append e's body of coding enc to out by reference: e stays (even if

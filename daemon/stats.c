@@ -407,6 +407,7 @@ static void render_http(const bd_counters *k, render_out *o)
     U64(o, "http_connections_refused", k->http_connections_refused);
     U64(o, "http_header_timeouts", k->http_header_timeouts);
     U64(o, "http_prepared", k->http_prepared);
+    U64(o, "http_fast", k->http_fast);
 }
 
 /* Each kind's filter figures in STATS: the rows in order, those whose

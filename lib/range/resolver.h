@@ -268,6 +268,21 @@ typedef void (*br_range_answer_cb)(void *ctx, const br_range_answer *a);
 int br_resolver_resolve_range(br_resolver *r, uint32_t partition, br_range_kind kind,
                               uint32_t prefix20, br_range_answer_cb cb, void *ctx);
 
+/* Offered a fresh stored range: true when the callback takes it (answers
+ * with it). */
+typedef bool (*br_range_peek_cb)(void *ctx, const br_range_answer *a);
+
+/* The range of prefix20 of kind in partition from a fresh stored entry
+ * alone: no fetch, no waiting, no stale answer. cb runs inside this call
+ * with the entry, if there is a fresh one.
+ * Returns 1: cb took it (counted as br_resolver_resolve_range counts an
+ *            answer from a fresh entry: range_lookups, cache_fresh);
+ *         0: no fresh entry, or cb declined: nothing counted (the caller
+ *            asks br_resolver_resolve_range next);
+ *         -EINVAL (bad kind or argument). */
+int br_resolver_peek_range(br_resolver *r, uint32_t partition, br_range_kind kind,
+                           uint32_t prefix20, br_range_peek_cb cb, void *ctx);
+
 /* Commit pending cache writes now (0 or the cache's negative errno). */
 int br_resolver_flush(br_resolver *r);
 

@@ -18,7 +18,9 @@ urllib:
   validators: ETag, Last-Modified, Cache-Control; 304 for If-None-Match and
               If-Modified-Since, 200 when they do not match; HEAD;
   codings:    gzip and brotli by Accept-Encoding (decoded by curl and zlib);
-  load:       200 concurrent clients all get correct bodies.
+  load:       200 concurrent clients all get correct bodies;
+  fast path:  a plain GET answered without evhttp is byte for byte evhttp's
+              answer; everything else still goes through evhttp.
 
 Standard library only; the harness is dtest.py.
 """
@@ -344,6 +346,123 @@ def prepared_body_follows_the_entry(ctx):
     clock.advance(3601)  # past the ttl: the next request refetches
     for _ in range(2):
         eq(bodies(), (m.body(prefix),) * 3, "after the change")
+    d.stop_ok()
+
+
+class Answers:
+    """The answers coming in on socket s, one at a time."""
+
+    def __init__(self, s):
+        self.s = s
+        self.data = b""
+
+    def more(self, what):
+        chunk = self.s.recv(1 << 16)
+        check(chunk, "the connection closed %s: %r" % (what, self.data[:80]))
+        self.data += chunk
+
+    def next(self, head_only=False):
+        """(head bytes, body bytes) of the next answer."""
+        while b"\r\n\r\n" not in self.data:
+            self.more("before an answer")
+        head, _, self.data = self.data.partition(b"\r\n\r\n")
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            if line.lower().startswith(b"content-length:"):
+                n = int(line.split(b":", 1)[1])
+        if head_only or head.startswith(b"HTTP/1.1 304 "):
+            n = 0
+        while len(self.data) < n:
+            self.more("in a body")
+        body, self.data = self.data[:n], self.data[n:]
+        return head, body
+
+
+def date_of(head):
+    return [line for line in head.split(b"\r\n") if line.startswith(b"Date: ")]
+
+
+@test
+def fast_path_answers_as_evhttp(ctx):
+    """The plainest GET of a range (GET /range/{prefix} HTTP/1.1 with Host,
+    User-Agent, Accept, an identity Accept-Encoding) alone on a connection
+    is answered without evhttp (STATS http_fast) once its body is prepared:
+    the same bytes, head and body, as evhttp's answer to the same request
+    with one more header. Gzip, padded, conditional and HEAD requests keep
+    going through evhttp, on the same connections; so do two requests in
+    one write, and a reader too slow for the answer gets it whole."""
+    m = mirror(ctx)
+    prefix = max(m.present, key=lambda p: len(m.ranges[p]))
+    d, port = httpfx.start(ctx, m)
+    first = "GET /range/%s HTTP/1.1\r\nHost: t\r\n\r\n" % prefix
+    eq(raw_exchange(port, first, lambda x: x.endswith(m.body(prefix).encode()))[-10:],
+       m.body(prefix).encode()[-10:], "the first answer (prepares the body)")
+    etag = get(port, "/range/" + prefix)[1]["etag"]
+    fast_conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+    slow_conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+    fast_in, slow_in = Answers(fast_conn), Answers(slow_conn)
+    cases = [  # name, method, headers, answered by the fast path
+        ("plain", "GET", "Host: t\r\n", True),
+        ("http.client's", "GET", "Host: t\r\nAccept-Encoding: identity\r\nUser-Agent: u\r\n", True),
+        ("curl's", "GET", "host: t\r\nUser-Agent: curl/8\r\nAccept: */*\r\n", True),
+        ("gzip", "GET", "Host: t\r\nAccept-Encoding: gzip\r\n", False),
+        ("padded", "GET", "Host: t\r\nAdd-Padding: true\r\n", False),
+        ("304", "GET", "Host: t\r\nIf-None-Match: %s\r\n" % etag, False),
+        ("HEAD", "HEAD", "Host: t\r\n", False),
+    ]
+    for name, method, headers, fast in cases:
+        for _ in range(5):  # until both answers fall in the same second (Date)
+            req = "%s /range/%s HTTP/1.1\r\n%s" % (method, prefix, headers)
+            before = d.stats()["http_fast"]
+            fast_conn.sendall((req + "\r\n").encode())
+            h1, b1 = fast_in.next(method == "HEAD")
+            eq(d.stats()["http_fast"] - before, 1 if fast else 0, name + ": by the fast path")
+            slow_conn.sendall((req + "X-Other: 1\r\n\r\n").encode())
+            h2, b2 = slow_in.next(method == "HEAD")
+            eq(d.stats()["http_fast"] - before, 1 if fast else 0, name + ": through evhttp")
+            if date_of(h1) == date_of(h2):
+                break
+        if name == "padded":  # the padding differs every time, and its length
+            strip = [line for line in h1.split(b"\r\n") if not line.startswith(b"Content-Length")]
+            eq(strip, [line for line in h2.split(b"\r\n")
+                       if not line.startswith(b"Content-Length")], name + ": the heads")
+            eq(httpfx.strip_padding(b1.decode()), httpfx.strip_padding(b2.decode()), name)
+            continue
+        eq(h1.decode(), h2.decode(), name + ": the heads")
+        eq(b1, b2, name + ": the bodies")
+        if method == "GET" and name != "304":
+            check(len(b1) > 0, name + ": a body")
+    # two requests in one write: evhttp answers both, in order
+    before = d.stats()["http_fast"]
+    fast_conn.sendall((first + first).encode())
+    for _ in range(2):
+        eq(fast_in.next()[1].decode(), m.body(prefix), "pipelined")
+    eq(fast_in.data, b"", "nothing after the pipelined answers")
+    eq(d.stats()["http_fast"], before, "pipelined requests go through evhttp")
+    fast_conn.close()
+    slow_conn.close()
+    # a reader that takes the answer slowly: the rest is written when the
+    # socket takes it, and the next request on the connection is read after
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    s_in = Answers(s)
+    for _ in range(2):
+        s.sendall(first.encode())
+        time.sleep(0.3)
+        eq(s_in.next()[1].decode(), m.body(prefix), "a slow reader's answer")
+    eq(d.stats()["http_fast"], before + 2, "a slow reader's answers by the fast path")
+    # requests one by one while nothing is read: the socket fills up in an
+    # answer (written on when it takes more, the next request read after)
+    n = 120
+    for _ in range(n):
+        s.sendall(first.encode())
+        time.sleep(0.02)
+    for i in range(n):
+        eq(s_in.next()[1].decode(), m.body(prefix), "answer %d of a reader that waited" % i)
+    check(d.stats()["http_fast"] > before + 2, "some by the fast path")
+    s.close()
     d.stop_ok()
 
 

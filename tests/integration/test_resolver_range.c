@@ -259,6 +259,71 @@ static void test_range_no_upstream(void **s)
     fx_close(&x);
 }
 
+/* br_resolver_peek_range's callback: records the answer as range_cb does,
+ * and takes it when r->take. */
+typedef struct peek_ans {
+    range_ans a;
+    bool take;
+} peek_ans;
+
+static bool peek_cb(void *ctx, const br_range_answer *a)
+{
+    peek_ans *p = ctx;
+    range_cb(&p->a, a);
+    return p->take;
+}
+
+static int peek(fx *x, uint32_t partition, uint32_t prefix, bool take, peek_ans *p)
+{
+    ans_free(&p->a);
+    memset(p, 0, sizeof(*p));
+    p->take = take;
+    return br_resolver_peek_range(x->r, partition, PW, prefix, peek_cb, p);
+}
+
+/* A peek answers from a fresh entry of the partition alone, and is counted
+ * only when its callback takes the answer; it never fetches. */
+static void test_range_peek(void **s)
+{
+    (void)s;
+    fx x;
+    fx_init_file(&x);
+    fx_open(&x);
+    const rt_range *rg = &ranges[0];
+    peek_ans p = {0};
+    assert_int_equal(peek(&x, 0, rg->prefix, true, &p), 0); /* nothing stored */
+    assert_int_equal(p.a.calls, 0);
+    br_resolver_stats st = fx_rs_stats(&x);
+    assert_int_equal(st.range_lookups + st.fetches, 0);
+    range_ans r;
+    assert_int_equal(resolve(&x, 0, rg->prefix, &r), 0);
+    wait_range(&x, &r);
+    ans_free(&r);
+    assert_int_equal(peek(&x, 0, rg->prefix, false, &p), 0); /* declined */
+    assert_int_equal(p.a.calls, 1);
+    st = fx_rs_stats(&x);
+    assert_int_equal(st.range_lookups, 1);
+    assert_int_equal(st.cache_fresh, 0);
+    assert_int_equal(peek(&x, 0, rg->prefix, true, &p), 1); /* taken */
+    assert_body(&p.a, rg);
+    assert_true(p.a.from_cache);
+    assert_false(p.a.stale);
+    st = fx_rs_stats(&x);
+    assert_int_equal(st.range_lookups, 2);
+    assert_int_equal(st.cache_fresh, 1);
+    assert_int_equal(peek(&x, 5, rg->prefix, true, &p), 0); /* another partition's */
+    assert_int_equal(p.a.calls, 0);
+    x.clock.now += 61; /* past its freshness: a stale entry is not offered */
+    assert_int_equal(peek(&x, 0, rg->prefix, true, &p), 0);
+    assert_int_equal(p.a.calls, 0);
+    assert_int_equal(peek(&x, 0, 0x100000, true, &p), -EINVAL);
+    st = fx_rs_stats(&x);
+    assert_int_equal(st.range_lookups, 2);
+    assert_int_equal(st.fetches, 1);
+    ans_free(&p.a);
+    fx_close(&x);
+}
+
 /* Pending range lookups are answered shutting-down when the resolver goes. */
 static void test_range_shutdown(void **s)
 {
@@ -281,7 +346,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range_bodies),   cmocka_unit_test(test_range_partitions),
         cmocka_unit_test(test_range_failures), cmocka_unit_test(test_range_no_upstream),
-        cmocka_unit_test(test_range_shutdown),
+        cmocka_unit_test(test_range_shutdown), cmocka_unit_test(test_range_peek),
     };
     return cmocka_run_group_tests(tests, mirror_setup_files, mirror_teardown);
 }

@@ -2,7 +2,8 @@
 /* The range endpoint's pure parts (daemon/http_range.h, http_rate.h): HIBP's padding
  * count, Accept-Encoding, If-None-Match, HTTP dates, entity tags, the
  * per-address token buckets (on a given clock), the body pool and the
- * prepared bodies' versions (http_prep.h). */
+ * prepared bodies' versions (http_prep.h), and the fast path's reader
+ * (http_fast.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 #include <event2/buffer.h>
 
 #include "config.h"
+#include "http_fast.h"
 #include "http_prep.h"
 #include "http_range.h"
 #include "http_rate.h"
@@ -261,6 +263,58 @@ static void test_prep_versions(void **s)
     assert_int_equal(rmdir(dir), 0); /* nothing named left in it */
 }
 
+/* Does the fast path take text, and for which prefix? */
+static bool fast(const char *text, uint32_t *prefix20)
+{
+    return bd_http_fast_parse(text, strlen(text), prefix20);
+}
+
+static void test_fast_reader(void **s)
+{
+    (void)s;
+    uint32_t p = 0;
+    assert_true(fast("GET /range/21BD1 HTTP/1.1\r\nHost: x\r\n\r\n", &p));
+    assert_int_equal(p, 0x21BD1);
+    assert_true(fast("GET /range/abcde HTTP/1.1\r\n\r\n", &p));
+    assert_int_equal(p, 0xABCDE);
+    assert_true(fast("GET /range/00000 HTTP/1.1\r\nhost:x\r\nUSER-AGENT: a b/1\r\n"
+                     "Accept: */*\r\nAccept-Encoding: identity \r\n\r\n",
+                     &p));
+    assert_true(fast("GET /range/00000 HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n", &p));
+    static const char *const refused[] = {
+        "GET /range/21BD1 HTTP/1.1\r\nHost: x\r\n",                           /* not whole */
+        "GET /range/21BD1 HTTP/1.1\r\n\r\nGET /range/21BD1 HTTP/1.1\r\n\r\n", /* two */
+        "GET /range/21BD1 HTTP/1.0\r\n\r\n",                                  /* another version */
+        "HEAD /range/21BD1 HTTP/1.1\r\n\r\n",                                 /* another method */
+        "GET /range/21BD1?mode=ntlm HTTP/1.1\r\n\r\n",                        /* a query */
+        "GET /range/21BD HTTP/1.1\r\n\r\n",                                   /* HIBP's 400s */
+        "GET /range/21BDG HTTP/1.1\r\n\r\n",
+        "GET /range/21BD10 HTTP/1.1\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nAdd-Padding: true\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nAccept-Encoding: *\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nIf-None-Match: \"x\"\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nHost : x\r\n\r\n",      /* a blank before the colon */
+        "GET /range/21BD1 HTTP/1.1\r\nHost: x\r\n y\r\n\r\n", /* a folded line */
+        "GET /range/21BD1 HTTP/1.1\r\nHost: x\ny\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\r\nHost: \x80\r\n\r\n",
+        "GET /range/21BD1 HTTP/1.1\n\n",
+        "GET /range/21BD1 HTTP/1.1\r\n\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        assert_false(fast(refused[i], &p));
+    /* a NUL in the head (the endpoint refuses it with 400) */
+    static const char nul[] = "GET /range/21BD1 HTTP/1.1\r\nHost: \0\r\n\r\n";
+    assert_false(bd_http_fast_parse(nul, sizeof(nul) - 1, &p));
+    char big[BD_HTTP_FAST_MAX + 64];
+    int n = snprintf(big, sizeof(big), "GET /range/21BD1 HTTP/1.1\r\nUser-Agent: %*s\r\n\r\n",
+                     BD_HTTP_FAST_MAX, "x");
+    assert_true(n > BD_HTTP_FAST_MAX);
+    assert_false(fast(big, &p));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_if_none_match), cmocka_unit_test(test_dates),
         cmocka_unit_test(test_etag),          cmocka_unit_test(test_rate),
         cmocka_unit_test(test_pool),          cmocka_unit_test(test_prep_versions),
+        cmocka_unit_test(test_fast_reader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
