@@ -58,9 +58,10 @@
  *              "ok" without the file), logged under that mode
  *
  * While STATEDIR/refuse exists the server is down: its listening socket is
- * closed (connections are refused) within about 20 ms, and a request on a
- * connection accepted before is answered by a reset. When the file goes, it
- * listens again on the same port.
+ * closed (connections are refused) within about 20 ms, the port held by a
+ * socket bound to it that does not listen, and a request on a connection
+ * accepted before is answered by a reset. When the file goes, it listens
+ * again on the same port.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -551,6 +552,28 @@ static int listen_on(int *port)
     return ls;
 }
 
+/* The port held while the server is down: a socket bound to it and not
+ * listening refuses connections as a closed port does, and keeps the port
+ * from being taken meanwhile. A port given back would be free for any
+ * outgoing connection's ephemeral port: a client's connection to this very
+ * port would then connect to itself (TCP simultaneous open) and hold it,
+ * and the server could not listen again while it lasts. -1 if it fails. */
+static int hold_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -569,13 +592,18 @@ int main(int argc, char **argv)
     printf("%d\n", port);
     fflush(stdout);
 
+    int hold = -1; /* while down: the port, bound and not listening */
     for (;;) {
         /* STATEDIR/refuse: down (nothing listens) until it goes */
         bool refuse = state_file_exists("refuse");
         if (refuse && ls >= 0) {
             close(ls);
             ls = -1;
+            hold = hold_port(port);
         } else if (!refuse && ls < 0) {
+            if (hold >= 0)
+                close(hold);
+            hold = -1;
             ls = listen_on(&port); /* may fail for a while: tried again below */
         }
         struct pollfd pfd = {.fd = ls, .events = POLLIN};
