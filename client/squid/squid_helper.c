@@ -173,17 +173,28 @@ static void req_spares_free(void)
     n_spare = 0;
 }
 
+/* Append s to line (size bytes, NUL-terminated, o its length), as much as
+ * fits: a plain copy, where snprintf was most of a blocked answer's cost. */
+static size_t put(char *line, size_t size, size_t o, const char *s)
+{
+    size_t n = strlen(s);
+    if (o + n >= size)
+        n = o + 1 < size ? size - o - 1 : 0;
+    memcpy(line + o, s, n);
+    line[o + n] = '\0';
+    return o + n;
+}
+
 /* Append " key=\"value\"" with the value whole, quoted as Squid's helper
  * protocol reads a kv-pair value: '"' and '\\' escaped with a backslash,
  * CR and LF as \\r and \\n. */
 static void kv_append(char *line, size_t size, const char *key, const char *prefix,
                       const char *value)
 {
-    size_t o = strlen(line);
-    int n = snprintf(line + o, size - o, " %s=\"%s", key, prefix);
-    if (n < 0 || (size_t)n >= size - o)
-        return;
-    o += (size_t)n;
+    size_t o = put(line, size, strlen(line), " ");
+    o = put(line, size, o, key);
+    o = put(line, size, o, "=\"");
+    o = put(line, size, o, prefix);
     for (const char *p = value; *p && o + 3 < size; p++) {
         char c = *p;
         if (c == '"' || c == '\\' || c == '\r' || c == '\n') {
@@ -200,8 +211,7 @@ static void kv_append(char *line, size_t size, const char *key, const char *pref
 /* " tag=NAME": categories and our tags are [a-z0-9_-], a plain token. */
 static void tag_append(char *line, size_t size, const char *tag)
 {
-    size_t o = strlen(line);
-    snprintf(line + o, size - o, " tag=%s", tag);
+    put(line, size, put(line, size, strlen(line), " tag="), tag);
 }
 
 static void answer(helper *h, req *r, const br_answer *a)
@@ -218,7 +228,7 @@ static void answer(helper *h, req *r, const br_answer *a)
                         (a->kind == BR_ANSWER_ERROR && strncmp(a->detail, "secret-class", 12) == 0);
     switch (a->kind) {
     case BR_ANSWER_BLOCKED:
-        snprintf(line, sizeof(line), "OK");
+        put(line, sizeof(line), 0, "OK");
         kv_append(line, sizeof(line), "message", "blocked: ", a->category);
         tag_append(line, sizeof(line), a->category);
         break;
