@@ -143,13 +143,7 @@ static uint64_t now_ms(void)
 /* text is at most an answer line (answer()): it fits the buffer. */
 static void reply(const req *r, const char *text)
 {
-    size_t cl = strlen(r->channel);
-    if (cl) {
-        out_add(r->channel, cl);
-        out_add(" ", 1);
-    }
-    out_add(text, strlen(text));
-    out_add("\n", 1);
+    out_answer(r->channel, strlen(r->channel), text, strlen(text));
 }
 
 static void req_free(req *r)
