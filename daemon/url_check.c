@@ -296,15 +296,17 @@ void bd_url_check(bd_conn *c, const br_request *req)
         p = &local;
         bd_url_prep_one(st, req, p, keys, maybe);
     }
-    size_t n = p->exprs.n, n_maybe = 0;
+    /* The keys of a batch's prep are wiped with the batch's, all at once
+     * (bd_url_prep_release); only a prep made here has its own. */
+    size_t n = p->exprs.n, n_maybe = 0, n_own = p == &local ? n : 0;
     if (url_refused(c, req, p)) {
         br_url_exprs_clear(&p->exprs);
-        br_wipe(p->keys, n * sizeof(p->keys[0]));
+        br_wipe(p->keys, n_own * sizeof(p->keys[0]));
         return;
     }
     if (st->filter[BD_KIND_URL]) {
         url_offline(c, req, p);
-        br_wipe(p->keys, n * sizeof(p->keys[0]));
+        br_wipe(p->keys, n_own * sizeof(p->keys[0]));
         return;
     }
     if (!p->probed)
@@ -326,5 +328,5 @@ void bd_url_check(bd_conn *c, const br_request *req)
         k->filter[BD_KIND_URL].maybe++;
         url_resolve(c, req, p);
     }
-    br_wipe(p->keys, n * sizeof(p->keys[0]));
+    br_wipe(p->keys, n_own * sizeof(p->keys[0]));
 }

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +46,37 @@ typedef struct req {
     uint64_t id;                      /* our request id on the daemon connection; 0 = not sent */
     uint64_t deadline_ms;             /* give up (BH) after this */
     size_t url_len;
+    size_t cap; /* room in url[] */
     char url[]; /* NUL-terminated */
 } req;
+
+/* Answered requests kept for the next ones (a malloc and a free a line
+ * were a tenth of the helper's instructions): at most REQ_SPARE, each with
+ * room for a URL of REQ_ROOM bytes, or more when one needed it. */
+#define REQ_SPARE 1024u
+#define REQ_ROOM 240u
+static req *spare;
+static unsigned n_spare;
+
+/* A request with room for a URL of url_len bytes, zeroed up to url[]. */
+static req *req_new(size_t url_len)
+{
+    req *r = spare;
+    if (r && r->cap > url_len) {
+        spare = r->next;
+        n_spare--;
+    } else {
+        size_t cap = BR_MAX(url_len + 1, (size_t)REQ_ROOM);
+        r = malloc(sizeof(*r) + cap);
+        if (!r)
+            return NULL;
+        r->cap = cap;
+    }
+    size_t cap = r->cap;
+    memset(r, 0, offsetof(req, url));
+    r->cap = cap;
+    return r;
+}
 
 /* Reconnecting: exponential backoff from 50 ms to RECONNECT_MAX_MS while
  * nothing waits, but an attempt at least every RECONNECT_BUSY_MS while
@@ -113,18 +143,40 @@ static uint64_t now_ms(void)
 /* text is at most an answer line (answer()): it fits the buffer. */
 static void reply(const req *r, const char *text)
 {
-    size_t cl = strlen(r->channel);
-    if (cl) {
-        out_add(r->channel, cl);
-        out_add(" ", 1);
-    }
-    out_add(text, strlen(text));
-    out_add("\n", 1);
+    out_answer(r->channel, strlen(r->channel), text, strlen(text));
 }
 
 static void req_free(req *r)
 {
-    free(r);
+    if (n_spare >= REQ_SPARE) {
+        free(r);
+        return;
+    }
+    r->next = spare;
+    spare = r;
+    n_spare++;
+}
+
+static void req_spares_free(void)
+{
+    while (spare) {
+        req *r = spare;
+        spare = r->next;
+        free(r);
+    }
+    n_spare = 0;
+}
+
+/* Append s to line (size bytes, NUL-terminated, o its length), as much as
+ * fits: a plain copy, where snprintf was most of a blocked answer's cost. */
+static size_t put(char *line, size_t size, size_t o, const char *s)
+{
+    size_t n = strlen(s);
+    if (o + n >= size)
+        n = o + 1 < size ? size - o - 1 : 0;
+    memcpy(line + o, s, n);
+    line[o + n] = '\0';
+    return o + n;
 }
 
 /* Append " key=\"value\"" with the value whole, quoted as Squid's helper
@@ -133,11 +185,10 @@ static void req_free(req *r)
 static void kv_append(char *line, size_t size, const char *key, const char *prefix,
                       const char *value)
 {
-    size_t o = strlen(line);
-    int n = snprintf(line + o, size - o, " %s=\"%s", key, prefix);
-    if (n < 0 || (size_t)n >= size - o)
-        return;
-    o += (size_t)n;
+    size_t o = put(line, size, strlen(line), " ");
+    o = put(line, size, o, key);
+    o = put(line, size, o, "=\"");
+    o = put(line, size, o, prefix);
     for (const char *p = value; *p && o + 3 < size; p++) {
         char c = *p;
         if (c == '"' || c == '\\' || c == '\r' || c == '\n') {
@@ -154,8 +205,7 @@ static void kv_append(char *line, size_t size, const char *key, const char *pref
 /* " tag=NAME": categories and our tags are [a-z0-9_-], a plain token. */
 static void tag_append(char *line, size_t size, const char *tag)
 {
-    size_t o = strlen(line);
-    snprintf(line + o, size - o, " tag=%s", tag);
+    put(line, size, put(line, size, strlen(line), " tag="), tag);
 }
 
 static void answer(helper *h, req *r, const br_answer *a)
@@ -172,7 +222,7 @@ static void answer(helper *h, req *r, const br_answer *a)
                         (a->kind == BR_ANSWER_ERROR && strncmp(a->detail, "secret-class", 12) == 0);
     switch (a->kind) {
     case BR_ANSWER_BLOCKED:
-        snprintf(line, sizeof(line), "OK");
+        put(line, sizeof(line), 0, "OK");
         kv_append(line, sizeof(line), "message", "blocked: ", a->category);
         tag_append(line, sizeof(line), a->category);
         break;
@@ -420,18 +470,17 @@ static void on_squid_line(void *ctx, char *line)
     helper *h = ctx;
     squid_request q;
     squid_request_parse(line, &q);
-    req *r = malloc(sizeof(*r) + q.url_len + 1);
+    req *r = req_new(q.url_len);
     if (!r) {
         req nomem = {0};
         memcpy(nomem.channel, q.channel, sizeof(nomem.channel));
         reply(&nomem, "BH message=\"out of memory\"");
         return;
     }
-    memset(r, 0, sizeof(*r));
     memcpy(r->channel, q.channel, sizeof(r->channel));
     if (q.url_len == 0) {
         reply(r, "BH message=\"no URL in the request\"");
-        free(r);
+        req_free(r);
         return;
     }
     memcpy(r->url, q.url, q.url_len);
@@ -670,5 +719,6 @@ int main(int argc, char **argv)
     run(&h);
     if (h.fd >= 0)
         close(h.fd);
+    req_spares_free();
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "squid_out.h"
+#include "core/br_assert.h"
 
 /* Answers to Squid, written together before the helper waits again
  * (out_flush): one write for a batch of answers, not one each. */
@@ -35,10 +36,20 @@ void out_flush(void)
     sq_out.len = 0;
 }
 
-void out_add(const char *s, size_t n)
+void out_answer(const char *channel, size_t cl, const char *text, size_t tl)
 {
+    size_t n = cl + (cl > 0) + tl + 1;
+    if (br_fails_assert(n <= sizeof(sq_out.buf)))
+        return;
     if (n > sizeof(sq_out.buf) - sq_out.len)
         out_flush();
-    memcpy(sq_out.buf + sq_out.len, s, n);
+    char *o = sq_out.buf + sq_out.len;
+    if (cl) {
+        memcpy(o, channel, cl);
+        o[cl] = ' ';
+        o += cl + 1;
+    }
+    memcpy(o, text, tl);
+    o[tl] = '\n';
     sq_out.len += n;
 }

@@ -7,9 +7,11 @@
 
 #include <stddef.h>
 
-/* Append n bytes (at most the buffer, 64 KiB), writing what is buffered
- * first when they do not fit. */
-void out_add(const char *s, size_t n);
+/* Append one answer line: "CHANNEL SP TEXT LF", or "TEXT LF" when cl is 0
+ * (cl + tl + 2 bytes at most the buffer, 64 KiB; a longer one is an
+ * internal error, dropped). The buffered answers are written first when it
+ * does not fit. */
+void out_answer(const char *channel, size_t cl, const char *text, size_t tl);
 
 /* Write everything buffered; a full pipe is waited for. */
 void out_flush(void);

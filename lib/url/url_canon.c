@@ -528,13 +528,30 @@ static void escape_into(sbuf *out, const char *s, size_t n)
     sb_wrote(out);
 }
 
+/* How many bytes of s[0..n) must_escape takes. */
+static size_t escape_count(const char *s, size_t n)
+{
+    size_t e = 0, i = 0;
+#if defined(__SSE2__)
+    const __m128i c21 = _mm_set1_epi8(0x21), c7f = _mm_set1_epi8(0x7f), hash = _mm_set1_epi8('#'),
+                  pct = _mm_set1_epi8('%');
+    for (; n - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i esc = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, c21), _mm_cmpeq_epi8(v, c7f)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, hash), _mm_cmpeq_epi8(v, pct)));
+        e += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(esc));
+    }
+#endif
+    for (; i < n; i++)
+        e += must_escape((unsigned char)s[i]);
+    return e;
+}
+
 /* Escape out->p[from..out->len) where it is, from the end (what is written
  * never passes what is read). */
 static void escape_tail(sbuf *out, size_t from)
 {
-    size_t e = 0;
-    for (size_t k = from; k < out->len; k++)
-        e += must_escape((unsigned char)out->p[k]);
+    size_t e = escape_count(out->p + from, out->len - from);
     if (e == 0 || !sb_room(out, 2 * e))
         return;
     char *d = out->p;
@@ -594,6 +611,29 @@ static size_t resolve_path(char *d, size_t base, size_t end)
     return o;
 }
 
+/* Whether d[0..n) holds a '/' followed by '.' or '/': a path that
+ * resolve_path changes (or may). */
+static bool path_resolves(const char *d, size_t n)
+{
+    size_t k = 0;
+#if defined(__SSE2__)
+    /* The pairs starting at k..k+15: bytes k..k+16, all before n. */
+    const __m128i sl = _mm_set1_epi8('/'), dot = _mm_set1_epi8('.');
+    for (; k + 17 <= n; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(d + k));
+        __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(d + k + 1));
+        __m128i m = _mm_and_si128(_mm_cmpeq_epi8(v, sl),
+                                  _mm_or_si128(_mm_cmpeq_epi8(w, sl), _mm_cmpeq_epi8(w, dot)));
+        if (_mm_movemask_epi8(m))
+            return true;
+    }
+#endif
+    for (; k + 1 < n; k++)
+        if (d[k] == '/' && (d[k + 1] == '.' || d[k + 1] == '/'))
+            return true;
+    return false;
+}
+
 /* Step 6 and 7 of the path p[0..n) (starting with '/'), appended to out.
  * It is escaped first: escaping maps each byte on its own and never makes
  * or takes a '/' or a '.', so resolving the escaped path is escaping the
@@ -603,16 +643,10 @@ static void canon_path(sbuf *out, const char *p, size_t n)
 {
     size_t base = out->len;
     escape_into(out, p, n);
-    if (out->oom)
+    if (out->oom || !path_resolves(out->p + base, out->len - base))
         return;
-    char *d = out->p;
-    for (size_t k = base; k + 1 < out->len; k++) {
-        if (d[k] == '/' && (d[k + 1] == '.' || d[k + 1] == '/')) {
-            out->len = resolve_path(d, base, out->len);
-            d[out->len] = '\0';
-            return;
-        }
-    }
+    out->len = resolve_path(out->p, base, out->len);
+    out->p[out->len] = '\0';
 }
 
 /* ---- the whole ---- */

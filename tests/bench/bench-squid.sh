@@ -42,7 +42,9 @@
 #        the machine's load; valgrind hides the CPU's SHA extensions, so
 #        OpenSSL's SHA-256 runs its slower AVX2 code there), PROFILE=perf
 #        (the same pass natively, breachd sampled by perf record -e
-#        cpu-clock: shares of its CPU time by function, SHA-NI included).
+#        cpu-clock: shares of its CPU time by function, SHA-NI included),
+#        PROFILE=syscalls (one pass at CONC and one at CONC2, system calls
+#        per line of breachd and of the helper by kind, perf stat counts).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-squid-bench}
@@ -201,6 +203,36 @@ if [ "$PROFILE" = perf ]; then
     echo
     perf report -i "$SCRATCH/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null |
         grep -E '^ +[0-9]' | head -10
+    exit 0
+fi
+if [ "$PROFILE" = syscalls ]; then
+    # System calls per line of breachd and of the helper, by kind, over one
+    # pass at CONC and one at CONC2 (perf stat on the syscall tracepoints:
+    # counted in the kernel, without strace's stops that change batching).
+    evs=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_recvfrom
+    evs+=,syscalls:sys_enter_sendto,syscalls:sys_enter_poll,syscalls:sys_enter_epoll_wait
+    evs+=,syscalls:sys_enter_epoll_ctl,raw_syscalls:sys_enter
+    for c in "$CONC" "$CONC2"; do
+        perf stat -x, -o "$SCRATCH/ps-breachd.txt" -e "$evs" -p "$dpid" &
+        ppid=$!
+        sleep 0.5
+        "$FEED" -q -c "$c" --verdicts "$SCRATCH/v-p.txt" "$stream" -- perf stat -x, \
+            -o "$SCRATCH/ps-helper.txt" -e "$evs" "$HELPER" --socket "$sock" --max-inflight 256 \
+            >/dev/null 2>&1
+        kill -INT "$ppid"
+        wait "$ppid" || true
+        echo "### system calls per line, c=$c (${N_URLS} lines)"
+        echo
+        for w in breachd helper; do
+            awk -F, -v n="$N_URLS" -v w="$w" '$3 ~ /sys_enter/ && $1 + 0 > 0 {
+                e = $3; sub(/.*sys_enter_?/, "", e); if (e == "") e = "all"
+                printf "    %-8s %-11s %7.3f\n", w, e, $1 / n }' "$SCRATCH/ps-$w.txt"
+        done
+        echo
+    done
+    kill -TERM "$dpid"
+    wait "$dpid" || true
+    pids=()
     exit 0
 fi
 if [ "$PROFILE" = 1 ]; then
