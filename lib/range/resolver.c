@@ -435,6 +435,21 @@ typedef struct peek {
     br_range_cache_result *cr; /* NULL, or filled with the state and validators */
 } peek;
 
+/* The answer a stored range gives (its own memory, valid during the walk). */
+static br_range_answer answer_of(const br_range_cache_range *rg)
+{
+    return (br_range_answer){
+        .value = rg->value,
+        .len = rg->len,
+        .fetched_at = rg->fetched_at,
+        .expires_at = rg->expires_at,
+        .etag = rg->etag,
+        .last_modified = rg->last_modified,
+        .from_cache = true,
+        .stale = rg->state == BR_RANGE_CACHE_STALE,
+    };
+}
+
 static int peek_cb(void *arg, const br_range_cache_range *rg)
 {
     peek *pk = arg;
@@ -449,16 +464,7 @@ static int peek_cb(void *arg, const br_range_cache_range *rg)
         rg->state == BR_RANGE_CACHE_FRESH || (!pk->fresh_only && rg->state == BR_RANGE_CACHE_STALE);
     if (!pk->cb || !usable)
         return 0;
-    br_range_answer a = {
-        .value = rg->value,
-        .len = rg->len,
-        .fetched_at = rg->fetched_at,
-        .expires_at = rg->expires_at,
-        .etag = rg->etag,
-        .last_modified = rg->last_modified,
-        .from_cache = true,
-        .stale = rg->state == BR_RANGE_CACHE_STALE,
-    };
+    br_range_answer a = answer_of(rg);
     if (a.stale)
         pk->r->st.stale_answers++;
     pk->answered = true;
@@ -541,15 +547,7 @@ static int peek_only_cb(void *arg, const br_range_cache_range *rg)
     peek_only *po = arg;
     if (rg->state != BR_RANGE_CACHE_FRESH)
         return 0;
-    br_range_answer a = {
-        .value = rg->value,
-        .len = rg->len,
-        .fetched_at = rg->fetched_at,
-        .expires_at = rg->expires_at,
-        .etag = rg->etag,
-        .last_modified = rg->last_modified,
-        .from_cache = true,
-    };
+    br_range_answer a = answer_of(rg);
     po->taken = po->cb(po->ctx, &a);
     return 0;
 }
