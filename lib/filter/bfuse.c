@@ -253,30 +253,8 @@ void br_bfuse_contains_batch(const br_bfuse *f, const uint64_t *keys, size_t n, 
 
 /* ---- coded lookups (fp_bits 32) --------------------------------------- */
 
-static inline __attribute__((always_inline)) uint8_t
-bfuse_code_of(const uint8_t *a, const uint32_t p[4], unsigned arity, uint64_t h)
-{
-    uint32_t v = bfuse_fp(h) & ~UINT32_C(0xff);
-    for (unsigned j = 0; j < arity; j++)
-        v ^= bfuse_load(a, p[j], 4);
-    return (v >> 8) == 0 ? (uint8_t)v : 0;
-}
-
-static inline __attribute__((always_inline)) uint8_t bfuse_code_one(const br_bfuse *f,
-                                                                    unsigned arity, uint64_t key)
-{
-    bfuse_geom g;
-    bfuse_geom_of(f, &g);
-    uint32_t p[4];
-    uint64_t h = bfuse_mix(key + f->seed);
-    bfuse_positions(&g, h, arity, p);
-    return bfuse_code_of(f->fingerprints, p, arity, h);
-}
-
 /* One body per arity: its slot loads unrolled, issued back to back. */
 uint8_t br_bfuse_code(const br_bfuse *f, uint64_t key)
 {
-    if (f->array_length == 0 || f->fp_bits != 32)
-        return 0;
-    return f->arity == 4 ? bfuse_code_one(f, 4, key) : bfuse_code_one(f, 3, key);
+    return f->fp_bits == 32 ? bfuse_code_inline(f, key) : 0;
 }

@@ -96,3 +96,37 @@ static inline uint32_t bfuse_fp_mask(unsigned fpb)
 {
     return fpb == 4 ? UINT32_MAX : (UINT32_C(1) << (8 * fpb)) - 1;
 }
+
+/* A coded lookup (fp_bits 32: a 24-bit fingerprint over an 8-bit code,
+ * docs/filter-format.md "Algorithm 4"): the code, or 0 when the
+ * fingerprint does not match. */
+static inline __attribute__((always_inline)) uint8_t
+bfuse_code_of(const uint8_t *a, const uint32_t p[4], unsigned arity, uint64_t h)
+{
+    uint32_t v = bfuse_fp(h) & ~UINT32_C(0xff);
+    for (unsigned j = 0; j < arity; j++)
+        v ^= bfuse_load(a, p[j], 4);
+    return (v >> 8) == 0 ? (uint8_t)v : 0;
+}
+
+static inline __attribute__((always_inline)) uint8_t bfuse_code_one(const br_bfuse *f,
+                                                                    unsigned arity, uint64_t key)
+{
+    bfuse_geom g;
+    bfuse_geom_of(f, &g);
+    uint32_t p[4];
+    uint64_t h = bfuse_mix(key + f->seed);
+    bfuse_positions(&g, h, arity, p);
+    return bfuse_code_of(f->fingerprints, p, arity, h);
+}
+
+/* br_bfuse_code of a filter known to hold 32-bit slots, inlined into its
+ * caller: a lookup on its own is bound by how many the CPU overlaps, so
+ * by its instructions as much as by its reads. */
+static inline __attribute__((always_inline)) uint8_t bfuse_code_inline(const br_bfuse *f,
+                                                                       uint64_t key)
+{
+    if (f->array_length == 0)
+        return 0;
+    return f->arity == 4 ? bfuse_code_one(f, 4, key) : bfuse_code_one(f, 3, key);
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfuse_int.h"
 #include "pwfilter_int.h"
 
 /* The code table: at the payload's start, counts or category names. */
@@ -227,14 +228,25 @@ bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count)
            br_count_code(&m->offline->counts, count) == code;
 }
 
+/* The code of a set of one member that holds counts: br_pwfilter_code
+ * without its loop, checks or calls (a count file has no category table
+ * to bound and no check filter, and its shards hold 32-bit slots: see
+ * br_pwo_read). Most sets are one file, and a lookup on its own costs
+ * its instructions as much as its reads. */
+static inline uint8_t lone_count_code(const br_pwfilter *pf, uint64_t key)
+{
+    return bfuse_code_inline(shard_of(pf, key), key);
+}
+
 int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_t *count)
 {
     if (!pf->offline || pf->offline->code_kind != BR_CODES_COUNTS)
         return -ENOTSUP;
-    const br_pwfilter *m = NULL;
-    uint8_t code = br_pwfilter_code(pf, br_hash_key64(hash), &m);
+    const br_pwfilter *m = pf;
+    uint64_t key = br_hash_key64(hash);
+    uint8_t code = pf->next ? br_pwfilter_code(pf, key, &m) : lone_count_code(pf, key);
     /* probe first, then the flag: a faulted probe read zeros */
-    if (br_pwfilter_damaged(pf))
+    if (pf->next ? br_pwfilter_damaged(pf) : br_filter_file_damaged(pf->file))
         return -EIO;
     if (!code)
         return 0;
