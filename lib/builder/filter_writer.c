@@ -12,7 +12,10 @@
 #include "filter_writer.h"
 #include "core/util.h"
 
-#define WBUF_SIZE (1u << 20)
+/* Writes of 2 MiB from the file's start: where the file system keeps large
+ * folios, each becomes one huge page of the page cache, and readers map
+ * the file in huge pages (docs/filter-format.md, "Huge pages"). */
+#define WBUF_SIZE (2u << 20)
 
 struct br_filter_writer {
     int fd;

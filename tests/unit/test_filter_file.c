@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -294,6 +295,47 @@ static void test_rewritten_in_place(void **state)
     free(dir);
 }
 
+/* The VmFlags of the mapping at p (proc_pid_smaps(5)), "" if none. */
+static void vm_flags_of(const void *p, char *flags, size_t size)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    assert_non_null(f);
+    char line[512];
+    bool in = false;
+    flags[0] = '\0';
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            size_t n = BR_MIN(strlen(line + 8), size - 1);
+            memcpy(flags, line + 8, n);
+            flags[n] = '\0';
+        }
+    }
+    fclose(f);
+}
+
+/* A filter's mapping asks for huge pages (hg: docs/filter-format.md,
+ * "Huge pages") and no readahead around its random probes (rr). */
+static void test_mapping_advice(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *path = write_sample(dir, "a.filter", 5000);
+    br_filter_file *f = NULL;
+    br_error err = {{0}};
+    assert_int_equal(br_filter_file_open(path, &f, &err), 0);
+    char flags[256];
+    vm_flags_of(br_filter_file_data(f), flags, sizeof(flags));
+    if (!strstr(flags, " hg") || !strstr(flags, " rr"))
+        fail_msg("the filter's mapping has VmFlags:%s", flags);
+    br_filter_file_free(f);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* Owner and mode: root's (or also_uid's), writable by no one else. */
 static void test_owner_check(void **state)
 {
@@ -339,7 +381,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_abandoned_writer_leaves_nothing),
         cmocka_unit_test(test_field_checks), cmocka_unit_test(test_peek),
         cmocka_unit_test(test_kind_names),   cmocka_unit_test(test_rewritten_in_place),
-        cmocka_unit_test(test_owner_check),
+        cmocka_unit_test(test_owner_check),  cmocka_unit_test(test_mapping_advice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
