@@ -24,6 +24,7 @@
 #include "testutil.h"
 #include "url/url_expr.h"
 #include "core/util.h"
+#include "url_helpers.h"
 
 enum { NCAT = 255, NKEYS = 64 };
 
@@ -73,15 +74,6 @@ static void build(const char *path, const char *prefix, bool no_check, const uin
     br_keyset_free(ks);
 }
 
-static br_pwfilter *open_set(const char *const *paths, size_t n, uint8_t body[32])
-{
-    br_pwfilter *pf = NULL;
-    br_error err = {{0}};
-    if (br_pwfilter_open_set(paths, n, &pf, body, &err) < 0)
-        fail_msg("open %s: %s", paths[n - 1], err.text);
-    return pf;
-}
-
 static void want(const br_pwfilter *pf, const char *prefix, int i, bool listed)
 {
     uint8_t key[BR_SHA256_LEN];
@@ -106,7 +98,7 @@ static void test_false_block_refused(void **state)
     build(old_path, "e", true, NULL);
     build(new_path, "e", false, NULL);
     const char *op[] = {old_path}, *np[] = {new_path};
-    br_pwfilter *old = open_set(op, 1, NULL), *new = open_set(np, 1, NULL);
+    br_pwfilter *old = open_url_set(op, 1, NULL), *new = open_url_set(np, 1, NULL);
     assert_int_equal(br_pwfilter_header(old)->key_encoding_version, 2);
     assert_int_equal(br_pwfilter_header(new)->key_encoding_version, 4);
     uint64_t x = 0x9e3779b97f4a7c15u, tries = 0;
@@ -148,7 +140,7 @@ static void test_size(void **state)
     build(old_path, "s", true, NULL);
     build(new_path, "s", false, NULL);
     const char *op[] = {old_path}, *np[] = {new_path};
-    br_pwfilter *old = open_set(op, 1, NULL), *new = open_set(np, 1, NULL);
+    br_pwfilter *old = open_url_set(op, 1, NULL), *new = open_url_set(np, 1, NULL);
     assert_int_equal(br_pwfilter_header(new)->params[3], 16);
     assert_int_equal(br_pwfilter_header(old)->params[3], 0);
     uint64_t a = br_pwfilter_fingerprint_bytes(old), b = br_pwfilter_fingerprint_bytes(new);
@@ -172,10 +164,10 @@ static void test_mixed_sets(void **state)
         build(base, "b", !newer_base, NULL);
         const char *bp[] = {base};
         uint8_t body[32];
-        br_pwfilter_free(open_set(bp, 1, body));
+        br_pwfilter_free(open_url_set(bp, 1, body));
         build(delta, "d", newer_base, body);
         const char *sp[] = {base, delta};
-        br_pwfilter *pf = open_set(sp, 2, NULL);
+        br_pwfilter *pf = open_url_set(sp, 2, NULL);
         for (int i = 0; i < NKEYS; i++) {
             want(pf, "b", i, true);
             want(pf, "d", i, true);

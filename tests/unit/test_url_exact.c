@@ -25,6 +25,7 @@
 #include "testutil.h"
 #include "url/url_expr.h"
 #include "core/util.h"
+#include "url_helpers.h"
 
 static void expr_hash(const char *prefix, int i, uint8_t key[BR_SHA256_LEN])
 {
@@ -108,21 +109,13 @@ static void build_ok(const char *path, const build_spec *s)
 
 static br_pwfilter *open_set(const char *const *paths, size_t n)
 {
-    br_pwfilter *pf = NULL;
-    br_error err = {{0}};
-    if (br_pwfilter_open_set(paths, n, &pf, NULL, &err) < 0)
-        fail_msg("open %s: %s", paths[0], err.text);
-    return pf;
+    return open_url_set(paths, n, NULL);
 }
 
 /* The body SHA-256 of paths[n-1]: what a delta of the set names. */
 static void body_of(const char *const *paths, size_t n, uint8_t body[32])
 {
-    br_pwfilter *pf = NULL;
-    br_error err = {{0}};
-    if (br_pwfilter_open_set(paths, n, &pf, body, &err) < 0)
-        fail_msg("open %s: %s", paths[0], err.text);
-    br_pwfilter_free(pf);
+    br_pwfilter_free(open_url_set(paths, n, body));
 }
 
 static void want(const br_pwfilter *pf, const char *prefix, int i, const char *category)

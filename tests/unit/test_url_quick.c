@@ -29,6 +29,7 @@
 #include "filter/pwfilter.h"
 #include "testutil.h"
 #include "url/url_expr.h"
+#include "url_helpers.h"
 
 enum { NLISTED = 3000, NALLOW = 300 };
 static const char *const cats[] = {"malware", "phishing", "ads"};
@@ -132,15 +133,6 @@ static void build(const char *path, const opts *op)
     free(allow);
 }
 
-static br_pwfilter *open_set(const char *const *paths, size_t n, uint8_t body[32])
-{
-    br_pwfilter *pf = NULL;
-    br_error err = {{0}};
-    if (br_pwfilter_open_set(paths, n, &pf, body, &err) < 0)
-        fail_msg("open %s: %s", paths[n - 1], err.text);
-    return pf;
-}
-
 static uint64_t quick_of(const char *name)
 {
     char expr[300];
@@ -167,7 +159,7 @@ static void test_versions(void **state)
         char *path = tu_path("%s/v%zu.off", dir, i);
         build(path, &v[i].o);
         const char *p[] = {path};
-        br_pwfilter *pf = open_set(p, 1, NULL);
+        br_pwfilter *pf = open_url_set(p, 1, NULL);
         assert_int_equal(br_pwfilter_header(pf)->key_encoding_version, v[i].enc);
         assert_int_equal(br_pwfilter_has_quick(pf), v[i].quick);
         assert_int_equal(br_pwfilter_offline_info(pf)->quick_keys, v[i].quick ? 100 + NALLOW : 0);
@@ -207,7 +199,7 @@ static void test_more_quick_keys(void **state)
     opts o = {.quick = true, .count = 50, .drop_quick = -1, .extra_quick = 400};
     build(path, &o);
     const char *p[] = {path};
-    br_pwfilter *pf = open_set(p, 1, NULL);
+    br_pwfilter *pf = open_url_set(p, 1, NULL);
     assert_int_equal(br_pwfilter_header(pf)->key_count, 50);
     assert_int_equal(br_pwfilter_offline_info(pf)->quick_keys, 50 + NALLOW + 400);
     assert_true(br_pwfilter_quick_maybe(pf, UINT64_C(0x5eed000000000000) + 399));
@@ -227,7 +219,7 @@ static void test_no_false_negatives(void **state)
     opts o = {.quick = true, .count = NLISTED, .drop_quick = -1};
     build(path, &o);
     const char *p[] = {path};
-    br_pwfilter *pf = open_set(p, 1, NULL);
+    br_pwfilter *pf = open_url_set(p, 1, NULL);
     assert_true(br_pwfilter_has_quick(pf));
     char name[160];
     for (int i = 0; i < NLISTED; i++) {
@@ -265,7 +257,7 @@ static void test_sets(void **state)
     build(base, &ob);
     uint8_t body[32];
     const char *p1[] = {base};
-    br_pwfilter_free(open_set(p1, 1, body));
+    br_pwfilter_free(open_url_set(p1, 1, body));
     opts od = {.quick = true,
                .first = 1000,
                .count = 500,
@@ -276,7 +268,7 @@ static void test_sets(void **state)
     od.quick = false;
     build(d4, &od);
     const char *p5[] = {base, d5}, *p4[] = {base, d4};
-    br_pwfilter *s5 = open_set(p5, 2, NULL), *s4 = open_set(p4, 2, NULL);
+    br_pwfilter *s5 = open_url_set(p5, 2, NULL), *s4 = open_url_set(p4, 2, NULL);
     assert_true(br_pwfilter_has_quick(s5));
     assert_false(br_pwfilter_has_quick(s4));
     char name[160];

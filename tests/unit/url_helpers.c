@@ -69,3 +69,12 @@ int read_feed_path(br_feedset *fs, const char *path, const char *category, const
     fclose(in);
     return r;
 }
+
+br_pwfilter *open_url_set(const char *const *paths, size_t n, uint8_t body[32])
+{
+    br_pwfilter *pf = NULL;
+    br_error err = {{0}};
+    if (br_pwfilter_open_set(paths, n, &pf, body, &err) < 0)
+        fail_msg("open %s: %s", paths[n - 1], err.text);
+    return pf;
+}

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the test_url*.c programs (tests of lib/url/):
- * canonicalization tables, expression lists, a feed read from a path, and
- * the exact texts of two rejection reasons. */
+ * canonicalization tables, expression lists, a feed read from a path, an
+ * offline set opened or failed, and the exact texts of two rejection
+ * reasons. */
 #pragma once
 
 #include <stddef.h>
 
+#include "filter/pwfilter.h"
 #include "url/url_feed.h"
 
 /* A table row: input (with its length, for embedded NUL and control
@@ -25,6 +27,11 @@ void check_exprs(const char *url, const char *const *want, size_t nwant);
  * open): the feed tests' files. */
 int read_feed_path(br_feedset *fs, const char *path, const char *category, const br_feed_opts *o,
                    br_feed_stats *st, br_error *err);
+
+/* br_pwfilter_open_set of paths[0..n), or the test fails naming the
+ * newest file and the reason; body: the newest member's body SHA-256
+ * (what a delta of the set names), or NULL. */
+br_pwfilter *open_url_set(const char *const *paths, size_t n, uint8_t body[32]);
 
 #define SECRET "secret-class data (e-mail address) is never indexed"
 #define BADSCHEME "scheme is not http, https, ftp, ws or wss"
