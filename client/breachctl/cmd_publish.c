@@ -40,6 +40,7 @@
 
 typedef struct pub_entry {
     pub_key key;
+    uint64_t quick; /* its expression's XXH3, where every feed's is known */
     uint8_t code;
 } pub_entry;
 
@@ -142,6 +143,7 @@ static void load_manifest(const pub_conf *c, pub_state *st)
 
 typedef struct tagged {
     pub_key key;
+    uint64_t quick;
     uint32_t feed;
 } tagged;
 
@@ -168,6 +170,7 @@ static int union_of(const pub_conf *c, pub_state *st, pub_entry **out, size_t *n
     for (uint32_t i = 0; i < c->n_feeds; i++)
         for (size_t j = 0; j < c->feeds[i].n; j++) {
             memcpy(t[k].key, c->feeds[i].keys[j], sizeof(pub_key));
+            t[k].quick = c->feeds[i].quick ? c->feeds[i].quick[j] : 0;
             t[k++].feed = i;
         }
     qsort(t, total, sizeof(*t), cmp_tagged);
@@ -176,6 +179,7 @@ static int union_of(const pub_conf *c, pub_state *st, pub_entry **out, size_t *n
         if (*n && memcmp((*out)[*n - 1].key, t[i].key, sizeof(pub_key)) == 0)
             continue;
         memcpy((*out)[*n].key, t[i].key, sizeof(pub_key));
+        (*out)[*n].quick = t[i].quick;
         (*out)[(*n)++].code = (uint8_t)br_category_code(&st->cats, c->feeds[t[i].feed].category);
     }
     free(t);
@@ -215,16 +219,31 @@ static bool is_allow(const pub_state *st, uint8_t code)
     return name && strcmp(name, BR_URL_ALLOW_CATEGORY) == 0;
 }
 
+/* Whether the files get a quick filter (key encoding v5): asked for, and
+ * every feed's expressions' XXH3 known (not while a feed's state is an
+ * older publisher's, until its next download). */
+static bool with_quick(const pub_conf *c)
+{
+    for (size_t i = 0; i < c->n_feeds; i++)
+        if (c->feeds[i].n && !c->feeds[i].quick)
+            return false;
+    return c->quick_filter;
+}
+
 /* Build entries e[0..n) (fingerprints, or the exact table for allow) and
- * removals into path. */
+ * removals into path; the quick filter holds e's XXH3s, what the file
+ * holds (a removal stays in its base's). */
 static int build_file(const pub_conf *c, const pub_state *st, const char *path, uint64_t gen,
                       const pub_entry *e, size_t n, const changes *rm, const uint8_t *base_body,
                       br_error *err)
 {
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
     _cleanup_free_ pub_key *allow = malloc((n + 1) * sizeof(pub_key));
+    _cleanup_free_ uint64_t *quick = with_quick(c) ? malloc((n + 1) * sizeof(uint64_t)) : NULL;
     size_t n_allow = 0;
-    int r = allow ? br_keyset_new(NULL, 0, &ks, err) : -ENOMEM;
+    int r = allow && (quick || !with_quick(c)) ? br_keyset_new(NULL, 0, &ks, err) : -ENOMEM;
+    for (size_t i = 0; quick && i < n; i++)
+        quick[i] = e[i].quick;
     for (size_t i = 0; r >= 0 && i < n; i++) {
         if (is_allow(st, e[i].code))
             memcpy(allow[n_allow++], e[i].key, sizeof(pub_key));
@@ -244,7 +263,9 @@ static int build_file(const pub_conf *c, const pub_state *st, const char *path, 
                                 .allow = (const uint8_t(*)[32])allow,
                                 .n_allow = n_allow,
                                 .removed = rm ? (const uint8_t(*)[32])rm->removed : NULL,
-                                .n_removed = rm ? rm->n_removed : 0};
+                                .n_removed = rm ? rm->n_removed : 0,
+                                .quick = quick,
+                                .n_quick = quick ? n : 0};
     return r < 0 ? r : br_pwfilter_build(ks, &o, path, NULL, err);
 }
 

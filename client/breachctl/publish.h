@@ -27,6 +27,9 @@ typedef struct pub_feed {
     bool held;
     char reason[BR_MANIFEST_REASON_MAX + 1];
     pub_key *keys; /* the last good entries, sorted */
+    /* keys[i]'s expression's XXH3 (the quick filter's key: docs/fleet.md),
+     * NULL while unknown: a state kept by an older publisher */
+    uint64_t *quick;
     size_t n;
     unsigned labels;
 } pub_feed;
@@ -39,6 +42,7 @@ typedef struct pub_conf {
     char output[4096], state[4200], key[4096];
     int64_t interval_s, keep_s;
     unsigned max_shrink_pct;
+    bool quick_filter; /* [publish] quick_filter: v5 files when every feed's XXH3 is known */
     pub_feed *feeds;
     size_t n_feeds;
 } pub_conf;

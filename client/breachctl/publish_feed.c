@@ -16,6 +16,7 @@
 
 #include "breachctl.h"
 #include "conf_values.h"
+#include "core/hash.h"
 #include "core/util.h"
 #include "filter_url_feeds.h"
 #include "publish.h"
@@ -54,6 +55,10 @@ static int set_publish(conf_ctx *x, const char *name, const char *value)
             snprintf(x->err, sizeof(x->err), "max_shrink = %s: expected a share 1%%..100%%", value);
         else
             c->max_shrink_pct = (unsigned)pct;
+    } else if (strcmp(name, "quick_filter") == 0) {
+        if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+            snprintf(x->err, sizeof(x->err), "quick_filter = %s: expected yes or no", value);
+        c->quick_filter = strcmp(value, "yes") == 0;
     } else
         snprintf(x->err, sizeof(x->err), "[publish] %s: unknown key", name);
     return x->err[0] ? 0 : 1;
@@ -141,6 +146,7 @@ int pub_conf_read(const char *path, pub_conf *c)
     c->interval_s = 30;
     c->keep_s = 86400;
     c->max_shrink_pct = 50;
+    c->quick_filter = true;
     c->kind = BR_KIND_URL_SHA256;
     conf_ctx x = {.c = c};
     int line = ini_parse(path, on_key, &x);
@@ -175,8 +181,10 @@ int pub_conf_read(const char *path, pub_conf *c)
 
 void pub_conf_free(pub_conf *c)
 {
-    for (size_t i = 0; i < c->n_feeds; i++)
+    for (size_t i = 0; i < c->n_feeds; i++) {
         free(c->feeds[i].keys);
+        free(c->feeds[i].quick);
+    }
     free(c->feeds);
     c->feeds = NULL;
 }
@@ -188,11 +196,47 @@ static void state_path(const pub_conf *c, const pub_feed *f, const char *ext, ch
     snprintf(out, len, "%s/feed-%s.%s", c->state, f->name, ext);
 }
 
+/* STATE/feed-NAME.quick: the SHA-256 of the .keys file's bytes, then the
+ * keys' XXH3s in their order. The two files are replaced one after the
+ * other; the hash ties the XXH3s to the keys they were made with, so a
+ * crash between the two leaves them unknown (downloaded again), never
+ * another key's: a wrong XXH3 would be a listed name let through. */
+static int save_quick(const char *path, const pub_feed *f)
+{
+    size_t len = BR_SHA256_LEN + f->n * sizeof(uint64_t);
+    _cleanup_free_ uint8_t *buf = malloc(len);
+    if (!buf)
+        return -ENOMEM;
+    int r = br_sha256(f->keys, f->n * sizeof(pub_key), buf);
+    memcpy(buf + BR_SHA256_LEN, f->quick, f->n * sizeof(uint64_t));
+    return r < 0 ? r : br_write_atomic(path, buf, len);
+}
+
+static void load_quick(const char *path, pub_feed *f)
+{
+    _cleanup_free_ uint8_t *data = NULL;
+    size_t len = 0;
+    uint8_t sum[BR_SHA256_LEN];
+    if (br_read_whole(path, 1u << 30, &data, &len) < 0 ||
+        len != BR_SHA256_LEN + f->n * sizeof(uint64_t) ||
+        br_sha256(f->keys, f->n * sizeof(pub_key), sum) < 0 ||
+        memcmp(sum, data, BR_SHA256_LEN) != 0)
+        return;
+    f->quick = malloc(f->n * sizeof(uint64_t) + 1);
+    if (f->quick)
+        memcpy(f->quick, data + BR_SHA256_LEN, f->n * sizeof(uint64_t));
+}
+
 static int save_feed(const pub_conf *c, const pub_feed *f)
 {
     char path[4400], meta[600];
     state_path(c, f, "keys", path, sizeof(path));
     int r = br_write_atomic(path, f->keys, f->n * sizeof(pub_key));
+    state_path(c, f, "quick", path, sizeof(path));
+    if (r >= 0 && f->quick)
+        r = save_quick(path, f);
+    else if (r >= 0 && unlink(path) < 0 && errno != ENOENT)
+        r = -errno;
     int n = snprintf(meta, sizeof(meta), "%" PRId64 " %" PRId64 " %u %" PRIu64 " %" PRId64 "\n%s\n",
                      f->last_success, f->last_poll, f->labels, f->holds, f->val.last_modified,
                      f->val.etag[0] ? f->val.etag : "-");
@@ -221,7 +265,12 @@ static void load_feed(const pub_conf *c, pub_feed *f)
         f->n = len / sizeof(pub_key);
     } else {
         free(data);
+        return;
     }
+    /* the XXH3s of these keys; anything else (none: an older publisher's
+     * state) leaves them unknown, and the next poll downloads the body */
+    state_path(c, f, "quick", path, sizeof(path));
+    load_quick(path, f);
 }
 
 int pub_feeds_load(pub_conf *c)
@@ -257,9 +306,10 @@ static void hold(pub_feed *f, const char *what, const char *detail)
             f->name, f->reason, f->n, f->holds);
 }
 
-/* The downloaded body as a feed: its sorted distinct keys. */
-static int parse_body(const pub_feed *f, const char *path, pub_key **keys, size_t *n,
-                      unsigned *labels, br_error *err)
+/* The downloaded body as a feed: its sorted distinct keys, and their
+ * expressions' XXH3 (*quick, NULL when the feed set cannot say). */
+static int parse_body(const pub_feed *f, const char *path, pub_key **keys, uint64_t **quick,
+                      size_t *n, unsigned *labels, br_error *err)
 {
     _cleanup_(br_feedset_freep) br_feedset *fs = NULL;
     br_feed_opts o = {.format = BR_FEED_AUTO};
@@ -272,10 +322,15 @@ static int parse_body(const pub_feed *f, const char *path, pub_key **keys, size_
     br_feedset_finish(fs, &st);
     *n = br_feedset_count(fs);
     *keys = malloc((*n + 1) * sizeof(pub_key));
-    if (!*keys)
+    *quick = br_feedset_has_quick(fs) ? malloc((*n + 1) * sizeof(uint64_t)) : NULL;
+    if (!*keys || (br_feedset_has_quick(fs) && !*quick))
         return -ENOMEM;
-    for (size_t i = 0; i < *n; i++)
-        memcpy((*keys)[i], br_feedset_entries(fs)[i].hash, sizeof(pub_key));
+    const br_feed_entry *e = br_feedset_entries(fs);
+    for (size_t i = 0; i < *n; i++) {
+        memcpy((*keys)[i], e[i].hash, sizeof(pub_key));
+        if (*quick)
+            (*quick)[i] = e[i].quick;
+    }
     *labels = br_feedset_max_domain_labels(fs);
     return 0;
 }
@@ -286,7 +341,9 @@ bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
     state_path(c, f, "download", path, sizeof(path));
     f->last_poll = now;
     br_fetch_opts o = {.url = f->url,
-                       .have = f->n || f->last_success >= 0 ? &f->val : NULL,
+                       /* unconditional while the entries' XXH3s are unknown */
+                       .have =
+                           (f->n || f->last_success >= 0) && (f->quick || !f->n) ? &f->val : NULL,
                        .connect_timeout_ms = 10000,
                        .stall_timeout_ms = 30000,
                        .max_bytes = UINT64_C(1) << 30};
@@ -294,6 +351,7 @@ bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
     br_error err = {{0}};
     bool changed = false;
     pub_key *keys = NULL;
+    uint64_t *quick = NULL;
     size_t n = 0;
     unsigned labels = 0;
     if (br_fetch_file(path, &o, &res, &err) < 0) {
@@ -301,7 +359,7 @@ bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
     } else if (res.status == BR_FETCH_NOT_MODIFIED) {
         f->held = false;
         f->last_success = now;
-    } else if (parse_body(f, path, &keys, &n, &labels, &err) < 0) {
+    } else if (parse_body(f, path, &keys, &quick, &n, &labels, &err) < 0) {
         hold(f, "not a feed: ", err.text[0] ? err.text : "out of memory");
     } else if (f->n && n * 100 < f->n * (100 - (uint64_t)c->max_shrink_pct)) {
         char d[120];
@@ -311,7 +369,9 @@ bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
     } else {
         changed = n != f->n || (n && memcmp(keys, f->keys, n * sizeof(pub_key)) != 0);
         free(f->keys);
+        free(f->quick);
         f->keys = BR_TAKE_PTR(keys);
+        f->quick = BR_TAKE_PTR(quick);
         f->n = n;
         f->labels = labels;
         f->val = res.got;
@@ -319,6 +379,7 @@ bool pub_feed_poll(const pub_conf *c, pub_feed *f, int64_t now)
         f->last_success = now;
     }
     free(keys);
+    free(quick);
     unlink(path);
     if (save_feed(c, f) < 0)
         fprintf(stderr, "publish: feed %s: cannot save its state under %s\n", f->name, c->state);

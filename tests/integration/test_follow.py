@@ -160,6 +160,25 @@ def publisher(ctx, out, key, port):
     return conf
 
 
+def dns_of_followed_set(ctx, files):
+    """The set a host followed (a base and its deltas, each with a quick
+    filter: docs/fleet.md) through libbreachd-dns, signatures checked: the
+    addition and the base block, the removal passes."""
+    for f in files:
+        info = ctx.breachctl("filter", "info", f).stdout
+        check("url-expression-sha256 v5" in info and "quick filter:" in info, info)
+    conf = ctx.path("dns.conf")
+    with open(conf, "w") as f:
+        f.write("[urls]\npubkey = %s\n[dns]\nfilter = %s\n"
+                % (ctx.path("pub.pem"), ", ".join(files)))
+    r = ctx.breachctl("dns", "new.example", "x.h1.example", "h0.example", "other.example",
+                      env={"BREACHD_CONFIG": conf, "BREACHD_TRUST_OWN_FILTERS": "1"},
+                      check_rc=False)
+    eq(r.stdout, "block malware new.example nxdomain\nblock malware h1.example nxdomain\n"
+       "pass\npass\n",
+       "breachctl dns on the followed set")
+
+
 @test
 def three_hosts_follow(ctx):
     for d in ("feeds", "out", "other"):
@@ -203,6 +222,7 @@ def three_hosts_follow(ctx):
     names = sorted(n for n in os.listdir(ctx.path("host0")) if n.startswith(("base-", "delta-")))
     held = [ln.split()[1] for ln in open(ctx.path("host0", "set")) if ln.startswith("file ")]
     check(names == sorted(held + [n + ".sig" for n in held]), (names, held))
+    dns_of_followed_set(ctx, [ctx.path("host0", n) for n in held])
     # a shrink by 90% is held: still blocked everywhere
     write(ctx.path("feeds", "main.txt"), feed[1:11], 3)
     r = ctx.breachctl("publish", "--config", conf, "--once")

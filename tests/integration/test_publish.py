@@ -61,6 +61,14 @@ def setup(ctx):
 
 
 
+def quick_keys(info):
+    """The quick filter's keys in filter info's output, None without one."""
+    for ln in info.splitlines():
+        if ln.startswith("quick filter:"):  # "quick filter:  8-bit, N keys (...)"
+            return int(ln.split(",")[1].split()[0])
+    return None
+
+
 @test
 def publish_cycles(ctx):
     conf = setup(ctx)
@@ -73,9 +81,10 @@ def publish_cycles(ctx):
     base = [ln.split()[1] for ln in m.splitlines() if ln.startswith("base ")][0]
     info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
     check("exact table:       1 allow, 0 removed" in info, info)  # the allow feed, exact
-    # its state holds SHA-256 keys, not the text XXH3 needs: no quick filter
-    # (key encoding v4; docs/filter-format.md, "The quick filter")
-    check("url-expression-sha256 v4" in info and "quick filter:" not in info, info)
+    # a quick filter of the file's 101 expressions' XXH3 (key encoding v5;
+    # docs/filter-format.md, "The quick filter")
+    check("url-expression-sha256 v5" in info and "quick filter:" in info, info)
+    check(quick_keys(info) == 101, info)
     r = ctx.breachctl("filter", "query", ctx.path("out", base), "--url",
                       "http://partner.example/x", "http://h5.example/")
     eq(r.stdout, "allowed partner.example/\nblocked malware h5.example/\n", "the base answers")
@@ -83,6 +92,25 @@ def publish_cycles(ctx):
     r = ctx.breachctl("publish", "--config", conf, "--once")
     check("generation" not in r.stderr, r.stderr)
     eq(manifest(ctx).count("delta "), 0, "deltas after an unchanged cycle")
+    # a state kept by a publisher that kept no XXH3s: the next cycle
+    # downloads the bodies again (not a 304) for them, and publishes nothing
+    for name in ("bad", "ok"):
+        os.unlink(ctx.path("out.state", "feed-%s.quick" % name))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    for name, n in (("bad", 100), ("ok", 1)):
+        eq(os.path.getsize(ctx.path("out.state", "feed-%s.quick" % name)), 32 + 8 * n,
+           "feed %s's XXH3s, back" % name)
+    # XXH3s kept for other keys (a crash between the two files): not taken
+    q = ctx.path("out.state", "feed-ok.quick")
+    good = open(q, "rb").read()
+    data = bytearray(good)
+    data[0] ^= 1  # the hash of other keys
+    data[-1] ^= 1  # and another XXH3
+    open(q, "wb").write(bytes(data))
+    r = ctx.breachctl("publish", "--config", conf, "--once")
+    check("generation" not in r.stderr, r.stderr)
+    eq(open(q, "rb").read(), good, "feed ok's XXH3s, downloaded again")
     # h0 removed, new1 added: a delta with one removal in its exact table
     write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(1, 100)] +
           ["new1.example"])
@@ -94,6 +122,7 @@ def publish_cycles(ctx):
     eq(len(delta), 1, "deltas")
     info = ctx.breachctl("filter", "info", ctx.path("out", delta[0])).stdout
     check("exact table:       0 allow, 1 removed" in info, info)
+    check(quick_keys(info) == 1, info)  # new1: a removal stays in the base's
     check(os.path.exists(ctx.path("out", delta[0] + ".sig")), "the delta's signature")
     # a shrink by 90% is held: nothing new, the manifest says why
     write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(1, 11)])
@@ -274,12 +303,30 @@ def publish_passwords(ctx):
 
 
 @test
+def publish_without_quick_filter(ctx):
+    """[publish] quick_filter = no: v4 files, for hosts that predate v5."""
+    conf = setup(ctx)
+    text = open(conf).read().replace("[publish]\n", "[publish]\nquick_filter = no\n", 1)
+    with open(conf, "w") as f:
+        f.write(text)
+    ctx.breachctl("publish", "--config", conf, "--once")
+    base = [ln.split()[1] for ln in manifest(ctx).splitlines() if ln.startswith("base ")][0]
+    info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
+    check("url-expression-sha256 v4" in info and quick_keys(info) is None, info)
+
+
+@test
 def config_errors(ctx):
     conf = ctx.path("bad.conf")
     with open(conf, "w") as f:
         f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nmax_shrink = 150%\n")
     r = ctx.breachctl("publish", "--config", conf, check_rc=False)
     check(r.returncode == 2 and conf + ":4: max_shrink = 150%" in r.stderr, r.stderr)
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nquick_filter = maybe\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and conf + ":4: quick_filter = maybe: expected yes or no" in r.stderr,
+          r.stderr)
     with open(conf, "w") as f:
         f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\n[feed Bad-Name]\nurl = x\n")
     r = ctx.breachctl("publish", "--config", conf, check_rc=False)
