@@ -53,6 +53,12 @@ typedef struct gen {
     /* set when every file of it has a quick filter (br_pwfilter_has_quick):
      * unlisted names skip SHA-256 */
     const br_pwfilter *quick;
+    /* per category code of the set (br_pwfilter_lookup_code): its name in
+     * cats, its action, and 1 + its counter in cat_hits (0: none); made
+     * when the generation loads, so a lookup compares no names */
+    const br_category_table *cats;
+    uint8_t action_of[BDNS_MAX_CATEGORIES];
+    uint16_t hits_of[BDNS_MAX_CATEGORIES];
     uint64_t generation;
     bool damage_noted; /* the watcher logged a file changed in place */
     struct gen *next_retired;
@@ -148,14 +154,23 @@ static void note_category(breachd_dns *h, const char *name)
     atomic_store_explicit(&h->n_cat, n + 1, memory_order_release);
 }
 
-static void count_category(breachd_dns *h, const char *name)
+/* g's tables by category code (gen), once the names are noted. */
+static void code_tables(const breachd_dns *h, gen *g)
 {
-    unsigned n = atomic_load_explicit(&h->n_cat, memory_order_acquire);
-    for (unsigned i = 0; i < n; i++)
-        if (strcmp(h->cat_name[i], name) == 0) {
-            atomic_fetch_add_explicit(&h->cat_hits[i], 1, memory_order_relaxed);
-            return;
-        }
+    unsigned n = atomic_load_explicit(&h->n_cat, memory_order_relaxed);
+    for (unsigned c = 1; g->cats && c <= g->cats->count; c++) {
+        const char *name = br_category_name(g->cats, (uint8_t)c);
+        g->action_of[c] = (uint8_t)bdns_conf_action(&g->conf, name);
+        for (unsigned i = 0; i < n && !g->hits_of[c]; i++)
+            if (strcmp(h->cat_name[i], name) == 0)
+                g->hits_of[c] = (uint16_t)(i + 1);
+    }
+}
+
+static void count_category(breachd_dns *h, const gen *g, uint8_t code)
+{
+    if (g->hits_of[code])
+        atomic_fetch_add_explicit(&h->cat_hits[g->hits_of[code] - 1], 1, memory_order_relaxed);
 }
 
 #define INC(field) atomic_fetch_add_explicit(&h->k.field, 1, memory_order_relaxed)
@@ -194,12 +209,13 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
         g->labels = br_pwfilter_max_domain_labels(g->set);
         g->quick = br_pwfilter_has_quick(g->set) ? g->set : NULL;
         g->generation = br_pwfilter_header(g->set)->generation;
-        const br_category_table *t = br_pwfilter_categories(g->set);
-        for (unsigned i = 0; t && i < t->count; i++)
-            note_category(h, t->names[i]);
+        g->cats = br_pwfilter_categories(g->set);
+        for (unsigned i = 0; g->cats && i < g->cats->count; i++)
+            note_category(h, g->cats->names[i]);
     }
     for (unsigned i = 0; i < g->conf.n_cat; i++)
         note_category(h, g->conf.cat[i].name);
+    code_tables(h, g);
     return g;
 }
 
@@ -513,24 +529,25 @@ static int pass(breachd_dns *h, unsigned in, breachd_dns_result *res, int reason
     return BREACHD_DNS_PASS;
 }
 
-/* The listed suffix found (most specific first) and whether the name or a
- * parent is allowed; -1 when nothing is listed. A damaged set answers -2. */
-static int find(const gen *g, const bdns_keys *keys, const char **category, bool *allowed)
+/* The listed suffix found (most specific first), its category's code, and
+ * whether the name or a parent is allowed; -1 when nothing is listed. A
+ * damaged set answers -2. */
+static int find(const gen *g, const bdns_keys *keys, uint8_t *category, bool *allowed)
 {
     int best = -1;
     *allowed = false;
     for (size_t i = 0; i < keys->n && !*allowed; i++) {
-        const char *cat = NULL;
+        uint8_t code = 0;
         if (!keys->hashed[i]) /* the quick filter: no member holds it */
             continue;
-        int r = br_pwfilter_lookup_category(g->set, keys->key[i], &cat);
+        int r = br_pwfilter_lookup_code(g->set, keys->key[i], &code);
         if (r < 0)
             return -2;
-        if (r > 0 && strcmp(cat, BDNS_ALLOW_CATEGORY) == 0)
+        if (r > 0 && code == 0)
             *allowed = true; /* an allow-list entry overrides every blocklist */
         else if (r > 0 && best < 0) {
             best = (int)i;
-            *category = cat;
+            *category = code;
         }
     }
     return best;
@@ -545,12 +562,13 @@ static void copy_str(char *dst, size_t n, const char *src)
     dst[len] = '\0';
 }
 
-static void fill_block(const gen *g, const bdns_keys *keys, int best, const char *cat,
+static void fill_block(const gen *g, const bdns_keys *keys, int best, uint8_t code,
                        breachd_dns_result *res)
 {
-    copy_str(res->category, sizeof(res->category), cat);
+    const char *name = br_category_name(g->cats, code); /* code <= a member's table */
+    copy_str(res->category, sizeof(res->category), name ? name : "");
     copy_str(res->domain, sizeof(res->domain), keys->host + keys->start[best]);
-    res->action = bdns_conf_action(&g->conf, cat);
+    res->action = g->action_of[code];
     memcpy(res->sinkhole4, g->conf.sinkhole4, sizeof(res->sinkhole4));
     memcpy(res->sinkhole6, g->conf.sinkhole6, sizeof(res->sinkhole6));
     memcpy(res->redirect, g->conf.redirect, sizeof(res->redirect));
@@ -570,7 +588,7 @@ static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name
         COUNT(K_INVALID);
         return pass(h, in, res, BREACHD_DNS_INVALID);
     }
-    const char *cat = NULL;
+    uint8_t cat = 0;
     bool allowed;
     int best = find(g, &keys, &cat, &allowed);
     if (best == -2) { /* damaged under its mapping: no answer can be trusted */
@@ -585,7 +603,7 @@ static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name
     if (best < 0)
         return pass(h, in, res, BREACHD_DNS_UNLISTED);
     fill_block(g, &keys, best, cat, res);
-    count_category(h, cat);
+    count_category(h, g, cat);
     if (res->action == BREACHD_DNS_LOG) {
         COUNT(K_LOGGED);
         return pass(h, in, res, BREACHD_DNS_LOGGED);

@@ -266,10 +266,15 @@ static int hash_suffixes(const char *host, const br_pwfilter *quick, bdns_keys *
 {
     const void *expr[BR_URL_MAX_HOST_LABELS];
     size_t expr_len[BR_URL_MAX_HOST_LABELS], at[BR_URL_MAX_HOST_LABELS], m = 0;
+    uint64_t xxh[BR_URL_MAX_HOST_LABELS];
+    for (size_t i = 0; quick && i < out->n; i++)
+        xxh[i] = br_xxh3_64(host + out->start[i], out->host_len - out->start[i] + 1);
+    if (quick)
+        br_pwfilter_quick_maybe_many(quick, xxh, out->n, out->hashed);
     for (size_t i = 0; i < out->n; i++) {
         const char *x = host + out->start[i];
         size_t xl = out->host_len - out->start[i] + 1;
-        out->hashed[i] = !quick || br_pwfilter_quick_maybe(quick, br_xxh3_64(x, xl));
+        out->hashed[i] = !quick || out->hashed[i];
         if (out->hashed[i]) {
             expr[m] = x;
             expr_len[m] = xl;

@@ -138,26 +138,6 @@ int br_bfuse_check(const br_bfuse *f)
 
 /* ---- queries --------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) bool
-bfuse_match(const uint8_t *a, const uint32_t p[4], unsigned arity, unsigned fpb, uint64_t h)
-{
-    uint32_t v = bfuse_fp(h);
-    for (unsigned j = 0; j < arity; j++)
-        v ^= bfuse_load(a, p[j], fpb);
-    return (v & bfuse_fp_mask(fpb)) == 0;
-}
-
-static inline __attribute__((always_inline)) bool bfuse_contains_one(const br_bfuse *f,
-                                                                     const bfuse_geom *g,
-                                                                     unsigned arity, unsigned fpb,
-                                                                     uint64_t key)
-{
-    uint32_t p[4];
-    uint64_t h = bfuse_mix(key + f->seed);
-    bfuse_positions(g, h, arity, p);
-    return bfuse_match(f->fingerprints, p, arity, fpb, h);
-}
-
 bool br_bfuse_contains(const br_bfuse *f, uint64_t key)
 {
     if (f->array_length == 0)

@@ -97,6 +97,40 @@ static inline uint32_t bfuse_fp_mask(unsigned fpb)
     return fpb == 4 ? UINT32_MAX : (UINT32_C(1) << (8 * fpb)) - 1;
 }
 
+static inline __attribute__((always_inline)) bool
+bfuse_match(const uint8_t *a, const uint32_t p[4], unsigned arity, unsigned fpb, uint64_t h)
+{
+    uint32_t v = bfuse_fp(h);
+    for (unsigned j = 0; j < arity; j++)
+        v ^= bfuse_load(a, p[j], fpb);
+    return (v & bfuse_fp_mask(fpb)) == 0;
+}
+
+static inline __attribute__((always_inline)) bool bfuse_contains_one(const br_bfuse *f,
+                                                                     const bfuse_geom *g,
+                                                                     unsigned arity, unsigned fpb,
+                                                                     uint64_t key)
+{
+    uint32_t p[4];
+    uint64_t h = bfuse_mix(key + f->seed);
+    bfuse_positions(g, h, arity, p);
+    return bfuse_match(f->fingerprints, p, arity, fpb, h);
+}
+
+/* br_bfuse_contains of a filter whose fingerprints are known to be fpb
+ * bytes (a check or quick filter, laid out by the reader), inlined into
+ * its caller. */
+static inline __attribute__((always_inline)) bool bfuse_contains_inline(const br_bfuse *f,
+                                                                        unsigned fpb, uint64_t key)
+{
+    if (f->array_length == 0)
+        return false;
+    bfuse_geom g;
+    bfuse_geom_of(f, &g);
+    return f->arity == 4 ? bfuse_contains_one(f, &g, 4, fpb, key)
+                         : bfuse_contains_one(f, &g, 3, fpb, key);
+}
+
 /* A coded lookup (fp_bits 32: a 24-bit fingerprint over an 8-bit code,
  * docs/filter-format.md "Algorithm 4"): the code, or 0 when the
  * fingerprint does not match. */

@@ -106,6 +106,7 @@ typedef struct br_pwo {
     uint32_t n_allow, n_removed;
     unsigned check_bits; /* url-sha256 key encoding v4: its check filters' (16); else 0 */
     uint32_t quick_keys; /* url-sha256 key encoding v5: its quick filter's keys; else 0 */
+    uint8_t allow_code;  /* url-sha256: the code BR_URL_ALLOW_CATEGORY has in cats, else 0 */
     br_count_codes counts;
     br_category_table cats;
 } br_pwo;
@@ -189,6 +190,12 @@ int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t 
  * (docs/filter-format.md, "The exact table"). */
 int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
                                 const char **category);
+/* The same answer as a code: 1 and *code, the category's code (a code
+ * names the same category in every member: br_pwfilter_categories), or 0
+ * for an allow entry (exact); 0 when not in the set; -EIO damaged. For a
+ * caller that keeps something per category (an action, a counter) in a
+ * table by code, without comparing names. */
+int br_pwfilter_lookup_code(const br_pwfilter *pf, const uint8_t sha256[32], uint8_t *code);
 /* A url-sha256 offline set: the largest max_domain_labels of its members
  * (lookups take host suffixes of up to max(5, this) labels). */
 unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
@@ -223,6 +230,10 @@ bool br_pwfilter_has_quick(const br_pwfilter *pf);
  * false) or a damaged one (filter_file.h). About 1 in 256 other hashes per
  * member is a maybe too. Any thread. */
 bool br_pwfilter_quick_maybe(const br_pwfilter *pf, uint64_t hash);
+/* br_pwfilter_quick_maybe of hash[0..n) into maybe[0..n), the damaged
+ * check once for all (a name's suffixes: one call). */
+void br_pwfilter_quick_maybe_many(const br_pwfilter *pf, const uint64_t *hash, size_t n,
+                                  bool *maybe);
 /* An offline member's description for `filter info`: the code kind, the
  * count ratio (ppm), --min-count, categories. NULL when not offline. */
 const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);

@@ -56,7 +56,7 @@ bool br_pwo_check(const br_pwfilter *pf, uint64_t key)
     if (!pf->checks)
         return true;
     const br_bfuse *c = &pf->checks[pf->shard_bits ? key >> (64 - pf->shard_bits) : 0];
-    return br_bfuse_contains(c, br_pwo_check_key(key));
+    return bfuse_contains_inline(c, BR_PWO_CHECK_BITS / 8, br_pwo_check_key(key));
 }
 
 bool br_pwo_quick(const br_pwfilter_build_opts *o)
@@ -143,6 +143,9 @@ static int read_codes(br_pwfilter *pf, br_pwo *x, const uint8_t *p, br_error *er
     if (x->code_kind == BR_CODES_COUNTS)
         return br_count_codes_decode(raw, &x->counts, err);
     int r = br_category_table_decode(raw, ncodes, &x->cats, err);
+    for (unsigned c = 1; r >= 0 && c <= x->cats.count; c++)
+        if (strcmp(br_category_name(&x->cats, (uint8_t)c), BR_URL_ALLOW_CATEGORY) == 0)
+            x->allow_code = (uint8_t)c;
     return r < 0 ? r : read_exact(pf, x, p, err);
 }
 
@@ -228,6 +231,12 @@ bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count)
            br_count_code(&m->offline->counts, count) == code;
 }
 
+/* br_pwfilter_damaged, without its loop for a set of one file. */
+static inline bool set_damaged(const br_pwfilter *pf)
+{
+    return pf->next ? br_pwfilter_damaged(pf) : br_filter_file_damaged(pf->file);
+}
+
 /* The code of a set of one member that holds counts: br_pwfilter_code
  * without its loop, checks or calls (a count file has no category table
  * to bound and no check filter, and its shards hold 32-bit slots: see
@@ -246,7 +255,7 @@ int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_
     uint64_t key = br_hash_key64(hash);
     uint8_t code = pf->next ? br_pwfilter_code(pf, key, &m) : lone_count_code(pf, key);
     /* probe first, then the flag: a faulted probe read zeros */
-    if (pf->next ? br_pwfilter_damaged(pf) : br_filter_file_damaged(pf->file))
+    if (set_damaged(pf))
         return -EIO;
     if (!code)
         return 0;
@@ -264,45 +273,55 @@ static bool exact_has(const uint8_t *keys, uint32_t n, const uint8_t sha256[32])
     return n && bsearch(sha256, keys, n, 32, cmp_key);
 }
 
-/* One member's word on a key: -1 none, 0 removed, 1 listed (*category). */
-static int member_category(const br_pwfilter *m, const uint8_t sha256[32], uint64_t key,
-                           const char **category)
+/* One member's word on a key: -1 none, 0 removed, 1 listed (*code: its
+ * category's, 0 for an allow entry). */
+static int member_code(const br_pwfilter *m, const uint8_t sha256[32], uint64_t key, uint8_t *code)
 {
     const br_pwo *x = m->offline;
     if (exact_has(x->removed, x->n_removed, sha256))
         return 0;
     if (exact_has(x->allow, x->n_allow, sha256)) {
-        *category = BR_URL_ALLOW_CATEGORY;
+        *code = 0;
         return 1;
     }
-    uint8_t code = br_bfuse_code(shard_of(m, key), key);
-    const char *name = br_category_name(&x->cats, code); /* NULL: 0 or past the table */
-    if (!name || strcmp(name, BR_URL_ALLOW_CATEGORY) == 0)
-        return -1; /* a fingerprint never says allow */
+    uint8_t c = bfuse_code_inline(shard_of(m, key), key);
+    /* 0 or past the table; a fingerprint never says allow */
+    if (c == 0 || c > x->cats.count || c == x->allow_code)
+        return -1;
     if (!br_pwo_check(m, key))
         return -1; /* 24 bits matched by chance; the check filter's 16 did not */
-    *category = name;
+    *code = c;
     return 1;
 }
 
-int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
-                                const char **category)
+int br_pwfilter_lookup_code(const br_pwfilter *pf, const uint8_t sha256[32], uint8_t *code)
 {
     if (!pf->offline || pf->offline->code_kind != BR_CODES_CATEGORIES)
         return -ENOTSUP;
     uint64_t key = br_hash_key64(sha256);
     int found = 0;
     for (const br_pwfilter *m = pf; m; m = m->next) { /* base first: a later member overrides */
-        const char *name = NULL;
-        int r = m->offline ? member_category(m, sha256, key, &name) : -1;
+        uint8_t c = 0;
+        int r = m->offline ? member_code(m, sha256, key, &c) : -1;
         if (r >= 0) {
             found = r;
-            *category = name;
+            *code = c;
         }
     }
-    if (br_pwfilter_damaged(pf)) /* probe first, then the flag: a faulted probe read zeros */
+    if (set_damaged(pf)) /* probe first, then the flag: a faulted probe read zeros */
         return -EIO;
     return found;
+}
+
+int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
+                                const char **category)
+{
+    uint8_t code = 0;
+    int r = br_pwfilter_lookup_code(pf, sha256, &code);
+    if (r > 0) /* a code names the same category in every member */
+        *category =
+            code ? br_category_name(br_pwfilter_categories(pf), code) : BR_URL_ALLOW_CATEGORY;
+    return r;
 }
 
 bool br_pwfilter_has_quick(const br_pwfilter *pf)
@@ -313,26 +332,38 @@ bool br_pwfilter_has_quick(const br_pwfilter *pf)
     return true;
 }
 
-bool br_pwfilter_quick_maybe(const br_pwfilter *set, uint64_t hash)
+static inline bool quick_probe(const br_pwfilter *set, uint64_t hash)
 {
     for (const br_pwfilter *pf = set; pf; pf = pf->next)
-        if (!pf->has_quick || br_bfuse_contains(&pf->quick, hash))
+        if (!pf->has_quick || bfuse_contains_inline(&pf->quick, BR_PWO_QUICK_BITS / 8, hash))
             return true;
+    return false;
+}
+
+bool br_pwfilter_quick_maybe(const br_pwfilter *set, uint64_t hash)
+{
     /* probe first, then the flag: a faulted probe read zeros */
-    return br_pwfilter_damaged(set);
+    return quick_probe(set, hash) || set_damaged(set);
+}
+
+void br_pwfilter_quick_maybe_many(const br_pwfilter *set, const uint64_t *hash, size_t n,
+                                  bool *maybe)
+{
+    bool all = true;
+    for (size_t i = 0; i < n; i++)
+        all &= maybe[i] = quick_probe(set, hash[i]);
+    if (!all && set_damaged(set))
+        for (size_t i = 0; i < n; i++)
+            maybe[i] = true;
 }
 
 bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf)
 {
     for (; pf; pf = pf->next) {
         const br_filter_header *h = br_filter_file_header(pf->file);
-        if (!pf->offline || pf->offline->code_kind != BR_CODES_CATEGORIES ||
-            h->key_encoding_version >= 3)
-            continue;
-        for (unsigned c = 1; c <= pf->offline->cats.count; c++)
-            if (strcmp(br_category_name(&pf->offline->cats, (uint8_t)c), BR_URL_ALLOW_CATEGORY) ==
-                0)
-                return true;
+        if (pf->offline && pf->offline->code_kind == BR_CODES_CATEGORIES &&
+            h->key_encoding_version < 3 && pf->offline->allow_code)
+            return true;
     }
     return false;
 }

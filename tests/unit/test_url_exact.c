@@ -127,6 +127,13 @@ static void want(const br_pwfilter *pf, const char *prefix, int i, const char *c
     if (category ? r != 1 || strcmp(cat, category) != 0 : r != 0)
         fail_msg("%s-%d: %d %s, expected %s", prefix, i, r, r > 0 ? cat : "",
                  category ? category : "none");
+    /* the same answer by code: the set's table names it, 0 an allow entry */
+    uint8_t code = 0xff;
+    assert_int_equal(br_pwfilter_lookup_code(pf, key, &code), r);
+    if (r > 0)
+        assert_string_equal(code ? br_category_name(br_pwfilter_categories(pf), code)
+                                 : BR_URL_ALLOW_CATEGORY,
+                            category);
 }
 
 static const char *const allow_malware[] = {BR_URL_ALLOW_CATEGORY, "malware"};

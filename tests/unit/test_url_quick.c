@@ -277,10 +277,25 @@ static void test_sets(void **state)
         assert_true(br_pwfilter_quick_maybe(s5, quick_of(name)));
     }
     int maybe5 = 0, maybe4 = 0;
+    uint64_t batch[7];
+    bool many[7];
     for (int i = 0; i < 10000; i++) {
         snprintf(name, sizeof(name), "nope%d.example", i);
         maybe5 += br_pwfilter_quick_maybe(s5, quick_of(name));
         maybe4 += br_pwfilter_quick_maybe(s4, quick_of(name));
+        /* a name's suffixes in one call: the same answers, listed or not */
+        if (i % 7 == 6) {
+            if (i / 7 % 2)
+                listed_name(name, sizeof(name), i % 1500);
+            batch[i % 7] = quick_of(name);
+            br_pwfilter_quick_maybe_many(s5, batch, 7, many);
+            for (int j = 0; j < 7; j++)
+                assert_int_equal(many[j], br_pwfilter_quick_maybe(s5, batch[j]));
+            if (i / 7 % 2)
+                assert_true(many[6]);
+        } else {
+            batch[i % 7] = quick_of(name);
+        }
     }
     assert_true(maybe5 < 10000 / 32); /* two members: about 2/256 */
     assert_int_equal(maybe4, 10000);
