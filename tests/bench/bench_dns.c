@@ -5,7 +5,8 @@
  * warm lookup cost (ns per name: listed, unlisted) and the false blocks among N random unlisted
  * names (default 10^7), each of three random labels under .net, so three expressions no other
  * name shares are looked up per name. M (default 2*10^6) lookups each of listed and
- * unlisted names are timed (fewer under callgrind). Times are the thread's CPU time. By hand:
+ * unlisted names are timed (fewer under callgrind), the least of 5 passes of M / 5. Times are the
+ * thread's CPU time. By hand:
  * bench-dns.py makes the data and runs it; bench-dns-fp.py counts false blocks (docs/dns.md,
  * "False blocks"). */
 #include <stdint.h>
@@ -64,6 +65,20 @@ static double time_lookups(breachd_dns *h, char **names, size_t n, size_t total,
     return (now_s() - t0) * 1e9 / (double)total;
 }
 
+/* The least ns per lookup of 5 passes of total / 5 lookups each: on a
+ * shared machine, the pass other processes disturbed least. */
+static double least_of_5(breachd_dns *h, char **names, size_t n, size_t total, size_t *blocked)
+{
+    double best = 0;
+    size_t part = total / 5 ? total / 5 : 1;
+    for (int pass = 0; pass < 5; pass++) {
+        double ns = time_lookups(h, names, n, part, blocked);
+        best = pass == 0 || ns < best ? ns : best;
+    }
+    *blocked *= 5;
+    return best;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -81,10 +96,12 @@ int main(int argc, char **argv)
     size_t nl, nu, blocked;
     char **listed = read_names(argv[2], &nl), **unlisted = read_names(argv[3], &nu);
     time_lookups(h, listed, nl, nl, &blocked); /* warm: every page touched once */
-    double ns_l = time_lookups(h, listed, nl, m, &blocked);
-    printf("lookup, listed names:   %.0f ns/name (%zu of %zu blocked)\n", ns_l, blocked, m);
-    double ns_u = time_lookups(h, unlisted, nu, m, &blocked);
-    printf("lookup, unlisted names: %.0f ns/name (%zu of %zu blocked)\n", ns_u, blocked, m);
+    double ns_l = least_of_5(h, listed, nl, m, &blocked);
+    printf("lookup, listed names:   %.0f ns/name (%zu of %zu blocked; least of 5 passes)\n", ns_l,
+           blocked, m / 5 * 5);
+    double ns_u = least_of_5(h, unlisted, nu, m, &blocked);
+    printf("lookup, unlisted names: %.0f ns/name (%zu of %zu blocked; least of 5 passes)\n", ns_u,
+           blocked, m / 5 * 5);
     /* random names: "r<hex>.s<hex>.t<hex>.net", 3 x 64 random bits, none listed */
     uint64_t x = 0x9e3779b97f4a7c15ull, falses = 0, v[3];
     breachd_dns_result res;
