@@ -18,3 +18,8 @@ uint8_t *tu_read_file(const char *path, size_t *len);
 void *tu_xmalloc(size_t len) __attribute__((malloc, returns_nonnull, alloc_size(1)));
 /* asprintf that aborts on failure. */
 char *tu_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Write byte at offset of path in place (same inode, same size, as `dd
+ * conv=notrunc`), again until the file's mtime moves past the clock's
+ * tick (the timestamps are coarse), so a reader that compares them sees
+ * the change. Aborts on failure. */
+void tu_rewrite_in_place(const char *path, long offset, int byte);
