@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The range endpoint (http.h): listeners, the connections, the gate every
+/* The range endpoint (http.h): its start, the connections, the gate every
  * request passes (allowed_networks, rate, route, method), the requests
  * waiting for a range, replies and the optional access log, and the fast
  * path that answers the plainest GET of a range without evhttp
@@ -28,8 +28,6 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +41,7 @@
 #include "core/hash.h"
 #include "http_fast.h"
 #include "http_int.h"
+#include "http_listen.h"
 #include "http_prep.h"
 #include "http_range.h"
 #include "log.h"
@@ -54,7 +53,6 @@
 
 #define MAX_HEADERS_SIZE 16384
 #define MAX_BODY_SIZE 4096
-#define UNIX_BACKLOG 128
 #define MAX_SINGLE_WRITE (256 * 1024)
 #define CORK_MIN 4096 /* smaller answers go in one write anyway */
 
@@ -859,69 +857,6 @@ static bool fast_request(bd_http_conn *c, struct evbuffer *buf, size_t orig_size
     return true;
 }
 
-/* ---- listeners ---- */
-
-/* A Unix socket at path, mode 0660; a stale socket there is replaced, any
- * other file is an error. The listening descriptor, or a negative errno. */
-static int unix_listen(const char *path, br_error *err)
-{
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode))
-            return br_error_set(err, -EEXIST, "[http] listen %s: exists and is not a socket", path);
-        unlink(path);
-    }
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sun.sun_path))
-        return br_error_set(err, -ENAMETOOLONG, "[http] listen %s: path too long", path);
-    memcpy(sun.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return br_error_set(err, -errno, "[http] listen %s: socket: %s", path, strerror(errno));
-    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, 0660) < 0 ||
-        listen(fd, UNIX_BACKLOG) < 0) {
-        int e = errno;
-        close(fd);
-        return br_error_set(err, -e, "[http] listen %s: %s", path, strerror(e));
-    }
-    return fd;
-}
-
-static int bind_one(bd_http *h, const breachd_config *cfg, const breachd_listen *l, size_t i,
-                    br_error *err)
-{
-    if (l->family != AF_UNIX) {
-        errno = 0;
-        struct evhttp_bound_socket *b = evhttp_bind_socket_with_handle(h->evh, l->host, l->port);
-        if (!b) {
-            int e = errno ? errno : EADDRNOTAVAIL; /* bind(2)'s, e.g. EADDRINUSE */
-            const char *name = strerrorname_np(e);
-            return br_error_set(err, -e, "[http] listen %s%s%s:%u: cannot listen: %s (%s)",
-                                l->family == AF_INET6 ? "[" : "", l->host,
-                                l->family == AF_INET6 ? "]" : "", l->port, strerror(e),
-                                name ? name : "?");
-        }
-        bd_accept_pause_init(&h->pauses[i], evhttp_bound_socket_get_listener(b),
-                             &h->srv->counters.accept_pauses, "[http] listen");
-        return 0;
-    }
-    if (!strcmp(l->path, cfg->daemon.socket))
-        return br_error_set(err, -EINVAL, "[http] listen %s is the [daemon] socket", l->path);
-    int fd = unix_listen(l->path, err);
-    if (fd < 0)
-        return fd;
-    struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(h->evh, fd);
-    if (!b) {
-        close(fd);
-        unlink(l->path);
-        return br_error_set(err, -ENOMEM, "[http] listen %s: cannot accept", l->path);
-    }
-    bd_accept_pause_init(&h->pauses[i], evhttp_bound_socket_get_listener(b),
-                         &h->srv->counters.accept_pauses, "[http] listen");
-    h->unix_paths[i] = strdup(l->path);
-    return 0;
-}
-
 static int http_start(bd_server *srv, bd_http **out, br_error *err)
 {
     const breachd_config *cfg = srv->state->cfg;
@@ -953,12 +888,10 @@ static int http_start(bd_server *srv, bd_http **out, br_error *err)
     struct timeval idle = {.tv_sec = cfg->limits.idle_timeout_ms / 1000,
                            .tv_usec = (suseconds_t)(cfg->limits.idle_timeout_ms % 1000) * 1000};
     evhttp_set_timeout_tv(h->evh, &idle);
-    for (size_t i = 0; i < cfg->http.n_listens && i < BD_HTTP_MAX_LISTEN; i++) {
-        int rc = bind_one(h, cfg, &cfg->http.listens[i], i, err);
-        if (rc < 0) {
-            bd_http_free(h);
-            return rc;
-        }
+    int rc = bd_http_listen(h, cfg, err);
+    if (rc < 0) {
+        bd_http_free(h);
+        return rc;
     }
     *out = h;
     return 0;
@@ -990,11 +923,7 @@ void bd_http_free(bd_http *h)
     free(h->by_fd);
     bd_http_prep_free(h->prep); /* bodies still referenced stay until sent */
     br_wipe(h->part_secret, sizeof(h->part_secret));
-    for (size_t i = 0; i < BD_HTTP_MAX_LISTEN; i++)
-        if (h->unix_paths[i]) {
-            unlink(h->unix_paths[i]);
-            free(h->unix_paths[i]);
-        }
+    bd_http_unlisten(h);
     h->srv->http_unsent -= h->unsent; /* answers of connections gone with h */
     bd_rate_free(h->rate);
     free(h->listen);
