@@ -182,50 +182,15 @@ static void test_mixed_sets(void **state)
     free(dir);
 }
 
-/* Rewrite the header of path (checksummed again), then expect a refusal
- * naming what. */
-static void refused_after(const char *path, const char *out, void (*edit)(br_filter_header *),
-                          const char *what)
-{
-    size_t len = 0;
-    uint8_t *raw = tu_read_file(path, &len);
-    br_filter_header h;
-    br_error err = {{0}};
-    assert_int_equal(br_filter_header_decode(raw, len, &h, &err), 0);
-    edit(&h);
-    assert_int_equal(br_filter_header_encode(&h, raw), 0);
-    assert_int_equal(tu_write_file(out, raw, len), 0);
-    free(raw);
-    br_pwfilter *pf = NULL;
-    assert_int_equal(br_pwfilter_open(out, &pf, &err), -EINVAL);
-    if (!strstr(err.text, what))
-        fail_msg("refused as '%s', expected '%s'", err.text, what);
-}
-
-static void no_check_bits(br_filter_header *h)
-{
-    h->params[3] = 0;
-}
-
-static void check_bits_8(br_filter_header *h)
-{
-    h->params[3] = 8;
-}
-
-static void keyenc_3(br_filter_header *h)
-{
-    h->key_encoding_version = 3;
-}
-
 static void test_header_disagrees(void **state)
 {
     (void)state;
     char *dir = tu_mkdtemp();
     char *path = tu_path("%s/v4.bfuse", dir), *bad = tu_path("%s/bad.bfuse", dir);
     build(path, "h", false, NULL);
-    refused_after(path, bad, no_check_bits, "param check_bits: 0, expected 16");
-    refused_after(path, bad, check_bits_8, "param check_bits: 8, expected 16");
-    refused_after(path, bad, keyenc_3, "param check_bits: 16, expected 0");
+    expect_header_refused(path, bad, set_check_bits, 0, "param check_bits: 0, expected 16");
+    expect_header_refused(path, bad, set_check_bits, 8, "param check_bits: 8, expected 16");
+    expect_header_refused(path, bad, set_key_encoding, 3, "param check_bits: 16, expected 0");
     tu_rmrf(dir);
     free(path);
     free(bad);

@@ -14,6 +14,7 @@
 #include "url/url_canon.h"
 #include "url/url_expr.h"
 #include "url/url_feed.h"
+#include "testutil.h"
 #include "url_helpers.h"
 #include "core/util.h"
 
@@ -77,4 +78,32 @@ br_pwfilter *open_url_set(const char *const *paths, size_t n, uint8_t body[32])
     if (br_pwfilter_open_set(paths, n, &pf, body, &err) < 0)
         fail_msg("open %s: %s", paths[n - 1], err.text);
     return pf;
+}
+
+void set_key_encoding(br_filter_header *h, uint32_t v)
+{
+    h->key_encoding_version = v;
+}
+
+void set_check_bits(br_filter_header *h, uint32_t v)
+{
+    h->params[3] = (uint8_t)v; /* BR_PWP_OFF_CHECK_BITS (pwfilter_int.h) */
+}
+
+void expect_header_refused(const char *path, const char *out, header_edit edit, uint32_t v,
+                           const char *what)
+{
+    size_t len = 0;
+    uint8_t *raw = tu_read_file(path, &len);
+    br_filter_header h;
+    br_error err = {{0}};
+    assert_int_equal(br_filter_header_decode(raw, len, &h, &err), 0);
+    edit(&h, v);
+    assert_int_equal(br_filter_header_encode(&h, raw), 0);
+    assert_int_equal(tu_write_file(out, raw, len), 0);
+    free(raw);
+    br_pwfilter *pf = NULL;
+    assert_int_equal(br_pwfilter_open(out, &pf, &err), -EINVAL);
+    if (!strstr(err.text, what))
+        fail_msg("refused as '%s', expected '%s'", err.text, what);
 }

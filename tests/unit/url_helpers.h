@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "filter/filter_file.h"
 #include "filter/pwfilter.h"
 #include "url/url_feed.h"
 
@@ -32,6 +33,17 @@ int read_feed_path(br_feedset *fs, const char *path, const char *category, const
  * newest file and the reason; body: the newest member's body SHA-256
  * (what a delta of the set names), or NULL. */
 br_pwfilter *open_url_set(const char *const *paths, size_t n, uint8_t body[32]);
+
+/* What a test changes in a header: field := v. */
+typedef void (*header_edit)(br_filter_header *h, uint32_t v);
+/* The header's key encoding version, and its check filters' bits. */
+void set_key_encoding(br_filter_header *h, uint32_t v);
+void set_check_bits(br_filter_header *h, uint32_t v);
+/* path with edit(header, v) applied (the header checksummed again)
+ * written to out, then opened: the test fails unless it is refused with
+ * a reason that contains what. */
+void expect_header_refused(const char *path, const char *out, header_edit edit, uint32_t v,
+                           const char *what);
 
 #define SECRET "secret-class data (e-mail address) is never indexed"
 #define BADSCHEME "scheme is not http, https, ftp, ws or wss"
