@@ -208,7 +208,8 @@ static int fetch(const char *url, const char *path, const br_fetch_validators *h
                        .connect_timeout_ms = 10000,
                        .stall_timeout_ms = 30000,
                        .max_bytes = max,
-                       .accept_gzip = gz};
+                       .accept_gzip = gz,
+                       .drop_cache = gz}; /* a base or delta, not the manifest */
     memset(res, 0, sizeof(*res));
     unlink(path);
     return br_fetch_file(path, &o, res, err);

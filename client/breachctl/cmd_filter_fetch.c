@@ -117,7 +117,8 @@ static int fetch_item(item *it, const fetch_opts *fo, uint32_t kind, br_error *e
                        .stall_timeout_ms = (uint32_t)fo->stall_ms,
                        .check_head = fetch_head_check,
                        .check_ctx = &it->head,
-                       .head_len = BR_FILTER_HEADER_SIZE};
+                       .head_len = BR_FILTER_HEADER_SIZE,
+                       .drop_cache = true};
     br_fetch_result res;
     r = br_fetch_file(it->part, &o, &res, err);
     if (r < 0) {

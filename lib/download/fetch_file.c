@@ -329,10 +329,8 @@ int br_fetch_file(const char *path, const br_fetch_opts *o, br_fetch_result *res
         r = transfer(fd, o, false, res, &refused, err); /* start over */
     if (r == 0 && res->status == BR_FETCH_NEW && fsync(fd) < 0)
         r = br_error_set(err, -errno, "%s: %s", path, strerror(errno));
-    /* The body came in libcurl's small pieces, and its page cache with
-     * them; clean after the fsync, it is dropped, so that the first reader
-     * reads it back in large folios (docs/filter-format.md, "Huge pages"). */
-    if (r == 0 && res->status == BR_FETCH_NEW)
+    /* clean after the fsync: dropped, read back in large folios */
+    if (r == 0 && res->status == BR_FETCH_NEW && o->drop_cache)
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
     curl_global_cleanup();

@@ -45,6 +45,11 @@ typedef struct br_fetch_opts {
      * it (nginx gzip_static) sends fewer bytes. Ignored with partial. The
      * validators are then the compressed file's. */
     bool accept_gzip;
+    /* A filter file: once whole and fsynced, its page cache (written in
+     * libcurl's small pieces) is dropped, so that its first reader reads it
+     * back in large folios and maps it in huge pages (docs/filter-format.md,
+     * "Huge pages"). */
+    bool drop_cache;
 } br_fetch_opts;
 
 typedef enum br_fetch_status {

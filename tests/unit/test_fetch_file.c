@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* br_fetch_file (lib/download/fetch_file.h) over file:// URLs: a check of
  * the first bytes stops a long body at once, the size it allows bounds the
- * rest, and the output is never written through a symbolic link. */
+ * rest, the output is never written through a symbolic link, and a filter
+ * fetched with drop_cache leaves none of its pages in the page cache. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -11,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -125,12 +129,65 @@ static void test_link_not_followed(void **state)
     free(dir);
 }
 
+/* Pages of path in the page cache (mincore(2) of a mapping that reads
+ * nothing), or -1 on tmpfs, whose pages are the file and stay. */
+static long cached_pages(const char *path)
+{
+    struct statfs fs;
+    assert_int_equal(statfs(path, &fs), 0);
+    if (fs.f_type == TMPFS_MAGIC)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    size_t len = (size_t)size_of(path), pages = (len + 4095) / 4096;
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(map != MAP_FAILED);
+    unsigned char *vec = tu_xmalloc(pages);
+    assert_int_equal(mincore(map, len, vec), 0);
+    long n = 0;
+    for (size_t i = 0; i < pages; i++)
+        n += vec[i] & 1;
+    free(vec);
+    munmap(map, len);
+    close(fd);
+    return n;
+}
+
+/* drop_cache (a filter, docs/filter-format.md "Huge pages"): the whole new
+ * body fsynced and none of it left in the page cache, so its first reader
+ * reads it back in large folios; without it the body stays cached. */
+static void test_drop_cache(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char *src = make_source(dir), *out = tu_path("%s/out", dir);
+    char *url = tu_path("file://%s", src);
+    for (int drop = 0; drop < 2; drop++) {
+        br_fetch_opts o = {.url = url, .drop_cache = drop};
+        br_fetch_result res;
+        br_error err = {{0}};
+        assert_int_equal(br_fetch_file(out, &o, &res, &err), 0);
+        assert_int_equal(size_of(out), SOURCE_SIZE);
+        long n = cached_pages(out);
+        if (n >= 0 && drop)
+            assert_int_equal(n, 0);
+        else if (n >= 0)
+            assert_true(n > 0);
+    }
+    free(url);
+    free(out);
+    free(src);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused_head_stops),
         cmocka_unit_test(test_limit_stops),
         cmocka_unit_test(test_link_not_followed),
+        cmocka_unit_test(test_drop_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
