@@ -150,21 +150,24 @@ static bool kind_configured(const bd_state *st, int kind)
 }
 
 /* An offline filter answers the canary as it answers a client (pw_check.c,
- * url_check.c): on the host, never through the range API. want_key: the
- * key must be in it (a password); a URL filter need only be readable
- * (feeds do not list the test page). */
+ * url_check.c): on the host, never through the range API. A password's
+ * key must be in it; a URL filter (url_expr: the test expression) need
+ * only be readable (feeds do not list the test page). */
 static const char *offline_reason(const br_pwfilter *f, bool intact, const uint8_t *key,
-                                  bool want_key)
+                                  const char *url_expr)
 {
     if (!intact || br_pwfilter_damaged(f))
         return R_FILTER_DAMAGED;
     uint64_t count = 0;
     const char *category = NULL;
-    int r = want_key ? br_pwfilter_lookup_count(f, key, &count)
-                     : br_pwfilter_lookup_category(f, key, &category);
+    br_url_probe up;
+    if (url_expr)
+        br_url_probe_init(&up, url_expr, strlen(url_expr));
+    int r = url_expr ? br_pwfilter_lookup_category(f, &up, &category)
+                     : br_pwfilter_lookup_count(f, key, &count);
     if (r < 0)
         return R_FILTER_DAMAGED;
-    return r == 0 && want_key ? R_FILTER_MISSING : NULL;
+    return r == 0 && !url_expr ? R_FILTER_MISSING : NULL;
 }
 
 /* A kind with a canary key (PW, NT): an offline filter answers alone; a range filter (unless stale:
@@ -185,7 +188,7 @@ static void run_password(bd_canary *cn, int kind)
         return;
     }
     if (filter && br_pwfilter_offline(filter)) {
-        record(cn, kind, offline_reason(filter, bd_state_intact(st, (bd_kind)kind), key, true));
+        record(cn, kind, offline_reason(filter, bd_state_intact(st, (bd_kind)kind), key, NULL));
         return;
     }
     int64_t now = br_clock_now_real();
@@ -221,7 +224,8 @@ static void run_url(bd_canary *cn, int kind)
     }
     if (st->filter[kind]) {
         record(cn, kind,
-               offline_reason(st->filter[kind], bd_state_intact(st, (bd_kind)kind), key, false));
+               offline_reason(st->filter[kind], bd_state_intact(st, (bd_kind)kind), key,
+                              bd_kinds[kind].canary_expr));
         return;
     }
     if (br_urlfilter_damaged(st->urlfilter)) {

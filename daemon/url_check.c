@@ -242,25 +242,29 @@ static void url_offline(bd_conn *c, const br_request *req, bd_url_prep *p)
         url_offline_damaged(c, req, p);
         return;
     }
+    const br_pwfilter *set = st->filter[BD_KIND_URL];
+    br_url_probe probe[BR_URL_MAX_LOOKUP_EXPRESSIONS];
+    bool hit[BR_URL_MAX_LOOKUP_EXPRESSIONS];
+    uint8_t code[BR_URL_MAX_LOOKUP_EXPRESSIONS];
+    for (size_t i = 0; i < p->exprs.n; i++)
+        br_url_probe_init(&probe[i], p->exprs.expr[i], p->exprs.len[i]);
+    int r = br_pwfilter_lookup_codes(set, probe, p->exprs.n, hit, code);
+    br_wipe(probe, p->exprs.n * sizeof(probe[0])); /* the expressions' hashes */
+    if (r < 0) {
+        url_offline_damaged(c, req, p);
+        return;
+    }
     const char *best_category = NULL;
     size_t best = 0;
     bool found = false, allowed = false;
-    for (size_t i = 0; i < p->exprs.n && !allowed; i++) { /* most specific first */
-        const char *category = NULL;
-        if (p->quick && !p->maybe[i]) /* its quick filter: no file holds it */
-            continue;
-        int r = br_pwfilter_lookup_category(st->filter[BD_KIND_URL], p->keys[i], &category);
-        if (r < 0) {
-            url_offline_damaged(c, req, p);
-            return;
-        }
-        if (r > 0 && strcmp(category, BD_URL_ALLOW_CATEGORY) == 0)
+    for (size_t i = 0; i < p->exprs.n; i++) { /* most specific first */
+        if (hit[i] && code[i] == 0)
             allowed = true; /* an allow-list entry overrides every blocklist */
-        else if (r > 0 && !best_category) {
-            best_category = category;
+        else if (hit[i] && !best_category) {
+            best_category = br_category_name(br_pwfilter_categories(set), code[i]);
             best = i;
         }
-        found = found || r > 0;
+        found = found || hit[i];
     }
     if (found)
         k->filter[BD_KIND_URL].maybe++;

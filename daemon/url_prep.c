@@ -16,33 +16,16 @@ static size_t n_preps, next_prep, n_keys;
 static uint8_t batch_keys[BD_BATCH * BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
 static bool batch_maybe[BD_BATCH * BR_URL_MAX_LOOKUP_EXPRESSIONS];
 
-/* The SHA-256 of p's expressions into p->keys: of each, or with an offline
- * set whose files all have quick filters, of those whose XXH3 its quick
- * filter lets through (p->maybe; docs/filter-format.md, "The quick
- * filter"), so that an unlisted URL usually costs no SHA-256. */
+/* The SHA-256 of p's expressions into p->keys, for a Bloom or range
+ * filter; an offline set hashes what it needs as it looks them up
+ * (url_check.c, pwfilter.h's probes), so that an unlisted URL usually
+ * costs no SHA-256 (docs/filter-format.md, "Key encodings"). */
 static int hash_exprs(const bd_state *st, bd_url_prep *p)
 {
     const br_url_exprs *x = &p->exprs;
-    const br_pwfilter *set = st->urlfilter ? NULL : st->filter[BD_KIND_URL];
-    p->quick = set && br_pwfilter_has_quick(set);
-    if (!p->quick)
-        return br_sha256_many((const void *const *)x->expr, x->len, x->n, p->keys);
-    const void *expr[BR_URL_MAX_LOOKUP_EXPRESSIONS];
-    size_t len[BR_URL_MAX_LOOKUP_EXPRESSIONS], at[BR_URL_MAX_LOOKUP_EXPRESSIONS], m = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        p->maybe[i] = br_pwfilter_quick_maybe(set, br_xxh3_64(x->expr[i], x->len[i]));
-        if (p->maybe[i]) {
-            expr[m] = x->expr[i];
-            len[m] = x->len[i];
-            at[m++] = i;
-        }
-    }
-    uint8_t keys[BR_URL_MAX_LOOKUP_EXPRESSIONS][BR_SHA256_LEN];
-    int r = m ? br_sha256_many(expr, len, m, keys) : 0;
-    for (size_t j = 0; r >= 0 && j < m; j++)
-        memcpy(p->keys[at[j]], keys[j], BR_SHA256_LEN);
-    br_wipe(keys, m * sizeof(keys[0]));
-    return r;
+    if (!st->urlfilter && st->filter[BD_KIND_URL])
+        return 0;
+    return br_sha256_many((const void *const *)x->expr, x->len, x->n, p->keys);
 }
 
 void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
@@ -60,7 +43,6 @@ void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
                       : st->filter[BD_KIND_URL] ? bd_offline_url_labels(st->filter[BD_KIND_URL])
                                                 : BR_URL_SB_HOST_COMPONENTS;
     p->r = br_url_lookup_expressions(req->arg, req->arg_len, labels, &p->exprs, NULL, &p->err);
-    p->quick = false;
     if (p->r == 0 && hash_exprs(st, p) < 0) {
         br_url_exprs_clear(&p->exprs);
         p->r = -ENOMEM;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The local part of URL checks, for a whole batch of request lines at once
  * (docs/architecture.md, "The life of a URL request"): each URL's lookup
- * expressions free of e-mail addresses and their SHA-256s, then one
+ * expressions free of e-mail addresses and their SHA-256s (an offline set
+ * hashes as it looks up: url_check.c), then one
  * prefetching Bloom probe over every key of the batch, so that the cache
  * misses of many URLs overlap, as the PW path does for passwords. url_check.c
  * takes each URL's result in order and answers it exactly as it would have
@@ -23,20 +24,15 @@ typedef struct bd_url_prep {
     int r;                 /* br_url_lookup_expressions' result; err when < 0 */
     br_error err;
     br_url_exprs exprs;
-    uint8_t (*keys)[BR_SHA256_LEN]; /* exprs.n keys */
+    uint8_t (*keys)[BR_SHA256_LEN]; /* exprs.n keys; not set for an offline set */
     bool *maybe;                    /* exprs.n filter answers, when probed */
-    /* An offline set with quick filters in every file: maybe[i] is its quick
-     * filter's word on expression i, and keys[i] is set only when true
-     * (docs/filter-format.md, "The quick filter"); the others no file holds. */
-    bool quick;
     bool probed;
     bool taken;
 } bd_url_prep;
 
 /* A URL's expressions free of e-mail addresses (url_secret.h) and their
  * keys, into p (keys: room for BR_URL_MAX_LOOKUP_EXPRESSIONS); not probed.
- * With an offline set whose files all have quick filters, only the keys
- * of the expressions it lets through (p->quick). */
+ * With an offline set, no keys: its lookup hashes what it needs. */
 void bd_url_prep_one(const bd_state *st, const br_request *req, bd_url_prep *p,
                      uint8_t (*keys)[BR_SHA256_LEN], bool *maybe);
 

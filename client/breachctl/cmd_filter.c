@@ -48,14 +48,15 @@ static const ctl_usage filter_usage[] = {
      "          [--format FORMAT [--column N|NAME]]\n"
      "          [--skip-bad] [--max-bad N|P%] [--allow-empty] [--fpr P]\n"
      "          [--capacity N] [--generation N] [--source TEXT] [--base OLD]...\n"
-     "          [--offline [--no-check-filter] [--no-quick-filter]]",
+     "          [--offline [--no-check-filter] [--no-quick-filter] [--sha256-keys]]",
      "A URL filter from blocklist feeds, and its range mirror in DIR (with --base: "
      "a delta, and the mirror of the whole set). --offline: each expression keeps "
      "its category and a hit is answered on the host (no mirror; at most 255 "
      "categories; with --base, a delta of an offline set); --no-check-filter: "
      "without the 16-bit check filter, for readers older than it (and without the quick "
      "filter); --no-quick-filter: without the 8-bit XXH3 quick filter (key encoding v4, "
-     "for readers older than it). FORMAT: " BR_FEED_FORMAT_NAMES
+     "for readers older than it); --sha256-keys: fingerprints keyed by SHA-256, not XXH3 "
+     "(key encoding v5, for readers older than v6). FORMAT: " BR_FEED_FORMAT_NAMES
      " (:FORMAT for one feed, --format for the others). CATEGORY: "
      "[a-z0-9_-]{1,32}, default " BR_FEED_DEFAULT_CATEGORY "; the first --input listing "
      "an expression sets its category. Feeds may be gzip or bzip2 data (told by their "
@@ -171,10 +172,14 @@ static int filter_info(const char *path, bool force)
                    "domain labels:", off->max_domain_labels, BR_MAX(off->max_domain_labels, 5u));
             printf("%-18s %u allow, %u removed (full SHA-256 keys)\n", "exact table:", off->n_allow,
                    off->n_removed);
+            if (off->xxh3_keys)
+                printf("%-18s XXH3-64 of the expression (fingerprints and check filters; the "
+                       "exact table by SHA-256)\n",
+                       "keyed by:");
             if (h->key_encoding_version >= 5)
-                printf("%-18s 8-bit, %u keys (XXH3 of the expressions: unlisted names skip "
-                       "SHA-256)\n",
-                       "quick filter:", off->quick_keys);
+                printf("%-18s 8-bit, %u keys (XXH3 of %s)\n", "quick filter:", off->quick_keys,
+                       off->xxh3_keys ? "the allow entries: other expressions skip SHA-256"
+                                      : "the expressions: unlisted names skip SHA-256");
         } else {
             printf("%-18s exact up to %d; above, the bucket's lower bound (ratio %.6f, at most "
                    "10%% below, never above); largest %" PRIu64 "\n",

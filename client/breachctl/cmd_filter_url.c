@@ -84,6 +84,7 @@ typedef struct url_build {
     bool offline;  /* --offline: cmd_filter_url_offline.c */
     bool no_check; /* --no-check-filter */
     bool no_quick; /* --no-quick-filter */
+    bool sha256;   /* --sha256-keys */
 } url_build;
 
 static bool opt_fpr(const char *cmd, const char *arg, void *dst)
@@ -128,6 +129,7 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
         CTL_FLAG("offline", &a->offline),
         CTL_FLAG("no-check-filter", &a->no_check),
         CTL_FLAG("no-quick-filter", &a->no_quick),
+        CTL_FLAG("sha256-keys", &a->sha256),
         CTL_IGNORE("socket"), /* accepted everywhere; a build needs no daemon */
         CTL_HELP,
     };
@@ -146,6 +148,12 @@ static int parse_build(const char *cmd, int argc, char **argv, url_build *a)
     }
     if (a->no_check && !a->offline) {
         ctl_err("%s: --no-check-filter: only an offline filter (--offline) has check filters", cmd);
+        return -1;
+    }
+    if (a->sha256 && !a->offline) {
+        ctl_err("%s: --sha256-keys: only an offline filter (--offline) keys its fingerprints by "
+                "XXH3",
+                cmd);
         return -1;
     }
     if (a->no_quick && !a->offline) {
@@ -284,7 +292,8 @@ int url_filter_build(int argc, char **argv)
                                .bases = a.bases,
                                .n_bases = a.n_bases,
                                .no_check = a.no_check,
-                               .no_quick = a.no_quick};
+                               .no_quick = a.no_quick,
+                               .sha256 = a.sha256};
         return url_offline_build(cmd, &oa);
     }
     _cleanup_(br_urlfilter_draft_freep) br_urlfilter_draft *d = NULL;

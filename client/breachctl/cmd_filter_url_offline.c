@@ -111,8 +111,11 @@ typedef struct delta_count {
     uint64_t in_base, recategorized;
     uint8_t (*allow)[BR_SHA256_LEN];
     size_t n_allow;
-    uint64_t *quick; /* the quick filter's keys: the file's expressions' XXH3; NULL: none */
+    /* the quick filter's keys: XXH3s of the file's expressions (v5) or of
+     * its allow entries (v6); NULL: none */
+    uint64_t *quick;
     size_t n_quick;
+    bool xxh3_keys; /* key encoding v6: fingerprints keyed by XXH3 */
 } delta_count;
 
 static int cmp_key(const void *a, const void *b)
@@ -142,13 +145,18 @@ static int add_keys(const url_offline_args *a, const br_pwfilter *base, const ui
     dc->allow = calloc(br_feedset_count(a->fs) + 1, BR_SHA256_LEN);
     if (!dc->allow)
         return -ENOMEM;
-    /* the quick filter needs every expression's text (and check filters) */
-    if (!a->no_quick && !a->no_check && br_feedset_has_quick(a->fs) &&
+    /* the quick filter and XXH3 keys need every expression's text (and
+     * check filters) */
+    bool xxh3 = br_feedset_has_quick(a->fs);
+    if (!a->no_quick && !a->no_check && xxh3 &&
         !(dc->quick = calloc(br_feedset_count(a->fs) + 1, sizeof(uint64_t))))
         return -ENOMEM;
+    dc->xxh3_keys = dc->quick && !a->sha256;
     for (size_t i = 0; i < br_feedset_count(a->fs); i++) {
         const char *cat = NULL;
-        int r = base ? br_pwfilter_lookup_category(base, e[i].hash, &cat) : 0;
+        br_url_probe p;
+        br_url_probe_hashed(&p, e[i].hash, e[i].quick, xxh3);
+        int r = base ? br_pwfilter_lookup_category(base, &p, &cat) : 0;
         if (r < 0)
             return br_error_set(err, r, "--base %s: %s", a->bases[0], strerror(-r));
         if (r > 0) { /* it keeps the base's category until the next full build */
@@ -156,13 +164,16 @@ static int add_keys(const url_offline_args *a, const br_pwfilter *base, const ui
             dc->recategorized += strcmp(cat, br_feedset_category(a->fs, e[i].category)) != 0;
             continue;
         }
-        if (dc->quick) /* what the file holds: its fingerprints and its allow entries */
+        bool allow = strcmp(br_feedset_category(a->fs, e[i].category), BR_URL_ALLOW_CATEGORY) == 0;
+        /* v5: its fingerprints and its allow entries; v6: its allow entries */
+        if (dc->quick && (allow || !dc->xxh3_keys))
             dc->quick[dc->n_quick++] = e[i].quick;
-        if (strcmp(br_feedset_category(a->fs, e[i].category), BR_URL_ALLOW_CATEGORY) == 0) {
+        if (allow) {
             memcpy(dc->allow[dc->n_allow++], e[i].hash, BR_SHA256_LEN);
             continue;
         }
-        if ((r = br_keyset_add_counted(ks, br_hash_key64(e[i].hash), map[e[i].category], err)) < 0)
+        uint64_t key = dc->xxh3_keys ? e[i].quick : br_hash_key64(e[i].hash);
+        if ((r = br_keyset_add_counted(ks, key, map[e[i].category], err)) < 0)
             return r;
     }
     return 0;
@@ -177,7 +188,9 @@ static void offline_report(const url_offline_args *a, const br_pwfilter_build_op
             "bits/key, %" PRIu64 " bytes\n",
             a->output, st->keys, o->n_allow, o->categories->count,
             o->no_check ? "" : ", 16-bit check filters",
-            st->quick_bytes ? ", an 8-bit quick filter" : "",
+            !st->quick_bytes && !o->xxh3_keys ? ""
+            : o->xxh3_keys                    ? ", keyed by XXH3"
+                                              : ", an 8-bit quick filter",
             st->keys ? 8.0 * (double)(st->fingerprint_bytes + st->quick_bytes) / (double)st->keys
                      : 0.0,
             st->file_bytes);
@@ -226,6 +239,7 @@ int url_offline_build(const char *cmd, const url_offline_args *a)
     o.n_allow = dc.n_allow;
     o.quick = dc.quick;
     o.n_quick = dc.n_quick;
+    o.xxh3_keys = dc.xxh3_keys;
     br_pwfilter_build_stats st = {0};
     if (!status && br_pwfilter_build(ks, &o, a->output, &st, &err) < 0)
         status = EXIT_ERROR;
@@ -248,7 +262,13 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
         uint8_t key[BR_SHA256_LEN];
         if (len != 2 * BR_SHA256_LEN || !br_hex_decode(s, BR_SHA256_LEN, key))
             return br_error_set(err, -EINVAL, "not a 64-hex SHA-256");
-        if ((r = br_pwfilter_lookup_category(pf, key, &cat)) < 0)
+        br_url_probe p;
+        br_url_probe_hashed(&p, key, 0, false);
+        if ((r = br_pwfilter_lookup_category(pf, &p, &cat)) == -ENOTSUP)
+            return br_error_set(err, r,
+                                "the set keys its fingerprints by XXH3 (key encoding v6): "
+                                "query it by URL (--url)");
+        if (r < 0)
             return br_error_set(err, r, "%s", strerror(-r));
         if (r > 0 && strcmp(cat, BR_URL_ALLOW_CATEGORY) == 0)
             puts("allowed");
@@ -264,10 +284,9 @@ static int offline_one(const br_pwfilter *pf, const char *s, size_t len, bool by
     size_t blocked = ex.n; /* the most specific blocked expression */
     const char *blocked_cat = NULL;
     for (size_t i = 0; i < ex.n; i++) { /* most specific first */
-        uint8_t key[BR_SHA256_LEN];
-        r = br_url_expr_hash(ex.expr[i], key);
-        if (r >= 0)
-            r = br_pwfilter_lookup_category(pf, key, &cat);
+        br_url_probe p;
+        br_url_probe_init(&p, ex.expr[i], strlen(ex.expr[i]));
+        r = br_pwfilter_lookup_category(pf, &p, &cat);
         if (r < 0) {
             br_url_exprs_clear(&ex);
             return br_error_set(err, r, "%s", strerror(-r));

@@ -219,7 +219,8 @@ static bool is_allow(const pub_state *st, uint8_t code)
     return name && strcmp(name, BR_URL_ALLOW_CATEGORY) == 0;
 }
 
-/* Whether the files get a quick filter (key encoding v5): asked for, and
+/* Whether the files get a quick filter (key encoding v6, or v5 with
+ * sha256_keys): asked for, and
  * every feed's expressions' XXH3 known (not while a feed's state is an
  * older publisher's, until its next download). */
 static bool with_quick(const pub_conf *c)
@@ -231,8 +232,10 @@ static bool with_quick(const pub_conf *c)
 }
 
 /* Build entries e[0..n) (fingerprints, or the exact table for allow) and
- * removals into path; the quick filter holds e's XXH3s, what the file
- * holds (a removal stays in its base's). */
+ * removals into path. Key encoding v6: fingerprints keyed by e's XXH3s,
+ * the quick filter holds its allow entries'; v5: keyed by SHA-256, the
+ * quick filter holds e's XXH3s, what the file holds. A removal needs no
+ * quick key: it only takes away what an earlier member lists. */
 static int build_file(const pub_conf *c, const pub_state *st, const char *path, uint64_t gen,
                       const pub_entry *e, size_t n, const changes *rm, const uint8_t *base_body,
                       br_error *err)
@@ -240,15 +243,18 @@ static int build_file(const pub_conf *c, const pub_state *st, const char *path, 
     _cleanup_(br_keyset_freep) br_keyset *ks = NULL;
     _cleanup_free_ pub_key *allow = malloc((n + 1) * sizeof(pub_key));
     _cleanup_free_ uint64_t *quick = with_quick(c) ? malloc((n + 1) * sizeof(uint64_t)) : NULL;
-    size_t n_allow = 0;
+    size_t n_allow = 0, n_quick = 0;
+    bool xxh3 = quick && !c->sha256_keys;
     int r = allow && (quick || !with_quick(c)) ? br_keyset_new(NULL, 0, &ks, err) : -ENOMEM;
-    for (size_t i = 0; quick && i < n; i++)
-        quick[i] = e[i].quick;
     for (size_t i = 0; r >= 0 && i < n; i++) {
-        if (is_allow(st, e[i].code))
+        bool allowed = is_allow(st, e[i].code);
+        if (quick && (allowed || !xxh3))
+            quick[n_quick++] = e[i].quick;
+        if (allowed)
             memcpy(allow[n_allow++], e[i].key, sizeof(pub_key));
         else
-            r = br_keyset_add_counted(ks, br_hash_key64(e[i].key), e[i].code, err);
+            r = br_keyset_add_counted(ks, xxh3 ? e[i].quick : br_hash_key64(e[i].key), e[i].code,
+                                      err);
     }
     unsigned labels = 0;
     for (size_t i = 0; i < c->n_feeds; i++)
@@ -265,7 +271,8 @@ static int build_file(const pub_conf *c, const pub_state *st, const char *path, 
                                 .removed = rm ? (const uint8_t(*)[32])rm->removed : NULL,
                                 .n_removed = rm ? rm->n_removed : 0,
                                 .quick = quick,
-                                .n_quick = quick ? n : 0};
+                                .n_quick = n_quick,
+                                .xxh3_keys = xxh3};
     return r < 0 ? r : br_pwfilter_build(ks, &o, path, NULL, err);
 }
 

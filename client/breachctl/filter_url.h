@@ -38,6 +38,7 @@ typedef struct url_offline_args {
     size_t n_bases;
     bool no_check; /* --no-check-filter: key encoding v2/v3, no check filters */
     bool no_quick; /* --no-quick-filter: key encoding v4, no quick filter */
+    bool sha256;   /* --sha256-keys: key encoding v5, fingerprints keyed by SHA-256 */
 } url_offline_args;
 /* True when path's header decodes and names an offline url-sha256 filter
  * (a layered file: its first layer). */

@@ -42,7 +42,8 @@ typedef struct pub_conf {
     char output[4096], state[4200], key[4096];
     int64_t interval_s, keep_s;
     unsigned max_shrink_pct;
-    bool quick_filter; /* [publish] quick_filter: v5 files when every feed's XXH3 is known */
+    bool quick_filter; /* [publish] quick_filter: v6 (v5) files when every feed's XXH3 is known */
+    bool sha256_keys;  /* [publish] sha256_keys: v5 files, fingerprints keyed by SHA-256 */
     pub_feed *feeds;
     size_t n_feeds;
 } pub_conf;

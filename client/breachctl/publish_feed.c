@@ -59,6 +59,10 @@ static int set_publish(conf_ctx *x, const char *name, const char *value)
         if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
             snprintf(x->err, sizeof(x->err), "quick_filter = %s: expected yes or no", value);
         c->quick_filter = strcmp(value, "yes") == 0;
+    } else if (strcmp(name, "sha256_keys") == 0) {
+        if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+            snprintf(x->err, sizeof(x->err), "sha256_keys = %s: expected yes or no", value);
+        c->sha256_keys = strcmp(value, "yes") == 0;
     } else
         snprintf(x->err, sizeof(x->err), "[publish] %s: unknown key", name);
     return x->err[0] ? 0 : 1;

@@ -50,9 +50,6 @@ typedef struct gen {
     bdns_ids ids;     /* what each file of conf.filter held (dns_load.h) */
     bdns_conf conf;
     unsigned labels;
-    /* set when every file of it has a quick filter (br_pwfilter_has_quick):
-     * unlisted names skip SHA-256 */
-    const br_pwfilter *quick;
     /* per category code of the set (br_pwfilter_lookup_code): its name in
      * cats, its action, and 1 + its counter in cat_hits (0: none); made
      * when the generation loads, so a lookup compares no names */
@@ -207,7 +204,6 @@ static gen *gen_load(breachd_dns *h, br_error *err, int *rc)
     }
     if (g->set) {
         g->labels = br_pwfilter_max_domain_labels(g->set);
-        g->quick = br_pwfilter_has_quick(g->set) ? g->set : NULL;
         g->generation = br_pwfilter_header(g->set)->generation;
         g->cats = br_pwfilter_categories(g->set);
         for (unsigned i = 0; g->cats && i < g->cats->count; i++)
@@ -532,34 +528,37 @@ static int pass(breachd_dns *h, unsigned in, breachd_dns_result *res, int reason
 /* The listed suffix found (most specific first), its category's code, and
  * whether the name or a parent is allowed; -1 when nothing is listed. A
  * damaged set answers -2. */
-static int find(const gen *g, const bdns_keys *keys, uint8_t *category, bool *allowed)
+static int find(const gen *g, bdns_keys *keys, uint8_t *category, bool *allowed)
 {
     int best = -1;
+    bool found[BR_URL_MAX_HOST_LABELS];
+    uint8_t code[BR_URL_MAX_HOST_LABELS];
     *allowed = false;
-    for (size_t i = 0; i < keys->n && !*allowed; i++) {
-        uint8_t code = 0;
-        if (!keys->hashed[i]) /* the quick filter: no member holds it */
-            continue;
-        int r = br_pwfilter_lookup_code(g->set, keys->key[i], &code);
-        if (r < 0)
-            return -2;
-        if (r > 0 && code == 0)
+    if (br_pwfilter_lookup_codes(g->set, keys->probe, keys->n, found, code) < 0)
+        return -2;
+    for (size_t i = 0; i < keys->n; i++) {
+        if (found[i] && code[i] == 0)
             *allowed = true; /* an allow-list entry overrides every blocklist */
-        else if (r > 0 && best < 0) {
+        else if (found[i] && best < 0) {
             best = (int)i;
-            *category = code;
+            *category = code[i];
         }
     }
     return best;
 }
 
-/* src into dst[0..n), cut to fit, NUL-terminated (snprintf's "%s" costs
- * more than the rest of a block's answer). */
-static void copy_str(char *dst, size_t n, const char *src)
+/* src[0..len) into dst[0..n), cut to fit, NUL-terminated (snprintf's
+ * "%s" costs more than the rest of a block's answer). */
+static void copy_bytes(char *dst, size_t n, const char *src, size_t len)
 {
-    size_t len = strnlen(src, n - 1);
+    len = len < n - 1 ? len : n - 1;
     memcpy(dst, src, len);
     dst[len] = '\0';
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    copy_bytes(dst, n, src, strnlen(src, n - 1));
 }
 
 static void fill_block(const gen *g, const bdns_keys *keys, int best, uint8_t code,
@@ -567,7 +566,8 @@ static void fill_block(const gen *g, const bdns_keys *keys, int best, uint8_t co
 {
     const char *name = br_category_name(g->cats, code); /* code <= a member's table */
     copy_str(res->category, sizeof(res->category), name ? name : "");
-    copy_str(res->domain, sizeof(res->domain), keys->host + keys->start[best]);
+    copy_bytes(res->domain, sizeof(res->domain), keys->host + keys->start[best],
+               keys->host_len - keys->start[best]);
     res->action = g->action_of[code];
     memcpy(res->sinkhole4, g->conf.sinkhole4, sizeof(res->sinkhole4));
     memcpy(res->sinkhole6, g->conf.sinkhole6, sizeof(res->sinkhole6));
@@ -584,7 +584,7 @@ static int check_gen(breachd_dns *h, unsigned in, const gen *g, const char *name
         return pass(h, in, res, BREACHD_DNS_NO_FILTER);
     }
     bdns_keys keys;
-    if (bdns_name_keys(name, len, g->labels, g->quick, &keys) < 0) {
+    if (bdns_name_keys(name, len, g->labels, &keys) < 0) {
         COUNT(K_INVALID);
         return pass(h, in, res, BREACHD_DNS_INVALID);
     }

@@ -259,41 +259,16 @@ static size_t suffixes_of_dots(const dots *d, unsigned labels, size_t *start)
     return n;
 }
 
-/* The SHA-256 of each suffix i's expression host[start[i]..host_len] (its
- * "SUFFIX/": the canonical URL's '/' follows host) that quick lets through
- * (all with quick NULL), every one in one call. */
-static int hash_suffixes(const char *host, const br_pwfilter *quick, bdns_keys *out)
+/* A probe of each suffix i's expression host[start[i]..host_len], its
+ * "SUFFIX/" (host is followed by its '/'). */
+static void probe_suffixes(bdns_keys *out)
 {
-    const void *expr[BR_URL_MAX_HOST_LABELS];
-    size_t expr_len[BR_URL_MAX_HOST_LABELS], at[BR_URL_MAX_HOST_LABELS], m = 0;
-    uint64_t xxh[BR_URL_MAX_HOST_LABELS];
-    for (size_t i = 0; quick && i < out->n; i++)
-        xxh[i] = br_xxh3_64(host + out->start[i], out->host_len - out->start[i] + 1);
-    if (quick)
-        br_pwfilter_quick_maybe_many(quick, xxh, out->n, out->hashed);
-    for (size_t i = 0; i < out->n; i++) {
-        const char *x = host + out->start[i];
-        size_t xl = out->host_len - out->start[i] + 1;
-        out->hashed[i] = !quick || out->hashed[i];
-        if (out->hashed[i]) {
-            expr[m] = x;
-            expr_len[m] = xl;
-            at[m++] = i;
-        }
-    }
-    if (m == 0)
-        return 0;
-    if (m == out->n) /* most lookups without quick filters: in place */
-        return br_sha256_many(expr, expr_len, m, out->key);
-    uint8_t key[BR_URL_MAX_HOST_LABELS][BR_SHA256_LEN];
-    int r = br_sha256_many(expr, expr_len, m, key);
-    for (size_t j = 0; r >= 0 && j < m; j++)
-        memcpy(out->key[at[j]], key[j], BR_SHA256_LEN);
-    return r;
+    for (size_t i = 0; i < out->n; i++)
+        br_url_probe_init(&out->probe[i], out->host + out->start[i],
+                          out->host_len - out->start[i] + 1);
 }
 
-int bdns_name_keys(const char *name, size_t len, unsigned labels, const br_pwfilter *quick,
-                   bdns_keys *out)
+int bdns_name_keys(const char *name, size_t len, unsigned labels, bdns_keys *out)
 {
     out->n = 0;
     /* canon: room to spare, as the canonicalization's buffer grows ahead */
@@ -323,17 +298,13 @@ int bdns_name_keys(const char *name, size_t len, unsigned labels, const br_pwfil
     else if (canonical_host(cu, url_len, &out->host_len) < 0)
         return -EINVAL;
     memcpy(out->host, host, out->host_len);
-    out->host[out->host_len] = '\0';
+    out->host[out->host_len] = '/';
+    out->host[out->host_len + 1] = '\0';
     /* a plain name already canonical is no IP address (its last label is
      * not all hex): its dots give the suffixes */
     out->n = plain == 1 && same
                  ? suffixes_of_dots(&d, labels, out->start)
                  : br_url_host_suffixes(out->host, out->host_len, labels, out->start);
-    /* Each suffix's expression "SUFFIX/" is a tail of the canonical URL
-     * "http://HOST/": hashed where it is. */
-    if (hash_suffixes(host, quick, out) < 0) {
-        out->n = 0;
-        return -EIO;
-    }
+    probe_suffixes(out);
     return 0;
 }

@@ -266,7 +266,8 @@ static int write_quick(const br_pwfilter_build_opts *o, unsigned arity, br_filte
     _cleanup_free_ uint64_t *keys = malloc(BR_MAX(o->n_quick, (size_t)1) * sizeof(uint64_t));
     if (!keys)
         return br_error_set(err, -ENOMEM, "quick filter: out of memory");
-    memcpy(keys, o->quick, o->n_quick * sizeof(uint64_t));
+    if (o->n_quick) /* v6 without an exact table: none */
+        memcpy(keys, o->quick, o->n_quick * sizeof(uint64_t));
     qsort(keys, o->n_quick, sizeof(uint64_t), cmp_u64);
     size_t n = 0;
     for (size_t i = 0; i < o->n_quick; i++)
@@ -336,10 +337,11 @@ static void fill_header(br_filter_header *hdr, const br_pwfilter_build_opts *o, 
         br_pwo_header(o, hdr->params, codes_offset);
         if (hdr->kind == BR_KIND_URL_SHA256) {
             hdr->key_encoding = BR_KEYENC_URL_EXPR_SHA256;
-            hdr->key_encoding_version = br_pwo_quick(o)     ? 5
-                                        : br_pwo_checked(o) ? 4
-                                        : br_pwo_exact(o)   ? 3
-                                                            : 2;
+            hdr->key_encoding_version = br_pwo_quick(o) && o->xxh3_keys ? 6
+                                        : br_pwo_quick(o)               ? 5
+                                        : br_pwo_checked(o)             ? 4
+                                        : br_pwo_exact(o)               ? 3
+                                                                        : 2;
         }
     }
     hdr->generation = o->generation;
@@ -364,7 +366,7 @@ int br_pwfilter_build(br_keyset *ks, const br_pwfilter_build_opts *o, const char
     unsigned arity = o->arity ? o->arity : BR_PWFILTER_ARITY_DEFAULT;
     bool offline = o->counts || o->categories;
     unsigned fp_bits = offline ? 32 : o->fp_bits ? o->fp_bits : 16;
-    if (o->quick && (!offline || o->counts || o->no_check))
+    if ((o->quick || o->xxh3_keys) && (!offline || o->counts || o->no_check))
         return br_error_set(err, -EINVAL,
                             "a quick filter is for an offline url-sha256 file with check filters");
     if (offline != br_keyset_counted(ks) && br_keyset_count(ks) > 0)

@@ -50,7 +50,7 @@ _Static_assert(OFF_BASE_SHA256 + 32 == OFF_RESERVED3, "v2 fields");
  * (docs/filter-format.md, "Key encodings"). */
 static uint32_t keyenc_max_version(uint32_t encoding)
 {
-    return encoding == BR_KEYENC_URL_EXPR_SHA256 ? 5 : 1;
+    return encoding == BR_KEYENC_URL_EXPR_SHA256 ? 6 : 1;
 }
 #define PAYLOAD_OFFSET_MAX (UINT64_C(1) << 20)
 

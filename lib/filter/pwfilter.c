@@ -111,13 +111,15 @@ static int read_checks(br_pwfilter *pf, const uint8_t *table, uint64_t table_off
 }
 
 /* The quick filter's entry, after the check filters' table (docs/filter-format.md,
- * "The quick filter"): not empty when the file holds a key. Its keys are the
- * expressions', which may outnumber the 64-bit keys (two expressions whose
- * SHA-256 share 8 bytes are one key), so no upper bound but the filter's. */
+ * "The quick filter"): not empty when the file holds what it covers (key
+ * encoding v5: a key or an allow entry; v6: an allow entry). Its keys
+ * are the expressions', which may outnumber the 64-bit keys (two expressions
+ * whose SHA-256 share 8 bytes are one key), so no upper bound but the filter's. */
 static int read_quick(br_pwfilter *pf, const uint8_t *e, uint64_t table_offset, br_error *err)
 {
     const br_filter_header *h = br_filter_file_header(pf->file);
-    uint64_t keys = 0, held = h->key_count + pf->offline->n_allow;
+    const br_pwo *x = pf->offline;
+    uint64_t keys = 0, held = x->xxh3_keys ? x->n_allow : h->key_count + x->n_allow;
     int r = read_entry(pf, &pf->quick, BR_PWO_QUICK_BITS, 0, e, table_offset, &keys, err);
     if (r < 0)
         return br_error_prefix(err, r, "quick filter");
@@ -125,6 +127,11 @@ static int read_quick(br_pwfilter *pf, const uint8_t *e, uint64_t table_offset, 
         return br_error_set(err, -EINVAL,
                             "quick filter: key_count 0, but the file holds %llu expressions",
                             (unsigned long long)held);
+    if (x->xxh3_keys && keys > held) /* as a v5 file's, labelled v6 */
+        return br_error_set(err, -EINVAL,
+                            "quick filter: key_count %llu, but key encoding v6 holds there its "
+                            "%llu allow entries at most",
+                            (unsigned long long)keys, (unsigned long long)held);
     pf->has_quick = true;
     pf->offline->quick_keys = (uint32_t)keys;
     return 0;
@@ -221,6 +228,8 @@ int br_pwfilter_from_file(br_filter_file *file, br_pwfilter **out, br_error *err
     bool checked = offline && p[BR_PWP_OFF_CHECK_BITS] != 0; /* br_pwo_read checked it */
     /* key encoding v5 is v4 and a quick filter: only with check filters */
     bool quick = checked && h->key_encoding_version >= 5;
+    if (quick && h->key_encoding_version >= 6) /* v5's layout, fingerprints keyed by XXH3 */
+        pf->offline->xxh3_keys = true;
     int r = read_tables(pf, table_offset, checked, quick, err);
     if (r < 0)
         return r;

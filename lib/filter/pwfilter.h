@@ -74,11 +74,16 @@ typedef struct br_pwfilter_build_opts {
      * reader reads; its false blocks are 2^16 times as frequent. */
     bool no_check;
     /* URLs with check filters: the quick filter's keys (docs/filter-format.md,
-     * "The quick filter"), br_xxh3_64 of every expression the file holds,
-     * its fingerprints' and its allow entries' (repeats allowed); the file
-     * is then of key encoding v5. NULL: no quick filter (v4). */
+     * "The quick filter"), br_xxh3_64 of expressions (repeats allowed). Key
+     * encoding v5: of every expression the file holds, its fingerprints'
+     * and its allow entries'. NULL: no quick filter (v4). */
     const uint64_t *quick;
     size_t n_quick;
+    /* Key encoding v6 (with check filters): ks's keys are the expressions'
+     * XXH3-64 (not their SHA-256's first 8 bytes), and quick holds the
+     * XXH3 of the allow entries only (a removal needs none: it is checked
+     * only for what an earlier member lists). */
+    bool xxh3_keys;
 } br_pwfilter_build_opts;
 
 typedef struct br_pwfilter_build_stats {
@@ -105,7 +110,8 @@ typedef struct br_pwo {
     const uint8_t *allow, *removed;
     uint32_t n_allow, n_removed;
     unsigned check_bits; /* url-sha256 key encoding v4: its check filters' (16); else 0 */
-    uint32_t quick_keys; /* url-sha256 key encoding v5: its quick filter's keys; else 0 */
+    uint32_t quick_keys; /* url-sha256 key encoding v5, v6: its quick filter's keys; else 0 */
+    bool xxh3_keys;      /* url-sha256 key encoding v6: fingerprints keyed by XXH3-64 */
     uint8_t allow_code;  /* url-sha256: the code BR_URL_ALLOW_CATEGORY has in cats, else 0 */
     br_count_codes counts;
     br_category_table cats;
@@ -180,22 +186,49 @@ int br_pwfilter_lookup_count(const br_pwfilter *pf, const uint8_t *hash, uint64_
  * (damaged: no count may be trusted) as above. */
 int br_pwfilter_count_batch(const br_pwfilter *pf, const uint64_t *keys, size_t n,
                             uint64_t *counts);
-/* The same for a url-sha256 offline set and a SHA-256 of an expression: 1
- * and *category (a name in the file, valid while pf is), 0 when not in it.
- * Members are read base first, a later one overriding: its removal (exact)
- * makes the key 0, its allow entry (exact) BR_URL_ALLOW_CATEGORY, its
- * fingerprint hit that category. Only the exact table answers "allow": a
- * fingerprint code naming it (a false positive, or a file written before
- * the exact table) is no hit, so a false positive never releases a URL
- * (docs/filter-format.md, "The exact table"). */
-int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
-                                const char **category);
+/* ---- looking an expression up in a url-sha256 offline set ----
+ * An expression as the set's members key it (docs/filter-format.md, "Key
+ * encodings"): key encodings v1..v5 by its SHA-256, v6 by its XXH3-64,
+ * their exact tables (allow entries, removals) by the SHA-256 always. A
+ * lookup computes the SHA-256 only when a member needs it, and keeps it
+ * in the probe for the next member or lookup. */
+typedef struct br_url_probe {
+    const char *expr; /* the expression's exact bytes; NULL: only the hashes below */
+    size_t len;
+    uint64_t xxh3; /* br_xxh3_64(expr, len), when has_xxh3 */
+    bool has_xxh3; /* false: a key encoding v6 member cannot be asked (-ENOTSUP) */
+    bool hashed;   /* sha256 holds the expression's SHA-256 */
+    uint8_t sha256[BR_SHA256_LEN];
+} br_url_probe;
+/* A probe of expr[0..len): its XXH3, the SHA-256 not yet computed. */
+void br_url_probe_init(br_url_probe *p, const char *expr, size_t len);
+/* A probe of an expression known only by its hashes (a feed entry): sha256
+ * (never NULL), xxh3 when has_xxh3. */
+void br_url_probe_hashed(br_url_probe *p, const uint8_t sha256[BR_SHA256_LEN], uint64_t xxh3,
+                         bool has_xxh3);
+/* The expression in a url-sha256 offline set: 1 and *category (a name in
+ * the file, valid while pf is), 0 when not in it. Members are read base
+ * first, a later one overriding: its removal (exact) makes it 0, its allow
+ * entry (exact) BR_URL_ALLOW_CATEGORY, its fingerprint hit that category.
+ * Only the exact table answers "allow": a fingerprint code naming it (a
+ * false positive, or a file written before the exact table) is no hit, so
+ * a false positive never releases a URL (docs/filter-format.md, "The
+ * exact table"). -ENOTSUP: not such a set, or a v6 member and no XXH3;
+ * -EIO: damaged (filter_file.h); another -errno: the SHA-256 failed. */
+int br_pwfilter_lookup_category(const br_pwfilter *pf, br_url_probe *p, const char **category);
 /* The same answer as a code: 1 and *code, the category's code (a code
  * names the same category in every member: br_pwfilter_categories), or 0
- * for an allow entry (exact); 0 when not in the set; -EIO damaged. For a
- * caller that keeps something per category (an action, a counter) in a
- * table by code, without comparing names. */
-int br_pwfilter_lookup_code(const br_pwfilter *pf, const uint8_t sha256[32], uint8_t *code);
+ * for an allow entry (exact); 0 when not in the set. For a caller that
+ * keeps something per category (an action, a counter) in a table by code,
+ * without comparing names. */
+int br_pwfilter_lookup_code(const br_pwfilter *pf, br_url_probe *p, uint8_t *code);
+/* br_pwfilter_lookup_code of p[0..n) (a name's suffixes, a URL's
+ * expressions): found[i] its answer (1 or 0), code[i] its code when 1;
+ * the damaged check once for all, and the fingerprint slots of every
+ * probe fetched ahead, so that their cache misses overlap. 0, or the
+ * first error as above. */
+int br_pwfilter_lookup_codes(const br_pwfilter *pf, br_url_probe *p, size_t n, bool *found,
+                             uint8_t *code);
 /* A url-sha256 offline set: the largest max_domain_labels of its members
  * (lookups take host suffixes of up to max(5, this) labels). */
 unsigned br_pwfilter_max_domain_labels(const br_pwfilter *pf);
@@ -217,23 +250,6 @@ bool br_pwfilter_count_same(const br_pwfilter *pf, uint64_t key, uint64_t count)
  * allow entries that are now ignored (a file of key encoding v2 whose
  * category table names BR_URL_ALLOW_CATEGORY: rebuild it). */
 bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf);
-/* ---- the quick filter (url-sha256, key encoding v5) ----
- * True when every member of the set has a quick filter (docs/filter-format.md,
- * "The quick filter"): only then can br_pwfilter_quick_maybe say no. */
-bool br_pwfilter_has_quick(const br_pwfilter *pf);
-/* false: no member of the set holds an expression whose br_xxh3_64 is hash
- * (not in its fingerprints, not in its allow entries), so that
- * br_pwfilter_lookup_category of the expression's SHA-256 has nothing to
- * find but a fingerprint's false positive: skip the SHA-256. true: maybe.
- * No false negatives: true for every expression a member holds, and always
- * true for a set without quick filters everywhere (br_pwfilter_has_quick
- * false) or a damaged one (filter_file.h). About 1 in 256 other hashes per
- * member is a maybe too. Any thread. */
-bool br_pwfilter_quick_maybe(const br_pwfilter *pf, uint64_t hash);
-/* br_pwfilter_quick_maybe of hash[0..n) into maybe[0..n), the damaged
- * check once for all (a name's suffixes: one call). */
-void br_pwfilter_quick_maybe_many(const br_pwfilter *pf, const uint64_t *hash, size_t n,
-                                  bool *maybe);
 /* An offline member's description for `filter info`: the code kind, the
  * count ratio (ppm), --min-count, categories. NULL when not offline. */
 const br_pwo *br_pwfilter_offline_info(const br_pwfilter *pf);

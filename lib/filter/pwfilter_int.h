@@ -60,7 +60,8 @@ struct br_pwfilter {
      * shard's), over br_pwo_check_key() of its keys; else NULL. */
     br_bfuse *checks;
     /* url-sha256, key encoding v5: the quick filter over the XXH3 of the
-     * file's expressions (has_quick); else none. */
+     * file's expressions (has_quick); v6: of its allow entries
+     * (offline->xxh3_keys); else none. */
     br_bfuse quick;
     bool has_quick;
 };
@@ -84,7 +85,7 @@ int br_pwo_read(br_pwfilter *pf, br_error *err);
 void br_pwo_header(const br_pwfilter_build_opts *o, uint8_t *params, uint64_t codes_offset);
 /* True when o's file gets check filters (url-sha256, key encoding v4). */
 bool br_pwo_checked(const br_pwfilter_build_opts *o);
-/* True when o's file gets a quick filter (url-sha256, key encoding v5). */
+/* True when o's file gets a quick filter (url-sha256, key encoding v5, v6). */
 bool br_pwo_quick(const br_pwfilter_build_opts *o);
 /* True when o has an exact table (a file of key encoding v3). */
 bool br_pwo_exact(const br_pwfilter_build_opts *o);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bfuse_int.h"
+#include "core/br_assert.h"
 #include "pwfilter_int.h"
 
 /* The code table: at the payload's start, counts or category names. */
@@ -61,7 +62,7 @@ bool br_pwo_check(const br_pwfilter *pf, uint64_t key)
 
 bool br_pwo_quick(const br_pwfilter_build_opts *o)
 {
-    return br_pwo_checked(o) && o->quick;
+    return br_pwo_checked(o) && (o->quick || o->xxh3_keys);
 }
 
 bool br_pwo_exact(const br_pwfilter_build_opts *o)
@@ -273,88 +274,184 @@ static bool exact_has(const uint8_t *keys, uint32_t n, const uint8_t sha256[32])
     return n && bsearch(sha256, keys, n, 32, cmp_key);
 }
 
-/* One member's word on a key: -1 none, 0 removed, 1 listed (*code: its
- * category's, 0 for an allow entry). */
-static int member_code(const br_pwfilter *m, const uint8_t sha256[32], uint64_t key, uint8_t *code)
+void br_url_probe_init(br_url_probe *p, const char *expr, size_t len)
+{
+    p->expr = expr;
+    p->len = len;
+    p->xxh3 = br_xxh3_64(expr, len);
+    p->has_xxh3 = true;
+    p->hashed = false;
+}
+
+void br_url_probe_hashed(br_url_probe *p, const uint8_t sha256[BR_SHA256_LEN], uint64_t xxh3,
+                         bool has_xxh3)
+{
+    p->expr = NULL;
+    p->len = 0;
+    p->xxh3 = xxh3;
+    p->has_xxh3 = has_xxh3;
+    p->hashed = true;
+    memcpy(p->sha256, sha256, BR_SHA256_LEN);
+}
+
+/* The probe's SHA-256, computed once. */
+static int probe_sha256(br_url_probe *p)
+{
+    if (p->hashed)
+        return 0;
+    if (br_fails_assert(p->expr)) /* a probe of hashes only is hashed */
+        return -EINVAL;
+    int r = br_sha256(p->expr, p->len, p->sha256);
+    p->hashed = r >= 0;
+    return r;
+}
+
+/* A member's word on an expression: none, removed, listed (its code; 0 for
+ * an allow entry), or an error (*err). */
+enum { WORD_ERROR = -2, WORD_NONE = -1, WORD_REMOVED = 0, WORD_LISTED = 1 };
+
+/* The fingerprints' word on a 64-bit key: listed with a category's code,
+ * or none. */
+static int fingerprint_word(const br_pwfilter *m, uint64_t key, uint8_t *code)
 {
     const br_pwo *x = m->offline;
-    if (exact_has(x->removed, x->n_removed, sha256))
-        return 0;
-    if (exact_has(x->allow, x->n_allow, sha256)) {
-        *code = 0;
-        return 1;
-    }
     uint8_t c = bfuse_code_inline(shard_of(m, key), key);
     /* 0 or past the table; a fingerprint never says allow */
     if (c == 0 || c > x->cats.count || c == x->allow_code)
-        return -1;
+        return WORD_NONE;
     if (!br_pwo_check(m, key))
-        return -1; /* 24 bits matched by chance; the check filter's 16 did not */
+        return WORD_NONE; /* 24 bits matched by chance; the check filter's 16 did not */
     *code = c;
-    return 1;
+    return WORD_LISTED;
 }
 
-int br_pwfilter_lookup_code(const br_pwfilter *pf, const uint8_t sha256[32], uint8_t *code)
+/* The exact table's word, from the SHA-256: a removal (only asked when
+ * an earlier member lists the expression: else it takes nothing away),
+ * an allow entry, or none. */
+static int exact_word(const br_pwfilter *m, br_url_probe *p, bool removal, uint8_t *code, int *err)
 {
-    if (!pf->offline || pf->offline->code_kind != BR_CODES_CATEGORIES)
-        return -ENOTSUP;
-    uint64_t key = br_hash_key64(sha256);
-    int found = 0;
+    const br_pwo *x = m->offline;
+    if ((*err = probe_sha256(p)) < 0)
+        return WORD_ERROR;
+    if (removal && exact_has(x->removed, x->n_removed, p->sha256))
+        return WORD_REMOVED;
+    if (!exact_has(x->allow, x->n_allow, p->sha256))
+        return WORD_NONE;
+    *code = 0;
+    return WORD_LISTED;
+}
+
+static inline bool quick_maybe(const br_pwfilter *m, uint64_t xxh3)
+{
+    return bfuse_contains_inline(&m->quick, BR_PWO_QUICK_BITS / 8, xxh3);
+}
+
+/* Key encoding v6: the fingerprints by XXH3; the exact table only where
+ * the quick filter (its allow entries' XXH3s) says maybe, or for a
+ * removal of what an earlier member lists. */
+static int member_word_xxh3(const br_pwfilter *m, br_url_probe *p, bool listed, uint8_t *code,
+                            int *err)
+{
+    const br_pwo *x = m->offline;
+    if (!p->has_xxh3) {
+        *err = -ENOTSUP;
+        return WORD_ERROR;
+    }
+    bool removal = listed && x->n_removed;
+    if (removal || (x->n_allow && quick_maybe(m, p->xxh3))) {
+        int w = exact_word(m, p, removal, code, err);
+        if (w != WORD_NONE)
+            return w;
+    }
+    return fingerprint_word(m, p->xxh3, code);
+}
+
+/* One member's word on an expression (docs/filter-format.md, "The quick
+ * filter", "The exact table"); listed: whether an earlier member lists
+ * it. v1..v5 key by SHA-256: computed unless a v5 quick filter says the
+ * member holds neither a fingerprint nor an allow entry of it and it has
+ * no removal to check. */
+static int member_word(const br_pwfilter *m, br_url_probe *p, bool listed, uint8_t *code, int *err)
+{
+    const br_pwo *x = m->offline;
+    if (x->xxh3_keys)
+        return member_word_xxh3(m, p, listed, code, err);
+    bool held = !m->has_quick || !p->has_xxh3 || quick_maybe(m, p->xxh3);
+    bool removal = listed && x->n_removed;
+    if (!held && !removal)
+        return WORD_NONE;
+    int w = exact_word(m, p, removal, code, err);
+    if (w != WORD_NONE || !held)
+        return w;
+    return fingerprint_word(m, br_hash_key64(p->sha256), code);
+}
+
+/* The set's word on p: found (1, *code) or not (0), or an error. */
+static int set_word(const br_pwfilter *pf, br_url_probe *p, uint8_t *code)
+{
+    int found = 0, err = 0;
     for (const br_pwfilter *m = pf; m; m = m->next) { /* base first: a later member overrides */
         uint8_t c = 0;
-        int r = m->offline ? member_code(m, sha256, key, &c) : -1;
-        if (r >= 0) {
-            found = r;
+        int w = m->offline ? member_word(m, p, found > 0, &c, &err) : WORD_NONE;
+        if (w == WORD_ERROR)
+            return err;
+        if (w >= 0) {
+            found = w;
             *code = c;
         }
     }
+    return found;
+}
+
+static bool url_set(const br_pwfilter *pf)
+{
+    return pf->offline && pf->offline->code_kind == BR_CODES_CATEGORIES;
+}
+
+int br_pwfilter_lookup_code(const br_pwfilter *pf, br_url_probe *p, uint8_t *code)
+{
+    if (!url_set(pf))
+        return -ENOTSUP;
+    int found = set_word(pf, p, code);
     if (set_damaged(pf)) /* probe first, then the flag: a faulted probe read zeros */
         return -EIO;
     return found;
 }
 
-int br_pwfilter_lookup_category(const br_pwfilter *pf, const uint8_t sha256[32],
-                                const char **category)
+/* The fingerprint slots of p in each member keyed by XXH3 (v6), ahead of
+ * the probes: the slots of a name's suffixes are then read at once. (Its
+ * check filter's too measured no gain: only a listed name reads them.) */
+static void prefetch_xxh3(const br_pwfilter *pf, const br_url_probe *p, size_t n)
+{
+    for (const br_pwfilter *m = pf; m; m = m->next)
+        for (size_t i = 0; m->offline && m->offline->xxh3_keys && i < n; i++)
+            if (p[i].has_xxh3)
+                br_bfuse_prefetch(shard_of(m, p[i].xxh3), p[i].xxh3);
+}
+
+int br_pwfilter_lookup_codes(const br_pwfilter *pf, br_url_probe *p, size_t n, bool *found,
+                             uint8_t *code)
+{
+    if (!url_set(pf))
+        return -ENOTSUP;
+    prefetch_xxh3(pf, p, n);
+    for (size_t i = 0; i < n; i++) {
+        int r = set_word(pf, &p[i], &code[i]);
+        if (r < 0)
+            return r;
+        found[i] = r > 0;
+    }
+    return set_damaged(pf) ? -EIO : 0;
+}
+
+int br_pwfilter_lookup_category(const br_pwfilter *pf, br_url_probe *p, const char **category)
 {
     uint8_t code = 0;
-    int r = br_pwfilter_lookup_code(pf, sha256, &code);
+    int r = br_pwfilter_lookup_code(pf, p, &code);
     if (r > 0) /* a code names the same category in every member */
         *category =
             code ? br_category_name(br_pwfilter_categories(pf), code) : BR_URL_ALLOW_CATEGORY;
     return r;
-}
-
-bool br_pwfilter_has_quick(const br_pwfilter *pf)
-{
-    for (; pf; pf = pf->next)
-        if (!pf->has_quick)
-            return false;
-    return true;
-}
-
-static inline bool quick_probe(const br_pwfilter *set, uint64_t hash)
-{
-    for (const br_pwfilter *pf = set; pf; pf = pf->next)
-        if (!pf->has_quick || bfuse_contains_inline(&pf->quick, BR_PWO_QUICK_BITS / 8, hash))
-            return true;
-    return false;
-}
-
-bool br_pwfilter_quick_maybe(const br_pwfilter *set, uint64_t hash)
-{
-    /* probe first, then the flag: a faulted probe read zeros */
-    return quick_probe(set, hash) || set_damaged(set);
-}
-
-void br_pwfilter_quick_maybe_many(const br_pwfilter *set, const uint64_t *hash, size_t n,
-                                  bool *maybe)
-{
-    bool all = true;
-    for (size_t i = 0; i < n; i++)
-        all &= maybe[i] = quick_probe(set, hash[i]);
-    if (!all && set_damaged(set))
-        for (size_t i = 0; i < n; i++)
-            maybe[i] = true;
 }
 
 bool br_pwfilter_url_fuse_allow(const br_pwfilter *pf)

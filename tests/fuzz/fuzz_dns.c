@@ -34,11 +34,11 @@ static void check_host(const bdns_keys *k)
     char url[BR_URL_MAX_HOST + 16], canon[1024];
     size_t canon_len = 0;
     br_error err = {{0}};
-    int n = snprintf(url, sizeof(url), "http://%s/", k->host);
+    int n = snprintf(url, sizeof(url), "http://%s", k->host); /* host, then its '/' */
     CHECK(br_url_canonicalize_buf(url, (size_t)n, canon, sizeof(canon), &canon_len, &err) == 0);
     CHECK(canon_len == (size_t)n && memcmp(canon, url, canon_len) == 0);
     CHECK(k->host_len >= 1 && k->host_len <= BR_URL_MAX_HOST);
-    CHECK(strlen(k->host) == k->host_len);
+    CHECK(strlen(k->host) == k->host_len + 1 && k->host[k->host_len] == '/');
     CHECK(k->host[0] != '.' && k->host[k->host_len - 1] != '.');
     for (size_t i = 0; i < k->host_len; i++) {
         char c = k->host[i];
@@ -51,7 +51,7 @@ static void check_host(const bdns_keys *k)
 static void check_suffixes(const bdns_keys *k, unsigned labels)
 {
     char url[BR_URL_MAX_HOST + 16];
-    snprintf(url, sizeof(url), "http://%s/", k->host);
+    snprintf(url, sizeof(url), "http://%s", k->host);
     br_url_exprs ex = {0};
     br_error err = {{0}};
     CHECK(br_url_exprs_of(url, strlen(url), labels, &ex, &err) == 0);
@@ -61,12 +61,12 @@ static void check_suffixes(const bdns_keys *k, unsigned labels)
         if (ex.expr[i][len - 1] != '/' || memchr(ex.expr[i], '/', len - 1))
             continue; /* a path expression: none for "/" but the host's */
         CHECK(n < k->n);
-        const char *suffix = k->host + k->start[n];
-        CHECK(len - 1 == strlen(suffix) && memcmp(ex.expr[i], suffix, len - 1) == 0);
-        CHECK(n == 0 || strchr(suffix, '.') != NULL); /* never the bare TLD */
-        uint8_t h[BR_SHA256_LEN];
-        CHECK(br_url_expr_hash(ex.expr[i], h) == 0);
-        CHECK(memcmp(h, k->key[n], sizeof(h)) == 0);
+        const char *suffix = k->host + k->start[n]; /* "SUFFIX/" */
+        CHECK(len == strlen(suffix) && memcmp(ex.expr[i], suffix, len) == 0);
+        CHECK(n == 0 || memchr(suffix, '.', len) != NULL); /* never the bare TLD */
+        const br_url_probe *p = &k->probe[n];
+        CHECK(p->expr == suffix && p->len == len && p->has_xxh3 && !p->hashed);
+        CHECK(p->xxh3 == br_xxh3_64(ex.expr[i], len));
         n++;
     }
     CHECK(n == k->n);
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *name = size ? (const char *)data + 1 : "";
     size_t len = size ? size - 1 : 0;
     bdns_keys k;
-    int r = bdns_name_keys(name, len, labels, NULL, &k);
+    int r = bdns_name_keys(name, len, labels, &k);
     if (r < 0) {
         CHECK(r == -EINVAL);
         CHECK(k.n == 0);

@@ -161,12 +161,12 @@ def publisher(ctx, out, key, port):
 
 
 def dns_of_followed_set(ctx, files):
-    """The set a host followed (a base and its deltas, each with a quick
-    filter: docs/fleet.md) through libbreachd-dns, signatures checked: the
+    """The set a host followed (a base and its deltas, keyed by XXH3:
+    docs/fleet.md) through libbreachd-dns, signatures checked: the
     addition and the base block, the removal passes."""
     for f in files:
         info = ctx.breachctl("filter", "info", f).stdout
-        check("url-expression-sha256 v5" in info and "quick filter:" in info, info)
+        check("url-expression-sha256 v6" in info and "keyed by:" in info, info)
     conf = ctx.path("dns.conf")
     with open(conf, "w") as f:
         f.write("[urls]\npubkey = %s\n[dns]\nfilter = %s\n"

@@ -327,14 +327,17 @@ def url_offline_every_format(ctx):
 @test
 def url_offline_check_filter(ctx):
     """Offline URL filters carry a 16-bit check filter and an 8-bit quick
-    filter (key encoding v5); --no-quick-filter writes v4 (check filters
-    only), --no-check-filter the layout before both (v2), which answer the
-    same for listed and unlisted URLs; without --offline both are refused."""
+    filter, their fingerprints keyed by XXH3 (key encoding v6);
+    --sha256-keys keys them by SHA-256 (v5), --no-quick-filter writes v4
+    (check filters only), --no-check-filter the layout before both (v2),
+    which answer the same for listed and unlisted URLs; without --offline
+    all three are refused."""
     fxs, _ = url_feeds(ctx)
     fx = [f for f in fxs if f.blocked and f.safe][0]
     urls = list(fx.blocked) + list(fx.safe)
     answers = []
-    for extra, enc, rate in (((), "v5", "2^-40"), (("--no-quick-filter",), "v4", "2^-40"),
+    for extra, enc, rate in (((), "v6", "2^-40"), (("--sha256-keys",), "v5", "2^-40"),
+                             (("--no-quick-filter",), "v4", "2^-40"),
                              (("--no-check-filter",), "v2", "2^-24")):
         o = ctx.path("c%s.off" % enc)
         ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--input",
@@ -343,11 +346,15 @@ def url_offline_check_filter(ctx):
         info = ctx.breachctl("filter", "info", o).stdout
         check("url-expression-sha256 " + enc in info and rate in info, info)
         check(("check filter" in info) == (enc != "v2"), info)
-        check(("quick filter:" in info) == (enc == "v5"), info)
+        check(("quick filter:" in info) == (enc in ("v5", "v6")), info)
+        check(("keyed by:" in info) == (enc == "v6"), info)
         answers.append(ctx.breachctl("filter", "query", o, "--url", *urls).stdout)
-    eq(answers[0], answers[1], "the same answers with and without the quick filter")
-    eq(answers[0], answers[2], "the same answers with and without check filters")
-    for flag in ("--no-check-filter", "--no-quick-filter"):
+    eq(answers[0], answers[1], "the same answers with XXH3 and SHA-256 keys")
+    eq(answers[0], answers[2], "the same answers with and without the quick filter")
+    eq(answers[0], answers[3], "the same answers with and without check filters")
+    r = ctx.breachctl("filter", "query", ctx.path("cv6.off"), "0" * 64, check_rc=False)
+    check(r.returncode != 0 and "query it by URL" in r.stderr, r.stderr)
+    for flag in ("--no-check-filter", "--no-quick-filter", "--sha256-keys"):
         r = ctx.breachctl("filter", "build", "--kind", "url-sha256", "--input", fx.path,
                           "--output", ctx.path("r.bbf"), flag, check_rc=False)
         check(r.returncode == 2 and "--offline" in r.stderr, r.stderr)
@@ -360,10 +367,11 @@ def write_lines(path, lines):
 
 @test
 def url_offline_quick_filter_dns(ctx):
-    """The feeds built with the quick filter (v5) and without it
-    (--no-quick-filter, v4): breachctl dns, through libbreachd-dns, answers
-    listed, allowed, subdomain and random names alike (the quick keys come
-    from the feed text: docs/filter-format.md, "The quick filter")."""
+    """The feeds built keyed by XXH3 (v6), with the quick filter (v5) and
+    without it (--no-quick-filter, v4): breachctl dns, through
+    libbreachd-dns, answers listed, allowed, subdomain and random names
+    alike (the XXH3s come from the feed text: docs/filter-format.md, "The
+    quick filter")."""
     rng = random.Random(5)
     bad = ["b%d-%x.example" % (i, rng.getrandbits(24)) for i in range(1500)]
     phish = ["p%d.%x.test" % (i, rng.getrandbits(24)) for i in range(500)]
@@ -375,7 +383,7 @@ def url_offline_quick_filter_dns(ctx):
              ["deep." + d for d in ok[1::3]] +
              ["r%x.s%x.net" % (rng.getrandbits(40), i) for i in range(400)])
     out = {}
-    for enc, extra in (("v5", ()), ("v4", ("--no-quick-filter",))):
+    for enc, extra in (("v6", ()), ("v5", ("--sha256-keys",)), ("v4", ("--no-quick-filter",))):
         f = ctx.path("q%s.off" % enc)
         ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", f,
                       "--input", ctx.path("hosts.txt") + "=malware",
@@ -390,17 +398,20 @@ def url_offline_quick_filter_dns(ctx):
         check(r.returncode == 1, r.stderr)
         out[enc] = r.stdout
     lines = out["v5"].splitlines()
-    diff = [(n, a, b) for n, a, b in zip(names, lines, out["v4"].splitlines()) if a != b]
-    check(not diff, "v5 and v4 answer differently, first: %r" % (diff[:1],))
+    for enc in ("v5", "v6"):
+        diff = [(n, a, b) for n, a, b in zip(names, out[enc].splitlines(), out["v4"].splitlines())
+                if a != b]
+        check(not diff, "%s and v4 answer differently, first: %r" % (enc, diff[:1]))
     eq(len(lines), len(names), "an answer per name")
     check(sum(ln.startswith("block malware") for ln in lines) > 300 and
           sum(ln.startswith("block phishing") for ln in lines) > 100, out["v5"][:500])
 
 
 def blind_quick(src, dst):
-    """A copy of the v5 file src whose quick filter's slots are zeroed (its
-    sums made again): it says no to about 255 in 256 expressions, listed or
-    not, so a reader that consults it misses listed URLs."""
+    """A copy of the v5 or v6 file src whose quick filter's slots are zeroed
+    (its sums made again): it says no to about 255 in 256 expressions, listed
+    or not, so a reader that consults it misses listed URLs (v5) or allow
+    entries (v6)."""
     with open(src, "rb") as f:
         data = bytearray(f.read())
     entry = data[-32:]  # the quick entry ends a v5 file (filter-format.md)
@@ -415,10 +426,11 @@ def blind_quick(src, dst):
 
 @test
 def daemon_urls_quick_filter(ctx):
-    """breachd answers URLs from an offline set with the quick filter (v5)
-    as from the same feeds without it (v4): unlisted expressions skip
-    SHA-256 (filter-format.md, "The quick filter"). A v5 file whose quick
-    filter says no to everything misses listed URLs: the daemon consults it."""
+    """breachd answers URLs from an offline set keyed by XXH3 (v6) and with
+    the quick filter (v5) as from the same feeds without it (v4): unlisted
+    expressions skip SHA-256 (filter-format.md, "The quick filter"). A v5
+    file whose quick filter says no to everything misses listed URLs, a v6
+    one its allow entries: the daemon consults them."""
     rng = random.Random(7)
     bad = ["b%d-%x.example" % (i, rng.getrandbits(24)) for i in range(300)]
     paths = ["http://u%d.example.net/dir/p%d.html" % (i, i) for i in range(200)]
@@ -431,14 +443,15 @@ def daemon_urls_quick_filter(ctx):
             ["https://%s/q" % d for d in ok] +
             ["http://r%x.example/%x" % (rng.getrandbits(40), i) for i in range(200)])
     answers = {}
-    for enc, extra in (("v5", ()), ("v4", ("--no-quick-filter",))):
+    for enc, extra in (("v6", ()), ("v5", ("--sha256-keys",)), ("v4", ("--no-quick-filter",))):
         f = ctx.path("d%s.off" % enc)
         ctx.breachctl("filter", "build", "--kind", "url-sha256", "--offline", "--output", f,
                       "--input", ctx.path("hosts.txt") + "=malware",
                       "--input", ctx.path("paths.txt") + "=phishing",
                       "--input", ctx.path("allow.txt") + "=allow", *extra)
     blind_quick(ctx.path("dv5.off"), ctx.path("dblind.off"))
-    for enc in ("v5", "v4", "blind"):
+    blind_quick(ctx.path("dv6.off"), ctx.path("dblind6.off"))
+    for enc in ("v6", "v5", "v4", "blind", "blind6"):
         conf = ctx.config(name="%s.conf" % enc,
                           urls={"filter": ctx.path("d%s.off" % enc), "upstream": "none"})
         d = ctx.daemon(conf)
@@ -449,13 +462,20 @@ def daemon_urls_quick_filter(ctx):
         answers[enc] = [got["u%d" % i] for i in range(len(urls))]
         c.close()
         d.stop_ok()
-    diff = [(u, a, b) for u, a, b in zip(urls, answers["v5"], answers["v4"]) if a != b]
-    check(not diff, "v5 and v4 answer differently, first: %r" % (diff[:1],))
+    for enc in ("v5", "v6"):
+        diff = [(u, a, b) for u, a, b in zip(urls, answers[enc], answers["v4"]) if a != b]
+        check(not diff, "%s and v4 answer differently, first: %r" % (enc, diff[:1]))
     blocked = sum(a.startswith("BLOCKED") for a in answers["v4"])
     check(blocked > 150 and answers["v4"].count("SAFE") > 250, answers["v4"][:5])
     blind = sum(a.startswith("BLOCKED") for a in answers["blind"])
     check(blind < blocked // 4, "the blinded quick filter still blocked %d of %d"
           % (blind, blocked))
+    # v6: the allow entries' quick filter blinded, their URLs are blocked
+    safe_ok = sum(a == "SAFE" for u, a in zip(urls, answers["v6"]) if u.startswith("https://ok"))
+    safe_blind = sum(a == "SAFE" for u, a in zip(urls, answers["blind6"])
+                     if u.startswith("https://ok"))
+    check(safe_ok == len(ok) and safe_blind < len(ok) // 4,
+          "allowed URLs SAFE: %d of %d, blinded v6: %d" % (safe_ok, len(ok), safe_blind))
 
 
 @test

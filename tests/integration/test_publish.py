@@ -81,10 +81,10 @@ def publish_cycles(ctx):
     base = [ln.split()[1] for ln in m.splitlines() if ln.startswith("base ")][0]
     info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
     check("exact table:       1 allow, 0 removed" in info, info)  # the allow feed, exact
-    # a quick filter of the file's 101 expressions' XXH3 (key encoding v5;
-    # docs/filter-format.md, "The quick filter")
-    check("url-expression-sha256 v5" in info and "quick filter:" in info, info)
-    check(quick_keys(info) == 101, info)
+    # fingerprints keyed by XXH3, a quick filter of the allow entry's
+    # (key encoding v6; docs/filter-format.md, "The quick filter")
+    check("url-expression-sha256 v6" in info and "keyed by:" in info, info)
+    check(quick_keys(info) == 1, info)
     r = ctx.breachctl("filter", "query", ctx.path("out", base), "--url",
                       "http://partner.example/x", "http://h5.example/")
     eq(r.stdout, "allowed partner.example/\nblocked malware h5.example/\n", "the base answers")
@@ -122,7 +122,7 @@ def publish_cycles(ctx):
     eq(len(delta), 1, "deltas")
     info = ctx.breachctl("filter", "info", ctx.path("out", delta[0])).stdout
     check("exact table:       0 allow, 1 removed" in info, info)
-    check(quick_keys(info) == 1, info)  # new1: a removal stays in the base's
+    check(quick_keys(info) == 0, info)  # no allow entry; a removal needs no quick key
     check(os.path.exists(ctx.path("out", delta[0] + ".sig")), "the delta's signature")
     # a shrink by 90% is held: nothing new, the manifest says why
     write(ctx.path("feeds", "bad.txt"), ["h%d.example" % i for i in range(1, 11)])
@@ -304,15 +304,25 @@ def publish_passwords(ctx):
 
 @test
 def publish_without_quick_filter(ctx):
-    """[publish] quick_filter = no: v4 files, for hosts that predate v5."""
+    """[publish] quick_filter = no: v4 files, for hosts that predate v5;
+    sha256_keys = yes: v5 files (fingerprints keyed by SHA-256, a quick
+    filter of every expression), for hosts that predate v6."""
     conf = setup(ctx)
-    text = open(conf).read().replace("[publish]\n", "[publish]\nquick_filter = no\n", 1)
-    with open(conf, "w") as f:
-        f.write(text)
-    ctx.breachctl("publish", "--config", conf, "--once")
-    base = [ln.split()[1] for ln in manifest(ctx).splitlines() if ln.startswith("base ")][0]
-    info = ctx.breachctl("filter", "info", ctx.path("out", base)).stdout
-    check("url-expression-sha256 v4" in info and quick_keys(info) is None, info)
+    text = open(conf).read()
+    for key, enc, quick in (("quick_filter = no", "v4", None), ("sha256_keys = yes", "v5", 101)):
+        out = ctx.path("out-" + enc)
+        os.mkdir(out)
+        with open(conf, "w") as f:
+            f.write(text.replace("[publish]\n", "[publish]\n%s\n" % key, 1)
+                    .replace("output = %s\n" % ctx.path("out"), "output = %s\n" % out, 1))
+        ctx.breachctl("publish", "--config", conf, "--once")
+        m = open(os.path.join(out, "manifest")).read()
+        base = [ln.split()[1] for ln in m.splitlines() if ln.startswith("base ")][0]
+        info = ctx.breachctl("filter", "info", os.path.join(out, base)).stdout
+        check("url-expression-sha256 " + enc in info and quick_keys(info) == quick, info)
+        r = ctx.breachctl("filter", "query", os.path.join(out, base), "--url",
+                          "http://partner.example/x", "http://h5.example/")
+        eq(r.stdout, "allowed partner.example/\nblocked malware h5.example/\n", enc + " answers")
 
 
 @test
@@ -326,6 +336,11 @@ def config_errors(ctx):
         f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nquick_filter = maybe\n")
     r = ctx.breachctl("publish", "--config", conf, check_rc=False)
     check(r.returncode == 2 and conf + ":4: quick_filter = maybe: expected yes or no" in r.stderr,
+          r.stderr)
+    with open(conf, "w") as f:
+        f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\nsha256_keys = 1\n")
+    r = ctx.breachctl("publish", "--config", conf, check_rc=False)
+    check(r.returncode == 2 and conf + ":4: sha256_keys = 1: expected yes or no" in r.stderr,
           r.stderr)
     with open(conf, "w") as f:
         f.write("[publish]\noutput = /tmp/x\nkey = /tmp/k\n[feed Bad-Name]\nurl = x\n")

@@ -288,11 +288,13 @@ static uint64_t stat_of(fx *f, const char *key)
 static void keys_of(const char *name, int want, const char *host, size_t n)
 {
     bdns_keys k;
-    int r = bdns_name_keys(name, strlen(name), 5, NULL, &k);
+    int r = bdns_name_keys(name, strlen(name), 5, &k);
     if (r != want)
         fail_msg("'%s': %d, expected %d", name, r, want);
     if (r == 0) {
-        assert_string_equal(k.host, host);
+        assert_int_equal(k.host_len, strlen(host));
+        assert_memory_equal(k.host, host, k.host_len);
+        assert_string_equal(k.host + k.host_len, "/");
         assert_int_equal(k.n, n);
     }
 }
@@ -343,13 +345,13 @@ static void test_names(void **state)
     keys_of(name, -EINVAL, NULL, 0);
 }
 
-/* The suffixes and keys of a name against br_url_host_suffixes and
- * br_sha256 of each "SUFFIX/" of the canonical host, for many label
- * counts: the plain names' path finds the suffixes from its own scan. */
+/* The suffixes and probes of a name against br_url_host_suffixes and each
+ * "SUFFIX/" of the canonical host and its XXH3, for many label counts:
+ * the plain names' path finds the suffixes from its own scan. */
 static void suffixes_match(const char *name, unsigned labels)
 {
     bdns_keys k;
-    if (bdns_name_keys(name, strlen(name), labels, NULL, &k) < 0)
+    if (bdns_name_keys(name, strlen(name), labels, &k) < 0)
         return;
     size_t start[BR_URL_MAX_HOST_LABELS];
     size_t n = br_url_host_suffixes(k.host, k.host_len, labels, start);
@@ -361,9 +363,10 @@ static void suffixes_match(const char *name, unsigned labels)
         assert_int_equal(k.start[i], start[i]);
         memcpy(expr, k.host + start[i], len);
         expr[len] = '/';
-        uint8_t key[BR_SHA256_LEN];
-        br_sha256(expr, len + 1, key);
-        assert_memory_equal(k.key[i], key, sizeof(key));
+        assert_int_equal(k.probe[i].len, len + 1);
+        assert_memory_equal(k.probe[i].expr, expr, len + 1);
+        assert_true(k.probe[i].has_xxh3 && !k.probe[i].hashed);
+        assert_true(k.probe[i].xxh3 == br_xxh3_64(expr, len + 1));
     }
 }
 

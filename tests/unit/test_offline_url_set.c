@@ -26,6 +26,7 @@
 #include "filter/pwfilter.h"
 #include "filter/urlfilter.h"
 #include "testutil.h"
+#include "url_helpers.h"
 #include "url/url_expr.h"
 #include "core/util.h"
 
@@ -78,7 +79,7 @@ static void want(const br_pwfilter *pf, const char *prefix, int i, const char *c
     uint8_t key[BR_SHA256_LEN];
     const char *cat = NULL;
     expr_hash(prefix, i, key);
-    int r = br_pwfilter_lookup_category(pf, key, &cat);
+    int r = lookup_sha256(pf, key, &cat);
     if (category ? r != 1 || strcmp(cat, category) != 0 : r != 0)
         fail_msg("%s-%d: %d %s, expected %s", prefix, i, r, r > 0 ? cat : "",
                  category ? category : "none");

@@ -107,3 +107,24 @@ void expect_header_refused(const char *path, const char *out, header_edit edit, 
     if (!strstr(err.text, what))
         fail_msg("refused as '%s', expected '%s'", err.text, what);
 }
+
+int lookup_sha256(const br_pwfilter *pf, const uint8_t key[32], const char **category)
+{
+    br_url_probe p;
+    br_url_probe_hashed(&p, key, 0, false);
+    return br_pwfilter_lookup_category(pf, &p, category);
+}
+
+int lookup_sha256_code(const br_pwfilter *pf, const uint8_t key[32], uint8_t *code)
+{
+    br_url_probe p;
+    br_url_probe_hashed(&p, key, 0, false);
+    return br_pwfilter_lookup_code(pf, &p, code);
+}
+
+int lookup_expr(const br_pwfilter *pf, const char *expr, const char **category)
+{
+    br_url_probe p;
+    br_url_probe_init(&p, expr, strlen(expr));
+    return br_pwfilter_lookup_category(pf, &p, category);
+}

@@ -34,6 +34,15 @@ int read_feed_path(br_feedset *fs, const char *path, const char *category, const
  * (what a delta of the set names), or NULL. */
 br_pwfilter *open_url_set(const char *const *paths, size_t n, uint8_t body[32]);
 
+/* br_pwfilter_lookup_category and _code of an expression known by its
+ * SHA-256 only: what a set keyed by SHA-256 (key encodings v1..v5) can
+ * answer; a key encoding v6 member answers -ENOTSUP. */
+int lookup_sha256(const br_pwfilter *pf, const uint8_t key[32], const char **category);
+int lookup_sha256_code(const br_pwfilter *pf, const uint8_t key[32], uint8_t *code);
+/* br_pwfilter_lookup_category of expr's bytes (its XXH3, and its SHA-256
+ * when a member needs it). */
+int lookup_expr(const br_pwfilter *pf, const char *expr, const char **category);
+
 /* What a test changes in a header: field := v. */
 typedef void (*header_edit)(br_filter_header *h, uint32_t v);
 /* The header's key encoding version, and its check filters' bits. */
