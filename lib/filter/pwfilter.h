@@ -224,8 +224,7 @@ int br_pwfilter_lookup_category(const br_pwfilter *pf, br_url_probe *p, const ch
 int br_pwfilter_lookup_code(const br_pwfilter *pf, br_url_probe *p, uint8_t *code);
 /* br_pwfilter_lookup_code of p[0..n) (a name's suffixes, a URL's
  * expressions): found[i] its answer (1 or 0), code[i] its code when 1;
- * the damaged check once for all, and the fingerprint slots of every
- * probe fetched ahead, so that their cache misses overlap. 0, or the
+ * the damaged check once for all, the members' probes inlined. 0, or the
  * first error as above. */
 int br_pwfilter_lookup_codes(const br_pwfilter *pf, br_url_probe *p, size_t n, bool *found,
                              uint8_t *code);

@@ -312,7 +312,8 @@ enum { WORD_ERROR = -2, WORD_NONE = -1, WORD_REMOVED = 0, WORD_LISTED = 1 };
 
 /* The fingerprints' word on a 64-bit key: listed with a category's code,
  * or none. */
-static int fingerprint_word(const br_pwfilter *m, uint64_t key, uint8_t *code)
+static inline __attribute__((always_inline)) int fingerprint_word(const br_pwfilter *m,
+                                                                  uint64_t key, uint8_t *code)
 {
     const br_pwo *x = m->offline;
     uint8_t c = bfuse_code_inline(shard_of(m, key), key);
@@ -349,8 +350,8 @@ static inline bool quick_maybe(const br_pwfilter *m, uint64_t xxh3)
 /* Key encoding v6: the fingerprints by XXH3; the exact table only where
  * the quick filter (its allow entries' XXH3s) says maybe, or for a
  * removal of what an earlier member lists. */
-static int member_word_xxh3(const br_pwfilter *m, br_url_probe *p, bool listed, uint8_t *code,
-                            int *err)
+static inline __attribute__((always_inline)) int
+member_word_xxh3(const br_pwfilter *m, br_url_probe *p, bool listed, uint8_t *code, int *err)
 {
     const br_pwo *x = m->offline;
     if (!p->has_xxh3) {
@@ -371,7 +372,8 @@ static int member_word_xxh3(const br_pwfilter *m, br_url_probe *p, bool listed, 
  * it. v1..v5 key by SHA-256: computed unless a v5 quick filter says the
  * member holds neither a fingerprint nor an allow entry of it and it has
  * no removal to check. */
-static int member_word(const br_pwfilter *m, br_url_probe *p, bool listed, uint8_t *code, int *err)
+static inline __attribute__((always_inline)) int member_word(const br_pwfilter *m, br_url_probe *p,
+                                                             bool listed, uint8_t *code, int *err)
 {
     const br_pwo *x = m->offline;
     if (x->xxh3_keys)
@@ -387,7 +389,8 @@ static int member_word(const br_pwfilter *m, br_url_probe *p, bool listed, uint8
 }
 
 /* The set's word on p: found (1, *code) or not (0), or an error. */
-static int set_word(const br_pwfilter *pf, br_url_probe *p, uint8_t *code)
+static inline __attribute__((always_inline)) int set_word(const br_pwfilter *pf, br_url_probe *p,
+                                                          uint8_t *code)
 {
     int found = 0, err = 0;
     for (const br_pwfilter *m = pf; m; m = m->next) { /* base first: a later member overrides */
@@ -418,23 +421,11 @@ int br_pwfilter_lookup_code(const br_pwfilter *pf, br_url_probe *p, uint8_t *cod
     return found;
 }
 
-/* The fingerprint slots of p in each member keyed by XXH3 (v6), ahead of
- * the probes: the slots of a name's suffixes are then read at once. (Its
- * check filter's too measured no gain: only a listed name reads them.) */
-static void prefetch_xxh3(const br_pwfilter *pf, const br_url_probe *p, size_t n)
-{
-    for (const br_pwfilter *m = pf; m; m = m->next)
-        for (size_t i = 0; m->offline && m->offline->xxh3_keys && i < n; i++)
-            if (p[i].has_xxh3)
-                br_bfuse_prefetch(shard_of(m, p[i].xxh3), p[i].xxh3);
-}
-
 int br_pwfilter_lookup_codes(const br_pwfilter *pf, br_url_probe *p, size_t n, bool *found,
                              uint8_t *code)
 {
     if (!url_set(pf))
         return -ENOTSUP;
-    prefetch_xxh3(pf, p, n);
     for (size_t i = 0; i < n; i++) {
         int r = set_word(pf, &p[i], &code[i]);
         if (r < 0)
