@@ -3,11 +3,12 @@
 """False blocks of libbreachd-dns against an offline URL filter of N domains
 (tests/bench/README.md, "DNS"; docs/dns.md, "False blocks"). By hand:
 
-    tests/bench/bench-dns-fp.py BUILD_DIR [N_DOMAINS] [N_RANDOM] [check|nocheck]...
+    tests/bench/bench-dns-fp.py BUILD_DIR [N_DOMAINS] [N_RANDOM] [check|sha256|nocheck]...
 
 N domains (default 1000000) in 255 domain lists, one category each: the
 worst case, where every category code a fingerprint can read blocks. The
-filter is built with check filters (check, key encoding v4) and without
+filter is built with check filters (check: what filter build writes, key
+encoding v6, keyed by XXH3; sha256: --sha256-keys, v5) and without
 (nocheck, --no-check-filter, the layout before them); bench_dns then looks
 up N_RANDOM random names (default 10^8, three random labels each) through
 each and prints its false blocks, the CPU time, and the file's bytes per
@@ -51,7 +52,7 @@ def main():
         feeds = make_lists(d)
         for mode in MODES:
             out = os.path.join(d, mode + ".bfuse")
-            extra = ["--no-check-filter"] if mode == "nocheck" else []
+            extra = {"nocheck": ["--no-check-filter"], "sha256": ["--sha256-keys"]}.get(mode, [])
             t0 = time.time()
             subprocess.run([CTL, "filter", "build", "--kind", "url-sha256", "--offline",
                             "--output", out] + extra + feeds, check=True, capture_output=True)
